@@ -1,0 +1,61 @@
+// hello: a small program that does a little of everything dnprof records, for
+// the README's quick start:
+//
+//   dotnet build samples/hello -c Release -o /tmp/hello
+//   dnprof run -o hello.trace -- dotnet /tmp/hello/hello.dll
+//   dnprof print hello.trace
+using System;
+using System.Collections.Generic;
+using System.Threading;
+
+namespace Hello;
+
+public static class Program
+{
+    // A nested class: its name in the log is "Hello.Program+Greeter".
+    private sealed class Greeter
+    {
+        public string Greet(string who) => $"hello, {who}";
+    }
+
+    public static int Main()
+    {
+        var greeter = new Greeter();
+        Console.WriteLine(greeter.Greet("dnprof"));
+
+        // A generic class: "Hello.Pair<System.String, System.Int32>".
+        var pair = new Pair<string, int>("answer", 42);
+        Console.WriteLine($"{pair.First} = {pair.Second}");
+
+        // A named thread: ThreadCreated, ThreadNameChanged, ThreadDestroyed.
+        var worker = new Thread(() => Console.WriteLine("hello from the worker thread"))
+        {
+            Name = "hello-worker",
+        };
+        worker.Start();
+        worker.Join();
+
+        // An exception, thrown and caught: the search, unwind and catcher events.
+        try
+        {
+            Fail();
+        }
+        catch (InvalidOperationException e)
+        {
+            Console.WriteLine($"caught: {e.Message}");
+        }
+
+        // Some garbage, then one collection.
+        var list = new List<byte[]>();
+        for (int i = 0; i < 1000; i++)
+            list.Add(new byte[1024]);
+        list.Clear();
+        GC.Collect();
+        Console.WriteLine($"collections so far: {GC.CollectionCount(0)}");
+        return 0;
+    }
+
+    private static void Fail() => throw new InvalidOperationException("something went wrong on purpose");
+}
+
+public sealed record Pair<TFirst, TSecond>(TFirst First, TSecond Second);

@@ -1,0 +1,36 @@
+/* agent.h: what the pieces of the agent share. The agent is one profiler object
+ * per process ("pick first", seed 003), so its state is one struct, g_agent. */
+#ifndef DNP_AGENT_H
+#define DNP_AGENT_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "com.h"
+#include "families.h"
+
+typedef struct dnp_agent {
+    ICorProfilerCallback callback; /* the object the runtime holds; first member */
+    atomic_int refs;
+    ICorProfilerInfo *info;
+    int info_version; /* highest ICorProfilerInfo the runtime gave us */
+    dnp_event_config events;
+    atomic_int active; /* recording: callbacks do their work only while set */
+    int attached;
+} dnp_agent;
+
+extern dnp_agent g_agent;
+
+/* Says something on stderr as "dnprof: ..." (one line, written at once). */
+void agent_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The profiler object: returns a new reference to it in *out, or fails when
+ * another runtime in this process already has one (side by side, pick first). */
+HRESULT agent_create(REFIID riid, void **out);
+
+/* Whether a call to the Info slot of this version may be made. */
+#define AGENT_HAS_INFO(name) (g_agent.info_version >= DNP_INFO_VERSION(name))
+#define INFO_CALL(name, ...) (g_agent.info->lpVtbl->name(g_agent.info, __VA_ARGS__))
+
+#endif

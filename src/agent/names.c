@@ -1,0 +1,554 @@
+/* names.c: resolving the runtime's IDs to names, with a cache per kind of ID.
+ *
+ * Class names: namespace, nesting (Outer+Inner), generic arguments fully named
+ * (Dictionary<System.String, System.Int32>, the `N arity suffix removed), arrays
+ * (System.Int32[], System.String[,]). Functions: Namespace.Class::Method<Args>.
+ * Modules: their file path. Assemblies and app domains: their names. */
+#include "names.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "recorder.h"
+
+#define MAX_DEPTH 8
+#define MAX_TYPE_ARGS 32
+#define NAME_MAX_BYTES 2048
+
+/* ---- a sharded map from an ID to a 64-bit value ---- */
+
+#define MAP_SHARDS 16
+#define MAP_EMPTY 0
+#define MAP_TOMB 1
+
+typedef struct map_entry {
+    uint64_t key; /* MAP_EMPTY, MAP_TOMB, or the ID (IDs are pointers, never 0 or 1) */
+    uint64_t value;
+} map_entry;
+
+typedef struct idmap {
+    struct {
+        pthread_mutex_t mu;
+        map_entry *slots;
+        size_t cap, used; /* used counts tombstones too */
+    } shard[MAP_SHARDS];
+    atomic_uint epoch; /* bumped by every forget: a resolution that spans one is not cached */
+} idmap;
+
+static idmap maps[NAMES_KIND_COUNT];
+static idmap imports; /* ModuleID -> IMetaDataImport *, holding one reference */
+
+static uint64_t mix(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+static void map_init(idmap *m) {
+    for (int i = 0; i < MAP_SHARDS; i++)
+        pthread_mutex_init(&m->shard[i].mu, NULL);
+}
+
+/* The entry of key in shard s, whose lock is held, or NULL. */
+static map_entry *map_find_locked(idmap *m, int s, uint64_t h, uint64_t key) {
+    size_t cap = m->shard[s].cap;
+    if (!cap)
+        return NULL;
+    for (size_t j = (h >> 8) & (cap - 1);; j = (j + 1) & (cap - 1)) {
+        map_entry *e = &m->shard[s].slots[j];
+        if (e->key == MAP_EMPTY)
+            return NULL;
+        if (e->key == key)
+            return e;
+    }
+}
+
+static int map_get(idmap *m, uint64_t key, uint64_t *value) {
+    uint64_t h = mix(key);
+    int s = (int)(h & (MAP_SHARDS - 1));
+    pthread_mutex_lock(&m->shard[s].mu);
+    map_entry *e = map_find_locked(m, s, h, key);
+    if (e)
+        *value = e->value;
+    pthread_mutex_unlock(&m->shard[s].mu);
+    return e != NULL;
+}
+
+/* Inserts or replaces; returns the previous value in *old (0 when none). */
+static void map_put_locked(idmap *m, int s, uint64_t h, uint64_t key, uint64_t value,
+                           uint64_t *old) {
+    size_t cap = m->shard[s].cap;
+    if ((m->shard[s].used + 1) * 4 > cap * 3) {
+        size_t ncap = cap ? cap * 2 : 64;
+        map_entry *slots = calloc(ncap, sizeof *slots);
+        if (!slots)
+            return;
+        size_t used = 0;
+        for (size_t i = 0; i < cap; i++) {
+            map_entry *e = &m->shard[s].slots[i];
+            if (e->key <= MAP_TOMB)
+                continue;
+            size_t j = (mix(e->key) >> 8) & (ncap - 1);
+            while (slots[j].key != MAP_EMPTY)
+                j = (j + 1) & (ncap - 1);
+            slots[j] = *e;
+            used++;
+        }
+        free(m->shard[s].slots);
+        m->shard[s].slots = slots;
+        m->shard[s].cap = cap = ncap;
+        m->shard[s].used = used;
+    }
+    map_entry *tomb = NULL;
+    for (size_t j = (h >> 8) & (cap - 1);; j = (j + 1) & (cap - 1)) {
+        map_entry *e = &m->shard[s].slots[j];
+        if (e->key == key) {
+            if (old)
+                *old = e->value;
+            e->value = value;
+            return;
+        }
+        if (e->key == MAP_TOMB && !tomb)
+            tomb = e;
+        if (e->key == MAP_EMPTY) {
+            if (!tomb) {
+                tomb = e;
+                m->shard[s].used++;
+            }
+            tomb->key = key;
+            tomb->value = value;
+            return;
+        }
+    }
+}
+
+/* Caches value unless a forget happened since epoch was read. */
+static void map_put(idmap *m, unsigned epoch, uint64_t key, uint64_t value, uint64_t *old) {
+    uint64_t h = mix(key);
+    int s = (int)(h & (MAP_SHARDS - 1));
+    pthread_mutex_lock(&m->shard[s].mu);
+    if (atomic_load(&m->epoch) == epoch)
+        map_put_locked(m, s, h, key, value, old);
+    pthread_mutex_unlock(&m->shard[s].mu);
+}
+
+static int map_del(idmap *m, uint64_t key, uint64_t *value) {
+    uint64_t h = mix(key);
+    int s = (int)(h & (MAP_SHARDS - 1));
+    atomic_fetch_add(&m->epoch, 1);
+    pthread_mutex_lock(&m->shard[s].mu);
+    map_entry *e = map_find_locked(m, s, h, key);
+    if (e) {
+        if (value)
+            *value = e->value;
+        e->key = MAP_TOMB;
+    }
+    pthread_mutex_unlock(&m->shard[s].mu);
+    return e != NULL;
+}
+
+static void map_clear(idmap *m) {
+    atomic_fetch_add(&m->epoch, 1);
+    for (int s = 0; s < MAP_SHARDS; s++) {
+        pthread_mutex_lock(&m->shard[s].mu);
+        if (m->shard[s].slots)
+            memset(m->shard[s].slots, 0, m->shard[s].cap * sizeof(map_entry));
+        m->shard[s].used = 0;
+        pthread_mutex_unlock(&m->shard[s].mu);
+    }
+}
+
+int names_init(void) {
+    for (int k = 0; k < NAMES_KIND_COUNT; k++)
+        map_init(&maps[k]);
+    map_init(&imports);
+    return 0;
+}
+
+/* ---- text ---- */
+
+typedef struct sbuf {
+    char s[NAME_MAX_BYTES];
+    size_t len;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t n) {
+    if (n > sizeof b->s - 1 - b->len)
+        n = sizeof b->s - 1 - b->len;
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+
+static void sb_puts(sbuf *b, const char *s) {
+    sb_add(b, s, strlen(s));
+}
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        sb_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+static void sb_wide(sbuf *b, const WCHAR *w, size_t n) {
+    char tmp[NAME_MAX_BYTES];
+    size_t len = names_utf16_to_utf8(w, n, tmp, sizeof tmp);
+    sb_add(b, tmp, len);
+}
+
+size_t names_utf16_to_utf8(const WCHAR *s, size_t n, char *out, size_t cap) {
+    size_t o = 0;
+    if (cap == 0)
+        return 0;
+    for (size_t i = 0; (n == (size_t)-1 ? s[i] != 0 : i < n); i++) {
+        uint32_t c = s[i];
+        if (c >= 0xD800 && c <= 0xDBFF && (n == (size_t)-1 || i + 1 < n) && s[i + 1] >= 0xDC00 &&
+            s[i + 1] <= 0xDFFF) {
+            c = 0x10000 + ((c - 0xD800) << 10) + (s[i + 1] - 0xDC00);
+            i++;
+        } else if (c >= 0xD800 && c <= 0xDFFF) {
+            c = 0xFFFD;
+        }
+        uint8_t enc[4];
+        size_t k;
+        if (c < 0x80) {
+            enc[0] = (uint8_t)c;
+            k = 1;
+        } else if (c < 0x800) {
+            enc[0] = (uint8_t)(0xC0 | (c >> 6));
+            enc[1] = (uint8_t)(0x80 | (c & 0x3F));
+            k = 2;
+        } else if (c < 0x10000) {
+            enc[0] = (uint8_t)(0xE0 | (c >> 12));
+            enc[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+            enc[2] = (uint8_t)(0x80 | (c & 0x3F));
+            k = 3;
+        } else {
+            enc[0] = (uint8_t)(0xF0 | (c >> 18));
+            enc[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+            enc[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+            enc[3] = (uint8_t)(0x80 | (c & 0x3F));
+            k = 4;
+        }
+        if (o + k > cap - 1)
+            break;
+        memcpy(out + o, enc, k);
+        o += k;
+    }
+    out[o] = 0;
+    return o;
+}
+
+/* ---- metadata ---- */
+
+/* A referenced IMetaDataImport for the module, or NULL. Release it after use.
+ * The cache holds one reference of its own; lookups take theirs under the shard
+ * lock, so that a concurrent forget cannot release the last one in between. */
+static IMetaDataImport *module_import(ModuleID module) {
+    uint64_t h = mix(module);
+    int s = (int)(h & (MAP_SHARDS - 1));
+    IMetaDataImport *imp = NULL;
+    pthread_mutex_lock(&imports.shard[s].mu);
+    map_entry *e = map_find_locked(&imports, s, h, module);
+    if (e) {
+        imp = (IMetaDataImport *)(uintptr_t)e->value;
+        imp->lpVtbl->AddRef(imp);
+    }
+    pthread_mutex_unlock(&imports.shard[s].mu);
+    if (imp)
+        return imp;
+
+    unsigned epoch = atomic_load(&imports.epoch);
+    IUnknown *unk = NULL;
+    HRESULT hr = INFO_CALL(GetModuleMetaData, module, 0 /* ofRead */, &IID_IMetaDataImport, &unk);
+    if (hr != S_OK || !unk)
+        return NULL;
+    imp = (IMetaDataImport *)unk;
+    pthread_mutex_lock(&imports.shard[s].mu);
+    if (atomic_load(&imports.epoch) == epoch && !map_find_locked(&imports, s, h, module)) {
+        imp->lpVtbl->AddRef(imp);
+        map_put_locked(&imports, s, h, module, (uint64_t)(uintptr_t)imp, NULL);
+    }
+    pthread_mutex_unlock(&imports.shard[s].mu);
+    return imp;
+}
+
+/* Appends the name of a TypeDef: Namespace.Outer+Inner, without arity suffixes. */
+static void typedef_text(IMetaDataImport *imp, mdTypeDef td, sbuf *out, int depth) {
+    WCHAR wname[512];
+    ULONG len = 0;
+    DWORD flags = 0;
+    mdToken extends = 0;
+    if (DNP_TOKEN_TYPE(td) != mdtTypeDef || depth > MAX_DEPTH) {
+        sb_printf(out, "<token 0x%08x>", td);
+        return;
+    }
+    HRESULT hr = imp->lpVtbl->GetTypeDefProps(imp, td, wname, 512, &len, &flags, &extends);
+    if (FAILED(hr)) {
+        sb_printf(out, "<typedef 0x%08x>", td);
+        return;
+    }
+    if ((flags & tdVisibilityMask) >= tdNestedPublic) {
+        mdTypeDef enclosing = 0;
+        if (imp->lpVtbl->GetNestedClassProps(imp, td, &enclosing) == S_OK && enclosing != td) {
+            typedef_text(imp, enclosing, out, depth + 1);
+            sb_puts(out, "+");
+        }
+    }
+    char name[1024];
+    size_t n = names_utf16_to_utf8(wname, len && len <= 512 ? len - 1 : (size_t)-1, name, sizeof name);
+    char *tick = memchr(name, '`', n);
+    if (tick)
+        n = (size_t)(tick - name);
+    sb_add(out, name, n);
+}
+
+static const char *element_type_name(CorElementType t) {
+    switch (t) {
+    case ELEMENT_TYPE_BOOLEAN: return "System.Boolean";
+    case ELEMENT_TYPE_CHAR: return "System.Char";
+    case ELEMENT_TYPE_I1: return "System.SByte";
+    case ELEMENT_TYPE_U1: return "System.Byte";
+    case ELEMENT_TYPE_I2: return "System.Int16";
+    case ELEMENT_TYPE_U2: return "System.UInt16";
+    case ELEMENT_TYPE_I4: return "System.Int32";
+    case ELEMENT_TYPE_U4: return "System.UInt32";
+    case ELEMENT_TYPE_I8: return "System.Int64";
+    case ELEMENT_TYPE_U8: return "System.UInt64";
+    case ELEMENT_TYPE_R4: return "System.Single";
+    case ELEMENT_TYPE_R8: return "System.Double";
+    case ELEMENT_TYPE_STRING: return "System.String";
+    case ELEMENT_TYPE_I: return "System.IntPtr";
+    case ELEMENT_TYPE_U: return "System.UIntPtr";
+    case ELEMENT_TYPE_OBJECT: return "System.Object";
+    default: return NULL;
+    }
+}
+
+static void class_text(ClassID cid, sbuf *out, int depth);
+
+static void type_args_text(const ClassID *args, ULONG32 n, sbuf *out, int depth) {
+    if (n == 0)
+        return;
+    sb_puts(out, "<");
+    for (ULONG32 i = 0; i < n && i < MAX_TYPE_ARGS; i++) {
+        if (i)
+            sb_puts(out, ", ");
+        class_text(args[i], out, depth + 1);
+    }
+    sb_puts(out, ">");
+}
+
+static void class_text(ClassID cid, sbuf *out, int depth) {
+    if (cid == 0) {
+        sb_puts(out, "<no class>");
+        return;
+    }
+    if (depth > MAX_DEPTH) {
+        sb_puts(out, "...");
+        return;
+    }
+    CorElementType elem = 0;
+    ClassID elem_class = 0;
+    ULONG rank = 0;
+    if (INFO_CALL(IsArrayClass, cid, &elem, &elem_class, &rank) == S_OK) {
+        const char *prim = element_type_name(elem);
+        if (elem_class)
+            class_text(elem_class, out, depth + 1);
+        else if (prim)
+            sb_puts(out, prim);
+        else
+            sb_printf(out, "<element type 0x%x>", (unsigned)elem);
+        sb_puts(out, "[");
+        for (ULONG i = 1; i < rank && i < 32; i++)
+            sb_puts(out, ",");
+        sb_puts(out, "]");
+        return;
+    }
+    ModuleID module = 0;
+    mdTypeDef td = 0;
+    ClassID parent = 0;
+    ClassID args[MAX_TYPE_ARGS];
+    ULONG32 nargs = 0;
+    HRESULT hr;
+    if (AGENT_HAS_INFO(GetClassIDInfo2))
+        hr = INFO_CALL(GetClassIDInfo2, cid, &module, &td, &parent, MAX_TYPE_ARGS, &nargs, args);
+    else
+        hr = INFO_CALL(GetClassIDInfo, cid, &module, &td);
+    if (FAILED(hr) || module == 0) {
+        sb_printf(out, "<class 0x%llx>", (unsigned long long)cid);
+        return;
+    }
+    IMetaDataImport *imp = module_import(module);
+    if (!imp) {
+        sb_printf(out, "<class 0x%llx: no metadata>", (unsigned long long)cid);
+        return;
+    }
+    typedef_text(imp, td, out, depth);
+    imp->lpVtbl->Release(imp);
+    type_args_text(args, nargs > MAX_TYPE_ARGS ? MAX_TYPE_ARGS : nargs, out, depth);
+}
+
+static void function_text(FunctionID fid, sbuf *out) {
+    ClassID cls = 0;
+    ModuleID module = 0;
+    mdToken token = 0;
+    ClassID args[MAX_TYPE_ARGS];
+    ULONG32 nargs = 0;
+    HRESULT hr;
+    if (AGENT_HAS_INFO(GetFunctionInfo2))
+        hr = INFO_CALL(GetFunctionInfo2, fid, 0, &cls, &module, &token, MAX_TYPE_ARGS, &nargs, args);
+    else
+        hr = INFO_CALL(GetFunctionInfo, fid, &cls, &module, &token);
+    if (SUCCEEDED(hr) && token == mdtMethodDef) {
+        /* No metadata row: an IL stub or a method emitted at run time. */
+        sb_printf(out, "<dynamic method 0x%llx>", (unsigned long long)fid);
+        return;
+    }
+    if (FAILED(hr) || module == 0 || DNP_TOKEN_TYPE(token) != mdtMethodDef) {
+        sb_printf(out, "<function 0x%llx>", (unsigned long long)fid);
+        return;
+    }
+    IMetaDataImport *imp = module_import(module);
+    if (!imp) {
+        sb_printf(out, "<function 0x%llx: no metadata>", (unsigned long long)fid);
+        return;
+    }
+    mdTypeDef td = 0;
+    WCHAR wname[512];
+    ULONG len = 0;
+    DWORD attr = 0, impl = 0;
+    PCCOR_SIGNATURE sig = NULL;
+    ULONG sig_len = 0, rva = 0;
+    hr = imp->lpVtbl->GetMethodProps(imp, token, &td, wname, 512, &len, &attr, &sig, &sig_len, &rva,
+                                     &impl);
+    if (FAILED(hr)) {
+        imp->lpVtbl->Release(imp);
+        sb_printf(out, "<method 0x%08x>", token);
+        return;
+    }
+    if (cls)
+        class_text(cls, out, 0);
+    else
+        typedef_text(imp, td, out, 0);
+    imp->lpVtbl->Release(imp);
+    sb_puts(out, "::");
+    sb_wide(out, wname, len && len <= 512 ? len - 1 : (size_t)-1);
+    type_args_text(args, nargs > MAX_TYPE_ARGS ? MAX_TYPE_ARGS : nargs, out, 0);
+}
+
+static void module_text(ModuleID mid, sbuf *out) {
+    WCHAR wname[1024];
+    ULONG len = 0;
+    LPCBYTE base = NULL;
+    AssemblyID assembly = 0;
+    DWORD flags = 0;
+    HRESULT hr;
+    if (AGENT_HAS_INFO(GetModuleInfo2))
+        hr = INFO_CALL(GetModuleInfo2, mid, &base, 1024, &len, wname, &assembly, &flags);
+    else
+        hr = INFO_CALL(GetModuleInfo, mid, &base, 1024, &len, wname, &assembly);
+    if (FAILED(hr)) {
+        sb_printf(out, "<module 0x%llx>", (unsigned long long)mid);
+        return;
+    }
+    if (len > 1) {
+        sb_wide(out, wname, len <= 1024 ? len - 1 : (size_t)-1);
+        return;
+    }
+    /* No file: a dynamic or in-memory module, or a single-file bundle. */
+    WCHAR aname[512];
+    ULONG alen = 0;
+    AppDomainID ad = 0;
+    ModuleID amod = 0;
+    sb_puts(out, "<in-memory module of ");
+    if (assembly && SUCCEEDED(INFO_CALL(GetAssemblyInfo, assembly, 512, &alen, aname, &ad, &amod)) && alen > 1)
+        sb_wide(out, aname, alen <= 512 ? alen - 1 : (size_t)-1);
+    else
+        sb_puts(out, "an unknown assembly");
+    sb_puts(out, ">");
+}
+
+static void assembly_text(AssemblyID aid, sbuf *out) {
+    WCHAR wname[512];
+    ULONG len = 0;
+    AppDomainID ad = 0;
+    ModuleID mod = 0;
+    if (FAILED(INFO_CALL(GetAssemblyInfo, aid, 512, &len, wname, &ad, &mod)) || len == 0) {
+        sb_printf(out, "<assembly 0x%llx>", (unsigned long long)aid);
+        return;
+    }
+    sb_wide(out, wname, len <= 512 ? len - 1 : (size_t)-1);
+}
+
+static void appdomain_text(AppDomainID adid, sbuf *out) {
+    WCHAR wname[512];
+    ULONG len = 0;
+    ProcessID pid = 0;
+    if (FAILED(INFO_CALL(GetAppDomainInfo, adid, 512, &len, wname, &pid)) || len == 0) {
+        sb_printf(out, "<appdomain 0x%llx>", (unsigned long long)adid);
+        return;
+    }
+    sb_wide(out, wname, len <= 512 ? len - 1 : (size_t)-1);
+}
+
+uint32_t names_get(names_kind kind, UINT_PTR id, int resolve) {
+    uint64_t v;
+    if (id <= MAP_TOMB)
+        return 0;
+    if (map_get(&maps[kind], id, &v))
+        return (uint32_t)v;
+    if (!resolve || !g_agent.info)
+        return 0;
+    unsigned epoch = atomic_load(&maps[kind].epoch);
+    sbuf b;
+    b.len = 0;
+    b.s[0] = 0;
+    switch (kind) {
+    case NAMES_APPDOMAIN: appdomain_text(id, &b); break;
+    case NAMES_ASSEMBLY: assembly_text(id, &b); break;
+    case NAMES_MODULE: module_text(id, &b); break;
+    case NAMES_CLASS: class_text(id, &b, 0); break;
+    case NAMES_FUNCTION: function_text(id, &b); break;
+    default: return 0;
+    }
+    uint32_t sid = rec_string(b.s, b.len);
+    /* A name that failed to resolve is not cached: it may resolve later. */
+    if (sid && b.s[0] != '<')
+        map_put(&maps[kind], epoch, id, sid, NULL);
+    return sid;
+}
+
+void names_forget(names_kind kind, UINT_PTR id) {
+    map_del(&maps[kind], id, NULL);
+}
+
+void names_forget_module(ModuleID module) {
+    map_del(&maps[NAMES_MODULE], module, NULL);
+    map_clear(&maps[NAMES_CLASS]);
+    map_clear(&maps[NAMES_FUNCTION]);
+    uint64_t v = 0;
+    if (map_del(&imports, module, &v) && v) {
+        IMetaDataImport *imp = (IMetaDataImport *)(uintptr_t)v;
+        imp->lpVtbl->Release(imp);
+    }
+}
+
+uint32_t names_object_class(ObjectID object, ClassID *class_out) {
+    ClassID cid = 0;
+    if (object && g_agent.info)
+        INFO_CALL(GetClassFromObject, object, &cid);
+    if (class_out)
+        *class_out = cid;
+    return cid ? names_get(NAMES_CLASS, cid, 1) : 0;
+}

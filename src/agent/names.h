@@ -1,0 +1,47 @@
+/* names.h: names for the runtime's IDs, as numbers of interned strings.
+ *
+ * Names come from ICorProfilerInfo and the module's metadata, resolved where the
+ * runtime allows it (at *Finished, seed 000), and cached so that an entity is
+ * resolved once. IDs are pointers the runtime reuses after an unload, so every
+ * unload forgets what it could have made stale: a new entity never gets an old
+ * name. A failure gives a readable fallback such as "<class 0x7f00...>". */
+#ifndef DNP_NAMES_H
+#define DNP_NAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "com_types.h"
+
+typedef enum names_kind {
+    NAMES_APPDOMAIN,
+    NAMES_ASSEMBLY,
+    NAMES_MODULE,
+    NAMES_CLASS,
+    NAMES_FUNCTION,
+    NAMES_KIND_COUNT
+} names_kind;
+
+int names_init(void);
+
+/* The string number of an entity's name, resolving it if it is not cached.
+ * resolve = 0: only what the cache holds (0 if nothing), for the *Started
+ * callbacks where the ID cannot be used yet. */
+uint32_t names_get(names_kind kind, UINT_PTR id, int resolve);
+
+/* Forgets one entity (its unload started). */
+void names_forget(names_kind kind, UINT_PTR id);
+
+/* Forgets everything that may live in a module that is going away: the module,
+ * and every class and function name (generic instantiations and arrays over a
+ * collectible type live in its loader allocator, not in their module). */
+void names_forget_module(ModuleID module);
+
+/* The name of the class of an object (exceptions, allocations). */
+uint32_t names_object_class(ObjectID object, ClassID *class_out);
+
+/* UTF-16 to UTF-8, replacing invalid sequences with U+FFFD. Writes at most cap-1
+ * bytes and a NUL; returns the length written. n == (size_t)-1: up to a NUL. */
+size_t names_utf16_to_utf8(const WCHAR *s, size_t n, char *out, size_t cap);
+
+#endif

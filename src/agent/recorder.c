@@ -1,0 +1,473 @@
+/* recorder.c: per-thread buffers, interned strings and the background writer.
+ *
+ * Each OS thread that raises an event gets a buffer of its own (thread-local,
+ * guarded by a mutex only the flusher ever contends for). Definitions that every
+ * thread shares (strings, threads, the process) go to one "meta" buffer, and the
+ * meta buffer is always written before any thread buffer that may refer to it:
+ * a thread's buffer is flushed under its own lock, after the meta buffer. */
+#include "recorder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "trace_writer.h"
+
+#define THREAD_BUF_SIZE (64u * 1024u)
+
+enum { ST_CLOSED, ST_OPEN, ST_FAILED };
+
+typedef struct tstate {
+    pthread_mutex_t mu;
+    uint8_t *buf;
+    size_t len;
+    uint64_t base_ns, last_ns;
+    uint64_t events;
+    uint32_t ordinal;
+    struct tstate *next;
+} tstate;
+
+static struct {
+    atomic_int state;
+    dnp_writer *writer;
+    char *path;
+
+    pthread_mutex_t meta_mu;
+    uint8_t *meta;
+    size_t meta_len, meta_cap;
+
+    pthread_mutex_t list_mu;
+    tstate *threads;
+    uint64_t dead_events; /* events of threads that have exited */
+    atomic_uint next_ordinal;
+    atomic_ullong lost;
+
+    pthread_t flusher;
+    int flusher_running;
+    pthread_mutex_t stop_mu;
+    pthread_cond_t stop_cv;
+    int stop;
+    unsigned flush_ms;
+
+    int session_fd;
+    atomic_int said_write_error;
+} R = {
+    .meta_mu = PTHREAD_MUTEX_INITIALIZER,
+    .list_mu = PTHREAD_MUTEX_INITIALIZER,
+    .stop_mu = PTHREAD_MUTEX_INITIALIZER,
+    .stop_cv = PTHREAD_COND_INITIALIZER,
+    .session_fd = -1,
+};
+
+static __thread tstate *t_state;
+static __thread uint32_t t_ordinal;
+static pthread_key_t t_key;
+static pthread_once_t t_key_once = PTHREAD_ONCE_INIT;
+
+uint64_t recorder_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void write_failed(int err) {
+    int expected = ST_OPEN;
+    atomic_compare_exchange_strong(&R.state, &expected, ST_FAILED);
+    if (!atomic_exchange(&R.said_write_error, 1))
+        agent_say("cannot write trace '%s': %s; recording stopped, the program goes on", R.path,
+                  strerror(err));
+    recorder_session_line("error", "cannot write the trace");
+}
+
+/* ---- the meta stream ---- */
+
+static void meta_append(uint8_t tag, const uint64_t *vals, unsigned n, const void *tail,
+                        size_t tail_len) {
+    pthread_mutex_lock(&R.meta_mu);
+    size_t need = R.meta_len + DNP_REC_MAX + tail_len;
+    if (need > R.meta_cap) {
+        size_t cap = R.meta_cap ? R.meta_cap : 16384;
+        while (cap < need)
+            cap *= 2;
+        uint8_t *p = realloc(R.meta, cap);
+        if (!p) {
+            pthread_mutex_unlock(&R.meta_mu);
+            atomic_fetch_add(&R.lost, 1);
+            return;
+        }
+        R.meta = p;
+        R.meta_cap = cap;
+    }
+    R.meta_len += dnp_rec_encode(R.meta + R.meta_len, tag, vals, n, tail, tail_len);
+    pthread_mutex_unlock(&R.meta_mu);
+}
+
+static void meta_flush(void) {
+    pthread_mutex_lock(&R.meta_mu);
+    if (R.meta_len > 0 && atomic_load(&R.state) == ST_OPEN) {
+        int rc = dnp_writer_append(R.writer, 0, recorder_now(), R.meta, R.meta_len);
+        if (rc < 0)
+            write_failed(-rc);
+    }
+    R.meta_len = 0;
+    pthread_mutex_unlock(&R.meta_mu);
+}
+
+/* ---- per-thread buffers ---- */
+
+/* Writes a thread's buffer; its lock is held. */
+static void thread_flush_locked(tstate *ts) {
+    if (ts->len == 0)
+        return;
+    if (atomic_load(&R.state) == ST_OPEN) {
+        meta_flush();
+        int rc = dnp_writer_append(R.writer, ts->ordinal, ts->base_ns, ts->buf, ts->len);
+        if (rc < 0)
+            write_failed(-rc);
+    }
+    ts->len = 0;
+}
+
+static void thread_exit(void *p) {
+    tstate *ts = p;
+    pthread_mutex_lock(&R.list_mu);
+    for (tstate **pp = &R.threads; *pp; pp = &(*pp)->next) {
+        if (*pp == ts) {
+            *pp = ts->next;
+            break;
+        }
+    }
+    R.dead_events += ts->events;
+    pthread_mutex_unlock(&R.list_mu);
+    pthread_mutex_lock(&ts->mu);
+    thread_flush_locked(ts);
+    pthread_mutex_unlock(&ts->mu);
+    pthread_mutex_destroy(&ts->mu);
+    free(ts->buf);
+    free(ts);
+    t_state = NULL;
+}
+
+static void make_key(void) {
+    pthread_key_create(&t_key, thread_exit);
+}
+
+static tstate *thread_state(void) {
+    if (t_state)
+        return t_state;
+    pthread_once(&t_key_once, make_key);
+    tstate *ts = calloc(1, sizeof *ts);
+    uint8_t *buf = malloc(THREAD_BUF_SIZE);
+    if (!ts || !buf) {
+        free(ts);
+        free(buf);
+        atomic_fetch_add(&R.lost, 1);
+        return NULL;
+    }
+    pthread_mutex_init(&ts->mu, NULL);
+    ts->buf = buf;
+    if (t_ordinal == 0) {
+        t_ordinal = atomic_fetch_add(&R.next_ordinal, 1) + 1;
+        uint64_t v[2] = {t_ordinal, (uint64_t)syscall(SYS_gettid)};
+        meta_append(DNP_REC_THREAD, v, 2, NULL, 0);
+    }
+    ts->ordinal = t_ordinal;
+    pthread_mutex_lock(&R.list_mu);
+    ts->next = R.threads;
+    R.threads = ts;
+    pthread_mutex_unlock(&R.list_mu);
+    pthread_setspecific(t_key, ts);
+    t_state = ts;
+    return ts;
+}
+
+/* Appends one timed record (EVENT or NOTE) to this thread's buffer. */
+static void thread_append(uint8_t tag, uint64_t *vals, unsigned n, const void *tail,
+                          size_t tail_len) {
+    if (atomic_load_explicit(&R.state, memory_order_relaxed) != ST_OPEN)
+        return;
+    tstate *ts = thread_state();
+    if (!ts)
+        return;
+    uint64_t now = recorder_now();
+    pthread_mutex_lock(&ts->mu);
+    if (ts->len + DNP_REC_MAX + tail_len > THREAD_BUF_SIZE)
+        thread_flush_locked(ts);
+    if (ts->len + DNP_REC_MAX + tail_len > THREAD_BUF_SIZE) {
+        pthread_mutex_unlock(&ts->mu);
+        atomic_fetch_add(&R.lost, 1);
+        return;
+    }
+    if (ts->len == 0)
+        ts->base_ns = ts->last_ns = now;
+    vals[1] = now - ts->last_ns; /* vals[0] is the kind or level */
+    ts->last_ns = now;
+    ts->len += dnp_rec_encode(ts->buf + ts->len, tag, vals, n, tail, tail_len);
+    ts->events += tag == DNP_REC_EVENT;
+    pthread_mutex_unlock(&ts->mu);
+}
+
+void rec_event(dnp_event_kind kind, const uint64_t *vals, unsigned n) {
+    uint64_t v[2 + DNP_MAX_VALUES];
+    if (n > DNP_MAX_VALUES)
+        n = DNP_MAX_VALUES;
+    v[0] = (uint64_t)kind;
+    memcpy(v + 2, vals, n * sizeof *vals);
+    thread_append(DNP_REC_EVENT, v, n + 2, NULL, 0);
+}
+
+void rec_note(unsigned level, const char *fmt, ...) {
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    uint64_t v[3] = {level, 0, rec_string(text, strlen(text))};
+    thread_append(DNP_REC_NOTE, v, 3, NULL, 0);
+}
+
+void rec_process(uint64_t start_mono_ns, uint64_t start_real_ns, const char *cmdline,
+                 const char *runtime, int attached) {
+    uint64_t v[7] = {(uint64_t)getpid(),
+                     (uint64_t)getppid(),
+                     start_real_ns,
+                     start_mono_ns,
+                     rec_string(cmdline, cmdline ? strlen(cmdline) : 0),
+                     rec_string(runtime, runtime ? strlen(runtime) : 0),
+                     (uint64_t)attached};
+    meta_append(DNP_REC_PROCESS, v, 7, NULL, 0);
+}
+
+/* ---- interned strings: a sharded hash set, string -> number ---- */
+
+#define STR_SHARDS 64
+
+typedef struct str_entry {
+    uint64_t hash;
+    uint32_t id;
+    uint32_t len;
+    char *bytes;
+} str_entry;
+
+static struct {
+    pthread_mutex_t mu;
+    str_entry *slots;
+    size_t cap, count;
+} S[STR_SHARDS];
+static atomic_uint next_string_id;
+static pthread_once_t strings_once = PTHREAD_ONCE_INIT;
+
+static void strings_init(void) {
+    for (int i = 0; i < STR_SHARDS; i++)
+        pthread_mutex_init(&S[i].mu, NULL);
+}
+
+static uint64_t str_hash(const char *s, size_t len) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
+    return h | 1; /* 0 marks an empty slot */
+}
+
+static int str_grow(int shard) {
+    size_t cap = S[shard].cap ? S[shard].cap * 2 : 256;
+    str_entry *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (size_t i = 0; i < S[shard].cap; i++) {
+        str_entry *e = &S[shard].slots[i];
+        if (!e->hash)
+            continue;
+        size_t j = (e->hash >> 6) & (cap - 1);
+        while (slots[j].hash)
+            j = (j + 1) & (cap - 1);
+        slots[j] = *e;
+    }
+    free(S[shard].slots);
+    S[shard].slots = slots;
+    S[shard].cap = cap;
+    return 0;
+}
+
+uint32_t rec_string(const char *s, size_t len) {
+    if (!s)
+        return 0;
+    if (len > UINT32_MAX / 2)
+        len = UINT32_MAX / 2;
+    pthread_once(&strings_once, strings_init);
+    uint64_t h = str_hash(s, len);
+    int shard = (int)(h & (STR_SHARDS - 1));
+    uint32_t id = 0;
+    pthread_mutex_lock(&S[shard].mu);
+    if ((S[shard].count + 1) * 2 > S[shard].cap && str_grow(shard) < 0)
+        goto out;
+    size_t mask = S[shard].cap - 1;
+    size_t j = (h >> 6) & mask;
+    for (;; j = (j + 1) & mask) {
+        str_entry *e = &S[shard].slots[j];
+        if (!e->hash)
+            break;
+        if (e->hash == h && e->len == len && memcmp(e->bytes, s, len) == 0) {
+            id = e->id;
+            goto out;
+        }
+    }
+    char *copy = malloc(len + 1);
+    if (!copy)
+        goto out;
+    memcpy(copy, s, len);
+    copy[len] = 0;
+    id = atomic_fetch_add(&next_string_id, 1) + 1;
+    S[shard].slots[j] = (str_entry){h, id, (uint32_t)len, copy};
+    S[shard].count++;
+    /* Defined in the meta stream while the shard is held: no other thread can
+     * use this number before its definition is buffered. */
+    uint64_t v[2] = {id, len};
+    meta_append(DNP_REC_STRING, v, 2, s, len);
+out:
+    pthread_mutex_unlock(&S[shard].mu);
+    return id;
+}
+
+/* ---- flushing ---- */
+
+void recorder_flush_all(void) {
+    meta_flush();
+    pthread_mutex_lock(&R.list_mu);
+    for (tstate *ts = R.threads; ts; ts = ts->next) {
+        pthread_mutex_lock(&ts->mu);
+        thread_flush_locked(ts);
+        pthread_mutex_unlock(&ts->mu);
+    }
+    pthread_mutex_unlock(&R.list_mu);
+}
+
+static void *flusher_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&R.stop_mu);
+    while (!R.stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)R.flush_ms * 1000000u;
+        until.tv_sec += (time_t)(ns / 1000000000u);
+        until.tv_nsec = (long)(ns % 1000000000u);
+        pthread_cond_timedwait(&R.stop_cv, &R.stop_mu, &until);
+        if (R.stop)
+            break;
+        pthread_mutex_unlock(&R.stop_mu);
+        recorder_flush_all();
+        pthread_mutex_lock(&R.stop_mu);
+    }
+    pthread_mutex_unlock(&R.stop_mu);
+    return NULL;
+}
+
+uint64_t recorder_events(void) {
+    pthread_mutex_lock(&R.list_mu);
+    uint64_t n = R.dead_events;
+    for (tstate *ts = R.threads; ts; ts = ts->next)
+        n += ts->events;
+    pthread_mutex_unlock(&R.list_mu);
+    return n;
+}
+
+void recorder_session_line(const char *key, const char *value) {
+    if (R.session_fd < 0)
+        return;
+    char line[4096];
+    int n = snprintf(line, sizeof line, "%s %s\n", key, value ? value : "");
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof line) {
+        n = sizeof line - 1;
+        line[n - 1] = '\n';
+    }
+    ssize_t w = write(R.session_fd, line, (size_t)n);
+    (void)w;
+}
+
+/* A child of the profiled process that did not exec shares the trace's file
+ * description: it must not write into its parent's trace. */
+static void after_fork_child(void) {
+    atomic_store(&R.state, ST_CLOSED);
+    R.flusher_running = 0;
+}
+
+int recorder_open(const recorder_options *opt) {
+    char err[512];
+    R.path = strdup(opt->path);
+    R.writer = dnp_writer_open(opt->path, opt->exclusive, (uint64_t)getpid(), err, sizeof err);
+    if (opt->session) {
+        char file[4096];
+        snprintf(file, sizeof file, "%s/agent.%d", opt->session, (int)getpid());
+        R.session_fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        char pid[32];
+        snprintf(pid, sizeof pid, "%d", (int)getpid());
+        recorder_session_line("pid", pid);
+        recorder_session_line("trace", opt->path);
+    }
+    if (!R.writer) {
+        agent_say("%s; not recording, the program goes on", err);
+        recorder_session_line("error", err);
+        return -1;
+    }
+    R.flush_ms = opt->flush_ms ? opt->flush_ms : 200;
+    atomic_store(&R.state, ST_OPEN);
+    pthread_atfork(NULL, NULL, after_fork_child);
+
+    /* The writer thread takes no signal meant for the program. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    R.stop = 0;
+    R.flusher_running = pthread_create(&R.flusher, NULL, flusher_main, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (R.flusher_running)
+        pthread_setname_np(R.flusher, "dnprof-writer");
+    else
+        agent_say("cannot start the trace writer thread; events are written when buffers fill");
+    return 0;
+}
+
+void recorder_close(void) {
+    if (atomic_load(&R.state) == ST_CLOSED)
+        return;
+    if (R.flusher_running) {
+        pthread_mutex_lock(&R.stop_mu);
+        R.stop = 1;
+        pthread_cond_signal(&R.stop_cv);
+        pthread_mutex_unlock(&R.stop_mu);
+        pthread_join(R.flusher, NULL);
+        R.flusher_running = 0;
+    }
+    recorder_flush_all();
+    uint64_t total = recorder_events();
+    uint64_t lost = atomic_load(&R.lost);
+    if (lost) {
+        uint64_t v[1] = {lost};
+        meta_append(DNP_REC_LOST, v, 1, NULL, 0);
+    }
+    int ok = atomic_load(&R.state) == ST_OPEN;
+    uint64_t v[1] = {total};
+    meta_append(DNP_REC_END, v, 1, NULL, 0);
+    meta_flush();
+    /* Threads still running may race with the close: they see CLOSED and drop. */
+    pthread_mutex_lock(&R.list_mu);
+    atomic_store(&R.state, ST_CLOSED);
+    pthread_mutex_unlock(&R.list_mu);
+    if (ok) {
+        char n[32];
+        snprintf(n, sizeof n, "%llu", (unsigned long long)total);
+        recorder_session_line("complete", n);
+    }
+}

@@ -1,0 +1,53 @@
+/* recorder.h: the agent's side of the trace: per-thread buffers, interned
+ * strings, and a background writer that flushes by size and by time, so that a
+ * process that never reaches Shutdown (seed 004) loses at most the last flush
+ * period. Every function here is safe to call from any thread at any time; once
+ * the recorder is closed or has failed, they do nothing. */
+#ifndef DNP_RECORDER_H
+#define DNP_RECORDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_format.h"
+
+typedef struct recorder_options {
+    const char *path;     /* the trace file */
+    int exclusive;        /* fail rather than replace an existing file */
+    unsigned flush_ms;    /* background flush period */
+    const char *session;  /* session directory, or NULL */
+} recorder_options;
+
+/* Opens the trace and starts the background writer. 0, or -1 after saying why. */
+int recorder_open(const recorder_options *opt);
+
+/* Writes what is buffered, an END record, closes the trace: the trace is complete. */
+void recorder_close(void);
+
+/* Flushes every buffer now (a process about to die without Shutdown). */
+void recorder_flush_all(void);
+
+/* Monotonic nanoseconds. */
+uint64_t recorder_now(void);
+
+/* Records one event of this thread with its values (dnp_events[kind].nvalues). */
+void rec_event(dnp_event_kind kind, const uint64_t *vals, unsigned n);
+
+/* Records the process description (once, at Initialize). */
+void rec_process(uint64_t start_mono_ns, uint64_t start_real_ns, const char *cmdline,
+                 const char *runtime, int attached);
+
+/* A note for whoever reads the trace (level 0 info, 1 warning, 2 error). */
+void rec_note(unsigned level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The number of an interned UTF-8 string (len bytes), defining it in the trace
+ * the first time it is seen. 0 for NULL or on failure. */
+uint32_t rec_string(const char *s, size_t len);
+
+/* Events recorded so far. */
+uint64_t recorder_events(void);
+
+/* Appends "key value\n" to this process's session file, if there is one. */
+void recorder_session_line(const char *key, const char *value);
+
+#endif

@@ -1,0 +1,128 @@
+/* cli.h: the dnprof front end: its subcommands and the helpers they share.
+ *
+ * Each subcommand is one file (cmd_*.c) with an entry point taking the argv that
+ * starts at its own name; dnprof.c holds the table. Helpers: messages (cli.c),
+ * trace strings as text or JSON (text.c), finding the agent (agent.c), the
+ * session directory (session.c) and launching a program with the agent loaded
+ * (launch.c). */
+#ifndef DNP_CLI_H
+#define DNP_CLI_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#ifndef DNPROF_VERSION
+#define DNPROF_VERSION "0.0.0"
+#endif
+
+/* ---- subcommands: return the process exit code ---- */
+int cmd_run(int argc, char **argv);
+int cmd_print(int argc, char **argv);
+int cmd_env(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+
+/* Exit codes besides 0 and 1. */
+#define CLI_EXIT_USAGE 2
+#define CLI_EXIT_NOEXEC 127
+
+/* ---- messages (cli.c), all on stderr ---- */
+/* "dnprof: <message>"; returns -1. */
+int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "dnprof: warning: <message>". */
+void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "dnprof <cmd>: <message> (see dnprof <cmd> --help)"; returns CLI_EXIT_USAGE. */
+int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The usage error for getopt_long's '?' or ':' result (opterr must be 0). */
+int cli_bad_option(const char *cmd, char **argv, int result);
+
+/* ---- small formatting helpers (cli.c) ---- */
+/* 12345 -> "12,345" into buf (at least 32 bytes); returns buf. */
+char *cli_fmt_count(uint64_t n, char *buf);
+/* 1536 -> "1.5 KiB" into buf (at least 32 bytes); returns buf. */
+char *cli_fmt_bytes(uint64_t n, char *buf);
+/* argv as one line, words with spaces or quotes quoted for a shell, into buf. */
+char *cli_fmt_argv(char *const argv[], char *buf, size_t len);
+/* path relative to the cwd when it lies under it, else path itself. */
+const char *cli_short_path(const char *path);
+/* Makes path absolute against the cwd (no symlinks resolved, need not exist).
+ * Returns 0, or -1 when the result does not fit. */
+int cli_abs_path(const char *path, char *out, size_t len);
+/* The event family words, comma-separated, wrapped, each line after indent. */
+void cli_print_families(FILE *out, const char *indent);
+/* Parses a non-negative decimal number; 0 or -1. */
+int cli_parse_u64(const char *text, uint64_t *out);
+
+/* ---- strings from a trace (text.c): invalid UTF-8 bytes become U+FFFD ---- */
+/* For a terminal: control characters as C escapes (\n, \x01); quoted: '"' and
+ * '\' escaped too, for a string the caller puts in double quotes. */
+void cli_put_text(FILE *out, const char *s, int quoted);
+/* A JSON string in double quotes, or null for NULL. */
+void cli_put_json(FILE *out, const char *s);
+
+/* ---- the agent (agent.c) ---- */
+typedef struct cli_agent {
+    char path[PATH_MAX]; /* absolute, symlinks resolved */
+    const char *how;     /* "DNPROF_AGENT", "next to dnprof", ... */
+} cli_agent;
+
+/* Finds libdnprof.so: $DNPROF_AGENT, else next to the dnprof executable, else
+ * ../lib/dnprof/ and ../lib/ from there. Returns 0, or -1 with one line in err
+ * naming every path tried. */
+int cli_agent_find(cli_agent *out, char *err, size_t errlen);
+
+/* ---- the session directory (session.c) ---- */
+typedef struct cli_session_agent {
+    long pid;
+    char trace[PATH_MAX];
+    char cmdline[512];
+    int started;
+    char runtime[256]; /* what "started" says of the runtime */
+    char error[512]; /* empty unless the agent stepped aside */
+    int complete;
+    uint64_t complete_events;
+} cli_session_agent;
+
+/* Creates a fresh private (0700) directory under $TMPDIR or /tmp. */
+int cli_session_create(char *dir, size_t len);
+/* Reads every agent.<pid> file of dir, sorted by pid. Returns the count (0 when
+ * none), with *out to free(), or -1. */
+int cli_session_read(const char *dir, cli_session_agent **out);
+/* Removes dir and the files in it. */
+void cli_session_remove(const char *dir);
+
+/* ---- launching a program with the agent (launch.c) ---- */
+typedef struct cli_launch {
+    /* in */
+    const char *agent;    /* absolute path of libdnprof.so */
+    const char *events;   /* DNPROF_EVENTS */
+    const char *output;   /* absolute trace path, may hold %p; NULL: ./dnprof-<pid>.trace */
+    const char *flush_ms; /* DNPROF_FLUSH_MS, NULL to leave it alone */
+    const char *session;  /* DNPROF_SESSION directory */
+    int debug_strings;    /* PAL_OUTPUTDEBUGSTRING=1: the runtime says why a load failed */
+    int capture_stderr;   /* echo the child's stderr and keep a copy in captured */
+    /* out */
+    pid_t pid;
+    char trace[PATH_MAX]; /* the root process's trace path */
+    int exec_errno;       /* the program could not be run (0: it ran) */
+    int status;           /* its wait status */
+    char *captured;       /* its stderr, NUL-terminated, when capture_stderr (free it) */
+    size_t ncaptured;
+} cli_launch;
+
+/* Runs argv (PATH searched) with the agent's environment, stdin/stdout shared,
+ * SIGINT/SIGQUIT ignored and SIGTERM/SIGHUP forwarded while it runs, and waits
+ * for it. Returns 0 once it ran (or could not be exec'd: see exec_errno), -1
+ * with a message printed when it could not be started at all. */
+int cli_launch_run(cli_launch *l, char *const argv[]);
+/* The exit code that mirrors a wait status: the code, or 128 + signal. */
+int cli_exit_code(int status);
+/* The variables now set that silently disable profiling (DOTNET_EnableDiagnostics=0,
+ * DOTNET_EnableDiagnostics_Profiler=0, or their COMPlus_ names): fills names
+ * with up to CLI_DISABLING_MAX of them and returns how many. */
+#define CLI_DISABLING_MAX 4
+int cli_disabling_vars(const char *names[CLI_DISABLING_MAX]);
+
+#endif

@@ -1,0 +1,628 @@
+/* cmd_print.c: `dnprof print`: a trace as DNProfiler's indented event log (seed
+ * 000, figure 8), or as one JSON object per event.
+ *
+ * Nesting is per thread: a START event prints at the thread's level and opens a
+ * level, a FINISH closes one and prints at the level it returns to. A START whose
+ * entity had no name yet (the runtime's IDs are not usable at *Started) borrows
+ * the name of the FINISH that closes it on the same thread with the same ID. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "families.h"
+#include "nesting.h"
+#include "trace_reader.h"
+
+enum ids_mode { IDS_BOTH, IDS_ONLY, NAMES_ONLY };
+
+typedef struct printer {
+    const dnp_trace *t;
+    FILE *out;
+    int json, show_time, use_tid;
+    enum ids_mode ids;
+    uint32_t families;
+    const uint8_t *thread_on; /* by ordinal; NULL: every thread */
+    size_t nthread_on;
+    uint64_t *borrowed; /* per event: a name string taken from its FINISH, or 0 */
+    dnp_nest_state *nest; /* per thread ordinal */
+    int tcol;           /* width of the thread column */
+} printer;
+
+/* Where each field's values start in dnp_trace_event.v, per event kind. */
+static uint8_t value_at[DNP_EV_COUNT][DNP_MAX_FIELDS];
+/* The first entity field of each kind, or -1. */
+static int8_t first_entity[DNP_EV_COUNT];
+
+static void init_tables(void) {
+    for (int k = 0; k < DNP_EV_COUNT; k++) {
+        const dnp_event_info *info = &dnp_events[k];
+        unsigned at = 0;
+        first_entity[k] = -1;
+        for (int f = 0; f < info->nfields; f++) {
+            value_at[k][f] = (uint8_t)at;
+            at += dnp_field_nvalues[info->field_types[f]];
+            if (first_entity[k] < 0 && dnp_field_nvalues[info->field_types[f]] == 2)
+                first_entity[k] = (int8_t)f;
+        }
+    }
+}
+
+static uint64_t value(const dnp_trace_event *e, unsigned i) {
+    return i < e->nvalues && i < DNP_MAX_VALUES ? e->v[i] : 0;
+}
+
+/* START, FINISH or NONE for this event; a transition's reason decides. */
+static dnp_nest event_nest(const dnp_trace_event *e) {
+    const dnp_event_info *info = &dnp_events[e->kind];
+    if (info->nest != DNP_NEST_TRANSITION)
+        return info->nest;
+    for (int f = 0; f < info->nfields; f++) {
+        if (info->field_types[f] == DNP_FT_TRANSITION_REASON) {
+            uint64_t reason = value(e, value_at[e->kind][f]);
+            /* COR_PRF_TRANSITION_CALL = 0, COR_PRF_TRANSITION_RETURN = 1 */
+            return reason == 0 ? DNP_NEST_START : reason == 1 ? DNP_NEST_FINISH : DNP_NEST_NONE;
+        }
+    }
+    return DNP_NEST_NONE;
+}
+
+/* ---- names borrowed from FINISH events ---- */
+
+typedef struct open_start {
+    size_t *ev;
+    size_t n, cap;
+} open_start;
+
+static int borrow_names(printer *p) {
+    const dnp_trace *t = p->t;
+    open_start *open = calloc(t->nthreads + 1, sizeof *open);
+    p->borrowed = calloc(t->nevents ? t->nevents : 1, sizeof *p->borrowed);
+    if (!open || !p->borrowed) {
+        free(open);
+        return error("out of memory");
+    }
+    for (size_t i = 0; i < t->nevents; i++) {
+        const dnp_trace_event *e = &t->events[i];
+        if (e->thread > t->nthreads)
+            continue;
+        open_start *s = &open[e->thread];
+        dnp_nest nest = event_nest(e);
+        if (nest == DNP_NEST_START) {
+            if (s->n == s->cap) {
+                size_t cap = s->cap ? s->cap * 2 : 32;
+                size_t *grown = realloc(s->ev, cap * sizeof *grown);
+                if (!grown)
+                    continue;
+                s->ev = grown;
+                s->cap = cap;
+            }
+            s->ev[s->n++] = i;
+        } else if (nest == DNP_NEST_FINISH && s->n > 0) {
+            int f = first_entity[e->kind];
+            if (f < 0) {
+                s->n--;
+                continue;
+            }
+            unsigned at = value_at[e->kind][f];
+            uint8_t type = dnp_events[e->kind].field_types[f];
+            for (size_t k = s->n; k-- > 0;) {
+                const dnp_trace_event *st = &t->events[s->ev[k]];
+                int sf = first_entity[st->kind];
+                if (sf < 0 || dnp_events[st->kind].field_types[sf] != type)
+                    continue;
+                unsigned sat = value_at[st->kind][sf];
+                if (value(st, sat) != value(e, at))
+                    continue;
+                if (value(st, sat + 1) == 0)
+                    p->borrowed[s->ev[k]] = value(e, at + 1);
+                s->n = k; /* it, and any START left open inside it */
+                break;
+            }
+        }
+    }
+    for (size_t i = 0; i <= t->nthreads; i++)
+        free(open[i].ev);
+    free(open);
+    return 0;
+}
+
+static int needs_quotes(const char *s) {
+    if (!*s)
+        return 1;
+    for (; *s; s++)
+        if ((unsigned char)*s <= ' ' || *s == '"' || *s == '\\' || *s == 0x7f)
+            return 1;
+    return 0;
+}
+
+static const dnp_trace_thread *thread_by_managed_id(const dnp_trace *t, uint64_t id) {
+    if (!id)
+        return NULL;
+    for (size_t i = 0; i < t->nthreads; i++)
+        if (t->threads[i].managed_id == id)
+            return &t->threads[i];
+    return NULL;
+}
+
+static void put_gens(FILE *out, uint64_t gens, int json) {
+    static const char *const names[] = {"gen0", "gen1", "gen2", "loh", "poh"};
+    int first = 1;
+    if (json)
+        fputc('[', out);
+    for (unsigned g = 0; g < 64; g++) {
+        if (!(gens >> g & 1))
+            continue;
+        fputs(first ? "" : ",", out);
+        if (json)
+            fputc('"', out);
+        if (g < sizeof names / sizeof names[0])
+            fputs(names[g], out);
+        else
+            fprintf(out, "gen%u", g);
+        if (json)
+            fputc('"', out);
+        first = 0;
+    }
+    if (json)
+        fputc(']', out);
+    else if (first)
+        fputs("none", out);
+}
+
+static const char *enum_name(uint8_t type, uint64_t v) {
+    switch (type) {
+    case DNP_FT_GC_REASON: return dnp_gc_reason_name(v);
+    case DNP_FT_SUSPEND_REASON: return dnp_suspend_reason_name(v);
+    case DNP_FT_JIT_CACHE: return dnp_jit_cache_name(v);
+    case DNP_FT_TRANSITION_REASON: return dnp_transition_reason_name(v);
+    default: return NULL;
+    }
+}
+
+/* ---- one event ---- */
+
+static void put_field_text(printer *p, size_t i, const dnp_trace_event *e, int f) {
+    FILE *out = p->out;
+    const dnp_event_info *info = &dnp_events[e->kind];
+    uint8_t type = info->field_types[f];
+    const char *name = info->field_names[f];
+    unsigned at = value_at[e->kind][f];
+    uint64_t v = value(e, at);
+    char buf[32];
+
+    fputc(' ', out);
+    switch (type) {
+    case DNP_FT_APPDOMAIN:
+    case DNP_FT_ASSEMBLY:
+    case DNP_FT_MODULE:
+    case DNP_FT_CLASS:
+    case DNP_FT_FUNCTION: {
+        uint64_t sid = value(e, at + 1);
+        if (!sid)
+            sid = p->borrowed[i];
+        const char *s = dnp_trace_string(p->t, sid);
+        if (f != first_entity[e->kind])
+            fprintf(out, "%s=", name);
+        if (p->ids != IDS_ONLY)
+            cli_put_text(out, s && *s ? s : "?", 0);
+        if (p->ids == IDS_BOTH)
+            fprintf(out, " [0x%llx]", (unsigned long long)v);
+        else if (p->ids == IDS_ONLY)
+            fprintf(out, "0x%llx", (unsigned long long)v);
+        break;
+    }
+    case DNP_FT_HR: {
+        const char *hr = dnp_hresult_name((uint32_t)v);
+        if (hr)
+            fputs(hr, out);
+        else
+            fprintf(out, "0x%08llX", (unsigned long long)(uint32_t)v);
+        break;
+    }
+    case DNP_FT_GENS:
+        put_gens(out, v, 0);
+        break;
+    case DNP_FT_GC_REASON:
+    case DNP_FT_SUSPEND_REASON:
+    case DNP_FT_JIT_CACHE:
+    case DNP_FT_TRANSITION_REASON: {
+        const char *s = enum_name(type, v);
+        if (s)
+            fputs(s, out);
+        else
+            fprintf(out, "%s=%llu", name, (unsigned long long)v);
+        break;
+    }
+    case DNP_FT_U:
+        fprintf(out, "%s=%llu", name, (unsigned long long)v);
+        break;
+    case DNP_FT_BYTES:
+        fprintf(out, "%s=%s", name, cli_fmt_bytes(v, buf));
+        break;
+    case DNP_FT_BOOL:
+        fprintf(out, "%s=%s", name, v ? "true" : "false");
+        break;
+    case DNP_FT_TOKEN:
+        fprintf(out, "%s=0x%08llx", name, (unsigned long long)v);
+        break;
+    case DNP_FT_STR: {
+        const char *s = dnp_trace_string(p->t, v);
+        fprintf(out, "%s=", name);
+        if (!s)
+            s = "";
+        int q = needs_quotes(s);
+        if (q)
+            fputc('"', out);
+        cli_put_text(out, s, q);
+        if (q)
+            fputc('"', out);
+        break;
+    }
+    case DNP_FT_THREAD: {
+        const dnp_trace_thread *th = thread_by_managed_id(p->t, v);
+        fprintf(out, "%s=0x%llx", name, (unsigned long long)v);
+        if (th) {
+            fprintf(out, " (#%u", th->ordinal);
+            if (th->name) {
+                fputs(" \"", out);
+                cli_put_text(out, th->name, 1);
+                fputc('"', out);
+            }
+            fputc(')', out);
+        }
+        break;
+    }
+    default: /* HEX, ADDR, OBJECT, and any later type */
+        fprintf(out, "%s=0x%llx", name, (unsigned long long)v);
+        break;
+    }
+}
+
+static void put_field_json(printer *p, size_t i, const dnp_trace_event *e, int f) {
+    FILE *out = p->out;
+    const dnp_event_info *info = &dnp_events[e->kind];
+    uint8_t type = info->field_types[f];
+    const char *name = info->field_names[f];
+    unsigned at = value_at[e->kind][f];
+    uint64_t v = value(e, at);
+
+    fprintf(out, ",\"%s\":", name);
+    switch (type) {
+    case DNP_FT_APPDOMAIN:
+    case DNP_FT_ASSEMBLY:
+    case DNP_FT_MODULE:
+    case DNP_FT_CLASS:
+    case DNP_FT_FUNCTION: {
+        uint64_t sid = value(e, at + 1);
+        if (!sid)
+            sid = p->borrowed[i];
+        fprintf(out, "\"0x%llx\",\"%s_name\":", (unsigned long long)v, name);
+        cli_put_json(out, dnp_trace_string(p->t, sid));
+        break;
+    }
+    case DNP_FT_HR: {
+        const char *hr = dnp_hresult_name((uint32_t)v);
+        if (hr)
+            cli_put_json(out, hr);
+        else
+            fprintf(out, "\"0x%08llX\"", (unsigned long long)(uint32_t)v);
+        break;
+    }
+    case DNP_FT_GENS:
+        put_gens(out, v, 1);
+        break;
+    case DNP_FT_GC_REASON:
+    case DNP_FT_SUSPEND_REASON:
+    case DNP_FT_JIT_CACHE:
+    case DNP_FT_TRANSITION_REASON: {
+        const char *s = enum_name(type, v);
+        if (s)
+            cli_put_json(out, s);
+        else
+            fprintf(out, "%llu", (unsigned long long)v);
+        break;
+    }
+    case DNP_FT_U:
+    case DNP_FT_BYTES:
+        fprintf(out, "%llu", (unsigned long long)v);
+        break;
+    case DNP_FT_BOOL:
+        fputs(v ? "true" : "false", out);
+        break;
+    case DNP_FT_TOKEN:
+        fprintf(out, "\"0x%08llx\"", (unsigned long long)v);
+        break;
+    case DNP_FT_STR:
+        cli_put_json(out, dnp_trace_string(p->t, v));
+        break;
+    case DNP_FT_THREAD: {
+        const dnp_trace_thread *th = thread_by_managed_id(p->t, v);
+        fprintf(out, "\"0x%llx\"", (unsigned long long)v);
+        if (th) {
+            fprintf(out, ",\"%s_thread\":%u,\"%s_name\":", name, th->ordinal, name);
+            cli_put_json(out, th->name);
+        }
+        break;
+    }
+    default:
+        fprintf(out, "\"0x%llx\"", (unsigned long long)v);
+        break;
+    }
+}
+
+static uint64_t os_tid(const dnp_trace *t, uint32_t ordinal) {
+    const dnp_trace_thread *th = dnp_trace_thread_get(t, ordinal);
+    return th ? th->os_tid : 0;
+}
+
+static void put_columns(printer *p, uint64_t time_ns, uint32_t thread) {
+    if (p->use_tid)
+        fprintf(p->out, "[%*llu]", p->tcol, (unsigned long long)os_tid(p->t, thread));
+    else
+        fprintf(p->out, "[%*u]", p->tcol, thread);
+    if (p->show_time)
+        fprintf(p->out, " %11.6f", (double)time_ns / 1e9);
+    fputc(' ', p->out);
+}
+
+static void print_event(printer *p, size_t i, int depth) {
+    const dnp_trace_event *e = &p->t->events[i];
+    const dnp_event_info *info = &dnp_events[e->kind];
+    FILE *out = p->out;
+    if (p->json) {
+        fprintf(out, "{\"t_ns\":%llu,\"thread\":%u,\"os_tid\":%llu,\"depth\":%d,\"event\":\"%s\",\"family\":\"%s\"",
+                (unsigned long long)e->time_ns, e->thread, (unsigned long long)os_tid(p->t, e->thread), depth,
+                info->name, dnp_family_words[info->family]);
+        for (int f = 0; f < info->nfields; f++)
+            put_field_json(p, i, e, f);
+        fputs("}\n", out);
+        return;
+    }
+    put_columns(p, e->time_ns, e->thread);
+    for (int d = 0; d < depth; d++)
+        fputs("  ", out);
+    fputs(info->name, out);
+    for (int f = 0; f < info->nfields; f++)
+        put_field_text(p, i, e, f);
+    fputc('\n', out);
+}
+
+static void print_note(printer *p, const dnp_trace_note *n) {
+    static const char *const levels[] = {"note", "warning", "error"};
+    const char *level = n->level < 3 ? levels[n->level] : "note";
+    if (p->json) {
+        fprintf(p->out, "{\"t_ns\":%llu,\"thread\":%u,\"note\":", (unsigned long long)n->time_ns, n->thread);
+        cli_put_json(p->out, n->text ? n->text : "");
+        fprintf(p->out, ",\"level\":\"%s\"}\n", level);
+        return;
+    }
+    fprintf(p->out, "# %s: ", level);
+    cli_put_text(p->out, n->text ? n->text : "", 0);
+    fputc('\n', p->out);
+}
+
+static int thread_shown(const printer *p, uint32_t thread) {
+    return !p->thread_on || (thread < p->nthread_on && p->thread_on[thread]);
+}
+
+static int by_time(const void *x, const void *y) {
+    const dnp_trace_note *const *a = x, *const *b = y;
+    if ((*a)->time_ns != (*b)->time_ns)
+        return (*a)->time_ns < (*b)->time_ns ? -1 : 1;
+    return *a < *b ? -1 : *a > *b;
+}
+
+/* Returns 0, or -1 once the output failed (errno says why). */
+static int print_all(printer *p) {
+    const dnp_trace *t = p->t;
+    const dnp_trace_note **notes = calloc(t->nnotes ? t->nnotes : 1, sizeof *notes);
+    p->nest = calloc(t->nthreads + 1, sizeof *p->nest);
+    if (!notes || !p->nest) {
+        free(notes);
+        errno = ENOMEM;
+        return -1;
+    }
+    for (size_t i = 0; i < t->nnotes; i++)
+        notes[i] = &t->notes[i];
+    qsort(notes, t->nnotes, sizeof *notes, by_time);
+
+    size_t ni = 0;
+    int rc = 0;
+    for (size_t i = 0; i < t->nevents && rc == 0; i++) {
+        const dnp_trace_event *e = &t->events[i];
+        for (; ni < t->nnotes && notes[ni]->time_ns <= e->time_ns; ni++)
+            if (!notes[ni]->thread || thread_shown(p, notes[ni]->thread))
+                print_note(p, notes[ni]);
+        const dnp_event_info *info = &dnp_events[e->kind];
+        /* Every event moves its thread's level, shown or not. */
+        int d = e->thread <= t->nthreads ? dnp_nest_apply(&p->nest[e->thread], e->kind, e->v) : 0;
+        if (!(p->families >> info->family & 1))
+            continue;
+        if (thread_shown(p, e->thread))
+            print_event(p, i, d);
+        if (ferror(p->out))
+            rc = -1;
+    }
+    for (; ni < t->nnotes && rc == 0; ni++)
+        if (!notes[ni]->thread || thread_shown(p, notes[ni]->thread))
+            print_note(p, notes[ni]);
+    free(notes);
+    if (fflush(p->out) != 0 || ferror(p->out))
+        rc = -1;
+    return rc;
+}
+
+/* ---- options ---- */
+
+static void print_help(void) {
+    fputs("usage: dnprof print [options] FILE\n"
+          "\n"
+          "Prints a trace written by 'dnprof run' as an event log, one event a line, in\n"
+          "the order the runtime raised them: the thread, then the event indented by how\n"
+          "deep it is nested on its thread (an event between ClassLoadStarted and\n"
+          "ClassLoadFinished is one level in), then its fields. Classes, functions,\n"
+          "modules, assemblies and app domains show their name and their runtime ID\n"
+          "(which dotnet-dump's dumpmt and dumpmd take). Notes from the agent are\n"
+          "printed in place as '# note: ...' lines.\n"
+          "\n"
+          "options:\n"
+          "  -t, --time          show seconds since the trace began\n"
+          "      --tid           show the OS thread id instead of dnprof's thread number\n"
+          "      --thread N,...  only these threads (the numbers in the first column)\n"
+          "  -e, --events LIST   only these event families, comma-separated:\n",
+          stdout);
+    cli_print_families(stdout, "                        ");
+    fputs("                      or all, default, -NAME to leave one out\n"
+          "      --json          one JSON object per event, for jq and other tools\n"
+          "      --raw-ids       show the runtime IDs without names\n"
+          "      --no-ids        show the names without runtime IDs (stable across runs)\n"
+          "  -h, --help          print this help\n"
+          "\n"
+          "examples:\n"
+          "  dnprof print -t app.trace | less\n"
+          "  dnprof print --events classes,jit --thread 1 app.trace\n"
+          "  dnprof print --json app.trace | jq 'select(.event == \"ExceptionThrown\")'\n",
+          stdout);
+}
+
+/* "1,3,5" -> a table by ordinal. */
+static int parse_threads(const char *text, uint8_t **on, size_t *n) {
+    char *copy = strdup(text);
+    if (!copy)
+        return error("out of memory");
+    size_t cap = 0;
+    *on = NULL;
+    *n = 0;
+    int rc = 0;
+    for (char *save = NULL, *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        uint64_t v;
+        if (cli_parse_u64(w, &v) != 0 || v == 0 || v > 1000000) {
+            rc = usage_error("print", "--thread wants thread numbers such as 1,3 (the first column), not '%s'", w);
+            break;
+        }
+        if (v >= cap) {
+            size_t want = (size_t)v + 1;
+            uint8_t *grown = realloc(*on, want);
+            if (!grown) {
+                rc = error("out of memory");
+                break;
+            }
+            memset(grown + cap, 0, want - cap);
+            *on = grown;
+            cap = want;
+        }
+        (*on)[v] = 1;
+    }
+    if (rc == 0 && cap == 0)
+        rc = usage_error("print", "--thread wants thread numbers such as 1,3");
+    *n = cap;
+    free(copy);
+    return rc;
+}
+
+static int digits(uint64_t v) {
+    int n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+int cmd_print(int argc, char **argv) {
+    enum { OPT_TID = 256, OPT_THREAD, OPT_JSON, OPT_RAW_IDS, OPT_NO_IDS };
+    static const struct option longopts[] = {
+        {"time", no_argument, NULL, 't'},        {"tid", no_argument, NULL, OPT_TID},
+        {"thread", required_argument, NULL, OPT_THREAD}, {"events", required_argument, NULL, 'e'},
+        {"json", no_argument, NULL, OPT_JSON},   {"raw-ids", no_argument, NULL, OPT_RAW_IDS},
+        {"no-ids", no_argument, NULL, OPT_NO_IDS}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    printer p;
+    memset(&p, 0, sizeof p);
+    p.families = ~0u;
+    const char *threads = NULL, *events = NULL;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":te:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 't': p.show_time = 1; break;
+        case OPT_TID: p.use_tid = 1; break;
+        case OPT_THREAD: threads = optarg; break;
+        case 'e': events = optarg; break;
+        case OPT_JSON: p.json = 1; break;
+        case OPT_RAW_IDS: p.ids = IDS_ONLY; break;
+        case OPT_NO_IDS: p.ids = NAMES_ONLY; break;
+        case 'h': print_help(); return 0;
+        default: return cli_bad_option("print", argv, c);
+        }
+    }
+    if (optind >= argc)
+        return usage_error("print", "no trace file given: dnprof print [options] FILE");
+    if (optind + 1 < argc)
+        return usage_error("print", "one trace file at a time, not '%s' and '%s'", argv[optind], argv[optind + 1]);
+    const char *path = argv[optind];
+
+    char err[512];
+    if (events) {
+        dnp_event_config cfg;
+        if (dnp_events_parse(events, &cfg, err, sizeof err) != 0) {
+            fprintf(stderr, "dnprof print: %s\n", err);
+            return CLI_EXIT_USAGE;
+        }
+        p.families = cfg.families;
+    }
+    uint8_t *thread_on = NULL;
+    if (threads) {
+        int rc = parse_threads(threads, &thread_on, &p.nthread_on);
+        if (rc != 0) {
+            free(thread_on);
+            return rc < 0 ? 1 : rc;
+        }
+        p.thread_on = thread_on;
+    }
+
+    dnp_trace *t = NULL;
+    if (dnp_trace_load(path, &t, err, sizeof err) != 0) {
+        free(thread_on);
+        error("%s", err);
+        return 1;
+    }
+    if (t->status != DNP_TRACE_COMPLETE)
+        warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
+    if (t->lost) {
+        char n[32];
+        warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
+    }
+
+    init_tables();
+    p.t = t;
+    p.out = stdout;
+    uint64_t widest = t->nthreads;
+    if (p.use_tid)
+        for (size_t i = 0; i < t->nthreads; i++)
+            if (t->threads[i].os_tid > widest)
+                widest = t->threads[i].os_tid;
+    p.tcol = digits(widest) < 2 ? 2 : digits(widest);
+
+    int rc = borrow_names(&p) == 0 ? 0 : 1;
+    if (rc == 0) {
+        static char buf[1 << 16];
+        setvbuf(stdout, buf, _IOFBF, sizeof buf);
+        signal(SIGPIPE, SIG_IGN);
+        if (print_all(&p) != 0) {
+            if (errno != EPIPE) {
+                error("cannot write the log: %s", strerror(errno));
+                rc = 1;
+            }
+        }
+    }
+    free(p.borrowed);
+    free(p.nest);
+    free(thread_on);
+    dnp_trace_free(t);
+    return rc;
+}

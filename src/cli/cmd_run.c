@@ -1,0 +1,209 @@
+/* cmd_run.c: `dnprof run`: runs a program with the agent loaded, then says in
+ * one line per trace what was recorded. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "families.h"
+#include "trace_reader.h"
+
+static void run_help(void) {
+    fputs("usage: dnprof run [options] [--] PROGRAM [ARGS...]\n"
+          "\n"
+          "Runs PROGRAM with dnprof's agent loaded into the .NET runtime and records what\n"
+          "the runtime does into a trace. The program keeps its terminal, input and output;\n"
+          "dnprof exits with its exit code and then prints one line per trace it wrote\n"
+          "(.NET programs it starts are recorded too, each into a trace of its own).\n"
+          "\n"
+          "options:\n"
+          "  -e, --events LIST   what to record, comma-separated (default: default, which is\n"
+          "                      every family but alloc). Families:\n",
+          stdout);
+    cli_print_families(stdout, "                        ");
+    fputs("                      also all, default, -NAME to leave one out (all,-gc), or a\n"
+          "                      COR_PRF_MONITOR mask in hex (0x1A7FFFF)\n"
+          "  -o, --output FILE   the trace file, replaced if it exists; %p in it becomes the\n"
+          "                      pid (default: dnprof-<pid>.trace in the current directory)\n"
+          "      --flush-ms N    how often the agent writes its buffers out, in ms (1-59999)\n"
+          "  -q, --quiet         print no summary at the end\n"
+          "  -h, --help          print this help\n"
+          "\n"
+          "examples:\n"
+          "  dnprof run -- dotnet app.dll arg1\n"
+          "  dnprof run --events classes,jit,exceptions -o app.trace -- dotnet app.dll\n"
+          "  dnprof print app.trace\n",
+          stdout);
+}
+
+static const char *status_word(dnp_trace_status s) {
+    switch (s) {
+    case DNP_TRACE_COMPLETE: return "complete";
+    case DNP_TRACE_OPEN: return "open";
+    case DNP_TRACE_TRUNCATED: return "truncated";
+    case DNP_TRACE_CORRUPT: return "corrupt";
+    }
+    return "?";
+}
+
+/* "dnprof: trace PATH[ (who)]: N events, T s, status". */
+static void summarize(const char *path, const char *who) {
+    dnp_trace *t = NULL;
+    char err[256];
+    char label[PATH_MAX + 700];
+    snprintf(label, sizeof label, "%s%s%s%s", cli_short_path(path), who ? " (" : "", who ? who : "",
+             who ? ")" : "");
+    if (dnp_trace_load(path, &t, err, sizeof err) != 0) {
+        error("trace %s: %s", label, err);
+        return;
+    }
+    char count[32], lost[32];
+    double secs = t->nevents ? (double)t->events[t->nevents - 1].time_ns / 1e9 : 0.0;
+    fprintf(stderr, "dnprof: trace %s: %s events, %.2f s, %s", label, cli_fmt_count(t->nevents, count),
+            secs, status_word(t->status));
+    if (t->status != DNP_TRACE_COMPLETE && t->status_text[0])
+        fprintf(stderr, " (%s)", t->status_text);
+    if (t->lost)
+        fprintf(stderr, ", %s lost", cli_fmt_count(t->lost, lost));
+    fputc('\n', stderr);
+    dnp_trace_free(t);
+}
+
+static void report(const cli_launch *l, char *const argv[], int quiet) {
+    char cmd[1024], who[700];
+    cli_fmt_argv(argv, cmd, sizeof cmd);
+    cli_session_agent *agents = NULL;
+    int n = cli_session_read(l->session, &agents);
+    const cli_session_agent *root = NULL;
+    for (int i = 0; i < n; i++)
+        if (agents[i].pid == (long)l->pid)
+            root = &agents[i];
+
+    if (n <= 0)
+        error("the agent never started (no .NET runtime loaded it); to see why, run: dnprof doctor -- %s", cmd);
+    else if (root && root->error[0] && !root->started)
+        error("the agent did not record: %s; to see why, run: dnprof doctor -- %s", root->error, cmd);
+    else if (root && root->error[0])
+        error("the agent stopped recording: %s", root->error);
+
+    if (!quiet) {
+        if (root && (root->started || !root->error[0]))
+            summarize(root->trace[0] ? root->trace : l->trace, NULL);
+        else if (!root && access(l->trace, F_OK) == 0)
+            summarize(l->trace, NULL);
+        for (int i = 0; i < n; i++) {
+            const cli_session_agent *a = &agents[i];
+            if (a == root)
+                continue;
+            snprintf(who, sizeof who, "pid %ld%s%.80s", a->pid, a->cmdline[0] ? ": " : "", a->cmdline);
+            if (a->error[0])
+                error("%s: %s: %s", who, a->started ? "recording stopped" : "not recorded", a->error);
+            if (a->trace[0] && (a->started || !a->error[0]))
+                summarize(a->trace, who);
+        }
+    }
+    free(agents);
+}
+
+int cmd_run(int argc, char **argv) {
+    enum { OPT_FLUSH = 256 };
+    static const struct option longopts[] = {
+        {"events", required_argument, NULL, 'e'}, {"output", required_argument, NULL, 'o'},
+        {"flush-ms", required_argument, NULL, OPT_FLUSH}, {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    const char *events = NULL, *output = NULL, *flush_ms = NULL;
+    int quiet = 0, c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:e:o:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'e': events = optarg; break;
+        case 'o': output = optarg; break;
+        case OPT_FLUSH: flush_ms = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'h': run_help(); return 0;
+        default: return cli_bad_option("run", argv, c);
+        }
+    }
+    if (optind >= argc)
+        return usage_error("run", "no program given: dnprof run [options] -- PROGRAM [ARGS...]");
+    char **prog = argv + optind;
+
+    char err[512];
+    dnp_event_config cfg;
+    if (dnp_events_parse(events, &cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "dnprof run: %s\n", err);
+        return CLI_EXIT_USAGE;
+    }
+    uint64_t ms;
+    if (flush_ms && (cli_parse_u64(flush_ms, &ms) != 0 || ms == 0 || ms >= 60000))
+        return usage_error("run", "--flush-ms wants milliseconds from 1 to 59999, not '%s'", flush_ms);
+
+    cli_agent agent;
+    if (cli_agent_find(&agent, err, sizeof err) != 0) {
+        error("%s", err);
+        return 1;
+    }
+
+    char out_abs[PATH_MAX];
+    if (output) {
+        if (!*output)
+            return usage_error("run", "--output wants a file name");
+        if (cli_abs_path(output, out_abs, sizeof out_abs) != 0) {
+            error("cannot use the trace path '%s': it is too long", output);
+            return 1;
+        }
+        if (!strstr(out_abs, "%p") && unlink(out_abs) != 0 && errno != ENOENT) {
+            error("cannot replace '%s': %s", output, strerror(errno));
+            return 1;
+        }
+    }
+    char dir[PATH_MAX] = ".";
+    if (output) { /* out_abs is absolute: it has a slash */
+        memcpy(dir, out_abs, sizeof dir);
+        char *slash = strrchr(dir, '/');
+        slash[slash == dir] = 0;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        error("cannot write the trace in '%s': %s%s", cli_short_path(dir), strerror(errno),
+              output ? "" : " (use -o to put it elsewhere)");
+        return 1;
+    }
+
+    const char *off[CLI_DISABLING_MAX];
+    int noff = cli_disabling_vars(off);
+    for (int i = 0; i < noff; i++)
+        warning("%s=%s is set: the runtime will not load the agent (unset %s)", off[i], getenv(off[i]),
+                off[i]);
+
+    char session[PATH_MAX];
+    if (cli_session_create(session, sizeof session) != 0)
+        return 1;
+
+    cli_launch l;
+    memset(&l, 0, sizeof l);
+    l.agent = agent.path;
+    l.events = events && *events ? events : DNP_EVENTS_DEFAULT;
+    l.output = output ? out_abs : NULL;
+    l.flush_ms = flush_ms;
+    l.session = session;
+    if (cli_launch_run(&l, prog) != 0) {
+        cli_session_remove(session);
+        return 1;
+    }
+    if (l.exec_errno) {
+        error("cannot run '%s': %s", prog[0], strerror(l.exec_errno));
+        cli_session_remove(session);
+        return CLI_EXIT_NOEXEC;
+    }
+
+    if (WIFSIGNALED(l.status) && !quiet && WTERMSIG(l.status) != SIGINT && WTERMSIG(l.status) != SIGPIPE)
+        error("'%s' was killed by signal %d (%s)", prog[0], WTERMSIG(l.status), strsignal(WTERMSIG(l.status)));
+    report(&l, prog, quiet);
+    cli_session_remove(session);
+    return cli_exit_code(l.status);
+}

@@ -1,0 +1,73 @@
+/* text.c: writing strings from a trace, which may hold any bytes, as valid
+ * UTF-8 text for a terminal (one event stays one line) or for JSON. */
+#include <stdio.h>
+
+#include "cli.h"
+
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one.
+ * s is NUL-terminated, so a cut-short sequence stops at the NUL. */
+static int utf8_len(const unsigned char *s) {
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    if (c < 0xC2 || c > 0xF4 || (s[1] & 0xC0) != 0x80)
+        return 0;
+    if (c < 0xE0)
+        return 2;
+    if ((s[2] & 0xC0) != 0x80)
+        return 0;
+    if (c < 0xF0) {
+        if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0)) /* overlong, surrogate */
+            return 0;
+        return 3;
+    }
+    if ((s[3] & 0xC0) != 0x80 || (c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90))
+        return 0;
+    return 4;
+}
+
+static void put(FILE *out, const char *str, int json, int quoted) {
+    const unsigned char *s = (const unsigned char *)str;
+    while (*s) {
+        int n = utf8_len(s);
+        if (n == 0) {
+            fputs("\xEF\xBF\xBD", out); /* U+FFFD */
+            s++;
+            continue;
+        }
+        unsigned c = *s;
+        if (n > 1 || (c >= 0x20 && c != 0x7f && !(quoted && (c == '"' || c == '\\')))) {
+            fwrite(s, 1, (size_t)n, out);
+        } else if (c == '"' || c == '\\') {
+            fputc('\\', out);
+            fputc((int)c, out);
+        } else if (c == '\n') {
+            fputs("\\n", out);
+        } else if (c == '\t') {
+            fputs("\\t", out);
+        } else if (c == '\r') {
+            fputs("\\r", out);
+        } else if (json && c == 0x7f) {
+            fputc(0x7f, out);
+        } else if (json) {
+            fprintf(out, "\\u%04x", c);
+        } else {
+            fprintf(out, "\\x%02x", c);
+        }
+        s += n;
+    }
+}
+
+void cli_put_text(FILE *out, const char *s, int quoted) {
+    put(out, s, 0, quoted);
+}
+
+void cli_put_json(FILE *out, const char *s) {
+    if (!s) {
+        fputs("null", out);
+        return;
+    }
+    fputc('"', out);
+    put(out, s, 1, 1);
+    fputc('"', out);
+}

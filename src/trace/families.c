@@ -1,0 +1,214 @@
+/* families.c: event families, their words, and the COR_PRF_MONITOR bits each
+ * one needs (corprof.idl; seed 000's profiling_on.bat). */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "families.h"
+
+#define FAM(f) (1u << DNP_FAM_##f)
+
+/* COR_PRF_MONITOR_* and COR_PRF_ENABLE_* bits, per family. */
+static const uint32_t family_mask[DNP_FAM_COUNT] = {
+    [DNP_FAM_RUNTIME] = 0,              /* Initialize, Shutdown: always raised */
+    [DNP_FAM_APPDOMAINS] = 0x10,        /* MONITOR_APPDOMAIN_LOADS */
+    [DNP_FAM_ASSEMBLIES] = 0x8,         /* MONITOR_ASSEMBLY_LOADS */
+    [DNP_FAM_MODULES] = 0x4,            /* MONITOR_MODULE_LOADS */
+    [DNP_FAM_CLASSES] = 0x2,            /* MONITOR_CLASS_LOADS */
+    [DNP_FAM_FUNCTIONS] = 0x1,          /* MONITOR_FUNCTION_UNLOADS */
+    [DNP_FAM_JIT] = 0x20,               /* MONITOR_JIT_COMPILATION */
+    [DNP_FAM_CACHE] = 0x20000,          /* MONITOR_CACHE_SEARCHES */
+    [DNP_FAM_THREADS] = 0x200,          /* MONITOR_THREADS */
+    [DNP_FAM_REMOTING] = 0x400,         /* MONITOR_REMOTING: .NET Framework only */
+    [DNP_FAM_TRANSITIONS] = 0x800,      /* MONITOR_CODE_TRANSITIONS */
+    [DNP_FAM_SUSPENDS] = 0x10000,       /* MONITOR_SUSPENDS */
+    [DNP_FAM_GC] = 0x80,                /* MONITOR_GC */
+    [DNP_FAM_ALLOC] = 0x100 | 0x800000, /* MONITOR_OBJECT_ALLOCATED | ENABLE_OBJECT_ALLOCATED */
+    [DNP_FAM_EXCEPTIONS] = 0x40 | 0x1000000, /* MONITOR_EXCEPTIONS | MONITOR_CLR_EXCEPTIONS */
+    [DNP_FAM_CCW] = 0x2000,             /* MONITOR_CCW */
+};
+
+#define ALL_FAMILIES (((1u << DNP_FAM_COUNT) - 1) & ~FAM(REMOTING))
+#define DEFAULT_FAMILIES (ALL_FAMILIES & ~FAM(ALLOC))
+
+static const char remoting_refused[] =
+    "remoting does not exist in .NET (Core) runtimes; it was a .NET Framework feature";
+
+uint32_t dnp_families_mask(uint32_t families) {
+    uint32_t mask = 0;
+    for (int f = 0; f < DNP_FAM_COUNT; f++)
+        if (families & (1u << f))
+            mask |= family_mask[f];
+    return mask;
+}
+
+/* A family is covered when the mask has any of its bits; runtime always is. */
+uint32_t dnp_families_from_mask(uint32_t mask) {
+    uint32_t families = FAM(RUNTIME);
+    for (int f = 0; f < DNP_FAM_COUNT; f++)
+        if (mask & family_mask[f])
+            families |= 1u << f;
+    return families;
+}
+
+char *dnp_families_format(uint32_t families, char *buf, size_t buflen) {
+    if (!buf || !buflen)
+        return buf;
+    size_t len = 0;
+    buf[0] = 0;
+    for (int f = 0; f < DNP_FAM_COUNT; f++) {
+        if (!(families & (1u << f)))
+            continue;
+        int n = snprintf(buf + len, buflen - len, "%s%s", len ? "," : "", dnp_family_words[f]);
+        if (n < 0 || (size_t)n >= buflen - len) {
+            buf[len] = 0; /* no half words */
+            break;
+        }
+        len += (size_t)n;
+    }
+    if (len == 0 && !families)
+        snprintf(buf, buflen, "none");
+    return buf;
+}
+
+static int word_is(const char *word, size_t len, const char *name) {
+    return strlen(name) == len && strncasecmp(word, name, len) == 0;
+}
+
+int dnp_family_lookup(const char *word, size_t len) {
+    if (!word)
+        return -1;
+    for (int f = 0; f < DNP_FAM_COUNT; f++)
+        if (word_is(word, len, dnp_family_words[f]))
+            return f;
+    return -1;
+}
+
+static void valid_words(char *buf, size_t buflen) {
+    size_t len = (size_t)snprintf(buf, buflen, "all, default");
+    for (int f = 0; f < DNP_FAM_COUNT && len < buflen; f++)
+        if (f != DNP_FAM_REMOTING)
+            len += (size_t)snprintf(buf + len, buflen - len, ", %s", dnp_family_words[f]);
+}
+
+static void set_err(char *err, size_t errlen, const char *what, const char *word, size_t len) {
+    if (!err || !errlen)
+        return;
+    char valid[256];
+    valid_words(valid, sizeof valid);
+    int shown = len > 64 ? 64 : (int)len;
+    snprintf(err, errlen, "%s '%.*s%s'; valid: %s, or a hex mask such as 0x1A7FFFF", what, shown, word,
+             len > 64 ? "..." : "", valid);
+}
+
+static int parse_hex(const char *s, size_t len, uint32_t *out) {
+    if (len < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || len - 2 > 8)
+        return -1;
+    uint32_t v = 0;
+    for (size_t i = 2; i < len; i++) {
+        int c = (unsigned char)s[i];
+        if (!isxdigit(c))
+            return -1;
+        v = v << 4 | (uint32_t)(isdigit(c) ? c - '0' : tolower(c) - 'a' + 10);
+    }
+    *out = v;
+    return 0;
+}
+
+int dnp_events_parse(const char *text, dnp_event_config *out, char *err, size_t errlen) {
+    if (!text)
+        text = DNP_EVENTS_DEFAULT;
+    const char *s = text;
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t tlen = strlen(s);
+    while (tlen && isspace((unsigned char)s[tlen - 1]))
+        tlen--;
+    if (tlen == 0) {
+        s = DNP_EVENTS_DEFAULT;
+        tlen = strlen(s);
+    }
+
+    /* A hex mask is taken as it is. */
+    if (tlen > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        uint32_t mask;
+        if (parse_hex(s, tlen, &mask) < 0) {
+            if (err && errlen) {
+                int shown = tlen > 64 ? 64 : (int)tlen;
+                snprintf(err, errlen, "bad event mask '%.*s': a hex mask is 0x and 1 to 8 hex digits, such as 0x1A7FFFF",
+                         shown, s);
+            }
+            return -1;
+        }
+        out->mask = mask;
+        out->families = dnp_families_from_mask(mask);
+        out->mask_high = 0;
+        return 0;
+    }
+
+    uint32_t families = 0;
+    int first = 1;
+    for (const char *p = s, *end = s + tlen; p <= end;) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *we = comma ? comma : end;
+        const char *w = p;
+        while (w < we && isspace((unsigned char)*w))
+            w++;
+        while (we > w && isspace((unsigned char)we[-1]))
+            we--;
+        p = (comma ? comma : end) + 1;
+        size_t len = (size_t)(we - w);
+        if (len == 0)
+            continue; /* "a,,b" and a trailing comma */
+
+        int remove = 0;
+        if (*w == '-') {
+            remove = 1;
+            w++;
+            len--;
+            while (len && isspace((unsigned char)*w)) {
+                w++;
+                len--;
+            }
+            if (first)
+                families = DEFAULT_FAMILIES; /* "-gc" alone: the default without gc */
+        }
+        first = 0;
+
+        uint32_t set;
+        if (word_is(w, len, "all")) {
+            set = ALL_FAMILIES;
+        } else if (word_is(w, len, "default")) {
+            set = DEFAULT_FAMILIES;
+        } else {
+            int f = dnp_family_lookup(w, len);
+            if (f == DNP_FAM_REMOTING) {
+                if (err && errlen)
+                    snprintf(err, errlen, "%s", remoting_refused);
+                return -1;
+            }
+            if (f < 0 && len > 1 && w[0] == '0' && (w[1] == 'x' || w[1] == 'X')) {
+                if (err && errlen)
+                    snprintf(err, errlen, "a hex mask such as '%.*s' must be the whole setting, not part of a list",
+                             len > 64 ? 64 : (int)len, w);
+                return -1;
+            }
+            if (f < 0) {
+                set_err(err, errlen, "unknown event family", w, len);
+                return -1;
+            }
+            set = 1u << f;
+        }
+        if (remove)
+            families &= ~set;
+        else
+            families |= set;
+    }
+
+    families |= FAM(RUNTIME); /* Initialize and Shutdown cost nothing and frame the trace */
+    out->families = families;
+    out->mask = dnp_families_mask(families);
+    out->mask_high = 0;
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* families.h: event families, the words people use for them, and the runtime's
+ * event-mask bits each one sets (COR_PRF_MONITOR_*, seed 000's profiling_on.bat).
+ * Shared by the agent (DNPROF_EVENTS) and the front end (--events). */
+#ifndef DNP_FAMILIES_H
+#define DNP_FAMILIES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_format.h"
+
+/* What a person can read: every family but per-object allocations (and per-call
+ * enter/leave, which is not a family of this log). */
+#define DNP_EVENTS_DEFAULT "default"
+
+typedef struct dnp_event_config {
+    uint32_t families; /* bit (1 << dnp_family) per family enabled */
+    uint32_t mask;     /* COR_PRF_MONITOR low word for SetEventMask */
+    uint32_t mask_high;/* COR_PRF_HIGH_MONITOR word for SetEventMask2 */
+} dnp_event_config;
+
+/* Parses a configuration: a hex mask as in seed 000 ("0x1A7FFFF"), or words
+ * separated by commas: family names, "all", "default", and "-name" to remove one
+ * ("all,-gc"). NULL or "" means the default. Returns 0, or -1 with one line in err
+ * that names the bad word and lists the valid ones. */
+int dnp_events_parse(const char *text, dnp_event_config *out, char *err, size_t errlen);
+
+/* The runtime mask bits of a set of families, and the families a mask covers. */
+uint32_t dnp_families_mask(uint32_t families);
+uint32_t dnp_families_from_mask(uint32_t mask);
+
+/* "classes,modules,..." for a set of families, into buf; returns buf. */
+char *dnp_families_format(uint32_t families, char *buf, size_t buflen);
+
+/* Looks up a family word ("gc"); returns the family or -1. */
+int dnp_family_lookup(const char *word, size_t len);
+
+#endif

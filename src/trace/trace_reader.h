@@ -1,0 +1,81 @@
+/* trace_reader.h: reading a trace file, whole, into memory.
+ *
+ * The reader never trusts the file: every size and number is checked, and a file
+ * that ends in the middle of a chunk (a killed process) or holds a chunk whose
+ * checksum fails is read up to its last whole chunk and marked as such. */
+#ifndef DNP_TRACE_READER_H
+#define DNP_TRACE_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_format.h"
+
+typedef struct dnp_trace_event {
+    uint64_t time_ns; /* since the trace began */
+    uint32_t thread;  /* thread ordinal, see dnp_trace_thread */
+    uint16_t kind;    /* dnp_event_kind; an unknown kind is dropped with a note */
+    uint8_t nvalues;
+    uint64_t v[DNP_MAX_VALUES]; /* dnp_events[kind] says what each value is */
+} dnp_trace_event;
+
+typedef struct dnp_trace_thread {
+    uint32_t ordinal;    /* 1, 2, ... in order of first event */
+    uint64_t os_tid;
+    uint64_t managed_id; /* ThreadID from ThreadAssignedToOSThread, 0 if never seen */
+    const char *name;    /* from ThreadNameChanged, NULL if never named */
+} dnp_trace_thread;
+
+typedef struct dnp_trace_note {
+    uint64_t time_ns;
+    uint32_t thread;
+    uint32_t level; /* 0 info, 1 warning, 2 error */
+    const char *text;
+} dnp_trace_note;
+
+typedef enum dnp_trace_status {
+    DNP_TRACE_COMPLETE,  /* the agent saw Shutdown (or detach) and said so */
+    DNP_TRACE_OPEN,      /* whole chunks only, but no end: the process did not shut down */
+    DNP_TRACE_TRUNCATED, /* the file ends inside a chunk */
+    DNP_TRACE_CORRUPT    /* a chunk failed its checks; read up to it */
+} dnp_trace_status;
+
+typedef struct dnp_trace {
+    uint16_t major, minor;
+    uint64_t pid, ppid;
+    uint64_t start_realtime_ns; /* wall clock when the agent started */
+    const char *cmdline;
+    const char *runtime_dir;
+    int attached;
+
+    dnp_trace_event *events; /* sorted by time; order kept for equal times on one thread */
+    size_t nevents;
+    dnp_trace_thread *threads; /* threads[i].ordinal == i + 1 */
+    size_t nthreads;
+    dnp_trace_note *notes;
+    size_t nnotes;
+    uint64_t lost;           /* events the agent could not record */
+    uint64_t end_events;     /* the count the END record gives (complete traces) */
+
+    dnp_trace_status status;
+    char status_text[256]; /* one line: why the trace is not complete, empty when it is */
+    uint64_t file_bytes;
+    uint64_t bytes_read;   /* up to the last whole chunk */
+
+    struct dnp_trace_private *priv;
+} dnp_trace;
+
+/* Loads the trace at path. Returns 0 and a trace (check status), or -1 with a
+ * one-line reason in err: cannot open, empty, not a dnprof trace, a newer major
+ * version, no memory. */
+int dnp_trace_load(const char *path, dnp_trace **out, char *err, size_t errlen);
+
+/* The string with number id, or NULL when the trace has none (0 or missing). */
+const char *dnp_trace_string(const dnp_trace *t, uint64_t id);
+
+/* The thread with this ordinal, or NULL. */
+const dnp_trace_thread *dnp_trace_thread_get(const dnp_trace *t, uint32_t ordinal);
+
+void dnp_trace_free(dnp_trace *t);
+
+#endif

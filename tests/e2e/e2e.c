@@ -1,0 +1,417 @@
+/* e2e.c: running the Scenarios program under dnprof and reading what it left. */
+#include "e2e.h"
+#include "nesting.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *e2e_env(const char *name) {
+    const char *v = getenv(name);
+    if (v == NULL || *v == '\0') {
+        fprintf(stderr, "e2e: %s is not set; run the tests through ctest (tests/e2e/CMakeLists.txt)\n", name);
+        return NULL;
+    }
+    return v;
+}
+
+const char *e2e_dotnet(void) {
+    const char *v = getenv("DNPROF_DOTNET");
+    return v != NULL && *v != '\0' ? v : "dotnet";
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    if (ftw->level == 0)
+        return 0; /* keep the directory itself */
+    if (remove(path) != 0) {
+        fprintf(stderr, "e2e: cannot remove '%s': %s\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int e2e_setup(e2e_run *r, const char *test) {
+    memset(r, 0, sizeof *r);
+    r->test = test;
+    r->status = -1;
+    const char *scratch = e2e_env("DNPROF_E2E_SCRATCH");
+    if (scratch == NULL)
+        return -1;
+    if (mkdir(scratch, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "e2e: cannot create '%s': %s\n", scratch, strerror(errno));
+        return -1;
+    }
+    if ((size_t)snprintf(r->dir, sizeof r->dir, "%s/%s", scratch, test) >= sizeof r->dir) {
+        fprintf(stderr, "e2e: scratch path too long: '%s'\n", scratch);
+        return -1;
+    }
+    if (mkdir(r->dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "e2e: cannot create '%s': %s\n", r->dir, strerror(errno));
+        return -1;
+    }
+    if (nftw(r->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        return -1;
+    snprintf(r->trace, sizeof r->trace, "%s/%s.trace", r->dir, test);
+    snprintf(r->out, sizeof r->out, "%s/stdout.txt", r->dir);
+    snprintf(r->err, sizeof r->err, "%s/stderr.txt", r->dir);
+    return 0;
+}
+
+/* In the child: never returns. */
+static void child_exec(char *const argv[], const char *const env[], const char *dir,
+                       const char *out_path, int out_pipe, const char *err_path) {
+    setpgid(0, 0);
+    if (dir != NULL && chdir(dir) != 0)
+        _exit(126);
+    int fd = out_pipe >= 0 ? out_pipe : open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
+        _exit(126);
+    int efd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (efd < 0 || dup2(efd, STDERR_FILENO) < 0)
+        _exit(126);
+    int nfd = open("/dev/null", O_RDONLY);
+    if (nfd >= 0)
+        dup2(nfd, STDIN_FILENO);
+    for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
+        char name[256];
+        const char *eq = strchr(env[i], '=');
+        size_t n = eq != NULL ? (size_t)(eq - env[i]) : strlen(env[i]);
+        if (n >= sizeof name)
+            _exit(126);
+        memcpy(name, env[i], n);
+        name[n] = '\0';
+        if (eq != NULL)
+            setenv(name, eq + 1, 1);
+        else
+            unsetenv(name);
+    }
+    execvp(argv[0], argv);
+    fprintf(stderr, "e2e: cannot run '%s': %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+pid_t e2e_spawn(char *const argv[], const char *const env[], const char *dir,
+                const char *out_path, int *out_fd, const char *err_path) {
+    int fds[2] = {-1, -1};
+    if (out_fd != NULL && pipe2(fds, O_CLOEXEC) != 0) {
+        fprintf(stderr, "e2e: pipe: %s\n", strerror(errno));
+        return -1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "e2e: fork: %s\n", strerror(errno));
+        if (out_fd != NULL) {
+            close(fds[0]);
+            close(fds[1]);
+        }
+        return -1;
+    }
+    if (pid == 0)
+        child_exec(argv, env, dir, out_path, fds[1], err_path);
+    setpgid(pid, pid); /* also here, so that a kill cannot miss the group */
+    if (out_fd != NULL) {
+        close(fds[1]);
+        *out_fd = fds[0];
+    }
+    return pid;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+int e2e_wait(pid_t pid, int timeout_ms, int *status) {
+    int ws = 0;
+    for (int waited = 0;; waited += 5) {
+        pid_t w = waitpid(pid, &ws, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR) {
+            fprintf(stderr, "e2e: waitpid %d: %s\n", (int)pid, strerror(errno));
+            return -1;
+        }
+        if (waited >= timeout_ms) {
+            fprintf(stderr, "e2e: process %d still running after %d ms: killed\n", (int)pid, timeout_ms);
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            waitpid(pid, &ws, 0);
+            *status = 128 + SIGKILL;
+            return -1;
+        }
+        sleep_ms(5);
+    }
+    *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : -1;
+    /* Anything the command left behind in its group goes with it. */
+    kill(-pid, SIGKILL);
+    return 0;
+}
+
+int e2e_exec(e2e_run *r, char *const argv[], const char *const env[]) {
+    r->status = -1;
+    pid_t pid = e2e_spawn(argv, env, r->dir, r->out, NULL, r->err);
+    if (pid < 0)
+        return -1;
+    return e2e_wait(pid, E2E_TIMEOUT_MS, &r->status);
+}
+
+int e2e_run_dll(e2e_run *r, const char *dll, const char *arg, const char *events) {
+    const char *bin = e2e_env("DNPROF_BIN");
+    if (bin == NULL)
+        return -1;
+    const char *argv[16];
+    int n = 0;
+    argv[n++] = bin;
+    argv[n++] = "run";
+    argv[n++] = "--quiet";
+    argv[n++] = "-o";
+    argv[n++] = r->trace;
+    if (events != NULL) {
+        argv[n++] = "--events";
+        argv[n++] = events;
+    }
+    argv[n++] = "--";
+    argv[n++] = e2e_dotnet();
+    argv[n++] = dll;
+    if (arg != NULL)
+        argv[n++] = arg;
+    argv[n] = NULL;
+    int rc = e2e_exec(r, (char *const *)argv, NULL);
+    if (rc != 0)
+        e2e_show_file("its stderr", r->err);
+    return rc;
+}
+
+int e2e_run_scenario(e2e_run *r, const char *scenario, const char *events) {
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    return dll != NULL ? e2e_run_dll(r, dll, scenario, events) : -1;
+}
+
+int e2e_dnprof(e2e_run *r, const char *const args[]) {
+    const char *bin = e2e_env("DNPROF_BIN");
+    if (bin == NULL)
+        return -1;
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = bin;
+    for (size_t i = 0; args[i] != NULL && n < 31; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    return e2e_exec(r, (char *const *)argv, NULL);
+}
+
+char *e2e_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "e2e: cannot open '%s': %s\n", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (n < cap - 1)
+            break;
+        char *more = realloc(buf, cap * 2);
+        if (more == NULL) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = more;
+        cap *= 2;
+    }
+    fclose(f);
+    if (buf == NULL) {
+        fprintf(stderr, "e2e: no memory for '%s'\n", path);
+        return NULL;
+    }
+    buf[n] = '\0';
+    if (len != NULL)
+        *len = n;
+    return buf;
+}
+
+void e2e_show_file(const char *what, const char *path) {
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    char line[1024];
+    int n = 0;
+    fprintf(stderr, "  --- %s (%s) ---\n", what, path);
+    while (fgets(line, sizeof line, f) != NULL && n++ < 20)
+        fprintf(stderr, "  | %s%s", line, strchr(line, '\n') != NULL ? "" : "\n");
+    fclose(f);
+}
+
+static const char *status_name(dnp_trace_status s) {
+    switch (s) {
+    case DNP_TRACE_COMPLETE: return "complete";
+    case DNP_TRACE_OPEN: return "open";
+    case DNP_TRACE_TRUNCATED: return "truncated";
+    case DNP_TRACE_CORRUPT: return "corrupt";
+    }
+    return "?";
+}
+
+dnp_trace *e2e_load(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "e2e: no trace at '%s' (%s): did the agent load?\n", path, strerror(errno));
+        return NULL;
+    }
+    dnp_trace *t = NULL;
+    char err[256] = "";
+    if (dnp_trace_load(path, &t, err, sizeof err) != 0) {
+        fprintf(stderr, "e2e: cannot load '%s' (%lld bytes): %s\n", path, (long long)st.st_size, err);
+        return NULL;
+    }
+    if (e2e_count(t, DNP_EV_Initialize) == 0 || t->nevents < E2E_MIN_EVENTS) {
+        fprintf(stderr, "e2e: '%s' was not recorded: %zu events, %zu Initialize, status %s %s\n", path,
+                t->nevents, e2e_count(t, DNP_EV_Initialize), status_name(t->status), t->status_text);
+        for (size_t i = 0; i < t->nnotes && i < 5; i++)
+            fprintf(stderr, "  note: %s\n", t->notes[i].text);
+        dnp_trace_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+int e2e_value_index(unsigned kind, unsigned field) {
+    if (kind >= DNP_EV_COUNT || field >= dnp_events[kind].nfields)
+        return -1;
+    int idx = 0;
+    for (unsigned i = 0; i < field; i++)
+        idx += dnp_field_nvalues[dnp_events[kind].field_types[i]];
+    return idx;
+}
+
+uint64_t e2e_field(const dnp_trace_event *ev, unsigned field) {
+    int idx = e2e_value_index(ev->kind, field);
+    return idx >= 0 && idx < ev->nvalues ? ev->v[idx] : 0;
+}
+
+const char *e2e_field_name(const dnp_trace *t, const dnp_trace_event *ev, unsigned field) {
+    int idx = e2e_value_index(ev->kind, field);
+    if (idx < 0)
+        return NULL;
+    unsigned type = dnp_events[ev->kind].field_types[field];
+    if (type == DNP_FT_STR)
+        return idx < ev->nvalues ? dnp_trace_string(t, ev->v[idx]) : NULL;
+    if (dnp_field_nvalues[type] == 2)
+        return idx + 1 < ev->nvalues ? dnp_trace_string(t, ev->v[idx + 1]) : NULL;
+    return NULL;
+}
+
+long e2e_find(const dnp_trace *t, unsigned kind, const char *name, size_t from) {
+    for (size_t i = from; i < t->nevents; i++) {
+        if (t->events[i].kind != kind)
+            continue;
+        const char *n = e2e_field_name(t, &t->events[i], 0);
+        if (n != NULL && strcmp(n, name) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+size_t e2e_count(const dnp_trace *t, unsigned kind) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->nevents; i++)
+        n += t->events[i].kind == kind;
+    return n;
+}
+
+/* Prints up to max distinct names of kind containing hint ("" for any). */
+static int show_names(const dnp_trace *t, unsigned kind, const char *hint, int max) {
+    const char *shown[16];
+    int n = 0;
+    for (size_t i = 0; i < t->nevents && n < max && n < 16; i++) {
+        if (t->events[i].kind != kind)
+            continue;
+        const char *name = e2e_field_name(t, &t->events[i], 0);
+        if (name == NULL || strstr(name, hint) == NULL)
+            continue;
+        int seen = 0;
+        for (int j = 0; j < n && !seen; j++)
+            seen = strcmp(shown[j], name) == 0;
+        if (!seen) {
+            shown[n++] = name;
+            fprintf(stderr, "    \"%s\"\n", name);
+        }
+    }
+    return n;
+}
+
+long e2e_expect(const dnp_trace *t, unsigned kind, const char *name, const char *hint) {
+    long i = e2e_find(t, kind, name, 0);
+    if (i >= 0)
+        return i;
+    fprintf(stderr, "e2e: no %s named \"%s\" among %zu; names containing \"%s\":\n", dnp_events[kind].name, name,
+            e2e_count(t, kind), hint);
+    if (show_names(t, kind, hint, 12) == 0) {
+        fprintf(stderr, "    (none; some others:)\n");
+        show_names(t, kind, "", 12);
+    }
+    return -1;
+}
+
+int e2e_check_nesting(const dnp_trace *t, char *why, size_t whylen) {
+    size_t nthreads = t->nthreads + 1;
+    dnp_nest_state *nest = calloc(nthreads, sizeof *nest);
+    if (nest == NULL) {
+        snprintf(why, whylen, "no memory");
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < t->nevents && rc == 0; i++) {
+        const dnp_trace_event *ev = &t->events[i];
+        if (ev->kind >= DNP_EV_COUNT || ev->thread >= nthreads)
+            continue;
+        dnp_nest_state *s = &nest[ev->thread];
+        uint64_t unmatched = s->unmatched, skipped = s->skipped;
+        dnp_nest_apply(s, ev->kind, ev->v);
+        if (s->unmatched != unmatched || s->skipped != skipped) {
+            const dnp_trace_thread *th = dnp_trace_thread_get(t, ev->thread);
+            const char *name = e2e_field_name(t, ev, 0);
+            snprintf(why, whylen, "thread %u (tid %llu): %s%s%s at event %zu of %zu (%llu ns) %s",
+                     ev->thread, th != NULL ? (unsigned long long)th->os_tid : 0ULL,
+                     dnp_events[ev->kind].name, name != NULL ? " " : "", name != NULL ? name : "", i,
+                     t->nevents, (unsigned long long)ev->time_ns,
+                     s->unmatched != unmatched ? "closes nothing that is open"
+                                               : "closes an outer event while inner ones are open");
+            rc = -1;
+        }
+    }
+    for (size_t th = 0; th < nthreads && rc == 0; th++) {
+        if (nest[th].depth != 0) {
+            const dnp_trace_thread *tt = dnp_trace_thread_get(t, (uint32_t)th);
+            snprintf(why, whylen, "thread %zu (tid %llu%s%s) ends at depth %d, last open: %s", th,
+                     tt != NULL ? (unsigned long long)tt->os_tid : 0ULL, tt != NULL && tt->name ? ", " : "",
+                     tt != NULL && tt->name ? tt->name : "", nest[th].depth,
+                     nest[th].depth <= DNP_NEST_MAX ? dnp_events[nest[th].open[nest[th].depth - 1]].name : "?");
+            rc = -1;
+        }
+    }
+    free(nest);
+    return rc;
+}
+
+int e2e_kind(const char *name) {
+    for (int k = 0; k < DNP_EV_COUNT; k++)
+        if (strcmp(dnp_events[k].name, name) == 0)
+            return k;
+    return -1;
+}

@@ -1,0 +1,113 @@
+/* e2e.h: helpers of the end-to-end tests, which run the Scenarios program under
+ * dnprof and hold the trace up against what the program knows it did.
+ *
+ * The tests find what they need through the environment (tests/e2e/CMakeLists.txt):
+ *   DNPROF_BIN        the dnprof front end
+ *   DNPROF_AGENT      libdnprof.so
+ *   DNPROF_SCENARIOS  Scenarios.dll (PluginA.dll and PluginB.dll beside it)
+ *   DNPROF_SAMPLE_HELLO samples/hello, built: hello.dll
+ *   DNPROF_E2E_SCRATCH a directory the tests may fill; each test empties its own
+ *   DNPROF_DOTNET     the dotnet host (optional, "dotnet" from PATH otherwise)
+ *
+ * Helpers that fail print one line on stderr saying why, and return -1 or NULL,
+ * so that a test only needs ASSERT(helper(...) == 0). */
+#ifndef DNP_E2E_H
+#define DNP_E2E_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "trace_reader.h"
+
+/* Every child gets this long, then its process group is killed (CTest's own
+ * timeout is 120 s per test). */
+#define E2E_TIMEOUT_MS 90000
+
+/* A trace with fewer events than this was not really recorded. */
+#define E2E_MIN_EVENTS 20
+
+typedef struct e2e_run {
+    const char *test;
+    char dir[2048];       /* <scratch>/<test>, empty at the start */
+    char trace[PATH_MAX]; /* <dir>/<test>.trace */
+    char out[PATH_MAX];   /* stdout of the last command */
+    char err[PATH_MAX];   /* stderr of the last command */
+    int status;           /* exit code of the last command; 128 + signal if killed */
+} e2e_run;
+
+/* An environment variable the tests cannot do without; NULL (and a line) if unset. */
+const char *e2e_env(const char *name);
+
+/* Empties (or creates) the scratch directory of test and fills in the paths. */
+int e2e_setup(e2e_run *r, const char *test);
+
+/* Starts argv[0] (found on PATH) in dir, in a process group of its own, with
+ * stdout to out_path (or, when out_fd is given, to a pipe whose read end is
+ * returned there) and stderr to err_path. env holds "NAME=VALUE" to set and
+ * "NAME" to unset, NULL-terminated; it may be NULL. Returns the pid or -1. */
+pid_t e2e_spawn(char *const argv[], const char *const env[], const char *dir,
+                const char *out_path, int *out_fd, const char *err_path);
+
+/* Waits up to timeout_ms for pid, then kills its process group (also when it
+ * exited: nothing it started outlives it).
+ * Sets *status to the exit code or 128 + signal. Returns 0, or -1 on timeout. */
+int e2e_wait(pid_t pid, int timeout_ms, int *status);
+
+/* e2e_spawn + e2e_wait with r's out and err files. */
+int e2e_exec(e2e_run *r, char *const argv[], const char *const env[]);
+
+/* `dnprof run --quiet -o r->trace [--events events] -- dotnet dll [arg]`.
+ * Returns 0 when it ran (whatever its exit status, in r->status). */
+int e2e_run_dll(e2e_run *r, const char *dll, const char *arg, const char *events);
+
+/* e2e_run_dll of Scenarios.dll with the scenario's name. */
+int e2e_run_scenario(e2e_run *r, const char *scenario, const char *events);
+
+/* `dnprof ARGS...` (args NULL-terminated), output in r->out and r->err. */
+int e2e_dnprof(e2e_run *r, const char *const args[]);
+
+/* The dotnet host to run Scenarios.dll with. */
+const char *e2e_dotnet(void);
+
+/* The whole file, NUL-terminated (free it); NULL with a line if it cannot be read. */
+char *e2e_read_file(const char *path, size_t *len);
+
+/* Prints the file's first lines on stderr, headed by what, to show what a
+ * command said when a test fails. */
+void e2e_show_file(const char *what, const char *path);
+
+/* Loads a trace and checks that the agent did record it: the file exists and
+ * loads, and it holds an Initialize event and at least E2E_MIN_EVENTS events.
+ * NULL, with the reason on stderr, otherwise. */
+dnp_trace *e2e_load(const char *path);
+
+/* The index in ev->v of field number field of kind (entity fields take two). */
+int e2e_value_index(unsigned kind, unsigned field);
+
+/* The raw value of a field (an entity's ID). */
+uint64_t e2e_field(const dnp_trace_event *ev, unsigned field);
+
+/* The name of an entity field or the text of a STR field; NULL if none. */
+const char *e2e_field_name(const dnp_trace *t, const dnp_trace_event *ev, unsigned field);
+
+/* The index of the first event of kind at or after from whose field 0 is named
+ * name, or -1. */
+long e2e_find(const dnp_trace *t, unsigned kind, const char *name, size_t from);
+
+size_t e2e_count(const dnp_trace *t, unsigned kind);
+
+/* Like e2e_find from 0, but when the name is missing prints it along with up to
+ * a dozen names of that kind containing hint (or any names if none do). */
+long e2e_expect(const dnp_trace *t, unsigned kind, const char *name, const char *hint);
+
+/* Follows the nesting of dnp_events[kind].nest on every thread. Returns 0 when
+ * no thread goes below zero and every thread ends at zero; -1 otherwise, with
+ * the first offending thread and event in why. */
+int e2e_check_nesting(const dnp_trace *t, char *why, size_t whylen);
+
+/* A kind's number from its name, or -1. */
+int e2e_kind(const char *name);
+
+#endif

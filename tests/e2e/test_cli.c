@@ -1,0 +1,208 @@
+/* test_cli.c: the front end as a person uses it: print, --events, mistakes. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "e2e.h"
+#include "test.h"
+
+static int write_file(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (f == NULL)
+        return -1;
+    size_t n = fwrite(data, 1, len, f);
+    return fclose(f) == 0 && n == len ? 0 : -1;
+}
+
+/* The number of lines of text (a last line without '\n' counts). */
+static int count_lines(const char *s) {
+    int n = 0;
+    for (const char *p = s; *p; p++)
+        n += *p == '\n';
+    size_t len = strlen(s);
+    return n + (len > 0 && s[len - 1] != '\n');
+}
+
+/* `dnprof print path` must fail with one line on stderr that names path. */
+static int print_fails(e2e_run *r, const char *path, const char *what) {
+    const char *args[] = {"print", path, NULL};
+    if (e2e_dnprof(r, args) != 0)
+        return -1;
+    char *err = e2e_read_file(r->err, NULL);
+    if (err == NULL)
+        return -1;
+    int rc = 0;
+    if (r->status == 0) {
+        fprintf(stderr, "e2e: dnprof print of %s exited 0\n", what);
+        rc = -1;
+    }
+    if (count_lines(err) != 1 || strstr(err, path) == NULL) {
+        fprintf(stderr, "e2e: dnprof print of %s: want one line on stderr naming '%s', got %d lines:\n%s", what,
+                path, count_lines(err), err);
+        rc = -1;
+    }
+    free(err);
+    return rc;
+}
+
+TEST(e2e_print_garbage) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_print_garbage") == 0);
+
+    /* A good trace prints: the failures below are about the files. */
+    ASSERT(e2e_run_scenario(&r, "hello", NULL) == 0);
+    ASSERT_EQ_U64(r.status, 0);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t != NULL);
+    dnp_trace_free(t);
+    const char *good[] = {"print", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, good) == 0);
+    if (r.status != 0)
+        e2e_show_file("stderr", r.err);
+    ASSERT_EQ_U64(r.status, 0);
+
+    char garbage[PATH_MAX + 16], empty[PATH_MAX + 16], missing[PATH_MAX + 16];
+    snprintf(garbage, sizeof garbage, "%s/garbage.trace", r.dir);
+    snprintf(empty, sizeof empty, "%s/empty.trace", r.dir);
+    snprintf(missing, sizeof missing, "%s/missing.trace", r.dir);
+    char junk[4096];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (char)(i * 7919u >> 3);
+    memcpy(junk, "this is not a trace", 19);
+    ASSERT(write_file(garbage, junk, sizeof junk) == 0);
+    ASSERT(write_file(empty, "", 0) == 0);
+
+    ASSERT(print_fails(&r, garbage, "a garbage file") == 0);
+    ASSERT(print_fails(&r, empty, "an empty file") == 0);
+    ASSERT(print_fails(&r, missing, "a missing file") == 0);
+    return 0;
+}
+
+/* The column at which word starts in line, or -1. */
+static long column_of(const char *line, size_t len, const char *word) {
+    const char *p = memmem(line, len, word, strlen(word));
+    return p != NULL ? p - line : -1;
+}
+
+TEST(e2e_print_log) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_print_log") == 0);
+    ASSERT(e2e_run_scenario(&r, "classes", NULL) == 0);
+    ASSERT_EQ_U64(r.status, 0);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t != NULL);
+    dnp_trace_free(t);
+
+    const char *args[] = {"print", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, args) == 0);
+    if (r.status != 0)
+        e2e_show_file("stderr", r.err);
+    ASSERT_EQ_U64(r.status, 0);
+    char *log = e2e_read_file(r.out, NULL);
+    ASSERT(log != NULL);
+    ASSERT(strstr(log, "ClassLoadFinished") != NULL);
+    ASSERT(strstr(log, "Scenarios.Outer+Inner") != NULL);
+
+    /* Indentation: a ModuleLoadStarted right after an AssemblyLoadStarted is
+     * further right, with only spaces between. */
+    int indented = 0;
+    long assembly_col = -1;
+    for (const char *line = log; *line && !indented;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl != NULL ? (size_t)(nl - line) : strlen(line);
+        long col = column_of(line, len, "ModuleLoadStarted");
+        if (col > 0 && assembly_col >= 0 && col > assembly_col) {
+            indented = 1;
+            for (long c = assembly_col; c < col; c++)
+                indented &= (size_t)c < len && line[c] == ' ';
+        }
+        assembly_col = column_of(line, len, "AssemblyLoadStarted");
+        line = nl != NULL ? nl + 1 : line + len;
+    }
+    if (!indented) {
+        fprintf(stderr, "e2e: no ModuleLoadStarted indented under an AssemblyLoadStarted in the log\n");
+        e2e_show_file("the log", r.out);
+    }
+    free(log);
+    ASSERT(indented);
+
+    const char *json_args[] = {"print", "--json", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, json_args) == 0);
+    if (r.status != 0)
+        e2e_show_file("stderr", r.err);
+    ASSERT_EQ_U64(r.status, 0);
+    char *json = e2e_read_file(r.out, NULL);
+    ASSERT(json != NULL);
+    int lines = 0, bad = 0;
+    for (char *line = json; *line;) {
+        char *nl = strchr(line, '\n');
+        size_t len = nl != NULL ? (size_t)(nl - line) : strlen(line);
+        if (len > 0) {
+            lines++;
+            if ((line[0] != '{' || line[len - 1] != '}') && bad++ < 3)
+                fprintf(stderr, "e2e: not a JSON object line: %.*s\n", (int)(len > 200 ? 200 : len), line);
+        }
+        line = nl != NULL ? nl + 1 : line + len;
+    }
+    int has_class = strstr(json, "Scenarios.Outer+Inner") != NULL;
+    free(json);
+    ASSERT(bad == 0);
+    ASSERT(lines >= E2E_MIN_EVENTS);
+    ASSERT(has_class);
+    return 0;
+}
+
+TEST(e2e_events_filter) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_events_filter") == 0);
+    ASSERT(e2e_run_scenario(&r, "classes", "classes") == 0);
+    if (r.status != 0)
+        e2e_show_file("stderr", r.err);
+    ASSERT_EQ_U64(r.status, 0);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t != NULL);
+    ASSERT(e2e_count(t, DNP_EV_ClassLoadStarted) > 0);
+    ASSERT(e2e_count(t, DNP_EV_ClassLoadFinished) > 0);
+    size_t jit = 0, other = 0;
+    for (size_t i = 0; i < t->nevents; i++) {
+        dnp_family fam = dnp_events[t->events[i].kind].family;
+        if (fam == DNP_FAM_JIT && jit++ < 3)
+            fprintf(stderr, "e2e: a JIT event with --events classes: %s\n", dnp_events[t->events[i].kind].name);
+        if (fam != DNP_FAM_CLASSES && fam != DNP_FAM_RUNTIME && fam != DNP_FAM_JIT && other++ < 3)
+            fprintf(stderr, "e2e: a %s event with --events classes: %s\n", dnp_family_words[fam],
+                    dnp_events[t->events[i].kind].name);
+    }
+    dnp_trace_free(t);
+    ASSERT(jit == 0);
+    ASSERT(other == 0);
+    return 0;
+}
+
+TEST(e2e_bad_events_word) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_bad_events_word") == 0);
+    ASSERT(e2e_run_scenario(&r, "hello", "clases") == 0);
+    ASSERT_EQ_U64(r.status, 2);
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT(err != NULL);
+    if (strstr(err, "clases") == NULL)
+        fprintf(stderr, "e2e: stderr does not name 'clases':\n%s", err);
+    int named = strstr(err, "clases") != NULL;
+    free(err);
+    ASSERT(named);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT(out != NULL);
+    int ran = strstr(out, "hello from Scenarios") != NULL;
+    free(out);
+    ASSERT(!ran);
+    struct stat st;
+    ASSERT(stat(r.trace, &st) != 0);
+
+    /* The same command with the word spelt right runs and records. */
+    ASSERT(e2e_run_scenario(&r, "hello", "classes") == 0);
+    ASSERT_EQ_U64(r.status, 0);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t != NULL);
+    dnp_trace_free(t);
+    return 0;
+}

@@ -1,0 +1,181 @@
+/* test_process.c: the profiled process as a whole: killed, exiting with a code,
+ * starting a child. */
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "e2e.h"
+#include "session.h"
+#include "test.h"
+
+static long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* Reads fd until a line "ready" or timeout_ms; 0 when it came. */
+static int wait_ready(int fd, int timeout_ms) {
+    char buf[4096];
+    size_t n = 0;
+    long deadline = now_ms() + timeout_ms;
+    for (;;) {
+        long left = deadline - now_ms();
+        if (left <= 0)
+            return -1;
+        struct pollfd p = {fd, POLLIN, 0};
+        int pr = poll(&p, 1, (int)left);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            return -1;
+        ssize_t got = read(fd, buf + n, sizeof buf - 1 - n);
+        if (got <= 0)
+            return -1; /* the program ended without saying ready */
+        n += (size_t)got;
+        buf[n] = '\0';
+        if (strncmp(buf, "ready\n", 6) == 0 || strstr(buf, "\nready\n") != NULL)
+            return 0;
+        if (n == sizeof buf - 1)
+            n = 0;
+    }
+}
+
+TEST(e2e_sigkill) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_sigkill") == 0);
+    const char *agent = e2e_env("DNPROF_AGENT");
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(agent != NULL && dll != NULL);
+    char profiler_path[PATH_MAX + 32], output[PATH_MAX + 32];
+    snprintf(profiler_path, sizeof profiler_path, DNP_ENV_PROFILER_PATH "=%s", agent);
+    snprintf(output, sizeof output, DNP_ENV_OUTPUT "=%s", r.trace);
+    const char *env[] = {
+        DNP_ENV_ENABLE "=1", DNP_ENV_PROFILER "=" DNP_CLSID_TEXT, profiler_path, output,
+        DNP_ENV_ROOT_PID, DNP_ENV_SESSION, DNP_ENV_EVENTS, NULL,
+    };
+    const char *argv[] = {e2e_dotnet(), dll, "spin", NULL};
+    int out_fd = -1;
+    pid_t pid = e2e_spawn((char *const *)argv, env, r.dir, NULL, &out_fd, r.err);
+    ASSERT(pid > 0);
+    int ready = wait_ready(out_fd, 60000);
+    if (ready != 0) {
+        fprintf(stderr, "e2e: spin did not say ready within 60 s\n");
+        e2e_show_file("stderr", r.err);
+    } else {
+        struct timespec ts = {0, 500 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    kill(pid, SIGKILL);
+    int status = 0;
+    e2e_wait(pid, 10000, &status);
+    close(out_fd);
+    ASSERT(ready == 0);
+    ASSERT_EQ_U64(status, 128 + SIGKILL);
+
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t != NULL);
+    if (t->status != DNP_TRACE_OPEN && t->status != DNP_TRACE_TRUNCATED)
+        fprintf(stderr, "e2e: a killed process's trace has status %d: %s\n", (int)t->status, t->status_text);
+    ASSERT(t->status == DNP_TRACE_OPEN || t->status == DNP_TRACE_TRUNCATED);
+    ASSERT(e2e_count(t, DNP_EV_ClassLoadFinished) > 0);
+    ASSERT(e2e_expect(t, DNP_EV_AssemblyLoadFinished, "Scenarios", "Scenarios") >= 0);
+    ASSERT_EQ_U64(t->pid, pid);
+    dnp_trace_free(t);
+    return 0;
+}
+
+TEST(e2e_exit_code_and_output) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_exit_code_and_output") == 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll != NULL);
+
+    /* Without dnprof, as the reference. */
+    const char *argv[] = {e2e_dotnet(), dll, "exitcode", NULL};
+    const char *no_profiler[] = {DNP_ENV_ENABLE, DNP_ENV_PROFILER, DNP_ENV_PROFILER_PATH, NULL};
+    ASSERT(e2e_exec(&r, (char *const *)argv, no_profiler) == 0);
+    ASSERT_EQ_U64(r.status, 42);
+    char *plain = e2e_read_file(r.out, NULL);
+    ASSERT(plain != NULL);
+    ASSERT_STR_EQ(plain, "bye\n");
+
+    ASSERT(e2e_run_scenario(&r, "exitcode", NULL) == 0);
+    if (r.status != 42)
+        e2e_show_file("stderr", r.err);
+    ASSERT_EQ_U64(r.status, 42);
+    char *profiled = e2e_read_file(r.out, NULL);
+    ASSERT(profiled != NULL);
+    ASSERT_STR_EQ(profiled, plain);
+    free(plain);
+    free(profiled);
+
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t != NULL);
+    dnp_trace_free(t);
+    return 0;
+}
+
+/* Does name look like <stem>.<digits>.trace? */
+static int is_child_trace(const char *name, const char *stem) {
+    size_t n = strlen(stem);
+    if (strncmp(name, stem, n) != 0 || name[n] != '.')
+        return 0;
+    const char *p = name + n + 1, *digits = p;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return p > digits && strcmp(p, ".trace") == 0;
+}
+
+TEST(e2e_children) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_children") == 0);
+    ASSERT(e2e_run_scenario(&r, "children", NULL) == 0);
+    if (r.status != 0)
+        e2e_show_file("stderr", r.err);
+    ASSERT_EQ_U64(r.status, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT(out != NULL);
+    ASSERT(strstr(out, "hello from Scenarios\n") != NULL);
+    ASSERT(strstr(out, "exited with 0\n") != NULL);
+    free(out);
+
+    char child[PATH_MAX] = "";
+    int others = 0;
+    DIR *d = opendir(r.dir);
+    ASSERT(d != NULL);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len < 6 || strcmp(de->d_name + len - 6, ".trace") != 0 || strcmp(de->d_name, "e2e_children.trace") == 0)
+            continue;
+        if (is_child_trace(de->d_name, "e2e_children") && child[0] == '\0')
+            snprintf(child, sizeof child, "%s/%s", r.dir, de->d_name);
+        else
+            fprintf(stderr, "e2e: unexpected trace '%s'\n", de->d_name), others++;
+    }
+    closedir(d);
+    if (child[0] == '\0')
+        fprintf(stderr, "e2e: no e2e_children.<pid>.trace in %s\n", r.dir);
+    ASSERT(child[0] != '\0');
+    ASSERT(others == 0);
+
+    dnp_trace *root = e2e_load(r.trace);
+    ASSERT(root != NULL);
+    dnp_trace *kid = e2e_load(child);
+    ASSERT(kid != NULL);
+    ASSERT(root->pid != 0 && kid->pid != 0);
+    ASSERT(root->pid != kid->pid);
+    ASSERT_EQ_U64(kid->ppid, root->pid);
+    char expect[PATH_MAX + 64];
+    snprintf(expect, sizeof expect, "%s/e2e_children.%llu.trace", r.dir, (unsigned long long)kid->pid);
+    ASSERT_STR_EQ(child, expect);
+    dnp_trace_free(root);
+    dnp_trace_free(kid);
+    return 0;
+}

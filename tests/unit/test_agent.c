@@ -1,0 +1,98 @@
+/* test_agent.c: the agent's pure parts: trace paths, UTF-16 names. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "names.h"
+#include "session.h"
+#include "test.h"
+
+static void env(const char *k, const char *v) {
+    if (v)
+        setenv(k, v, 1);
+    else
+        unsetenv(k);
+}
+
+TEST(agent_output_default) {
+    char path[256], want[64];
+    int excl = -1;
+    env(DNP_ENV_OUTPUT, NULL);
+    env(DNP_ENV_ROOT_PID, NULL);
+    config_output_path(path, sizeof path, &excl);
+    snprintf(want, sizeof want, "dnprof-%d.trace", (int)getpid());
+    ASSERT_STR_EQ(path, want);
+    ASSERT(excl == 0);
+    return 0;
+}
+
+TEST(agent_output_root_and_child) {
+    char path[256], want[256], pid[32];
+    int excl = -1;
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    env(DNP_ENV_OUTPUT, "/tmp/x/app.trace");
+    env(DNP_ENV_ROOT_PID, pid);
+    config_output_path(path, sizeof path, &excl);
+    ASSERT_STR_EQ(path, "/tmp/x/app.trace");
+    ASSERT(excl == 0);
+    /* Another process inherits the variables: a file of its own, never the root's. */
+    env(DNP_ENV_ROOT_PID, "1");
+    config_output_path(path, sizeof path, &excl);
+    snprintf(want, sizeof want, "/tmp/x/app.%d.trace", (int)getpid());
+    ASSERT_STR_EQ(path, want);
+    ASSERT(excl == 1);
+    env(DNP_ENV_OUTPUT, "/tmp/x/noext");
+    config_output_path(path, sizeof path, &excl);
+    snprintf(want, sizeof want, "/tmp/x/noext.%d.trace", (int)getpid());
+    ASSERT_STR_EQ(path, want);
+    env(DNP_ENV_OUTPUT, NULL);
+    env(DNP_ENV_ROOT_PID, NULL);
+    return 0;
+}
+
+TEST(agent_output_pid_template) {
+    char path[256], want[256];
+    int excl = -1;
+    env(DNP_ENV_OUTPUT, "/tmp/t-%p-100%%.trace");
+    env(DNP_ENV_ROOT_PID, "1");
+    config_output_path(path, sizeof path, &excl);
+    snprintf(want, sizeof want, "/tmp/t-%d-100%%.trace", (int)getpid());
+    ASSERT_STR_EQ(path, want);
+    ASSERT(excl == 0); /* %p already makes it the process's own */
+    env(DNP_ENV_OUTPUT, NULL);
+    env(DNP_ENV_ROOT_PID, NULL);
+    return 0;
+}
+
+TEST(agent_flush_ms) {
+    env(DNP_ENV_FLUSH_MS, "50");
+    ASSERT_EQ_U64(config_flush_ms(), 50);
+    env(DNP_ENV_FLUSH_MS, "-3");
+    ASSERT_EQ_U64(config_flush_ms(), 0);
+    env(DNP_ENV_FLUSH_MS, "junk");
+    ASSERT_EQ_U64(config_flush_ms(), 0);
+    env(DNP_ENV_FLUSH_MS, NULL);
+    ASSERT_EQ_U64(config_flush_ms(), 0);
+    return 0;
+}
+
+TEST(agent_utf16_names) {
+    char out[64];
+    const WCHAR ascii[] = u"System.Object";
+    ASSERT_EQ_U64(names_utf16_to_utf8(ascii, (size_t)-1, out, sizeof out), 13);
+    ASSERT_STR_EQ(out, "System.Object");
+    const WCHAR mixed[] = u"Grüße-名前-😀";
+    names_utf16_to_utf8(mixed, (size_t)-1, out, sizeof out);
+    ASSERT_STR_EQ(out, "Grüße-名前-😀");
+    /* A lone surrogate becomes U+FFFD; the count limits what is read. */
+    const WCHAR bad[] = {'a', 0xD800, 'b', 0};
+    names_utf16_to_utf8(bad, 3, out, sizeof out);
+    ASSERT_STR_EQ(out, "a\xEF\xBF\xBD" "b");
+    names_utf16_to_utf8(ascii, 6, out, sizeof out);
+    ASSERT_STR_EQ(out, "System");
+    /* Never past the buffer, and never half a character. */
+    char small[5];
+    names_utf16_to_utf8(u"ab名", (size_t)-1, small, sizeof small);
+    ASSERT_STR_EQ(small, "ab");
+    return 0;
+}
