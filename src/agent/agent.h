@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "com.h"
+#include "config.h"
 #include "families.h"
 
 typedef struct dnp_agent {
@@ -18,12 +19,17 @@ typedef struct dnp_agent {
     dnp_event_config events;
     atomic_int active; /* recording: callbacks do their work only while set */
     int attached;
+    agent_config config;
 } dnp_agent;
 
 extern dnp_agent g_agent;
 
 /* Says something on stderr as "dnprof: ..." (one line, written at once). */
 void agent_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Starts recording as cfg says: takes the newest ICorProfilerInfo from unk, opens
+ * the trace, sets the event mask. Says why on stderr and fails if it cannot. */
+HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached);
 
 /* The profiler object: returns a new reference to it in *out, or fails when
  * another runtime in this process already has one (side by side, pick first). */

@@ -71,3 +71,23 @@ unsigned config_flush_ms(void) {
     long v = strtol(s, NULL, 10);
     return v > 0 && v < 60000 ? (unsigned)v : 0;
 }
+
+static void copy_env(char *out, size_t cap, const char *name) {
+    const char *v = getenv(name);
+    snprintf(out, cap, "%s", v ? v : "");
+}
+
+void config_from_env(agent_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    copy_env(cfg->events, sizeof cfg->events, DNP_ENV_EVENTS);
+    config_output_path(cfg->output, sizeof cfg->output, &cfg->exclusive);
+    copy_env(cfg->session, sizeof cfg->session, DNP_ENV_SESSION);
+    cfg->flush_ms = config_flush_ms();
+    const char *calls = getenv(DNP_ENV_CALLS);
+    if (calls && *calls && strcmp(calls, "0") != 0)
+        cfg->calls = strcmp(calls, "args") == 0 ? 2 : 1;
+    const char *all = getenv(DNP_ENV_ALL_CODE);
+    cfg->all_code = all && *all && strcmp(all, "0") != 0;
+    copy_env(cfg->include, sizeof cfg->include, DNP_ENV_INCLUDE);
+    copy_env(cfg->exclude, sizeof cfg->exclude, DNP_ENV_EXCLUDE);
+}

@@ -19,6 +19,11 @@
 #define DNP_ENV_ROOT_PID "DNPROF_ROOT_PID" /* the process DNPROF_OUTPUT is for */
 #define DNP_ENV_SESSION "DNPROF_SESSION" /* a directory: agents register there */
 #define DNP_ENV_FLUSH_MS "DNPROF_FLUSH_MS" /* background flush period, default 200 */
+/* Method enter/leave (dnprof run --calls): */
+#define DNP_ENV_CALLS "DNPROF_CALLS"       /* "1": counts and times; "args": with arguments */
+#define DNP_ENV_INCLUDE "DNPROF_INCLUDE"   /* comma-separated globs of functions to hook */
+#define DNP_ENV_EXCLUDE "DNPROF_EXCLUDE"   /* comma-separated globs of functions not to hook */
+#define DNP_ENV_ALL_CODE "DNPROF_ALL_CODE" /* "1": framework code too (no inlining, no R2R) */
 
 /* In the session directory each agent creates "agent.<pid>", a text file of
  * lines "key value": "pid", "trace" (path), "cmdline", then "started" once

@@ -31,7 +31,7 @@
 enum {
     DNP_REC_STRING = 1,  /* id, len, bytes */
     DNP_REC_THREAD = 2,  /* thread ordinal, os tid */
-    DNP_REC_PROCESS = 3, /* pid, ppid, realtime ns, monotonic ns, STR cmdline, STR runtime dir, attach */
+    DNP_REC_PROCESS = 3, /* pid, ppid, realtime ns, monotonic ns, STR cmdline, STR runtime description, attach */
     DNP_REC_EVENT = 4,   /* kind, time delta ns, field values */
     DNP_REC_NOTE = 5,    /* level, time delta ns, STR text: what the agent wants a reader to know */
     DNP_REC_LOST = 6,    /* count of events that could not be recorded */

@@ -290,7 +290,7 @@ typedef struct loader {
     uint64_t *note_ids;  /* the text string id of each note, parallel to t->notes */
     runs ev_runs, note_runs;
     int have_process;
-    uint64_t proc_mono, cmdline_id, rtdir_id;
+    uint64_t proc_mono, cmdline_id, runtime_id;
     int have_base;
     uint64_t min_base;
     int seen_end;
@@ -451,7 +451,7 @@ static int parse_payload(loader *L, const uint8_t *p, const uint8_t *end, uint32
             t->start_realtime_ns = v[2];
             L->proc_mono = v[3];
             L->cmdline_id = v[4];
-            L->rtdir_id = v[5];
+            L->runtime_id = v[5];
             t->attached = v[6] != 0;
             break;
         case DNP_REC_NOTE:
@@ -747,7 +747,7 @@ static int finish(loader *L) {
             t->notes[i].time_ns = t->notes[i].time_ns > origin ? t->notes[i].time_ns - origin : 0;
     }
     t->cmdline = dnp_trace_string(t, L->cmdline_id);
-    t->runtime_dir = dnp_trace_string(t, L->rtdir_id);
+    t->runtime = dnp_trace_string(t, L->runtime_id);
 
     for (size_t i = 0; i < t->nevents; i++)
         t->events[i].time_ns = t->events[i].time_ns > origin ? t->events[i].time_ns - origin : 0;

@@ -45,7 +45,7 @@ typedef struct dnp_trace {
     uint64_t pid, ppid;
     uint64_t start_realtime_ns; /* wall clock when the agent started */
     const char *cmdline;
-    const char *runtime_dir;
+    const char *runtime; /* the runtime, for display: "CoreCLR 10.0.12.0 (10.0.12)" */
     int attached;
 
     dnp_trace_event *events; /* sorted by time; order kept for equal times on one thread */

@@ -458,7 +458,7 @@ TEST(trace_roundtrip) {
     ASSERT_EQ_U64(t->ppid, 1);
     ASSERT_EQ_U64(t->start_realtime_ns, 1700000000000000000ull);
     ASSERT_STR_EQ(t->cmdline, strings[1]);
-    ASSERT_STR_EQ(t->runtime_dir, strings[2]);
+    ASSERT_STR_EQ(t->runtime, strings[2]);
     ASSERT(t->attached == 0);
     ASSERT_EQ_U64(t->lost, 10);
     ASSERT_EQ_U64(t->end_events, NEXPECTED);
