@@ -29,7 +29,16 @@ public static class Program
             case "children": return Children();
             case "exitcode": return ExitCode();
             default:
-                Console.Error.WriteLine($"usage: Scenarios NAME (hello classes jit threads alc spin exceptions children exitcode), not '{name}'");
+                // Scenarios kept in files of their own: a public static class
+                // Scenarios.<Name>Scenario with `public static int Run(string[] args)`,
+                // e.g. "calls" runs CallsScenario.Run (args without the name).
+                var type = typeof(Program).Assembly.GetType(
+                    "Scenarios." + char.ToUpperInvariant(name.Length > 0 ? name[0] : 'x') +
+                    (name.Length > 1 ? name.Substring(1) : "") + "Scenario");
+                var run = type?.GetMethod("Run", BindingFlags.Public | BindingFlags.Static);
+                if (run != null)
+                    return (int)run.Invoke(null, new object[] { args[1..] })!;
+                Console.Error.WriteLine($"usage: Scenarios NAME (hello classes jit threads alc spin exceptions children exitcode, or a NameScenario class), not '{name}'");
                 return 2;
         }
     }
