@@ -27,9 +27,11 @@ static const uint32_t family_mask[DNP_FAM_COUNT] = {
     [DNP_FAM_ALLOC] = 0x100 | 0x800000, /* MONITOR_OBJECT_ALLOCATED | ENABLE_OBJECT_ALLOCATED */
     [DNP_FAM_EXCEPTIONS] = 0x40 | 0x1000000, /* MONITOR_EXCEPTIONS | MONITOR_CLR_EXCEPTIONS */
     [DNP_FAM_CCW] = 0x2000,             /* MONITOR_CCW */
+    [DNP_FAM_CALLS] = 0,                /* the enter/leave hooks: dnprof run --calls */
 };
 
-#define ALL_FAMILIES (((1u << DNP_FAM_COUNT) - 1) & ~FAM(REMOTING))
+/* "all" is every family a mask bit turns on; calls come with --calls. */
+#define ALL_FAMILIES (((1u << DNP_FAM_COUNT) - 1) & ~FAM(REMOTING) & ~FAM(CALLS))
 #define DEFAULT_FAMILIES (ALL_FAMILIES & ~FAM(ALLOC))
 
 static const char remoting_refused[] =

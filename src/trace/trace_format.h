@@ -85,7 +85,8 @@ typedef enum dnp_field_type {
     X(GC, "gc")                                                              \
     X(ALLOC, "alloc")                                                        \
     X(EXCEPTIONS, "exceptions")                                              \
-    X(CCW, "ccw")
+    X(CCW, "ccw")                                                            \
+    X(CALLS, "calls") /* method enter/leave: set by --calls, not by a mask bit */
 
 typedef enum dnp_family {
 #define X(id, word) DNP_FAM_##id,
@@ -120,7 +121,7 @@ enum {
 #undef DNP_F
 };
 
-#define DNP_MAX_FIELDS 6
+#define DNP_MAX_FIELDS 8
 #define DNP_MAX_VALUES 10
 
 typedef struct dnp_event_info {
