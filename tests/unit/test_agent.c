@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "agent.h"
 #include "config.h"
 #include "names.h"
 #include "session.h"
@@ -94,5 +95,21 @@ TEST(agent_utf16_names) {
     char small[5];
     names_utf16_to_utf8(u"ab名", (size_t)-1, small, sizeof small);
     ASSERT_STR_EQ(small, "ab");
+    return 0;
+}
+
+/* Side by side (seed 003): the first runtime that asks gets the profiler, a
+ * second one in the same process is refused. */
+TEST(agent_pick_first) {
+    void *first = NULL, *second = NULL;
+    ASSERT(agent_create(&IID_ICorProfilerCallback[3], &first) == S_OK);
+    ASSERT(first != NULL);
+    ICorProfilerCallback *cb = first;
+    /* It answers for every callback interface the runtime asks for. */
+    void *again = NULL;
+    ASSERT(cb->lpVtbl->QueryInterface(cb, &IID_ICorProfilerCallback[11], &again) == S_OK);
+    ASSERT(again == first);
+    ASSERT(cb->lpVtbl->QueryInterface(cb, &IID_ICorProfilerInfo[3], &again) == E_NOINTERFACE);
+    ASSERT(agent_create(&IID_ICorProfilerCallback[3], &second) != S_OK);
     return 0;
 }
