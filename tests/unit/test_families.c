@@ -4,9 +4,9 @@
 
 #define FAM(f) (1u << DNP_FAM_##f)
 #define ALL (((1u << DNP_FAM_COUNT) - 1) & ~FAM(REMOTING) & ~FAM(CALLS))
-#define DEFAULT (ALL & ~FAM(ALLOC))
-#define DEFAULT_MASK 0x1032AFFu /* every COR_PRF_MONITOR bit of the families but alloc */
-#define ALL_MASK (DEFAULT_MASK | 0x100u | 0x800000u)
+#define DEFAULT (ALL & ~FAM(ALLOC) & ~FAM(TRANSITIONS))
+#define DEFAULT_MASK 0x10322FFu /* every COR_PRF_MONITOR bit of the families but alloc, transitions */
+#define ALL_MASK (DEFAULT_MASK | 0x100u | 0x800000u | 0x800u)
 
 static int parse(const char *text, dnp_event_config *c, char *err, size_t errlen) {
     memset(c, 0xAB, sizeof *c);
@@ -51,7 +51,7 @@ TEST(families_all) {
     ASSERT_EQ_U64(c.families, FAM(RUNTIME) | FAM(CLASSES) | FAM(MODULES));
     ASSERT_EQ_U64(c.mask, 0x6);
 
-    ASSERT(parse("default,alloc", &c, err, sizeof err) == 0);
+    ASSERT(parse("default,alloc,transitions", &c, err, sizeof err) == 0);
     ASSERT_EQ_U64(c.families, ALL);
 
     ASSERT(parse("gc,-gc", &c, err, sizeof err) == 0); /* the runtime family stays */
@@ -153,7 +153,7 @@ TEST(families_lookup_and_format) {
     ASSERT_STR_EQ(dnp_families_format(0, buf, sizeof buf), "none");
     ASSERT_STR_EQ(dnp_families_format(FAM(RUNTIME), buf, sizeof buf), "runtime");
     ASSERT_STR_EQ(dnp_families_format(DEFAULT, buf, sizeof buf),
-                  "runtime,appdomains,assemblies,modules,classes,functions,jit,cache,threads,transitions,"
+                  "runtime,appdomains,assemblies,modules,classes,functions,jit,cache,threads,"
                   "suspends,gc,exceptions,ccw");
     char small[12];
     ASSERT_STR_EQ(dnp_families_format(FAM(RUNTIME) | FAM(APPDOMAINS), small, sizeof small), "runtime");
