@@ -41,6 +41,12 @@ TEST(e2e_sample_hello) {
     ASSERT(thrown && named);
     ASSERT(e2e_count(t, DNP_EV_GarbageCollectionStarted) >= 1);
     ASSERT(e2e_count(t, DNP_EV_GarbageCollectionFinished) >= 1);
+    /* The log a person reads is indented right: every thread back at level 0. */
+    char why[512] = "";
+    int nested = e2e_check_nesting(t, why, sizeof why);
+    if (nested != 0)
+        fprintf(stderr, "e2e: samples/hello: %s\n", why);
+    ASSERT(nested == 0);
     dnp_trace_free(t);
     return 0;
 }
