@@ -447,6 +447,20 @@ static void function_text(FunctionID fid, sbuf *out) {
     type_args_text(args, nargs > MAX_TYPE_ARGS ? MAX_TYPE_ARGS : nargs, out, 0);
 }
 
+size_t names_function_text(FunctionID fid, char *out, size_t cap) {
+    sbuf b;
+    b.len = 0;
+    b.s[0] = 0;
+    if (cap == 0)
+        return 0;
+    if (g_agent.info)
+        function_text(fid, &b);
+    size_t n = b.len < cap - 1 ? b.len : cap - 1;
+    memcpy(out, b.s, n);
+    out[n] = 0;
+    return n;
+}
+
 static void module_text(ModuleID mid, sbuf *out) {
     WCHAR wname[1024];
     ULONG len = 0;
@@ -502,15 +516,31 @@ static void appdomain_text(AppDomainID adid, sbuf *out) {
     sb_wide(out, wname, len <= 512 ? len - 1 : (size_t)-1);
 }
 
+/* A small per-thread cache in front of the shared maps, so that the events
+ * raised most often (allocations, JIT, class loads on one thread) take no lock.
+ * An entry is good while its kind's epoch has not moved: any forget moves it. */
+#define TCACHE_SIZE 256
+typedef struct tcache_entry {
+    uint64_t id;
+    uint32_t sid;
+    unsigned epoch;
+} tcache_entry;
+static __thread tcache_entry tcache[NAMES_KIND_COUNT][TCACHE_SIZE];
+
 uint32_t names_get(names_kind kind, UINT_PTR id, int resolve) {
     uint64_t v;
     if (id <= MAP_TOMB)
         return 0;
-    if (map_get(&maps[kind], id, &v))
+    unsigned epoch = atomic_load_explicit(&maps[kind].epoch, memory_order_acquire);
+    tcache_entry *te = &tcache[kind][(mix(id) >> 16) & (TCACHE_SIZE - 1)];
+    if (te->id == id && te->epoch == epoch && te->sid)
+        return te->sid;
+    if (map_get(&maps[kind], id, &v)) {
+        *te = (tcache_entry){id, (uint32_t)v, epoch};
         return (uint32_t)v;
+    }
     if (!resolve || !g_agent.info)
         return 0;
-    unsigned epoch = atomic_load(&maps[kind].epoch);
     sbuf b;
     b.len = 0;
     b.s[0] = 0;
