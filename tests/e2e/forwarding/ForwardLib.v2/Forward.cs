@@ -1,0 +1,3 @@
+using System.Runtime.CompilerServices;
+
+[assembly: TypeForwardedTo(typeof(Fwd.Widget))]

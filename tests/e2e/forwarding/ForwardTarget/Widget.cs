@@ -1,0 +1,6 @@
+namespace Fwd;
+
+public class Widget
+{
+    public string Where() => "ForwardTarget";
+}

@@ -1,0 +1,39 @@
+/* test_forwarding.c: type forwarding (seed 003). ForwardClient refers to
+ * Fwd.Widget in ForwardLib; at run time ForwardLib only forwards it to
+ * ForwardTarget. The runtime reports the class in its real home, and the agent
+ * names it and its methods from there. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+#include "test.h"
+
+TEST(e2e_type_forwarding) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_type_forwarding") == 0);
+    const char *dll = e2e_env("DNPROF_FORWARD_CLIENT");
+    ASSERT(dll != NULL);
+    ASSERT(e2e_run_dll(&r, dll, NULL, NULL) == 0);
+    if (r.status != 0)
+        e2e_show_file("stderr", r.err);
+    ASSERT_EQ_U64(r.status, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT(out != NULL);
+    int forwarded = strcmp(out, "Fwd.Widget from ForwardTarget: ForwardTarget\n") == 0;
+    if (!forwarded)
+        e2e_show_file("stdout", r.out);
+    free(out);
+    ASSERT(forwarded);
+
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t != NULL);
+    long lib = e2e_expect(t, DNP_EV_AssemblyLoadFinished, "ForwardLib", "Forward");
+    long target = e2e_expect(t, DNP_EV_AssemblyLoadFinished, "ForwardTarget", "Forward");
+    long cls = e2e_expect(t, DNP_EV_ClassLoadFinished, "Fwd.Widget", "Fwd");
+    long where = e2e_expect(t, DNP_EV_JITCompilationFinished, "Fwd.Widget::Where", "Fwd");
+    ASSERT(lib >= 0 && target >= 0 && cls >= 0 && where >= 0);
+    /* The class loads once its real home has: the forwarder is followed first. */
+    ASSERT(lib < target && target < cls);
+    dnp_trace_free(t);
+    return 0;
+}
