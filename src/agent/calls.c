@@ -1,21 +1,754 @@
-/* calls.c: method enter/leave. */
+/* calls.c: method enter/leave (ELT3, seed 001): which functions are hooked (the
+ * function ID mapper and its filters), the hooks, and the per-thread call trees
+ * they build.
+ *
+ * Each thread has a shadow stack and a call tree of its own (thread-local, no
+ * lock): a node per call path, with its calls, inclusive and exclusive time and
+ * tail calls, aggregated in place. Nodes live in fixed chunks that never move,
+ * so that Shutdown can read another thread's tree. A thread writes its changed
+ * nodes as CallNode events every CALLS_EMIT_MS, at its end, and Shutdown writes
+ * every thread's.
+ *
+ * Frames left without a Leave (an exception unwound them) are found by the
+ * caller SP the fast-path hooks receive: a frame whose caller SP is at or below
+ * that of a new call, or below that of a returning method, is dead. This needs
+ * no help from the exception callbacks and cannot pop a frame that is alive;
+ * calls_unwind_leave() only notes when the unwind happened (docs/calls.md). */
 #include "calls.h"
 
-#include "agent.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#include <cpuid.h>
+#endif
 
-int calls_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
-    (void)mask;
-    (void)mask_high;
-    if (cfg->calls) {
-        agent_say("method enter/leave (--calls) is not built into this agent yet; recording "
-                  "the other events");
+#include "callbacks.h"
+#include "calls_internal.h"
+
+#define CALLS_EMIT_MS 100
+#define NODE_CHUNK 4096u
+#define MAX_CHUNKS 256u /* 1M nodes per thread; more go to the overflow node */
+#define MAX_DEPTH (1u << 18)
+#define FN_CHUNK 1024u
+#define TEXT_MAX 4096
+
+/* ---- global state (set in Initialize, read-only afterwards) ---- */
+
+static struct {
+    int mode; /* agent_config.calls */
+    int all_code;
+    int events; /* MethodEnter/Leave per call: timeline or args */
+    char include[1024], exclude[1024];
+    int use_tsc;
+    double ns_per_tick;
+    uint64_t emit_ticks;
+    atomic_int stopped;
+
+    pthread_mutex_t fn_mu; /* the function arena: the mapper only */
+    calls_fn *fn_chunk;
+    unsigned fn_used;
+
+    pthread_mutex_t reg_mu; /* the thread registry */
+    struct calls_thread *threads;
+} G = {
+    .fn_mu = PTHREAD_MUTEX_INITIALIZER,
+    .reg_mu = PTHREAD_MUTEX_INITIALIZER,
+};
+
+/* ---- the clock ---- */
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t ticks(void) {
+#if defined(__x86_64__)
+    if (__builtin_expect(G.use_tsc, 1))
+        return __rdtsc();
+#endif
+    return mono_ns();
+}
+
+/* rdtsc when the CPU says its TSC is invariant (constant rate, runs in every
+ * C-state: CPUID 0x80000007 EDX bit 8), calibrated once against
+ * CLOCK_MONOTONIC; clock_gettime otherwise. */
+static void clock_init(void) {
+    G.use_tsc = 0;
+    G.ns_per_tick = 1.0;
+#if defined(__x86_64__)
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000007u) {
+        __cpuid(0x80000007u, a, b, c, d);
+        if (d & (1u << 8)) {
+            uint64_t n0 = mono_ns(), t0 = __rdtsc(), n1, t1;
+            do {
+                n1 = mono_ns();
+                t1 = __rdtsc();
+            } while (n1 - n0 < 5000000u);
+            if (t1 > t0) {
+                G.ns_per_tick = (double)(n1 - n0) / (double)(t1 - t0);
+                G.use_tsc = 1;
+            }
+        }
+    }
+#endif
+    G.emit_ticks = (uint64_t)((double)CALLS_EMIT_MS * 1e6 / G.ns_per_tick);
+}
+
+/* ---- filters ---- */
+
+static int glob_match(const char *p, const char *pe, const char *s) {
+    const char *star = NULL, *back = NULL;
+    while (*s) {
+        if (p < pe && (*p == '?' || *p == *s)) {
+            p++;
+            s++;
+        } else if (p < pe && *p == '*') {
+            star = ++p;
+            back = s;
+        } else if (star) {
+            p = star;
+            s = ++back;
+        } else {
+            return 0;
+        }
+    }
+    while (p < pe && *p == '*')
+        p++;
+    return p == pe;
+}
+
+/* Whether name matches one of the comma-separated globs of list. */
+static int globs_match(const char *list, const char *name) {
+    const char *p = list;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > p && t[-1] == ' ')
+            t--;
+        if (t > p && glob_match(p, t, name))
+            return 1;
+        p = e;
     }
     return 0;
 }
 
-int calls_install(void) {
+static int framework_module(ModuleID module) {
+    WCHAR w[1024];
+    char path[2048];
+    ULONG len = 0;
+    LPCBYTE base = NULL;
+    AssemblyID assembly = 0;
+    DWORD flags = 0;
+    if (!module || !AGENT_HAS_INFO(GetModuleInfo2) ||
+        FAILED(INFO_CALL(GetModuleInfo2, module, &base, 1024, &len, w, &assembly, &flags)) || len <= 1)
+        return 0;
+    names_utf16_to_utf8(w, len <= 1024 ? len - 1 : (size_t)-1, path, sizeof path);
+    return strstr(path, "/shared/Microsoft.") != NULL;
+}
+
+/* Whether a function is hooked (calls_filter_wants in calls.h). */
+int calls_filter_wants(const char *name, int all_code, const char *include, const char *exclude,
+                       int framework) {
+    if (exclude && *exclude && globs_match(exclude, name))
+        return 0;
+    if (include && *include)
+        return globs_match(include, name);
+    if (all_code)
+        return 1;
+    if (framework)
+        return 0;
+    static const char *const framework_prefixes[] = {"System.", "Microsoft.", "Internal.", "Interop",
+                                                     "<"};
+    for (size_t i = 0; i < sizeof framework_prefixes / sizeof *framework_prefixes; i++)
+        if (strncmp(name, framework_prefixes[i], strlen(framework_prefixes[i])) == 0)
+            return 0;
+    return 1;
+}
+
+static calls_fn *fn_new(void) {
+    pthread_mutex_lock(&G.fn_mu);
+    if (!G.fn_chunk || G.fn_used == FN_CHUNK) {
+        calls_fn *c = calloc(FN_CHUNK, sizeof *c);
+        if (!c) {
+            pthread_mutex_unlock(&G.fn_mu);
+            return NULL;
+        }
+        G.fn_chunk = c; /* the old chunk stays: its entries are in use */
+        G.fn_used = 0;
+    }
+    calls_fn *f = &G.fn_chunk[G.fn_used++];
+    pthread_mutex_unlock(&G.fn_mu);
+    return f;
+}
+
+static UINT_PTR mapper(FunctionID fid, void *data, BOOL *hook) {
+    (void)data;
+    *hook = 0;
+    char name[TEXT_MAX];
+    names_function_text(fid, name, sizeof name);
+    ClassID cls = 0;
+    ModuleID module = 0;
+    mdToken token = 0;
+    INFO_CALL(GetFunctionInfo, fid, &cls, &module, &token);
+    int framework = !G.all_code && !G.include[0] && framework_module(module);
+    if (!calls_filter_wants(name, G.all_code, G.include, G.exclude, framework))
+        return fid;
+    calls_fn *f = fn_new();
+    if (!f)
+        return fid;
+    f->id = fid;
+    f->module = module;
+    f->token = token;
+    f->name = names_get(NAMES_FUNCTION, fid, 1);
+    *hook = 1;
+    return (UINT_PTR)f;
+}
+
+/* ---- per-thread call trees ---- */
+
+typedef struct cnode {
+    const calls_fn *fn; /* NULL: the overflow node */
+    uint32_t parent;    /* 0: the root */
+    uint32_t dirty;
+    uint32_t last_child; /* the child made or found last: most calls repeat it */
+    uint32_t pad;
+    uint64_t calls, incl, excl, tail; /* times in ticks */
+} cnode;
+
+typedef struct cframe {
+    uint32_t node;
+    uint32_t pad;
+    uintptr_t csp; /* the method's caller SP */
+    uint64_t start, child;
+} cframe;
+
+typedef struct calls_thread {
+    cframe *stack;
+    uint32_t depth, cap, skipped;
+    cnode *chunks[MAX_CHUNKS];
+    _Atomic uint32_t nnodes; /* nodes 1..nnodes-1 are in use; 0 is the root */
+    uint32_t overflow_node; /* 0 until the tree is full */
+    uint32_t *hash; /* node numbers, 0 empty; owner only */
+    uint32_t hash_mask;
+    uint32_t *dirty;
+    uint32_t ndirty, dirty_cap;
+    uint64_t next_emit, unwind_at;
+    uint64_t unmatched, repaired, overflowed, open_at_end;
+    uint64_t tid;
+    struct calls_thread *next;
+} calls_thread;
+
+/* The thread's state. pthread_getspecific, not __thread: a dlopen()ed library's
+ * thread-locals are reached through __tls_get_addr or a dynamic TLS descriptor
+ * (which saves every register), both dearer than this load (docs/calls.md). */
+static pthread_key_t t_key;
+static pthread_once_t t_key_once = PTHREAD_ONCE_INIT;
+static int t_key_made;
+static __thread int t_calls_dead; /* the thread's state was released: stay away */
+
+static inline calls_thread *this_thread(void) {
+    return t_key_made ? pthread_getspecific(t_key) : NULL;
+}
+
+static inline cnode *node_at(calls_thread *t, uint32_t i) {
+    return &t->chunks[i / NODE_CHUNK][i % NODE_CHUNK];
+}
+
+static void thread_release(void *p);
+
+static void make_key(void) {
+    t_key_made = pthread_key_create(&t_key, thread_release) == 0;
+}
+
+static calls_thread *thread_new(void) {
+    if (t_calls_dead || atomic_load_explicit(&G.stopped, memory_order_relaxed))
+        return NULL;
+    pthread_once(&t_key_once, make_key);
+    if (!t_key_made)
+        return NULL;
+    calls_thread *t = calloc(1, sizeof *t);
+    if (!t)
+        goto fail;
+    t->cap = 256;
+    t->stack = malloc(t->cap * sizeof *t->stack);
+    t->chunks[0] = calloc(NODE_CHUNK, sizeof(cnode));
+    t->hash_mask = 1023;
+    t->hash = calloc(t->hash_mask + 1, sizeof *t->hash);
+    t->dirty_cap = 1024;
+    t->dirty = malloc(t->dirty_cap * sizeof *t->dirty);
+    if (!t->stack || !t->chunks[0] || !t->hash || !t->dirty)
+        goto fail;
+    t->nnodes = 1;
+    t->tid = (uint64_t)syscall(SYS_gettid);
+    t->next_emit = ticks() + G.emit_ticks;
+    pthread_mutex_lock(&G.reg_mu);
+    t->next = G.threads;
+    G.threads = t;
+    pthread_mutex_unlock(&G.reg_mu);
+    pthread_setspecific(t_key, t);
+    return t;
+fail:
+    if (t) {
+        free(t->stack);
+        free(t->chunks[0]);
+        free(t->hash);
+        free(t->dirty);
+        free(t);
+    }
+    t_calls_dead = 1;
+    return NULL;
+}
+
+static void mark_dirty_slow(calls_thread *t, uint32_t i, cnode *n) {
+    if (t->ndirty == t->dirty_cap) {
+        uint32_t *d = realloc(t->dirty, (size_t)t->dirty_cap * 2 * sizeof *d);
+        if (!d)
+            return; /* written at the end anyway */
+        t->dirty = d;
+        t->dirty_cap *= 2;
+    }
+    n->dirty = 1;
+    t->dirty[t->ndirty++] = i;
+}
+
+static inline uint32_t hash_of(uint32_t parent, const calls_fn *fn) {
+    uint64_t h = ((uint64_t)(uintptr_t)fn >> 3) * 0x9E3779B97F4A7C15ull ^ (uint64_t)parent * 0xC2B2AE3D27D4EB4Full;
+    return (uint32_t)(h >> 32);
+}
+
+static void hash_grow(calls_thread *t) {
+    uint32_t mask = t->hash_mask * 2 + 1;
+    uint32_t *h = calloc((size_t)mask + 1, sizeof *h);
+    if (!h)
+        return;
+    for (uint32_t i = 0; i <= t->hash_mask; i++) {
+        uint32_t n = t->hash[i];
+        if (!n)
+            continue;
+        cnode *nd = node_at(t, n);
+        uint32_t j = hash_of(nd->parent, nd->fn) & mask;
+        while (h[j])
+            j = (j + 1) & mask;
+        h[j] = n;
+    }
+    free(t->hash);
+    t->hash = h;
+    t->hash_mask = mask;
+}
+
+static inline void mark_dirty(calls_thread *t, uint32_t i, cnode *n) {
+    if (__builtin_expect(!n->dirty, 0))
+        mark_dirty_slow(t, i, n);
+}
+
+/* The node for a call of fn under parent, made if new; the overflow node (no
+ * function, under the root) when the tree is full. */
+static uint32_t child_node(calls_thread *t, uint32_t parent, const calls_fn *fn) {
+    for (;;) {
+        uint32_t j = hash_of(parent, fn) & t->hash_mask;
+        for (;; j = (j + 1) & t->hash_mask) {
+            uint32_t n = t->hash[j];
+            if (!n)
+                break;
+            cnode *nd = node_at(t, n);
+            if (nd->fn == fn && nd->parent == parent)
+                return n;
+        }
+        if (t->overflow_node)
+            break;
+        uint32_t n = atomic_load_explicit(&t->nnodes, memory_order_relaxed);
+        if ((uint64_t)(n + 1) * 2 > (uint64_t)t->hash_mask + 1) {
+            uint32_t old = t->hash_mask;
+            hash_grow(t);
+            if (t->hash_mask != old)
+                continue; /* probe again in the new table */
+        }
+        uint32_t c = n / NODE_CHUNK;
+        if (c < MAX_CHUNKS && !t->chunks[c])
+            t->chunks[c] = calloc(NODE_CHUNK, sizeof(cnode));
+        int full = c >= MAX_CHUNKS || !t->chunks[c] || n + 1 == MAX_CHUNKS * NODE_CHUNK ||
+                   (uint64_t)(n + 1) * 2 > (uint64_t)t->hash_mask + 1;
+        cnode *nd = node_at(t, n);
+        if (full) {
+            if (c >= MAX_CHUNKS || !t->chunks[c])
+                return 0;
+            nd->fn = NULL;
+            nd->parent = 0;
+            t->overflow_node = n;
+        } else {
+            nd->fn = fn;
+            nd->parent = parent;
+            t->hash[j] = n;
+        }
+        atomic_store_explicit(&t->nnodes, n + 1, memory_order_release);
+        if (!full)
+            return n;
+        break;
+    }
+    t->overflowed++;
+    return t->overflow_node;
+}
+
+/* ---- emitting CallNode events ---- */
+
+static uint64_t to_ns(uint64_t t) {
+    return G.use_tsc ? (uint64_t)((double)t * G.ns_per_tick) : t;
+}
+
+static void emit_node(calls_thread *t, uint32_t i) {
+    cnode *n = node_at(t, i);
+    const calls_fn *fn = __atomic_load_n(&n->fn, __ATOMIC_RELAXED);
+    uint64_t calls = __atomic_load_n(&n->calls, __ATOMIC_RELAXED);
+    uint64_t incl = __atomic_load_n(&n->incl, __ATOMIC_RELAXED);
+    uint64_t excl = __atomic_load_n(&n->excl, __ATOMIC_RELAXED);
+    uint64_t tail = __atomic_load_n(&n->tail, __ATOMIC_RELAXED);
+    REC(CallNode, t->tid, i, n->parent, fn ? fn->id : 0, fn ? fn->name : 0, calls, to_ns(incl),
+        to_ns(excl), tail);
+}
+
+/* The owner writes its changed nodes. */
+static void emit_dirty(calls_thread *t) {
+    for (uint32_t k = 0; k < t->ndirty; k++) {
+        uint32_t i = t->dirty[k];
+        node_at(t, i)->dirty = 0;
+        emit_node(t, i);
+    }
+    t->ndirty = 0;
+}
+
+/* Every node of a thread (Shutdown: possibly another thread's, read racily but
+ * safely: chunks never move and are published before nnodes). */
+static void emit_all(calls_thread *t) {
+    uint32_t n = atomic_load_explicit(&t->nnodes, memory_order_acquire);
+    for (uint32_t i = 1; i < n; i++)
+        emit_node(t, i);
+}
+
+/* ---- the shadow stack ---- */
+
+static inline void frame_pop(calls_thread *t, uint64_t end, int tail) {
+    cframe *f = &t->stack[--t->depth];
+    uint64_t incl = end > f->start ? end - f->start : 0;
+    uint64_t excl = incl > f->child ? incl - f->child : 0;
+    cnode *n = node_at(t, f->node);
+    n->incl += incl;
+    n->excl += excl;
+    n->tail += (uint64_t)tail;
+    mark_dirty(t, f->node, n);
+    if (t->depth)
+        t->stack[t->depth - 1].child += incl;
+}
+
+/* The top frame was unwound by an exception: it ends when the unwind was seen
+ * (calls_unwind_leave), or now. */
+static void frame_orphan(calls_thread *t, uint64_t now) {
+    cframe *f = &t->stack[t->depth - 1];
+    uint64_t end = t->unwind_at > f->start && t->unwind_at <= now ? t->unwind_at : now;
+    if (G.events) {
+        const calls_fn *fn = node_at(t, f->node)->fn;
+        if (fn)
+            REC(MethodUnwind, fn->id, fn->name);
+    }
+    t->repaired++;
+    frame_pop(t, end, 0);
+}
+
+static int stack_grow(calls_thread *t) {
+    if (t->cap >= MAX_DEPTH)
+        return -1;
+    cframe *s = realloc(t->stack, (size_t)t->cap * 2 * sizeof *s);
+    if (!s)
+        return -1;
+    t->stack = s;
+    t->cap *= 2;
     return 0;
 }
 
+static inline void enter(const calls_fn *fn, uintptr_t csp) {
+    calls_thread *t = this_thread();
+    if (__builtin_expect(!t, 0)) {
+        t = thread_new();
+        if (!t)
+            return;
+    }
+    uint64_t now = ticks();
+    while (t->depth && t->stack[t->depth - 1].csp <= csp)
+        frame_orphan(t, now);
+    if (__builtin_expect(t->depth == t->cap, 0) && stack_grow(t) < 0) {
+        t->skipped++;
+        return;
+    }
+    uint32_t parent = t->depth ? t->stack[t->depth - 1].node : 0;
+    cnode *up = node_at(t, parent); /* node 0, the root, is a node too */
+    uint32_t i = up->last_child;
+    if (__builtin_expect(!i || node_at(t, i)->fn != fn, 0)) {
+        i = child_node(t, parent, fn);
+        up->last_child = i;
+    }
+    cnode *n = node_at(t, i);
+    n->calls++;
+    mark_dirty(t, i, n);
+    cframe *f = &t->stack[t->depth++];
+    f->node = i;
+    f->csp = csp;
+    f->child = 0;
+    f->start = now;
+    if (G.events)
+        REC(MethodEnter, fn->id, fn->name);
+}
+
+/* A method returns: pops the dead frames above its own. Its thread's state when
+ * its frame is then on top, NULL otherwise (counted). */
+static inline calls_thread *leave_begin(const calls_fn *fn, uintptr_t csp, uint64_t *now) {
+    calls_thread *t = this_thread();
+    if (__builtin_expect(!t, 0))
+        return NULL;
+    *now = ticks();
+    if (__builtin_expect(t->skipped != 0, 0)) {
+        t->skipped--;
+        return NULL;
+    }
+    while (t->depth && t->stack[t->depth - 1].csp < csp)
+        frame_orphan(t, *now);
+    if (__builtin_expect(!t->depth || t->stack[t->depth - 1].csp != csp, 0)) {
+        t->unmatched++;
+        return NULL;
+    }
+    const calls_fn *top = node_at(t, t->stack[t->depth - 1].node)->fn;
+    if (__builtin_expect(top != fn && top != NULL, 0)) {
+        t->unmatched++;
+        return NULL;
+    }
+    return t;
+}
+
+static inline void leave_end(calls_thread *t, uint64_t now, int tail) {
+    frame_pop(t, now, tail);
+    if (__builtin_expect((int64_t)(now - t->next_emit) >= 0, 0)) {
+        t->next_emit = now + G.emit_ticks;
+        emit_dirty(t);
+    }
+}
+
+/* ---- the hooks ---- */
+
+void calls_hook_enter(uintptr_t client, uintptr_t caller_sp) {
+    enter((const calls_fn *)client, caller_sp);
+}
+
+void calls_hook_leave(uintptr_t client, uintptr_t caller_sp) {
+    const calls_fn *fn = (const calls_fn *)client;
+    uint64_t now;
+    calls_thread *t = leave_begin(fn, caller_sp, &now);
+    if (!t)
+        return;
+    leave_end(t, now, 0);
+    if (G.events)
+        REC(MethodLeave, fn->id, fn->name);
+}
+
+void calls_hook_tailcall(uintptr_t client, uintptr_t caller_sp) {
+    const calls_fn *fn = (const calls_fn *)client;
+    uint64_t now;
+    calls_thread *t = leave_begin(fn, caller_sp, &now);
+    if (!t)
+        return;
+    leave_end(t, now, 1);
+    if (G.events)
+        REC(MethodTailcall, fn->id, fn->name);
+}
+
+/* The slow path (--args): the runtime's own stub saved the registers and calls
+ * these with the ordinary ABI. Its hooks are given no caller SP, but eltInfo
+ * points to a COR_PRF_ELT_INFO_INTERNAL whose first member points to the
+ * stub's PROFILE_PLATFORM_SPECIFIC_DATA, which holds the method's caller SP at
+ * 0x20 (profiledRsp; dotnet/runtime vm/amd64/asmconstants.h, asmhelpers.S):
+ * the same key as the fast path's. Checked to lie on this stack above eltInfo;
+ * if it does not, the thread's shadow stack cannot be kept and calls are not
+ * recorded for it (a note says so). */
+static uintptr_t slow_caller_sp(COR_PRF_ELT_INFO elt) {
+#if defined(__x86_64__)
+    uintptr_t handle = elt ? *(const uintptr_t *)elt : 0;
+    if (handle > elt && handle - elt < 65536) {
+        uintptr_t csp = *(const uintptr_t *)(handle + 0x20);
+        if (csp > handle && csp - handle < (1u << 20))
+            return csp;
+    }
+#endif
+    static atomic_int said;
+    if (!atomic_exchange(&said, 1))
+        rec_note(1, "calls: --args cannot find the caller SP in the runtime's ELT info; "
+                    "calls with arguments are not recorded");
+    return 0;
+}
+
+static void slow_enter(FunctionIDOrClientID id, COR_PRF_ELT_INFO elt) {
+    const calls_fn *fn = (const calls_fn *)id.clientID;
+    uintptr_t csp = slow_caller_sp(elt);
+    if (!csp)
+        return;
+    enter(fn, csp);
+    if (!this_thread())
+        return;
+    char text[TEXT_MAX];
+    calls_args_text(fn, elt, text, sizeof text);
+    REC(MethodArgs, rec_string(text, strlen(text)));
+}
+
+static void slow_leave(FunctionIDOrClientID id, COR_PRF_ELT_INFO elt) {
+    const calls_fn *fn = (const calls_fn *)id.clientID;
+    uint64_t now;
+    uintptr_t csp = slow_caller_sp(elt);
+    calls_thread *t = csp ? leave_begin(fn, csp, &now) : NULL;
+    if (!t)
+        return;
+    /* MethodReturn comes before its MethodLeave. */
+    char text[TEXT_MAX];
+    calls_return_text(fn, elt, text, sizeof text);
+    REC(MethodReturn, rec_string(text, strlen(text)));
+    leave_end(t, now, 0);
+    REC(MethodLeave, fn->id, fn->name);
+}
+
+static void slow_tailcall(FunctionIDOrClientID id, COR_PRF_ELT_INFO elt) {
+    const calls_fn *fn = (const calls_fn *)id.clientID;
+    uint64_t now;
+    uintptr_t csp = slow_caller_sp(elt);
+    calls_thread *t = csp ? leave_begin(fn, csp, &now) : NULL;
+    if (!t)
+        return;
+    leave_end(t, now, 1);
+    REC(MethodTailcall, fn->id, fn->name);
+}
+
+/* ---- thread end and shutdown ---- */
+
+static void thread_report(calls_thread *t, int ended) {
+    if (t->unmatched || (ended && t->open_at_end) || t->overflowed)
+        rec_note(1,
+                 "calls: thread %llu: %s shadow stack: %llu returns without their call, %llu "
+                 "frames still open at the thread's end, %llu calls past the tree's %u nodes",
+                 (unsigned long long)t->tid, t->unmatched || t->open_at_end ? "unbalanced" : "full",
+                 (unsigned long long)t->unmatched, (unsigned long long)t->open_at_end,
+                 (unsigned long long)t->overflowed, MAX_CHUNKS * NODE_CHUNK);
+}
+
+static void thread_release(void *p) {
+    calls_thread *t = p;
+    t_calls_dead = 1;
+    if (!t)
+        return;
+    uint64_t now = ticks();
+    while (t->depth) {
+        t->open_at_end++;
+        frame_orphan(t, now);
+    }
+    pthread_mutex_lock(&G.reg_mu);
+    for (calls_thread **pp = &G.threads; *pp; pp = &(*pp)->next) {
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    }
+    if (!atomic_load(&G.stopped)) {
+        emit_dirty(t);
+        thread_report(t, 1);
+    }
+    pthread_mutex_unlock(&G.reg_mu);
+    for (unsigned c = 0; c < MAX_CHUNKS && t->chunks[c]; c++)
+        free(t->chunks[c]);
+    free(t->stack);
+    free(t->hash);
+    free(t->dirty);
+    free(t);
+}
+
+void calls_shutdown(void) {
+    if (!G.mode)
+        return;
+    pthread_mutex_lock(&G.reg_mu);
+    for (calls_thread *t = G.threads; t; t = t->next) {
+        emit_all(t);
+        thread_report(t, 0);
+    }
+    atomic_store(&G.stopped, 1);
+    pthread_mutex_unlock(&G.reg_mu);
+}
+
 void calls_unwind_leave(void) {
+    calls_thread *t = this_thread();
+    if (t)
+        t->unwind_at = ticks();
+}
+
+/* ---- start ---- */
+
+int calls_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
+    (void)mask_high;
+    G.mode = cfg->calls;
+    if (!G.mode)
+        return 0;
+    if (g_agent.attached) {
+        /* The runtime takes enter/leave hooks only at start-up (RUNTIME-FACTS). */
+        agent_say("method enter/leave (--calls) needs the agent from the start; an attached "
+                  "agent records the other events only");
+        G.mode = 0;
+        return 0;
+    }
+    G.all_code = cfg->all_code;
+    G.events = G.mode >= 2;
+    snprintf(G.include, sizeof G.include, "%s", cfg->include);
+    snprintf(G.exclude, sizeof G.exclude, "%s", cfg->exclude);
+    *mask |= COR_PRF_MONITOR_ENTERLEAVE;
+    if (G.mode == 2)
+        *mask |= COR_PRF_ENABLE_FUNCTION_ARGS | COR_PRF_ENABLE_FUNCTION_RETVAL |
+                 COR_PRF_ENABLE_FRAME_INFO;
+    if (G.all_code)
+        *mask |= COR_PRF_DISABLE_INLINING | COR_PRF_DISABLE_ALL_NGEN_IMAGES;
+    return 0;
+}
+
+int calls_install(void) {
+    if (!G.mode)
+        return 0;
+    clock_init();
+    REC(CallsConfig, (uint64_t)G.mode, (uint64_t)G.all_code, rec_string(G.include, strlen(G.include)),
+        rec_string(G.exclude, strlen(G.exclude)));
+    if (G.use_tsc)
+        rec_note(0, "calls: clock rdtsc at %.6f GHz, calibrated against CLOCK_MONOTONIC over 5 ms",
+                 1.0 / G.ns_per_tick);
+    else
+        rec_note(0, "calls: clock CLOCK_MONOTONIC (no invariant TSC)");
+    HRESULT hr = INFO_CALL(SetFunctionIDMapper2, mapper, NULL);
+    if (SUCCEEDED(hr)) {
+        if (G.mode == 2)
+            hr = INFO_CALL(SetEnterLeaveFunctionHooks3WithInfo, slow_enter, slow_leave, slow_tailcall);
+        else
+            hr = INFO_CALL(SetEnterLeaveFunctionHooks3, (FunctionEnter3 *)(void *)dnp_elt_enter,
+                           (FunctionLeave3 *)(void *)dnp_elt_leave,
+                           (FunctionTailcall3 *)(void *)dnp_elt_tailcall);
+    }
+    if (FAILED(hr)) {
+        const char *name = dnp_hresult_name((uint32_t)hr);
+        agent_say("the runtime refused the enter/leave hooks (%s 0x%08x); method calls are not "
+                  "recorded, the other events are",
+                  name ? name : "error", (unsigned)hr);
+        rec_note(2, "calls: the runtime refused the enter/leave hooks: 0x%08x", (unsigned)hr);
+        G.mode = 0;
+    }
+    return 0;
 }

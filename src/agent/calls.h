@@ -15,8 +15,21 @@ int calls_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high
  * inside Initialize). 0, or -1 after saying why. */
 int calls_install(void);
 
-/* The runtime left a frame by an exception (ExceptionUnwindFunctionLeave): the
- * frame on top of this thread's shadow stack is gone without a Leave. */
+/* The runtime left a frame by an exception (ExceptionUnwindFunctionLeave). The
+ * frame is gone without a Leave; which of the shadow stack's frames are dead is
+ * decided by their caller SPs at the thread's next call or return (calls.c):
+ * this only notes the time, so that a dead frame ends when it was unwound. */
 void calls_unwind_leave(void);
+
+/* Shutdown: writes every thread's call tree (CallNode events), then stops. */
+void calls_shutdown(void);
+
+/* Whether a function named name ("Namespace.Class::Method") is hooked: not if it
+ * matches a glob of exclude; if include is not empty, when it matches one of its
+ * globs; else everything with all_code, else the program's own code only (not
+ * framework: a module of the shared framework, nor System.*, Microsoft.*,
+ * Internal.*, Interop*). Globs are comma-separated, '*' and '?'. */
+int calls_filter_wants(const char *name, int all_code, const char *include, const char *exclude,
+                       int framework);
 
 #endif

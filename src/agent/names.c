@@ -461,6 +461,20 @@ size_t names_function_text(FunctionID fid, char *out, size_t cap) {
     return n;
 }
 
+size_t names_class_text(ClassID cid, char *out, size_t cap) {
+    sbuf b;
+    b.len = 0;
+    b.s[0] = 0;
+    if (cap == 0)
+        return 0;
+    if (g_agent.info)
+        class_text(cid, &b, 0);
+    size_t n = b.len < cap - 1 ? b.len : cap - 1;
+    memcpy(out, b.s, n);
+    out[n] = 0;
+    return n;
+}
+
 static void module_text(ModuleID mid, sbuf *out) {
     WCHAR wname[1024];
     ULONG len = 0;

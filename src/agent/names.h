@@ -29,6 +29,13 @@ int names_init(void);
  * callbacks where the ID cannot be used yet. */
 uint32_t names_get(names_kind kind, UINT_PTR id, int resolve);
 
+/* The text of a function's name (Namespace.Class::Method<Args>), uncached, for
+ * callers that must look at it (the enter/leave filter). Returns its length. */
+size_t names_function_text(FunctionID fid, char *out, size_t cap);
+
+/* The same for a class (System.Int32[], Scenarios.Box<System.String>). */
+size_t names_class_text(ClassID cid, char *out, size_t cap);
+
 /* Forgets one entity (its unload started). */
 void names_forget(names_kind kind, UINT_PTR id);
 

@@ -17,9 +17,16 @@
 #include "names.h"
 #include "recorder.h"
 #include "calls.h"
+#include "exceptions.h"
 #include "session.h"
 
 dnp_agent g_agent;
+
+static int say_copy_fd = -1; /* agent_say_copy_to */
+
+void agent_say_copy_to(int fd) {
+    say_copy_fd = fd;
+}
 
 void agent_say(const char *fmt, ...) {
     char line[1024];
@@ -35,6 +42,8 @@ void agent_say(const char *fmt, ...) {
         n = sizeof line - 2;
     line[n++] = '\n';
     ssize_t w = write(2, line, (size_t)n);
+    if (say_copy_fd >= 0)
+        w = write(say_copy_fd, line, (size_t)n);
     (void)w;
 }
 
@@ -110,6 +119,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     uint32_t mask = g_agent.events.mask, high = g_agent.events.mask_high;
     if (calls_configure(cfg, &mask, &high) < 0)
         return E_FAIL;
+    exceptions_configure(cfg, &mask, &high);
     names_init();
     recorder_options opt = {cfg->output, cfg->exclusive, cfg->flush_ms,
                             cfg->session[0] ? cfg->session : NULL};
@@ -127,6 +137,20 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
 
     HRESULT hr = AGENT_HAS_INFO(SetEventMask2) ? INFO_CALL(SetEventMask2, mask, high)
                                                : INFO_CALL(SetEventMask, mask);
+    if (attached && (uint32_t)hr == 0x80131376u /* CORPROF_E_CONCURRENT_GC_NOT_PROFILABLE */ &&
+        (mask & 0x80u /* MONITOR_GC */)) {
+        /* Seed 003: background GC was on when the program started, and a profiler
+         * that arrives late cannot monitor it. Record the rest. */
+        mask &= ~0x80u;
+        high &= ~0x30u; /* BASIC_GC, GC_MOVED_OBJECTS */
+        g_agent.events.mask = mask;
+        g_agent.events.families &= ~(1u << DNP_FAM_GC);
+        agent_say("gc events are not available: the program runs with background GC, which a "
+                  "profiler can only see from start-up (dnprof run); recording the rest");
+        rec_note(1, "gc events not recorded: the program runs with background (concurrent) GC");
+        hr = AGENT_HAS_INFO(SetEventMask2) ? INFO_CALL(SetEventMask2, mask, high)
+                                           : INFO_CALL(SetEventMask, mask);
+    }
     if (FAILED(hr)) {
         const char *name = dnp_hresult_name((uint32_t)hr);
         agent_say("the runtime refused the event mask 0x%08x/0x%x (%s 0x%08x); the agent steps "
@@ -168,6 +192,7 @@ HRESULT cb_Initialize(ICorProfilerCallback *self, IUnknown *pICorProfilerInfoUnk
 
 HRESULT cb_Shutdown(ICorProfilerCallback *self) {
     ACTIVE();
+    calls_shutdown();
     REC0(Shutdown);
     atomic_store(&g_agent.active, 0);
     recorder_close();
@@ -187,8 +212,17 @@ static const ICorProfilerCallbackVtbl callback_vtbl = {
 #undef DNP_CALLBACK
 };
 
+static atomic_int created; /* pick first; reset by a detach */
+
+void agent_release(void) {
+    atomic_store(&g_agent.active, 0);
+    g_agent.info = NULL; /* the runtime's, no longer to be called (ProfilerDetachSucceeded) */
+    g_agent.info_version = 0;
+    g_agent.attached = 0;
+    atomic_store(&created, 0);
+}
+
 HRESULT agent_create(REFIID riid, void **out) {
-    static atomic_int created;
     if (atomic_exchange(&created, 1)) {
         static atomic_int said;
         if (!atomic_exchange(&said, 1))

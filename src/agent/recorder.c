@@ -34,6 +34,7 @@ typedef struct tstate {
     uint64_t base_ns, last_ns;
     uint64_t events;
     uint32_t ordinal;
+    unsigned gen; /* the trace this thread's THREAD record went into */
     struct tstate *next;
 } tstate;
 
@@ -61,7 +62,17 @@ static struct {
 
     int session_fd;
     atomic_int said_write_error;
+
+    /* Attach and detach (src/agent/attach.c): the library may record several
+     * traces in one life, and must leave nothing behind when it is unloaded. */
+    atomic_uint gen;         /* bumped by every open: THREAD and STRING records go into each trace */
+    atomic_uint epoch;       /* bumped by every release: thread states of before are gone */
+    pthread_mutex_t key_mu;  /* guards key_ready */
+    int key_ready;
+    atomic_int in_exit;      /* threads inside thread_exit */
+    int released;            /* recorder_release ran since the last open */
 } R = {
+    .key_mu = PTHREAD_MUTEX_INITIALIZER,
     .meta_mu = PTHREAD_MUTEX_INITIALIZER,
     .list_mu = PTHREAD_MUTEX_INITIALIZER,
     .stop_mu = PTHREAD_MUTEX_INITIALIZER,
@@ -70,9 +81,9 @@ static struct {
 };
 
 static __thread tstate *t_state;
+static __thread unsigned t_epoch; /* t_state is valid only while this is R.epoch */
 static __thread uint32_t t_ordinal;
 static pthread_key_t t_key;
-static pthread_once_t t_key_once = PTHREAD_ONCE_INIT;
 
 uint64_t recorder_now(void) {
     struct timespec ts;
@@ -140,6 +151,7 @@ static void thread_flush_locked(tstate *ts) {
 
 static void thread_exit(void *p) {
     tstate *ts = p;
+    atomic_fetch_add(&R.in_exit, 1);
     pthread_mutex_lock(&R.list_mu);
     for (tstate **pp = &R.threads; *pp; pp = &(*pp)->next) {
         if (*pp == ts) {
@@ -156,16 +168,25 @@ static void thread_exit(void *p) {
     free(ts->buf);
     free(ts);
     t_state = NULL;
+    atomic_fetch_sub(&R.in_exit, 1);
 }
 
-static void make_key(void) {
-    pthread_key_create(&t_key, thread_exit);
+static int make_key(void) {
+    pthread_mutex_lock(&R.key_mu);
+    if (!R.key_ready)
+        R.key_ready = pthread_key_create(&t_key, thread_exit) == 0;
+    int ok = R.key_ready;
+    pthread_mutex_unlock(&R.key_mu);
+    return ok ? 0 : -1;
 }
 
 static tstate *thread_state(void) {
-    if (t_state)
+    if (t_state && t_epoch == atomic_load_explicit(&R.epoch, memory_order_relaxed))
         return t_state;
-    pthread_once(&t_key_once, make_key);
+    if (make_key() < 0) {
+        atomic_fetch_add(&R.lost, 1);
+        return NULL;
+    }
     tstate *ts = calloc(1, sizeof *ts);
     uint8_t *buf = malloc(THREAD_BUF_SIZE);
     if (!ts || !buf) {
@@ -176,11 +197,8 @@ static tstate *thread_state(void) {
     }
     pthread_mutex_init(&ts->mu, NULL);
     ts->buf = buf;
-    if (t_ordinal == 0) {
+    if (t_ordinal == 0)
         t_ordinal = atomic_fetch_add(&R.next_ordinal, 1) + 1;
-        uint64_t v[2] = {t_ordinal, (uint64_t)syscall(SYS_gettid)};
-        meta_append(DNP_REC_THREAD, v, 2, NULL, 0);
-    }
     ts->ordinal = t_ordinal;
     pthread_mutex_lock(&R.list_mu);
     ts->next = R.threads;
@@ -188,7 +206,18 @@ static tstate *thread_state(void) {
     pthread_mutex_unlock(&R.list_mu);
     pthread_setspecific(t_key, ts);
     t_state = ts;
+    t_epoch = atomic_load(&R.epoch);
     return ts;
+}
+
+/* Announces the thread in the current trace, once per trace. */
+static void thread_announce(tstate *ts) {
+    unsigned gen = atomic_load_explicit(&R.gen, memory_order_relaxed);
+    if (ts->gen == gen)
+        return;
+    ts->gen = gen;
+    uint64_t v[2] = {ts->ordinal, (uint64_t)syscall(SYS_gettid)};
+    meta_append(DNP_REC_THREAD, v, 2, NULL, 0);
 }
 
 /* Appends one timed record (EVENT or NOTE) to this thread's buffer. */
@@ -199,6 +228,7 @@ static void thread_append(uint8_t tag, uint64_t *vals, unsigned n, const void *t
     tstate *ts = thread_state();
     if (!ts)
         return;
+    thread_announce(ts);
     uint64_t now = recorder_now();
     pthread_mutex_lock(&ts->mu);
     if (ts->len + DNP_REC_MAX + tail_len > THREAD_BUF_SIZE)
@@ -339,6 +369,33 @@ out:
     return id;
 }
 
+/* A trace after the first in this library's life (attach, detach, attach):
+ * every string already interned is defined again, before any use. */
+static void strings_redefine(void) {
+    pthread_once(&strings_once, strings_init);
+    for (int i = 0; i < STR_SHARDS; i++) {
+        pthread_mutex_lock(&S[i].mu);
+        for (size_t j = 0; j < S[i].cap; j++) {
+            str_entry *e = &S[i].slots[j];
+            if (!e->hash)
+                continue;
+            uint64_t v[2] = {e->id, e->len};
+            meta_append(DNP_REC_STRING, v, 2, e->bytes, e->len);
+        }
+        pthread_mutex_unlock(&S[i].mu);
+    }
+}
+
+static void strings_free(void) {
+    for (int i = 0; i < STR_SHARDS; i++) {
+        for (size_t j = 0; j < S[i].cap; j++)
+            free(S[i].slots[j].bytes);
+        free(S[i].slots);
+        S[i].slots = NULL;
+        S[i].cap = S[i].count = 0;
+    }
+}
+
 /* ---- flushing ---- */
 
 void recorder_flush_all(void) {
@@ -403,9 +460,26 @@ static void after_fork_child(void) {
     R.flusher_running = 0;
 }
 
+static void register_atfork(void) {
+    pthread_atfork(NULL, NULL, after_fork_child);
+}
+
 int recorder_open(const recorder_options *opt) {
     char err[512];
+    static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+    free(R.path);
     R.path = strdup(opt->path);
+    if (atomic_fetch_add(&R.gen, 1) > 0) {
+        /* Not the first trace of this library's life: start from zero. */
+        pthread_mutex_lock(&R.list_mu);
+        R.dead_events = 0;
+        for (tstate *ts = R.threads; ts; ts = ts->next)
+            ts->events = 0;
+        pthread_mutex_unlock(&R.list_mu);
+        atomic_store(&R.lost, 0);
+        atomic_store(&R.said_write_error, 0);
+        R.meta_len = 0;
+    }
     R.writer = dnp_writer_open(opt->path, opt->exclusive, (uint64_t)getpid(), err, sizeof err);
     if (opt->session) {
         char file[4096];
@@ -422,8 +496,11 @@ int recorder_open(const recorder_options *opt) {
         return -1;
     }
     R.flush_ms = opt->flush_ms ? opt->flush_ms : 200;
+    if (atomic_load(&R.gen) > 1)
+        strings_redefine();
+    R.released = 0;
     atomic_store(&R.state, ST_OPEN);
-    pthread_atfork(NULL, NULL, after_fork_child);
+    pthread_once(&atfork_once, register_atfork);
 
     /* The writer thread takes no signal meant for the program. */
     sigset_t all, old;
@@ -469,5 +546,56 @@ void recorder_close(void) {
         char n[32];
         snprintf(n, sizeof n, "%llu", (unsigned long long)total);
         recorder_session_line("complete", n);
+    }
+}
+
+void recorder_release(void) {
+    if (atomic_load(&R.state) != ST_CLOSED)
+        return;
+    pthread_mutex_lock(&R.key_mu);
+    if (R.key_ready) {
+        pthread_key_delete(t_key);
+        R.key_ready = 0;
+    }
+    pthread_mutex_unlock(&R.key_mu);
+    /* A thread that entered thread_exit before the key went away finishes first. */
+    for (int i = 0; i < 1000 && atomic_load(&R.in_exit) > 0; i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    atomic_fetch_add(&R.epoch, 1);
+    pthread_mutex_lock(&R.list_mu);
+    tstate *ts = R.threads;
+    R.threads = NULL;
+    pthread_mutex_unlock(&R.list_mu);
+    while (ts) {
+        tstate *next = ts->next;
+        pthread_mutex_destroy(&ts->mu);
+        free(ts->buf);
+        free(ts);
+        ts = next;
+    }
+    pthread_mutex_lock(&R.meta_mu);
+    free(R.meta);
+    R.meta = NULL;
+    R.meta_len = R.meta_cap = 0;
+    pthread_mutex_unlock(&R.meta_mu);
+    dnp_writer_free(R.writer);
+    R.writer = NULL;
+    if (R.session_fd >= 0) {
+        close(R.session_fd);
+        R.session_fd = -1;
+    }
+    R.released = 1;
+}
+
+/* The library is being unloaded (after a detach) or the process exits: what a
+ * released recorder still holds (the interned strings, kept for a next trace
+ * of the same library) is freed. */
+__attribute__((destructor)) static void recorder_unload(void) {
+    if (R.released && atomic_load(&R.state) == ST_CLOSED) {
+        strings_free();
+        free(R.path);
+        R.path = NULL;
     }
 }

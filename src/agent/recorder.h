@@ -24,6 +24,12 @@ int recorder_open(const recorder_options *opt);
 /* Writes what is buffered, an END record, closes the trace: the trace is complete. */
 void recorder_close(void);
 
+/* After recorder_close, when no callback can run any more (a detach): frees the
+ * thread buffers and the writer, and removes the thread-exit hook, so that the
+ * library can be unloaded. A later recorder_open starts a new trace (every
+ * interned string and every thread is defined again in it). */
+void recorder_release(void);
+
 /* Flushes every buffer now (a process about to die without Shutdown). */
 void recorder_flush_all(void);
 

@@ -21,8 +21,19 @@
 /* ---- subcommands: return the process exit code ---- */
 int cmd_run(int argc, char **argv);
 int cmd_print(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 int cmd_env(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_ps(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
+int cmd_detach(int argc, char **argv);
+
+/* "dnprof: trace PATH[ (who)]: N events, T s, status" on stderr, as `dnprof
+ * run` ends (cmd_run.c). */
+void cli_trace_summary(const char *path, const char *who);
+/* A process id argument of cmd; 0, or the usage error's exit code (cmd_detach.c). */
+int cli_parse_pid(const char *cmd, const char *text, pid_t *out);
 
 /* Exit codes besides 0 and 1. */
 #define CLI_EXIT_USAGE 2

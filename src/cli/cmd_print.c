@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "families.h"
 #include "nesting.h"
+#include "report.h"
 #include "trace_reader.h"
 
 enum ids_mode { IDS_BOTH, IDS_ONLY, NAMES_ONLY };
@@ -251,6 +252,10 @@ static void put_field_text(printer *p, size_t i, const dnp_trace_event *e, int f
         break;
     case DNP_FT_STR: {
         const char *s = dnp_trace_string(p->t, v);
+        if (e->kind == DNP_EV_MethodArgs || e->kind == DNP_EV_MethodReturn) { /* a value list: as it is */
+            cli_put_text(out, s ? s : "?", 0);
+            break;
+        }
         fprintf(out, "%s=", name);
         if (!s)
             s = "";
@@ -478,6 +483,10 @@ static void print_help(void) {
     cli_print_families(stdout, "                        ");
     fputs("                      or all, default, -NAME to leave one out\n"
           "      --json          one JSON object per event, for jq and other tools\n"
+          "      --exceptions    each exception's story instead of the log: type, message,\n"
+          "                      stack, frames searched, filters and their verdicts,\n"
+          "                      finally blocks, where it was caught, and its time\n"
+          "                      (record with 'dnprof run --exceptions')\n"
           "      --raw-ids       show the runtime IDs without names\n"
           "      --no-ids        show the names without runtime IDs (stable across runs)\n"
           "  -h, --help          print this help\n"
@@ -534,18 +543,19 @@ static int digits(uint64_t v) {
 }
 
 int cmd_print(int argc, char **argv) {
-    enum { OPT_TID = 256, OPT_THREAD, OPT_JSON, OPT_RAW_IDS, OPT_NO_IDS };
+    enum { OPT_TID = 256, OPT_THREAD, OPT_JSON, OPT_RAW_IDS, OPT_NO_IDS, OPT_EXCEPTIONS };
     static const struct option longopts[] = {
         {"time", no_argument, NULL, 't'},        {"tid", no_argument, NULL, OPT_TID},
         {"thread", required_argument, NULL, OPT_THREAD}, {"events", required_argument, NULL, 'e'},
         {"json", no_argument, NULL, OPT_JSON},   {"raw-ids", no_argument, NULL, OPT_RAW_IDS},
-        {"no-ids", no_argument, NULL, OPT_NO_IDS}, {"help", no_argument, NULL, 'h'},
+        {"no-ids", no_argument, NULL, OPT_NO_IDS}, {"exceptions", no_argument, NULL, OPT_EXCEPTIONS},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     printer p;
     memset(&p, 0, sizeof p);
     p.families = ~0u;
     const char *threads = NULL, *events = NULL;
-    int c;
+    int c, exceptions = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":te:h", longopts, NULL)) != -1) {
         switch (c) {
@@ -556,6 +566,7 @@ int cmd_print(int argc, char **argv) {
         case OPT_JSON: p.json = 1; break;
         case OPT_RAW_IDS: p.ids = IDS_ONLY; break;
         case OPT_NO_IDS: p.ids = NAMES_ONLY; break;
+        case OPT_EXCEPTIONS: exceptions = 1; break;
         case 'h': print_help(); return 0;
         default: return cli_bad_option("print", argv, c);
         }
@@ -598,6 +609,13 @@ int cmd_print(int argc, char **argv) {
         warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
     }
 
+    if (exceptions) {
+        signal(SIGPIPE, SIG_IGN);
+        int erc = print_exceptions(t, p.json, stdout);
+        free(thread_on);
+        dnp_trace_free(t);
+        return erc;
+    }
     init_tables();
     p.t = t;
     p.out = stdout;

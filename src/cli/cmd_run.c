@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "families.h"
+#include "session.h"
 #include "trace_reader.h"
 
 static void run_help(void) {
@@ -23,7 +24,7 @@ static void run_help(void) {
           "\n"
           "options:\n"
           "  -e, --events LIST   what to record, comma-separated (default: default, which is\n"
-          "                      every family but alloc). Families:\n",
+          "                      every family but alloc and transitions). Families:\n",
           stdout);
     cli_print_families(stdout, "                        ");
     fputs("                      also all, default, -NAME to leave one out (all,-gc), or a\n"
@@ -31,12 +32,28 @@ static void run_help(void) {
           "  -o, --output FILE   the trace file, replaced if it exists; %p in it becomes the\n"
           "                      pid (default: dnprof-<pid>.trace in the current directory)\n"
           "      --flush-ms N    how often the agent writes its buffers out, in ms (1-59999)\n"
+          "      --exceptions    every exception's story: the exception events, its message\n"
+          "                      and HResult, and a stack snapshot at each throw (read the\n"
+          "                      stories with dnprof print --exceptions or dnprof report\n"
+          "                      --exceptions); with --events, added to those families\n"
+          "      --calls         every call of managed code: exact call counts and times\n"
+          "                      per call path (read them with dnprof report, dnprof convert)\n"
+          "      --timeline      --calls, and every enter and leave in time order too\n"
+          "      --args          --timeline with the arguments and return values (slow)\n"
+          "      --include GLOB  only functions whose Namespace.Class::Method matches GLOB\n"
+          "                      (* any text, ? one character); repeatable\n"
+          "      --exclude GLOB  not these functions; repeatable\n"
+          "      --all-code      framework code too, not only the program's own assemblies:\n"
+          "                      disables inlining and precompiled (ReadyToRun) code, so the\n"
+          "                      program runs slower (--include, --exclude and --all-code\n"
+          "                      imply --calls)\n"
           "  -q, --quiet         print no summary at the end\n"
           "  -h, --help          print this help\n"
           "\n"
           "examples:\n"
           "  dnprof run -- dotnet app.dll arg1\n"
           "  dnprof run --events classes,jit,exceptions -o app.trace -- dotnet app.dll\n"
+          "  dnprof run --calls --include 'MyApp.*' -o app.trace -- dotnet app.dll\n"
           "  dnprof print app.trace\n",
           stdout);
 }
@@ -72,6 +89,10 @@ static void summarize(const char *path, const char *who) {
         fprintf(stderr, ", %s lost", cli_fmt_count(t->lost, lost));
     fputc('\n', stderr);
     dnp_trace_free(t);
+}
+
+void cli_trace_summary(const char *path, const char *who) {
+    summarize(path, who);
 }
 
 static void report(const cli_launch *l, char *const argv[], int quiet) {
@@ -111,12 +132,21 @@ static void report(const cli_launch *l, char *const argv[], int quiet) {
 }
 
 int cmd_run(int argc, char **argv) {
-    enum { OPT_FLUSH = 256 };
+    enum { OPT_FLUSH = 256, OPT_EXCEPTIONS = 300, OPT_CALLS = 320, OPT_TIMELINE, OPT_ARGS, OPT_INCLUDE, OPT_EXCLUDE,
+           OPT_ALL_CODE };
     static const struct option longopts[] = {
         {"events", required_argument, NULL, 'e'}, {"output", required_argument, NULL, 'o'},
         {"flush-ms", required_argument, NULL, OPT_FLUSH}, {"quiet", no_argument, NULL, 'q'},
+        {"exceptions", no_argument, NULL, OPT_EXCEPTIONS},
+        {"calls", no_argument, NULL, OPT_CALLS}, {"timeline", no_argument, NULL, OPT_TIMELINE},
+        {"args", no_argument, NULL, OPT_ARGS}, {"include", required_argument, NULL, OPT_INCLUDE},
+        {"exclude", required_argument, NULL, OPT_EXCLUDE}, {"all-code", no_argument, NULL, OPT_ALL_CODE},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *events = NULL, *output = NULL, *flush_ms = NULL;
+    int exceptions = 0;
+    char exc_events[1100];
+    int calls = 0, all_code = 0; /* calls: 0, 1 --calls, 2 --timeline, 3 --args */
+    char include[1024] = "", exclude[1024] = "";
     int quiet = 0, c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:e:o:qh", longopts, NULL)) != -1) {
@@ -124,6 +154,25 @@ int cmd_run(int argc, char **argv) {
         case 'e': events = optarg; break;
         case 'o': output = optarg; break;
         case OPT_FLUSH: flush_ms = optarg; break;
+        case OPT_EXCEPTIONS: exceptions = 1; break;
+        case OPT_CALLS: calls = calls > 1 ? calls : 1; break;
+        case OPT_TIMELINE: calls = calls > 2 ? calls : 2; break;
+        case OPT_ARGS: calls = 3; break;
+        case OPT_INCLUDE:
+        case OPT_EXCLUDE: {
+            char *list = c == OPT_INCLUDE ? include : exclude;
+            const char *flag = c == OPT_INCLUDE ? "--include" : "--exclude";
+            if (!*optarg || strchr(optarg, ','))
+                return usage_error("run", "%s wants one pattern such as 'MyApp.*' (repeat the flag for more), not '%s'",
+                                   flag, optarg);
+            size_t len = strlen(list);
+            if (len + 1 + strlen(optarg) >= sizeof include)
+                return usage_error("run", "the %s patterns add up to more than %zu characters", flag,
+                                   sizeof include - 1);
+            snprintf(list + len, sizeof include - len, "%s%s", len ? "," : "", optarg);
+            break;
+        }
+        case OPT_ALL_CODE: all_code = 1; break;
         case 'q': quiet = 1; break;
         case 'h': run_help(); return 0;
         default: return cli_bad_option("run", argv, c);
@@ -133,6 +182,27 @@ int cmd_run(int argc, char **argv) {
         return usage_error("run", "no program given: dnprof run [options] -- PROGRAM [ARGS...]");
     char **prog = argv + optind;
 
+    if (exceptions) {
+        /* The exception events, and the threads' names for the stories. */
+        if (events && strlen(events) > 1000)
+            return usage_error("run", "--events is too long");
+        snprintf(exc_events, sizeof exc_events, "%s%sexceptions,threads", events && *events ? events : "",
+                 events && *events ? "," : "");
+        events = exc_events;
+        setenv(DNP_ENV_EXC_STACKS, "1", 1);
+    }
+    if (!calls && (include[0] || exclude[0] || all_code))
+        calls = 1;
+    if (calls) {
+        static const char *const modes[] = {NULL, "1", "timeline", "args"};
+        setenv(DNP_ENV_CALLS, modes[calls], 1);
+        if (include[0])
+            setenv(DNP_ENV_INCLUDE, include, 1);
+        if (exclude[0])
+            setenv(DNP_ENV_EXCLUDE, exclude, 1);
+        if (all_code)
+            setenv(DNP_ENV_ALL_CODE, "1", 1);
+    }
     char err[512];
     dnp_event_config cfg;
     if (dnp_events_parse(events, &cfg, err, sizeof err) != 0) {

@@ -13,8 +13,13 @@ struct cmd_struct {
 static const struct cmd_struct commands[] = {
     {"run", cmd_run, "run a .NET program with the agent loaded and write a trace"},
     {"print", cmd_print, "print a trace as an indented event log, or as JSON"},
+    {"report", cmd_report, "top functions, hottest paths and the call tree of a --calls trace"},
+    {"convert", cmd_convert, "a --calls trace for speedscope, Perfetto, flamegraph.pl, or as HTML"},
     {"env", cmd_env, "print the shell exports that load the agent into every .NET program"},
     {"doctor", cmd_doctor, "check why the agent did (or did not) load"},
+    {"ps", cmd_ps, "list the running .NET processes you can attach to"},
+    {"attach", cmd_attach, "record a running .NET program, then detach and leave it as it was"},
+    {"detach", cmd_detach, "stop an attached recording and unload the agent"},
 };
 
 static void usage(FILE *out) {

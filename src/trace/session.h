@@ -24,6 +24,8 @@
 #define DNP_ENV_INCLUDE "DNPROF_INCLUDE"   /* comma-separated globs of functions to hook */
 #define DNP_ENV_EXCLUDE "DNPROF_EXCLUDE"   /* comma-separated globs of functions not to hook */
 #define DNP_ENV_ALL_CODE "DNPROF_ALL_CODE" /* "1": framework code too (no inlining, no R2R) */
+/* Exception stories (dnprof run --exceptions): */
+#define DNP_ENV_EXC_STACKS "DNPROF_EXCEPTION_STACKS" /* "1": a stack snapshot at each throw */
 
 /* In the session directory each agent creates "agent.<pid>", a text file of
  * lines "key value": "pid", "trace" (path), "cmdline", then "started" once

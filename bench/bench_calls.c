@@ -1,0 +1,116 @@
+/* bench_calls.c: the cost of method enter/leave hooks (DNPROF_CALLS). Runs the
+ * Scenarios program's "calls bench" workloads (CallsScenario.cs) in four
+ * configurations, interleaved, RUNS times each, and prints the median of the
+ * workload's own time (Stopwatch, start-up excluded):
+ *   bare      no profiler
+ *   agent     the agent loaded, no enter/leave hooks
+ *   calls     DNPROF_CALLS=1: every method of the program hooked
+ *   filtered  DNPROF_CALLS=1 DNPROF_INCLUDE='*::Leaf': only Leaf hooked
+ * and the added cost per hooked call (an enter+leave pair): (calls - bare) /
+ * hooked calls. Tiered compilation is off in every run (optimized code only).
+ * Workloads: fib = Fib(32), 7049155 hooked calls (Leaf is never
+ * called); mixed = dictionary work calling Leaf every 16 iterations, 1250001
+ * hooked calls (1250000 Leaf + MixedWork), 1250000 in the filtered run.
+ * Usage: bench_calls AGENT.so SCENARIOS.dll [RUNS] */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "session.h"
+
+enum { BARE, AGENT, CALLS, FILTERED, NCONFIG };
+static const char *const config_names[NCONFIG] = {"bare", "agent", "calls", "filtered"};
+
+/* The workload's time in ms as the program prints it ("fib 2178309 123.4 ms"). */
+static double run_once(const char *agent, const char *dll, const char *what, int config) {
+    int fds[2];
+    if (pipe(fds) != 0)
+        exit(1);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        /* Optimized code from the first call in every configuration: with tiered
+         * compilation the workload would run partly at tier 0, for a time that
+         * differs from run to run. */
+        setenv("DOTNET_TieredCompilation", "0", 1);
+        if (config != BARE) {
+            setenv(DNP_ENV_ENABLE, "1", 1);
+            setenv(DNP_ENV_PROFILER, DNP_CLSID_TEXT, 1);
+            setenv(DNP_ENV_PROFILER_PATH, agent, 1);
+            setenv(DNP_ENV_OUTPUT, "/tmp/bench_calls.%p.trace", 1);
+        }
+        if (config == CALLS || config == FILTERED)
+            setenv(DNP_ENV_CALLS, "1", 1);
+        if (config == FILTERED)
+            setenv(DNP_ENV_INCLUDE, "*::Leaf", 1);
+        execlp("dotnet", "dotnet", dll, "calls", "bench", what, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char out[512] = "";
+    size_t n = 0;
+    ssize_t got;
+    while (n < sizeof out - 1 && (got = read(fds[0], out + n, sizeof out - 1 - n)) > 0)
+        n += (size_t)got;
+    out[n] = 0;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char name[32];
+    long long result;
+    double ms;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+        sscanf(out, "%31s %lld %lf ms", name, &result, &ms) != 3) {
+        fprintf(stderr, "bench_calls: the %s run of '%s' failed: %s\n", config_names[config], what, out);
+        exit(1);
+    }
+    char trace[64];
+    snprintf(trace, sizeof trace, "/tmp/bench_calls.%d.trace", (int)pid);
+    unlink(trace);
+    return ms;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: bench_calls AGENT.so SCENARIOS.dll [RUNS]\n");
+        return 2;
+    }
+    int runs = argc > 3 ? atoi(argv[3]) : 5;
+    if (runs < 1 || runs > 100)
+        runs = 5;
+    static const struct {
+        const char *what;
+        double hooked, hooked_filtered;
+    } workloads[] = {{"fib", 7049155, 0}, {"mixed", 1250001, 1250000}};
+    for (size_t w = 0; w < sizeof workloads / sizeof *workloads; w++) {
+        double ms[NCONFIG][100];
+        for (int r = 0; r < runs; r++)
+            for (int c = 0; c < NCONFIG; c++)
+                ms[c][r] = run_once(argv[1], argv[2], workloads[w].what, c);
+        double med[NCONFIG];
+        for (int c = 0; c < NCONFIG; c++) {
+            qsort(ms[c], (size_t)runs, sizeof(double), cmp_double);
+            med[c] = ms[c][runs / 2];
+        }
+        printf("%s (median of %d runs, workload time):\n", workloads[w].what, runs);
+        for (int c = 0; c < NCONFIG; c++)
+            printf("  %-9s %9.1f ms  x%.2f\n", config_names[c], med[c], med[c] / med[BARE]);
+        printf("  per hooked call (enter+leave): %.1f ns (%.0f calls)\n",
+               (med[CALLS] - med[BARE]) * 1e6 / workloads[w].hooked, workloads[w].hooked);
+        if (workloads[w].hooked_filtered > 0)
+            printf("  filtered, per hooked call: %.1f ns (%.0f calls)\n",
+                   (med[FILTERED] - med[BARE]) * 1e6 / workloads[w].hooked_filtered,
+                   workloads[w].hooked_filtered);
+    }
+    return 0;
+}

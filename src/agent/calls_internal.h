@@ -1,0 +1,37 @@
+/* calls_internal.h: what the enter/leave files share (calls.c, calls_args.c,
+ * elt_amd64.S). Not for the rest of the agent: calls.h is its interface. */
+#ifndef DNP_CALLS_INTERNAL_H
+#define DNP_CALLS_INTERNAL_H
+
+#include <stdint.h>
+
+#include "com.h"
+
+/* One hooked function: the client ID the mapper hands the runtime, so the hooks
+ * never look anything up. Allocated once, never freed (hooks may run until the
+ * process ends). */
+typedef struct calls_fn {
+    FunctionID id;
+    uint32_t name; /* interned name string number */
+    uint32_t pad;
+    ModuleID module;
+    mdToken token;
+} calls_fn;
+
+/* The fast-path stubs (elt_amd64.S). */
+void dnp_elt_enter(void);
+void dnp_elt_leave(void);
+void dnp_elt_tailcall(void);
+
+/* What the stubs call: the client ID and the method's caller SP. */
+void calls_hook_enter(uintptr_t client, uintptr_t caller_sp);
+void calls_hook_leave(uintptr_t client, uintptr_t caller_sp);
+void calls_hook_tailcall(uintptr_t client, uintptr_t caller_sp);
+
+/* --args (calls_args.c): the text of the arguments of a call, and of its return
+ * value, in out (NUL-terminated, truncated to cap). 0, or -1 when the runtime
+ * gave nothing (the text says why). */
+int calls_args_text(const calls_fn *f, COR_PRF_ELT_INFO elt, char *out, size_t cap);
+int calls_return_text(const calls_fn *f, COR_PRF_ELT_INFO elt, char *out, size_t cap);
+
+#endif

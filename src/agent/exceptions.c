@@ -1,0 +1,341 @@
+/* exceptions.c: per-thread exception state, and the details of each exception
+ * (exceptions.h).
+ *
+ * The message and HResult are fields of System.Exception (_message, _HResult):
+ * their offsets are found once, from the first exception thrown, by walking its
+ * class up to System.Exception (GetClassIDInfo2), listing that class's fields
+ * (GetClassLayout) and naming them from the metadata (GetFieldProps); a string
+ * is read through GetStringLayout2. The object is valid for the length of the
+ * callback: the runtime does not collect while it calls us with an ObjectID.
+ *
+ * The stack is a snapshot of the current thread (DoStackSnapshot, which needs
+ * COR_PRF_ENABLE_STACK_SNAPSHOT), written as one interned string of function
+ * names, one a line, the throwing frame first. The same stack is the same
+ * string: a per-thread cache keyed by the frames' name numbers spares building
+ * its text again. */
+#include "exceptions.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "callbacks.h"
+#include "exc_machine.h"
+#include "names.h"
+#include "recorder.h"
+#include "session.h"
+
+#define COR_PRF_ENABLE_STACK_SNAPSHOT 0x10000000u
+#define STACK_MAX_FRAMES 48
+#define STACK_TEXT_MAX 6144
+#define MESSAGE_MAX_CHARS 1024
+#define NOTES_PER_THREAD 16
+#define LAYOUT_TRIES 8
+
+/* ExceptionDetails flags. */
+#define DETAIL_HAD_STACK_TRACE 0x1u /* _stackTrace already set: thrown before */
+#define DETAIL_STACK_TRUNCATED 0x2u
+
+static int g_stacks; /* DNPROF_EXCEPTION_STACKS=1 and the mask bit was added */
+
+static struct {
+    pthread_mutex_t mu;
+    atomic_int state; /* 0 not yet, 1 ready, -1 unavailable */
+    int tries;
+    ULONG off_message, off_hresult, off_stack_trace; /* 0: field not found */
+    ULONG str_length, str_buffer;
+} L = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static __thread exc_machine t_machine;
+static __thread unsigned t_notes;
+static __thread struct {
+    uint64_t key;
+    uint32_t sid;
+} t_stacks[64];
+
+void exceptions_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
+    (void)cfg;
+    (void)mask_high;
+    const char *v = getenv(DNP_ENV_EXC_STACKS);
+    g_stacks = v && strcmp(v, "1") == 0 && (g_agent.events.families >> DNP_FAM_EXCEPTIONS & 1);
+    if (g_stacks)
+        *mask |= COR_PRF_ENABLE_STACK_SNAPSHOT;
+}
+
+/* ---- the layout of System.Exception ---- */
+
+static int wide_is(const WCHAR *w, ULONG len, const char *s) {
+    size_t n = strlen(s);
+    if (len == 0 || len - 1 != n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (w[i] != (WCHAR)(unsigned char)s[i])
+            return 0;
+    return 1;
+}
+
+static IMetaDataImport *module_metadata(ModuleID module) {
+    IUnknown *unk = NULL;
+    if (INFO_CALL(GetModuleMetaData, module, 0 /* ofRead */, &IID_IMetaDataImport, &unk) != S_OK)
+        return NULL;
+    return (IMetaDataImport *)unk;
+}
+
+/* Reads the offsets from System.Exception's class; 0 or -1. */
+static int layout_read(ClassID cls, IMetaDataImport *imp) {
+    COR_FIELD_OFFSET fields[64];
+    ULONG n = 0, size = 0;
+    if (FAILED(INFO_CALL(GetClassLayout, cls, fields, 64, &n, &size)))
+        return -1;
+    for (ULONG i = 0; i < n && i < 64; i++) {
+        WCHAR name[64];
+        ULONG len = 0;
+        mdTypeDef owner = 0;
+        DWORD attr = 0, ctype = 0;
+        PCCOR_SIGNATURE sig = NULL;
+        ULONG sig_len = 0, value_len = 0;
+        UVCP_CONSTANT value = NULL;
+        if (FAILED(imp->lpVtbl->GetFieldProps(imp, fields[i].ridOfField, &owner, name, 64, &len, &attr, &sig,
+                                              &sig_len, &ctype, &value, &value_len)))
+            continue;
+        if (wide_is(name, len, "_message"))
+            L.off_message = fields[i].ulOffset;
+        else if (wide_is(name, len, "_HResult"))
+            L.off_hresult = fields[i].ulOffset;
+        else if (wide_is(name, len, "_stackTrace"))
+            L.off_stack_trace = fields[i].ulOffset;
+    }
+    if (!L.off_message || !L.off_hresult)
+        return -1;
+    if (FAILED(INFO_CALL(GetStringLayout2, &L.str_length, &L.str_buffer)))
+        return -1;
+    return 0;
+}
+
+/* Walks cls up to System.Exception and reads the layout; 0 or -1. */
+static int layout_find(ClassID cls) {
+    for (int depth = 0; cls && depth < 32; depth++) {
+        ModuleID module = 0;
+        mdTypeDef td = 0;
+        ClassID parent = 0;
+        ULONG32 nargs = 0;
+        if (FAILED(INFO_CALL(GetClassIDInfo2, cls, &module, &td, &parent, 0, &nargs, NULL)))
+            return -1;
+        IMetaDataImport *imp = module_metadata(module);
+        if (!imp)
+            return -1;
+        WCHAR name[128];
+        ULONG len = 0;
+        DWORD flags = 0;
+        mdToken extends = 0;
+        int found = SUCCEEDED(imp->lpVtbl->GetTypeDefProps(imp, td, name, 128, &len, &flags, &extends)) &&
+                    wide_is(name, len, "System.Exception");
+        int rc = found ? layout_read(cls, imp) : 1;
+        imp->lpVtbl->Release(imp);
+        if (rc <= 0)
+            return rc;
+        cls = parent;
+    }
+    return -1;
+}
+
+static int layout_ready(ObjectID object) {
+    int s = atomic_load_explicit(&L.state, memory_order_acquire);
+    if (s)
+        return s > 0;
+    if (!AGENT_HAS_INFO(GetStringLayout2))
+        return 0;
+    pthread_mutex_lock(&L.mu);
+    if (atomic_load(&L.state) == 0) {
+        ClassID cls = 0;
+        INFO_CALL(GetClassFromObject, object, &cls);
+        if (cls && layout_find(cls) == 0) {
+            atomic_store_explicit(&L.state, 1, memory_order_release);
+        } else if (++L.tries >= LAYOUT_TRIES) {
+            atomic_store(&L.state, -1);
+            rec_note(1, "exception messages are not recorded: System.Exception's fields were not found");
+        }
+    }
+    s = atomic_load(&L.state);
+    pthread_mutex_unlock(&L.mu);
+    return s > 0;
+}
+
+static uint32_t read_message(const uint8_t *obj) {
+    const uint8_t *s = *(const uint8_t *const *)(obj + L.off_message);
+    if (!s)
+        return 0;
+    int32_t len = *(const int32_t *)(s + L.str_length);
+    if (len < 0)
+        return 0;
+    char text[MESSAGE_MAX_CHARS * 3 + 8];
+    size_t n = names_utf16_to_utf8((const WCHAR *)(s + L.str_buffer),
+                                   (size_t)(len > MESSAGE_MAX_CHARS ? MESSAGE_MAX_CHARS : len), text,
+                                   sizeof text - 4);
+    if (len > MESSAGE_MAX_CHARS) {
+        memcpy(text + n, "\xe2\x80\xa6", 3); /* ... */
+        n += 3;
+    }
+    return rec_string(text, n);
+}
+
+/* ---- the stack ---- */
+
+typedef struct snapshot {
+    FunctionID f[STACK_MAX_FRAMES];
+    int n, more;
+} snapshot;
+
+static HRESULT snapshot_frame(FunctionID fn, UINT_PTR ip, COR_PRF_FRAME_INFO info, ULONG32 size, BYTE *ctx,
+                              void *data) {
+    (void)ip, (void)info, (void)size, (void)ctx;
+    snapshot *s = data;
+    if (!fn)
+        return S_OK; /* native code between managed frames */
+    if (s->n < STACK_MAX_FRAMES)
+        s->f[s->n++] = fn;
+    else
+        s->more++;
+    return S_OK;
+}
+
+/* Where each level's handler runs: its frame, counted from the root of the
+ * stack of its throw (0: unknown). A new throw whose stack does not hold that
+ * frame at that place is not inside the handler: the handler was left. */
+static __thread struct {
+    int root_dist;
+    int left; /* frames its unwind has left */
+    snapshot stack;
+} t_where[EXC_MAX_NEST];
+
+static void take_snapshot(snapshot *s) {
+    s->n = s->more = 0;
+    if (FAILED(INFO_CALL(DoStackSnapshot, 0, snapshot_frame, 0 /* COR_PRF_SNAPSHOT_DEFAULT */, s, NULL, 0)))
+        s->n = 0;
+}
+
+static uint32_t stack_string(const snapshot *sp, unsigned *flags) {
+    const snapshot s = *sp;
+    if (s.n == 0)
+        return 0;
+    uint32_t sids[STACK_MAX_FRAMES];
+    uint64_t key = 0xcbf29ce484222325ull ^ (uint64_t)s.n;
+    for (int i = 0; i < s.n; i++) {
+        sids[i] = names_get(NAMES_FUNCTION, s.f[i], 1);
+        key = (key ^ sids[i]) * 0x100000001b3ull;
+    }
+    key |= 1;
+    unsigned slot = (unsigned)(key >> 32) & 63;
+    if (t_stacks[slot].key == key)
+        return t_stacks[slot].sid;
+
+    char text[STACK_TEXT_MAX];
+    size_t len = 0;
+    for (int i = 0; i < s.n && len + 2 < sizeof text; i++) {
+        if (i)
+            text[len++] = '\n';
+        len += names_function_text(s.f[i], text + len, sizeof text - len);
+    }
+    if (s.more && len + 32 < sizeof text)
+        len += (size_t)snprintf(text + len, sizeof text - len, "\n... %d more", s.more);
+    if (s.more)
+        *flags |= DETAIL_STACK_TRUNCATED;
+    uint32_t sid = rec_string(text, len);
+    t_stacks[slot].key = key;
+    t_stacks[slot].sid = sid;
+    return sid;
+}
+
+/* Ends the levels on top whose catch or finally the stack of this throw shows
+ * is no longer running. */
+static void settle(const snapshot *s) {
+    while (t_machine.depth > 0 && s->n > 0 && !s->more) {
+        int top = t_machine.depth - 1;
+        const exc_level *l = &t_machine.lv[top];
+        int rd = t_where[top].root_dist;
+        if ((l->phase != EXC_CATCH && l->phase != EXC_FINALLY) || rd <= 0)
+            return;
+        int idx = s->n - rd;
+        if (idx >= 0 && s->f[idx] == l->handler)
+            return;
+        exc_step st;
+        exc_machine_abandon_top(&t_machine, &st);
+    }
+}
+
+/* The handler of the top level starts in function fn: find its frame. */
+static void handler_at(FunctionID fn) {
+    int top = t_machine.depth - 1;
+    if (top < 0 || !g_stacks)
+        return;
+    const snapshot *s = &t_where[top].stack;
+    t_where[top].root_dist = 0;
+    if (s->more)
+        return;
+    for (int i = t_where[top].left; i < s->n; i++)
+        if (s->f[i] == fn) {
+            t_where[top].root_dist = s->n - i;
+            return;
+        }
+}
+
+void exceptions_thrown(ObjectID object) {
+    snapshot s;
+    s.n = s.more = 0;
+    if (g_stacks) {
+        take_snapshot(&s);
+        settle(&s);
+    }
+    exceptions_step(DNP_EV_ExceptionThrown, 0, object);
+    int top = t_machine.depth - 1;
+    if (top >= 0) {
+        t_where[top].stack = s;
+        t_where[top].left = 0;
+        t_where[top].root_dist = 0;
+    }
+
+    uint32_t message = 0, stack = 0;
+    uint64_t hresult = 0;
+    unsigned flags = 0;
+    if (object && layout_ready(object)) {
+        const uint8_t *obj = (const uint8_t *)object;
+        message = read_message(obj);
+        hresult = (uint32_t) * (const int32_t *)(obj + L.off_hresult);
+        if (L.off_stack_trace && *(const void *const *)(obj + L.off_stack_trace))
+            flags |= DETAIL_HAD_STACK_TRACE;
+    }
+    if (g_stacks)
+        stack = stack_string(&s, &flags);
+    REC(ExceptionDetails, object, message, hresult, stack, (uint64_t)t_machine.depth, flags);
+}
+
+/* ---- the state machine ---- */
+
+int exceptions_step(uint16_t kind, FunctionID fn, ObjectID object) {
+    exc_step st;
+    int before = t_machine.depth;
+    uint8_t phase = before ? t_machine.lv[before - 1].phase : 0;
+    exc_machine_step(&t_machine, kind, fn, object, &st);
+    if ((st.flags & EXC_UNEXPECTED) && t_notes < NOTES_PER_THREAD) {
+        t_notes++;
+        rec_note(1, "exception sequence: %s while the thread is in %s (%d exception%s in flight)%s",
+                 dnp_events[kind].name, exc_phase_name(phase), before, before == 1 ? "" : "s",
+                 t_notes == NOTES_PER_THREAD ? "; no more such notes on this thread" : "");
+    }
+    /* No managed catcher: the process may be about to die of an unhandled
+     * exception, with no Shutdown and no flush to come. Write everything now,
+     * and after every step of the unwind that follows. */
+    int d = t_machine.depth;
+    if (d > 0 && g_stacks) {
+        if (st.flags & EXC_FRAME_LEFT)
+            t_where[d - 1].left++;
+        if (kind == DNP_EV_ExceptionCatcherEnter || kind == DNP_EV_ExceptionUnwindFinallyEnter)
+            handler_at(fn);
+    }
+    if ((st.flags & EXC_NO_CATCHER) || (d > 0 && t_machine.lv[d - 1].no_catcher))
+        recorder_flush_all();
+    return !(st.flags & EXC_STRAY_LEAVE);
+}

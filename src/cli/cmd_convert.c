@@ -1,0 +1,212 @@
+/* cmd_convert.c: `dnprof convert`: a calls trace in a format a profile viewer
+ * opens (export.h): speedscope, Chrome trace events, folded stacks, or an HTML
+ * flame graph. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "calltree.h"
+#include "cli.h"
+#include "export.h"
+#include "trace_reader.h"
+
+typedef struct format {
+    const char *name, *ext;
+    int (*fn)(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o);
+    const char *summary;
+} format;
+
+static const format formats[] = {
+    {"speedscope", ".speedscope.json", dnp_export_speedscope, "open it at https://www.speedscope.app"},
+    {"chrome", ".chrome.json", dnp_export_chrome, "open it at https://ui.perfetto.dev or chrome://tracing"},
+    {"folded", ".folded", dnp_export_folded, "for flamegraph.pl, speedscope and other flame graph tools"},
+    {"flamegraph", ".html", dnp_export_flamegraph, "a flame graph: open it in a browser, no network needed"},
+};
+
+static void convert_help(void) {
+    fputs("usage: dnprof convert --format FORMAT [-o OUT] FILE\n"
+          "\n"
+          "Writes the call tree of a trace recorded with 'dnprof run --calls' (or the\n"
+          "exact timeline of every call, with --timeline or --args) in a format that a\n"
+          "profile viewer opens:\n"
+          "\n",
+          stdout);
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+        printf("  %-11s %-17s %s\n", formats[i].name, formats[i].ext, formats[i].summary);
+    fputs("\n"
+          "options:\n"
+          "  -f, --format FORMAT  one of the formats above\n"
+          "  -o, --output OUT     the file to write (default: FILE with the format's\n"
+          "                       extension in place of .trace); '-' for stdout\n"
+          "      --weight WHAT    folded: each line's number is the self time in ns ('time',\n"
+          "                       the default) or the number of calls ('calls')\n"
+          "      --thread N       folded, flamegraph: only this thread (dnprof's thread\n"
+          "                       number or an OS thread id)\n"
+          "  -h, --help           print this help\n"
+          "\n"
+          "examples:\n"
+          "  dnprof convert --format speedscope app.trace        # writes app.speedscope.json\n"
+          "  dnprof convert --format flamegraph -o app.html app.trace\n"
+          "  dnprof convert --format folded -o - app.trace | flamegraph.pl > app.svg\n",
+          stdout);
+}
+
+typedef struct progress {
+    int on;
+    int last;
+} progress;
+
+static void show_progress(void *ctx, uint64_t done, uint64_t total) {
+    progress *p = ctx;
+    if (!p->on || !total)
+        return;
+    int pc = (int)(done * 100 / total);
+    if (pc == p->last)
+        return;
+    p->last = pc;
+    fprintf(stderr, "\rdnprof convert: %3d%%", pc);
+    if (done >= total)
+        fputs("\r                     \r", stderr);
+    fflush(stderr);
+}
+
+/* FILE with its .trace (or any) extension replaced by ext. */
+static int default_output(const char *path, const char *ext, char *out, size_t len) {
+    const char *slash = strrchr(path, '/');
+    const char *dot = strrchr(path, '.');
+    size_t stem = dot && (!slash || dot > slash + 1) ? (size_t)(dot - path) : strlen(path);
+    if (stem + strlen(ext) + 1 > len)
+        return -1;
+    memcpy(out, path, stem);
+    strcpy(out + stem, ext);
+    return 0;
+}
+
+int cmd_convert(int argc, char **argv) {
+    enum { OPT_WEIGHT = 256, OPT_THREAD };
+    static const struct option longopts[] = {
+        {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
+        {"weight", required_argument, NULL, OPT_WEIGHT}, {"thread", required_argument, NULL, OPT_THREAD},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const char *fmt_name = NULL, *output = NULL, *weight = NULL, *thread = NULL;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":f:o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'f': fmt_name = optarg; break;
+        case 'o': output = optarg; break;
+        case OPT_WEIGHT: weight = optarg; break;
+        case OPT_THREAD: thread = optarg; break;
+        case 'h': convert_help(); return 0;
+        default: return cli_bad_option("convert", argv, c);
+        }
+    }
+    if (!fmt_name)
+        return usage_error("convert", "which format? --format speedscope, chrome, folded or flamegraph");
+    const format *fmt = NULL;
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+        if (!strcmp(formats[i].name, fmt_name))
+            fmt = &formats[i];
+    if (!fmt)
+        return usage_error("convert", "--format is speedscope, chrome, folded or flamegraph, not '%s'", fmt_name);
+    dnp_export_opts eo;
+    memset(&eo, 0, sizeof eo);
+    if (weight) {
+        if (fmt->fn != dnp_export_folded)
+            return usage_error("convert", "--weight is for --format folded");
+        if (!strcmp(weight, "calls"))
+            eo.weight_calls = 1;
+        else if (strcmp(weight, "time") != 0)
+            return usage_error("convert", "--weight is time or calls, not '%s'", weight);
+    }
+    uint64_t thread_id = 0;
+    if (thread) {
+        if (fmt->fn != dnp_export_folded && fmt->fn != dnp_export_flamegraph)
+            return usage_error("convert", "--thread is for --format folded and flamegraph");
+        if (cli_parse_u64(thread, &thread_id) != 0 || thread_id == 0)
+            return usage_error("convert", "--thread wants a thread number or an OS thread id, not '%s'", thread);
+    }
+    if (optind >= argc)
+        return usage_error("convert", "no trace file given: dnprof convert --format FORMAT [-o OUT] FILE");
+    if (optind + 1 < argc)
+        return usage_error("convert", "one trace file at a time, not '%s' and '%s'", argv[optind], argv[optind + 1]);
+    const char *path = argv[optind];
+    char out_path[PATH_MAX];
+    if (output && !*output)
+        return usage_error("convert", "--output wants a file name, or '-' for stdout");
+    if (!output) {
+        if (default_output(path, fmt->ext, out_path, sizeof out_path) != 0) {
+            error("cannot name the output after '%s': too long (use -o)", path);
+            return 1;
+        }
+        output = out_path;
+    }
+    int to_stdout = !strcmp(output, "-");
+    if (!to_stdout && !strcmp(output, path)) {
+        error("'%s' is the trace itself: give another -o", output);
+        return 1;
+    }
+
+    char err[512];
+    dnp_trace *t = NULL;
+    if (dnp_trace_load(path, &t, err, sizeof err) != 0) {
+        error("%s", err);
+        return 1;
+    }
+    if (t->status != DNP_TRACE_COMPLETE)
+        warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
+    dnp_calltree *ct = NULL;
+    if (dnp_calltree_build(t, &ct, err, sizeof err) != 0) {
+        error("%s: %s", path, err);
+        dnp_trace_free(t);
+        return 1;
+    }
+    int rc = 0;
+    if (!dnp_calltree_has_data(ct)) {
+        error("%s: this trace has no call data: record it with dnprof run --calls", path);
+        rc = 1;
+    }
+    if (rc == 0 && thread) {
+        eo.tree = dnp_ct_find_thread(ct, thread_id);
+        if (!eo.tree) {
+            error("%s: no thread %s with call data (see dnprof report --json for the threads)", path, thread);
+            rc = 1;
+        }
+    }
+    FILE *out = NULL;
+    if (rc == 0) {
+        out = to_stdout ? stdout : fopen(output, "w");
+        if (!out) {
+            error("cannot create '%s': %s", output, strerror(errno));
+            rc = 1;
+        }
+    }
+    if (rc == 0) {
+        progress pr = {isatty(STDERR_FILENO) && t->nevents >= 1000000, -1};
+        eo.progress = show_progress;
+        eo.progress_ctx = &pr;
+        signal(SIGPIPE, SIG_IGN);
+        errno = 0;
+        if (fmt->fn(ct, out, &eo) != 0 && !(to_stdout && errno == EPIPE)) {
+            error("cannot write '%s': %s", to_stdout ? "stdout" : output, strerror(errno ? errno : EIO));
+            rc = 1;
+        }
+        if (pr.on && pr.last >= 0 && pr.last < 100)
+            fputs("\r                     \r", stderr);
+        if (!to_stdout && fclose(out) != 0 && rc == 0) {
+            error("cannot write '%s': %s", output, strerror(errno));
+            rc = 1;
+        }
+        if (rc != 0 && !to_stdout)
+            unlink(output);
+        else if (!to_stdout)
+            fprintf(stderr, "dnprof: wrote %s: %s\n", cli_short_path(output), fmt->summary);
+    }
+    dnp_calltree_free(ct);
+    dnp_trace_free(t);
+    return rc;
+}

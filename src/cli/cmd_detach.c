@@ -1,0 +1,92 @@
+/* cmd_detach.c: `dnprof detach PID`: tells the agent attached to a process to
+ * detach (through its control socket), waits until the trace is complete and
+ * the runtime has unloaded the agent, and says what was recorded. */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ipc.h"
+
+static void detach_help(void) {
+    fputs("usage: dnprof detach [options] PID\n"
+          "\n"
+          "Stops the recording of the dnprof agent attached to PID (dnprof attach) and\n"
+          "unloads it: the program goes on as it was before the attach, and can be\n"
+          "attached to again. Waits until the trace is complete and the runtime has\n"
+          "unloaded the agent, then prints one line about the trace.\n"
+          "\n"
+          "options:\n"
+          "      --timeout SECONDS  how long to wait for the detach (default 30)\n"
+          "  -q, --quiet            print nothing when all went well\n"
+          "  -h, --help             print this help\n"
+          "\n"
+          "An agent loaded at start-up (dnprof run) cannot be detached: it records until\n"
+          "the program exits.\n",
+          stdout);
+}
+
+int cli_parse_pid(const char *cmd, const char *text, pid_t *out) {
+    uint64_t v;
+    if (cli_parse_u64(text, &v) != 0 || v == 0 || v > INT_MAX)
+        return usage_error(cmd, "'%s' is not a process id", text);
+    *out = (pid_t)v;
+    return 0;
+}
+
+int cmd_detach(int argc, char **argv) {
+    enum { OPT_TIMEOUT = 256 };
+    static const struct option longopts[] = {{"timeout", required_argument, NULL, OPT_TIMEOUT},
+                                             {"quiet", no_argument, NULL, 'q'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    uint64_t timeout_s = 30;
+    int quiet = 0, c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_TIMEOUT:
+            if (cli_parse_u64(optarg, &timeout_s) != 0 || timeout_s == 0 || timeout_s > 3600)
+                return usage_error("detach", "--timeout wants seconds from 1 to 3600, not '%s'", optarg);
+            break;
+        case 'q': quiet = 1; break;
+        case 'h': detach_help(); return 0;
+        default: return cli_bad_option("detach", argv, c);
+        }
+    }
+    if (optind != argc - 1)
+        return usage_error("detach", optind >= argc ? "which process? dnprof detach PID"
+                                                    : "one process at a time: dnprof detach PID");
+    pid_t pid = 0;
+    if (cli_parse_pid("detach", argv[optind], &pid) != 0)
+        return CLI_EXIT_USAGE;
+
+    char err[IPC_ERR_MAX], trace[PATH_MAX];
+    int fd = ctl_connect(pid, err, sizeof err);
+    if (fd < 0) {
+        error("%s", err);
+        return 1;
+    }
+    if (ctl_status(fd, trace, sizeof trace, err, sizeof err) < 0) {
+        close(fd);
+        error("pid %d: %s", (int)pid, err);
+        return 1;
+    }
+    uint64_t events = 0;
+    int rc = ctl_detach(pid, fd, (int)timeout_s * 1000, &events, err, sizeof err);
+    close(fd);
+    if (rc < 0) {
+        error("%s", err);
+        return 1;
+    }
+    if (rc == 1)
+        fprintf(stderr, "dnprof: pid %d exited before the agent detached\n", (int)pid);
+    else if (!quiet)
+        fprintf(stderr, "dnprof: detached from pid %d; the agent is unloaded\n", (int)pid);
+    if (!quiet)
+        cli_trace_summary(trace, NULL);
+    return 0;
+}

@@ -1,0 +1,110 @@
+/* cmd_ps.c: `dnprof ps`: the .NET processes this user can attach to, found by
+ * their diagnostic sockets and /proc, each asked for its process information
+ * over the diagnostics IPC. */
+#include <dirent.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ipc.h"
+
+static void ps_help(void) {
+    fputs("usage: dnprof ps [options]\n"
+          "\n"
+          "Lists the running .NET processes you can attach to (dnprof attach PID): those of\n"
+          "your user with a diagnostics socket. For each: its pid, its name (the managed\n"
+          "entry assembly, or the executable), whether a dnprof agent is in it, and its\n"
+          "command line.\n"
+          "\n"
+          "options:\n"
+          "  -h, --help   print this help\n"
+          "\n"
+          "A .NET process that is not listed was started with DOTNET_EnableDiagnostics=0,\n"
+          "belongs to another user, or keeps its socket in a TMPDIR dnprof cannot see.\n",
+          stdout);
+}
+
+static int cmp_pid(const void *a, const void *b) {
+    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Adds the pids of the diagnostic sockets in dir to pids (no duplicates). */
+static void scan_dir(const char *dir, pid_t *pids, size_t *n, size_t cap) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && *n < cap) {
+        const char *prefix = "dotnet-diagnostic-";
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        char *end;
+        long pid = strtol(e->d_name + strlen(prefix), &end, 10);
+        if (pid <= 0 || *end != '-')
+            continue;
+        size_t i = 0;
+        while (i < *n && pids[i] != (pid_t)pid)
+            i++;
+        if (i == *n)
+            pids[(*n)++] = (pid_t)pid;
+    }
+    closedir(d);
+}
+
+int cmd_ps(int argc, char **argv) {
+    static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': ps_help(); return 0;
+        default: return cli_bad_option("ps", argv, c);
+        }
+    }
+    if (optind < argc)
+        return usage_error("ps", "unexpected argument '%s'", argv[optind]);
+
+    static pid_t pids[4096];
+    size_t n = 0;
+    const char *tmp = getenv("TMPDIR");
+    if (tmp && *tmp && strcmp(tmp, "/tmp") != 0)
+        scan_dir(tmp, pids, &n, sizeof pids / sizeof pids[0]);
+    scan_dir("/tmp", pids, &n, sizeof pids / sizeof pids[0]);
+    qsort(pids, n, sizeof pids[0], cmp_pid);
+
+    int shown = 0;
+    for (size_t i = 0; i < n; i++) {
+        ipc_proc p;
+        if (ipc_proc_read(pids[i], &p) < 0 || !p.alive)
+            continue; /* a stale socket of a process that is gone */
+        if (p.uid != geteuid() && geteuid() != 0)
+            continue;
+        if (pids[i] == getpid())
+            continue;
+        ipc_process_info info;
+        char err[IPC_ERR_MAX];
+        if (ipc_process_info_get(pids[i], &info, err, sizeof err) < 0)
+            continue; /* not answering: not a process one can attach to now */
+        if (!shown++)
+            printf("%-8s %-24s %-8s %s\n", "PID", "NAME", "DNPROF", "COMMAND");
+        const char *name = info.entry[0] ? info.entry : p.comm;
+        const char *agent = p.has_agent != 1 ? "" : "loaded";
+        char dir[128], cerr[256];
+        if (p.has_agent == 1 && ctl_dir(p.uid, 0, dir, sizeof dir, cerr, sizeof cerr) == 0) {
+            char sock[256];
+            snprintf(sock, sizeof sock, "%s/agent.%d.sock", dir, (int)pids[i]);
+            if (access(sock, F_OK) == 0)
+                agent = "attached";
+        }
+        printf("%-8d %-24s %-8s ", (int)pids[i], name, agent);
+        cli_put_text(stdout, info.cmdline, 0);
+        putchar('\n');
+    }
+    if (!shown)
+        fprintf(stderr, "dnprof: no .NET process of yours with a diagnostics socket is running\n");
+    return 0;
+}

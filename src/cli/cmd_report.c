@@ -1,0 +1,104 @@
+/* cmd_report.c: `dnprof report`: what a trace adds up to. The calls report by
+ * default (report_calls.c); --exceptions the exceptions report. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "report.h"
+#include "trace_reader.h"
+
+static void report_help(void) {
+    fputs("usage: dnprof report [options] FILE\n"
+          "\n"
+          "Adds up a trace recorded with 'dnprof run --calls': the functions that take the\n"
+          "most time by themselves (self) and with what they call (total), how often they\n"
+          "were called and their share of all the time spent in hooked code, then the\n"
+          "hottest call paths. Names are shown as they were written: an async method's\n"
+          "state machine as 'Foo (async)', a lambda as 'lambda in Main' (--json keeps the\n"
+          "compiler's name in \"raw\").\n"
+          "\n"
+          "options:\n"
+          "      --top N          how many functions and paths to list (default 20)\n"
+          "      --tree           also print the call tree, indented\n"
+          "      --threshold PCT  hide tree paths below PCT percent of the total (default 0.5)\n"
+          "      --thread N       only this thread: dnprof's thread number (print's first\n"
+          "                       column) or an OS thread id (default: all threads merged)\n"
+          "      --json           every function and the whole tree as JSON, for tools\n"
+          "      --exceptions     the exceptions report instead\n"
+          "  -h, --help           print this help\n"
+          "\n"
+          "examples:\n"
+          "  dnprof run --calls -o app.trace -- dotnet app.dll\n"
+          "  dnprof report app.trace\n"
+          "  dnprof report --tree --threshold 2 app.trace\n"
+          "  dnprof report --json app.trace | jq '.functions[:5]'\n"
+          "  dnprof convert --format flamegraph app.trace   (see dnprof convert --help)\n",
+          stdout);
+}
+
+int cmd_report(int argc, char **argv) {
+    enum { OPT_TOP = 256, OPT_TREE, OPT_THRESHOLD, OPT_THREAD, OPT_JSON, OPT_EXCEPTIONS };
+    static const struct option longopts[] = {
+        {"top", required_argument, NULL, OPT_TOP},   {"tree", no_argument, NULL, OPT_TREE},
+        {"threshold", required_argument, NULL, OPT_THRESHOLD}, {"thread", required_argument, NULL, OPT_THREAD},
+        {"json", no_argument, NULL, OPT_JSON},       {"exceptions", no_argument, NULL, OPT_EXCEPTIONS},
+        {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
+    report_opts o;
+    memset(&o, 0, sizeof o);
+    o.top = 20;
+    o.threshold = 0.5;
+    int exceptions = 0, threshold_given = 0, c;
+    uint64_t v;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_TOP:
+            if (cli_parse_u64(optarg, &v) != 0 || v == 0 || v > 1000000)
+                return usage_error("report", "--top wants a number from 1 to 1000000, not '%s'", optarg);
+            o.top = (unsigned)v;
+            break;
+        case OPT_TREE: o.tree = 1; break;
+        case OPT_THRESHOLD: {
+            char *end;
+            double d = strtod(optarg, &end);
+            if (end == optarg || *end || !(d >= 0.0 && d <= 100.0))
+                return usage_error("report", "--threshold wants a percentage from 0 to 100, not '%s'", optarg);
+            o.threshold = d;
+            threshold_given = 1;
+            break;
+        }
+        case OPT_THREAD:
+            if (cli_parse_u64(optarg, &o.thread) != 0 || o.thread == 0)
+                return usage_error("report", "--thread wants a thread number or an OS thread id, not '%s'", optarg);
+            o.has_thread = 1;
+            break;
+        case OPT_JSON: o.json = 1; break;
+        case OPT_EXCEPTIONS: exceptions = 1; break;
+        case 'h': report_help(); return 0;
+        default: return cli_bad_option("report", argv, c);
+        }
+    }
+    if (optind >= argc)
+        return usage_error("report", "no trace file given: dnprof report [options] FILE");
+    if (optind + 1 < argc)
+        return usage_error("report", "one trace file at a time, not '%s' and '%s'", argv[optind], argv[optind + 1]);
+    if (threshold_given && !o.tree)
+        return usage_error("report", "--threshold prunes the tree: give --tree too");
+    o.path = argv[optind];
+
+    char err[512];
+    dnp_trace *t = NULL;
+    if (dnp_trace_load(o.path, &t, err, sizeof err) != 0) {
+        error("%s", err);
+        return 1;
+    }
+    if (t->status != DNP_TRACE_COMPLETE)
+        warning("%s: %s", o.path, t->status_text[0] ? t->status_text : "the trace is not complete");
+    signal(SIGPIPE, SIG_IGN);
+    int rc = exceptions ? report_exceptions(t, o.json, stdout) : report_calls(t, &o, stdout);
+    dnp_trace_free(t);
+    return rc;
+}

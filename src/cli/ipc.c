@@ -1,0 +1,853 @@
+/* ipc.c: the runtime's diagnostics IPC spoken in C, the target process as /proc
+ * shows it, and the agent's control socket (ipc.h).
+ *
+ * Diagnostics IPC: one command per connection on a unix socket. A message is a
+ * 20-byte header, "DOTNET_IPC_V1\0", u16 total size, u8 command set, u8 command
+ * id, u16 reserved, then the payload; little-endian; strings are a u32 count of
+ * UTF-16 units with the NUL, then the units. The reply's command set is 0xFF:
+ * id 0x00 is OK, 0xFF an error with an i32 HRESULT. */
+#include "ipc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attach_blob.h"
+#include "trace_format.h"
+
+#define IPC_MAGIC "DOTNET_IPC_V1"
+#define IPC_HEADER_SIZE 20
+#define IPC_SET_PROFILER 0x03
+#define IPC_SET_PROCESS 0x04
+#define IPC_SET_SERVER 0xFF
+#define IPC_PROFILER_ATTACH 0x01
+#define IPC_PROCESS_INFO 0x00
+#define IPC_PROCESS_INFO2 0x04
+#define IPC_OK 0x00
+#define IPC_ERROR 0xFF
+#define IPC_E_UNKNOWN_COMMAND 0x80131385u
+
+long long ipc_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- /proc ---- */
+
+static ssize_t read_small(const char *path, char *buf, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t n = 0;
+    while (n < cap - 1) {
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = 0;
+    return (ssize_t)n;
+}
+
+int ipc_proc_maps_has(pid_t pid, const char *name) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    char line[PATH_MAX + 128];
+    size_t nlen = strlen(name);
+    int found = 0, any = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        any = 1;
+        size_t len = strcspn(line, "\n");
+        line[len] = 0;
+        found = len >= nlen && strcmp(line + len - nlen, name) == 0;
+    }
+    fclose(f);
+    return found ? 1 : any ? 0 : -1;
+}
+
+int ipc_proc_read(pid_t pid, ipc_proc *p) {
+    memset(p, 0, sizeof *p);
+    p->pid = pid;
+    if (pid <= 0)
+        return -1;
+    char path[64], buf[1024];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    if (stat(path, &st) != 0)
+        return -1;
+    p->uid = st.st_uid;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (read_small(path, buf, sizeof buf) <= 0)
+        return -1;
+    char *close_paren = strrchr(buf, ')');
+    if (close_paren) {
+        /* fields 3.. after the name; starttime is field 22 */
+        char *q = close_paren + 2;
+        for (int field = 3; field < 22 && q; field++) {
+            q = strchr(q, ' ');
+            if (q)
+                q++;
+        }
+        if (q)
+            p->start = strtoull(q, NULL, 10);
+        if (close_paren[2] == 'Z')
+            return -1; /* a zombie is no process to attach to */
+    }
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    if (read_small(path, p->comm, sizeof p->comm) > 0)
+        p->comm[strcspn(p->comm, "\n")] = 0;
+    p->alive = 1;
+    p->has_coreclr = ipc_proc_maps_has(pid, "/libcoreclr.so");
+    p->has_agent = ipc_proc_maps_has(pid, "/libdnprof.so");
+    return 0;
+}
+
+/* The value of name in the process's environment, into out; 0 if set. */
+static int proc_env(pid_t pid, const char *name, char *out, size_t cap) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    char *buf = malloc(1 << 20);
+    if (!buf)
+        return -1;
+    ssize_t n = read_small(path, buf, 1 << 20);
+    int rc = -1;
+    size_t nlen = strlen(name);
+    for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(buf + i) + 1) {
+        if (strncmp(buf + i, name, nlen) == 0 && buf[i + (ssize_t)nlen] == '=') {
+            snprintf(out, cap, "%s", buf + i + nlen + 1);
+            rc = 0;
+            break;
+        }
+    }
+    free(buf);
+    return rc;
+}
+
+/* ---- finding the socket ---- */
+
+/* The socket of pid in dir: the one whose key is the process's start time, else
+ * the newest. *exact tells which. 0, or -1 when dir holds none. */
+static int find_in_dir(const char *dir, pid_t pid, unsigned long long start, char *out, size_t cap,
+                       int *exact) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    char prefix[64];
+    int plen = snprintf(prefix, sizeof prefix, "dotnet-diagnostic-%d-", (int)pid);
+    struct dirent *e;
+    time_t newest = 0;
+    int found = -1;
+    *exact = 0;
+    while ((e = readdir(d)) != NULL && !*exact) {
+        if (strncmp(e->d_name, prefix, (size_t)plen) != 0)
+            continue;
+        char *end;
+        unsigned long long key = strtoull(e->d_name + plen, &end, 10);
+        if (strcmp(end, "-socket") != 0)
+            continue;
+        char full[PATH_MAX];
+        struct stat st;
+        if (snprintf(full, sizeof full, "%s/%s", dir, e->d_name) >= (int)sizeof full ||
+            stat(full, &st) != 0 || !S_ISSOCK(st.st_mode))
+            continue;
+        *exact = start && key == start;
+        if (found < 0 || *exact || st.st_mtime > newest) {
+            snprintf(out, cap, "%s", full);
+            newest = st.st_mtime;
+            found = 0;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+int ipc_socket_path(pid_t pid, char *out, size_t cap) {
+    ipc_proc p;
+    if (ipc_proc_read(pid, &p) < 0)
+        return -1;
+    char theirs[PATH_MAX] = "";
+    const char *dirs[3];
+    int n = 0;
+    if (proc_env(pid, "TMPDIR", theirs, sizeof theirs) == 0 && theirs[0])
+        dirs[n++] = theirs;
+    const char *ours = getenv("TMPDIR");
+    if (ours && *ours)
+        dirs[n++] = ours;
+    dirs[n++] = "/tmp";
+    int found = -1;
+    for (int i = 0; i < n; i++) {
+        char candidate[PATH_MAX];
+        int exact = 0;
+        if (find_in_dir(dirs[i], pid, p.start, candidate, sizeof candidate, &exact) < 0)
+            continue;
+        if (found < 0 || exact)
+            snprintf(out, cap, "%s", candidate);
+        found = 0;
+        if (exact)
+            break;
+    }
+    return found;
+}
+
+static int connect_path(const char *path) {
+    struct sockaddr_un addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof addr.sun_path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(addr.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+static const char *disabling_var(pid_t pid, char *value, size_t cap) {
+    static const char *names[] = {"DOTNET_EnableDiagnostics", "COMPlus_EnableDiagnostics",
+                                  "DOTNET_EnableDiagnostics_IPC", "COMPlus_EnableDiagnostics_IPC"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (proc_env(pid, names[i], value, cap) == 0 && strcmp(value, "0") == 0)
+            return names[i];
+    return NULL;
+}
+
+int ipc_connect(pid_t pid, char *err, size_t errlen) {
+    ipc_proc p;
+    if (ipc_proc_read(pid, &p) < 0) {
+        snprintf(err, errlen, "no such process: %d (dnprof ps lists the .NET processes you can attach to)",
+                 (int)pid);
+        return -1;
+    }
+    if (p.uid != geteuid() && geteuid() != 0) {
+        snprintf(err, errlen,
+                 "pid %d (%s) belongs to another user (uid %u): a profiler can attach only to "
+                 "processes of its own user; run dnprof as that user",
+                 (int)pid, p.comm, (unsigned)p.uid);
+        return -1;
+    }
+    char path[PATH_MAX];
+    if (ipc_socket_path(pid, path, sizeof path) < 0) {
+        char value[64];
+        const char *var = disabling_var(pid, value, sizeof value);
+        if (var)
+            snprintf(err, errlen,
+                     "pid %d (%s) runs .NET with %s=0: its diagnostics channel, through which a "
+                     "profiler attaches, is off; restart it without %s, or start it with dnprof run",
+                     (int)pid, p.comm, var, var);
+        else if (p.has_coreclr == 1)
+            snprintf(err, errlen,
+                     "pid %d (%s) runs .NET but has no diagnostics socket (started with "
+                     "DOTNET_EnableDiagnostics=0, or a TMPDIR dnprof cannot see); restart it without "
+                     "that setting, or start it with dnprof run",
+                     (int)pid, p.comm);
+        else if (p.has_coreclr < 0)
+            snprintf(err, errlen,
+                     "pid %d (%s) has no .NET diagnostics socket: it is not a .NET process, or one "
+                     "started with DOTNET_EnableDiagnostics=0 (its memory maps are not readable to "
+                     "tell which); dnprof ps lists the .NET processes you can attach to",
+                     (int)pid, p.comm);
+        else
+            snprintf(err, errlen,
+                     "pid %d (%s) is not a .NET process (no CoreCLR runtime in it); dnprof ps lists "
+                     "the .NET processes you can attach to",
+                     (int)pid, p.comm);
+        return -1;
+    }
+    int fd = connect_path(path);
+    if (fd < 0) {
+        int e = errno;
+        if (e == EACCES || e == EPERM)
+            snprintf(err, errlen,
+                     "pid %d (%s): permission denied on its diagnostics socket '%s': it belongs to "
+                     "another user; run dnprof as that user",
+                     (int)pid, p.comm, path);
+        else
+            snprintf(err, errlen,
+                     "pid %d (%s) does not answer on its diagnostics socket '%s' (%s): the runtime is "
+                     "not listening (exiting, or hung)",
+                     (int)pid, p.comm, path, strerror(e));
+        return -1;
+    }
+    return fd;
+}
+
+/* ---- messages ---- */
+
+typedef struct msg {
+    uint8_t buf[65535];
+    size_t len;
+    int overflow;
+} msg;
+
+static void msg_put(msg *m, const void *p, size_t n) {
+    if (m->len + n > sizeof m->buf) {
+        m->overflow = 1;
+        return;
+    }
+    memcpy(m->buf + m->len, p, n);
+    m->len += n;
+}
+
+static void msg_u32(msg *m, uint32_t v) {
+    uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    msg_put(m, b, 4);
+}
+
+static void msg_u16(msg *m, uint16_t v) {
+    uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
+    msg_put(m, b, 2);
+}
+
+/* A UTF-8 string as the protocol's string: count with the NUL, UTF-16LE. */
+static void msg_string(msg *m, const char *s) {
+    size_t count_at = m->len;
+    msg_u32(m, 0);
+    uint32_t units = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        uint32_t c = *p++;
+        int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+        if (extra)
+            c &= 0x3Fu >> extra;
+        while (extra-- > 0 && (*p & 0xC0) == 0x80)
+            c = c << 6 | (*p++ & 0x3F);
+        if (c >= 0x10000) {
+            c -= 0x10000;
+            msg_u16(m, (uint16_t)(0xD800 + (c >> 10)));
+            msg_u16(m, (uint16_t)(0xDC00 + (c & 0x3FF)));
+            units += 2;
+        } else {
+            msg_u16(m, (uint16_t)c);
+            units++;
+        }
+    }
+    msg_u16(m, 0);
+    units++;
+    if (!m->overflow) {
+        uint8_t *q = m->buf + count_at;
+        q[0] = (uint8_t)units;
+        q[1] = (uint8_t)(units >> 8);
+        q[2] = (uint8_t)(units >> 16);
+        q[3] = (uint8_t)(units >> 24);
+    }
+}
+
+static void msg_header(msg *m, uint8_t set, uint8_t id) {
+    m->len = 0;
+    m->overflow = 0;
+    msg_put(m, IPC_MAGIC, sizeof IPC_MAGIC); /* 14 bytes with the NUL */
+    msg_u16(m, 0);                           /* size, set by msg_finish */
+    uint8_t b[4] = {set, id, 0, 0};
+    msg_put(m, b, 4);
+}
+
+static int msg_finish(msg *m) {
+    if (m->overflow || m->len > 0xFFFF)
+        return -1;
+    m->buf[14] = (uint8_t)m->len;
+    m->buf[15] = (uint8_t)(m->len >> 8);
+    return 0;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n) {
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int read_all(int fd, uint8_t *p, size_t n, long long deadline) {
+    while (n) {
+        long long left = deadline - ipc_now_ms();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        struct pollfd pf = {fd, POLLIN, 0};
+        int r = poll(&pf, 1, left > 60000 ? 60000 : (int)left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            continue;
+        ssize_t got = recv(fd, p, n, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got == 0)
+            errno = ECONNRESET;
+        if (got <= 0)
+            return -1;
+        p += got;
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
+/* Sends m on a fresh connection to pid and reads the reply into r (payload in
+ * r->buf after the header). Returns 0 with *ok set, or -1 with err. */
+static int transact(pid_t pid, msg *m, msg *r, int *ok, int timeout_ms, char *err, size_t errlen) {
+    if (msg_finish(m) < 0) {
+        snprintf(err, errlen, "the request to pid %d is too large for the diagnostics IPC", (int)pid);
+        return -1;
+    }
+    int fd = ipc_connect(pid, err, errlen);
+    if (fd < 0)
+        return -1;
+    long long deadline = ipc_now_ms() + timeout_ms;
+    if (write_all(fd, m->buf, m->len) < 0 || read_all(fd, r->buf, IPC_HEADER_SIZE, deadline) < 0) {
+        int e = errno;
+        close(fd);
+        if (e == ETIMEDOUT)
+            snprintf(err, errlen,
+                     "pid %d did not answer within %d s; the runtime may be busy or suspended "
+                     "(try again, or a longer --timeout)",
+                     (int)pid, timeout_ms / 1000);
+        else
+            snprintf(err, errlen, "pid %d closed its diagnostics connection (%s): the process may have exited",
+                     (int)pid, strerror(e));
+        return -1;
+    }
+    size_t total = (size_t)r->buf[14] | (size_t)r->buf[15] << 8;
+    if (memcmp(r->buf, IPC_MAGIC, sizeof IPC_MAGIC) != 0 || total < IPC_HEADER_SIZE) {
+        close(fd);
+        snprintf(err, errlen, "pid %d answered something that is not the diagnostics IPC", (int)pid);
+        return -1;
+    }
+    if (read_all(fd, r->buf + IPC_HEADER_SIZE, total - IPC_HEADER_SIZE, deadline) < 0) {
+        close(fd);
+        snprintf(err, errlen, "pid %d's answer was cut short", (int)pid);
+        return -1;
+    }
+    close(fd);
+    r->len = total;
+    *ok = r->buf[16] == IPC_SET_SERVER && r->buf[17] == IPC_OK;
+    return 0;
+}
+
+static uint32_t get_u32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Reads a protocol string at *off into out as UTF-8; -1 when it runs past len. */
+static int get_string(const uint8_t *b, size_t len, size_t *off, char *out, size_t cap) {
+    out[0] = 0;
+    if (*off + 4 > len)
+        return -1;
+    uint32_t units = get_u32(b + *off);
+    *off += 4;
+    if (units > (len - *off) / 2)
+        return -1;
+    size_t o = 0;
+    for (uint32_t i = 0; i < units; i++) {
+        uint32_t c = (uint32_t)b[*off + 2 * i] | (uint32_t)b[*off + 2 * i + 1] << 8;
+        if (c == 0)
+            break;
+        if (c >= 0xD800 && c < 0xDC00 && i + 1 < units) {
+            uint32_t lo = (uint32_t)b[*off + 2 * i + 2] | (uint32_t)b[*off + 2 * i + 3] << 8;
+            if (lo >= 0xDC00 && lo < 0xE000) {
+                c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
+                i++;
+            }
+        }
+        char enc[4];
+        size_t n;
+        if (c < 0x80) {
+            enc[0] = (char)c;
+            n = 1;
+        } else if (c < 0x800) {
+            enc[0] = (char)(0xC0 | c >> 6);
+            enc[1] = (char)(0x80 | (c & 0x3F));
+            n = 2;
+        } else if (c < 0x10000) {
+            enc[0] = (char)(0xE0 | c >> 12);
+            enc[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+            enc[2] = (char)(0x80 | (c & 0x3F));
+            n = 3;
+        } else {
+            enc[0] = (char)(0xF0 | c >> 18);
+            enc[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+            enc[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+            enc[3] = (char)(0x80 | (c & 0x3F));
+            n = 4;
+        }
+        if (o + n >= cap)
+            break;
+        memcpy(out + o, enc, n);
+        o += n;
+    }
+    out[o] = 0;
+    *off += (size_t)units * 2;
+    return 0;
+}
+
+int ipc_process_info_get(pid_t pid, ipc_process_info *out, char *err, size_t errlen) {
+    static msg m, r;
+    memset(out, 0, sizeof *out);
+    for (int v2 = 1; v2 >= 0; v2--) {
+        msg_header(&m, IPC_SET_PROCESS, v2 ? IPC_PROCESS_INFO2 : IPC_PROCESS_INFO);
+        int ok = 0;
+        if (transact(pid, &m, &r, &ok, 5000, err, errlen) < 0)
+            return -1;
+        if (!ok) {
+            uint32_t hr = r.len >= IPC_HEADER_SIZE + 4 ? get_u32(r.buf + IPC_HEADER_SIZE) : 0;
+            if (v2 && hr == IPC_E_UNKNOWN_COMMAND)
+                continue; /* an older runtime: GetProcessInfo */
+            snprintf(err, errlen, "pid %d refused GetProcessInfo (0x%08x)", (int)pid, hr);
+            return -1;
+        }
+        size_t off = IPC_HEADER_SIZE;
+        if (r.len < off + 8 + 16) {
+            snprintf(err, errlen, "pid %d's process information is cut short", (int)pid);
+            return -1;
+        }
+        out->pid = (uint64_t)get_u32(r.buf + off) | (uint64_t)get_u32(r.buf + off + 4) << 32;
+        off += 8 + 16; /* pid, runtime instance cookie */
+        if (get_string(r.buf, r.len, &off, out->cmdline, sizeof out->cmdline) < 0 ||
+            get_string(r.buf, r.len, &off, out->os, sizeof out->os) < 0 ||
+            get_string(r.buf, r.len, &off, out->arch, sizeof out->arch) < 0) {
+            snprintf(err, errlen, "pid %d's process information is malformed", (int)pid);
+            return -1;
+        }
+        if (v2) {
+            get_string(r.buf, r.len, &off, out->entry, sizeof out->entry);
+            get_string(r.buf, r.len, &off, out->version, sizeof out->version);
+        }
+        return 0;
+    }
+    return -1;
+}
+
+/* "{19F043F1-C707-4901-97F7-9F6179127630}" as the 16 bytes of a GUID in memory. */
+static int guid_bytes(const char *text, uint8_t out[16]) {
+    unsigned d1, d2, d3, d4[8];
+    if (sscanf(text, "{%8x-%4x-%4x-%2x%2x-%2x%2x%2x%2x%2x%2x}", &d1, &d2, &d3, &d4[0], &d4[1],
+               &d4[2], &d4[3], &d4[4], &d4[5], &d4[6], &d4[7]) != 11)
+        return -1;
+    out[0] = (uint8_t)d1;
+    out[1] = (uint8_t)(d1 >> 8);
+    out[2] = (uint8_t)(d1 >> 16);
+    out[3] = (uint8_t)(d1 >> 24);
+    out[4] = (uint8_t)d2;
+    out[5] = (uint8_t)(d2 >> 8);
+    out[6] = (uint8_t)d3;
+    out[7] = (uint8_t)(d3 >> 8);
+    for (int i = 0; i < 8; i++)
+        out[8 + i] = (uint8_t)d4[i];
+    return 0;
+}
+
+int ipc_attach_profiler(pid_t pid, uint32_t timeout_ms, const char *clsid, const char *agent_path,
+                        const void *blob, size_t blob_len, uint32_t *hr, char *err, size_t errlen) {
+    static msg m, r;
+    uint8_t guid[16];
+    if (guid_bytes(clsid, guid) < 0) {
+        snprintf(err, errlen, "bad CLSID '%s'", clsid);
+        return -1;
+    }
+    msg_header(&m, IPC_SET_PROFILER, IPC_PROFILER_ATTACH);
+    msg_u32(&m, timeout_ms);
+    msg_put(&m, guid, 16);
+    msg_string(&m, agent_path);
+    msg_u32(&m, (uint32_t)blob_len);
+    msg_put(&m, blob, blob_len);
+    int ok = 0;
+    /* The runtime loads the agent, runs InitializeForAttach and
+     * ProfilerAttachComplete before it answers. */
+    if (transact(pid, &m, &r, &ok, (int)timeout_ms + 30000, err, errlen) < 0)
+        return -1;
+    *hr = r.len >= IPC_HEADER_SIZE + 4 ? get_u32(r.buf + IPC_HEADER_SIZE) : (ok ? 0 : 0x80004005u);
+    if (ok && (int32_t)*hr < 0)
+        *hr = 0;
+    return 0;
+}
+
+void ipc_attach_hr_text(uint32_t hr, pid_t pid, const char *agent_path, char *out, size_t cap) {
+    const char *name = dnp_hresult_name(hr);
+    switch (hr) {
+    case 0x8013136Au: /* CORPROF_E_PROFILER_ALREADY_ACTIVE */
+        snprintf(out, cap,
+                 "pid %d already has a profiler loaded (CORPROF_E_PROFILER_ALREADY_ACTIVE): the "
+                 "runtime takes one at a time; detach it first (dnprof detach %d for dnprof's), or "
+                 "if it was loaded at start-up it stays until the program exits",
+                 (int)pid, (int)pid);
+        return;
+    case 0x80131367u: /* CORPROF_E_PROFILER_DETACHING */
+        snprintf(out, cap,
+                 "pid %d is still detaching a profiler (CORPROF_E_PROFILER_DETACHING); try again in "
+                 "a few seconds",
+                 (int)pid);
+        return;
+    case 0x80131379u: /* CORPROF_E_TIMEOUT_WAITING_FOR_CONCURRENT_GC */
+        snprintf(out, cap,
+                 "the runtime of pid %d timed out waiting for a background GC to finish before "
+                 "loading the agent; try again, or give a longer --timeout",
+                 (int)pid);
+        return;
+    case 0x80131371u: /* CORPROF_E_RUNTIME_UNINITIALIZED */
+    case 0x8013135Bu: /* not yet available */
+        snprintf(out, cap, "the runtime of pid %d is still starting up; try again in a moment", (int)pid);
+        return;
+    case 0x80131385u: /* unknown command */
+        snprintf(out, cap,
+                 "the runtime of pid %d does not know AttachProfiler (.NET 5 or later is needed); "
+                 "start the program with dnprof run instead",
+                 (int)pid);
+        return;
+    case 0x80131384u: /* bad encoding */
+        snprintf(out, cap, "the runtime of pid %d could not read the attach request (bad encoding)",
+                 (int)pid);
+        return;
+    case 0x8007007Eu: /* ERROR_MOD_NOT_FOUND */
+    case 0x80070002u: /* ERROR_FILE_NOT_FOUND */
+    case 0x80070005u: /* E_ACCESSDENIED */
+        snprintf(out, cap,
+                 "the runtime of pid %d could not load the agent '%s' (0x%08x): the process must be "
+                 "able to read it; put it where that user can (DNPROF_AGENT)",
+                 (int)pid, agent_path, hr);
+        return;
+    case 0x80070057u: /* E_INVALIDARG: the agent refused the request */
+        snprintf(out, cap,
+                 "the agent refused the attach request (E_INVALIDARG); the program's stderr says "
+                 "why: use the dnprof that came with this agent");
+        return;
+    }
+    snprintf(out, cap, "the runtime of pid %d did not attach the agent: %s 0x%08x", (int)pid,
+             name ? name : "error", hr);
+}
+
+/* ---- the agent's control socket ---- */
+
+int ctl_dir(uid_t uid, int create, char *out, size_t cap, char *err, size_t errlen) {
+    int n = snprintf(out, cap, "/tmp/dnprof-%u", (unsigned)uid);
+    if (n < 0 || (size_t)n >= cap || (size_t)n >= DNP_BLOB_DIR_MAX) {
+        snprintf(err, errlen, "control directory path too long");
+        return -1;
+    }
+    if (create && mkdir(out, 0700) == 0 && uid != geteuid()) {
+        if (chown(out, uid, (gid_t)-1) != 0) {
+            snprintf(err, errlen, "cannot give '%s' to uid %u: %s", out, (unsigned)uid, strerror(errno));
+            rmdir(out);
+            return -1;
+        }
+    }
+    struct stat st;
+    if (lstat(out, &st) != 0) {
+        if (create || errno != ENOENT)
+            snprintf(err, errlen, "cannot use the control directory '%s': %s", out, strerror(errno));
+        else
+            snprintf(err, errlen, "no dnprof control directory '%s'", out);
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077)) {
+        snprintf(err, errlen,
+                 "'%s' is not a private directory of uid %u (mode 0700): someone else made it; "
+                 "remove it and try again",
+                 out, (unsigned)uid);
+        return -1;
+    }
+    return 0;
+}
+
+int ctl_connect(pid_t pid, char *err, size_t errlen) {
+    ipc_proc p;
+    if (ipc_proc_read(pid, &p) < 0) {
+        snprintf(err, errlen, "no such process: %d", (int)pid);
+        return -1;
+    }
+    char dir[128], path[256];
+    if (ctl_dir(p.uid, 0, dir, sizeof dir, err, errlen) < 0) {
+        if (p.has_agent == 1)
+            snprintf(err, errlen,
+                     "pid %d (%s) has dnprof's agent loaded at start-up (dnprof run), not attached: "
+                     "it records until the program exits",
+                     (int)pid, p.comm);
+        else
+            snprintf(err, errlen, "no dnprof agent is attached to pid %d (%s)", (int)pid, p.comm);
+        return -1;
+    }
+    snprintf(path, sizeof path, DNP_CONTROL_SOCKET_FMT, dir, (long)pid);
+    int fd = connect_path(path);
+    if (fd < 0) {
+        if (errno == ENOENT && p.has_agent == 1)
+            snprintf(err, errlen,
+                     "pid %d (%s) has dnprof's agent loaded at start-up (dnprof run), not attached: "
+                     "it records until the program exits",
+                     (int)pid, p.comm);
+        else if (errno == ENOENT || errno == ECONNREFUSED)
+            snprintf(err, errlen, "no dnprof agent is attached to pid %d (%s)%s", (int)pid, p.comm,
+                     errno == ECONNREFUSED ? " (a stale control socket)" : "");
+        else
+            snprintf(err, errlen, "cannot reach the agent in pid %d through '%s': %s", (int)pid, path,
+                     strerror(errno));
+        if (errno == ECONNREFUSED)
+            unlink(path);
+        return -1;
+    }
+    return fd;
+}
+
+int ctl_send(int fd, const char *cmd) {
+    char line[64];
+    int n = snprintf(line, sizeof line, "%s\n", cmd);
+    return n > 0 && (size_t)n < sizeof line ? write_all(fd, (const uint8_t *)line, (size_t)n) : -1;
+}
+
+int ctl_read_line(int fd, char *line, size_t cap, int timeout_ms) {
+    size_t n = 0;
+    long long deadline = timeout_ms < 0 ? -1 : ipc_now_ms() + timeout_ms;
+    for (;;) {
+        int wait = -1;
+        if (deadline >= 0) {
+            long long left = deadline - ipc_now_ms();
+            if (left <= 0)
+                return -1;
+            wait = (int)left;
+        }
+        struct pollfd pf = {fd, POLLIN, 0};
+        int r = poll(&pf, 1, wait);
+        if (r < 0)
+            return -1; /* EINTR too: the caller has a signal to look at */
+        if (r == 0)
+            continue;
+        char c;
+        ssize_t got = recv(fd, &c, 1, 0);
+        if (got < 0)
+            return -1;
+        if (got == 0) {
+            line[n] = 0;
+            return n ? 1 : 0;
+        }
+        if (c == '\n')
+            break;
+        if (n + 1 < cap)
+            line[n++] = c;
+    }
+    line[n] = 0;
+    return 1;
+}
+
+int ctl_status(int fd, char *out, size_t cap, char *err, size_t errlen) {
+    char line[PATH_MAX + 128];
+    if (ctl_send(fd, DNP_CONTROL_STATUS) < 0 || ctl_read_line(fd, line, sizeof line, 10000) != 1) {
+        snprintf(err, errlen, "the agent did not answer on its control socket");
+        return -1;
+    }
+    /* "ok recording|detaching <events> <path>" */
+    char state[32];
+    unsigned long long events;
+    int at = 0;
+    if (sscanf(line, "ok %31s %llu %n", state, &events, &at) != 2 || !at) {
+        snprintf(err, errlen, "the agent answered '%s'", line);
+        return -1;
+    }
+    snprintf(out, cap, "%s", line + at);
+    return 0;
+}
+
+/* Whether pid is gone, or goes within a few seconds (its sockets close as it
+ * exits, a moment before it is reaped). */
+static int proc_gone(pid_t pid) {
+    ipc_proc p;
+    long long give_up = ipc_now_ms() + 3000;
+    while (ipc_proc_read(pid, &p) == 0) {
+        if (ipc_now_ms() >= give_up)
+            return 0;
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return 1;
+}
+
+int ctl_detach(pid_t pid, int fd, int timeout_ms, uint64_t *events, char *err, size_t errlen) {
+    long long deadline = ipc_now_ms() + timeout_ms;
+    char line[512];
+    *events = 0;
+    if (ctl_send(fd, DNP_CONTROL_DETACH) < 0) {
+        if (proc_gone(pid))
+            return 1;
+        snprintf(err, errlen, "cannot talk to the agent in pid %d any more", (int)pid);
+        return -1;
+    }
+    int got_ok = 0;
+    for (;;) {
+        long long left = deadline - ipc_now_ms();
+        int r = left > 0 ? ctl_read_line(fd, line, sizeof line, (int)left) : -1;
+        if (r == 0) { /* the process ended, or the agent went away without a word */
+            if (proc_gone(pid))
+                return 1;
+            snprintf(err, errlen, "the agent in pid %d closed its control socket without detaching",
+                     (int)pid);
+            return -1;
+        }
+        if (r < 0) {
+            if (errno == EINTR && ipc_now_ms() < deadline)
+                continue;
+            snprintf(err, errlen,
+                     "pid %d did not complete the detach within %d s (%s); the runtime waits until "
+                     "no thread is inside the agent: a thread blocked in a callback holds it",
+                     (int)pid, timeout_ms / 1000, got_ok ? "asked" : "no answer");
+            return -1;
+        }
+        if (strncmp(line, "error", 5) == 0) {
+            snprintf(err, errlen, "the agent in pid %d cannot detach: %s", (int)pid, line + 6);
+            return -1;
+        }
+        if (strncmp(line, "ok", 2) == 0) {
+            got_ok = 1;
+            continue;
+        }
+        if (strncmp(line, DNP_CONTROL_DETACHED " ", sizeof DNP_CONTROL_DETACHED) == 0) {
+            *events = strtoull(line + sizeof DNP_CONTROL_DETACHED, NULL, 10);
+            break;
+        }
+    }
+    long long left = deadline - ipc_now_ms();
+    if (ctl_wait_unloaded(pid, left > 1000 ? (int)left : 1000) < 0) {
+        snprintf(err, errlen,
+                 "the trace is complete, but the runtime of pid %d has not unloaded the agent yet",
+                 (int)pid);
+        return -1;
+    }
+    return 0;
+}
+
+int ctl_wait_unloaded(pid_t pid, int timeout_ms) {
+    long long deadline = ipc_now_ms() + timeout_ms;
+    for (;;) {
+        if (ipc_proc_maps_has(pid, "/libdnprof.so") != 1)
+            return 0;
+        if (ipc_now_ms() >= deadline)
+            return -1;
+        struct timespec ts = {0, 2 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}

@@ -1,0 +1,395 @@
+/* report_calls.c: the calls report of `dnprof report`: the functions that take
+ * the most time by themselves and with what they call, the hottest call paths,
+ * and, with --tree, the call tree pruned below a threshold; --json gives every
+ * function and the whole tree for tools. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calltree.h"
+#include "cli.h"
+#include "export.h"
+#include "report.h"
+
+#define NAME_MAX_LEN 2048
+
+static const char *mode_text(uint64_t mode) {
+    switch (mode) {
+    case 1: return "counts and times (--calls)";
+    case 2: return "counts, times, arguments and return values (--args)";
+    case 3: return "counts, times and the timeline of every call (--timeline)";
+    default: return NULL;
+    }
+}
+
+/* 1234567 ns -> "1.23 ms" (buf: at least 32 bytes). */
+static char *fmt_ns(uint64_t ns, char *buf) {
+    if (ns < 1000)
+        snprintf(buf, 32, "%llu ns", (unsigned long long)ns);
+    else if (ns < 1000000)
+        snprintf(buf, 32, "%.3g us", (double)ns / 1e3);
+    else if (ns < 1000000000)
+        snprintf(buf, 32, "%.3g ms", (double)ns / 1e6);
+    else
+        snprintf(buf, 32, "%.3f s", (double)ns / 1e9);
+    return buf;
+}
+
+static double pct(uint64_t v, uint64_t total) {
+    return total ? 100.0 * (double)v / (double)total : 0.0;
+}
+
+/* ---- text ---- */
+
+static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const report_opts *o, FILE *out) {
+    const dnp_trace *t = ct->t;
+    char a[32], b[32], c[32];
+    fprintf(out, "dnprof report: %s\n", o->path ? o->path : "trace");
+    fprintf(out, "process %llu: ", (unsigned long long)t->pid);
+    cli_put_text(out, t->cmdline && *t->cmdline ? t->cmdline : "?", 0);
+    if (t->runtime && *t->runtime) {
+        fputs(" (", out);
+        cli_put_text(out, t->runtime, 0);
+        fputc(')', out);
+    }
+    fputc('\n', out);
+    if (ct->has_config) {
+        const char *m = mode_text(ct->mode);
+        if (m)
+            fprintf(out, "recorded: %s", m);
+        else
+            fprintf(out, "recorded: calls mode %llu", (unsigned long long)ct->mode);
+        fputs(ct->all_code ? ", all code (--all-code)" : ", the program's own code", out);
+        if (ct->include && *ct->include) {
+            fputs(", include '", out);
+            cli_put_text(out, ct->include, 0);
+            fputc('\'', out);
+        }
+        if (ct->exclude && *ct->exclude) {
+            fputs(", exclude '", out);
+            cli_put_text(out, ct->exclude, 0);
+            fputc('\'', out);
+        }
+        fputc('\n', out);
+        if (!ct->all_code)
+            fputs("note: recorded without --all-code: inlined methods and precompiled (ReadyToRun) methods "
+                  "are not seen; their time counts as their callers'\n",
+                  out);
+    }
+    if (ct->from_timeline)
+        fputs("note: no CallNode totals in this trace: the tree is rebuilt from the enter/leave timeline\n", out);
+    if (t->status != DNP_TRACE_COMPLETE)
+        fprintf(out, "note: the trace is not complete (%s): totals are those of the agent's last flush\n",
+                t->status_text[0] ? t->status_text : "no end record");
+    if (ct->orphans)
+        fprintf(out, "note: %s call paths lost their caller (a torn trace) and are shown under the root\n",
+                cli_fmt_count(ct->orphans, a));
+    if (ct->unmatched || ct->open_at_end)
+        fprintf(out, "note: timeline: %s leaves without an enter, %s calls still open at the end\n",
+                cli_fmt_count(ct->unmatched, a), cli_fmt_count(ct->open_at_end, b));
+
+    uint64_t calls = 0;
+    for (uint32_t i = 1; i < tr->nnodes; i++)
+        calls += tr->nodes[i].calls;
+    char label[512];
+    dnp_export_thread_label(tr, label, sizeof label);
+    fprintf(out, "%s: %s calls in %s call paths, %s in hooked code", label, cli_fmt_count(calls, a),
+            cli_fmt_count(tr->nnodes - 1, b), fmt_ns(tr->nodes[0].total_ns, c));
+    if (tr == &ct->all && ct->nthreads > 1)
+        fprintf(out, " (summed over %zu threads)", ct->nthreads);
+    fputc('\n', out);
+}
+
+static void put_func_table(const dnp_calltree *ct, const dnp_ct_func *f, size_t n, unsigned top, uint64_t total,
+                           const char *title, FILE *out) {
+    char a[32], b[32], c[32], name[NAME_MAX_LEN];
+    fprintf(out, "\n%s\n", title);
+    fprintf(out, "%10s %6s %10s %6s %14s  %s\n", "self", "%", "total", "%", "calls", "function");
+    for (size_t i = 0; i < n && i < top; i++) {
+        fprintf(out, "%10s %5.1f%% %10s %5.1f%% %14s  ", fmt_ns(f[i].self_ns, a), pct(f[i].self_ns, total),
+                fmt_ns(f[i].total_ns, b), pct(f[i].total_ns, total), cli_fmt_count(f[i].calls, c));
+        cli_put_text(out, dnp_export_name(ct, f[i].func, f[i].name, name, sizeof name), 0);
+        fputc('\n', out);
+    }
+    if (n > top)
+        fprintf(out, "%*s  ... and %zu more (--top N to see more)\n", 10 + 1 + 6 + 1 + 10 + 1 + 6 + 1 + 14, "",
+                n - top);
+}
+
+static int by_total(const void *x, const void *y) {
+    const dnp_ct_func *a = x, *b = y;
+    if (a->total_ns != b->total_ns)
+        return a->total_ns > b->total_ns ? -1 : 1;
+    if (a->self_ns != b->self_ns)
+        return a->self_ns > b->self_ns ? -1 : 1;
+    return a->func < b->func ? -1 : a->func > b->func;
+}
+
+static const dnp_ct_tree *sort_tree;
+
+static int by_node_self(const void *x, const void *y) {
+    const dnp_ct_node *a = &sort_tree->nodes[*(const uint32_t *)x], *b = &sort_tree->nodes[*(const uint32_t *)y];
+    if (a->self_ns != b->self_ns)
+        return a->self_ns > b->self_ns ? -1 : 1;
+    return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+}
+
+/* The path from the root to n, " > " between frames, runs of one function as "F (xN)". */
+static void put_path(const dnp_calltree *ct, const dnp_ct_tree *tr, uint32_t n, FILE *out) {
+    uint32_t depth = tr->nodes[n].depth;
+    uint32_t *chain = malloc((depth ? depth : 1) * sizeof *chain);
+    if (!chain)
+        return;
+    for (uint32_t k = depth, m = n; k-- > 0; m = tr->nodes[m].parent)
+        chain[k] = m;
+    /* runs of the same function */
+    uint32_t nruns = 0;
+    for (uint32_t k = 0; k < depth; k++)
+        if (k == 0 || tr->nodes[chain[k]].func != tr->nodes[chain[k - 1]].func)
+            nruns++;
+    uint32_t run = 0;
+    char name[NAME_MAX_LEN];
+    for (uint32_t k = 0; k < depth;) {
+        uint32_t j = k;
+        while (j < depth && tr->nodes[chain[j]].func == tr->nodes[chain[k]].func)
+            j++;
+        if (nruns > 12 && run == 3)
+            fputs(" > ...", out);
+        if (nruns <= 12 || run < 3 || run >= nruns - 8) {
+            const dnp_ct_node *node = &tr->nodes[chain[k]];
+            fputs(run ? " > " : "", out);
+            cli_put_text(out, dnp_export_name(ct, node->func, node->name, name, sizeof name), 0);
+            if (j - k > 1)
+                fprintf(out, " (x%u)", j - k);
+        }
+        run++;
+        k = j;
+    }
+    free(chain);
+}
+
+static void put_paths(const dnp_calltree *ct, const dnp_ct_tree *tr, unsigned top, FILE *out) {
+    uint64_t total = tr->nodes[0].total_ns;
+    uint32_t n = tr->nnodes - 1;
+    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order)
+        return;
+    for (uint32_t i = 0; i < n; i++)
+        order[i] = i + 1;
+    sort_tree = tr;
+    qsort(order, n, sizeof *order, by_node_self);
+    char a[32], c[32];
+    fputs("\nhottest call paths (by self time of the last frame)\n", out);
+    fprintf(out, "%10s %6s %14s  %s\n", "self", "%", "calls", "path");
+    for (uint32_t i = 0; i < n && i < top && tr->nodes[order[i]].self_ns; i++) {
+        const dnp_ct_node *node = &tr->nodes[order[i]];
+        fprintf(out, "%10s %5.1f%% %14s  ", fmt_ns(node->self_ns, a), pct(node->self_ns, total),
+                cli_fmt_count(node->calls, c));
+        put_path(ct, tr, order[i], out);
+        fputc('\n', out);
+    }
+    free(order);
+}
+
+typedef struct tree_printer {
+    const dnp_calltree *ct;
+    FILE *out;
+    uint64_t total, min;
+} tree_printer;
+
+static void put_hidden(tree_printer *p, const dnp_ct_tree *tr, uint32_t parent) {
+    uint64_t ns = 0, count = 0;
+    for (uint32_t c = tr->nodes[parent].first_child; c; c = tr->nodes[c].next_sibling) {
+        if (tr->nodes[c].total_ns < p->min) {
+            ns += tr->nodes[c].total_ns;
+            count++;
+        }
+    }
+    if (!count)
+        return;
+    char a[32], b[32];
+    fprintf(p->out, "%10s %5.1f%% %10s %14s  %*s... %s more below the threshold\n", fmt_ns(ns, a), pct(ns, p->total),
+            "", "", (int)(2 * tr->nodes[parent].depth), "", cli_fmt_count(count, b));
+}
+
+static int tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    tree_printer *p = ctx;
+    const dnp_ct_node *node = &tr->nodes[n];
+    int shown = n == 0 || node->total_ns >= p->min;
+    if (!enter) {
+        if (shown)
+            put_hidden(p, tr, n);
+        return 0;
+    }
+    if (!shown)
+        return 0;
+    if (n == 0)
+        return 0;
+    /* a shown node's ancestors are shown: children are sorted, and a parent's total >= a child's */
+    char a[32], b[32], c[32], name[NAME_MAX_LEN];
+    fprintf(p->out, "%10s %5.1f%% %10s %14s  %*s", fmt_ns(node->total_ns, a), pct(node->total_ns, p->total),
+            fmt_ns(node->self_ns, b), cli_fmt_count(node->calls, c), (int)(2 * (node->depth - 1)), "");
+    cli_put_text(p->out, dnp_export_name(p->ct, node->func, node->name, name, sizeof name), 0);
+    if (node->tailcalls)
+        fprintf(p->out, "  [%s tail calls]", cli_fmt_count(node->tailcalls, a));
+    fputc('\n', p->out);
+    return ferror(p->out) ? -1 : 0;
+}
+
+static void put_tree(const dnp_calltree *ct, const dnp_ct_tree *tr, double threshold, FILE *out) {
+    tree_printer p = {ct, out, tr->nodes[0].total_ns, 0};
+    p.min = (uint64_t)((double)p.total * threshold / 100.0);
+    char label[512], a[32];
+    dnp_export_thread_label(tr, label, sizeof label);
+    fprintf(out, "\ncall tree, %s (paths below %.2g%% of %s hidden)\n", label, threshold, fmt_ns(p.total, a));
+    fprintf(out, "%10s %6s %10s %14s  %s\n", "total", "%", "self", "calls", "function");
+    dnp_ct_walk(tr, tree_visit, &p);
+}
+
+/* ---- JSON ---- */
+
+typedef struct json_tree {
+    const dnp_calltree *ct;
+    FILE *out;
+} json_tree;
+
+static void json_func_fields(const dnp_calltree *ct, uint64_t func, uint64_t name, FILE *out) {
+    char buf[NAME_MAX_LEN], raw[64];
+    fprintf(out, "\"id\":\"0x%llx\",\"name\":", (unsigned long long)func);
+    dnp_export_json_str(out, dnp_export_name(ct, func, name, buf, sizeof buf), 0);
+    fputs(",\"raw\":", out);
+    const char *r = dnp_trace_string(ct->t, name);
+    dnp_export_json_str(out, r && *r ? r : dnp_ct_raw_name(ct, func, name, raw, sizeof raw), 0);
+}
+
+static int json_tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    json_tree *j = ctx;
+    const dnp_ct_node *node = &tr->nodes[n];
+    if (!enter) {
+        fputs("]}", j->out);
+        return ferror(j->out) ? -1 : 0;
+    }
+    if (n && tr->nodes[node->parent].first_child != n)
+        fputc(',', j->out);
+    fputc('{', j->out);
+    if (n) {
+        json_func_fields(j->ct, node->func, node->name, j->out);
+        fputc(',', j->out);
+    } else {
+        char label[512];
+        dnp_export_thread_label(tr, label, sizeof label);
+        fputs("\"name\":", j->out);
+        dnp_export_json_str(j->out, label, 0);
+        fputc(',', j->out);
+    }
+    fprintf(j->out, "\"calls\":%llu,\"tailcalls\":%llu,\"selfNs\":%llu,\"totalNs\":%llu,\"children\":[",
+            (unsigned long long)node->calls, (unsigned long long)node->tailcalls, (unsigned long long)node->self_ns,
+            (unsigned long long)node->total_ns);
+    return 0;
+}
+
+static int put_json(const dnp_calltree *ct, const dnp_ct_tree *tr, const dnp_ct_func *f, size_t nf,
+                    const report_opts *o, FILE *out) {
+    const dnp_trace *t = ct->t;
+    fputs("{\"trace\":", out);
+    dnp_export_json_str(out, o->path, 0);
+    fprintf(out, ",\"complete\":%s,\"pid\":%llu,\"command\":", t->status == DNP_TRACE_COMPLETE ? "true" : "false",
+            (unsigned long long)t->pid);
+    dnp_export_json_str(out, t->cmdline, 0);
+    fputs(",\"runtime\":", out);
+    dnp_export_json_str(out, t->runtime, 0);
+    if (ct->has_config) {
+        fprintf(out, ",\"recorded\":{\"mode\":%llu,\"allCode\":%s,\"include\":", (unsigned long long)ct->mode,
+                ct->all_code ? "true" : "false");
+        dnp_export_json_str(out, ct->include && *ct->include ? ct->include : NULL, 0);
+        fputs(",\"exclude\":", out);
+        dnp_export_json_str(out, ct->exclude && *ct->exclude ? ct->exclude : NULL, 0);
+        fputc('}', out);
+    } else {
+        fputs(",\"recorded\":null", out);
+    }
+    fprintf(out, ",\"source\":\"%s\",\"totalNs\":%llu,\"threads\":[", ct->from_timeline ? "timeline" : "CallNode",
+            (unsigned long long)tr->nodes[0].total_ns);
+    for (size_t i = 0; i < ct->nthreads; i++) {
+        const dnp_ct_tree *th = &ct->threads[i];
+        fprintf(out, "%s{\"thread\":%u,\"osTid\":%llu,\"name\":", i ? "," : "", th->thread,
+                (unsigned long long)th->os_tid);
+        dnp_export_json_str(out, th->name, 0);
+        fprintf(out, ",\"totalNs\":%llu}", (unsigned long long)th->nodes[0].total_ns);
+    }
+    fputs("],\n\"functions\":[", out);
+    for (size_t i = 0; i < nf; i++) {
+        fputs(i ? ",\n{" : "\n{", out);
+        json_func_fields(ct, f[i].func, f[i].name, out);
+        fprintf(out, ",\"calls\":%llu,\"tailcalls\":%llu,\"selfNs\":%llu,\"totalNs\":%llu}",
+                (unsigned long long)f[i].calls, (unsigned long long)f[i].tailcalls, (unsigned long long)f[i].self_ns,
+                (unsigned long long)f[i].total_ns);
+    }
+    fputs("],\n\"tree\":", out);
+    json_tree j = {ct, out};
+    int rc = dnp_ct_walk(tr, json_tree_visit, &j);
+    fputs("}\n", out);
+    return rc;
+}
+
+int report_calls(const dnp_trace *t, const report_opts *o, FILE *out) {
+    dnp_calltree *ct = NULL;
+    char err[256];
+    if (dnp_calltree_build(t, &ct, err, sizeof err) != 0) {
+        error("%s: %s", o->path, err);
+        return 1;
+    }
+    if (!dnp_calltree_has_data(ct)) {
+        error("%s: this trace has no call data: record it with dnprof run --calls", o->path);
+        dnp_calltree_free(ct);
+        return 1;
+    }
+    const dnp_ct_tree *tr = &ct->all;
+    if (o->has_thread) {
+        tr = dnp_ct_find_thread(ct, o->thread);
+        if (!tr) {
+            char list[256] = "";
+            size_t len = 0;
+            for (size_t i = 0; i < ct->nthreads && len < sizeof list - 32; i++)
+                len += (size_t)snprintf(list + len, sizeof list - len, "%s%u", i ? ", " : "", ct->threads[i].thread);
+            error("%s: no thread %llu with call data (--thread takes one of: %s, or an OS thread id)", o->path,
+                  (unsigned long long)o->thread, list);
+            dnp_calltree_free(ct);
+            return 1;
+        }
+    }
+    dnp_ct_func *f = NULL;
+    size_t nf = 0;
+    if (dnp_ct_functions(tr, &f, &nf) != 0) {
+        error("out of memory");
+        dnp_calltree_free(ct);
+        return 1;
+    }
+    int rc = 0;
+    if (o->json) {
+        rc = put_json(ct, tr, f, nf, o, out);
+    } else {
+        uint64_t total = tr->nodes[0].total_ns;
+        put_header(ct, tr, o, out);
+        put_func_table(ct, f, nf, o->top, total, "top functions by self time (time in the function itself)", out);
+        dnp_ct_func *byt = malloc((nf ? nf : 1) * sizeof *byt);
+        if (byt) {
+            memcpy(byt, f, nf * sizeof *byt);
+            qsort(byt, nf, sizeof *byt, by_total);
+            put_func_table(ct, byt, nf, o->top, total,
+                           "top functions by total time (with what they call; recursion counted once)", out);
+            free(byt);
+        }
+        put_paths(ct, tr, o->top, out);
+        if (o->tree)
+            put_tree(ct, tr, o->threshold, out);
+    }
+    free(f);
+    dnp_calltree_free(ct);
+    if (fflush(out) != 0 || ferror(out) || rc != 0) {
+        if (errno != EPIPE)
+            error("cannot write the report: %s", strerror(errno ? errno : EIO));
+        return 1;
+    }
+    return 0;
+}

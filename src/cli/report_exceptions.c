@@ -1,0 +1,343 @@
+/* report_exceptions.c: exception stories for people and tools (issue 4):
+ * `dnprof print --exceptions` tells each story in order, `dnprof report
+ * --exceptions` adds them up by type, throw site and catch site, and with
+ * --json gives one object per exception with its story. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "report.h"
+#include "stories.h"
+
+static const char *or_q(const char *s) {
+    return s && *s ? s : "?";
+}
+
+static const char *fate_word(const dnp_story *s) {
+    switch (s->fate) {
+    case EXC_CAUGHT: return "caught";
+    case EXC_RUNTIME: return "runtime";
+    case EXC_ABANDONED: return "abandoned";
+    case EXC_RETHROWN: return "rethrown";
+    default: return s->no_catcher ? "unhandled" : "open";
+    }
+}
+
+static void put_us(FILE *out, uint64_t ns) {
+    if (ns >= 10000000)
+        fprintf(out, "%.1f ms", (double)ns / 1e6);
+    else
+        fprintf(out, "%.1f us", (double)ns / 1e3);
+}
+
+/* ---- print --exceptions: each story ---- */
+
+static void story_step_text(const dnp_trace *t, const dnp_story_step *st, FILE *out) {
+    const dnp_trace_event *e = &t->events[st->ev];
+    const char *fn = or_q(dnp_story_function(t, e));
+    fputs("    ", out);
+    switch (e->kind) {
+    case DNP_EV_ExceptionThrown: fputs("thrown", out); break;
+    case DNP_EV_ExceptionSearchFunctionEnter: fprintf(out, "search  %s", fn); break;
+    case DNP_EV_ExceptionSearchFilterEnter: fprintf(out, "filter  %s", fn); break;
+    case DNP_EV_ExceptionSearchFilterLeave:
+        fprintf(out, "filter  -> %s", st->verdict == 1 ? "true" : st->verdict == 2 ? "false" : "?");
+        break;
+    case DNP_EV_ExceptionSearchCatcherFound: fprintf(out, "catcher found in %s", fn); break;
+    case DNP_EV_ExceptionUnwindFunctionEnter: fprintf(out, "unwind  %s", fn); break;
+    case DNP_EV_ExceptionUnwindFunctionLeave:
+        fputs(st->verdict == 3 ? "no managed catcher: the first pass ends, the unwind begins" : "unwind  <- frame left",
+              out);
+        break;
+    case DNP_EV_ExceptionSearchFunctionLeave: fputs("search  <- frame done", out); break;
+    case DNP_EV_ExceptionUnwindFinallyEnter: fprintf(out, "finally %s", fn); break;
+    case DNP_EV_ExceptionUnwindFinallyLeave: fputs("finally <- done", out); break;
+    case DNP_EV_ExceptionCatcherEnter: fprintf(out, "catch   %s", fn); break;
+    case DNP_EV_ExceptionCatcherLeave: fputs("catch   <- done", out); break;
+    default: fputs(dnp_events[e->kind].name, out); break;
+    }
+    fputc('\n', out);
+}
+
+static void story_text(const dnp_trace *t, const dnp_stories *all, const dnp_story *s, FILE *out) {
+    char buf[512];
+    fprintf(out, "#%zu thread %u  %s", s->id, s->thread, or_q(s->type));
+    if (s->has_details) {
+        fputs(": ", out);
+        if (s->message) {
+            fputc('"', out);
+            cli_put_text(out, s->message, 1);
+            fputc('"', out);
+        } else {
+            fputs("(no message set)", out);
+        }
+        const char *hr = dnp_hresult_name(s->hresult);
+        fprintf(out, "  HResult 0x%08X%s%s%s", s->hresult, hr ? " (" : "", hr ? hr : "", hr ? ")" : "");
+    }
+    fputc('\n', out);
+    if (s->parent)
+        fprintf(out, "  thrown while #%zu was in its %s%s\n", s->parent, exc_phase_name(s->parent_phase),
+                s->parent_phase == EXC_SEARCH || s->parent_phase == EXC_UNWIND ? " pass" : " block");
+    if (s->rethrow_of)
+        fprintf(out, "  the same object as #%zu, thrown again: %s\n", s->rethrow_of,
+                s->kept_trace ? "its stack trace kept (throw; or an await)" : "its stack trace reset (throw ex;)");
+    if (s->internal)
+        fputs("  first chance, internal: thrown and caught in framework code\n", out);
+    if (s->stack) {
+        fputs("  stack:\n", out);
+        for (const char *p = s->stack; *p;) {
+            const char *nl = strchr(p, '\n');
+            size_t n = nl ? (size_t)(nl - p) : strlen(p);
+            fprintf(out, "    at %.*s\n", (int)n, p);
+            p += n + (nl ? 1 : 0);
+        }
+    } else if (s->throw_site) {
+        fprintf(out, "  thrown in %s\n", s->throw_site);
+    }
+    fputs("  story:\n", out);
+    for (size_t k = 1; k < s->nsteps; k++)
+        story_step_text(t, &s->steps[k], out);
+    fprintf(out, "  outcome: %s; ", dnp_story_fate_text(s, all, buf, sizeof buf));
+    put_us(out, s->t_end - s->t_thrown);
+    fputs(s->fate == EXC_CAUGHT ? " from throw to the end of the catch\n\n" : " from throw to its last event\n\n", out);
+}
+
+static void story_json(const dnp_trace *t, const dnp_stories *all, const dnp_story *s, FILE *out) {
+    char buf[512];
+    fprintf(out, "{\"id\":%zu,\"thread\":%u,\"t_ns\":%llu,\"object\":\"0x%llx\",\"type\":", s->id, s->thread,
+            (unsigned long long)s->t_thrown, (unsigned long long)s->object);
+    cli_put_json(out, s->type);
+    fputs(",\"message\":", out);
+    cli_put_json(out, s->message);
+    if (s->has_details)
+        fprintf(out, ",\"hresult\":\"0x%08X\"", s->hresult);
+    else
+        fputs(",\"hresult\":null", out);
+    fputs(",\"stack\":[", out);
+    if (s->stack)
+        for (const char *p = s->stack; *p;) {
+            const char *nl = strchr(p, '\n');
+            size_t n = nl ? (size_t)(nl - p) : strlen(p);
+            char frame[2048];
+            snprintf(frame, sizeof frame, "%.*s", (int)(n < sizeof frame ? n : sizeof frame - 1), p);
+            if (p != s->stack)
+                fputc(',', out);
+            cli_put_json(out, frame);
+            p += n + (nl ? 1 : 0);
+        }
+    fputs("],\"throw_site\":", out);
+    cli_put_json(out, s->throw_site);
+    fputs(",\"catcher\":", out);
+    cli_put_json(out, s->fate == EXC_CAUGHT ? s->catcher : NULL);
+    fprintf(out, ",\"outcome\":\"%s\",\"outcome_text\":", fate_word(s));
+    cli_put_json(out, dnp_story_fate_text(s, all, buf, sizeof buf));
+    fprintf(out, ",\"internal\":%s,\"duration_ns\":%llu", s->internal ? "true" : "false",
+            (unsigned long long)(s->t_end - s->t_thrown));
+    if (s->parent)
+        fprintf(out, ",\"parent\":%zu,\"parent_in\":\"%s\"", s->parent, exc_phase_name(s->parent_phase));
+    else
+        fputs(",\"parent\":null", out);
+    if (s->rethrow_of)
+        fprintf(out, ",\"same_object_as\":%zu,\"stack_trace_kept\":%s", s->rethrow_of,
+                s->kept_trace ? "true" : "false");
+    if (s->ended_by)
+        fprintf(out, ",\"ended_by\":%zu", s->ended_by);
+    fprintf(out, ",\"frames_searched\":%u,\"filters\":%u,\"finally_blocks\":%u,\"frames_unwound\":%u,\"story\":[",
+            s->searched, s->filters, s->finallys, s->unwound);
+    for (size_t k = 0; k < s->nsteps; k++) {
+        const dnp_trace_event *e = &t->events[s->steps[k].ev];
+        fprintf(out, "%s{\"t_ns\":%llu,\"event\":\"%s\"", k ? "," : "", (unsigned long long)e->time_ns,
+                dnp_events[e->kind].name);
+        const char *fn = dnp_story_function(t, e);
+        if (fn) {
+            fputs(",\"function\":", out);
+            cli_put_json(out, fn);
+        }
+        if (s->steps[k].verdict)
+            fprintf(out, ",\"verdict\":%s", s->steps[k].verdict == 1 ? "true" : "false");
+        fputc('}', out);
+    }
+    fputs("]}", out);
+}
+
+static int build(const dnp_trace *t, dnp_stories *s) {
+    if (dnp_stories_build(t, s) != 0) {
+        dnp_stories_free(s);
+        return error("out of memory");
+    }
+    return 0;
+}
+
+static int has_exception_events(const dnp_trace *t) {
+    for (size_t i = 0; i < t->nevents; i++)
+        if (dnp_events[t->events[i].kind].family == DNP_FAM_EXCEPTIONS)
+            return 1;
+    return 0;
+}
+
+int print_exceptions(const dnp_trace *t, int json, FILE *out) {
+    dnp_stories s;
+    if (build(t, &s) != 0)
+        return 1;
+    for (size_t i = 0; i < s.n; i++) {
+        if (json) {
+            story_json(t, &s, &s.v[i], out);
+            fputc('\n', out);
+        } else {
+            story_text(t, &s, &s.v[i], out);
+        }
+    }
+    if (!json && s.n == 0)
+        fputs(has_exception_events(t) ? "no exception was thrown\n"
+                                       : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
+              out);
+    if (!json && s.unexpected)
+        fprintf(out, "# %llu exception events did not fit the state machine (see the '# warning' notes of "
+                     "'dnprof print')\n",
+                (unsigned long long)s.unexpected);
+    dnp_stories_free(&s);
+    return fflush(out) == 0 && !ferror(out) ? 0 : 1;
+}
+
+/* ---- report --exceptions: sums ---- */
+
+typedef struct group {
+    const char *key;
+    uint64_t count, caught, internal, unhandled, other;
+    uint64_t total_ns, max_ns;
+} group;
+
+typedef struct groups {
+    group *v;
+    size_t n, cap;
+} groups;
+
+static group *group_of(groups *g, const char *key) {
+    key = or_q(key);
+    for (size_t i = 0; i < g->n; i++)
+        if (!strcmp(g->v[i].key, key))
+            return &g->v[i];
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 32;
+        group *v = realloc(g->v, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        g->v = v;
+        g->cap = cap;
+    }
+    group *r = &g->v[g->n++];
+    memset(r, 0, sizeof *r);
+    r->key = key;
+    return r;
+}
+
+static void group_add(group *g, const dnp_story *s) {
+    if (!g)
+        return;
+    uint64_t ns = s->t_end - s->t_thrown;
+    g->count++;
+    g->caught += s->fate == EXC_CAUGHT;
+    g->internal += s->internal;
+    g->unhandled += s->fate == EXC_OPEN && s->no_catcher;
+    g->other += s->fate != EXC_CAUGHT && !(s->fate == EXC_OPEN && s->no_catcher);
+    g->total_ns += ns;
+    if (ns > g->max_ns)
+        g->max_ns = ns;
+}
+
+static int by_count(const void *a, const void *b) {
+    const group *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return strcmp(x->key, y->key);
+}
+
+static void groups_text(FILE *out, const char *title, groups *g) {
+    qsort(g->v, g->n, sizeof *g->v, by_count);
+    fprintf(out, "%s\n  %10s %8s %8s %8s %10s %10s  %s\n", title, "count", "caught", "internal", "other",
+            "mean", "max", "name");
+    for (size_t i = 0; i < g->n; i++) {
+        const group *r = &g->v[i];
+        char c[32];
+        fprintf(out, "  %10s %8llu %8llu %8llu ", cli_fmt_count(r->count, c), (unsigned long long)r->caught,
+                (unsigned long long)r->internal, (unsigned long long)(r->other + r->unhandled));
+        double mean = r->count ? (double)r->total_ns / (double)r->count / 1e3 : 0;
+        fprintf(out, "%7.1f us %7.1f us  %s\n", mean, (double)r->max_ns / 1e3, r->key);
+    }
+    fputc('\n', out);
+}
+
+static void groups_json(FILE *out, const char *name, groups *g) {
+    qsort(g->v, g->n, sizeof *g->v, by_count);
+    fprintf(out, ",\"%s\":[", name);
+    for (size_t i = 0; i < g->n; i++) {
+        const group *r = &g->v[i];
+        fputs(i ? ",{\"name\":" : "{\"name\":", out);
+        cli_put_json(out, r->key);
+        fprintf(out, ",\"count\":%llu,\"caught\":%llu,\"internal\":%llu,\"unhandled\":%llu,\"total_ns\":%llu,\"max_ns\":%llu}",
+                (unsigned long long)r->count, (unsigned long long)r->caught, (unsigned long long)r->internal,
+                (unsigned long long)r->unhandled, (unsigned long long)r->total_ns, (unsigned long long)r->max_ns);
+    }
+    fputc(']', out);
+}
+
+int report_exceptions(const dnp_trace *t, int json, FILE *out) {
+    dnp_stories s;
+    if (build(t, &s) != 0)
+        return 1;
+    groups types = {0}, sites = {0}, catchers = {0};
+    uint64_t caught = 0, internal = 0, unhandled = 0, runtime = 0, abandoned = 0, rethrown = 0, open = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        const dnp_story *x = &s.v[i];
+        group_add(group_of(&types, x->type), x);
+        group_add(group_of(&sites, x->throw_site), x);
+        if (x->fate == EXC_CAUGHT)
+            group_add(group_of(&catchers, x->catcher), x);
+        caught += x->fate == EXC_CAUGHT;
+        internal += x->internal;
+        runtime += x->fate == EXC_RUNTIME;
+        abandoned += x->fate == EXC_ABANDONED;
+        rethrown += x->fate == EXC_RETHROWN;
+        unhandled += x->fate == EXC_OPEN && x->no_catcher;
+        open += x->fate == EXC_OPEN && !x->no_catcher;
+    }
+    if (json) {
+        fprintf(out, "{\"exceptions_total\":%zu,\"caught\":%llu,\"internal\":%llu,\"handled_by_runtime\":%llu,"
+                     "\"abandoned\":%llu,\"rethrown\":%llu,\"unhandled\":%llu,\"in_flight\":%llu,\"unexpected_events\":%llu",
+                s.n, (unsigned long long)caught, (unsigned long long)internal, (unsigned long long)runtime,
+                (unsigned long long)abandoned, (unsigned long long)rethrown, (unsigned long long)unhandled,
+                (unsigned long long)open, (unsigned long long)s.unexpected);
+        groups_json(out, "by_type", &types);
+        groups_json(out, "by_throw_site", &sites);
+        groups_json(out, "by_catch_site", &catchers);
+        fputs(",\"exceptions\":[", out);
+        for (size_t i = 0; i < s.n; i++) {
+            if (i)
+                fputs(",\n", out);
+            story_json(t, &s, &s.v[i], out);
+        }
+        fputs("]}\n", out);
+    } else if (s.n == 0) {
+        fputs(has_exception_events(t) ? "no exception was thrown\n"
+                                      : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
+              out);
+    } else {
+        char c[32];
+        fprintf(out, "%s exceptions: %llu caught (%llu of them internal to the framework), %llu handled by the "
+                     "runtime, %llu abandoned, %llu rethrown, %llu unhandled, %llu in flight at the end\n\n",
+                cli_fmt_count(s.n, c), (unsigned long long)caught, (unsigned long long)internal,
+                (unsigned long long)runtime, (unsigned long long)abandoned, (unsigned long long)rethrown,
+                (unsigned long long)unhandled, (unsigned long long)open);
+        groups_text(out, "by type (mean and max: from throw to the end of the catch, or to the last event)", &types);
+        groups_text(out, "by throw site", &sites);
+        groups_text(out, "by catch site", &catchers);
+        if (s.unexpected)
+            fprintf(out, "%llu exception events did not fit the state machine\n", (unsigned long long)s.unexpected);
+    }
+    free(types.v);
+    free(sites.v);
+    free(catchers.v);
+    dnp_stories_free(&s);
+    return fflush(out) == 0 && !ferror(out) ? 0 : 1;
+}

@@ -1,0 +1,686 @@
+/* calltree.c: call trees from CallNode events or the enter/leave timeline (calltree.h). */
+#include "calltree.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "idmap.h"
+
+/* ---- trees ---- */
+
+static int tree_add(dnp_ct_tree *tr, uint32_t parent, uint64_t func, uint64_t name, uint32_t *idx) {
+    if (tr->nnodes == tr->cap) {
+        if (tr->cap >= UINT32_MAX / 2)
+            return -1;
+        uint32_t cap = tr->cap ? tr->cap * 2 : 64;
+        dnp_ct_node *grown = realloc(tr->nodes, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        tr->nodes = grown;
+        tr->cap = cap;
+    }
+    dnp_ct_node *n = &tr->nodes[tr->nnodes];
+    memset(n, 0, sizeof *n);
+    n->func = func;
+    n->name = name;
+    n->parent = parent;
+    *idx = tr->nnodes++;
+    return 0;
+}
+
+static int tree_init(dnp_ct_tree *tr) {
+    uint32_t root;
+    memset(tr, 0, sizeof *tr);
+    return tree_add(tr, 0, 0, 0, &root);
+}
+
+/* The child of parent for func in tree number key, made if new. */
+static int tree_child(dnp_ct_tree *tr, dnp_idmap *h, uint64_t key, uint32_t parent, uint64_t func,
+                      uint64_t name, uint32_t *idx) {
+    if (dnp_idmap_get(h, key << 32 | parent, func, idx)) {
+        if (!tr->nodes[*idx].name)
+            tr->nodes[*idx].name = name;
+        return 0;
+    }
+    if (tree_add(tr, parent, func, name, idx) != 0)
+        return -1;
+    tr->nodes[*idx].next_sibling = tr->nodes[parent].first_child;
+    tr->nodes[parent].first_child = *idx;
+    return dnp_idmap_put(h, key << 32 | parent, func, *idx);
+}
+
+int dnp_ct_walk(const dnp_ct_tree *tr, dnp_ct_visit visit, void *ctx) {
+    if (!tr->nnodes)
+        return 0;
+    uint32_t n = 0;
+    int rc;
+    for (;;) {
+        if ((rc = visit(ctx, tr, n, 1)) != 0)
+            return rc;
+        if (tr->nodes[n].first_child) {
+            n = tr->nodes[n].first_child;
+            continue;
+        }
+        for (;;) {
+            if ((rc = visit(ctx, tr, n, 0)) != 0)
+                return rc;
+            if (n == 0)
+                return 0;
+            if (tr->nodes[n].next_sibling) {
+                n = tr->nodes[n].next_sibling;
+                break;
+            }
+            n = tr->nodes[n].parent;
+        }
+    }
+}
+
+static const dnp_ct_tree *sort_tree;
+
+static int by_parent_total(const void *x, const void *y) {
+    const dnp_ct_node *a = &sort_tree->nodes[*(const uint32_t *)x];
+    const dnp_ct_node *b = &sort_tree->nodes[*(const uint32_t *)y];
+    if (a->parent != b->parent)
+        return a->parent < b->parent ? -1 : 1;
+    if (a->total_ns != b->total_ns)
+        return a->total_ns > b->total_ns ? -1 : 1;
+    if (a->calls != b->calls)
+        return a->calls > b->calls ? -1 : 1;
+    if (a->func != b->func)
+        return a->func < b->func ? -1 : 1;
+    return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+}
+
+static int set_depth(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    (void)ctx;
+    if (enter && n)
+        tr->nodes[n].depth = tr->nodes[tr->nodes[n].parent].depth + 1;
+    return 0;
+}
+
+/* Sorts every node's children by total, largest first; sets depths and the root's total. */
+static int tree_finish(dnp_ct_tree *tr) {
+    if (tr->nnodes == 0)
+        return 0;
+    uint32_t n = tr->nnodes - 1;
+    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        order[i] = i + 1;
+    sort_tree = tr;
+    qsort(order, n, sizeof *order, by_parent_total);
+    for (uint32_t i = 0; i < tr->nnodes; i++) {
+        tr->nodes[i].first_child = 0;
+        tr->nodes[i].next_sibling = 0;
+    }
+    dnp_ct_node *root = &tr->nodes[0];
+    root->total_ns = root->self_ns = root->calls = root->tailcalls = 0;
+    root->parent = 0;
+    root->depth = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        dnp_ct_node *c = &tr->nodes[order[i]];
+        if (i == 0 || tr->nodes[order[i - 1]].parent != c->parent)
+            tr->nodes[c->parent].first_child = order[i];
+        else
+            tr->nodes[order[i - 1]].next_sibling = order[i];
+        if (c->parent == 0)
+            root->total_ns += c->total_ns;
+    }
+    free(order);
+    dnp_ct_walk(tr, set_depth, NULL);
+    return 0;
+}
+
+static void tree_release(dnp_ct_tree *tr) {
+    free(tr->nodes);
+    memset(tr, 0, sizeof *tr);
+}
+
+/* ---- the builder ---- */
+
+typedef struct ct_rec {
+    uint64_t os_tid, node, parent, func, name;
+    uint64_t calls, incl, excl, tail;
+    uint32_t idx; /* its index in its thread's tree */
+} ct_rec;
+
+typedef struct ct_builder {
+    dnp_calltree *ct;
+    dnp_idmap h;
+    ct_rec *recs;
+    size_t nrecs, caprecs;
+    /* the timeline: one tree per thread number, a node stack per thread */
+    uint32_t *tree_of; /* by thread number: tree index + 1, 0 none */
+    uint32_t **nstack;
+    size_t *nstack_cap;
+    size_t nthread_slots;
+    size_t threads_cap;
+} ct_builder;
+
+static void on_call_node(ct_builder *b, const dnp_trace_event *e) {
+    if (e->nvalues < DNP_NV_CallNode)
+        return;
+    uint64_t tid = e->v[0], node = e->v[1];
+    uint32_t at;
+    if (!dnp_idmap_get(&b->h, tid, node, &at)) {
+        if (b->nrecs == b->caprecs) {
+            size_t cap = b->caprecs ? b->caprecs * 2 : 256;
+            ct_rec *grown = realloc(b->recs, cap * sizeof *grown);
+            if (!grown)
+                return;
+            b->recs = grown;
+            b->caprecs = cap;
+        }
+        at = (uint32_t)b->nrecs;
+        if (dnp_idmap_put(&b->h, tid, node, at) != 0)
+            return;
+        b->nrecs++;
+    }
+    ct_rec *r = &b->recs[at];
+    r->os_tid = tid;
+    r->node = node;
+    r->parent = e->v[2];
+    r->func = e->v[3];
+    if (e->v[4] || !r->name)
+        r->name = e->v[4];
+    r->calls = e->v[5];
+    r->incl = e->v[6];
+    r->excl = e->v[7];
+    r->tail = e->v[8];
+    b->ct->call_nodes++;
+}
+
+static int by_tid_node(const void *x, const void *y) {
+    const ct_rec *a = x, *b = y;
+    if (a->os_tid != b->os_tid)
+        return a->os_tid < b->os_tid ? -1 : 1;
+    return a->node < b->node ? -1 : a->node > b->node;
+}
+
+/* The thread number of an OS thread id: the latest one with it, 0 if none. */
+static uint32_t thread_of_tid(const dnp_trace *t, uint64_t tid) {
+    for (size_t i = t->nthreads; i-- > 0;)
+        if (t->threads[i].os_tid == tid)
+            return t->threads[i].ordinal;
+    return 0;
+}
+
+static int add_thread(dnp_calltree *ct, size_t *cap, dnp_ct_tree **out) {
+    if (ct->nthreads == *cap) {
+        size_t c = *cap ? *cap * 2 : 8;
+        dnp_ct_tree *grown = realloc(ct->threads, c * sizeof *grown);
+        if (!grown)
+            return -1;
+        ct->threads = grown;
+        *cap = c;
+    }
+    *out = &ct->threads[ct->nthreads];
+    if (tree_init(*out) != 0)
+        return -1;
+    ct->nthreads++;
+    return 0;
+}
+
+static void name_thread(const dnp_trace *t, dnp_ct_tree *tr) {
+    const dnp_trace_thread *th = dnp_trace_thread_get(t, tr->thread);
+    if (th) {
+        tr->name = th->name;
+        if (!tr->os_tid)
+            tr->os_tid = th->os_tid;
+    }
+}
+
+/* One tree per OS thread from the last CallNode of every node. */
+static int build_from_nodes(ct_builder *b) {
+    dnp_calltree *ct = b->ct;
+    size_t cap = 0;
+    qsort(b->recs, b->nrecs, sizeof *b->recs, by_tid_node);
+    dnp_idmap_release(&b->h);
+    for (size_t i = 0; i < b->nrecs; i++)
+        if (dnp_idmap_put(&b->h, b->recs[i].os_tid, b->recs[i].node, (uint32_t)i) != 0)
+            return -1;
+    for (size_t i = 0; i < b->nrecs;) {
+        size_t j = i;
+        while (j < b->nrecs && b->recs[j].os_tid == b->recs[i].os_tid)
+            j++;
+        dnp_ct_tree *tr;
+        if (add_thread(ct, &cap, &tr) != 0)
+            return -1;
+        tr->os_tid = b->recs[i].os_tid;
+        tr->thread = thread_of_tid(ct->t, tr->os_tid);
+        name_thread(ct->t, tr);
+        for (size_t k = i; k < j; k++) {
+            ct_rec *r = &b->recs[k];
+            uint32_t idx;
+            if (tree_add(tr, 0, r->func, r->name, &idx) != 0)
+                return -1;
+            r->idx = idx;
+            dnp_ct_node *n = &tr->nodes[idx];
+            n->calls = r->calls;
+            n->tailcalls = r->tail;
+            n->total_ns = r->incl;
+            n->self_ns = r->excl > r->incl ? r->incl : r->excl;
+        }
+        for (size_t k = i; k < j; k++) {
+            ct_rec *r = &b->recs[k];
+            uint32_t p;
+            if (r->parent == 0)
+                continue;
+            if (r->parent != r->node && dnp_idmap_get(&b->h, r->os_tid, r->parent, &p))
+                tr->nodes[r->idx].parent = b->recs[p].idx;
+            else
+                ct->orphans++;
+        }
+        /* A cycle of parents (a damaged trace) is broken where it is found. */
+        uint32_t *state = calloc(tr->nnodes, sizeof *state);
+        if (!state)
+            return -1;
+        state[0] = 1;
+        for (uint32_t k = 1; k < tr->nnodes; k++) {
+            uint32_t stamp = k + 1, m = k;
+            while (!state[m]) {
+                state[m] = stamp;
+                m = tr->nodes[m].parent;
+            }
+            if (state[m] == stamp) {
+                tr->nodes[m].parent = 0;
+                ct->orphans++;
+            }
+            for (m = k; state[m] == stamp; m = tr->nodes[m].parent)
+                state[m] = 1;
+        }
+        free(state);
+        i = j;
+    }
+    return 0;
+}
+
+/* ---- the timeline ---- */
+
+typedef struct tl_thread {
+    dnp_tl_frame *stack;
+    size_t n, cap;
+    uint64_t last_ns;
+} tl_thread;
+
+static int tl_close(tl_thread *th, uint32_t thread, int how, uint64_t now, dnp_tl_visit visit, void *ctx) {
+    dnp_tl_frame f = th->stack[--th->n];
+    uint64_t dur = now > f.start_ns ? now - f.start_ns : 0;
+    if (th->n)
+        th->stack[th->n - 1].child_ns += dur;
+    return visit(ctx, thread, 0, how, &f, (uint32_t)th->n, now);
+}
+
+int dnp_timeline_walk(const dnp_trace *t, uint32_t thread, dnp_tl_visit visit, void *ctx,
+                      void (*progress)(void *pctx, uint64_t done, uint64_t total), void *pctx,
+                      dnp_tl_stats *stats) {
+    dnp_tl_stats st = {0};
+    size_t nth = t->nthreads + 1;
+    tl_thread *ths = calloc(nth, sizeof *ths);
+    if (!ths)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < t->nevents && rc == 0; i++) {
+        if (progress && (i & 0xFFFFF) == 0)
+            progress(pctx, i, t->nevents);
+        const dnp_trace_event *e = &t->events[i];
+        if ((thread && e->thread != thread) || e->thread >= nth)
+            continue;
+        tl_thread *th = &ths[e->thread];
+        th->last_ns = e->time_ns;
+        switch (e->kind) {
+        case DNP_EV_MethodEnter: {
+            st.events++;
+            if (th->n == th->cap) {
+                size_t cap = th->cap ? th->cap * 2 : 64;
+                dnp_tl_frame *grown = realloc(th->stack, cap * sizeof *grown);
+                if (!grown) {
+                    rc = -1;
+                    break;
+                }
+                th->stack = grown;
+                th->cap = cap;
+            }
+            dnp_tl_frame *f = &th->stack[th->n++];
+            memset(f, 0, sizeof *f);
+            f->func = e->v[0];
+            f->name = e->v[1];
+            f->start_ns = e->time_ns;
+            rc = visit(ctx, e->thread, 1, 0, f, (uint32_t)(th->n - 1), e->time_ns);
+            break;
+        }
+        case DNP_EV_MethodArgs:
+            if (th->n)
+                th->stack[th->n - 1].args = e->v[0];
+            break;
+        case DNP_EV_MethodReturn:
+            if (th->n)
+                th->stack[th->n - 1].ret = e->v[0];
+            break;
+        case DNP_EV_MethodLeave:
+        case DNP_EV_MethodTailcall:
+        case DNP_EV_MethodUnwind: {
+            st.events++;
+            int how = e->kind == DNP_EV_MethodLeave ? DNP_TL_LEAVE
+                      : e->kind == DNP_EV_MethodTailcall ? DNP_TL_TAILCALL : DNP_TL_UNWIND;
+            size_t k = th->n;
+            while (k > 0 && th->stack[k - 1].func != e->v[0])
+                k--;
+            if (k == 0) {
+                st.unmatched++;
+                break;
+            }
+            while (rc == 0 && th->n > k)
+                rc = tl_close(th, e->thread, DNP_TL_REPAIR, e->time_ns, visit, ctx);
+            if (rc == 0)
+                rc = tl_close(th, e->thread, how, e->time_ns, visit, ctx);
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    for (size_t k = 0; k < nth; k++) {
+        st.open_at_end += ths[k].n;
+        while (rc == 0 && ths[k].n)
+            rc = tl_close(&ths[k], (uint32_t)k, DNP_TL_END, ths[k].last_ns, visit, ctx);
+        free(ths[k].stack);
+    }
+    free(ths);
+    if (progress)
+        progress(pctx, t->nevents, t->nevents);
+    if (stats)
+        *stats = st;
+    return rc;
+}
+
+static int tl_build_visit(void *ctx, uint32_t thread, int open, int how, const dnp_tl_frame *f,
+                          uint32_t depth, uint64_t now) {
+    ct_builder *b = ctx;
+    dnp_calltree *ct = b->ct;
+    if (thread >= b->nthread_slots)
+        return 0;
+    if (!b->tree_of[thread]) {
+        dnp_ct_tree *tr;
+        if (add_thread(ct, &b->threads_cap, &tr) != 0)
+            return -1;
+        tr->thread = thread;
+        name_thread(ct->t, tr);
+        b->tree_of[thread] = (uint32_t)ct->nthreads;
+    }
+    dnp_ct_tree *tr = &ct->threads[b->tree_of[thread] - 1];
+    if (depth + 1 > b->nstack_cap[thread]) {
+        size_t cap = b->nstack_cap[thread] ? b->nstack_cap[thread] * 2 : 64;
+        uint32_t *grown = realloc(b->nstack[thread], cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        b->nstack[thread] = grown;
+        b->nstack_cap[thread] = cap;
+    }
+    uint32_t *stack = b->nstack[thread];
+    if (open) {
+        uint32_t parent = depth ? stack[depth - 1] : 0, idx;
+        if (tree_child(tr, &b->h, thread, parent, f->func, f->name, &idx) != 0)
+            return -1;
+        tr->nodes[idx].calls++;
+        stack[depth] = idx;
+    } else {
+        dnp_ct_node *n = &tr->nodes[stack[depth]];
+        uint64_t dur = now > f->start_ns ? now - f->start_ns : 0;
+        n->total_ns += dur;
+        n->self_ns += dur > f->child_ns ? dur - f->child_ns : 0;
+        if (how == DNP_TL_TAILCALL)
+            n->tailcalls++;
+    }
+    return 0;
+}
+
+static int build_from_timeline(ct_builder *b) {
+    const dnp_trace *t = b->ct->t;
+    b->nthread_slots = t->nthreads + 1;
+    b->tree_of = calloc(b->nthread_slots, sizeof *b->tree_of);
+    b->nstack = calloc(b->nthread_slots, sizeof *b->nstack);
+    b->nstack_cap = calloc(b->nthread_slots, sizeof *b->nstack_cap);
+    if (!b->tree_of || !b->nstack || !b->nstack_cap)
+        return -1;
+    dnp_idmap_release(&b->h);
+    dnp_tl_stats st;
+    int rc = dnp_timeline_walk(t, 0, tl_build_visit, b, NULL, NULL, &st);
+    b->ct->unmatched = st.unmatched;
+    b->ct->open_at_end = st.open_at_end;
+    b->ct->from_timeline = 1;
+    return rc;
+}
+
+/* ---- merging ---- */
+
+typedef struct merge_ctx {
+    dnp_ct_tree *all;
+    dnp_idmap *h;
+    uint32_t *map;
+    int failed;
+} merge_ctx;
+
+static int merge_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    merge_ctx *m = ctx;
+    if (!enter || n == 0)
+        return 0;
+    const dnp_ct_node *src = &tr->nodes[n];
+    uint32_t idx;
+    if (tree_child(m->all, m->h, 0, m->map[src->parent], src->func, src->name, &idx) != 0)
+        return -1;
+    dnp_ct_node *dst = &m->all->nodes[idx];
+    dst->calls += src->calls;
+    dst->tailcalls += src->tailcalls;
+    dst->total_ns += src->total_ns;
+    dst->self_ns += src->self_ns;
+    m->map[n] = idx;
+    return 0;
+}
+
+static int by_thread_number(const void *x, const void *y) {
+    const dnp_ct_tree *a = x, *b = y;
+    uint64_t ka = a->thread ? a->thread : UINT32_MAX + (uint64_t)1;
+    uint64_t kb = b->thread ? b->thread : UINT32_MAX + (uint64_t)1;
+    if (ka != kb)
+        return ka < kb ? -1 : 1;
+    return a->os_tid < b->os_tid ? -1 : a->os_tid > b->os_tid;
+}
+
+static int merge_all(dnp_calltree *ct) {
+    dnp_idmap h = {0};
+    int rc = tree_init(&ct->all);
+    for (size_t i = 0; i < ct->nthreads && rc == 0; i++) {
+        dnp_ct_tree *tr = &ct->threads[i];
+        merge_ctx m = {&ct->all, &h, calloc(tr->nnodes, sizeof(uint32_t)), 0};
+        if (!m.map)
+            rc = -1;
+        else
+            rc = dnp_ct_walk(tr, merge_visit, &m);
+        free(m.map);
+    }
+    dnp_idmap_release(&h);
+    return rc == 0 ? tree_finish(&ct->all) : -1;
+}
+
+int dnp_calltree_build(const dnp_trace *t, dnp_calltree **out, char *err, size_t errlen) {
+    dnp_calltree *ct = calloc(1, sizeof *ct);
+    ct_builder b;
+    memset(&b, 0, sizeof b);
+    *out = NULL;
+    if (!ct) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    ct->t = t;
+    b.ct = ct;
+    for (size_t i = 0; i < t->nevents; i++) {
+        const dnp_trace_event *e = &t->events[i];
+        switch (e->kind) {
+        case DNP_EV_CallsConfig:
+            if (e->nvalues >= DNP_NV_CallsConfig) {
+                ct->has_config = 1;
+                ct->mode = e->v[0];
+                ct->all_code = e->v[1] != 0;
+                ct->include = dnp_trace_string(t, e->v[2]);
+                ct->exclude = dnp_trace_string(t, e->v[3]);
+            }
+            break;
+        case DNP_EV_CallNode:
+            on_call_node(&b, e);
+            break;
+        case DNP_EV_MethodEnter:
+        case DNP_EV_MethodLeave:
+        case DNP_EV_MethodTailcall:
+        case DNP_EV_MethodUnwind:
+            ct->timeline_events++;
+            break;
+        default:
+            break;
+        }
+    }
+    int rc;
+    if (b.nrecs)
+        rc = build_from_nodes(&b);
+    else if (ct->timeline_events)
+        rc = build_from_timeline(&b);
+    else
+        rc = 0;
+    if (rc == 0 && ct->nthreads)
+        qsort(ct->threads, ct->nthreads, sizeof *ct->threads, by_thread_number);
+    for (size_t i = 0; i < ct->nthreads && rc == 0; i++)
+        rc = tree_finish(&ct->threads[i]);
+    if (rc == 0)
+        rc = merge_all(ct);
+
+    dnp_idmap_release(&b.h);
+    free(b.recs);
+    for (size_t i = 0; b.nstack && i < b.nthread_slots; i++)
+        free(b.nstack[i]);
+    free(b.nstack);
+    free(b.nstack_cap);
+    free(b.tree_of);
+    if (rc != 0) {
+        dnp_calltree_free(ct);
+        snprintf(err, errlen, "out of memory building the call tree");
+        return -1;
+    }
+    *out = ct;
+    return 0;
+}
+
+void dnp_calltree_free(dnp_calltree *ct) {
+    if (!ct)
+        return;
+    for (size_t i = 0; i < ct->nthreads; i++)
+        tree_release(&ct->threads[i]);
+    free(ct->threads);
+    tree_release(&ct->all);
+    free(ct);
+}
+
+int dnp_calltree_has_data(const dnp_calltree *ct) {
+    return ct && ct->all.nnodes > 1;
+}
+
+const char *dnp_ct_raw_name(const dnp_calltree *ct, uint64_t func, uint64_t name, char *buf, size_t len) {
+    const char *s = dnp_trace_string(ct->t, name);
+    if (s && *s)
+        return s;
+    snprintf(buf, len, "<function 0x%llx>", (unsigned long long)func);
+    return buf;
+}
+
+const dnp_ct_tree *dnp_ct_find_thread(const dnp_calltree *ct, uint64_t number_or_tid) {
+    for (size_t i = 0; i < ct->nthreads; i++)
+        if (ct->threads[i].thread == number_or_tid)
+            return &ct->threads[i];
+    for (size_t i = 0; i < ct->nthreads; i++)
+        if (ct->threads[i].os_tid == number_or_tid)
+            return &ct->threads[i];
+    return NULL;
+}
+
+/* ---- per-function totals ---- */
+
+typedef struct func_ctx {
+    dnp_idmap h;
+    dnp_ct_func *f;
+    uint32_t *active;
+    size_t n, cap;
+} func_ctx;
+
+static int func_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    func_ctx *c = ctx;
+    if (n == 0)
+        return 0;
+    const dnp_ct_node *node = &tr->nodes[n];
+    uint32_t k;
+    if (!dnp_idmap_get(&c->h, node->func, 0, &k)) {
+        if (c->n == c->cap) {
+            size_t cap = c->cap ? c->cap * 2 : 64;
+            dnp_ct_func *f = realloc(c->f, cap * sizeof *f);
+            if (!f)
+                return -1;
+            c->f = f;
+            uint32_t *a = realloc(c->active, cap * sizeof *a);
+            if (!a)
+                return -1;
+            c->active = a;
+            c->cap = cap;
+        }
+        k = (uint32_t)c->n++;
+        memset(&c->f[k], 0, sizeof c->f[k]);
+        c->f[k].func = node->func;
+        c->active[k] = 0;
+        if (dnp_idmap_put(&c->h, node->func, 0, k) != 0)
+            return -1;
+    }
+    dnp_ct_func *f = &c->f[k];
+    if (enter) {
+        if (!f->name)
+            f->name = node->name;
+        f->calls += node->calls;
+        f->tailcalls += node->tailcalls;
+        f->self_ns += node->self_ns;
+        if (c->active[k]++ == 0)
+            f->total_ns += node->total_ns;
+    } else {
+        c->active[k]--;
+    }
+    return 0;
+}
+
+static int by_self(const void *x, const void *y) {
+    const dnp_ct_func *a = x, *b = y;
+    if (a->self_ns != b->self_ns)
+        return a->self_ns > b->self_ns ? -1 : 1;
+    if (a->total_ns != b->total_ns)
+        return a->total_ns > b->total_ns ? -1 : 1;
+    if (a->calls != b->calls)
+        return a->calls > b->calls ? -1 : 1;
+    return a->func < b->func ? -1 : a->func > b->func;
+}
+
+int dnp_ct_functions(const dnp_ct_tree *tr, dnp_ct_func **out, size_t *n) {
+    func_ctx c;
+    memset(&c, 0, sizeof c);
+    int rc = dnp_ct_walk(tr, func_visit, &c);
+    dnp_idmap_release(&c.h);
+    free(c.active);
+    if (rc != 0) {
+        free(c.f);
+        *out = NULL;
+        *n = 0;
+        errno = ENOMEM;
+        return -1;
+    }
+    if (c.n)
+        qsort(c.f, c.n, sizeof *c.f, by_self);
+    *out = c.f;
+    *n = c.n;
+    return 0;
+}

@@ -1,0 +1,117 @@
+/* calltree.h: the call tree of a trace recorded with `dnprof run --calls`.
+ *
+ * One tree per OS thread, and all threads merged into one. A node is a call path
+ * (the functions from the thread's first hooked frame down to it) with its calls,
+ * total (inclusive) and self (exclusive) time. The trees come from the agent's
+ * CallNode events (the last one of a node counts: the agent re-emits the totals
+ * so far), or, when a trace holds only the enter/leave timeline (--timeline,
+ * --args without CallNodes), are rebuilt from MethodEnter/Leave events.
+ *
+ * Memory is bounded by the size of the trees (distinct call paths), not by the
+ * number of events; the builder takes events one at a time. (The trace reader
+ * itself still loads the whole trace into memory.) */
+#ifndef DNP_CALLTREE_H
+#define DNP_CALLTREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_reader.h"
+
+typedef struct dnp_ct_node {
+    uint64_t func;   /* FunctionID; 0 for the root */
+    uint64_t name;   /* string number of its name, 0 when unknown */
+    uint32_t parent; /* index; the root (0) is its own parent */
+    uint32_t first_child, next_sibling; /* indexes, 0 = none; children by total, largest first */
+    uint32_t depth;  /* the root is 0 */
+    uint64_t calls, tailcalls;
+    uint64_t total_ns, self_ns;
+} dnp_ct_node;
+
+typedef struct dnp_ct_tree {
+    uint32_t thread;  /* dnprof's thread number (print's first column), 0 if unknown or merged */
+    uint64_t os_tid;  /* 0 for the merged tree */
+    const char *name; /* the thread's name, NULL if none */
+    dnp_ct_node *nodes; /* nodes[0] is the root; its total is the sum of its children's */
+    uint32_t nnodes, cap;
+} dnp_ct_tree;
+
+/* What one function adds up to over a tree. total_ns counts a recursive call
+ * once (only its outermost frame on each path). */
+typedef struct dnp_ct_func {
+    uint64_t func, name;
+    uint64_t calls, tailcalls, self_ns, total_ns;
+} dnp_ct_func;
+
+typedef struct dnp_calltree {
+    const dnp_trace *t;        /* for names; not owned */
+    dnp_ct_tree *threads;      /* by OS thread, in order of the thread number */
+    size_t nthreads;
+    dnp_ct_tree all;           /* every thread merged */
+
+    int has_config;            /* a CallsConfig event was seen: */
+    uint64_t mode;             /* 1 counts and times, 2 with arguments, 3 timeline */
+    int all_code;              /* --all-code: inlined and ReadyToRun methods are seen */
+    const char *include, *exclude;
+
+    uint64_t call_nodes;       /* CallNode events read */
+    uint64_t timeline_events;  /* MethodEnter/Leave/Tailcall/Unwind events */
+    int from_timeline;         /* the trees were rebuilt from the timeline */
+    uint64_t orphans;          /* CallNodes whose parent never came: put under the root */
+    uint64_t unmatched;        /* leaves that closed no open frame */
+    uint64_t open_at_end;      /* frames still open at the end, closed at the thread's last event */
+} dnp_calltree;
+
+/* Builds the trees of t (which must outlive them). Returns 0, or -1 with one
+ * line in err (no memory). A trace without call data gives empty trees: check
+ * dnp_calltree_has_data(). */
+int dnp_calltree_build(const dnp_trace *t, dnp_calltree **out, char *err, size_t errlen);
+void dnp_calltree_free(dnp_calltree *ct);
+
+int dnp_calltree_has_data(const dnp_calltree *ct);
+
+/* The raw name of a node ("<function 0x...>" into buf when unknown). */
+const char *dnp_ct_raw_name(const dnp_calltree *ct, uint64_t func, uint64_t name, char *buf, size_t len);
+
+/* The tree of a thread given as dnprof's thread number or as an OS thread id. */
+const dnp_ct_tree *dnp_ct_find_thread(const dnp_calltree *ct, uint64_t number_or_tid);
+
+/* Depth-first walk from the root: visit(ctx, node, 1) before a node's children,
+ * visit(ctx, node, 0) after them. Iterative: any depth. A non-zero return from
+ * visit stops the walk and is returned. */
+typedef int (*dnp_ct_visit)(void *ctx, const dnp_ct_tree *tr, uint32_t node, int enter);
+int dnp_ct_walk(const dnp_ct_tree *tr, dnp_ct_visit visit, void *ctx);
+
+/* Per-function totals of a tree, sorted by self time, largest first (free()). */
+int dnp_ct_functions(const dnp_ct_tree *tr, dnp_ct_func **out, size_t *n);
+
+/* ---- the timeline (MethodEnter/Leave), balanced ---- */
+
+typedef struct dnp_tl_frame {
+    uint64_t func, name;   /* the function and its name string */
+    uint64_t start_ns;
+    uint64_t args, ret;    /* MethodArgs / MethodReturn string numbers, 0 if none */
+    uint64_t child_ns;     /* time in the frames it called */
+} dnp_tl_frame;
+
+enum { DNP_TL_LEAVE, DNP_TL_TAILCALL, DNP_TL_UNWIND, DNP_TL_REPAIR, DNP_TL_END };
+
+/* Called for each frame opened and closed, in time order per thread and always
+ * balanced: a leave that skips frames closes them first (DNP_TL_REPAIR), frames
+ * still open at the end are closed at the thread's last event (DNP_TL_END).
+ * open is 1 for an open, 0 for a close, and how (DNP_TL_LEAVE..) says why it
+ * closed. depth: 0 for a thread's outermost frame. */
+typedef int (*dnp_tl_visit)(void *ctx, uint32_t thread, int open, int how, const dnp_tl_frame *f,
+                            uint32_t depth, uint64_t now_ns);
+
+typedef struct dnp_tl_stats {
+    uint64_t events, unmatched, open_at_end;
+} dnp_tl_stats;
+
+/* Walks the timeline of one thread (its number), or of all (0). progress, when
+ * given, is called now and then with the events done and the total. */
+int dnp_timeline_walk(const dnp_trace *t, uint32_t thread, dnp_tl_visit visit, void *ctx,
+                      void (*progress)(void *pctx, uint64_t done, uint64_t total), void *pctx,
+                      dnp_tl_stats *stats);
+
+#endif

@@ -1,0 +1,145 @@
+/* chrome.c: Chrome's trace-event JSON, which ui.perfetto.dev and chrome://tracing
+ * open. Every call is a complete ("X") event on its OS thread, written when the
+ * call closes; thread and process names are "M" metadata events. Without the
+ * timeline the tree of each thread is laid out instead: a node starts where the
+ * previous sibling ended and lasts its total time, so widths are true but the
+ * order in time is not (the events say so in their category). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+
+typedef struct chrome {
+    const dnp_calltree *ct;
+    FILE *out;
+    uint64_t pid;
+    uint64_t *start, *end; /* per node of the tree being laid out */
+    uint64_t tid;
+} chrome;
+
+static void put_us(FILE *out, const char *key, uint64_t ns) {
+    fprintf(out, ",\"%s\":%llu.%03u", key, (unsigned long long)(ns / 1000), (unsigned)(ns % 1000));
+}
+
+static void put_name_args(chrome *c, uint64_t func, uint64_t name) {
+    char buf[2048], raw[64];
+    fputs(",\"name\":", c->out);
+    dnp_export_json_str(c->out, dnp_export_name(c->ct, func, name, buf, sizeof buf), 0);
+    fputs(",\"args\":{\"raw\":", c->out);
+    dnp_export_json_str(c->out, dnp_ct_raw_name(c->ct, func, name, raw, sizeof raw), 0);
+}
+
+static uint64_t tid_of(const dnp_trace *t, uint32_t thread) {
+    const dnp_trace_thread *th = dnp_trace_thread_get(t, thread);
+    return th && th->os_tid ? th->os_tid : thread;
+}
+
+static int timeline_visit(void *ctx, uint32_t thread, int open, int how, const dnp_tl_frame *f,
+                          uint32_t depth, uint64_t now) {
+    chrome *c = ctx;
+    static const char *const hows[] = {"leave", "tailcall", "unwind", "unwound", "open at end"};
+    (void)depth;
+    if (open)
+        return 0;
+    fprintf(c->out, ",\n{\"ph\":\"X\",\"cat\":\"calls\",\"pid\":%llu,\"tid\":%llu", (unsigned long long)c->pid,
+            (unsigned long long)tid_of(c->ct->t, thread));
+    put_us(c->out, "ts", f->start_ns);
+    put_us(c->out, "dur", now > f->start_ns ? now - f->start_ns : 0);
+    put_name_args(c, f->func, f->name);
+    if (f->args) {
+        fputs(",\"arguments\":", c->out);
+        dnp_export_json_str(c->out, dnp_trace_string(c->ct->t, f->args), 0);
+    }
+    if (f->ret) {
+        fputs(",\"return\":", c->out);
+        dnp_export_json_str(c->out, dnp_trace_string(c->ct->t, f->ret), 0);
+    }
+    if (how != DNP_TL_LEAVE)
+        fprintf(c->out, ",\"end\":\"%s\"", hows[how]);
+    fputs("}}", c->out);
+    return ferror(c->out) ? -1 : 0;
+}
+
+static int layout_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    chrome *c = ctx;
+    if (!enter || n == 0)
+        return 0;
+    const dnp_ct_node *node = &tr->nodes[n];
+    uint32_t p = node->parent;
+    uint64_t s = c->end[p], e = s + node->total_ns; /* end[] of a parent: where its next child starts */
+    uint64_t limit = p ? c->start[p] + tr->nodes[p].total_ns : UINT64_MAX;
+    if (e > limit)
+        e = limit;
+    if (s > e)
+        s = e;
+    c->start[n] = s;
+    c->end[n] = s;
+    c->end[p] = e;
+    fprintf(c->out, ",\n{\"ph\":\"X\",\"cat\":\"calls (aggregate: laid out, not in time order)\",\"pid\":%llu,\"tid\":%llu",
+            (unsigned long long)c->pid, (unsigned long long)c->tid);
+    put_us(c->out, "ts", s);
+    put_us(c->out, "dur", e - s);
+    put_name_args(c, node->func, node->name);
+    fprintf(c->out, ",\"calls\":%llu,\"self_ns\":%llu,\"total_ns\":%llu}}", (unsigned long long)node->calls,
+            (unsigned long long)node->self_ns, (unsigned long long)node->total_ns);
+    return ferror(c->out) ? -1 : 0;
+}
+
+static void put_thread_name(chrome *c, uint64_t tid, const char *label) {
+    fprintf(c->out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%llu,\"tid\":%llu,\"args\":{\"name\":",
+            (unsigned long long)c->pid, (unsigned long long)tid);
+    dnp_export_json_str(c->out, label, 0);
+    fputs("}}", c->out);
+}
+
+int dnp_export_chrome(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o) {
+    const dnp_trace *t = ct->t;
+    chrome c;
+    memset(&c, 0, sizeof c);
+    c.ct = ct;
+    c.out = out;
+    c.pid = t->pid;
+    const char *title = o && o->title ? o->title : t->cmdline;
+    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":\"dnprof " DNPROF_VERSION "\",\"command\":", out);
+    dnp_export_json_str(out, title, 0);
+    fprintf(out, "},\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%llu,\"tid\":0,\"args\":{\"name\":",
+            (unsigned long long)c.pid);
+    char label[512];
+    snprintf(label, sizeof label, "%s (pid %llu)", title ? title : "dotnet", (unsigned long long)c.pid);
+    dnp_export_json_str(out, label, 0);
+    fputs("}}", out);
+
+    int rc = 0;
+    if (ct->timeline_events) {
+        for (size_t i = 0; i < t->nthreads; i++) {
+            dnp_ct_tree th = {0};
+            th.thread = t->threads[i].ordinal;
+            th.os_tid = t->threads[i].os_tid;
+            th.name = t->threads[i].name;
+            dnp_export_thread_label(&th, label, sizeof label);
+            put_thread_name(&c, tid_of(t, th.thread), label);
+        }
+        rc = dnp_timeline_walk(t, 0, timeline_visit, &c, o ? o->progress : NULL, o ? o->progress_ctx : NULL, NULL);
+    } else {
+        for (size_t i = 0; i < ct->nthreads && rc == 0; i++) {
+            const dnp_ct_tree *tr = &ct->threads[i];
+            c.tid = tr->os_tid ? tr->os_tid : tr->thread;
+            dnp_export_thread_label(tr, label, sizeof label);
+            put_thread_name(&c, c.tid, label);
+            c.start = calloc(tr->nnodes, sizeof *c.start);
+            c.end = calloc(tr->nnodes, sizeof *c.end);
+            rc = c.start && c.end ? dnp_ct_walk(tr, layout_visit, &c) : -1;
+            free(c.start);
+            free(c.end);
+            if (o && o->progress)
+                o->progress(o->progress_ctx, i + 1, ct->nthreads);
+        }
+    }
+    fputs("\n]}\n", out);
+    if (fflush(out) != 0 || ferror(out))
+        rc = -1;
+    if (rc != 0 && !errno)
+        errno = EIO;
+    return rc ? -1 : 0;
+}

@@ -1,0 +1,48 @@
+/* export.h: a call tree (calltree.h) in the formats that profile viewers open.
+ *
+ *   folded      FlameGraph's folded stacks, "a;b;c N": flamegraph.pl, speedscope,
+ *               and most flame graph tools read them
+ *   speedscope  speedscope's JSON (https://www.speedscope.app): one profile per
+ *               thread, "evented" (exact open/close times) when the trace has the
+ *               enter/leave timeline, else "sampled" with weights in ns
+ *   chrome      Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing): "X"
+ *               events from the timeline, or laid out from the tree per thread
+ *   flamegraph  one self-contained HTML file: search, click to zoom, tooltips
+ *
+ * Names are shown pretty (prettyname.h); JSON formats keep the raw name too.
+ * Each returns 0, or -1 with errno set when writing failed. */
+#ifndef DNP_EXPORT_H
+#define DNP_EXPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "calltree.h"
+
+typedef struct dnp_export_opts {
+    int weight_calls;           /* folded: N is calls, not self ns */
+    const dnp_ct_tree *tree;    /* folded, flamegraph: this tree; NULL: all threads merged */
+    const char *title;          /* shown by the viewers; NULL: the trace's command line */
+    /* Called now and then on long work, with work done and the total. */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
+} dnp_export_opts;
+
+int dnp_export_folded(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o);
+int dnp_export_speedscope(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o);
+int dnp_export_chrome(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o);
+int dnp_export_flamegraph(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o);
+
+/* ---- helpers shared with the report ---- */
+
+/* The name to show for a function: pretty, or "<function 0x...>" when unknown. */
+const char *dnp_export_name(const dnp_calltree *ct, uint64_t func, uint64_t name, char *buf, size_t len);
+
+/* s as a JSON string in double quotes (null for NULL); invalid UTF-8 becomes
+ * U+FFFD. html_safe: '<', '>' and '&' escaped too, for JSON inside a <script>. */
+void dnp_export_json_str(FILE *out, const char *s, int html_safe);
+
+/* A thread's label: "thread 3 (worker)", "thread tid 4242", "all threads". */
+void dnp_export_thread_label(const dnp_ct_tree *tr, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,81 @@
+/* folded.c: FlameGraph's folded stacks, "a;b;c N", one line per call path with a
+ * non-zero weight, depth first, the heaviest child first. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+
+typedef struct folded {
+    const dnp_calltree *ct;
+    FILE *out;
+    int calls;
+    char *path;
+    size_t len, cap;
+    size_t *at; /* path length before each depth's name */
+    size_t nat;
+} folded;
+
+static int folded_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    folded *f = ctx;
+    const dnp_ct_node *node = &tr->nodes[n];
+    if (n == 0)
+        return 0;
+    if (!enter) {
+        f->len = f->at[node->depth];
+        return 0;
+    }
+    if (node->depth >= f->nat) {
+        size_t nat = f->nat ? f->nat * 2 : 64;
+        while (nat <= node->depth)
+            nat *= 2;
+        size_t *grown = realloc(f->at, nat * sizeof *grown);
+        if (!grown)
+            return -1;
+        f->at = grown;
+        f->nat = nat;
+    }
+    f->at[node->depth] = f->len;
+    char buf[2048];
+    const char *name = dnp_export_name(f->ct, node->func, node->name, buf, sizeof buf);
+    size_t nlen = strlen(name);
+    if (f->len + nlen + 2 > f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 4096;
+        while (cap < f->len + nlen + 2)
+            cap *= 2;
+        char *grown = realloc(f->path, cap);
+        if (!grown)
+            return -1;
+        f->path = grown;
+        f->cap = cap;
+    }
+    if (node->depth > 1)
+        f->path[f->len++] = ';';
+    for (size_t i = 0; i < nlen; i++) {
+        char c = name[i];
+        f->path[f->len++] = c == ';' ? ':' : (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+    }
+    uint64_t w = f->calls ? node->calls : node->self_ns;
+    if (w) {
+        fwrite(f->path, 1, f->len, f->out);
+        fprintf(f->out, " %llu\n", (unsigned long long)w);
+    }
+    return ferror(f->out) ? -1 : 0;
+}
+
+int dnp_export_folded(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o) {
+    folded f;
+    memset(&f, 0, sizeof f);
+    f.ct = ct;
+    f.out = out;
+    f.calls = o && o->weight_calls;
+    const dnp_ct_tree *tr = o && o->tree ? o->tree : &ct->all;
+    int rc = dnp_ct_walk(tr, folded_visit, &f);
+    free(f.path);
+    free(f.at);
+    if (fflush(out) != 0 || ferror(out))
+        rc = -1;
+    if (rc != 0 && !errno)
+        errno = EIO;
+    return rc ? -1 : 0;
+}

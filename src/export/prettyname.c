@@ -1,0 +1,153 @@
+/* prettyname.c: compiler-generated method names as what was written (prettyname.h). */
+#include "prettyname.h"
+
+#include <string.h>
+
+#define PRETTY_MAX_DEPTH 8
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap; /* cap counts the NUL */
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n) {
+    if (b->cap == 0)
+        return;
+    size_t room = b->cap - 1 - b->len;
+    if (n > room)
+        n = room;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+static void sb_puts(sbuf *b, const char *s) {
+    sb_put(b, s, strlen(s));
+}
+
+/* The offset of the '>' that closes the '<' at s[0], or n. */
+static size_t closing(const char *s, size_t n) {
+    int depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '<')
+            depth++;
+        else if (s[i] == '>' && --depth == 0)
+            return i;
+    }
+    return n;
+}
+
+/* The offset of the last occurrence of sep (1 or 2 chars) outside <...>, or n. */
+static size_t last_top(const char *s, size_t n, const char *sep) {
+    size_t k = strlen(sep), at = n;
+    int depth = 0;
+    for (size_t i = 0; i + k <= n; i++) {
+        if (s[i] == '<')
+            depth++;
+        else if (s[i] == '>' && depth > 0)
+            depth--;
+        else if (depth == 0 && !memcmp(s + i, sep, k))
+            at = i;
+    }
+    return at;
+}
+
+static int pretty(const char *s, size_t n, sbuf *out, int depth);
+
+/* "cls::name" made pretty, or name alone when there is no class. */
+static void qualified(const char *cls, size_t ncls, const char *name, size_t nname, sbuf *out, int depth) {
+    char tmp[1024];
+    if (ncls == 0) {
+        pretty(name, nname, out, depth + 1);
+        return;
+    }
+    if (ncls + 2 + nname >= sizeof tmp) {
+        sb_put(out, cls, ncls);
+        sb_puts(out, "::");
+        sb_put(out, name, nname);
+        return;
+    }
+    memcpy(tmp, cls, ncls);
+    memcpy(tmp + ncls, "::", 2);
+    memcpy(tmp + ncls + 2, name, nname);
+    pretty(tmp, ncls + 2 + nname, out, depth + 1);
+}
+
+/* Rewrites s[0..n) into out; returns 1 when it was compiler-generated. */
+static int pretty(const char *s, size_t n, sbuf *out, int depth) {
+    if (depth > PRETTY_MAX_DEPTH || !memchr(s, '<', n)) {
+        sb_put(out, s, n);
+        return 0;
+    }
+    size_t colon = last_top(s, n, "::");
+    const char *cls = s, *meth = s;
+    size_t ncls = 0, nmeth = n;
+    if (colon < n) {
+        ncls = colon;
+        meth = s + colon + 2;
+        nmeth = n - colon - 2;
+    }
+
+    /* The class: is its innermost nested class compiler-generated? */
+    size_t plus = last_top(cls, ncls, "+");
+    const char *seg = plus < ncls ? cls + plus + 1 : cls;
+    size_t nseg = plus < ncls ? ncls - plus - 1 : ncls;
+    size_t nouter = plus < ncls ? plus : 0;
+    if (nseg > 2 && seg[0] == '<') {
+        size_t close = closing(seg, nseg);
+        if (close + 1 < nseg) {
+            char kind = seg[close + 1];
+            if (close == 1) { /* <>c, <>c__DisplayClass0_0: holds lambdas */
+                ncls = nouter;
+            } else if (kind == 'd') { /* <Foo>d__3: async or iterator state machine */
+                qualified(cls, nouter, seg + 1, close - 1, out, depth);
+                int move_next = nmeth >= 8 && !memcmp(meth, "MoveNext", 8) &&
+                                (nmeth == 8 || meth[8] == '<');
+                sb_puts(out, move_next ? " (async)" : " (iterator)");
+                return 1;
+            }
+        }
+    }
+
+    /* The method: a lambda, a local function, top-level statements? */
+    if (nmeth > 2 && meth[0] == '<') {
+        size_t close = closing(meth, nmeth);
+        if (close > 1 && close + 1 < nmeth) {
+            const char *inner = meth + 1;
+            size_t ninner = close - 1;
+            const char *rest = meth + close + 1;
+            size_t nrest = nmeth - close - 1;
+            if (rest[0] == 'b') {
+                sb_puts(out, "lambda in ");
+                qualified(cls, ncls, inner, ninner, out, depth);
+                return 1;
+            }
+            if (rest[0] == 'g' && nrest > 3 && !memcmp(rest, "g__", 3)) {
+                const char *local = rest + 3;
+                size_t nlocal = strcspn(local, "|");
+                if (nlocal > nrest - 3)
+                    nlocal = nrest - 3;
+                sb_put(out, local, nlocal);
+                sb_puts(out, " (local function in ");
+                qualified(cls, ncls, inner, ninner, out, depth);
+                sb_puts(out, ")");
+                return 1;
+            }
+            if (rest[0] == '$') {
+                qualified(cls, ncls, inner, ninner, out, depth);
+                return 1;
+            }
+        }
+    }
+    sb_put(out, s, n);
+    return 0;
+}
+
+int dnp_pretty_name(const char *raw, char *out, size_t len) {
+    sbuf b = {out, 0, len};
+    if (len)
+        out[0] = 0;
+    if (!raw)
+        return 0;
+    return pretty(raw, strlen(raw), &b, 0);
+}

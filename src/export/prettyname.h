@@ -1,0 +1,23 @@
+/* prettyname.h: compiler-generated .NET method names shown as what was written.
+ *
+ *   Ns.C+<Foo>d__3::MoveNext          -> Ns.C::Foo (async)
+ *   Ns.C+<Foo>d__3::get_Current       -> Ns.C::Foo (iterator)
+ *   Ns.C+<>c::<Main>b__0_0            -> lambda in Ns.C::Main
+ *   Ns.C::<Main>g__Local|0_0          -> Local (local function in Ns.C::Main)
+ *   Ns.Program::<Main>$               -> Ns.Program::Main (top-level statements)
+ *
+ * Async methods and iterators both compile to a <Foo>d__N class whose MoveNext
+ * runs the body; the name cannot tell them apart, so MoveNext reads "(async)" and
+ * the iterator's other members "(iterator)". Nested forms (an async lambda, a
+ * lambda in a local function) are rewritten from the inside out. A name that is
+ * not compiler-generated, or that does not parse, is copied as it is. */
+#ifndef DNP_PRETTYNAME_H
+#define DNP_PRETTYNAME_H
+
+#include <stddef.h>
+
+/* Writes the readable form of raw into out (len bytes, NUL-terminated, cut short
+ * if it does not fit). Returns 1 when the name was rewritten, 0 when copied. */
+int dnp_pretty_name(const char *raw, char *out, size_t len);
+
+#endif

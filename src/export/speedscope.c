@@ -1,0 +1,222 @@
+/* speedscope.c: speedscope's file format (https://www.speedscope.app/file-format-schema.json).
+ *
+ * With the enter/leave timeline: one "evented" profile per thread, every call's
+ * open and close at its exact time (one pass over the events per thread). With
+ * aggregates only: "sampled" profiles, one sample per call path weighted by its
+ * self time in ns, all threads merged first, then each thread. Profiles are
+ * written as they are walked and the frame table last, so memory stays bounded
+ * by the number of distinct functions and the deepest stack. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "idmap.h"
+
+typedef struct ss_frame {
+    uint64_t func, name;
+} ss_frame;
+
+typedef struct speedscope {
+    const dnp_calltree *ct;
+    FILE *out;
+    dnp_idmap map;
+    ss_frame *frames;
+    size_t nframes, cap;
+    uint32_t *stack; /* frame indexes by depth */
+    size_t nstack;
+    int first;
+    uint64_t start, end;
+    const dnp_export_opts *o;
+    uint64_t pass, npasses;
+} speedscope;
+
+static int frame_of(speedscope *s, uint64_t func, uint64_t name, uint32_t *idx) {
+    if (dnp_idmap_get(&s->map, func, 0, idx))
+        return 0;
+    if (s->nframes == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        ss_frame *grown = realloc(s->frames, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        s->frames = grown;
+        s->cap = cap;
+    }
+    *idx = (uint32_t)s->nframes;
+    s->frames[s->nframes++] = (ss_frame){func, name};
+    return dnp_idmap_put(&s->map, func, 0, *idx);
+}
+
+static int stack_at(speedscope *s, size_t depth) {
+    if (depth < s->nstack)
+        return 0;
+    size_t n = s->nstack ? s->nstack * 2 : 64;
+    while (n <= depth)
+        n *= 2;
+    uint32_t *grown = realloc(s->stack, n * sizeof *grown);
+    if (!grown)
+        return -1;
+    s->stack = grown;
+    s->nstack = n;
+    return 0;
+}
+
+/* ---- sampled, from a tree ---- */
+
+static int samples_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    speedscope *s = ctx;
+    const dnp_ct_node *node = &tr->nodes[n];
+    if (!enter || n == 0)
+        return 0;
+    uint32_t d = node->depth - 1;
+    if (stack_at(s, d) != 0 || frame_of(s, node->func, node->name, &s->stack[d]) != 0)
+        return -1;
+    if (!node->self_ns)
+        return 0;
+    fputs(s->first ? "[" : ",[", s->out);
+    s->first = 0;
+    for (uint32_t i = 0; i <= d; i++)
+        fprintf(s->out, i ? ",%u" : "%u", s->stack[i]);
+    fputc(']', s->out);
+    return ferror(s->out) ? -1 : 0;
+}
+
+static int weights_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    speedscope *s = ctx;
+    const dnp_ct_node *node = &tr->nodes[n];
+    if (!enter || n == 0 || !node->self_ns)
+        return 0;
+    fprintf(s->out, s->first ? "%llu" : ",%llu", (unsigned long long)node->self_ns);
+    s->first = 0;
+    return ferror(s->out) ? -1 : 0;
+}
+
+static int write_sampled(speedscope *s, const dnp_ct_tree *tr, int comma) {
+    char label[512];
+    dnp_export_thread_label(tr, label, sizeof label);
+    fputs(comma ? ",\n{\"type\":\"sampled\",\"name\":" : "\n{\"type\":\"sampled\",\"name\":", s->out);
+    dnp_export_json_str(s->out, label, 0);
+    fprintf(s->out, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
+            (unsigned long long)tr->nodes[0].total_ns);
+    s->first = 1;
+    if (dnp_ct_walk(tr, samples_visit, s) != 0)
+        return -1;
+    fputs("],\"weights\":[", s->out);
+    s->first = 1;
+    if (dnp_ct_walk(tr, weights_visit, s) != 0)
+        return -1;
+    fputs("]}", s->out);
+    return 0;
+}
+
+/* ---- evented, from the timeline ---- */
+
+static int evented_visit(void *ctx, uint32_t thread, int open, int how, const dnp_tl_frame *f,
+                         uint32_t depth, uint64_t now) {
+    speedscope *s = ctx;
+    uint32_t idx;
+    (void)thread;
+    (void)how;
+    (void)depth;
+    if (frame_of(s, f->func, f->name, &idx) != 0)
+        return -1;
+    if (s->first)
+        s->start = now;
+    s->end = now;
+    fprintf(s->out, "%s{\"type\":\"%s\",\"frame\":%u,\"at\":%llu}", s->first ? "" : ",", open ? "O" : "C", idx,
+            (unsigned long long)now);
+    s->first = 0;
+    return ferror(s->out) ? -1 : 0;
+}
+
+static void pass_progress(void *ctx, uint64_t done, uint64_t total) {
+    speedscope *s = ctx;
+    if (s->o && s->o->progress)
+        s->o->progress(s->o->progress_ctx, s->pass * total + done, s->npasses * total);
+}
+
+static int write_evented(speedscope *s, const dnp_trace *t) {
+    uint8_t *has = calloc(t->nthreads + 1, 1);
+    if (!has)
+        return -1;
+    for (size_t i = 0; i < t->nevents; i++)
+        if (t->events[i].kind == DNP_EV_MethodEnter && t->events[i].thread <= t->nthreads)
+            has[t->events[i].thread] = 1;
+    s->npasses = 0;
+    for (size_t k = 1; k <= t->nthreads; k++)
+        s->npasses += has[k];
+    int rc = 0, comma = 0;
+    s->pass = 0;
+    for (uint32_t k = 1; k <= t->nthreads && rc == 0; k++) {
+        if (!has[k])
+            continue;
+        const dnp_trace_thread *th = dnp_trace_thread_get(t, k);
+        dnp_ct_tree label_of = {0};
+        label_of.thread = k;
+        label_of.os_tid = th ? th->os_tid : 0;
+        label_of.name = th ? th->name : NULL;
+        char label[512];
+        dnp_export_thread_label(&label_of, label, sizeof label);
+        fputs(comma ? ",\n{\"type\":\"evented\",\"name\":" : "\n{\"type\":\"evented\",\"name\":", s->out);
+        dnp_export_json_str(s->out, label, 0);
+        fputs(",\"unit\":\"nanoseconds\",\"events\":[", s->out);
+        s->first = 1;
+        s->start = s->end = 0;
+        rc = dnp_timeline_walk(t, k, evented_visit, s, pass_progress, s, NULL);
+        fprintf(s->out, "],\"startValue\":%llu,\"endValue\":%llu}", (unsigned long long)s->start,
+                (unsigned long long)s->end);
+        comma = 1;
+        s->pass++;
+    }
+    free(has);
+    return rc;
+}
+
+int dnp_export_speedscope(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o) {
+    speedscope s;
+    memset(&s, 0, sizeof s);
+    s.ct = ct;
+    s.out = out;
+    s.o = o;
+    const char *title = o && o->title ? o->title : ct->t->cmdline;
+    fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"dnprof " DNPROF_VERSION
+          "\",\"name\":",
+          out);
+    dnp_export_json_str(out, title ? title : "dnprof", 0);
+    fputs(",\"activeProfileIndex\":0,\"profiles\":[", out);
+    int rc = 0;
+    if (ct->timeline_events) {
+        rc = write_evented(&s, ct->t);
+    } else {
+        int comma = 0;
+        if (ct->nthreads != 1) {
+            rc = write_sampled(&s, &ct->all, 0);
+            comma = 1;
+        }
+        for (size_t i = 0; i < ct->nthreads && rc == 0; i++, comma = 1)
+            rc = write_sampled(&s, &ct->threads[i], comma);
+    }
+    if (rc == 0) {
+        fputs("\n],\"shared\":{\"frames\":[", out);
+        for (size_t i = 0; i < s.nframes; i++) {
+            char buf[2048], raw[64];
+            fputs(i ? ",\n{\"name\":" : "\n{\"name\":", out);
+            dnp_export_json_str(out, dnp_export_name(ct, s.frames[i].func, s.frames[i].name, buf, sizeof buf), 0);
+            const char *r = dnp_ct_raw_name(ct, s.frames[i].func, s.frames[i].name, raw, sizeof raw);
+            if (strcmp(r, buf) != 0) { /* speedscope shows "file" under the name */
+                fputs(",\"file\":", out);
+                dnp_export_json_str(out, r, 0);
+            }
+            fputc('}', out);
+        }
+        fputs("\n]}}\n", out);
+    }
+    dnp_idmap_release(&s.map);
+    free(s.frames);
+    free(s.stack);
+    if (fflush(out) != 0 || ferror(out))
+        rc = -1;
+    if (rc != 0 && !errno)
+        errno = EIO;
+    return rc ? -1 : 0;
+}

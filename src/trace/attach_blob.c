@@ -1,0 +1,181 @@
+/* attach_blob.c: the attach request's client data (attach_blob.h). */
+#include "attach_blob.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "trace_format.h"
+
+static void put_u16(uint8_t *p, uint16_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static uint16_t get_u16(const uint8_t *p) {
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+typedef struct blob_out {
+    uint8_t *buf;
+    size_t cap, len;
+    int failed;
+} blob_out;
+
+static void put_field(blob_out *o, uint16_t tag, const void *data, size_t n) {
+    if (o->failed || n > 0xffff || o->len + 4 + n > o->cap) {
+        o->failed = 1;
+        return;
+    }
+    put_u16(o->buf + o->len, tag);
+    put_u16(o->buf + o->len + 2, (uint16_t)n);
+    if (n)
+        memcpy(o->buf + o->len + 4, data, n);
+    o->len += 4 + n;
+}
+
+static void put_text(blob_out *o, uint16_t tag, const char *s, size_t max) {
+    size_t n = strnlen(s, max);
+    if (n >= max) {
+        o->failed = 1;
+        return;
+    }
+    if (n)
+        put_field(o, tag, s, n);
+}
+
+static void put_number(blob_out *o, uint16_t tag, uint32_t v) {
+    uint8_t b[4];
+    dnp_put_u32le(b, v);
+    if (v)
+        put_field(o, tag, b, 4);
+}
+
+long dnp_attach_blob_encode(const dnp_attach_blob *b, uint8_t *buf, size_t cap) {
+    blob_out o = {buf, cap < DNP_BLOB_MAX ? cap : DNP_BLOB_MAX, DNP_BLOB_HEADER_SIZE, 0};
+    if (o.cap < DNP_BLOB_HEADER_SIZE)
+        return -1;
+    put_text(&o, DNP_BLOB_EVENTS, b->events, sizeof b->events);
+    put_text(&o, DNP_BLOB_OUTPUT, b->output, sizeof b->output);
+    put_number(&o, DNP_BLOB_FLUSH_MS, b->flush_ms);
+    put_text(&o, DNP_BLOB_CONTROL_DIR, b->control_dir, sizeof b->control_dir);
+    put_number(&o, DNP_BLOB_TRIGGER_PID, b->trigger_pid);
+    if (o.failed)
+        return -1;
+    memcpy(buf, DNP_BLOB_MAGIC, 4);
+    put_u16(buf + 4, DNP_BLOB_VERSION);
+    put_u16(buf + 6, DNP_BLOB_HEADER_SIZE);
+    dnp_put_u32le(buf + 8, (uint32_t)o.len);
+    return (long)o.len;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static const char *tag_name(unsigned tag) {
+    switch (tag) {
+    case DNP_BLOB_EVENTS: return "events";
+    case DNP_BLOB_OUTPUT: return "output path";
+    case DNP_BLOB_FLUSH_MS: return "flush period";
+    case DNP_BLOB_CONTROL_DIR: return "control directory";
+    case DNP_BLOB_TRIGGER_PID: return "trigger pid";
+    }
+    return "field";
+}
+
+/* Copies a text field: no NUL inside, shorter than its buffer. */
+static int get_text(const uint8_t *p, size_t n, char *dst, size_t cap, unsigned tag, char *err,
+                    size_t errlen) {
+    if (n >= cap)
+        return fail(err, errlen, "the %s is %zu bytes, more than %zu", tag_name(tag), n, cap - 1);
+    if (memchr(p, 0, n))
+        return fail(err, errlen, "the %s holds a NUL byte", tag_name(tag));
+    memcpy(dst, p, n);
+    dst[n] = 0;
+    return 0;
+}
+
+int dnp_attach_blob_parse(const void *data, size_t len, dnp_attach_blob *out, char *err,
+                          size_t errlen) {
+    const uint8_t *p = data;
+    memset(out, 0, sizeof *out);
+    if (!p || len == 0)
+        return fail(err, errlen, "no client data (the request did not come from dnprof attach)");
+    if (len < DNP_BLOB_HEADER_SIZE || memcmp(p, DNP_BLOB_MAGIC, 4) != 0)
+        return fail(err, errlen, "the client data is not dnprof's (%zu bytes, no DNPA header)", len);
+    unsigned version = get_u16(p + 4), hsize = get_u16(p + 6);
+    uint32_t total = dnp_get_u32le(p + 8);
+    if (version != DNP_BLOB_VERSION)
+        return fail(err, errlen,
+                    "the client data is version %u, this agent reads version %u: use the dnprof "
+                    "that came with this agent",
+                    version, DNP_BLOB_VERSION);
+    if (total != len)
+        return fail(err, errlen, "the client data says it is %u bytes, %zu arrived", (unsigned)total,
+                    len);
+    if (hsize < DNP_BLOB_HEADER_SIZE || hsize > len || len > DNP_BLOB_MAX)
+        return fail(err, errlen, "the client data has a bad header size %u (blob of %zu bytes)",
+                    hsize, len);
+
+    unsigned seen = 0;
+    size_t off = hsize;
+    while (off < len) {
+        if (len - off < 4)
+            return fail(err, errlen, "a field header is cut short at byte %zu", off);
+        unsigned tag = get_u16(p + off);
+        size_t n = get_u16(p + off + 2);
+        off += 4;
+        if (n > len - off)
+            return fail(err, errlen, "the %s (tag %u) says %zu bytes, only %zu are left",
+                        tag_name(tag), tag, n, len - off);
+        const uint8_t *v = p + off;
+        off += n;
+        if (tag >= 1 && tag < 32) {
+            if (seen & (1u << tag))
+                return fail(err, errlen, "the %s (tag %u) appears twice", tag_name(tag), tag);
+            seen |= 1u << tag;
+        }
+        int rc = 0;
+        switch (tag) {
+        case DNP_BLOB_EVENTS:
+            rc = get_text(v, n, out->events, sizeof out->events, tag, err, errlen);
+            break;
+        case DNP_BLOB_OUTPUT:
+            rc = get_text(v, n, out->output, sizeof out->output, tag, err, errlen);
+            break;
+        case DNP_BLOB_CONTROL_DIR:
+            rc = get_text(v, n, out->control_dir, sizeof out->control_dir, tag, err, errlen);
+            break;
+        case DNP_BLOB_FLUSH_MS:
+        case DNP_BLOB_TRIGGER_PID:
+            if (n != 4)
+                return fail(err, errlen, "the %s is %zu bytes, not 4", tag_name(tag), n);
+            if (tag == DNP_BLOB_FLUSH_MS)
+                out->flush_ms = dnp_get_u32le(v);
+            else
+                out->trigger_pid = dnp_get_u32le(v);
+            break;
+        default:
+            break; /* a newer front end's field */
+        }
+        if (rc < 0)
+            return -1;
+    }
+    if (out->output[0] != '/')
+        return fail(err, errlen, "the output path is %s", out->output[0] ? "not absolute" : "missing");
+    if (out->control_dir[0] != '/')
+        return fail(err, errlen, "the control directory is %s",
+                    out->control_dir[0] ? "not absolute" : "missing");
+    if (out->flush_ms >= 60000)
+        return fail(err, errlen, "the flush period %u ms is out of range (1-59999)",
+                    (unsigned)out->flush_ms);
+    return 0;
+}

@@ -1,0 +1,66 @@
+/* attach_blob.h: the client-data blob `dnprof attach` sends with the runtime's
+ * AttachProfiler command and the agent receives in InitializeForAttach (seed 003:
+ * the environment cannot reach a running process, so the configuration travels
+ * here). Written by the front end, parsed by the agent: the parser trusts nothing.
+ *
+ *   header  "DNPA" u16 version u16 header_size u32 total_size   (12 bytes, LE)
+ *   fields  u16 tag  u16 length  bytes[length]                  repeated
+ *
+ * total_size is the whole blob and must equal what arrived. Each tag appears at
+ * most once; unknown tags are skipped by their length (a newer front end may add
+ * fields); a field that runs past the end, a string with a NUL in it or too long
+ * for its buffer, a number of the wrong size: the blob is refused. */
+#ifndef DNP_ATTACH_BLOB_H
+#define DNP_ATTACH_BLOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DNP_BLOB_MAGIC "DNPA"
+#define DNP_BLOB_VERSION 1
+#define DNP_BLOB_HEADER_SIZE 12
+/* The diagnostics IPC header holds the message size in 16 bits: with the agent's
+ * path, the blob must fit well within that. */
+#define DNP_BLOB_MAX 16384
+
+enum {
+    DNP_BLOB_EVENTS = 1,      /* text: families or a hex mask (families.h) */
+    DNP_BLOB_OUTPUT = 2,      /* text: absolute trace path */
+    DNP_BLOB_FLUSH_MS = 3,    /* u32: background flush period */
+    DNP_BLOB_CONTROL_DIR = 4, /* text: the private directory of the control socket */
+    DNP_BLOB_TRIGGER_PID = 5, /* u32: the dnprof process that asked, for the trace's notes */
+};
+
+#define DNP_BLOB_EVENTS_MAX 1024
+#define DNP_BLOB_PATH_MAX 4096
+#define DNP_BLOB_DIR_MAX 96 /* the socket path must fit sockaddr_un (108) */
+
+/* The agent's control socket (src/agent/control.h): in the control directory,
+ * one per process; commands and replies are lines of text. */
+#define DNP_CONTROL_SOCKET_FMT "%s/agent.%ld.sock"
+/* What the agent said while it attached (why it refused, what it left out):
+ * written by the agent during InitializeForAttach, read and removed by dnprof. */
+#define DNP_CONTROL_LOG_FMT "%s/agent.%ld.log"
+#define DNP_CONTROL_DETACH "detach"
+#define DNP_CONTROL_STATUS "status"
+#define DNP_CONTROL_DETACHED "detached" /* "detached <events>": the trace is complete */
+
+typedef struct dnp_attach_blob {
+    char events[DNP_BLOB_EVENTS_MAX];
+    char output[DNP_BLOB_PATH_MAX];
+    char control_dir[DNP_BLOB_DIR_MAX];
+    uint32_t flush_ms;    /* 0: the default */
+    uint32_t trigger_pid; /* 0: unknown */
+} dnp_attach_blob;
+
+/* Encodes b into buf. Returns the blob's size, or -1 when a string is too long
+ * for its field or the blob does not fit cap. */
+long dnp_attach_blob_encode(const dnp_attach_blob *b, uint8_t *buf, size_t cap);
+
+/* Parses len bytes of data into out (all of it rewritten). Requires an output
+ * path and a control directory, both absolute. Returns 0, or -1 with one line
+ * in err saying what is wrong with the blob. */
+int dnp_attach_blob_parse(const void *data, size_t len, dnp_attach_blob *out, char *err,
+                          size_t errlen);
+
+#endif

@@ -1,0 +1,70 @@
+/* stories.h: the story of every exception in a trace (issue 4), built by
+ * replaying each thread's exception events through the state machine the agent
+ * follows (exc_machine.h). Shared by `dnprof print --exceptions` and `dnprof
+ * report --exceptions`; works on any dnp_trace, also one built in memory. */
+#ifndef DNP_STORIES_H
+#define DNP_STORIES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "exc_machine.h"
+#include "trace_reader.h"
+
+/* One event of a story. */
+typedef struct dnp_story_step {
+    size_t ev;       /* index in dnp_trace.events */
+    uint8_t verdict; /* ExceptionSearchFilterLeave: 1 true, 2 false, 0 unknown;
+                        ExceptionUnwindFunctionLeave: 3 when it left no frame (the
+                        first pass ended with no managed catcher) */
+} dnp_story_step;
+
+typedef struct dnp_story {
+    size_t id;             /* 1, 2, ... in the order of the throws */
+    uint32_t thread;       /* dnprof's thread number */
+    size_t thrown;         /* index of its ExceptionThrown */
+    uint64_t object;       /* ObjectID */
+    const char *type;      /* class name, or NULL */
+    const char *message;   /* from ExceptionDetails: NULL when none was read */
+    uint32_t hresult;
+    int has_details;
+    const char *stack;     /* frames, one a line, innermost first; NULL if none */
+    const char *throw_site;/* the innermost frame: first of the stack, else first searched */
+    const char *catcher;   /* the function whose catch ran (or was found), or NULL */
+    uint64_t t_thrown, t_end; /* t_end: its last event (CatcherLeave when caught) */
+    uint8_t fate;          /* exc_fate */
+    uint8_t no_catcher;    /* the first pass found no managed catcher */
+    uint8_t phase;         /* its phase when it ended or the trace did */
+    uint8_t parent_phase;  /* what the parent was doing when this was thrown */
+    uint8_t internal;
+    uint8_t kept_trace;    /* thrown before and its stack trace kept (throw;, an await) */      /* thrown and caught in framework code (first chance) */
+    size_t parent;         /* the story in flight below it on the thread, or 0 */
+    size_t rethrow_of;     /* an earlier story of the same object, or 0 */
+    size_t ended_by;       /* the nested story that abandoned it, or the rethrow, 0 */
+    unsigned searched, filters, finallys, unwound; /* frames searched and unwound, blocks run */
+    char *site_buf;        /* owns throw_site when cut from the stack */
+    dnp_story_step *steps;
+    size_t nsteps, capsteps;
+} dnp_story;
+
+typedef struct dnp_stories {
+    dnp_story *v;
+    size_t n;
+    uint64_t unexpected; /* events that did not fit the state machine */
+} dnp_stories;
+
+/* Builds the stories of t. 0, or -1 when out of memory. */
+int dnp_stories_build(const dnp_trace *t, dnp_stories *out);
+void dnp_stories_free(dnp_stories *s);
+
+/* The name of an event's function field (its first FUNCTION), or NULL. */
+const char *dnp_story_function(const dnp_trace *t, const dnp_trace_event *e);
+
+/* Whether a function or class name is the framework's (System.*, Microsoft.*,
+ * Internal.*, Interop.*). */
+int dnp_story_is_framework(const char *name);
+
+/* One line: what became of the exception ("caught in X", "unhandled: ..."). */
+const char *dnp_story_fate_text(const dnp_story *s, const dnp_stories *all, char *buf, size_t len);
+
+#endif

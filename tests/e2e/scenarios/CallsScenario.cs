@@ -1,0 +1,285 @@
+// CallsScenario: calls of known number and shape, for method enter/leave
+// (dnprof run --calls, --args, --timeline). `dotnet Scenarios.dll calls [NAME]`
+// runs one sub-scenario, or all but "args" without a name. Every counted method
+// is NoInlining: an inlined method has no hooks. tests/e2e/test_calls.c holds
+// the trace up against the counts printed here.
+using System;
+using System.Reflection;
+using System.Reflection.Emit;
+using System.Runtime.CompilerServices;
+using System.Threading;
+using System.Threading.Tasks;
+
+namespace Scenarios;
+
+public enum Color { Red = 1, Green = 2, Blue = 4 }
+
+public struct One { public int A; }
+public struct Two { public int A; public int B; }
+public struct Three { public int A; public int B; public int C; }
+public struct Mixed { public int I; public double D; }
+public struct Sixteen { public long L; public double D; }
+public struct Big { public long A; public long B; public long C; public long D; }
+
+public sealed class Payload { public int Value = 7; }
+
+public class GenericBox<T>
+{
+    private readonly T value;
+    public GenericBox(T value) { this.value = value; }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public T Get() => value;
+}
+
+public static class CallsScenario
+{
+    public static int Run(string[] args)
+    {
+        string name = args.Length > 0 ? args[0] : "all";
+        switch (name)
+        {
+            case "recursion": Recursion(); break;
+            case "tail": Tail(); break;
+            case "generics": Generics(); break;
+            case "threads": Threads(); break;
+            case "exceptions": Exceptions(); break;
+            case "async": Async(); break;
+            case "args": Args(); break;
+            case "bench": return Bench(args);
+            case "all":
+                Recursion(); Tail(); Generics(); Threads(); Exceptions(); Async();
+                break;
+            default:
+                Console.Error.WriteLine($"usage: Scenarios calls [recursion|tail|generics|threads|exceptions|async|args|bench], not '{name}'");
+                return 2;
+        }
+        return 0;
+    }
+
+    // ---- recursion: Recurse 10 x 101 calls, max depth 101; Fib(20) 21891 calls ----
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Recurse(int n) => n == 0 ? 0 : 1 + Recurse(n - 1);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Fib(int n) => n < 2 ? n : Fib(n - 1) + Fib(n - 2);
+
+    private static void Recursion()
+    {
+        int sum = 0;
+        for (int i = 0; i < 10; i++)
+            sum += Recurse(100);
+        Console.WriteLine($"Recurse calls 1010 sum {sum}");
+        Console.WriteLine($"Fib calls 21891 value {Fib(20)}");
+    }
+
+    // ---- tail calls: C# cannot ask for one, so Ping and Pong, which call each
+    // other with the IL `tail.` prefix, are emitted into a dynamic assembly
+    // (which, unlike a DynamicMethod, has metadata and gets enter/leave hooks).
+    // A method that tail-calls itself would become a loop: two are needed.
+    // Ping(100) x 10: Ping 510 calls, Pong 500, 1000 tail calls in all. ----
+
+    private static void Tail()
+    {
+        var asm = AssemblyBuilder.DefineDynamicAssembly(new AssemblyName("TailCalls"), AssemblyBuilderAccess.Run);
+        var mod = asm.DefineDynamicModule("TailCalls");
+        var type = mod.DefineType("Scenarios.TailCalls", TypeAttributes.Public | TypeAttributes.Abstract | TypeAttributes.Sealed);
+        var ping = type.DefineMethod("Ping", MethodAttributes.Public | MethodAttributes.Static, typeof(int), new[] { typeof(int) });
+        var pong = type.DefineMethod("Pong", MethodAttributes.Public | MethodAttributes.Static, typeof(int), new[] { typeof(int) });
+        foreach (var (m, other) in new[] { (ping, pong), (pong, ping) })
+        {
+            m.SetImplementationFlags(MethodImplAttributes.NoInlining);
+            var il = m.GetILGenerator();
+            var done = il.DefineLabel();
+            il.Emit(OpCodes.Ldarg_0);
+            il.Emit(OpCodes.Brfalse_S, done);
+            il.Emit(OpCodes.Ldarg_0);
+            il.Emit(OpCodes.Ldc_I4_1);
+            il.Emit(OpCodes.Sub);
+            il.Emit(OpCodes.Tailcall);
+            il.Emit(OpCodes.Call, other);
+            il.Emit(OpCodes.Ret);
+            il.MarkLabel(done);
+            il.Emit(OpCodes.Ldc_I4, 42);
+            il.Emit(OpCodes.Ret);
+        }
+        var t = type.CreateType()!;
+        var f = t.GetMethod("Ping")!.CreateDelegate<Func<int, int>>();
+        int r = 0;
+        for (int i = 0; i < 10; i++)
+            r = f(100);
+        Console.WriteLine($"Ping calls 510 Pong calls 500 tailcalls 1000 value {r}");
+    }
+
+    // ---- generics: GenericIdentity<int> 3, <string> 2, <double> 1; GenericBox<...>.Get 3 ----
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static T GenericIdentity<T>(T value) => value;
+
+    private static void Generics()
+    {
+        int a = GenericIdentity(1) + GenericIdentity(2) + GenericIdentity(3);
+        string s = GenericIdentity("x") + GenericIdentity("y");
+        double d = GenericIdentity(1.5);
+        int b = new GenericBox<int>(5).Get() + new GenericBox<long>(6).Get().GetHashCode();
+        string c = new GenericBox<string>("z").Get();
+        Console.WriteLine($"GenericIdentity {a} {s} {d}; GenericBox {b} {c}");
+    }
+
+    // ---- threads: Work 8 threads x 1000 calls, all at once ----
+
+    private static int workSum;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Work(int i) => (i * 7) & 15;
+
+    private static void Threads()
+    {
+        var start = new Barrier(8);
+        var threads = new Thread[8];
+        for (int t = 0; t < 8; t++)
+        {
+            threads[t] = new Thread(() =>
+            {
+                start.SignalAndWait();
+                int s = 0;
+                for (int i = 0; i < 1000; i++)
+                    s += Work(i);
+                Interlocked.Add(ref workSum, s);
+            });
+            threads[t].Start();
+        }
+        foreach (var t in threads)
+            t.Join();
+        Console.WriteLine($"Work calls 8000 sum {workSum}");
+    }
+
+    // ---- exceptions: 10 throws through Level1..Level5 (each with a finally),
+    // caught in Catcher; AfterCatch 10 calls from the catching frame ----
+
+    private static int finallies;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Level5(int n) { try { throw new InvalidOperationException("level " + n); } finally { finallies++; } }
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Level4(int n) { try { Level5(n); } finally { finallies++; } }
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Level3(int n) { try { Level4(n); } finally { finallies++; } }
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Level2(int n) { try { Level3(n); } finally { finallies++; } }
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Level1(int n) { try { Level2(n); } finally { finallies++; } }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int AfterCatch(int n) => n + 1;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Catcher(int n)
+    {
+        try { Level1(n); }
+        catch (InvalidOperationException) { }
+        return AfterCatch(n);
+    }
+
+    private static void Exceptions()
+    {
+        int s = 0;
+        for (int i = 0; i < 10; i++)
+            s += Catcher(i);
+        Console.WriteLine($"Catcher calls 10 finallies {finallies} sum {s}");
+    }
+
+    // ---- async: AsyncStep 20 calls, each resumes once after Task.Yield ----
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static async Task<int> AsyncStep(int n)
+    {
+        await Task.Yield();
+        return n * 2;
+    }
+
+    private static void Async()
+    {
+        int s = 0;
+        for (int i = 0; i < 20; i++)
+            s += AsyncStep(i).GetAwaiter().GetResult();
+        Console.WriteLine($"AsyncStep calls 20 sum {s}");
+    }
+
+    // ---- args: every primitive, strings, enums, structs, objects, by-ref, arrays ----
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Ints(sbyte a, byte b, short c, ushort d, int e, uint f, long g, ulong h) => e + 1;
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static double Floats(float a, double b, bool c, char d, nint e, nuint f) => b * 2;
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static string Strings(string a, string? b, string c) => a + c;
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static Color Enums(Color a, Color b) => Color.Blue;
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static Two Structs(One a, Two b, Three c, Mixed d, Sixteen e, Big f) => new Two { A = b.A + 1, B = b.B + 1 };
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static Mixed MixedReturn(int i, double d) => new Mixed { I = i, D = d };
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static Big BigReturn(long a) => new Big { A = a, B = a + 1, C = a + 2, D = a + 3 };
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Objects(Payload p, object? none, int[] array, ref int r) { r++; return array.Length; }
+
+    public sealed class Counter
+    {
+        public int Total;
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public long Add(int n) { Total += n; return Total; }
+    }
+
+    private static void Args()
+    {
+        Console.WriteLine(Ints(-8, 200, -1234, 54321, -123456789, 3000000000, -9000000000000, 18000000000000000000));
+        Console.WriteLine(Floats(1.5f, -2.25, true, 'é', -5, 6));
+        Console.WriteLine(Strings("héllo wörld ✓", null, ""));
+        Console.WriteLine(Enums(Color.Green, Color.Red | Color.Blue));
+        var two = Structs(new One { A = 1 }, new Two { A = 2, B = 3 }, new Three { A = 4, B = 5, C = 6 },
+            new Mixed { I = 7, D = 8.5 }, new Sixteen { L = 9, D = 10.25 }, new Big { A = 11, B = 12, C = 13, D = 14 });
+        Console.WriteLine(two.A + two.B);
+        Console.WriteLine(MixedReturn(3, 4.5).D);
+        Console.WriteLine(BigReturn(20).D);
+        int r = 41;
+        Console.WriteLine(Objects(new Payload(), null, new[] { 1, 2, 3 }, ref r));
+        Console.WriteLine(new Counter().Add(5));
+        Console.WriteLine(GenericIdentity(77));
+    }
+
+    // ---- bench: `calls bench N` calls Fib to about N calls, and a mixed workload ----
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Leaf(int x) => x ^ (x >> 3);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int MixedWork(int n)
+    {
+        // Work with few calls: a loop over a string builder and a dictionary,
+        // calling a small hooked helper every 16 iterations.
+        var d = new System.Collections.Generic.Dictionary<int, int>();
+        int s = 0;
+        for (int i = 0; i < n; i++)
+        {
+            d[i & 1023] = i;
+            d.TryGetValue((i * 7) & 1023, out int v);
+            s += v;
+            if ((i & 15) == 0)
+                s += Leaf(i);
+        }
+        return s;
+    }
+
+    private static int Bench(string[] args)
+    {
+        string what = args.Length > 1 ? args[1] : "fib";
+        var sw = System.Diagnostics.Stopwatch.StartNew();
+        long result = what == "mixed" ? MixedWork(20_000_000) : Fib(32);
+        sw.Stop();
+        Console.WriteLine($"{what} {result} {sw.Elapsed.TotalMilliseconds:F1} ms");
+        return 0;
+    }
+}

@@ -1,0 +1,500 @@
+/* test_attach.c: `dnprof ps`, `attach` and `detach` against a program that was
+ * started without dnprof (the "attach" scenario, which works when told to on
+ * its stdin): events from after the attach only, five attach/detach cycles on
+ * one process, the program's output and exit code untouched, and each error a
+ * person can meet, said clearly. Every test attaches for real at least once, so
+ * each fails when the agent cannot load. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "e2e.h"
+#include "session.h"
+#include "test.h"
+
+#define CYCLES 5
+
+static long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* ---- the scenario process, driven through its stdin ---- */
+
+typedef struct scen {
+    pid_t pid;
+    int in, out;
+    char text[16384]; /* everything it printed */
+    size_t len;
+} scen;
+
+/* Starts `dotnet Scenarios.dll attach` with env ("NAME=VALUE", NULL-ended). */
+static int scen_start(scen *s, const e2e_run *r, const char *const env[]) {
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    if (!dll)
+        return -1;
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+        return -1;
+    char err_path[PATH_MAX];
+    snprintf(err_path, sizeof err_path, "%s/scenario.err", r->dir);
+    memset(s, 0, sizeof *s);
+    fflush(stdout);
+    fflush(stderr);
+    s->pid = fork();
+    if (s->pid == 0) {
+        setpgid(0, 0);
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        int efd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (efd >= 0)
+            dup2(efd, 2);
+        /* Started without dnprof, unless env says otherwise. */
+        unsetenv("CORECLR_ENABLE_PROFILING");
+        for (size_t i = 0; env && env[i]; i++)
+            putenv((char *)env[i]);
+        const char *argv[] = {e2e_dotnet(), dll, "attach", NULL};
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    s->in = in[1];
+    s->out = out[0];
+    return s->pid > 0 ? 0 : -1;
+}
+
+/* Reads what the scenario prints until a line equal to want, within timeout_ms. */
+static int scen_expect(scen *s, const char *want, int timeout_ms) {
+    char needle[64];
+    snprintf(needle, sizeof needle, "%s\n", want);
+    long deadline = now_ms() + timeout_ms;
+    size_t from = 0;
+    for (;;) {
+        s->text[s->len] = 0;
+        char *hit = strstr(s->text + from, needle);
+        if (hit && (hit == s->text || hit[-1] == '\n'))
+            return 0;
+        long left = deadline - now_ms();
+        if (left <= 0) {
+            fprintf(stderr, "e2e: the scenario did not say '%s' within %d ms; it said:\n%s\n", want,
+                    timeout_ms, s->text);
+            return -1;
+        }
+        struct pollfd p = {s->out, POLLIN, 0};
+        if (poll(&p, 1, (int)left) <= 0)
+            continue;
+        ssize_t n = read(s->out, s->text + s->len, sizeof s->text - 1 - s->len);
+        if (n <= 0) {
+            fprintf(stderr, "e2e: the scenario ended before saying '%s'; it said:\n%s\n", want, s->text);
+            return -1;
+        }
+        s->len += (size_t)n;
+    }
+}
+
+static int scen_say(scen *s, const char *line) {
+    char buf[64];
+    int n = snprintf(buf, sizeof buf, "%s\n", line);
+    return write(s->in, buf, (size_t)n) == n ? 0 : -1;
+}
+
+/* Tells it to quit; its exit code, or -1. */
+static int scen_quit(scen *s) {
+    scen_say(s, "quit");
+    int rc = scen_expect(s, "bye", 20000);
+    close(s->in);
+    int status = 0;
+    e2e_wait(s->pid, 20000, &status);
+    close(s->out);
+    return rc == 0 ? status : -1;
+}
+
+static void scen_kill(scen *s) {
+    if (s->pid > 0) {
+        kill(-s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        s->pid = 0;
+    }
+}
+
+/* ---- dnprof attach in the background ---- */
+
+typedef struct attaching {
+    pid_t pid;
+    char out[PATH_MAX], err[PATH_MAX];
+} attaching;
+
+/* Whether the file holds text (read anew each time; no file: no). */
+static int file_has(const char *path, const char *text) {
+    if (access(path, R_OK) != 0)
+        return 0;
+    char *s = e2e_read_file(path, NULL);
+    int has = s && strstr(s, text);
+    free(s);
+    return has;
+}
+
+/* Starts `dnprof attach PID -o trace [extra...]` and waits until it says it is
+ * recording. */
+static int attach_start(attaching *a, const e2e_run *r, pid_t pid, const char *trace, int n,
+                        const char *const extra[]) {
+    const char *bin = e2e_env("DNPROF_BIN");
+    if (!bin)
+        return -1;
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+    const char *argv[16] = {bin, "attach", pidtext, "-o", trace};
+    int k = 5;
+    for (int i = 0; i < n && k < 15; i++)
+        argv[k++] = extra[i];
+    argv[k] = NULL;
+    snprintf(a->out, sizeof a->out, "%s.attach.out", trace);
+    snprintf(a->err, sizeof a->err, "%s.attach.err", trace);
+    a->pid = e2e_spawn((char *const *)argv, NULL, r->dir, a->out, NULL, a->err);
+    if (a->pid <= 0)
+        return -1;
+    for (long deadline = now_ms() + 60000; now_ms() < deadline; sleep_ms(20)) {
+        if (file_has(a->err, "recording"))
+            return 0;
+        if (waitpid(a->pid, NULL, WNOHANG) == a->pid) {
+            fprintf(stderr, "e2e: dnprof attach ended before recording\n");
+            e2e_show_file("dnprof attach stderr", a->err);
+            a->pid = 0;
+            return -1;
+        }
+    }
+    fprintf(stderr, "e2e: dnprof attach did not start recording within 60 s\n");
+    e2e_show_file("dnprof attach stderr", a->err);
+    return -1;
+}
+
+/* ---- what a trace of round `round` must hold ---- */
+
+static void nested(char *out, size_t cap, const char *outer, const char *inner, int depth) {
+    size_t o = 0;
+    for (int i = 0; i < depth; i++)
+        o += (size_t)snprintf(out + o, cap - o, "%s<", outer);
+    o += (size_t)snprintf(out + o, cap - o, "%s", inner);
+    for (int i = 0; i < depth; i++)
+        o += (size_t)snprintf(out + o, cap - o, ">");
+}
+
+static long find_prefix(const dnp_trace *t, int kind, unsigned field, const char *prefix) {
+    for (size_t i = 0; i < t->nevents; i++) {
+        if (t->events[i].kind != kind)
+            continue;
+        const char *name = e2e_field_name(t, &t->events[i], field);
+        if (name && strncmp(name, prefix, strlen(prefix)) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+static int check_round_trace(const char *path, int round) {
+    dnp_trace *t = NULL;
+    char err[256];
+    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
+    if (t->status != DNP_TRACE_COMPLETE)
+        fprintf(stderr, "e2e: %s: %s\n", path, t->status_text);
+    ASSERT(t->status == DNP_TRACE_COMPLETE);
+    ASSERT(t->attached);
+    ASSERT(t->nevents >= E2E_MIN_EVENTS);
+    ASSERT(e2e_count(t, DNP_EV_InitializeForAttach) == 1);
+    ASSERT(e2e_count(t, DNP_EV_Initialize) == 0);
+    ASSERT(e2e_count(t, DNP_EV_ProfilerAttachComplete) == 1);
+    ASSERT(t->events[t->nevents - 1].kind == DNP_EV_ProfilerDetachSucceeded);
+
+    /* Catch-up: what existed before is there, named. */
+    ASSERT(e2e_count(t, DNP_EV_ExistingAppDomain) >= 1);
+    ASSERT(e2e_count(t, DNP_EV_ExistingThread) >= 1);
+    ASSERT(e2e_expect(t, DNP_EV_ExistingAssembly, "Scenarios", "Scen") >= 0);
+    int scenarios_module = 0;
+    for (size_t i = 0; i < t->nevents; i++) {
+        const char *m = t->events[i].kind == DNP_EV_ExistingModule ? e2e_field_name(t, &t->events[i], 0) : NULL;
+        size_t n = m ? strlen(m) : 0;
+        scenarios_module |= n > 14 && strcmp(m + n - 14, "/Scenarios.dll") == 0;
+    }
+    ASSERT(scenarios_module);
+
+    /* The round's own work: a class, a JIT compilation, an exception, a GC. */
+    char name[1024], jit[1200];
+    nested(name, sizeof name, "Scenarios.AttachBox", "Scenarios.AttachRound", round + 1);
+    ASSERT(e2e_expect(t, DNP_EV_ClassLoadFinished, name, "AttachBox") >= 0);
+    nested(name, sizeof name, "Scenarios.AttachVal", "System.Int32", round + 1);
+    snprintf(jit, sizeof jit, "Scenarios.AttachWork::Compute<%s>", name);
+    ASSERT(e2e_expect(t, DNP_EV_JITCompilationFinished, jit, "Compute") >= 0);
+    ASSERT(find_prefix(t, DNP_EV_ExceptionThrown, 1, "Scenarios.AttachRoundException") >= 0);
+    ASSERT(e2e_count(t, DNP_EV_GarbageCollectionStarted) >= 1);
+    /* Not what happened before the attach: the previous round's class. */
+    if (round > 0) {
+        nested(name, sizeof name, "Scenarios.AttachBox", "Scenarios.AttachRound", round);
+        ASSERT(e2e_find(t, DNP_EV_ClassLoadFinished, name, 0) < 0);
+    }
+    dnp_trace_free(t);
+    return 0;
+}
+
+/* No code and no thread of the agent left in the process. */
+static int agent_gone(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    ASSERT(!file_has(path, "libdnprof.so"));
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "cat /proc/%d/task/*/comm 2>/dev/null | grep -c dnprof", (int)pid);
+    FILE *f = popen(cmd, "r");
+    ASSERT(f != NULL);
+    int n = -1;
+    ASSERT(fscanf(f, "%d", &n) == 1);
+    pclose(f);
+    ASSERT_EQ_U64(n, 0);
+    return 0;
+}
+
+static int run_dnprof(e2e_run *r, const char *a0, const char *a1, const char *a2, const char *a3) {
+    const char *args[] = {a0, a1, a2, a3, NULL};
+    return e2e_dnprof(r, args);
+}
+
+static int err_has(const e2e_run *r, const char *text) {
+    if (file_has(r->err, text))
+        return 1;
+    fprintf(stderr, "e2e: expected '%s' in what dnprof said:\n", text);
+    e2e_show_file("stderr", r->err);
+    return 0;
+}
+
+/* Five attach/detach cycles on one process, stopped each way there is:
+ * dnprof detach, --duration, Ctrl-C. */
+TEST(e2e_attach_cycles) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_attach_cycles") == 0);
+    scen s;
+    ASSERT(scen_start(&s, &r, NULL) == 0);
+    int ok = scen_expect(&s, "ready", 60000) == 0;
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)s.pid);
+    for (int round = 0; ok && round < CYCLES; round++) {
+        char trace[PATH_MAX], work[32], done[32];
+        snprintf(trace, sizeof trace, "%s/round%d.trace", r.dir, round);
+        snprintf(work, sizeof work, "work %d", round);
+        snprintf(done, sizeof done, "done %d", round);
+        int how = round % 3; /* 0: dnprof detach, 1: --duration, 2: Ctrl-C */
+        const char *dur[] = {"--duration", "4s"};
+        attaching a;
+        ok = attach_start(&a, &r, s.pid, trace, how == 1 ? 2 : 0, dur) == 0;
+        ok = ok && scen_say(&s, work) == 0 && scen_expect(&s, done, 30000) == 0;
+        if (ok && how == 0) {
+            ok = run_dnprof(&r, "detach", pidtext, NULL, NULL) == 0 && r.status == 0;
+            if (!ok)
+                e2e_show_file("dnprof detach stderr", r.err);
+        } else if (ok && how == 2) {
+            kill(a.pid, SIGINT);
+        }
+        int status = -1;
+        if (a.pid > 0)
+            e2e_wait(a.pid, 60000, &status);
+        if (status != 0) {
+            fprintf(stderr, "e2e: round %d: dnprof attach exited with %d\n", round, status);
+            e2e_show_file("dnprof attach stderr", a.err);
+            ok = 0;
+        }
+        ok = ok && file_has(a.err, "complete");
+        if (ok && check_round_trace(trace, round) != 0) {
+            fprintf(stderr, "e2e: round %d's trace %s is wrong\n", round, trace);
+            ok = 0;
+        }
+        if (ok && agent_gone(s.pid) != 0) {
+            fprintf(stderr, "e2e: round %d: the agent is still in the process after the detach\n", round);
+            ok = 0;
+        }
+    }
+    int code = ok ? scen_quit(&s) : -1;
+    scen_kill(&s);
+    ASSERT(ok);
+    /* The program's own output and exit code, as without dnprof. */
+    char want[256];
+    size_t w = (size_t)snprintf(want, sizeof want, "ready\n");
+    for (int round = 0; round < CYCLES; round++)
+        w += (size_t)snprintf(want + w, sizeof want - w, "done %d\n", round);
+    snprintf(want + w, sizeof want - w, "bye\n");
+    ASSERT_STR_EQ(s.text, want);
+    ASSERT_EQ_U64(code, 3);
+    return 0;
+}
+
+/* ps lists the process, and that dnprof is attached to it. */
+TEST(e2e_attach_ps) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_attach_ps") == 0);
+    scen s;
+    ASSERT(scen_start(&s, &r, NULL) == 0);
+    int ok = scen_expect(&s, "ready", 60000) == 0;
+    char pidtext[32], row[64], trace[PATH_MAX];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)s.pid);
+    snprintf(row, sizeof row, "%-8d %-24s ", (int)s.pid, "Scenarios");
+    snprintf(trace, sizeof trace, "%s/ps.trace", r.dir);
+    ok = ok && run_dnprof(&r, "ps", NULL, NULL, NULL) == 0 && r.status == 0 && file_has(r.out, row) &&
+         file_has(r.out, "Scenarios.dll attach");
+    if (!ok)
+        e2e_show_file("dnprof ps", r.out);
+    attaching a = {0};
+    ok = ok && attach_start(&a, &r, s.pid, trace, 0, NULL) == 0;
+    snprintf(row, sizeof row, "%-8d %-24s %-8s ", (int)s.pid, "Scenarios", "attached");
+    ok = ok && run_dnprof(&r, "ps", NULL, NULL, NULL) == 0 && file_has(r.out, row);
+    if (!ok)
+        e2e_show_file("dnprof ps while attached", r.out);
+    ok = ok && run_dnprof(&r, "detach", pidtext, NULL, NULL) == 0 && r.status == 0;
+    int status = -1;
+    if (a.pid > 0)
+        e2e_wait(a.pid, 60000, &status);
+    int code = ok ? scen_quit(&s) : -1;
+    scen_kill(&s);
+    ASSERT(ok);
+    ASSERT_EQ_U64(status, 0);
+    ASSERT_EQ_U64(code, 3);
+    return 0;
+}
+
+/* Each error names its cause and its fix; and after all of them, a real attach
+ * to the same process still works. */
+TEST(e2e_attach_errors) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_attach_errors") == 0);
+    scen s, off, run;
+    const char *no_diag[] = {"DOTNET_EnableDiagnostics=0", NULL};
+    /* a program the agent was loaded into at start-up, as dnprof run does */
+    const char *agent = e2e_env("DNPROF_AGENT");
+    ASSERT(agent != NULL);
+    char profiler_path[PATH_MAX + 32], output[PATH_MAX + 32];
+    snprintf(profiler_path, sizeof profiler_path, "CORECLR_PROFILER_PATH=%s", agent);
+    snprintf(output, sizeof output, "DNPROF_OUTPUT=%s/startup.trace", r.dir);
+    const char *startup[] = {"CORECLR_ENABLE_PROFILING=1", "CORECLR_PROFILER=" DNP_CLSID_TEXT,
+                             profiler_path, output, NULL};
+    ASSERT(scen_start(&s, &r, NULL) == 0);
+    ASSERT(scen_start(&off, &r, no_diag) == 0);
+    ASSERT(scen_start(&run, &r, startup) == 0);
+    int ok = scen_expect(&s, "ready", 60000) == 0 && scen_expect(&off, "ready", 60000) == 0 &&
+             scen_expect(&run, "ready", 60000) == 0;
+    char pidtext[32], offtext[32], runtext[32], self[32], dead[32], trace[PATH_MAX];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)s.pid);
+    snprintf(runtext, sizeof runtext, "%d", (int)run.pid);
+    snprintf(offtext, sizeof offtext, "%d", (int)off.pid);
+    snprintf(self, sizeof self, "%d", (int)getpid());
+    snprintf(trace, sizeof trace, "%s/errors.trace", r.dir);
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, NULL, 0);
+    snprintf(dead, sizeof dead, "%d", (int)gone);
+
+#define EXPECT(cond)                                                             \
+    do {                                                                         \
+        if (ok && !(cond)) {                                                     \
+            fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond);   \
+            ok = 0;                                                              \
+        }                                                                        \
+    } while (0)
+    /* a dead pid */
+    EXPECT(run_dnprof(&r, "attach", dead, NULL, NULL) == 0 && r.status == 1 &&
+           err_has(&r, "no such process"));
+    /* pid 1, and this test program: not .NET */
+    EXPECT(run_dnprof(&r, "attach", "1", NULL, NULL) == 0 && r.status == 1 &&
+           err_has(&r, "not a .NET process"));
+    EXPECT(run_dnprof(&r, "attach", self, NULL, NULL) == 0 && r.status == 1 &&
+           err_has(&r, "is not a .NET process"));
+    /* diagnostics disabled */
+    EXPECT(run_dnprof(&r, "attach", offtext, NULL, NULL) == 0 && r.status == 1 &&
+           err_has(&r, "DOTNET_EnableDiagnostics=0") && err_has(&r, "dnprof run"));
+    /* flags an attached profiler cannot have */
+    EXPECT(run_dnprof(&r, "attach", pidtext, "--events", "alloc,classes") == 0 && r.status == 2 &&
+           err_has(&r, "COR_PRF_ENABLE_OBJECT_ALLOCATED") && err_has(&r, "dnprof run"));
+    EXPECT(run_dnprof(&r, "attach", pidtext, "--events", "0x800100") == 0 && r.status == 2 &&
+           err_has(&r, "COR_PRF_MONITOR_OBJECT_ALLOCATED"));
+    /* an agent loaded at start-up: no second one, and no detach */
+    EXPECT(run_dnprof(&r, "attach", runtext, NULL, NULL) == 0 && r.status == 1 &&
+           err_has(&r, "loaded at start-up"));
+    EXPECT(run_dnprof(&r, "detach", runtext, NULL, NULL) == 0 && r.status == 1 &&
+           err_has(&r, "loaded at start-up"));
+    /* nothing attached to detach */
+    EXPECT(run_dnprof(&r, "detach", pidtext, NULL, NULL) == 0 && r.status == 1 &&
+           err_has(&r, "no dnprof agent is attached"));
+    /* another user's process: dnprof run as nobody, when we are root */
+    if (ok && geteuid() == 0) {
+        const char *bin = e2e_env("DNPROF_BIN");
+        const char *argv[] = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              bin,       "attach",        pidtext,         NULL};
+        if (bin && e2e_exec(&r, (char *const *)argv, NULL) == 0 && r.status != 126 &&
+            r.status != 127 && !file_has(r.err, "cannot find the agent") &&
+            !file_has(r.err, "Permission denied"))
+            EXPECT(r.status == 1 && err_has(&r, "another user"));
+        else
+            fprintf(stderr, "e2e: (another user's process not checked: cannot run dnprof as nobody)\n");
+    }
+    /* A real attach, then a second one: a profiler is already there. */
+    attaching a = {0};
+    EXPECT(attach_start(&a, &r, s.pid, trace, 0, NULL) == 0);
+    EXPECT(run_dnprof(&r, "attach", pidtext, NULL, NULL) == 0 && r.status == 1 &&
+           err_has(&r, "already has dnprof's agent attached") && err_has(&r, "dnprof detach"));
+    EXPECT(scen_say(&s, "work 0") == 0 && scen_expect(&s, "done 0", 30000) == 0);
+    EXPECT(run_dnprof(&r, "detach", pidtext, NULL, NULL) == 0 && r.status == 0);
+    int status = -1;
+    if (a.pid > 0)
+        e2e_wait(a.pid, 60000, &status);
+    EXPECT(status == 0);
+    EXPECT(check_round_trace(trace, 0) == 0);
+#undef EXPECT
+    int code = scen_quit(&s);
+    scen_kill(&s);
+    scen_kill(&off);
+    scen_kill(&run);
+    ASSERT(ok);
+    ASSERT_EQ_U64(code, 3);
+    return 0;
+}
+
+/* The program exits while attached: the trace is completed at Shutdown and
+ * dnprof attach says so. */
+TEST(e2e_attach_program_exits) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_attach_program_exits") == 0);
+    scen s;
+    ASSERT(scen_start(&s, &r, NULL) == 0);
+    int ok = scen_expect(&s, "ready", 60000) == 0;
+    char trace[PATH_MAX];
+    snprintf(trace, sizeof trace, "%s/exit.trace", r.dir);
+    attaching a = {0};
+    ok = ok && attach_start(&a, &r, s.pid, trace, 0, NULL) == 0;
+    ok = ok && scen_say(&s, "work 0") == 0 && scen_expect(&s, "done 0", 30000) == 0;
+    int code = ok ? scen_quit(&s) : -1;
+    int status = -1;
+    if (a.pid > 0)
+        e2e_wait(a.pid, 60000, &status);
+    scen_kill(&s);
+    ASSERT(ok);
+    ASSERT_EQ_U64(code, 3);
+    ASSERT_EQ_U64(status, 0);
+    ASSERT(file_has(a.err, "exited while attached"));
+    dnp_trace *t = NULL;
+    char err[256];
+    ASSERT(dnp_trace_load(trace, &t, err, sizeof err) == 0);
+    ASSERT(t->status == DNP_TRACE_COMPLETE);
+    ASSERT(e2e_count(t, DNP_EV_Shutdown) == 1);
+    ASSERT(e2e_count(t, DNP_EV_InitializeForAttach) == 1);
+    dnp_trace_free(t);
+    return 0;
+}

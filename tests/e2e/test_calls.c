@@ -1,0 +1,332 @@
+/* test_calls.c: method enter/leave (DNPROF_CALLS): the CallsScenario program
+ * (tests/e2e/scenarios/CallsScenario.cs) makes calls of known number and shape;
+ * the call trees in the trace (the last CallNode of each node of each thread)
+ * must count them exactly, and no thread's shadow stack may end unbalanced. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+#include "session.h"
+#include "test.h"
+
+/* Runs `dotnet Scenarios.dll calls SUB` with the agent and calls set to mode,
+ * plus extra "NAME=VALUE" settings (NULL-terminated, may be NULL), and loads
+ * its trace (NULL when the agent did not record one). */
+static dnp_trace *calls_run(e2e_run *r, const char *test, const char *sub, const char *mode,
+                            const char *const extra[]) {
+    if (e2e_setup(r, test) != 0)
+        return NULL;
+    const char *agent = e2e_env("DNPROF_AGENT");
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    if (!agent || !dll)
+        return NULL;
+    static char profiler_path[PATH_MAX + 32], output[PATH_MAX + 32], calls[64];
+    snprintf(profiler_path, sizeof profiler_path, DNP_ENV_PROFILER_PATH "=%s", agent);
+    snprintf(output, sizeof output, DNP_ENV_OUTPUT "=%s", r->trace);
+    snprintf(calls, sizeof calls, DNP_ENV_CALLS "=%s", mode);
+    const char *env[32] = {
+        DNP_ENV_ENABLE "=1", DNP_ENV_PROFILER "=" DNP_CLSID_TEXT, profiler_path, output, calls,
+        DNP_ENV_ROOT_PID, DNP_ENV_SESSION, DNP_ENV_EVENTS, DNP_ENV_INCLUDE, DNP_ENV_EXCLUDE,
+        DNP_ENV_ALL_CODE,
+    };
+    int n = 11;
+    for (int i = 0; extra && extra[i] && n < 31; i++)
+        env[n++] = extra[i];
+    env[n] = NULL;
+    const char *argv[] = {e2e_dotnet(), dll, "calls", sub, NULL};
+    if (e2e_exec(r, (char *const *)argv, env) != 0)
+        return NULL;
+    if (r->status != 0) {
+        fprintf(stderr, "e2e: Scenarios calls %s exited with %d\n", sub, r->status);
+        e2e_show_file("stderr", r->err);
+        return NULL;
+    }
+    return e2e_load(r->trace);
+}
+
+typedef struct node_key {
+    uint64_t tid, node;
+    size_t ev;
+} node_key;
+
+static int key_cmp(const void *a, const void *b) {
+    const node_key *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    return x->ev < y->ev ? -1 : x->ev > y->ev;
+}
+
+/* The totals of every function named name (exactly), summed over the nodes and
+ * threads of the trace: the last CallNode of each (thread, node) counts. */
+typedef struct fn_totals {
+    uint64_t calls, tailcalls, nodes, threads, exclusive_ns;
+} fn_totals;
+
+static fn_totals calls_totals(const dnp_trace *t, const char *name) {
+    fn_totals s = {0, 0, 0, 0, 0};
+    size_t n = 0;
+    node_key *keys = malloc((e2e_count(t, DNP_EV_CallNode) + 1) * sizeof *keys);
+    if (!keys)
+        return s;
+    for (size_t i = 0; i < t->nevents; i++) {
+        const dnp_trace_event *ev = &t->events[i];
+        if (ev->kind == DNP_EV_CallNode)
+            keys[n++] = (node_key){e2e_field(ev, 0), e2e_field(ev, 1), i};
+    }
+    qsort(keys, n, sizeof *keys, key_cmp);
+    uint64_t last_tid = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (k + 1 < n && keys[k + 1].tid == keys[k].tid && keys[k + 1].node == keys[k].node)
+            continue;
+        const dnp_trace_event *ev = &t->events[keys[k].ev];
+        const char *fn = e2e_field_name(t, ev, 3);
+        if (!fn || strcmp(fn, name) != 0)
+            continue;
+        s.calls += e2e_field(ev, 4);
+        s.exclusive_ns += e2e_field(ev, 6);
+        s.tailcalls += e2e_field(ev, 7);
+        s.nodes++;
+        if (keys[k].tid != last_tid)
+            s.threads++;
+        last_tid = keys[k].tid;
+    }
+    free(keys);
+    return s;
+}
+
+/* The number of CallNode events whose function name starts with prefix. */
+static size_t calls_nodes_prefixed(const dnp_trace *t, const char *prefix) {
+    size_t c = 0;
+    for (size_t i = 0; i < t->nevents; i++) {
+        const dnp_trace_event *ev = &t->events[i];
+        const char *fn = ev->kind == DNP_EV_CallNode ? e2e_field_name(t, ev, 3) : NULL;
+        if (fn && strncmp(fn, prefix, strlen(prefix)) == 0)
+            c++;
+    }
+    return c;
+}
+
+/* No thread's shadow stack ended unbalanced (calls.c notes it when one does). */
+static int calls_balanced(const dnp_trace *t) {
+    for (size_t i = 0; i < t->nnotes; i++) {
+        if (strstr(t->notes[i].text, "unbalanced")) {
+            fprintf(stderr, "e2e: %s\n", t->notes[i].text);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+#define EXPECT_CALLS(t, name, n)                                                                   \
+    do {                                                                                           \
+        fn_totals s_ = calls_totals(t, name);                                                      \
+        if (s_.calls != (uint64_t)(n))                                                             \
+            fprintf(stderr, "e2e: %s: %llu calls, expected %llu\n", name,                          \
+                    (unsigned long long)s_.calls, (unsigned long long)(n));                        \
+        ASSERT_EQ_U64(s_.calls, n);                                                                \
+    } while (0)
+
+TEST(e2e_calls_counts) {
+    e2e_run r;
+    dnp_trace *t = calls_run(&r, "e2e_calls_counts", "all", "1", NULL);
+    ASSERT(t != NULL);
+    ASSERT_EQ_U64(e2e_count(t, DNP_EV_CallsConfig), 1);
+    ASSERT(calls_balanced(t));
+    /* recursion: 10 x Recurse(100), Fib(20) */
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Recurse", 1010);
+    ASSERT_EQ_U64(calls_totals(t, "Scenarios.CallsScenario::Recurse").nodes, 101);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Fib", 21891);
+    /* tail calls, real ones (IL tail. prefix): counted as calls and as tail calls */
+    EXPECT_CALLS(t, "Scenarios.TailCalls::Ping", 510);
+    EXPECT_CALLS(t, "Scenarios.TailCalls::Pong", 500);
+    ASSERT_EQ_U64(calls_totals(t, "Scenarios.TailCalls::Ping").tailcalls +
+                      calls_totals(t, "Scenarios.TailCalls::Pong").tailcalls,
+                  1000);
+    /* generics: shared code for reference types, as the runtime names it */
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::GenericIdentity<System.Int32>", 3);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::GenericIdentity<System.__Canon>", 2);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::GenericIdentity<System.Double>", 1);
+    EXPECT_CALLS(t, "Scenarios.GenericBox<System.Int32>::Get", 1);
+    EXPECT_CALLS(t, "Scenarios.GenericBox<System.Int64>::Get", 1);
+    EXPECT_CALLS(t, "Scenarios.GenericBox<System.__Canon>::Get", 1);
+    /* 8 threads at once */
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Work", 8000);
+    ASSERT_EQ_U64(calls_totals(t, "Scenarios.CallsScenario::Work").threads, 8);
+    /* exceptions through 5 frames with finally blocks, caught, then a call */
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Catcher", 10);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Level1", 10);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Level5", 10);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::AfterCatch", 10);
+    /* async: the method, and its state machine resumed once after Task.Yield */
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::AsyncStep", 20);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario+<AsyncStep>d__19::MoveNext", 40);
+    /* the program's own code only, by default */
+    ASSERT_EQ_U64(calls_nodes_prefixed(t, "System."), 0);
+    ASSERT_EQ_U64(calls_nodes_prefixed(t, "Microsoft."), 0);
+    dnp_trace_free(t);
+    return 0;
+}
+
+TEST(e2e_calls_output_unchanged) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_calls_output_unchanged") == 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll != NULL);
+    const char *argv[] = {e2e_dotnet(), dll, "calls", "all", NULL};
+    const char *no_profiler[] = {DNP_ENV_ENABLE, DNP_ENV_PROFILER, DNP_ENV_PROFILER_PATH, NULL};
+    ASSERT(e2e_exec(&r, (char *const *)argv, no_profiler) == 0);
+    ASSERT_EQ_U64(r.status, 0);
+    char *plain = e2e_read_file(r.out, NULL);
+    ASSERT(plain != NULL);
+    dnp_trace *t = calls_run(&r, "e2e_calls_output_unchanged", "all", "1", NULL);
+    ASSERT(t != NULL);
+    char *profiled = e2e_read_file(r.out, NULL);
+    ASSERT(profiled != NULL);
+    ASSERT_STR_EQ(profiled, plain);
+    free(plain);
+    free(profiled);
+    dnp_trace_free(t);
+    return 0;
+}
+
+TEST(e2e_calls_include_exclude) {
+    e2e_run r;
+    const char *only_fib[] = {DNP_ENV_INCLUDE "=*::Fib, *::Recurse", DNP_ENV_EXCLUDE "=*::Recurse",
+                              NULL};
+    dnp_trace *t = calls_run(&r, "e2e_calls_include_exclude", "recursion", "1", only_fib);
+    ASSERT(t != NULL);
+    ASSERT(calls_balanced(t));
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Fib", 21891);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Recurse", 0);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Recursion", 0);
+    /* Fib's outermost calls hang from the root: nothing above them is hooked */
+    ASSERT_EQ_U64(calls_totals(t, "Scenarios.CallsScenario::Fib").nodes, 20);
+    dnp_trace_free(t);
+    return 0;
+}
+
+TEST(e2e_calls_timeline) {
+    e2e_run r;
+    dnp_trace *t = calls_run(&r, "e2e_calls_timeline", "exceptions", "timeline", NULL);
+    ASSERT(t != NULL);
+    ASSERT(calls_balanced(t));
+    char why[512] = "";
+    int nesting = e2e_check_nesting(t, why, sizeof why);
+    if (nesting != 0)
+        fprintf(stderr, "e2e: %s\n", why);
+    ASSERT(nesting == 0);
+    /* each of the 10 throws unwinds Level5..Level1 */
+    ASSERT_EQ_U64(e2e_count(t, DNP_EV_MethodUnwind), 50);
+    size_t enters = 0, level5 = 0;
+    for (size_t i = 0; i < t->nevents; i++) {
+        const dnp_trace_event *ev = &t->events[i];
+        if (ev->kind != DNP_EV_MethodEnter)
+            continue;
+        enters++;
+        const char *fn = e2e_field_name(t, ev, 0);
+        level5 += fn && strcmp(fn, "Scenarios.CallsScenario::Level5") == 0;
+    }
+    ASSERT_EQ_U64(level5, 10);
+    ASSERT_EQ_U64(enters, e2e_count(t, DNP_EV_MethodLeave) + e2e_count(t, DNP_EV_MethodUnwind) +
+                              e2e_count(t, DNP_EV_MethodTailcall));
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::AfterCatch", 10);
+    dnp_trace_free(t);
+    return 0;
+}
+
+/* The MethodArgs and MethodReturn texts of the first call of fn (NULL if none). */
+static int call_texts(const dnp_trace *t, const char *fn, const char **args, const char **ret) {
+    *args = *ret = NULL;
+    for (size_t i = 0; i < t->nevents; i++) {
+        const dnp_trace_event *ev = &t->events[i];
+        const char *name = ev->kind == DNP_EV_MethodEnter ? e2e_field_name(t, ev, 0) : NULL;
+        if (!name || strcmp(name, fn) != 0)
+            continue;
+        /* MethodArgs follows its MethodEnter; MethodReturn precedes its MethodLeave,
+         * on the same thread, at the same depth */
+        int depth = 0;
+        for (size_t j = i + 1; j < t->nevents; j++) {
+            const dnp_trace_event *e = &t->events[j];
+            if (e->thread != ev->thread)
+                continue;
+            if (e->kind == DNP_EV_MethodArgs && depth == 0 && !*args)
+                *args = e2e_field_name(t, e, 0);
+            else if (e->kind == DNP_EV_MethodEnter)
+                depth++;
+            else if (e->kind == DNP_EV_MethodReturn && depth == 0)
+                *ret = e2e_field_name(t, e, 0);
+            else if (e->kind == DNP_EV_MethodLeave || e->kind == DNP_EV_MethodUnwind ||
+                     e->kind == DNP_EV_MethodTailcall) {
+                if (depth-- == 0)
+                    break;
+            }
+        }
+        return 0;
+    }
+    fprintf(stderr, "e2e: no call of %s\n", fn);
+    return -1;
+}
+
+#define EXPECT_CALL(t, fn, want_args, want_ret)                                                    \
+    do {                                                                                           \
+        const char *args_, *ret_;                                                                  \
+        ASSERT(call_texts(t, fn, &args_, &ret_) == 0);                                             \
+        ASSERT(args_ != NULL && ret_ != NULL);                                                     \
+        ASSERT_STR_EQ(args_, want_args);                                                           \
+        ASSERT_STR_EQ(ret_, want_ret);                                                             \
+    } while (0)
+
+TEST(e2e_calls_args) {
+    e2e_run r;
+    dnp_trace *t = calls_run(&r, "e2e_calls_args", "args", "args", NULL);
+    ASSERT(t != NULL);
+    ASSERT(calls_balanced(t));
+    char why[512] = "";
+    int nesting = e2e_check_nesting(t, why, sizeof why);
+    if (nesting != 0)
+        fprintf(stderr, "e2e: %s\n", why);
+    ASSERT(nesting == 0);
+    EXPECT_CALL(t, "Scenarios.CallsScenario::Ints",
+                "a=-8, b=200, c=-1234, d=54321, e=-123456789, f=3000000000, g=-9000000000000, "
+                "h=18000000000000000000",
+                "-123456788");
+    EXPECT_CALL(t, "Scenarios.CallsScenario::Floats", "a=1.5, b=-2.25, c=true, d='é', e=-5, f=6", "-4.5");
+    EXPECT_CALL(t, "Scenarios.CallsScenario::Strings", "a=\"héllo wörld ✓\", b=null, c=\"\"",
+                "\"héllo wörld ✓\"");
+    EXPECT_CALL(t, "Scenarios.CallsScenario::Enums", "a=Scenarios.Color.Green, b=Scenarios.Color.Red|Blue",
+                "Scenarios.Color.Blue");
+    EXPECT_CALL(t, "Scenarios.CallsScenario::Structs",
+                "a=Scenarios.One{A=1}, b=Scenarios.Two{A=2, B=3}, c=Scenarios.Three{A=4, B=5, C=6}, "
+                "d=Scenarios.Mixed{I=7, D=8.5}, e=Scenarios.Sixteen{L=9, D=10.25}, "
+                "f=Scenarios.Big{A=11, B=12, C=13, D=14}",
+                "Scenarios.Two{A=3, B=4}");
+    EXPECT_CALL(t, "Scenarios.CallsScenario::MixedReturn", "i=3, d=4.5", "Scenarios.Mixed{I=3, D=4.5}");
+    EXPECT_CALL(t, "Scenarios.CallsScenario::BigReturn", "a=20", "Scenarios.Big{A=20, B=21, C=22, D=23}");
+    EXPECT_CALL(t, "Scenarios.CallsScenario::Objects",
+                "p=<Scenarios.Payload>, none=null, array=<System.Int32[]>, r=ref 41", "3");
+    EXPECT_CALL(t, "Scenarios.CallsScenario+Counter::Add", "this=<Scenarios.CallsScenario+Counter>, n=5", "5");
+    EXPECT_CALL(t, "Scenarios.CallsScenario::GenericIdentity<System.Int32>", "value=77", "77");
+    EXPECT_CALL(t, "Scenarios.Payload::.ctor", "this=<Scenarios.Payload>", "void");
+    dnp_trace_free(t);
+    return 0;
+}
+
+TEST(e2e_calls_args_exceptions) {
+    e2e_run r;
+    dnp_trace *t = calls_run(&r, "e2e_calls_args_exceptions", "exceptions", "args", NULL);
+    ASSERT(t != NULL);
+    ASSERT(calls_balanced(t));
+    char why[512] = "";
+    int nesting = e2e_check_nesting(t, why, sizeof why);
+    if (nesting != 0)
+        fprintf(stderr, "e2e: %s\n", why);
+    ASSERT(nesting == 0);
+    ASSERT_EQ_U64(e2e_count(t, DNP_EV_MethodUnwind), 50);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Level5", 10);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::AfterCatch", 10);
+    EXPECT_CALL(t, "Scenarios.CallsScenario::Catcher", "n=0", "1");
+    dnp_trace_free(t);
+    return 0;
+}

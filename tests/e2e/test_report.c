@@ -1,0 +1,269 @@
+/* test_report.c: `dnprof report` and `dnprof convert` on traces the agent
+ * recorded with --calls and --timeline: the counts CallsScenario knows, the
+ * names as written, and every export parsed back with totals that agree with
+ * the report's. A trace without call data fails with "no call data". */
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+#include "json_check.h"
+#include "test.h"
+
+/* `dnprof run --quiet <mode> -o trace -- dotnet Scenarios.dll calls <sub>`. */
+static int run_calls(e2e_run *r, const char *test, const char *mode, const char *sub) {
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    if (e2e_setup(r, test) != 0 || !dll)
+        return -1;
+    const char *args[] = {"run", "--quiet", mode, "-o", r->trace, "--", e2e_dotnet(), dll, "calls", sub, NULL};
+    if (e2e_dnprof(r, args) != 0)
+        return -1;
+    if (r->status != 0) {
+        e2e_show_file("stderr", r->err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs `dnprof ARGS` and parses its stdout as JSON (or the file out_file). */
+static jv *dnprof_json(e2e_run *r, const char *const args[], const char *out_file) {
+    if (e2e_dnprof(r, args) != 0)
+        return NULL;
+    if (r->status != 0) {
+        e2e_show_file("stderr", r->err);
+        return NULL;
+    }
+    size_t len;
+    char *text = e2e_read_file(out_file ? out_file : r->out, &len);
+    if (!text)
+        return NULL;
+    char err[160];
+    jv *v = json_parse(text, len, err, sizeof err);
+    if (!v)
+        fprintf(stderr, "e2e: %s is not valid JSON: %s\n", out_file ? out_file : "the output", err);
+    free(text);
+    return v;
+}
+
+/* The report's function named name (as shown), or NULL with a line. */
+static const jv *function(const jv *report, const char *name) {
+    const jv *fs = json_get(report, "functions");
+    for (size_t i = 0; fs && i < fs->n; i++)
+        if (json_str(json_at(fs, i), "name") && !strcmp(json_str(json_at(fs, i), "name"), name))
+            return json_at(fs, i);
+    fprintf(stderr, "e2e: no function '%s' in the report (%zu functions)\n", name, fs ? fs->n : 0);
+    return NULL;
+}
+
+/* The report of r->trace as JSON, checked for "no call data" first. */
+static jv *report_json(e2e_run *r) {
+    const char *args[] = {"report", "--json", r->trace, NULL};
+    jv *rep = dnprof_json(r, args, NULL);
+    if (!rep) {
+        char *err = e2e_read_file(r->err, NULL);
+        if (err && strstr(err, "no call data"))
+            fprintf(stderr, "e2e: the agent recorded no call data (no CallNode or MethodEnter events)\n");
+        free(err);
+    }
+    return rep;
+}
+
+TEST(e2e_report_calls) {
+    e2e_run r;
+    ASSERT(run_calls(&r, "e2e_report_calls", "--calls", "recursion") == 0);
+    jv *rep = report_json(&r);
+    ASSERT(rep != NULL);
+    ASSERT_STR_EQ(json_str(rep, "source"), "CallNode");
+    const jv *fib = function(rep, "Scenarios.CallsScenario::Fib");
+    const jv *rec = function(rep, "Scenarios.CallsScenario::Recurse");
+    ASSERT(fib && rec);
+    ASSERT_EQ_U64((uint64_t)json_num(fib, "calls"), 21891);
+    ASSERT_EQ_U64((uint64_t)json_num(rec, "calls"), 1010);
+    ASSERT(json_num(fib, "selfNs") > 0 && json_num(fib, "selfNs") <= json_num(fib, "totalNs"));
+    /* self times add up to the total (the agent reads its clock for each separately:
+     * a few ns apart at most per path), and the tree's root is that total */
+    const jv *fs = json_get(rep, "functions");
+    double self = 0, total = json_num(rep, "totalNs");
+    for (size_t i = 0; i < fs->n; i++)
+        self += json_num(json_at(fs, i), "selfNs");
+    ASSERT(total > 0 && self <= total && total - self <= total / 1000 + 1000);
+    ASSERT_EQ_U64((uint64_t)json_num(json_get(rep, "tree"), "totalNs"), (uint64_t)total);
+    json_free(rep);
+
+    /* the text report names them too, and prints the tree */
+    const char *args[] = {"report", "--tree", "--top", "5", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, args) == 0);
+    ASSERT_EQ_U64(r.status, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT(out != NULL);
+    int ok = strstr(out, "Scenarios.CallsScenario::Fib") && strstr(out, "call tree") &&
+             strstr(out, "hottest call paths") && strstr(out, "without --all-code");
+    if (!ok)
+        e2e_show_file("report", r.out);
+    free(out);
+    ASSERT(ok);
+    return 0;
+}
+
+TEST(e2e_report_convert) {
+    e2e_run r;
+    ASSERT(run_calls(&r, "e2e_report_convert", "--calls", "recursion") == 0);
+    jv *rep = report_json(&r);
+    ASSERT(rep != NULL);
+    const jv *fs = json_get(rep, "functions");
+    uint64_t self = 0; /* what the exports weigh: self times */
+    for (size_t i = 0; fs && i < fs->n; i++)
+        self += (uint64_t)json_num(json_at(fs, i), "selfNs");
+    json_free(rep);
+
+    char path[PATH_MAX + 32];
+    /* speedscope: sampled profiles whose weights add up to the report's self times */
+    snprintf(path, sizeof path, "%s/out.speedscope.json", r.dir);
+    const char *ss[] = {"convert", "--format", "speedscope", "-o", path, r.trace, NULL};
+    jv *doc = dnprof_json(&r, ss, path);
+    ASSERT(doc != NULL);
+    const jv *pr = json_at(json_get(doc, "profiles"), 0);
+    ASSERT_STR_EQ(json_str(pr, "type"), "sampled");
+    const jv *w = json_get(pr, "weights");
+    ASSERT(w != NULL);
+    double sum = 0;
+    for (size_t i = 0; i < w->n; i++)
+        sum += json_at(w, i)->num;
+    ASSERT_EQ_U64((uint64_t)sum, self);
+    json_free(doc);
+
+    /* chrome: complete events, one per call path */
+    snprintf(path, sizeof path, "%s/out.chrome.json", r.dir);
+    const char *ch[] = {"convert", "--format", "chrome", "-o", path, r.trace, NULL};
+    doc = dnprof_json(&r, ch, path);
+    ASSERT(doc != NULL);
+    const jv *evs = json_get(doc, "traceEvents");
+    size_t x = 0;
+    for (size_t i = 0; evs && i < evs->n; i++)
+        x += json_str(json_at(evs, i), "ph") && !strcmp(json_str(json_at(evs, i), "ph"), "X");
+    ASSERT(x > 100); /* Recurse alone has 101 paths */
+    json_free(doc);
+
+    /* folded: the numbers add up to the same */
+    const char *fo[] = {"convert", "--format", "folded", "-o", "-", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, fo) == 0);
+    ASSERT_EQ_U64(r.status, 0);
+    char *text = e2e_read_file(r.out, NULL);
+    ASSERT(text != NULL);
+    uint64_t fsum = 0;
+    for (char *line = text; *line;) {
+        char *nl = strchr(line, '\n');
+        if (!nl)
+            break;
+        char *sp = nl;
+        while (sp > line && sp[-1] != ' ')
+            sp--;
+        fsum += strtoull(sp, NULL, 10);
+        line = nl + 1;
+    }
+    int recurse = strstr(text, "Scenarios.CallsScenario::Recurse;Scenarios.CallsScenario::Recurse") != NULL;
+    free(text);
+    ASSERT(recurse);
+    ASSERT_EQ_U64(fsum, self);
+
+    /* the HTML flame graph: one file, nothing from the network */
+    snprintf(path, sizeof path, "%s/out.html", r.dir);
+    const char *fg[] = {"convert", "--format", "flamegraph", "-o", path, r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, fg) == 0);
+    ASSERT_EQ_U64(r.status, 0);
+    text = e2e_read_file(path, NULL);
+    ASSERT(text != NULL);
+    int ok = strstr(text, "<!DOCTYPE html>") && strstr(text, "Scenarios.CallsScenario::Fib") &&
+             !strstr(text, "https://") && !strstr(text, "http://");
+    free(text);
+    ASSERT(ok);
+    return 0;
+}
+
+TEST(e2e_report_async_names) {
+    e2e_run r;
+    ASSERT(run_calls(&r, "e2e_report_async_names", "--calls", "async") == 0);
+    jv *rep = report_json(&r);
+    ASSERT(rep != NULL);
+    const jv *fs = json_get(rep, "functions");
+    int machines = 0;
+    for (size_t i = 0; fs && i < fs->n; i++) {
+        const char *raw = json_str(json_at(fs, i), "raw"), *name = json_str(json_at(fs, i), "name");
+        ASSERT(raw && name);
+        if (strstr(raw, ">d__") && strstr(raw, "::MoveNext")) {
+            size_t n = strlen(name);
+            if (n < 8 || strcmp(name + n - 8, " (async)") != 0)
+                fprintf(stderr, "e2e: '%s' is shown as '%s'\n", raw, name);
+            ASSERT(n >= 8 && !strcmp(name + n - 8, " (async)"));
+            machines++;
+        }
+    }
+    ASSERT(function(rep, "Scenarios.CallsScenario::AsyncStep (async)") != NULL);
+    ASSERT(machines > 0);
+    json_free(rep);
+    return 0;
+}
+
+TEST(e2e_report_timeline) {
+    e2e_run r;
+    ASSERT(run_calls(&r, "e2e_report_timeline", "--timeline", "recursion") == 0);
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/out.speedscope.json", r.dir);
+    const char *ss[] = {"convert", "--format", "speedscope", "-o", path, r.trace, NULL};
+    jv *doc = dnprof_json(&r, ss, path);
+    ASSERT(doc != NULL);
+    const jv *profiles = json_get(doc, "profiles");
+    ASSERT(profiles && profiles->n > 0);
+    size_t opens = 0;
+    for (size_t p = 0; p < profiles->n; p++) {
+        const jv *pr = json_at(profiles, p);
+        ASSERT_STR_EQ(json_str(pr, "type"), "evented");
+        const jv *evs = json_get(pr, "events");
+        long depth = 0;
+        double at = 0;
+        for (size_t i = 0; evs && i < evs->n; i++) {
+            const jv *ev = json_at(evs, i);
+            ASSERT(json_num(ev, "at") >= at);
+            at = json_num(ev, "at");
+            if (!strcmp(json_str(ev, "type"), "O")) {
+                depth++;
+                opens++;
+            } else {
+                ASSERT(depth > 0);
+                depth--;
+            }
+        }
+        ASSERT_EQ_U64(depth, 0);
+    }
+    ASSERT(opens >= 1010 + 21891);
+    json_free(doc);
+    /* print shows the calls indented by depth */
+    const char *pa[] = {"print", "--events", "calls", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, pa) == 0);
+    ASSERT_EQ_U64(r.status, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT(out != NULL);
+    int indented = strstr(out, "  MethodEnter Scenarios.CallsScenario::Recurse") != NULL;
+    free(out);
+    ASSERT(indented);
+    return 0;
+}
+
+TEST(e2e_report_no_call_data) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_report_no_call_data") == 0);
+    ASSERT(e2e_run_scenario(&r, "hello", NULL) == 0);
+    const char *args[] = {"report", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, args) == 0);
+    ASSERT_EQ_U64(r.status, 1);
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT(err != NULL);
+    int said = strstr(err, "this trace has no call data: record it with dnprof run --calls") != NULL;
+    if (!said)
+        e2e_show_file("stderr", r.err);
+    free(err);
+    ASSERT(said);
+    const char *conv[] = {"convert", "--format", "folded", "-o", "-", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, conv) == 0);
+    ASSERT_EQ_U64(r.status, 1);
+    return 0;
+}

@@ -1,0 +1,259 @@
+/* test_stories.c: the exception state machine and the stories built from it,
+ * on synthetic event sequences shaped as .NET 10 sends them (docs/exceptions.md). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "stories.h"
+#include "test.h"
+
+enum { F_A = 0x100, F_B = 0x200, F_C = 0x300, F_MAIN = 0x400, F_FILTER = 0x500, OBJ1 = 0x7000, OBJ2 = 0x8000 };
+
+typedef struct seq {
+    dnp_trace_event ev[128];
+    size_t n;
+} seq;
+
+static void add(seq *s, uint32_t thread, uint16_t kind, uint64_t a, uint64_t b) {
+    dnp_trace_event *e = &s->ev[s->n];
+    memset(e, 0, sizeof *e);
+    e->time_ns = 1000 * (s->n + 1);
+    e->thread = thread;
+    e->kind = kind;
+    e->nvalues = dnp_events[kind].nvalues;
+    if (kind == DNP_EV_ExceptionThrown || kind == DNP_EV_ExceptionDetails) {
+        e->v[0] = a;
+        e->v[4] = b; /* Details: depth */
+    } else if (kind == DNP_EV_ExceptionCatcherEnter) {
+        e->v[0] = a;
+        e->v[2] = b;
+    } else {
+        e->v[0] = a;
+    }
+    s->n++;
+}
+
+static int build(seq *s, uint32_t threads, dnp_stories *out) {
+    static dnp_trace t;
+    static dnp_trace_thread th[4];
+    memset(&t, 0, sizeof t);
+    for (uint32_t i = 0; i < 4; i++)
+        th[i].ordinal = i + 1;
+    t.events = s->ev;
+    t.nevents = s->n;
+    t.threads = th;
+    t.nthreads = threads;
+    return dnp_stories_build(&t, out);
+}
+
+/* A throw through A, a finally in B, caught in MAIN. */
+static void across(seq *s, uint32_t thread, uint64_t obj) {
+    add(s, thread, DNP_EV_ExceptionThrown, obj, 0);
+    add(s, thread, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(s, thread, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(s, thread, DNP_EV_ExceptionSearchFunctionEnter, F_B, 0);
+    add(s, thread, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(s, thread, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0);
+    add(s, thread, DNP_EV_ExceptionSearchCatcherFound, F_MAIN, 0);
+    add(s, thread, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(s, thread, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(s, thread, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
+    add(s, thread, DNP_EV_ExceptionUnwindFunctionEnter, F_B, 0);
+    add(s, thread, DNP_EV_ExceptionUnwindFinallyEnter, F_B, 0);
+    add(s, thread, DNP_EV_ExceptionUnwindFinallyLeave, 0, 0);
+    add(s, thread, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
+    add(s, thread, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0);
+    add(s, thread, DNP_EV_ExceptionCatcherEnter, F_MAIN, obj);
+    add(s, thread, DNP_EV_ExceptionCatcherLeave, 0, 0);
+}
+
+TEST(stories_caught_across_frames) {
+    seq s = {.n = 0};
+    across(&s, 1, OBJ1);
+    dnp_stories st;
+    ASSERT(build(&s, 1, &st) == 0);
+    ASSERT_EQ_U64(st.n, 1);
+    ASSERT_EQ_U64(st.v[0].fate, EXC_CAUGHT);
+    ASSERT_EQ_U64(st.v[0].searched, 3);
+    ASSERT_EQ_U64(st.v[0].finallys, 1);
+    ASSERT_EQ_U64(st.v[0].unwound, 2);
+    ASSERT_EQ_U64(st.v[0].nsteps, 17);
+    ASSERT_EQ_U64(st.v[0].t_end - st.v[0].t_thrown, 16000);
+    ASSERT_EQ_U64(st.unexpected, 0);
+    dnp_stories_free(&st);
+    return 0;
+}
+
+/* Two threads interleaved: no story takes the other's events. */
+TEST(stories_threads_apart) {
+    seq a = {.n = 0}, b = {.n = 0}, s = {.n = 0};
+    across(&a, 1, OBJ1);
+    across(&b, 2, OBJ2);
+    for (size_t i = 0; i < a.n; i++) {
+        s.ev[s.n++] = a.ev[i];
+        s.ev[s.n++] = b.ev[i];
+    }
+    dnp_stories st;
+    ASSERT(build(&s, 2, &st) == 0);
+    ASSERT_EQ_U64(st.n, 2);
+    for (size_t k = 0; k < 2; k++) {
+        ASSERT_EQ_U64(st.v[k].fate, EXC_CAUGHT);
+        ASSERT_EQ_U64(st.v[k].nsteps, 17);
+        for (size_t j = 0; j < st.v[k].nsteps; j++)
+            ASSERT_EQ_U64(s.ev[st.v[k].steps[j].ev].thread, st.v[k].thread);
+    }
+    ASSERT(st.v[0].thread != st.v[1].thread);
+    dnp_stories_free(&st);
+    return 0;
+}
+
+/* An exception thrown in a filter escapes it (.NET 10: the search stops at the
+ * filter's frame, a stray UnwindFunctionLeave, an unwind with no catcher): the
+ * runtime takes it, the filter counts as false, the first pass goes on. */
+TEST(stories_filter_throws) {
+    seq s = {.n = 0};
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFilterEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ2, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_FILTER, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_FILTER, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFilterLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_MAIN, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+    dnp_stories st;
+    ASSERT(build(&s, 1, &st) == 0);
+    ASSERT_EQ_U64(st.n, 2);
+    ASSERT_EQ_U64(st.v[0].fate, EXC_CAUGHT);
+    ASSERT_EQ_U64(st.v[1].fate, EXC_RUNTIME);
+    ASSERT_EQ_U64(st.v[1].parent, 1);
+    ASSERT_EQ_U64(st.v[1].parent_phase, EXC_FILTER);
+    /* The filter's verdict: false, though a catcher is found right after it. */
+    int verdict = -1;
+    for (size_t k = 0; k < st.v[0].nsteps; k++)
+        if (s.ev[st.v[0].steps[k].ev].kind == DNP_EV_ExceptionSearchFilterLeave)
+            verdict = st.v[0].steps[k].verdict;
+    ASSERT_EQ_U64(verdict, 2);
+    ASSERT_EQ_U64(st.unexpected, 0);
+    dnp_stories_free(&st);
+    return 0;
+}
+
+/* Unhandled: no catcher, the unwind runs a finally, and the trace ends. */
+TEST(stories_unhandled) {
+    seq s = {.n = 0};
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFilterEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFilterLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFinallyEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFinallyLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0);
+    dnp_stories st;
+    ASSERT(build(&s, 1, &st) == 0);
+    ASSERT_EQ_U64(st.n, 1);
+    ASSERT_EQ_U64(st.v[0].fate, EXC_OPEN);
+    ASSERT_EQ_U64(st.v[0].no_catcher, 1);
+    ASSERT_EQ_U64(st.v[0].finallys, 1);
+    ASSERT_EQ_U64(st.v[0].unwound, 1);
+    ASSERT_EQ_U64(st.v[0].nsteps, 12);
+    dnp_stories_free(&st);
+    return 0;
+}
+
+/* A catch that throws, caught by a try of the same method: the callbacks alone
+ * cannot tell it from a throw caught inside the catch; the agent's Details
+ * (depth 1 for the next throw) say the first catch was left. */
+TEST(stories_catch_abandoned_by_depth) {
+    seq s = {.n = 0};
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    add(&s, 1, DNP_EV_ExceptionDetails, OBJ1, 1);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_MAIN, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ2, 0); /* in the catch */
+    add(&s, 1, DNP_EV_ExceptionDetails, OBJ2, 2);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_MAIN, OBJ2);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1 + 8, 0); /* later, elsewhere */
+    add(&s, 1, DNP_EV_ExceptionDetails, OBJ1 + 8, 1);
+    dnp_stories st;
+    ASSERT(build(&s, 1, &st) == 0);
+    ASSERT_EQ_U64(st.n, 3);
+    ASSERT_EQ_U64(st.v[0].fate, EXC_ABANDONED);
+    ASSERT_EQ_U64(st.v[0].ended_by, 2);
+    ASSERT_EQ_U64(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ_U64(st.v[1].parent, 1);
+    ASSERT_EQ_U64(st.v[1].parent_phase, EXC_CATCH);
+    ASSERT_EQ_U64(st.v[2].parent, 0);
+    ASSERT_EQ_U64(st.v[2].fate, EXC_OPEN);
+    dnp_stories_free(&st);
+    return 0;
+}
+
+/* throw; in a catch: the same object again ends the first story as rethrown. */
+TEST(stories_rethrow) {
+    seq s = {.n = 0};
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_MAIN, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+    dnp_stories st;
+    ASSERT(build(&s, 1, &st) == 0);
+    ASSERT_EQ_U64(st.n, 2);
+    ASSERT_EQ_U64(st.v[0].fate, EXC_RETHROWN);
+    ASSERT_EQ_U64(st.v[0].ended_by, 2);
+    ASSERT_EQ_U64(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ_U64(st.v[1].rethrow_of, 1);
+    ASSERT_EQ_U64(st.v[1].parent, 0);
+    ASSERT_EQ_U64(st.unexpected, 0);
+    dnp_stories_free(&st);
+    return 0;
+}
+
+/* Nonsense is counted, never fatal. */
+TEST(stories_unexpected) {
+    seq s = {.n = 0};
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+    dnp_stories st;
+    ASSERT(build(&s, 1, &st) == 0);
+    ASSERT_EQ_U64(st.n, 1);
+    ASSERT_EQ_U64(st.unexpected, 3);
+    ASSERT_EQ_U64(st.v[0].fate, EXC_OPEN);
+    dnp_stories_free(&st);
+    return 0;
+}
