@@ -19,9 +19,26 @@ typedef struct report_opts {
     int json;           /* --json */
 } report_opts;
 
-/* Writes the calls report of t to out. Returns the exit code: 0, or 1 after
+/* The call trees of a trace, for report and convert: streamed (memory bounded by
+ * the trees, not the events), or, when DNPROF_NO_STREAM is set in the
+ * environment (the in-memory path, for comparison) or when the trees' timeline
+ * must be read again (reread) from a file that cannot be (a pipe), loaded
+ * whole. */
+typedef struct calls_input {
+    dnp_trace *t;          /* loaded whole, or NULL */
+    dnp_trace_stream *s;   /* streamed, or NULL */
+    struct dnp_calltree *ct;
+    int streamed;
+} calls_input;
+
+/* Reads path's call trees and warns when the trace is not complete. Returns 0,
+ * or 1 (the exit code) after saying why. */
+int calls_open(const char *path, int reread, calls_input *in);
+void calls_close(calls_input *in);
+
+/* Writes the calls report of ct to out. Returns the exit code: 0, or 1 after
  * saying why (no call data, no such thread, output failed). */
-int report_calls(const dnp_trace *t, const report_opts *o, FILE *out);
+int report_calls(const struct dnp_calltree *ct, const report_opts *o, FILE *out);
 
 /* ---- exceptions (issue 4, report_exceptions.c): return the exit code ---- */
 int report_exceptions(const dnp_trace *t, int json, FILE *out);

@@ -332,16 +332,54 @@ static int put_json(const dnp_calltree *ct, const dnp_ct_tree *tr, const dnp_ct_
     return rc;
 }
 
-int report_calls(const dnp_trace *t, const report_opts *o, FILE *out) {
-    dnp_calltree *ct = NULL;
-    char err[256];
-    if (dnp_calltree_build(t, &ct, err, sizeof err) != 0) {
-        error("%s: %s", o->path, err);
+int calls_open(const char *path, int reread, calls_input *in) {
+    char err[512];
+    memset(in, 0, sizeof *in);
+    const char *no = getenv("DNPROF_NO_STREAM");
+    if (!(no && *no && strcmp(no, "0") != 0)) {
+        if (dnp_trace_stream_open(path, &in->s, err, sizeof err) != 0) {
+            error("%s", err);
+            return 1;
+        }
+        if (!reread || dnp_trace_stream_rereadable(in->s)) {
+            in->streamed = 1;
+            if (dnp_calltree_build_stream(in->s, &in->ct, err, sizeof err) != 0) {
+                error("%s: %s", path, err);
+                calls_close(in);
+                return 1;
+            }
+            const dnp_trace *t = dnp_trace_stream_trace(in->s);
+            if (t->status != DNP_TRACE_COMPLETE)
+                warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
+            return 0;
+        }
+        dnp_trace_stream_close(in->s); /* a pipe read twice: load it instead (it has not been read yet) */
+        in->s = NULL;
+    }
+    if (dnp_trace_load(path, &in->t, err, sizeof err) != 0) {
+        error("%s", err);
         return 1;
     }
+    if (in->t->status != DNP_TRACE_COMPLETE)
+        warning("%s: %s", path, in->t->status_text[0] ? in->t->status_text : "the trace is not complete");
+    if (dnp_calltree_build(in->t, &in->ct, err, sizeof err) != 0) {
+        error("%s: %s", path, err);
+        calls_close(in);
+        return 1;
+    }
+    return 0;
+}
+
+void calls_close(calls_input *in) {
+    dnp_calltree_free(in->ct);
+    dnp_trace_stream_close(in->s);
+    dnp_trace_free(in->t);
+    memset(in, 0, sizeof *in);
+}
+
+int report_calls(const dnp_calltree *ct, const report_opts *o, FILE *out) {
     if (!dnp_calltree_has_data(ct)) {
         error("%s: this trace has no call data: record it with dnprof run --calls", o->path);
-        dnp_calltree_free(ct);
         return 1;
     }
     const dnp_ct_tree *tr = &ct->all;
@@ -354,15 +392,13 @@ int report_calls(const dnp_trace *t, const report_opts *o, FILE *out) {
                 len += (size_t)snprintf(list + len, sizeof list - len, "%s%u", i ? ", " : "", ct->threads[i].thread);
             error("%s: no thread %llu with call data (--thread takes one of: %s, or an OS thread id)", o->path,
                   (unsigned long long)o->thread, list);
-            dnp_calltree_free(ct);
-            return 1;
+                return 1;
         }
     }
     dnp_ct_func *f = NULL;
     size_t nf = 0;
     if (dnp_ct_functions(tr, &f, &nf) != 0) {
         error("out of memory");
-        dnp_calltree_free(ct);
         return 1;
     }
     int rc = 0;

@@ -1,4 +1,5 @@
-/* calltree.c: call trees from CallNode events or the enter/leave timeline (calltree.h). */
+/* calltree.c: call trees from CallNode events or the enter/leave timeline (calltree.h),
+ * built one event at a time from a loaded trace or a stream. */
 #include "calltree.h"
 
 #include <errno.h>
@@ -139,322 +140,6 @@ static void tree_release(dnp_ct_tree *tr) {
     memset(tr, 0, sizeof *tr);
 }
 
-/* ---- the builder ---- */
-
-typedef struct ct_rec {
-    uint64_t os_tid, node, parent, func, name;
-    uint64_t calls, incl, excl, tail;
-    uint32_t idx; /* its index in its thread's tree */
-} ct_rec;
-
-typedef struct ct_builder {
-    dnp_calltree *ct;
-    dnp_idmap h;
-    ct_rec *recs;
-    size_t nrecs, caprecs;
-    /* the timeline: one tree per thread number, a node stack per thread */
-    uint32_t *tree_of; /* by thread number: tree index + 1, 0 none */
-    uint32_t **nstack;
-    size_t *nstack_cap;
-    size_t nthread_slots;
-    size_t threads_cap;
-} ct_builder;
-
-static void on_call_node(ct_builder *b, const dnp_trace_event *e) {
-    if (e->nvalues < DNP_NV_CallNode)
-        return;
-    uint64_t tid = e->v[0], node = e->v[1];
-    uint32_t at;
-    if (!dnp_idmap_get(&b->h, tid, node, &at)) {
-        if (b->nrecs == b->caprecs) {
-            size_t cap = b->caprecs ? b->caprecs * 2 : 256;
-            ct_rec *grown = realloc(b->recs, cap * sizeof *grown);
-            if (!grown)
-                return;
-            b->recs = grown;
-            b->caprecs = cap;
-        }
-        at = (uint32_t)b->nrecs;
-        if (dnp_idmap_put(&b->h, tid, node, at) != 0)
-            return;
-        b->nrecs++;
-    }
-    ct_rec *r = &b->recs[at];
-    r->os_tid = tid;
-    r->node = node;
-    r->parent = e->v[2];
-    r->func = e->v[3];
-    if (e->v[4] || !r->name)
-        r->name = e->v[4];
-    r->calls = e->v[5];
-    r->incl = e->v[6];
-    r->excl = e->v[7];
-    r->tail = e->v[8];
-    b->ct->call_nodes++;
-}
-
-static int by_tid_node(const void *x, const void *y) {
-    const ct_rec *a = x, *b = y;
-    if (a->os_tid != b->os_tid)
-        return a->os_tid < b->os_tid ? -1 : 1;
-    return a->node < b->node ? -1 : a->node > b->node;
-}
-
-/* The thread number of an OS thread id: the latest one with it, 0 if none. */
-static uint32_t thread_of_tid(const dnp_trace *t, uint64_t tid) {
-    for (size_t i = t->nthreads; i-- > 0;)
-        if (t->threads[i].os_tid == tid)
-            return t->threads[i].ordinal;
-    return 0;
-}
-
-static int add_thread(dnp_calltree *ct, size_t *cap, dnp_ct_tree **out) {
-    if (ct->nthreads == *cap) {
-        size_t c = *cap ? *cap * 2 : 8;
-        dnp_ct_tree *grown = realloc(ct->threads, c * sizeof *grown);
-        if (!grown)
-            return -1;
-        ct->threads = grown;
-        *cap = c;
-    }
-    *out = &ct->threads[ct->nthreads];
-    if (tree_init(*out) != 0)
-        return -1;
-    ct->nthreads++;
-    return 0;
-}
-
-static void name_thread(const dnp_trace *t, dnp_ct_tree *tr) {
-    const dnp_trace_thread *th = dnp_trace_thread_get(t, tr->thread);
-    if (th) {
-        tr->name = th->name;
-        if (!tr->os_tid)
-            tr->os_tid = th->os_tid;
-    }
-}
-
-/* One tree per OS thread from the last CallNode of every node. */
-static int build_from_nodes(ct_builder *b) {
-    dnp_calltree *ct = b->ct;
-    size_t cap = 0;
-    qsort(b->recs, b->nrecs, sizeof *b->recs, by_tid_node);
-    dnp_idmap_release(&b->h);
-    for (size_t i = 0; i < b->nrecs; i++)
-        if (dnp_idmap_put(&b->h, b->recs[i].os_tid, b->recs[i].node, (uint32_t)i) != 0)
-            return -1;
-    for (size_t i = 0; i < b->nrecs;) {
-        size_t j = i;
-        while (j < b->nrecs && b->recs[j].os_tid == b->recs[i].os_tid)
-            j++;
-        dnp_ct_tree *tr;
-        if (add_thread(ct, &cap, &tr) != 0)
-            return -1;
-        tr->os_tid = b->recs[i].os_tid;
-        tr->thread = thread_of_tid(ct->t, tr->os_tid);
-        name_thread(ct->t, tr);
-        for (size_t k = i; k < j; k++) {
-            ct_rec *r = &b->recs[k];
-            uint32_t idx;
-            if (tree_add(tr, 0, r->func, r->name, &idx) != 0)
-                return -1;
-            r->idx = idx;
-            dnp_ct_node *n = &tr->nodes[idx];
-            n->calls = r->calls;
-            n->tailcalls = r->tail;
-            n->total_ns = r->incl;
-            n->self_ns = r->excl > r->incl ? r->incl : r->excl;
-        }
-        for (size_t k = i; k < j; k++) {
-            ct_rec *r = &b->recs[k];
-            uint32_t p;
-            if (r->parent == 0)
-                continue;
-            if (r->parent != r->node && dnp_idmap_get(&b->h, r->os_tid, r->parent, &p))
-                tr->nodes[r->idx].parent = b->recs[p].idx;
-            else
-                ct->orphans++;
-        }
-        /* A cycle of parents (a damaged trace) is broken where it is found. */
-        uint32_t *state = calloc(tr->nnodes, sizeof *state);
-        if (!state)
-            return -1;
-        state[0] = 1;
-        for (uint32_t k = 1; k < tr->nnodes; k++) {
-            uint32_t stamp = k + 1, m = k;
-            while (!state[m]) {
-                state[m] = stamp;
-                m = tr->nodes[m].parent;
-            }
-            if (state[m] == stamp) {
-                tr->nodes[m].parent = 0;
-                ct->orphans++;
-            }
-            for (m = k; state[m] == stamp; m = tr->nodes[m].parent)
-                state[m] = 1;
-        }
-        free(state);
-        i = j;
-    }
-    return 0;
-}
-
-/* ---- the timeline ---- */
-
-typedef struct tl_thread {
-    dnp_tl_frame *stack;
-    size_t n, cap;
-    uint64_t last_ns;
-} tl_thread;
-
-static int tl_close(tl_thread *th, uint32_t thread, int how, uint64_t now, dnp_tl_visit visit, void *ctx) {
-    dnp_tl_frame f = th->stack[--th->n];
-    uint64_t dur = now > f.start_ns ? now - f.start_ns : 0;
-    if (th->n)
-        th->stack[th->n - 1].child_ns += dur;
-    return visit(ctx, thread, 0, how, &f, (uint32_t)th->n, now);
-}
-
-int dnp_timeline_walk(const dnp_trace *t, uint32_t thread, dnp_tl_visit visit, void *ctx,
-                      void (*progress)(void *pctx, uint64_t done, uint64_t total), void *pctx,
-                      dnp_tl_stats *stats) {
-    dnp_tl_stats st = {0};
-    size_t nth = t->nthreads + 1;
-    tl_thread *ths = calloc(nth, sizeof *ths);
-    if (!ths)
-        return -1;
-    int rc = 0;
-    for (size_t i = 0; i < t->nevents && rc == 0; i++) {
-        if (progress && (i & 0xFFFFF) == 0)
-            progress(pctx, i, t->nevents);
-        const dnp_trace_event *e = &t->events[i];
-        if ((thread && e->thread != thread) || e->thread >= nth)
-            continue;
-        tl_thread *th = &ths[e->thread];
-        th->last_ns = e->time_ns;
-        switch (e->kind) {
-        case DNP_EV_MethodEnter: {
-            st.events++;
-            if (th->n == th->cap) {
-                size_t cap = th->cap ? th->cap * 2 : 64;
-                dnp_tl_frame *grown = realloc(th->stack, cap * sizeof *grown);
-                if (!grown) {
-                    rc = -1;
-                    break;
-                }
-                th->stack = grown;
-                th->cap = cap;
-            }
-            dnp_tl_frame *f = &th->stack[th->n++];
-            memset(f, 0, sizeof *f);
-            f->func = e->v[0];
-            f->name = e->v[1];
-            f->start_ns = e->time_ns;
-            rc = visit(ctx, e->thread, 1, 0, f, (uint32_t)(th->n - 1), e->time_ns);
-            break;
-        }
-        case DNP_EV_MethodArgs:
-            if (th->n)
-                th->stack[th->n - 1].args = e->v[0];
-            break;
-        case DNP_EV_MethodReturn:
-            if (th->n)
-                th->stack[th->n - 1].ret = e->v[0];
-            break;
-        case DNP_EV_MethodLeave:
-        case DNP_EV_MethodTailcall:
-        case DNP_EV_MethodUnwind: {
-            st.events++;
-            int how = e->kind == DNP_EV_MethodLeave ? DNP_TL_LEAVE
-                      : e->kind == DNP_EV_MethodTailcall ? DNP_TL_TAILCALL : DNP_TL_UNWIND;
-            size_t k = th->n;
-            while (k > 0 && th->stack[k - 1].func != e->v[0])
-                k--;
-            if (k == 0) {
-                st.unmatched++;
-                break;
-            }
-            while (rc == 0 && th->n > k)
-                rc = tl_close(th, e->thread, DNP_TL_REPAIR, e->time_ns, visit, ctx);
-            if (rc == 0)
-                rc = tl_close(th, e->thread, how, e->time_ns, visit, ctx);
-            break;
-        }
-        default:
-            break;
-        }
-    }
-    for (size_t k = 0; k < nth; k++) {
-        st.open_at_end += ths[k].n;
-        while (rc == 0 && ths[k].n)
-            rc = tl_close(&ths[k], (uint32_t)k, DNP_TL_END, ths[k].last_ns, visit, ctx);
-        free(ths[k].stack);
-    }
-    free(ths);
-    if (progress)
-        progress(pctx, t->nevents, t->nevents);
-    if (stats)
-        *stats = st;
-    return rc;
-}
-
-static int tl_build_visit(void *ctx, uint32_t thread, int open, int how, const dnp_tl_frame *f,
-                          uint32_t depth, uint64_t now) {
-    ct_builder *b = ctx;
-    dnp_calltree *ct = b->ct;
-    if (thread >= b->nthread_slots)
-        return 0;
-    if (!b->tree_of[thread]) {
-        dnp_ct_tree *tr;
-        if (add_thread(ct, &b->threads_cap, &tr) != 0)
-            return -1;
-        tr->thread = thread;
-        name_thread(ct->t, tr);
-        b->tree_of[thread] = (uint32_t)ct->nthreads;
-    }
-    dnp_ct_tree *tr = &ct->threads[b->tree_of[thread] - 1];
-    if (depth + 1 > b->nstack_cap[thread]) {
-        size_t cap = b->nstack_cap[thread] ? b->nstack_cap[thread] * 2 : 64;
-        uint32_t *grown = realloc(b->nstack[thread], cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        b->nstack[thread] = grown;
-        b->nstack_cap[thread] = cap;
-    }
-    uint32_t *stack = b->nstack[thread];
-    if (open) {
-        uint32_t parent = depth ? stack[depth - 1] : 0, idx;
-        if (tree_child(tr, &b->h, thread, parent, f->func, f->name, &idx) != 0)
-            return -1;
-        tr->nodes[idx].calls++;
-        stack[depth] = idx;
-    } else {
-        dnp_ct_node *n = &tr->nodes[stack[depth]];
-        uint64_t dur = now > f->start_ns ? now - f->start_ns : 0;
-        n->total_ns += dur;
-        n->self_ns += dur > f->child_ns ? dur - f->child_ns : 0;
-        if (how == DNP_TL_TAILCALL)
-            n->tailcalls++;
-    }
-    return 0;
-}
-
-static int build_from_timeline(ct_builder *b) {
-    const dnp_trace *t = b->ct->t;
-    b->nthread_slots = t->nthreads + 1;
-    b->tree_of = calloc(b->nthread_slots, sizeof *b->tree_of);
-    b->nstack = calloc(b->nthread_slots, sizeof *b->nstack);
-    b->nstack_cap = calloc(b->nthread_slots, sizeof *b->nstack_cap);
-    if (!b->tree_of || !b->nstack || !b->nstack_cap)
-        return -1;
-    dnp_idmap_release(&b->h);
-    dnp_tl_stats st;
-    int rc = dnp_timeline_walk(t, 0, tl_build_visit, b, NULL, NULL, &st);
-    b->ct->unmatched = st.unmatched;
-    b->ct->open_at_end = st.open_at_end;
-    b->ct->from_timeline = 1;
-    return rc;
-}
-
 /* ---- merging ---- */
 
 typedef struct merge_ctx {
@@ -506,63 +191,581 @@ static int merge_all(dnp_calltree *ct) {
     return rc == 0 ? tree_finish(&ct->all) : -1;
 }
 
-int dnp_calltree_build(const dnp_trace *t, dnp_calltree **out, char *err, size_t errlen) {
-    dnp_calltree *ct = calloc(1, sizeof *ct);
-    ct_builder b;
-    memset(&b, 0, sizeof b);
-    *out = NULL;
-    if (!ct) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
+/* ---- the timeline, one event at a time ----
+ *
+ * A stack of open frames per thread; the events of one thread must come in time
+ * order (the loader's order, or a stream's file order), threads may interleave. */
+
+typedef struct tl_thread {
+    dnp_tl_frame *stack;
+    size_t n, cap;
+    uint64_t last_ns;
+} tl_thread;
+
+typedef struct tl_state {
+    tl_thread *ths; /* by thread number */
+    size_t nth;
+    dnp_tl_stats st;
+} tl_state;
+
+static int tl_close(tl_thread *th, uint32_t thread, int how, uint64_t now, dnp_tl_visit visit, void *ctx) {
+    dnp_tl_frame f = th->stack[--th->n];
+    uint64_t dur = now > f.start_ns ? now - f.start_ns : 0;
+    if (th->n)
+        th->stack[th->n - 1].child_ns += dur;
+    return visit(ctx, thread, 0, how, &f, (uint32_t)th->n, now);
+}
+
+static int tl_feed(tl_state *s, const dnp_trace_event *e, dnp_tl_visit visit, void *ctx) {
+    if (e->thread >= s->nth) {
+        size_t n = s->nth ? s->nth : 8;
+        while (n <= e->thread)
+            n *= 2;
+        tl_thread *grown = realloc(s->ths, n * sizeof *grown);
+        if (!grown)
+            return -1;
+        memset(grown + s->nth, 0, (n - s->nth) * sizeof *grown);
+        s->ths = grown;
+        s->nth = n;
     }
-    ct->t = t;
-    b.ct = ct;
-    for (size_t i = 0; i < t->nevents; i++) {
+    tl_thread *th = &s->ths[e->thread];
+    th->last_ns = e->time_ns;
+    switch (e->kind) {
+    case DNP_EV_MethodEnter: {
+        s->st.events++;
+        if (th->n == th->cap) {
+            size_t cap = th->cap ? th->cap * 2 : 64;
+            dnp_tl_frame *grown = realloc(th->stack, cap * sizeof *grown);
+            if (!grown)
+                return -1;
+            th->stack = grown;
+            th->cap = cap;
+        }
+        dnp_tl_frame *f = &th->stack[th->n++];
+        memset(f, 0, sizeof *f);
+        f->func = e->v[0];
+        f->name = e->v[1];
+        f->start_ns = e->time_ns;
+        return visit(ctx, e->thread, 1, 0, f, (uint32_t)(th->n - 1), e->time_ns);
+    }
+    case DNP_EV_MethodArgs:
+        if (th->n)
+            th->stack[th->n - 1].args = e->v[0];
+        return 0;
+    case DNP_EV_MethodReturn:
+        if (th->n)
+            th->stack[th->n - 1].ret = e->v[0];
+        return 0;
+    case DNP_EV_MethodLeave:
+    case DNP_EV_MethodTailcall:
+    case DNP_EV_MethodUnwind: {
+        s->st.events++;
+        int how = e->kind == DNP_EV_MethodLeave      ? DNP_TL_LEAVE
+                  : e->kind == DNP_EV_MethodTailcall ? DNP_TL_TAILCALL
+                                                     : DNP_TL_UNWIND;
+        size_t k = th->n;
+        while (k > 0 && th->stack[k - 1].func != e->v[0])
+            k--;
+        if (k == 0) {
+            s->st.unmatched++;
+            return 0;
+        }
+        int rc = 0;
+        while (rc == 0 && th->n > k)
+            rc = tl_close(th, e->thread, DNP_TL_REPAIR, e->time_ns, visit, ctx);
+        return rc == 0 ? tl_close(th, e->thread, how, e->time_ns, visit, ctx) : rc;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Closes what is still open, thread by thread, at each thread's last event. */
+static int tl_end(tl_state *s, dnp_tl_visit visit, void *ctx) {
+    int rc = 0;
+    for (size_t k = 0; k < s->nth; k++) {
+        s->st.open_at_end += s->ths[k].n;
+        while (rc == 0 && s->ths[k].n)
+            rc = tl_close(&s->ths[k], (uint32_t)k, DNP_TL_END, s->ths[k].last_ns, visit, ctx);
+    }
+    return rc;
+}
+
+static void tl_release(tl_state *s) {
+    for (size_t k = 0; k < s->nth; k++)
+        free(s->ths[k].stack);
+    free(s->ths);
+    memset(s, 0, sizeof *s);
+}
+
+int dnp_timeline_walk(const dnp_trace *t, uint32_t thread, dnp_tl_visit visit, void *ctx,
+                      void (*progress)(void *pctx, uint64_t done, uint64_t total), void *pctx,
+                      dnp_tl_stats *stats) {
+    tl_state s;
+    memset(&s, 0, sizeof s);
+    int rc = 0;
+    for (size_t i = 0; i < t->nevents && rc == 0; i++) {
+        if (progress && (i & 0xFFFFF) == 0)
+            progress(pctx, i, t->nevents);
         const dnp_trace_event *e = &t->events[i];
-        switch (e->kind) {
-        case DNP_EV_CallsConfig:
-            if (e->nvalues >= DNP_NV_CallsConfig) {
-                ct->has_config = 1;
-                ct->mode = e->v[0];
-                ct->all_code = e->v[1] != 0;
-                ct->include = dnp_trace_string(t, e->v[2]);
-                ct->exclude = dnp_trace_string(t, e->v[3]);
-            }
-            break;
-        case DNP_EV_CallNode:
-            on_call_node(&b, e);
-            break;
-        case DNP_EV_MethodEnter:
-        case DNP_EV_MethodLeave:
-        case DNP_EV_MethodTailcall:
-        case DNP_EV_MethodUnwind:
-            ct->timeline_events++;
-            break;
-        default:
-            break;
+        if (thread && e->thread != thread)
+            continue;
+        rc = tl_feed(&s, e, visit, ctx);
+    }
+    if (rc == 0)
+        rc = tl_end(&s, visit, ctx);
+    if (progress)
+        progress(pctx, t->nevents, t->nevents);
+    if (stats)
+        *stats = s.st;
+    tl_release(&s);
+    return rc;
+}
+
+int dnp_ct_timeline_walk(const dnp_calltree *ct, uint32_t thread, dnp_tl_visit visit, void *ctx,
+                         void (*progress)(void *pctx, uint64_t done, uint64_t total), void *pctx,
+                         dnp_tl_stats *stats) {
+    if (!ct->stream)
+        return dnp_timeline_walk(ct->t, thread, visit, ctx, progress, pctx, stats);
+    dnp_trace_stream *st = ct->stream;
+    if (dnp_trace_stream_rewind(st, thread) != 0)
+        return -1;
+    uint64_t origin = dnp_trace_stream_origin(st), done, total, n = 0;
+    tl_state s;
+    memset(&s, 0, sizeof s);
+    dnp_trace_event e;
+    int rc = 0, got;
+    while (rc == 0 && (got = dnp_trace_stream_next(st, &e)) > 0) {
+        if (progress && (n++ & 0xFFFFF) == 0) {
+            dnp_trace_stream_progress(st, &done, &total);
+            progress(pctx, done, total);
+        }
+        if (thread && e.thread != thread)
+            continue;
+        e.time_ns = e.time_ns > origin ? e.time_ns - origin : 0; /* the loader's times */
+        rc = tl_feed(&s, &e, visit, ctx);
+    }
+    if (rc == 0 && got < 0)
+        rc = -1;
+    if (rc == 0)
+        rc = tl_end(&s, visit, ctx);
+    if (progress) {
+        dnp_trace_stream_progress(st, &done, &total);
+        progress(pctx, total, total);
+    }
+    if (stats)
+        *stats = s.st;
+    tl_release(&s);
+    return rc;
+}
+
+/* ---- the builder: one event at a time ---- */
+
+typedef struct ct_rec {
+    uint64_t os_tid, node, parent, func, name;
+    uint64_t calls, incl, excl, tail;
+    uint32_t idx; /* its index in its thread's tree */
+} ct_rec;
+
+typedef struct ct_builder {
+    dnp_calltree *ct;
+    /* CallNodes: the largest of each (OS thread, node) */
+    dnp_idmap nodes_h;
+    ct_rec *recs;
+    size_t nrecs, caprecs;
+    /* the timeline, rebuilt as it comes: one tree per thread number, a node stack per thread */
+    tl_state tl;
+    dnp_idmap tl_h;
+    dnp_ct_tree *tl_trees;
+    size_t ntl, tl_cap;
+    uint32_t *tree_of; /* by thread number: tree index + 1, 0 none */
+    uint32_t **nstack;
+    size_t *nstack_cap;
+    size_t nslots;
+    /* the timeline's functions and threads, for the evented exports */
+    dnp_idmap func_h;
+    size_t funcs_cap;
+    uint8_t *has_tl; /* by thread number */
+    size_t nhas;
+    uint64_t include_id, exclude_id;
+    int failed;
+} ct_builder;
+
+/* CallNode totals only grow, per (OS thread, node): the one with the most calls
+ * (then the most time) is the last, in whatever order the events come. */
+static int on_call_node(ct_builder *b, const dnp_trace_event *e) {
+    if (e->nvalues < DNP_NV_CallNode)
+        return 0;
+    uint64_t tid = e->v[0], node = e->v[1];
+    uint32_t at;
+    if (!dnp_idmap_get(&b->nodes_h, tid, node, &at)) {
+        if (b->nrecs == b->caprecs) {
+            size_t cap = b->caprecs ? b->caprecs * 2 : 256;
+            ct_rec *grown = realloc(b->recs, cap * sizeof *grown);
+            if (!grown)
+                return -1;
+            b->recs = grown;
+            b->caprecs = cap;
+        }
+        at = (uint32_t)b->nrecs;
+        if (dnp_idmap_put(&b->nodes_h, tid, node, at) != 0)
+            return -1;
+        memset(&b->recs[at], 0, sizeof b->recs[at]);
+        b->nrecs++;
+    } else {
+        const ct_rec *r = &b->recs[at];
+        if (e->v[5] < r->calls || (e->v[5] == r->calls && e->v[6] < r->incl)) {
+            if (!r->name && e->v[4])
+                b->recs[at].name = e->v[4];
+            b->ct->call_nodes++;
+            return 0;
         }
     }
-    int rc;
-    if (b.nrecs)
-        rc = build_from_nodes(&b);
-    else if (ct->timeline_events)
-        rc = build_from_timeline(&b);
-    else
-        rc = 0;
+    ct_rec *r = &b->recs[at];
+    r->os_tid = tid;
+    r->node = node;
+    r->parent = e->v[2];
+    r->func = e->v[3];
+    if (e->v[4] || !r->name)
+        r->name = e->v[4];
+    r->calls = e->v[5];
+    r->incl = e->v[6];
+    r->excl = e->v[7];
+    r->tail = e->v[8];
+    b->ct->call_nodes++;
+    return 0;
+}
+
+static int by_tid_node(const void *x, const void *y) {
+    const ct_rec *a = x, *b = y;
+    if (a->os_tid != b->os_tid)
+        return a->os_tid < b->os_tid ? -1 : 1;
+    return a->node < b->node ? -1 : a->node > b->node;
+}
+
+/* The thread number of an OS thread id: the latest one with it, 0 if none. */
+static uint32_t thread_of_tid(const dnp_trace *t, uint64_t tid) {
+    for (size_t i = t->nthreads; i-- > 0;)
+        if (t->threads[i].os_tid == tid)
+            return t->threads[i].ordinal;
+    return 0;
+}
+
+static int add_tree(dnp_ct_tree **trees, size_t *n, size_t *cap, dnp_ct_tree **out) {
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 8;
+        dnp_ct_tree *grown = realloc(*trees, c * sizeof *grown);
+        if (!grown)
+            return -1;
+        *trees = grown;
+        *cap = c;
+    }
+    *out = &(*trees)[*n];
+    if (tree_init(*out) != 0)
+        return -1;
+    (*n)++;
+    return 0;
+}
+
+static void name_thread(const dnp_trace *t, dnp_ct_tree *tr) {
+    const dnp_trace_thread *th = dnp_trace_thread_get(t, tr->thread);
+    if (th) {
+        tr->name = th->name;
+        if (!tr->os_tid)
+            tr->os_tid = th->os_tid;
+    }
+}
+
+/* One tree per OS thread from the largest CallNode of every node. */
+static int build_from_nodes(ct_builder *b) {
+    dnp_calltree *ct = b->ct;
+    size_t cap = 0;
+    qsort(b->recs, b->nrecs, sizeof *b->recs, by_tid_node);
+    dnp_idmap_release(&b->nodes_h);
+    for (size_t i = 0; i < b->nrecs; i++)
+        if (dnp_idmap_put(&b->nodes_h, b->recs[i].os_tid, b->recs[i].node, (uint32_t)i) != 0)
+            return -1;
+    for (size_t i = 0; i < b->nrecs;) {
+        size_t j = i;
+        while (j < b->nrecs && b->recs[j].os_tid == b->recs[i].os_tid)
+            j++;
+        dnp_ct_tree *tr;
+        if (add_tree(&ct->threads, &ct->nthreads, &cap, &tr) != 0)
+            return -1;
+        tr->os_tid = b->recs[i].os_tid;
+        tr->thread = thread_of_tid(ct->t, tr->os_tid);
+        name_thread(ct->t, tr);
+        for (size_t k = i; k < j; k++) {
+            ct_rec *r = &b->recs[k];
+            uint32_t idx;
+            if (tree_add(tr, 0, r->func, r->name, &idx) != 0)
+                return -1;
+            r->idx = idx;
+            dnp_ct_node *n = &tr->nodes[idx];
+            n->calls = r->calls;
+            n->tailcalls = r->tail;
+            n->total_ns = r->incl;
+            n->self_ns = r->excl > r->incl ? r->incl : r->excl;
+        }
+        for (size_t k = i; k < j; k++) {
+            ct_rec *r = &b->recs[k];
+            uint32_t p;
+            if (r->parent == 0)
+                continue;
+            if (r->parent != r->node && dnp_idmap_get(&b->nodes_h, r->os_tid, r->parent, &p))
+                tr->nodes[r->idx].parent = b->recs[p].idx;
+            else
+                ct->orphans++;
+        }
+        /* A cycle of parents (a damaged trace) is broken where it is found. */
+        uint32_t *state = calloc(tr->nnodes, sizeof *state);
+        if (!state)
+            return -1;
+        state[0] = 1;
+        for (uint32_t k = 1; k < tr->nnodes; k++) {
+            uint32_t stamp = k + 1, m = k;
+            while (!state[m]) {
+                state[m] = stamp;
+                m = tr->nodes[m].parent;
+            }
+            if (state[m] == stamp) {
+                tr->nodes[m].parent = 0;
+                ct->orphans++;
+            }
+            for (m = k; state[m] == stamp; m = tr->nodes[m].parent)
+                state[m] = 1;
+        }
+        free(state);
+        i = j;
+    }
+    return 0;
+}
+
+/* Grows the per-thread-number arrays to hold thread. */
+static int slots_for(ct_builder *b, uint32_t thread) {
+    if (thread < b->nslots)
+        return 0;
+    size_t n = b->nslots ? b->nslots : 8;
+    while (n <= thread)
+        n *= 2;
+    uint32_t *to = realloc(b->tree_of, n * sizeof *to);
+    if (to)
+        b->tree_of = to;
+    uint32_t **ns = realloc(b->nstack, n * sizeof *ns);
+    if (ns)
+        b->nstack = ns;
+    size_t *nc = realloc(b->nstack_cap, n * sizeof *nc);
+    if (nc)
+        b->nstack_cap = nc;
+    if (!to || !ns || !nc)
+        return -1;
+    for (size_t i = b->nslots; i < n; i++) {
+        to[i] = 0;
+        ns[i] = NULL;
+        nc[i] = 0;
+    }
+    b->nslots = n;
+    return 0;
+}
+
+static int tl_build_visit(void *ctx, uint32_t thread, int open, int how, const dnp_tl_frame *f, uint32_t depth,
+                          uint64_t now) {
+    ct_builder *b = ctx;
+    if (slots_for(b, thread) != 0)
+        return -1;
+    if (!b->tree_of[thread]) {
+        dnp_ct_tree *tr;
+        if (add_tree(&b->tl_trees, &b->ntl, &b->tl_cap, &tr) != 0)
+            return -1;
+        tr->thread = thread;
+        b->tree_of[thread] = (uint32_t)b->ntl;
+    }
+    dnp_ct_tree *tr = &b->tl_trees[b->tree_of[thread] - 1];
+    if (depth + 1 > b->nstack_cap[thread]) {
+        size_t cap = b->nstack_cap[thread] ? b->nstack_cap[thread] * 2 : 64;
+        while (cap < depth + 1)
+            cap *= 2;
+        uint32_t *grown = realloc(b->nstack[thread], cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        b->nstack[thread] = grown;
+        b->nstack_cap[thread] = cap;
+    }
+    uint32_t *stack = b->nstack[thread];
+    if (open) {
+        uint32_t parent = depth ? stack[depth - 1] : 0, idx;
+        if (tree_child(tr, &b->tl_h, thread, parent, f->func, f->name, &idx) != 0)
+            return -1;
+        tr->nodes[idx].calls++;
+        stack[depth] = idx;
+    } else {
+        dnp_ct_node *n = &tr->nodes[stack[depth]];
+        uint64_t dur = now > f->start_ns ? now - f->start_ns : 0;
+        n->total_ns += dur;
+        n->self_ns += dur > f->child_ns ? dur - f->child_ns : 0;
+        if (how == DNP_TL_TAILCALL)
+            n->tailcalls++;
+    }
+    return 0;
+}
+
+/* A function and a thread seen in the timeline (MethodEnter). */
+static int note_timeline(ct_builder *b, const dnp_trace_event *e) {
+    dnp_calltree *ct = b->ct;
+    uint32_t k;
+    if (dnp_idmap_get(&b->func_h, e->v[0], 0, &k)) {
+        uint64_t *name = &ct->tl_funcs[k].name; /* the same whatever the order: the smallest known */
+        if (e->v[1] && (!*name || e->v[1] < *name))
+            *name = e->v[1];
+    } else {
+        if (ct->ntl_funcs == b->funcs_cap) {
+            size_t cap = b->funcs_cap ? b->funcs_cap * 2 : 256;
+            dnp_ct_frame *grown = realloc(ct->tl_funcs, cap * sizeof *grown);
+            if (!grown)
+                return -1;
+            ct->tl_funcs = grown;
+            b->funcs_cap = cap;
+        }
+        ct->tl_funcs[ct->ntl_funcs] = (dnp_ct_frame){e->v[0], e->v[1]};
+        if (dnp_idmap_put(&b->func_h, e->v[0], 0, (uint32_t)ct->ntl_funcs) != 0)
+            return -1;
+        ct->ntl_funcs++;
+    }
+    if (e->thread >= b->nhas) {
+        size_t n = b->nhas ? b->nhas : 8;
+        while (n <= e->thread)
+            n *= 2;
+        uint8_t *grown = realloc(b->has_tl, n);
+        if (!grown)
+            return -1;
+        memset(grown + b->nhas, 0, n - b->nhas);
+        b->has_tl = grown;
+        b->nhas = n;
+    }
+    b->has_tl[e->thread] = 1;
+    return 0;
+}
+
+static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
+    dnp_calltree *ct = b->ct;
+    switch (e->kind) {
+    case DNP_EV_CallsConfig:
+        if (e->nvalues >= DNP_NV_CallsConfig) {
+            ct->has_config = 1;
+            ct->mode = e->v[0];
+            ct->all_code = e->v[1] != 0;
+            b->include_id = e->v[2];
+            b->exclude_id = e->v[3];
+        }
+        break;
+    case DNP_EV_CallNode:
+        return on_call_node(b, e);
+    case DNP_EV_MethodEnter:
+        if (note_timeline(b, e) != 0)
+            return -1;
+        /* fall through */
+    case DNP_EV_MethodLeave:
+    case DNP_EV_MethodTailcall:
+    case DNP_EV_MethodUnwind:
+        ct->timeline_events++;
+        break;
+    default:
+        break;
+    }
+    /* every event: a thread's last one closes what is open at the end; once
+     * there are CallNodes the timeline's trees will not be used */
+    return b->nrecs ? 0 : tl_feed(&b->tl, e, tl_build_visit, b);
+}
+
+static int by_frame_func(const void *x, const void *y) {
+    const dnp_ct_frame *a = x, *b = y;
+    return a->func < b->func ? -1 : a->func > b->func;
+}
+
+/* After the last event: the trees from the CallNodes if there were any, else
+ * from the timeline; names; children sorted; all threads merged. */
+static int builder_finish(ct_builder *b) {
+    dnp_calltree *ct = b->ct;
+    const dnp_trace *t = ct->t;
+    ct->include = dnp_trace_string(t, b->include_id);
+    ct->exclude = dnp_trace_string(t, b->exclude_id);
+    int rc = 0;
+    if (b->nrecs) {
+        rc = build_from_nodes(b);
+    } else if (ct->timeline_events) {
+        rc = tl_end(&b->tl, tl_build_visit, b);
+        ct->unmatched = b->tl.st.unmatched;
+        ct->open_at_end = b->tl.st.open_at_end;
+        ct->from_timeline = 1;
+        ct->threads = b->tl_trees;
+        ct->nthreads = b->ntl;
+        b->tl_trees = NULL;
+        b->ntl = 0;
+        for (size_t i = 0; i < ct->nthreads; i++)
+            name_thread(t, &ct->threads[i]);
+    }
     if (rc == 0 && ct->nthreads)
         qsort(ct->threads, ct->nthreads, sizeof *ct->threads, by_thread_number);
     for (size_t i = 0; i < ct->nthreads && rc == 0; i++)
         rc = tree_finish(&ct->threads[i]);
     if (rc == 0)
         rc = merge_all(ct);
+    if (ct->ntl_funcs)
+        qsort(ct->tl_funcs, ct->ntl_funcs, sizeof *ct->tl_funcs, by_frame_func);
+    for (size_t k = 1; k < b->nhas && rc == 0; k++) {
+        if (!b->has_tl[k])
+            continue;
+        uint32_t *grown = realloc(ct->tl_threads, (ct->ntl_threads + 1) * sizeof *grown);
+        if (!grown)
+            return -1;
+        ct->tl_threads = grown;
+        ct->tl_threads[ct->ntl_threads++] = (uint32_t)k;
+    }
+    return rc;
+}
 
-    dnp_idmap_release(&b.h);
-    free(b.recs);
-    for (size_t i = 0; b.nstack && i < b.nthread_slots; i++)
-        free(b.nstack[i]);
-    free(b.nstack);
-    free(b.nstack_cap);
-    free(b.tree_of);
+static void builder_release(ct_builder *b) {
+    dnp_idmap_release(&b->nodes_h);
+    dnp_idmap_release(&b->tl_h);
+    dnp_idmap_release(&b->func_h);
+    free(b->recs);
+    tl_release(&b->tl);
+    for (size_t i = 0; i < b->ntl; i++)
+        tree_release(&b->tl_trees[i]);
+    free(b->tl_trees);
+    for (size_t i = 0; b->nstack && i < b->nslots; i++)
+        free(b->nstack[i]);
+    free(b->nstack);
+    free(b->nstack_cap);
+    free(b->tree_of);
+    free(b->has_tl);
+}
+
+static int build(dnp_calltree *ct, const dnp_trace *t, dnp_trace_stream *s, dnp_calltree **out, char *err,
+                 size_t errlen) {
+    ct_builder b;
+    memset(&b, 0, sizeof b);
+    b.ct = ct;
+    int rc = 0;
+    if (s) {
+        dnp_trace_event e;
+        int got;
+        while (rc == 0 && (got = dnp_trace_stream_next(s, &e)) > 0)
+            rc = builder_feed(&b, &e);
+        if (rc == 0 && got < 0) {
+            snprintf(err, errlen, "%s", dnp_trace_stream_error(s));
+            builder_release(&b);
+            dnp_calltree_free(ct);
+            return -1;
+        }
+        ct->t = dnp_trace_stream_trace(s); /* final now */
+    } else {
+        for (size_t i = 0; i < t->nevents && rc == 0; i++)
+            rc = builder_feed(&b, &t->events[i]);
+    }
+    if (rc == 0)
+        rc = builder_finish(&b);
+    builder_release(&b);
     if (rc != 0) {
         dnp_calltree_free(ct);
         snprintf(err, errlen, "out of memory building the call tree");
@@ -572,6 +775,29 @@ int dnp_calltree_build(const dnp_trace *t, dnp_calltree **out, char *err, size_t
     return 0;
 }
 
+int dnp_calltree_build(const dnp_trace *t, dnp_calltree **out, char *err, size_t errlen) {
+    *out = NULL;
+    dnp_calltree *ct = calloc(1, sizeof *ct);
+    if (!ct) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    ct->t = t;
+    return build(ct, t, NULL, out, err, errlen);
+}
+
+int dnp_calltree_build_stream(dnp_trace_stream *s, dnp_calltree **out, char *err, size_t errlen) {
+    *out = NULL;
+    dnp_calltree *ct = calloc(1, sizeof *ct);
+    if (!ct) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    ct->t = dnp_trace_stream_trace(s);
+    ct->stream = s;
+    return build(ct, NULL, s, out, err, errlen);
+}
+
 void dnp_calltree_free(dnp_calltree *ct) {
     if (!ct)
         return;
@@ -579,6 +805,8 @@ void dnp_calltree_free(dnp_calltree *ct) {
         tree_release(&ct->threads[i]);
     free(ct->threads);
     tree_release(&ct->all);
+    free(ct->tl_funcs);
+    free(ct->tl_threads);
     free(ct);
 }
 

@@ -8,8 +8,11 @@
  * --args without CallNodes), are rebuilt from MethodEnter/Leave events.
  *
  * Memory is bounded by the size of the trees (distinct call paths), not by the
- * number of events; the builder takes events one at a time. (The trace reader
- * itself still loads the whole trace into memory.) */
+ * number of events: the builder takes events one at a time, from a loaded trace
+ * (time order) or from a stream (file order: each thread's events in order,
+ * which is all it needs; CallNodes count by their largest totals, so their order
+ * does not matter). Built from a stream, the timeline exports read the file
+ * again (dnp_ct_timeline_walk) instead of holding it. */
 #ifndef DNP_CALLTREE_H
 #define DNP_CALLTREE_H
 
@@ -43,8 +46,14 @@ typedef struct dnp_ct_func {
     uint64_t calls, tailcalls, self_ns, total_ns;
 } dnp_ct_func;
 
+/* A function of the timeline: its FunctionID and name string. */
+typedef struct dnp_ct_frame {
+    uint64_t func, name;
+} dnp_ct_frame;
+
 typedef struct dnp_calltree {
-    const dnp_trace *t;        /* for names; not owned */
+    const dnp_trace *t;        /* for names; not owned (a stream's trace: no events) */
+    dnp_trace_stream *stream;  /* built from this stream (not owned), or NULL */
     dnp_ct_tree *threads;      /* by OS thread, in order of the thread number */
     size_t nthreads;
     dnp_ct_tree all;           /* every thread merged */
@@ -60,12 +69,20 @@ typedef struct dnp_calltree {
     uint64_t orphans;          /* CallNodes whose parent never came: put under the root */
     uint64_t unmatched;        /* leaves that closed no open frame */
     uint64_t open_at_end;      /* frames still open at the end, closed at the thread's last event */
+
+    dnp_ct_frame *tl_funcs;    /* the functions MethodEnter names, by FunctionID (the smallest name id) */
+    size_t ntl_funcs;
+    uint32_t *tl_threads;      /* the thread numbers with a MethodEnter, ascending */
+    size_t ntl_threads;
 } dnp_calltree;
 
 /* Builds the trees of t (which must outlive them). Returns 0, or -1 with one
  * line in err (no memory). A trace without call data gives empty trees: check
  * dnp_calltree_has_data(). */
 int dnp_calltree_build(const dnp_trace *t, dnp_calltree **out, char *err, size_t errlen);
+/* The same from a stream, read to its end (a first pass; the stream must be new
+ * and outlive the trees). -1 also when reading fails (err says why). */
+int dnp_calltree_build_stream(dnp_trace_stream *s, dnp_calltree **out, char *err, size_t errlen);
 void dnp_calltree_free(dnp_calltree *ct);
 
 int dnp_calltree_has_data(const dnp_calltree *ct);
@@ -113,5 +130,13 @@ typedef struct dnp_tl_stats {
 int dnp_timeline_walk(const dnp_trace *t, uint32_t thread, dnp_tl_visit visit, void *ctx,
                       void (*progress)(void *pctx, uint64_t done, uint64_t total), void *pctx,
                       dnp_tl_stats *stats);
+
+/* The same over the trees' source: the loaded trace, or the stream read again
+ * (another pass over the file; only the chunks of thread when one is given).
+ * Threads interleave in file order then, each in time order; times are the
+ * loader's (relative to the start). progress counts bytes then. */
+int dnp_ct_timeline_walk(const dnp_calltree *ct, uint32_t thread, dnp_tl_visit visit, void *ctx,
+                         void (*progress)(void *pctx, uint64_t done, uint64_t total), void *pctx,
+                         dnp_tl_stats *stats);
 
 #endif

@@ -1,6 +1,7 @@
 /* chrome.c: Chrome's trace-event JSON, which ui.perfetto.dev and chrome://tracing
  * open. Every call is a complete ("X") event on its OS thread, written when the
- * call closes; thread and process names are "M" metadata events. Without the
+ * call closes (threads interleave in the order the timeline is read: time order
+ * from a loaded trace, file order from a stream); thread and process names are "M" metadata events. Without the
  * timeline the tree of each thread is laid out instead: a node starts where the
  * previous sibling ended and lasts its total time, so widths are true but the
  * order in time is not (the events say so in their category). */
@@ -120,7 +121,7 @@ int dnp_export_chrome(const dnp_calltree *ct, FILE *out, const dnp_export_opts *
             dnp_export_thread_label(&th, label, sizeof label);
             put_thread_name(&c, tid_of(t, th.thread), label);
         }
-        rc = dnp_timeline_walk(t, 0, timeline_visit, &c, o ? o->progress : NULL, o ? o->progress_ctx : NULL, NULL);
+        rc = dnp_ct_timeline_walk(ct, 0, timeline_visit, &c, o ? o->progress : NULL, o ? o->progress_ctx : NULL, NULL);
     } else {
         for (size_t i = 0; i < ct->nthreads && rc == 0; i++) {
             const dnp_ct_tree *tr = &ct->threads[i];

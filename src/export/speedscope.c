@@ -1,11 +1,13 @@
 /* speedscope.c: speedscope's file format (https://www.speedscope.app/file-format-schema.json).
  *
  * With the enter/leave timeline: one "evented" profile per thread, every call's
- * open and close at its exact time (one pass over the events per thread). With
- * aggregates only: "sampled" profiles, one sample per call path weighted by its
- * self time in ns, all threads merged first, then each thread. Profiles are
- * written as they are walked and the frame table last, so memory stays bounded
- * by the number of distinct functions and the deepest stack. */
+ * open and close at its exact time (one pass over the events per thread); the
+ * shared frame table comes first, from the timeline's functions that the pass
+ * building the trees collected. With aggregates only: "sampled" profiles, one
+ * sample per call path weighted by its self time in ns, all threads merged
+ * first, then each thread, and the frame table last. Profiles are written as
+ * they are walked, so memory stays bounded by the number of distinct functions
+ * and the deepest stack. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,8 +120,8 @@ static int evented_visit(void *ctx, uint32_t thread, int open, int how, const dn
     (void)thread;
     (void)how;
     (void)depth;
-    if (frame_of(s, f->func, f->name, &idx) != 0)
-        return -1;
+    if (!dnp_idmap_get(&s->map, f->func, 0, &idx))
+        return -1; /* the first pass saw every function */
     if (s->first)
         s->start = now;
     s->end = now;
@@ -135,21 +137,15 @@ static void pass_progress(void *ctx, uint64_t done, uint64_t total) {
         s->o->progress(s->o->progress_ctx, s->pass * total + done, s->npasses * total);
 }
 
-static int write_evented(speedscope *s, const dnp_trace *t) {
-    uint8_t *has = calloc(t->nthreads + 1, 1);
-    if (!has)
-        return -1;
-    for (size_t i = 0; i < t->nevents; i++)
-        if (t->events[i].kind == DNP_EV_MethodEnter && t->events[i].thread <= t->nthreads)
-            has[t->events[i].thread] = 1;
-    s->npasses = 0;
-    for (size_t k = 1; k <= t->nthreads; k++)
-        s->npasses += has[k];
+/* One pass over the timeline per thread (from a stream: only that thread's
+ * chunks are read); the frames are already known. */
+static int write_evented(speedscope *s, const dnp_calltree *ct) {
+    const dnp_trace *t = ct->t;
+    s->npasses = ct->ntl_threads;
     int rc = 0, comma = 0;
     s->pass = 0;
-    for (uint32_t k = 1; k <= t->nthreads && rc == 0; k++) {
-        if (!has[k])
-            continue;
+    for (size_t i = 0; i < ct->ntl_threads && rc == 0; i++) {
+        uint32_t k = ct->tl_threads[i];
         const dnp_trace_thread *th = dnp_trace_thread_get(t, k);
         dnp_ct_tree label_of = {0};
         label_of.thread = k;
@@ -162,14 +158,30 @@ static int write_evented(speedscope *s, const dnp_trace *t) {
         fputs(",\"unit\":\"nanoseconds\",\"events\":[", s->out);
         s->first = 1;
         s->start = s->end = 0;
-        rc = dnp_timeline_walk(t, k, evented_visit, s, pass_progress, s, NULL);
+        rc = dnp_ct_timeline_walk(ct, k, evented_visit, s, pass_progress, s, NULL);
         fprintf(s->out, "],\"startValue\":%llu,\"endValue\":%llu}", (unsigned long long)s->start,
                 (unsigned long long)s->end);
         comma = 1;
         s->pass++;
     }
-    free(has);
     return rc;
+}
+
+static void write_frames(speedscope *s, const dnp_calltree *ct) {
+    FILE *out = s->out;
+    fputs("\"shared\":{\"frames\":[", out);
+    for (size_t i = 0; i < s->nframes; i++) {
+        char buf[2048], raw[64];
+        fputs(i ? ",\n{\"name\":" : "\n{\"name\":", out);
+        dnp_export_json_str(out, dnp_export_name(ct, s->frames[i].func, s->frames[i].name, buf, sizeof buf), 0);
+        const char *r = dnp_ct_raw_name(ct, s->frames[i].func, s->frames[i].name, raw, sizeof raw);
+        if (strcmp(r, buf) != 0) { /* speedscope shows "file" under the name */
+            fputs(",\"file\":", out);
+            dnp_export_json_str(out, r, 0);
+        }
+        fputc('}', out);
+    }
+    fputs("\n]}", out);
 }
 
 int dnp_export_speedscope(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o) {
@@ -183,11 +195,23 @@ int dnp_export_speedscope(const dnp_calltree *ct, FILE *out, const dnp_export_op
           "\",\"name\":",
           out);
     dnp_export_json_str(out, title ? title : "dnprof", 0);
-    fputs(",\"activeProfileIndex\":0,\"profiles\":[", out);
     int rc = 0;
     if (ct->timeline_events) {
-        rc = write_evented(&s, ct->t);
+        /* the frames first, known from the pass that built the trees */
+        for (size_t i = 0; i < ct->ntl_funcs && rc == 0; i++) {
+            uint32_t idx;
+            rc = frame_of(&s, ct->tl_funcs[i].func, ct->tl_funcs[i].name, &idx);
+        }
+        if (rc == 0) {
+            fputc(',', out);
+            write_frames(&s, ct);
+            fputs(",\"activeProfileIndex\":0,\"profiles\":[", out);
+            rc = write_evented(&s, ct);
+        }
+        if (rc == 0)
+            fputs("\n]}\n", out);
     } else {
+        fputs(",\"activeProfileIndex\":0,\"profiles\":[", out);
         int comma = 0;
         if (ct->nthreads != 1) {
             rc = write_sampled(&s, &ct->all, 0);
@@ -195,21 +219,11 @@ int dnp_export_speedscope(const dnp_calltree *ct, FILE *out, const dnp_export_op
         }
         for (size_t i = 0; i < ct->nthreads && rc == 0; i++, comma = 1)
             rc = write_sampled(&s, &ct->threads[i], comma);
-    }
-    if (rc == 0) {
-        fputs("\n],\"shared\":{\"frames\":[", out);
-        for (size_t i = 0; i < s.nframes; i++) {
-            char buf[2048], raw[64];
-            fputs(i ? ",\n{\"name\":" : "\n{\"name\":", out);
-            dnp_export_json_str(out, dnp_export_name(ct, s.frames[i].func, s.frames[i].name, buf, sizeof buf), 0);
-            const char *r = dnp_ct_raw_name(ct, s.frames[i].func, s.frames[i].name, raw, sizeof raw);
-            if (strcmp(r, buf) != 0) { /* speedscope shows "file" under the name */
-                fputs(",\"file\":", out);
-                dnp_export_json_str(out, r, 0);
-            }
-            fputc('}', out);
+        if (rc == 0) {
+            fputs("\n],", out);
+            write_frames(&s, ct);
+            fputs("}\n", out);
         }
-        fputs("\n]}}\n", out);
     }
     dnp_idmap_release(&s.map);
     free(s.frames);

@@ -71,17 +71,21 @@ static void filter_verdict(exc_level *l, int yes, exc_step *out) {
 }
 
 static void thrown(exc_machine *m, uint64_t object, exc_step *out) {
-    /* A level unwinding towards no catcher is over once something new starts;
-     * a catch that throws its own exception again has ended in a rethrow. */
+    /* A level unwinding towards no catcher is over once something new starts. */
     while (m->depth > 0) {
         exc_level *t = &m->lv[m->depth - 1];
         if (t->no_catcher && t->phase == EXC_UNWIND)
             pop(m, out, EXC_RUNTIME);
-        else if (t->phase == EXC_CATCH && t->object == object && object)
-            pop(m, out, EXC_RETHROWN);
         else
             break;
     }
+    /* The same object thrown while its catch runs is either `throw;` (or `throw
+     * ex;`) leaving the catch, or a deeper frame called from the catch throwing
+     * it again (ExceptionDispatchInfo.Throw in an await continuation run inline)
+     * while the catch goes on. The first frame searched tells: the catch's own
+     * method for a rethrow. */
+    int maybe_rethrow = m->depth > 0 && object && m->lv[m->depth - 1].phase == EXC_CATCH &&
+                        m->lv[m->depth - 1].object == object;
     uint8_t parent = 0;
     if (m->depth > 0) {
         parent = m->lv[m->depth - 1].phase;
@@ -101,6 +105,7 @@ static void thrown(exc_machine *m, uint64_t object, exc_step *out) {
     l->object = object;
     l->phase = EXC_SEARCH;
     l->parent_phase = parent;
+    l->maybe_rethrow = (uint8_t)maybe_rethrow;
 }
 
 void exc_machine_abandon_top(exc_machine *m, exc_step *out) {
@@ -133,6 +138,12 @@ void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t objec
 
     switch (kind) {
     case DNP_EV_ExceptionSearchFunctionEnter:
+        if (l->maybe_rethrow) {
+            l->maybe_rethrow = 0;
+            /* A rethrow: the catch is over; it ends when this one does. */
+            if (at > 0 && m->lv[at - 1].phase == EXC_CATCH && m->lv[at - 1].handler == fn)
+                m->lv[at - 1].fate = EXC_RETHROWN;
+        }
         l->fn_open = 1;
         l->fn = fn;
         break;
@@ -185,7 +196,8 @@ void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t objec
         /* A frame whose catch or finally was running is left: that level is
          * abandoned, with everything above it, once this one ends. */
         for (int i = 0; i < at; i++)
-            if ((m->lv[i].phase == EXC_CATCH || m->lv[i].phase == EXC_FINALLY) && m->lv[i].handler == l->fn)
+            if ((m->lv[i].phase == EXC_CATCH || m->lv[i].phase == EXC_FINALLY) && m->lv[i].handler == l->fn &&
+                m->lv[i].fate != EXC_RETHROWN)
                 m->lv[i].fate = EXC_ABANDONED;
         l->fn_open = 0;
         l->fn = 0;
@@ -210,13 +222,13 @@ void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t objec
         /* Levels whose handler frame this exception left are over too. */
         int lowest = -1;
         for (int i = 0; i < m->depth; i++)
-            if (m->lv[i].fate == EXC_ABANDONED) {
+            if (m->lv[i].fate == EXC_ABANDONED || m->lv[i].fate == EXC_RETHROWN) {
                 lowest = i;
                 break;
             }
         if (lowest >= 0)
             while (m->depth > lowest)
-                pop(m, out, EXC_ABANDONED);
+                pop(m, out, m->lv[m->depth - 1].fate == EXC_RETHROWN ? EXC_RETHROWN : EXC_ABANDONED);
         break;
     }
     default:

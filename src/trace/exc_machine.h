@@ -51,6 +51,7 @@ typedef struct exc_level {
     uint8_t parent_phase;/* the phase of the level below when thrown, or 0 */
     uint8_t filter_open; /* a filter left, its verdict not known yet */
     uint8_t fate;        /* exc_fate once it ended */
+    uint8_t maybe_rethrow; /* thrown again from its own catch: decided at the first frame searched */
 } exc_level;
 
 typedef struct exc_machine {

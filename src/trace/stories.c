@@ -212,11 +212,21 @@ int dnp_stories_build(const dnp_trace *t, dnp_stories *out) {
             break;
         const char *name = dnp_story_function(t, e);
         switch (e->kind) {
-        case DNP_EV_ExceptionSearchFunctionEnter:
+        case DNP_EV_ExceptionSearchFunctionEnter: {
             s->searched++;
             if (!s->throw_site)
                 s->throw_site = name;
+            /* The machine has just seen a rethrow from the catch below: this is
+             * the same exception going on, not one nested in it. */
+            int d = ts->m.depth;
+            if (s->searched == 1 && d >= 2 && ts->m.lv[d - 2].fate == EXC_RETHROWN &&
+                s->parent == ts->story_at[d - 2]) {
+                out->v[s->parent - 1].ended_by = s->id;
+                s->parent = 0;
+                s->parent_phase = 0;
+            }
             break;
+        }
         case DNP_EV_ExceptionSearchFilterEnter: s->filters++; break;
         case DNP_EV_ExceptionSearchCatcherFound:
         case DNP_EV_ExceptionCatcherEnter: s->catcher = name; break;

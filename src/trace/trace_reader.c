@@ -1,6 +1,8 @@
-/* trace_reader.c: loading a whole trace file into memory (docs/trace-format.md).
+/* trace_reader.c: reading a trace file (docs/trace-format.md): whole, into
+ * memory (dnp_trace_load), or as a stream of events in file order.
  *
- * The file is mapped (or read) whole and walked chunk by chunk. Nothing in it is
+ * The file is read chunk by chunk, one chunk in memory at a time; the loader and
+ * the stream share the walk and the record parser. Nothing in it is
  * trusted: every size is checked against what is left, a torn last chunk ends
  * the walk as TRUNCATED, a chunk that fails its checks ends it as CORRUPT, and
  * what cannot be understood inside a good chunk (unknown tags, unknown event
@@ -13,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -280,24 +281,34 @@ static int sort_runs(void *recs, size_t size, size_t n, runs *r, void *tmp) {
     return 0;
 }
 
-/* ---- loading ---- */
+/* ---- reading: one chunk at a time ----
+ *
+ * The file is read with read(2), chunk by chunk, into one buffer (a payload is at
+ * most 16 MiB), and each chunk's records are parsed one at a time. The loader
+ * keeps every event (KEEP_ALL) and sorts them at the end; a stream hands them
+ * out in file order and keeps only the few thread events that name threads. */
+
+enum { KEEP_THREADS, KEEP_ALL };
 
 typedef struct loader {
     dnp_trace *t;
-    const uint8_t *buf; /* the file */
-    size_t size;
+    int keep;            /* KEEP_ALL or KEEP_THREADS */
+    int replay;          /* a stream's later pass: parse, hand out events, record nothing */
+    uint64_t payload_off; /* file offset of the payload being parsed */
+    const uint8_t *payload;
+    size_t nev;          /* events parsed so far (the first pass) */
     size_t ev_cap, note_cap;
     uint64_t *note_ids;  /* the text string id of each note, parallel to t->notes */
     runs ev_runs, note_runs;
     int have_process;
     uint64_t proc_mono, cmdline_id, runtime_id;
     int have_base;
-    uint64_t min_base;
+    uint64_t min_base, origin;
     int seen_end;
     uint64_t unknown_kinds, short_events, malformed;
 } loader;
 
-enum { PAYLOAD_OK = 0, PAYLOAD_CORRUPT = 1 };
+enum { REC_NONE = 0, REC_EVENT = 1, REC_CORRUPT = 2 };
 
 __attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen, const char *fmt, ...) {
     if (!err || !errlen)
@@ -370,119 +381,134 @@ static inline uint64_t later(uint64_t now, uint64_t delta) {
     return now + delta < now ? UINT64_MAX : now + delta;
 }
 
-/* Walks the records of one chunk's payload. Returns PAYLOAD_OK, PAYLOAD_CORRUPT
- * with *bad_at set to the file offset of the record at fault, or -ENOMEM. */
-static int parse_payload(loader *L, const uint8_t *p, const uint8_t *end, uint32_t thread,
-                         uint64_t base, size_t *bad_at) {
+/* Parses the record at *pp (of a payload ending at end) and moves past it.
+ * Returns REC_EVENT with *e filled (absolute time), REC_NONE for any other
+ * record (or one skipped), REC_CORRUPT with *bad_at set to the file offset of a
+ * record that runs past its chunk, or -ENOMEM. *now is the chunk's clock. */
+static int parse_record(loader *L, const uint8_t **pp, const uint8_t *end, uint32_t thread, uint64_t *now,
+                        dnp_trace_event *e, uint64_t *bad_at) {
     dnp_trace *t = L->t;
-    uint64_t now = base;
-    while (p < end) {
-        const uint8_t *rec = p;
-        uint8_t tag = *p++;
-        uint64_t size;
-        if (dnp_varint_get(&p, end, &size) < 0 || size > (uint64_t)(end - p)) {
-            *bad_at = (size_t)(rec - L->buf);
-            return PAYLOAD_CORRUPT;
-        }
-        const uint8_t *q = p, *bend = p + size;
-        p = bend;
-        uint64_t v[7];
-
-        switch (tag) {
-        case DNP_REC_EVENT: {
-            uint64_t kind, delta;
-            if (dnp_varint_get(&q, bend, &kind) < 0 || dnp_varint_get(&q, bend, &delta) < 0) {
-                L->malformed++;
-                break;
-            }
-            now = later(now, delta);
-            if (kind >= DNP_EV_COUNT) {
-                L->unknown_kinds++;
-                break;
-            }
-            unsigned nv = dnp_events[kind].nvalues;
-            uint64_t vals[DNP_MAX_VALUES] = {0};
-            if (get_values(q, bend, vals, nv) < nv) {
-                L->short_events++;
-                break;
-            }
-            dnp_trace_event *e = push_event(L);
-            if (!e)
-                return -ENOMEM;
-            e->time_ns = now;
-            e->thread = thread;
-            e->kind = (uint16_t)kind;
-            e->nvalues = (uint8_t)nv;
-            memcpy(e->v, vals, sizeof e->v);
-            break;
-        }
-        case DNP_REC_STRING: {
-            uint64_t id, len;
-            if (dnp_varint_get(&q, bend, &id) < 0 || dnp_varint_get(&q, bend, &len) < 0 ||
-                id == 0 || id > MAX_STRING_ID || len > (uint64_t)(bend - q)) {
-                L->malformed++;
-                break;
-            }
-            int64_t off = arena_add(t->priv, q, (size_t)len);
-            if (off < 0 || map_put(&t->priv->strings, id, (uint64_t)off) < 0)
-                return -ENOMEM;
-            break;
-        }
-        case DNP_REC_THREAD:
-            if (get_values(q, bend, v, 2) < 2 || v[0] == 0 || v[0] > MAX_THREADS) {
-                L->malformed++;
-                break;
-            }
-            if (ensure_thread(L, (uint32_t)v[0]) < 0)
-                return -ENOMEM;
-            t->threads[v[0] - 1].os_tid = v[1];
-            break;
-        case DNP_REC_PROCESS:
-            if (get_values(q, bend, v, 7) < 7) {
-                L->malformed++;
-                break;
-            }
-            if (L->have_process)
-                break; /* the first one counts */
-            L->have_process = 1;
-            if (v[0])
-                t->pid = v[0];
-            t->ppid = v[1];
-            t->start_realtime_ns = v[2];
-            L->proc_mono = v[3];
-            L->cmdline_id = v[4];
-            L->runtime_id = v[5];
-            t->attached = v[6] != 0;
-            break;
-        case DNP_REC_NOTE:
-            if (get_values(q, bend, v, 3) < 3) {
-                L->malformed++;
-                break;
-            }
-            now = later(now, v[1]);
-            if (push_note(L, now, thread, v[0] > 2 ? 2 : (uint32_t)v[0], v[2]) < 0)
-                return -ENOMEM;
-            break;
-        case DNP_REC_LOST:
-            if (get_values(q, bend, v, 1) < 1) {
-                L->malformed++;
-                break;
-            }
-            t->lost = t->lost + v[0] < t->lost ? UINT64_MAX : t->lost + v[0];
-            break;
-        case DNP_REC_END:
-            if (get_values(q, bend, v, 1) < 1) {
-                L->malformed++;
-                break;
-            }
-            t->end_events = v[0];
-            L->seen_end = 1;
-            break;
-        default:
-            break; /* a record of a later minor version */
-        }
+    const uint8_t *p = *pp, *rec = p;
+    uint8_t tag = *p++;
+    uint64_t size;
+    if (dnp_varint_get(&p, end, &size) < 0 || size > (uint64_t)(end - p)) {
+        *bad_at = L->payload_off + (uint64_t)(rec - L->payload);
+        return REC_CORRUPT;
     }
-    return PAYLOAD_OK;
+    const uint8_t *q = p, *bend = p + size;
+    *pp = bend;
+    uint64_t v[7];
+
+    switch (tag) {
+    case DNP_REC_EVENT: {
+        uint64_t kind, delta;
+        if (dnp_varint_get(&q, bend, &kind) < 0 || dnp_varint_get(&q, bend, &delta) < 0) {
+            L->malformed++;
+            break;
+        }
+        *now = later(*now, delta);
+        if (kind >= DNP_EV_COUNT) {
+            L->unknown_kinds++;
+            break;
+        }
+        unsigned nv = dnp_events[kind].nvalues;
+        memset(e->v, 0, sizeof e->v);
+        if (get_values(q, bend, e->v, nv) < nv) {
+            L->short_events++;
+            break;
+        }
+        e->time_ns = *now;
+        e->thread = thread;
+        e->kind = (uint16_t)kind;
+        e->nvalues = (uint8_t)nv;
+        if (L->replay)
+            return REC_EVENT;
+        L->nev++;
+        if (L->keep == KEEP_ALL || kind == DNP_EV_ThreadAssignedToOSThread || kind == DNP_EV_ThreadNameChanged) {
+            dnp_trace_event *kept = push_event(L);
+            if (!kept)
+                return -ENOMEM;
+            *kept = *e;
+        }
+        return REC_EVENT;
+    }
+    case DNP_REC_STRING: {
+        uint64_t id, len;
+        if (L->replay)
+            break;
+        if (dnp_varint_get(&q, bend, &id) < 0 || dnp_varint_get(&q, bend, &len) < 0 || id == 0 ||
+            id > MAX_STRING_ID || len > (uint64_t)(bend - q)) {
+            L->malformed++;
+            break;
+        }
+        int64_t off = arena_add(t->priv, q, (size_t)len);
+        if (off < 0 || map_put(&t->priv->strings, id, (uint64_t)off) < 0)
+            return -ENOMEM;
+        break;
+    }
+    case DNP_REC_THREAD:
+        if (L->replay)
+            break;
+        if (get_values(q, bend, v, 2) < 2 || v[0] == 0 || v[0] > MAX_THREADS) {
+            L->malformed++;
+            break;
+        }
+        if (ensure_thread(L, (uint32_t)v[0]) < 0)
+            return -ENOMEM;
+        t->threads[v[0] - 1].os_tid = v[1];
+        break;
+    case DNP_REC_PROCESS:
+        if (L->replay)
+            break;
+        if (get_values(q, bend, v, 7) < 7) {
+            L->malformed++;
+            break;
+        }
+        if (L->have_process)
+            break; /* the first one counts */
+        L->have_process = 1;
+        if (v[0])
+            t->pid = v[0];
+        t->ppid = v[1];
+        t->start_realtime_ns = v[2];
+        L->proc_mono = v[3];
+        L->cmdline_id = v[4];
+        L->runtime_id = v[5];
+        t->attached = v[6] != 0;
+        break;
+    case DNP_REC_NOTE:
+        if (get_values(q, bend, v, 3) < 3) {
+            if (!L->replay)
+                L->malformed++;
+            break;
+        }
+        *now = later(*now, v[1]);
+        if (!L->replay && push_note(L, *now, thread, v[0] > 2 ? 2 : (uint32_t)v[0], v[2]) < 0)
+            return -ENOMEM;
+        break;
+    case DNP_REC_LOST:
+        if (L->replay)
+            break;
+        if (get_values(q, bend, v, 1) < 1) {
+            L->malformed++;
+            break;
+        }
+        t->lost = t->lost + v[0] < t->lost ? UINT64_MAX : t->lost + v[0];
+        break;
+    case DNP_REC_END:
+        if (L->replay)
+            break;
+        if (get_values(q, bend, v, 1) < 1) {
+            L->malformed++;
+            break;
+        }
+        t->end_events = v[0];
+        L->seen_end = 1;
+        break;
+    default:
+        break; /* a record of a later minor version */
+    }
+    return REC_NONE;
 }
 
 /* Managed ids and names of threads, from the thread events in time order. A
@@ -527,81 +553,6 @@ static int fill_threads(dnp_trace *t) {
     return rc;
 }
 
-/* The whole file, in memory: mapped when it is a regular file (no copy, no
- * zeroed pages), else read. */
-typedef struct file_image {
-    uint8_t *data;
-    size_t len;
-    int mapped;
-} file_image;
-
-static void image_release(file_image *im) {
-    if (im->mapped)
-        munmap(im->data, im->len);
-    else
-        free(im->data);
-    memset(im, 0, sizeof *im);
-}
-
-/* Returns 0, or -1 with err set. */
-static int image_load(const char *path, file_image *im, char *err, size_t errlen) {
-    memset(im, 0, sizeof *im);
-    int fd;
-    do
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0) {
-        set_err(err, errlen, "cannot open '%s': %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    size_t cap = 65536;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m != MAP_FAILED) {
-            close(fd);
-            im->data = m;
-            im->len = (size_t)st.st_size;
-            im->mapped = 1;
-            return 0;
-        }
-        cap = (size_t)st.st_size + 1; /* +1: EOF is seen without a regrowth */
-    }
-    uint8_t *buf = malloc(cap);
-    size_t len = 0;
-    for (;;) {
-        if (!buf) {
-            set_err(err, errlen, "cannot read '%s': out of memory", path);
-            close(fd);
-            return -1;
-        }
-        if (len == cap) {
-            uint8_t *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-            if (!nb)
-                free(buf);
-            buf = nb;
-            cap *= 2;
-            continue;
-        }
-        ssize_t n = read(fd, buf + len, cap - len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            set_err(err, errlen, "cannot read '%s': %s", path, strerror(errno));
-            free(buf);
-            close(fd);
-            return -1;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
-    close(fd);
-    im->data = buf;
-    im->len = len;
-    return 0;
-}
-
 /* Checks the file header. Returns its size, or -1 with err set. */
 static int64_t check_header(const uint8_t *buf, size_t size, const char *path, char *err, size_t errlen) {
     if (size == 0) {
@@ -638,81 +589,6 @@ static int64_t check_header(const uint8_t *buf, size_t size, const char *path, c
     return hsize;
 }
 
-/* Walks the chunks from the header on and sets the status. Returns 0 or -ENOMEM. */
-static int walk_chunks(loader *L, size_t hsize) {
-    dnp_trace *t = L->t;
-    const uint8_t *buf = L->buf;
-    size_t size = L->size, off = hsize;
-    int truncated = hsize > size;
-    t->bytes_read = truncated ? size : hsize;
-    while (!truncated && off < size) {
-        const uint8_t *c = buf + off;
-        if (size - off < DNP_CHUNK_HEADER_SIZE) {
-            truncated = 1;
-            break;
-        }
-        uint32_t magic = dnp_get_u32le(c), plen = dnp_get_u32le(c + 4), crc = dnp_get_u32le(c + 8);
-        uint32_t thread = dnp_get_u32le(c + 12);
-        uint64_t base = dnp_get_u64le(c + 16);
-        const uint8_t *payload = c + DNP_CHUNK_HEADER_SIZE;
-        const char *why = NULL;
-        if (magic != DNP_CHUNK_MAGIC)
-            why = "no chunk starts there";
-        else if (plen > DNP_CHUNK_MAX_PAYLOAD)
-            why = "the chunk claims more than the largest payload";
-        else if (size - off - DNP_CHUNK_HEADER_SIZE < plen) {
-            truncated = 1;
-            break;
-        } else if (dnp_crc32(payload, plen) != crc)
-            why = "the chunk fails its checksum";
-        else if (thread > MAX_THREADS)
-            why = "the chunk names an impossible thread";
-        if (why) {
-            t->status = DNP_TRACE_CORRUPT;
-            snprintf(t->status_text, sizeof t->status_text,
-                     "the trace is damaged at byte offset %zu (%s) after %zu events; everything before it is shown",
-                     off, why, t->nevents);
-            return 0;
-        }
-        if ((thread && ensure_thread(L, thread) < 0) || runs_mark(&L->ev_runs, t->nevents) < 0 ||
-            runs_mark(&L->note_runs, t->nnotes) < 0)
-            return -ENOMEM;
-        if (!L->have_base || base < L->min_base) {
-            L->have_base = 1;
-            L->min_base = base;
-        }
-        size_t bad_at = 0;
-        int rc = parse_payload(L, payload, payload + plen, thread, base, &bad_at);
-        if (rc < 0)
-            return rc;
-        if (rc == PAYLOAD_CORRUPT) {
-            t->status = DNP_TRACE_CORRUPT;
-            snprintf(t->status_text, sizeof t->status_text,
-                     "the trace is damaged at byte offset %zu (a record runs past its chunk) after %zu events; "
-                     "everything before it is shown",
-                     bad_at, t->nevents);
-            return 0;
-        }
-        off += DNP_CHUNK_HEADER_SIZE + (size_t)plen;
-        t->bytes_read = off;
-    }
-    if (truncated) {
-        t->status = DNP_TRACE_TRUNCATED;
-        snprintf(t->status_text, sizeof t->status_text,
-                 "the trace ends inside a chunk after %zu events: the process was probably killed; everything up "
-                 "to that point is shown",
-                 t->nevents);
-    } else if (L->seen_end) {
-        t->status = DNP_TRACE_COMPLETE;
-    } else {
-        t->status = DNP_TRACE_OPEN;
-        snprintf(t->status_text, sizeof t->status_text,
-                 "the process did not shut down cleanly (killed, crashed or still running): the trace has "
-                 "everything up to its last flush");
-    }
-    return 0;
-}
-
 /* After the walk: notes for what was skipped, strings resolved, times made
  * relative, events sorted, threads filled. Returns 0 or -ENOMEM. */
 static int finish(loader *L) {
@@ -740,6 +616,7 @@ static int finish(loader *L) {
 
     /* The arena is final from here on. */
     uint64_t origin = L->have_process ? L->proc_mono : L->have_base ? L->min_base : 0;
+    L->origin = origin;
     for (size_t i = 0; i < t->nnotes; i++) {
         const char *s = i < nparsed ? dnp_trace_string(t, L->note_ids[i]) : t->priv->arena + L->note_ids[i];
         t->notes[i].text = s ? s : "";
@@ -764,39 +641,421 @@ static int finish(loader *L) {
     return 0;
 }
 
-int dnp_trace_load(const char *path, dnp_trace **out, char *err, size_t errlen) {
-    *out = NULL;
-    file_image im;
-    if (image_load(path, &im, err, errlen) < 0)
-        return -1;
-    int64_t hsize = check_header(im.data, im.len, path, err, errlen);
-    if (hsize < 0) {
-        image_release(&im);
-        return -1;
-    }
+/* ---- the stream ---- */
 
-    dnp_trace *t = calloc(1, sizeof *t);
-    loader L = {.t = t, .buf = im.data, .size = im.len};
-    int rc = -ENOMEM;
-    if (t && (t->priv = calloc(1, sizeof *t->priv)) != NULL) {
-        t->major = (uint16_t)(im.data[8] | im.data[9] << 8);
-        t->minor = (uint16_t)(im.data[10] | im.data[11] << 8);
-        t->pid = dnp_get_u64le(im.data + 16);
-        t->file_bytes = im.len;
-        rc = walk_chunks(&L, (size_t)hsize);
+enum { ST_READING, ST_DONE, ST_FAILED };
+
+struct dnp_trace_stream {
+    loader L;
+    dnp_trace *t;
+    char *path;
+    int fd;
+    int regular;          /* a regular file: its size is known, it can be read again */
+    uint8_t *buf;         /* the payload being parsed */
+    size_t cap;
+    uint64_t off;         /* file offset of the next chunk */
+    uint64_t consumed;    /* bytes taken from fd */
+    uint64_t stop;        /* after the first pass: where it stopped reading chunks */
+    const uint8_t *p, *end; /* the records left of the current chunk */
+    uint32_t thread;
+    uint64_t now;
+    int in_chunk;
+    int header_cut;       /* the file ends inside its (longer) header */
+    int state;
+    int finished;         /* the first pass is over: the trace is final */
+    uint32_t only;        /* a later pass: this thread's chunks only, 0 all */
+    char err[512];
+};
+
+/* Reads up to len bytes; returns how many (fewer only at the end), or -1. */
+static ssize_t read_full(dnp_trace_stream *S, void *buf, size_t len) {
+    size_t got = 0;
+    if (S->regular && len > S->t->file_bytes - S->consumed) /* a trace still being written: as it was at open */
+        len = S->consumed < S->t->file_bytes ? (size_t)(S->t->file_bytes - S->consumed) : 0;
+    while (got < len) {
+        ssize_t n = read(S->fd, (uint8_t *)buf + got, len - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        got += (size_t)n;
     }
-    image_release(&im); /* the strings were copied */
-    L.buf = NULL;
-    if (rc == 0)
-        rc = finish(&L);
-    free(L.note_ids);
-    free(L.ev_runs.start);
-    free(L.note_runs.start);
-    if (rc < 0) {
+    S->consumed += got;
+    return (ssize_t)got;
+}
+
+/* Skips len bytes; returns how many were there, or -1. */
+static int64_t skip_bytes(dnp_trace_stream *S, uint64_t len) {
+    if (S->regular) {
+        uint64_t left = (uint64_t)S->t->file_bytes > S->consumed ? S->t->file_bytes - S->consumed : 0;
+        uint64_t n = len < left ? len : left;
+        if (lseek(S->fd, (off_t)n, SEEK_CUR) < 0)
+            return -1;
+        S->consumed += n;
+        return (int64_t)n;
+    }
+    uint8_t tmp[65536];
+    uint64_t done = 0;
+    while (done < len) {
+        size_t want = len - done < sizeof tmp ? (size_t)(len - done) : sizeof tmp;
+        ssize_t n = read_full(S, tmp, want);
+        if (n < 0)
+            return -1;
+        done += (uint64_t)n;
+        if ((size_t)n < want)
+            break;
+    }
+    return (int64_t)done;
+}
+
+static int stream_fail(dnp_trace_stream *S, int errnum) {
+    if (errnum == ENOMEM)
+        snprintf(S->err, sizeof S->err, "cannot load '%s': out of memory", S->path);
+    else if (errnum == ESTALE)
+        snprintf(S->err, sizeof S->err, "cannot read '%s' again: it changed while it was read", S->path);
+    else
+        snprintf(S->err, sizeof S->err, "cannot read '%s': %s", S->path, strerror(errnum));
+    S->state = ST_FAILED;
+    return -1;
+}
+
+enum { END_CLEAN, END_TRUNCATED, END_CORRUPT };
+
+/* The walk is over: the first pass sets the status and finishes the trace.
+ * Returns 0, or -1 when that fails. */
+static int stream_end(dnp_trace_stream *S, int how) {
+    loader *L = &S->L;
+    dnp_trace *t = S->t;
+    S->in_chunk = 0;
+    if (S->finished) {
+        S->state = ST_DONE;
+        return 0;
+    }
+    if (!S->regular && skip_bytes(S, UINT64_MAX) < 0) /* the size of a pipe: read to its end */
+        return stream_fail(S, errno);
+    if (!S->regular)
+        t->file_bytes = S->consumed;
+    if (how == END_TRUNCATED) {
+        t->status = DNP_TRACE_TRUNCATED;
+        snprintf(t->status_text, sizeof t->status_text,
+                 "the trace ends inside a chunk after %zu events: the process was probably killed; everything up "
+                 "to that point is shown",
+                 L->nev);
+    } else if (how == END_CORRUPT) {
+        t->status = DNP_TRACE_CORRUPT; /* status_text set by the caller */
+    } else if (L->seen_end) {
+        t->status = DNP_TRACE_COMPLETE;
+    } else {
+        t->status = DNP_TRACE_OPEN;
+        snprintf(t->status_text, sizeof t->status_text,
+                 "the process did not shut down cleanly (killed, crashed or still running): the trace has "
+                 "everything up to its last flush");
+    }
+    if (S->stop < S->off)
+        S->stop = S->off;
+    if (finish(L) < 0)
+        return stream_fail(S, ENOMEM);
+    if (L->keep != KEEP_ALL) { /* the thread events served fill_threads */
+        free(t->events);
+        t->events = NULL;
+        t->nevents = 0;
+        L->ev_cap = 0;
+    }
+    free(L->note_ids);
+    L->note_ids = NULL;
+    free(L->ev_runs.start);
+    free(L->note_runs.start);
+    memset(&L->ev_runs, 0, sizeof L->ev_runs);
+    memset(&L->note_runs, 0, sizeof L->note_runs);
+    S->finished = 1;
+    S->state = ST_DONE;
+    return 0;
+}
+
+static int stream_corrupt(dnp_trace_stream *S, uint64_t at, const char *why) {
+    if (S->finished) /* a later pass meets what the first one met: the same end */
+        return stream_end(S, END_CORRUPT);
+    snprintf(S->t->status_text, sizeof S->t->status_text,
+             "the trace is damaged at byte offset %" PRIu64 " (%s) after %zu events; everything before it is shown",
+             at, why, S->L.nev);
+    return stream_end(S, END_CORRUPT);
+}
+
+/* Reads the next chunk and checks it. Returns 1 with the cursor on its records,
+ * 0 at the end of the walk (the status set), or -1. */
+static int stream_chunk(dnp_trace_stream *S) {
+    loader *L = &S->L;
+    dnp_trace *t = S->t;
+    if (S->header_cut)
+        return stream_end(S, END_TRUNCATED);
+    for (;;) {
+        if (S->finished && S->off >= S->stop)
+            return stream_end(S, END_CLEAN);
+        uint8_t h[DNP_CHUNK_HEADER_SIZE];
+        ssize_t n = read_full(S, h, sizeof h);
+        if (n < 0)
+            return stream_fail(S, errno);
+        if (n == 0)
+            return stream_end(S, END_CLEAN);
+        if ((size_t)n < sizeof h)
+            return stream_end(S, END_TRUNCATED);
+        uint32_t magic = dnp_get_u32le(h), plen = dnp_get_u32le(h + 4), crc = dnp_get_u32le(h + 8);
+        uint32_t thread = dnp_get_u32le(h + 12);
+        uint64_t base = dnp_get_u64le(h + 16);
+        if (magic != DNP_CHUNK_MAGIC)
+            return stream_corrupt(S, S->off, "no chunk starts there");
+        if (plen > DNP_CHUNK_MAX_PAYLOAD)
+            return stream_corrupt(S, S->off, "the chunk claims more than the largest payload");
+        if (S->finished && S->only && thread != S->only) {
+            int64_t k = skip_bytes(S, plen);
+            if (k < 0)
+                return stream_fail(S, errno);
+            if ((uint64_t)k < plen)
+                return stream_end(S, END_TRUNCATED);
+            S->off += DNP_CHUNK_HEADER_SIZE + (uint64_t)plen;
+            continue;
+        }
+        if (plen > S->cap) {
+            size_t ncap = S->cap ? S->cap : 65536;
+            while (ncap < plen)
+                ncap *= 2;
+            uint8_t *nb = realloc(S->buf, ncap);
+            if (!nb)
+                return stream_fail(S, ENOMEM);
+            S->buf = nb;
+            S->cap = ncap;
+        }
+        n = read_full(S, S->buf, plen);
+        if (n < 0)
+            return stream_fail(S, errno);
+        if ((size_t)n < plen)
+            return stream_end(S, END_TRUNCATED);
+        if (dnp_crc32(S->buf, plen) != crc)
+            return S->finished ? stream_fail(S, ESTALE) : stream_corrupt(S, S->off, "the chunk fails its checksum");
+        if (thread > MAX_THREADS)
+            return stream_corrupt(S, S->off, "the chunk names an impossible thread");
+        if (!S->finished) {
+            if ((thread && ensure_thread(L, thread) < 0) || runs_mark(&L->ev_runs, t->nevents) < 0 ||
+                runs_mark(&L->note_runs, t->nnotes) < 0)
+                return stream_fail(S, ENOMEM);
+            if (!L->have_base || base < L->min_base) {
+                L->have_base = 1;
+                L->min_base = base;
+            }
+        }
+        L->payload = S->buf;
+        L->payload_off = S->off + DNP_CHUNK_HEADER_SIZE;
+        S->p = S->buf;
+        S->end = S->buf + plen;
+        S->thread = thread;
+        S->now = base;
+        S->in_chunk = 1;
+        S->off += DNP_CHUNK_HEADER_SIZE + (uint64_t)plen;
+        return 1;
+    }
+}
+
+/* Opens path and reads its header; keep says what the loader keeps. */
+static int stream_open(const char *path, int keep, dnp_trace_stream **out, char *err, size_t errlen) {
+    *out = NULL;
+    int fd;
+    do
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        set_err(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    dnp_trace_stream *S = calloc(1, sizeof *S);
+    dnp_trace *t = calloc(1, sizeof *t);
+    if (!S || !t || !(t->priv = calloc(1, sizeof *t->priv)) || !(S->path = strdup(path))) {
         set_err(err, errlen, "cannot load '%s': out of memory", path);
+        close(fd);
+        if (S)
+            free(S->path);
+        free(S);
         dnp_trace_free(t);
         return -1;
     }
-    *out = t;
+    S->fd = fd;
+    S->t = t;
+    S->L.t = t;
+    S->L.keep = keep;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        S->regular = 1;
+        t->file_bytes = (uint64_t)st.st_size;
+    }
+    uint8_t h[DNP_TRACE_HEADER_SIZE];
+    ssize_t n = read_full(S, h, sizeof h);
+    int64_t hsize = -1;
+    if (n < 0)
+        set_err(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+    else
+        hsize = check_header(h, (size_t)n, path, err, errlen);
+    if (hsize < 0) {
+        dnp_trace_stream_close(S);
+        return -1;
+    }
+    t->major = (uint16_t)(h[8] | h[9] << 8);
+    t->minor = (uint16_t)(h[10] | h[11] << 8);
+    t->pid = dnp_get_u64le(h + 16);
+    int64_t k = skip_bytes(S, (uint64_t)hsize - DNP_TRACE_HEADER_SIZE);
+    if (k < 0) {
+        set_err(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+        dnp_trace_stream_close(S);
+        return -1;
+    }
+    S->header_cut = (uint64_t)k < (uint64_t)hsize - DNP_TRACE_HEADER_SIZE;
+    S->off = (uint64_t)hsize;
+    t->bytes_read = S->header_cut ? S->consumed : (uint64_t)hsize;
+    *out = S;
+    return 0;
+}
+
+int dnp_trace_stream_open(const char *path, dnp_trace_stream **out, char *err, size_t errlen) {
+    return stream_open(path, KEEP_THREADS, out, err, errlen);
+}
+
+int dnp_trace_stream_next(dnp_trace_stream *S, dnp_trace_event *e) {
+    for (;;) {
+        if (S->state != ST_READING)
+            return S->state == ST_DONE ? 0 : -1;
+        while (S->p < S->end) {
+            uint64_t bad_at = 0;
+            int rc = parse_record(&S->L, &S->p, S->end, S->thread, &S->now, e, &bad_at);
+            if (rc == REC_EVENT)
+                return 1;
+            if (rc < 0)
+                return stream_fail(S, ENOMEM);
+            if (rc == REC_CORRUPT) {
+                S->stop = S->off; /* a later pass reads this chunk up to the same record */
+                if (stream_corrupt(S, bad_at, "a record runs past its chunk") < 0)
+                    return -1;
+                break;
+            }
+        }
+        if (S->state != ST_READING)
+            continue;
+        if (S->in_chunk) {
+            S->in_chunk = 0;
+            if (!S->finished)
+                S->t->bytes_read = S->off;
+        }
+        if (stream_chunk(S) < 0)
+            return -1;
+    }
+}
+
+const dnp_trace *dnp_trace_stream_trace(const dnp_trace_stream *S) {
+    return S->t;
+}
+
+int dnp_trace_stream_finished(const dnp_trace_stream *S) {
+    return S->finished;
+}
+
+uint64_t dnp_trace_stream_origin(const dnp_trace_stream *S) {
+    const loader *L = &S->L;
+    if (S->finished)
+        return L->origin;
+    return L->have_process ? L->proc_mono : L->have_base ? L->min_base : 0;
+}
+
+int dnp_trace_stream_rereadable(const dnp_trace_stream *S) {
+    return S->regular;
+}
+
+int dnp_trace_stream_rewind(dnp_trace_stream *S, uint32_t only_thread) {
+    if (!S->finished) {
+        while (S->state == ST_READING) { /* the first pass must end first: it sets the status */
+            dnp_trace_event e;
+            if (dnp_trace_stream_next(S, &e) < 0)
+                return -1;
+        }
+        if (S->state != ST_DONE)
+            return -1;
+    }
+    if (S->state == ST_FAILED)
+        return -1;
+    if (!S->regular) {
+        snprintf(S->err, sizeof S->err, "cannot read '%s' twice: it is not a regular file", S->path);
+        return -1;
+    }
+    S->L.replay = 1;
+    S->only = only_thread;
+    S->p = S->end = NULL;
+    S->in_chunk = 0;
+    /* back to the first chunk: the header's size is where the first pass began */
+    uint8_t h[DNP_TRACE_HEADER_SIZE];
+    if (lseek(S->fd, 0, SEEK_SET) < 0)
+        return stream_fail(S, errno);
+    S->consumed = 0;
+    ssize_t n = read_full(S, h, sizeof h);
+    if (n < 0)
+        return stream_fail(S, errno);
+    if ((size_t)n < sizeof h || memcmp(h, DNP_TRACE_MAGIC, 8) != 0)
+        return stream_fail(S, ESTALE);
+    uint32_t hs = dnp_get_u32le(h + 12);
+    if (S->header_cut) {
+        S->state = ST_DONE;
+        return 0;
+    }
+    if (lseek(S->fd, (off_t)hs, SEEK_SET) < 0)
+        return stream_fail(S, errno);
+    S->consumed = hs;
+    S->off = hs;
+    S->state = ST_READING;
+    return 0;
+}
+
+void dnp_trace_stream_progress(const dnp_trace_stream *S, uint64_t *done, uint64_t *total) {
+    *total = S->finished ? S->stop : S->t->file_bytes;
+    *done = S->off < *total ? S->off : *total;
+}
+
+const char *dnp_trace_stream_error(const dnp_trace_stream *S) {
+    return S->err;
+}
+
+static dnp_trace *stream_take(dnp_trace_stream *S) {
+    dnp_trace *t = S->t;
+    S->t = NULL;
+    S->L.t = NULL;
+    return t;
+}
+
+void dnp_trace_stream_close(dnp_trace_stream *S) {
+    if (!S)
+        return;
+    if (S->fd >= 0)
+        close(S->fd);
+    free(S->buf);
+    free(S->L.note_ids);
+    free(S->L.ev_runs.start);
+    free(S->L.note_runs.start);
+    dnp_trace_free(S->t);
+    free(S->path);
+    free(S);
+}
+
+int dnp_trace_load(const char *path, dnp_trace **out, char *err, size_t errlen) {
+    *out = NULL;
+    dnp_trace_stream *S;
+    if (stream_open(path, KEEP_ALL, &S, err, errlen) < 0)
+        return -1;
+    dnp_trace_event e;
+    int rc;
+    while ((rc = dnp_trace_stream_next(S, &e)) > 0) {
+    }
+    if (rc < 0) {
+        set_err(err, errlen, "%s", S->err);
+        dnp_trace_stream_close(S);
+        return -1;
+    }
+    *out = stream_take(S);
+    dnp_trace_stream_close(S);
     return 0;
 }

@@ -1,4 +1,6 @@
-/* trace_reader.h: reading a trace file, whole, into memory.
+/* trace_reader.h: reading a trace file, whole into memory (dnp_trace_load), or
+ * as a stream of events in file order with memory bounded by one chunk
+ * (dnp_trace_stream_*).
  *
  * The reader never trusts the file: every size and number is checked, and a file
  * that ends in the middle of a chunk (a killed process) or holds a chunk whose
@@ -77,5 +79,56 @@ const char *dnp_trace_string(const dnp_trace *t, uint64_t id);
 const dnp_trace_thread *dnp_trace_thread_get(const dnp_trace *t, uint32_t ordinal);
 
 void dnp_trace_free(dnp_trace *t);
+
+/* ---- streaming ----
+ *
+ * The events one at a time in FILE order, which is time order within one
+ * thread (a thread's chunks are written in order) but not across threads. Times
+ * are absolute (CLOCK_MONOTONIC ns): subtract dnp_trace_stream_origin() for the
+ * loader's times. The file is read one chunk at a time (at most 16 MiB), with
+ * the same checks, status and messages as dnp_trace_load.
+ *
+ * dnp_trace_stream_trace() is a dnp_trace without events (nevents 0) that fills
+ * in as the stream is read: strings as their STRING records are read (the agent
+ * writes them before the chunks that use them), threads' ordinals and OS tids,
+ * the process. When the first pass has ended (next returned 0) it is final: the
+ * status, notes (texts, relative times, the notes on skipped records), threads'
+ * managed ids and names, cmdline and runtime. A string pointer it gives stays
+ * valid until the next call of next during the first pass, then for good. */
+typedef struct dnp_trace_stream dnp_trace_stream;
+
+/* Opens path and checks its header. Returns 0, or -1 with the same one-line
+ * reasons as dnp_trace_load. */
+int dnp_trace_stream_open(const char *path, dnp_trace_stream **out, char *err, size_t errlen);
+
+/* The next event: 1 and *e, 0 at the end (the status set), or -1 when reading
+ * failed (dnp_trace_stream_error says why: an I/O error, no memory). */
+int dnp_trace_stream_next(dnp_trace_stream *s, dnp_trace_event *e);
+
+const dnp_trace *dnp_trace_stream_trace(const dnp_trace_stream *s);
+
+/* 1 once the first pass has ended: the trace is final. */
+int dnp_trace_stream_finished(const dnp_trace_stream *s);
+
+/* The time that dnp_trace_load's times are relative to: the PROCESS record's
+ * monotonic time, or the smallest chunk base. Final once the first pass ended. */
+uint64_t dnp_trace_stream_origin(const dnp_trace_stream *s);
+
+/* Reads the events again from the start, only those of thread ordinal
+ * only_thread (0: all); the chunks of other threads are skipped unread. Ends the
+ * first pass first if it has not ended. A later pass stops where the first one
+ * did and records nothing. A regular file only (not a pipe: see
+ * dnp_trace_stream_rereadable). Returns 0 or -1. */
+int dnp_trace_stream_rewind(dnp_trace_stream *s, uint32_t only_thread);
+int dnp_trace_stream_rereadable(const dnp_trace_stream *s);
+
+/* Bytes of the file read so far, and of the whole pass. */
+void dnp_trace_stream_progress(const dnp_trace_stream *s, uint64_t *done, uint64_t *total);
+
+/* Why the last call failed: one line. */
+const char *dnp_trace_stream_error(const dnp_trace_stream *s);
+
+/* Closes the file and frees the stream and its trace (NULL-tolerant). */
+void dnp_trace_stream_close(dnp_trace_stream *s);
 
 #endif

@@ -242,6 +242,37 @@ TEST(stories_rethrow) {
     return 0;
 }
 
+/* The same object thrown again by a deeper frame called from its catch (an
+ * await continuation run inline by the catch rethrows it through
+ * ExceptionDispatchInfo) and caught there: the first catch goes on. */
+TEST(stories_same_object_deeper) {
+    seq s = {.n = 0};
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0); /* deeper than F_A's catch */
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_MAIN, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0); /* the first catch ends */
+    dnp_stories st;
+    ASSERT(build(&s, 1, &st) == 0);
+    ASSERT_EQ_U64(st.n, 2);
+    ASSERT_EQ_U64(st.v[0].fate, EXC_CAUGHT);
+    ASSERT_EQ_U64(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ_U64(st.v[1].parent, 1);
+    ASSERT_EQ_U64(st.v[1].parent_phase, EXC_CATCH);
+    ASSERT_EQ_U64(st.unexpected, 0);
+    dnp_stories_free(&st);
+    return 0;
+}
+
 /* Nonsense is counted, never fatal. */
 TEST(stories_unexpected) {
     seq s = {.n = 0};
