@@ -654,7 +654,9 @@ int ctl_dir(uid_t uid, int create, char *out, size_t cap, char *err, size_t errl
     }
     if (create && mkdir(out, 0700) == 0 && uid != geteuid()) {
         if (chown(out, uid, (gid_t)-1) != 0) {
-            snprintf(err, errlen, "cannot give '%s' to uid %u: %s", out, (unsigned)uid, strerror(errno));
+            int e = errno;
+            snprintf(err, errlen, "cannot give '/tmp/dnprof-%u' to uid %u: %s", (unsigned)uid,
+                     (unsigned)uid, strerror(e));
             rmdir(out);
             return -1;
         }
