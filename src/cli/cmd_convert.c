@@ -12,6 +12,7 @@
 #include "calltree.h"
 #include "cli.h"
 #include "export.h"
+#include "report.h"
 #include "trace_reader.h"
 
 typedef struct format {
@@ -151,20 +152,11 @@ int cmd_convert(int argc, char **argv) {
         return 1;
     }
 
-    char err[512];
-    dnp_trace *t = NULL;
-    if (dnp_trace_load(path, &t, err, sizeof err) != 0) {
-        error("%s", err);
+    /* streamed; the evented speedscope and the Chrome timeline read the file again */
+    calls_input in;
+    if (calls_open(path, fmt->fn == dnp_export_speedscope || fmt->fn == dnp_export_chrome, &in) != 0)
         return 1;
-    }
-    if (t->status != DNP_TRACE_COMPLETE)
-        warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
-    dnp_calltree *ct = NULL;
-    if (dnp_calltree_build(t, &ct, err, sizeof err) != 0) {
-        error("%s: %s", path, err);
-        dnp_trace_free(t);
-        return 1;
-    }
+    const dnp_calltree *ct = in.ct;
     int rc = 0;
     if (!dnp_calltree_has_data(ct)) {
         error("%s: this trace has no call data: record it with dnprof run --calls", path);
@@ -186,7 +178,7 @@ int cmd_convert(int argc, char **argv) {
         }
     }
     if (rc == 0) {
-        progress pr = {isatty(STDERR_FILENO) && t->nevents >= 1000000, -1};
+        progress pr = {isatty(STDERR_FILENO) && (in.t ? in.t->nevents >= 1000000 : ct->t->file_bytes >= (64u << 20)), -1};
         eo.progress = show_progress;
         eo.progress_ctx = &pr;
         signal(SIGPIPE, SIG_IGN);
@@ -206,7 +198,6 @@ int cmd_convert(int argc, char **argv) {
         else if (!to_stdout)
             fprintf(stderr, "dnprof: wrote %s: %s\n", cli_short_path(output), fmt->summary);
     }
-    dnp_calltree_free(ct);
-    dnp_trace_free(t);
+    calls_close(&in);
     return rc;
 }

@@ -89,16 +89,24 @@ int cmd_report(int argc, char **argv) {
         return usage_error("report", "--threshold prunes the tree: give --tree too");
     o.path = argv[optind];
 
+    signal(SIGPIPE, SIG_IGN);
+    if (!exceptions) { /* streamed: memory bounded by the call trees, not the events */
+        calls_input in;
+        if (calls_open(o.path, 0, &in) != 0)
+            return 1;
+        int rc = report_calls(in.ct, &o, stdout);
+        calls_close(&in);
+        return rc;
+    }
     char err[512];
-    dnp_trace *t = NULL;
+    dnp_trace *t = NULL; /* the exceptions report reads the whole trace */
     if (dnp_trace_load(o.path, &t, err, sizeof err) != 0) {
         error("%s", err);
         return 1;
     }
     if (t->status != DNP_TRACE_COMPLETE)
         warning("%s: %s", o.path, t->status_text[0] ? t->status_text : "the trace is not complete");
-    signal(SIGPIPE, SIG_IGN);
-    int rc = exceptions ? report_exceptions(t, o.json, stdout) : report_calls(t, &o, stdout);
+    int rc = report_exceptions(t, o.json, stdout);
     dnp_trace_free(t);
     return rc;
 }

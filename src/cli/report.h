@@ -8,6 +8,8 @@
 
 #include "trace_reader.h"
 
+struct dnp_calltree;
+
 /* ---- calls: top functions, hottest paths, the call tree (report_calls.c) ---- */
 typedef struct report_opts {
     const char *path;   /* the trace file, for the header */

@@ -392,7 +392,7 @@ int report_calls(const dnp_calltree *ct, const report_opts *o, FILE *out) {
                 len += (size_t)snprintf(list + len, sizeof list - len, "%s%u", i ? ", " : "", ct->threads[i].thread);
             error("%s: no thread %llu with call data (--thread takes one of: %s, or an OS thread id)", o->path,
                   (unsigned long long)o->thread, list);
-                return 1;
+            return 1;
         }
     }
     dnp_ct_func *f = NULL;
@@ -421,7 +421,6 @@ int report_calls(const dnp_calltree *ct, const report_opts *o, FILE *out) {
             put_tree(ct, tr, o->threshold, out);
     }
     free(f);
-    dnp_calltree_free(ct);
     if (fflush(out) != 0 || ferror(out) || rc != 0) {
         if (errno != EPIPE)
             error("cannot write the report: %s", strerror(errno ? errno : EIO));

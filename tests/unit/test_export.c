@@ -774,3 +774,206 @@ TEST(export_json_strings) {
     json_free(v);
     return 0;
 }
+
+/* ---- the streaming path gives what the in-memory path gives ---- */
+
+/* Three threads with the timeline, written one thread after the other though
+ * their times overlap, so that file order is not time order across threads;
+ * several chunks each. */
+static const char *write_threads_timeline_trace(void) {
+    const char *path = tmp_file("threads.trace");
+    synth *s = synth_open(path, 4444, "dotnet threads.dll");
+    if (!s)
+        return NULL;
+    names n;
+    add_names(s, &n);
+    uint64_t fn[5] = {F_MAIN, F_WORK, F_FIB, F_LAMBDA, F_RUN}, nm[5] = {n.main, n.work, n.fib, n.lambda, n.run};
+    uint64_t worker = synth_string(s, "Worker");
+    for (uint32_t t = 1; t <= 3; t++)
+        synth_thread(s, t, 3000 + t);
+    uint64_t assign[2] = {0x77, 3002}, name[2] = {0x77, worker};
+    synth_event(s, 2, 0, DNP_EV_ThreadAssignedToOSThread, assign);
+    synth_event(s, 2, 0, DNP_EV_ThreadNameChanged, name);
+    static const uint32_t order[3] = {2, 3, 1};
+    for (int k = 0; k < 3; k++) {
+        uint32_t t = order[k];
+        uint64_t now = 5 + t, stack[8];
+        int depth = 0;
+        uint64_t r = 12345 + t;
+        for (int i = 0; i < 24000; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            now += 1 + (r >> 60);
+            uint64_t v[2];
+            if (depth && (depth == 8 || (r >> 33) % 3 == 0)) {
+                int f = (int)stack[--depth];
+                v[0] = fn[f];
+                v[1] = nm[f];
+                synth_event(s, t, now, (r >> 40) % 7 ? DNP_EV_MethodLeave : DNP_EV_MethodTailcall, v);
+            } else {
+                int f = (int)((r >> 20) % 5);
+                stack[depth++] = (uint64_t)f;
+                v[0] = fn[f];
+                v[1] = nm[f];
+                synth_event(s, t, now, DNP_EV_MethodEnter, v);
+            }
+        }
+    }
+    return synth_close(s, 0) == 0 ? path : NULL;
+}
+
+/* text's lines, sorted (the Chrome events of several threads come in time
+ * order from a loaded trace, in file order from a stream). */
+static int by_line(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+static char *sorted_lines(const char *text) {
+    size_t n = 0, len = strlen(text);
+    for (const char *p = text; *p; p++)
+        n += *p == '\n';
+    char *copy = strdup(text), **lines = malloc((n + 1) * sizeof *lines), *out = malloc(len + 2);
+    if (!copy || !lines || !out)
+        return NULL;
+    size_t k = 0;
+    for (char *save = NULL, *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        lines[k++] = l;
+    qsort(lines, k, sizeof *lines, by_line);
+    char *o = out;
+    for (size_t i = 0; i < k; i++) {
+        size_t l = strlen(lines[i]);
+        memcpy(o, lines[i], l);
+        o += l;
+        *o++ = '\n';
+    }
+    *o = 0;
+    free(copy);
+    free(lines);
+    return out;
+}
+
+static int same_text(const char *what, const char *a, const char *b) {
+    if (a && b && !strcmp(a, b))
+        return 1;
+    fprintf(stderr, "export: %s: the streamed output differs from the in-memory one\n", what);
+    return 0;
+}
+
+static int compare_paths(const char *path, int sort_chrome) {
+    dnp_trace *t = load(path);
+    dnp_calltree *mem = t ? build(t) : NULL, *str = NULL;
+    dnp_trace_stream *s = NULL;
+    char err[256];
+    if (!mem || dnp_trace_stream_open(path, &s, err, sizeof err) != 0 ||
+        dnp_calltree_build_stream(s, &str, err, sizeof err) != 0)
+        return 0;
+    int ok = mem->nthreads == str->nthreads && mem->call_nodes == str->call_nodes &&
+             mem->timeline_events == str->timeline_events && mem->from_timeline == str->from_timeline &&
+             mem->unmatched == str->unmatched && mem->open_at_end == str->open_at_end &&
+             mem->orphans == str->orphans && mem->all.nnodes == str->all.nnodes;
+    int (*fns[4])(const dnp_calltree *, FILE *, const dnp_export_opts *) = {
+        dnp_export_folded, dnp_export_speedscope, dnp_export_chrome, dnp_export_flamegraph};
+    static const char *const fn_names[4] = {"folded", "speedscope", "chrome", "flamegraph"};
+    for (int i = 0; i < 4 && ok; i++) {
+        char *a = export_text(fns[i], mem, NULL, NULL), *b = export_text(fns[i], str, NULL, NULL);
+        if (i == 2 && sort_chrome && a && b) {
+            char *sa = sorted_lines(a), *sb = sorted_lines(b);
+            free(a);
+            free(b);
+            a = sa;
+            b = sb;
+        }
+        ok = same_text(fn_names[i], a, b);
+        free(a);
+        free(b);
+    }
+    dnp_export_opts o = {0};
+    o.weight_calls = 1;
+    for (size_t k = 0; k <= mem->nthreads && ok; k++) {
+        dnp_export_opts om = o, os = o;
+        om.tree = k ? &mem->threads[k - 1] : NULL;
+        os.tree = k ? &str->threads[k - 1] : NULL;
+        om.weight_calls = os.weight_calls = (int)(k & 1);
+        char *a = export_text(dnp_export_folded, mem, &om, NULL), *b = export_text(dnp_export_folded, str, &os, NULL);
+        ok = same_text("folded, one thread", a, b);
+        free(a);
+        free(b);
+    }
+    dnp_calltree_free(mem);
+    dnp_calltree_free(str);
+    dnp_trace_stream_close(s);
+    dnp_trace_free(t);
+    return ok;
+}
+
+TEST(export_stream_same_output) {
+    const char *path = write_calls_trace();
+    ASSERT(path && compare_paths(path, 0));
+    unlink(path);
+    path = write_timeline_trace();
+    ASSERT(path && compare_paths(path, 0));
+    unlink(path);
+    path = write_threads_timeline_trace();
+    ASSERT(path && compare_paths(path, 1));
+    unlink(path);
+    return 0;
+}
+
+#ifdef DNPROF_BIN
+/* The output of `dnprof ARGS path`, streamed or (DNPROF_NO_STREAM=1) loaded whole. */
+static char *run_dnprof(const char *args, const char *path, int whole) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s '%s' %s '%s' 2>/dev/null", whole ? "DNPROF_NO_STREAM=1" : "DNPROF_NO_STREAM=",
+             DNPROF_BIN, args, path);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0, got;
+    char tmp[65536];
+    while ((got = fread(tmp, 1, sizeof tmp, p)) > 0) {
+        if (n + got + 1 > cap) {
+            cap = (n + got + 1) * 2;
+            buf = realloc(buf, cap);
+            if (!buf)
+                break;
+        }
+        memcpy(buf + n, tmp, got);
+        n += got;
+    }
+    pclose(p);
+    if (buf)
+        buf[n] = 0;
+    return buf ? buf : strdup("");
+}
+
+TEST(export_stream_cli_same_output) {
+    static const char *const cmds[] = {
+        "report", "report --json", "report --tree --threshold 0", "report --thread 1 --top 3",
+        "convert --format folded -o -", "convert --format folded --weight calls -o -",
+        "convert --format speedscope -o -", "convert --format chrome -o -", "convert --format flamegraph -o -",
+    };
+    const char *(*writers[3])(void) = {write_calls_trace, write_timeline_trace, write_threads_timeline_trace};
+    for (int w = 0; w < 3; w++) {
+        const char *path = writers[w]();
+        ASSERT(path);
+        for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+            char *a = run_dnprof(cmds[i], path, 1), *b = run_dnprof(cmds[i], path, 0);
+            ASSERT(a && b && strlen(a) > 20);
+            if (w == 2 && strstr(cmds[i], "chrome")) {
+                char *sa = sorted_lines(a), *sb = sorted_lines(b);
+                free(a);
+                free(b);
+                a = sa;
+                b = sb;
+            }
+            if (!same_text(cmds[i], a, b))
+                fprintf(stderr, "  (trace %d)\n", w);
+            ASSERT(!strcmp(a, b));
+            free(a);
+            free(b);
+        }
+        if (!getenv("DNPROF_KEEP_TRACES"))
+            unlink(path);
+    }
+    return 0;
+}
+#endif
