@@ -3,33 +3,12 @@
 #include <stdio.h>
 
 #include "cli.h"
-
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one.
- * s is NUL-terminated, so a cut-short sequence stops at the NUL. */
-static int utf8_len(const unsigned char *s) {
-    unsigned c = s[0];
-    if (c < 0x80)
-        return 1;
-    if (c < 0xC2 || c > 0xF4 || (s[1] & 0xC0) != 0x80)
-        return 0;
-    if (c < 0xE0)
-        return 2;
-    if ((s[2] & 0xC0) != 0x80)
-        return 0;
-    if (c < 0xF0) {
-        if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0)) /* overlong, surrogate */
-            return 0;
-        return 3;
-    }
-    if ((s[3] & 0xC0) != 0x80 || (c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90))
-        return 0;
-    return 4;
-}
+#include "export.h"
 
 static void put(FILE *out, const char *str, int json, int quoted) {
     const unsigned char *s = (const unsigned char *)str;
     while (*s) {
-        int n = utf8_len(s);
+        int n = dnp_utf8_len(s);
         if (n == 0) {
             fputs("\xEF\xBF\xBD", out); /* U+FFFD */
             s++;

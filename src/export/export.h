@@ -42,6 +42,10 @@ const char *dnp_export_name(const dnp_calltree *ct, uint64_t func, uint64_t name
  * U+FFFD. html_safe: '<', '>' and '&' escaped too, for JSON inside a <script>. */
 void dnp_export_json_str(FILE *out, const char *s, int html_safe);
 
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. s is
+ * NUL-terminated, so a sequence cut short stops at the NUL. */
+int dnp_utf8_len(const unsigned char *s);
+
 /* A thread's label: "thread 3 (worker)", "thread tid 4242", "all threads". */
 void dnp_export_thread_label(const dnp_ct_tree *tr, char *buf, size_t len);
 

@@ -16,8 +16,7 @@ const char *dnp_export_name(const dnp_calltree *ct, uint64_t func, uint64_t name
     return buf;
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
-static int utf8_len(const unsigned char *s) {
+int dnp_utf8_len(const unsigned char *s) {
     unsigned c = s[0];
     if (c < 0x80)
         return 1;
@@ -45,7 +44,7 @@ void dnp_export_json_str(FILE *out, const char *str, int html_safe) {
     const unsigned char *s = (const unsigned char *)str;
     fputc('"', out);
     while (*s) {
-        int n = utf8_len(s);
+        int n = dnp_utf8_len(s);
         unsigned c = *s;
         if (n == 0) {
             fputs("\\ufffd", out);
