@@ -15,6 +15,7 @@
  * no help from the exception callbacks and cannot pop a frame that is alive;
  * calls_unwind_leave() only notes when the unwind happened (docs/calls.md). */
 #include "calls.h"
+#include "clock.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -46,8 +47,6 @@ static struct {
     int all_code;
     int events; /* MethodEnter/Leave per call: timeline or args */
     char include[1024], exclude[1024];
-    int use_tsc;
-    double ns_per_tick;
     uint64_t emit_ticks;
     atomic_int stopped;
 
@@ -62,46 +61,10 @@ static struct {
     .reg_mu = PTHREAD_MUTEX_INITIALIZER,
 };
 
-/* ---- the clock ---- */
-
-static uint64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+/* ---- the clock (clock.h): raw ticks per call, nanoseconds when emitting ---- */
 
 static inline uint64_t ticks(void) {
-#if defined(__x86_64__)
-    if (__builtin_expect(G.use_tsc, 1))
-        return __rdtsc();
-#endif
-    return mono_ns();
-}
-
-/* rdtsc when the CPU says its TSC is invariant (constant rate, runs in every
- * C-state: CPUID 0x80000007 EDX bit 8), calibrated once against
- * CLOCK_MONOTONIC; clock_gettime otherwise. */
-static void clock_init(void) {
-    G.use_tsc = 0;
-    G.ns_per_tick = 1.0;
-#if defined(__x86_64__)
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000007u) {
-        __cpuid(0x80000007u, a, b, c, d);
-        if (d & (1u << 8)) {
-            uint64_t n0 = mono_ns(), t0 = __rdtsc(), n1, t1;
-            do {
-                n1 = mono_ns();
-                t1 = __rdtsc();
-            } while (n1 - n0 < 5000000u);
-            if (t1 > t0) {
-                G.ns_per_tick = (double)(n1 - n0) / (double)(t1 - t0);
-                G.use_tsc = 1;
-            }
-        }
-    }
-#endif
-    G.emit_ticks = (uint64_t)((double)CALLS_EMIT_MS * 1e6 / G.ns_per_tick);
+    return clock_ticks();
 }
 
 /* ---- filters ---- */
@@ -406,7 +369,7 @@ static uint32_t child_node(calls_thread *t, uint32_t parent, const calls_fn *fn)
 /* ---- emitting CallNode events ---- */
 
 static uint64_t to_ns(uint64_t t) {
-    return G.use_tsc ? (uint64_t)((double)t * G.ns_per_tick) : t;
+    return clock_ticks_to_ns(t);
 }
 
 static void emit_node(calls_thread *t, uint32_t i) {
@@ -725,12 +688,14 @@ int calls_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high
 int calls_install(void) {
     if (!G.mode)
         return 0;
-    clock_init();
+    clock_calibrate(5, 1); /* call times need the rate now, not after the writer measured it */
+    G.emit_ticks = g_clock.tsc ? (uint64_t)((double)CALLS_EMIT_MS * 1e6 / g_clock.ns_per_tick)
+                               : (uint64_t)CALLS_EMIT_MS * 1000000u;
     REC(CallsConfig, (uint64_t)G.mode, (uint64_t)G.all_code, rec_string(G.include, strlen(G.include)),
         rec_string(G.exclude, strlen(G.exclude)));
-    if (G.use_tsc)
-        rec_note(0, "calls: clock rdtsc at %.6f GHz, calibrated against CLOCK_MONOTONIC over 5 ms",
-                 1.0 / G.ns_per_tick);
+    if (g_clock.tsc)
+        rec_note(0, "calls: clock rdtsc at %.6f GHz, calibrated against CLOCK_MONOTONIC",
+                 1.0 / g_clock.ns_per_tick);
     else
         rec_note(0, "calls: clock CLOCK_MONOTONIC (no invariant TSC)");
     HRESULT hr = INFO_CALL(SetFunctionIDMapper2, mapper, NULL);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "trace_writer.h"
 
 #define THREAD_BUF_SIZE (64u * 1024u)
@@ -86,9 +87,7 @@ static __thread uint32_t t_ordinal;
 static pthread_key_t t_key;
 
 uint64_t recorder_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return clock_now_ns();
 }
 
 static void write_failed(int err) {
@@ -240,6 +239,8 @@ static void thread_append(uint8_t tag, uint64_t *vals, unsigned n, const void *t
     }
     if (ts->len == 0)
         ts->base_ns = ts->last_ns = now;
+    if (now < ts->last_ns) /* the switch from clock_gettime to the TSC may step back a little */
+        now = ts->last_ns;
     vals[1] = now - ts->last_ns; /* vals[0] is the kind or level */
     ts->last_ns = now;
     ts->len += dnp_rec_encode(ts->buf + ts->len, tag, vals, n, tail, tail_len);
@@ -422,6 +423,8 @@ static void *flusher_main(void *arg) {
         if (R.stop)
             break;
         pthread_mutex_unlock(&R.stop_mu);
+        /* A rate measured over the first flush period costs no one a wait. */
+        clock_calibrate(100, 0);
         recorder_flush_all();
         pthread_mutex_lock(&R.stop_mu);
     }
@@ -466,6 +469,7 @@ static void register_atfork(void) {
 
 int recorder_open(const recorder_options *opt) {
     char err[512];
+    clock_init();
     static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
     free(R.path);
     R.path = strdup(opt->path);

@@ -1,8 +1,10 @@
 /* test_agent.c: the agent's pure parts: trace paths, UTF-16 names. */
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "config.h"
 #include "names.h"
 #include "session.h"
@@ -111,5 +113,32 @@ TEST(agent_pick_first) {
     ASSERT(again == first);
     ASSERT(cb->lpVtbl->QueryInterface(cb, &IID_ICorProfilerInfo[3], &again) == E_NOINTERFACE);
     ASSERT(agent_create(&IID_ICorProfilerCallback[3], &second) != S_OK);
+    return 0;
+}
+
+/* The TSC clock, once calibrated, keeps CLOCK_MONOTONIC's time and never goes back. */
+TEST(agent_clock) {
+    clock_init();
+    uint64_t before = clock_now_ns();
+    clock_calibrate(20, 1);
+    ASSERT(atomic_load(&g_clock.ready));
+    uint64_t last = clock_now_ns();
+    ASSERT(last >= before);
+    for (int i = 0; i < 1000000; i++) {
+        uint64_t now = clock_now_ns();
+        ASSERT(now >= last);
+        last = now;
+    }
+    uint64_t mono = clock_mono_ns(), tsc = clock_now_ns();
+    uint64_t diff = tsc > mono ? tsc - mono : mono - tsc;
+    if (diff > 1000000)
+        fprintf(stderr, "clock: %llu ns off CLOCK_MONOTONIC\n", (unsigned long long)diff);
+    ASSERT(diff < 1000000);
+    /* Ticks and their conversion agree with the clock over a sleep. */
+    uint64_t t0 = clock_ticks(), n0 = clock_mono_ns();
+    struct timespec pause = {0, 20 * 1000000};
+    nanosleep(&pause, NULL);
+    uint64_t dt = clock_ticks_to_ns(clock_ticks() - t0), dn = clock_mono_ns() - n0;
+    ASSERT(dt > dn * 99 / 100 && dt < dn * 101 / 100);
     return 0;
 }
