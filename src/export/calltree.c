@@ -101,10 +101,8 @@ static int set_depth(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
     return 0;
 }
 
-/* Sorts every node's children by total, largest first; sets depths and the root's total. */
-static int tree_finish(dnp_ct_tree *tr) {
-    if (tr->nnodes == 0)
-        return 0;
+/* Links every node's children, sorted by total, largest first; sets the root's total. */
+static int tree_link(dnp_ct_tree *tr) {
     uint32_t n = tr->nnodes - 1;
     uint32_t *order = malloc((n ? n : 1) * sizeof *order);
     if (!order)
@@ -131,6 +129,35 @@ static int tree_finish(dnp_ct_tree *tr) {
             root->total_ns += c->total_ns;
     }
     free(order);
+    return 0;
+}
+
+/* A frame still open when the trace ended (a thread blocked in a wait since it
+ * started, say) has recorded no time of its own yet, but what it called and
+ * finished has: its total is at least its self time and its children's totals.
+ * Visited children first, so that the fix reaches up the tree. */
+static int fix_open_frame(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    (void)ctx;
+    if (enter || n == 0)
+        return 0;
+    uint64_t sum = tr->nodes[n].self_ns;
+    for (uint32_t c = tr->nodes[n].first_child; c; c = tr->nodes[c].next_sibling)
+        sum += tr->nodes[c].total_ns;
+    if (tr->nodes[n].total_ns < sum)
+        ((dnp_ct_node *)&tr->nodes[n])->total_ns = sum;
+    return 0;
+}
+
+/* Links the tree, repairs open frames' totals, links again by the repaired
+ * totals, and sets depths. */
+static int tree_finish(dnp_ct_tree *tr) {
+    if (tr->nnodes == 0)
+        return 0;
+    if (tree_link(tr) < 0)
+        return -1;
+    dnp_ct_walk(tr, fix_open_frame, NULL);
+    if (tree_link(tr) < 0)
+        return -1;
     dnp_ct_walk(tr, set_depth, NULL);
     return 0;
 }

@@ -320,7 +320,9 @@ TEST(export_damaged_parents) {
     ASSERT(ct != NULL);
     ASSERT_EQ_U64(ct->orphans, 3);
     ASSERT_EQ_U64(ct->threads[0].nnodes, 5);
-    ASSERT_EQ_U64(ct->all.nodes[0].total_ns, 10 + 10 + 10); /* 1, 4, and the cycle broken at one node */
+    /* 1, 4, and the cycle broken at one node, whose total then holds its own
+     * 10 and its child's 10 (a total is at least self + children). */
+    ASSERT_EQ_U64(ct->all.nodes[0].total_ns, 10 + 10 + 20);
     dnp_calltree_free(ct);
     dnp_trace_free(t);
     unlink(path);
@@ -977,3 +979,34 @@ TEST(export_stream_cli_same_output) {
     return 0;
 }
 #endif
+
+/* A thread still in a frame when the trace ends (a worker blocked in a wait):
+ * the frame never left, so its CallNode holds no time, but the calls it
+ * finished do. Its total, and the thread's, cover them: no function takes
+ * more than 100% of the time in hooked code. */
+TEST(export_open_frames) {
+    const char *path = tmp_file("open.trace");
+    synth *s = synth_open(path, 1, NULL);
+    ASSERT(s != NULL);
+    uint64_t start = synth_string(s, "T::Start"), wait = synth_string(s, "T::Wait");
+    synth_thread(s, 1, 7);
+    call_node(s, 1, 10, 7, 1, 0, 0x1, start, 1, 0, 0, 0); /* open: no time yet */
+    call_node(s, 1, 10, 7, 2, 1, 0x2, wait, 5, 900, 900, 0);
+    ASSERT(synth_close(s, 0) == 0);
+    dnp_trace *t = load(path);
+    ASSERT(t != NULL);
+    dnp_calltree *ct = build(t);
+    ASSERT(ct != NULL);
+    ASSERT_EQ_U64(ct->threads[0].nodes[0].total_ns, 900);
+    ASSERT_EQ_U64(ct->all.nodes[0].total_ns, 900);
+    dnp_ct_func *f = NULL;
+    size_t nf = 0;
+    ASSERT(dnp_ct_functions(&ct->all, &f, &nf) == 0);
+    for (size_t i = 0; i < nf; i++)
+        ASSERT(f[i].self_ns <= ct->all.nodes[0].total_ns && f[i].total_ns <= ct->all.nodes[0].total_ns);
+    free(f);
+    dnp_calltree_free(ct);
+    dnp_trace_free(t);
+    unlink(path);
+    return 0;
+}
