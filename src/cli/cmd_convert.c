@@ -47,6 +47,8 @@ static void convert_help(void) {
           "                       the default) or the number of calls ('calls')\n"
           "      --thread N       folded, flamegraph: only this thread (dnprof's thread\n"
           "                       number or an OS thread id)\n"
+          "      --min-percent P  leave out the call paths under P% of the time (their time\n"
+          "                       stays with their caller); for big traces: 0.001\n"
           "  -h, --help           print this help\n"
           "\n"
           "examples:\n"
@@ -88,12 +90,13 @@ static int default_output(const char *path, const char *ext, char *out, size_t l
 }
 
 int cmd_convert(int argc, char **argv) {
-    enum { OPT_WEIGHT = 256, OPT_THREAD };
+    enum { OPT_WEIGHT = 256, OPT_THREAD, OPT_MIN_PERCENT };
     static const struct option longopts[] = {
         {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
         {"weight", required_argument, NULL, OPT_WEIGHT}, {"thread", required_argument, NULL, OPT_THREAD},
+        {"min-percent", required_argument, NULL, OPT_MIN_PERCENT},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    const char *fmt_name = NULL, *output = NULL, *weight = NULL, *thread = NULL;
+    const char *fmt_name = NULL, *output = NULL, *weight = NULL, *thread = NULL, *min_percent = NULL;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":f:o:h", longopts, NULL)) != -1) {
@@ -102,6 +105,7 @@ int cmd_convert(int argc, char **argv) {
         case 'o': output = optarg; break;
         case OPT_WEIGHT: weight = optarg; break;
         case OPT_THREAD: thread = optarg; break;
+        case OPT_MIN_PERCENT: min_percent = optarg; break;
         case 'h': convert_help(); return 0;
         default: return cli_bad_option("convert", argv, c);
         }
@@ -114,6 +118,15 @@ int cmd_convert(int argc, char **argv) {
             fmt = &formats[i];
     if (!fmt)
         return usage_error("convert", "--format is speedscope, chrome, folded or flamegraph, not '%s'", fmt_name);
+    double min_fraction = 0;
+    if (min_percent) {
+        char *end = NULL;
+        double p = strtod(min_percent, &end);
+        if (!end || *end || end == min_percent || !(p >= 0 && p < 100))
+            return usage_error("convert", "--min-percent takes a percentage from 0 to 100, not '%s'",
+                               min_percent);
+        min_fraction = p / 100;
+    }
     dnp_export_opts eo;
     memset(&eo, 0, sizeof eo);
     if (weight) {
@@ -162,6 +175,13 @@ int cmd_convert(int argc, char **argv) {
         error("%s: this trace has no call data: record it with dnprof run --calls", path);
         rc = 1;
     }
+    if (rc == 0 && min_fraction > 0)
+        dnp_ct_prune((dnp_calltree *)ct, min_fraction); /* ours: calls_open built it */
+    else if (rc == 0 && ct->all.nnodes > 200000 && !(ct->timeline_events && fmt->fn != dnp_export_folded &&
+                                                     fmt->fn != dnp_export_flamegraph))
+        fprintf(stderr, "dnprof convert: %s call paths make a large file; --min-percent 0.001 leaves "
+                        "out the paths under 0.001%% of the time\n",
+                cli_fmt_count(ct->all.nnodes - 1, (char[32]){0}));
     if (rc == 0 && thread) {
         eo.tree = dnp_ct_find_thread(ct, thread_id);
         if (!eo.tree) {

@@ -939,3 +939,49 @@ int dnp_ct_functions(const dnp_ct_tree *tr, dnp_ct_func **out, size_t *n) {
     *n = c.n;
     return 0;
 }
+
+typedef struct prune_ctx {
+    uint64_t min_ns, cut;
+} prune_ctx;
+
+/* Children are sorted by total, largest first: the ones under the threshold
+ * are the end of the list. Cut there before the walk goes down. */
+static int prune_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    prune_ctx *p = ctx;
+    if (!enter)
+        return 0;
+    dnp_ct_node *node = (dnp_ct_node *)&tr->nodes[n];
+    uint32_t prev = 0;
+    for (uint32_t c = node->first_child; c; prev = c, c = tr->nodes[c].next_sibling) {
+        if (tr->nodes[c].total_ns >= p->min_ns)
+            continue;
+        if (prev)
+            ((dnp_ct_node *)&tr->nodes[prev])->next_sibling = 0;
+        else
+            node->first_child = 0;
+        for (; c; c = tr->nodes[c].next_sibling) {
+            if (n != 0)
+                node->self_ns += tr->nodes[c].total_ns;
+            p->cut++;
+        }
+        break;
+    }
+    return 0;
+}
+
+static uint64_t prune_tree(dnp_ct_tree *tr, double min_fraction) {
+    if (tr->nnodes == 0)
+        return 0;
+    prune_ctx p = {(uint64_t)((double)tr->nodes[0].total_ns * min_fraction), 0};
+    if (p.min_ns == 0)
+        return 0;
+    dnp_ct_walk(tr, prune_visit, &p);
+    return p.cut;
+}
+
+uint64_t dnp_ct_prune(dnp_calltree *ct, double min_fraction) {
+    uint64_t cut = prune_tree(&ct->all, min_fraction);
+    for (size_t i = 0; i < ct->nthreads; i++)
+        cut += prune_tree(&ct->threads[i], min_fraction);
+    return cut;
+}

@@ -99,6 +99,12 @@ const dnp_ct_tree *dnp_ct_find_thread(const dnp_calltree *ct, uint64_t number_or
 typedef int (*dnp_ct_visit)(void *ctx, const dnp_ct_tree *tr, uint32_t node, int enter);
 int dnp_ct_walk(const dnp_ct_tree *tr, dnp_ct_visit visit, void *ctx);
 
+/* Leaves out of every tree the call paths whose total is under min_fraction of
+ * their tree's total: their time stays in their caller's self time, so totals do
+ * not change. Exports walk the trees, so they shrink with them (the timeline
+ * exports do not use the trees). Returns the number of paths left out. */
+uint64_t dnp_ct_prune(dnp_calltree *ct, double min_fraction);
+
 /* Per-function totals of a tree, sorted by self time, largest first (free()). */
 int dnp_ct_functions(const dnp_ct_tree *tr, dnp_ct_func **out, size_t *n);
 

@@ -1010,3 +1010,47 @@ TEST(export_open_frames) {
     unlink(path);
     return 0;
 }
+
+static int count_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    (void)tr;
+    if (enter && n)
+        ++*(int *)ctx;
+    return 0;
+}
+
+/* --min-percent: paths under the threshold leave the walk, their time stays
+ * with their caller, and the totals do not change. */
+TEST(export_prune) {
+    const char *path = tmp_file("prune.trace");
+    synth *s = synth_open(path, 1, NULL);
+    ASSERT(s != NULL);
+    uint64_t a = synth_string(s, "P::A"), b = synth_string(s, "P::B"), c = synth_string(s, "P::C");
+    synth_thread(s, 1, 7);
+    call_node(s, 1, 10, 7, 1, 0, 0x1, a, 1, 1000, 100, 0);
+    call_node(s, 1, 10, 7, 2, 1, 0x2, b, 1, 800, 800, 0);
+    call_node(s, 1, 10, 7, 3, 1, 0x3, c, 1, 100, 100, 0);
+    ASSERT(synth_close(s, 0) == 0);
+    dnp_trace *t = load(path);
+    ASSERT(t != NULL);
+    dnp_calltree *ct = build(t);
+    ASSERT(ct != NULL);
+    int before = 0, after = 0;
+    dnp_ct_walk(&ct->all, count_visit, &before);
+    ASSERT_EQ_U64(dnp_ct_prune(ct, 0.15), 2); /* C, in the merged tree and in its thread's */
+    dnp_ct_walk(&ct->all, count_visit, &after);
+    ASSERT_EQ_U64(before, 3);
+    ASSERT_EQ_U64(after, 2);
+    ASSERT_EQ_U64(ct->all.nodes[0].total_ns, 1000);
+    uint64_t self = 0;
+    dnp_ct_func *f = NULL;
+    size_t nf = 0;
+    ASSERT(dnp_ct_functions(&ct->all, &f, &nf) == 0);
+    for (size_t i = 0; i < nf; i++)
+        self += f[i].self_ns;
+    free(f);
+    ASSERT_EQ_U64(self, 1000); /* A's self now holds C's 100 */
+    dnp_calltree_free(ct);
+    dnp_trace_free(t);
+    unlink(path);
+    return 0;
+}
