@@ -513,26 +513,26 @@ void calls_hook_enter(uintptr_t client, uintptr_t caller_sp) {
     enter((const calls_fn *)client, caller_sp);
 }
 
-void calls_hook_leave(uintptr_t client, uintptr_t caller_sp) {
+/* A return, or a tail call (the frame is replaced by its callee's). */
+static inline void hook_leave(uintptr_t client, uintptr_t caller_sp, int tail) {
     const calls_fn *fn = (const calls_fn *)client;
     uint64_t now;
     calls_thread *t = leave_begin(fn, caller_sp, &now);
     if (!t)
         return;
-    leave_end(t, now, 0);
-    if (G.events)
+    leave_end(t, now, tail);
+    if (G.events && tail)
+        REC(MethodTailcall, fn->id, fn->name);
+    else if (G.events)
         REC(MethodLeave, fn->id, fn->name);
 }
 
+void calls_hook_leave(uintptr_t client, uintptr_t caller_sp) {
+    hook_leave(client, caller_sp, 0);
+}
+
 void calls_hook_tailcall(uintptr_t client, uintptr_t caller_sp) {
-    const calls_fn *fn = (const calls_fn *)client;
-    uint64_t now;
-    calls_thread *t = leave_begin(fn, caller_sp, &now);
-    if (!t)
-        return;
-    leave_end(t, now, 1);
-    if (G.events)
-        REC(MethodTailcall, fn->id, fn->name);
+    hook_leave(client, caller_sp, 1);
 }
 
 /* The slow path (--args): the runtime's own stub saved the registers and calls
