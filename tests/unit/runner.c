@@ -23,38 +23,6 @@ void dnp_test_register(const char *name, dnp_test_fn fn) {
     }
 }
 
-dnp_test_val dnp_test_val_s(intmax_t v) {
-    return (dnp_test_val){.kind = DNP_TV_SIGNED, .i = v};
-}
-
-dnp_test_val dnp_test_val_u(uintmax_t v) {
-    return (dnp_test_val){.kind = DNP_TV_UNSIGNED, .u = v};
-}
-
-dnp_test_val dnp_test_val_p(const volatile void *v) {
-    return (dnp_test_val){.kind = DNP_TV_POINTER, .u = (uintptr_t)v};
-}
-
-dnp_test_val dnp_test_val_f(long double v) {
-    return (dnp_test_val){.kind = DNP_TV_FLOAT, .f = v};
-}
-
-int dnp_test_cmp(dnp_test_val a, dnp_test_val b) {
-    if (a.kind == DNP_TV_FLOAT || b.kind == DNP_TV_FLOAT) {
-        long double x = a.kind == DNP_TV_FLOAT ? a.f : a.kind == DNP_TV_SIGNED ? (long double)a.i : (long double)a.u;
-        long double y = b.kind == DNP_TV_FLOAT ? b.f : b.kind == DNP_TV_SIGNED ? (long double)b.i : (long double)b.u;
-        return x < y ? -1 : x > y ? 1 : x == y ? 0 : 2; /* 2: NaN, neither */
-    }
-    int an = a.kind == DNP_TV_SIGNED && a.i < 0, bn = b.kind == DNP_TV_SIGNED && b.i < 0;
-    if (an != bn)
-        return an ? -1 : 1;
-    if (an)
-        return a.i < b.i ? -1 : a.i > b.i;
-    uintmax_t x = a.kind == DNP_TV_SIGNED ? (uintmax_t)a.i : a.u;
-    uintmax_t y = b.kind == DNP_TV_SIGNED ? (uintmax_t)b.i : b.u;
-    return x < y ? -1 : x > y;
-}
-
 static void test_val_print(dnp_test_val v) {
     switch (v.kind) {
     case DNP_TV_SIGNED:

@@ -42,7 +42,7 @@ void dnp_test_register(const char *name, dnp_test_fn fn);
 
 /* ---- comparisons that print both sides ---- */
 
-/* One operand of a comparison, whatever its type (runner.c). */
+/* One operand of a comparison, whatever its type. */
 typedef struct dnp_test_val {
     enum { DNP_TV_SIGNED, DNP_TV_UNSIGNED, DNP_TV_POINTER, DNP_TV_FLOAT } kind;
     intmax_t i;
@@ -50,10 +50,38 @@ typedef struct dnp_test_val {
     long double f;
 } dnp_test_val;
 
-dnp_test_val dnp_test_val_s(intmax_t v);
-dnp_test_val dnp_test_val_u(uintmax_t v);
-dnp_test_val dnp_test_val_p(const volatile void *v);
-dnp_test_val dnp_test_val_f(long double v);
+static inline dnp_test_val dnp_test_val_s(intmax_t v) {
+    return (dnp_test_val){.kind = DNP_TV_SIGNED, .i = v};
+}
+
+static inline dnp_test_val dnp_test_val_u(uintmax_t v) {
+    return (dnp_test_val){.kind = DNP_TV_UNSIGNED, .u = v};
+}
+
+static inline dnp_test_val dnp_test_val_p(const volatile void *v) {
+    return (dnp_test_val){.kind = DNP_TV_POINTER, .u = (uintptr_t)v};
+}
+
+static inline dnp_test_val dnp_test_val_f(long double v) {
+    return (dnp_test_val){.kind = DNP_TV_FLOAT, .f = v};
+}
+
+/* -1, 0 or 1 as a is below, equal to or above b, as numbers (2: a NaN). */
+static inline int dnp_test_cmp(dnp_test_val a, dnp_test_val b) {
+    if (a.kind == DNP_TV_FLOAT || b.kind == DNP_TV_FLOAT) {
+        long double x = a.kind == DNP_TV_FLOAT ? a.f : a.kind == DNP_TV_SIGNED ? (long double)a.i : (long double)a.u;
+        long double y = b.kind == DNP_TV_FLOAT ? b.f : b.kind == DNP_TV_SIGNED ? (long double)b.i : (long double)b.u;
+        return x < y ? -1 : x > y ? 1 : x == y ? 0 : 2; /* 2: NaN, neither */
+    }
+    int an = a.kind == DNP_TV_SIGNED && a.i < 0, bn = b.kind == DNP_TV_SIGNED && b.i < 0;
+    if (an != bn)
+        return an ? -1 : 1;
+    if (an)
+        return a.i < b.i ? -1 : a.i > b.i;
+    uintmax_t x = a.kind == DNP_TV_SIGNED ? (uintmax_t)a.i : a.u;
+    uintmax_t y = b.kind == DNP_TV_SIGNED ? (uintmax_t)b.i : b.u;
+    return x < y ? -1 : x > y;
+}
 
 #define DNP_TEST_VAL(x)                                                     \
     _Generic((x),                                                           \
@@ -67,8 +95,6 @@ dnp_test_val dnp_test_val_f(long double v);
         long double: dnp_test_val_f,                                        \
         default: dnp_test_val_p)(x)
 
-/* -1, 0 or 1 as a is below, equal to or above b, as numbers. */
-int dnp_test_cmp(dnp_test_val a, dnp_test_val b);
 /* Prints "file:line: a op b failed: <a> vs <b>" on stderr. */
 void dnp_test_fail_cmp(const char *file, int line, const char *a, const char *op,
                        const char *b, dnp_test_val va, dnp_test_val vb);
@@ -78,9 +104,9 @@ void dnp_test_fail_str(const char *file, int line, const char *a, const char *op
 
 #define DNP_ASSERT_CMP(a, op, b)                                            \
     do {                                                                    \
-        dnp_test_val a_ = DNP_TEST_VAL(a), b_ = DNP_TEST_VAL(b);            \
-        if (!(dnp_test_cmp(a_, b_) op 0)) {                                 \
-            dnp_test_fail_cmp(__FILE__, __LINE__, #a, #op, #b, a_, b_);     \
+        dnp_test_val dnp_a_ = DNP_TEST_VAL(a), dnp_b_ = DNP_TEST_VAL(b);    \
+        if (!(dnp_test_cmp(dnp_a_, dnp_b_) op 0)) {                         \
+            dnp_test_fail_cmp(__FILE__, __LINE__, #a, #op, #b, dnp_a_, dnp_b_);     \
             return 1;                                                       \
         }                                                                   \
     } while (0)
@@ -94,18 +120,18 @@ void dnp_test_fail_str(const char *file, int line, const char *a, const char *op
 
 #define ASSERT_STREQ(a, b)                                                  \
     do {                                                                    \
-        const char *a_ = (a), *b_ = (b);                                    \
-        if (a_ == NULL || b_ == NULL || strcmp(a_, b_) != 0) {              \
-            dnp_test_fail_str(__FILE__, __LINE__, #a, "==", #b, a_, b_);    \
+        const char *dnp_a_ = (a), *dnp_b_ = (b);                            \
+        if (dnp_a_ == NULL || dnp_b_ == NULL || strcmp(dnp_a_, dnp_b_) != 0) {              \
+            dnp_test_fail_str(__FILE__, __LINE__, #a, "==", #b, dnp_a_, dnp_b_);    \
             return 1;                                                       \
         }                                                                   \
     } while (0)
 
 #define ASSERT_STRNE(a, b)                                                  \
     do {                                                                    \
-        const char *a_ = (a), *b_ = (b);                                    \
-        if (a_ == NULL || b_ == NULL || strcmp(a_, b_) == 0) {              \
-            dnp_test_fail_str(__FILE__, __LINE__, #a, "!=", #b, a_, b_);    \
+        const char *dnp_a_ = (a), *dnp_b_ = (b);                            \
+        if (dnp_a_ == NULL || dnp_b_ == NULL || strcmp(dnp_a_, dnp_b_) == 0) {              \
+            dnp_test_fail_str(__FILE__, __LINE__, #a, "!=", #b, dnp_a_, dnp_b_);    \
             return 1;                                                       \
         }                                                                   \
     } while (0)
@@ -113,10 +139,10 @@ void dnp_test_fail_str(const char *file, int line, const char *a, const char *op
 /* haystack holds needle (both C strings). */
 #define ASSERT_CONTAINS(haystack, needle)                                   \
     do {                                                                    \
-        const char *a_ = (haystack), *b_ = (needle);                        \
-        if (a_ == NULL || b_ == NULL || strstr(a_, b_) == NULL) {           \
+        const char *dnp_a_ = (haystack), *dnp_b_ = (needle);                \
+        if (dnp_a_ == NULL || dnp_b_ == NULL || strstr(dnp_a_, dnp_b_) == NULL) {           \
             dnp_test_fail_str(__FILE__, __LINE__, #haystack, "contains",    \
-                              #needle, a_, b_);                             \
+                              #needle, dnp_a_, dnp_b_);                     \
             return 1;                                                       \
         }                                                                   \
     } while (0)
