@@ -208,21 +208,21 @@ static long find_prefix(const dnp_trace *t, int kind, unsigned field, const char
 static int check_round_trace(const char *path, int round) {
     dnp_trace *t = NULL;
     char err[256];
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
     if (t->status != DNP_TRACE_COMPLETE)
         fprintf(stderr, "e2e: %s: %s\n", path, t->status_text);
-    ASSERT(t->status == DNP_TRACE_COMPLETE);
+    ASSERT_EQ(t->status, DNP_TRACE_COMPLETE);
     ASSERT(t->attached);
-    ASSERT(t->nevents >= E2E_MIN_EVENTS);
-    ASSERT(e2e_count(t, DNP_EV_InitializeForAttach) == 1);
-    ASSERT(e2e_count(t, DNP_EV_Initialize) == 0);
-    ASSERT(e2e_count(t, DNP_EV_ProfilerAttachComplete) == 1);
-    ASSERT(t->events[t->nevents - 1].kind == DNP_EV_ProfilerDetachSucceeded);
+    ASSERT_GE(t->nevents, E2E_MIN_EVENTS);
+    ASSERT_EQ(e2e_count(t, DNP_EV_InitializeForAttach), 1);
+    ASSERT_EQ(e2e_count(t, DNP_EV_Initialize), 0);
+    ASSERT_EQ(e2e_count(t, DNP_EV_ProfilerAttachComplete), 1);
+    ASSERT_EQ(t->events[t->nevents - 1].kind, DNP_EV_ProfilerDetachSucceeded);
 
     /* Catch-up: what existed before is there, named. */
-    ASSERT(e2e_count(t, DNP_EV_ExistingAppDomain) >= 1);
-    ASSERT(e2e_count(t, DNP_EV_ExistingThread) >= 1);
-    ASSERT(e2e_expect(t, DNP_EV_ExistingAssembly, "Scenarios", "Scen") >= 0);
+    ASSERT_GE(e2e_count(t, DNP_EV_ExistingAppDomain), 1);
+    ASSERT_GE(e2e_count(t, DNP_EV_ExistingThread), 1);
+    ASSERT_GE(e2e_expect(t, DNP_EV_ExistingAssembly, "Scenarios", "Scen"), 0);
     int scenarios_module = 0;
     for (size_t i = 0; i < t->nevents; i++) {
         const char *m = t->events[i].kind == DNP_EV_ExistingModule ? e2e_field_name(t, &t->events[i], 0) : NULL;
@@ -234,16 +234,16 @@ static int check_round_trace(const char *path, int round) {
     /* The round's own work: a class, a JIT compilation, an exception, a GC. */
     char name[1024], jit[1200];
     nested(name, sizeof name, "Scenarios.AttachBox", "Scenarios.AttachRound", round + 1);
-    ASSERT(e2e_expect(t, DNP_EV_ClassLoadFinished, name, "AttachBox") >= 0);
+    ASSERT_GE(e2e_expect(t, DNP_EV_ClassLoadFinished, name, "AttachBox"), 0);
     nested(name, sizeof name, "Scenarios.AttachVal", "System.Int32", round + 1);
     snprintf(jit, sizeof jit, "Scenarios.AttachWork::Compute<%s>", name);
-    ASSERT(e2e_expect(t, DNP_EV_JITCompilationFinished, jit, "Compute") >= 0);
-    ASSERT(find_prefix(t, DNP_EV_ExceptionThrown, 1, "Scenarios.AttachRoundException") >= 0);
-    ASSERT(e2e_count(t, DNP_EV_GarbageCollectionStarted) >= 1);
+    ASSERT_GE(e2e_expect(t, DNP_EV_JITCompilationFinished, jit, "Compute"), 0);
+    ASSERT_GE(find_prefix(t, DNP_EV_ExceptionThrown, 1, "Scenarios.AttachRoundException"), 0);
+    ASSERT_GE(e2e_count(t, DNP_EV_GarbageCollectionStarted), 1);
     /* Not what happened before the attach: the previous round's class. */
     if (round > 0) {
         nested(name, sizeof name, "Scenarios.AttachBox", "Scenarios.AttachRound", round);
-        ASSERT(e2e_find(t, DNP_EV_ClassLoadFinished, name, 0) < 0);
+        ASSERT_LT(e2e_find(t, DNP_EV_ClassLoadFinished, name, 0), 0);
     }
     dnp_trace_free(t);
     return 0;
@@ -257,11 +257,11 @@ static int agent_gone(pid_t pid) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "cat /proc/%d/task/*/comm 2>/dev/null | grep -c dnprof", (int)pid);
     FILE *f = popen(cmd, "r");
-    ASSERT(f != NULL);
+    ASSERT_NE(f, NULL);
     int n = -1;
-    ASSERT(fscanf(f, "%d", &n) == 1);
+    ASSERT_EQ(fscanf(f, "%d", &n), 1);
     pclose(f);
-    ASSERT_EQ_U64(n, 0);
+    ASSERT_EQ(n, 0);
     return 0;
 }
 
@@ -282,9 +282,9 @@ static int err_has(const e2e_run *r, const char *text) {
  * dnprof detach, --duration, Ctrl-C. */
 TEST(e2e_attach_cycles) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_attach_cycles") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_attach_cycles"), 0);
     scen s;
-    ASSERT(scen_start(&s, &r, NULL) == 0);
+    ASSERT_EQ(scen_start(&s, &r, NULL), 0);
     int ok = scen_expect(&s, "ready", 60000) == 0;
     char pidtext[32];
     snprintf(pidtext, sizeof pidtext, "%d", (int)s.pid);
@@ -332,17 +332,17 @@ TEST(e2e_attach_cycles) {
     for (int round = 0; round < CYCLES; round++)
         w += (size_t)snprintf(want + w, sizeof want - w, "done %d\n", round);
     snprintf(want + w, sizeof want - w, "bye\n");
-    ASSERT_STR_EQ(s.text, want);
-    ASSERT_EQ_U64(code, 3);
+    ASSERT_STREQ(s.text, want);
+    ASSERT_EQ(code, 3);
     return 0;
 }
 
 /* ps lists the process, and that dnprof is attached to it. */
 TEST(e2e_attach_ps) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_attach_ps") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_attach_ps"), 0);
     scen s;
-    ASSERT(scen_start(&s, &r, NULL) == 0);
+    ASSERT_EQ(scen_start(&s, &r, NULL), 0);
     int ok = scen_expect(&s, "ready", 60000) == 0;
     char pidtext[32], row[64], trace[PATH_MAX];
     snprintf(pidtext, sizeof pidtext, "%d", (int)s.pid);
@@ -365,8 +365,8 @@ TEST(e2e_attach_ps) {
     int code = ok ? scen_quit(&s) : -1;
     scen_kill(&s);
     ASSERT(ok);
-    ASSERT_EQ_U64(status, 0);
-    ASSERT_EQ_U64(code, 3);
+    ASSERT_EQ(status, 0);
+    ASSERT_EQ(code, 3);
     return 0;
 }
 
@@ -374,20 +374,20 @@ TEST(e2e_attach_ps) {
  * to the same process still works. */
 TEST(e2e_attach_errors) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_attach_errors") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_attach_errors"), 0);
     scen s, off, run;
     const char *no_diag[] = {"DOTNET_EnableDiagnostics=0", NULL};
     /* a program the agent was loaded into at start-up, as dnprof run does */
     const char *agent = e2e_env("DNPROF_AGENT");
-    ASSERT(agent != NULL);
+    ASSERT_NE(agent, NULL);
     char profiler_path[PATH_MAX + 32], output[PATH_MAX + 32];
     snprintf(profiler_path, sizeof profiler_path, "CORECLR_PROFILER_PATH=%s", agent);
     snprintf(output, sizeof output, "DNPROF_OUTPUT=%s/startup.trace", r.dir);
     const char *startup[] = {"CORECLR_ENABLE_PROFILING=1", "CORECLR_PROFILER=" DNP_CLSID_TEXT,
                              profiler_path, output, NULL};
-    ASSERT(scen_start(&s, &r, NULL) == 0);
-    ASSERT(scen_start(&off, &r, no_diag) == 0);
-    ASSERT(scen_start(&run, &r, startup) == 0);
+    ASSERT_EQ(scen_start(&s, &r, NULL), 0);
+    ASSERT_EQ(scen_start(&off, &r, no_diag), 0);
+    ASSERT_EQ(scen_start(&run, &r, startup), 0);
     int ok = scen_expect(&s, "ready", 60000) == 0 && scen_expect(&off, "ready", 60000) == 0 &&
              scen_expect(&run, "ready", 60000) == 0;
     char pidtext[32], offtext[32], runtext[32], self[32], dead[32], trace[PATH_MAX];
@@ -463,7 +463,7 @@ TEST(e2e_attach_errors) {
     scen_kill(&off);
     scen_kill(&run);
     ASSERT(ok);
-    ASSERT_EQ_U64(code, 3);
+    ASSERT_EQ(code, 3);
     return 0;
 }
 
@@ -471,9 +471,9 @@ TEST(e2e_attach_errors) {
  * dnprof attach says so. */
 TEST(e2e_attach_program_exits) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_attach_program_exits") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_attach_program_exits"), 0);
     scen s;
-    ASSERT(scen_start(&s, &r, NULL) == 0);
+    ASSERT_EQ(scen_start(&s, &r, NULL), 0);
     int ok = scen_expect(&s, "ready", 60000) == 0;
     char trace[PATH_MAX];
     snprintf(trace, sizeof trace, "%s/exit.trace", r.dir);
@@ -486,15 +486,15 @@ TEST(e2e_attach_program_exits) {
         e2e_wait(a.pid, 60000, &status);
     scen_kill(&s);
     ASSERT(ok);
-    ASSERT_EQ_U64(code, 3);
-    ASSERT_EQ_U64(status, 0);
+    ASSERT_EQ(code, 3);
+    ASSERT_EQ(status, 0);
     ASSERT(file_has(a.err, "exited while attached"));
     dnp_trace *t = NULL;
     char err[256];
-    ASSERT(dnp_trace_load(trace, &t, err, sizeof err) == 0);
-    ASSERT(t->status == DNP_TRACE_COMPLETE);
-    ASSERT(e2e_count(t, DNP_EV_Shutdown) == 1);
-    ASSERT(e2e_count(t, DNP_EV_InitializeForAttach) == 1);
+    ASSERT_EQ(dnp_trace_load(trace, &t, err, sizeof err), 0);
+    ASSERT_EQ(t->status, DNP_TRACE_COMPLETE);
+    ASSERT_EQ(e2e_count(t, DNP_EV_Shutdown), 1);
+    ASSERT_EQ(e2e_count(t, DNP_EV_InitializeForAttach), 1);
     dnp_trace_free(t);
     return 0;
 }

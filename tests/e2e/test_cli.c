@@ -47,19 +47,17 @@ static int print_fails(e2e_run *r, const char *path, const char *what) {
 
 TEST(e2e_print_garbage) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_print_garbage") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_print_garbage"), 0);
 
     /* A good trace prints: the failures below are about the files. */
-    ASSERT(e2e_run_scenario(&r, "hello", NULL) == 0);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "hello", NULL), 0);
+    ASSERT_STATUS(&r, 0);
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_trace_free(t);
     const char *good[] = {"print", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, good) == 0);
-    if (r.status != 0)
-        e2e_show_file("stderr", r.err);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_dnprof(&r, good), 0);
+    ASSERT_STATUS(&r, 0);
 
     char garbage[PATH_MAX + 16], empty[PATH_MAX + 16], missing[PATH_MAX + 16];
     snprintf(garbage, sizeof garbage, "%s/garbage.trace", r.dir);
@@ -69,12 +67,12 @@ TEST(e2e_print_garbage) {
     for (size_t i = 0; i < sizeof junk; i++)
         junk[i] = (char)(i * 7919u >> 3);
     memcpy(junk, "this is not a trace", 19);
-    ASSERT(write_file(garbage, junk, sizeof junk) == 0);
-    ASSERT(write_file(empty, "", 0) == 0);
+    ASSERT_EQ(write_file(garbage, junk, sizeof junk), 0);
+    ASSERT_EQ(write_file(empty, "", 0), 0);
 
-    ASSERT(print_fails(&r, garbage, "a garbage file") == 0);
-    ASSERT(print_fails(&r, empty, "an empty file") == 0);
-    ASSERT(print_fails(&r, missing, "a missing file") == 0);
+    ASSERT_EQ(print_fails(&r, garbage, "a garbage file"), 0);
+    ASSERT_EQ(print_fails(&r, empty, "an empty file"), 0);
+    ASSERT_EQ(print_fails(&r, missing, "a missing file"), 0);
     return 0;
 }
 
@@ -86,22 +84,20 @@ static long column_of(const char *line, size_t len, const char *word) {
 
 TEST(e2e_print_log) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_print_log") == 0);
-    ASSERT(e2e_run_scenario(&r, "classes", NULL) == 0);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_print_log"), 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "classes", NULL), 0);
+    ASSERT_STATUS(&r, 0);
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_trace_free(t);
 
     const char *args[] = {"print", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, args) == 0);
-    if (r.status != 0)
-        e2e_show_file("stderr", r.err);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
     char *log = e2e_read_file(r.out, NULL);
-    ASSERT(log != NULL);
-    ASSERT(strstr(log, "ClassLoadFinished") != NULL);
-    ASSERT(strstr(log, "Scenarios.Outer+Inner") != NULL);
+    ASSERT_NE(log, NULL);
+    ASSERT_CONTAINS(log, "ClassLoadFinished");
+    ASSERT_CONTAINS(log, "Scenarios.Outer+Inner");
 
     /* Indentation: a ModuleLoadStarted right after an AssemblyLoadStarted is
      * further right, with only spaces between. */
@@ -127,12 +123,10 @@ TEST(e2e_print_log) {
     ASSERT(indented);
 
     const char *json_args[] = {"print", "--json", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, json_args) == 0);
-    if (r.status != 0)
-        e2e_show_file("stderr", r.err);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_dnprof(&r, json_args), 0);
+    ASSERT_STATUS(&r, 0);
     char *json = e2e_read_file(r.out, NULL);
-    ASSERT(json != NULL);
+    ASSERT_NE(json, NULL);
     int lines = 0, bad = 0;
     for (char *line = json; *line;) {
         char *nl = strchr(line, '\n');
@@ -146,23 +140,21 @@ TEST(e2e_print_log) {
     }
     int has_class = strstr(json, "Scenarios.Outer+Inner") != NULL;
     free(json);
-    ASSERT(bad == 0);
-    ASSERT(lines >= E2E_MIN_EVENTS);
+    ASSERT_EQ(bad, 0);
+    ASSERT_GE(lines, E2E_MIN_EVENTS);
     ASSERT(has_class);
     return 0;
 }
 
 TEST(e2e_events_filter) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_events_filter") == 0);
-    ASSERT(e2e_run_scenario(&r, "classes", "classes") == 0);
-    if (r.status != 0)
-        e2e_show_file("stderr", r.err);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_events_filter"), 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "classes", "classes"), 0);
+    ASSERT_STATUS(&r, 0);
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
-    ASSERT(e2e_count(t, DNP_EV_ClassLoadStarted) > 0);
-    ASSERT(e2e_count(t, DNP_EV_ClassLoadFinished) > 0);
+    ASSERT_NE(t, NULL);
+    ASSERT_GT(e2e_count(t, DNP_EV_ClassLoadStarted), 0);
+    ASSERT_GT(e2e_count(t, DNP_EV_ClassLoadFinished), 0);
     size_t jit = 0, other = 0;
     for (size_t i = 0; i < t->nevents; i++) {
         dnp_family fam = dnp_events[t->events[i].kind].family;
@@ -173,36 +165,36 @@ TEST(e2e_events_filter) {
                     dnp_events[t->events[i].kind].name);
     }
     dnp_trace_free(t);
-    ASSERT(jit == 0);
-    ASSERT(other == 0);
+    ASSERT_EQ(jit, 0);
+    ASSERT_EQ(other, 0);
     return 0;
 }
 
 TEST(e2e_bad_events_word) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_bad_events_word") == 0);
-    ASSERT(e2e_run_scenario(&r, "hello", "clases") == 0);
-    ASSERT_EQ_U64(r.status, 2);
+    ASSERT_EQ(e2e_setup(&r, "e2e_bad_events_word"), 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "hello", "clases"), 0);
+    ASSERT_STATUS(&r, 2);
     char *err = e2e_read_file(r.err, NULL);
-    ASSERT(err != NULL);
+    ASSERT_NE(err, NULL);
     if (strstr(err, "clases") == NULL)
         fprintf(stderr, "e2e: stderr does not name 'clases':\n%s", err);
     int named = strstr(err, "clases") != NULL;
     free(err);
     ASSERT(named);
     char *out = e2e_read_file(r.out, NULL);
-    ASSERT(out != NULL);
+    ASSERT_NE(out, NULL);
     int ran = strstr(out, "hello from Scenarios") != NULL;
     free(out);
     ASSERT(!ran);
     struct stat st;
-    ASSERT(stat(r.trace, &st) != 0);
+    ASSERT_NE(stat(r.trace, &st), 0);
 
     /* The same command with the word spelt right runs and records. */
-    ASSERT(e2e_run_scenario(&r, "hello", "classes") == 0);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "hello", "classes"), 0);
+    ASSERT_STATUS(&r, 0);
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_trace_free(t);
     return 0;
 }

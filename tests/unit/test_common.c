@@ -20,36 +20,36 @@ TEST(common_u64map_against_array) {
         uint64_t key = k * 0x100000001ull, b = k % 3, v = seed;
         if (op < 2) {
             uint64_t old = 7;
-            ASSERT(dnp_u64map_put2(&m, key, b, v, &old) == 0);
+            ASSERT_EQ(dnp_u64map_put2(&m, key, b, v, &old), 0);
             if (in[k])
-                ASSERT(old == ref[k]);
+                ASSERT_EQ(old, ref[k]);
             else
-                ASSERT(old == 7);
+                ASSERT_EQ(old, 7);
             n += !in[k];
             in[k] = 1;
             ref[k] = v;
         } else {
             uint64_t got = 0;
             int had = dnp_u64map_del2(&m, key, b, &got);
-            ASSERT(had == in[k]);
+            ASSERT_EQ(had, in[k]);
             if (had)
-                ASSERT(got == ref[k]);
+                ASSERT_EQ(got, ref[k]);
             n -= in[k];
             in[k] = 0;
         }
-        ASSERT(m.n == n);
+        ASSERT_EQ(m.n, n);
         if (step % 97 == 0)
             for (unsigned i = 0; i < KEYS; i++) {
                 uint64_t got = 0;
-                ASSERT(dnp_u64map_get2(&m, i * 0x100000001ull, i % 3, &got) == in[i]);
+                ASSERT_EQ(dnp_u64map_get2(&m, i * 0x100000001ull, i % 3, &got), in[i]);
                 if (in[i])
-                    ASSERT(got == ref[i]);
-                ASSERT(dnp_u64map_get2(&m, i * 0x100000001ull, i % 3 + 1, NULL) == 0);
+                    ASSERT_EQ(got, ref[i]);
+                ASSERT_EQ(dnp_u64map_get2(&m, i * 0x100000001ull, i % 3 + 1, NULL), 0);
             }
     }
     dnp_u64map_clear(&m);
     ASSERT(m.n == 0 && !dnp_u64map_get(&m, 0, NULL));
-    ASSERT(dnp_u64map_put(&m, 0, UINT64_MAX, NULL) == 0); /* any key, any value */
+    ASSERT_EQ(dnp_u64map_put(&m, 0, UINT64_MAX, NULL), 0); /* any key, any value */
     uint64_t got = 0;
     ASSERT(dnp_u64map_get(&m, 0, &got) == 1 && got == UINT64_MAX);
     dnp_u64map_release(&m);
@@ -61,11 +61,11 @@ TEST(common_json_str) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    ASSERT(f != NULL);
+    ASSERT_NE(f, NULL);
     dnp_json_str(f, "\r\t\x7f\xed\xa0\x80\xf0\x9f\x98\x80<", 0);
     dnp_json_str(f, "<&>", DNP_JSON_HTML_SAFE);
     fclose(f);
-    ASSERT_STR_EQ(buf, "\"\\r\\t\x7f\\ufffd\\ufffd\\ufffd\xf0\x9f\x98\x80<\"\"\\u003c\\u0026\\u003e\"");
+    ASSERT_STREQ(buf, "\"\\r\\t\x7f\\ufffd\\ufffd\\ufffd\xf0\x9f\x98\x80<\"\"\\u003c\\u0026\\u003e\"");
     free(buf);
     return 0;
 }
