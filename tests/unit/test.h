@@ -102,21 +102,21 @@ void dnp_test_fail_cmp(const char *file, int line, const char *a, const char *op
 void dnp_test_fail_str(const char *file, int line, const char *a, const char *op,
                        const char *b, const char *va, const char *vb);
 
-#define DNP_ASSERT_CMP(a, op, b)                                            \
+#define DNP_ASSERT_CMP(a, op, b, sa, sb)                                    \
     do {                                                                    \
         dnp_test_val dnp_a_ = DNP_TEST_VAL(a), dnp_b_ = DNP_TEST_VAL(b);    \
         if (!(dnp_test_cmp(dnp_a_, dnp_b_) op 0)) {                         \
-            dnp_test_fail_cmp(__FILE__, __LINE__, #a, #op, #b, dnp_a_, dnp_b_);     \
+            dnp_test_fail_cmp(__FILE__, __LINE__, sa, #op, sb, dnp_a_, dnp_b_);     \
             return 1;                                                       \
         }                                                                   \
     } while (0)
 
-#define ASSERT_EQ(a, b) DNP_ASSERT_CMP(a, ==, b)
-#define ASSERT_NE(a, b) DNP_ASSERT_CMP(a, !=, b)
-#define ASSERT_LT(a, b) DNP_ASSERT_CMP(a, <, b)
-#define ASSERT_LE(a, b) DNP_ASSERT_CMP(a, <=, b)
-#define ASSERT_GT(a, b) DNP_ASSERT_CMP(a, >, b)
-#define ASSERT_GE(a, b) DNP_ASSERT_CMP(a, >=, b)
+#define ASSERT_EQ(a, b) DNP_ASSERT_CMP(a, ==, b, #a, #b)
+#define ASSERT_NE(a, b) DNP_ASSERT_CMP(a, !=, b, #a, #b)
+#define ASSERT_LT(a, b) DNP_ASSERT_CMP(a, <, b, #a, #b)
+#define ASSERT_LE(a, b) DNP_ASSERT_CMP(a, <=, b, #a, #b)
+#define ASSERT_GT(a, b) DNP_ASSERT_CMP(a, >, b, #a, #b)
+#define ASSERT_GE(a, b) DNP_ASSERT_CMP(a, >=, b, #a, #b)
 
 #define ASSERT_STREQ(a, b)                                                  \
     do {                                                                    \

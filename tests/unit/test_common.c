@@ -69,3 +69,28 @@ TEST(common_json_str) {
     free(buf);
     return 0;
 }
+
+/* The comparisons of test.h: each holds or fails as numbers do, whatever the
+ * operands' types, and evaluates each operand once. */
+static int cmp_eq_neg_unsigned(void) { ASSERT_EQ(-1, 4294967295u); return 0; }
+static int cmp_lt_neg_unsigned(void) { ASSERT_LT(-1, 0u); return 0; }
+static int cmp_ne_null(void) { ASSERT_NE((void *)NULL, NULL); return 0; }
+static int cmp_ge_double(void) { ASSERT_GE(0.5, 1); return 0; }
+static int cmp_streq_null(void) { ASSERT_STREQ(NULL, "a"); return 0; }
+static int cmp_contains(void) { ASSERT_CONTAINS("haystack", "needle"); return 0; }
+
+TEST(common_test_macros) {
+    fprintf(stderr, "(five failures printed below are expected)\n");
+    ASSERT_EQ(cmp_eq_neg_unsigned(), 1);
+    ASSERT_EQ(cmp_lt_neg_unsigned(), 0);
+    ASSERT_EQ(cmp_ne_null(), 1);
+    ASSERT_EQ(cmp_ge_double(), 1);
+    ASSERT_EQ(cmp_streq_null(), 1);
+    ASSERT_EQ(cmp_contains(), 1);
+    int n = 0;
+    ASSERT_EQ(n++, 0);
+    ASSERT_EQ(n, 1);
+    ASSERT_STREQ("x", "x");
+    ASSERT_CONTAINS("haystack", "st");
+    return 0;
+}
