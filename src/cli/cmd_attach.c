@@ -21,45 +21,6 @@
 #include "ipc.h"
 #include "session.h"
 
-/* corprof.idl (.NET Core): what SetEventMask accepts after an attach. */
-#define ALLOWABLE_AFTER_ATTACH 0x106502FEu
-
-static const struct {
-    uint32_t bit;
-    const char *name;
-} flag_names[] = {
-    {0x1, "MONITOR_FUNCTION_UNLOADS"},     {0x2, "MONITOR_CLASS_LOADS"},
-    {0x4, "MONITOR_MODULE_LOADS"},         {0x8, "MONITOR_ASSEMBLY_LOADS"},
-    {0x10, "MONITOR_APPDOMAIN_LOADS"},     {0x20, "MONITOR_JIT_COMPILATION"},
-    {0x40, "MONITOR_EXCEPTIONS"},          {0x80, "MONITOR_GC"},
-    {0x100, "MONITOR_OBJECT_ALLOCATED"},   {0x200, "MONITOR_THREADS"},
-    {0x400, "MONITOR_REMOTING"},           {0x800, "MONITOR_CODE_TRANSITIONS"},
-    {0x1000, "MONITOR_ENTERLEAVE"},        {0x2000, "MONITOR_CCW"},
-    {0x4000, "MONITOR_REMOTING_COOKIE"},   {0x8000, "MONITOR_REMOTING_ASYNC"},
-    {0x10000, "MONITOR_SUSPENDS"},         {0x20000, "MONITOR_CACHE_SEARCHES"},
-    {0x40000, "ENABLE_REJIT"},             {0x80000, "ENABLE_INPROC_DEBUGGING"},
-    {0x100000, "ENABLE_JIT_MAPS"},         {0x200000, "DISABLE_INLINING"},
-    {0x400000, "DISABLE_OPTIMIZATIONS"},   {0x800000, "ENABLE_OBJECT_ALLOCATED"},
-    {0x1000000, "MONITOR_CLR_EXCEPTIONS"}, {0x2000000, "ENABLE_FUNCTION_ARGS"},
-    {0x4000000, "ENABLE_FUNCTION_RETVAL"}, {0x8000000, "ENABLE_FRAME_INFO"},
-    {0x10000000, "ENABLE_STACK_SNAPSHOT"}, {0x20000000, "USE_PROFILE_IMAGES"},
-    {0x40000000, "DISABLE_TRANSPARENCY_CHECKS_UNDER_FULL_TRUST"},
-    {0x80000000u, "DISABLE_ALL_NGEN_IMAGES"},
-};
-
-static void flags_text(uint32_t mask, char *out, size_t cap) {
-    size_t len = 0;
-    out[0] = 0;
-    for (size_t i = 0; i < sizeof flag_names / sizeof flag_names[0]; i++) {
-        if (!(mask & flag_names[i].bit))
-            continue;
-        int n = snprintf(out + len, cap - len, "%sCOR_PRF_%s", len ? ", " : "", flag_names[i].name);
-        if (n < 0 || (size_t)n >= cap - len)
-            break;
-        len += (size_t)n;
-    }
-}
-
 static void attach_help(void) {
     fputs("usage: dnprof attach [options] PID\n"
           "\n"
@@ -129,56 +90,30 @@ static int check_events(const char *text, uint32_t *families, char *left_out, si
         fprintf(stderr, "dnprof attach: %s\n", err);
         return CLI_EXIT_USAGE;
     }
-    uint32_t refused_fams = 0, refused_bits = 0;
-    const char *p = text ? text : "";
-    while (*p) {
-        size_t len = strcspn(p, ",");
-        const char *w = p;
-        while (len && (*w == ' ' || *w == '\t'))
-            w++, len--;
-        while (len && (w[len - 1] == ' ' || w[len - 1] == '\t'))
-            len--;
-        if (len > 2 && w[0] == '0' && (w[1] == 'x' || w[1] == 'X')) {
-            refused_bits |= cfg.mask & ~ALLOWABLE_AFTER_ATTACH;
-        } else if (len && w[0] != '-') {
-            int f = dnp_family_lookup(w, len);
-            if (f >= 0) {
-                uint32_t m = dnp_families_mask(1u << f);
-                if (m && !(m & ALLOWABLE_AFTER_ATTACH)) {
-                    refused_fams |= 1u << f;
-                    refused_bits |= m;
-                }
-            }
-        }
-        p += strcspn(p, ",");
-        if (*p == ',')
-            p++;
-    }
-    if (refused_bits) {
-        char flags[512], fams[256];
-        flags_text(refused_bits, flags, sizeof flags);
-        if (refused_fams)
-            fprintf(stderr,
-                    "dnprof attach: --events %s: not available to an attached profiler: they need "
-                    "%s, which the runtime accepts only at start-up (COR_PRF_ALLOWABLE_AFTER_ATTACH); "
-                    "record them with dnprof run, or leave them out\n",
-                    dnp_families_format(refused_fams, fams, sizeof fams), flags);
-        else
-            fprintf(stderr,
-                    "dnprof attach: --events mask 0x%08x: %s cannot be set after an attach "
-                    "(COR_PRF_ALLOWABLE_AFTER_ATTACH is 0x%08x); use dnprof run for them\n",
-                    cfg.mask, flags, ALLOWABLE_AFTER_ATTACH);
+    dnp_attach_events a;
+    dnp_events_after_attach(&cfg, &a);
+    char flags[512], fams[256];
+    if (cfg.from_mask && a.dropped) {
+        fprintf(stderr,
+                "dnprof attach: --events mask 0x%08x: %s cannot be set after an attach "
+                "(COR_PRF_ALLOWABLE_AFTER_ATTACH is 0x%08x); use dnprof run for them\n",
+                cfg.mask, dnp_prf_flags_format(a.dropped, 0, flags, sizeof flags),
+                (unsigned)COR_PRF_ALLOWABLE_AFTER_ATTACH);
         return CLI_EXIT_USAGE;
     }
-    uint32_t dropped = 0;
-    for (int f = 0; f < DNP_FAM_COUNT; f++) {
-        uint32_t m = dnp_families_mask(1u << f);
-        if ((cfg.families & (1u << f)) && m && !(m & ALLOWABLE_AFTER_ATTACH))
-            dropped |= 1u << f;
+    uint32_t refused = cfg.named & a.whole;
+    if (refused) {
+        fprintf(stderr,
+                "dnprof attach: --events %s: not available to an attached profiler: they need "
+                "%s, which the runtime accepts only at start-up (COR_PRF_ALLOWABLE_AFTER_ATTACH); "
+                "record them with dnprof run, or leave them out\n",
+                dnp_families_format(refused, fams, sizeof fams),
+                dnp_prf_flags_format(dnp_families_mask(refused), 0, flags, sizeof flags));
+        return CLI_EXIT_USAGE;
     }
-    if (dropped)
-        dnp_families_format(dropped, left_out, cap);
-    *families = cfg.families & ~dropped;
+    if (a.whole)
+        dnp_families_format(a.whole, left_out, cap);
+    *families = cfg.families & ~a.whole;
     return 0;
 }
 
