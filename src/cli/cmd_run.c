@@ -163,7 +163,6 @@ int cmd_run(int argc, char **argv) {
     int calls = 0, all_code = 0; /* calls: 0, 1 --calls, 2 --timeline, 3 --args */
     char include[1024] = "", exclude[1024] = "";
     int quiet = 0, c;
-    opterr = 0;
     while ((c = getopt_long(argc, argv, "+:e:o:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'e': events = optarg; break;
