@@ -538,6 +538,24 @@ static int plant_socket(char *path, size_t cap, pid_t pid, int age_s) {
     return utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW);
 }
 
+/* Whether `dnprof ps` (its output in path) lists pid, and says it is attached. */
+static int ps_line(const char *path, const char *pidtext, int *attached) {
+    char *text = e2e_read_file(path, NULL);
+    int found = 0;
+    size_t n = strlen(pidtext);
+    for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, pidtext, n) == 0 && line[n] == ' ') {
+            size_t len = strcspn(line, "\n");
+            char *hit = strstr(line, "attached");
+            *attached = hit && hit < line + len;
+            found = 1;
+            break;
+        }
+    }
+    free(text);
+    return found;
+}
+
 /* A killed agent's socket (its process gone), and one older than the live
  * process that now has its pid: ps, detach and attach remove both, and never
  * the socket of an agent that is attached. */
@@ -562,15 +580,22 @@ TEST(e2e_attach_stale_sockets) {
             ok = 0;                                                              \
         }                                                                        \
     } while (0)
+    /* (another dnprof of a test running beside this one may sweep them too: plant again) */
 #define PLANT()                                                                                    \
-    EXPECT(plant_socket(dead_sock, sizeof dead_sock, gone, 10) == 0 &&                             \
-           plant_socket(reused_sock, sizeof reused_sock, s.pid, 3600) == 0 &&                      \
-           access(dead_sock, F_OK) == 0 && access(reused_sock, F_OK) == 0)
+    do {                                                                                           \
+        int planted = 0;                                                                           \
+        for (int try_ = 0; !planted && try_ < 5; try_++)                                           \
+            planted = plant_socket(dead_sock, sizeof dead_sock, gone, 10) == 0 &&                  \
+                      plant_socket(reused_sock, sizeof reused_sock, s.pid, 3600) == 0 &&           \
+                      access(dead_sock, F_OK) == 0 && access(reused_sock, F_OK) == 0;              \
+        EXPECT(planted);                                                                           \
+    } while (0)
 
     /* ps */
     PLANT();
     EXPECT(run_dnprof(&r, "ps", NULL, NULL, NULL) == 0 && r.status == 0);
-    EXPECT(file_has(r.out, pidtext) && !file_has(r.out, "attached"));
+    int attached = -1;
+    EXPECT(ps_line(r.out, pidtext, &attached) && !attached);
     EXPECT(access(dead_sock, F_OK) != 0 && access(reused_sock, F_OK) != 0);
     /* detach: nothing attached, and the stale sockets gone */
     PLANT();
@@ -582,7 +607,8 @@ TEST(e2e_attach_stale_sockets) {
     attaching a = {0};
     EXPECT(attach_start(&a, &r, s.pid, trace, 0, NULL) == 0);
     EXPECT(access(dead_sock, F_OK) != 0 && access(reused_sock, F_OK) == 0);
-    EXPECT(run_dnprof(&r, "ps", NULL, NULL, NULL) == 0 && r.status == 0 && file_has(r.out, "attached"));
+    EXPECT(run_dnprof(&r, "ps", NULL, NULL, NULL) == 0 && r.status == 0 && ps_line(r.out, pidtext, &attached) &&
+           attached);
     EXPECT(access(reused_sock, F_OK) == 0); /* now the live agent's own */
     EXPECT(scen_say(&s, "work 0") == 0 && scen_expect(&s, "done 0", 30000) == 0);
     EXPECT(run_dnprof(&r, "detach", pidtext, NULL, NULL) == 0 && r.status == 0);
@@ -605,11 +631,14 @@ TEST(e2e_attach_stale_sockets) {
 
 /* `dnprof attach --duration 2s` to a program that throws as fast as it can
  * (millions of events): the command ends within DURATION_SLACK_MS of the
- * duration (the runtime's detach takes 0.3 s of that), and the program's
- * events span the duration: from the first (InitializeForAttach) to the last
- * before ProfilerDetachSucceeded, within -100/+250 ms. */
+ * duration (the runtime's detach takes 0.3 s of that; it took 2.2-4.7 s more
+ * when the closing line loaded the whole trace), and the program's events span
+ * the duration: from the first (InitializeForAttach) to the last before
+ * ProfilerDetachSucceeded, within -100/+SPAN_SLACK_MS (the machine is shared
+ * with other tests). */
 #define DURATION_MS 2000
-#define DURATION_SLACK_MS 1000
+#define DURATION_SLACK_MS 1500
+#define SPAN_SLACK_MS 400
 TEST(e2e_attach_duration) {
     e2e_run r;
     ASSERT(e2e_setup(&r, "e2e_attach_duration") == 0);
@@ -668,7 +697,7 @@ TEST(e2e_attach_duration) {
     ASSERT(complete);
     ASSERT(n > 100000); /* it recorded the throwing program */
     ASSERT(detached > last);
-    ASSERT(span >= DURATION_MS - 100 && span <= DURATION_MS + 250);
+    ASSERT(span >= DURATION_MS - 100 && span <= DURATION_MS + SPAN_SLACK_MS);
     ASSERT(wall >= DURATION_MS && wall <= DURATION_MS + DURATION_SLACK_MS);
     return 0;
 }
