@@ -380,8 +380,10 @@ static int finish(pid_t pid, int fd, record_end how, int quiet) {
     uint64_t n = 0;
     int d = ctl_detach(pid, fd, 30000, &n, err, sizeof err);
     close(fd);
-    if (d < 0)
-        return error("%s", err), 1;
+    if (d < 0) {
+        error("%s", err);
+        return 1;
+    }
     if (d == 1)
         fprintf(stderr, "dnprof: pid %d exited while attached\n", (int)pid);
     else if (!quiet)
@@ -430,8 +432,10 @@ int cmd_attach(int argc, char **argv) {
 
     char err[IPC_ERR_MAX];
     int fd = ctl_connect(o.pid, err, sizeof err);
-    if (fd < 0)
-        return error("the agent is in pid %d, but its control socket does not answer: %s", (int)o.pid, err), 1;
+    if (fd < 0) {
+        error("the agent is in pid %d, but its control socket does not answer: %s", (int)o.pid, err);
+        return 1;
+    }
     catch_signals();
     if (!o.quiet)
         say_recording(&o, &proc, families, left_out, out_abs);
