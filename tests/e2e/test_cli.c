@@ -1,7 +1,9 @@
 /* test_cli.c: the front end as a person uses it: print, --events, mistakes. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "e2e.h"
 #include "test.h"
@@ -196,5 +198,66 @@ TEST(e2e_bad_events_word) {
     dnp_trace *t = e2e_load(r.trace);
     ASSERT_NE(t, NULL);
     dnp_trace_free(t);
+    return 0;
+}
+
+/* `dnprof run` of 80,000 exceptions with stacks (about 4 million events): the
+ * closing line must come from one streaming pass. Its figures are the trace's
+ * (the whole-trace loader's count, last time and status), and dnprof's peak
+ * memory stays within 32 MiB of the same run's without the line (-q): the
+ * peak RSS of a process tree is its largest process, the program's own. */
+static int run_measured(e2e_run *r, int quiet, long *kib) {
+    const char *dnprof = e2e_env("DNPROF_BIN"), *dll = e2e_env("DNPROF_SCENARIOS");
+    if (!dnprof || !dll)
+        return -1;
+    char *argv[] = {(char *)dnprof, "run", quiet ? "-q" : "--exceptions", "--exceptions", "-o", r->trace, "--",
+                    (char *)e2e_dotnet(), (char *)dll, "stories", "bench", "80000", NULL};
+    pid_t pid = e2e_spawn(argv, NULL, r->dir, r->out, NULL, r->err);
+    if (pid < 0)
+        return -1;
+    int status;
+    struct rusage ru;
+    if (wait4(pid, &status, 0, &ru) != pid)
+        return -1;
+    r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    *kib = ru.ru_maxrss;
+    return 0;
+}
+
+TEST(e2e_run_summary_streams) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "run_summary_streams"), 0);
+    long quiet_kib = 0, kib = 0;
+    ASSERT_EQ(run_measured(&r, 1, &quiet_kib), 0);
+    ASSERT_STATUS(&r, 0);
+    ASSERT_EQ(run_measured(&r, 0, &kib), 0);
+    ASSERT_STATUS(&r, 0);
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT_NE(err, NULL);
+
+    dnp_trace *t = NULL;
+    char lerr[256];
+    ASSERT_EQ(dnp_trace_load(r.trace, &t, lerr, sizeof lerr), 0);
+    ASSERT_GT(t->nevents, 80000 * 10);
+    char want[256];
+    uint64_t n = t->nevents, digits[8];
+    int nd = 0;
+    do
+        digits[nd++] = n % 1000;
+    while ((n /= 1000) != 0);
+    int len = snprintf(want, sizeof want, ": %llu", (unsigned long long)digits[--nd]);
+    while (nd > 0)
+        len += snprintf(want + len, sizeof want - (size_t)len, ",%03llu", (unsigned long long)digits[--nd]);
+    snprintf(want + len, sizeof want - (size_t)len, " events, %.2f s, complete\n",
+             (double)t->events[t->nevents - 1].time_ns / 1e9);
+    dnp_trace_free(t);
+    if (!strstr(err, want)) {
+        fprintf(stderr, "e2e: want the summary '%s', got:\n%s", want, err);
+        free(err);
+        return 1;
+    }
+    free(err);
+    fprintf(stderr, "e2e: peak RSS %ld KiB with the summary, %ld KiB without\n", kib, quiet_kib);
+    ASSERT_LE(kib, quiet_kib + 32 * 1024);
     return 0;
 }

@@ -184,3 +184,53 @@ TEST(families_masks) {
     ASSERT_EQ(dnp_families_from_mask(0x800000), FAM(RUNTIME) | FAM(ALLOC));
     return 0;
 }
+
+/* The flags table (src/com/prof_flags.def) against corprof.idl's .NET Core values. */
+TEST(families_prf_flags_table) {
+    ASSERT_EQ(COR_PRF_ALLOWABLE_AFTER_ATTACH, 0x106502FEu);
+    ASSERT_EQ(COR_PRF_HIGH_ALLOWABLE_AFTER_ATTACH, 0xF6u);
+    ASSERT_EQ(COR_PRF_MONITOR_GC, 0x80u);
+    ASSERT_EQ(COR_PRF_DISABLE_ALL_NGEN_IMAGES, 0x80000000u);
+    ASSERT_EQ(COR_PRF_HIGH_BASIC_GC, 0x10u);
+    char buf[512];
+    ASSERT_STREQ(dnp_prf_flags_format(0x100u | 0x800000u, 0, buf, sizeof buf),
+                  "COR_PRF_MONITOR_OBJECT_ALLOCATED, COR_PRF_ENABLE_OBJECT_ALLOCATED");
+    ASSERT_STREQ(dnp_prf_flags_format(0x10u, 1, buf, sizeof buf), "COR_PRF_HIGH_BASIC_GC");
+    ASSERT_STREQ(dnp_prf_flags_format(0, 0, buf, sizeof buf), "");
+    /* every bit of the low word has a name */
+    char all[2048];
+    dnp_prf_flags_format(0xFFFFFFFFu, 0, all, sizeof all);
+    size_t commas = 0;
+    for (const char *p = all; *p; p++)
+        commas += *p == ',';
+    ASSERT_EQ(commas, 31);
+    return 0;
+}
+
+/* What an attached profiler keeps, and which families were named outright. */
+TEST(families_after_attach) {
+    dnp_event_config c;
+    dnp_attach_events a;
+    char err[512];
+    ASSERT_EQ(parse("all", &c, err, sizeof err), 0);
+    ASSERT_EQ(c.named, 0);
+    ASSERT_EQ(c.from_mask, 0);
+    dnp_events_after_attach(&c, &a);
+    ASSERT_EQ(a.mask, ALL_MASK & 0x106502FEu);
+    ASSERT_EQ(a.dropped, ALL_MASK & ~0x106502FEu);
+    ASSERT_EQ(a.whole, FAM(ALLOC) | FAM(TRANSITIONS) | FAM(CACHE) | FAM(FUNCTIONS) | FAM(CCW));
+    ASSERT_EQ(a.part, FAM(EXCEPTIONS)); /* MONITOR_CLR_EXCEPTIONS is start-up only */
+
+    ASSERT_EQ(parse("gc,alloc,-gc,classes", &c, err, sizeof err), 0);
+    ASSERT_EQ(c.named, FAM(ALLOC) | FAM(CLASSES));
+    dnp_events_after_attach(&c, &a);
+    ASSERT_EQ(a.whole, FAM(ALLOC));
+    ASSERT_EQ(a.mask, 0x2u);
+
+    ASSERT_EQ(parse("0x102", &c, err, sizeof err), 0);
+    ASSERT_EQ(c.from_mask, 1);
+    dnp_events_after_attach(&c, &a);
+    ASSERT_EQ(a.dropped, 0x100u);
+    ASSERT_EQ(a.mask, 0x2u);
+    return 0;
+}
