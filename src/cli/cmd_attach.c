@@ -84,6 +84,8 @@ static void attach_help(void) {
           "                        writes it, so its user must be able to\n"
           "  -d, --duration TIME   record this long, then detach: 30s, 500ms, 2m, 1h\n"
           "      --flush-ms N      how often the agent writes its buffers out, in ms\n"
+          "      --alloc           sampled allocations by type and call path, through the\n"
+          "                        runtime's own sampling (cheap; dnprof report --alloc)\n"
           "      --timeout SECONDS how long the runtime may take to load the agent (default 10)\n"
           "  -q, --quiet           print nothing but errors\n"
           "  -h, --help            print this help\n"
@@ -215,20 +217,21 @@ static void agent_log(const char *dir, pid_t pid, int quiet) {
 }
 
 int cmd_attach(int argc, char **argv) {
-    enum { OPT_FLUSH = 256, OPT_TIMEOUT };
+    enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_ALLOC = 340 };
     static const struct option longopts[] = {
         {"events", required_argument, NULL, 'e'},   {"output", required_argument, NULL, 'o'},
         {"duration", required_argument, NULL, 'd'}, {"flush-ms", required_argument, NULL, OPT_FLUSH},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT}, {"alloc", no_argument, NULL, OPT_ALLOC},
         {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *events = NULL, *output = NULL;
     long long duration_ms = -1;
     uint64_t flush_ms = 0, timeout_s = 10;
-    int quiet = 0, c;
+    int quiet = 0, alloc = 0, c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":e:o:d:qh", longopts, NULL)) != -1) {
         switch (c) {
+        case OPT_ALLOC: alloc = 1; break;
         case 'e': events = optarg; break;
         case 'o': output = optarg; break;
         case 'd':
@@ -325,6 +328,7 @@ int cmd_attach(int argc, char **argv) {
     snprintf(blob.output, sizeof blob.output, "%s", out_abs);
     blob.flush_ms = (uint32_t)flush_ms;
     blob.trigger_pid = (uint32_t)getpid();
+    blob.alloc = (uint32_t)alloc;
     if (ctl_dir(proc.uid, 1, blob.control_dir, sizeof blob.control_dir, err, sizeof err) < 0) {
         error("%s", err);
         return 1;
