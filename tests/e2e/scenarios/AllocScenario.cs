@@ -1,11 +1,12 @@
 // AllocScenario: allocations of two types of its own in known proportions, for
 // sampled allocations (dnprof run/attach --alloc). `dotnet Scenarios.dll alloc
-// [MB] [wait]` allocates about MB megabytes (default 400): Blob objects (96
+// [MB] [wait FILE]` allocates about MB megabytes (default 400): Blob objects (96
 // bytes) from MakeBlobs and Dot objects (24 bytes) from MakeDots, in chunks
 // alternating between the two, and prints the bytes of each as the runtime
 // counted them (GC.GetAllocatedBytesForCurrentThread around each chunk), so a
-// test can hold the sampled shares up against the truth. With "wait" it first
-// prints "ready" and waits for a line on stdin (an attach test attaches then).
+// test can hold the sampled shares up against the truth. With "wait FILE" it
+// first prints "ready" and waits up to 60 s for FILE to exist (an attach test
+// attaches meanwhile).
 using System;
 using System.Runtime.CompilerServices;
 
@@ -46,11 +47,12 @@ public static class AllocScenario
     public static int Run(string[] args)
     {
         long mb = args.Length > 0 && long.TryParse(args[0], out long m) ? m : 400;
-        if (args.Length > 1 && args[1] == "wait")
+        if (args.Length > 2 && args[1] == "wait")
         {
             Console.WriteLine("ready");
             Console.Out.Flush();
-            Console.In.ReadLine();
+            for (int i = 0; i < 6000 && !System.IO.File.Exists(args[2]); i++)
+                System.Threading.Thread.Sleep(10);
         }
         // 75% of the bytes in Blobs, 25% in Dots: per chunk 3 MB of Blobs, 1 MB of Dots.
         const int chunkBytes = 1 << 20;
