@@ -263,3 +263,46 @@ TEST(e2e_alloc_attach) {
     ASSERT(check_report(&r, &tr) == 0);
     return 0;
 }
+
+/* .NET 8 and 9 (self-contained builds of the sample): no AllocationSampled
+ * there, the agent falls back to AllocationTick; the sample allocates little
+ * (start-up, its strings), but past 1 MB, so some samples with types and stacks. */
+static int check_older(const char *test, const char *env_name) {
+    e2e_run r;
+    if (e2e_setup(&r, test) != 0)
+        return -1;
+    const char *app = e2e_env(env_name), *bin = e2e_env("DNPROF_BIN");
+    if (!app || !bin)
+        return -1;
+    const char *argv[] = {bin, "run", "--quiet", "--alloc", "-o", r.trace, "--", app, NULL};
+    if (e2e_exec(&r, (char *const *)argv, NULL) != 0 || r.status != 0) {
+        e2e_show_file("stderr", r.err);
+        return -1;
+    }
+    dnp_trace *t = e2e_load(r.trace);
+    if (!t)
+        return -1;
+    int source = 0;
+    size_t samples = 0, typed = 0, stacked = 0;
+    for (size_t i = 0; i < t->nevents; i++) {
+        const dnp_trace_event *e = &t->events[i];
+        if (e->kind == DNP_EV_AllocSampling)
+            source = (int)e->v[0];
+        if (e->kind != DNP_EV_AllocSample)
+            continue;
+        samples++;
+        const char *type = dnp_trace_string(t, e->v[0]), *stack = dnp_trace_string(t, e->v[4]);
+        typed += type && *type && e->v[2] > 0;
+        stacked += stack && strstr(stack, "::") != NULL;
+    }
+    dnp_trace_free(t);
+    fprintf(stderr, "e2e: %s: source %d, %zu samples, %zu typed, %zu with stacks\n", env_name, source, samples, typed,
+            stacked);
+    return source == 2 && samples >= 5 && typed == samples && stacked * 2 >= samples ? 0 : -1;
+}
+
+TEST(e2e_alloc_older_runtimes) {
+    ASSERT(check_older("e2e_alloc_older_runtimes.net8", "DNPROF_SAMPLE_NET8") == 0);
+    ASSERT(check_older("e2e_alloc_older_runtimes.net9", "DNPROF_SAMPLE_NET9") == 0);
+    return 0;
+}
