@@ -50,6 +50,37 @@ static atomic_int g_on;     /* the session runs: EventPipe events are samples */
 static unsigned g_source;   /* SOURCE_* */
 static EVENTPIPE_SESSION g_session;
 
+/* Aggregation: samples add up per (type, stack, kind) in striped tables, each
+ * thread using one (threads share a table when there are more of them than
+ * tables; its spin lock is held for an add, not for a walk or a lookup). A
+ * table is written out as AllocSite events by the thread that finds it a
+ * second old or FLUSH_SAMPLES samples full, and all of them at Shutdown, at a
+ * detach and at exit. Bounded: AGG_TABLES * AGG_SLOTS slots in all. */
+#define AGG_TABLES 64
+#define AGG_SLOTS 256
+#define AGG_PROBES 8
+#define FLUSH_SAMPLES 4096
+#define FLUSH_NS 1000000000ull
+
+typedef struct agg_slot {
+    uint32_t type, stack, kind, used;
+    uint64_t samples, weight, size, objects_milli;
+} agg_slot;
+
+typedef struct agg_table {
+    atomic_flag lock;
+    unsigned pending;
+    uint64_t last_flush;
+    agg_slot s[AGG_SLOTS];
+} agg_table;
+
+static agg_table g_agg[AGG_TABLES];
+static atomic_uint g_next_table;
+static int g_each; /* DNPROF_ALLOC_EACH=1: one AllocSample per sample */
+static __thread int t_table = -1;
+static atomic_uint g_gen;           /* a new session (a new trace after an attach): caches are stale */
+static __thread unsigned t_gen;
+
 static __thread struct {
     uint64_t type_id;
     uint32_t sid;
@@ -89,6 +120,8 @@ int alloc_start(void) {
     const char *forced = getenv(DNP_ENV_ALLOC_SOURCE);
     int major = runtime_major();
     g_source = major >= 10 ? SOURCE_SAMPLED : SOURCE_TICK;
+    const char *each = getenv(DNP_ENV_ALLOC_EACH);
+    g_each = each && strcmp(each, "1") == 0;
     if (forced && strcmp(forced, "tick") == 0)
         g_source = SOURCE_TICK;
     static const WCHAR provider[] = u"Microsoft-Windows-DotNETRuntime";
@@ -96,6 +129,7 @@ int alloc_start(void) {
         provider, g_source == SOURCE_SAMPLED ? KEYWORD_ALLOCATION_SAMPLING : KEYWORD_GC,
         g_source == SOURCE_SAMPLED ? COR_PRF_EVENTPIPE_INFORMATIONAL : COR_PRF_EVENTPIPE_VERBOSE, NULL};
     EVENTPIPE_SESSION session = 0;
+    atomic_fetch_add(&g_gen, 1); /* string numbers are the trace's: cached ones belong to an old one */
     /* on before the session starts: its first events may come before it returns */
     atomic_store(&g_on, 1);
     HRESULT hr = INFO_CALL(EventPipeStartSession, 1, &pc, 0, &session);
@@ -115,12 +149,84 @@ int alloc_enabled(void) {
     return atomic_load_explicit(&g_on, memory_order_relaxed);
 }
 
+static void table_lock(agg_table *t) {
+    while (atomic_flag_test_and_set_explicit(&t->lock, memory_order_acquire)) {
+    }
+}
+
+static void table_unlock(agg_table *t) {
+    atomic_flag_clear_explicit(&t->lock, memory_order_release);
+}
+
+/* Writes out a locked table's sums and empties it. */
+static void table_flush(agg_table *t, uint64_t now) {
+    for (unsigned i = 0; i < AGG_SLOTS; i++) {
+        agg_slot *a = &t->s[i];
+        if (!a->used)
+            continue;
+        REC(AllocSite, a->type, a->stack, a->kind, a->samples, a->weight, a->size, a->objects_milli);
+        memset(a, 0, sizeof *a);
+    }
+    t->pending = 0;
+    t->last_flush = now;
+}
+
+void alloc_flush_all(void) {
+    uint64_t now = recorder_now();
+    for (unsigned i = 0; i < AGG_TABLES; i++) {
+        agg_table *t = &g_agg[i];
+        table_lock(t);
+        if (t->pending)
+            table_flush(t, now);
+        table_unlock(t);
+    }
+}
+
+static void aggregate(uint32_t type, uint32_t stack, uint64_t kind, uint64_t size, uint64_t weight) {
+    if (t_table < 0)
+        t_table = (int)(atomic_fetch_add(&g_next_table, 1) % AGG_TABLES);
+    agg_table *t = &g_agg[t_table];
+    uint64_t h = ((uint64_t)type * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)stack * 0xc2b2ae3d27d4eb4full) ^ kind;
+    unsigned at = (unsigned)(h >> 32) & (AGG_SLOTS - 1);
+    uint64_t now = recorder_now();
+    table_lock(t);
+    agg_slot *a = NULL;
+    for (int round = 0; round < 2 && !a; round++) {
+        for (unsigned p = 0; p < AGG_PROBES; p++) {
+            agg_slot *c = &t->s[(at + p) & (AGG_SLOTS - 1)];
+            if (!c->used || (c->type == type && c->stack == stack && c->kind == kind)) {
+                a = c;
+                break;
+            }
+        }
+        if (!a)
+            table_flush(t, now); /* no room near: out with all of it */
+    }
+    if (a) {
+        a->used = 1;
+        a->type = type;
+        a->stack = stack;
+        a->kind = (uint32_t)kind;
+        a->samples++;
+        a->weight += weight;
+        a->size += size;
+        a->objects_milli += size ? weight * 1000 / size : 1000;
+        t->pending++;
+    }
+    if (!t->last_flush)
+        t->last_flush = now;
+    if (t->pending >= FLUSH_SAMPLES || now - t->last_flush >= FLUSH_NS)
+        table_flush(t, now);
+    table_unlock(t);
+}
+
 void alloc_stop(void) {
     if (!atomic_exchange(&g_on, 0))
         return;
     if (g_session && g_agent.info)
         INFO_CALL(EventPipeStopSession, g_session);
     g_session = 0;
+    alloc_flush_all();
 }
 
 /* ---- the payload ---- */
@@ -284,7 +390,16 @@ void alloc_event(DWORD event_id, DWORD event_version, ULONG data_len, const BYTE
     } else {
         return;
     }
+    unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
+    if (t_gen != gen) {
+        memset(t_types, 0, sizeof t_types);
+        memset(t_stacks, 0, sizeof t_stacks);
+        t_gen = gen;
+    }
     uint32_t type = type_sid(type_id, name, units);
     uint32_t stack = stack_sid(nframes, frames);
-    REC(AllocSample, type, size, weight, kind, stack);
+    if (g_each)
+        REC(AllocSample, type, size, weight, kind, stack);
+    else
+        aggregate(type, stack, kind, size, weight);
 }

@@ -29,7 +29,10 @@ int alloc_enabled(void);
 void alloc_event(DWORD event_id, DWORD event_version, ULONG data_len, const BYTE *data,
                  ULONG nframes, const UINT_PTR *frames);
 
-/* At Shutdown or detach: stops the session. */
+/* At Shutdown or detach: stops the session, writes out what was added up. */
 void alloc_stop(void);
+
+/* Writes out every sum not yet written (the process is about to end). */
+void alloc_flush_all(void);
 
 #endif

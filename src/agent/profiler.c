@@ -182,6 +182,8 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
  * skips it): whatever is buffered is written when the library is unloaded or the
  * process exits normally. */
 __attribute__((destructor)) static void agent_at_exit(void) {
+    if (atomic_load(&g_agent.active) && alloc_enabled())
+        alloc_flush_all();
     if (atomic_load(&g_agent.active))
         recorder_flush_all();
 }

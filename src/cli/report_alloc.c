@@ -66,10 +66,17 @@ static int feed(alloc_profile *p, const dnp_trace_event *e) {
         p->mean = e->v[1];
         return 0;
     }
-    if (e->kind != DNP_EV_AllocSample)
+    uint64_t type, size, weight, stack, n;
+    double objects;
+    if (e->kind == DNP_EV_AllocSample) { /* one sample (DNPROF_ALLOC_EACH=1) */
+        type = e->v[0], size = e->v[1], weight = e->v[2], stack = e->v[4], n = 1;
+        objects = size ? (double)weight / (double)size : 1.0;
+    } else if (e->kind == DNP_EV_AllocSite) { /* samples added up since the last of its key */
+        type = e->v[0], stack = e->v[1], n = e->v[3], weight = e->v[4], size = e->v[5];
+        objects = (double)e->v[6] / 1000.0;
+    } else {
         return 0;
-    uint64_t type = e->v[0], size = e->v[1], weight = e->v[2], stack = e->v[4];
-    double objects = size ? (double)weight / (double)size : 1.0;
+    }
     uint32_t i;
     if (!dnp_idmap_get(&p->type_h, type, 0, &i)) {
         if (grow((void **)&p->types, &p->cap_types, p->ntypes, sizeof *p->types) != 0)
@@ -81,7 +88,7 @@ static int feed(alloc_profile *p, const dnp_trace_event *e) {
             return -1;
     }
     alloc_type *ty = &p->types[i];
-    ty->samples++;
+    ty->samples += n;
     ty->bytes += weight;
     ty->objects += objects;
     ty->sampled_bytes += size;
@@ -95,10 +102,10 @@ static int feed(alloc_profile *p, const dnp_trace_event *e) {
         if (dnp_idmap_put(&p->site_h, stack, type, i) != 0)
             return -1;
     }
-    p->sites[i].samples++;
+    p->sites[i].samples += n;
     p->sites[i].bytes += weight;
     p->sites[i].objects += objects;
-    p->samples++;
+    p->samples += n;
     p->bytes += weight;
     p->objects += objects;
     return 0;

@@ -28,6 +28,14 @@
 #define ALLOC_MB "400"
 #define MIN_SAMPLES 2000
 
+/* Samples in a trace: AllocSites add them up (AllocSample: one each). */
+static uint64_t count_samples(const dnp_trace *t) {
+    uint64_t n = 0;
+    for (size_t i = 0; i < t->nevents; i++)
+        n += t->events[i].kind == DNP_EV_AllocSite ? t->events[i].v[3] : t->events[i].kind == DNP_EV_AllocSample;
+    return n;
+}
+
 typedef struct truth {
     double blob, dot; /* bytes */
 } truth;
@@ -125,7 +133,7 @@ TEST(e2e_alloc_shares) {
             cfg = (long)i;
     ASSERT(cfg >= 0);
     ASSERT_EQ_U64(t->events[cfg].v[0], 1); /* .NET 10: AllocationSampled */
-    ASSERT(e2e_count(t, DNP_EV_AllocSample) >= MIN_SAMPLES);
+    ASSERT(count_samples(t) >= MIN_SAMPLES);
     dnp_trace_free(t);
     ASSERT(check_report(&r, &tr) == 0);
 
@@ -171,11 +179,12 @@ TEST(e2e_alloc_shares) {
 
 /* AllocationTick, the source before .NET 10, forced on .NET 10. Its samples are
  * the objects that cross each ~100 KB step, weighted by the step: with these
- * chunks (1-3 MB of one type at a time) that is as good as random. */
+ * chunks (1-3 MB of one type at a time) that is as good as random. Recorded one
+ * by one (DNPROF_ALLOC_EACH=1: AllocSample events, not AllocSites). */
 TEST(e2e_alloc_tick) {
     e2e_run r;
     ASSERT(e2e_setup(&r, "e2e_alloc_tick") == 0);
-    const char *env[] = {"DNPROF_ALLOC_SOURCE=tick", NULL};
+    const char *env[] = {"DNPROF_ALLOC_SOURCE=tick", "DNPROF_ALLOC_EACH=1", NULL};
     ASSERT(run_alloc(&r, env) == 0);
     truth tr;
     ASSERT(read_truth(r.out, &tr) == 0);
@@ -185,8 +194,10 @@ TEST(e2e_alloc_tick) {
     for (size_t i = 0; i < t->nevents; i++)
         if (t->events[i].kind == DNP_EV_AllocSampling)
             tick = t->events[i].v[0] == 2;
+    size_t each = e2e_count(t, DNP_EV_AllocSample), sites = e2e_count(t, DNP_EV_AllocSite);
     dnp_trace_free(t);
     ASSERT(tick);
+    ASSERT(each >= MIN_SAMPLES && sites == 0);
     ASSERT(check_report(&r, &tr) == 0);
     return 0;
 }
@@ -258,7 +269,7 @@ TEST(e2e_alloc_attach) {
     ASSERT(t != NULL);
     ASSERT(t->attached);
     ASSERT(e2e_count(t, DNP_EV_InitializeForAttach) == 1);
-    ASSERT(e2e_count(t, DNP_EV_AllocSample) >= MIN_SAMPLES);
+    ASSERT(count_samples(t) >= MIN_SAMPLES);
     dnp_trace_free(t);
     ASSERT(check_report(&r, &tr) == 0);
     return 0;
@@ -288,12 +299,12 @@ static int check_older(const char *test, const char *env_name) {
         const dnp_trace_event *e = &t->events[i];
         if (e->kind == DNP_EV_AllocSampling)
             source = (int)e->v[0];
-        if (e->kind != DNP_EV_AllocSample)
+        if (e->kind != DNP_EV_AllocSite)
             continue;
-        samples++;
-        const char *type = dnp_trace_string(t, e->v[0]), *stack = dnp_trace_string(t, e->v[4]);
-        typed += type && *type && e->v[2] > 0;
-        stacked += stack && strstr(stack, "::") != NULL;
+        samples += e->v[3];
+        const char *type = dnp_trace_string(t, e->v[0]), *stack = dnp_trace_string(t, e->v[1]);
+        typed += type && *type && e->v[4] > 0 ? e->v[3] : 0;
+        stacked += stack && strstr(stack, "::") != NULL ? e->v[3] : 0;
     }
     dnp_trace_free(t);
     fprintf(stderr, "e2e: %s: source %d, %zu samples, %zu typed, %zu with stacks\n", env_name, source, samples, typed,

@@ -141,8 +141,9 @@ TEST(pprof_calls_tree) {
     return 0;
 }
 
-/* Known samples: 3 of Blob (96 B) from Make<-Main, 1 of Dot (24 B) from Main:
- * bytes 3*102400 and 102400. */
+/* Known samples: 3 of Blob (96 B) from Make<-Main one by one (AllocSample),
+ * 2 of Dot (24 B) from Main added up (AllocSite, as the agent writes them by
+ * default): bytes 3*102400 and 2*102400. */
 static const char *write_alloc_trace(void) {
     const char *path = tmp_path("alloc.trace");
     synth *s = synth_open(path, 4343, "dotnet alloc.dll");
@@ -157,8 +158,8 @@ static const char *write_alloc_trace(void) {
         uint64_t v[DNP_NV_AllocSample] = {blob, 96, 102400, 0, st1};
         synth_event(s, 1, 10 + (uint64_t)i, DNP_EV_AllocSample, v);
     }
-    uint64_t v[DNP_NV_AllocSample] = {dot, 24, 102400, 0, st2};
-    synth_event(s, 1, 20, DNP_EV_AllocSample, v);
+    uint64_t v[DNP_NV_AllocSite] = {dot, st2, 0, 2, 204800, 48, 8533333};
+    synth_event(s, 1, 20, DNP_EV_AllocSite, v);
     return synth_close(s, 1) == 0 ? path : NULL;
 }
 
@@ -185,8 +186,8 @@ TEST(pprof_alloc_report_and_export) {
     snprintf(cmd, sizeof cmd, "%s report --alloc --json %s", DNPROF_BIN, path);
     char *json = run_out(cmd);
     ASSERT(json != NULL);
-    int ok = strstr(json, "{\"type\":\"Ns.Blob\",\"samples\":3,\"bytes\":307200,\"objects\":3200,\"share\":0.7500}") &&
-             strstr(json, "{\"type\":\"Ns.Dot\",\"samples\":1,\"bytes\":102400,\"objects\":4267,\"share\":0.2500}") &&
+    int ok = strstr(json, "{\"type\":\"Ns.Blob\",\"samples\":3,\"bytes\":307200,\"objects\":3200,\"share\":0.6000}") &&
+             strstr(json, "{\"type\":\"Ns.Dot\",\"samples\":2,\"bytes\":204800,\"objects\":8533,\"share\":0.4000}") &&
              strstr(json, "\"stack\":[\"Ns.P::Make\",\"Ns.P::Main\"]");
     if (!ok)
         fprintf(stderr, "pprof: report --alloc --json said:\n%s\n", json);
@@ -215,7 +216,7 @@ TEST(pprof_alloc_report_and_export) {
             dot += (uint64_t)sm->val[1];
     }
     ASSERT_EQ_U64(blob, 307200);
-    ASSERT_EQ_U64(dot, 102400);
+    ASSERT_EQ_U64(dot, 204800);
     pd_free(&pr);
     free(gz);
     unlink(out);
