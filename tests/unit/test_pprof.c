@@ -223,3 +223,25 @@ TEST(pprof_alloc_report_and_export) {
     unlink(path);
     return 0;
 }
+
+/* A trace without samples: report --alloc says so and fails. */
+TEST(pprof_alloc_report_no_samples) {
+    const char *path = tmp_path("nosamples.trace");
+    synth *s = synth_open(path, 4444, "dotnet none.dll");
+    ASSERT(s != NULL);
+    synth_thread(s, 1, 3001);
+    uint64_t v[DNP_NV_ThreadCreated] = {0x1234};
+    synth_event(s, 1, 1, DNP_EV_ThreadCreated, v);
+    ASSERT(synth_close(s, 1) == 0);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s report --alloc %s 2>&1; echo \"exit $?\"", DNPROF_BIN, path);
+    char *said = run_out(cmd);
+    ASSERT(said != NULL);
+    int ok = strstr(said, "has no sampled allocations: record it with dnprof run --alloc") && strstr(said, "exit 1");
+    if (!ok)
+        fprintf(stderr, "pprof: report --alloc on a trace without samples said:\n%s\n", said);
+    free(said);
+    unlink(path);
+    ASSERT(ok);
+    return 0;
+}
