@@ -83,7 +83,8 @@ static __thread unsigned t_gen;
 
 static __thread struct {
     uint64_t type_id;
-    uint32_t sid;
+    uint32_t units, sid; /* units: the name's length, so that a TypeID reused after an unload
+                            for a type of another name is not taken for the old one */
 } t_types[TYPE_SLOTS];
 
 static __thread struct {
@@ -270,9 +271,10 @@ static const BYTE *get_wstr(reader *r, size_t *units) {
 
 static uint32_t type_sid(uint64_t type_id, const BYTE *name, size_t units) {
     unsigned slot = (unsigned)((type_id >> 4) ^ (type_id >> 12)) & (TYPE_SLOTS - 1);
-    if (type_id && t_types[slot].type_id == type_id)
+    if (type_id && t_types[slot].type_id == type_id && t_types[slot].units == units)
         return t_types[slot].sid;
     WCHAR w[512];
+    size_t all = units;
     if (units > 511)
         units = 511;
     memcpy(w, name, units * 2);
@@ -281,6 +283,7 @@ static uint32_t type_sid(uint64_t type_id, const BYTE *name, size_t units) {
     uint32_t sid = rec_string(text, len);
     if (type_id && sid) {
         t_types[slot].type_id = type_id;
+        t_types[slot].units = (uint32_t)all;
         t_types[slot].sid = sid;
     }
     return sid;
