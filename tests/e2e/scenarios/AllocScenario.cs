@@ -1,6 +1,6 @@
 // AllocScenario: allocations of two types of its own in known proportions, for
 // sampled allocations (dnprof run/attach --alloc). `dotnet Scenarios.dll alloc
-// [MB] [wait FILE | work]` allocates about MB megabytes (default 400): Blob objects (96
+// [MB] [wait FILE | work | virtual]` allocates about MB megabytes (default 400): Blob objects (96
 // bytes) from MakeBlobs and Dot objects (24 bytes) from MakeDots, in chunks
 // alternating between the two, and prints the bytes of each as the runtime
 // counted them (GC.GetAllocatedBytesForCurrentThread around each chunk) and
@@ -23,6 +23,26 @@ public sealed class Blob
 public sealed class Dot
 {
     public long X;
+}
+
+// "virtual": one allocating method reached through two small overrides, called
+// from one call site: a stack walk by frame pointers alone cannot tell them
+// apart when the JIT gives them no frame (see src/agent/alloc_sampling.c).
+public abstract class AllocPath
+{
+    public abstract long Go(int n);
+}
+
+public sealed class LeftPath : AllocPath
+{
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public override long Go(int n) => AllocScenario.MakeBlobsShared(n);
+}
+
+public sealed class RightPath : AllocPath
+{
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public override long Go(int n) => AllocScenario.MakeBlobsShared(n);
 }
 
 public static class AllocScenario
@@ -65,8 +85,35 @@ public static class AllocScenario
         return GC.GetAllocatedBytesForCurrentThread() - before;
     }
 
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static long MakeBlobsShared(int n)
+    {
+        long before = GC.GetAllocatedBytesForCurrentThread();
+        for (int i = 0; i < n; i++)
+            sink = new Blob();
+        return GC.GetAllocatedBytesForCurrentThread() - before;
+    }
+
+    // 2 MB chunks, two of every three through LeftPath, one through RightPath.
+    private static int Virtual(long mb)
+    {
+        AllocPath[] paths = { new LeftPath(), new RightPath() };
+        long[] bytes = new long[2];
+        for (long c = 0; c < mb / 2; c++)
+        {
+            int k = c % 3 == 2 ? 1 : 0;
+            bytes[k] += paths[k].Go((2 << 20) / 96);
+        }
+        GC.KeepAlive(sink);
+        Console.WriteLine($"Scenarios.LeftPath bytes={bytes[0]}");
+        Console.WriteLine($"Scenarios.RightPath bytes={bytes[1]}");
+        return 0;
+    }
+
     public static int Run(string[] args)
     {
+        if (args.Length > 1 && args[1] == "virtual")
+            return Virtual(args.Length > 0 && long.TryParse(args[0], out long v) ? v : 400);
         long mb = args.Length > 0 && long.TryParse(args[0], out long m) ? m : 400;
         if (args.Length > 1 && args[1] == "work")
             work = 100;
