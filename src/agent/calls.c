@@ -32,8 +32,10 @@
 
 #include "callbacks.h"
 #include "calls_internal.h"
+#include "session.h"
 
 #define CALLS_EMIT_MS 100
+#define CALLS_EMIT_COUNT 65536u /* --calls=counts: leaves between looks at the clock */
 #define NODE_CHUNK 4096u
 #define MAX_CHUNKS 256u /* 1M nodes per thread; more go to the overflow node */
 #define MAX_DEPTH (1u << 18)
@@ -42,10 +44,15 @@
 
 /* ---- global state (set in Initialize, read-only afterwards) ---- */
 
+/* The stubs given to the runtime (calls_install). */
+static void (*g_elt_enter)(void) = dnp_elt_enter;
+static void (*g_elt_leave)(void) = dnp_elt_leave;
+
 static struct {
-    int mode; /* agent_config.calls */
+    int mode; /* agent_config.calls: CALLS_MODE_* */
     int all_code;
     int events; /* MethodEnter/Leave per call: timeline or args */
+    int timed;  /* frames are timed (not --calls=counts) */
     char include[1024], exclude[1024];
     uint64_t emit_ticks;
     atomic_int stopped;
@@ -61,10 +68,17 @@ static struct {
     .reg_mu = PTHREAD_MUTEX_INITIALIZER,
 };
 
-/* ---- the clock (clock.h): raw ticks per call, nanoseconds when emitting ---- */
+/* ---- the clock (clock.h): raw ticks per call, nanoseconds when emitting ----
+ * Call times are read with an ordered clock (lfence; rdtsc): an unordered rdtsc
+ * runs before the latency-bound work ahead of it has finished, and the callee's
+ * last cycles would land on its caller. */
 
 static inline uint64_t ticks(void) {
     return clock_ticks();
+}
+
+static inline uint64_t call_ticks(void) {
+    return clock_ticks_ordered();
 }
 
 /* ---- filters ---- */
@@ -210,21 +224,68 @@ typedef struct calls_thread {
     uint32_t *dirty;
     uint32_t ndirty, dirty_cap;
     uint64_t next_emit, unwind_at;
+    uint32_t countdown; /* --calls=counts: leaves left before the next look at the clock */
+    uint32_t pad;
     uint64_t unmatched, repaired, overflowed, open_at_end;
     uint64_t tid;
     struct calls_thread *next;
 } calls_thread;
 
-/* The thread's state. pthread_getspecific, not __thread: a dlopen()ed library's
- * thread-locals are reached through __tls_get_addr or a dynamic TLS descriptor
- * (which saves every register), both dearer than this load (docs/calls.md). */
+/* The thread's state. Found by the fast paths through a table keyed by the
+ * thread pointer (%fs:0 on x86-64, unique among live threads): a load of %fs:0,
+ * a multiply, a compare. A dlopen()ed library's own thread-locals cannot be that
+ * cheap: initial-exec TLS needs the module's whole TLS segment (tens of KB here)
+ * in glibc's static TLS surplus (about 1.5 KB, and dlopen fails without it),
+ * and the general-dynamic and descriptor models cost a call, a dynamic
+ * descriptor saving every register. A thread whose slot is taken (a hash
+ * collision) takes the full path, with pthread_getspecific. The pthread key
+ * also gets the thread's end (its destructor). */
 static pthread_key_t t_key;
 static pthread_once_t t_key_once = PTHREAD_ONCE_INIT;
 static int t_key_made;
 static __thread int t_calls_dead; /* the thread's state was released: stay away */
 
+#define TLS_SLOTS 2048u
+typedef struct tls_slot {
+    _Atomic uintptr_t tp; /* 0: free */
+    calls_thread *t;
+} tls_slot;
+static tls_slot g_tls[TLS_SLOTS];
+
+static inline uintptr_t thread_pointer(void) {
+    uintptr_t tp = 0;
+#if defined(__x86_64__)
+    __asm__("movq %%fs:0, %0" : "=r"(tp));
+#endif
+    return tp;
+}
+
+#define TLS_SLOT_OF(tp) ((uint32_t)(((uint64_t)(tp) * 0x9E3779B97F4A7C15ull) >> 53) & (TLS_SLOTS - 1))
+
 static inline calls_thread *this_thread(void) {
     return t_key_made ? pthread_getspecific(t_key) : NULL;
+}
+
+/* Makes t (NULL: none) the thread's state, for both paths. */
+static void thread_bind(calls_thread *t) {
+    pthread_setspecific(t_key, t);
+    uintptr_t tp = thread_pointer();
+    if (!tp)
+        return;
+    tls_slot *s = &g_tls[TLS_SLOT_OF(tp)];
+    uintptr_t cur = atomic_load_explicit(&s->tp, memory_order_relaxed);
+    if (cur == tp) {
+        if (t) {
+            s->t = t;
+        } else {
+            s->t = NULL;
+            atomic_store_explicit(&s->tp, 0, memory_order_release);
+        }
+    } else if (t && cur == 0) {
+        uintptr_t zero = 0;
+        if (atomic_compare_exchange_strong(&s->tp, &zero, tp)) /* then only this thread reads it */
+            s->t = t;
+    }
 }
 
 static inline cnode *node_at(calls_thread *t, uint32_t i) {
@@ -237,15 +298,21 @@ static void make_key(void) {
     t_key_made = pthread_key_create(&t_key, thread_release) == 0;
 }
 
-static calls_thread *thread_new(void) {
-    if (t_calls_dead || atomic_load_explicit(&G.stopped, memory_order_relaxed))
-        return NULL;
-    pthread_once(&t_key_once, make_key);
-    if (!t_key_made)
-        return NULL;
+static void thread_free(calls_thread *t) {
+    if (!t)
+        return;
+    for (unsigned c = 0; c < MAX_CHUNKS && t->chunks[c]; c++)
+        free(t->chunks[c]);
+    free(t->stack);
+    free(t->hash);
+    free(t->dirty);
+    free(t);
+}
+
+static calls_thread *thread_alloc(void) {
     calls_thread *t = calloc(1, sizeof *t);
     if (!t)
-        goto fail;
+        return NULL;
     t->cap = 256;
     t->stack = malloc(t->cap * sizeof *t->stack);
     t->chunks[0] = calloc(NODE_CHUNK, sizeof(cnode));
@@ -253,27 +320,37 @@ static calls_thread *thread_new(void) {
     t->hash = calloc(t->hash_mask + 1, sizeof *t->hash);
     t->dirty_cap = 1024;
     t->dirty = malloc(t->dirty_cap * sizeof *t->dirty);
-    if (!t->stack || !t->chunks[0] || !t->hash || !t->dirty)
-        goto fail;
+    if (!t->stack || !t->chunks[0] || !t->hash || !t->dirty) {
+        thread_free(t);
+        return NULL;
+    }
     t->nnodes = 1;
+    t->countdown = CALLS_EMIT_COUNT;
+    return t;
+}
+
+static void calibrate(calls_thread *t);
+
+static calls_thread *thread_new(void) {
+    if (t_calls_dead || atomic_load_explicit(&G.stopped, memory_order_relaxed))
+        return NULL;
+    pthread_once(&t_key_once, make_key);
+    if (!t_key_made)
+        return NULL;
+    calls_thread *t = thread_alloc();
+    if (!t) {
+        t_calls_dead = 1;
+        return NULL;
+    }
     t->tid = (uint64_t)syscall(SYS_gettid);
+    calibrate(t);
     t->next_emit = ticks() + G.emit_ticks;
     pthread_mutex_lock(&G.reg_mu);
     t->next = G.threads;
     G.threads = t;
     pthread_mutex_unlock(&G.reg_mu);
-    pthread_setspecific(t_key, t);
+    thread_bind(t);
     return t;
-fail:
-    if (t) {
-        free(t->stack);
-        free(t->chunks[0]);
-        free(t->hash);
-        free(t->dirty);
-        free(t);
-    }
-    t_calls_dead = 1;
-    return NULL;
 }
 
 static void mark_dirty_slow(calls_thread *t, uint32_t i, cnode *n) {
@@ -405,7 +482,7 @@ static void emit_all(calls_thread *t) {
 
 static inline void frame_pop(calls_thread *t, uint64_t end, int tail) {
     cframe *f = &t->stack[--t->depth];
-    uint64_t incl = end > f->start ? end - f->start : 0;
+    uint64_t incl = G.timed && end > f->start ? end - f->start : 0;
     uint64_t excl = incl > f->child ? incl - f->child : 0;
     cnode *n = node_at(t, f->node);
     n->incl += incl;
@@ -448,9 +525,11 @@ static inline void enter(const calls_fn *fn, uintptr_t csp) {
         if (!t)
             return;
     }
-    uint64_t now = ticks();
-    while (t->depth && t->stack[t->depth - 1].csp <= csp)
-        frame_orphan(t, now);
+    if (t->depth && t->stack[t->depth - 1].csp <= csp) {
+        uint64_t now = call_ticks();
+        while (t->depth && t->stack[t->depth - 1].csp <= csp)
+            frame_orphan(t, now);
+    }
     if (__builtin_expect(t->depth == t->cap, 0) && stack_grow(t) < 0) {
         t->skipped++;
         return;
@@ -469,18 +548,18 @@ static inline void enter(const calls_fn *fn, uintptr_t csp) {
     f->node = i;
     f->csp = csp;
     f->child = 0;
-    f->start = now;
     if (G.events)
         REC(MethodEnter, fn->id, fn->name);
+    f->start = G.timed ? call_ticks() : 0; /* last: the hook's own work is outside */
 }
 
 /* A method returns: pops the dead frames above its own. Its thread's state when
  * its frame is then on top, NULL otherwise (counted). */
 static inline calls_thread *leave_begin(const calls_fn *fn, uintptr_t csp, uint64_t *now) {
     calls_thread *t = this_thread();
+    *now = G.timed ? call_ticks() : ticks(); /* first: the hook's own work is outside */
     if (__builtin_expect(!t, 0))
         return NULL;
-    *now = ticks();
     if (__builtin_expect(t->skipped != 0, 0)) {
         t->skipped--;
         return NULL;
@@ -501,10 +580,166 @@ static inline calls_thread *leave_begin(const calls_fn *fn, uintptr_t csp, uint6
 
 static inline void leave_end(calls_thread *t, uint64_t now, int tail) {
     frame_pop(t, now, tail);
+    t->countdown = CALLS_EMIT_COUNT;
     if (__builtin_expect((int64_t)(now - t->next_emit) >= 0, 0)) {
         t->next_emit = now + G.emit_ticks;
         emit_dirty(t);
     }
+}
+
+/* ---- the fast paths ----
+ * What most calls and returns need, in code that touches general registers only
+ * and saves every register it uses (no_caller_saved_registers): the stubs
+ * (elt_amd64.S) call these without saving the method's argument or return
+ * registers, and call the full C path (calls_hook_*) only when one returns
+ * non-zero, having changed nothing: a new thread, a new call path, a frame to
+ * repair, a node to mark, a deep stack, a tree to write out. No function calls
+ * in here, nothing that is not inlined. */
+
+#if defined(__x86_64__)
+#define FAST_FN __attribute__((no_caller_saved_registers, target("general-regs-only"), used, visibility("hidden")))
+#define FAST_NODE(t, i) (&(t)->chunks[(i) / NODE_CHUNK][(i) % NODE_CHUNK])
+
+__attribute__((always_inline, target("general-regs-only"))) static inline uint64_t fast_ticks(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("lfence\n\trdtsc" : "=a"(lo), "=d"(hi)::"memory");
+    return (uint64_t)hi << 32 | lo;
+}
+
+__attribute__((always_inline, target("general-regs-only"))) static inline int
+fast_enter(uintptr_t client, uintptr_t csp, int timed) {
+    uintptr_t tp = thread_pointer();
+    const tls_slot *slot = &g_tls[TLS_SLOT_OF(tp)];
+    if (atomic_load_explicit(&slot->tp, memory_order_relaxed) != tp)
+        return 1;
+    calls_thread *t = slot->t;
+    uint32_t d = t->depth, parent = 0;
+    if (d == t->cap)
+        return 1;
+    if (d) {
+        const cframe *top = &t->stack[d - 1];
+        if (top->csp <= csp)
+            return 1;
+        parent = top->node;
+    }
+    uint32_t i = FAST_NODE(t, parent)->last_child;
+    cnode *n = FAST_NODE(t, i);
+    if (n->fn != (const calls_fn *)client || !n->dirty)
+        return 1;
+    n->calls++;
+    cframe *f = &t->stack[d];
+    f->node = i;
+    f->csp = csp;
+    f->child = 0;
+    t->depth = d + 1;
+    f->start = timed ? fast_ticks() : 0;
+    return 0;
+}
+
+__attribute__((always_inline, target("general-regs-only"))) static inline int
+fast_leave(uintptr_t client, uintptr_t csp, int timed) {
+    uint64_t now = timed ? fast_ticks() : 0;
+    uintptr_t tp = thread_pointer();
+    const tls_slot *slot = &g_tls[TLS_SLOT_OF(tp)];
+    if (atomic_load_explicit(&slot->tp, memory_order_relaxed) != tp)
+        return 1;
+    calls_thread *t = slot->t;
+    if (t->skipped)
+        return 1;
+    uint32_t d = t->depth;
+    if (!d)
+        return 1;
+    cframe *f = &t->stack[d - 1];
+    if (f->csp != csp)
+        return 1;
+    cnode *n = FAST_NODE(t, f->node);
+    if (n->fn != (const calls_fn *)client || !n->dirty)
+        return 1;
+    if (timed) {
+        if ((int64_t)(now - t->next_emit) >= 0)
+            return 1;
+        uint64_t incl = now > f->start ? now - f->start : 0;
+        n->incl += incl;
+        n->excl += incl > f->child ? incl - f->child : 0;
+        if (d > 1)
+            f[-1].child += incl;
+    } else {
+        if (!t->countdown)
+            return 1;
+        t->countdown--;
+    }
+    t->depth = d - 1;
+    return 0;
+}
+
+FAST_FN int calls_fast_enter_timed(uintptr_t client, uintptr_t csp) {
+    return fast_enter(client, csp, 1);
+}
+FAST_FN int calls_fast_leave_timed(uintptr_t client, uintptr_t csp) {
+    return fast_leave(client, csp, 1);
+}
+FAST_FN int calls_fast_enter_counts(uintptr_t client, uintptr_t csp) {
+    return fast_enter(client, csp, 0);
+}
+FAST_FN int calls_fast_leave_counts(uintptr_t client, uintptr_t csp) {
+    return fast_leave(client, csp, 0);
+}
+#endif
+
+/* ---- the hooks' own cost ----
+ * A timed call costs its hooks' work: the part between the two clock reads
+ * (after the enter's, before the leave's) is inside the callee's interval, the
+ * rest (the JITted call sequence, the stubs, the enter's work before its read
+ * and the leave's after it) lands in the caller's. Each thread measures both at
+ * its start, by running pairs of calls of a dummy function through the very
+ * stubs the JIT calls, on a tree of its own, and writes them in a CallsOverhead
+ * event; the report subtracts them (calltree.c): the inner part from each call,
+ * both parts from each caller for each call below it. Median of batches, so
+ * that a preemption in one batch does not count. */
+
+#define CAL_BATCHES 9
+#define CAL_PAIRS 128
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void calibrate(calls_thread *t) {
+#if defined(__x86_64__)
+    if (G.mode != CALLS_MODE_TIMES || !g_clock.tsc)
+        return;
+    calls_thread *scratch = thread_alloc();
+    if (!scratch)
+        return;
+    static calls_fn dummy; /* never in a tree that is written */
+    scratch->next_emit = ticks() + (1ull << 62);
+    thread_bind(scratch);
+    uint64_t tot[CAL_BATCHES], in[CAL_BATCHES], prev_incl = 0;
+    dnp_elt_calibrate((uintptr_t)&dummy, 16, g_elt_enter, g_elt_leave); /* warm up, make the node */
+    for (int b = 0; b < CAL_BATCHES; b++) {
+        cnode *n = node_at(scratch, 1);
+        prev_incl = n->incl;
+        uint64_t t0 = call_ticks();
+        dnp_elt_calibrate((uintptr_t)&dummy, CAL_PAIRS, g_elt_enter, g_elt_leave);
+        uint64_t t1 = call_ticks();
+        tot[b] = t1 - t0;
+        in[b] = n->incl - prev_incl;
+    }
+    thread_bind(NULL);
+    int ok = scratch->nnodes == 2 && !scratch->unmatched && !scratch->depth;
+    thread_free(scratch);
+    if (!ok)
+        return;
+    qsort(tot, CAL_BATCHES, sizeof *tot, cmp_u64);
+    qsort(in, CAL_BATCHES, sizeof *in, cmp_u64);
+    double ps = g_clock.ns_per_tick * 1000.0 / CAL_PAIRS;
+    double inner = (double)in[CAL_BATCHES / 2] * ps, total = (double)tot[CAL_BATCHES / 2] * ps;
+    double outer = total > inner ? total - inner : 0;
+    REC(CallsOverhead, t->tid, (uint64_t)inner, (uint64_t)outer);
+#else
+    (void)t;
+#endif
 }
 
 /* ---- the hooks ---- */
@@ -613,6 +848,7 @@ static void thread_report(calls_thread *t, int ended) {
 static void thread_release(void *p) {
     calls_thread *t = p;
     t_calls_dead = 1;
+    thread_bind(NULL);
     if (!t)
         return;
     uint64_t now = ticks();
@@ -632,12 +868,7 @@ static void thread_release(void *p) {
         thread_report(t, 1);
     }
     pthread_mutex_unlock(&G.reg_mu);
-    for (unsigned c = 0; c < MAX_CHUNKS && t->chunks[c]; c++)
-        free(t->chunks[c]);
-    free(t->stack);
-    free(t->hash);
-    free(t->dirty);
-    free(t);
+    thread_free(t);
 }
 
 void calls_shutdown(void) {
@@ -672,12 +903,18 @@ int calls_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high
         G.mode = 0;
         return 0;
     }
+    const char *text = getenv(DNP_ENV_CALLS);
+    if (text && *text && strcmp(text, "0") != 0 && strcmp(text, "1") != 0 && strcmp(text, "counts") != 0 &&
+        strcmp(text, "timeline") != 0 && strcmp(text, "args") != 0)
+        agent_say("%s='%s' is not a calls mode (1, counts, timeline, args); recording counts and times (1)",
+                  DNP_ENV_CALLS, text);
     G.all_code = cfg->all_code;
-    G.events = G.mode >= 2;
+    G.events = G.mode == CALLS_MODE_ARGS || G.mode == CALLS_MODE_TIMELINE;
+    G.timed = G.mode != CALLS_MODE_COUNTS;
     snprintf(G.include, sizeof G.include, "%s", cfg->include);
     snprintf(G.exclude, sizeof G.exclude, "%s", cfg->exclude);
     *mask |= COR_PRF_MONITOR_ENTERLEAVE;
-    if (G.mode == 2)
+    if (G.mode == CALLS_MODE_ARGS)
         *mask |= COR_PRF_ENABLE_FUNCTION_ARGS | COR_PRF_ENABLE_FUNCTION_RETVAL |
                  COR_PRF_ENABLE_FRAME_INFO;
     if (G.all_code)
@@ -698,13 +935,22 @@ int calls_install(void) {
                  1.0 / g_clock.ns_per_tick);
     else
         rec_note(0, "calls: clock CLOCK_MONOTONIC (no invariant TSC)");
+#if defined(__x86_64__)
+    if (G.mode == CALLS_MODE_TIMES && g_clock.tsc) {
+        g_elt_enter = dnp_elt_enter_timed;
+        g_elt_leave = dnp_elt_leave_timed;
+    } else if (G.mode == CALLS_MODE_COUNTS) {
+        g_elt_enter = dnp_elt_enter_counts;
+        g_elt_leave = dnp_elt_leave_counts;
+    }
+#endif
     HRESULT hr = INFO_CALL(SetFunctionIDMapper2, mapper, NULL);
     if (SUCCEEDED(hr)) {
-        if (G.mode == 2)
+        if (G.mode == CALLS_MODE_ARGS)
             hr = INFO_CALL(SetEnterLeaveFunctionHooks3WithInfo, slow_enter, slow_leave, slow_tailcall);
         else
-            hr = INFO_CALL(SetEnterLeaveFunctionHooks3, (FunctionEnter3 *)(void *)dnp_elt_enter,
-                           (FunctionLeave3 *)(void *)dnp_elt_leave,
+            hr = INFO_CALL(SetEnterLeaveFunctionHooks3, (FunctionEnter3 *)(void *)g_elt_enter,
+                           (FunctionLeave3 *)(void *)g_elt_leave,
                            (FunctionTailcall3 *)(void *)dnp_elt_tailcall);
     }
     if (FAILED(hr)) {
