@@ -17,6 +17,7 @@
 #include "calls.h"
 #include "clock.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@
 #include "session.h"
 
 #define CALLS_EMIT_MS 100
+#define CALLS_GAP_US 500 /* a gap that may hide a preemption (thread_clock) */
 #define CALLS_EMIT_COUNT 65536u /* --calls=counts: leaves between looks at the clock */
 #define NODE_CHUNK 4096u
 #define MAX_CHUNKS 256u /* 1M nodes per thread; more go to the overflow node */
@@ -43,6 +45,10 @@
 #define TEXT_MAX 4096
 
 /* ---- global state (set in Initialize, read-only afterwards) ---- */
+
+/* A gap between two hooks of a thread longer than this may hide a preemption
+ * (thread_clock); a copy of G.gap_ticks for the fast paths. */
+static uint64_t g_gap_ticks = UINT64_MAX;
 
 /* The stubs given to the runtime (calls_install). */
 static void (*g_elt_enter)(void) = dnp_elt_enter;
@@ -55,6 +61,7 @@ static struct {
     int timed;  /* frames are timed (not --calls=counts) */
     char include[1024], exclude[1024];
     uint64_t emit_ticks;
+    uint64_t gap_ticks; /* a gap this long between two hooks may hide a preemption */
     atomic_int stopped;
 
     pthread_mutex_t fn_mu; /* the function arena: the mapper only */
@@ -228,6 +235,15 @@ typedef struct calls_thread {
     uint32_t pad;
     uint64_t unmatched, repaired, overflowed, open_at_end;
     uint64_t tid;
+    uint64_t inner_ps, outer_ps; /* the hooks' cost (calibrate), 0: not measured */
+    /* Time spent waiting for a CPU is taken out of the clock (docs/calls.md):
+     * frame times are the TSC less skew; a gap of more than G.gap_ticks since
+     * the thread's last clock read (last) makes it look at its run-queue wait. */
+    uint64_t last, skew;
+    uint64_t sched_wait; /* the run-queue wait seen last, ns */
+    uint64_t waited_ns;  /* taken out so far */
+    int sched_fd;        /* /proc/self/task/TID/schedstat, -1: none */
+    struct calls_thread *scratch; /* the calibration's tree (calibrate) */
     struct calls_thread *next;
 } calls_thread;
 
@@ -252,7 +268,7 @@ typedef struct tls_slot {
 } tls_slot;
 static tls_slot g_tls[TLS_SLOTS];
 
-static inline uintptr_t thread_pointer(void) {
+__attribute__((always_inline, target("general-regs-only"))) static inline uintptr_t thread_pointer(void) {
     uintptr_t tp = 0;
 #if defined(__x86_64__)
     __asm__("movq %%fs:0, %0" : "=r"(tp));
@@ -301,6 +317,9 @@ static void make_key(void) {
 static void thread_free(calls_thread *t) {
     if (!t)
         return;
+    if (t->sched_fd >= 0)
+        close(t->sched_fd);
+    thread_free(t->scratch);
     for (unsigned c = 0; c < MAX_CHUNKS && t->chunks[c]; c++)
         free(t->chunks[c]);
     free(t->stack);
@@ -326,10 +345,14 @@ static calls_thread *thread_alloc(void) {
     }
     t->nnodes = 1;
     t->countdown = CALLS_EMIT_COUNT;
+    t->sched_fd = -1;
     return t;
 }
 
-static void calibrate(calls_thread *t);
+static void calibrate(calls_thread *t, int batches, int pairs, int bound);
+static int sched_open(uint64_t tid);
+static void emit_overhead(calls_thread *t);
+static int sched_wait_ns(int fd, uint64_t *wait);
 
 static calls_thread *thread_new(void) {
     if (t_calls_dead || atomic_load_explicit(&G.stopped, memory_order_relaxed))
@@ -343,8 +366,17 @@ static calls_thread *thread_new(void) {
         return NULL;
     }
     t->tid = (uint64_t)syscall(SYS_gettid);
-    calibrate(t);
-    t->next_emit = ticks() + G.emit_ticks;
+    calibrate(t, 9, 128, 0);
+    emit_overhead(t);
+    if (G.timed) {
+        t->sched_fd = sched_open(t->tid);
+        if (sched_wait_ns(t->sched_fd, &t->sched_wait) != 0 && t->sched_fd >= 0) {
+            close(t->sched_fd);
+            t->sched_fd = -1;
+        }
+    }
+    t->last = ticks();
+    t->next_emit = t->last + G.emit_ticks;
     pthread_mutex_lock(&G.reg_mu);
     t->next = G.threads;
     G.threads = t;
@@ -365,9 +397,12 @@ static void mark_dirty_slow(calls_thread *t, uint32_t i, cnode *n) {
     t->dirty[t->ndirty++] = i;
 }
 
+#define HASH_OF(parent, fn)                                                                        \
+    ((uint32_t)((((uint64_t)(uintptr_t)(fn) >> 3) * 0x9E3779B97F4A7C15ull ^                             \
+                 (uint64_t)(parent) * 0xC2B2AE3D27D4EB4Full) >> 32))
+
 static inline uint32_t hash_of(uint32_t parent, const calls_fn *fn) {
-    uint64_t h = ((uint64_t)(uintptr_t)fn >> 3) * 0x9E3779B97F4A7C15ull ^ (uint64_t)parent * 0xC2B2AE3D27D4EB4Full;
-    return (uint32_t)(h >> 32);
+    return HASH_OF(parent, fn);
 }
 
 static void hash_grow(calls_thread *t) {
@@ -461,7 +496,37 @@ static void emit_node(calls_thread *t, uint32_t i) {
 }
 
 /* The owner writes its changed nodes. */
+/* The thread's time waiting for a CPU (run queue) so far, in ns, from its
+ * schedstat; -1 without it. */
+static int sched_wait_ns(int fd, uint64_t *wait) {
+    char buf[128];
+    if (fd < 0)
+        return -1;
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    unsigned long long r, w;
+    if (sscanf(buf, "%llu %llu", &r, &w) != 2)
+        return -1;
+    *wait = w;
+    return 0;
+}
+
+static int sched_open(uint64_t tid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%llu/schedstat", (unsigned long long)tid);
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* The hooks' cost, and the run-queue wait taken out of the times so far. */
+static void emit_overhead(calls_thread *t) {
+    if (t->inner_ps || t->outer_ps)
+        REC(CallsOverhead, t->tid, t->inner_ps, t->outer_ps, t->waited_ns);
+}
+
 static void emit_dirty(calls_thread *t) {
+    emit_overhead(t);
     for (uint32_t k = 0; k < t->ndirty; k++) {
         uint32_t i = t->dirty[k];
         node_at(t, i)->dirty = 0;
@@ -473,6 +538,7 @@ static void emit_dirty(calls_thread *t) {
 /* Every node of a thread (Shutdown: possibly another thread's, read racily but
  * safely: chunks never move and are published before nnodes). */
 static void emit_all(calls_thread *t) {
+    emit_overhead(t);
     uint32_t n = atomic_load_explicit(&t->nnodes, memory_order_acquire);
     for (uint32_t i = 1; i < n; i++)
         emit_node(t, i);
@@ -491,6 +557,29 @@ static inline void frame_pop(calls_thread *t, uint64_t end, int tail) {
     mark_dirty(t, f->node, n);
     if (t->depth)
         t->stack[t->depth - 1].child += incl;
+}
+
+/* The thread's clock for frame times: the TSC less the time it waited for a
+ * CPU. A gap since its last read longer than any run of calls would leave
+ * unbroken may hold a preemption: the run-queue wait since the last look comes
+ * out of it (at most the gap). */
+static uint64_t thread_clock(calls_thread *t) {
+    uint64_t now = call_ticks() - t->skew;
+    if (now - t->last > G.gap_ticks && t->sched_fd >= 0) {
+        uint64_t wait;
+        if (sched_wait_ns(t->sched_fd, &wait) == 0 && wait > t->sched_wait) {
+            uint64_t ns = wait - t->sched_wait, gap = now - t->last;
+            uint64_t d = g_clock.tsc ? (uint64_t)((double)ns / g_clock.ns_per_tick) : ns;
+            if (d > gap)
+                d = gap;
+            t->skew += d;
+            now -= d;
+            t->waited_ns += clock_ticks_to_ns(d);
+            t->sched_wait = wait;
+        }
+    }
+    t->last = now;
+    return now;
 }
 
 /* The top frame was unwound by an exception: it ends when the unwind was seen
@@ -526,7 +615,7 @@ static inline void enter(const calls_fn *fn, uintptr_t csp) {
             return;
     }
     if (t->depth && t->stack[t->depth - 1].csp <= csp) {
-        uint64_t now = call_ticks();
+        uint64_t now = G.timed ? thread_clock(t) : 0;
         while (t->depth && t->stack[t->depth - 1].csp <= csp)
             frame_orphan(t, now);
     }
@@ -550,16 +639,16 @@ static inline void enter(const calls_fn *fn, uintptr_t csp) {
     f->child = 0;
     if (G.events)
         REC(MethodEnter, fn->id, fn->name);
-    f->start = G.timed ? call_ticks() : 0; /* last: the hook's own work is outside */
+    f->start = G.timed ? thread_clock(t) : 0; /* last: the hook's own work is outside */
 }
 
 /* A method returns: pops the dead frames above its own. Its thread's state when
  * its frame is then on top, NULL otherwise (counted). */
 static inline calls_thread *leave_begin(const calls_fn *fn, uintptr_t csp, uint64_t *now) {
     calls_thread *t = this_thread();
-    *now = G.timed ? call_ticks() : ticks(); /* first: the hook's own work is outside */
     if (__builtin_expect(!t, 0))
         return NULL;
+    *now = G.timed ? thread_clock(t) : ticks(); /* first: the hook's own work is outside */
     if (__builtin_expect(t->skipped != 0, 0)) {
         t->skipped--;
         return NULL;
@@ -582,8 +671,13 @@ static inline void leave_end(calls_thread *t, uint64_t now, int tail) {
     frame_pop(t, now, tail);
     t->countdown = CALLS_EMIT_COUNT;
     if (__builtin_expect((int64_t)(now - t->next_emit) >= 0, 0)) {
-        t->next_emit = now + G.emit_ticks;
+        /* the hooks' cost again (the machine's load changes it), then the
+         * nodes; the time this takes is no one's: out of the thread's clock */
+        uint64_t t0 = ticks();
+        calibrate(t, 5, 64, 1);
         emit_dirty(t);
+        t->skew += ticks() - t0;
+        t->next_emit = now + G.emit_ticks;
     }
 }
 
@@ -613,6 +707,12 @@ fast_enter(uintptr_t client, uintptr_t csp, int timed) {
     if (atomic_load_explicit(&slot->tp, memory_order_relaxed) != tp)
         return 1;
     calls_thread *t = slot->t;
+    uint64_t now = 0;
+    if (timed) {
+        now = fast_ticks() - t->skew;
+        if (now - t->last > g_gap_ticks)
+            return 1;
+    }
     uint32_t d = t->depth, parent = 0;
     if (d == t->cap)
         return 1;
@@ -622,9 +722,23 @@ fast_enter(uintptr_t client, uintptr_t csp, int timed) {
             return 1;
         parent = top->node;
     }
-    uint32_t i = FAST_NODE(t, parent)->last_child;
+    cnode *up = FAST_NODE(t, parent);
+    uint32_t i = up->last_child;
     cnode *n = FAST_NODE(t, i);
-    if (n->fn != (const calls_fn *)client || !n->dirty)
+    if (n->fn != (const calls_fn *)client) {
+        /* another child: the hash table (a caller of several functions) */
+        uint32_t j = HASH_OF(parent, client) & t->hash_mask;
+        for (;; j = (j + 1) & t->hash_mask) {
+            i = t->hash[j];
+            if (!i)
+                return 1;
+            n = FAST_NODE(t, i);
+            if (n->fn == (const calls_fn *)client && n->parent == parent)
+                break;
+        }
+        up->last_child = i;
+    }
+    if (!n->dirty)
         return 1;
     n->calls++;
     cframe *f = &t->stack[d];
@@ -632,19 +746,23 @@ fast_enter(uintptr_t client, uintptr_t csp, int timed) {
     f->csp = csp;
     f->child = 0;
     t->depth = d + 1;
-    f->start = timed ? fast_ticks() : 0;
+    f->start = now;
+    t->last = now;
     return 0;
 }
 
 __attribute__((always_inline, target("general-regs-only"))) static inline int
 fast_leave(uintptr_t client, uintptr_t csp, int timed) {
-    uint64_t now = timed ? fast_ticks() : 0;
+    uint64_t tsc = timed ? fast_ticks() : 0;
     uintptr_t tp = thread_pointer();
     const tls_slot *slot = &g_tls[TLS_SLOT_OF(tp)];
     if (atomic_load_explicit(&slot->tp, memory_order_relaxed) != tp)
         return 1;
     calls_thread *t = slot->t;
     if (t->skipped)
+        return 1;
+    uint64_t now = tsc - t->skew;
+    if (timed && now - t->last > g_gap_ticks)
         return 1;
     uint32_t d = t->depth;
     if (!d)
@@ -663,6 +781,7 @@ fast_leave(uintptr_t client, uintptr_t csp, int timed) {
         n->excl += incl > f->child ? incl - f->child : 0;
         if (d > 1)
             f[-1].child += incl;
+        t->last = now;
     } else {
         if (!t->countdown)
             return 1;
@@ -698,47 +817,83 @@ FAST_FN int calls_fast_leave_counts(uintptr_t client, uintptr_t csp) {
  * that a preemption in one batch does not count. */
 
 #define CAL_BATCHES 9
-#define CAL_PAIRS 128
+#define CAL_BODY 24 /* multiplies in the dummy's body */
 
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
-static void calibrate(calls_thread *t) {
-#if defined(__x86_64__)
-    if (G.mode != CALLS_MODE_TIMES || !g_clock.tsc)
-        return;
-    calls_thread *scratch = thread_alloc();
-    if (!scratch)
-        return;
-    static calls_fn dummy; /* never in a tree that is written */
-    scratch->next_emit = ticks() + (1ull << 62);
-    thread_bind(scratch);
-    uint64_t tot[CAL_BATCHES], in[CAL_BATCHES], prev_incl = 0;
-    dnp_elt_calibrate((uintptr_t)&dummy, 16, g_elt_enter, g_elt_leave); /* warm up, make the node */
-    for (int b = 0; b < CAL_BATCHES; b++) {
-        cnode *n = node_at(scratch, 1);
-        prev_incl = n->incl;
-        uint64_t t0 = call_ticks();
-        dnp_elt_calibrate((uintptr_t)&dummy, CAL_PAIRS, g_elt_enter, g_elt_leave);
-        uint64_t t1 = call_ticks();
-        tot[b] = t1 - t0;
-        in[b] = n->incl - prev_incl;
+/* A tree of two nodes for the dummy function, the thread's own. */
+static calls_thread *scratch_new(void) {
+    calls_thread *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->cap = 4;
+    t->stack = malloc(t->cap * sizeof *t->stack);
+    t->chunks[0] = calloc(2, sizeof(cnode)); /* node_at() never goes past node 1 here */
+    t->hash_mask = 15;
+    t->hash = calloc(t->hash_mask + 1, sizeof *t->hash);
+    t->dirty_cap = 4;
+    t->dirty = malloc(t->dirty_cap * sizeof *t->dirty);
+    t->sched_fd = -1;
+    t->nnodes = 1;
+    t->countdown = CALLS_EMIT_COUNT;
+    if (!t->stack || !t->chunks[0] || !t->hash || !t->dirty) {
+        thread_free(t);
+        return NULL;
     }
-    thread_bind(NULL);
-    int ok = scratch->nnodes == 2 && !scratch->unmatched && !scratch->depth;
-    thread_free(scratch);
-    if (!ok)
+    return t;
+}
+
+/* Measures the hooks' cost on this thread (batches of pairs, the median), into
+ * t->inner_ps and outer_ps; then binds t (bound) or nothing as the thread's
+ * state. Nothing without the fast timed stubs. */
+static void calibrate(calls_thread *t, int batches, int pairs, int bound) {
+#if defined(__x86_64__)
+    if (G.mode != CALLS_MODE_TIMES || !g_clock.tsc || g_elt_enter != dnp_elt_enter_timed)
         return;
-    qsort(tot, CAL_BATCHES, sizeof *tot, cmp_u64);
-    qsort(in, CAL_BATCHES, sizeof *in, cmp_u64);
-    double ps = g_clock.ns_per_tick * 1000.0 / CAL_PAIRS;
-    double inner = (double)in[CAL_BATCHES / 2] * ps, total = (double)tot[CAL_BATCHES / 2] * ps;
-    double outer = total > inner ? total - inner : 0;
-    REC(CallsOverhead, t->tid, (uint64_t)inner, (uint64_t)outer);
+    if (!t->scratch && !(t->scratch = scratch_new()))
+        return;
+    calls_thread *s = t->scratch;
+    static calls_fn dummy; /* never in a tree that is written */
+    s->next_emit = ticks() + (1ull << 62);
+    s->last = ticks();
+    thread_bind(s);
+    /* A callee's body hides the end of the enter hook: the dummy's body is a
+     * chain of multiplies, timed alone too and taken out. */
+    uint64_t tot[CAL_BATCHES], in[CAL_BATCHES], body[CAL_BATCHES];
+    if (batches > CAL_BATCHES)
+        batches = CAL_BATCHES;
+    dnp_elt_calibrate((uintptr_t)&dummy, 8, g_elt_enter, g_elt_leave, CAL_BODY); /* warm up, make the node */
+    for (int b = 0; b < batches; b++) {
+        cnode *n = node_at(s, 1);
+        uint64_t before = n->incl;
+        uint64_t t0 = call_ticks();
+        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, CAL_BODY);
+        uint64_t t1 = call_ticks();
+        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, dnp_elt_nop, dnp_elt_nop, CAL_BODY);
+        uint64_t t2 = call_ticks();
+        tot[b] = t1 - t0;
+        body[b] = t2 - t1;
+        in[b] = n->incl - before;
+    }
+    thread_bind(bound ? t : NULL);
+    if (s->nnodes != 2 || s->unmatched || s->depth)
+        return;
+    qsort(tot, (size_t)batches, sizeof *tot, cmp_u64);
+    qsort(in, (size_t)batches, sizeof *in, cmp_u64);
+    qsort(body, (size_t)batches, sizeof *body, cmp_u64);
+    double ps = g_clock.ns_per_tick * 1000.0 / pairs;
+    double inner = (double)in[batches / 2] * ps, total = (double)tot[batches / 2] * ps;
+    double alone = (double)body[batches / 2] * ps;
+    t->inner_ps = inner > alone ? (uint64_t)(inner - alone) : 0;
+    t->outer_ps = total > inner ? (uint64_t)(total - inner) : 0;
 #else
     (void)t;
+    (void)batches;
+    (void)pairs;
+    (void)bound;
 #endif
 }
 
@@ -851,7 +1006,7 @@ static void thread_release(void *p) {
     thread_bind(NULL);
     if (!t)
         return;
-    uint64_t now = ticks();
+    uint64_t now = ticks() - t->skew;
     while (t->depth) {
         t->open_at_end++;
         frame_orphan(t, now);
@@ -886,7 +1041,7 @@ void calls_shutdown(void) {
 void calls_unwind_leave(void) {
     calls_thread *t = this_thread();
     if (t)
-        t->unwind_at = ticks();
+        t->unwind_at = ticks() - t->skew;
 }
 
 /* ---- start ---- */
@@ -928,6 +1083,9 @@ int calls_install(void) {
     clock_calibrate(5, 1); /* call times need the rate now, not after the writer measured it */
     G.emit_ticks = g_clock.tsc ? (uint64_t)((double)CALLS_EMIT_MS * 1e6 / g_clock.ns_per_tick)
                                : (uint64_t)CALLS_EMIT_MS * 1000000u;
+    G.gap_ticks = g_clock.tsc ? (uint64_t)((double)CALLS_GAP_US * 1e3 / g_clock.ns_per_tick)
+                              : (uint64_t)CALLS_GAP_US * 1000u;
+    g_gap_ticks = G.gap_ticks;
     REC(CallsConfig, (uint64_t)G.mode, (uint64_t)G.all_code, rec_string(G.include, strlen(G.include)),
         rec_string(G.exclude, strlen(G.exclude)));
     if (g_clock.tsc)

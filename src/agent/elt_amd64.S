@@ -161,9 +161,20 @@ dnp_elt_enter:
     DNP_ELT_FAST_LEAVE dnp_elt_leave_counts, calls_fast_leave_counts, dnp_elt_leave
 
 /* void dnp_elt_calibrate(uintptr_t client, uint64_t pairs, void (*enter)(void),
- * void (*leave)(void)): calls enter and leave pairs times as JITted code does
- * (client ID and caller SP in r14/r15, then in rdi/rsi), for an empty method:
- * the hooks' own cost (calls.c). */
+ * void (*leave)(void), uint64_t body): calls enter and leave pairs times as
+ * JITted code does (client ID and caller SP in r14/r15, then in rdi/rsi), for a
+ * method whose body is a chain of body dependent multiplies: the hooks' own
+ * cost (calls.c). dnp_elt_nop for both gives the body's own time. */
+    .globl dnp_elt_nop
+    .hidden dnp_elt_nop
+    .type dnp_elt_nop, @function
+    .p2align 4
+dnp_elt_nop:
+    .cfi_startproc
+    ret
+    .cfi_endproc
+    .size dnp_elt_nop, . - dnp_elt_nop
+
     .globl dnp_elt_calibrate
     .hidden dnp_elt_calibrate
     .type dnp_elt_calibrate, @function
@@ -186,6 +197,8 @@ dnp_elt_calibrate:
     .cfi_offset r14, -48
     .cfi_offset r15, -56
     push rcx
+    push r8
+    push r8
     mov r12, rdi
     mov r13, rsi
     mov rbx, rdx
@@ -195,12 +208,23 @@ dnp_elt_calibrate:
     mov r14, r12
     mov r15, rbp
     call rbx
+    mov rcx, [rsp]
+    mov r8, r12
+    test rcx, rcx
+    jz 4f
+3:
+    imul r8, r8
+    dec rcx
+    jnz 3b
+4:
     mov rdi, r12
     mov rsi, rbp
-    call [rsp]
+    call [rsp + 16]
     dec r13
     jnz 1b
 2:
+    pop r8
+    pop r8
     pop rcx
     pop r15
     pop r14

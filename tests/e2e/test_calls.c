@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "e2e.h"
+#include "json_check.h"
 #include "session.h"
 #include "test.h"
 
@@ -328,5 +329,98 @@ TEST(e2e_calls_args_exceptions) {
     EXPECT_CALLS(t, "Scenarios.CallsScenario::AfterCatch", 10);
     EXPECT_CALL(t, "Scenarios.CallsScenario::Catcher", "n=0", "1");
     dnp_trace_free(t);
+    return 0;
+}
+
+/* ---- call times against the truth (issue 11) ----
+ * CallsScenario's "shares" programs, measured twice: without a profiler, each
+ * with its callees' work taken out (the truth: which share of the time is
+ * whose, from the minimum of interleaved runs), and under --calls, read back
+ * through `dnprof report --json`. Tiered compilation is off in both, so that
+ * both run the same optimized code. Shares of the program's own total (Loop's,
+ * Driver's) must agree within 3 points. */
+
+#define SHARE_TOLERANCE 3.0
+
+/* The value of "truth NAME VALUE" in text, or -1. */
+static double truth_of(const char *text, const char *name) {
+    char key[64];
+    snprintf(key, sizeof key, "truth %s ", name);
+    const char *p = strstr(text, key);
+    return p ? atof(p + strlen(key)) : -1;
+}
+
+/* The report's totals of a function, by name (-1 when missing). */
+static int report_fn(const jv *rep, const char *name, double *self, double *total, double *calls) {
+    const jv *fs = json_get(rep, "functions");
+    for (size_t i = 0; fs && i < fs->n; i++) {
+        const jv *f = json_at(fs, i);
+        if (json_str(f, "name") && strcmp(json_str(f, "name"), name) == 0) {
+            *self = json_num(f, "selfNs");
+            *total = json_num(f, "totalNs");
+            *calls = json_num(f, "calls");
+            return 0;
+        }
+    }
+    fprintf(stderr, "e2e: no function %s in the report\n", name);
+    return -1;
+}
+
+static int share_ok(const char *what, double got, double truth) {
+    fprintf(stderr, "e2e: %-34s %5.1f%%, truth %5.1f%%\n", what, got, truth);
+    return got >= truth - SHARE_TOLERANCE && got <= truth + SHARE_TOLERANCE;
+}
+
+TEST(e2e_calls_shares) {
+    setenv("DOTNET_TieredCompilation", "0", 1);
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_calls_shares") == 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll != NULL);
+    const char *argv[] = {e2e_dotnet(), dll, "calls", "shares", "truth", NULL};
+    const char *bare_env[] = {DNP_ENV_ENABLE, DNP_ENV_PROFILER, DNP_ENV_PROFILER_PATH,
+                              "DOTNET_TieredCompilation=0", NULL};
+    ASSERT(e2e_exec(&r, (char *const *)argv, bare_env) == 0);
+    ASSERT_EQ_U64(r.status, 0);
+    char *text = e2e_read_file(r.out, NULL);
+    ASSERT(text != NULL);
+    double loop = truth_of(text, "loop"), loop_empty = truth_of(text, "loop-empty");
+    double driver = truth_of(text, "driver"), no_top = truth_of(text, "driver-no-top");
+    double no_calls = truth_of(text, "driver-no-calls");
+    free(text);
+    ASSERT(loop > 0 && loop_empty > 0 && driver > 0 && no_top > 0 && no_calls > 0);
+
+    const char *tc_off[] = {"DOTNET_TieredCompilation=0", NULL};
+    dnp_trace *t = calls_run(&r, "e2e_calls_shares", "shares", "1", tc_off);
+    ASSERT(t != NULL);
+    ASSERT(calls_balanced(t));
+    ASSERT(e2e_count(t, DNP_EV_CallsOverhead) > 0);
+    dnp_trace_free(t);
+    const char *args[] = {"report", "--json", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, args) == 0);
+    ASSERT_EQ_U64(r.status, 0);
+    size_t len;
+    char *json = e2e_read_file(r.out, &len);
+    ASSERT(json != NULL);
+    char err[160];
+    jv *rep = json_parse(json, len, err, sizeof err);
+    free(json);
+    ASSERT(rep != NULL);
+    double ls, lt, lc, cs, ct, cc, ds, dt, dc, ts, tt, tc;
+    ASSERT(report_fn(rep, "Scenarios.CallsScenario::Loop", &ls, &lt, &lc) == 0);
+    ASSERT(report_fn(rep, "Scenarios.CallsScenario::Chain", &cs, &ct, &cc) == 0);
+    ASSERT(report_fn(rep, "Scenarios.CallsScenario::Driver", &ds, &dt, &dc) == 0);
+    ASSERT(report_fn(rep, "Scenarios.CallsScenario::Top", &ts, &tt, &tc) == 0);
+    json_free(rep);
+    ASSERT(lt > 0 && dt > 0);
+    ASSERT_EQ_U64((uint64_t)cc, 5000000);
+    ASSERT_EQ_U64((uint64_t)tc, 3000000);
+    int ok = 1;
+    ok &= share_ok("Loop's self time, of Loop's", 100 * ls / lt, 100 * loop_empty / loop);
+    ok &= share_ok("Chain's total time, of Loop's", 100 * ct / lt, 100 * (loop - loop_empty) / loop);
+    ok &= share_ok("Driver's self time, of Driver's", 100 * ds / dt, 100 * no_calls / driver);
+    ok &= share_ok("Top's total time, of Driver's", 100 * tt / dt, 100 * (driver - no_top) / driver);
+    fprintf(stderr, "e2e: Chain per call %.1f ns (bare: %.1f ns)\n", ct / cc, loop - loop_empty);
+    ASSERT(ok);
     return 0;
 }
