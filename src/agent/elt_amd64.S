@@ -163,8 +163,10 @@ dnp_elt_enter:
 /* void dnp_elt_calibrate(uintptr_t client, uint64_t pairs, void (*enter)(void),
  * void (*leave)(void), uint64_t body): calls enter and leave pairs times as
  * JITted code does (client ID and caller SP in r14/r15, then in rdi/rsi), for a
- * method whose body is a chain of body dependent multiplies: the hooks' own
- * cost (calls.c). dnp_elt_nop for both gives the body's own time. */
+ * method whose body is a chain of body dependent multiplies, one chain through
+ * all the calls, from argument (rdi) to return value (rax) as in a method that
+ * computes: the hooks' own cost (calls.c).
+ * dnp_elt_nop for both gives the body's own time. */
     .globl dnp_elt_nop
     .hidden dnp_elt_nop
     .type dnp_elt_nop, @function
@@ -202,6 +204,7 @@ dnp_elt_calibrate:
     mov r12, rdi
     mov r13, rsi
     mov rbx, rdx
+    mov rdi, r12
     test r13, r13
     jz 2f
 1:
@@ -209,17 +212,18 @@ dnp_elt_calibrate:
     mov r15, rbp
     call rbx
     mov rcx, [rsp]
-    mov r8, r12
     test rcx, rcx
     jz 4f
 3:
-    imul r8, r8
+    imul rdi, rdi
     dec rcx
     jnz 3b
 4:
+    mov rax, rdi
     mov rdi, r12
     mov rsi, rbp
     call [rsp + 16]
+    mov rdi, rax
     dec r13
     jnz 1b
 2:

@@ -338,9 +338,14 @@ TEST(e2e_calls_args_exceptions) {
  * whose, from the minimum of interleaved runs), and under --calls, read back
  * through `dnprof report --json`. Tiered compilation is off in both, so that
  * both run the same optimized code. Shares of the program's own total (Loop's,
- * Driver's) must agree within 3 points. */
+ * Driver's) must agree within 3 points; Driver's self time within 8: the hooks'
+ * cost outside a call hides, partly, behind the latency-bound work its caller
+ * did just before (out-of-order execution), which the agent's measure of that
+ * cost cannot know (docs/calls.md). Before the hooks' cost was taken out, both
+ * programs were off by 20 points and more. */
 
 #define SHARE_TOLERANCE 3.0
+#define SHARE_TOLERANCE_CALLER 8.0
 
 /* The value of "truth NAME VALUE" in text, or -1. */
 static double truth_of(const char *text, const char *name) {
@@ -366,9 +371,10 @@ static int report_fn(const jv *rep, const char *name, double *self, double *tota
     return -1;
 }
 
-static int share_ok(const char *what, double got, double truth) {
-    fprintf(stderr, "e2e: %-34s %5.1f%%, truth %5.1f%%\n", what, got, truth);
-    return got >= truth - SHARE_TOLERANCE && got <= truth + SHARE_TOLERANCE;
+static int share_ok(const char *what, double got, double truth, double tolerance) {
+    fprintf(stderr, "e2e: %-34s %5.1f%%, truth %5.1f%% (within %.0f points?)\n", what, got, truth,
+            tolerance);
+    return got >= truth - tolerance && got <= truth + tolerance;
 }
 
 TEST(e2e_calls_shares) {
@@ -416,10 +422,13 @@ TEST(e2e_calls_shares) {
     ASSERT_EQ_U64((uint64_t)cc, 5000000);
     ASSERT_EQ_U64((uint64_t)tc, 3000000);
     int ok = 1;
-    ok &= share_ok("Loop's self time, of Loop's", 100 * ls / lt, 100 * loop_empty / loop);
-    ok &= share_ok("Chain's total time, of Loop's", 100 * ct / lt, 100 * (loop - loop_empty) / loop);
-    ok &= share_ok("Driver's self time, of Driver's", 100 * ds / dt, 100 * no_calls / driver);
-    ok &= share_ok("Top's total time, of Driver's", 100 * tt / dt, 100 * (driver - no_top) / driver);
+    ok &= share_ok("Loop's self time, of Loop's", 100 * ls / lt, 100 * loop_empty / loop, SHARE_TOLERANCE);
+    ok &= share_ok("Chain's total time, of Loop's", 100 * ct / lt, 100 * (loop - loop_empty) / loop,
+                   SHARE_TOLERANCE);
+    ok &= share_ok("Driver's self time, of Driver's", 100 * ds / dt, 100 * no_calls / driver,
+                   SHARE_TOLERANCE_CALLER);
+    ok &= share_ok("Top's total time, of Driver's", 100 * tt / dt, 100 * (driver - no_top) / driver,
+                   SHARE_TOLERANCE);
     fprintf(stderr, "e2e: Chain per call %.1f ns (bare: %.1f ns)\n", ct / cc, loop - loop_empty);
     ASSERT(ok);
     return 0;
