@@ -163,25 +163,86 @@ int calls_filter_wants(const char *name, int all_code, const char *include, cons
     return 1;
 }
 
+/* A new entry (under fn_mu). */
 static calls_fn *fn_new(void) {
-    pthread_mutex_lock(&G.fn_mu);
     if (!G.fn_chunk || G.fn_used == FN_CHUNK) {
         calls_fn *c = calloc(FN_CHUNK, sizeof *c);
-        if (!c) {
-            pthread_mutex_unlock(&G.fn_mu);
+        if (!c)
             return NULL;
-        }
         G.fn_chunk = c; /* the old chunk stays: its entries are in use */
         G.fn_used = 0;
     }
-    calls_fn *f = &G.fn_chunk[G.fn_used++];
-    pthread_mutex_unlock(&G.fn_mu);
-    return f;
+    return &G.fn_chunk[G.fn_used++];
+}
+
+/* The functions mapped so far, by FunctionID (under fn_mu): the runtime asks
+ * again for each new code version of a function (tier 1, and on-stack
+ * replacement, whose code returns through the same frame the tier-0 code
+ * entered), and every version must get the same client ID. */
+static struct {
+    FunctionID *ids;
+    calls_fn **fns; /* NULL: not hooked */
+    size_t mask, n;
+} F;
+
+static int fn_lookup(FunctionID fid, calls_fn **out) {
+    if (!F.ids)
+        return 0;
+    for (size_t j = (size_t)((fid >> 4) * 0x9E3779B97F4A7C15ull >> 20) & F.mask;; j = (j + 1) & F.mask) {
+        if (F.ids[j] == fid) {
+            *out = F.fns[j];
+            return 1;
+        }
+        if (!F.ids[j])
+            return 0;
+    }
+}
+
+static void fn_remember(FunctionID fid, calls_fn *f) {
+    if (!fid || (F.n + 1) * 2 > (F.ids ? F.mask + 1 : 0)) {
+        size_t cap = F.ids ? (F.mask + 1) * 2 : 1024;
+        FunctionID *ids = calloc(cap, sizeof *ids);
+        calls_fn **fns = calloc(cap, sizeof *fns);
+        if (!fid || !ids || !fns) {
+            free(ids);
+            free(fns);
+            return;
+        }
+        for (size_t i = 0; F.ids && i <= F.mask; i++) {
+            if (!F.ids[i])
+                continue;
+            size_t j = (size_t)((F.ids[i] >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+            while (ids[j])
+                j = (j + 1) & (cap - 1);
+            ids[j] = F.ids[i];
+            fns[j] = F.fns[i];
+        }
+        free(F.ids);
+        free(F.fns);
+        F.ids = ids;
+        F.fns = fns;
+        F.mask = cap - 1;
+    }
+    size_t j = (size_t)((fid >> 4) * 0x9E3779B97F4A7C15ull >> 20) & F.mask;
+    while (F.ids[j] && F.ids[j] != fid)
+        j = (j + 1) & F.mask;
+    if (!F.ids[j])
+        F.n++;
+    F.ids[j] = fid;
+    F.fns[j] = f;
 }
 
 static UINT_PTR mapper(FunctionID fid, void *data, BOOL *hook) {
     (void)data;
     *hook = 0;
+    calls_fn *known;
+    pthread_mutex_lock(&G.fn_mu);
+    int seen = fn_lookup(fid, &known);
+    pthread_mutex_unlock(&G.fn_mu);
+    if (seen) {
+        *hook = known != NULL;
+        return known ? (UINT_PTR)known : fid;
+    }
     char name[TEXT_MAX];
     names_function_text(fid, name, sizeof name);
     ClassID cls = 0;
@@ -189,15 +250,24 @@ static UINT_PTR mapper(FunctionID fid, void *data, BOOL *hook) {
     mdToken token = 0;
     INFO_CALL(GetFunctionInfo, fid, &cls, &module, &token);
     int framework = !G.all_code && !G.include[0] && framework_module(module);
-    if (!calls_filter_wants(name, G.all_code, G.include, G.exclude, framework))
+    if (!calls_filter_wants(name, G.all_code, G.include, G.exclude, framework)) {
+        pthread_mutex_lock(&G.fn_mu);
+        fn_remember(fid, NULL);
+        pthread_mutex_unlock(&G.fn_mu);
         return fid;
-    calls_fn *f = fn_new();
+    }
+    pthread_mutex_lock(&G.fn_mu);
+    calls_fn *f = fn_lookup(fid, &known) ? known : fn_new(); /* another thread may have been first */
+    if (f && !f->id) {
+        f->id = fid;
+        f->module = module;
+        f->token = token;
+        f->name = names_get(NAMES_FUNCTION, fid, 1);
+        fn_remember(fid, f);
+    }
+    pthread_mutex_unlock(&G.fn_mu);
     if (!f)
         return fid;
-    f->id = fid;
-    f->module = module;
-    f->token = token;
-    f->name = names_get(NAMES_FUNCTION, fid, 1);
     *hook = 1;
     return (UINT_PTR)f;
 }
@@ -660,7 +730,7 @@ static inline calls_thread *leave_begin(const calls_fn *fn, uintptr_t csp, uint6
         return NULL;
     }
     const calls_fn *top = node_at(t, t->stack[t->depth - 1].node)->fn;
-    if (__builtin_expect(top != fn && top != NULL, 0)) {
+    if (__builtin_expect(top != fn && top != NULL && top->id != fn->id, 0)) {
         t->unmatched++;
         return NULL;
     }

@@ -59,6 +59,8 @@ static int key_cmp(const void *a, const void *b) {
     return x->ev < y->ev ? -1 : x->ev > y->ev;
 }
 
+static int report_fn(const jv *rep, const char *name, double *self, double *total, double *calls);
+
 /* The totals of every function named name (exactly), summed over the nodes and
  * threads of the trace: the last CallNode of each (thread, node) counts. */
 typedef struct fn_totals {
@@ -431,5 +433,49 @@ TEST(e2e_calls_shares) {
                    SHARE_TOLERANCE);
     fprintf(stderr, "e2e: Chain per call %.1f ns (bare: %.1f ns)\n", ct / cc, loop - loop_empty);
     ASSERT(ok);
+    return 0;
+}
+
+/* On-stack replacement (tiered compilation on, the default): OsrHot is entered
+ * once, at tier 0, and its hot loop moves to optimized code (the runtime asks
+ * the function ID mapper again for it) that returns through the same frame.
+ * Its call must end there: a balanced stack, OsrHot's time
+ * nearly all its own, about the thread's CPU time for the call, and OsrLeaf's
+ * 1000 calls under it. */
+TEST(e2e_calls_osr) {
+    e2e_run r;
+    const char *tiered[] = {"DOTNET_TieredCompilation=1", "DOTNET_TC_OnStackReplacement=1", NULL};
+    dnp_trace *t = calls_run(&r, "e2e_calls_osr", "osr", "1", tiered);
+    ASSERT(t != NULL);
+    int balanced = calls_balanced(t);
+    dnp_trace_free(t);
+    ASSERT(balanced);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT(out != NULL);
+    const char *cpu = strstr(out, " cpu ");
+    double cpu_ms = cpu ? atof(cpu + 5) : 0;
+    free(out);
+    ASSERT(cpu_ms > 0);
+    const char *args[] = {"report", "--json", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, args) == 0);
+    ASSERT_EQ_U64(r.status, 0);
+    size_t len;
+    char *json = e2e_read_file(r.out, &len);
+    ASSERT(json != NULL);
+    char err[160];
+    jv *rep = json_parse(json, len, err, sizeof err);
+    free(json);
+    ASSERT(rep != NULL);
+    double hs, ht, hc, ls, lt, lc;
+    int found = report_fn(rep, "Scenarios.CallsScenario::OsrHot", &hs, &ht, &hc) == 0 &&
+                report_fn(rep, "Scenarios.CallsScenario::OsrLeaf", &ls, &lt, &lc) == 0;
+    json_free(rep);
+    ASSERT(found);
+    fprintf(stderr, "e2e: OsrHot self %.1f ms, total %.1f ms; the call's CPU time %.1f ms\n", hs / 1e6,
+            ht / 1e6, cpu_ms);
+    ASSERT_EQ_U64((uint64_t)hc, 1);
+    ASSERT_EQ_U64((uint64_t)lc, 1000);
+    ASSERT(hs >= 0.9 * ht);
+    ASSERT(ht / 1e6 >= 0.7 * cpu_ms && ht / 1e6 <= 1.5 * cpu_ms);
     return 0;
 }
