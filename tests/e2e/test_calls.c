@@ -479,3 +479,40 @@ TEST(e2e_calls_osr) {
     ASSERT(ht / 1e6 >= 0.7 * cpu_ms && ht / 1e6 <= 1.5 * cpu_ms);
     return 0;
 }
+
+/* --calls=counts: the same exact counts and call paths as with times, and no
+ * time at all (no clock is read). */
+TEST(e2e_calls_counts_only) {
+    e2e_run r;
+    dnp_trace *t = calls_run(&r, "e2e_calls_counts_only", "recursion", "counts", NULL);
+    ASSERT(t != NULL);
+    ASSERT(calls_balanced(t));
+    ASSERT_EQ_U64(e2e_count(t, DNP_EV_CallsConfig), 1);
+    ASSERT_EQ_U64(e2e_count(t, DNP_EV_CallsOverhead), 0);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Recurse", 1010);
+    ASSERT_EQ_U64(calls_totals(t, "Scenarios.CallsScenario::Recurse").nodes, 101);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Fib", 21891);
+    for (size_t i = 0; i < t->nevents; i++)
+        if (t->events[i].kind == DNP_EV_CallNode)
+            ASSERT(e2e_field(&t->events[i], 5) == 0 && e2e_field(&t->events[i], 6) == 0);
+    dnp_trace_free(t);
+    return 0;
+}
+
+/* A bad DNPROF_CALLS is said once, and calls are recorded with times (1). */
+TEST(e2e_calls_bad_mode) {
+    e2e_run r;
+    dnp_trace *t = calls_run(&r, "e2e_calls_bad_mode", "recursion", "bogus", NULL);
+    ASSERT(t != NULL);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Fib", 21891);
+    dnp_trace_free(t);
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT(err != NULL);
+    const char *said = strstr(err, "DNPROF_CALLS='bogus' is not a calls mode");
+    int once = said && !strstr(said + 1, "DNPROF_CALLS='bogus'");
+    if (!once)
+        e2e_show_file("stderr", r.err);
+    free(err);
+    ASSERT(once);
+    return 0;
+}
