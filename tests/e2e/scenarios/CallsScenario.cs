@@ -4,6 +4,7 @@
 // is NoInlining: an inlined method has no hooks. tests/e2e/test_calls.c holds
 // the trace up against the counts printed here.
 using System;
+using System.Collections.Generic;
 using System.Reflection;
 using System.Reflection.Emit;
 using System.Runtime.CompilerServices;
@@ -50,6 +51,7 @@ public static class CallsScenario
             case "bench": return Bench(args);
             case "shares": return Shares(args);
             case "osr": Osr(); break;
+            case "alloc": return Alloc();
             case "all":
                 Recursion(); Tail(); Generics(); Threads(); Exceptions(); Async();
                 break;
@@ -429,5 +431,40 @@ public static class CallsScenario
         long start = ThreadCpuNs();
         long s = OsrHot(30_000_000);
         Console.WriteLine($"OsrHot calls 1 OsrLeaf calls 1000 value {s} cpu {(ThreadCpuNs() - start) / 1e6:F1} ms");
+    }
+
+    // ---- alloc: an allocating workload of many small calls, as a web
+    // endpoint's (bench_calls "alloc", issue 11's throughput) ----
+
+    public sealed class Item { public int Id; public string Name = ""; public double Price; }
+
+    public static Item MakeItem(int i) => new Item { Id = i, Name = "item" + i.ToString(), Price = i * 0.5 };
+
+    public static List<Item> Page(int start, int n)
+    {
+        var list = new List<Item>(n);
+        for (int i = 0; i < n; i++)
+            list.Add(MakeItem(start + i));
+        return list;
+    }
+
+    public static int Render(List<Item> items)
+    {
+        var sb = new System.Text.StringBuilder();
+        foreach (var it in items)
+            sb.Append(it.Name).Append(':').Append(it.Price).Append(';');
+        return sb.ToString().Length;
+    }
+
+    private static int Alloc()
+    {
+        long total = 0;
+        for (int i = 0; i < 2000; i++) // warm up: tiered compilation
+            total += Render(Page(i, 20));
+        var sw = System.Diagnostics.Stopwatch.StartNew();
+        for (int i = 0; i < 100_000; i++)
+            total += Render(Page(i, 20));
+        Console.WriteLine($"alloc {total} {sw.Elapsed.TotalMilliseconds:F1} ms");
+        return 0;
     }
 }
