@@ -338,16 +338,16 @@ TEST(e2e_calls_args_exceptions) {
  * CallsScenario's "shares" programs, measured twice: without a profiler, each
  * with its callees' work taken out (the truth: which share of the time is
  * whose, from the minimum of interleaved runs), and under --calls, read back
- * through `dnprof report --json`. Tiered compilation is off in both, so that
- * both run the same optimized code. Shares of the program's own total (Loop's,
- * Driver's) must agree within 3 points; Driver's self time within 8: the hooks'
+ * through `dnprof report --json` (the median of three runs). Tiered
+ * compilation is off in both, so that both run the same optimized code. Shares of the program's own total (Loop's,
+ * Driver's) must agree within 3 points; Driver's self time within 5: the hooks'
  * cost outside a call hides, partly, behind the latency-bound work its caller
  * did just before (out-of-order execution), which the agent's measure of that
  * cost cannot know (docs/calls.md). Before the hooks' cost was taken out, both
  * programs were off by 20 points and more. */
 
 #define SHARE_TOLERANCE 3.0
-#define SHARE_TOLERANCE_CALLER 8.0
+#define SHARE_TOLERANCE_CALLER 5.0
 
 /* The value of "truth NAME VALUE" in text, or -1. */
 static double truth_of(const char *text, const char *name) {
@@ -371,6 +371,11 @@ static int report_fn(const jv *rep, const char *name, double *self, double *tota
     }
     fprintf(stderr, "e2e: no function %s in the report\n", name);
     return -1;
+}
+
+static double median3(const double v[3]) {
+    double a = v[0], b = v[1], c = v[2];
+    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
 }
 
 static int share_ok(const char *what, double got, double truth, double tolerance) {
@@ -398,40 +403,53 @@ TEST(e2e_calls_shares) {
     free(text);
     ASSERT(loop > 0 && loop_empty > 0 && driver > 0 && no_top > 0 && no_calls > 0);
 
+    /* Three profiled runs, the median of each share: one run on a loaded
+     * machine can be preempted, or share its core, at the wrong moment. */
     const char *tc_off[] = {"DOTNET_TieredCompilation=0", NULL};
-    dnp_trace *t = calls_run(&r, "e2e_calls_shares", "shares", "1", tc_off);
-    ASSERT(t != NULL);
-    ASSERT(calls_balanced(t));
-    ASSERT(e2e_count(t, DNP_EV_CallsOverhead) > 0);
-    dnp_trace_free(t);
-    const char *args[] = {"report", "--json", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, args) == 0);
-    ASSERT_EQ_U64(r.status, 0);
-    size_t len;
-    char *json = e2e_read_file(r.out, &len);
-    ASSERT(json != NULL);
-    char err[160];
-    jv *rep = json_parse(json, len, err, sizeof err);
-    free(json);
-    ASSERT(rep != NULL);
-    double ls, lt, lc, cs, ct, cc, ds, dt, dc, ts, tt, tc;
-    ASSERT(report_fn(rep, "Scenarios.CallsScenario::Loop", &ls, &lt, &lc) == 0);
-    ASSERT(report_fn(rep, "Scenarios.CallsScenario::Chain", &cs, &ct, &cc) == 0);
-    ASSERT(report_fn(rep, "Scenarios.CallsScenario::Driver", &ds, &dt, &dc) == 0);
-    ASSERT(report_fn(rep, "Scenarios.CallsScenario::Top", &ts, &tt, &tc) == 0);
-    json_free(rep);
-    ASSERT(lt > 0 && dt > 0);
-    ASSERT_EQ_U64((uint64_t)cc, 5000000);
-    ASSERT_EQ_U64((uint64_t)tc, 3000000);
+    double got[4][3], per_call[3];
+    for (int run = 0; run < 3; run++) {
+        dnp_trace *t = calls_run(&r, "e2e_calls_shares", "shares", "1", tc_off);
+        ASSERT(t != NULL);
+        ASSERT(calls_balanced(t));
+        ASSERT(e2e_count(t, DNP_EV_CallsOverhead) > 0);
+        dnp_trace_free(t);
+        const char *args[] = {"report", "--json", r.trace, NULL};
+        ASSERT(e2e_dnprof(&r, args) == 0);
+        ASSERT_EQ_U64(r.status, 0);
+        size_t len;
+        char *json = e2e_read_file(r.out, &len);
+        ASSERT(json != NULL);
+        char err[160];
+        jv *rep = json_parse(json, len, err, sizeof err);
+        free(json);
+        ASSERT(rep != NULL);
+        double ls, lt, lc, cs, ct, cc, ds, dt, dc, ts, tt, tc;
+        int found = report_fn(rep, "Scenarios.CallsScenario::Loop", &ls, &lt, &lc) == 0 &&
+                    report_fn(rep, "Scenarios.CallsScenario::Chain", &cs, &ct, &cc) == 0 &&
+                    report_fn(rep, "Scenarios.CallsScenario::Driver", &ds, &dt, &dc) == 0 &&
+                    report_fn(rep, "Scenarios.CallsScenario::Top", &ts, &tt, &tc) == 0;
+        json_free(rep);
+        ASSERT(found);
+        ASSERT(lt > 0 && dt > 0);
+        ASSERT_EQ_U64((uint64_t)cc, 5000000);
+        ASSERT_EQ_U64((uint64_t)tc, 3000000);
+        got[0][run] = 100 * ls / lt;
+        got[1][run] = 100 * ct / lt;
+        got[2][run] = 100 * ds / dt;
+        got[3][run] = 100 * tt / dt;
+        per_call[run] = ct / cc;
+        fprintf(stderr, "e2e: run %d: Loop self %.1f%%, Chain %.1f%%, Driver self %.1f%%, Top %.1f%%, Chain %.1f ns\n",
+                run + 1, got[0][run], got[1][run], got[2][run], got[3][run], per_call[run]);
+    }
     int ok = 1;
-    ok &= share_ok("Loop's self time, of Loop's", 100 * ls / lt, 100 * loop_empty / loop, SHARE_TOLERANCE);
-    ok &= share_ok("Chain's total time, of Loop's", 100 * ct / lt, 100 * (loop - loop_empty) / loop,
+    ok &= share_ok("Loop's self time, of Loop's", median3(got[0]), 100 * loop_empty / loop, SHARE_TOLERANCE);
+    ok &= share_ok("Chain's total time, of Loop's", median3(got[1]), 100 * (loop - loop_empty) / loop,
                    SHARE_TOLERANCE);
-    ok &= share_ok("Driver's self time, of Driver's", 100 * ds / dt, 100 * no_calls / driver,
+    ok &= share_ok("Driver's self time, of Driver's", median3(got[2]), 100 * no_calls / driver,
                    SHARE_TOLERANCE_CALLER);
-    ok &= share_ok("Top's total time, of Driver's", 100 * tt / dt, 100 * (driver - no_top) / driver,
+    ok &= share_ok("Top's total time, of Driver's", median3(got[3]), 100 * (driver - no_top) / driver,
                    SHARE_TOLERANCE);
-    fprintf(stderr, "e2e: Chain per call %.1f ns (bare: %.1f ns)\n", ct / cc, loop - loop_empty);
+    fprintf(stderr, "e2e: Chain per call %.1f ns (bare: %.1f ns)\n", median3(per_call), loop - loop_empty);
     ASSERT(ok);
     return 0;
 }
