@@ -13,7 +13,12 @@
  * caller SP the fast-path hooks receive: a frame whose caller SP is at or below
  * that of a new call, or below that of a returning method, is dead. This needs
  * no help from the exception callbacks and cannot pop a frame that is alive;
- * calls_unwind_leave() only notes when the unwind happened (docs/calls.md). */
+ * calls_unwind_leave() only notes when the unwind happened (docs/calls.md).
+ *
+ * Most calls and returns take the fast paths (general registers only, nothing
+ * saved by the stubs); the rest the full C path. Call times come from an
+ * ordered clock less the time the thread waited for a CPU, and each thread
+ * measures its hooks' own cost (calibrate) for the reports to take out. */
 #include "calls.h"
 #include "clock.h"
 

@@ -158,7 +158,8 @@ int cmd_run(int argc, char **argv) {
         case OPT_EXCEPTIONS: exceptions = 1; break;
         case OPT_CALLS:
             if (optarg && strcmp(optarg, "counts") != 0)
-                return usage_error("run", "--calls takes no value or 'counts' (--calls=counts), not '%s'", optarg);
+                return usage_error("run", "--calls takes no value or 'counts' (--calls=counts), not '%s'",
+                                   optarg);
             calls = !calls || (calls == 4 && !optarg) ? (optarg ? 4 : 1) : calls;
             break;
         case OPT_TIMELINE: calls = calls == 3 ? 3 : 2; break;
