@@ -6,8 +6,11 @@
  *   agent     the agent loaded, no enter/leave hooks
  *   calls     DNPROF_CALLS=1: every method of the program hooked
  *   filtered  DNPROF_CALLS=1 DNPROF_INCLUDE='*::Leaf': only Leaf hooked
+ *   counts    DNPROF_CALLS=counts: every method hooked, no clock
  * and the added cost per hooked call (an enter+leave pair): (calls - bare) /
- * hooked calls. Tiered compilation is off in every run (optimized code only).
+ * hooked calls. It also measures, in this process, the floor of a timed pair:
+ * two clock reads (rdtsc, and lfence;rdtsc as the hooks read it), so that the
+ * ratio to the floor comes from one run. Tiered compilation is off in every run (optimized code only).
  * Workloads: fib = Fib(32), 7049155 hooked calls (Leaf is never
  * called); mixed = dictionary work calling Leaf every 16 iterations, 1250001
  * hooked calls (1250000 Leaf + MixedWork), 1250000 in the filtered run.
@@ -21,8 +24,36 @@
 
 #include "session.h"
 
-enum { BARE, AGENT, CALLS, FILTERED, NCONFIG };
-static const char *const config_names[NCONFIG] = {"bare", "agent", "calls", "filtered"};
+#include <stdint.h>
+#include <time.h>
+#include <x86intrin.h>
+
+static double mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* ns per clock read, the best of 5 runs of 2M reads: plain rdtsc, or lfence;rdtsc. */
+static double clock_read_ns(int fenced) {
+    double best = 1e9;
+    volatile uint64_t sink = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = mono_ns();
+        for (int i = 0; i < 2000000; i++) {
+            if (fenced)
+                _mm_lfence();
+            sink += __rdtsc();
+        }
+        double ns = (mono_ns() - t0) / 2e6;
+        best = ns < best ? ns : best;
+    }
+    (void)sink;
+    return best;
+}
+
+enum { BARE, AGENT, CALLS, FILTERED, COUNTS, NCONFIG };
+static const char *const config_names[NCONFIG] = {"bare", "agent", "calls", "filtered", "counts"};
 
 /* The workload's time in ms as the program prints it ("fib 2178309 123.4 ms"). */
 static double run_once(const char *agent, const char *dll, const char *what, int config) {
@@ -46,6 +77,8 @@ static double run_once(const char *agent, const char *dll, const char *what, int
         }
         if (config == CALLS || config == FILTERED)
             setenv(DNP_ENV_CALLS, "1", 1);
+        if (config == COUNTS)
+            setenv(DNP_ENV_CALLS, "counts", 1);
         if (config == FILTERED)
             setenv(DNP_ENV_INCLUDE, "*::Leaf", 1);
         execlp("dotnet", "dotnet", dll, "calls", "bench", what, (char *)NULL);
@@ -92,6 +125,10 @@ int main(int argc, char **argv) {
         const char *what;
         double hooked, hooked_filtered;
     } workloads[] = {{"fib", 7049155, 0}, {"mixed", 1250001, 1250000}};
+    double rdtsc_ns = clock_read_ns(0), fenced_ns = clock_read_ns(1);
+    printf("clock read: rdtsc %.1f ns, lfence;rdtsc %.1f ns: a timed pair's floor %.1f ns (2 x rdtsc), "
+           "%.1f ns (2 x lfence;rdtsc)\n",
+           rdtsc_ns, fenced_ns, 2 * rdtsc_ns, 2 * fenced_ns);
     for (size_t w = 0; w < sizeof workloads / sizeof *workloads; w++) {
         double ms[NCONFIG][100];
         for (int r = 0; r < runs; r++)
@@ -105,8 +142,12 @@ int main(int argc, char **argv) {
         printf("%s (median of %d runs, workload time):\n", workloads[w].what, runs);
         for (int c = 0; c < NCONFIG; c++)
             printf("  %-9s %9.1f ms  x%.2f\n", config_names[c], med[c], med[c] / med[BARE]);
-        printf("  per hooked call (enter+leave): %.1f ns (%.0f calls)\n",
-               (med[CALLS] - med[BARE]) * 1e6 / workloads[w].hooked, workloads[w].hooked);
+        double pair = (med[CALLS] - med[BARE]) * 1e6 / workloads[w].hooked;
+        printf("  per hooked call (enter+leave): %.1f ns (%.0f calls), x%.2f the rdtsc floor, x%.2f the "
+               "lfence;rdtsc floor\n",
+               pair, workloads[w].hooked, pair / (2 * rdtsc_ns), pair / (2 * fenced_ns));
+        printf("  counts only, per hooked call: %.1f ns\n",
+               (med[COUNTS] - med[BARE]) * 1e6 / workloads[w].hooked);
         if (workloads[w].hooked_filtered > 0)
             printf("  filtered, per hooked call: %.1f ns (%.0f calls)\n",
                    (med[FILTERED] - med[BARE]) * 1e6 / workloads[w].hooked_filtered,

@@ -13,10 +13,16 @@
  * caller SP the fast-path hooks receive: a frame whose caller SP is at or below
  * that of a new call, or below that of a returning method, is dead. This needs
  * no help from the exception callbacks and cannot pop a frame that is alive;
- * calls_unwind_leave() only notes when the unwind happened (docs/calls.md). */
+ * calls_unwind_leave() only notes when the unwind happened (docs/calls.md).
+ *
+ * Most calls and returns take the fast paths (general registers only, nothing
+ * saved by the stubs); the rest the full C path. Call times come from an
+ * ordered clock less the time the thread waited for a CPU, and each thread
+ * measures its hooks' own cost (calibrate) for the reports to take out. */
 #include "calls.h"
 #include "clock.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -32,8 +38,11 @@
 
 #include "callbacks.h"
 #include "calls_internal.h"
+#include "session.h"
 
 #define CALLS_EMIT_MS 100
+#define CALLS_GAP_US 500 /* a gap that may hide a preemption (thread_clock) */
+#define CALLS_EMIT_COUNT 65536u /* --calls=counts: leaves between looks at the clock */
 #define NODE_CHUNK 4096u
 #define MAX_CHUNKS 256u /* 1M nodes per thread; more go to the overflow node */
 #define MAX_DEPTH (1u << 18)
@@ -42,12 +51,22 @@
 
 /* ---- global state (set in Initialize, read-only afterwards) ---- */
 
+/* A gap between two hooks of a thread longer than this may hide a preemption
+ * (thread_clock); a copy of G.gap_ticks for the fast paths. */
+static uint64_t g_gap_ticks = UINT64_MAX;
+
+/* The stubs given to the runtime (calls_install). */
+static void (*g_elt_enter)(void) = dnp_elt_enter;
+static void (*g_elt_leave)(void) = dnp_elt_leave;
+
 static struct {
-    int mode; /* agent_config.calls */
+    int mode; /* agent_config.calls: CALLS_MODE_* */
     int all_code;
     int events; /* MethodEnter/Leave per call: timeline or args */
+    int timed;  /* frames are timed (not --calls=counts) */
     char include[1024], exclude[1024];
     uint64_t emit_ticks;
+    uint64_t gap_ticks; /* a gap this long between two hooks may hide a preemption */
     atomic_int stopped;
 
     pthread_mutex_t fn_mu; /* the function arena: the mapper only */
@@ -61,10 +80,17 @@ static struct {
     .reg_mu = PTHREAD_MUTEX_INITIALIZER,
 };
 
-/* ---- the clock (clock.h): raw ticks per call, nanoseconds when emitting ---- */
+/* ---- the clock (clock.h): raw ticks per call, nanoseconds when emitting ----
+ * Call times are read with an ordered clock (lfence; rdtsc): an unordered rdtsc
+ * runs before the latency-bound work ahead of it has finished, and the callee's
+ * last cycles would land on its caller. */
 
 static inline uint64_t ticks(void) {
     return clock_ticks();
+}
+
+static inline uint64_t call_ticks(void) {
+    return clock_ticks_ordered();
 }
 
 /* ---- filters ---- */
@@ -142,25 +168,86 @@ int calls_filter_wants(const char *name, int all_code, const char *include, cons
     return 1;
 }
 
+/* A new entry (under fn_mu). */
 static calls_fn *fn_new(void) {
-    pthread_mutex_lock(&G.fn_mu);
     if (!G.fn_chunk || G.fn_used == FN_CHUNK) {
         calls_fn *c = calloc(FN_CHUNK, sizeof *c);
-        if (!c) {
-            pthread_mutex_unlock(&G.fn_mu);
+        if (!c)
             return NULL;
-        }
         G.fn_chunk = c; /* the old chunk stays: its entries are in use */
         G.fn_used = 0;
     }
-    calls_fn *f = &G.fn_chunk[G.fn_used++];
-    pthread_mutex_unlock(&G.fn_mu);
-    return f;
+    return &G.fn_chunk[G.fn_used++];
+}
+
+/* The functions mapped so far, by FunctionID (under fn_mu): the runtime asks
+ * again for each new code version of a function (tier 1, and on-stack
+ * replacement, whose code returns through the same frame the tier-0 code
+ * entered), and every version must get the same client ID. */
+static struct {
+    FunctionID *ids;
+    calls_fn **fns; /* NULL: not hooked */
+    size_t mask, n;
+} F;
+
+static int fn_lookup(FunctionID fid, calls_fn **out) {
+    if (!F.ids)
+        return 0;
+    for (size_t j = (size_t)((fid >> 4) * 0x9E3779B97F4A7C15ull >> 20) & F.mask;; j = (j + 1) & F.mask) {
+        if (F.ids[j] == fid) {
+            *out = F.fns[j];
+            return 1;
+        }
+        if (!F.ids[j])
+            return 0;
+    }
+}
+
+static void fn_remember(FunctionID fid, calls_fn *f) {
+    if (!fid || (F.n + 1) * 2 > (F.ids ? F.mask + 1 : 0)) {
+        size_t cap = F.ids ? (F.mask + 1) * 2 : 1024;
+        FunctionID *ids = calloc(cap, sizeof *ids);
+        calls_fn **fns = calloc(cap, sizeof *fns);
+        if (!fid || !ids || !fns) {
+            free(ids);
+            free(fns);
+            return;
+        }
+        for (size_t i = 0; F.ids && i <= F.mask; i++) {
+            if (!F.ids[i])
+                continue;
+            size_t j = (size_t)((F.ids[i] >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+            while (ids[j])
+                j = (j + 1) & (cap - 1);
+            ids[j] = F.ids[i];
+            fns[j] = F.fns[i];
+        }
+        free(F.ids);
+        free(F.fns);
+        F.ids = ids;
+        F.fns = fns;
+        F.mask = cap - 1;
+    }
+    size_t j = (size_t)((fid >> 4) * 0x9E3779B97F4A7C15ull >> 20) & F.mask;
+    while (F.ids[j] && F.ids[j] != fid)
+        j = (j + 1) & F.mask;
+    if (!F.ids[j])
+        F.n++;
+    F.ids[j] = fid;
+    F.fns[j] = f;
 }
 
 static UINT_PTR mapper(FunctionID fid, void *data, BOOL *hook) {
     (void)data;
     *hook = 0;
+    calls_fn *known;
+    pthread_mutex_lock(&G.fn_mu);
+    int seen = fn_lookup(fid, &known);
+    pthread_mutex_unlock(&G.fn_mu);
+    if (seen) {
+        *hook = known != NULL;
+        return known ? (UINT_PTR)known : fid;
+    }
     char name[TEXT_MAX];
     names_function_text(fid, name, sizeof name);
     ClassID cls = 0;
@@ -168,15 +255,24 @@ static UINT_PTR mapper(FunctionID fid, void *data, BOOL *hook) {
     mdToken token = 0;
     INFO_CALL(GetFunctionInfo, fid, &cls, &module, &token);
     int framework = !G.all_code && !G.include[0] && framework_module(module);
-    if (!calls_filter_wants(name, G.all_code, G.include, G.exclude, framework))
+    if (!calls_filter_wants(name, G.all_code, G.include, G.exclude, framework)) {
+        pthread_mutex_lock(&G.fn_mu);
+        fn_remember(fid, NULL);
+        pthread_mutex_unlock(&G.fn_mu);
         return fid;
-    calls_fn *f = fn_new();
+    }
+    pthread_mutex_lock(&G.fn_mu);
+    calls_fn *f = fn_lookup(fid, &known) ? known : fn_new(); /* another thread may have been first */
+    if (f && !f->id) {
+        f->id = fid;
+        f->module = module;
+        f->token = token;
+        f->name = names_get(NAMES_FUNCTION, fid, 1);
+        fn_remember(fid, f);
+    }
+    pthread_mutex_unlock(&G.fn_mu);
     if (!f)
         return fid;
-    f->id = fid;
-    f->module = module;
-    f->token = token;
-    f->name = names_get(NAMES_FUNCTION, fid, 1);
     *hook = 1;
     return (UINT_PTR)f;
 }
@@ -189,14 +285,16 @@ typedef struct cnode {
     uint32_t dirty;
     uint32_t last_child; /* the child made or found last: most calls repeat it */
     uint32_t pad;
+    struct cnode *last_child_p; /* the same node, for the fast paths */
     uint64_t calls, incl, excl, tail; /* times in ticks */
-} cnode;
+} cnode; /* 64 bytes */
 
 typedef struct cframe {
     uint32_t node;
     uint32_t pad;
     uintptr_t csp; /* the method's caller SP */
     uint64_t start, child;
+    cnode *np; /* node_at(node): chunks never move */
 } cframe;
 
 typedef struct calls_thread {
@@ -210,21 +308,77 @@ typedef struct calls_thread {
     uint32_t *dirty;
     uint32_t ndirty, dirty_cap;
     uint64_t next_emit, unwind_at;
+    uint32_t countdown; /* --calls=counts: leaves left before the next look at the clock */
+    uint32_t pad;
     uint64_t unmatched, repaired, overflowed, open_at_end;
     uint64_t tid;
+    uint64_t inner_ps, outer_ps; /* the hooks' cost (calibrate), 0: not measured */
+    /* Time spent waiting for a CPU is taken out of the clock (docs/calls.md):
+     * frame times are the TSC less skew; a gap of more than G.gap_ticks since
+     * the thread's last clock read (last) makes it look at its run-queue wait. */
+    uint64_t last, skew;
+    uint64_t sched_wait; /* the run-queue wait seen last, ns */
+    uint64_t waited_ns;  /* taken out so far */
+    int sched_fd;        /* /proc/self/task/TID/schedstat, -1: none */
+    struct calls_thread *scratch; /* the calibration's tree (calibrate) */
     struct calls_thread *next;
 } calls_thread;
 
-/* The thread's state. pthread_getspecific, not __thread: a dlopen()ed library's
- * thread-locals are reached through __tls_get_addr or a dynamic TLS descriptor
- * (which saves every register), both dearer than this load (docs/calls.md). */
+/* The thread's state. Found by the fast paths through a table keyed by the
+ * thread pointer (%fs:0 on x86-64, unique among live threads): a load of %fs:0,
+ * a multiply, a compare. A dlopen()ed library's own thread-locals cannot be that
+ * cheap: initial-exec TLS needs the module's whole TLS segment (tens of KB here)
+ * in glibc's static TLS surplus (about 1.5 KB, and dlopen fails without it),
+ * and the general-dynamic and descriptor models cost a call, a dynamic
+ * descriptor saving every register. A thread whose slot is taken (a hash
+ * collision) takes the full path, with pthread_getspecific. The pthread key
+ * also gets the thread's end (its destructor). */
 static pthread_key_t t_key;
 static pthread_once_t t_key_once = PTHREAD_ONCE_INIT;
 static int t_key_made;
 static __thread int t_calls_dead; /* the thread's state was released: stay away */
 
+#define TLS_SLOTS 2048u
+typedef struct tls_slot {
+    _Atomic uintptr_t tp; /* 0: free */
+    calls_thread *t;
+} tls_slot;
+static tls_slot g_tls[TLS_SLOTS];
+
+__attribute__((always_inline, target("general-regs-only"))) static inline uintptr_t thread_pointer(void) {
+    uintptr_t tp = 0;
+#if defined(__x86_64__)
+    __asm__("movq %%fs:0, %0" : "=r"(tp));
+#endif
+    return tp;
+}
+
+#define TLS_SLOT_OF(tp) ((uint32_t)(((uint64_t)(tp) * 0x9E3779B97F4A7C15ull) >> 53) & (TLS_SLOTS - 1))
+
 static inline calls_thread *this_thread(void) {
     return t_key_made ? pthread_getspecific(t_key) : NULL;
+}
+
+/* Makes t (NULL: none) the thread's state, for both paths. */
+static void thread_bind(calls_thread *t) {
+    pthread_setspecific(t_key, t);
+    uintptr_t tp = thread_pointer();
+    if (!tp)
+        return;
+    tls_slot *s = &g_tls[TLS_SLOT_OF(tp)];
+    uintptr_t cur = atomic_load_explicit(&s->tp, memory_order_relaxed);
+    if (cur == tp) {
+        if (t) {
+            s->t = t;
+        } else {
+            s->t = NULL;
+            atomic_store_explicit(&s->tp, 0, memory_order_release);
+        }
+    } else if (t && cur == 0) {
+        uintptr_t zero = 0;
+        if (atomic_compare_exchange_strong(&s->tp, &zero, tp)) /* then only this thread reads it */
+            s->t = t;
+    }
 }
 
 static inline cnode *node_at(calls_thread *t, uint32_t i) {
@@ -237,15 +391,24 @@ static void make_key(void) {
     t_key_made = pthread_key_create(&t_key, thread_release) == 0;
 }
 
-static calls_thread *thread_new(void) {
-    if (t_calls_dead || atomic_load_explicit(&G.stopped, memory_order_relaxed))
-        return NULL;
-    pthread_once(&t_key_once, make_key);
-    if (!t_key_made)
-        return NULL;
+static void thread_free(calls_thread *t) {
+    if (!t)
+        return;
+    if (t->sched_fd >= 0)
+        close(t->sched_fd);
+    thread_free(t->scratch);
+    for (unsigned c = 0; c < MAX_CHUNKS && t->chunks[c]; c++)
+        free(t->chunks[c]);
+    free(t->stack);
+    free(t->hash);
+    free(t->dirty);
+    free(t);
+}
+
+static calls_thread *thread_alloc(void) {
     calls_thread *t = calloc(1, sizeof *t);
     if (!t)
-        goto fail;
+        return NULL;
     t->cap = 256;
     t->stack = malloc(t->cap * sizeof *t->stack);
     t->chunks[0] = calloc(NODE_CHUNK, sizeof(cnode));
@@ -253,27 +416,50 @@ static calls_thread *thread_new(void) {
     t->hash = calloc(t->hash_mask + 1, sizeof *t->hash);
     t->dirty_cap = 1024;
     t->dirty = malloc(t->dirty_cap * sizeof *t->dirty);
-    if (!t->stack || !t->chunks[0] || !t->hash || !t->dirty)
-        goto fail;
+    if (!t->stack || !t->chunks[0] || !t->hash || !t->dirty) {
+        thread_free(t);
+        return NULL;
+    }
     t->nnodes = 1;
+    t->countdown = CALLS_EMIT_COUNT;
+    t->sched_fd = -1;
+    return t;
+}
+
+static void calibrate(calls_thread *t, int batches, int pairs, int bound);
+static int sched_open(uint64_t tid);
+static void emit_overhead(calls_thread *t);
+static int sched_wait_ns(int fd, uint64_t *wait);
+
+static calls_thread *thread_new(void) {
+    if (t_calls_dead || atomic_load_explicit(&G.stopped, memory_order_relaxed))
+        return NULL;
+    pthread_once(&t_key_once, make_key);
+    if (!t_key_made)
+        return NULL;
+    calls_thread *t = thread_alloc();
+    if (!t) {
+        t_calls_dead = 1;
+        return NULL;
+    }
     t->tid = (uint64_t)syscall(SYS_gettid);
-    t->next_emit = ticks() + G.emit_ticks;
+    calibrate(t, 9, 128, 0);
+    emit_overhead(t);
+    if (G.timed) {
+        t->sched_fd = sched_open(t->tid);
+        if (sched_wait_ns(t->sched_fd, &t->sched_wait) != 0 && t->sched_fd >= 0) {
+            close(t->sched_fd);
+            t->sched_fd = -1;
+        }
+    }
+    t->last = ticks();
+    t->next_emit = t->last + G.emit_ticks;
     pthread_mutex_lock(&G.reg_mu);
     t->next = G.threads;
     G.threads = t;
     pthread_mutex_unlock(&G.reg_mu);
-    pthread_setspecific(t_key, t);
+    thread_bind(t);
     return t;
-fail:
-    if (t) {
-        free(t->stack);
-        free(t->chunks[0]);
-        free(t->hash);
-        free(t->dirty);
-        free(t);
-    }
-    t_calls_dead = 1;
-    return NULL;
 }
 
 static void mark_dirty_slow(calls_thread *t, uint32_t i, cnode *n) {
@@ -288,9 +474,12 @@ static void mark_dirty_slow(calls_thread *t, uint32_t i, cnode *n) {
     t->dirty[t->ndirty++] = i;
 }
 
+#define HASH_OF(parent, fn)                                                                        \
+    ((uint32_t)((((uint64_t)(uintptr_t)(fn) >> 3) * 0x9E3779B97F4A7C15ull ^                             \
+                 (uint64_t)(parent) * 0xC2B2AE3D27D4EB4Full) >> 32))
+
 static inline uint32_t hash_of(uint32_t parent, const calls_fn *fn) {
-    uint64_t h = ((uint64_t)(uintptr_t)fn >> 3) * 0x9E3779B97F4A7C15ull ^ (uint64_t)parent * 0xC2B2AE3D27D4EB4Full;
-    return (uint32_t)(h >> 32);
+    return HASH_OF(parent, fn);
 }
 
 static void hash_grow(calls_thread *t) {
@@ -384,7 +573,37 @@ static void emit_node(calls_thread *t, uint32_t i) {
 }
 
 /* The owner writes its changed nodes. */
+/* The thread's time waiting for a CPU (run queue) so far, in ns, from its
+ * schedstat; -1 without it. */
+static int sched_wait_ns(int fd, uint64_t *wait) {
+    char buf[128];
+    if (fd < 0)
+        return -1;
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    unsigned long long r, w;
+    if (sscanf(buf, "%llu %llu", &r, &w) != 2)
+        return -1;
+    *wait = w;
+    return 0;
+}
+
+static int sched_open(uint64_t tid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%llu/schedstat", (unsigned long long)tid);
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* The hooks' cost, and the run-queue wait taken out of the times so far. */
+static void emit_overhead(calls_thread *t) {
+    if (t->inner_ps || t->outer_ps)
+        REC(CallsOverhead, t->tid, t->inner_ps, t->outer_ps, t->waited_ns);
+}
+
 static void emit_dirty(calls_thread *t) {
+    emit_overhead(t);
     for (uint32_t k = 0; k < t->ndirty; k++) {
         uint32_t i = t->dirty[k];
         node_at(t, i)->dirty = 0;
@@ -396,6 +615,7 @@ static void emit_dirty(calls_thread *t) {
 /* Every node of a thread (Shutdown: possibly another thread's, read racily but
  * safely: chunks never move and are published before nnodes). */
 static void emit_all(calls_thread *t) {
+    emit_overhead(t);
     uint32_t n = atomic_load_explicit(&t->nnodes, memory_order_acquire);
     for (uint32_t i = 1; i < n; i++)
         emit_node(t, i);
@@ -405,7 +625,7 @@ static void emit_all(calls_thread *t) {
 
 static inline void frame_pop(calls_thread *t, uint64_t end, int tail) {
     cframe *f = &t->stack[--t->depth];
-    uint64_t incl = end > f->start ? end - f->start : 0;
+    uint64_t incl = G.timed && end > f->start ? end - f->start : 0;
     uint64_t excl = incl > f->child ? incl - f->child : 0;
     cnode *n = node_at(t, f->node);
     n->incl += incl;
@@ -414,6 +634,29 @@ static inline void frame_pop(calls_thread *t, uint64_t end, int tail) {
     mark_dirty(t, f->node, n);
     if (t->depth)
         t->stack[t->depth - 1].child += incl;
+}
+
+/* The thread's clock for frame times: the TSC less the time it waited for a
+ * CPU. A gap since its last read longer than any run of calls would leave
+ * unbroken may hold a preemption: the run-queue wait since the last look comes
+ * out of it (at most the gap). */
+static uint64_t thread_clock(calls_thread *t) {
+    uint64_t now = call_ticks() - t->skew;
+    if (now - t->last > G.gap_ticks && t->sched_fd >= 0) {
+        uint64_t wait;
+        if (sched_wait_ns(t->sched_fd, &wait) == 0 && wait > t->sched_wait) {
+            uint64_t ns = wait - t->sched_wait, gap = now - t->last;
+            uint64_t d = g_clock.tsc ? (uint64_t)((double)ns / g_clock.ns_per_tick) : ns;
+            if (d > gap)
+                d = gap;
+            t->skew += d;
+            now -= d;
+            t->waited_ns += clock_ticks_to_ns(d);
+            t->sched_wait = wait;
+        }
+    }
+    t->last = now;
+    return now;
 }
 
 /* The top frame was unwound by an exception: it ends when the unwind was seen
@@ -448,9 +691,11 @@ static inline void enter(const calls_fn *fn, uintptr_t csp) {
         if (!t)
             return;
     }
-    uint64_t now = ticks();
-    while (t->depth && t->stack[t->depth - 1].csp <= csp)
-        frame_orphan(t, now);
+    if (t->depth && t->stack[t->depth - 1].csp <= csp) {
+        uint64_t now = G.timed ? thread_clock(t) : 0;
+        while (t->depth && t->stack[t->depth - 1].csp <= csp)
+            frame_orphan(t, now);
+    }
     if (__builtin_expect(t->depth == t->cap, 0) && stack_grow(t) < 0) {
         t->skipped++;
         return;
@@ -461,17 +706,19 @@ static inline void enter(const calls_fn *fn, uintptr_t csp) {
     if (__builtin_expect(!i || node_at(t, i)->fn != fn, 0)) {
         i = child_node(t, parent, fn);
         up->last_child = i;
+        up->last_child_p = node_at(t, i);
     }
     cnode *n = node_at(t, i);
     n->calls++;
     mark_dirty(t, i, n);
     cframe *f = &t->stack[t->depth++];
     f->node = i;
+    f->np = n;
     f->csp = csp;
     f->child = 0;
-    f->start = now;
     if (G.events)
         REC(MethodEnter, fn->id, fn->name);
+    f->start = G.timed ? thread_clock(t) : 0; /* last: the hook's own work is outside */
 }
 
 /* A method returns: pops the dead frames above its own. Its thread's state when
@@ -480,7 +727,7 @@ static inline calls_thread *leave_begin(const calls_fn *fn, uintptr_t csp, uint6
     calls_thread *t = this_thread();
     if (__builtin_expect(!t, 0))
         return NULL;
-    *now = ticks();
+    *now = G.timed ? thread_clock(t) : ticks(); /* first: the hook's own work is outside */
     if (__builtin_expect(t->skipped != 0, 0)) {
         t->skipped--;
         return NULL;
@@ -492,7 +739,7 @@ static inline calls_thread *leave_begin(const calls_fn *fn, uintptr_t csp, uint6
         return NULL;
     }
     const calls_fn *top = node_at(t, t->stack[t->depth - 1].node)->fn;
-    if (__builtin_expect(top != fn && top != NULL, 0)) {
+    if (__builtin_expect(top != fn && top != NULL && top->id != fn->id, 0)) {
         t->unmatched++;
         return NULL;
     }
@@ -501,10 +748,243 @@ static inline calls_thread *leave_begin(const calls_fn *fn, uintptr_t csp, uint6
 
 static inline void leave_end(calls_thread *t, uint64_t now, int tail) {
     frame_pop(t, now, tail);
+    t->countdown = CALLS_EMIT_COUNT;
     if (__builtin_expect((int64_t)(now - t->next_emit) >= 0, 0)) {
-        t->next_emit = now + G.emit_ticks;
+        /* the hooks' cost again (the machine's load changes it), then the
+         * nodes; the time this takes is no one's: out of the thread's clock */
+        uint64_t t0 = ticks();
+        calibrate(t, 9, 64, 1);
         emit_dirty(t);
+        t->skew += ticks() - t0;
+        t->next_emit = now + G.emit_ticks;
     }
+}
+
+/* ---- the fast paths ----
+ * What most calls and returns need, in code that touches general registers only
+ * and saves every register it uses (no_caller_saved_registers): the stubs
+ * (elt_amd64.S) call these without saving the method's argument or return
+ * registers, and call the full C path (calls_hook_*) only when one returns
+ * non-zero, having changed nothing: a new thread, a new call path, a frame to
+ * repair, a node to mark, a deep stack, a tree to write out. No function calls
+ * in here, nothing that is not inlined. */
+
+#if defined(__x86_64__)
+#define FAST_FN __attribute__((no_caller_saved_registers, target("general-regs-only"), used, visibility("hidden")))
+#define FAST_NODE(t, i) (&(t)->chunks[(i) / NODE_CHUNK][(i) % NODE_CHUNK])
+
+__attribute__((always_inline, target("general-regs-only"))) static inline uint64_t fast_ticks(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("lfence\n\trdtsc" : "=a"(lo), "=d"(hi)::"memory");
+    return (uint64_t)hi << 32 | lo;
+}
+
+__attribute__((always_inline, target("general-regs-only"))) static inline int
+fast_enter(uintptr_t client, uintptr_t csp, int timed) {
+    uintptr_t tp = thread_pointer();
+    const tls_slot *slot = &g_tls[TLS_SLOT_OF(tp)];
+    if (atomic_load_explicit(&slot->tp, memory_order_relaxed) != tp)
+        return 1;
+    calls_thread *t = slot->t;
+    uint64_t now = 0;
+    if (timed) {
+        now = fast_ticks() - t->skew;
+        if (now - t->last > g_gap_ticks)
+            return 1;
+    }
+    uint32_t d = t->depth, parent = 0;
+    if (d == t->cap)
+        return 1;
+    cnode *up = t->chunks[0]; /* the root */
+    if (d) {
+        const cframe *top = &t->stack[d - 1];
+        if (top->csp <= csp)
+            return 1;
+        parent = top->node;
+        up = top->np;
+    }
+    cnode *n = up->last_child_p;
+    uint32_t i = up->last_child;
+    if (!n || n->fn != (const calls_fn *)client) {
+        /* another child: the hash table (a caller of several functions) */
+        uint32_t j = HASH_OF(parent, client) & t->hash_mask;
+        for (;; j = (j + 1) & t->hash_mask) {
+            i = t->hash[j];
+            if (!i)
+                return 1;
+            n = FAST_NODE(t, i);
+            if (n->fn == (const calls_fn *)client && n->parent == parent)
+                break;
+        }
+        up->last_child = i;
+        up->last_child_p = n;
+    }
+    if (!n->dirty)
+        return 1;
+    n->calls++;
+    cframe *f = &t->stack[d];
+    f->node = i;
+    f->np = n;
+    f->csp = csp;
+    f->child = 0;
+    t->depth = d + 1;
+    f->start = now;
+    t->last = now;
+    return 0;
+}
+
+__attribute__((always_inline, target("general-regs-only"))) static inline int
+fast_leave(uintptr_t client, uintptr_t csp, int timed) {
+    uint64_t tsc = timed ? fast_ticks() : 0;
+    uintptr_t tp = thread_pointer();
+    const tls_slot *slot = &g_tls[TLS_SLOT_OF(tp)];
+    if (atomic_load_explicit(&slot->tp, memory_order_relaxed) != tp)
+        return 1;
+    calls_thread *t = slot->t;
+    if (t->skipped)
+        return 1;
+    uint64_t now = tsc - t->skew;
+    if (timed && now - t->last > g_gap_ticks)
+        return 1;
+    uint32_t d = t->depth;
+    if (!d)
+        return 1;
+    cframe *f = &t->stack[d - 1];
+    if (f->csp != csp)
+        return 1;
+    cnode *n = f->np;
+    if (n->fn != (const calls_fn *)client || !n->dirty)
+        return 1;
+    if (timed) {
+        if ((int64_t)(now - t->next_emit) >= 0)
+            return 1;
+        uint64_t incl = now > f->start ? now - f->start : 0;
+        n->incl += incl;
+        n->excl += incl > f->child ? incl - f->child : 0;
+        if (d > 1)
+            f[-1].child += incl;
+        t->last = now;
+    } else {
+        if (!t->countdown)
+            return 1;
+        t->countdown--;
+    }
+    t->depth = d - 1;
+    return 0;
+}
+
+FAST_FN int calls_fast_enter_timed(uintptr_t client, uintptr_t csp) {
+    return fast_enter(client, csp, 1);
+}
+FAST_FN int calls_fast_leave_timed(uintptr_t client, uintptr_t csp) {
+    return fast_leave(client, csp, 1);
+}
+FAST_FN int calls_fast_enter_counts(uintptr_t client, uintptr_t csp) {
+    return fast_enter(client, csp, 0);
+}
+FAST_FN int calls_fast_leave_counts(uintptr_t client, uintptr_t csp) {
+    return fast_leave(client, csp, 0);
+}
+#endif
+
+/* ---- the hooks' own cost ----
+ * A timed call costs its hooks' work: the part between the two clock reads
+ * (after the enter's, before the leave's) is inside the callee's interval, the
+ * rest (the JITted call sequence, the stubs, the enter's work before its read
+ * and the leave's after it) lands in the caller's. Each thread measures both at
+ * its start, by running pairs of calls of a dummy function through the very
+ * stubs the JIT calls, on a tree of its own, and writes them in a CallsOverhead
+ * event; the report subtracts them (calltree.c): the inner part from each call,
+ * both parts from each caller for each call below it. Median of batches, so
+ * that a preemption in one batch does not count. */
+
+#define CAL_BATCHES 9
+#define CAL_BODY 24 /* multiplies in the dummy's body */
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A tree of two nodes for the dummy function, the thread's own. */
+static calls_thread *scratch_new(void) {
+    calls_thread *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->cap = 4;
+    t->stack = malloc(t->cap * sizeof *t->stack);
+    t->chunks[0] = calloc(2, sizeof(cnode)); /* node_at() never goes past node 1 here */
+    t->hash_mask = 15;
+    t->hash = calloc(t->hash_mask + 1, sizeof *t->hash);
+    t->dirty_cap = 4;
+    t->dirty = malloc(t->dirty_cap * sizeof *t->dirty);
+    t->sched_fd = -1;
+    t->nnodes = 1;
+    t->countdown = CALLS_EMIT_COUNT;
+    if (!t->stack || !t->chunks[0] || !t->hash || !t->dirty) {
+        thread_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* Measures the hooks' cost on this thread (batches of pairs, the median), into
+ * t->inner_ps and outer_ps; then binds t (bound) or nothing as the thread's
+ * state. Nothing without the fast timed stubs. */
+static void calibrate(calls_thread *t, int batches, int pairs, int bound) {
+#if defined(__x86_64__)
+    if (G.mode != CALLS_MODE_TIMES || !g_clock.tsc || g_elt_enter != dnp_elt_enter_timed)
+        return;
+    if (!t->scratch && !(t->scratch = scratch_new()))
+        return;
+    calls_thread *s = t->scratch;
+    static calls_fn dummy; /* never in a tree that is written */
+    s->next_emit = ticks() + (1ull << 62);
+    s->last = ticks();
+    thread_bind(s);
+    /* A callee's body hides the end of the enter hook, all of it when the
+     * body is a long latency-bound chain, none when it is empty: the inner part
+     * is taken as the midpoint of the two (the callee's body is not known).
+     * The long one is timed alone too and taken out. */
+    uint64_t tot[CAL_BATCHES], in[CAL_BATCHES], body[CAL_BATCHES], empty[CAL_BATCHES];
+    if (batches > CAL_BATCHES)
+        batches = CAL_BATCHES;
+    dnp_elt_calibrate((uintptr_t)&dummy, 8, g_elt_enter, g_elt_leave, CAL_BODY); /* warm up, make the node */
+    for (int b = 0; b < batches; b++) {
+        cnode *n = node_at(s, 1);
+        uint64_t before = n->incl;
+        uint64_t t0 = call_ticks();
+        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, CAL_BODY);
+        uint64_t t1 = call_ticks();
+        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, dnp_elt_nop, dnp_elt_nop, CAL_BODY);
+        uint64_t t2 = call_ticks();
+        tot[b] = t1 - t0;
+        body[b] = t2 - t1;
+        in[b] = n->incl - before;
+        before = n->incl;
+        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, 0);
+        empty[b] = n->incl - before;
+    }
+    thread_bind(bound ? t : NULL);
+    if (s->nnodes != 2 || s->unmatched || s->depth)
+        return;
+    qsort(tot, (size_t)batches, sizeof *tot, cmp_u64);
+    qsort(in, (size_t)batches, sizeof *in, cmp_u64);
+    qsort(body, (size_t)batches, sizeof *body, cmp_u64);
+    qsort(empty, (size_t)batches, sizeof *empty, cmp_u64);
+    double ps = g_clock.ns_per_tick * 1000.0 / pairs;
+    double inner_long = (double)in[batches / 2] * ps, total = (double)tot[batches / 2] * ps;
+    double alone = (double)body[batches / 2] * ps, inner_empty = (double)empty[batches / 2] * ps;
+    double hidden = inner_long > alone ? inner_long - alone : 0;
+    double inner = (hidden + (inner_empty > hidden ? inner_empty : hidden)) / 2;
+    t->inner_ps = (uint64_t)inner;
+    t->outer_ps = total > inner_long ? (uint64_t)(total - inner_long) : 0;
+#else
+    (void)t;
+    (void)batches;
+    (void)pairs;
+    (void)bound;
+#endif
 }
 
 /* ---- the hooks ---- */
@@ -613,9 +1093,10 @@ static void thread_report(calls_thread *t, int ended) {
 static void thread_release(void *p) {
     calls_thread *t = p;
     t_calls_dead = 1;
+    thread_bind(NULL);
     if (!t)
         return;
-    uint64_t now = ticks();
+    uint64_t now = ticks() - t->skew;
     while (t->depth) {
         t->open_at_end++;
         frame_orphan(t, now);
@@ -632,12 +1113,7 @@ static void thread_release(void *p) {
         thread_report(t, 1);
     }
     pthread_mutex_unlock(&G.reg_mu);
-    for (unsigned c = 0; c < MAX_CHUNKS && t->chunks[c]; c++)
-        free(t->chunks[c]);
-    free(t->stack);
-    free(t->hash);
-    free(t->dirty);
-    free(t);
+    thread_free(t);
 }
 
 void calls_shutdown(void) {
@@ -655,7 +1131,7 @@ void calls_shutdown(void) {
 void calls_unwind_leave(void) {
     calls_thread *t = this_thread();
     if (t)
-        t->unwind_at = ticks();
+        t->unwind_at = ticks() - t->skew;
 }
 
 /* ---- start ---- */
@@ -672,12 +1148,18 @@ int calls_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high
         G.mode = 0;
         return 0;
     }
+    const char *text = getenv(DNP_ENV_CALLS);
+    if (text && *text && strcmp(text, "0") != 0 && strcmp(text, "1") != 0 && strcmp(text, "counts") != 0 &&
+        strcmp(text, "timeline") != 0 && strcmp(text, "args") != 0)
+        agent_say("%s='%s' is not a calls mode (1, counts, timeline, args); recording counts and times (1)",
+                  DNP_ENV_CALLS, text);
     G.all_code = cfg->all_code;
-    G.events = G.mode >= 2;
+    G.events = G.mode == CALLS_MODE_ARGS || G.mode == CALLS_MODE_TIMELINE;
+    G.timed = G.mode != CALLS_MODE_COUNTS;
     snprintf(G.include, sizeof G.include, "%s", cfg->include);
     snprintf(G.exclude, sizeof G.exclude, "%s", cfg->exclude);
     *mask |= COR_PRF_MONITOR_ENTERLEAVE;
-    if (G.mode == 2)
+    if (G.mode == CALLS_MODE_ARGS)
         *mask |= COR_PRF_ENABLE_FUNCTION_ARGS | COR_PRF_ENABLE_FUNCTION_RETVAL |
                  COR_PRF_ENABLE_FRAME_INFO;
     if (G.all_code)
@@ -691,6 +1173,9 @@ int calls_install(void) {
     clock_calibrate(5, 1); /* call times need the rate now, not after the writer measured it */
     G.emit_ticks = g_clock.tsc ? (uint64_t)((double)CALLS_EMIT_MS * 1e6 / g_clock.ns_per_tick)
                                : (uint64_t)CALLS_EMIT_MS * 1000000u;
+    G.gap_ticks = g_clock.tsc ? (uint64_t)((double)CALLS_GAP_US * 1e3 / g_clock.ns_per_tick)
+                              : (uint64_t)CALLS_GAP_US * 1000u;
+    g_gap_ticks = G.gap_ticks;
     REC(CallsConfig, (uint64_t)G.mode, (uint64_t)G.all_code, rec_string(G.include, strlen(G.include)),
         rec_string(G.exclude, strlen(G.exclude)));
     if (g_clock.tsc)
@@ -698,13 +1183,22 @@ int calls_install(void) {
                  1.0 / g_clock.ns_per_tick);
     else
         rec_note(0, "calls: clock CLOCK_MONOTONIC (no invariant TSC)");
+#if defined(__x86_64__)
+    if (G.mode == CALLS_MODE_TIMES && g_clock.tsc) {
+        g_elt_enter = dnp_elt_enter_timed;
+        g_elt_leave = dnp_elt_leave_timed;
+    } else if (G.mode == CALLS_MODE_COUNTS) {
+        g_elt_enter = dnp_elt_enter_counts;
+        g_elt_leave = dnp_elt_leave_counts;
+    }
+#endif
     HRESULT hr = INFO_CALL(SetFunctionIDMapper2, mapper, NULL);
     if (SUCCEEDED(hr)) {
-        if (G.mode == 2)
+        if (G.mode == CALLS_MODE_ARGS)
             hr = INFO_CALL(SetEnterLeaveFunctionHooks3WithInfo, slow_enter, slow_leave, slow_tailcall);
         else
-            hr = INFO_CALL(SetEnterLeaveFunctionHooks3, (FunctionEnter3 *)(void *)dnp_elt_enter,
-                           (FunctionLeave3 *)(void *)dnp_elt_leave,
+            hr = INFO_CALL(SetEnterLeaveFunctionHooks3, (FunctionEnter3 *)(void *)g_elt_enter,
+                           (FunctionLeave3 *)(void *)g_elt_leave,
                            (FunctionTailcall3 *)(void *)dnp_elt_tailcall);
     }
     if (FAILED(hr)) {

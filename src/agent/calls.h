@@ -7,6 +7,15 @@
 
 #include "config.h"
 
+/* agent_config.calls: what is recorded. */
+enum {
+    CALLS_MODE_OFF = 0,
+    CALLS_MODE_TIMES = 1,    /* DNPROF_CALLS=1: counts and times per call path */
+    CALLS_MODE_ARGS = 2,     /* args: and every call with its arguments (slow path) */
+    CALLS_MODE_TIMELINE = 3, /* timeline: and every enter and leave */
+    CALLS_MODE_COUNTS = 4,   /* counts: counts and call paths, no clock */
+};
+
 /* Adds to the event mask what cfg->calls needs (before SetEventMask). 0, or -1
  * after saying why. Nothing when cfg->calls is 0. */
 int calls_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high);

@@ -22,6 +22,16 @@ typedef struct calls_fn {
 void dnp_elt_enter(void);
 void dnp_elt_leave(void);
 void dnp_elt_tailcall(void);
+/* Fast stubs: a fast path first (calls.c), the full stub when it declines. */
+void dnp_elt_enter_timed(void);
+void dnp_elt_leave_timed(void);
+void dnp_elt_enter_counts(void);
+void dnp_elt_leave_counts(void);
+/* Runs pairs enter/leave calls of client as JITted code would, around a body
+ * of body dependent multiplies (calibration); dnp_elt_nop: a hook that returns. */
+void dnp_elt_calibrate(uintptr_t client, uint64_t pairs, void (*enter)(void), void (*leave)(void),
+                       uint64_t body);
+void dnp_elt_nop(void);
 
 /* What the stubs call: the client ID and the method's caller SP. */
 void calls_hook_enter(uintptr_t client, uintptr_t caller_sp);

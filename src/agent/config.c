@@ -85,7 +85,10 @@ void config_from_env(agent_config *cfg) {
     cfg->flush_ms = config_flush_ms();
     const char *calls = getenv(DNP_ENV_CALLS);
     if (calls && *calls && strcmp(calls, "0") != 0)
-        cfg->calls = strcmp(calls, "args") == 0 ? 2 : strcmp(calls, "timeline") == 0 ? 3 : 1;
+        cfg->calls = strcmp(calls, "args") == 0       ? 2
+                     : strcmp(calls, "timeline") == 0 ? 3
+                     : strcmp(calls, "counts") == 0   ? 4
+                                                      : 1;
     const char *all = getenv(DNP_ENV_ALL_CODE);
     cfg->all_code = all && *all && strcmp(all, "0") != 0;
     copy_env(cfg->include, sizeof cfg->include, DNP_ENV_INCLUDE);

@@ -14,7 +14,8 @@ typedef struct agent_config {
     unsigned flush_ms;   /* background flush period, 0 for the default */
     /* method enter/leave (calls.c) */
     int calls;           /* 0 off, 1 counts and times (fast path), 2 with arguments (slow path),
-                            3 counts, times and every call in order (fast path, timeline) */
+                            3 counts, times and every call in order (fast path, timeline),
+                            4 counts and call paths only (no clock) */
     int all_code;        /* framework code too: no inlining, no ReadyToRun code */
     char include[1024];  /* comma-separated globs of functions to hook, "" for the default */
     char exclude[1024];  /* comma-separated globs of functions not to hook */

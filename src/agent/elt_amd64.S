@@ -107,4 +107,138 @@ dnp_elt_enter:
     DNP_ELT_RETURN_STUB dnp_elt_leave, calls_hook_leave
     DNP_ELT_RETURN_STUB dnp_elt_tailcall, calls_hook_tailcall
 
+/* The fast stubs: call a fast path (calls.c), which keeps every register but
+ * rax and returns 0 when it did the work, and go on to the full stub above when
+ * it returns non-zero (it then changed nothing). Enter: the client ID and caller
+ * SP are passed in rdi and rsi, which hold arguments: kept around the call; rax
+ * may be trashed. Leave: rdi and rsi already hold them; rax holds a return
+ * value: kept in r11, which the fast path keeps and the contract lets us trash. */
+.macro DNP_ELT_FAST_ENTER name, fast, full
+    .globl \name
+    .hidden \name
+    .type \name, @function
+    .p2align 4
+\name:
+    .cfi_startproc
+    push rdi
+    .cfi_adjust_cfa_offset 8
+    push rsi
+    .cfi_adjust_cfa_offset 8
+    mov rdi, r14
+    mov rsi, r15
+    call \fast
+    pop rsi
+    .cfi_adjust_cfa_offset -8
+    pop rdi
+    .cfi_adjust_cfa_offset -8
+    test eax, eax
+    jnz \full
+    ret
+    .cfi_endproc
+    .size \name, . - \name
+.endm
+
+.macro DNP_ELT_FAST_LEAVE name, fast, full
+    .globl \name
+    .hidden \name
+    .type \name, @function
+    .p2align 4
+\name:
+    .cfi_startproc
+    mov r11, rax
+    call \fast
+    test eax, eax
+    mov rax, r11
+    jnz \full
+    ret
+    .cfi_endproc
+    .size \name, . - \name
+.endm
+
+    DNP_ELT_FAST_ENTER dnp_elt_enter_timed, calls_fast_enter_timed, dnp_elt_enter
+    DNP_ELT_FAST_LEAVE dnp_elt_leave_timed, calls_fast_leave_timed, dnp_elt_leave
+    DNP_ELT_FAST_ENTER dnp_elt_enter_counts, calls_fast_enter_counts, dnp_elt_enter
+    DNP_ELT_FAST_LEAVE dnp_elt_leave_counts, calls_fast_leave_counts, dnp_elt_leave
+
+/* void dnp_elt_calibrate(uintptr_t client, uint64_t pairs, void (*enter)(void),
+ * void (*leave)(void), uint64_t body): calls enter and leave pairs times as
+ * JITted code does (client ID and caller SP in r14/r15, then in rdi/rsi), for a
+ * method whose body is a chain of body dependent multiplies, one chain through
+ * all the calls, from argument (rdi) to return value (rax) as in a method that
+ * computes: the hooks' own cost (calls.c).
+ * dnp_elt_nop for both gives the body's own time. */
+    .globl dnp_elt_nop
+    .hidden dnp_elt_nop
+    .type dnp_elt_nop, @function
+    .p2align 4
+dnp_elt_nop:
+    .cfi_startproc
+    ret
+    .cfi_endproc
+    .size dnp_elt_nop, . - dnp_elt_nop
+
+    .globl dnp_elt_calibrate
+    .hidden dnp_elt_calibrate
+    .type dnp_elt_calibrate, @function
+    .p2align 4
+dnp_elt_calibrate:
+    .cfi_startproc
+    push rbp
+    .cfi_def_cfa_offset 16
+    .cfi_offset rbp, -16
+    mov rbp, rsp
+    .cfi_def_cfa_register rbp
+    push rbx
+    push r12
+    push r13
+    push r14
+    push r15
+    .cfi_offset rbx, -24
+    .cfi_offset r12, -32
+    .cfi_offset r13, -40
+    .cfi_offset r14, -48
+    .cfi_offset r15, -56
+    push rcx
+    push r8
+    push r8
+    mov r12, rdi
+    mov r13, rsi
+    mov rbx, rdx
+    mov rdi, r12
+    test r13, r13
+    jz 2f
+1:
+    mov r14, r12
+    mov r15, rbp
+    call rbx
+    mov rcx, [rsp]
+    test rcx, rcx
+    jz 4f
+3:
+    imul rdi, rdi
+    dec rcx
+    jnz 3b
+4:
+    mov rax, rdi
+    mov rdi, r12
+    mov rsi, rbp
+    call [rsp + 16]
+    mov rdi, rax
+    dec r13
+    jnz 1b
+2:
+    pop r8
+    pop r8
+    pop rcx
+    pop r15
+    pop r14
+    pop r13
+    pop r12
+    pop rbx
+    pop rbp
+    .cfi_def_cfa rsp, 8
+    ret
+    .cfi_endproc
+    .size dnp_elt_calibrate, . - dnp_elt_calibrate
+
     .section .note.GNU-stack, "", @progbits

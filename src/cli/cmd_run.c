@@ -38,6 +38,7 @@ static void run_help(void) {
           "                      --exceptions); with --events, added to those families\n"
           "      --calls         every call of managed code: exact call counts and times\n"
           "                      per call path (read them with dnprof report, dnprof convert)\n"
+          "      --calls=counts  exact call counts and call paths only, no clock (cheaper)\n"
           "      --timeline      --calls, and every enter and leave in time order too\n"
           "      --args          --timeline with the arguments and return values (slow)\n"
           "      --include GLOB  only functions whose Namespace.Class::Method matches GLOB\n"
@@ -157,7 +158,7 @@ int cmd_run(int argc, char **argv) {
         {"events", required_argument, NULL, 'e'}, {"output", required_argument, NULL, 'o'},
         {"flush-ms", required_argument, NULL, OPT_FLUSH}, {"quiet", no_argument, NULL, 'q'},
         {"exceptions", no_argument, NULL, OPT_EXCEPTIONS},
-        {"calls", no_argument, NULL, OPT_CALLS}, {"timeline", no_argument, NULL, OPT_TIMELINE},
+        {"calls", optional_argument, NULL, OPT_CALLS}, {"timeline", no_argument, NULL, OPT_TIMELINE},
         {"args", no_argument, NULL, OPT_ARGS}, {"include", required_argument, NULL, OPT_INCLUDE},
         {"exclude", required_argument, NULL, OPT_EXCLUDE}, {"all-code", no_argument, NULL, OPT_ALL_CODE},
         {"alloc", no_argument, NULL, OPT_ALLOC},
@@ -165,7 +166,7 @@ int cmd_run(int argc, char **argv) {
     const char *events = NULL, *output = NULL, *flush_ms = NULL;
     int exceptions = 0;
     char exc_events[1100];
-    int calls = 0, all_code = 0; /* calls: 0, 1 --calls, 2 --timeline, 3 --args */
+    int calls = 0, all_code = 0; /* calls: 0, 1 --calls, 2 --timeline, 3 --args, 4 --calls=counts */
     char include[1024] = "", exclude[1024] = "";
     int quiet = 0, alloc = 0, c;
     while ((c = getopt_long(argc, argv, "+:e:o:qh", longopts, NULL)) != -1) {
@@ -174,8 +175,13 @@ int cmd_run(int argc, char **argv) {
         case 'o': output = optarg; break;
         case OPT_FLUSH: flush_ms = optarg; break;
         case OPT_EXCEPTIONS: exceptions = 1; break;
-        case OPT_CALLS: calls = calls > 1 ? calls : 1; break;
-        case OPT_TIMELINE: calls = calls > 2 ? calls : 2; break;
+        case OPT_CALLS:
+            if (optarg && strcmp(optarg, "counts") != 0)
+                return usage_error("run", "--calls takes no value or 'counts' (--calls=counts), not '%s'",
+                                   optarg);
+            calls = !calls || (calls == 4 && !optarg) ? (optarg ? 4 : 1) : calls;
+            break;
+        case OPT_TIMELINE: calls = calls == 3 ? 3 : 2; break;
         case OPT_ARGS: calls = 3; break;
         case OPT_INCLUDE:
         case OPT_EXCLUDE: {
@@ -216,7 +222,7 @@ int cmd_run(int argc, char **argv) {
     if (!calls && (include[0] || exclude[0] || all_code))
         calls = 1;
     if (calls) {
-        static const char *const modes[] = {NULL, "1", "timeline", "args"};
+        static const char *const modes[] = {NULL, "1", "timeline", "args", "counts"};
         setenv(DNP_ENV_CALLS, modes[calls], 1);
         if (include[0])
             setenv(DNP_ENV_INCLUDE, include, 1);

@@ -18,6 +18,7 @@ static const char *mode_text(uint64_t mode) {
     case 1: return "counts and times (--calls)";
     case 2: return "counts, times, arguments and return values (--args)";
     case 3: return "counts, times and the timeline of every call (--timeline)";
+    case 4: return "call counts and call paths, no times (--calls=counts)";
     default: return NULL;
     }
 }
@@ -81,6 +82,20 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
     if (t->status != DNP_TRACE_COMPLETE)
         fprintf(out, "note: the trace is not complete (%s): totals are those of the agent's last flush\n",
                 t->status_text[0] ? t->status_text : "no end record");
+    if (ct->hook_threads && ct->hook_calls) {
+        double per = (ct->hook_inner_ns + ct->hook_outer_ns) / (double)ct->hook_calls;
+        fprintf(out,
+                "note: times are net of the enter/leave hooks' own cost, measured by the agent on each thread "
+                "as it ran: %.1f ns per call (%.1f ns inside the callee, %.1f ns in its caller), %s in all, "
+                "taken out\n",
+                per, ct->hook_inner_ns / (double)ct->hook_calls, ct->hook_outer_ns / (double)ct->hook_calls,
+                fmt_ns((uint64_t)(ct->hook_inner_ns + ct->hook_outer_ns), a));
+    }
+    if (ct->cpu_wait_ns)
+        fprintf(out, "note: %s the threads spent waiting for a CPU (run queue) is left out of the times\n",
+                fmt_ns(ct->cpu_wait_ns, b));
+    if (ct->has_config && ct->mode == 4)
+        fputs("note: recorded with --calls=counts: exact counts and call paths, no times\n", out);
     if (ct->orphans)
         fprintf(out, "note: %s call paths lost their caller (a torn trace) and are shown under the root\n",
                 cli_fmt_count(ct->orphans, a));
@@ -122,6 +137,13 @@ static int by_total(const void *x, const void *y) {
         return a->total_ns > b->total_ns ? -1 : 1;
     if (a->self_ns != b->self_ns)
         return a->self_ns > b->self_ns ? -1 : 1;
+    return a->func < b->func ? -1 : a->func > b->func;
+}
+
+static int by_calls(const void *x, const void *y) {
+    const dnp_ct_func *a = x, *b = y;
+    if (a->calls != b->calls)
+        return a->calls > b->calls ? -1 : 1;
     return a->func < b->func ? -1 : a->func > b->func;
 }
 
@@ -308,6 +330,9 @@ static int put_json(const dnp_calltree *ct, const dnp_ct_tree *tr, const dnp_ct_
     } else {
         fputs(",\"recorded\":null", out);
     }
+    fprintf(out, ",\"hooks\":{\"calls\":%llu,\"innerNs\":%.0f,\"outerNs\":%.0f,\"cpuWaitNs\":%llu}",
+            (unsigned long long)ct->hook_calls, ct->hook_inner_ns, ct->hook_outer_ns,
+            (unsigned long long)ct->cpu_wait_ns);
     fprintf(out, ",\"source\":\"%s\",\"totalNs\":%llu,\"threads\":[", ct->from_timeline ? "timeline" : "CallNode",
             (unsigned long long)tr->nodes[0].total_ns);
     for (size_t i = 0; i < ct->nthreads; i++) {
@@ -406,10 +431,18 @@ int report_calls(const dnp_calltree *ct, const report_opts *o, FILE *out) {
         rc = put_json(ct, tr, f, nf, o, out);
     } else {
         uint64_t total = tr->nodes[0].total_ns;
+        int counts = ct->has_config && ct->mode == 4;
         put_header(ct, tr, o, out);
-        put_func_table(ct, f, nf, o->top, total, "top functions by self time (time in the function itself)", out);
+        if (!counts)
+            put_func_table(ct, f, nf, o->top, total, "top functions by self time (time in the function itself)",
+                           out);
         dnp_ct_func *byt = malloc((nf ? nf : 1) * sizeof *byt);
-        if (byt) {
+        if (byt && counts) {
+            memcpy(byt, f, nf * sizeof *byt);
+            qsort(byt, nf, sizeof *byt, by_calls);
+            put_func_table(ct, byt, nf, o->top, total, "top functions by calls", out);
+            free(byt);
+        } else if (byt) {
             memcpy(byt, f, nf * sizeof *byt);
             qsort(byt, nf, sizeof *byt, by_total);
             put_func_table(ct, byt, nf, o->top, total,

@@ -148,13 +148,57 @@ static int fix_open_frame(void *ctx, const dnp_ct_tree *tr, uint32_t n, int ente
     return 0;
 }
 
-/* Links the tree, repairs open frames' totals, links again by the repaired
- * totals, and sets depths. */
-static int tree_finish(dnp_ct_tree *tr) {
+/* The hooks' own cost, taken out (CallsOverhead; calls.c says what each part
+ * is): a call's inner part from its own total and self time; for each call below
+ * a node, both parts from its total; for each call it made, the outer part from
+ * its self time. Visited children first. */
+typedef struct hook_fix {
+    double *in, *out; /* by node: the hooks' cost of its calls, inside and outside them */
+    double *below;    /* by node: both, summed over the calls below it */
+    double in_ns, out_ns;
+    uint64_t calls;
+} hook_fix;
+
+static uint64_t sub_clamped(uint64_t v, double d) {
+    return d >= (double)v ? 0 : v - (uint64_t)(d + 0.5);
+}
+
+static int fix_hooks(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    hook_fix *h = ctx;
+    if (enter || n == 0)
+        return 0;
+    dnp_ct_node *node = (dnp_ct_node *)&tr->nodes[n];
+    double direct = 0, below = 0;
+    for (uint32_t c = node->first_child; c; c = tr->nodes[c].next_sibling) {
+        direct += h->out[c];
+        below += h->in[c] + h->out[c] + h->below[c];
+    }
+    h->below[n] = below;
+    node->self_ns = sub_clamped(node->self_ns, h->in[n] + direct);
+    node->total_ns = sub_clamped(node->total_ns, h->in[n] + below);
+    if (node->self_ns > node->total_ns)
+        node->self_ns = node->total_ns;
+    h->calls += node->calls;
+    h->in_ns += h->in[n];
+    h->out_ns += h->out[n];
+    return 0;
+}
+
+/* Links the tree, takes out the hooks' cost (fix: NULL for none), repairs open
+ * frames' totals, links again by the repaired totals, and sets depths. */
+static int tree_finish(dnp_ct_tree *tr, hook_fix *fix) {
     if (tr->nnodes == 0)
         return 0;
     if (tree_link(tr) < 0)
         return -1;
+    if (fix) {
+        fix->below = calloc(tr->nnodes, sizeof *fix->below);
+        if (!fix->below)
+            return -1;
+        dnp_ct_walk(tr, fix_hooks, fix);
+        free(fix->below);
+        fix->below = NULL;
+    }
     dnp_ct_walk(tr, fix_open_frame, NULL);
     if (tree_link(tr) < 0)
         return -1;
@@ -215,7 +259,7 @@ static int merge_all(dnp_calltree *ct) {
         free(m.map);
     }
     dnp_idmap_release(&h);
-    return rc == 0 ? tree_finish(&ct->all) : -1;
+    return rc == 0 ? tree_finish(&ct->all, NULL) : -1;
 }
 
 /* ---- the timeline, one event at a time ----
@@ -392,6 +436,7 @@ typedef struct ct_rec {
     uint64_t os_tid, node, parent, func, name;
     uint64_t calls, incl, excl, tail;
     uint32_t idx; /* its index in its thread's tree */
+    double hook_in, hook_out; /* the hooks' cost of its calls, ns (CallsOverhead) */
 } ct_rec;
 
 typedef struct ct_builder {
@@ -415,6 +460,9 @@ typedef struct ct_builder {
     uint8_t *has_tl; /* by thread number */
     size_t nhas;
     uint64_t include_id, exclude_id;
+    /* CallsOverhead: the hooks' cost per OS thread */
+    struct { uint64_t tid, inner_ps, outer_ps, wait_ns; } *ovh;
+    size_t novh;
     int failed;
 } ct_builder;
 
@@ -449,6 +497,15 @@ static int on_call_node(ct_builder *b, const dnp_trace_event *e) {
         }
     }
     ct_rec *r = &b->recs[at];
+    /* the calls since its last CallNode cost what the thread measured last */
+    for (size_t k = 0; k < b->novh; k++) {
+        if (b->ovh[k].tid == tid) {
+            double calls = (double)(e->v[5] - r->calls);
+            r->hook_in += calls * (double)b->ovh[k].inner_ps / 1000.0;
+            r->hook_out += calls * (double)b->ovh[k].outer_ps / 1000.0;
+            break;
+        }
+    }
     r->os_tid = tid;
     r->node = node;
     r->parent = e->v[2];
@@ -687,6 +744,26 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
         break;
     case DNP_EV_CallNode:
         return on_call_node(b, e);
+    case DNP_EV_CallsOverhead:
+        if (e->nvalues >= DNP_NV_CallsOverhead) {
+            size_t k = 0;
+            while (k < b->novh && b->ovh[k].tid != e->v[0])
+                k++;
+            if (k == b->novh) {
+                void *grown = realloc(b->ovh, (b->novh + 1) * sizeof *b->ovh);
+                if (!grown)
+                    return -1;
+                b->ovh = grown;
+                b->novh++;
+            } else if (e->v[3] < b->ovh[k].wait_ns) {
+                break; /* cumulative: an earlier one */
+            }
+            b->ovh[k].tid = e->v[0];
+            b->ovh[k].inner_ps = e->v[1];
+            b->ovh[k].outer_ps = e->v[2];
+            b->ovh[k].wait_ns = e->v[3];
+        }
+        break;
     case DNP_EV_MethodEnter:
         if (note_timeline(b, e) != 0)
             return -1;
@@ -733,8 +810,40 @@ static int builder_finish(ct_builder *b) {
     }
     if (rc == 0 && ct->nthreads)
         qsort(ct->threads, ct->nthreads, sizeof *ct->threads, by_thread_number);
-    for (size_t i = 0; i < ct->nthreads && rc == 0; i++)
-        rc = tree_finish(&ct->threads[i]);
+    for (size_t i = 0; i < ct->nthreads && rc == 0; i++) {
+        hook_fix fix = {0}, *f = NULL;
+        dnp_ct_tree *tr = &ct->threads[i];
+        for (size_t k = 0; !ct->from_timeline && k < b->novh; k++) {
+            if (b->ovh[k].tid == tr->os_tid) {
+                ct->cpu_wait_ns += b->ovh[k].wait_ns;
+                f = &fix;
+            }
+        }
+        if (f) {
+            fix.in = calloc(tr->nnodes, sizeof *fix.in);
+            fix.out = calloc(tr->nnodes, sizeof *fix.out);
+            if (!fix.in || !fix.out) {
+                free(fix.in);
+                free(fix.out);
+                return -1;
+            }
+            for (size_t k = 0; k < b->nrecs; k++) {
+                if (b->recs[k].os_tid == tr->os_tid && b->recs[k].idx < tr->nnodes) {
+                    fix.in[b->recs[k].idx] = b->recs[k].hook_in;
+                    fix.out[b->recs[k].idx] = b->recs[k].hook_out;
+                }
+            }
+        }
+        rc = tree_finish(tr, f);
+        if (f) {
+            free(fix.in);
+            free(fix.out);
+            ct->hook_threads++;
+            ct->hook_calls += fix.calls;
+            ct->hook_inner_ns += fix.in_ns;
+            ct->hook_outer_ns += fix.out_ns;
+        }
+    }
     if (rc == 0)
         rc = merge_all(ct);
     if (ct->ntl_funcs)
@@ -756,6 +865,7 @@ static void builder_release(ct_builder *b) {
     dnp_idmap_release(&b->tl_h);
     dnp_idmap_release(&b->func_h);
     free(b->recs);
+    free(b->ovh);
     tl_release(&b->tl);
     for (size_t i = 0; i < b->ntl; i++)
         tree_release(&b->tl_trees[i]);
@@ -1031,5 +1141,5 @@ int dnp_ct_weighted_finish(dnp_calltree *ct) {
         free(ct->weighted);
         ct->weighted = NULL;
     }
-    return tree_finish(&ct->all);
+    return tree_finish(&ct->all, NULL);
 }

@@ -70,6 +70,14 @@ typedef struct dnp_calltree {
     uint64_t unmatched;        /* leaves that closed no open frame */
     uint64_t open_at_end;      /* frames still open at the end, closed at the thread's last event */
 
+    /* The hooks' own cost, measured by the agent per thread (CallsOverhead) and
+     * taken out of the trees built from CallNodes: per call, the inner part from
+     * the callee, both parts from every caller above it. */
+    size_t hook_threads;       /* threads whose trees were corrected */
+    uint64_t hook_calls;       /* calls in them */
+    double hook_inner_ns, hook_outer_ns; /* the hooks' time taken out, inside and outside the calls */
+    uint64_t cpu_wait_ns;      /* time the threads waited for a CPU, left out by the agent */
+
     dnp_ct_frame *tl_funcs;    /* the functions MethodEnter names, by FunctionID (the smallest name id) */
     size_t ntl_funcs;
     uint32_t *tl_threads;      /* the thread numbers with a MethodEnter, ascending */

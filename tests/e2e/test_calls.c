@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "e2e.h"
+#include "json_check.h"
 #include "session.h"
 #include "test.h"
 
@@ -57,6 +58,8 @@ static int key_cmp(const void *a, const void *b) {
         return x->node < y->node ? -1 : 1;
     return x->ev < y->ev ? -1 : x->ev > y->ev;
 }
+
+static int report_fn(const jv *rep, const char *name, double *self, double *total, double *calls);
 
 /* The totals of every function named name (exactly), summed over the nodes and
  * threads of the trace: the last CallNode of each (thread, node) counts. */
@@ -328,5 +331,206 @@ TEST(e2e_calls_args_exceptions) {
     EXPECT_CALLS(t, "Scenarios.CallsScenario::AfterCatch", 10);
     EXPECT_CALL(t, "Scenarios.CallsScenario::Catcher", "n=0", "1");
     dnp_trace_free(t);
+    return 0;
+}
+
+/* ---- call times against the truth (issue 11) ----
+ * CallsScenario's "shares" programs, measured twice: without a profiler, each
+ * with its callees' work taken out (the truth: which share of the time is
+ * whose, from the minimum of interleaved runs), and under --calls, read back
+ * through `dnprof report --json` (the median of three runs). Tiered
+ * compilation is off in both, so that both run the same optimized code. Shares of the program's own total (Loop's,
+ * Driver's) must agree within 3 points; Driver's self time within 5: the hooks'
+ * cost outside a call hides, partly, behind the latency-bound work its caller
+ * did just before (out-of-order execution), which the agent's measure of that
+ * cost cannot know (docs/calls.md). Before the hooks' cost was taken out, both
+ * programs were off by 20 points and more. */
+
+#define SHARE_TOLERANCE 3.0
+#define SHARE_TOLERANCE_CALLER 5.0
+
+/* The value of "truth NAME VALUE" in text, or -1. */
+static double truth_of(const char *text, const char *name) {
+    char key[64];
+    snprintf(key, sizeof key, "truth %s ", name);
+    const char *p = strstr(text, key);
+    return p ? atof(p + strlen(key)) : -1;
+}
+
+/* The report's totals of a function, by name (-1 when missing). */
+static int report_fn(const jv *rep, const char *name, double *self, double *total, double *calls) {
+    const jv *fs = json_get(rep, "functions");
+    for (size_t i = 0; fs && i < fs->n; i++) {
+        const jv *f = json_at(fs, i);
+        if (json_str(f, "name") && strcmp(json_str(f, "name"), name) == 0) {
+            *self = json_num(f, "selfNs");
+            *total = json_num(f, "totalNs");
+            *calls = json_num(f, "calls");
+            return 0;
+        }
+    }
+    fprintf(stderr, "e2e: no function %s in the report\n", name);
+    return -1;
+}
+
+static double median3(const double v[3]) {
+    double a = v[0], b = v[1], c = v[2];
+    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+}
+
+static int share_ok(const char *what, double got, double truth, double tolerance) {
+    fprintf(stderr, "e2e: %-34s %5.1f%%, truth %5.1f%% (within %.0f points?)\n", what, got, truth,
+            tolerance);
+    return got >= truth - tolerance && got <= truth + tolerance;
+}
+
+TEST(e2e_calls_shares) {
+    setenv("DOTNET_TieredCompilation", "0", 1);
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_calls_shares"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT_NE(dll, NULL);
+    const char *argv[] = {e2e_dotnet(), dll, "calls", "shares", "truth", NULL};
+    const char *bare_env[] = {DNP_ENV_ENABLE, DNP_ENV_PROFILER, DNP_ENV_PROFILER_PATH,
+                              "DOTNET_TieredCompilation=0", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, bare_env), 0);
+    ASSERT_STATUS(&r, 0);
+    char *text = e2e_read_file(r.out, NULL);
+    ASSERT_NE(text, NULL);
+    double loop = truth_of(text, "loop"), loop_empty = truth_of(text, "loop-empty");
+    double driver = truth_of(text, "driver"), no_top = truth_of(text, "driver-no-top");
+    double no_calls = truth_of(text, "driver-no-calls");
+    free(text);
+    ASSERT(loop > 0 && loop_empty > 0 && driver > 0 && no_top > 0 && no_calls > 0);
+
+    /* Three profiled runs, the median of each share: one run on a loaded
+     * machine can be preempted, or share its core, at the wrong moment. */
+    const char *tc_off[] = {"DOTNET_TieredCompilation=0", NULL};
+    double got[4][3], per_call[3];
+    for (int run = 0; run < 3; run++) {
+        dnp_trace *t = calls_run(&r, "e2e_calls_shares", "shares", "1", tc_off);
+        ASSERT_NE(t, NULL);
+        ASSERT(calls_balanced(t));
+        ASSERT_GT(e2e_count(t, DNP_EV_CallsOverhead), 0);
+        dnp_trace_free(t);
+        const char *args[] = {"report", "--json", r.trace, NULL};
+        ASSERT_EQ(e2e_dnprof(&r, args), 0);
+        ASSERT_STATUS(&r, 0);
+        size_t len;
+        char *json = e2e_read_file(r.out, &len);
+        ASSERT_NE(json, NULL);
+        char err[160];
+        jv *rep = json_parse(json, len, err, sizeof err);
+        free(json);
+        ASSERT_NE(rep, NULL);
+        double ls, lt, lc, cs, ct, cc, ds, dt, dc, ts, tt, tc;
+        int found = report_fn(rep, "Scenarios.CallsScenario::Loop", &ls, &lt, &lc) == 0 &&
+                    report_fn(rep, "Scenarios.CallsScenario::Chain", &cs, &ct, &cc) == 0 &&
+                    report_fn(rep, "Scenarios.CallsScenario::Driver", &ds, &dt, &dc) == 0 &&
+                    report_fn(rep, "Scenarios.CallsScenario::Top", &ts, &tt, &tc) == 0;
+        json_free(rep);
+        ASSERT(found);
+        ASSERT(lt > 0 && dt > 0);
+        ASSERT_EQ((uint64_t)cc, 5000000);
+        ASSERT_EQ((uint64_t)tc, 3000000);
+        got[0][run] = 100 * ls / lt;
+        got[1][run] = 100 * ct / lt;
+        got[2][run] = 100 * ds / dt;
+        got[3][run] = 100 * tt / dt;
+        per_call[run] = ct / cc;
+        fprintf(stderr, "e2e: run %d: Loop self %.1f%%, Chain %.1f%%, Driver self %.1f%%, Top %.1f%%, Chain %.1f ns\n",
+                run + 1, got[0][run], got[1][run], got[2][run], got[3][run], per_call[run]);
+    }
+    int ok = 1;
+    ok &= share_ok("Loop's self time, of Loop's", median3(got[0]), 100 * loop_empty / loop, SHARE_TOLERANCE);
+    ok &= share_ok("Chain's total time, of Loop's", median3(got[1]), 100 * (loop - loop_empty) / loop,
+                   SHARE_TOLERANCE);
+    ok &= share_ok("Driver's self time, of Driver's", median3(got[2]), 100 * no_calls / driver,
+                   SHARE_TOLERANCE_CALLER);
+    ok &= share_ok("Top's total time, of Driver's", median3(got[3]), 100 * (driver - no_top) / driver,
+                   SHARE_TOLERANCE);
+    fprintf(stderr, "e2e: Chain per call %.1f ns (bare: %.1f ns)\n", median3(per_call), loop - loop_empty);
+    ASSERT(ok);
+    return 0;
+}
+
+/* On-stack replacement (tiered compilation on, the default): OsrHot is entered
+ * once, at tier 0, and its hot loop moves to optimized code (the runtime asks
+ * the function ID mapper again for it) that returns through the same frame.
+ * Its call must end there: a balanced stack, OsrHot's time
+ * nearly all its own, about the thread's CPU time for the call, and OsrLeaf's
+ * 1000 calls under it. */
+TEST(e2e_calls_osr) {
+    e2e_run r;
+    const char *tiered[] = {"DOTNET_TieredCompilation=1", "DOTNET_TC_OnStackReplacement=1", NULL};
+    dnp_trace *t = calls_run(&r, "e2e_calls_osr", "osr", "1", tiered);
+    ASSERT_NE(t, NULL);
+    int balanced = calls_balanced(t);
+    dnp_trace_free(t);
+    ASSERT(balanced);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT_NE(out, NULL);
+    const char *cpu = strstr(out, " cpu ");
+    double cpu_ms = cpu ? atof(cpu + 5) : 0;
+    free(out);
+    ASSERT_GT(cpu_ms, 0);
+    const char *args[] = {"report", "--json", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    size_t len;
+    char *json = e2e_read_file(r.out, &len);
+    ASSERT_NE(json, NULL);
+    char err[160];
+    jv *rep = json_parse(json, len, err, sizeof err);
+    free(json);
+    ASSERT_NE(rep, NULL);
+    double hs, ht, hc, ls, lt, lc;
+    int found = report_fn(rep, "Scenarios.CallsScenario::OsrHot", &hs, &ht, &hc) == 0 &&
+                report_fn(rep, "Scenarios.CallsScenario::OsrLeaf", &ls, &lt, &lc) == 0;
+    json_free(rep);
+    ASSERT(found);
+    fprintf(stderr, "e2e: OsrHot self %.1f ms, total %.1f ms; the call's CPU time %.1f ms\n", hs / 1e6,
+            ht / 1e6, cpu_ms);
+    ASSERT_EQ((uint64_t)hc, 1);
+    ASSERT_EQ((uint64_t)lc, 1000);
+    ASSERT_GE(hs, 0.9 * ht);
+    ASSERT(ht / 1e6 >= 0.7 * cpu_ms && ht / 1e6 <= 1.5 * cpu_ms);
+    return 0;
+}
+
+/* --calls=counts: the same exact counts and call paths as with times, and no
+ * time at all (no clock is read). */
+TEST(e2e_calls_counts_only) {
+    e2e_run r;
+    dnp_trace *t = calls_run(&r, "e2e_calls_counts_only", "recursion", "counts", NULL);
+    ASSERT_NE(t, NULL);
+    ASSERT(calls_balanced(t));
+    ASSERT_EQ(e2e_count(t, DNP_EV_CallsConfig), 1);
+    ASSERT_EQ(e2e_count(t, DNP_EV_CallsOverhead), 0);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Recurse", 1010);
+    ASSERT_EQ(calls_totals(t, "Scenarios.CallsScenario::Recurse").nodes, 101);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Fib", 21891);
+    for (size_t i = 0; i < t->nevents; i++)
+        if (t->events[i].kind == DNP_EV_CallNode)
+            ASSERT(e2e_field(&t->events[i], 5) == 0 && e2e_field(&t->events[i], 6) == 0);
+    dnp_trace_free(t);
+    return 0;
+}
+
+/* A bad DNPROF_CALLS is said once, and calls are recorded with times (1). */
+TEST(e2e_calls_bad_mode) {
+    e2e_run r;
+    dnp_trace *t = calls_run(&r, "e2e_calls_bad_mode", "recursion", "bogus", NULL);
+    ASSERT_NE(t, NULL);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Fib", 21891);
+    dnp_trace_free(t);
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT_NE(err, NULL);
+    const char *said = strstr(err, "DNPROF_CALLS='bogus' is not a calls mode");
+    int once = said && !strstr(said + 1, "DNPROF_CALLS='bogus'");
+    if (!once)
+        e2e_show_file("stderr", r.err);
+    free(err);
+    ASSERT(once);
     return 0;
 }

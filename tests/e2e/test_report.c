@@ -87,6 +87,11 @@ TEST(e2e_report_calls) {
         self += json_num(json_at(fs, i), "selfNs");
     ASSERT(total > 0 && self <= total && total - self <= total / 1000 + 1000);
     ASSERT_EQ((uint64_t)json_num(json_get(rep, "tree"), "totalNs"), (uint64_t)total);
+    /* the hooks' own cost was measured by the agent and taken out (issue 11) */
+    const jv *hooks = json_get(rep, "hooks");
+    ASSERT_NE(hooks, NULL);
+    ASSERT_GE(json_num(hooks, "calls"), 21891 + 1010);
+    ASSERT(json_num(hooks, "innerNs") > 0 && json_num(hooks, "outerNs") > 0);
     json_free(rep);
 
     /* the text report names them too, and prints the tree */
@@ -96,7 +101,8 @@ TEST(e2e_report_calls) {
     char *out = e2e_read_file(r.out, NULL);
     ASSERT_NE(out, NULL);
     int ok = strstr(out, "Scenarios.CallsScenario::Fib") && strstr(out, "call tree") &&
-             strstr(out, "hottest call paths") && strstr(out, "without --all-code");
+             strstr(out, "hottest call paths") && strstr(out, "without --all-code") &&
+             strstr(out, "net of the enter/leave hooks' own cost");
     if (!ok)
         e2e_show_file("report", r.out);
     free(out);
