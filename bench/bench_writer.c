@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
     const char *dir = argc > 2 ? argv[2] : "/tmp";
     char path[4096];
     snprintf(path, sizeof path, "%s/bench-writer-%d.trace", dir, (int)getpid());
-    recorder_options opt = {path, 0, 200, NULL};
+    recorder_options opt = {path, 0, 0};
     if (recorder_open(&opt) < 0)
         return 1;
     double one = run(1);

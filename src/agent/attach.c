@@ -17,6 +17,7 @@
 #include "callbacks.h"
 #include "catchup.h"
 #include "control.h"
+#include "profiler.h"
 
 /* corprof.idl (.NET Core): the flags SetEventMask accepts after an attach. */
 #define ALLOWABLE_AFTER_ATTACH 0x106502FEu
