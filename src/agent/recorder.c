@@ -420,8 +420,11 @@ static void strings_free(void) {
 
 /* ---- flushing ---- */
 
-/* Writes every buffer; returns the number of chunks written. */
-static unsigned flush_all(void) {
+/* Writes every buffer; returns the number of chunks written (or left to a
+ * thread that is appending). wait: 0 skips a buffer whose thread holds it (it
+ * is recording, and may have been preempted in the middle: the others are not
+ * kept waiting behind it; it flushes itself when its buffer is old). */
+static unsigned flush_all(int wait) {
     unsigned chunks = 0;
     pthread_mutex_lock(&R.meta_mu);
     chunks += R.meta_len > 0;
@@ -429,7 +432,12 @@ static unsigned flush_all(void) {
     meta_flush();
     pthread_mutex_lock(&R.list_mu);
     for (tstate *ts = R.threads; ts; ts = ts->next) {
-        pthread_mutex_lock(&ts->mu);
+        if (wait)
+            pthread_mutex_lock(&ts->mu);
+        else if (pthread_mutex_trylock(&ts->mu) != 0) {
+            chunks++;
+            continue;
+        }
         chunks += ts->len > 0;
         thread_flush_locked(ts);
         pthread_mutex_unlock(&ts->mu);
@@ -439,7 +447,7 @@ static unsigned flush_all(void) {
 }
 
 void recorder_flush_all(void) {
-    flush_all();
+    flush_all(1);
 }
 
 /* Waits ms on stop_cv; returns early on a stop or a wake. stop_mu is held. */
@@ -478,13 +486,13 @@ static void *flusher_main(void *arg) {
         pthread_mutex_unlock(&R.stop_mu);
         /* A rate measured over the first flush period costs no one a wait. */
         clock_calibrate(100, 0);
-        if (flush_all() > 0) {
+        if (flush_all(0) > 0) {
             idle = 0;
         } else {
             /* Idle from now: a thread whose buffer was empty wakes the writer.
              * A thread that appended before it could see the flag is flushed here. */
             atomic_store(&R.idle, 1);
-            if (flush_all() > 0)
+            if (flush_all(0) > 0)
                 atomic_store(&R.idle, 0);
             idle = atomic_load(&R.idle);
         }
