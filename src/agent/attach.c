@@ -19,10 +19,6 @@
 #include "control.h"
 #include "profiler.h"
 
-/* corprof.idl (.NET Core): the flags SetEventMask accepts after an attach. */
-#define ALLOWABLE_AFTER_ATTACH 0x106502FEu
-#define HIGH_ALLOWABLE_AFTER_ATTACH 0xF6u
-
 /* The trigger pid and what was dropped, for the trace's notes. */
 static uint32_t g_trigger_pid;
 static char g_dropped[256];
@@ -36,31 +32,21 @@ static int allowed_events(const char *text, agent_config *cfg) {
         agent_say("the attach request's events: %s; the agent does not attach", err);
         return -1;
     }
-    uint32_t dropped = ev.mask & ~ALLOWABLE_AFTER_ATTACH;
-    uint32_t mask = ev.mask & ALLOWABLE_AFTER_ATTACH;
+    dnp_attach_events a;
+    dnp_events_after_attach(&ev, &a);
     g_dropped[0] = 0;
-    if (dropped) {
+    if (a.dropped) {
         /* Families wholly lost, and those that keep part of their flags. */
-        uint32_t whole = 0, part = 0;
-        for (int f = 0; f < DNP_FAM_COUNT; f++) {
-            uint32_t m = dnp_families_mask(1u << f);
-            if (!(ev.families & (1u << f)) || !(m & dropped))
-                continue;
-            if (m & ALLOWABLE_AFTER_ATTACH)
-                part |= 1u << f;
-            else
-                whole |= 1u << f;
-        }
         char w[200] = "", p[100] = "";
-        if (whole)
-            dnp_families_format(whole, w, sizeof w);
-        if (part)
-            dnp_families_format(part, p, sizeof p);
-        snprintf(g_dropped, sizeof g_dropped, "flags 0x%08x (%s%s%s%s)", dropped, w,
-                 whole && part ? "; " : "", part ? "part of " : "", p);
+        if (a.whole)
+            dnp_families_format(a.whole, w, sizeof w);
+        if (a.part)
+            dnp_families_format(a.part, p, sizeof p);
+        snprintf(g_dropped, sizeof g_dropped, "flags 0x%08x (%s%s%s%s)", a.dropped, w,
+                 a.whole && a.part ? "; " : "", a.part ? "part of " : "", p);
     }
     /* The reduced set travels as a hex mask, which dnp_events_parse reads back. */
-    snprintf(cfg->events, sizeof cfg->events, "0x%x", mask);
+    snprintf(cfg->events, sizeof cfg->events, "0x%x", a.mask);
     return 0;
 }
 

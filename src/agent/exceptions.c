@@ -28,7 +28,6 @@
 #include "recorder.h"
 #include "session.h"
 
-#define COR_PRF_ENABLE_STACK_SNAPSHOT 0x10000000u
 #define STACK_MAX_FRAMES 48
 #define STACK_TEXT_MAX 6144
 #define MESSAGE_MAX_CHARS 1024

@@ -14,6 +14,7 @@
 
 #include "agent.h"
 #include "recorder.h"
+#include "u64map.h"
 
 #define MAX_DEPTH 8
 #define MAX_TYPE_ARGS 32
@@ -21,20 +22,13 @@
 
 /* ---- a sharded map from an ID to a 64-bit value ---- */
 
-#define MAP_SHARDS 16
-#define MAP_EMPTY 0
-#define MAP_TOMB 1
-
-typedef struct map_entry {
-    uint64_t key; /* MAP_EMPTY, MAP_TOMB, or the ID (IDs are pointers, never 0 or 1) */
-    uint64_t value;
-} map_entry;
+#define MAP_SHARD_BITS 4
+#define MAP_SHARDS (1 << MAP_SHARD_BITS)
 
 typedef struct idmap {
     struct {
         pthread_mutex_t mu;
-        map_entry *slots;
-        size_t cap, used; /* used counts tombstones too */
+        dnp_u64map map; /* IDs are pointers, never 0 or 1 */
     } shard[MAP_SHARDS];
     atomic_uint epoch; /* bumped by every forget: a resolution that spans one is not cached */
 } idmap;
@@ -42,11 +36,9 @@ typedef struct idmap {
 static idmap maps[NAMES_KIND_COUNT];
 static idmap imports; /* ModuleID -> IMetaDataImport *, holding one reference */
 
-static uint64_t mix(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
+/* The shard of an ID: the hash's high bits (the map in the shard takes the low ones). */
+static int map_shard(uint64_t key) {
+    return (int)(dnp_u64map_hash(key, 0) >> (64 - MAP_SHARD_BITS));
 }
 
 static void map_init(idmap *m) {
@@ -54,111 +46,37 @@ static void map_init(idmap *m) {
         pthread_mutex_init(&m->shard[i].mu, NULL);
 }
 
-/* The entry of key in shard s, whose lock is held, or NULL. */
-static map_entry *map_find_locked(idmap *m, int s, uint64_t h, uint64_t key) {
-    size_t cap = m->shard[s].cap;
-    if (!cap)
-        return NULL;
-    for (size_t j = (h >> 8) & (cap - 1);; j = (j + 1) & (cap - 1)) {
-        map_entry *e = &m->shard[s].slots[j];
-        if (e->key == MAP_EMPTY)
-            return NULL;
-        if (e->key == key)
-            return e;
-    }
-}
-
 static int map_get(idmap *m, uint64_t key, uint64_t *value) {
-    uint64_t h = mix(key);
-    int s = (int)(h & (MAP_SHARDS - 1));
+    int s = map_shard(key);
     pthread_mutex_lock(&m->shard[s].mu);
-    map_entry *e = map_find_locked(m, s, h, key);
-    if (e)
-        *value = e->value;
+    int found = dnp_u64map_get(&m->shard[s].map, key, value);
     pthread_mutex_unlock(&m->shard[s].mu);
-    return e != NULL;
+    return found;
 }
 
-/* Inserts or replaces; returns the previous value in *old (0 when none). */
-static void map_put_locked(idmap *m, int s, uint64_t h, uint64_t key, uint64_t value,
-                           uint64_t *old) {
-    size_t cap = m->shard[s].cap;
-    if ((m->shard[s].used + 1) * 4 > cap * 3) {
-        size_t ncap = cap ? cap * 2 : 64;
-        map_entry *slots = calloc(ncap, sizeof *slots);
-        if (!slots)
-            return;
-        size_t used = 0;
-        for (size_t i = 0; i < cap; i++) {
-            map_entry *e = &m->shard[s].slots[i];
-            if (e->key <= MAP_TOMB)
-                continue;
-            size_t j = (mix(e->key) >> 8) & (ncap - 1);
-            while (slots[j].key != MAP_EMPTY)
-                j = (j + 1) & (ncap - 1);
-            slots[j] = *e;
-            used++;
-        }
-        free(m->shard[s].slots);
-        m->shard[s].slots = slots;
-        m->shard[s].cap = cap = ncap;
-        m->shard[s].used = used;
-    }
-    map_entry *tomb = NULL;
-    for (size_t j = (h >> 8) & (cap - 1);; j = (j + 1) & (cap - 1)) {
-        map_entry *e = &m->shard[s].slots[j];
-        if (e->key == key) {
-            if (old)
-                *old = e->value;
-            e->value = value;
-            return;
-        }
-        if (e->key == MAP_TOMB && !tomb)
-            tomb = e;
-        if (e->key == MAP_EMPTY) {
-            if (!tomb) {
-                tomb = e;
-                m->shard[s].used++;
-            }
-            tomb->key = key;
-            tomb->value = value;
-            return;
-        }
-    }
-}
-
-/* Caches value unless a forget happened since epoch was read. */
-static void map_put(idmap *m, unsigned epoch, uint64_t key, uint64_t value, uint64_t *old) {
-    uint64_t h = mix(key);
-    int s = (int)(h & (MAP_SHARDS - 1));
+/* Caches value unless a forget happened since epoch was read (or memory is short). */
+static void map_put(idmap *m, unsigned epoch, uint64_t key, uint64_t value) {
+    int s = map_shard(key);
     pthread_mutex_lock(&m->shard[s].mu);
     if (atomic_load(&m->epoch) == epoch)
-        map_put_locked(m, s, h, key, value, old);
+        dnp_u64map_put(&m->shard[s].map, key, value, NULL);
     pthread_mutex_unlock(&m->shard[s].mu);
 }
 
 static int map_del(idmap *m, uint64_t key, uint64_t *value) {
-    uint64_t h = mix(key);
-    int s = (int)(h & (MAP_SHARDS - 1));
+    int s = map_shard(key);
     atomic_fetch_add(&m->epoch, 1);
     pthread_mutex_lock(&m->shard[s].mu);
-    map_entry *e = map_find_locked(m, s, h, key);
-    if (e) {
-        if (value)
-            *value = e->value;
-        e->key = MAP_TOMB;
-    }
+    int found = dnp_u64map_del(&m->shard[s].map, key, value);
     pthread_mutex_unlock(&m->shard[s].mu);
-    return e != NULL;
+    return found;
 }
 
 static void map_clear(idmap *m) {
     atomic_fetch_add(&m->epoch, 1);
     for (int s = 0; s < MAP_SHARDS; s++) {
         pthread_mutex_lock(&m->shard[s].mu);
-        if (m->shard[s].slots)
-            memset(m->shard[s].slots, 0, m->shard[s].cap * sizeof(map_entry));
-        m->shard[s].used = 0;
+        dnp_u64map_clear(&m->shard[s].map);
         pthread_mutex_unlock(&m->shard[s].mu);
     }
 }
@@ -255,13 +173,12 @@ size_t names_utf16_to_utf8(const WCHAR *s, size_t n, char *out, size_t cap) {
  * The cache holds one reference of its own; lookups take theirs under the shard
  * lock, so that a concurrent forget cannot release the last one in between. */
 static IMetaDataImport *module_import(ModuleID module) {
-    uint64_t h = mix(module);
-    int s = (int)(h & (MAP_SHARDS - 1));
+    int s = map_shard(module);
     IMetaDataImport *imp = NULL;
+    uint64_t v;
     pthread_mutex_lock(&imports.shard[s].mu);
-    map_entry *e = map_find_locked(&imports, s, h, module);
-    if (e) {
-        imp = (IMetaDataImport *)(uintptr_t)e->value;
+    if (dnp_u64map_get(&imports.shard[s].map, module, &v)) {
+        imp = (IMetaDataImport *)(uintptr_t)v;
         imp->lpVtbl->AddRef(imp);
     }
     pthread_mutex_unlock(&imports.shard[s].mu);
@@ -275,10 +192,9 @@ static IMetaDataImport *module_import(ModuleID module) {
         return NULL;
     imp = (IMetaDataImport *)unk;
     pthread_mutex_lock(&imports.shard[s].mu);
-    if (atomic_load(&imports.epoch) == epoch && !map_find_locked(&imports, s, h, module)) {
+    if (atomic_load(&imports.epoch) == epoch && !dnp_u64map_get(&imports.shard[s].map, module, NULL) &&
+        dnp_u64map_put(&imports.shard[s].map, module, (uint64_t)(uintptr_t)imp, NULL) == 0)
         imp->lpVtbl->AddRef(imp);
-        map_put_locked(&imports, s, h, module, (uint64_t)(uintptr_t)imp, NULL);
-    }
     pthread_mutex_unlock(&imports.shard[s].mu);
     return imp;
 }
@@ -543,10 +459,10 @@ static __thread tcache_entry tcache[NAMES_KIND_COUNT][TCACHE_SIZE];
 
 uint32_t names_get(names_kind kind, UINT_PTR id, int resolve) {
     uint64_t v;
-    if (id <= MAP_TOMB)
+    if (id <= 1)
         return 0;
     unsigned epoch = atomic_load_explicit(&maps[kind].epoch, memory_order_acquire);
-    tcache_entry *te = &tcache[kind][(mix(id) >> 16) & (TCACHE_SIZE - 1)];
+    tcache_entry *te = &tcache[kind][(dnp_u64map_hash(id, 0) >> 16) & (TCACHE_SIZE - 1)];
     if (te->id == id && te->epoch == epoch && te->sid)
         return te->sid;
     if (map_get(&maps[kind], id, &v)) {
@@ -569,7 +485,7 @@ uint32_t names_get(names_kind kind, UINT_PTR id, int resolve) {
     uint32_t sid = rec_string(b.s, b.len);
     /* A name that failed to resolve is not cached: it may resolve later. */
     if (sid && b.s[0] != '<')
-        map_put(&maps[kind], epoch, id, sid, NULL);
+        map_put(&maps[kind], epoch, id, sid);
     return sid;
 }
 

@@ -115,11 +115,11 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     HRESULT hr = AGENT_HAS_INFO(SetEventMask2) ? INFO_CALL(SetEventMask2, mask, high)
                                                : INFO_CALL(SetEventMask, mask);
     if (attached && (uint32_t)hr == 0x80131376u /* CORPROF_E_CONCURRENT_GC_NOT_PROFILABLE */ &&
-        (mask & 0x80u /* MONITOR_GC */)) {
+        (mask & COR_PRF_MONITOR_GC)) {
         /* Seed 003: background GC was on when the program started, and a profiler
          * that arrives late cannot monitor it. Record the rest. */
-        mask &= ~0x80u;
-        high &= ~0x30u; /* BASIC_GC, GC_MOVED_OBJECTS */
+        mask &= ~(uint32_t)COR_PRF_MONITOR_GC;
+        high &= ~(uint32_t)(COR_PRF_HIGH_BASIC_GC | COR_PRF_HIGH_MONITOR_GC_MOVED_OBJECTS);
         g_agent.events.mask = mask;
         g_agent.events.families &= ~(1u << DNP_FAM_GC);
         agent_say("gc events are not available: the program runs with background GC, which a "

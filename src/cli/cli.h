@@ -50,8 +50,11 @@ int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(pri
 int cli_bad_option(const char *cmd, char **argv, int result);
 
 /* ---- small formatting helpers (cli.c) ---- */
-/* 12345 -> "12,345" into buf (at least 32 bytes); returns buf. */
+/* 12345 -> "12,345" into buf (at least 32 bytes); returns buf. Every count a
+ * person reads (summaries, reports) is written this way. */
 char *cli_fmt_count(uint64_t n, char *buf);
+/* The same as an expression for one printf: printf("%s caught", CLI_COUNT(n)). */
+#define CLI_COUNT(n) cli_fmt_count((uint64_t)(n), (char[32]){0})
 /* 1536 -> "1.5 KiB" into buf (at least 32 bytes); returns buf. */
 char *cli_fmt_bytes(uint64_t n, char *buf);
 /* argv as one line, words with spaces or quotes quoted for a shell, into buf. */

@@ -21,45 +21,6 @@
 #include "ipc.h"
 #include "session.h"
 
-/* corprof.idl (.NET Core): what SetEventMask accepts after an attach. */
-#define ALLOWABLE_AFTER_ATTACH 0x106502FEu
-
-static const struct {
-    uint32_t bit;
-    const char *name;
-} flag_names[] = {
-    {0x1, "MONITOR_FUNCTION_UNLOADS"},     {0x2, "MONITOR_CLASS_LOADS"},
-    {0x4, "MONITOR_MODULE_LOADS"},         {0x8, "MONITOR_ASSEMBLY_LOADS"},
-    {0x10, "MONITOR_APPDOMAIN_LOADS"},     {0x20, "MONITOR_JIT_COMPILATION"},
-    {0x40, "MONITOR_EXCEPTIONS"},          {0x80, "MONITOR_GC"},
-    {0x100, "MONITOR_OBJECT_ALLOCATED"},   {0x200, "MONITOR_THREADS"},
-    {0x400, "MONITOR_REMOTING"},           {0x800, "MONITOR_CODE_TRANSITIONS"},
-    {0x1000, "MONITOR_ENTERLEAVE"},        {0x2000, "MONITOR_CCW"},
-    {0x4000, "MONITOR_REMOTING_COOKIE"},   {0x8000, "MONITOR_REMOTING_ASYNC"},
-    {0x10000, "MONITOR_SUSPENDS"},         {0x20000, "MONITOR_CACHE_SEARCHES"},
-    {0x40000, "ENABLE_REJIT"},             {0x80000, "ENABLE_INPROC_DEBUGGING"},
-    {0x100000, "ENABLE_JIT_MAPS"},         {0x200000, "DISABLE_INLINING"},
-    {0x400000, "DISABLE_OPTIMIZATIONS"},   {0x800000, "ENABLE_OBJECT_ALLOCATED"},
-    {0x1000000, "MONITOR_CLR_EXCEPTIONS"}, {0x2000000, "ENABLE_FUNCTION_ARGS"},
-    {0x4000000, "ENABLE_FUNCTION_RETVAL"}, {0x8000000, "ENABLE_FRAME_INFO"},
-    {0x10000000, "ENABLE_STACK_SNAPSHOT"}, {0x20000000, "USE_PROFILE_IMAGES"},
-    {0x40000000, "DISABLE_TRANSPARENCY_CHECKS_UNDER_FULL_TRUST"},
-    {0x80000000u, "DISABLE_ALL_NGEN_IMAGES"},
-};
-
-static void flags_text(uint32_t mask, char *out, size_t cap) {
-    size_t len = 0;
-    out[0] = 0;
-    for (size_t i = 0; i < sizeof flag_names / sizeof flag_names[0]; i++) {
-        if (!(mask & flag_names[i].bit))
-            continue;
-        int n = snprintf(out + len, cap - len, "%sCOR_PRF_%s", len ? ", " : "", flag_names[i].name);
-        if (n < 0 || (size_t)n >= cap - len)
-            break;
-        len += (size_t)n;
-    }
-}
-
 static void attach_help(void) {
     fputs("usage: dnprof attach [options] PID\n"
           "\n"
@@ -82,11 +43,16 @@ static void attach_help(void) {
           "  -o, --output FILE     the trace file, replaced if it exists (default:\n"
           "                        dnprof-<pid>.trace in the current directory); the program\n"
           "                        writes it, so its user must be able to\n"
-          "  -d, --duration TIME   record this long, then detach: 30s, 500ms, 2m, 1h\n"
+          "  -d, --duration TIME   record this long, then detach: 30s, 500ms, 2m, 1h (the\n"
+          "                        recording's length, from the attach to the detach\n"
+          "                        request; the runtime then takes about 0.3 s to unload)\n"
           "      --flush-ms N      how often the agent writes its buffers out, in ms\n"
           "      --timeout SECONDS how long the runtime may take to load the agent (default 10)\n"
           "  -q, --quiet           print nothing but errors\n"
           "  -h, --help            print this help\n"
+          "\n"
+          "--calls, --timeline, --args, --include, --exclude and --all-code are dnprof run's:\n"
+          "the runtime installs enter/leave hooks only when a program starts.\n"
           "\n"
           "examples:\n"
           "  dnprof ps\n"
@@ -129,56 +95,30 @@ static int check_events(const char *text, uint32_t *families, char *left_out, si
         fprintf(stderr, "dnprof attach: %s\n", err);
         return CLI_EXIT_USAGE;
     }
-    uint32_t refused_fams = 0, refused_bits = 0;
-    const char *p = text ? text : "";
-    while (*p) {
-        size_t len = strcspn(p, ",");
-        const char *w = p;
-        while (len && (*w == ' ' || *w == '\t'))
-            w++, len--;
-        while (len && (w[len - 1] == ' ' || w[len - 1] == '\t'))
-            len--;
-        if (len > 2 && w[0] == '0' && (w[1] == 'x' || w[1] == 'X')) {
-            refused_bits |= cfg.mask & ~ALLOWABLE_AFTER_ATTACH;
-        } else if (len && w[0] != '-') {
-            int f = dnp_family_lookup(w, len);
-            if (f >= 0) {
-                uint32_t m = dnp_families_mask(1u << f);
-                if (m && !(m & ALLOWABLE_AFTER_ATTACH)) {
-                    refused_fams |= 1u << f;
-                    refused_bits |= m;
-                }
-            }
-        }
-        p += strcspn(p, ",");
-        if (*p == ',')
-            p++;
-    }
-    if (refused_bits) {
-        char flags[512], fams[256];
-        flags_text(refused_bits, flags, sizeof flags);
-        if (refused_fams)
-            fprintf(stderr,
-                    "dnprof attach: --events %s: not available to an attached profiler: they need "
-                    "%s, which the runtime accepts only at start-up (COR_PRF_ALLOWABLE_AFTER_ATTACH); "
-                    "record them with dnprof run, or leave them out\n",
-                    dnp_families_format(refused_fams, fams, sizeof fams), flags);
-        else
-            fprintf(stderr,
-                    "dnprof attach: --events mask 0x%08x: %s cannot be set after an attach "
-                    "(COR_PRF_ALLOWABLE_AFTER_ATTACH is 0x%08x); use dnprof run for them\n",
-                    cfg.mask, flags, ALLOWABLE_AFTER_ATTACH);
+    dnp_attach_events a;
+    dnp_events_after_attach(&cfg, &a);
+    char flags[512], fams[256];
+    if (cfg.from_mask && a.dropped) {
+        fprintf(stderr,
+                "dnprof attach: --events mask 0x%08x: %s cannot be set after an attach "
+                "(COR_PRF_ALLOWABLE_AFTER_ATTACH is 0x%08x); use dnprof run for them\n",
+                cfg.mask, dnp_prf_flags_format(a.dropped, 0, flags, sizeof flags),
+                (unsigned)COR_PRF_ALLOWABLE_AFTER_ATTACH);
         return CLI_EXIT_USAGE;
     }
-    uint32_t dropped = 0;
-    for (int f = 0; f < DNP_FAM_COUNT; f++) {
-        uint32_t m = dnp_families_mask(1u << f);
-        if ((cfg.families & (1u << f)) && m && !(m & ALLOWABLE_AFTER_ATTACH))
-            dropped |= 1u << f;
+    uint32_t refused = cfg.named & a.whole;
+    if (refused) {
+        fprintf(stderr,
+                "dnprof attach: --events %s: not available to an attached profiler: they need "
+                "%s, which the runtime accepts only at start-up (COR_PRF_ALLOWABLE_AFTER_ATTACH); "
+                "record them with dnprof run, or leave them out\n",
+                dnp_families_format(refused, fams, sizeof fams),
+                dnp_prf_flags_format(dnp_families_mask(refused), 0, flags, sizeof flags));
+        return CLI_EXIT_USAGE;
     }
-    if (dropped)
-        dnp_families_format(dropped, left_out, cap);
-    *families = cfg.families & ~dropped;
+    if (a.whole)
+        dnp_families_format(a.whole, left_out, cap);
+    *families = cfg.families & ~a.whole;
     return 0;
 }
 
@@ -214,170 +154,182 @@ static void agent_log(const char *dir, pid_t pid, int quiet) {
     unlink(path);
 }
 
-int cmd_attach(int argc, char **argv) {
-    enum { OPT_FLUSH = 256, OPT_TIMEOUT };
-    static const struct option longopts[] = {
-        {"events", required_argument, NULL, 'e'},   {"output", required_argument, NULL, 'o'},
-        {"duration", required_argument, NULL, 'd'}, {"flush-ms", required_argument, NULL, OPT_FLUSH},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *events = NULL, *output = NULL;
-    long long duration_ms = -1;
-    uint64_t flush_ms = 0, timeout_s = 10;
-    int quiet = 0, c;
-    opterr = 0;
+/* ---- options ---- */
+
+typedef struct attach_opts {
+    const char *events, *output;
+    long long duration_ms; /* -1: until stopped */
+    uint64_t flush_ms, timeout_s;
+    int quiet, help;
+    pid_t pid;
+} attach_opts;
+
+/* dnprof run's options that only a profiler loaded at start-up can have: the
+ * runtime installs enter/leave hooks (COR_PRF_MONITOR_ENTERLEAVE) only then.
+ * attach knows them so that it says so, not "unknown option". */
+static const struct {
+    const char *name;
+    int has_arg;
+} startup_only[] = {
+    {"calls", no_argument},       {"timeline", no_argument},        {"args", no_argument},
+    {"include", required_argument}, {"exclude", required_argument}, {"all-code", no_argument},
+};
+#define NSTARTUP (sizeof startup_only / sizeof startup_only[0])
+
+enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_STARTUP_ONLY = 512 };
+
+static const struct option attach_options[] = {
+    {"events", required_argument, NULL, 'e'},   {"output", required_argument, NULL, 'o'},
+    {"duration", required_argument, NULL, 'd'}, {"flush-ms", required_argument, NULL, OPT_FLUSH},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
+};
+#define NOPTIONS (sizeof attach_options / sizeof attach_options[0])
+
+static int startup_only_error(const char *name) {
+    fprintf(stderr,
+            "dnprof attach: --%s: the runtime installs enter/leave hooks only when a program "
+            "starts (COR_PRF_MONITOR_ENTERLEAVE cannot be set after an attach): record calls "
+            "with dnprof run --calls -- PROGRAM, or see where a running program spends its "
+            "time by sampling (dnprof attach --sample)\n",
+            name);
+    return CLI_EXIT_USAGE;
+}
+
+/* Fills o from argv; 0, or the exit code of a usage error. */
+static int parse_options(int argc, char **argv, attach_opts *o) {
+    static struct option longopts[NOPTIONS + NSTARTUP + 1];
+    for (size_t i = 0; i < NOPTIONS; i++)
+        longopts[i] = attach_options[i];
+    for (size_t i = 0; i < NSTARTUP; i++)
+        longopts[NOPTIONS + i] =
+            (struct option){startup_only[i].name, startup_only[i].has_arg, NULL, OPT_STARTUP_ONLY + (int)i};
+    memset(o, 0, sizeof *o);
+    o->duration_ms = -1;
+    o->timeout_s = 10;
+    int c;
     while ((c = getopt_long(argc, argv, ":e:o:d:qh", longopts, NULL)) != -1) {
         switch (c) {
-        case 'e': events = optarg; break;
-        case 'o': output = optarg; break;
+        case 'e': o->events = optarg; break;
+        case 'o': o->output = optarg; break;
         case 'd':
-            if ((duration_ms = parse_duration(optarg)) < 0)
+            if ((o->duration_ms = parse_duration(optarg)) < 0)
                 return usage_error("attach", "--duration wants a time such as 30s, 500ms, 2m, not '%s'",
                                    optarg);
             break;
         case OPT_FLUSH:
-            if (cli_parse_u64(optarg, &flush_ms) != 0 || flush_ms == 0 || flush_ms >= 60000)
+            if (cli_parse_u64(optarg, &o->flush_ms) != 0 || o->flush_ms == 0 || o->flush_ms >= 60000)
                 return usage_error("attach", "--flush-ms wants milliseconds from 1 to 59999, not '%s'",
                                    optarg);
             break;
         case OPT_TIMEOUT:
-            if (cli_parse_u64(optarg, &timeout_s) != 0 || timeout_s == 0 || timeout_s > 600)
+            if (cli_parse_u64(optarg, &o->timeout_s) != 0 || o->timeout_s == 0 || o->timeout_s > 600)
                 return usage_error("attach", "--timeout wants seconds from 1 to 600, not '%s'", optarg);
             break;
-        case 'q': quiet = 1; break;
-        case 'h': attach_help(); return 0;
-        default: return cli_bad_option("attach", argv, c);
+        case 'q': o->quiet = 1; break;
+        case 'h': o->help = 1; return 0;
+        default:
+            if (c >= OPT_STARTUP_ONLY && c < OPT_STARTUP_ONLY + (int)NSTARTUP)
+                return startup_only_error(startup_only[c - OPT_STARTUP_ONLY].name);
+            return cli_bad_option("attach", argv, c);
         }
     }
     if (optind != argc - 1)
         return usage_error("attach", optind >= argc ? "which process? dnprof attach PID (dnprof ps lists them)"
                                                     : "one process at a time: dnprof attach [options] PID");
-    pid_t pid = 0;
-    if (cli_parse_pid("attach", argv[optind], &pid) != 0)
+    if (cli_parse_pid("attach", argv[optind], &o->pid) != 0)
         return CLI_EXIT_USAGE;
-    if (pid == getpid())
+    if (o->pid == getpid())
         return usage_error("attach", "dnprof cannot attach to itself");
+    if (o->output && !*o->output)
+        return usage_error("attach", "--output wants a file name");
+    return 0;
+}
 
-    uint32_t families = 0;
-    char left_out[256];
-    int rc = check_events(events, &families, left_out, sizeof left_out);
-    if (rc)
-        return rc;
+/* ---- before the attach ---- */
 
+/* The process exists, answers on its diagnostics socket, and has no agent yet. */
+static int check_target(pid_t pid, ipc_proc *proc) {
+    char err[IPC_ERR_MAX];
+    if (ipc_proc_read(pid, proc) < 0)
+        return error("no such process: %d (dnprof ps lists the .NET processes you can attach to)", (int)pid);
+    int probe = ipc_connect(pid, err, sizeof err);
+    if (probe < 0)
+        return error("%s", err);
+    close(probe);
+    ctl_sweep(proc->uid); /* control sockets that killed agents left behind */
+    if (proc->has_agent != 1)
+        return 0;
+    char dir[128], sock[256], e2[256];
+    int attached = ctl_dir(proc->uid, 0, dir, sizeof dir, e2, sizeof e2) == 0 &&
+                   snprintf(sock, sizeof sock, DNP_CONTROL_SOCKET_FMT, dir, (long)pid) > 0 &&
+                   ctl_socket_live(sock, pid) != 0;
+    if (attached)
+        return error("pid %d (%s) already has dnprof's agent attached: stop that recording first "
+                     "(dnprof detach %d)",
+                     (int)pid, proc->comm, (int)pid);
+    return error("pid %d (%s) already has dnprof's agent, loaded at start-up (dnprof run): it "
+                 "records until the program exits, and a runtime takes one profiler at a time",
+                 (int)pid, proc->comm);
+}
+
+/* The trace's absolute path into out, in a directory we can write. */
+static int trace_path(const attach_opts *o, char *out, size_t cap) {
+    char def[64];
+    snprintf(def, sizeof def, "dnprof-%d.trace", (int)o->pid);
+    if (cli_abs_path(o->output ? o->output : def, out, cap) != 0 || strlen(out) >= DNP_BLOB_PATH_MAX)
+        return error("cannot use the trace path '%s': it is too long", o->output ? o->output : def);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", out);
+    char *slash = strrchr(dir, '/');
+    slash[slash == dir] = 0;
+    if (access(dir, W_OK | X_OK) != 0)
+        return error("cannot write the trace in '%s': %s%s", cli_short_path(dir), strerror(errno),
+                     o->output ? "" : " (use -o to put it elsewhere)");
+    return 0;
+}
+
+/* Asks the runtime of o->pid to load the agent with the configuration blob.
+ * 0 once the agent is in (InitializeForAttach returned), or -1 after saying why. */
+static int request_attach(const attach_opts *o, const ipc_proc *proc, const char *out_abs,
+                          dnp_attach_blob *blob) {
     char err[IPC_ERR_MAX];
     cli_agent agent;
-    if (cli_agent_find(&agent, err, sizeof err) != 0) {
-        error("%s", err);
-        return 1;
-    }
-
-    /* The process, before anything is created for it. */
-    ipc_proc proc;
-    if (ipc_proc_read(pid, &proc) < 0) {
-        error("no such process: %d (dnprof ps lists the .NET processes you can attach to)", (int)pid);
-        return 1;
-    }
-    int probe = ipc_connect(pid, err, sizeof err);
-    if (probe < 0) {
-        error("%s", err);
-        return 1;
-    }
-    close(probe);
-    if (proc.has_agent == 1) {
-        char dir[128], sock[256], e2[256];
-        int attached = ctl_dir(proc.uid, 0, dir, sizeof dir, e2, sizeof e2) == 0 &&
-                       snprintf(sock, sizeof sock, DNP_CONTROL_SOCKET_FMT, dir, (long)pid) > 0 &&
-                       access(sock, F_OK) == 0;
-        if (attached)
-            error("pid %d (%s) already has dnprof's agent attached: stop that recording first "
-                  "(dnprof detach %d)",
-                  (int)pid, proc.comm, (int)pid);
-        else
-            error("pid %d (%s) already has dnprof's agent, loaded at start-up (dnprof run): it "
-                  "records until the program exits, and a runtime takes one profiler at a time",
-                  (int)pid, proc.comm);
-        return 1;
-    }
-
-    char out_abs[PATH_MAX], def[64];
-    snprintf(def, sizeof def, "dnprof-%d.trace", (int)pid);
-    if (output && !*output)
-        return usage_error("attach", "--output wants a file name");
-    if (cli_abs_path(output ? output : def, out_abs, sizeof out_abs) != 0 ||
-        strlen(out_abs) >= DNP_BLOB_PATH_MAX) {
-        error("cannot use the trace path '%s': it is too long", output ? output : def);
-        return 1;
-    }
-    char out_dir[PATH_MAX];
-    memcpy(out_dir, out_abs, sizeof out_dir);
-    char *slash = strrchr(out_dir, '/');
-    slash[slash == out_dir] = 0;
-    if (access(out_dir, W_OK | X_OK) != 0) {
-        error("cannot write the trace in '%s': %s%s", cli_short_path(out_dir), strerror(errno),
-              output ? "" : " (use -o to put it elsewhere)");
-        return 1;
-    }
-
-    dnp_attach_blob blob;
-    memset(&blob, 0, sizeof blob);
-    snprintf(blob.events, sizeof blob.events, "%s", events && *events ? events : DNP_EVENTS_DEFAULT);
-    snprintf(blob.output, sizeof blob.output, "%s", out_abs);
-    blob.flush_ms = (uint32_t)flush_ms;
-    blob.trigger_pid = (uint32_t)getpid();
-    if (ctl_dir(proc.uid, 1, blob.control_dir, sizeof blob.control_dir, err, sizeof err) < 0) {
-        error("%s", err);
-        return 1;
-    }
+    if (cli_agent_find(&agent, err, sizeof err) != 0)
+        return error("%s", err);
+    memset(blob, 0, sizeof *blob);
+    snprintf(blob->events, sizeof blob->events, "%s", o->events && *o->events ? o->events : DNP_EVENTS_DEFAULT);
+    snprintf(blob->output, sizeof blob->output, "%s", out_abs);
+    blob->flush_ms = (uint32_t)o->flush_ms;
+    blob->trigger_pid = (uint32_t)getpid();
+    if (ctl_dir(proc->uid, 1, blob->control_dir, sizeof blob->control_dir, err, sizeof err) < 0)
+        return error("%s", err);
     char log[256];
-    snprintf(log, sizeof log, DNP_CONTROL_LOG_FMT, blob.control_dir, (long)pid);
+    snprintf(log, sizeof log, DNP_CONTROL_LOG_FMT, blob->control_dir, (long)o->pid);
     unlink(log);
     static uint8_t wire[DNP_BLOB_MAX];
-    long wire_len = dnp_attach_blob_encode(&blob, wire, sizeof wire);
-    if (wire_len < 0) {
-        error("the attach request does not fit (--events or -o too long)");
-        return 1;
-    }
-
+    long wire_len = dnp_attach_blob_encode(blob, wire, sizeof wire);
+    if (wire_len < 0)
+        return error("the attach request does not fit (--events or -o too long)");
     uint32_t hr = 0;
-    if (ipc_attach_profiler(pid, (uint32_t)timeout_s * 1000, DNP_CLSID_TEXT, agent.path, wire,
-                            (size_t)wire_len, &hr, err, sizeof err) < 0) {
-        error("%s", err);
-        return 1;
-    }
+    if (ipc_attach_profiler(o->pid, (uint32_t)o->timeout_s * 1000, DNP_CLSID_TEXT, agent.path, wire,
+                            (size_t)wire_len, &hr, err, sizeof err) < 0)
+        return error("%s", err);
     if (hr != 0) {
-        agent_log(blob.control_dir, pid, 0);
-        ipc_attach_hr_text(hr, pid, agent.path, err, sizeof err);
-        error("%s", err);
-        return 1;
+        agent_log(blob->control_dir, o->pid, 0);
+        ipc_attach_hr_text(hr, o->pid, agent.path, err, sizeof err);
+        return error("%s", err);
     }
-    agent_log(blob.control_dir, pid, quiet);
+    return 0;
+}
 
-    char ctl_err[IPC_ERR_MAX];
-    int fd = ctl_connect(pid, ctl_err, sizeof ctl_err);
-    if (fd < 0) {
-        error("the agent is in pid %d, but its control socket does not answer: %s", (int)pid, ctl_err);
-        return 1;
-    }
-    catch_signals();
-    if (!quiet) {
-        char fams[256];
-        dnp_families_format(families & ~(1u << DNP_FAM_RUNTIME), fams, sizeof fams);
-        fprintf(stderr, "dnprof: attached to pid %d (%s): recording %s into %s", (int)pid, proc.comm,
-                fams, cli_short_path(out_abs));
-        if (duration_ms >= 0)
-            fprintf(stderr, " for %.3g s\n", (double)duration_ms / 1000);
-        else
-            fprintf(stderr, "; Ctrl-C or dnprof detach %d stops\n", (int)pid);
-        if (left_out[0])
-            fprintf(stderr,
-                    "dnprof: left out (an attached profiler cannot have them; dnprof run can): %s\n",
-                    left_out);
-    }
+/* ---- recording ---- */
 
-    /* Record until a signal, the duration, a detach from elsewhere, or the end. */
-    long long until = duration_ms >= 0 ? ipc_now_ms() + duration_ms : -1;
-    int ended = 0, detached_elsewhere = 0;
+typedef enum { END_STOP, END_EXITED, END_DETACHED_ELSEWHERE } record_end;
+
+/* Waits for a signal, the end (until, monotonic ms; -1: none), a detach from
+ * elsewhere, or the process's end, whichever comes first. */
+static record_end record(int fd, long long until) {
     while (!g_signal) {
         int wait = -1;
         if (until >= 0) {
@@ -387,21 +339,21 @@ int cmd_attach(int argc, char **argv) {
             wait = left > 1000 ? 1000 : (int)left;
         }
         struct pollfd pf = {fd, POLLIN, 0};
-        int r = poll(&pf, 1, wait);
-        if (r <= 0)
+        if (poll(&pf, 1, wait) <= 0)
             continue;
         char line[256];
         int got = ctl_read_line(fd, line, sizeof line, 5000);
-        if (got == 0) {
-            ended = 1;
-            break;
-        }
-        if (got == 1 && strncmp(line, DNP_CONTROL_DETACHED " ", sizeof DNP_CONTROL_DETACHED) == 0) {
-            detached_elsewhere = 1; /* dnprof detach, from elsewhere */
-            break;
-        }
+        if (got == 0)
+            return END_EXITED;
+        if (got == 1 && strncmp(line, DNP_CONTROL_DETACHED " ", sizeof DNP_CONTROL_DETACHED) == 0)
+            return END_DETACHED_ELSEWHERE; /* dnprof detach, from elsewhere */
     }
-    if (ended) {
+    return END_STOP;
+}
+
+/* Ends the recording as it ended: detaches the agent when we stop it. 0 or 1. */
+static int finish(pid_t pid, int fd, record_end how, int quiet) {
+    if (how == END_EXITED) {
         close(fd);
         /* The socket closes as the process exits; give it a moment to be gone. */
         ipc_proc p;
@@ -412,28 +364,84 @@ int cmd_attach(int argc, char **argv) {
             fprintf(stderr, "dnprof: pid %d exited while attached\n", (int)pid);
         else
             error("the agent in pid %d closed its control socket", (int)pid);
-    } else if (detached_elsewhere) {
+        return 0;
+    }
+    if (how == END_DETACHED_ELSEWHERE) {
         close(fd);
         if (ctl_wait_unloaded(pid, 30000) < 0)
             warning("pid %d: the trace is complete, but the agent is not unloaded yet", (int)pid);
         if (!quiet)
             fprintf(stderr, "dnprof: pid %d: detached (dnprof detach)\n", (int)pid);
-    } else {
-        if (!quiet && g_signal)
-            fprintf(stderr, "\ndnprof: detaching from pid %d...\n", (int)pid);
-        uint64_t n = 0;
-        int d = ctl_detach(pid, fd, 30000, &n, err, sizeof err);
-        close(fd);
-        if (d < 0) {
-            error("%s", err);
-            return 1;
-        }
-        if (d == 1)
-            fprintf(stderr, "dnprof: pid %d exited while attached\n", (int)pid);
-        else if (!quiet)
-            fprintf(stderr, "dnprof: detached from pid %d; the agent is unloaded\n", (int)pid);
+        return 0;
     }
-    if (!quiet)
+    if (!quiet && g_signal)
+        fprintf(stderr, "\ndnprof: detaching from pid %d...\n", (int)pid);
+    char err[IPC_ERR_MAX];
+    uint64_t n = 0;
+    int d = ctl_detach(pid, fd, 30000, &n, err, sizeof err);
+    close(fd);
+    if (d < 0) {
+        error("%s", err);
+        return 1;
+    }
+    if (d == 1)
+        fprintf(stderr, "dnprof: pid %d exited while attached\n", (int)pid);
+    else if (!quiet)
+        fprintf(stderr, "dnprof: detached from pid %d; the agent is unloaded\n", (int)pid);
+    return 0;
+}
+
+static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t families,
+                          const char *left_out, const char *out_abs) {
+    char fams[256];
+    dnp_families_format(families & ~(1u << DNP_FAM_RUNTIME), fams, sizeof fams);
+    fprintf(stderr, "dnprof: attached to pid %d (%s): recording %s into %s", (int)o->pid, proc->comm, fams,
+            cli_short_path(out_abs));
+    if (o->duration_ms >= 0)
+        fprintf(stderr, " for %.3g s\n", (double)o->duration_ms / 1000);
+    else
+        fprintf(stderr, "; Ctrl-C or dnprof detach %d stops\n", (int)o->pid);
+    if (left_out[0])
+        fprintf(stderr, "dnprof: left out (an attached profiler cannot have them; dnprof run can): %s\n",
+                left_out);
+}
+
+int cmd_attach(int argc, char **argv) {
+    attach_opts o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc || o.help) {
+        if (o.help)
+            attach_help();
+        return rc;
+    }
+    uint32_t families = 0;
+    char left_out[256];
+    if ((rc = check_events(o.events, &families, left_out, sizeof left_out)) != 0)
+        return rc;
+
+    ipc_proc proc; /* the process, before anything is created for it */
+    char out_abs[PATH_MAX];
+    dnp_attach_blob blob;
+    if (check_target(o.pid, &proc) < 0 || trace_path(&o, out_abs, sizeof out_abs) < 0 ||
+        request_attach(&o, &proc, out_abs, &blob) < 0)
+        return 1;
+    /* The recording began as the runtime answered (InitializeForAttach had
+     * returned): a duration is the recording's length, counted from here. */
+    long long until = o.duration_ms >= 0 ? ipc_now_ms() + o.duration_ms : -1;
+    agent_log(blob.control_dir, o.pid, o.quiet);
+
+    char err[IPC_ERR_MAX];
+    int fd = ctl_connect(o.pid, err, sizeof err);
+    if (fd < 0) {
+        error("the agent is in pid %d, but its control socket does not answer: %s", (int)o.pid, err);
+        return 1;
+    }
+    catch_signals();
+    if (!o.quiet)
+        say_recording(&o, &proc, families, left_out, out_abs);
+    if (finish(o.pid, fd, record(fd, until), o.quiet) != 0)
+        return 1;
+    if (!o.quiet)
         cli_trace_summary(out_abs, NULL);
     return 0;
 }

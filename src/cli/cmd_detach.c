@@ -45,7 +45,6 @@ int cmd_detach(int argc, char **argv) {
                                              {NULL, 0, NULL, 0}};
     uint64_t timeout_s = 30;
     int quiet = 0, c;
-    opterr = 0;
     while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_TIMEOUT:
@@ -65,6 +64,7 @@ int cmd_detach(int argc, char **argv) {
         return CLI_EXIT_USAGE;
 
     char err[IPC_ERR_MAX], trace[PATH_MAX];
+    ctl_sweep(geteuid());
     int fd = ctl_connect(pid, err, sizeof err);
     if (fd < 0) {
         error("%s", err);

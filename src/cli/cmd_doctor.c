@@ -381,7 +381,7 @@ static int trace_has_initialize(const char *path, char *why, size_t len, uint64_
         found = t->events[i].kind == DNP_EV_Initialize || t->events[i].kind == DNP_EV_InitializeForAttach;
     *nevents = t->nevents;
     if (!found)
-        snprintf(why, len, "the trace has %zu events but no Initialize", t->nevents);
+        snprintf(why, len, "the trace has %s events but no Initialize", CLI_COUNT(t->nevents));
     dnp_trace_free(t);
     return found;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attach_blob.h"
 #include "cli.h"
 #include "ipc.h"
 
@@ -58,7 +59,6 @@ static void scan_dir(const char *dir, pid_t *pids, size_t *n, size_t cap) {
 int cmd_ps(int argc, char **argv) {
     static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     int c;
-    opterr = 0;
     while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'h': ps_help(); return 0;
@@ -68,6 +68,7 @@ int cmd_ps(int argc, char **argv) {
     if (optind < argc)
         return usage_error("ps", "unexpected argument '%s'", argv[optind]);
 
+    ctl_sweep(geteuid()); /* the sockets that killed agents left behind */
     static pid_t pids[4096];
     size_t n = 0;
     const char *tmp = getenv("TMPDIR");
@@ -96,8 +97,8 @@ int cmd_ps(int argc, char **argv) {
         char dir[128], cerr[256];
         if (p.has_agent == 1 && ctl_dir(p.uid, 0, dir, sizeof dir, cerr, sizeof cerr) == 0) {
             char sock[256];
-            snprintf(sock, sizeof sock, "%s/agent.%d.sock", dir, (int)pids[i]);
-            if (access(sock, F_OK) == 0)
+            snprintf(sock, sizeof sock, DNP_CONTROL_SOCKET_FMT, dir, (long)pids[i]);
+            if (ctl_socket_live(sock, pids[i]) == 1)
                 agent = "attached";
         }
         printf("%-8d %-24s %-8s ", (int)pids[i], name, agent);

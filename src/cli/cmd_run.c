@@ -68,28 +68,44 @@ static const char *status_word(dnp_trace_status s) {
     return "?";
 }
 
-/* "dnprof: trace PATH[ (who)]: N events, T s, status". cause: why the trace is
- * not complete, when the agent said it (it knows better than the reader's guess). */
+/* "dnprof: trace PATH[ (who)]: N events, T s, status", from one streaming pass
+ * over the trace: memory bounded by a chunk and the strings, not the events.
+ * cause: why the trace is not complete, when the agent said it (it knows better
+ * than the reader's guess). */
 static void summarize(const char *path, const char *who, const char *cause) {
-    dnp_trace *t = NULL;
+    dnp_trace_stream *s = NULL;
     char err[256];
     char label[PATH_MAX + 700];
     snprintf(label, sizeof label, "%s%s%s%s", cli_short_path(path), who ? " (" : "", who ? who : "",
              who ? ")" : "");
-    if (dnp_trace_load(path, &t, err, sizeof err) != 0) {
+    if (dnp_trace_stream_open(path, &s, err, sizeof err) != 0) {
         error("trace %s: %s", label, err);
         return;
     }
-    char count[32], lost[32];
-    double secs = t->nevents ? (double)t->events[t->nevents - 1].time_ns / 1e9 : 0.0;
-    fprintf(stderr, "dnprof: trace %s: %s events, %.2f s, %s", label, cli_fmt_count(t->nevents, count),
-            secs, status_word(t->status));
+    uint64_t n = 0, last = 0;
+    dnp_trace_event e;
+    int got;
+    while ((got = dnp_trace_stream_next(s, &e)) > 0) {
+        n++;
+        if (e.time_ns > last)
+            last = e.time_ns;
+    }
+    if (got < 0) {
+        error("trace %s: %s", label, dnp_trace_stream_error(s));
+        dnp_trace_stream_close(s);
+        return;
+    }
+    const dnp_trace *t = dnp_trace_stream_trace(s);
+    uint64_t origin = dnp_trace_stream_origin(s);
+    double secs = n && last > origin ? (double)(last - origin) / 1e9 : 0.0;
+    fprintf(stderr, "dnprof: trace %s: %s events, %.2f s, %s", label, CLI_COUNT(n), secs,
+            status_word(t->status));
     if (t->status != DNP_TRACE_COMPLETE && (cause || t->status_text[0]))
         fprintf(stderr, " (%s)", cause ? cause : t->status_text);
     if (t->lost)
-        fprintf(stderr, ", %s lost", cli_fmt_count(t->lost, lost));
+        fprintf(stderr, ", %s lost", CLI_COUNT(t->lost));
     fputc('\n', stderr);
-    dnp_trace_free(t);
+    dnp_trace_stream_close(s);
 }
 
 void cli_trace_summary(const char *path, const char *who) {
@@ -172,7 +188,6 @@ int cmd_run(int argc, char **argv) {
     int calls = 0, all_code = 0; /* calls: 0, 1 --calls, 2 --timeline, 3 --args */
     char include[1024] = "", exclude[1024] = "";
     int quiet = 0, c;
-    opterr = 0;
     while ((c = getopt_long(argc, argv, "+:e:o:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'e': events = optarg; break;

@@ -1,26 +1,61 @@
-/* dnprof.c: the dnprof command: picks a subcommand from the table and runs it. */
+/* dnprof.c: the dnprof command: picks a subcommand from the table and runs it,
+ * with what every command shares done once here (git's run_builtin): getopt
+ * reports nothing itself (each command says what was wrong, cli_bad_option),
+ * and a command whose results go to stdout has SIGPIPE ignored (a closed pipe,
+ * `dnprof print t | head`, is a quiet end) and its stdout checked at the end. */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+
+/* Command flags. */
+#define CMD_STDOUT 0x1 /* writes its results to stdout (not the program's: not run) */
 
 struct cmd_struct {
     const char *name;
     int (*fn)(int argc, char **argv);
+    unsigned flags;
     const char *summary;
 };
 
 static const struct cmd_struct commands[] = {
-    {"run", cmd_run, "run a .NET program with the agent loaded and write a trace"},
-    {"print", cmd_print, "print a trace as an indented event log, or as JSON"},
-    {"report", cmd_report, "top functions, hottest paths and the call tree of a --calls trace"},
-    {"convert", cmd_convert, "a --calls trace for speedscope, Perfetto, flamegraph.pl, or as HTML"},
-    {"env", cmd_env, "print the shell exports that load the agent into every .NET program"},
-    {"doctor", cmd_doctor, "check why the agent did (or did not) load"},
-    {"ps", cmd_ps, "list the running .NET processes you can attach to"},
-    {"attach", cmd_attach, "record a running .NET program, then detach and leave it as it was"},
-    {"detach", cmd_detach, "stop an attached recording and unload the agent"},
+    {"run", cmd_run, 0, "run a .NET program with the agent loaded and write a trace"},
+    {"print", cmd_print, CMD_STDOUT, "print a trace as an indented event log, or as JSON"},
+    {"report", cmd_report, CMD_STDOUT, "top functions, hottest paths and the call tree of a --calls trace"},
+    {"convert", cmd_convert, CMD_STDOUT, "a --calls trace for speedscope, Perfetto, flamegraph.pl, or as HTML"},
+    {"env", cmd_env, CMD_STDOUT, "print the shell exports that load the agent into every .NET program"},
+    {"doctor", cmd_doctor, 0, "check why the agent did (or did not) load"},
+    {"ps", cmd_ps, CMD_STDOUT, "list the running .NET processes you can attach to"},
+    {"attach", cmd_attach, 0, "record a running .NET program, then detach and leave it as it was"},
+    {"detach", cmd_detach, 0, "stop an attached recording and unload the agent"},
 };
+
+static int run_command(const struct cmd_struct *cmd, int argc, char **argv) {
+    opterr = 0;
+    optind = 1;
+    if (cmd->flags & CMD_STDOUT)
+        signal(SIGPIPE, SIG_IGN);
+    int rc = cmd->fn(argc, argv);
+    if (!(cmd->flags & CMD_STDOUT))
+        return rc;
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return rc;
+    int e = errno;
+    struct pollfd p = {STDOUT_FILENO, 0, 0}; /* a pipe whose reader is gone: POLLERR */
+    if (e == EPIPE || (poll(&p, 1, 0) == 1 && (p.revents & POLLERR)))
+        return rc;
+    if (rc == 0) {
+        error("cannot write the output: %s", strerror(e ? e : EIO));
+        return 1;
+    }
+    return rc;
+}
 
 static void usage(FILE *out) {
     fputs("usage: dnprof <command> [options] [-- PROGRAM [ARGS...]]\n"
@@ -69,7 +104,7 @@ int main(int argc, char **argv) {
             return CLI_EXIT_USAGE;
         }
         char *help_argv[] = {argv[2], "--help", NULL};
-        return cmd->fn(2, help_argv);
+        return run_command(cmd, 2, help_argv);
     }
     if (!strcmp(name, "--version") || !strcmp(name, "version")) {
         printf("dnprof %s\n", DNPROF_VERSION);
@@ -83,5 +118,5 @@ int main(int argc, char **argv) {
             error("unknown command '%s' (see dnprof --help)", name);
         return CLI_EXIT_USAGE;
     }
-    return cmd->fn(argc - 1, argv + 1);
+    return run_command(cmd, argc - 1, argv + 1);
 }

@@ -1,7 +1,8 @@
-/* ipc.h: what `dnprof ps`, `attach` and `detach` share: the runtime's
- * diagnostics IPC (dotnet/diagnostics documentation/design-docs/ipc-protocol.md,
- * RUNTIME-FACTS "Attach over the diagnostics IPC"), the target process as
- * /proc shows it, and the agent's own control socket (src/agent/control.h).
+/* ipc.h: what `dnprof ps`, `attach` and `detach` share, in three files: the
+ * target process as /proc shows it (proc.c), the runtime's diagnostics IPC
+ * (diag.c: dotnet/diagnostics documentation/design-docs/ipc-protocol.md,
+ * RUNTIME-FACTS "Attach over the diagnostics IPC"), and the agent's own control
+ * socket (ctl.c, src/agent/control.h).
  *
  * Every function that fails puts one line in err naming the pid, the cause and
  * the fix, ready for error("%s", err). */
@@ -15,7 +16,7 @@
 
 #define IPC_ERR_MAX 768
 
-/* ---- the process (/proc) ---- */
+/* ---- the process (/proc: proc.c) ---- */
 typedef struct ipc_proc {
     pid_t pid;
     uid_t uid;
@@ -33,7 +34,22 @@ int ipc_proc_read(pid_t pid, ipc_proc *p);
  * process's maps: 1, 0, or -1 when the maps cannot be read. */
 int ipc_proc_maps_has(pid_t pid, const char *name);
 
-/* ---- the diagnostics IPC ---- */
+/* The value of name in the process's environment, into out; 0 if set. */
+int ipc_proc_env(pid_t pid, const char *name, char *out, size_t cap);
+
+/* When the process started, in seconds since the epoch (its start time in
+ * clock ticks after boot, and the boot time); 0 if unknown. */
+long long ipc_proc_start_epoch(const ipc_proc *p);
+
+/* Monotonic milliseconds. */
+long long ipc_now_ms(void);
+
+/* ---- the diagnostics IPC (diag.c) ---- */
+/* A connected unix stream socket to path, or -1 with errno. */
+int ipc_unix_connect(const char *path);
+/* Sends all n bytes (no SIGPIPE); 0 or -1. */
+int ipc_write_all(int fd, const void *buf, size_t n);
+
 /* The runtime's socket for pid: $TMPDIR of the process, ours, or /tmp;
  * dotnet-diagnostic-<pid>-<key>-socket, the key matching the process's start
  * time when several are there. 0, or -1 when there is none. */
@@ -62,7 +78,7 @@ int ipc_attach_profiler(pid_t pid, uint32_t timeout_ms, const char *clsid, const
 /* The one-line explanation of an AttachProfiler HRESULT for pid, with the fix. */
 void ipc_attach_hr_text(uint32_t hr, pid_t pid, const char *agent_path, char *out, size_t cap);
 
-/* ---- the agent's control socket ---- */
+/* ---- the agent's control socket (ctl.c) ---- */
 /* The private control directory for processes of uid: /tmp/dnprof-<uid>.
  * create: made (0700, given to uid when we are root) if missing. Checked to be
  * a directory of uid that no one else can enter. 0, or -1 with err. */
@@ -91,7 +107,15 @@ int ctl_detach(pid_t pid, int fd, int timeout_ms, uint64_t *events, char *err, s
  * timeout_ms. 0 when unloaded, -1 on timeout. */
 int ctl_wait_unloaded(pid_t pid, int timeout_ms);
 
-/* Monotonic milliseconds. */
-long long ipc_now_ms(void);
+/* Whether the control socket at path belongs to a live agent of pid: 1 when it
+ * answers a connection; 0 when it is stale: its process is gone, it is older
+ * than the process now holding its pid (a reused pid), or it refuses
+ * connections (no listener) and is older than a few seconds; -1 when it
+ * cannot be told (another user's, say). */
+int ctl_socket_live(const char *path, pid_t pid);
+
+/* Removes the stale control sockets (and their logs) of dead or reused pids
+ * from the control directory of uid. Returns how many it removed. */
+int ctl_sweep(uid_t uid);
 
 #endif

@@ -96,7 +96,7 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
     fprintf(out, "%s: %s calls in %s call paths, %s in hooked code", label, cli_fmt_count(calls, a),
             cli_fmt_count(tr->nnodes - 1, b), fmt_ns(tr->nodes[0].total_ns, c));
     if (tr == &ct->all && ct->nthreads > 1)
-        fprintf(out, " (summed over %zu threads)", ct->nthreads);
+        fprintf(out, " (summed over %s threads)", CLI_COUNT(ct->nthreads));
     fputc('\n', out);
 }
 

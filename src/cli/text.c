@@ -1,11 +1,11 @@
 /* text.c: writing strings from a trace, which may hold any bytes, as valid
- * UTF-8 text for a terminal (one event stays one line) or for JSON. */
+ * UTF-8 text for a terminal (one event stays one line) or for JSON (jsonstr.h). */
 #include <stdio.h>
 
 #include "cli.h"
-#include "export.h"
+#include "jsonstr.h"
 
-static void put(FILE *out, const char *str, int json, int quoted) {
+static void put(FILE *out, const char *str, int quoted) {
     const unsigned char *s = (const unsigned char *)str;
     while (*s) {
         int n = dnp_utf8_len(s);
@@ -26,10 +26,6 @@ static void put(FILE *out, const char *str, int json, int quoted) {
             fputs("\\t", out);
         } else if (c == '\r') {
             fputs("\\r", out);
-        } else if (json && c == 0x7f) {
-            fputc(0x7f, out);
-        } else if (json) {
-            fprintf(out, "\\u%04x", c);
         } else {
             fprintf(out, "\\x%02x", c);
         }
@@ -38,15 +34,9 @@ static void put(FILE *out, const char *str, int json, int quoted) {
 }
 
 void cli_put_text(FILE *out, const char *s, int quoted) {
-    put(out, s, 0, quoted);
+    put(out, s, quoted);
 }
 
 void cli_put_json(FILE *out, const char *s) {
-    if (!s) {
-        fputs("null", out);
-        return;
-    }
-    fputc('"', out);
-    put(out, s, 1, 1);
-    fputc('"', out);
+    dnp_json_str(out, s, 0);
 }

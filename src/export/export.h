@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "calltree.h"
+#include "jsonstr.h"
 
 typedef struct dnp_export_opts {
     int weight_calls;           /* folded: N is calls, not self ns */
@@ -38,13 +39,10 @@ int dnp_export_flamegraph(const dnp_calltree *ct, FILE *out, const dnp_export_op
 /* The name to show for a function: pretty, or "<function 0x...>" when unknown. */
 const char *dnp_export_name(const dnp_calltree *ct, uint64_t func, uint64_t name, char *buf, size_t len);
 
-/* s as a JSON string in double quotes (null for NULL); invalid UTF-8 becomes
- * U+FFFD. html_safe: '<', '>' and '&' escaped too, for JSON inside a <script>. */
-void dnp_export_json_str(FILE *out, const char *s, int html_safe);
-
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. s is
- * NUL-terminated, so a sequence cut short stops at the NUL. */
-int dnp_utf8_len(const unsigned char *s);
+/* s as a JSON string (jsonstr.h); html_safe: for JSON inside a <script>. */
+static inline void dnp_export_json_str(FILE *out, const char *s, int html_safe) {
+    dnp_json_str(out, s, html_safe ? DNP_JSON_HTML_SAFE : 0);
+}
 
 /* A thread's label: "thread 3 (worker)", "thread tid 4242", "all threads". */
 void dnp_export_thread_label(const dnp_ct_tree *tr, char *buf, size_t len);

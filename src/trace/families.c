@@ -1,5 +1,6 @@
-/* families.c: event families, their words, and the COR_PRF_MONITOR bits each
- * one needs (corprof.idl; seed 000's profiling_on.bat). */
+/* families.c: event families, their words, the COR_PRF_MONITOR bits each one
+ * needs (seed 000's profiling_on.bat), what an attached profiler keeps of them,
+ * and the flags' names (src/com/prof_flags.def). */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,23 +12,23 @@
 
 /* COR_PRF_MONITOR_* and COR_PRF_ENABLE_* bits, per family. */
 static const uint32_t family_mask[DNP_FAM_COUNT] = {
-    [DNP_FAM_RUNTIME] = 0,              /* Initialize, Shutdown: always raised */
-    [DNP_FAM_APPDOMAINS] = 0x10,        /* MONITOR_APPDOMAIN_LOADS */
-    [DNP_FAM_ASSEMBLIES] = 0x8,         /* MONITOR_ASSEMBLY_LOADS */
-    [DNP_FAM_MODULES] = 0x4,            /* MONITOR_MODULE_LOADS */
-    [DNP_FAM_CLASSES] = 0x2,            /* MONITOR_CLASS_LOADS */
-    [DNP_FAM_FUNCTIONS] = 0x1,          /* MONITOR_FUNCTION_UNLOADS */
-    [DNP_FAM_JIT] = 0x20,               /* MONITOR_JIT_COMPILATION */
-    [DNP_FAM_CACHE] = 0x20000,          /* MONITOR_CACHE_SEARCHES */
-    [DNP_FAM_THREADS] = 0x200,          /* MONITOR_THREADS */
-    [DNP_FAM_REMOTING] = 0x400,         /* MONITOR_REMOTING: .NET Framework only */
-    [DNP_FAM_TRANSITIONS] = 0x800,      /* MONITOR_CODE_TRANSITIONS */
-    [DNP_FAM_SUSPENDS] = 0x10000,       /* MONITOR_SUSPENDS */
-    [DNP_FAM_GC] = 0x80,                /* MONITOR_GC */
-    [DNP_FAM_ALLOC] = 0x100 | 0x800000, /* MONITOR_OBJECT_ALLOCATED | ENABLE_OBJECT_ALLOCATED */
-    [DNP_FAM_EXCEPTIONS] = 0x40 | 0x1000000, /* MONITOR_EXCEPTIONS | MONITOR_CLR_EXCEPTIONS */
-    [DNP_FAM_CCW] = 0x2000,             /* MONITOR_CCW */
-    [DNP_FAM_CALLS] = 0,                /* the enter/leave hooks: dnprof run --calls */
+    [DNP_FAM_RUNTIME] = 0, /* Initialize, Shutdown: always raised */
+    [DNP_FAM_APPDOMAINS] = COR_PRF_MONITOR_APPDOMAIN_LOADS,
+    [DNP_FAM_ASSEMBLIES] = COR_PRF_MONITOR_ASSEMBLY_LOADS,
+    [DNP_FAM_MODULES] = COR_PRF_MONITOR_MODULE_LOADS,
+    [DNP_FAM_CLASSES] = COR_PRF_MONITOR_CLASS_LOADS,
+    [DNP_FAM_FUNCTIONS] = COR_PRF_MONITOR_FUNCTION_UNLOADS,
+    [DNP_FAM_JIT] = COR_PRF_MONITOR_JIT_COMPILATION,
+    [DNP_FAM_CACHE] = COR_PRF_MONITOR_CACHE_SEARCHES,
+    [DNP_FAM_THREADS] = COR_PRF_MONITOR_THREADS,
+    [DNP_FAM_REMOTING] = COR_PRF_MONITOR_REMOTING, /* .NET Framework only */
+    [DNP_FAM_TRANSITIONS] = COR_PRF_MONITOR_CODE_TRANSITIONS,
+    [DNP_FAM_SUSPENDS] = COR_PRF_MONITOR_SUSPENDS,
+    [DNP_FAM_GC] = COR_PRF_MONITOR_GC,
+    [DNP_FAM_ALLOC] = COR_PRF_MONITOR_OBJECT_ALLOCATED | COR_PRF_ENABLE_OBJECT_ALLOCATED,
+    [DNP_FAM_EXCEPTIONS] = COR_PRF_MONITOR_EXCEPTIONS | COR_PRF_MONITOR_CLR_EXCEPTIONS,
+    [DNP_FAM_CCW] = COR_PRF_MONITOR_CCW,
+    [DNP_FAM_CALLS] = 0, /* the enter/leave hooks: dnprof run --calls */
 };
 
 /* "all" is every family a mask bit turns on; calls come with --calls. */
@@ -150,10 +151,12 @@ int dnp_events_parse(const char *text, dnp_event_config *out, char *err, size_t 
         out->mask = mask;
         out->families = dnp_families_from_mask(mask);
         out->mask_high = 0;
+        out->named = 0;
+        out->from_mask = 1;
         return 0;
     }
 
-    uint32_t families = 0;
+    uint32_t families = 0, named = 0;
     int first = 1;
     for (const char *p = s, *end = s + tlen; p <= end;) {
         const char *comma = memchr(p, ',', (size_t)(end - p));
@@ -205,6 +208,8 @@ int dnp_events_parse(const char *text, dnp_event_config *out, char *err, size_t 
                 return -1;
             }
             set = 1u << f;
+            if (!remove)
+                named |= set;
         }
         if (remove)
             families &= ~set;
@@ -216,5 +221,52 @@ int dnp_events_parse(const char *text, dnp_event_config *out, char *err, size_t 
     out->families = families;
     out->mask = dnp_families_mask(families);
     out->mask_high = 0;
+    out->named = named & families;
+    out->from_mask = 0;
     return 0;
+}
+
+void dnp_events_after_attach(const dnp_event_config *cfg, dnp_attach_events *out) {
+    memset(out, 0, sizeof *out);
+    out->mask = cfg->mask & COR_PRF_ALLOWABLE_AFTER_ATTACH;
+    out->dropped = cfg->mask & ~(uint32_t)COR_PRF_ALLOWABLE_AFTER_ATTACH;
+    out->mask_high = cfg->mask_high & COR_PRF_HIGH_ALLOWABLE_AFTER_ATTACH;
+    out->dropped_high = cfg->mask_high & ~(uint32_t)COR_PRF_HIGH_ALLOWABLE_AFTER_ATTACH;
+    for (int f = 0; f < DNP_FAM_COUNT; f++) {
+        uint32_t m = family_mask[f];
+        if (!(cfg->families & (1u << f)) || !(m & out->dropped))
+            continue;
+        if (m & COR_PRF_ALLOWABLE_AFTER_ATTACH)
+            out->part |= 1u << f;
+        else
+            out->whole |= 1u << f;
+    }
+}
+
+static const struct {
+    const char *name;
+    uint32_t bit;
+    int high;
+} prf_flags[] = {
+#define DNP_PRF_FLAG(name, bit, word, after_attach) {"COR_PRF_" #name, bit##u, DNP_PRF_WORD_##word(0, 1)},
+#include "../com/prof_flags.def"
+#undef DNP_PRF_FLAG
+};
+
+char *dnp_prf_flags_format(uint32_t mask, int high, char *buf, size_t buflen) {
+    if (!buf || !buflen)
+        return buf;
+    size_t len = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof prf_flags / sizeof prf_flags[0]; i++) {
+        if (prf_flags[i].high != !!high || !(mask & prf_flags[i].bit))
+            continue;
+        int n = snprintf(buf + len, buflen - len, "%s%s", len ? ", " : "", prf_flags[i].name);
+        if (n < 0 || (size_t)n >= buflen - len) {
+            buf[len] = 0;
+            break;
+        }
+        len += (size_t)n;
+    }
+    return buf;
 }

@@ -19,96 +19,18 @@
 #include <unistd.h>
 
 #include "trace_reader.h"
+#include "u64map.h"
 
 #define MAX_STRING_ID (1ull << 28)
 #define MAX_THREADS (1u << 22)
 #define MAX_HEADER_SIZE (1u << 16)
-
-/* ---- a map of nonzero u64 keys to u64 values (open addressing) ---- */
-
-typedef struct u64map {
-    uint64_t *keys; /* 0: empty slot */
-    uint64_t *vals;
-    size_t cap;     /* a power of two, or 0 */
-    size_t len;
-} u64map;
-
-static inline size_t map_slot(uint64_t k, size_t mask) {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ull;
-    k ^= k >> 33;
-    return (size_t)k & mask;
-}
-
-static int map_grow(u64map *m) {
-    size_t ncap = m->cap ? m->cap * 2 : 64;
-    uint64_t *nk = calloc(ncap, sizeof *nk);
-    uint64_t *nv = malloc(ncap * sizeof *nv);
-    if (!nk || !nv) {
-        free(nk);
-        free(nv);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->keys[i])
-            continue;
-        size_t s = map_slot(m->keys[i], ncap - 1);
-        while (nk[s])
-            s = (s + 1) & (ncap - 1);
-        nk[s] = m->keys[i];
-        nv[s] = m->vals[i];
-    }
-    free(m->keys);
-    free(m->vals);
-    m->keys = nk;
-    m->vals = nv;
-    m->cap = ncap;
-    return 0;
-}
-
-/* Sets k (nonzero) to v. Returns 0 or -ENOMEM. */
-static int map_put(u64map *m, uint64_t k, uint64_t v) {
-    if ((m->len + 1) * 2 > m->cap && map_grow(m) < 0)
-        return -ENOMEM;
-    size_t s = map_slot(k, m->cap - 1);
-    while (m->keys[s] && m->keys[s] != k)
-        s = (s + 1) & (m->cap - 1);
-    if (!m->keys[s]) {
-        m->keys[s] = k;
-        m->len++;
-    }
-    m->vals[s] = v;
-    return 0;
-}
-
-static int map_get(const u64map *m, uint64_t k, uint64_t *v) {
-    if (!m->cap || !k)
-        return 0;
-    size_t s = map_slot(k, m->cap - 1);
-    while (m->keys[s]) {
-        if (m->keys[s] == k) {
-            *v = m->vals[s];
-            return 1;
-        }
-        s = (s + 1) & (m->cap - 1);
-    }
-    return 0;
-}
-
-static void map_release(u64map *m) {
-    free(m->keys);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
-}
 
 /* ---- the trace's private part: its strings ---- */
 
 struct dnp_trace_private {
     char *arena; /* NUL-terminated strings, back to back */
     size_t arena_len, arena_cap;
-    u64map strings; /* string id -> offset in arena */
+    dnp_u64map strings; /* string id -> offset in arena */
 };
 
 /* Copies s[0..len) into the arena. Returns its offset, or -1 without memory. */
@@ -133,7 +55,7 @@ static int64_t arena_add(struct dnp_trace_private *pv, const void *s, size_t len
 
 const char *dnp_trace_string(const dnp_trace *t, uint64_t id) {
     uint64_t off;
-    if (!t || !t->priv || !map_get(&t->priv->strings, id, &off))
+    if (!t || !t->priv || !dnp_u64map_get(&t->priv->strings, id, &off))
         return NULL;
     return t->priv->arena + off;
 }
@@ -152,7 +74,7 @@ void dnp_trace_free(dnp_trace *t) {
     free(t->notes);
     if (t->priv) {
         free(t->priv->arena);
-        map_release(&t->priv->strings);
+        dnp_u64map_release(&t->priv->strings);
         free(t->priv);
     }
     free(t);
@@ -442,7 +364,7 @@ static int parse_record(loader *L, const uint8_t **pp, const uint8_t *end, uint3
             break;
         }
         int64_t off = arena_add(t->priv, q, (size_t)len);
-        if (off < 0 || map_put(&t->priv->strings, id, (uint64_t)off) < 0)
+        if (off < 0 || dnp_u64map_put(&t->priv->strings, id, (uint64_t)off, NULL) < 0)
             return -ENOMEM;
         break;
     }
@@ -516,11 +438,11 @@ static int parse_record(loader *L, const uint8_t **pp, const uint8_t *end, uint3
  * own thread first, else the latest with that tid); a name set before its thread
  * was assigned is kept until it is. */
 static int fill_threads(dnp_trace *t) {
-    u64map by_tid = {0}, by_managed = {0}, pending_name = {0};
+    dnp_u64map by_tid = {0}, by_managed = {0}, pending_name = {0};
     int rc = 0;
     for (size_t i = 0; i < t->nthreads && rc == 0; i++)
         if (t->threads[i].os_tid)
-            rc = map_put(&by_tid, t->threads[i].os_tid, i + 1);
+            rc = dnp_u64map_put(&by_tid, t->threads[i].os_tid, i + 1, NULL);
     for (size_t i = 0; i < t->nevents && rc == 0; i++) {
         const dnp_trace_event *e = &t->events[i];
         uint64_t ord, name;
@@ -529,27 +451,27 @@ static int fill_threads(dnp_trace *t) {
             const dnp_trace_thread *own = dnp_trace_thread_get(t, e->thread);
             if (own && own->os_tid == tid && tid)
                 ord = own->ordinal;
-            else if (!map_get(&by_tid, tid, &ord))
+            else if (!dnp_u64map_get(&by_tid, tid, &ord))
                 continue;
             dnp_trace_thread *th = &t->threads[ord - 1];
             th->managed_id = managed;
             if (managed) {
-                rc = map_put(&by_managed, managed, ord);
-                if (map_get(&pending_name, managed, &name))
+                rc = dnp_u64map_put(&by_managed, managed, ord, NULL);
+                if (dnp_u64map_get(&pending_name, managed, &name))
                     th->name = dnp_trace_string(t, name);
             }
         } else if (e->kind == DNP_EV_ThreadNameChanged) {
             uint64_t managed = e->v[0];
             if (!managed)
                 continue;
-            rc = map_put(&pending_name, managed, e->v[1]);
-            if (rc == 0 && map_get(&by_managed, managed, &ord) && t->threads[ord - 1].managed_id == managed)
+            rc = dnp_u64map_put(&pending_name, managed, e->v[1], NULL);
+            if (rc == 0 && dnp_u64map_get(&by_managed, managed, &ord) && t->threads[ord - 1].managed_id == managed)
                 t->threads[ord - 1].name = dnp_trace_string(t, e->v[1]);
         }
     }
-    map_release(&by_tid);
-    map_release(&by_managed);
-    map_release(&pending_name);
+    dnp_u64map_release(&by_tid);
+    dnp_u64map_release(&by_managed);
+    dnp_u64map_release(&pending_name);
     return rc;
 }
 

@@ -10,12 +10,14 @@
  *   DNPROF_DOTNET     the dotnet host (optional, "dotnet" from PATH otherwise)
  *
  * Helpers that fail print one line on stderr saying why, and return -1 or NULL,
- * so that a test only needs ASSERT(helper(...) == 0). */
+ * so that a test only needs ASSERT_EQ(helper(...), 0). The comparisons of
+ * test.h print both sides; ASSERT_STATUS below adds what the command said. */
 #ifndef DNP_E2E_H
 #define DNP_E2E_H
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -109,5 +111,20 @@ int e2e_check_nesting(const dnp_trace *t, char *why, size_t whylen);
 
 /* A kind's number from its name, or -1. */
 int e2e_kind(const char *name);
+
+/* The last command of run r (an e2e_run *) exited with want; else the test
+ * fails, printing both codes and the start of the command's stderr and stdout. */
+#define ASSERT_STATUS(r, want)                                              \
+    do {                                                                    \
+        const e2e_run *dnp_r_ = (r);                                        \
+        int dnp_want_ = (want);                                             \
+        if (dnp_r_->status != dnp_want_) {                                  \
+            fprintf(stderr, "%s:%d: exit status of the last command of %s: %d, expected %d\n", \
+                    __FILE__, __LINE__, dnp_r_->test, dnp_r_->status, dnp_want_); \
+            e2e_show_file("stderr", dnp_r_->err);                           \
+            e2e_show_file("stdout", dnp_r_->out);                           \
+            return 1;                                                       \
+        }                                                                   \
+    } while (0)
 
 #endif

@@ -72,27 +72,27 @@ static int one_dnprof_line(const e2e_run *r, const char *want) {
 
 TEST(e2e_agent_bad_events_word) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_agent_bad_events_word") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_agent_bad_events_word"), 0);
     char output[PATH_MAX + 32];
     snprintf(output, sizeof output, DNP_ENV_OUTPUT "=%s", r.trace);
-    ASSERT(run_exitcode(&r, DNP_ENV_EVENTS "=classes,clases", output) == 0);
+    ASSERT_EQ(run_exitcode(&r, DNP_ENV_EVENTS "=classes,clases", output), 0);
     ASSERT(program_unchanged(&r));
     ASSERT(one_dnprof_line(&r, "'clases'"));
     /* The same with a good word records: the agent did load both times. */
-    ASSERT(run_exitcode(&r, DNP_ENV_EVENTS "=classes", output) == 0);
+    ASSERT_EQ(run_exitcode(&r, DNP_ENV_EVENTS "=classes", output), 0);
     ASSERT(program_unchanged(&r));
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_trace_free(t);
     return 0;
 }
 
 TEST(e2e_agent_bad_output_path) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_agent_bad_output_path") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_agent_bad_output_path"), 0);
     char output[PATH_MAX + 64];
     snprintf(output, sizeof output, DNP_ENV_OUTPUT "=%s/no-such-dir/x.trace", r.dir);
-    ASSERT(run_exitcode(&r, output, DNP_ENV_EVENTS) == 0);
+    ASSERT_EQ(run_exitcode(&r, output, DNP_ENV_EVENTS), 0);
     ASSERT(program_unchanged(&r));
     ASSERT(one_dnprof_line(&r, "no-such-dir/x.trace"));
     return 0;
@@ -104,27 +104,27 @@ TEST(e2e_agent_bad_output_path) {
  * mapping goes through a file too, so it is turned off for this run. */
 TEST(e2e_agent_disk_full) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_agent_disk_full") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_agent_disk_full"), 0);
     char output[PATH_MAX + 32];
     snprintf(output, sizeof output, DNP_ENV_OUTPUT "=%s", r.trace);
     struct rlimit old, small = {64 * 1024, 0};
-    ASSERT(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
     small.rlim_max = old.rlim_max;
     void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
-    ASSERT(setrlimit(RLIMIT_FSIZE, &small) == 0);
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
     /* W^X double-maps code through a file that the limit would refuse too; a
      * short flush period writes whole chunks before the disk fills. */
     int rc = run_exitcode4(&r, output, DNP_ENV_EVENTS "=all", "DOTNET_EnableWriteXorExecute=0",
                            DNP_ENV_FLUSH_MS "=2");
     setrlimit(RLIMIT_FSIZE, &old);
     signal(SIGXFSZ, old_handler);
-    ASSERT(rc == 0);
+    ASSERT_EQ(rc, 0);
     ASSERT(program_unchanged(&r));
     ASSERT(one_dnprof_line(&r, "cannot write trace"));
     /* What was written before the disk filled is still readable. */
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
-    ASSERT(t->status != DNP_TRACE_COMPLETE);
+    ASSERT_NE(t, NULL);
+    ASSERT_NE(t->status, DNP_TRACE_COMPLETE);
     dnp_trace_free(t);
     return 0;
 }
@@ -300,7 +300,7 @@ TEST(e2e_attach_output_symlink) {
     ASSERT(rc == 0);
     if (r.status != 0)
         e2e_show_file("dnprof attach stderr", r.err);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(r.status, 0);
     ASSERT(victim_intact(victim));
     ASSERT(private_file(r.trace));
     dnp_trace *t = NULL;
@@ -308,7 +308,7 @@ TEST(e2e_attach_output_symlink) {
     ASSERT(dnp_trace_load(r.trace, &t, err, sizeof err) == 0);
     size_t attached = e2e_count(t, DNP_EV_InitializeForAttach);
     dnp_trace_free(t);
-    ASSERT(attached == 1);
+    ASSERT_EQ(attached, (size_t)1);
     return 0;
 }
 
@@ -345,7 +345,7 @@ TEST(e2e_run_disk_full_messages) {
         fprintf(stderr, "e2e: the program's own stderr got what the agent said:\n");
         e2e_show_file("program stderr", prog_err);
     }
-    ASSERT_STR_EQ(perr, "");
+    ASSERT_STREQ(perr, "");
     free(perr);
     char *err = e2e_read_file(r.err, NULL);
     ASSERT(err != NULL);

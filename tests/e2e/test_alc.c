@@ -95,28 +95,26 @@ static int check_owners(const dnp_trace *t, unsigned ftype, unsigned load_kind, 
 
 TEST(e2e_collectible_alc) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_collectible_alc") == 0);
-    ASSERT(e2e_run_scenario(&r, "alc", NULL) == 0);
-    if (r.status != 0)
-        e2e_show_file("stderr", r.err);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_collectible_alc"), 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "alc", NULL), 0);
+    ASSERT_STATUS(&r, 0);
     char *out = e2e_read_file(r.out, NULL);
-    ASSERT(out != NULL);
-    ASSERT(strstr(out, "PluginA.Widget.Spin(3) = 9") != NULL);
-    ASSERT(strstr(out, "PluginB.Gadget.Turn(3) = 10") != NULL);
+    ASSERT_NE(out, NULL);
+    ASSERT_CONTAINS(out, "PluginA.Widget.Spin(3) = 9");
+    ASSERT_CONTAINS(out, "PluginB.Gadget.Turn(3) = 10");
     int a_unloaded = strstr(out, "PluginA unloaded") != NULL;
     free(out);
 
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     long a_load = e2e_expect(t, DNP_EV_AssemblyLoadFinished, "PluginA", "Plugin");
     long b_load = e2e_expect(t, DNP_EV_AssemblyLoadFinished, "PluginB", "Plugin");
     ASSERT(a_load >= 0 && b_load >= 0);
-    ASSERT(a_load < b_load);
-    ASSERT(e2e_expect(t, DNP_EV_ClassLoadFinished, "PluginA.Widget", "Plugin") >= 0);
-    ASSERT(e2e_expect(t, DNP_EV_ClassLoadFinished, "PluginB.Gadget", "Plugin") >= 0);
+    ASSERT_LT(a_load, b_load);
+    ASSERT_GE(e2e_expect(t, DNP_EV_ClassLoadFinished, "PluginA.Widget", "Plugin"), 0);
+    ASSERT_GE(e2e_expect(t, DNP_EV_ClassLoadFinished, "PluginB.Gadget", "Plugin"), 0);
     if (a_unloaded)
-        ASSERT(e2e_expect(t, DNP_EV_AssemblyUnloadStarted, "PluginA", "Plugin") >= 0);
+        ASSERT_GE(e2e_expect(t, DNP_EV_AssemblyUnloadStarted, "PluginA", "Plugin"), 0);
     else
         fprintf(stderr, "e2e: the program says PluginA was not unloaded; not looking for its unload\n");
 
@@ -160,6 +158,6 @@ TEST(e2e_collectible_alc) {
     bad += check_owners(t, DNP_FT_ASSEMBLY, DNP_EV_AssemblyLoadFinished, DNP_EV_AssemblyUnloadFinished, &reused);
     printf("  %zu IDs given again after an unload\n", reused);
     dnp_trace_free(t);
-    ASSERT(bad == 0);
+    ASSERT_EQ(bad, 0);
     return 0;
 }

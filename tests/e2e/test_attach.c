@@ -6,15 +6,20 @@
  * each fails when the agent cannot load. */
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "attach_blob.h"
 #include "e2e.h"
 #include "session.h"
 #include "test.h"
@@ -208,21 +213,21 @@ static long find_prefix(const dnp_trace *t, int kind, unsigned field, const char
 static int check_round_trace(const char *path, int round) {
     dnp_trace *t = NULL;
     char err[256];
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
     if (t->status != DNP_TRACE_COMPLETE)
         fprintf(stderr, "e2e: %s: %s\n", path, t->status_text);
-    ASSERT(t->status == DNP_TRACE_COMPLETE);
+    ASSERT_EQ(t->status, DNP_TRACE_COMPLETE);
     ASSERT(t->attached);
-    ASSERT(t->nevents >= E2E_MIN_EVENTS);
-    ASSERT(e2e_count(t, DNP_EV_InitializeForAttach) == 1);
-    ASSERT(e2e_count(t, DNP_EV_Initialize) == 0);
-    ASSERT(e2e_count(t, DNP_EV_ProfilerAttachComplete) == 1);
-    ASSERT(t->events[t->nevents - 1].kind == DNP_EV_ProfilerDetachSucceeded);
+    ASSERT_GE(t->nevents, E2E_MIN_EVENTS);
+    ASSERT_EQ(e2e_count(t, DNP_EV_InitializeForAttach), 1);
+    ASSERT_EQ(e2e_count(t, DNP_EV_Initialize), 0);
+    ASSERT_EQ(e2e_count(t, DNP_EV_ProfilerAttachComplete), 1);
+    ASSERT_EQ(t->events[t->nevents - 1].kind, DNP_EV_ProfilerDetachSucceeded);
 
     /* Catch-up: what existed before is there, named. */
-    ASSERT(e2e_count(t, DNP_EV_ExistingAppDomain) >= 1);
-    ASSERT(e2e_count(t, DNP_EV_ExistingThread) >= 1);
-    ASSERT(e2e_expect(t, DNP_EV_ExistingAssembly, "Scenarios", "Scen") >= 0);
+    ASSERT_GE(e2e_count(t, DNP_EV_ExistingAppDomain), 1);
+    ASSERT_GE(e2e_count(t, DNP_EV_ExistingThread), 1);
+    ASSERT_GE(e2e_expect(t, DNP_EV_ExistingAssembly, "Scenarios", "Scen"), 0);
     int scenarios_module = 0;
     for (size_t i = 0; i < t->nevents; i++) {
         const char *m = t->events[i].kind == DNP_EV_ExistingModule ? e2e_field_name(t, &t->events[i], 0) : NULL;
@@ -234,16 +239,16 @@ static int check_round_trace(const char *path, int round) {
     /* The round's own work: a class, a JIT compilation, an exception, a GC. */
     char name[1024], jit[1200];
     nested(name, sizeof name, "Scenarios.AttachBox", "Scenarios.AttachRound", round + 1);
-    ASSERT(e2e_expect(t, DNP_EV_ClassLoadFinished, name, "AttachBox") >= 0);
+    ASSERT_GE(e2e_expect(t, DNP_EV_ClassLoadFinished, name, "AttachBox"), 0);
     nested(name, sizeof name, "Scenarios.AttachVal", "System.Int32", round + 1);
     snprintf(jit, sizeof jit, "Scenarios.AttachWork::Compute<%s>", name);
-    ASSERT(e2e_expect(t, DNP_EV_JITCompilationFinished, jit, "Compute") >= 0);
-    ASSERT(find_prefix(t, DNP_EV_ExceptionThrown, 1, "Scenarios.AttachRoundException") >= 0);
-    ASSERT(e2e_count(t, DNP_EV_GarbageCollectionStarted) >= 1);
+    ASSERT_GE(e2e_expect(t, DNP_EV_JITCompilationFinished, jit, "Compute"), 0);
+    ASSERT_GE(find_prefix(t, DNP_EV_ExceptionThrown, 1, "Scenarios.AttachRoundException"), 0);
+    ASSERT_GE(e2e_count(t, DNP_EV_GarbageCollectionStarted), 1);
     /* Not what happened before the attach: the previous round's class. */
     if (round > 0) {
         nested(name, sizeof name, "Scenarios.AttachBox", "Scenarios.AttachRound", round);
-        ASSERT(e2e_find(t, DNP_EV_ClassLoadFinished, name, 0) < 0);
+        ASSERT_LT(e2e_find(t, DNP_EV_ClassLoadFinished, name, 0), 0);
     }
     dnp_trace_free(t);
     return 0;
@@ -257,11 +262,11 @@ static int agent_gone(pid_t pid) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "cat /proc/%d/task/*/comm 2>/dev/null | grep -c dnprof", (int)pid);
     FILE *f = popen(cmd, "r");
-    ASSERT(f != NULL);
+    ASSERT_NE(f, NULL);
     int n = -1;
-    ASSERT(fscanf(f, "%d", &n) == 1);
+    ASSERT_EQ(fscanf(f, "%d", &n), 1);
     pclose(f);
-    ASSERT_EQ_U64(n, 0);
+    ASSERT_EQ(n, 0);
     return 0;
 }
 
@@ -282,9 +287,9 @@ static int err_has(const e2e_run *r, const char *text) {
  * dnprof detach, --duration, Ctrl-C. */
 TEST(e2e_attach_cycles) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_attach_cycles") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_attach_cycles"), 0);
     scen s;
-    ASSERT(scen_start(&s, &r, NULL) == 0);
+    ASSERT_EQ(scen_start(&s, &r, NULL), 0);
     int ok = scen_expect(&s, "ready", 60000) == 0;
     char pidtext[32];
     snprintf(pidtext, sizeof pidtext, "%d", (int)s.pid);
@@ -332,17 +337,17 @@ TEST(e2e_attach_cycles) {
     for (int round = 0; round < CYCLES; round++)
         w += (size_t)snprintf(want + w, sizeof want - w, "done %d\n", round);
     snprintf(want + w, sizeof want - w, "bye\n");
-    ASSERT_STR_EQ(s.text, want);
-    ASSERT_EQ_U64(code, 3);
+    ASSERT_STREQ(s.text, want);
+    ASSERT_EQ(code, 3);
     return 0;
 }
 
 /* ps lists the process, and that dnprof is attached to it. */
 TEST(e2e_attach_ps) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_attach_ps") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_attach_ps"), 0);
     scen s;
-    ASSERT(scen_start(&s, &r, NULL) == 0);
+    ASSERT_EQ(scen_start(&s, &r, NULL), 0);
     int ok = scen_expect(&s, "ready", 60000) == 0;
     char pidtext[32], row[64], trace[PATH_MAX];
     snprintf(pidtext, sizeof pidtext, "%d", (int)s.pid);
@@ -365,8 +370,8 @@ TEST(e2e_attach_ps) {
     int code = ok ? scen_quit(&s) : -1;
     scen_kill(&s);
     ASSERT(ok);
-    ASSERT_EQ_U64(status, 0);
-    ASSERT_EQ_U64(code, 3);
+    ASSERT_EQ(status, 0);
+    ASSERT_EQ(code, 3);
     return 0;
 }
 
@@ -374,20 +379,20 @@ TEST(e2e_attach_ps) {
  * to the same process still works. */
 TEST(e2e_attach_errors) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_attach_errors") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_attach_errors"), 0);
     scen s, off, run;
     const char *no_diag[] = {"DOTNET_EnableDiagnostics=0", NULL};
     /* a program the agent was loaded into at start-up, as dnprof run does */
     const char *agent = e2e_env("DNPROF_AGENT");
-    ASSERT(agent != NULL);
+    ASSERT_NE(agent, NULL);
     char profiler_path[PATH_MAX + 32], output[PATH_MAX + 32];
     snprintf(profiler_path, sizeof profiler_path, "CORECLR_PROFILER_PATH=%s", agent);
     snprintf(output, sizeof output, "DNPROF_OUTPUT=%s/startup.trace", r.dir);
     const char *startup[] = {"CORECLR_ENABLE_PROFILING=1", "CORECLR_PROFILER=" DNP_CLSID_TEXT,
                              profiler_path, output, NULL};
-    ASSERT(scen_start(&s, &r, NULL) == 0);
-    ASSERT(scen_start(&off, &r, no_diag) == 0);
-    ASSERT(scen_start(&run, &r, startup) == 0);
+    ASSERT_EQ(scen_start(&s, &r, NULL), 0);
+    ASSERT_EQ(scen_start(&off, &r, no_diag), 0);
+    ASSERT_EQ(scen_start(&run, &r, startup), 0);
     int ok = scen_expect(&s, "ready", 60000) == 0 && scen_expect(&off, "ready", 60000) == 0 &&
              scen_expect(&run, "ready", 60000) == 0;
     char pidtext[32], offtext[32], runtext[32], self[32], dead[32], trace[PATH_MAX];
@@ -420,6 +425,12 @@ TEST(e2e_attach_errors) {
     /* diagnostics disabled */
     EXPECT(run_dnprof(&r, "attach", offtext, NULL, NULL) == 0 && r.status == 1 &&
            err_has(&r, "DOTNET_EnableDiagnostics=0") && err_has(&r, "dnprof run"));
+    /* enter/leave hooks: start-up only, said so (not "unknown option") */
+    EXPECT(run_dnprof(&r, "attach", pidtext, "--calls", NULL) == 0 && r.status == 2 &&
+           err_has(&r, "dnprof run --calls") && err_has(&r, "starts") && err_has(&r, "--sample") &&
+           !file_has(r.err, "unknown option"));
+    EXPECT(run_dnprof(&r, "attach", "--include", "App.*", pidtext) == 0 && r.status == 2 &&
+           err_has(&r, "dnprof run --calls"));
     /* flags an attached profiler cannot have */
     EXPECT(run_dnprof(&r, "attach", pidtext, "--events", "alloc,classes") == 0 && r.status == 2 &&
            err_has(&r, "COR_PRF_ENABLE_OBJECT_ALLOCATED") && err_has(&r, "dnprof run"));
@@ -463,7 +474,7 @@ TEST(e2e_attach_errors) {
     scen_kill(&off);
     scen_kill(&run);
     ASSERT(ok);
-    ASSERT_EQ_U64(code, 3);
+    ASSERT_EQ(code, 3);
     return 0;
 }
 
@@ -471,9 +482,9 @@ TEST(e2e_attach_errors) {
  * dnprof attach says so. */
 TEST(e2e_attach_program_exits) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_attach_program_exits") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_attach_program_exits"), 0);
     scen s;
-    ASSERT(scen_start(&s, &r, NULL) == 0);
+    ASSERT_EQ(scen_start(&s, &r, NULL), 0);
     int ok = scen_expect(&s, "ready", 60000) == 0;
     char trace[PATH_MAX];
     snprintf(trace, sizeof trace, "%s/exit.trace", r.dir);
@@ -486,15 +497,207 @@ TEST(e2e_attach_program_exits) {
         e2e_wait(a.pid, 60000, &status);
     scen_kill(&s);
     ASSERT(ok);
-    ASSERT_EQ_U64(code, 3);
-    ASSERT_EQ_U64(status, 0);
+    ASSERT_EQ(code, 3);
+    ASSERT_EQ(status, 0);
     ASSERT(file_has(a.err, "exited while attached"));
     dnp_trace *t = NULL;
     char err[256];
-    ASSERT(dnp_trace_load(trace, &t, err, sizeof err) == 0);
-    ASSERT(t->status == DNP_TRACE_COMPLETE);
-    ASSERT(e2e_count(t, DNP_EV_Shutdown) == 1);
-    ASSERT(e2e_count(t, DNP_EV_InitializeForAttach) == 1);
+    ASSERT_EQ(dnp_trace_load(trace, &t, err, sizeof err), 0);
+    ASSERT_EQ(t->status, DNP_TRACE_COMPLETE);
+    ASSERT_EQ(e2e_count(t, DNP_EV_Shutdown), 1);
+    ASSERT_EQ(e2e_count(t, DNP_EV_InitializeForAttach), 1);
     dnp_trace_free(t);
+    return 0;
+}
+
+/* ---- stale control sockets ---- */
+
+/* Leaves a control socket for pid in the control directory, as a killed agent
+ * does: bound, no one listening; its time set age_s seconds back. */
+static int plant_socket(char *path, size_t cap, pid_t pid, int age_s) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/dnprof-%u", (unsigned)geteuid());
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return -1;
+    snprintf(path, cap, DNP_CONTROL_SOCKET_FMT, dir, (long)pid);
+    unlink(path);
+    struct sockaddr_un addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        fprintf(stderr, "e2e: cannot plant a socket at %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    struct timespec t[2];
+    clock_gettime(CLOCK_REALTIME, &t[0]);
+    t[0].tv_sec -= age_s;
+    t[1] = t[0];
+    return utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW);
+}
+
+/* Whether `dnprof ps` (its output in path) lists pid, and says it is attached. */
+static int ps_line(const char *path, const char *pidtext, int *attached) {
+    char *text = e2e_read_file(path, NULL);
+    int found = 0;
+    size_t n = strlen(pidtext);
+    for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, pidtext, n) == 0 && line[n] == ' ') {
+            size_t len = strcspn(line, "\n");
+            char *hit = strstr(line, "attached");
+            *attached = hit && hit < line + len;
+            found = 1;
+            break;
+        }
+    }
+    free(text);
+    return found;
+}
+
+/* A killed agent's socket (its process gone), and one older than the live
+ * process that now has its pid: ps, detach and attach remove both, and never
+ * the socket of an agent that is attached. */
+TEST(e2e_attach_stale_sockets) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_attach_stale_sockets"), 0);
+    scen s;
+    ASSERT_EQ(scen_start(&s, &r, NULL), 0);
+    int ok = scen_expect(&s, "ready", 60000) == 0;
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, NULL, 0);
+    char pidtext[32], dead_sock[256], reused_sock[256], trace[PATH_MAX];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)s.pid);
+    snprintf(trace, sizeof trace, "%s/stale.trace", r.dir);
+
+#define EXPECT(cond)                                                             \
+    do {                                                                         \
+        if (ok && !(cond)) {                                                     \
+            fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond);   \
+            ok = 0;                                                              \
+        }                                                                        \
+    } while (0)
+    /* (another dnprof of a test running beside this one may sweep them too: plant again) */
+#define PLANT()                                                                                    \
+    do {                                                                                           \
+        int planted = 0;                                                                           \
+        for (int try_ = 0; !planted && try_ < 5; try_++)                                           \
+            planted = plant_socket(dead_sock, sizeof dead_sock, gone, 10) == 0 &&                  \
+                      plant_socket(reused_sock, sizeof reused_sock, s.pid, 3600) == 0 &&           \
+                      access(dead_sock, F_OK) == 0 && access(reused_sock, F_OK) == 0;              \
+        EXPECT(planted);                                                                           \
+    } while (0)
+
+    /* ps */
+    PLANT();
+    EXPECT(run_dnprof(&r, "ps", NULL, NULL, NULL) == 0 && r.status == 0);
+    int attached = -1;
+    EXPECT(ps_line(r.out, pidtext, &attached) && !attached);
+    EXPECT(access(dead_sock, F_OK) != 0 && access(reused_sock, F_OK) != 0);
+    /* detach: nothing attached, and the stale sockets gone */
+    PLANT();
+    EXPECT(run_dnprof(&r, "detach", pidtext, NULL, NULL) == 0 && r.status == 1 &&
+           err_has(&r, "no dnprof agent is attached"));
+    EXPECT(access(dead_sock, F_OK) != 0 && access(reused_sock, F_OK) != 0);
+    /* attach: works, and ps sees the live agent's socket and leaves it */
+    PLANT();
+    attaching a = {0};
+    EXPECT(attach_start(&a, &r, s.pid, trace, 0, NULL) == 0);
+    EXPECT(access(dead_sock, F_OK) != 0 && access(reused_sock, F_OK) == 0);
+    EXPECT(run_dnprof(&r, "ps", NULL, NULL, NULL) == 0 && r.status == 0 && ps_line(r.out, pidtext, &attached) &&
+           attached);
+    EXPECT(access(reused_sock, F_OK) == 0); /* now the live agent's own */
+    EXPECT(scen_say(&s, "work 0") == 0 && scen_expect(&s, "done 0", 30000) == 0);
+    EXPECT(run_dnprof(&r, "detach", pidtext, NULL, NULL) == 0 && r.status == 0);
+    int status = -1;
+    if (a.pid > 0)
+        e2e_wait(a.pid, 60000, &status);
+    EXPECT(status == 0);
+    EXPECT(check_round_trace(trace, 0) == 0);
+#undef PLANT
+#undef EXPECT
+    int code = scen_quit(&s);
+    scen_kill(&s);
+    unlink(dead_sock);
+    ASSERT(ok);
+    ASSERT_EQ(code, 3);
+    return 0;
+}
+
+/* ---- --duration ---- */
+
+/* `dnprof attach --duration 2s` to a program that throws as fast as it can
+ * (millions of events): the command ends within DURATION_SLACK_MS of the
+ * duration (the runtime's detach takes 0.3 s of that; it took 2.2-4.7 s more
+ * when the closing line loaded the whole trace), and the program's events span
+ * the duration: from the first (InitializeForAttach) to the last before
+ * ProfilerDetachSucceeded, within -100/+SPAN_SLACK_MS (the machine is shared
+ * with other tests). */
+#define DURATION_MS 2000
+#define DURATION_SLACK_MS 1500
+#define SPAN_SLACK_MS 400
+TEST(e2e_attach_duration) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_attach_duration"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    const char *prog[] = {e2e_dotnet(), dll, "stories", "bench", "2000000000", NULL};
+    const char *env[] = {"CORECLR_ENABLE_PROFILING", NULL};
+    char out[PATH_MAX + 16];
+    snprintf(out, sizeof out, "%s/bench.out", r.dir);
+    pid_t pid = e2e_spawn((char *const *)prog, env, r.dir, out, NULL, out);
+    ASSERT_GT(pid, 0);
+    /* its diagnostics socket, once the runtime is up */
+    char pattern[128];
+    snprintf(pattern, sizeof pattern, "/tmp/dotnet-diagnostic-%d-*-socket", (int)pid);
+    int up = 0;
+    for (long deadline = now_ms() + 30000; !up && now_ms() < deadline; sleep_ms(50)) {
+        glob_t g;
+        up = glob(pattern, 0, NULL, &g) == 0;
+        globfree(&g);
+    }
+    sleep_ms(300); /* and throwing */
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+    const char *argv[] = {bin, "attach", pidtext, "--duration", "2s", "-o", r.trace, NULL};
+    long t0 = now_ms();
+    int ran = up && e2e_exec(&r, (char *const *)argv, NULL) == 0;
+    long wall = now_ms() - t0;
+    kill(-pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    ASSERT(up);
+    ASSERT(ran);
+    if (r.status != 0)
+        e2e_show_file("dnprof attach stderr", r.err);
+    ASSERT_STATUS(&r, 0);
+
+    dnp_trace_stream *st = NULL;
+    char err[256];
+    ASSERT_EQ(dnp_trace_stream_open(r.trace, &st, err, sizeof err), 0);
+    dnp_trace_event e;
+    uint64_t first = UINT64_MAX, last = 0, detached = 0, n = 0;
+    int got;
+    while ((got = dnp_trace_stream_next(st, &e)) > 0) {
+        n++;
+        if (e.kind == DNP_EV_ProfilerDetachSucceeded) {
+            detached = e.time_ns;
+            continue;
+        }
+        first = e.time_ns < first ? e.time_ns : first;
+        last = e.time_ns > last ? e.time_ns : last;
+    }
+    int complete = got == 0 && dnp_trace_stream_trace(st)->status == DNP_TRACE_COMPLETE;
+    dnp_trace_stream_close(st);
+    long span = (long)((last - first) / 1000000), to_detached = (long)((detached - first) / 1000000);
+    fprintf(stderr, "e2e: --duration 2s: %llu events, program events span %ld ms, detach at %ld ms, "
+            "command %ld ms\n", (unsigned long long)n, span, to_detached, wall);
+    ASSERT(complete);
+    ASSERT_GT(n, 100000); /* it recorded the throwing program */
+    ASSERT_GT(detached, last);
+    ASSERT(span >= DURATION_MS - 100 && span <= DURATION_MS + SPAN_SLACK_MS);
+    ASSERT(wall >= DURATION_MS && wall <= DURATION_MS + DURATION_SLACK_MS);
     return 0;
 }

@@ -125,23 +125,23 @@ static int calls_balanced(const dnp_trace *t) {
         if (s_.calls != (uint64_t)(n))                                                             \
             fprintf(stderr, "e2e: %s: %llu calls, expected %llu\n", name,                          \
                     (unsigned long long)s_.calls, (unsigned long long)(n));                        \
-        ASSERT_EQ_U64(s_.calls, n);                                                                \
+        ASSERT_EQ(s_.calls, n);                                                                \
     } while (0)
 
 TEST(e2e_calls_counts) {
     e2e_run r;
     dnp_trace *t = calls_run(&r, "e2e_calls_counts", "all", "1", NULL);
-    ASSERT(t != NULL);
-    ASSERT_EQ_U64(e2e_count(t, DNP_EV_CallsConfig), 1);
+    ASSERT_NE(t, NULL);
+    ASSERT_EQ(e2e_count(t, DNP_EV_CallsConfig), 1);
     ASSERT(calls_balanced(t));
     /* recursion: 10 x Recurse(100), Fib(20) */
     EXPECT_CALLS(t, "Scenarios.CallsScenario::Recurse", 1010);
-    ASSERT_EQ_U64(calls_totals(t, "Scenarios.CallsScenario::Recurse").nodes, 101);
+    ASSERT_EQ(calls_totals(t, "Scenarios.CallsScenario::Recurse").nodes, 101);
     EXPECT_CALLS(t, "Scenarios.CallsScenario::Fib", 21891);
     /* tail calls, real ones (IL tail. prefix): counted as calls and as tail calls */
     EXPECT_CALLS(t, "Scenarios.TailCalls::Ping", 510);
     EXPECT_CALLS(t, "Scenarios.TailCalls::Pong", 500);
-    ASSERT_EQ_U64(calls_totals(t, "Scenarios.TailCalls::Ping").tailcalls +
+    ASSERT_EQ(calls_totals(t, "Scenarios.TailCalls::Ping").tailcalls +
                       calls_totals(t, "Scenarios.TailCalls::Pong").tailcalls,
                   1000);
     /* generics: shared code for reference types, as the runtime names it */
@@ -153,7 +153,7 @@ TEST(e2e_calls_counts) {
     EXPECT_CALLS(t, "Scenarios.GenericBox<System.__Canon>::Get", 1);
     /* 8 threads at once */
     EXPECT_CALLS(t, "Scenarios.CallsScenario::Work", 8000);
-    ASSERT_EQ_U64(calls_totals(t, "Scenarios.CallsScenario::Work").threads, 8);
+    ASSERT_EQ(calls_totals(t, "Scenarios.CallsScenario::Work").threads, 8);
     /* exceptions through 5 frames with finally blocks, caught, then a call */
     EXPECT_CALLS(t, "Scenarios.CallsScenario::Catcher", 10);
     EXPECT_CALLS(t, "Scenarios.CallsScenario::Level1", 10);
@@ -163,28 +163,28 @@ TEST(e2e_calls_counts) {
     EXPECT_CALLS(t, "Scenarios.CallsScenario::AsyncStep", 20);
     EXPECT_CALLS(t, "Scenarios.CallsScenario+<AsyncStep>d__19::MoveNext", 40);
     /* the program's own code only, by default */
-    ASSERT_EQ_U64(calls_nodes_prefixed(t, "System."), 0);
-    ASSERT_EQ_U64(calls_nodes_prefixed(t, "Microsoft."), 0);
+    ASSERT_EQ(calls_nodes_prefixed(t, "System."), 0);
+    ASSERT_EQ(calls_nodes_prefixed(t, "Microsoft."), 0);
     dnp_trace_free(t);
     return 0;
 }
 
 TEST(e2e_calls_output_unchanged) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_calls_output_unchanged") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_calls_output_unchanged"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS");
-    ASSERT(dll != NULL);
+    ASSERT_NE(dll, NULL);
     const char *argv[] = {e2e_dotnet(), dll, "calls", "all", NULL};
     const char *no_profiler[] = {DNP_ENV_ENABLE, DNP_ENV_PROFILER, DNP_ENV_PROFILER_PATH, NULL};
-    ASSERT(e2e_exec(&r, (char *const *)argv, no_profiler) == 0);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, no_profiler), 0);
+    ASSERT_STATUS(&r, 0);
     char *plain = e2e_read_file(r.out, NULL);
-    ASSERT(plain != NULL);
+    ASSERT_NE(plain, NULL);
     dnp_trace *t = calls_run(&r, "e2e_calls_output_unchanged", "all", "1", NULL);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     char *profiled = e2e_read_file(r.out, NULL);
-    ASSERT(profiled != NULL);
-    ASSERT_STR_EQ(profiled, plain);
+    ASSERT_NE(profiled, NULL);
+    ASSERT_STREQ(profiled, plain);
     free(plain);
     free(profiled);
     dnp_trace_free(t);
@@ -196,13 +196,13 @@ TEST(e2e_calls_include_exclude) {
     const char *only_fib[] = {DNP_ENV_INCLUDE "=*::Fib, *::Recurse", DNP_ENV_EXCLUDE "=*::Recurse",
                               NULL};
     dnp_trace *t = calls_run(&r, "e2e_calls_include_exclude", "recursion", "1", only_fib);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     ASSERT(calls_balanced(t));
     EXPECT_CALLS(t, "Scenarios.CallsScenario::Fib", 21891);
     EXPECT_CALLS(t, "Scenarios.CallsScenario::Recurse", 0);
     EXPECT_CALLS(t, "Scenarios.CallsScenario::Recursion", 0);
     /* Fib's outermost calls hang from the root: nothing above them is hooked */
-    ASSERT_EQ_U64(calls_totals(t, "Scenarios.CallsScenario::Fib").nodes, 20);
+    ASSERT_EQ(calls_totals(t, "Scenarios.CallsScenario::Fib").nodes, 20);
     dnp_trace_free(t);
     return 0;
 }
@@ -210,15 +210,15 @@ TEST(e2e_calls_include_exclude) {
 TEST(e2e_calls_timeline) {
     e2e_run r;
     dnp_trace *t = calls_run(&r, "e2e_calls_timeline", "exceptions", "timeline", NULL);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     ASSERT(calls_balanced(t));
     char why[512] = "";
     int nesting = e2e_check_nesting(t, why, sizeof why);
     if (nesting != 0)
         fprintf(stderr, "e2e: %s\n", why);
-    ASSERT(nesting == 0);
+    ASSERT_EQ(nesting, 0);
     /* each of the 10 throws unwinds Level5..Level1 */
-    ASSERT_EQ_U64(e2e_count(t, DNP_EV_MethodUnwind), 50);
+    ASSERT_EQ(e2e_count(t, DNP_EV_MethodUnwind), 50);
     size_t enters = 0, level5 = 0;
     for (size_t i = 0; i < t->nevents; i++) {
         const dnp_trace_event *ev = &t->events[i];
@@ -228,8 +228,8 @@ TEST(e2e_calls_timeline) {
         const char *fn = e2e_field_name(t, ev, 0);
         level5 += fn && strcmp(fn, "Scenarios.CallsScenario::Level5") == 0;
     }
-    ASSERT_EQ_U64(level5, 10);
-    ASSERT_EQ_U64(enters, e2e_count(t, DNP_EV_MethodLeave) + e2e_count(t, DNP_EV_MethodUnwind) +
+    ASSERT_EQ(level5, 10);
+    ASSERT_EQ(enters, e2e_count(t, DNP_EV_MethodLeave) + e2e_count(t, DNP_EV_MethodUnwind) +
                               e2e_count(t, DNP_EV_MethodTailcall));
     EXPECT_CALLS(t, "Scenarios.CallsScenario::AfterCatch", 10);
     dnp_trace_free(t);
@@ -272,22 +272,22 @@ static int call_texts(const dnp_trace *t, const char *fn, const char **args, con
 #define EXPECT_CALL(t, fn, want_args, want_ret)                                                    \
     do {                                                                                           \
         const char *args_, *ret_;                                                                  \
-        ASSERT(call_texts(t, fn, &args_, &ret_) == 0);                                             \
+        ASSERT_EQ(call_texts(t, fn, &args_, &ret_), 0);                                             \
         ASSERT(args_ != NULL && ret_ != NULL);                                                     \
-        ASSERT_STR_EQ(args_, want_args);                                                           \
-        ASSERT_STR_EQ(ret_, want_ret);                                                             \
+        ASSERT_STREQ(args_, want_args);                                                           \
+        ASSERT_STREQ(ret_, want_ret);                                                             \
     } while (0)
 
 TEST(e2e_calls_args) {
     e2e_run r;
     dnp_trace *t = calls_run(&r, "e2e_calls_args", "args", "args", NULL);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     ASSERT(calls_balanced(t));
     char why[512] = "";
     int nesting = e2e_check_nesting(t, why, sizeof why);
     if (nesting != 0)
         fprintf(stderr, "e2e: %s\n", why);
-    ASSERT(nesting == 0);
+    ASSERT_EQ(nesting, 0);
     EXPECT_CALL(t, "Scenarios.CallsScenario::Ints",
                 "a=-8, b=200, c=-1234, d=54321, e=-123456789, f=3000000000, g=-9000000000000, "
                 "h=18000000000000000000",
@@ -316,14 +316,14 @@ TEST(e2e_calls_args) {
 TEST(e2e_calls_args_exceptions) {
     e2e_run r;
     dnp_trace *t = calls_run(&r, "e2e_calls_args_exceptions", "exceptions", "args", NULL);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     ASSERT(calls_balanced(t));
     char why[512] = "";
     int nesting = e2e_check_nesting(t, why, sizeof why);
     if (nesting != 0)
         fprintf(stderr, "e2e: %s\n", why);
-    ASSERT(nesting == 0);
-    ASSERT_EQ_U64(e2e_count(t, DNP_EV_MethodUnwind), 50);
+    ASSERT_EQ(nesting, 0);
+    ASSERT_EQ(e2e_count(t, DNP_EV_MethodUnwind), 50);
     EXPECT_CALLS(t, "Scenarios.CallsScenario::Level5", 10);
     EXPECT_CALLS(t, "Scenarios.CallsScenario::AfterCatch", 10);
     EXPECT_CALL(t, "Scenarios.CallsScenario::Catcher", "n=0", "1");

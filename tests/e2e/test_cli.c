@@ -1,7 +1,9 @@
 /* test_cli.c: the front end as a person uses it: print, --events, mistakes. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "e2e.h"
 #include "test.h"
@@ -47,19 +49,17 @@ static int print_fails(e2e_run *r, const char *path, const char *what) {
 
 TEST(e2e_print_garbage) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_print_garbage") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_print_garbage"), 0);
 
     /* A good trace prints: the failures below are about the files. */
-    ASSERT(e2e_run_scenario(&r, "hello", NULL) == 0);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "hello", NULL), 0);
+    ASSERT_STATUS(&r, 0);
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_trace_free(t);
     const char *good[] = {"print", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, good) == 0);
-    if (r.status != 0)
-        e2e_show_file("stderr", r.err);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_dnprof(&r, good), 0);
+    ASSERT_STATUS(&r, 0);
 
     char garbage[PATH_MAX + 16], empty[PATH_MAX + 16], missing[PATH_MAX + 16];
     snprintf(garbage, sizeof garbage, "%s/garbage.trace", r.dir);
@@ -69,12 +69,12 @@ TEST(e2e_print_garbage) {
     for (size_t i = 0; i < sizeof junk; i++)
         junk[i] = (char)(i * 7919u >> 3);
     memcpy(junk, "this is not a trace", 19);
-    ASSERT(write_file(garbage, junk, sizeof junk) == 0);
-    ASSERT(write_file(empty, "", 0) == 0);
+    ASSERT_EQ(write_file(garbage, junk, sizeof junk), 0);
+    ASSERT_EQ(write_file(empty, "", 0), 0);
 
-    ASSERT(print_fails(&r, garbage, "a garbage file") == 0);
-    ASSERT(print_fails(&r, empty, "an empty file") == 0);
-    ASSERT(print_fails(&r, missing, "a missing file") == 0);
+    ASSERT_EQ(print_fails(&r, garbage, "a garbage file"), 0);
+    ASSERT_EQ(print_fails(&r, empty, "an empty file"), 0);
+    ASSERT_EQ(print_fails(&r, missing, "a missing file"), 0);
     return 0;
 }
 
@@ -86,22 +86,20 @@ static long column_of(const char *line, size_t len, const char *word) {
 
 TEST(e2e_print_log) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_print_log") == 0);
-    ASSERT(e2e_run_scenario(&r, "classes", NULL) == 0);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_print_log"), 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "classes", NULL), 0);
+    ASSERT_STATUS(&r, 0);
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_trace_free(t);
 
     const char *args[] = {"print", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, args) == 0);
-    if (r.status != 0)
-        e2e_show_file("stderr", r.err);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
     char *log = e2e_read_file(r.out, NULL);
-    ASSERT(log != NULL);
-    ASSERT(strstr(log, "ClassLoadFinished") != NULL);
-    ASSERT(strstr(log, "Scenarios.Outer+Inner") != NULL);
+    ASSERT_NE(log, NULL);
+    ASSERT_CONTAINS(log, "ClassLoadFinished");
+    ASSERT_CONTAINS(log, "Scenarios.Outer+Inner");
 
     /* Indentation: a ModuleLoadStarted right after an AssemblyLoadStarted is
      * further right, with only spaces between. */
@@ -127,12 +125,10 @@ TEST(e2e_print_log) {
     ASSERT(indented);
 
     const char *json_args[] = {"print", "--json", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, json_args) == 0);
-    if (r.status != 0)
-        e2e_show_file("stderr", r.err);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_dnprof(&r, json_args), 0);
+    ASSERT_STATUS(&r, 0);
     char *json = e2e_read_file(r.out, NULL);
-    ASSERT(json != NULL);
+    ASSERT_NE(json, NULL);
     int lines = 0, bad = 0;
     for (char *line = json; *line;) {
         char *nl = strchr(line, '\n');
@@ -146,23 +142,21 @@ TEST(e2e_print_log) {
     }
     int has_class = strstr(json, "Scenarios.Outer+Inner") != NULL;
     free(json);
-    ASSERT(bad == 0);
-    ASSERT(lines >= E2E_MIN_EVENTS);
+    ASSERT_EQ(bad, 0);
+    ASSERT_GE(lines, E2E_MIN_EVENTS);
     ASSERT(has_class);
     return 0;
 }
 
 TEST(e2e_events_filter) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_events_filter") == 0);
-    ASSERT(e2e_run_scenario(&r, "classes", "classes") == 0);
-    if (r.status != 0)
-        e2e_show_file("stderr", r.err);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_events_filter"), 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "classes", "classes"), 0);
+    ASSERT_STATUS(&r, 0);
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
-    ASSERT(e2e_count(t, DNP_EV_ClassLoadStarted) > 0);
-    ASSERT(e2e_count(t, DNP_EV_ClassLoadFinished) > 0);
+    ASSERT_NE(t, NULL);
+    ASSERT_GT(e2e_count(t, DNP_EV_ClassLoadStarted), 0);
+    ASSERT_GT(e2e_count(t, DNP_EV_ClassLoadFinished), 0);
     size_t jit = 0, other = 0;
     for (size_t i = 0; i < t->nevents; i++) {
         dnp_family fam = dnp_events[t->events[i].kind].family;
@@ -173,36 +167,97 @@ TEST(e2e_events_filter) {
                     dnp_events[t->events[i].kind].name);
     }
     dnp_trace_free(t);
-    ASSERT(jit == 0);
-    ASSERT(other == 0);
+    ASSERT_EQ(jit, 0);
+    ASSERT_EQ(other, 0);
     return 0;
 }
 
 TEST(e2e_bad_events_word) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_bad_events_word") == 0);
-    ASSERT(e2e_run_scenario(&r, "hello", "clases") == 0);
-    ASSERT_EQ_U64(r.status, 2);
+    ASSERT_EQ(e2e_setup(&r, "e2e_bad_events_word"), 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "hello", "clases"), 0);
+    ASSERT_STATUS(&r, 2);
     char *err = e2e_read_file(r.err, NULL);
-    ASSERT(err != NULL);
+    ASSERT_NE(err, NULL);
     if (strstr(err, "clases") == NULL)
         fprintf(stderr, "e2e: stderr does not name 'clases':\n%s", err);
     int named = strstr(err, "clases") != NULL;
     free(err);
     ASSERT(named);
     char *out = e2e_read_file(r.out, NULL);
-    ASSERT(out != NULL);
+    ASSERT_NE(out, NULL);
     int ran = strstr(out, "hello from Scenarios") != NULL;
     free(out);
     ASSERT(!ran);
     struct stat st;
-    ASSERT(stat(r.trace, &st) != 0);
+    ASSERT_NE(stat(r.trace, &st), 0);
 
     /* The same command with the word spelt right runs and records. */
-    ASSERT(e2e_run_scenario(&r, "hello", "classes") == 0);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "hello", "classes"), 0);
+    ASSERT_STATUS(&r, 0);
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_trace_free(t);
+    return 0;
+}
+
+/* `dnprof run` of 80,000 exceptions with stacks (about 4 million events): the
+ * closing line must come from one streaming pass. Its figures are the trace's
+ * (the whole-trace loader's count, last time and status), and dnprof's peak
+ * memory stays within 32 MiB of the same run's without the line (-q): the
+ * peak RSS of a process tree is its largest process, the program's own. */
+static int run_measured(e2e_run *r, int quiet, long *kib) {
+    const char *dnprof = e2e_env("DNPROF_BIN"), *dll = e2e_env("DNPROF_SCENARIOS");
+    if (!dnprof || !dll)
+        return -1;
+    char *argv[] = {(char *)dnprof, "run", quiet ? "-q" : "--exceptions", "--exceptions", "-o", r->trace, "--",
+                    (char *)e2e_dotnet(), (char *)dll, "stories", "bench", "80000", NULL};
+    pid_t pid = e2e_spawn(argv, NULL, r->dir, r->out, NULL, r->err);
+    if (pid < 0)
+        return -1;
+    int status;
+    struct rusage ru;
+    if (wait4(pid, &status, 0, &ru) != pid)
+        return -1;
+    r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    *kib = ru.ru_maxrss;
+    return 0;
+}
+
+TEST(e2e_run_summary_streams) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "run_summary_streams"), 0);
+    long quiet_kib = 0, kib = 0;
+    ASSERT_EQ(run_measured(&r, 1, &quiet_kib), 0);
+    ASSERT_STATUS(&r, 0);
+    ASSERT_EQ(run_measured(&r, 0, &kib), 0);
+    ASSERT_STATUS(&r, 0);
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT_NE(err, NULL);
+
+    dnp_trace *t = NULL;
+    char lerr[256];
+    ASSERT_EQ(dnp_trace_load(r.trace, &t, lerr, sizeof lerr), 0);
+    ASSERT_GT(t->nevents, 80000 * 10);
+    char want[256];
+    uint64_t n = t->nevents, digits[8];
+    int nd = 0;
+    do
+        digits[nd++] = n % 1000;
+    while ((n /= 1000) != 0);
+    int len = snprintf(want, sizeof want, ": %llu", (unsigned long long)digits[--nd]);
+    while (nd > 0)
+        len += snprintf(want + len, sizeof want - (size_t)len, ",%03llu", (unsigned long long)digits[--nd]);
+    snprintf(want + len, sizeof want - (size_t)len, " events, %.2f s, complete\n",
+             (double)t->events[t->nevents - 1].time_ns / 1e9);
+    dnp_trace_free(t);
+    if (!strstr(err, want)) {
+        fprintf(stderr, "e2e: want the summary '%s', got:\n%s", want, err);
+        free(err);
+        return 1;
+    }
+    free(err);
+    fprintf(stderr, "e2e: peak RSS %ld KiB with the summary, %ld KiB without\n", kib, quiet_kib);
+    ASSERT_LE(kib, quiet_kib + 32 * 1024);
     return 0;
 }

@@ -64,13 +64,11 @@ static int filter_verdicts(const dnp_trace *t, const dnp_story *s, char *out, si
 
 TEST(e2e_stories_all) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_stories_all") == 0);
-    ASSERT(run_stories(&r, "all", NULL, NULL) == 0);
-    if (r.status != 0)
-        e2e_show_file("stderr", r.err);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_stories_all"), 0);
+    ASSERT_EQ(run_stories(&r, "all", NULL, NULL), 0);
+    ASSERT_STATUS(&r, 0);
     char *out = e2e_read_file(r.out, NULL);
-    ASSERT(out != NULL);
+    ASSERT_NE(out, NULL);
     int said = has_line(out, "case across: caught Scenarios.AcrossException: thrown in AcrossC") &&
                has_line(out, "case filter-throws: caught Scenarios.FilterVictimException") &&
                has_line(out, "case finally-throws: caught System.TimeoutException") &&
@@ -81,141 +79,141 @@ TEST(e2e_stories_all) {
     ASSERT(said);
 
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_stories s;
-    ASSERT(dnp_stories_build(t, &s) == 0);
+    ASSERT_EQ(dnp_stories_build(t, &s), 0);
     char v[16];
 
     /* Across frames: message, HResult and stack read from the object; two finally blocks. */
     const dnp_story *x = find(&s, "Scenarios.AcrossException", "thrown in AcrossC", 0);
-    ASSERT(x != NULL);
-    ASSERT_EQ_U64(x->fate, EXC_CAUGHT);
-    ASSERT_STR_EQ(x->catcher, "Scenarios.StoriesScenario::Across");
-    ASSERT_EQ_U64(x->hresult, 0x80041234u);
-    ASSERT_STR_EQ(x->throw_site, "Scenarios.StoriesScenario::AcrossC");
+    ASSERT_NE(x, NULL);
+    ASSERT_EQ(x->fate, EXC_CAUGHT);
+    ASSERT_STREQ(x->catcher, "Scenarios.StoriesScenario::Across");
+    ASSERT_EQ(x->hresult, 0x80041234u);
+    ASSERT_STREQ(x->throw_site, "Scenarios.StoriesScenario::AcrossC");
     ASSERT(x->stack && strstr(x->stack, "Scenarios.StoriesScenario::AcrossB\nScenarios.StoriesScenario::AcrossA\n"));
-    ASSERT_EQ_U64(x->finallys, 2);
-    ASSERT_EQ_U64(x->searched, 4);
-    ASSERT(x->t_end > x->t_thrown);
+    ASSERT_EQ(x->finallys, 2);
+    ASSERT_EQ(x->searched, 4);
+    ASSERT_GT(x->t_end, x->t_thrown);
 
     /* when filters: false in FiltersInner, true in Filters. */
     x = find(&s, "System.ArgumentException", "filtered", 0);
-    ASSERT(x != NULL);
-    ASSERT_EQ_U64(filter_verdicts(t, x, v, sizeof v), 2);
-    ASSERT_STR_EQ(v, "FT");
-    ASSERT_STR_EQ(x->catcher, "Scenarios.StoriesScenario::Filters");
-    ASSERT_EQ_U64(x->hresult, 0x80070057u);
+    ASSERT_NE(x, NULL);
+    ASSERT_EQ(filter_verdicts(t, x, v, sizeof v), 2);
+    ASSERT_STREQ(v, "FT");
+    ASSERT_STREQ(x->catcher, "Scenarios.StoriesScenario::Filters");
+    ASSERT_EQ(x->hresult, 0x80070057u);
 
     /* A filter that throws: the filter counts as false, the runtime takes its exception. */
     const dnp_story *victim = find(&s, "Scenarios.FilterVictimException", NULL, 0);
     const dnp_story *inf = find(&s, "System.NotSupportedException", "thrown in a filter", 0);
     ASSERT(victim && inf);
-    ASSERT_EQ_U64(victim->fate, EXC_CAUGHT);
-    ASSERT_EQ_U64(filter_verdicts(t, victim, v, sizeof v), 1);
-    ASSERT_STR_EQ(v, "F");
-    ASSERT_EQ_U64(inf->fate, EXC_RUNTIME);
-    ASSERT_EQ_U64(inf->parent, victim->id);
-    ASSERT_EQ_U64(inf->parent_phase, EXC_FILTER);
+    ASSERT_EQ(victim->fate, EXC_CAUGHT);
+    ASSERT_EQ(filter_verdicts(t, victim, v, sizeof v), 1);
+    ASSERT_STREQ(v, "F");
+    ASSERT_EQ(inf->fate, EXC_RUNTIME);
+    ASSERT_EQ(inf->parent, victim->id);
+    ASSERT_EQ(inf->parent_phase, EXC_FILTER);
 
     /* A finally that throws replaces the exception unwinding through it. */
     const dnp_story *orig = find(&s, "System.ApplicationException", "abandoned in a finally", 0);
     const dnp_story *repl = find(&s, "System.TimeoutException", "thrown in a finally", 0);
     ASSERT(orig && repl);
-    ASSERT_EQ_U64(orig->fate, EXC_ABANDONED);
-    ASSERT_EQ_U64(orig->ended_by, repl->id);
-    ASSERT_EQ_U64(repl->parent, orig->id);
-    ASSERT_EQ_U64(repl->parent_phase, EXC_FINALLY);
-    ASSERT_EQ_U64(repl->fate, EXC_CAUGHT);
+    ASSERT_EQ(orig->fate, EXC_ABANDONED);
+    ASSERT_EQ(orig->ended_by, repl->id);
+    ASSERT_EQ(repl->parent, orig->id);
+    ASSERT_EQ(repl->parent_phase, EXC_FINALLY);
+    ASSERT_EQ(repl->fate, EXC_CAUGHT);
 
     /* A catch that throws, caught by the same method and by the caller. */
     orig = find(&s, "System.Collections.Generic.KeyNotFoundException", "abandoned in a catch", 0);
     repl = find(&s, "System.NotImplementedException", "thrown in a catch", 0);
     ASSERT(orig && repl);
-    ASSERT_EQ_U64(repl->parent, orig->id);
-    ASSERT_EQ_U64(repl->parent_phase, EXC_CATCH);
-    ASSERT_EQ_U64(repl->fate, EXC_CAUGHT);
-    ASSERT_EQ_U64(orig->fate, EXC_ABANDONED);
+    ASSERT_EQ(repl->parent, orig->id);
+    ASSERT_EQ(repl->parent_phase, EXC_CATCH);
+    ASSERT_EQ(repl->fate, EXC_CAUGHT);
+    ASSERT_EQ(orig->fate, EXC_ABANDONED);
     orig = find(&s, "System.DivideByZeroException", NULL, 0);
     repl = find(&s, "System.InvalidCastException", NULL, 0);
     ASSERT(orig && repl);
-    ASSERT_EQ_U64(orig->fate, EXC_ABANDONED);
-    ASSERT_EQ_U64(orig->ended_by, repl->id);
-    ASSERT_STR_EQ(repl->catcher, "Scenarios.StoriesScenario::CatchEscapes");
-    ASSERT_EQ_U64(repl->parent, orig->id);
+    ASSERT_EQ(orig->fate, EXC_ABANDONED);
+    ASSERT_EQ(orig->ended_by, repl->id);
+    ASSERT_STREQ(repl->catcher, "Scenarios.StoriesScenario::CatchEscapes");
+    ASSERT_EQ(repl->parent, orig->id);
     /* ... and one caught inside the catch: the outer catch goes on and ends. */
     orig = find(&s, "System.OverflowException", NULL, 0);
     repl = find(&s, "System.RankException", NULL, 0);
     ASSERT(orig && repl);
-    ASSERT_EQ_U64(orig->fate, EXC_CAUGHT);
-    ASSERT_EQ_U64(repl->fate, EXC_CAUGHT);
-    ASSERT_EQ_U64(repl->parent, orig->id);
-    ASSERT(orig->t_end > repl->t_end);
-    ASSERT_EQ_U64(orig->parent, 0);
+    ASSERT_EQ(orig->fate, EXC_CAUGHT);
+    ASSERT_EQ(repl->fate, EXC_CAUGHT);
+    ASSERT_EQ(repl->parent, orig->id);
+    ASSERT_GT(orig->t_end, repl->t_end);
+    ASSERT_EQ(orig->parent, 0);
 
     /* throw; keeps the stack trace, throw ex; resets it: both the same object again. */
     orig = find(&s, "Scenarios.RethrowException", "rethrown with throw;", 0);
-    ASSERT(orig != NULL);
+    ASSERT_NE(orig, NULL);
     repl = find(&s, "Scenarios.RethrowException", "rethrown with throw;", orig->id);
-    ASSERT(repl != NULL);
-    ASSERT_EQ_U64(orig->fate, EXC_RETHROWN);
-    ASSERT_EQ_U64(repl->rethrow_of, orig->id);
-    ASSERT_EQ_U64(repl->kept_trace, 1);
-    ASSERT_EQ_U64(repl->fate, EXC_CAUGHT);
+    ASSERT_NE(repl, NULL);
+    ASSERT_EQ(orig->fate, EXC_RETHROWN);
+    ASSERT_EQ(repl->rethrow_of, orig->id);
+    ASSERT_EQ(repl->kept_trace, 1);
+    ASSERT_EQ(repl->fate, EXC_CAUGHT);
     orig = find(&s, "Scenarios.RethrowException", "thrown again with throw ex;", 0);
-    ASSERT(orig != NULL);
+    ASSERT_NE(orig, NULL);
     repl = find(&s, "Scenarios.RethrowException", "thrown again with throw ex;", orig->id);
-    ASSERT(repl != NULL);
-    ASSERT_EQ_U64(orig->fate, EXC_RETHROWN);
-    ASSERT_EQ_U64(repl->rethrow_of, orig->id);
-    ASSERT_EQ_U64(repl->kept_trace, 0);
+    ASSERT_NE(repl, NULL);
+    ASSERT_EQ(orig->fate, EXC_RETHROWN);
+    ASSERT_EQ(repl->rethrow_of, orig->id);
+    ASSERT_EQ(repl->kept_trace, 0);
 
     /* async: caught by the state machine on a pool thread, thrown again at the await. */
     orig = find(&s, "Scenarios.AsyncStoryException", "thrown in an async method", 0);
-    ASSERT(orig != NULL);
+    ASSERT_NE(orig, NULL);
     repl = find(&s, "Scenarios.AsyncStoryException", "thrown in an async method", orig->id);
-    ASSERT(repl != NULL);
+    ASSERT_NE(repl, NULL);
     ASSERT(orig->catcher && strstr(orig->catcher, "<AsyncThrower>"));
     ASSERT(repl->catcher && strstr(repl->catcher, "<AsyncCaller>"));
-    ASSERT_EQ_U64(repl->rethrow_of, orig->id);
-    ASSERT_EQ_U64(repl->fate, EXC_CAUGHT);
+    ASSERT_EQ(repl->rethrow_of, orig->id);
+    ASSERT_EQ(repl->fate, EXC_CAUGHT);
     x = find(&s, "System.AggregateException", NULL, 0);
-    ASSERT(x != NULL);
-    ASSERT_STR_EQ(x->catcher, "Scenarios.StoriesScenario::AsyncAggregate");
-    ASSERT(find(&s, "Scenarios.AsyncStoryException", "task one", 0) != NULL);
-    ASSERT(find(&s, "Scenarios.AsyncStoryException", "task two", 0) != NULL);
+    ASSERT_NE(x, NULL);
+    ASSERT_STREQ(x->catcher, "Scenarios.StoriesScenario::AsyncAggregate");
+    ASSERT_NE(find(&s, "Scenarios.AsyncStoryException", "task one", 0), NULL);
+    ASSERT_NE(find(&s, "Scenarios.AsyncStoryException", "task two", 0), NULL);
 
     /* Thrown and caught inside the framework: first chance, internal. */
     orig = find(&s, "System.FormatException", NULL, 0);
     repl = find(&s, "System.ArgumentException", "not a number is not a valid value for Int32.", 0);
     ASSERT(orig && repl);
-    ASSERT_EQ_U64(orig->internal, 1);
-    ASSERT_EQ_U64(repl->internal, 1);
-    ASSERT_STR_EQ(repl->catcher, "System.ComponentModel.TypeConverter::IsValid");
-    ASSERT_EQ_U64(s.v[0].internal, 0);
+    ASSERT_EQ(orig->internal, 1);
+    ASSERT_EQ(repl->internal, 1);
+    ASSERT_STREQ(repl->catcher, "System.ComponentModel.TypeConverter::IsValid");
+    ASSERT_EQ(s.v[0].internal, 0);
 
     /* Every story stays on its thread. */
     for (size_t i = 0; i < s.n; i++)
         for (size_t k = 0; k < s.v[i].nsteps; k++)
-            ASSERT_EQ_U64(t->events[s.v[i].steps[k].ev].thread, s.v[i].thread);
-    ASSERT_EQ_U64(s.unexpected, 0);
+            ASSERT_EQ(t->events[s.v[i].steps[k].ev].thread, s.v[i].thread);
+    ASSERT_EQ(s.unexpected, 0);
     dnp_stories_free(&s);
     dnp_trace_free(t);
 
     /* The front ends. */
     const char *print[] = {"print", "--exceptions", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, print) == 0);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_dnprof(&r, print), 0);
+    ASSERT_STATUS(&r, 0);
     out = e2e_read_file(r.out, NULL);
-    ASSERT(out != NULL);
+    ASSERT_NE(out, NULL);
     int ok = strstr(out, "outcome: escaped the filter of #") && strstr(out, "first chance, internal") &&
              strstr(out, "its stack trace reset (throw ex;)");
     free(out);
     ASSERT(ok);
     const char *report[] = {"report", "--exceptions", "--json", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, report) == 0);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_dnprof(&r, report), 0);
+    ASSERT_STATUS(&r, 0);
     out = e2e_read_file(r.out, NULL);
-    ASSERT(out != NULL);
+    ASSERT_NE(out, NULL);
     ok = strstr(out, "\"exceptions_total\":") && strstr(out, "\"by_throw_site\":") &&
          strstr(out, "\"type\":\"Scenarios.AcrossException\"");
     free(out);
@@ -225,30 +223,30 @@ TEST(e2e_stories_all) {
 
 TEST(e2e_stories_unhandled) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_stories_unhandled") == 0);
-    ASSERT(run_stories(&r, "unhandled", NULL, NULL) == 0);
-    ASSERT_EQ_U64(r.status, 128 + 6); /* SIGABRT: the runtime's unhandled-exception exit */
+    ASSERT_EQ(e2e_setup(&r, "e2e_stories_unhandled"), 0);
+    ASSERT_EQ(run_stories(&r, "unhandled", NULL, NULL), 0);
+    ASSERT_EQ(r.status, 128 + 6); /* SIGABRT: the runtime's unhandled-exception exit */
     char *out = e2e_read_file(r.out, NULL);
-    ASSERT(out != NULL);
+    ASSERT_NE(out, NULL);
     int said = has_line(out, "case unhandled: finally in UnhandledA") && !strstr(out, "still alive");
     free(out);
     ASSERT(said);
 
     char err[256];
     dnp_trace *t = NULL;
-    ASSERT(dnp_trace_load(r.trace, &t, err, sizeof err) == 0);
-    ASSERT(t->status != DNP_TRACE_COMPLETE);
+    ASSERT_EQ(dnp_trace_load(r.trace, &t, err, sizeof err), 0);
+    ASSERT_NE(t->status, DNP_TRACE_COMPLETE);
     dnp_stories s;
-    ASSERT(dnp_stories_build(t, &s) == 0);
+    ASSERT_EQ(dnp_stories_build(t, &s), 0);
     const dnp_story *x = find(&s, "Scenarios.UnhandledStoryException", "no one catches this", 0);
-    ASSERT(x != NULL);
-    ASSERT_EQ_U64(x->fate, EXC_OPEN);
-    ASSERT_EQ_U64(x->no_catcher, 1);
-    ASSERT_EQ_U64(x->finallys, 1);
+    ASSERT_NE(x, NULL);
+    ASSERT_EQ(x->fate, EXC_OPEN);
+    ASSERT_EQ(x->no_catcher, 1);
+    ASSERT_EQ(x->finallys, 1);
     /* The story goes up to the runtime's last callback: the unwind into the thread's start. */
     const dnp_trace_event *last = &t->events[x->steps[x->nsteps - 1].ev];
-    ASSERT_EQ_U64(last->kind, DNP_EV_ExceptionUnwindFunctionEnter);
-    ASSERT_STR_EQ(dnp_story_function(t, last), "System.Threading.Thread::StartCallback");
+    ASSERT_EQ(last->kind, DNP_EV_ExceptionUnwindFunctionEnter);
+    ASSERT_STREQ(dnp_story_function(t, last), "System.Threading.Thread::StartCallback");
     const dnp_trace_thread *th = dnp_trace_thread_get(t, x->thread);
     ASSERT(th && th->name && !strcmp(th->name, "stories-doomed"));
     dnp_stories_free(&s);
@@ -259,11 +257,11 @@ TEST(e2e_stories_unhandled) {
 TEST(e2e_stories_threads) {
     enum { THREADS = 8, EACH = 10000 };
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_stories_threads") == 0);
-    ASSERT(run_stories(&r, "threads", "8", "10000") == 0);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_stories_threads"), 0);
+    ASSERT_EQ(run_stories(&r, "threads", "8", "10000"), 0);
+    ASSERT_STATUS(&r, 0);
     char *out = e2e_read_file(r.out, NULL);
-    ASSERT(out != NULL);
+    ASSERT_NE(out, NULL);
     int said = 1;
     for (int k = 1; k <= THREADS; k++) {
         char line[64];
@@ -274,10 +272,10 @@ TEST(e2e_stories_threads) {
     ASSERT(said);
 
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
-    ASSERT_EQ_U64(t->lost, 0);
+    ASSERT_NE(t, NULL);
+    ASSERT_EQ(t->lost, 0);
     dnp_stories s;
-    ASSERT(dnp_stories_build(t, &s) == 0);
+    ASSERT_EQ(dnp_stories_build(t, &s), 0);
     uint64_t count[THREADS + 1] = {0};
     uint32_t thread_of[THREADS + 1] = {0};
     for (size_t i = 0; i < s.n; i++) {
@@ -288,21 +286,21 @@ TEST(e2e_stories_threads) {
         ASSERT(x->message && sscanf(x->message, "worker %d", &k) == 1 && k >= 1 && k <= THREADS);
         if (!thread_of[k])
             thread_of[k] = x->thread;
-        ASSERT_EQ_U64(x->thread, thread_of[k]); /* one thread per worker, all its stories there */
-        ASSERT_EQ_U64(x->fate, EXC_CAUGHT);
-        ASSERT_EQ_U64(x->parent, 0);
-        ASSERT_EQ_U64(x->filters, 1);
-        ASSERT_STR_EQ(x->throw_site, "Scenarios.StoriesScenario::WorkerThrow");
+        ASSERT_EQ(x->thread, thread_of[k]); /* one thread per worker, all its stories there */
+        ASSERT_EQ(x->fate, EXC_CAUGHT);
+        ASSERT_EQ(x->parent, 0);
+        ASSERT_EQ(x->filters, 1);
+        ASSERT_STREQ(x->throw_site, "Scenarios.StoriesScenario::WorkerThrow");
         for (size_t j = 0; j < x->nsteps; j++)
-            ASSERT_EQ_U64(t->events[x->steps[j].ev].thread, x->thread);
+            ASSERT_EQ(t->events[x->steps[j].ev].thread, x->thread);
         count[k]++;
     }
     for (int k = 1; k <= THREADS; k++) {
-        ASSERT_EQ_U64(count[k], EACH);
+        ASSERT_EQ(count[k], EACH);
         for (int j = 1; j < k; j++)
-            ASSERT(thread_of[j] != thread_of[k]);
+            ASSERT_NE(thread_of[j], thread_of[k]);
     }
-    ASSERT_EQ_U64(s.unexpected, 0);
+    ASSERT_EQ(s.unexpected, 0);
     dnp_stories_free(&s);
     dnp_trace_free(t);
     return 0;

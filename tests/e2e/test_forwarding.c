@@ -10,15 +10,13 @@
 
 TEST(e2e_type_forwarding) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_type_forwarding") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_type_forwarding"), 0);
     const char *dll = e2e_env("DNPROF_FORWARD_CLIENT");
-    ASSERT(dll != NULL);
-    ASSERT(e2e_run_dll(&r, dll, NULL, NULL) == 0);
-    if (r.status != 0)
-        e2e_show_file("stderr", r.err);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_NE(dll, NULL);
+    ASSERT_EQ(e2e_run_dll(&r, dll, NULL, NULL), 0);
+    ASSERT_STATUS(&r, 0);
     char *out = e2e_read_file(r.out, NULL);
-    ASSERT(out != NULL);
+    ASSERT_NE(out, NULL);
     int forwarded = strcmp(out, "Fwd.Widget from ForwardTarget: ForwardTarget\n") == 0;
     if (!forwarded)
         e2e_show_file("stdout", r.out);
@@ -26,7 +24,7 @@ TEST(e2e_type_forwarding) {
     ASSERT(forwarded);
 
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     long lib = e2e_expect(t, DNP_EV_AssemblyLoadFinished, "ForwardLib", "Forward");
     long target = e2e_expect(t, DNP_EV_AssemblyLoadFinished, "ForwardTarget", "Forward");
     long cls = e2e_expect(t, DNP_EV_ClassLoadFinished, "Fwd.Widget", "Fwd");

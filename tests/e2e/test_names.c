@@ -24,13 +24,13 @@ static int ends_with(const char *s, const char *suffix) {
 
 TEST(e2e_own_assembly) {
     e2e_run r;
-    ASSERT(run_ok(&r, "e2e_own_assembly", "hello") == 0);
+    ASSERT_EQ(run_ok(&r, "e2e_own_assembly", "hello"), 0);
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
 
     long a = e2e_expect(t, DNP_EV_AssemblyLoadFinished, "Scenarios", "Scenarios");
-    ASSERT(a >= 0);
-    ASSERT_EQ_U64(e2e_field(&t->events[a], 1), 0); /* S_OK */
+    ASSERT_GE(a, 0);
+    ASSERT_EQ(e2e_field(&t->events[a], 1), 0); /* S_OK */
 
     long m = -1;
     for (size_t i = 0; i < t->nevents && m < 0; i++) {
@@ -40,9 +40,9 @@ TEST(e2e_own_assembly) {
     }
     if (m < 0)
         e2e_expect(t, DNP_EV_ModuleLoadFinished, ".../Scenarios.dll", "Scenarios");
-    ASSERT(m >= 0);
-    ASSERT(e2e_field_name(t, &t->events[m], 0)[0] == '/');
-    ASSERT_EQ_U64(e2e_field(&t->events[m], 1), 0);
+    ASSERT_GE(m, 0);
+    ASSERT_EQ(e2e_field_name(t, &t->events[m], 0)[0], '/');
+    ASSERT_EQ(e2e_field(&t->events[m], 1), 0);
     dnp_trace_free(t);
     return 0;
 }
@@ -58,13 +58,11 @@ TEST(e2e_class_names) {
     };
     static const char *const arrays[] = {"System.Int32[]", "System.String[,]", "Scenarios.Outer[]"};
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_class_names") == 0);
-    ASSERT(e2e_run_scenario(&r, "classes", "default,alloc") == 0);
-    if (r.status != 0)
-        e2e_show_file("stderr", r.err);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_class_names"), 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "classes", "default,alloc"), 0);
+    ASSERT_STATUS(&r, 0);
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     int missing = 0;
     for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++) {
         long at = e2e_expect(t, DNP_EV_ClassLoadFinished, classes[i][0], classes[i][1]);
@@ -88,18 +86,18 @@ TEST(e2e_class_names) {
         missing += at < 0;
     }
     dnp_trace_free(t);
-    ASSERT(missing == 0);
+    ASSERT_EQ(missing, 0);
     return 0;
 }
 
 TEST(e2e_jit_known_method) {
     e2e_run r;
-    ASSERT(run_ok(&r, "e2e_jit_known_method", "jit") == 0);
+    ASSERT_EQ(run_ok(&r, "e2e_jit_known_method", "jit"), 0);
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
 
     long s = e2e_expect(t, DNP_EV_JITCompilationStarted, "Scenarios.JitTarget::KnownMethod", "JitTarget");
-    ASSERT(s >= 0);
+    ASSERT_GE(s, 0);
     const dnp_trace_event *start = &t->events[s];
     long f = -1;
     for (size_t i = (size_t)s + 1; i < t->nevents && f < 0; i++)
@@ -109,26 +107,24 @@ TEST(e2e_jit_known_method) {
     if (f < 0)
         fprintf(stderr, "e2e: no JITCompilationFinished for KnownMethod (function 0x%llx) on thread %u\n",
                 (unsigned long long)e2e_field(start, 0), start->thread);
-    ASSERT(f >= 0);
+    ASSERT_GE(f, 0);
     const char *fname = e2e_field_name(t, &t->events[f], 0);
-    ASSERT_STR_EQ(fname, "Scenarios.JitTarget::KnownMethod");
-    ASSERT_EQ_U64(e2e_field(&t->events[f], 1), 0); /* S_OK */
+    ASSERT_STREQ(fname, "Scenarios.JitTarget::KnownMethod");
+    ASSERT_EQ(e2e_field(&t->events[f], 1), 0); /* S_OK */
 
-    ASSERT(e2e_expect(t, DNP_EV_JITCompilationStarted, "Scenarios.JitTarget::GenericMethod<System.Int32>",
-                      "GenericMethod") >= 0);
-    ASSERT(e2e_expect(t, DNP_EV_JITCompilationFinished, "Scenarios.JitTarget::GenericMethod<System.Int32>",
-                      "GenericMethod") >= 0);
+    ASSERT_GE(e2e_expect(t, DNP_EV_JITCompilationStarted, "Scenarios.JitTarget::GenericMethod<System.Int32>", "GenericMethod"), 0);
+    ASSERT_GE(e2e_expect(t, DNP_EV_JITCompilationFinished, "Scenarios.JitTarget::GenericMethod<System.Int32>", "GenericMethod"), 0);
     dnp_trace_free(t);
     return 0;
 }
 
 TEST(e2e_thread_names) {
     e2e_run r;
-    ASSERT(run_ok(&r, "e2e_thread_names", "threads") == 0);
+    ASSERT_EQ(run_ok(&r, "e2e_thread_names", "threads"), 0);
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
-    ASSERT(e2e_count(t, DNP_EV_ThreadCreated) >= 3);
-    ASSERT(e2e_count(t, DNP_EV_ThreadAssignedToOSThread) >= 3);
+    ASSERT_NE(t, NULL);
+    ASSERT_GE(e2e_count(t, DNP_EV_ThreadCreated), 3);
+    ASSERT_GE(e2e_count(t, DNP_EV_ThreadAssignedToOSThread), 3);
 
     int missing = 0;
     for (int w = 1; w <= 3; w++) {
@@ -159,6 +155,6 @@ TEST(e2e_thread_names) {
                     t->threads[i].name != NULL ? t->threads[i].name : "(unnamed)");
     }
     dnp_trace_free(t);
-    ASSERT(missing == 0);
+    ASSERT_EQ(missing, 0);
     return 0;
 }

@@ -23,9 +23,9 @@ static int check_scenario(const char *test, const char *scenario) {
 }
 
 TEST(e2e_nesting_balanced) {
-    ASSERT(check_scenario("e2e_nesting_balanced.classes", "classes") == 0);
-    ASSERT(check_scenario("e2e_nesting_balanced.alc", "alc") == 0);
-    ASSERT(check_scenario("e2e_nesting_balanced.exceptions", "exceptions") == 0);
-    ASSERT(check_scenario("e2e_nesting_balanced.threads", "threads") == 0);
+    ASSERT_EQ(check_scenario("e2e_nesting_balanced.classes", "classes"), 0);
+    ASSERT_EQ(check_scenario("e2e_nesting_balanced.alc", "alc"), 0);
+    ASSERT_EQ(check_scenario("e2e_nesting_balanced.exceptions", "exceptions"), 0);
+    ASSERT_EQ(check_scenario("e2e_nesting_balanced.threads", "threads"), 0);
     return 0;
 }

@@ -48,7 +48,7 @@ static int wait_ready(int fd, int timeout_ms) {
 
 TEST(e2e_sigkill) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_sigkill") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_sigkill"), 0);
     const char *agent = e2e_env("DNPROF_AGENT");
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     ASSERT(agent != NULL && dll != NULL);
@@ -62,7 +62,7 @@ TEST(e2e_sigkill) {
     const char *argv[] = {e2e_dotnet(), dll, "spin", NULL};
     int out_fd = -1;
     pid_t pid = e2e_spawn((char *const *)argv, env, r.dir, NULL, &out_fd, r.err);
-    ASSERT(pid > 0);
+    ASSERT_GT(pid, 0);
     int ready = wait_ready(out_fd, 60000);
     if (ready != 0) {
         fprintf(stderr, "e2e: spin did not say ready within 60 s\n");
@@ -75,48 +75,46 @@ TEST(e2e_sigkill) {
     int status = 0;
     e2e_wait(pid, 10000, &status);
     close(out_fd);
-    ASSERT(ready == 0);
-    ASSERT_EQ_U64(status, 128 + SIGKILL);
+    ASSERT_EQ(ready, 0);
+    ASSERT_EQ(status, 128 + SIGKILL);
 
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     if (t->status != DNP_TRACE_OPEN && t->status != DNP_TRACE_TRUNCATED)
         fprintf(stderr, "e2e: a killed process's trace has status %d: %s\n", (int)t->status, t->status_text);
     ASSERT(t->status == DNP_TRACE_OPEN || t->status == DNP_TRACE_TRUNCATED);
-    ASSERT(e2e_count(t, DNP_EV_ClassLoadFinished) > 0);
-    ASSERT(e2e_expect(t, DNP_EV_AssemblyLoadFinished, "Scenarios", "Scenarios") >= 0);
-    ASSERT_EQ_U64(t->pid, pid);
+    ASSERT_GT(e2e_count(t, DNP_EV_ClassLoadFinished), 0);
+    ASSERT_GE(e2e_expect(t, DNP_EV_AssemblyLoadFinished, "Scenarios", "Scenarios"), 0);
+    ASSERT_EQ(t->pid, pid);
     dnp_trace_free(t);
     return 0;
 }
 
 TEST(e2e_exit_code_and_output) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_exit_code_and_output") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_exit_code_and_output"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS");
-    ASSERT(dll != NULL);
+    ASSERT_NE(dll, NULL);
 
     /* Without dnprof, as the reference. */
     const char *argv[] = {e2e_dotnet(), dll, "exitcode", NULL};
     const char *no_profiler[] = {DNP_ENV_ENABLE, DNP_ENV_PROFILER, DNP_ENV_PROFILER_PATH, NULL};
-    ASSERT(e2e_exec(&r, (char *const *)argv, no_profiler) == 0);
-    ASSERT_EQ_U64(r.status, 42);
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, no_profiler), 0);
+    ASSERT_STATUS(&r, 42);
     char *plain = e2e_read_file(r.out, NULL);
-    ASSERT(plain != NULL);
-    ASSERT_STR_EQ(plain, "bye\n");
+    ASSERT_NE(plain, NULL);
+    ASSERT_STREQ(plain, "bye\n");
 
-    ASSERT(e2e_run_scenario(&r, "exitcode", NULL) == 0);
-    if (r.status != 42)
-        e2e_show_file("stderr", r.err);
-    ASSERT_EQ_U64(r.status, 42);
+    ASSERT_EQ(e2e_run_scenario(&r, "exitcode", NULL), 0);
+    ASSERT_STATUS(&r, 42);
     char *profiled = e2e_read_file(r.out, NULL);
-    ASSERT(profiled != NULL);
-    ASSERT_STR_EQ(profiled, plain);
+    ASSERT_NE(profiled, NULL);
+    ASSERT_STREQ(profiled, plain);
     free(plain);
     free(profiled);
 
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_trace_free(t);
     return 0;
 }
@@ -134,21 +132,19 @@ static int is_child_trace(const char *name, const char *stem) {
 
 TEST(e2e_children) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_children") == 0);
-    ASSERT(e2e_run_scenario(&r, "children", NULL) == 0);
-    if (r.status != 0)
-        e2e_show_file("stderr", r.err);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_children"), 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "children", NULL), 0);
+    ASSERT_STATUS(&r, 0);
     char *out = e2e_read_file(r.out, NULL);
-    ASSERT(out != NULL);
-    ASSERT(strstr(out, "hello from Scenarios\n") != NULL);
-    ASSERT(strstr(out, "exited with 0\n") != NULL);
+    ASSERT_NE(out, NULL);
+    ASSERT_CONTAINS(out, "hello from Scenarios\n");
+    ASSERT_CONTAINS(out, "exited with 0\n");
     free(out);
 
     char child[PATH_MAX] = "";
     int others = 0;
     DIR *d = opendir(r.dir);
-    ASSERT(d != NULL);
+    ASSERT_NE(d, NULL);
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         size_t len = strlen(de->d_name);
@@ -162,19 +158,19 @@ TEST(e2e_children) {
     closedir(d);
     if (child[0] == '\0')
         fprintf(stderr, "e2e: no e2e_children.<pid>.trace in %s\n", r.dir);
-    ASSERT(child[0] != '\0');
-    ASSERT(others == 0);
+    ASSERT_NE(child[0], '\0');
+    ASSERT_EQ(others, 0);
 
     dnp_trace *root = e2e_load(r.trace);
-    ASSERT(root != NULL);
+    ASSERT_NE(root, NULL);
     dnp_trace *kid = e2e_load(child);
-    ASSERT(kid != NULL);
+    ASSERT_NE(kid, NULL);
     ASSERT(root->pid != 0 && kid->pid != 0);
-    ASSERT(root->pid != kid->pid);
-    ASSERT_EQ_U64(kid->ppid, root->pid);
+    ASSERT_NE(root->pid, kid->pid);
+    ASSERT_EQ(kid->ppid, root->pid);
     char expect[PATH_MAX + 64];
     snprintf(expect, sizeof expect, "%s/e2e_children.%llu.trace", r.dir, (unsigned long long)kid->pid);
-    ASSERT_STR_EQ(child, expect);
+    ASSERT_STREQ(child, expect);
     dnp_trace_free(root);
     dnp_trace_free(kid);
     return 0;

@@ -69,15 +69,15 @@ static jv *report_json(e2e_run *r) {
 
 TEST(e2e_report_calls) {
     e2e_run r;
-    ASSERT(run_calls(&r, "e2e_report_calls", "--calls", "recursion") == 0);
+    ASSERT_EQ(run_calls(&r, "e2e_report_calls", "--calls", "recursion"), 0);
     jv *rep = report_json(&r);
-    ASSERT(rep != NULL);
-    ASSERT_STR_EQ(json_str(rep, "source"), "CallNode");
+    ASSERT_NE(rep, NULL);
+    ASSERT_STREQ(json_str(rep, "source"), "CallNode");
     const jv *fib = function(rep, "Scenarios.CallsScenario::Fib");
     const jv *rec = function(rep, "Scenarios.CallsScenario::Recurse");
     ASSERT(fib && rec);
-    ASSERT_EQ_U64((uint64_t)json_num(fib, "calls"), 21891);
-    ASSERT_EQ_U64((uint64_t)json_num(rec, "calls"), 1010);
+    ASSERT_EQ((uint64_t)json_num(fib, "calls"), 21891);
+    ASSERT_EQ((uint64_t)json_num(rec, "calls"), 1010);
     ASSERT(json_num(fib, "selfNs") > 0 && json_num(fib, "selfNs") <= json_num(fib, "totalNs"));
     /* self times add up to the total (the agent reads its clock for each separately:
      * a few ns apart at most per path), and the tree's root is that total */
@@ -86,15 +86,15 @@ TEST(e2e_report_calls) {
     for (size_t i = 0; i < fs->n; i++)
         self += json_num(json_at(fs, i), "selfNs");
     ASSERT(total > 0 && self <= total && total - self <= total / 1000 + 1000);
-    ASSERT_EQ_U64((uint64_t)json_num(json_get(rep, "tree"), "totalNs"), (uint64_t)total);
+    ASSERT_EQ((uint64_t)json_num(json_get(rep, "tree"), "totalNs"), (uint64_t)total);
     json_free(rep);
 
     /* the text report names them too, and prints the tree */
     const char *args[] = {"report", "--tree", "--top", "5", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, args) == 0);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
     char *out = e2e_read_file(r.out, NULL);
-    ASSERT(out != NULL);
+    ASSERT_NE(out, NULL);
     int ok = strstr(out, "Scenarios.CallsScenario::Fib") && strstr(out, "call tree") &&
              strstr(out, "hottest call paths") && strstr(out, "without --all-code");
     if (!ok)
@@ -106,9 +106,9 @@ TEST(e2e_report_calls) {
 
 TEST(e2e_report_convert) {
     e2e_run r;
-    ASSERT(run_calls(&r, "e2e_report_convert", "--calls", "recursion") == 0);
+    ASSERT_EQ(run_calls(&r, "e2e_report_convert", "--calls", "recursion"), 0);
     jv *rep = report_json(&r);
-    ASSERT(rep != NULL);
+    ASSERT_NE(rep, NULL);
     const jv *fs = json_get(rep, "functions");
     uint64_t self = 0; /* what the exports weigh: self times */
     for (size_t i = 0; fs && i < fs->n; i++)
@@ -120,35 +120,35 @@ TEST(e2e_report_convert) {
     snprintf(path, sizeof path, "%s/out.speedscope.json", r.dir);
     const char *ss[] = {"convert", "--format", "speedscope", "-o", path, r.trace, NULL};
     jv *doc = dnprof_json(&r, ss, path);
-    ASSERT(doc != NULL);
+    ASSERT_NE(doc, NULL);
     const jv *pr = json_at(json_get(doc, "profiles"), 0);
-    ASSERT_STR_EQ(json_str(pr, "type"), "sampled");
+    ASSERT_STREQ(json_str(pr, "type"), "sampled");
     const jv *w = json_get(pr, "weights");
-    ASSERT(w != NULL);
+    ASSERT_NE(w, NULL);
     double sum = 0;
     for (size_t i = 0; i < w->n; i++)
         sum += json_at(w, i)->num;
-    ASSERT_EQ_U64((uint64_t)sum, self);
+    ASSERT_EQ((uint64_t)sum, self);
     json_free(doc);
 
     /* chrome: complete events, one per call path */
     snprintf(path, sizeof path, "%s/out.chrome.json", r.dir);
     const char *ch[] = {"convert", "--format", "chrome", "-o", path, r.trace, NULL};
     doc = dnprof_json(&r, ch, path);
-    ASSERT(doc != NULL);
+    ASSERT_NE(doc, NULL);
     const jv *evs = json_get(doc, "traceEvents");
     size_t x = 0;
     for (size_t i = 0; evs && i < evs->n; i++)
         x += json_str(json_at(evs, i), "ph") && !strcmp(json_str(json_at(evs, i), "ph"), "X");
-    ASSERT(x > 100); /* Recurse alone has 101 paths */
+    ASSERT_GT(x, 100); /* Recurse alone has 101 paths */
     json_free(doc);
 
     /* folded: the numbers add up to the same */
     const char *fo[] = {"convert", "--format", "folded", "-o", "-", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, fo) == 0);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_dnprof(&r, fo), 0);
+    ASSERT_STATUS(&r, 0);
     char *text = e2e_read_file(r.out, NULL);
-    ASSERT(text != NULL);
+    ASSERT_NE(text, NULL);
     uint64_t fsum = 0;
     for (char *line = text; *line;) {
         char *nl = strchr(line, '\n');
@@ -163,15 +163,15 @@ TEST(e2e_report_convert) {
     int recurse = strstr(text, "Scenarios.CallsScenario::Recurse;Scenarios.CallsScenario::Recurse") != NULL;
     free(text);
     ASSERT(recurse);
-    ASSERT_EQ_U64(fsum, self);
+    ASSERT_EQ(fsum, self);
 
     /* the HTML flame graph: one file, nothing from the network */
     snprintf(path, sizeof path, "%s/out.html", r.dir);
     const char *fg[] = {"convert", "--format", "flamegraph", "-o", path, r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, fg) == 0);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_dnprof(&r, fg), 0);
+    ASSERT_STATUS(&r, 0);
     text = e2e_read_file(path, NULL);
-    ASSERT(text != NULL);
+    ASSERT_NE(text, NULL);
     int ok = strstr(text, "<!DOCTYPE html>") && strstr(text, "Scenarios.CallsScenario::Fib") &&
              !strstr(text, "https://") && !strstr(text, "http://");
     free(text);
@@ -181,9 +181,9 @@ TEST(e2e_report_convert) {
 
 TEST(e2e_report_async_names) {
     e2e_run r;
-    ASSERT(run_calls(&r, "e2e_report_async_names", "--calls", "async") == 0);
+    ASSERT_EQ(run_calls(&r, "e2e_report_async_names", "--calls", "async"), 0);
     jv *rep = report_json(&r);
-    ASSERT(rep != NULL);
+    ASSERT_NE(rep, NULL);
     const jv *fs = json_get(rep, "functions");
     int machines = 0;
     for (size_t i = 0; fs && i < fs->n; i++) {
@@ -197,51 +197,51 @@ TEST(e2e_report_async_names) {
             machines++;
         }
     }
-    ASSERT(function(rep, "Scenarios.CallsScenario::AsyncStep (async)") != NULL);
-    ASSERT(machines > 0);
+    ASSERT_NE(function(rep, "Scenarios.CallsScenario::AsyncStep (async)"), NULL);
+    ASSERT_GT(machines, 0);
     json_free(rep);
     return 0;
 }
 
 TEST(e2e_report_timeline) {
     e2e_run r;
-    ASSERT(run_calls(&r, "e2e_report_timeline", "--timeline", "recursion") == 0);
+    ASSERT_EQ(run_calls(&r, "e2e_report_timeline", "--timeline", "recursion"), 0);
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/out.speedscope.json", r.dir);
     const char *ss[] = {"convert", "--format", "speedscope", "-o", path, r.trace, NULL};
     jv *doc = dnprof_json(&r, ss, path);
-    ASSERT(doc != NULL);
+    ASSERT_NE(doc, NULL);
     const jv *profiles = json_get(doc, "profiles");
     ASSERT(profiles && profiles->n > 0);
     size_t opens = 0;
     for (size_t p = 0; p < profiles->n; p++) {
         const jv *pr = json_at(profiles, p);
-        ASSERT_STR_EQ(json_str(pr, "type"), "evented");
+        ASSERT_STREQ(json_str(pr, "type"), "evented");
         const jv *evs = json_get(pr, "events");
         long depth = 0;
         double at = 0;
         for (size_t i = 0; evs && i < evs->n; i++) {
             const jv *ev = json_at(evs, i);
-            ASSERT(json_num(ev, "at") >= at);
+            ASSERT_GE(json_num(ev, "at"), at);
             at = json_num(ev, "at");
             if (!strcmp(json_str(ev, "type"), "O")) {
                 depth++;
                 opens++;
             } else {
-                ASSERT(depth > 0);
+                ASSERT_GT(depth, 0);
                 depth--;
             }
         }
-        ASSERT_EQ_U64(depth, 0);
+        ASSERT_EQ(depth, 0);
     }
-    ASSERT(opens >= 1010 + 21891);
+    ASSERT_GE(opens, 1010 + 21891);
     json_free(doc);
     /* print shows the calls indented by depth */
     const char *pa[] = {"print", "--events", "calls", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, pa) == 0);
-    ASSERT_EQ_U64(r.status, 0);
+    ASSERT_EQ(e2e_dnprof(&r, pa), 0);
+    ASSERT_STATUS(&r, 0);
     char *out = e2e_read_file(r.out, NULL);
-    ASSERT(out != NULL);
+    ASSERT_NE(out, NULL);
     int indented = strstr(out, "  MethodEnter Scenarios.CallsScenario::Recurse") != NULL;
     free(out);
     ASSERT(indented);
@@ -250,20 +250,20 @@ TEST(e2e_report_timeline) {
 
 TEST(e2e_report_no_call_data) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_report_no_call_data") == 0);
-    ASSERT(e2e_run_scenario(&r, "hello", NULL) == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_report_no_call_data"), 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "hello", NULL), 0);
     const char *args[] = {"report", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, args) == 0);
-    ASSERT_EQ_U64(r.status, 1);
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 1);
     char *err = e2e_read_file(r.err, NULL);
-    ASSERT(err != NULL);
+    ASSERT_NE(err, NULL);
     int said = strstr(err, "this trace has no call data: record it with dnprof run --calls") != NULL;
     if (!said)
         e2e_show_file("stderr", r.err);
     free(err);
     ASSERT(said);
     const char *conv[] = {"convert", "--format", "folded", "-o", "-", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, conv) == 0);
-    ASSERT_EQ_U64(r.status, 1);
+    ASSERT_EQ(e2e_dnprof(&r, conv), 0);
+    ASSERT_STATUS(&r, 1);
     return 0;
 }

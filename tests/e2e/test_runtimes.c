@@ -49,7 +49,7 @@ static int check_runtime(const char *test, const char *env, unsigned min_info, c
 }
 
 TEST(e2e_older_runtimes) {
-    ASSERT(check_runtime("e2e_older_runtimes.net8", "DNPROF_SAMPLE_NET8", 14, " 8.0.") == 0);
-    ASSERT(check_runtime("e2e_older_runtimes.net9", "DNPROF_SAMPLE_NET9", 15, " 9.0.") == 0);
+    ASSERT_EQ(check_runtime("e2e_older_runtimes.net8", "DNPROF_SAMPLE_NET8", 14, " 8.0."), 0);
+    ASSERT_EQ(check_runtime("e2e_older_runtimes.net9", "DNPROF_SAMPLE_NET9", 15, " 9.0."), 0);
     return 0;
 }

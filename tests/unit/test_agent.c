@@ -24,8 +24,8 @@ TEST(agent_output_default) {
     env(DNP_ENV_ROOT_PID, NULL);
     config_output_path(path, sizeof path, &excl);
     snprintf(want, sizeof want, "dnprof-%d.trace", (int)getpid());
-    ASSERT_STR_EQ(path, want);
-    ASSERT(excl == 0);
+    ASSERT_STREQ(path, want);
+    ASSERT_EQ(excl, 0);
     return 0;
 }
 
@@ -36,18 +36,18 @@ TEST(agent_output_root_and_child) {
     env(DNP_ENV_OUTPUT, "/tmp/x/app.trace");
     env(DNP_ENV_ROOT_PID, pid);
     config_output_path(path, sizeof path, &excl);
-    ASSERT_STR_EQ(path, "/tmp/x/app.trace");
-    ASSERT(excl == 0);
+    ASSERT_STREQ(path, "/tmp/x/app.trace");
+    ASSERT_EQ(excl, 0);
     /* Another process inherits the variables: a file of its own, never the root's. */
     env(DNP_ENV_ROOT_PID, "1");
     config_output_path(path, sizeof path, &excl);
     snprintf(want, sizeof want, "/tmp/x/app.%d.trace", (int)getpid());
-    ASSERT_STR_EQ(path, want);
-    ASSERT(excl == 1);
+    ASSERT_STREQ(path, want);
+    ASSERT_EQ(excl, 1);
     env(DNP_ENV_OUTPUT, "/tmp/x/noext");
     config_output_path(path, sizeof path, &excl);
     snprintf(want, sizeof want, "/tmp/x/noext.%d.trace", (int)getpid());
-    ASSERT_STR_EQ(path, want);
+    ASSERT_STREQ(path, want);
     env(DNP_ENV_OUTPUT, NULL);
     env(DNP_ENV_ROOT_PID, NULL);
     return 0;
@@ -60,8 +60,8 @@ TEST(agent_output_pid_template) {
     env(DNP_ENV_ROOT_PID, "1");
     config_output_path(path, sizeof path, &excl);
     snprintf(want, sizeof want, "/tmp/t-%d-100%%.trace", (int)getpid());
-    ASSERT_STR_EQ(path, want);
-    ASSERT(excl == 0); /* %p already makes it the process's own */
+    ASSERT_STREQ(path, want);
+    ASSERT_EQ(excl, 0); /* %p already makes it the process's own */
     env(DNP_ENV_OUTPUT, NULL);
     env(DNP_ENV_ROOT_PID, NULL);
     return 0;
@@ -69,34 +69,34 @@ TEST(agent_output_pid_template) {
 
 TEST(agent_flush_ms) {
     env(DNP_ENV_FLUSH_MS, "50");
-    ASSERT_EQ_U64(config_flush_ms(), 50);
+    ASSERT_EQ(config_flush_ms(), 50);
     env(DNP_ENV_FLUSH_MS, "-3");
-    ASSERT_EQ_U64(config_flush_ms(), 0);
+    ASSERT_EQ(config_flush_ms(), 0);
     env(DNP_ENV_FLUSH_MS, "junk");
-    ASSERT_EQ_U64(config_flush_ms(), 0);
+    ASSERT_EQ(config_flush_ms(), 0);
     env(DNP_ENV_FLUSH_MS, NULL);
-    ASSERT_EQ_U64(config_flush_ms(), 0);
+    ASSERT_EQ(config_flush_ms(), 0);
     return 0;
 }
 
 TEST(agent_utf16_names) {
     char out[64];
     const WCHAR ascii[] = u"System.Object";
-    ASSERT_EQ_U64(names_utf16_to_utf8(ascii, (size_t)-1, out, sizeof out), 13);
-    ASSERT_STR_EQ(out, "System.Object");
+    ASSERT_EQ(names_utf16_to_utf8(ascii, (size_t)-1, out, sizeof out), 13);
+    ASSERT_STREQ(out, "System.Object");
     const WCHAR mixed[] = u"Grüße-名前-😀";
     names_utf16_to_utf8(mixed, (size_t)-1, out, sizeof out);
-    ASSERT_STR_EQ(out, "Grüße-名前-😀");
+    ASSERT_STREQ(out, "Grüße-名前-😀");
     /* A lone surrogate becomes U+FFFD; the count limits what is read. */
     const WCHAR bad[] = {'a', 0xD800, 'b', 0};
     names_utf16_to_utf8(bad, 3, out, sizeof out);
-    ASSERT_STR_EQ(out, "a\xEF\xBF\xBD" "b");
+    ASSERT_STREQ(out, "a\xEF\xBF\xBD" "b");
     names_utf16_to_utf8(ascii, 6, out, sizeof out);
-    ASSERT_STR_EQ(out, "System");
+    ASSERT_STREQ(out, "System");
     /* Never past the buffer, and never half a character. */
     char small[5];
     names_utf16_to_utf8(u"ab名", (size_t)-1, small, sizeof small);
-    ASSERT_STR_EQ(small, "ab");
+    ASSERT_STREQ(small, "ab");
     return 0;
 }
 
@@ -104,15 +104,15 @@ TEST(agent_utf16_names) {
  * second one in the same process is refused. */
 TEST(agent_pick_first) {
     void *first = NULL, *second = NULL;
-    ASSERT(agent_create(&IID_ICorProfilerCallback[3], &first) == S_OK);
-    ASSERT(first != NULL);
+    ASSERT_EQ(agent_create(&IID_ICorProfilerCallback[3], &first), S_OK);
+    ASSERT_NE(first, NULL);
     ICorProfilerCallback *cb = first;
     /* It answers for every callback interface the runtime asks for. */
     void *again = NULL;
-    ASSERT(cb->lpVtbl->QueryInterface(cb, &IID_ICorProfilerCallback[11], &again) == S_OK);
-    ASSERT(again == first);
-    ASSERT(cb->lpVtbl->QueryInterface(cb, &IID_ICorProfilerInfo[3], &again) == E_NOINTERFACE);
-    ASSERT(agent_create(&IID_ICorProfilerCallback[3], &second) != S_OK);
+    ASSERT_EQ(cb->lpVtbl->QueryInterface(cb, &IID_ICorProfilerCallback[11], &again), S_OK);
+    ASSERT_EQ(again, first);
+    ASSERT_EQ(cb->lpVtbl->QueryInterface(cb, &IID_ICorProfilerInfo[3], &again), E_NOINTERFACE);
+    ASSERT_NE(agent_create(&IID_ICorProfilerCallback[3], &second), S_OK);
     return 0;
 }
 
@@ -123,17 +123,17 @@ TEST(agent_clock) {
     clock_calibrate(20, 1);
     ASSERT(atomic_load(&g_clock.ready));
     uint64_t last = clock_now_ns();
-    ASSERT(last >= before);
+    ASSERT_GE(last, before);
     for (int i = 0; i < 1000000; i++) {
         uint64_t now = clock_now_ns();
-        ASSERT(now >= last);
+        ASSERT_GE(now, last);
         last = now;
     }
     uint64_t mono = clock_mono_ns(), tsc = clock_now_ns();
     uint64_t diff = tsc > mono ? tsc - mono : mono - tsc;
     if (diff > 1000000)
         fprintf(stderr, "clock: %llu ns off CLOCK_MONOTONIC\n", (unsigned long long)diff);
-    ASSERT(diff < 1000000);
+    ASSERT_LT(diff, 1000000);
     /* Ticks and their conversion agree with the clock over a sleep. */
     uint64_t t0 = clock_ticks(), n0 = clock_mono_ns();
     struct timespec pause = {0, 20 * 1000000};

@@ -40,25 +40,25 @@ TEST(trace_attach_blob_roundtrip) {
     uint8_t buf[DNP_BLOB_MAX];
     sample(&in);
     long n = encode(&in, buf, sizeof buf);
-    ASSERT(n > DNP_BLOB_HEADER_SIZE);
-    ASSERT(memcmp(buf, "DNPA", 4) == 0);
-    ASSERT_EQ_U64(dnp_get_u32le(buf + 8), n);
+    ASSERT_GT(n, DNP_BLOB_HEADER_SIZE);
+    ASSERT_EQ(memcmp(buf, "DNPA", 4), 0);
+    ASSERT_EQ(dnp_get_u32le(buf + 8), n);
     char err[256] = "";
-    ASSERT(parse_exact(buf, (size_t)n, &out, err, sizeof err) == 0);
-    ASSERT_STR_EQ(out.events, in.events);
-    ASSERT_STR_EQ(out.output, in.output);
-    ASSERT_STR_EQ(out.control_dir, in.control_dir);
-    ASSERT_EQ_U64(out.flush_ms, 50);
-    ASSERT_EQ_U64(out.trigger_pid, 4242);
+    ASSERT_EQ(parse_exact(buf, (size_t)n, &out, err, sizeof err), 0);
+    ASSERT_STREQ(out.events, in.events);
+    ASSERT_STREQ(out.output, in.output);
+    ASSERT_STREQ(out.control_dir, in.control_dir);
+    ASSERT_EQ(out.flush_ms, 50);
+    ASSERT_EQ(out.trigger_pid, 4242);
 
     /* Optional fields left out: events empty means the default. */
     in.events[0] = 0;
     in.flush_ms = 0;
     in.trigger_pid = 0;
     n = encode(&in, buf, sizeof buf);
-    ASSERT(parse_exact(buf, (size_t)n, &out, err, sizeof err) == 0);
-    ASSERT_STR_EQ(out.events, "");
-    ASSERT_EQ_U64(out.flush_ms, 0);
+    ASSERT_EQ(parse_exact(buf, (size_t)n, &out, err, sizeof err), 0);
+    ASSERT_STREQ(out.events, "");
+    ASSERT_EQ(out.flush_ms, 0);
     return 0;
 }
 
@@ -66,9 +66,9 @@ TEST(trace_attach_blob_encode_limits) {
     dnp_attach_blob in;
     uint8_t buf[DNP_BLOB_MAX];
     sample(&in);
-    ASSERT(encode(&in, buf, 20) == -1); /* does not fit */
+    ASSERT_EQ(encode(&in, buf, 20), -1); /* does not fit */
     memset(in.control_dir, 'd', sizeof in.control_dir); /* no NUL: too long */
-    ASSERT(encode(&in, buf, sizeof buf) == -1);
+    ASSERT_EQ(encode(&in, buf, sizeof buf), -1);
     return 0;
 }
 
@@ -80,8 +80,8 @@ TEST(trace_attach_blob_truncated) {
     char err[256];
     /* Every cut: refused, whether or not the total is fixed up to match. */
     for (long len = 0; len < n; len++) {
-        ASSERT(parse_exact(buf, (size_t)len, &out, err, sizeof err) == -1);
-        ASSERT(err[0] != 0);
+        ASSERT_EQ(parse_exact(buf, (size_t)len, &out, err, sizeof err), -1);
+        ASSERT_NE(err[0], 0);
         if (len >= DNP_BLOB_HEADER_SIZE) {
             uint8_t fixed[DNP_BLOB_MAX];
             memcpy(fixed, buf, (size_t)len);
@@ -108,39 +108,39 @@ TEST(trace_attach_blob_lies) {
     /* the total says more, or less, than arrived */
     memcpy(bad, buf, (size_t)n);
     dnp_put_u32le(bad + 8, (uint32_t)n + 1);
-    ASSERT(parse_exact(bad, (size_t)n, &out, err, sizeof err) == -1);
-    ASSERT(strstr(err, "says") != NULL);
+    ASSERT_EQ(parse_exact(bad, (size_t)n, &out, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "says");
     dnp_put_u32le(bad + 8, (uint32_t)n - 1);
-    ASSERT(parse_exact(bad, (size_t)n, &out, err, sizeof err) == -1);
+    ASSERT_EQ(parse_exact(bad, (size_t)n, &out, err, sizeof err), -1);
 
     /* bad magic, version, header size */
     memcpy(bad, buf, (size_t)n);
     bad[0] = 'X';
-    ASSERT(parse_exact(bad, (size_t)n, &out, err, sizeof err) == -1);
+    ASSERT_EQ(parse_exact(bad, (size_t)n, &out, err, sizeof err), -1);
     memcpy(bad, buf, (size_t)n);
     bad[4] = 2;
-    ASSERT(parse_exact(bad, (size_t)n, &out, err, sizeof err) == -1);
-    ASSERT(strstr(err, "version") != NULL);
+    ASSERT_EQ(parse_exact(bad, (size_t)n, &out, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "version");
     memcpy(bad, buf, (size_t)n);
     bad[6] = 4;
-    ASSERT(parse_exact(bad, (size_t)n, &out, err, sizeof err) == -1);
+    ASSERT_EQ(parse_exact(bad, (size_t)n, &out, err, sizeof err), -1);
     memcpy(bad, buf, (size_t)n);
     bad[6] = 0xff;
     bad[7] = 0xff;
-    ASSERT(parse_exact(bad, (size_t)n, &out, err, sizeof err) == -1);
+    ASSERT_EQ(parse_exact(bad, (size_t)n, &out, err, sizeof err), -1);
 
     /* the first field's length runs past the end */
     memcpy(bad, buf, (size_t)n);
     bad[DNP_BLOB_HEADER_SIZE + 2] = 0xff;
     bad[DNP_BLOB_HEADER_SIZE + 3] = 0xff;
-    ASSERT(parse_exact(bad, (size_t)n, &out, err, sizeof err) == -1);
-    ASSERT(strstr(err, "left") != NULL);
+    ASSERT_EQ(parse_exact(bad, (size_t)n, &out, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "left");
 
     /* a NUL inside a string */
     memcpy(bad, buf, (size_t)n);
     bad[DNP_BLOB_HEADER_SIZE + 4 + 3] = 0;
-    ASSERT(parse_exact(bad, (size_t)n, &out, err, sizeof err) == -1);
-    ASSERT(strstr(err, "NUL") != NULL);
+    ASSERT_EQ(parse_exact(bad, (size_t)n, &out, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "NUL");
 
     /* a field twice */
     size_t m = (size_t)n;
@@ -149,8 +149,8 @@ TEST(trace_attach_blob_lies) {
     memcpy(bad + m, dup, sizeof dup);
     m += sizeof dup;
     dnp_put_u32le(bad + 8, (uint32_t)m);
-    ASSERT(parse_exact(bad, m, &out, err, sizeof err) == -1);
-    ASSERT(strstr(err, "twice") != NULL);
+    ASSERT_EQ(parse_exact(bad, m, &out, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "twice");
 
     /* a number of the wrong size */
     m = (size_t)n;
@@ -162,31 +162,31 @@ TEST(trace_attach_blob_lies) {
     long k = encode(&no_flush, bad, sizeof bad);
     memcpy(bad + k, small, sizeof small);
     dnp_put_u32le(bad + 8, (uint32_t)(k + (long)sizeof small));
-    ASSERT(parse_exact(bad, (size_t)k + sizeof small, &out, err, sizeof err) == -1);
-    ASSERT(strstr(err, "not 4") != NULL);
+    ASSERT_EQ(parse_exact(bad, (size_t)k + sizeof small, &out, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "not 4");
 
     /* an unknown field is skipped */
     uint8_t future[] = {200, 0, 2, 0, 'h', 'i'};
     k = encode(&in, bad, sizeof bad);
     memcpy(bad + k, future, sizeof future);
     dnp_put_u32le(bad + 8, (uint32_t)(k + (long)sizeof future));
-    ASSERT(parse_exact(bad, (size_t)k + sizeof future, &out, err, sizeof err) == 0);
-    ASSERT_STR_EQ(out.output, in.output);
+    ASSERT_EQ(parse_exact(bad, (size_t)k + sizeof future, &out, err, sizeof err), 0);
+    ASSERT_STREQ(out.output, in.output);
 
     /* relative or missing paths, a flush period out of range */
     dnp_attach_blob b = in;
     strcpy(b.output, "app.trace");
     k = encode(&b, bad, sizeof bad);
-    ASSERT(parse_exact(bad, (size_t)k, &out, err, sizeof err) == -1);
+    ASSERT_EQ(parse_exact(bad, (size_t)k, &out, err, sizeof err), -1);
     b = in;
     b.control_dir[0] = 0;
     k = encode(&b, bad, sizeof bad);
-    ASSERT(parse_exact(bad, (size_t)k, &out, err, sizeof err) == -1);
-    ASSERT(strstr(err, "control directory") != NULL);
+    ASSERT_EQ(parse_exact(bad, (size_t)k, &out, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "control directory");
     b = in;
     b.flush_ms = 60000;
     k = encode(&b, bad, sizeof bad);
-    ASSERT(parse_exact(bad, (size_t)k, &out, err, sizeof err) == -1);
+    ASSERT_EQ(parse_exact(bad, (size_t)k, &out, err, sizeof err), -1);
 
     /* a string longer than its buffer */
     m = DNP_BLOB_HEADER_SIZE;
@@ -199,12 +199,12 @@ TEST(trace_attach_blob_lies) {
     memset(bad + m + 1, 'a', DNP_BLOB_DIR_MAX - 1);
     m += DNP_BLOB_DIR_MAX;
     dnp_put_u32le(bad + 8, (uint32_t)m);
-    ASSERT(parse_exact(bad, m, &out, err, sizeof err) == -1);
-    ASSERT(strstr(err, "more than") != NULL);
+    ASSERT_EQ(parse_exact(bad, m, &out, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "more than");
 
     /* NULL data, or nothing */
-    ASSERT(dnp_attach_blob_parse(NULL, 10, &out, err, sizeof err) == -1);
-    ASSERT(dnp_attach_blob_parse(buf, 0, &out, err, sizeof err) == -1);
+    ASSERT_EQ(dnp_attach_blob_parse(NULL, 10, &out, err, sizeof err), -1);
+    ASSERT_EQ(dnp_attach_blob_parse(buf, 0, &out, err, sizeof err), -1);
     return 0;
 }
 
@@ -263,22 +263,22 @@ TEST(trace_attach_blob_fuzz) {
             ASSERT(terminated(&out));
             ASSERT(out.output[0] == '/' && out.control_dir[0] == '/');
         } else {
-            ASSERT(err[0] != 0);
+            ASSERT_NE(err[0], 0);
         }
     }
     /* Flips inside the strings keep some blobs valid: the loop saw both. */
-    ASSERT(accepted > 0);
+    ASSERT_GT(accepted, 0);
     return 0;
 }
 
 TEST(trace_attach_events_appended) {
     /* The catch-up events come after every event that existed before them. */
-    ASSERT(DNP_EV_ExistingAppDomain >= 102);
-    ASSERT_EQ_U64(DNP_EV_ExistingAssembly, DNP_EV_ExistingAppDomain + 1);
-    ASSERT_EQ_U64(DNP_EV_ExistingModule, DNP_EV_ExistingAppDomain + 2);
-    ASSERT_EQ_U64(DNP_EV_ExistingThread, DNP_EV_ExistingAppDomain + 3);
-    ASSERT_EQ_U64(DNP_NV_ExistingAssembly, 4);
-    ASSERT_EQ_U64(DNP_NV_ExistingThread, 3);
+    ASSERT_GE(DNP_EV_ExistingAppDomain, 102);
+    ASSERT_EQ(DNP_EV_ExistingAssembly, DNP_EV_ExistingAppDomain + 1);
+    ASSERT_EQ(DNP_EV_ExistingModule, DNP_EV_ExistingAppDomain + 2);
+    ASSERT_EQ(DNP_EV_ExistingThread, DNP_EV_ExistingAppDomain + 3);
+    ASSERT_EQ(DNP_NV_ExistingAssembly, 4);
+    ASSERT_EQ(DNP_NV_ExistingThread, 3);
     return 0;
 }
 
@@ -290,13 +290,13 @@ TEST(trace_attach_agent_refuses_bad_blobs) {
     uint8_t junk[64];
     for (size_t i = 0; i < sizeof junk; i++)
         junk[i] = (uint8_t)rng();
-    ASSERT(cb_InitializeForAttach(NULL, NULL, NULL, 0) == E_INVALIDARG);
-    ASSERT(cb_InitializeForAttach(NULL, NULL, junk, sizeof junk) == E_INVALIDARG);
+    ASSERT_EQ(cb_InitializeForAttach(NULL, NULL, NULL, 0), E_INVALIDARG);
+    ASSERT_EQ(cb_InitializeForAttach(NULL, NULL, junk, sizeof junk), E_INVALIDARG);
     dnp_attach_blob in;
     uint8_t buf[DNP_BLOB_MAX];
     sample(&in);
     long n = encode(&in, buf, sizeof buf);
-    ASSERT(cb_InitializeForAttach(NULL, NULL, buf, (UINT)n - 1) == E_INVALIDARG);
+    ASSERT_EQ(cb_InitializeForAttach(NULL, NULL, buf, (UINT)n - 1), E_INVALIDARG);
     ASSERT(!atomic_load(&g_agent.active));
     return 0;
 }

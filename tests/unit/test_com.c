@@ -153,8 +153,8 @@ _Static_assert((int)CB_IDX_COUNT == (int)DNP_CALLBACK_SLOTS &&
         g_hit = -1;                                                \
         (void)(call);                                              \
         g_calls++;                                                 \
-        ASSERT_EQ_U64(g_hit, SLOT(Vtbl, name));                    \
-        ASSERT_STR_EQ(names[g_hit], #name);                        \
+        ASSERT_EQ(g_hit, SLOT(Vtbl, name));                    \
+        ASSERT_STREQ(names[g_hit], #name);                        \
     } while (0)
 
 #define CHECK_IUNKNOWN(obj, Vtbl, names)                                                  \
@@ -173,7 +173,7 @@ TEST(com_callback_every_slot_reachable) {
                obj.lpVtbl->name(T_ARGS(name, &obj, params)));
 #include "callback.def"
 #undef DNP_CALLBACK
-    ASSERT_EQ_U64(g_calls, 98);
+    ASSERT_EQ(g_calls, 98);
     return 0;
 }
 
@@ -188,7 +188,7 @@ TEST(com_info_every_slot_reachable) {
                obj.lpVtbl->name(T_ARGS(name, &obj, params)));
 #include "info.def"
 #undef DNP_INFO
-    ASSERT_EQ_U64(g_calls, 115);
+    ASSERT_EQ(g_calls, 115);
     return 0;
 }
 
@@ -203,70 +203,70 @@ TEST(com_metadata_every_slot_reachable) {
     g_hit = -1;                                                          \
     obj.lpVtbl->name(T_ARGS(name, &obj, params));                        \
     g_calls++;                                                           \
-    ASSERT_EQ_U64(g_hit, SLOT(IMetaDataImportVtbl, name));               \
-    ASSERT_STR_EQ(dnp_mdi_slot_names[g_hit], #name);
+    ASSERT_EQ(g_hit, SLOT(IMetaDataImportVtbl, name));               \
+    ASSERT_STREQ(dnp_mdi_slot_names[g_hit], #name);
 #include "metadata_import.def"
 #undef DNP_MDI
-    ASSERT_EQ_U64(g_calls, 73);
+    ASSERT_EQ(g_calls, 73);
     return 0;
 }
 
 /* Positions counted by hand from corprof.idl and cor.h, IUnknown's three included. */
 TEST(com_known_slot_positions) {
-    ASSERT_EQ_U64(SLOT(IUnknownVtbl, QueryInterface), 0);
-    ASSERT_EQ_U64(SLOT(IUnknownVtbl, Release), 2);
-    ASSERT_EQ_U64(SLOT(IClassFactoryVtbl, CreateInstance), 3);
-    ASSERT_EQ_U64(SLOT(IClassFactoryVtbl, LockServer), 4);
+    ASSERT_EQ(SLOT(IUnknownVtbl, QueryInterface), 0);
+    ASSERT_EQ(SLOT(IUnknownVtbl, Release), 2);
+    ASSERT_EQ(SLOT(IClassFactoryVtbl, CreateInstance), 3);
+    ASSERT_EQ(SLOT(IClassFactoryVtbl, LockServer), 4);
 
-    ASSERT_EQ_U64(SLOT(IMetaDataImportVtbl, CloseEnum), 3);
-    ASSERT_EQ_U64(SLOT(IMetaDataImportVtbl, GetTypeDefProps), 12);
-    ASSERT_EQ_U64(SLOT(IMetaDataImportVtbl, GetTypeRefProps), 14);
-    ASSERT_EQ_U64(SLOT(IMetaDataImportVtbl, GetMethodProps), 30);
-    ASSERT_EQ_U64(SLOT(IMetaDataImportVtbl, GetMemberRefProps), 31);
-    ASSERT_EQ_U64(SLOT(IMetaDataImportVtbl, GetSigFromToken), 41);
-    ASSERT_EQ_U64(SLOT(IMetaDataImportVtbl, GetNestedClassProps), 62);
-    ASSERT_EQ_U64(SLOT(IMetaDataImportVtbl, IsGlobal), 64);
-    ASSERT_EQ_U64(SLOT(IMetaDataImportVtbl, EnumGenericParams), 65);
-    ASSERT_EQ_U64(SLOT(IMetaDataImportVtbl, GetMethodSpecProps), 67);
-    ASSERT_EQ_U64(SLOT(IMetaDataImportVtbl, EnumMethodSpecs), 72);
+    ASSERT_EQ(SLOT(IMetaDataImportVtbl, CloseEnum), 3);
+    ASSERT_EQ(SLOT(IMetaDataImportVtbl, GetTypeDefProps), 12);
+    ASSERT_EQ(SLOT(IMetaDataImportVtbl, GetTypeRefProps), 14);
+    ASSERT_EQ(SLOT(IMetaDataImportVtbl, GetMethodProps), 30);
+    ASSERT_EQ(SLOT(IMetaDataImportVtbl, GetMemberRefProps), 31);
+    ASSERT_EQ(SLOT(IMetaDataImportVtbl, GetSigFromToken), 41);
+    ASSERT_EQ(SLOT(IMetaDataImportVtbl, GetNestedClassProps), 62);
+    ASSERT_EQ(SLOT(IMetaDataImportVtbl, IsGlobal), 64);
+    ASSERT_EQ(SLOT(IMetaDataImportVtbl, EnumGenericParams), 65);
+    ASSERT_EQ(SLOT(IMetaDataImportVtbl, GetMethodSpecProps), 67);
+    ASSERT_EQ(SLOT(IMetaDataImportVtbl, EnumMethodSpecs), 72);
 
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, GetClassFromObject), 3);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, GetClassIDInfo), 14);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, GetFunctionInfo), 15);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, SetEventMask), 16);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, GetModuleMetaData), 21);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, GetILToNativeMapping), 35);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, DoStackSnapshot), 36);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, GetClassIDInfo2), 41);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, GetNotifiedExceptionClauseInfo), 56);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, EnumJITedFunctions), 57);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, SetEnterLeaveFunctionHooks3), 61);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, SetEnterLeaveFunctionHooks3WithInfo), 62);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, GetModuleInfo2), 70);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, EnumThreads), 71);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, GetObjectSize2), 80);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, SetEventMask2), 82);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, EnumNgenModuleMethodsInliningThisMethod), 83);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, GetCodeInfo4), 92);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, SuspendRuntime), 97);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, ResumeRuntime), 98);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, GetEnvironmentVariable), 99);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, EventPipeStartSession), 101);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, CreateHandle), 108);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, EventPipeCreateProvider2), 113);
-    ASSERT_EQ_U64(SLOT(ICorProfilerInfoVtbl, EnumerateGCHeapObjects), 114);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, GetClassFromObject), 3);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, GetClassIDInfo), 14);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, GetFunctionInfo), 15);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, SetEventMask), 16);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, GetModuleMetaData), 21);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, GetILToNativeMapping), 35);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, DoStackSnapshot), 36);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, GetClassIDInfo2), 41);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, GetNotifiedExceptionClauseInfo), 56);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, EnumJITedFunctions), 57);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, SetEnterLeaveFunctionHooks3), 61);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, SetEnterLeaveFunctionHooks3WithInfo), 62);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, GetModuleInfo2), 70);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, EnumThreads), 71);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, GetObjectSize2), 80);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, SetEventMask2), 82);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, EnumNgenModuleMethodsInliningThisMethod), 83);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, GetCodeInfo4), 92);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, SuspendRuntime), 97);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, ResumeRuntime), 98);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, GetEnvironmentVariable), 99);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, EventPipeStartSession), 101);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, CreateHandle), 108);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, EventPipeCreateProvider2), 113);
+    ASSERT_EQ(SLOT(ICorProfilerInfoVtbl, EnumerateGCHeapObjects), 114);
 
-    ASSERT_EQ_U64(SLOT(ICorProfilerCallbackVtbl, Initialize), 3);
-    ASSERT_EQ_U64(SLOT(ICorProfilerCallbackVtbl, Shutdown), 4);
-    ASSERT_EQ_U64(SLOT(ICorProfilerCallbackVtbl, JITCompilationStarted), 23);
-    ASSERT_EQ_U64(SLOT(ICorProfilerCallbackVtbl, ExceptionCLRCatcherExecute), 71);
-    ASSERT_EQ_U64(SLOT(ICorProfilerCallbackVtbl, ThreadNameChanged), 72);
-    ASSERT_EQ_U64(SLOT(ICorProfilerCallbackVtbl, InitializeForAttach), 80);
-    ASSERT_EQ_U64(SLOT(ICorProfilerCallbackVtbl, ReJITCompilationStarted), 83);
-    ASSERT_EQ_U64(SLOT(ICorProfilerCallbackVtbl, ConditionalWeakTableElementReferences), 89);
-    ASSERT_EQ_U64(SLOT(ICorProfilerCallbackVtbl, DynamicMethodJITCompilationStarted), 92);
-    ASSERT_EQ_U64(SLOT(ICorProfilerCallbackVtbl, EventPipeEventDelivered), 95);
-    ASSERT_EQ_U64(SLOT(ICorProfilerCallbackVtbl, LoadAsNotificationOnly), 97);
+    ASSERT_EQ(SLOT(ICorProfilerCallbackVtbl, Initialize), 3);
+    ASSERT_EQ(SLOT(ICorProfilerCallbackVtbl, Shutdown), 4);
+    ASSERT_EQ(SLOT(ICorProfilerCallbackVtbl, JITCompilationStarted), 23);
+    ASSERT_EQ(SLOT(ICorProfilerCallbackVtbl, ExceptionCLRCatcherExecute), 71);
+    ASSERT_EQ(SLOT(ICorProfilerCallbackVtbl, ThreadNameChanged), 72);
+    ASSERT_EQ(SLOT(ICorProfilerCallbackVtbl, InitializeForAttach), 80);
+    ASSERT_EQ(SLOT(ICorProfilerCallbackVtbl, ReJITCompilationStarted), 83);
+    ASSERT_EQ(SLOT(ICorProfilerCallbackVtbl, ConditionalWeakTableElementReferences), 89);
+    ASSERT_EQ(SLOT(ICorProfilerCallbackVtbl, DynamicMethodJITCompilationStarted), 92);
+    ASSERT_EQ(SLOT(ICorProfilerCallbackVtbl, EventPipeEventDelivered), 95);
+    ASSERT_EQ(SLOT(ICorProfilerCallbackVtbl, LoadAsNotificationOnly), 97);
     return 0;
 }
 
@@ -276,55 +276,55 @@ TEST(com_slot_versions) {
     static const int cb_added[12] = {0, 69, 8, 3, 6, 1, 1, 1, 2, 1, 2, 1};
     int info_count[16] = {0}, cb_count[12] = {0};
     for (int i = 0; i < DNP_INFO_SLOTS; i++) {
-        ASSERT(dnp_info_slot_versions[i] < 16);
+        ASSERT_LT(dnp_info_slot_versions[i], 16);
         ASSERT(i == 0 || dnp_info_slot_versions[i] >= dnp_info_slot_versions[i - 1]);
         info_count[dnp_info_slot_versions[i]]++;
     }
     for (int i = 0; i < DNP_CALLBACK_SLOTS; i++) {
-        ASSERT(dnp_callback_slot_versions[i] < 12);
+        ASSERT_LT(dnp_callback_slot_versions[i], 12);
         ASSERT(i == 0 || dnp_callback_slot_versions[i] >= dnp_callback_slot_versions[i - 1]);
         cb_count[dnp_callback_slot_versions[i]]++;
     }
-    ASSERT_EQ_U64(info_count[0], 3);
-    ASSERT_EQ_U64(cb_count[0], 3);
+    ASSERT_EQ(info_count[0], 3);
+    ASSERT_EQ(cb_count[0], 3);
     for (int v = 1; v < 16; v++)
-        ASSERT_EQ_U64(info_count[v], info_added[v]);
+        ASSERT_EQ(info_count[v], info_added[v]);
     for (int v = 1; v < 12; v++)
-        ASSERT_EQ_U64(cb_count[v], cb_added[v]);
-    ASSERT_EQ_U64(DNP_INFO_VERSION(GetClassIDInfo), 1);
-    ASSERT_EQ_U64(DNP_INFO_VERSION(GetClassIDInfo2), 2);
-    ASSERT_EQ_U64(DNP_INFO_VERSION(SetEnterLeaveFunctionHooks3), 3);
-    ASSERT_EQ_U64(DNP_INFO_VERSION(SetEventMask2), 5);
-    ASSERT_EQ_U64(DNP_INFO_VERSION(SuspendRuntime), 10);
-    ASSERT_EQ_U64(DNP_INFO_VERSION(EnumerateGCHeapObjects), 15);
-    ASSERT_STR_EQ(dnp_info_slot_names[0], "QueryInterface");
-    ASSERT_STR_EQ(dnp_callback_slot_names[2], "Release");
-    ASSERT_STR_EQ(dnp_mdi_slot_names[DNP_MDI_SLOTS - 1], "EnumMethodSpecs");
+        ASSERT_EQ(cb_count[v], cb_added[v]);
+    ASSERT_EQ(DNP_INFO_VERSION(GetClassIDInfo), 1);
+    ASSERT_EQ(DNP_INFO_VERSION(GetClassIDInfo2), 2);
+    ASSERT_EQ(DNP_INFO_VERSION(SetEnterLeaveFunctionHooks3), 3);
+    ASSERT_EQ(DNP_INFO_VERSION(SetEventMask2), 5);
+    ASSERT_EQ(DNP_INFO_VERSION(SuspendRuntime), 10);
+    ASSERT_EQ(DNP_INFO_VERSION(EnumerateGCHeapObjects), 15);
+    ASSERT_STREQ(dnp_info_slot_names[0], "QueryInterface");
+    ASSERT_STREQ(dnp_callback_slot_names[2], "Release");
+    ASSERT_STREQ(dnp_mdi_slot_names[DNP_MDI_SLOTS - 1], "EnumMethodSpecs");
     return 0;
 }
 
 TEST(com_guid_roundtrip) {
     char buf[39];
     GUID g, h;
-    ASSERT(dnp_guid_parse("{176fbed1-a55c-4796-98ca-a9da0ef883e7}", &g) == 0);
-    ASSERT_EQ_U64(g.Data1, 0x176FBED1);
-    ASSERT_EQ_U64(g.Data2, 0xA55C);
-    ASSERT_EQ_U64(g.Data3, 0x4796);
-    ASSERT_EQ_U64(g.Data4[0], 0x98);
-    ASSERT_EQ_U64(g.Data4[1], 0xCA);
-    ASSERT_EQ_U64(g.Data4[2], 0xA9);
-    ASSERT_EQ_U64(g.Data4[7], 0xE7);
+    ASSERT_EQ(dnp_guid_parse("{176fbed1-a55c-4796-98ca-a9da0ef883e7}", &g), 0);
+    ASSERT_EQ(g.Data1, 0x176FBED1);
+    ASSERT_EQ(g.Data2, 0xA55C);
+    ASSERT_EQ(g.Data3, 0x4796);
+    ASSERT_EQ(g.Data4[0], 0x98);
+    ASSERT_EQ(g.Data4[1], 0xCA);
+    ASSERT_EQ(g.Data4[2], 0xA9);
+    ASSERT_EQ(g.Data4[7], 0xE7);
     memset(buf, 'x', sizeof buf);
     dnp_guid_format(&g, buf);
-    ASSERT_STR_EQ(buf, "{176FBED1-A55C-4796-98CA-A9DA0EF883E7}");
+    ASSERT_STREQ(buf, "{176FBED1-A55C-4796-98CA-A9DA0EF883E7}");
     ASSERT(dnp_guid_parse(buf, &h) == 0 && dnp_guid_equal(&g, &h));
     ASSERT(dnp_guid_parse("176FBED1-A55C-4796-98CA-A9DA0EF883E7", &h) == 0 && dnp_guid_equal(&g, &h));
-    ASSERT(dnp_guid_parse("{00000000-0000-0000-0000-000000000000}", &h) == 0);
+    ASSERT_EQ(dnp_guid_parse("{00000000-0000-0000-0000-000000000000}", &h), 0);
     dnp_guid_format(&h, buf);
-    ASSERT_STR_EQ(buf, "{00000000-0000-0000-0000-000000000000}");
-    ASSERT(dnp_guid_parse("FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", &h) == 0);
+    ASSERT_STREQ(buf, "{00000000-0000-0000-0000-000000000000}");
+    ASSERT_EQ(dnp_guid_parse("FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", &h), 0);
     dnp_guid_format(&h, buf);
-    ASSERT_STR_EQ(buf, "{FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF}");
+    ASSERT_STREQ(buf, "{FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF}");
     h.Data4[7] ^= 1;
     ASSERT(!dnp_guid_equal(&g, &h));
     return 0;
@@ -361,7 +361,7 @@ TEST(com_guid_rejects_malformed) {
         ASSERT(dnp_guid_equal(&g, &sentinel));
     }
     GUID g;
-    ASSERT(dnp_guid_parse(NULL, &g) == -1);
+    ASSERT_EQ(dnp_guid_parse(NULL, &g), -1);
     return 0;
 }
 
@@ -404,9 +404,9 @@ TEST(com_iids) {
     char buf[39];
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         GUID g;
-        ASSERT(dnp_guid_parse(known[i].text, &g) == 0);
+        ASSERT_EQ(dnp_guid_parse(known[i].text, &g), 0);
         dnp_guid_format(known[i].iid, buf);
-        ASSERT_STR_EQ(buf, known[i].text);
+        ASSERT_STREQ(buf, known[i].text);
         ASSERT(dnp_guid_equal(known[i].iid, &g));
         for (size_t j = 0; j < i; j++)
             ASSERT(!dnp_guid_equal(known[i].iid, known[j].iid));

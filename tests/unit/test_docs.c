@@ -26,7 +26,7 @@ static char *read_doc(const char *path) {
 TEST(trace_docs_event_table) {
     static const char *nest[] = {"", "start", "finish", "transition"};
     char *doc = read_doc(DNPROF_SOURCE_DIR "/docs/trace-format.md");
-    ASSERT(doc != NULL);
+    ASSERT_NE(doc, NULL);
     for (int k = 0; k < DNP_EV_COUNT; k++) {
         const dnp_event_info *e = &dnp_events[k];
         char row[1024];

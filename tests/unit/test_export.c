@@ -226,77 +226,77 @@ static int golden(const char *name, const char *text) {
 TEST(export_tree_from_call_nodes) {
     const char *path = write_calls_trace();
     dnp_trace *t = load(path);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_calltree *ct = build(t);
-    ASSERT(ct != NULL);
+    ASSERT_NE(ct, NULL);
     ASSERT(dnp_calltree_has_data(ct));
     ASSERT(!ct->from_timeline);
     ASSERT(ct->has_config);
-    ASSERT_EQ_U64(ct->mode, 1);
+    ASSERT_EQ(ct->mode, 1);
     ASSERT(!ct->all_code);
-    ASSERT_STR_EQ(ct->include, "Ns.*");
-    ASSERT_EQ_U64(ct->orphans, 0);
+    ASSERT_STREQ(ct->include, "Ns.*");
+    ASSERT_EQ(ct->orphans, 0);
 
-    ASSERT_EQ_U64(ct->nthreads, 2);
-    ASSERT_EQ_U64(ct->threads[0].os_tid, 1001);
-    ASSERT_EQ_U64(ct->threads[0].thread, 1);
-    ASSERT_EQ_U64(ct->threads[1].os_tid, 1002);
-    ASSERT_EQ_U64(ct->threads[1].thread, 2);
-    ASSERT(dnp_ct_find_thread(ct, 2) == &ct->threads[1]);
-    ASSERT(dnp_ct_find_thread(ct, 1001) == &ct->threads[0]);
-    ASSERT(dnp_ct_find_thread(ct, 77) == NULL);
+    ASSERT_EQ(ct->nthreads, 2);
+    ASSERT_EQ(ct->threads[0].os_tid, 1001);
+    ASSERT_EQ(ct->threads[0].thread, 1);
+    ASSERT_EQ(ct->threads[1].os_tid, 1002);
+    ASSERT_EQ(ct->threads[1].thread, 2);
+    ASSERT_EQ(dnp_ct_find_thread(ct, 2), &ct->threads[1]);
+    ASSERT_EQ(dnp_ct_find_thread(ct, 1001), &ct->threads[0]);
+    ASSERT_EQ(dnp_ct_find_thread(ct, 77), NULL);
 
     /* the last CallNode of each node counts */
     const dnp_ct_tree *t1 = &ct->threads[0];
-    ASSERT_EQ_U64(t1->nnodes, 6);
-    ASSERT_EQ_U64(t1->nodes[0].total_ns, 1000);
+    ASSERT_EQ(t1->nnodes, 6);
+    ASSERT_EQ(t1->nodes[0].total_ns, 1000);
     uint32_t main_ = child(t1, 0, F_MAIN), work = child(t1, main_, F_WORK), lambda = child(t1, main_, F_LAMBDA);
     ASSERT(main_ && work && lambda);
-    ASSERT_EQ_U64(t1->nodes[work].calls, 10);
-    ASSERT_EQ_U64(t1->nodes[work].total_ns, 600);
-    ASSERT_EQ_U64(t1->nodes[work].self_ns, 200);
-    ASSERT_EQ_U64(t1->nodes[lambda].calls, 5);
-    ASSERT_EQ_U64(t1->nodes[lambda].total_ns, 300);
-    ASSERT_EQ_U64(t1->nodes[main_].first_child, work); /* the heavier child first */
+    ASSERT_EQ(t1->nodes[work].calls, 10);
+    ASSERT_EQ(t1->nodes[work].total_ns, 600);
+    ASSERT_EQ(t1->nodes[work].self_ns, 200);
+    ASSERT_EQ(t1->nodes[lambda].calls, 5);
+    ASSERT_EQ(t1->nodes[lambda].total_ns, 300);
+    ASSERT_EQ(t1->nodes[main_].first_child, work); /* the heavier child first */
     uint32_t fib = child(t1, work, F_FIB), fib2 = child(t1, fib, F_FIB);
     ASSERT(fib && fib2);
-    ASSERT_EQ_U64(t1->nodes[fib2].depth, 4);
-    ASSERT_EQ_U64(t1->nodes[fib2].tailcalls, 5);
+    ASSERT_EQ(t1->nodes[fib2].depth, 4);
+    ASSERT_EQ(t1->nodes[fib2].tailcalls, 5);
     /* a name that came only with the last CallNode */
     uint32_t run = child(&ct->threads[1], 0, F_RUN);
     ASSERT(run);
-    ASSERT_STR_EQ(dnp_trace_string(t, ct->threads[1].nodes[run].name), "Ns.P+<Run>d__1::MoveNext");
+    ASSERT_STREQ(dnp_trace_string(t, ct->threads[1].nodes[run].name), "Ns.P+<Run>d__1::MoveNext");
 
     /* all threads merged */
     const dnp_ct_tree *all = &ct->all;
-    ASSERT_EQ_U64(all->nodes[0].total_ns, 1500);
-    ASSERT_EQ_U64(all->nnodes, 8);
-    ASSERT_EQ_U64(all->nodes[all->nodes[0].first_child].func, F_MAIN);
+    ASSERT_EQ(all->nodes[0].total_ns, 1500);
+    ASSERT_EQ(all->nnodes, 8);
+    ASSERT_EQ(all->nodes[all->nodes[0].first_child].func, F_MAIN);
 
     dnp_ct_func *f;
     size_t nf;
-    ASSERT(dnp_ct_functions(all, &f, &nf) == 0);
-    ASSERT_EQ_U64(nf, 5);
-    ASSERT_EQ_U64(f[0].func, F_WORK); /* sorted by self time */
+    ASSERT_EQ(dnp_ct_functions(all, &f, &nf), 0);
+    ASSERT_EQ(nf, 5);
+    ASSERT_EQ(f[0].func, F_WORK); /* sorted by self time */
     const dnp_ct_func *w = func_of(f, nf, F_WORK), *fb = func_of(f, nf, F_FIB), *m = func_of(f, nf, F_MAIN);
     ASSERT(w && fb && m);
-    ASSERT_EQ_U64(w->calls, 14);
-    ASSERT_EQ_U64(w->self_ns, 600);
-    ASSERT_EQ_U64(w->total_ns, 1000);
-    ASSERT_EQ_U64(fb->calls, 30);
-    ASSERT_EQ_U64(fb->self_ns, 400);
-    ASSERT_EQ_U64(fb->total_ns, 400); /* recursion counted once */
-    ASSERT_EQ_U64(fb->tailcalls, 5);
-    ASSERT_EQ_U64(m->total_ns, 1000);
+    ASSERT_EQ(w->calls, 14);
+    ASSERT_EQ(w->self_ns, 600);
+    ASSERT_EQ(w->total_ns, 1000);
+    ASSERT_EQ(fb->calls, 30);
+    ASSERT_EQ(fb->self_ns, 400);
+    ASSERT_EQ(fb->total_ns, 400); /* recursion counted once */
+    ASSERT_EQ(fb->tailcalls, 5);
+    ASSERT_EQ(m->total_ns, 1000);
     uint64_t self = 0;
     for (size_t i = 0; i < nf; i++)
         self += f[i].self_ns;
-    ASSERT_EQ_U64(self, all->nodes[0].total_ns);
+    ASSERT_EQ(self, all->nodes[0].total_ns);
     free(f);
 
     char buf[256];
-    ASSERT_STR_EQ(dnp_export_name(ct, F_RUN, ct->threads[1].nodes[run].name, buf, sizeof buf), "Ns.P::Run (async)");
-    ASSERT_STR_EQ(dnp_export_name(ct, 0x77, 0, buf, sizeof buf), "<function 0x77>");
+    ASSERT_STREQ(dnp_export_name(ct, F_RUN, ct->threads[1].nodes[run].name, buf, sizeof buf), "Ns.P::Run (async)");
+    ASSERT_STREQ(dnp_export_name(ct, 0x77, 0, buf, sizeof buf), "<function 0x77>");
     dnp_calltree_free(ct);
     dnp_trace_free(t);
     unlink(path);
@@ -306,23 +306,23 @@ TEST(export_tree_from_call_nodes) {
 TEST(export_damaged_parents) {
     const char *path = tmp_file("damaged.trace");
     synth *s = synth_open(path, 1, NULL);
-    ASSERT(s != NULL);
+    ASSERT_NE(s, NULL);
     uint64_t nm = synth_string(s, "X::Y");
     synth_thread(s, 1, 7);
     call_node(s, 1, 10, 7, 1, 9, 0x1, nm, 1, 10, 10, 0); /* parent 9 never comes */
     call_node(s, 1, 10, 7, 2, 3, 0x2, nm, 1, 10, 10, 0); /* 2 and 3: a cycle */
     call_node(s, 1, 10, 7, 3, 2, 0x3, nm, 1, 10, 10, 0);
     call_node(s, 1, 10, 7, 4, 4, 0x4, nm, 1, 10, 10, 0); /* its own parent */
-    ASSERT(synth_close(s, 0) == 0);
+    ASSERT_EQ(synth_close(s, 0), 0);
     dnp_trace *t = load(path);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_calltree *ct = build(t);
-    ASSERT(ct != NULL);
-    ASSERT_EQ_U64(ct->orphans, 3);
-    ASSERT_EQ_U64(ct->threads[0].nnodes, 5);
+    ASSERT_NE(ct, NULL);
+    ASSERT_EQ(ct->orphans, 3);
+    ASSERT_EQ(ct->threads[0].nnodes, 5);
     /* 1, 4, and the cycle broken at one node, whose total then holds its own
      * 10 and its child's 10 (a total is at least self + children). */
-    ASSERT_EQ_U64(ct->all.nodes[0].total_ns, 10 + 10 + 20);
+    ASSERT_EQ(ct->all.nodes[0].total_ns, 10 + 10 + 20);
     dnp_calltree_free(ct);
     dnp_trace_free(t);
     unlink(path);
@@ -332,17 +332,17 @@ TEST(export_damaged_parents) {
 TEST(export_no_call_data) {
     const char *path = tmp_file("nocalls.trace");
     synth *s = synth_open(path, 1, NULL);
-    ASSERT(s != NULL);
+    ASSERT_NE(s, NULL);
     synth_thread(s, 1, 7);
     uint64_t v[2] = {0x1, 0};
     synth_event(s, 1, 10, DNP_EV_GarbageCollectionStarted, v);
-    ASSERT(synth_close(s, 1) == 0);
+    ASSERT_EQ(synth_close(s, 1), 0);
     dnp_trace *t = load(path);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_calltree *ct = build(t);
-    ASSERT(ct != NULL);
+    ASSERT_NE(ct, NULL);
     ASSERT(!dnp_calltree_has_data(ct));
-    ASSERT_EQ_U64(ct->nthreads, 0);
+    ASSERT_EQ(ct->nthreads, 0);
     dnp_calltree_free(ct);
     dnp_trace_free(t);
     unlink(path);
@@ -354,40 +354,40 @@ TEST(export_deep_recursion) {
     enum { DEPTH = 50000 };
     const char *path = tmp_file("deep.trace");
     synth *s = synth_open(path, 1, NULL);
-    ASSERT(s != NULL);
+    ASSERT_NE(s, NULL);
     uint64_t nm = synth_string(s, "Ns.P::Recurse");
     synth_thread(s, 1, 7);
     for (uint64_t k = 1; k <= DEPTH; k++)
         call_node(s, 1, 10, 7, k, k - 1, F_FIB, nm, 1, 1000000 - k, k == DEPTH ? 1000000 - k : 0, 0);
-    ASSERT(synth_close(s, 1) == 0);
+    ASSERT_EQ(synth_close(s, 1), 0);
     dnp_trace *t = load(path);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_calltree *ct = build(t);
-    ASSERT(ct != NULL);
-    ASSERT_EQ_U64(ct->all.nnodes, DEPTH + 1);
+    ASSERT_NE(ct, NULL);
+    ASSERT_EQ(ct->all.nnodes, DEPTH + 1);
     dnp_ct_func *f;
     size_t nf;
-    ASSERT(dnp_ct_functions(&ct->all, &f, &nf) == 0);
-    ASSERT_EQ_U64(nf, 1);
-    ASSERT_EQ_U64(f[0].calls, DEPTH);
-    ASSERT_EQ_U64(f[0].total_ns, 1000000 - 1);
+    ASSERT_EQ(dnp_ct_functions(&ct->all, &f, &nf), 0);
+    ASSERT_EQ(nf, 1);
+    ASSERT_EQ(f[0].calls, DEPTH);
+    ASSERT_EQ(f[0].total_ns, 1000000 - 1);
     free(f);
     size_t len;
     char *folded = export_text(dnp_export_folded, ct, NULL, &len);
-    ASSERT(folded != NULL);
+    ASSERT_NE(folded, NULL);
     size_t lines = 0;
     for (size_t i = 0; i < len; i++)
         lines += folded[i] == '\n';
-    ASSERT_EQ_U64(lines, 1); /* only the deepest frame has self time */
-    ASSERT_EQ_U64(len, DEPTH * strlen("Ns.P::Recurse;") + strlen(" 950000\n") - 1);
+    ASSERT_EQ(lines, 1); /* only the deepest frame has self time */
+    ASSERT_EQ(len, DEPTH * strlen("Ns.P::Recurse;") + strlen(" 950000\n") - 1);
     free(folded);
     char *js = export_text(dnp_export_speedscope, ct, NULL, &len);
-    ASSERT(js != NULL);
+    ASSERT_NE(js, NULL);
     char err[128];
     jv *doc = json_parse(js, len, err, sizeof err);
     if (!doc)
         fprintf(stderr, "speedscope: %s\n", err);
-    ASSERT(doc != NULL);
+    ASSERT_NE(doc, NULL);
     json_free(doc);
     free(js);
     dnp_calltree_free(ct);
@@ -401,33 +401,33 @@ TEST(export_deep_recursion) {
 TEST(export_tree_from_timeline) {
     const char *path = write_timeline_trace();
     dnp_trace *t = load(path);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_calltree *ct = build(t);
-    ASSERT(ct != NULL);
+    ASSERT_NE(ct, NULL);
     ASSERT(ct->from_timeline);
     ASSERT(!ct->has_config);
-    ASSERT_EQ_U64(ct->timeline_events, 17);
-    ASSERT_EQ_U64(ct->unmatched, 1);
-    ASSERT_EQ_U64(ct->open_at_end, 1);
-    ASSERT_EQ_U64(ct->nthreads, 1);
+    ASSERT_EQ(ct->timeline_events, 17);
+    ASSERT_EQ(ct->unmatched, 1);
+    ASSERT_EQ(ct->open_at_end, 1);
+    ASSERT_EQ(ct->nthreads, 1);
     const dnp_ct_tree *tr = &ct->threads[0];
-    ASSERT_EQ_U64(tr->os_tid, 2001);
-    ASSERT_EQ_U64(tr->nodes[0].total_ns, 100 + 30 + 20 + 20);
+    ASSERT_EQ(tr->os_tid, 2001);
+    ASSERT_EQ(tr->nodes[0].total_ns, 100 + 30 + 20 + 20);
     uint32_t m = child(tr, 0, F_MAIN), w = child(tr, m, F_WORK), fb = child(tr, m, F_FIB);
     ASSERT(m && w && fb);
-    ASSERT_EQ_U64(tr->nodes[m].total_ns, 100);
-    ASSERT_EQ_U64(tr->nodes[m].self_ns, 50);
-    ASSERT_EQ_U64(tr->nodes[w].calls, 2);
-    ASSERT_EQ_U64(tr->nodes[w].total_ns, 40);
-    ASSERT_EQ_U64(tr->nodes[fb].tailcalls, 1);
-    ASSERT_EQ_U64(tr->nodes[fb].total_ns, 10);
+    ASSERT_EQ(tr->nodes[m].total_ns, 100);
+    ASSERT_EQ(tr->nodes[m].self_ns, 50);
+    ASSERT_EQ(tr->nodes[w].calls, 2);
+    ASSERT_EQ(tr->nodes[w].total_ns, 40);
+    ASSERT_EQ(tr->nodes[fb].tailcalls, 1);
+    ASSERT_EQ(tr->nodes[fb].total_ns, 10);
     uint32_t a = child(tr, 0, 0xA), b = child(tr, a, 0xB), c = child(tr, 0, 0xC), d = child(tr, c, 0xD),
              e = child(tr, 0, 0xE);
     ASSERT(a && b && c && d && e);
-    ASSERT_EQ_U64(tr->nodes[a].self_ns, 20);
-    ASSERT_EQ_U64(tr->nodes[d].total_ns, 10);
-    ASSERT_EQ_U64(tr->nodes[c].self_ns, 10);
-    ASSERT_EQ_U64(tr->nodes[e].total_ns, 20);
+    ASSERT_EQ(tr->nodes[a].self_ns, 20);
+    ASSERT_EQ(tr->nodes[d].total_ns, 10);
+    ASSERT_EQ(tr->nodes[c].self_ns, 10);
+    ASSERT_EQ(tr->nodes[e].total_ns, 20);
     dnp_calltree_free(ct);
     dnp_trace_free(t);
     unlink(path);
@@ -439,38 +439,38 @@ TEST(export_tree_from_timeline) {
 TEST(export_folded_golden) {
     const char *path = write_calls_trace();
     dnp_trace *t = load(path);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_calltree *ct = build(t);
-    ASSERT(ct != NULL);
+    ASSERT_NE(ct, NULL);
     char *text = export_text(dnp_export_folded, ct, NULL, NULL);
-    ASSERT(text != NULL);
-    ASSERT(golden("calls.folded", text) == 0);
+    ASSERT_NE(text, NULL);
+    ASSERT_EQ(golden("calls.folded", text), 0);
     /* the numbers add up to the total */
     uint64_t sum = 0;
     for (char *line = text; *line;) {
         char *nl = strchr(line, '\n');
-        ASSERT(nl != NULL);
+        ASSERT_NE(nl, NULL);
         char *sp = nl;
         while (sp > line && sp[-1] != ' ')
             sp--;
         sum += strtoull(sp, NULL, 10);
         line = nl + 1;
     }
-    ASSERT_EQ_U64(sum, ct->all.nodes[0].total_ns);
+    ASSERT_EQ(sum, ct->all.nodes[0].total_ns);
     free(text);
 
     dnp_export_opts o = {0};
     o.weight_calls = 1;
     text = export_text(dnp_export_folded, ct, &o, NULL);
-    ASSERT(text != NULL);
-    ASSERT(golden("calls-weight-calls.folded", text) == 0);
+    ASSERT_NE(text, NULL);
+    ASSERT_EQ(golden("calls-weight-calls.folded", text), 0);
     free(text);
 
     o.weight_calls = 0;
     o.tree = &ct->threads[1];
     text = export_text(dnp_export_folded, ct, &o, NULL);
-    ASSERT(text != NULL);
-    ASSERT(golden("calls-thread-2.folded", text) == 0);
+    ASSERT_NE(text, NULL);
+    ASSERT_EQ(golden("calls-thread-2.folded", text), 0);
     free(text);
 
     dnp_calltree_free(ct);
@@ -479,12 +479,12 @@ TEST(export_folded_golden) {
 
     path = write_timeline_trace();
     t = load(path);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     ct = build(t);
-    ASSERT(ct != NULL);
+    ASSERT_NE(ct, NULL);
     text = export_text(dnp_export_folded, ct, NULL, NULL);
-    ASSERT(text != NULL);
-    ASSERT(golden("timeline.folded", text) == 0);
+    ASSERT_NE(text, NULL);
+    ASSERT_EQ(golden("timeline.folded", text), 0);
     free(text);
     dnp_calltree_free(ct);
     dnp_trace_free(t);
@@ -499,41 +499,41 @@ static int check_frame(const jv *frames, const jv *idx) {
 TEST(export_speedscope_sampled) {
     const char *path = write_calls_trace();
     dnp_trace *t = load(path);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_calltree *ct = build(t);
-    ASSERT(ct != NULL);
+    ASSERT_NE(ct, NULL);
     size_t len;
     char *text = export_text(dnp_export_speedscope, ct, NULL, &len);
-    ASSERT(text != NULL);
+    ASSERT_NE(text, NULL);
     char err[128];
     jv *doc = json_parse(text, len, err, sizeof err);
     if (!doc)
         fprintf(stderr, "speedscope: %s\n", err);
-    ASSERT(doc != NULL);
-    ASSERT_STR_EQ(json_str(doc, "$schema"), "https://www.speedscope.app/file-format-schema.json");
-    ASSERT_STR_EQ(json_str(doc, "name"), "dotnet calls.dll");
+    ASSERT_NE(doc, NULL);
+    ASSERT_STREQ(json_str(doc, "$schema"), "https://www.speedscope.app/file-format-schema.json");
+    ASSERT_STREQ(json_str(doc, "name"), "dotnet calls.dll");
     const jv *frames = json_get(json_get(doc, "shared"), "frames");
     ASSERT(frames && frames->type == JV_ARR);
-    ASSERT_EQ_U64(frames->n, 5);
+    ASSERT_EQ(frames->n, 5);
     int async_seen = 0;
     for (size_t i = 0; i < frames->n; i++) {
         const char *nm = json_str(json_at(frames, i), "name");
-        ASSERT(nm != NULL);
+        ASSERT_NE(nm, NULL);
         if (!strcmp(nm, "Ns.P::Run (async)")) {
-            ASSERT_STR_EQ(json_str(json_at(frames, i), "file"), "Ns.P+<Run>d__1::MoveNext");
+            ASSERT_STREQ(json_str(json_at(frames, i), "file"), "Ns.P+<Run>d__1::MoveNext");
             async_seen = 1;
         }
     }
     ASSERT(async_seen);
     const jv *profiles = json_get(doc, "profiles");
     ASSERT(profiles && profiles->n == 3); /* all threads, then each */
-    ASSERT_STR_EQ(json_str(json_at(profiles, 0), "name"), "all threads");
-    ASSERT_STR_EQ(json_str(json_at(profiles, 1), "name"), "thread 1 (tid 1001)");
+    ASSERT_STREQ(json_str(json_at(profiles, 0), "name"), "all threads");
+    ASSERT_STREQ(json_str(json_at(profiles, 1), "name"), "thread 1 (tid 1001)");
     uint64_t want[3] = {1500, 1000, 500};
     for (size_t p = 0; p < 3; p++) {
         const jv *pr = json_at(profiles, p);
-        ASSERT_STR_EQ(json_str(pr, "type"), "sampled");
-        ASSERT_STR_EQ(json_str(pr, "unit"), "nanoseconds");
+        ASSERT_STREQ(json_str(pr, "type"), "sampled");
+        ASSERT_STREQ(json_str(pr, "unit"), "nanoseconds");
         const jv *samples = json_get(pr, "samples"), *weights = json_get(pr, "weights");
         ASSERT(samples && weights && samples->n == weights->n);
         uint64_t sum = 0;
@@ -544,8 +544,8 @@ TEST(export_speedscope_sampled) {
             for (size_t k = 0; k < st->n; k++)
                 ASSERT(check_frame(frames, json_at(st, k)));
         }
-        ASSERT_EQ_U64(sum, want[p]);
-        ASSERT_EQ_U64((uint64_t)json_num(pr, "endValue"), want[p]);
+        ASSERT_EQ(sum, want[p]);
+        ASSERT_EQ((uint64_t)json_num(pr, "endValue"), want[p]);
     }
     json_free(doc);
     free(text);
@@ -558,22 +558,22 @@ TEST(export_speedscope_sampled) {
 TEST(export_speedscope_evented) {
     const char *path = write_timeline_trace();
     dnp_trace *t = load(path);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_calltree *ct = build(t);
-    ASSERT(ct != NULL);
+    ASSERT_NE(ct, NULL);
     size_t len;
     char *text = export_text(dnp_export_speedscope, ct, NULL, &len);
-    ASSERT(text != NULL);
+    ASSERT_NE(text, NULL);
     char err[128];
     jv *doc = json_parse(text, len, err, sizeof err);
     if (!doc)
         fprintf(stderr, "speedscope: %s\n", err);
-    ASSERT(doc != NULL);
+    ASSERT_NE(doc, NULL);
     const jv *frames = json_get(json_get(doc, "shared"), "frames");
     const jv *profiles = json_get(doc, "profiles");
     ASSERT(frames && profiles && profiles->n == 1);
     const jv *pr = json_at(profiles, 0);
-    ASSERT_STR_EQ(json_str(pr, "type"), "evented");
+    ASSERT_STREQ(json_str(pr, "type"), "evented");
     const jv *events = json_get(pr, "events");
     ASSERT(events && events->n == 2 * 9);
     /* balanced, in time order, each close the frame last opened */
@@ -584,20 +584,20 @@ TEST(export_speedscope_evented) {
         const char *type = json_str(ev, "type");
         ASSERT(type && check_frame(frames, json_get(ev, "frame")));
         int fr = (int)json_num(ev, "frame");
-        ASSERT(json_num(ev, "at") >= at);
+        ASSERT_GE(json_num(ev, "at"), at);
         at = json_num(ev, "at");
         if (!strcmp(type, "O")) {
-            ASSERT(depth < 32);
+            ASSERT_LT(depth, 32);
             stack[depth++] = fr;
         } else {
-            ASSERT_STR_EQ(type, "C");
+            ASSERT_STREQ(type, "C");
             ASSERT(depth > 0 && stack[depth - 1] == fr);
             depth--;
         }
     }
-    ASSERT_EQ_U64(depth, 0);
-    ASSERT_EQ_U64((uint64_t)json_num(pr, "startValue"), 0);
-    ASSERT_EQ_U64((uint64_t)json_num(pr, "endValue"), 200);
+    ASSERT_EQ(depth, 0);
+    ASSERT_EQ((uint64_t)json_num(pr, "startValue"), 0);
+    ASSERT_EQ((uint64_t)json_num(pr, "endValue"), 200);
     json_free(doc);
     free(text);
     dnp_calltree_free(ct);
@@ -628,22 +628,22 @@ TEST(export_chrome) {
     /* laid out from the tree */
     const char *path = write_calls_trace();
     dnp_trace *t = load(path);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_calltree *ct = build(t);
-    ASSERT(ct != NULL);
+    ASSERT_NE(ct, NULL);
     size_t len;
     char *text = export_text(dnp_export_chrome, ct, NULL, &len);
-    ASSERT(text != NULL);
+    ASSERT_NE(text, NULL);
     char err[128];
     jv *doc = json_parse(text, len, err, sizeof err);
     if (!doc)
         fprintf(stderr, "chrome: %s\n", err);
-    ASSERT(doc != NULL);
+    ASSERT_NE(doc, NULL);
     const jv *events = json_get(doc, "traceEvents");
     ASSERT(events && events->type == JV_ARR);
     double dur = 0;
-    ASSERT_EQ_U64(count_x(events, 1001, &dur), 5);
-    ASSERT_EQ_U64(count_x(events, 1002, &dur), 2);
+    ASSERT_EQ(count_x(events, 1001, &dur), 5);
+    ASSERT_EQ(count_x(events, 1002, &dur), 2);
     int named = 0;
     for (size_t i = 0; i < events->n; i++) {
         const jv *ev = json_at(events, i);
@@ -653,10 +653,10 @@ TEST(export_chrome) {
         if (!strcmp(json_str(ev, "ph"), "X") && !strcmp(json_str(ev, "name"), "lambda in Ns.P::Main")) {
             ASSERT(json_num(ev, "ts") > 0.599 && json_num(ev, "ts") < 0.601);
             ASSERT(json_num(ev, "dur") > 0.299 && json_num(ev, "dur") < 0.301);
-            ASSERT_STR_EQ(json_str(json_get(ev, "args"), "raw"), "Ns.P+<>c::<Main>b__0_0");
+            ASSERT_STREQ(json_str(json_get(ev, "args"), "raw"), "Ns.P+<>c::<Main>b__0_0");
         }
     }
-    ASSERT_EQ_U64(named, 2);
+    ASSERT_EQ(named, 2);
     json_free(doc);
     free(text);
     dnp_calltree_free(ct);
@@ -666,33 +666,33 @@ TEST(export_chrome) {
     /* from the timeline: every call, its arguments and return value */
     path = write_timeline_trace();
     t = load(path);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     ct = build(t);
-    ASSERT(ct != NULL);
+    ASSERT_NE(ct, NULL);
     text = export_text(dnp_export_chrome, ct, NULL, &len);
-    ASSERT(text != NULL);
+    ASSERT_NE(text, NULL);
     doc = json_parse(text, len, err, sizeof err);
     if (!doc)
         fprintf(stderr, "chrome: %s\n", err);
-    ASSERT(doc != NULL);
+    ASSERT_NE(doc, NULL);
     events = json_get(doc, "traceEvents");
     dur = 0;
-    ASSERT_EQ_U64(count_x(events, 2001, &dur), 9);
+    ASSERT_EQ(count_x(events, 2001, &dur), 9);
     int main_seen = 0, work_seen = 0;
     for (size_t i = 0; i < events->n; i++) {
         const jv *ev = json_at(events, i);
         const jv *args = json_get(ev, "args");
         if (!strcmp(json_str(ev, "name"), "Ns.P::Main")) {
-            ASSERT_STR_EQ(json_str(args, "arguments"), "x=1");
+            ASSERT_STREQ(json_str(args, "arguments"), "x=1");
             ASSERT(json_num(ev, "dur") > 0.0999 && json_num(ev, "dur") < 0.1001);
             main_seen = 1;
         }
         if (!strcmp(json_str(ev, "name"), "Ns.P::Work") && json_str(args, "return")) {
-            ASSERT_STR_EQ(json_str(args, "return"), "42");
+            ASSERT_STREQ(json_str(args, "return"), "42");
             work_seen = 1;
         }
         if (!strcmp(json_str(ev, "name"), "Ns.P::E"))
-            ASSERT_STR_EQ(json_str(args, "end"), "open at end");
+            ASSERT_STREQ(json_str(args, "end"), "open at end");
     }
     ASSERT(main_seen && work_seen);
     json_free(doc);
@@ -706,32 +706,32 @@ TEST(export_chrome) {
 TEST(export_flamegraph_html) {
     const char *path = write_calls_trace();
     dnp_trace *t = load(path);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_calltree *ct = build(t);
-    ASSERT(ct != NULL);
+    ASSERT_NE(ct, NULL);
     size_t len;
     char *html = export_text(dnp_export_flamegraph, ct, NULL, &len);
-    ASSERT(html != NULL);
-    ASSERT(strncmp(html, "<!DOCTYPE html>", 15) == 0);
+    ASSERT_NE(html, NULL);
+    ASSERT_EQ(strncmp(html, "<!DOCTYPE html>", 15), 0);
     ASSERT(strstr(html, "http://") == NULL && strstr(html, "https://") == NULL); /* nothing from the network */
     ASSERT(strstr(html, "<script src") == NULL && strstr(html, "<link") == NULL);
     const char *open = "<script type=\"application/json\" id=\"data\">";
     char *start = strstr(html, open);
-    ASSERT(start != NULL);
+    ASSERT_NE(start, NULL);
     start += strlen(open);
     char *end = strstr(start, "</script>");
-    ASSERT(end != NULL);
+    ASSERT_NE(end, NULL);
     char err[128];
     jv *doc = json_parse(start, (size_t)(end - start), err, sizeof err);
     if (!doc)
         fprintf(stderr, "flamegraph data: %s\n", err);
-    ASSERT(doc != NULL);
-    ASSERT_STR_EQ(json_str(doc, "title"), "dotnet calls.dll");
+    ASSERT_NE(doc, NULL);
+    ASSERT_STREQ(json_str(doc, "title"), "dotnet calls.dll");
     const jv *trees = json_get(doc, "trees"), *names = json_get(doc, "names"), *raws = json_get(doc, "raws");
     ASSERT(trees && trees->n == 3 && names && raws && names->n == 5 && raws->n == 5);
     const jv *n = json_get(json_at(trees, 0), "n");
     ASSERT(n && n->n == 5 * 8);
-    ASSERT_EQ_U64((uint64_t)json_at(n, 2)->num, 1500); /* the root's total */
+    ASSERT_EQ((uint64_t)json_at(n, 2)->num, 1500); /* the root's total */
     /* parents come before their children; self times add up to the total */
     uint64_t self = 0;
     for (size_t k = 1; k < 8; k++) {
@@ -739,7 +739,7 @@ TEST(export_flamegraph_html) {
         ASSERT(json_at(n, 5 * k + 1)->num >= 0 && json_at(n, 5 * k + 1)->num < 5);
         self += (uint64_t)json_at(n, 5 * k + 3)->num;
     }
-    ASSERT_EQ_U64(self, 1500);
+    ASSERT_EQ(self, 1500);
     json_free(doc);
     free(html);
     dnp_calltree_free(ct);
@@ -752,14 +752,14 @@ TEST(export_json_strings) {
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
-    ASSERT(f != NULL);
+    ASSERT_NE(f, NULL);
     dnp_export_json_str(f, "a\"b\\c\n\x01 caf\xc3\xa9 \xff </script>", 0);
     fputc(' ', f);
     dnp_export_json_str(f, "</script>&", 1);
     fputc(' ', f);
     dnp_export_json_str(f, NULL, 0);
     fclose(f);
-    ASSERT_STR_EQ(buf, "\"a\\\"b\\\\c\\n\\u0001 caf\xc3\xa9 \\ufffd </script>\" \"\\u003c/script\\u003e\\u0026\" null");
+    ASSERT_STREQ(buf, "\"a\\\"b\\\\c\\n\\u0001 caf\xc3\xa9 \\ufffd </script>\" \"\\u003c/script\\u003e\\u0026\" null");
     free(buf);
     char err[64];
     const char *bad[] = {"[1,]", "{\"a\":01}", "\"\\x\"", "[\"\xff\"]", "{} {}", "\"\\ud800\""};
@@ -767,12 +767,12 @@ TEST(export_json_strings) {
         jv *v = json_parse(bad[i], strlen(bad[i]), err, sizeof err);
         if (v)
             fprintf(stderr, "json_check accepted %s\n", bad[i]);
-        ASSERT(v == NULL);
+        ASSERT_EQ(v, NULL);
     }
     const char *good = " {\"a\":[1,-2.5e3,true,null,\"\\u00e9\\ud83d\\ude00\"]} ";
     jv *v = json_parse(good, strlen(good), err, sizeof err);
-    ASSERT(v != NULL);
-    ASSERT_STR_EQ(json_at(json_get(v, "a"), 4)->str, "\xc3\xa9\xf0\x9f\x98\x80");
+    ASSERT_NE(v, NULL);
+    ASSERT_STREQ(json_at(json_get(v, "a"), 4)->str, "\xc3\xa9\xf0\x9f\x98\x80");
     json_free(v);
     return 0;
 }
@@ -987,21 +987,21 @@ TEST(export_stream_cli_same_output) {
 TEST(export_open_frames) {
     const char *path = tmp_file("open.trace");
     synth *s = synth_open(path, 1, NULL);
-    ASSERT(s != NULL);
+    ASSERT_NE(s, NULL);
     uint64_t start = synth_string(s, "T::Start"), wait = synth_string(s, "T::Wait");
     synth_thread(s, 1, 7);
     call_node(s, 1, 10, 7, 1, 0, 0x1, start, 1, 0, 0, 0); /* open: no time yet */
     call_node(s, 1, 10, 7, 2, 1, 0x2, wait, 5, 900, 900, 0);
-    ASSERT(synth_close(s, 0) == 0);
+    ASSERT_EQ(synth_close(s, 0), 0);
     dnp_trace *t = load(path);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_calltree *ct = build(t);
-    ASSERT(ct != NULL);
-    ASSERT_EQ_U64(ct->threads[0].nodes[0].total_ns, 900);
-    ASSERT_EQ_U64(ct->all.nodes[0].total_ns, 900);
+    ASSERT_NE(ct, NULL);
+    ASSERT_EQ(ct->threads[0].nodes[0].total_ns, 900);
+    ASSERT_EQ(ct->all.nodes[0].total_ns, 900);
     dnp_ct_func *f = NULL;
     size_t nf = 0;
-    ASSERT(dnp_ct_functions(&ct->all, &f, &nf) == 0);
+    ASSERT_EQ(dnp_ct_functions(&ct->all, &f, &nf), 0);
     for (size_t i = 0; i < nf; i++)
         ASSERT(f[i].self_ns <= ct->all.nodes[0].total_ns && f[i].total_ns <= ct->all.nodes[0].total_ns);
     free(f);
@@ -1023,32 +1023,32 @@ static int count_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) 
 TEST(export_prune) {
     const char *path = tmp_file("prune.trace");
     synth *s = synth_open(path, 1, NULL);
-    ASSERT(s != NULL);
+    ASSERT_NE(s, NULL);
     uint64_t a = synth_string(s, "P::A"), b = synth_string(s, "P::B"), c = synth_string(s, "P::C");
     synth_thread(s, 1, 7);
     call_node(s, 1, 10, 7, 1, 0, 0x1, a, 1, 1000, 100, 0);
     call_node(s, 1, 10, 7, 2, 1, 0x2, b, 1, 800, 800, 0);
     call_node(s, 1, 10, 7, 3, 1, 0x3, c, 1, 100, 100, 0);
-    ASSERT(synth_close(s, 0) == 0);
+    ASSERT_EQ(synth_close(s, 0), 0);
     dnp_trace *t = load(path);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_calltree *ct = build(t);
-    ASSERT(ct != NULL);
+    ASSERT_NE(ct, NULL);
     int before = 0, after = 0;
     dnp_ct_walk(&ct->all, count_visit, &before);
-    ASSERT_EQ_U64(dnp_ct_prune(ct, 0.15), 2); /* C, in the merged tree and in its thread's */
+    ASSERT_EQ(dnp_ct_prune(ct, 0.15), 2); /* C, in the merged tree and in its thread's */
     dnp_ct_walk(&ct->all, count_visit, &after);
-    ASSERT_EQ_U64(before, 3);
-    ASSERT_EQ_U64(after, 2);
-    ASSERT_EQ_U64(ct->all.nodes[0].total_ns, 1000);
+    ASSERT_EQ(before, 3);
+    ASSERT_EQ(after, 2);
+    ASSERT_EQ(ct->all.nodes[0].total_ns, 1000);
     uint64_t self = 0;
     dnp_ct_func *f = NULL;
     size_t nf = 0;
-    ASSERT(dnp_ct_functions(&ct->all, &f, &nf) == 0);
+    ASSERT_EQ(dnp_ct_functions(&ct->all, &f, &nf), 0);
     for (size_t i = 0; i < nf; i++)
         self += f[i].self_ns;
     free(f);
-    ASSERT_EQ_U64(self, 1000); /* A's self now holds C's 100 */
+    ASSERT_EQ(self, 1000); /* A's self now holds C's 100 */
     dnp_calltree_free(ct);
     dnp_trace_free(t);
     unlink(path);

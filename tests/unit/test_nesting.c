@@ -13,28 +13,27 @@ static int transition(dnp_nest_state *s, dnp_event_kind k, int is_return) {
 }
 
 TEST(nesting_pairs) {
-    ASSERT(dnp_nest_pair(DNP_EV_ClassLoadFinished) == DNP_EV_ClassLoadStarted);
-    ASSERT(dnp_nest_pair(DNP_EV_AssemblyLoadFinished) == DNP_EV_AssemblyLoadStarted);
-    ASSERT(dnp_nest_pair(DNP_EV_RuntimeSuspendAborted) == DNP_EV_RuntimeSuspendStarted);
-    ASSERT(dnp_nest_pair(DNP_EV_GarbageCollectionFinished) == DNP_EV_GarbageCollectionStarted);
-    ASSERT(dnp_nest_pair(DNP_EV_ExceptionCatcherLeave) == DNP_EV_ExceptionCatcherEnter);
-    ASSERT(dnp_nest_pair(DNP_EV_DynamicMethodJITCompilationFinished) ==
-           DNP_EV_DynamicMethodJITCompilationStarted);
-    ASSERT(dnp_nest_pair(DNP_EV_ClassLoadStarted) == -1);
+    ASSERT_EQ(dnp_nest_pair(DNP_EV_ClassLoadFinished), DNP_EV_ClassLoadStarted);
+    ASSERT_EQ(dnp_nest_pair(DNP_EV_AssemblyLoadFinished), DNP_EV_AssemblyLoadStarted);
+    ASSERT_EQ(dnp_nest_pair(DNP_EV_RuntimeSuspendAborted), DNP_EV_RuntimeSuspendStarted);
+    ASSERT_EQ(dnp_nest_pair(DNP_EV_GarbageCollectionFinished), DNP_EV_GarbageCollectionStarted);
+    ASSERT_EQ(dnp_nest_pair(DNP_EV_ExceptionCatcherLeave), DNP_EV_ExceptionCatcherEnter);
+    ASSERT_EQ(dnp_nest_pair(DNP_EV_DynamicMethodJITCompilationFinished), DNP_EV_DynamicMethodJITCompilationStarted);
+    ASSERT_EQ(dnp_nest_pair(DNP_EV_ClassLoadStarted), -1);
     /* Every FINISH has a START to pair with. */
     for (int k = 0; k < DNP_EV_COUNT; k++)
         if (dnp_events[k].nest == DNP_NEST_FINISH)
-            ASSERT(dnp_nest_pair((uint16_t)k) >= 0);
+            ASSERT_GE(dnp_nest_pair((uint16_t)k), 0);
     return 0;
 }
 
 TEST(nesting_assembly_load) {
     dnp_nest_state s = {0};
-    ASSERT(apply(&s, DNP_EV_AssemblyLoadStarted) == 0);
-    ASSERT(apply(&s, DNP_EV_ModuleLoadStarted) == 1);
-    ASSERT(apply(&s, DNP_EV_ModuleLoadFinished) == 1);
-    ASSERT(apply(&s, DNP_EV_ModuleAttachedToAssembly) == 1);
-    ASSERT(apply(&s, DNP_EV_AssemblyLoadFinished) == 0);
+    ASSERT_EQ(apply(&s, DNP_EV_AssemblyLoadStarted), 0);
+    ASSERT_EQ(apply(&s, DNP_EV_ModuleLoadStarted), 1);
+    ASSERT_EQ(apply(&s, DNP_EV_ModuleLoadFinished), 1);
+    ASSERT_EQ(apply(&s, DNP_EV_ModuleAttachedToAssembly), 1);
+    ASSERT_EQ(apply(&s, DNP_EV_AssemblyLoadFinished), 0);
     ASSERT(s.depth == 0 && s.unmatched == 0);
     return 0;
 }
@@ -48,35 +47,35 @@ TEST(nesting_catching_frame_resumes) {
     apply(&s, DNP_EV_ExceptionSearchFunctionEnter);
     apply(&s, DNP_EV_ExceptionSearchCatcherFound);
     apply(&s, DNP_EV_ExceptionSearchFunctionLeave);
-    ASSERT(apply(&s, DNP_EV_ExceptionUnwindFunctionEnter) == 0);
-    ASSERT(apply(&s, DNP_EV_ExceptionUnwindFinallyEnter) == 1);
-    ASSERT(apply(&s, DNP_EV_ExceptionUnwindFinallyLeave) == 1);
-    ASSERT(apply(&s, DNP_EV_ExceptionUnwindFunctionLeave) == 0);
-    ASSERT(apply(&s, DNP_EV_ExceptionUnwindFunctionEnter) == 0); /* the catching frame */
-    ASSERT(apply(&s, DNP_EV_ExceptionCatcherEnter) == 1);
-    ASSERT(apply(&s, DNP_EV_ExceptionCatcherLeave) == 0);
+    ASSERT_EQ(apply(&s, DNP_EV_ExceptionUnwindFunctionEnter), 0);
+    ASSERT_EQ(apply(&s, DNP_EV_ExceptionUnwindFinallyEnter), 1);
+    ASSERT_EQ(apply(&s, DNP_EV_ExceptionUnwindFinallyLeave), 1);
+    ASSERT_EQ(apply(&s, DNP_EV_ExceptionUnwindFunctionLeave), 0);
+    ASSERT_EQ(apply(&s, DNP_EV_ExceptionUnwindFunctionEnter), 0); /* the catching frame */
+    ASSERT_EQ(apply(&s, DNP_EV_ExceptionCatcherEnter), 1);
+    ASSERT_EQ(apply(&s, DNP_EV_ExceptionCatcherLeave), 0);
     ASSERT(s.depth == 0 && s.unmatched == 0);
     return 0;
 }
 
 TEST(nesting_transitions) {
     dnp_nest_state s = {0};
-    ASSERT(transition(&s, DNP_EV_ManagedToUnmanagedTransition, 0) == 0);  /* P/Invoke */
-    ASSERT(transition(&s, DNP_EV_UnmanagedToManagedTransition, 0) == 1);  /* callback */
-    ASSERT(transition(&s, DNP_EV_ManagedToUnmanagedTransition, 1) == 1);  /* it returns */
-    ASSERT(transition(&s, DNP_EV_UnmanagedToManagedTransition, 1) == 0);  /* back in managed */
+    ASSERT_EQ(transition(&s, DNP_EV_ManagedToUnmanagedTransition, 0), 0);  /* P/Invoke */
+    ASSERT_EQ(transition(&s, DNP_EV_UnmanagedToManagedTransition, 0), 1);  /* callback */
+    ASSERT_EQ(transition(&s, DNP_EV_ManagedToUnmanagedTransition, 1), 1);  /* it returns */
+    ASSERT_EQ(transition(&s, DNP_EV_UnmanagedToManagedTransition, 1), 0);  /* back in managed */
     ASSERT(s.depth == 0 && s.unmatched == 0);
     return 0;
 }
 
 TEST(nesting_never_negative) {
     dnp_nest_state s = {0};
-    ASSERT(apply(&s, DNP_EV_ClassLoadFinished) == 0);
+    ASSERT_EQ(apply(&s, DNP_EV_ClassLoadFinished), 0);
     ASSERT(s.depth == 0 && s.unmatched == 1);
     /* A FINISH closes what was left open above its START. */
     apply(&s, DNP_EV_AssemblyLoadStarted);
     apply(&s, DNP_EV_ClassLoadStarted);
-    ASSERT(apply(&s, DNP_EV_AssemblyLoadFinished) == 0);
-    ASSERT(s.depth == 0);
+    ASSERT_EQ(apply(&s, DNP_EV_AssemblyLoadFinished), 0);
+    ASSERT_EQ(s.depth, 0);
     return 0;
 }

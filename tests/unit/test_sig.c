@@ -12,11 +12,11 @@ TEST(sig_compressed_integers) {
     ASSERT(sig_uint(&p, end, &v) == 0 && v == 0x2E57);
     ASSERT(sig_uint(&p, end, &v) == 0 && v == 0x4000);
     ASSERT(sig_uint(&p, end, &v) == 0 && v == 0x1FFFFFFF);
-    ASSERT(p == end);
-    ASSERT(sig_uint(&p, end, &v) == -1);
+    ASSERT_EQ(p, end);
+    ASSERT_EQ(sig_uint(&p, end, &v), -1);
     static const uint8_t cut[] = {0xC0, 0x00};
     p = cut;
-    ASSERT(sig_uint(&p, cut + sizeof cut, &v) == -1);
+    ASSERT_EQ(sig_uint(&p, cut + sizeof cut, &v), -1);
     return 0;
 }
 
@@ -28,7 +28,7 @@ TEST(sig_tokens) {
     ASSERT(sig_token(&p, end, &t) == 0 && t == 0x02000002);
     ASSERT(sig_token(&p, end, &t) == 0 && t == 0x01000012);
     ASSERT(sig_token(&p, end, &t) == 0 && t == 0x1b000003);
-    ASSERT(sig_token(&p, end, &t) == -1);
+    ASSERT_EQ(sig_token(&p, end, &t), -1);
     return 0;
 }
 
@@ -37,15 +37,15 @@ TEST(sig_static_primitives) {
     static const uint8_t b[] = {0x00, 16, 0x08, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b,
                                 0x0c, 0x0d, 0x02, 0x03, 0x18, 0x19, 0x0e, 0x1c};
     sig_method m;
-    ASSERT(sig_parse_method(b, sizeof b, &m) == 0);
+    ASSERT_EQ(sig_parse_method(b, sizeof b, &m), 0);
     ASSERT(!m.hasthis);
-    ASSERT_EQ_U64(m.nparams, 16);
-    ASSERT_EQ_U64(m.ret.elem, SIG_I4);
+    ASSERT_EQ(m.nparams, 16);
+    ASSERT_EQ(m.ret.elem, SIG_I4);
     static const uint8_t want[] = {0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x02, 0x03, 0x18, 0x19, 0x0e, 0x1c};
     for (int i = 0; i < 16; i++)
-        ASSERT_EQ_U64(m.params[i].elem, want[i]);
-    ASSERT_STR_EQ(sig_primitive_name(m.params[4].elem), "int");
-    ASSERT_STR_EQ(sig_primitive_name(m.params[14].elem), "string");
+        ASSERT_EQ(m.params[i].elem, want[i]);
+    ASSERT_STREQ(sig_primitive_name(m.params[4].elem), "int");
+    ASSERT_STREQ(sig_primitive_name(m.params[14].elem), "string");
     return 0;
 }
 
@@ -54,9 +54,9 @@ TEST(sig_instance_byref_arrays_classes) {
     static const uint8_t b[] = {0x20, 6, 0x01, 0x10, 0x08, 0x1d, 0x08, 0x12, 0x14, 0x11, 0x0d,
                                 0x14, 0x0e, 0x02, 0x00, 0x00, 0x0f, 0x08};
     sig_method m;
-    ASSERT(sig_parse_method(b, sizeof b, &m) == 0);
+    ASSERT_EQ(sig_parse_method(b, sizeof b, &m), 0);
     ASSERT(m.hasthis);
-    ASSERT_EQ_U64(m.ret.elem, SIG_VOID);
+    ASSERT_EQ(m.ret.elem, SIG_VOID);
     ASSERT(m.params[0].byref && m.params[0].elem == SIG_I4);
     ASSERT(m.params[1].elem == SIG_SZARRAY && m.params[1].inner == SIG_I4);
     ASSERT(m.params[2].elem == SIG_CLASS && m.params[2].token == 0x02000005);
@@ -71,14 +71,14 @@ TEST(sig_generics_and_modifiers) {
     static const uint8_t b[] = {0x10, 1, 4, 0x1e, 0x00, 0x1e, 0x00, 0x15, 0x12, 0x05, 0x01, 0x08,
                                 0x13, 0x00, 0x1f, 0x09, 0x08};
     sig_method m;
-    ASSERT(sig_parse_method(b, sizeof b, &m) == 0);
-    ASSERT_EQ_U64(m.generic_params, 1);
-    ASSERT_EQ_U64(m.nparams, 4);
+    ASSERT_EQ(sig_parse_method(b, sizeof b, &m), 0);
+    ASSERT_EQ(m.generic_params, 1);
+    ASSERT_EQ(m.nparams, 4);
     ASSERT(m.ret.elem == SIG_MVAR && m.ret.number == 0);
-    ASSERT(m.params[0].elem == SIG_MVAR);
+    ASSERT_EQ(m.params[0].elem, SIG_MVAR);
     ASSERT(m.params[1].elem == SIG_CLASS && m.params[1].generic && m.params[1].token == 0x01000001 && m.params[1].number == 1);
     ASSERT(m.params[2].elem == SIG_VAR && m.params[2].number == 0);
-    ASSERT(m.params[3].elem == SIG_I4);
+    ASSERT_EQ(m.params[3].elem, SIG_I4);
     return 0;
 }
 
@@ -90,9 +90,9 @@ TEST(sig_bad_blobs) {
                                    0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x1d,
                                    0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x1d,
                                    0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x08};
-    ASSERT(sig_parse_method(cut, sizeof cut, &m) == -1);
-    ASSERT(sig_parse_method(unknown, sizeof unknown, &m) == -1);
-    ASSERT(sig_parse_method(deep, sizeof deep, &m) == -1);
-    ASSERT(sig_parse_method(cut, 0, &m) == -1);
+    ASSERT_EQ(sig_parse_method(cut, sizeof cut, &m), -1);
+    ASSERT_EQ(sig_parse_method(unknown, sizeof unknown, &m), -1);
+    ASSERT_EQ(sig_parse_method(deep, sizeof deep, &m), -1);
+    ASSERT_EQ(sig_parse_method(cut, 0, &m), -1);
     return 0;
 }

@@ -70,15 +70,15 @@ TEST(stories_caught_across_frames) {
     seq s = {.n = 0};
     across(&s, 1, OBJ1);
     dnp_stories st;
-    ASSERT(build(&s, 1, &st) == 0);
-    ASSERT_EQ_U64(st.n, 1);
-    ASSERT_EQ_U64(st.v[0].fate, EXC_CAUGHT);
-    ASSERT_EQ_U64(st.v[0].searched, 3);
-    ASSERT_EQ_U64(st.v[0].finallys, 1);
-    ASSERT_EQ_U64(st.v[0].unwound, 2);
-    ASSERT_EQ_U64(st.v[0].nsteps, 17);
-    ASSERT_EQ_U64(st.v[0].t_end - st.v[0].t_thrown, 16000);
-    ASSERT_EQ_U64(st.unexpected, 0);
+    ASSERT_EQ(build(&s, 1, &st), 0);
+    ASSERT_EQ(st.n, 1);
+    ASSERT_EQ(st.v[0].fate, EXC_CAUGHT);
+    ASSERT_EQ(st.v[0].searched, 3);
+    ASSERT_EQ(st.v[0].finallys, 1);
+    ASSERT_EQ(st.v[0].unwound, 2);
+    ASSERT_EQ(st.v[0].nsteps, 17);
+    ASSERT_EQ(st.v[0].t_end - st.v[0].t_thrown, 16000);
+    ASSERT_EQ(st.unexpected, 0);
     dnp_stories_free(&st);
     return 0;
 }
@@ -93,15 +93,15 @@ TEST(stories_threads_apart) {
         s.ev[s.n++] = b.ev[i];
     }
     dnp_stories st;
-    ASSERT(build(&s, 2, &st) == 0);
-    ASSERT_EQ_U64(st.n, 2);
+    ASSERT_EQ(build(&s, 2, &st), 0);
+    ASSERT_EQ(st.n, 2);
     for (size_t k = 0; k < 2; k++) {
-        ASSERT_EQ_U64(st.v[k].fate, EXC_CAUGHT);
-        ASSERT_EQ_U64(st.v[k].nsteps, 17);
+        ASSERT_EQ(st.v[k].fate, EXC_CAUGHT);
+        ASSERT_EQ(st.v[k].nsteps, 17);
         for (size_t j = 0; j < st.v[k].nsteps; j++)
-            ASSERT_EQ_U64(s.ev[st.v[k].steps[j].ev].thread, st.v[k].thread);
+            ASSERT_EQ(s.ev[st.v[k].steps[j].ev].thread, st.v[k].thread);
     }
-    ASSERT(st.v[0].thread != st.v[1].thread);
+    ASSERT_NE(st.v[0].thread, st.v[1].thread);
     dnp_stories_free(&st);
     return 0;
 }
@@ -129,19 +129,19 @@ TEST(stories_filter_throws) {
     add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_MAIN, OBJ1);
     add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
     dnp_stories st;
-    ASSERT(build(&s, 1, &st) == 0);
-    ASSERT_EQ_U64(st.n, 2);
-    ASSERT_EQ_U64(st.v[0].fate, EXC_CAUGHT);
-    ASSERT_EQ_U64(st.v[1].fate, EXC_RUNTIME);
-    ASSERT_EQ_U64(st.v[1].parent, 1);
-    ASSERT_EQ_U64(st.v[1].parent_phase, EXC_FILTER);
+    ASSERT_EQ(build(&s, 1, &st), 0);
+    ASSERT_EQ(st.n, 2);
+    ASSERT_EQ(st.v[0].fate, EXC_CAUGHT);
+    ASSERT_EQ(st.v[1].fate, EXC_RUNTIME);
+    ASSERT_EQ(st.v[1].parent, 1);
+    ASSERT_EQ(st.v[1].parent_phase, EXC_FILTER);
     /* The filter's verdict: false, though a catcher is found right after it. */
     int verdict = -1;
     for (size_t k = 0; k < st.v[0].nsteps; k++)
         if (s.ev[st.v[0].steps[k].ev].kind == DNP_EV_ExceptionSearchFilterLeave)
             verdict = st.v[0].steps[k].verdict;
-    ASSERT_EQ_U64(verdict, 2);
-    ASSERT_EQ_U64(st.unexpected, 0);
+    ASSERT_EQ(verdict, 2);
+    ASSERT_EQ(st.unexpected, 0);
     dnp_stories_free(&st);
     return 0;
 }
@@ -162,13 +162,13 @@ TEST(stories_unhandled) {
     add(&s, 1, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
     add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0);
     dnp_stories st;
-    ASSERT(build(&s, 1, &st) == 0);
-    ASSERT_EQ_U64(st.n, 1);
-    ASSERT_EQ_U64(st.v[0].fate, EXC_OPEN);
-    ASSERT_EQ_U64(st.v[0].no_catcher, 1);
-    ASSERT_EQ_U64(st.v[0].finallys, 1);
-    ASSERT_EQ_U64(st.v[0].unwound, 1);
-    ASSERT_EQ_U64(st.v[0].nsteps, 12);
+    ASSERT_EQ(build(&s, 1, &st), 0);
+    ASSERT_EQ(st.n, 1);
+    ASSERT_EQ(st.v[0].fate, EXC_OPEN);
+    ASSERT_EQ(st.v[0].no_catcher, 1);
+    ASSERT_EQ(st.v[0].finallys, 1);
+    ASSERT_EQ(st.v[0].unwound, 1);
+    ASSERT_EQ(st.v[0].nsteps, 12);
     dnp_stories_free(&st);
     return 0;
 }
@@ -196,15 +196,15 @@ TEST(stories_catch_abandoned_by_depth) {
     add(&s, 1, DNP_EV_ExceptionThrown, OBJ1 + 8, 0); /* later, elsewhere */
     add(&s, 1, DNP_EV_ExceptionDetails, OBJ1 + 8, 1);
     dnp_stories st;
-    ASSERT(build(&s, 1, &st) == 0);
-    ASSERT_EQ_U64(st.n, 3);
-    ASSERT_EQ_U64(st.v[0].fate, EXC_ABANDONED);
-    ASSERT_EQ_U64(st.v[0].ended_by, 2);
-    ASSERT_EQ_U64(st.v[1].fate, EXC_CAUGHT);
-    ASSERT_EQ_U64(st.v[1].parent, 1);
-    ASSERT_EQ_U64(st.v[1].parent_phase, EXC_CATCH);
-    ASSERT_EQ_U64(st.v[2].parent, 0);
-    ASSERT_EQ_U64(st.v[2].fate, EXC_OPEN);
+    ASSERT_EQ(build(&s, 1, &st), 0);
+    ASSERT_EQ(st.n, 3);
+    ASSERT_EQ(st.v[0].fate, EXC_ABANDONED);
+    ASSERT_EQ(st.v[0].ended_by, 2);
+    ASSERT_EQ(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ(st.v[1].parent, 1);
+    ASSERT_EQ(st.v[1].parent_phase, EXC_CATCH);
+    ASSERT_EQ(st.v[2].parent, 0);
+    ASSERT_EQ(st.v[2].fate, EXC_OPEN);
     dnp_stories_free(&st);
     return 0;
 }
@@ -230,14 +230,14 @@ TEST(stories_rethrow) {
     add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_MAIN, OBJ1);
     add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
     dnp_stories st;
-    ASSERT(build(&s, 1, &st) == 0);
-    ASSERT_EQ_U64(st.n, 2);
-    ASSERT_EQ_U64(st.v[0].fate, EXC_RETHROWN);
-    ASSERT_EQ_U64(st.v[0].ended_by, 2);
-    ASSERT_EQ_U64(st.v[1].fate, EXC_CAUGHT);
-    ASSERT_EQ_U64(st.v[1].rethrow_of, 1);
-    ASSERT_EQ_U64(st.v[1].parent, 0);
-    ASSERT_EQ_U64(st.unexpected, 0);
+    ASSERT_EQ(build(&s, 1, &st), 0);
+    ASSERT_EQ(st.n, 2);
+    ASSERT_EQ(st.v[0].fate, EXC_RETHROWN);
+    ASSERT_EQ(st.v[0].ended_by, 2);
+    ASSERT_EQ(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ(st.v[1].rethrow_of, 1);
+    ASSERT_EQ(st.v[1].parent, 0);
+    ASSERT_EQ(st.unexpected, 0);
     dnp_stories_free(&st);
     return 0;
 }
@@ -262,13 +262,13 @@ TEST(stories_same_object_deeper) {
     add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
     add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0); /* the first catch ends */
     dnp_stories st;
-    ASSERT(build(&s, 1, &st) == 0);
-    ASSERT_EQ_U64(st.n, 2);
-    ASSERT_EQ_U64(st.v[0].fate, EXC_CAUGHT);
-    ASSERT_EQ_U64(st.v[1].fate, EXC_CAUGHT);
-    ASSERT_EQ_U64(st.v[1].parent, 1);
-    ASSERT_EQ_U64(st.v[1].parent_phase, EXC_CATCH);
-    ASSERT_EQ_U64(st.unexpected, 0);
+    ASSERT_EQ(build(&s, 1, &st), 0);
+    ASSERT_EQ(st.n, 2);
+    ASSERT_EQ(st.v[0].fate, EXC_CAUGHT);
+    ASSERT_EQ(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ(st.v[1].parent, 1);
+    ASSERT_EQ(st.v[1].parent_phase, EXC_CATCH);
+    ASSERT_EQ(st.unexpected, 0);
     dnp_stories_free(&st);
     return 0;
 }
@@ -281,10 +281,10 @@ TEST(stories_unexpected) {
     add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
     add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
     dnp_stories st;
-    ASSERT(build(&s, 1, &st) == 0);
-    ASSERT_EQ_U64(st.n, 1);
-    ASSERT_EQ_U64(st.unexpected, 3);
-    ASSERT_EQ_U64(st.v[0].fate, EXC_OPEN);
+    ASSERT_EQ(build(&s, 1, &st), 0);
+    ASSERT_EQ(st.n, 1);
+    ASSERT_EQ(st.unexpected, 3);
+    ASSERT_EQ(st.v[0].fate, EXC_OPEN);
     dnp_stories_free(&st);
     return 0;
 }

@@ -262,18 +262,18 @@ TEST(trace_varint_roundtrip) {
         size_t want = 1;
         for (uint64_t x = v; x >= 0x80; x >>= 7)
             want++;
-        ASSERT_EQ_U64(len, want);
-        ASSERT(len <= DNP_VARINT_MAX);
+        ASSERT_EQ(len, want);
+        ASSERT_LE(len, DNP_VARINT_MAX);
         const uint8_t *p = buf;
         uint64_t got = ~v;
-        ASSERT(dnp_varint_get(&p, end, &got) == 0);
-        ASSERT_EQ_U64(got, v);
-        ASSERT(p == end);
+        ASSERT_EQ(dnp_varint_get(&p, end, &got), 0);
+        ASSERT_EQ(got, v);
+        ASSERT_EQ(p, end);
         /* every shorter view is cut short */
         for (size_t cut = 0; cut < len; cut++) {
             p = buf;
-            ASSERT(dnp_varint_get(&p, buf + cut, &got) == -1);
-            ASSERT(p == buf);
+            ASSERT_EQ(dnp_varint_get(&p, buf + cut, &got), -1);
+            ASSERT_EQ(p, buf);
         }
     }
     return 0;
@@ -285,21 +285,21 @@ TEST(trace_varint_malformed) {
     uint8_t cont[12];
     memset(cont, 0x80, sizeof cont);
     p = cont;
-    ASSERT(dnp_varint_get(&p, cont, &v) == -1); /* empty */
-    ASSERT(dnp_varint_get(&p, cont + 1, &v) == -1); /* continuation, then nothing */
-    ASSERT(dnp_varint_get(&p, cont + sizeof cont, &v) == -1); /* longer than 10 bytes */
-    ASSERT(p == cont);
+    ASSERT_EQ(dnp_varint_get(&p, cont, &v), -1); /* empty */
+    ASSERT_EQ(dnp_varint_get(&p, cont + 1, &v), -1); /* continuation, then nothing */
+    ASSERT_EQ(dnp_varint_get(&p, cont + sizeof cont, &v), -1); /* longer than 10 bytes */
+    ASSERT_EQ(p, cont);
     uint8_t over[11];
     memset(over, 0xFF, 10);
     over[10] = 0x01; /* 11 bytes: too long even though it ends */
     p = over;
-    ASSERT(dnp_varint_get(&p, over + 11, &v) == -1);
+    ASSERT_EQ(dnp_varint_get(&p, over + 11, &v), -1);
     uint8_t max[10];
     memset(max, 0xFF, 9);
     max[9] = 0x01;
     p = max;
-    ASSERT(dnp_varint_get(&p, max + 10, &v) == 0);
-    ASSERT_EQ_U64(v, UINT64_MAX);
+    ASSERT_EQ(dnp_varint_get(&p, max + 10, &v), 0);
+    ASSERT_EQ(v, UINT64_MAX);
     return 0;
 }
 
@@ -310,7 +310,7 @@ TEST(trace_rec_encode) {
         vals[i] = UINT64_MAX; /* the worst case fits DNP_REC_MAX */
     size_t n = dnp_rec_encode(out, DNP_REC_EVENT, vals, 2 + DNP_MAX_VALUES, NULL, 0);
     ASSERT(n > 0 && n <= DNP_REC_MAX);
-    ASSERT(dnp_rec_encode(out, DNP_REC_EVENT, vals, 3 + DNP_MAX_VALUES, NULL, 0) == 0);
+    ASSERT_EQ(dnp_rec_encode(out, DNP_REC_EVENT, vals, 3 + DNP_MAX_VALUES, NULL, 0), 0);
 
     for (int round = 0; round < 500; round++) {
         unsigned nv = (unsigned)(rng() % (3 + DNP_MAX_VALUES));
@@ -323,17 +323,17 @@ TEST(trace_rec_encode) {
         uint8_t tag = (uint8_t)rng();
         n = dnp_rec_encode(out, tag, vals, nv, tail, tail_len);
         const uint8_t *p = out, *end = out + n;
-        ASSERT(*p++ == tag);
+        ASSERT_EQ(*p++, tag);
         uint64_t size;
-        ASSERT(dnp_varint_get(&p, end, &size) == 0);
-        ASSERT_EQ_U64(size, (uint64_t)(end - p));
+        ASSERT_EQ(dnp_varint_get(&p, end, &size), 0);
+        ASSERT_EQ(size, (uint64_t)(end - p));
         for (unsigned i = 0; i < nv; i++) {
             uint64_t v;
-            ASSERT(dnp_varint_get(&p, end, &v) == 0);
-            ASSERT_EQ_U64(v, vals[i]);
+            ASSERT_EQ(dnp_varint_get(&p, end, &v), 0);
+            ASSERT_EQ(v, vals[i]);
         }
-        ASSERT_EQ_U64((uint64_t)(end - p), tail_len);
-        ASSERT(memcmp(p, tail, tail_len) == 0);
+        ASSERT_EQ((uint64_t)(end - p), tail_len);
+        ASSERT_EQ(memcmp(p, tail, tail_len), 0);
     }
     /* a big tail: the size takes several bytes */
     static uint8_t big_out[DNP_REC_MAX + 100000];
@@ -343,8 +343,8 @@ TEST(trace_rec_encode) {
     n = dnp_rec_encode(big_out, DNP_REC_STRING, sv, 2, big, sizeof big);
     const uint8_t *p = big_out + 1;
     uint64_t size;
-    ASSERT(dnp_varint_get(&p, big_out + n, &size) == 0);
-    ASSERT_EQ_U64(size, (uint64_t)(big_out + n - p));
+    ASSERT_EQ(dnp_varint_get(&p, big_out + n, &size), 0);
+    ASSERT_EQ(size, (uint64_t)(big_out + n - p));
     return 0;
 }
 
@@ -359,87 +359,87 @@ static uint32_t crc_bitwise(const uint8_t *p, size_t n) {
 }
 
 TEST(trace_crc32) {
-    ASSERT_EQ_U64(dnp_crc32("123456789", 9), 0xCBF43926u);
-    ASSERT_EQ_U64(dnp_crc32("", 0), 0);
-    ASSERT_EQ_U64(dnp_crc32(NULL, 0), 0);
+    ASSERT_EQ(dnp_crc32("123456789", 9), 0xCBF43926u);
+    ASSERT_EQ(dnp_crc32("", 0), 0);
+    ASSERT_EQ(dnp_crc32(NULL, 0), 0);
     static uint8_t buf[4096];
     for (size_t i = 0; i < sizeof buf; i++)
         buf[i] = (uint8_t)rng();
     for (int round = 0; round < 300; round++) {
         size_t off = rng() % 64, len = rng() % (sizeof buf - 64);
-        ASSERT_EQ_U64(dnp_crc32(buf + off, len), crc_bitwise(buf + off, len));
+        ASSERT_EQ(dnp_crc32(buf + off, len), crc_bitwise(buf + off, len));
     }
     return 0;
 }
 
 TEST(trace_event_table) {
     /* Events are numbered by position and only ever appended: these stay put. */
-    ASSERT(DNP_EV_ClassLoadFinished == 16);
-    ASSERT(DNP_EV_EventPipeProviderCreated == 93);
-    ASSERT(DNP_EV_CallsConfig == 94);
-    ASSERT(DNP_EV_MethodReturn == 101);
-    ASSERT(DNP_EV_COUNT >= 102);
-    ASSERT_STR_EQ(dnp_events[0].name, "Initialize");
-    ASSERT_STR_EQ(dnp_events[DNP_EV_EventPipeProviderCreated].name, "EventPipeProviderCreated");
+    ASSERT_EQ(DNP_EV_ClassLoadFinished, 16);
+    ASSERT_EQ(DNP_EV_EventPipeProviderCreated, 93);
+    ASSERT_EQ(DNP_EV_CallsConfig, 94);
+    ASSERT_EQ(DNP_EV_MethodReturn, 101);
+    ASSERT_GE(DNP_EV_COUNT, 102);
+    ASSERT_STREQ(dnp_events[0].name, "Initialize");
+    ASSERT_STREQ(dnp_events[DNP_EV_EventPipeProviderCreated].name, "EventPipeProviderCreated");
     for (int k = 0; k < DNP_EV_COUNT; k++) {
         const dnp_event_info *e = &dnp_events[k];
         ASSERT(e->name && *e->name);
-        ASSERT(e->nfields <= DNP_MAX_FIELDS);
+        ASSERT_LE(e->nfields, DNP_MAX_FIELDS);
         unsigned nv = 0;
         for (unsigned f = 0; f < e->nfields; f++) {
-            ASSERT(e->field_types[f] < DNP_FT_COUNT);
+            ASSERT_LT(e->field_types[f], DNP_FT_COUNT);
             ASSERT(e->field_names[f] && *e->field_names[f]);
             nv += dnp_field_nvalues[e->field_types[f]];
         }
-        ASSERT_EQ_U64(e->nvalues, nv);
-        ASSERT(e->nvalues <= DNP_MAX_VALUES);
-        ASSERT(e->family < DNP_FAM_COUNT);
+        ASSERT_EQ(e->nvalues, nv);
+        ASSERT_LE(e->nvalues, DNP_MAX_VALUES);
+        ASSERT_LT(e->family, DNP_FAM_COUNT);
         for (int j = 0; j < k; j++)
-            ASSERT(strcmp(dnp_events[j].name, e->name) != 0);
+            ASSERT_STRNE(dnp_events[j].name, e->name);
     }
     const dnp_event_info *r = &dnp_events[DNP_EV_ReJITError];
-    ASSERT_EQ_U64(r->nfields, 4);
-    ASSERT_EQ_U64(r->nvalues, 6);
+    ASSERT_EQ(r->nfields, 4);
+    ASSERT_EQ(r->nvalues, 6);
     ASSERT(r->field_types[0] == DNP_FT_MODULE && r->field_types[3] == DNP_FT_HR);
-    ASSERT_STR_EQ(r->field_names[2], "functionId");
+    ASSERT_STREQ(r->field_names[2], "functionId");
     ASSERT(dnp_events[DNP_EV_Shutdown].nfields == 0 && dnp_events[DNP_EV_Shutdown].nvalues == 0);
-    ASSERT(dnp_events[DNP_EV_GarbageCollectionStarted].nest == DNP_NEST_START);
-    ASSERT(dnp_events[DNP_EV_ManagedToUnmanagedTransition].nest == DNP_NEST_TRANSITION);
-    ASSERT(dnp_events[DNP_EV_ObjectAllocated].family == DNP_FAM_ALLOC);
-    ASSERT_STR_EQ(dnp_field_type_names[DNP_FT_GC_REASON], "GC_REASON");
-    ASSERT_EQ_U64(dnp_field_nvalues[DNP_FT_FUNCTION], 2);
-    ASSERT_STR_EQ(dnp_family_words[DNP_FAM_EXCEPTIONS], "exceptions");
+    ASSERT_EQ(dnp_events[DNP_EV_GarbageCollectionStarted].nest, DNP_NEST_START);
+    ASSERT_EQ(dnp_events[DNP_EV_ManagedToUnmanagedTransition].nest, DNP_NEST_TRANSITION);
+    ASSERT_EQ(dnp_events[DNP_EV_ObjectAllocated].family, DNP_FAM_ALLOC);
+    ASSERT_STREQ(dnp_field_type_names[DNP_FT_GC_REASON], "GC_REASON");
+    ASSERT_EQ(dnp_field_nvalues[DNP_FT_FUNCTION], 2);
+    ASSERT_STREQ(dnp_family_words[DNP_FAM_EXCEPTIONS], "exceptions");
     return 0;
 }
 
 TEST(trace_enum_names) {
-    ASSERT_STR_EQ(dnp_gc_reason_name(1), "COR_PRF_GC_INDUCED");
-    ASSERT_STR_EQ(dnp_gc_reason_name(0), "COR_PRF_GC_OTHER");
-    ASSERT(dnp_gc_reason_name(2) == NULL);
-    ASSERT_STR_EQ(dnp_suspend_reason_name(1), "COR_PRF_SUSPEND_FOR_GC");
-    ASSERT_STR_EQ(dnp_suspend_reason_name(9), "COR_PRF_SUSPEND_FOR_PROFILER");
-    ASSERT(dnp_suspend_reason_name(5) == NULL);
-    ASSERT(dnp_suspend_reason_name(1ull << 32 | 1) == NULL);
-    ASSERT_STR_EQ(dnp_jit_cache_name(1), "COR_PRF_CACHED_FUNCTION_NOT_FOUND");
-    ASSERT_STR_EQ(dnp_transition_reason_name(1), "COR_PRF_TRANSITION_RETURN");
-    ASSERT(dnp_transition_reason_name(2) == NULL);
-    ASSERT_STR_EQ(dnp_hresult_name(0), "S_OK");
-    ASSERT_STR_EQ(dnp_hresult_name(1), "S_FALSE");
-    ASSERT_STR_EQ(dnp_hresult_name(0x80004005u), "E_FAIL");
-    ASSERT_STR_EQ(dnp_hresult_name(0x80004001u), "E_NOTIMPL");
-    ASSERT_STR_EQ(dnp_hresult_name(0x80004002u), "E_NOINTERFACE");
-    ASSERT_STR_EQ(dnp_hresult_name(0x80070057u), "E_INVALIDARG");
-    ASSERT_STR_EQ(dnp_hresult_name(0x8007000Eu), "E_OUTOFMEMORY");
-    ASSERT_STR_EQ(dnp_hresult_name(0x8007007Au), "HRESULT_FROM_WIN32(ERROR_INSUFFICIENT_BUFFER)");
-    ASSERT_STR_EQ(dnp_hresult_name(0x80131351u), "CORPROF_E_DATAINCOMPLETE");
-    ASSERT_STR_EQ(dnp_hresult_name(0x80131363u), "CORPROF_E_UNSUPPORTED_CALL_SEQUENCE");
-    ASSERT_STR_EQ(dnp_hresult_name(0x80131374u), "CORPROF_E_INCONSISTENT_WITH_FLAGS");
-    ASSERT_STR_EQ(dnp_hresult_name(0x8013136Fu), "CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER");
-    ASSERT_STR_EQ(dnp_hresult_name(0x80131355u), "CORPROF_E_NOT_MANAGED_THREAD");
-    ASSERT_STR_EQ(dnp_hresult_name(0x8013137Eu), "CORPROF_E_FUNCTION_IS_COLLECTIBLE");
-    ASSERT_STR_EQ(dnp_hresult_name(0x80131522u), "COR_E_TYPELOAD");
-    ASSERT(dnp_hresult_name(0x80131352u) == NULL);
-    ASSERT(dnp_hresult_name(0xFFFFFFFFu) == NULL);
+    ASSERT_STREQ(dnp_gc_reason_name(1), "COR_PRF_GC_INDUCED");
+    ASSERT_STREQ(dnp_gc_reason_name(0), "COR_PRF_GC_OTHER");
+    ASSERT_EQ(dnp_gc_reason_name(2), NULL);
+    ASSERT_STREQ(dnp_suspend_reason_name(1), "COR_PRF_SUSPEND_FOR_GC");
+    ASSERT_STREQ(dnp_suspend_reason_name(9), "COR_PRF_SUSPEND_FOR_PROFILER");
+    ASSERT_EQ(dnp_suspend_reason_name(5), NULL);
+    ASSERT_EQ(dnp_suspend_reason_name(1ull << 32 | 1), NULL);
+    ASSERT_STREQ(dnp_jit_cache_name(1), "COR_PRF_CACHED_FUNCTION_NOT_FOUND");
+    ASSERT_STREQ(dnp_transition_reason_name(1), "COR_PRF_TRANSITION_RETURN");
+    ASSERT_EQ(dnp_transition_reason_name(2), NULL);
+    ASSERT_STREQ(dnp_hresult_name(0), "S_OK");
+    ASSERT_STREQ(dnp_hresult_name(1), "S_FALSE");
+    ASSERT_STREQ(dnp_hresult_name(0x80004005u), "E_FAIL");
+    ASSERT_STREQ(dnp_hresult_name(0x80004001u), "E_NOTIMPL");
+    ASSERT_STREQ(dnp_hresult_name(0x80004002u), "E_NOINTERFACE");
+    ASSERT_STREQ(dnp_hresult_name(0x80070057u), "E_INVALIDARG");
+    ASSERT_STREQ(dnp_hresult_name(0x8007000Eu), "E_OUTOFMEMORY");
+    ASSERT_STREQ(dnp_hresult_name(0x8007007Au), "HRESULT_FROM_WIN32(ERROR_INSUFFICIENT_BUFFER)");
+    ASSERT_STREQ(dnp_hresult_name(0x80131351u), "CORPROF_E_DATAINCOMPLETE");
+    ASSERT_STREQ(dnp_hresult_name(0x80131363u), "CORPROF_E_UNSUPPORTED_CALL_SEQUENCE");
+    ASSERT_STREQ(dnp_hresult_name(0x80131374u), "CORPROF_E_INCONSISTENT_WITH_FLAGS");
+    ASSERT_STREQ(dnp_hresult_name(0x8013136Fu), "CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER");
+    ASSERT_STREQ(dnp_hresult_name(0x80131355u), "CORPROF_E_NOT_MANAGED_THREAD");
+    ASSERT_STREQ(dnp_hresult_name(0x8013137Eu), "CORPROF_E_FUNCTION_IS_COLLECTIBLE");
+    ASSERT_STREQ(dnp_hresult_name(0x80131522u), "COR_E_TYPELOAD");
+    ASSERT_EQ(dnp_hresult_name(0x80131352u), NULL);
+    ASSERT_EQ(dnp_hresult_name(0xFFFFFFFFu), NULL);
     return 0;
 }
 
@@ -451,68 +451,68 @@ TEST(trace_roundtrip) {
     size_t ends[16];
     unsigned counts[16];
     int nchunks = write_roundtrip(path, ends, counts);
-    ASSERT(nchunks == 6);
+    ASSERT_EQ(nchunks, 6);
 
     dnp_trace *t;
     char err[256] = "";
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
-    ASSERT_STR_EQ(t->status_text, "");
-    ASSERT(t->status == DNP_TRACE_COMPLETE);
-    ASSERT_EQ_U64(t->major, DNP_TRACE_MAJOR);
-    ASSERT_EQ_U64(t->minor, DNP_TRACE_MINOR);
-    ASSERT_EQ_U64(t->pid, 4242);
-    ASSERT_EQ_U64(t->ppid, 1);
-    ASSERT_EQ_U64(t->start_realtime_ns, 1700000000000000000ull);
-    ASSERT_STR_EQ(t->cmdline, strings[1]);
-    ASSERT_STR_EQ(t->runtime, strings[2]);
-    ASSERT(t->attached == 0);
-    ASSERT_EQ_U64(t->lost, 10);
-    ASSERT_EQ_U64(t->end_events, NEXPECTED);
-    ASSERT_EQ_U64(t->file_bytes, ends[nchunks - 1]);
-    ASSERT_EQ_U64(t->bytes_read, ends[nchunks - 1]);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
+    ASSERT_STREQ(t->status_text, "");
+    ASSERT_EQ(t->status, DNP_TRACE_COMPLETE);
+    ASSERT_EQ(t->major, DNP_TRACE_MAJOR);
+    ASSERT_EQ(t->minor, DNP_TRACE_MINOR);
+    ASSERT_EQ(t->pid, 4242);
+    ASSERT_EQ(t->ppid, 1);
+    ASSERT_EQ(t->start_realtime_ns, 1700000000000000000ull);
+    ASSERT_STREQ(t->cmdline, strings[1]);
+    ASSERT_STREQ(t->runtime, strings[2]);
+    ASSERT_EQ(t->attached, 0);
+    ASSERT_EQ(t->lost, 10);
+    ASSERT_EQ(t->end_events, NEXPECTED);
+    ASSERT_EQ(t->file_bytes, ends[nchunks - 1]);
+    ASSERT_EQ(t->bytes_read, ends[nchunks - 1]);
 
     for (size_t id = 1; id < NSTRINGS; id++)
-        ASSERT_STR_EQ(dnp_trace_string(t, id), strings[id]);
-    ASSERT_STR_EQ(dnp_trace_string(t, 1000000), "sparse");
-    ASSERT(dnp_trace_string(t, 0) == NULL);
-    ASSERT(dnp_trace_string(t, 8) == NULL);
+        ASSERT_STREQ(dnp_trace_string(t, id), strings[id]);
+    ASSERT_STREQ(dnp_trace_string(t, 1000000), "sparse");
+    ASSERT_EQ(dnp_trace_string(t, 0), NULL);
+    ASSERT_EQ(dnp_trace_string(t, 8), NULL);
 
     static expect want[NEXPECTED];
     expected_sorted(want);
-    ASSERT_EQ_U64(t->nevents, NEXPECTED);
+    ASSERT_EQ(t->nevents, NEXPECTED);
     for (size_t i = 0; i < NEXPECTED; i++) {
         const dnp_trace_event *e = &t->events[i];
-        ASSERT_EQ_U64(e->time_ns, want[i].time);
-        ASSERT_EQ_U64(e->thread, want[i].thread);
-        ASSERT_EQ_U64(e->kind, want[i].kind);
-        ASSERT_EQ_U64(e->nvalues, dnp_events[e->kind].nvalues);
+        ASSERT_EQ(e->time_ns, want[i].time);
+        ASSERT_EQ(e->thread, want[i].thread);
+        ASSERT_EQ(e->kind, want[i].kind);
+        ASSERT_EQ(e->nvalues, dnp_events[e->kind].nvalues);
         for (unsigned k = 0; k < DNP_MAX_VALUES; k++)
-            ASSERT_EQ_U64(e->v[k], k < e->nvalues ? want[i].v[k] : 0);
+            ASSERT_EQ(e->v[k], k < e->nvalues ? want[i].v[k] : 0);
         if (i)
-            ASSERT(e->time_ns >= t->events[i - 1].time_ns);
+            ASSERT_GE(e->time_ns, t->events[i - 1].time_ns);
     }
     /* ties at 1500 keep the order of the file: thread 1's chunk, then 2, then 3 */
     ASSERT(t->events[4].kind == DNP_EV_ModuleLoadFinished && t->events[5].kind == DNP_EV_GarbageCollectionStarted &&
            t->events[6].kind == DNP_EV_ExceptionCatcherEnter);
 
-    ASSERT_EQ_U64(t->nthreads, 3);
+    ASSERT_EQ(t->nthreads, 3);
     for (uint32_t o = 1; o <= 3; o++) {
         const dnp_trace_thread *th = dnp_trace_thread_get(t, o);
         ASSERT(th && th->ordinal == o);
-        ASSERT_EQ_U64(th->os_tid, 4241 + o);
+        ASSERT_EQ(th->os_tid, 4241 + o);
     }
     ASSERT(dnp_trace_thread_get(t, 0) == NULL && dnp_trace_thread_get(t, 4) == NULL);
-    ASSERT_EQ_U64(t->threads[0].managed_id, 0xAAAA);
-    ASSERT(t->threads[0].name == NULL);
-    ASSERT_EQ_U64(t->threads[1].managed_id, 0xBBBB);
-    ASSERT_STR_EQ(t->threads[1].name, "worker");
-    ASSERT_EQ_U64(t->threads[2].managed_id, 0);
+    ASSERT_EQ(t->threads[0].managed_id, 0xAAAA);
+    ASSERT_EQ(t->threads[0].name, NULL);
+    ASSERT_EQ(t->threads[1].managed_id, 0xBBBB);
+    ASSERT_STREQ(t->threads[1].name, "worker");
+    ASSERT_EQ(t->threads[2].managed_id, 0);
 
-    ASSERT_EQ_U64(t->nnotes, 1);
-    ASSERT_EQ_U64(t->notes[0].time_ns, 2200 - ORIGIN);
-    ASSERT_EQ_U64(t->notes[0].thread, 1);
-    ASSERT_EQ_U64(t->notes[0].level, 1);
-    ASSERT_STR_EQ(t->notes[0].text, strings[6]);
+    ASSERT_EQ(t->nnotes, 1);
+    ASSERT_EQ(t->notes[0].time_ns, 2200 - ORIGIN);
+    ASSERT_EQ(t->notes[0].thread, 1);
+    ASSERT_EQ(t->notes[0].level, 1);
+    ASSERT_STREQ(t->notes[0].text, strings[6]);
     dnp_trace_free(t);
     dnp_trace_free(NULL);
     return 0;
@@ -523,13 +523,13 @@ TEST(trace_truncated_at_every_offset) {
     size_t ends[16];
     unsigned counts[16];
     int nchunks = write_roundtrip(path, ends, counts);
-    ASSERT(nchunks > 0);
+    ASSERT_GT(nchunks, 0);
     size_t size;
     uint8_t *full = read_bytes(path, &size);
     ASSERT(full && size == ends[nchunks - 1]);
     const char *cut = tmp_path("cut.dnptrace");
     for (size_t len = DNP_TRACE_HEADER_SIZE; len <= size; len++) {
-        ASSERT(write_bytes(cut, full, len) == 0);
+        ASSERT_EQ(write_bytes(cut, full, len), 0);
         size_t whole = 0, boundary = len == DNP_TRACE_HEADER_SIZE, last_end = DNP_TRACE_HEADER_SIZE;
         for (int c = 0; c < nchunks && ends[c] <= len; c++) {
             whole += counts[c];
@@ -542,22 +542,22 @@ TEST(trace_truncated_at_every_offset) {
             fprintf(stderr, "len %zu: %s\n", len, err);
             ASSERT(0);
         }
-        ASSERT_EQ_U64(t->nevents, whole);
-        ASSERT_EQ_U64(t->bytes_read, last_end);
-        ASSERT_EQ_U64(t->file_bytes, len);
+        ASSERT_EQ(t->nevents, whole);
+        ASSERT_EQ(t->bytes_read, last_end);
+        ASSERT_EQ(t->file_bytes, len);
         if (len == size) {
-            ASSERT(t->status == DNP_TRACE_COMPLETE);
+            ASSERT_EQ(t->status, DNP_TRACE_COMPLETE);
         } else if (boundary) {
-            ASSERT(t->status == DNP_TRACE_OPEN);
-            ASSERT(strstr(t->status_text, "did not shut down cleanly") != NULL);
+            ASSERT_EQ(t->status, DNP_TRACE_OPEN);
+            ASSERT_CONTAINS(t->status_text, "did not shut down cleanly");
         } else {
-            ASSERT(t->status == DNP_TRACE_TRUNCATED);
+            ASSERT_EQ(t->status, DNP_TRACE_TRUNCATED);
             char want[64];
             snprintf(want, sizeof want, "ends inside a chunk after %zu events", whole);
-            ASSERT(strstr(t->status_text, want) != NULL);
+            ASSERT_CONTAINS(t->status_text, want);
         }
         for (size_t i = 1; i < t->nevents; i++)
-            ASSERT(t->events[i].time_ns >= t->events[i - 1].time_ns);
+            ASSERT_GE(t->events[i].time_ns, t->events[i - 1].time_ns);
         dnp_trace_free(t);
     }
     free(full);
@@ -569,34 +569,34 @@ TEST(trace_corrupt_chunk) {
     size_t ends[16];
     unsigned counts[16];
     int nchunks = write_roundtrip(path, ends, counts);
-    ASSERT(nchunks > 3);
+    ASSERT_GT(nchunks, 3);
     size_t size;
     uint8_t *buf = read_bytes(path, &size);
     ASSERT(buf);
     /* one bit of chunk 2's payload (thread 2) */
     size_t chunk2 = ends[1], flip = chunk2 + DNP_CHUNK_HEADER_SIZE + 3;
     buf[flip] ^= 0x10;
-    ASSERT(write_bytes(path, buf, size) == 0);
+    ASSERT_EQ(write_bytes(path, buf, size), 0);
     dnp_trace *t;
     char err[256];
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
-    ASSERT(t->status == DNP_TRACE_CORRUPT);
-    ASSERT_EQ_U64(t->nevents, counts[0] + counts[1]);
-    ASSERT_EQ_U64(t->bytes_read, chunk2);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
+    ASSERT_EQ(t->status, DNP_TRACE_CORRUPT);
+    ASSERT_EQ(t->nevents, counts[0] + counts[1]);
+    ASSERT_EQ(t->bytes_read, chunk2);
     char want[64];
     snprintf(want, sizeof want, "byte offset %zu", chunk2);
-    ASSERT(strstr(t->status_text, want) != NULL);
-    ASSERT(strstr(t->status_text, "checksum") != NULL);
+    ASSERT_CONTAINS(t->status_text, want);
+    ASSERT_CONTAINS(t->status_text, "checksum");
     dnp_trace_free(t);
 
     /* a damaged chunk magic */
     buf[flip] ^= 0x10;
     buf[chunk2] = 'X';
-    ASSERT(write_bytes(path, buf, size) == 0);
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
-    ASSERT(t->status == DNP_TRACE_CORRUPT);
-    ASSERT(strstr(t->status_text, want) != NULL);
-    ASSERT_EQ_U64(t->nevents, counts[0] + counts[1]);
+    ASSERT_EQ(write_bytes(path, buf, size), 0);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
+    ASSERT_EQ(t->status, DNP_TRACE_CORRUPT);
+    ASSERT_CONTAINS(t->status_text, want);
+    ASSERT_EQ(t->nevents, counts[0] + counts[1]);
     dnp_trace_free(t);
     free(buf);
     return 0;
@@ -631,48 +631,48 @@ TEST(trace_bad_files) {
     char err[512];
     const char *path = tmp_path("bad.dnptrace");
 
-    ASSERT(write_bytes(path, "", 0) == 0);
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == -1);
-    ASSERT(t == NULL);
+    ASSERT_EQ(write_bytes(path, "", 0), 0);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), -1);
+    ASSERT_EQ(t, NULL);
     char want[600];
     snprintf(want, sizeof want, "'%s' is empty: no trace was written (did the agent load? try dnprof doctor)", path);
-    ASSERT_STR_EQ(err, want);
+    ASSERT_STREQ(err, want);
 
-    ASSERT(write_bytes(path, "hello, world, this is not a trace at all", 40) == 0);
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == -1);
+    ASSERT_EQ(write_bytes(path, "hello, world, this is not a trace at all", 40), 0);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), -1);
     snprintf(want, sizeof want, "'%s' is not a dnprof trace", path);
-    ASSERT_STR_EQ(err, want);
+    ASSERT_STREQ(err, want);
 
-    ASSERT(write_bytes(path, "DNP", 3) == 0);
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == -1);
-    ASSERT_STR_EQ(err, want);
+    ASSERT_EQ(write_bytes(path, "DNP", 3), 0);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), -1);
+    ASSERT_STREQ(err, want);
 
-    ASSERT(write_bytes(path, "DNPTRACE\x01\x00", 10) == 0);
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == -1);
-    ASSERT(strstr(err, "ends inside its header") != NULL);
+    ASSERT_EQ(write_bytes(path, "DNPTRACE\x01\x00", 10), 0);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "ends inside its header");
 
-    ASSERT(write_chunks(path, NULL, NULL, NULL, 0, 2) == 0);
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == -1);
+    ASSERT_EQ(write_chunks(path, NULL, NULL, NULL, 0, 2), 0);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), -1);
     snprintf(want, sizeof want,
              "'%s' is trace format 2.7, newer than this dnprof reads (1.x); update dnprof", path);
-    ASSERT_STR_EQ(err, want);
+    ASSERT_STREQ(err, want);
 
-    ASSERT(write_chunks(path, NULL, NULL, NULL, 0, 0) == 0);
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == -1);
-    ASSERT(strstr(err, "trace format 0.7") != NULL);
+    ASSERT_EQ(write_chunks(path, NULL, NULL, NULL, 0, 0), 0);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "trace format 0.7");
 
     /* a header alone: a trace with nothing yet */
-    ASSERT(write_chunks(path, NULL, NULL, NULL, 0, 1) == 0);
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
+    ASSERT_EQ(write_chunks(path, NULL, NULL, NULL, 0, 1), 0);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
     ASSERT(t->status == DNP_TRACE_OPEN && t->nevents == 0 && t->minor == 7 && t->pid == 99);
     dnp_trace_free(t);
 
     const char *missing = tmp_path("no-such-file.dnptrace");
-    ASSERT(dnp_trace_load(missing, &t, err, sizeof err) == -1);
+    ASSERT_EQ(dnp_trace_load(missing, &t, err, sizeof err), -1);
     ASSERT(strstr(err, "cannot open") && strstr(err, missing) && strstr(err, "No such file"));
 
-    ASSERT(dnp_trace_load("/", &t, err, sizeof err) == -1);
-    ASSERT(strstr(err, "'/'") != NULL);
+    ASSERT_EQ(dnp_trace_load("/", &t, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "'/'");
     return 0;
 }
 
@@ -702,27 +702,27 @@ TEST(trace_unknown_records) {
     size_t lens[1] = {c.len};
     uint32_t threads[1] = {5};
     const char *path = tmp_path("unknown.dnptrace");
-    ASSERT(write_chunks(path, payloads, lens, threads, 1, 1) == 0);
+    ASSERT_EQ(write_chunks(path, payloads, lens, threads, 1, 1), 0);
 
     dnp_trace *t;
     char err[256];
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
-    ASSERT(t->status == DNP_TRACE_OPEN);
-    ASSERT_EQ_U64(t->nevents, 2);
-    ASSERT(t->events[0].kind == DNP_EV_Shutdown);
-    ASSERT_EQ_U64(t->events[0].time_ns, 10); /* origin: the earliest base */
-    ASSERT(t->events[1].kind == DNP_EV_RootReferences);
-    ASSERT_EQ_U64(t->events[1].time_ns, 40); /* the skipped events' deltas still count */
-    ASSERT_EQ_U64(t->events[1].v[0], 5);
-    ASSERT_EQ_U64(t->events[1].v[1], 0);
-    ASSERT_EQ_U64(t->events[1].thread, 5);
-    ASSERT_EQ_U64(t->nthreads, 5);
-    ASSERT(dnp_trace_string(t, 9) == NULL);
-    ASSERT_EQ_U64(t->nnotes, 3);
-    ASSERT(strstr(t->notes[0].text, "1 event of kinds this dnprof does not know") != NULL);
-    ASSERT(strstr(t->notes[1].text, "1 event had fewer values") != NULL);
-    ASSERT(strstr(t->notes[2].text, "5 malformed records") != NULL);
-    ASSERT(t->notes[0].level == 1);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
+    ASSERT_EQ(t->status, DNP_TRACE_OPEN);
+    ASSERT_EQ(t->nevents, 2);
+    ASSERT_EQ(t->events[0].kind, DNP_EV_Shutdown);
+    ASSERT_EQ(t->events[0].time_ns, 10); /* origin: the earliest base */
+    ASSERT_EQ(t->events[1].kind, DNP_EV_RootReferences);
+    ASSERT_EQ(t->events[1].time_ns, 40); /* the skipped events' deltas still count */
+    ASSERT_EQ(t->events[1].v[0], 5);
+    ASSERT_EQ(t->events[1].v[1], 0);
+    ASSERT_EQ(t->events[1].thread, 5);
+    ASSERT_EQ(t->nthreads, 5);
+    ASSERT_EQ(dnp_trace_string(t, 9), NULL);
+    ASSERT_EQ(t->nnotes, 3);
+    ASSERT_CONTAINS(t->notes[0].text, "1 event of kinds this dnprof does not know");
+    ASSERT_CONTAINS(t->notes[1].text, "1 event had fewer values");
+    ASSERT_CONTAINS(t->notes[2].text, "5 malformed records");
+    ASSERT_EQ(t->notes[0].level, 1);
     dnp_trace_free(t);
 
     /* a record whose size runs past its chunk: damaged, even with a good CRC */
@@ -732,12 +732,12 @@ TEST(trace_unknown_records) {
     chunk_event(&c, DNP_EV_Shutdown, 1020, NULL);
     c.buf[at + 1] = 0x7F;
     lens[0] = c.len;
-    ASSERT(write_chunks(path, payloads, lens, threads, 1, 1) == 0);
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
-    ASSERT(t->status == DNP_TRACE_CORRUPT);
+    ASSERT_EQ(write_chunks(path, payloads, lens, threads, 1, 1), 0);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
+    ASSERT_EQ(t->status, DNP_TRACE_CORRUPT);
     char want[64];
     snprintf(want, sizeof want, "byte offset %zu", DNP_TRACE_HEADER_SIZE + DNP_CHUNK_HEADER_SIZE + at);
-    ASSERT(strstr(t->status_text, want) != NULL);
+    ASSERT_CONTAINS(t->status_text, want);
     dnp_trace_free(t);
     return 0;
 }
@@ -757,16 +757,16 @@ TEST(trace_time_saturates) {
     size_t lens[2] = {c1.len, c2.len};
     uint32_t threads[2] = {1, 2};
     const char *path = tmp_path("wrap.dnptrace");
-    ASSERT(write_chunks(path, payloads, lens, threads, 2, 1) == 0);
+    ASSERT_EQ(write_chunks(path, payloads, lens, threads, 2, 1), 0);
     dnp_trace *t;
     char err[256];
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
-    ASSERT_EQ_U64(t->nevents, 3);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
+    ASSERT_EQ(t->nevents, 3);
     /* write_chunks gives every chunk the base 1000: the origin */
-    ASSERT(t->events[0].kind == DNP_EV_ProfilerAttachComplete);
-    ASSERT_EQ_U64(t->events[0].time_ns, 5);
-    ASSERT_EQ_U64(t->events[1].time_ns, UINT64_MAX - 2000);
-    ASSERT_EQ_U64(t->events[2].time_ns, UINT64_MAX - 1000);
+    ASSERT_EQ(t->events[0].kind, DNP_EV_ProfilerAttachComplete);
+    ASSERT_EQ(t->events[0].time_ns, 5);
+    ASSERT_EQ(t->events[1].time_ns, UINT64_MAX - 2000);
+    ASSERT_EQ(t->events[2].time_ns, UINT64_MAX - 1000);
     dnp_trace_free(t);
     return 0;
 }
@@ -784,7 +784,7 @@ TEST(trace_thread_names) {
     uint64_t th[4][2] = {{1, 100}, {2, 200}, {3, 300}, {4, 300}}; /* tid 300 reused by thread 4 */
     for (int i = 0; i < 4; i++)
         chunk_rec(&c, DNP_REC_THREAD, th[i], 2, NULL, 0);
-    ASSERT(chunk_flush(&c, w, 0) == 0);
+    ASSERT_EQ(chunk_flush(&c, w, 0), 0);
 
     chunk_start(&c, 100);
     uint64_t name_first[2] = {0x20, 1}; /* named before it runs (new Thread { Name = ... }) */
@@ -801,19 +801,19 @@ TEST(trace_thread_names) {
     chunk_event(&c, DNP_EV_ThreadAssignedToOSThread, 160, assign4);
     uint64_t nobody[2] = {0x50, 999};
     chunk_event(&c, DNP_EV_ThreadAssignedToOSThread, 170, nobody);
-    ASSERT(chunk_flush(&c, w, 1) == 0);
+    ASSERT_EQ(chunk_flush(&c, w, 1), 0);
     dnp_writer_free(w);
 
     dnp_trace *t;
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
-    ASSERT_EQ_U64(t->nthreads, 4);
-    ASSERT_EQ_U64(t->threads[0].managed_id, 0x10);
-    ASSERT_STR_EQ(t->threads[0].name, "renamed");
-    ASSERT_EQ_U64(t->threads[1].managed_id, 0x20);
-    ASSERT_STR_EQ(t->threads[1].name, "early");
-    ASSERT_EQ_U64(t->threads[2].managed_id, 0);
-    ASSERT_EQ_U64(t->threads[3].managed_id, 0x40);
-    ASSERT(t->threads[3].name == NULL);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
+    ASSERT_EQ(t->nthreads, 4);
+    ASSERT_EQ(t->threads[0].managed_id, 0x10);
+    ASSERT_STREQ(t->threads[0].name, "renamed");
+    ASSERT_EQ(t->threads[1].managed_id, 0x20);
+    ASSERT_STREQ(t->threads[1].name, "early");
+    ASSERT_EQ(t->threads[2].managed_id, 0);
+    ASSERT_EQ(t->threads[3].managed_id, 0x40);
+    ASSERT_EQ(t->threads[3].name, NULL);
     dnp_trace_free(t);
     return 0;
 }
@@ -821,42 +821,42 @@ TEST(trace_thread_names) {
 TEST(trace_writer_errors) {
     char err[512];
     dnp_writer *w = dnp_writer_open("/nonexistent-dir/x.dnptrace", 0, 1, err, sizeof err);
-    ASSERT(w == NULL);
+    ASSERT_EQ(w, NULL);
     ASSERT(strstr(err, "'/nonexistent-dir/x.dnptrace'") && strstr(err, "No such file"));
 
     const char *path = tmp_path("excl.dnptrace");
     w = dnp_writer_open(path, 1, 1, err, sizeof err);
     ASSERT(w);
-    ASSERT(dnp_writer_error(w) == 0);
-    ASSERT_EQ_U64(dnp_writer_bytes(w), DNP_TRACE_HEADER_SIZE);
+    ASSERT_EQ(dnp_writer_error(w), 0);
+    ASSERT_EQ(dnp_writer_bytes(w), DNP_TRACE_HEADER_SIZE);
     uint8_t p[4] = {DNP_REC_END, 1, 0};
-    ASSERT(dnp_writer_append(w, 0, 5, p, 3) == 0);
-    ASSERT(dnp_writer_append(w, 0, 5, p, DNP_CHUNK_MAX_PAYLOAD + 1) == -EMSGSIZE);
-    ASSERT(dnp_writer_error(w) == 0); /* the caller's mistake does not stick */
-    ASSERT(dnp_writer_append(w, 0, 5, NULL, 0) == 0);
-    ASSERT_EQ_U64(dnp_writer_bytes(w), DNP_TRACE_HEADER_SIZE + 2 * DNP_CHUNK_HEADER_SIZE + 3);
+    ASSERT_EQ(dnp_writer_append(w, 0, 5, p, 3), 0);
+    ASSERT_EQ(dnp_writer_append(w, 0, 5, p, DNP_CHUNK_MAX_PAYLOAD + 1), -EMSGSIZE);
+    ASSERT_EQ(dnp_writer_error(w), 0); /* the caller's mistake does not stick */
+    ASSERT_EQ(dnp_writer_append(w, 0, 5, NULL, 0), 0);
+    ASSERT_EQ(dnp_writer_bytes(w), DNP_TRACE_HEADER_SIZE + 2 * DNP_CHUNK_HEADER_SIZE + 3);
     dnp_writer_free(w);
     dnp_writer_free(NULL);
     w = dnp_writer_open(path, 1, 1, err, sizeof err);
-    ASSERT(w == NULL);
+    ASSERT_EQ(w, NULL);
     ASSERT(strstr(err, "already exists") && strstr(err, path));
     w = dnp_writer_open(path, 0, 1, err, sizeof err); /* replaces it */
     ASSERT(w);
     dnp_writer_free(w);
     dnp_trace *t;
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
     ASSERT(t->status == DNP_TRACE_OPEN && t->file_bytes == DNP_TRACE_HEADER_SIZE);
     dnp_trace_free(t);
 
     /* a full disk, made with a file size limit: the first failure sticks */
     struct rlimit old, lim;
-    ASSERT(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
     void (*oldsig)(int) = signal(SIGXFSZ, SIG_IGN);
     w = dnp_writer_open(path, 0, 1, err, sizeof err);
     ASSERT(w);
     lim = old;
     lim.rlim_cur = 1000;
-    ASSERT(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0);
     static uint8_t big[300];
     int rc = 0, n = 0;
     while (rc == 0 && n < 100) {
@@ -865,14 +865,14 @@ TEST(trace_writer_errors) {
     }
     setrlimit(RLIMIT_FSIZE, &old);
     signal(SIGXFSZ, oldsig);
-    ASSERT(rc == -EFBIG);
-    ASSERT(dnp_writer_error(w) == EFBIG);
-    ASSERT(dnp_writer_append(w, 1, 0, big, 1) == -EFBIG);
+    ASSERT_EQ(rc, -EFBIG);
+    ASSERT_EQ(dnp_writer_error(w), EFBIG);
+    ASSERT_EQ(dnp_writer_append(w, 1, 0, big, 1), -EFBIG);
     dnp_writer_free(w);
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
     /* the torn chunk is cut off: the trace ends with its last whole chunk */
-    ASSERT(t->status == DNP_TRACE_OPEN);
-    ASSERT(t->file_bytes % (DNP_CHUNK_HEADER_SIZE + sizeof big) == DNP_TRACE_HEADER_SIZE);
+    ASSERT_EQ(t->status, DNP_TRACE_OPEN);
+    ASSERT_EQ(t->file_bytes % (DNP_CHUNK_HEADER_SIZE + sizeof big), DNP_TRACE_HEADER_SIZE);
     dnp_trace_free(t);
     return 0;
 }
@@ -900,23 +900,23 @@ TEST(trace_writer_symlink_and_mode) {
     struct stat st;
     ASSERT(lstat(link, &st) == 0);
     ASSERT(S_ISREG(st.st_mode));
-    ASSERT_EQ_U64(st.st_mode & 07777, 0600);
+    ASSERT_EQ(st.st_mode & 07777, (mode_t)0600);
     ASSERT(stat(victim, &st) == 0);
-    ASSERT_EQ_U64(st.st_size, 8);
+    ASSERT_EQ(st.st_size, (off_t)8);
     old = umask(077);
     w = dnp_writer_open(link, 0, 1, err, sizeof err); /* a narrower umask is respected */
     umask(old);
     ASSERT(w != NULL);
     dnp_writer_free(w);
     ASSERT(lstat(link, &st) == 0);
-    ASSERT_EQ_U64(st.st_mode & 07777, 0600);
+    ASSERT_EQ(st.st_mode & 07777, (mode_t)0600);
     old = umask(0277);
     w = dnp_writer_open(link, 0, 1, err, sizeof err);
     umask(old);
     ASSERT(w != NULL);
     dnp_writer_free(w);
     ASSERT(lstat(link, &st) == 0);
-    ASSERT_EQ_U64(st.st_mode & 07777, 0400);
+    ASSERT_EQ(st.st_mode & 07777, (mode_t)0400);
     /* nothing is left beside it: the directory empties with these two */
     unlink(link);
     unlink(victim);
@@ -960,7 +960,7 @@ TEST(trace_writer_threads) {
     ASSERT(mt_writer);
     pthread_t th[MT_THREADS];
     for (uintptr_t i = 0; i < MT_THREADS; i++)
-        ASSERT(pthread_create(&th[i], NULL, mt_main, (void *)(i + 1)) == 0);
+        ASSERT_EQ(pthread_create(&th[i], NULL, mt_main, (void *)(i + 1)), 0);
     int failed = 0;
     for (int i = 0; i < MT_THREADS; i++) {
         void *r;
@@ -971,17 +971,17 @@ TEST(trace_writer_threads) {
     dnp_writer_free(mt_writer);
 
     dnp_trace *t;
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
-    ASSERT(t->status == DNP_TRACE_OPEN);
-    ASSERT_EQ_U64(t->nevents, MT_THREADS * MT_CHUNKS * MT_EVENTS);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
+    ASSERT_EQ(t->status, DNP_TRACE_OPEN);
+    ASSERT_EQ(t->nevents, MT_THREADS * MT_CHUNKS * MT_EVENTS);
     uint64_t next[MT_THREADS + 1] = {0};
     for (size_t i = 0; i < t->nevents; i++) {
         const dnp_trace_event *e = &t->events[i];
         ASSERT(e->thread >= 1 && e->thread <= MT_THREADS);
-        ASSERT_EQ_U64(e->v[0], e->thread);
-        ASSERT_EQ_U64(e->v[1], next[e->thread]++); /* each thread's events in order */
+        ASSERT_EQ(e->v[0], e->thread);
+        ASSERT_EQ(e->v[1], next[e->thread]++); /* each thread's events in order */
         if (i)
-            ASSERT(e->time_ns >= t->events[i - 1].time_ns);
+            ASSERT_GE(e->time_ns, t->events[i - 1].time_ns);
     }
     dnp_trace_free(t);
     return 0;
@@ -989,26 +989,26 @@ TEST(trace_writer_threads) {
 
 /* Random and damaged files never crash the reader, and what it returns holds. */
 static int check_loaded(const dnp_trace *t) {
-    ASSERT(t->status <= DNP_TRACE_CORRUPT);
-    ASSERT(t->bytes_read <= t->file_bytes);
-    ASSERT((t->status == DNP_TRACE_COMPLETE) == (t->status_text[0] == 0));
+    ASSERT_LE(t->status, DNP_TRACE_CORRUPT);
+    ASSERT_LE(t->bytes_read, t->file_bytes);
+    ASSERT_EQ((t->status == DNP_TRACE_COMPLETE), (t->status_text[0] == 0));
     for (size_t i = 0; i < t->nevents; i++) {
         const dnp_trace_event *e = &t->events[i];
-        ASSERT(e->kind < DNP_EV_COUNT);
-        ASSERT(e->nvalues == dnp_events[e->kind].nvalues);
+        ASSERT_LT(e->kind, DNP_EV_COUNT);
+        ASSERT_EQ(e->nvalues, dnp_events[e->kind].nvalues);
         ASSERT(i == 0 || e->time_ns >= t->events[i - 1].time_ns);
         if (e->thread)
-            ASSERT(dnp_trace_thread_get(t, e->thread) != NULL);
+            ASSERT_NE(dnp_trace_thread_get(t, e->thread), NULL);
     }
     for (size_t i = 0; i < t->nthreads; i++) {
-        ASSERT(t->threads[i].ordinal == i + 1);
+        ASSERT_EQ(t->threads[i].ordinal, i + 1);
         if (t->threads[i].name)
-            ASSERT(strlen(t->threads[i].name) < t->file_bytes);
+            ASSERT_LT(strlen(t->threads[i].name), t->file_bytes);
     }
     for (size_t i = 0; i < t->nnotes; i++)
         ASSERT(t->notes[i].text && t->notes[i].level <= 2);
     if (t->cmdline)
-        ASSERT(strlen(t->cmdline) < t->file_bytes);
+        ASSERT_LT(strlen(t->cmdline), t->file_bytes);
     return 0;
 }
 
@@ -1017,7 +1017,7 @@ TEST(trace_fuzz) {
     unsigned counts[16];
     const char *valid_path = tmp_path("fuzz-valid.dnptrace");
     int nchunks = write_roundtrip(valid_path, ends, counts);
-    ASSERT(nchunks > 0);
+    ASSERT_GT(nchunks, 0);
     size_t valid_len;
     uint8_t *valid = read_bytes(valid_path, &valid_len);
     ASSERT(valid);
@@ -1055,7 +1055,7 @@ TEST(trace_fuzz) {
                 }
             }
         }
-        ASSERT(write_bytes(path, buf, len) == 0);
+        ASSERT_EQ(write_bytes(path, buf, len), 0);
         dnp_trace *t = NULL;
         char err[256];
         if (dnp_trace_load(path, &t, err, sizeof err) == 0) {
@@ -1091,19 +1091,19 @@ TEST(trace_many_events) {
                 time += 150;
                 chunk_event(&c, DNP_EV_ObjectAllocated, time, v);
             }
-            ASSERT(chunk_flush(&c, w, th) == 0);
+            ASSERT_EQ(chunk_flush(&c, w, th), 0);
         }
     }
     dnp_writer_free(w);
     dnp_trace *t;
-    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
-    ASSERT_EQ_U64(t->nevents, THREADS * CHUNKS * PER);
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
+    ASSERT_EQ(t->nevents, THREADS * CHUNKS * PER);
     uint64_t next[THREADS + 1] = {0};
     for (size_t i = 0; i < t->nevents; i++) {
         const dnp_trace_event *e = &t->events[i];
         ASSERT(i == 0 || e->time_ns >= t->events[i - 1].time_ns);
-        ASSERT_EQ_U64(e->v[0], next[e->thread]++);
-        ASSERT_EQ_U64(e->v[1], 0x1000 + e->thread);
+        ASSERT_EQ(e->v[0], next[e->thread]++);
+        ASSERT_EQ(e->v[1], 0x1000 + e->thread);
     }
     dnp_trace_free(t);
     return 0;

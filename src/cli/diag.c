@@ -1,5 +1,5 @@
-/* ipc.c: the runtime's diagnostics IPC spoken in C, the target process as /proc
- * shows it, and the agent's control socket (ipc.h).
+/* diag.c: the runtime's diagnostics IPC spoken in C (ipc.h): finding a
+ * process's socket, GetProcessInfo and AttachProfiler.
  *
  * Diagnostics IPC: one command per connection on a unix socket. A message is a
  * 20-byte header, "DOTNET_IPC_V1\0", u16 total size, u8 command set, u8 command
@@ -35,109 +35,6 @@
 #define IPC_OK 0x00
 #define IPC_ERROR 0xFF
 #define IPC_E_UNKNOWN_COMMAND 0x80131385u
-
-long long ipc_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ---- /proc ---- */
-
-static ssize_t read_small(const char *path, char *buf, size_t cap) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    size_t n = 0;
-    while (n < cap - 1) {
-        ssize_t r = read(fd, buf + n, cap - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    buf[n] = 0;
-    return (ssize_t)n;
-}
-
-int ipc_proc_maps_has(pid_t pid, const char *name) {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    char line[PATH_MAX + 128];
-    size_t nlen = strlen(name);
-    int found = 0, any = 0;
-    while (!found && fgets(line, sizeof line, f)) {
-        any = 1;
-        size_t len = strcspn(line, "\n");
-        line[len] = 0;
-        found = len >= nlen && strcmp(line + len - nlen, name) == 0;
-    }
-    fclose(f);
-    return found ? 1 : any ? 0 : -1;
-}
-
-int ipc_proc_read(pid_t pid, ipc_proc *p) {
-    memset(p, 0, sizeof *p);
-    p->pid = pid;
-    if (pid <= 0)
-        return -1;
-    char path[64], buf[1024];
-    struct stat st;
-    snprintf(path, sizeof path, "/proc/%d", (int)pid);
-    if (stat(path, &st) != 0)
-        return -1;
-    p->uid = st.st_uid;
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    if (read_small(path, buf, sizeof buf) <= 0)
-        return -1;
-    char *close_paren = strrchr(buf, ')');
-    if (close_paren) {
-        /* fields 3.. after the name; starttime is field 22 */
-        char *q = close_paren + 2;
-        for (int field = 3; field < 22 && q; field++) {
-            q = strchr(q, ' ');
-            if (q)
-                q++;
-        }
-        if (q)
-            p->start = strtoull(q, NULL, 10);
-        if (close_paren[2] == 'Z')
-            return -1; /* a zombie is no process to attach to */
-    }
-    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-    if (read_small(path, p->comm, sizeof p->comm) > 0)
-        p->comm[strcspn(p->comm, "\n")] = 0;
-    p->alive = 1;
-    p->has_coreclr = ipc_proc_maps_has(pid, "/libcoreclr.so");
-    p->has_agent = ipc_proc_maps_has(pid, "/libdnprof.so");
-    return 0;
-}
-
-/* The value of name in the process's environment, into out; 0 if set. */
-static int proc_env(pid_t pid, const char *name, char *out, size_t cap) {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
-    char *buf = malloc(1 << 20);
-    if (!buf)
-        return -1;
-    ssize_t n = read_small(path, buf, 1 << 20);
-    int rc = -1;
-    size_t nlen = strlen(name);
-    for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(buf + i) + 1) {
-        if (strncmp(buf + i, name, nlen) == 0 && buf[i + (ssize_t)nlen] == '=') {
-            snprintf(out, cap, "%s", buf + i + nlen + 1);
-            rc = 0;
-            break;
-        }
-    }
-    free(buf);
-    return rc;
-}
 
 /* ---- finding the socket ---- */
 
@@ -184,7 +81,7 @@ int ipc_socket_path(pid_t pid, char *out, size_t cap) {
     char theirs[PATH_MAX] = "";
     const char *dirs[3];
     int n = 0;
-    if (proc_env(pid, "TMPDIR", theirs, sizeof theirs) == 0 && theirs[0])
+    if (ipc_proc_env(pid, "TMPDIR", theirs, sizeof theirs) == 0 && theirs[0])
         dirs[n++] = theirs;
     const char *ours = getenv("TMPDIR");
     if (ours && *ours)
@@ -205,7 +102,7 @@ int ipc_socket_path(pid_t pid, char *out, size_t cap) {
     return found;
 }
 
-static int connect_path(const char *path) {
+int ipc_unix_connect(const char *path) {
     struct sockaddr_un addr;
     memset(&addr, 0, sizeof addr);
     addr.sun_family = AF_UNIX;
@@ -230,7 +127,7 @@ static const char *disabling_var(pid_t pid, char *value, size_t cap) {
     static const char *names[] = {"DOTNET_EnableDiagnostics", "COMPlus_EnableDiagnostics",
                                   "DOTNET_EnableDiagnostics_IPC", "COMPlus_EnableDiagnostics_IPC"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (proc_env(pid, names[i], value, cap) == 0 && strcmp(value, "0") == 0)
+        if (ipc_proc_env(pid, names[i], value, cap) == 0 && strcmp(value, "0") == 0)
             return names[i];
     return NULL;
 }
@@ -277,7 +174,7 @@ int ipc_connect(pid_t pid, char *err, size_t errlen) {
                      (int)pid, p.comm);
         return -1;
     }
-    int fd = connect_path(path);
+    int fd = ipc_unix_connect(path);
     if (fd < 0) {
         int e = errno;
         if (e == EACCES || e == EPERM)
@@ -373,7 +270,8 @@ static int msg_finish(msg *m) {
     return 0;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n) {
+int ipc_write_all(int fd, const void *buf, size_t n) {
+    const uint8_t *p = buf;
     while (n) {
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
@@ -423,7 +321,7 @@ static int transact(pid_t pid, msg *m, msg *r, int *ok, int timeout_ms, char *er
     if (fd < 0)
         return -1;
     long long deadline = ipc_now_ms() + timeout_ms;
-    if (write_all(fd, m->buf, m->len) < 0 || read_all(fd, r->buf, IPC_HEADER_SIZE, deadline) < 0) {
+    if (ipc_write_all(fd, m->buf, m->len) < 0 || read_all(fd, r->buf, IPC_HEADER_SIZE, deadline) < 0) {
         int e = errno;
         close(fd);
         if (e == ETIMEDOUT)
@@ -642,214 +540,4 @@ void ipc_attach_hr_text(uint32_t hr, pid_t pid, const char *agent_path, char *ou
     }
     snprintf(out, cap, "the runtime of pid %d did not attach the agent: %s 0x%08x", (int)pid,
              name ? name : "error", hr);
-}
-
-/* ---- the agent's control socket ---- */
-
-int ctl_dir(uid_t uid, int create, char *out, size_t cap, char *err, size_t errlen) {
-    int n = snprintf(out, cap, "/tmp/dnprof-%u", (unsigned)uid);
-    if (n < 0 || (size_t)n >= cap || (size_t)n >= DNP_BLOB_DIR_MAX) {
-        snprintf(err, errlen, "control directory path too long");
-        return -1;
-    }
-    if (create && mkdir(out, 0700) == 0 && uid != geteuid()) {
-        if (chown(out, uid, (gid_t)-1) != 0) {
-            int e = errno;
-            snprintf(err, errlen, "cannot give '/tmp/dnprof-%u' to uid %u: %s", (unsigned)uid,
-                     (unsigned)uid, strerror(e));
-            rmdir(out);
-            return -1;
-        }
-    }
-    struct stat st;
-    if (lstat(out, &st) != 0) {
-        if (create || errno != ENOENT)
-            snprintf(err, errlen, "cannot use the control directory '%s': %s", out, strerror(errno));
-        else
-            snprintf(err, errlen, "no dnprof control directory '%s'", out);
-        return -1;
-    }
-    if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077)) {
-        snprintf(err, errlen,
-                 "'%s' is not a private directory of uid %u (mode 0700): someone else made it; "
-                 "remove it and try again",
-                 out, (unsigned)uid);
-        return -1;
-    }
-    return 0;
-}
-
-int ctl_connect(pid_t pid, char *err, size_t errlen) {
-    ipc_proc p;
-    if (ipc_proc_read(pid, &p) < 0) {
-        snprintf(err, errlen, "no such process: %d", (int)pid);
-        return -1;
-    }
-    char dir[128], path[256];
-    if (ctl_dir(p.uid, 0, dir, sizeof dir, err, errlen) < 0) {
-        if (p.has_agent == 1)
-            snprintf(err, errlen,
-                     "pid %d (%s) has dnprof's agent loaded at start-up (dnprof run), not attached: "
-                     "it records until the program exits",
-                     (int)pid, p.comm);
-        else
-            snprintf(err, errlen, "no dnprof agent is attached to pid %d (%s)", (int)pid, p.comm);
-        return -1;
-    }
-    snprintf(path, sizeof path, DNP_CONTROL_SOCKET_FMT, dir, (long)pid);
-    int fd = connect_path(path);
-    if (fd < 0) {
-        if (errno == ENOENT && p.has_agent == 1)
-            snprintf(err, errlen,
-                     "pid %d (%s) has dnprof's agent loaded at start-up (dnprof run), not attached: "
-                     "it records until the program exits",
-                     (int)pid, p.comm);
-        else if (errno == ENOENT || errno == ECONNREFUSED)
-            snprintf(err, errlen, "no dnprof agent is attached to pid %d (%s)%s", (int)pid, p.comm,
-                     errno == ECONNREFUSED ? " (a stale control socket)" : "");
-        else
-            snprintf(err, errlen, "cannot reach the agent in pid %d through '%s': %s", (int)pid, path,
-                     strerror(errno));
-        if (errno == ECONNREFUSED)
-            unlink(path);
-        return -1;
-    }
-    return fd;
-}
-
-int ctl_send(int fd, const char *cmd) {
-    char line[64];
-    int n = snprintf(line, sizeof line, "%s\n", cmd);
-    return n > 0 && (size_t)n < sizeof line ? write_all(fd, (const uint8_t *)line, (size_t)n) : -1;
-}
-
-int ctl_read_line(int fd, char *line, size_t cap, int timeout_ms) {
-    size_t n = 0;
-    long long deadline = timeout_ms < 0 ? -1 : ipc_now_ms() + timeout_ms;
-    for (;;) {
-        int wait = -1;
-        if (deadline >= 0) {
-            long long left = deadline - ipc_now_ms();
-            if (left <= 0)
-                return -1;
-            wait = (int)left;
-        }
-        struct pollfd pf = {fd, POLLIN, 0};
-        int r = poll(&pf, 1, wait);
-        if (r < 0)
-            return -1; /* EINTR too: the caller has a signal to look at */
-        if (r == 0)
-            continue;
-        char c;
-        ssize_t got = recv(fd, &c, 1, 0);
-        if (got < 0)
-            return -1;
-        if (got == 0) {
-            line[n] = 0;
-            return n ? 1 : 0;
-        }
-        if (c == '\n')
-            break;
-        if (n + 1 < cap)
-            line[n++] = c;
-    }
-    line[n] = 0;
-    return 1;
-}
-
-int ctl_status(int fd, char *out, size_t cap, char *err, size_t errlen) {
-    char line[PATH_MAX + 128];
-    if (ctl_send(fd, DNP_CONTROL_STATUS) < 0 || ctl_read_line(fd, line, sizeof line, 10000) != 1) {
-        snprintf(err, errlen, "the agent did not answer on its control socket");
-        return -1;
-    }
-    /* "ok recording|detaching <events> <path>" */
-    char state[32];
-    unsigned long long events;
-    int at = 0;
-    if (sscanf(line, "ok %31s %llu %n", state, &events, &at) != 2 || !at) {
-        snprintf(err, errlen, "the agent answered '%s'", line);
-        return -1;
-    }
-    snprintf(out, cap, "%s", line + at);
-    return 0;
-}
-
-/* Whether pid is gone, or goes within a few seconds (its sockets close as it
- * exits, a moment before it is reaped). */
-static int proc_gone(pid_t pid) {
-    ipc_proc p;
-    long long give_up = ipc_now_ms() + 3000;
-    while (ipc_proc_read(pid, &p) == 0) {
-        if (ipc_now_ms() >= give_up)
-            return 0;
-        struct timespec ts = {0, 10 * 1000000};
-        nanosleep(&ts, NULL);
-    }
-    return 1;
-}
-
-int ctl_detach(pid_t pid, int fd, int timeout_ms, uint64_t *events, char *err, size_t errlen) {
-    long long deadline = ipc_now_ms() + timeout_ms;
-    char line[512];
-    *events = 0;
-    if (ctl_send(fd, DNP_CONTROL_DETACH) < 0) {
-        if (proc_gone(pid))
-            return 1;
-        snprintf(err, errlen, "cannot talk to the agent in pid %d any more", (int)pid);
-        return -1;
-    }
-    int got_ok = 0;
-    for (;;) {
-        long long left = deadline - ipc_now_ms();
-        int r = left > 0 ? ctl_read_line(fd, line, sizeof line, (int)left) : -1;
-        if (r == 0) { /* the process ended, or the agent went away without a word */
-            if (proc_gone(pid))
-                return 1;
-            snprintf(err, errlen, "the agent in pid %d closed its control socket without detaching",
-                     (int)pid);
-            return -1;
-        }
-        if (r < 0) {
-            if (errno == EINTR && ipc_now_ms() < deadline)
-                continue;
-            snprintf(err, errlen,
-                     "pid %d did not complete the detach within %d s (%s); the runtime waits until "
-                     "no thread is inside the agent: a thread blocked in a callback holds it",
-                     (int)pid, timeout_ms / 1000, got_ok ? "asked" : "no answer");
-            return -1;
-        }
-        if (strncmp(line, "error", 5) == 0) {
-            snprintf(err, errlen, "the agent in pid %d cannot detach: %s", (int)pid, line + 6);
-            return -1;
-        }
-        if (strncmp(line, "ok", 2) == 0) {
-            got_ok = 1;
-            continue;
-        }
-        if (strncmp(line, DNP_CONTROL_DETACHED " ", sizeof DNP_CONTROL_DETACHED) == 0) {
-            *events = strtoull(line + sizeof DNP_CONTROL_DETACHED, NULL, 10);
-            break;
-        }
-    }
-    long long left = deadline - ipc_now_ms();
-    if (ctl_wait_unloaded(pid, left > 1000 ? (int)left : 1000) < 0) {
-        snprintf(err, errlen,
-                 "the trace is complete, but the runtime of pid %d has not unloaded the agent yet",
-                 (int)pid);
-        return -1;
-    }
-    return 0;
-}
-
-int ctl_wait_unloaded(pid_t pid, int timeout_ms) {
-    long long deadline = ipc_now_ms() + timeout_ms;
-    for (;;) {
-        if (ipc_proc_maps_has(pid, "/libdnprof.so") != 1)
-            return 0;
-        if (ipc_now_ms() >= deadline)
-            return -1;
-        struct timespec ts = {0, 2 * 1000000};
-        nanosleep(&ts, NULL);
-    }
 }

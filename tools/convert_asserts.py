@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""convert_asserts.py: rewrites the tests' assertions into the forms of
+tests/unit/test.h that print both sides. Mechanical and idempotent; run it from
+the repository root on the files to convert (default: tests/unit/*.c tests/e2e/*.c):
+
+  ASSERT(a == b)              -> ASSERT_EQ(a, b)     (also != < <= > >=)
+  ASSERT(strcmp(a, b) == 0)   -> ASSERT_STREQ(a, b)  (!= 0: ASSERT_STRNE)
+  ASSERT(strstr(h, n) != NULL), ASSERT(strstr(h, n))  -> ASSERT_CONTAINS(h, n)
+  ASSERT_EQ_U64(a, b)         -> ASSERT_EQ(a, b)
+  ASSERT_STR_EQ(a, b)         -> ASSERT_STREQ(a, b)
+  [if (r.status != N) e2e_show_file(...);] ASSERT_EQ(r.status, N)  -> ASSERT_STATUS(&r, N)
+      (r an e2e_run: the failure shows the command's stderr and stdout)
+
+An ASSERT whose expression is anything else (&&, ||, !, ?:, a call, several
+comparisons) is left alone. Lines marked `/* assert: keep */` are left alone."""
+import glob
+import re
+import sys
+
+OPS = ["==", "!=", "<=", ">=", "<", ">"]
+NAMES = {"==": "EQ", "!=": "NE", "<": "LT", "<=": "LE", ">": "GT", ">=": "GE"}
+
+
+def split_top(expr):
+    """The top-level tokens of interest in expr: [(pos, op)], or None when expr
+    holds something that makes it not a plain comparison (&&, ||, ?, =, ',')."""
+    found = []
+    depth = 0
+    i = 0
+    n = len(expr)
+    while i < n:
+        c = expr[i]
+        if c in "\"'":
+            q = c
+            i += 1
+            while i < n and expr[i] != q:
+                i += 2 if expr[i] == "\\" else 1
+            i += 1
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0:
+            two = expr[i:i + 2]
+            if two in ("&&", "||", "<<", ">>", "->"):
+                if two in ("&&", "||"):
+                    return None
+                i += 2
+                continue
+            if c in "?,":
+                return None
+            if two in ("==", "!=", "<=", ">="):
+                found.append((i, two))
+                i += 2
+                continue
+            if c in "<>":
+                found.append((i, c))
+            elif c == "=":
+                return None  # an assignment
+        i += 1
+    return found
+
+
+def call_args(expr, fname):
+    """For expr == 'fname(x, y)' exactly, [x, y]; else None."""
+    expr = expr.strip()
+    if not expr.startswith(fname + "(") or not expr.endswith(")"):
+        return None
+    inner = expr[len(fname) + 1:-1]
+    args, depth, start, i = [], 0, 0, 0
+    while i < len(inner):
+        c = inner[i]
+        if c in "\"'":
+            q = c
+            i += 1
+            while i < len(inner) and inner[i] != q:
+                i += 2 if inner[i] == "\\" else 1
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif c == "," and depth == 0:
+            args.append(inner[start:i].strip())
+            start = i + 1
+        i += 1
+    args.append(inner[start:].strip())
+    return args if depth == 0 else None
+
+
+def convert_expr(expr):
+    """The new macro call for ASSERT(expr), or None to keep it."""
+    e = " ".join(expr.split()) if "\n" in expr else expr.strip()
+    # strstr(h, n) [!= NULL]
+    for form in (e, e[:-len("!= NULL")].strip() if e.endswith("!= NULL") else None):
+        if form is not None:
+            a = call_args(form, "strstr")
+            if a and len(a) == 2:
+                return "ASSERT_CONTAINS(%s, %s)" % (a[0], a[1])
+    tops = split_top(e)
+    if not tops or len(tops) != 1:
+        return None
+    pos, op = tops[0]
+    lhs, rhs = e[:pos].strip(), e[pos + len(op):].strip()
+    if not lhs or not rhs:
+        return None
+    a = call_args(lhs, "strcmp")
+    if a and len(a) == 2 and rhs == "0" and op in ("==", "!="):
+        return "ASSERT_STR%s(%s, %s)" % ("EQ" if op == "==" else "NE", a[0], a[1])
+    return "ASSERT_%s(%s, %s)" % (NAMES[op], lhs, rhs)
+
+
+def find_close(text, open_pos):
+    """Index of the ')' closing the '(' at open_pos, or -1."""
+    depth, i, n = 0, open_pos, len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":
+            q = c
+            i += 1
+            while i < n and text[i] != q:
+                i += 2 if text[i] == "\\" else 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def convert(text):
+    out, i = [], 0
+    pat = re.compile(r"\bASSERT(_EQ_U64|_STR_EQ)?\(")
+    while True:
+        m = pat.search(text, i)
+        if not m:
+            out.append(text[i:])
+            break
+        close = find_close(text, m.end() - 1)
+        line_end = text.find("\n", close)
+        line = text[text.rfind("\n", 0, m.start()) + 1:line_end if line_end >= 0 else len(text)]
+        if close < 0 or "assert: keep" in line:
+            out.append(text[i:m.end()])
+            i = m.end()
+            continue
+        inner = text[m.end():close]
+        new = None
+        if m.group(1) == "_EQ_U64":
+            new = "ASSERT_EQ(%s)" % inner
+        elif m.group(1) == "_STR_EQ":
+            new = "ASSERT_STREQ(%s)" % inner
+        else:
+            new = convert_expr(inner)
+        out.append(text[i:m.start()])
+        out.append(new if new else text[m.start():close + 1])
+        i = close + 1
+    text = "".join(out)
+    # if (r.status != N) e2e_show_file("stderr", r.err); ASSERT_EQ(r.status, N);
+    status = re.compile(
+        r"if \((?P<r>\w+)(?P<arrow>\.|->)status != (?P<n>\d+)\)\n\s*e2e_show_file\(\"stderr\", (?P=r)(?P=arrow)err\);\n"
+        r"(?P<ind>[ \t]*)ASSERT_EQ\((?P=r)(?P=arrow)status, (?P=n)\);")
+    text = status.sub(lambda m: "ASSERT_STATUS(%s%s, %s);" % (
+        "&" if m.group("arrow") == "." else "", m.group("r"), m.group("n")), text)
+    # ASSERT_EQ(r.status, N) of an e2e_run r
+    runs = set(re.findall(r"\be2e_run\s*\*?\s*(\w+)", text))
+    plain = re.compile(r"ASSERT_EQ\((?P<r>\w+)(?P<arrow>\.|->)status, (?P<n>\d+)\);")
+    text = plain.sub(lambda m: "ASSERT_STATUS(%s%s, %s);" % (
+        "&" if m.group("arrow") == "." else "", m.group("r"), m.group("n"))
+        if m.group("r") in runs else m.group(0), text)
+    return text
+
+
+def main(argv):
+    files = argv[1:] or sorted(glob.glob("tests/unit/*.c") + glob.glob("tests/e2e/*.c"))
+    for f in files:
+        if f.endswith("runner.c"):
+            continue
+        old = open(f).read()
+        new = convert(old)
+        if new != old:
+            open(f, "w").write(new)
+            print("converted", f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
