@@ -358,3 +358,48 @@ TEST(e2e_run_disk_full_messages) {
     ASSERT(!killed);
     return 0;
 }
+
+/* Lines of the file that contain text. */
+static int count_lines(const char *path, const char *text) {
+    char *s = e2e_read_file(path, NULL);
+    int n = 0;
+    for (char *line = s ? strtok(s, "\n") : NULL; line; line = strtok(NULL, "\n"))
+        n += strstr(line, text) != NULL;
+    free(s);
+    return n;
+}
+
+/* Under `dnprof run` the agent's messages reach the person through dnprof run,
+ * not through the program's stderr; DNPROF_STDERR=1 puts them back there (and
+ * only there: each is said once). */
+TEST(e2e_run_messages_to_front_end) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_run_messages_to_front_end") == 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    const char *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll != NULL && bin != NULL);
+    char prog_err[PATH_MAX + 16];
+    snprintf(prog_err, sizeof prog_err, "%s/program.err", r.dir);
+    const char *argv[] = {bin, "run", "-o", r.trace, "--", "/bin/sh", "-c", "exec \"$0\" \"$1\" exitcode 2>\"$2\"",
+                          e2e_dotnet(), dll, prog_err, NULL};
+    const char *said = DNP_ENV_FLUSH_MS "='abc'";
+    const char *front[] = {DNP_ENV_FLUSH_MS "=abc", DNP_ENV_STDERR, NULL};
+    ASSERT(e2e_exec(&r, (char *const *)argv, front) == 0);
+    ASSERT(program_unchanged(&r));
+    if (count_lines(prog_err, "dnprof") != 0 || count_lines(r.err, said) != 1) {
+        e2e_show_file("program stderr", prog_err);
+        e2e_show_file("dnprof run stderr", r.err);
+    }
+    ASSERT_EQ(count_lines(prog_err, "dnprof"), 0);
+    ASSERT_EQ(count_lines(r.err, said), 1);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t != NULL);
+    dnp_trace_free(t);
+
+    const char *asked[] = {DNP_ENV_FLUSH_MS "=abc", DNP_ENV_STDERR "=1", NULL};
+    ASSERT(e2e_exec(&r, (char *const *)argv, asked) == 0);
+    ASSERT(program_unchanged(&r));
+    ASSERT_EQ(count_lines(prog_err, said), 1);
+    ASSERT_EQ(count_lines(r.err, said), 0);
+    return 0;
+}
