@@ -57,6 +57,7 @@ static HRESULT initialize(IUnknown *unk, const dnp_attach_blob *blob) {
         return E_INVALIDARG;
     snprintf(cfg.output, sizeof cfg.output, "%s", blob->output);
     cfg.flush_ms = blob->flush_ms;
+    cfg.alloc = blob->alloc != 0;
     g_trigger_pid = blob->trigger_pid;
     HRESULT hr = agent_start(unk, &cfg, 1);
     if (FAILED(hr)) {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "alloc_sampling.h"
 #include "callbacks.h"
 
 /* ---- JIT ---- */
@@ -273,8 +274,11 @@ HRESULT cb_EventPipeEventDelivered(ICorProfilerCallback *self, EVENTPIPE_PROVIDE
                                        LPCGUID activity, LPCGUID related, ThreadID thread,
                                        ULONG nframes, UINT_PTR *frames) {
     ACTIVE();
-    (void)meta_len, (void)meta, (void)data_len, (void)data, (void)activity, (void)related;
-    (void)thread, (void)nframes, (void)frames;
+    (void)meta_len, (void)meta, (void)activity, (void)related, (void)thread;
+    if (alloc_enabled()) {
+        alloc_event(event_id, event_version, data_len, data, nframes, frames);
+        return S_OK;
+    }
     REC(EventPipeEventDelivered, provider, event_id, event_version);
     return S_OK;
 }

@@ -110,4 +110,6 @@ void config_from_env(agent_config *cfg) {
     cfg->all_code = all && *all && strcmp(all, "0") != 0;
     copy_env(cfg->include, sizeof cfg->include, DNP_ENV_INCLUDE);
     copy_env(cfg->exclude, sizeof cfg->exclude, DNP_ENV_EXCLUDE);
+    const char *alloc = getenv(DNP_ENV_ALLOC);
+    cfg->alloc = alloc && *alloc && strcmp(alloc, "0") != 0;
 }

@@ -18,6 +18,8 @@ typedef struct agent_config {
     int all_code;        /* framework code too: no inlining, no ReadyToRun code */
     char include[1024];  /* comma-separated globs of functions to hook, "" for the default */
     char exclude[1024];  /* comma-separated globs of functions not to hook */
+    /* sampled allocations (alloc_sampling.c, dnprof run/attach --alloc) */
+    int alloc;           /* 1: record sampled allocations with their stacks */
 } agent_config;
 
 /* Fills cfg from the environment. */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "alloc_sampling.h"
 #include "attach_blob.h"
 #include "recorder.h"
 
@@ -78,6 +79,7 @@ static void do_detach(int fd) {
     }
     /* Everything recorded so far goes to the file now: a detach that the
      * runtime takes long to complete loses nothing. */
+    alloc_stop();
     recorder_flush_all();
     HRESULT hr = INFO_CALL(RequestProfilerDetach, DETACH_EXPECTED_MS);
     if (FAILED(hr)) {

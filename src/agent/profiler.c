@@ -18,6 +18,7 @@
 #include "recorder.h"
 #include "calls.h"
 #include "exceptions.h"
+#include "alloc_sampling.h"
 #include "session.h"
 
 /* ---- IUnknown ---- */
@@ -97,6 +98,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
         return E_FAIL;
     }
     exceptions_configure(cfg, &mask, &high);
+    alloc_configure(cfg, &mask, &high);
     names_init();
     say_session_line("trace", cfg->output);
     recorder_options opt = {cfg->output, cfg->exclusive, cfg->flush_ms};
@@ -148,6 +150,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
         REC(InitializeForAttach, (uint64_t)g_agent.info_version, mask, high);
     else
         REC(Initialize, (uint64_t)g_agent.info_version, mask, high);
+    alloc_start();
     say_session_line("started", runtime);
     return S_OK;
 }
@@ -156,6 +159,8 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
  * skips it): whatever is buffered is written when the library is unloaded or the
  * process exits normally. */
 __attribute__((destructor)) static void agent_at_exit(void) {
+    if (atomic_load(&g_agent.active) && alloc_enabled())
+        alloc_flush_all();
     if (atomic_load(&g_agent.active))
         recorder_flush_all();
 }
@@ -172,6 +177,7 @@ HRESULT cb_Initialize(ICorProfilerCallback *self, IUnknown *pICorProfilerInfoUnk
 HRESULT cb_Shutdown(ICorProfilerCallback *self) {
     ACTIVE();
     calls_shutdown();
+    alloc_stop();
     REC0(Shutdown);
     atomic_store(&g_agent.active, 0);
     recorder_close();

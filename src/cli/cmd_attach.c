@@ -47,6 +47,8 @@ static void attach_help(void) {
           "                        recording's length, from the attach to the detach\n"
           "                        request; the runtime then takes about 0.3 s to unload)\n"
           "      --flush-ms N      how often the agent writes its buffers out, in ms\n"
+          "      --alloc           sampled allocations by type and call path, through the\n"
+          "                        runtime's own sampling (cheap; dnprof report --alloc)\n"
           "      --timeout SECONDS how long the runtime may take to load the agent (default 10)\n"
           "  -q, --quiet           print nothing but errors\n"
           "  -h, --help            print this help\n"
@@ -161,6 +163,7 @@ typedef struct attach_opts {
     long long duration_ms; /* -1: until stopped */
     uint64_t flush_ms, timeout_s;
     int quiet, help;
+    int alloc;             /* --alloc: sampled allocations */
     pid_t pid;
 } attach_opts;
 
@@ -176,12 +179,12 @@ static const struct {
 };
 #define NSTARTUP (sizeof startup_only / sizeof startup_only[0])
 
-enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_STARTUP_ONLY = 512 };
+enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_ALLOC, OPT_STARTUP_ONLY = 512 };
 
 static const struct option attach_options[] = {
     {"events", required_argument, NULL, 'e'},   {"output", required_argument, NULL, 'o'},
     {"duration", required_argument, NULL, 'd'}, {"flush-ms", required_argument, NULL, OPT_FLUSH},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT}, {"alloc", no_argument, NULL, OPT_ALLOC},
     {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
 };
 #define NOPTIONS (sizeof attach_options / sizeof attach_options[0])
@@ -217,6 +220,7 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
                 return usage_error("attach", "--duration wants a time such as 30s, 500ms, 2m, not '%s'",
                                    optarg);
             break;
+        case OPT_ALLOC: o->alloc = 1; break;
         case OPT_FLUSH:
             if (cli_parse_u64(optarg, &o->flush_ms) != 0 || o->flush_ms == 0 || o->flush_ms >= 60000)
                 return usage_error("attach", "--flush-ms wants milliseconds from 1 to 59999, not '%s'",
@@ -302,6 +306,7 @@ static int request_attach(const attach_opts *o, const ipc_proc *proc, const char
     snprintf(blob->output, sizeof blob->output, "%s", out_abs);
     blob->flush_ms = (uint32_t)o->flush_ms;
     blob->trigger_pid = (uint32_t)getpid();
+    blob->alloc = (uint32_t)o->alloc;
     if (ctl_dir(proc->uid, 1, blob->control_dir, sizeof blob->control_dir, err, sizeof err) < 0)
         return error("%s", err);
     char log[256];

@@ -12,6 +12,7 @@
 #include "calltree.h"
 #include "cli.h"
 #include "export.h"
+#include "pprof.h"
 #include "report.h"
 #include "trace_reader.h"
 
@@ -26,14 +27,16 @@ static const format formats[] = {
     {"chrome", ".chrome.json", dnp_export_chrome, "open it at https://ui.perfetto.dev or chrome://tracing"},
     {"folded", ".folded", dnp_export_folded, "for flamegraph.pl, speedscope and other flame graph tools"},
     {"flamegraph", ".html", dnp_export_flamegraph, "a flame graph: open it in a browser, no network needed"},
+    {"pprof", ".pb.gz", dnp_export_pprof, "for go tool pprof, Pyroscope, Grafana (gzip'd profile.proto)"},
 };
 
 static void convert_help(void) {
     fputs("usage: dnprof convert --format FORMAT [-o OUT] FILE\n"
           "\n"
           "Writes the call tree of a trace recorded with 'dnprof run --calls' (or the\n"
-          "exact timeline of every call, with --timeline or --args) in a format that a\n"
-          "profile viewer opens:\n"
+          "exact timeline of every call, with --timeline or --args), or the sampled\n"
+          "allocations of one recorded with --alloc (bytes by allocating path, the type\n"
+          "as the leaf frame), in a format that a profile viewer opens:\n"
           "\n",
           stdout);
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
@@ -49,6 +52,8 @@ static void convert_help(void) {
           "                       number or an OS thread id)\n"
           "      --min-percent P  leave out the call paths under P% of the time (their time\n"
           "                       stays with their caller); for big traces: 0.001\n"
+          "      --alloc          the sampled allocations, when the trace has call data too\n"
+          "                       (without call data they are taken anyway); not for chrome\n"
           "  -h, --help           print this help\n"
           "\n"
           "examples:\n"
@@ -90,14 +95,14 @@ static int default_output(const char *path, const char *ext, char *out, size_t l
 }
 
 int cmd_convert(int argc, char **argv) {
-    enum { OPT_WEIGHT = 256, OPT_THREAD, OPT_MIN_PERCENT };
+    enum { OPT_WEIGHT = 256, OPT_THREAD, OPT_MIN_PERCENT, OPT_ALLOC = 340 };
     static const struct option longopts[] = {
         {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
         {"weight", required_argument, NULL, OPT_WEIGHT}, {"thread", required_argument, NULL, OPT_THREAD},
-        {"min-percent", required_argument, NULL, OPT_MIN_PERCENT},
+        {"min-percent", required_argument, NULL, OPT_MIN_PERCENT}, {"alloc", no_argument, NULL, OPT_ALLOC},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     const char *fmt_name = NULL, *output = NULL, *weight = NULL, *thread = NULL, *min_percent = NULL;
-    int c;
+    int c, alloc = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":f:o:h", longopts, NULL)) != -1) {
         switch (c) {
@@ -106,18 +111,19 @@ int cmd_convert(int argc, char **argv) {
         case OPT_WEIGHT: weight = optarg; break;
         case OPT_THREAD: thread = optarg; break;
         case OPT_MIN_PERCENT: min_percent = optarg; break;
+        case OPT_ALLOC: alloc = 1; break;
         case 'h': convert_help(); return 0;
         default: return cli_bad_option("convert", argv, c);
         }
     }
     if (!fmt_name)
-        return usage_error("convert", "which format? --format speedscope, chrome, folded or flamegraph");
+        return usage_error("convert", "which format? --format speedscope, chrome, folded, flamegraph or pprof");
     const format *fmt = NULL;
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
         if (!strcmp(formats[i].name, fmt_name))
             fmt = &formats[i];
     if (!fmt)
-        return usage_error("convert", "--format is speedscope, chrome, folded or flamegraph, not '%s'", fmt_name);
+        return usage_error("convert", "--format is speedscope, chrome, folded, flamegraph or pprof, not '%s'", fmt_name);
     double min_fraction = 0;
     if (min_percent) {
         char *end = NULL;
@@ -141,6 +147,8 @@ int cmd_convert(int argc, char **argv) {
     if (thread) {
         if (fmt->fn != dnp_export_folded && fmt->fn != dnp_export_flamegraph)
             return usage_error("convert", "--thread is for --format folded and flamegraph");
+        if (alloc)
+            return usage_error("convert", "--thread is for call data; sampled allocations are merged");
         if (cli_parse_u64(thread, &thread_id) != 0 || thread_id == 0)
             return usage_error("convert", "--thread wants a thread number or an OS thread id, not '%s'", thread);
     }
@@ -167,11 +175,34 @@ int cmd_convert(int argc, char **argv) {
 
     /* streamed; the evented speedscope and the Chrome timeline read the file again */
     calls_input in;
-    if (calls_open(path, fmt->fn == dnp_export_speedscope || fmt->fn == dnp_export_chrome, &in) != 0)
-        return 1;
-    const dnp_calltree *ct = in.ct;
+    memset(&in, 0, sizeof in);
+    alloc_profile *ap = NULL;
+    const dnp_calltree *ct = NULL;
     int rc = 0;
-    if (!dnp_calltree_has_data(ct)) {
+    if (!alloc) {
+        if (calls_open(path, fmt->fn == dnp_export_speedscope || fmt->fn == dnp_export_chrome, &in) != 0)
+            return 1;
+        ct = in.ct;
+        alloc = !dnp_calltree_has_data(ct) && !in.ct->timeline_events;
+        if (alloc)
+            calls_close(&in);
+    }
+    if (alloc) { /* sampled allocations (--alloc): a tree weighted in bytes */
+        if (alloc_open(path, &ap) != 0)
+            return 1;
+        if (!alloc_has_data(ap)) {
+            error("%s: this trace has neither call data nor sampled allocations: record it with dnprof "
+                  "run --calls or --alloc", path);
+            rc = 1;
+        } else if (fmt->fn == dnp_export_chrome) {
+            error("%s: sampled allocations have no timeline for chrome: use speedscope, folded, "
+                  "flamegraph or pprof", path);
+            rc = 1;
+        } else if (!(ct = alloc_calltree(ap))) {
+            error("out of memory");
+            rc = 1;
+        }
+    } else if (!dnp_calltree_has_data(ct)) {
         error("%s: this trace has no call data: record it with dnprof run --calls", path);
         rc = 1;
     }
@@ -218,6 +249,9 @@ int cmd_convert(int argc, char **argv) {
         else if (!to_stdout)
             fprintf(stderr, "dnprof: wrote %s: %s\n", cli_short_path(output), fmt->summary);
     }
-    calls_close(&in);
+    if (ap)
+        alloc_free(ap);
+    else
+        calls_close(&in);
     return rc;
 }

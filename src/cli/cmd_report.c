@@ -28,6 +28,8 @@ static void report_help(void) {
           "                       column) or an OS thread id (default: all threads merged)\n"
           "      --json           every function and the whole tree as JSON, for tools\n"
           "      --exceptions     the exceptions report instead\n"
+          "      --alloc          the sampled allocations report instead (dnprof run --alloc):\n"
+          "                       estimated bytes and objects by type, top allocating paths\n"
           "  -h, --help           print this help\n"
           "\n"
           "examples:\n"
@@ -40,17 +42,18 @@ static void report_help(void) {
 }
 
 int cmd_report(int argc, char **argv) {
-    enum { OPT_TOP = 256, OPT_TREE, OPT_THRESHOLD, OPT_THREAD, OPT_JSON, OPT_EXCEPTIONS };
+    enum { OPT_TOP = 256, OPT_TREE, OPT_THRESHOLD, OPT_THREAD, OPT_JSON, OPT_EXCEPTIONS, OPT_ALLOC = 340 };
     static const struct option longopts[] = {
         {"top", required_argument, NULL, OPT_TOP},   {"tree", no_argument, NULL, OPT_TREE},
         {"threshold", required_argument, NULL, OPT_THRESHOLD}, {"thread", required_argument, NULL, OPT_THREAD},
         {"json", no_argument, NULL, OPT_JSON},       {"exceptions", no_argument, NULL, OPT_EXCEPTIONS},
+        {"alloc", no_argument, NULL, OPT_ALLOC},
         {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
     report_opts o;
     memset(&o, 0, sizeof o);
     o.top = 20;
     o.threshold = 0.5;
-    int exceptions = 0, threshold_given = 0, c;
+    int exceptions = 0, alloc = 0, threshold_given = 0, c;
     uint64_t v;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -77,6 +80,7 @@ int cmd_report(int argc, char **argv) {
             break;
         case OPT_JSON: o.json = 1; break;
         case OPT_EXCEPTIONS: exceptions = 1; break;
+        case OPT_ALLOC: alloc = 1; break;
         case 'h': report_help(); return 0;
         default: return cli_bad_option("report", argv, c);
         }
@@ -90,6 +94,19 @@ int cmd_report(int argc, char **argv) {
     o.path = argv[optind];
 
     signal(SIGPIPE, SIG_IGN);
+    if (alloc && exceptions)
+        return usage_error("report", "--alloc or --exceptions, one report at a time");
+    if (alloc) {
+        if (o.tree || o.has_thread)
+            return usage_error("report", "--tree and --thread are for the calls report; for the "
+                                         "allocations as a tree: dnprof convert --format flamegraph");
+        alloc_profile *p;
+        if (alloc_open(o.path, &p) != 0)
+            return 1;
+        int rc = report_alloc(p, &o, stdout);
+        alloc_free(p);
+        return rc;
+    }
     if (!exceptions) { /* streamed: memory bounded by the call trees, not the events */
         calls_input in;
         if (calls_open(o.path, 0, &in) != 0)

@@ -47,4 +47,17 @@ int report_exceptions(const dnp_trace *t, int json, FILE *out);
 /* Each exception's story in order (dnprof print --exceptions); --json: one object a line. */
 int print_exceptions(const dnp_trace *t, int json, FILE *out);
 
+/* ---- sampled allocations (issue 8, report_alloc.c) ---- */
+typedef struct alloc_profile alloc_profile;
+/* Reads path's AllocSample events (streamed) and warns when the trace is not
+ * complete. Returns 0, or 1 (the exit code) after saying why. */
+int alloc_open(const char *path, alloc_profile **out);
+void alloc_free(alloc_profile *p);
+int alloc_has_data(const alloc_profile *p);
+/* The allocations as a call tree weighted in bytes (the type is the leaf frame),
+ * owned by p; NULL when out of memory. */
+const struct dnp_calltree *alloc_calltree(alloc_profile *p);
+/* By type and by allocating path; o->top, o->json. Returns the exit code. */
+int report_alloc(alloc_profile *p, const report_opts *o, FILE *out);
+
 #endif

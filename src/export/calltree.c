@@ -834,6 +834,10 @@ void dnp_calltree_free(dnp_calltree *ct) {
     tree_release(&ct->all);
     free(ct->tl_funcs);
     free(ct->tl_threads);
+    if (ct->weighted) {
+        dnp_idmap_release(ct->weighted);
+        free(ct->weighted);
+    }
     free(ct);
 }
 
@@ -842,6 +846,8 @@ int dnp_calltree_has_data(const dnp_calltree *ct) {
 }
 
 const char *dnp_ct_raw_name(const dnp_calltree *ct, uint64_t func, uint64_t name, char *buf, size_t len) {
+    if (name >= DNP_CT_OWN_NAMES && name - DNP_CT_OWN_NAMES < ct->nown_names)
+        return ct->own_names[name - DNP_CT_OWN_NAMES];
     const char *s = dnp_trace_string(ct->t, name);
     if (s && *s)
         return s;
@@ -984,4 +990,46 @@ uint64_t dnp_ct_prune(dnp_calltree *ct, double min_fraction) {
     for (size_t i = 0; i < ct->nthreads; i++)
         cut += prune_tree(&ct->threads[i], min_fraction);
     return cut;
+}
+
+/* ---- weighted stacks ---- */
+
+dnp_calltree *dnp_ct_weighted_new(const dnp_trace *t, const char *unit) {
+    dnp_calltree *ct = calloc(1, sizeof *ct);
+    if (!ct)
+        return NULL;
+    ct->t = t;
+    ct->unit = unit;
+    ct->weighted = calloc(1, sizeof(dnp_idmap));
+    if (!ct->weighted || tree_init(&ct->all) != 0) {
+        dnp_calltree_free(ct);
+        return NULL;
+    }
+    return ct;
+}
+
+int dnp_ct_weighted_add(dnp_calltree *ct, const dnp_ct_frame *frames, size_t n, uint64_t weight,
+                        uint64_t count) {
+    if (!ct->weighted)
+        return -1;
+    uint32_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (tree_child(&ct->all, ct->weighted, 0, at, frames[i].func, frames[i].name, &at) != 0)
+            return -1;
+        ct->all.nodes[at].total_ns += weight;
+        if (i + 1 == n) {
+            ct->all.nodes[at].self_ns += weight;
+            ct->all.nodes[at].calls += count;
+        }
+    }
+    return 0;
+}
+
+int dnp_ct_weighted_finish(dnp_calltree *ct) {
+    if (ct->weighted) {
+        dnp_idmap_release(ct->weighted);
+        free(ct->weighted);
+        ct->weighted = NULL;
+    }
+    return tree_finish(&ct->all);
 }

@@ -74,6 +74,12 @@ typedef struct dnp_calltree {
     size_t ntl_funcs;
     uint32_t *tl_threads;      /* the thread numbers with a MethodEnter, ascending */
     size_t ntl_threads;
+
+    /* weighted stacks (dnp_ct_weighted_*): sampled allocations, samples */
+    const char *unit;          /* what total_ns/self_ns count: NULL nanoseconds, "bytes" */
+    const char *const *own_names; /* names numbered from DNP_CT_OWN_NAMES (not owned) */
+    size_t nown_names;
+    void *weighted;            /* the builder's state until dnp_ct_weighted_finish */
 } dnp_calltree;
 
 /* Builds the trees of t (which must outlive them). Returns 0, or -1 with one
@@ -107,6 +113,23 @@ uint64_t dnp_ct_prune(dnp_calltree *ct, double min_fraction);
 
 /* Per-function totals of a tree, sorted by self time, largest first (free()). */
 int dnp_ct_functions(const dnp_ct_tree *tr, dnp_ct_func **out, size_t *n);
+
+/* ---- weighted stacks: a tree from stacks with a weight each ----
+ *
+ * For profiles that are not enter/leave: sampled allocations (bytes), samples.
+ * The weight goes to total_ns/self_ns (ct->unit says what it counts), the count
+ * to calls. Only the merged tree is built (nthreads is 0). Frames name their
+ * function by name string: a trace string number, or DNP_CT_OWN_NAMES + i for
+ * own_names[i], names the caller keeps (set ct->own_names before exporting). */
+#define DNP_CT_OWN_NAMES (1ull << 40)
+
+/* A new, empty tree for t's names (t must outlive it). NULL when out of memory. */
+dnp_calltree *dnp_ct_weighted_new(const dnp_trace *t, const char *unit);
+/* Adds one stack, outermost frame first. 0, or -1 when out of memory. */
+int dnp_ct_weighted_add(dnp_calltree *ct, const dnp_ct_frame *frames, size_t n, uint64_t weight,
+                        uint64_t count);
+/* After the last stack: links and sorts the tree. 0, or -1 when out of memory. */
+int dnp_ct_weighted_finish(dnp_calltree *ct);
 
 /* ---- the timeline (MethodEnter/Leave), balanced ---- */
 

@@ -7,7 +7,9 @@
 #include "prettyname.h"
 
 const char *dnp_export_name(const dnp_calltree *ct, uint64_t func, uint64_t name, char *buf, size_t len) {
-    const char *raw = dnp_trace_string(ct->t, name);
+    const char *raw = name >= DNP_CT_OWN_NAMES && name - DNP_CT_OWN_NAMES < ct->nown_names
+                          ? ct->own_names[name - DNP_CT_OWN_NAMES]
+                          : dnp_trace_string(ct->t, name);
     if (!raw || !*raw) {
         snprintf(buf, len, "<function 0x%llx>", (unsigned long long)func);
         return buf;

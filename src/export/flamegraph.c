@@ -42,7 +42,9 @@ static const char page_tail[] =
     "var q=document.getElementById('q'),sel=document.getElementById('tree');\n"
     "var T=null,kids=null,depth=null,match=null,z=0,R=[];\n"
     "document.getElementById('title').textContent=D.title;document.title=D.title+' - dnprof';\n"
-    "function fmt(ns){if(ns<1e3)return ns+' ns';if(ns<1e6)return (ns/1e3).toPrecision(3)+' \\u00b5s';"
+    "function fmt(ns){if(D.unit==='bytes')return ns<1024?ns+' B':ns<1048576?(ns/1024).toPrecision(3)+' KiB':"
+    "ns<1073741824?(ns/1048576).toPrecision(3)+' MiB':(ns/1073741824).toPrecision(4)+' GiB';\n"
+    " if(ns<1e3)return ns+' ns';if(ns<1e6)return (ns/1e3).toPrecision(3)+' \\u00b5s';"
     "if(ns<1e9)return (ns/1e6).toPrecision(3)+' ms';return (ns/1e9).toPrecision(4)+' s';}\n"
     "function pct(v){var a=T.t[0];return a?(100*v/a).toFixed(2)+'%':'-';}\n"
     "function num(n){return String(n).replace(/\\B(?=(\\d{3})+(?!\\d))/g,',');}\n"
@@ -82,7 +84,7 @@ static const char page_tail[] =
     "cv.addEventListener('mousemove',function(ev){var n=at(ev);if(n<0){tip.style.display='none';return;}\n"
     " var raw=n?D.raws[T.f[n]]:'';tip.innerHTML='';var b=document.createElement('b');b.textContent=name(n);tip.appendChild(b);\n"
     " if(raw&&raw!==name(n)){var d=document.createElement('div');d.className='raw';d.textContent=raw;tip.appendChild(d);}\n"
-    " var l=document.createElement('div');l.textContent='total '+fmt(T.t[n])+' ('+pct(T.t[n])+'), self '+fmt(T.s[n])+' ('+pct(T.s[n])+')'+(n?', calls '+num(T.c[n]):'');\n"
+    " var l=document.createElement('div');l.textContent='total '+fmt(T.t[n])+' ('+pct(T.t[n])+'), self '+fmt(T.s[n])+' ('+pct(T.s[n])+')'+(n?(D.unit==='bytes'?', objects (estimate) ':D.unit?', samples ':', calls ')+num(T.c[n]):'');\n"
     " tip.appendChild(l);tip.style.display='block';\n"
     " var tx=ev.clientX+14,ty=ev.clientY+14;if(tx+tip.offsetWidth>window.innerWidth)tx=Math.max(0,ev.clientX-tip.offsetWidth-14);\n"
     " if(ty+tip.offsetHeight>window.innerHeight)ty=Math.max(0,ev.clientY-tip.offsetHeight-14);tip.style.left=tx+'px';tip.style.top=ty+'px';});\n"
@@ -167,6 +169,8 @@ int dnp_export_flamegraph(const dnp_calltree *ct, FILE *out, const dnp_export_op
     fputs(page_head, out);
     fputs("{\"title\":", out);
     dnp_export_json_str(out, title && *title ? title : "dnprof", 1);
+    if (ct->unit)
+        fprintf(out, ",\"unit\":\"%s\"", ct->unit);
     fputs(",\"trees\":[", out);
     int rc;
     if (o && o->tree) {

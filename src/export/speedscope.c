@@ -98,8 +98,8 @@ static int write_sampled(speedscope *s, const dnp_ct_tree *tr, int comma) {
     dnp_export_thread_label(tr, label, sizeof label);
     fputs(comma ? ",\n{\"type\":\"sampled\",\"name\":" : "\n{\"type\":\"sampled\",\"name\":", s->out);
     dnp_export_json_str(s->out, label, 0);
-    fprintf(s->out, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
-            (unsigned long long)tr->nodes[0].total_ns);
+    fprintf(s->out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
+            s->ct->unit ? s->ct->unit : "nanoseconds", (unsigned long long)tr->nodes[0].total_ns);
     s->first = 1;
     if (dnp_ct_walk(tr, samples_visit, s) != 0)
         return -1;

@@ -27,6 +27,10 @@
 #define DNP_ENV_ALL_CODE "DNPROF_ALL_CODE" /* "1": framework code too (no inlining, no R2R) */
 /* Exception stories (dnprof run --exceptions): */
 #define DNP_ENV_EXC_STACKS "DNPROF_EXCEPTION_STACKS" /* "1": a stack snapshot at each throw */
+/* Sampled allocations (dnprof run --alloc): */
+#define DNP_ENV_ALLOC "DNPROF_ALLOC" /* "1": sampled allocations by type and stack */
+#define DNP_ENV_ALLOC_SOURCE "DNPROF_ALLOC_SOURCE" /* "tick": AllocationTick even on .NET 10 */
+#define DNP_ENV_ALLOC_EACH "DNPROF_ALLOC_EACH" /* "1": an AllocSample per sample, not AllocSites */
 
 /* In the session directory each agent creates "agent.<pid>", a text file of
  * lines "key value": "pid", "trace" (path), "cmdline", then "started" once

@@ -1,0 +1,97 @@
+/* bench_alloc.c: the cost of sampled allocations (`dnprof run --alloc`) on an
+ * allocation-heavy program, against the same program bare, in one run. The
+ * alloc scenario allocates MB megabytes of small objects in a tight loop (the
+ * worst case: nothing but allocation, several GB per CPU second, so tens of
+ * thousands of samples a second), or with WORK, 100 rounds of arithmetic per
+ * object too; it prints the process CPU time its loop took (CPU time, not wall:
+ * the machine is shared). Three ways, interleaved, RUNS times each:
+ *   bare       no agent
+ *   agent      the agent with the threads family only, no sampling
+ *   alloc      the same plus --alloc (AllocationSampled, a stack per sample)
+ * and the medians are compared.
+ * Usage: bench_alloc AGENT.so SCENARIOS.dll RUNS MB [work] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "session.h"
+
+enum { BARE, AGENT, ALLOC, WAYS };
+
+/* Runs the scenario, returns the ms its loop took (-1 on failure). */
+static const char *g_mode; /* "work" or NULL */
+
+static double run_once(const char *dll, const char *mb, const char *agent, int way, const char *trace) {
+    int fd[2];
+    if (pipe(fd) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        if (way != BARE) {
+            setenv(DNP_ENV_ENABLE, "1", 1);
+            setenv(DNP_ENV_PROFILER, DNP_CLSID_TEXT, 1);
+            setenv(DNP_ENV_PROFILER_PATH, agent, 1);
+            setenv(DNP_ENV_OUTPUT, trace, 1);
+            setenv(DNP_ENV_EVENTS, "threads", 1);
+            if (way == ALLOC)
+                setenv(DNP_ENV_ALLOC, "1", 1);
+        }
+        execlp("dotnet", "dotnet", dll, "alloc", mb, g_mode, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    char buf[4096];
+    size_t len = 0;
+    ssize_t r;
+    while ((r = read(fd[0], buf + len, sizeof buf - 1 - len)) > 0)
+        len += (size_t)r;
+    close(fd[0]);
+    buf[len] = 0;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    const char *at = strstr(buf, "cpu ms=");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !at) {
+        fprintf(stderr, "bench_alloc: the scenario failed (status %d)\n", status);
+        return -1;
+    }
+    return atof(at + strlen("cpu ms="));
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 5 && !(argc == 6 && !strcmp(argv[5], "work"))) {
+        fprintf(stderr, "usage: bench_alloc AGENT.so SCENARIOS.dll RUNS MB [work]\n");
+        return 2;
+    }
+    g_mode = argc == 6 ? argv[5] : NULL;
+    int runs = atoi(argv[3]);
+    if (runs < 1 || runs > 100)
+        runs = 5;
+    char trace[64];
+    snprintf(trace, sizeof trace, "/tmp/bench-alloc-%d.trace", (int)getpid());
+    static double t[WAYS][100];
+    for (int i = 0; i < runs; i++)
+        for (int w = 0; w < WAYS; w++)
+            if ((t[w][i] = run_once(argv[2], argv[4], argv[1], w, trace)) < 0)
+                return 1;
+    static const char *const names[WAYS] = {"bare", "agent, no sampling", "agent --alloc"};
+    double med[WAYS];
+    printf("allocating %s MB of small objects%s, %d runs each, interleaved; process CPU ms of the loop "
+           "(median, min)\n", argv[4], g_mode ? " with work" : "", runs);
+    for (int w = 0; w < WAYS; w++) {
+        qsort(t[w], (size_t)runs, sizeof t[w][0], cmp);
+        med[w] = t[w][runs / 2];
+        printf("%-20s %9.1f ms  (min %.1f)  %.3fx bare\n", names[w], med[w], t[w][0], med[w] / med[BARE]);
+    }
+    printf("--alloc over the agent alone: %+.1f%%\n", 100 * (med[ALLOC] / med[AGENT] - 1));
+    unlink(trace);
+    return 0;
+}

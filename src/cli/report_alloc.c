@@ -1,0 +1,380 @@
+/* report_alloc.c: sampled allocations (dnprof run/attach --alloc): what was
+ * allocated, by type and by allocating call path, estimated from the runtime's
+ * samples (docs/alloc.md), and the same as a call tree whose weight is bytes,
+ * for the exports (the allocated type is the leaf frame).
+ *
+ * The trace is streamed: memory is bounded by the distinct types, stacks and
+ * frames, not by the number of samples. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calltree.h"
+#include "cli.h"
+#include "export.h"
+#include "idmap.h"
+#include "report.h"
+#include "trace_reader.h"
+
+typedef struct alloc_type {
+    uint64_t name;                  /* string number */
+    uint64_t samples, bytes;        /* bytes: the estimate, sum of weights */
+    double objects;                 /* estimate: sum of weight / size */
+    uint64_t sampled_bytes;         /* the sampled objects' own sizes */
+} alloc_type;
+
+typedef struct alloc_site {
+    uint64_t stack, type;           /* string numbers (stack 0: none) */
+    uint64_t samples, bytes;
+    double objects;
+} alloc_site;
+
+struct alloc_profile {
+    const char *path;
+    dnp_trace_stream *s;
+    const dnp_trace *t;
+    uint64_t source, mean;          /* from AllocSampling; 0 if not seen */
+    uint64_t samples, bytes;
+    double objects;
+    alloc_type *types;
+    size_t ntypes, cap_types;
+    alloc_site *sites;
+    size_t nsites, cap_sites;
+    dnp_idmap type_h, site_h;
+    /* the call tree, made on demand */
+    dnp_calltree *ct;
+    char **names;                   /* frame names of the tree (own names) */
+    size_t nnames, cap_names;
+    dnp_idmap name_h;               /* (hash, length) -> own name index */
+};
+
+static int grow(void **p, size_t *cap, size_t n, size_t size) {
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 64;
+    void *q = realloc(*p, c * size);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static int feed(alloc_profile *p, const dnp_trace_event *e) {
+    if (e->kind == DNP_EV_AllocSampling) {
+        p->source = e->v[0];
+        p->mean = e->v[1];
+        return 0;
+    }
+    uint64_t type, size, weight, stack, n;
+    double objects;
+    if (e->kind == DNP_EV_AllocSample) { /* one sample (DNPROF_ALLOC_EACH=1) */
+        type = e->v[0], size = e->v[1], weight = e->v[2], stack = e->v[4], n = 1;
+        objects = size ? (double)weight / (double)size : 1.0;
+    } else if (e->kind == DNP_EV_AllocSite) { /* samples added up since the last of its key */
+        type = e->v[0], stack = e->v[1], n = e->v[3], weight = e->v[4], size = e->v[5];
+        objects = (double)e->v[6] / 1000.0;
+    } else {
+        return 0;
+    }
+    uint32_t i;
+    if (!dnp_idmap_get(&p->type_h, type, 0, &i)) {
+        if (grow((void **)&p->types, &p->cap_types, p->ntypes, sizeof *p->types) != 0)
+            return -1;
+        i = (uint32_t)p->ntypes++;
+        memset(&p->types[i], 0, sizeof p->types[i]);
+        p->types[i].name = type;
+        if (dnp_idmap_put(&p->type_h, type, 0, i) != 0)
+            return -1;
+    }
+    alloc_type *ty = &p->types[i];
+    ty->samples += n;
+    ty->bytes += weight;
+    ty->objects += objects;
+    ty->sampled_bytes += size;
+    if (!dnp_idmap_get(&p->site_h, stack, type, &i)) {
+        if (grow((void **)&p->sites, &p->cap_sites, p->nsites, sizeof *p->sites) != 0)
+            return -1;
+        i = (uint32_t)p->nsites++;
+        memset(&p->sites[i], 0, sizeof p->sites[i]);
+        p->sites[i].stack = stack;
+        p->sites[i].type = type;
+        if (dnp_idmap_put(&p->site_h, stack, type, i) != 0)
+            return -1;
+    }
+    p->sites[i].samples += n;
+    p->sites[i].bytes += weight;
+    p->sites[i].objects += objects;
+    p->samples += n;
+    p->bytes += weight;
+    p->objects += objects;
+    return 0;
+}
+
+static int by_type_bytes(const void *x, const void *y) {
+    const alloc_type *a = x, *b = y;
+    return a->bytes != b->bytes ? (a->bytes < b->bytes ? 1 : -1) : (a->name > b->name) - (a->name < b->name);
+}
+
+static int by_site_bytes(const void *x, const void *y) {
+    const alloc_site *a = x, *b = y;
+    if (a->bytes != b->bytes)
+        return a->bytes < b->bytes ? 1 : -1;
+    return a->stack != b->stack ? (a->stack > b->stack) - (a->stack < b->stack) : (a->type > b->type) - (a->type < b->type);
+}
+
+int alloc_open(const char *path, alloc_profile **out) {
+    char err[512];
+    *out = NULL;
+    alloc_profile *p = calloc(1, sizeof *p);
+    if (!p) {
+        error("out of memory");
+        return 1;
+    }
+    p->path = path;
+    if (dnp_trace_stream_open(path, &p->s, err, sizeof err) != 0) {
+        error("%s", err);
+        free(p);
+        return 1;
+    }
+    dnp_trace_event e;
+    int got, rc = 0;
+    while (rc == 0 && (got = dnp_trace_stream_next(p->s, &e)) > 0)
+        rc = feed(p, &e);
+    if (rc != 0 || got < 0) {
+        error("%s: %s", path, rc != 0 ? "out of memory" : dnp_trace_stream_error(p->s));
+        alloc_free(p);
+        return 1;
+    }
+    p->t = dnp_trace_stream_trace(p->s);
+    if (p->t->status != DNP_TRACE_COMPLETE)
+        warning("%s: %s", path, p->t->status_text[0] ? p->t->status_text : "the trace is not complete");
+    if (p->ntypes)
+        qsort(p->types, p->ntypes, sizeof *p->types, by_type_bytes);
+    if (p->nsites)
+        qsort(p->sites, p->nsites, sizeof *p->sites, by_site_bytes);
+    *out = p;
+    return 0;
+}
+
+void alloc_free(alloc_profile *p) {
+    if (!p)
+        return;
+    dnp_calltree_free(p->ct);
+    for (size_t i = 0; i < p->nnames; i++)
+        free(p->names[i]);
+    free(p->names);
+    dnp_idmap_release(&p->name_h);
+    dnp_idmap_release(&p->type_h);
+    dnp_idmap_release(&p->site_h);
+    free(p->types);
+    free(p->sites);
+    dnp_trace_stream_close(p->s);
+    free(p);
+}
+
+int alloc_has_data(const alloc_profile *p) {
+    return p && p->samples > 0;
+}
+
+static const char *str(const alloc_profile *p, uint64_t id, const char *none) {
+    const char *s = dnp_trace_string(p->t, id);
+    return s && *s ? s : none;
+}
+
+/* ---- the call tree ---- */
+
+static uint64_t name_hash(const char *s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The own-name number of s[0..n), added if new; 0 on failure. */
+static uint64_t own_name(alloc_profile *p, const char *s, size_t n) {
+    uint64_t h = name_hash(s, n);
+    uint32_t i;
+    for (uint64_t probe = 0;; probe++) { /* (hash, n + probe << 32): a collision moves on */
+        if (!dnp_idmap_get(&p->name_h, h, n | probe << 32, &i))
+            break;
+        if (strlen(p->names[i]) == n && memcmp(p->names[i], s, n) == 0)
+            return DNP_CT_OWN_NAMES + i;
+    }
+    if (grow((void **)&p->names, &p->cap_names, p->nnames, sizeof *p->names) != 0)
+        return 0;
+    char *copy = malloc(n + 1);
+    if (!copy)
+        return 0;
+    memcpy(copy, s, n);
+    copy[n] = 0;
+    i = (uint32_t)p->nnames++;
+    p->names[i] = copy;
+    uint64_t probe = 0;
+    uint32_t dummy;
+    while (dnp_idmap_get(&p->name_h, h, n | probe << 32, &dummy))
+        probe++;
+    if (dnp_idmap_put(&p->name_h, h, n | probe << 32, i) != 0)
+        return 0;
+    return DNP_CT_OWN_NAMES + i;
+}
+
+const dnp_calltree *alloc_calltree(alloc_profile *p) {
+    if (p->ct)
+        return p->ct;
+    dnp_calltree *ct = dnp_ct_weighted_new(p->t, "bytes");
+    if (!ct)
+        return NULL;
+    dnp_ct_frame *frames = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    for (size_t k = 0; k < p->nsites && rc == 0; k++) {
+        const alloc_site *s = &p->sites[k];
+        const char *text = str(p, s->stack, "[no managed stack]");
+        /* lines innermost first; the tree wants outermost first, the type last */
+        size_t n = 1;
+        for (const char *c = text; *c; c++)
+            n += *c == '\n';
+        if (n + 1 > cap) {
+            cap = n + 1;
+            dnp_ct_frame *f = realloc(frames, cap * sizeof *f);
+            if (!f) {
+                rc = -1;
+                break;
+            }
+            frames = f;
+        }
+        size_t at = n;
+        const char *line = text;
+        for (;;) {
+            const char *end = strchr(line, '\n');
+            size_t len = end ? (size_t)(end - line) : strlen(line);
+            uint64_t id = own_name(p, line, len);
+            frames[--at] = (dnp_ct_frame){id, id};
+            if (!end)
+                break;
+            line = end + 1;
+        }
+        const char *type = str(p, s->type, "[unknown type]");
+        uint64_t tid = own_name(p, type, strlen(type));
+        frames[n] = (dnp_ct_frame){tid, tid};
+        uint64_t objects = (uint64_t)(s->objects + 0.5);
+        rc = dnp_ct_weighted_add(ct, frames, n + 1, s->bytes, objects ? objects : 1);
+    }
+    free(frames);
+    ct->own_names = (const char *const *)p->names;
+    ct->nown_names = p->nnames;
+    if (rc == 0)
+        rc = dnp_ct_weighted_finish(ct);
+    if (rc != 0) {
+        dnp_calltree_free(ct);
+        return NULL;
+    }
+    p->ct = ct;
+    return ct;
+}
+
+/* ---- the report ---- */
+
+static double pct(uint64_t part, uint64_t whole) {
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void json_type(FILE *out, const alloc_profile *p, const alloc_type *ty) {
+    fputs("{\"type\":", out);
+    dnp_export_json_str(out, str(p, ty->name, "[unknown type]"), 0);
+    fprintf(out, ",\"samples\":%llu,\"bytes\":%llu,\"objects\":%.0f,\"share\":%.4f}",
+            (unsigned long long)ty->samples, (unsigned long long)ty->bytes, ty->objects,
+            p->bytes ? (double)ty->bytes / (double)p->bytes : 0.0);
+}
+
+static void json_site(FILE *out, const alloc_profile *p, const alloc_site *s) {
+    fputs("{\"type\":", out);
+    dnp_export_json_str(out, str(p, s->type, "[unknown type]"), 0);
+    fputs(",\"stack\":[", out);
+    const char *text = dnp_trace_string(p->t, s->stack);
+    int first = 1;
+    while (text && *text) {
+        const char *end = strchr(text, '\n');
+        size_t len = end ? (size_t)(end - text) : strlen(text);
+        char frame[2048];
+        snprintf(frame, sizeof frame, "%.*s", (int)(len < sizeof frame ? len : sizeof frame - 1), text);
+        fputs(first ? "" : ",", out);
+        dnp_export_json_str(out, frame, 0);
+        first = 0;
+        text = end ? end + 1 : NULL;
+    }
+    fprintf(out, "],\"samples\":%llu,\"bytes\":%llu,\"objects\":%.0f,\"share\":%.4f}",
+            (unsigned long long)s->samples, (unsigned long long)s->bytes, s->objects,
+            p->bytes ? (double)s->bytes / (double)p->bytes : 0.0);
+}
+
+static const char *source_name(uint64_t source) {
+    return source == 1 ? "AllocationSampled" : source == 2 ? "AllocationTick" : "unknown";
+}
+
+int report_alloc(alloc_profile *p, const report_opts *o, FILE *out) {
+    if (!alloc_has_data(p)) {
+        error("%s: this trace has no sampled allocations: record it with dnprof run --alloc (or "
+              "dnprof attach PID --alloc)", p->path);
+        return 1;
+    }
+    size_t ntop = o->top < p->ntypes ? o->top : p->ntypes;
+    size_t nsites = o->top < p->nsites ? o->top : p->nsites;
+    if (o->json) {
+        fprintf(out, "{\"trace\":");
+        dnp_export_json_str(out, p->path, 0);
+        fprintf(out, ",\"source\":\"%s\",\"meanBytes\":%llu,\"samples\":%llu,\"bytes\":%llu,\"objects\":%.0f,"
+                     "\"types\":[",
+                source_name(p->source), (unsigned long long)p->mean, (unsigned long long)p->samples,
+                (unsigned long long)p->bytes, p->objects);
+        for (size_t i = 0; i < p->ntypes; i++) {
+            fputs(i ? ",\n" : "\n", out);
+            json_type(out, p, &p->types[i]);
+        }
+        fputs("],\"paths\":[", out);
+        for (size_t i = 0; i < nsites; i++) {
+            fputs(i ? ",\n" : "\n", out);
+            json_site(out, p, &p->sites[i]);
+        }
+        fputs("]}\n", out);
+        return ferror(out) ? 1 : 0;
+    }
+    char a[32], b[32], c[32];
+    fprintf(out, "%s: %s allocation samples (%s), about %s allocated in %s objects\n",
+            cli_short_path(p->path), cli_fmt_count(p->samples, a), source_name(p->source),
+            cli_fmt_bytes(p->bytes, b), cli_fmt_count((uint64_t)(p->objects + 0.5), c));
+    fprintf(out, "estimates: one sample per %s allocated on average (docs/alloc.md)\n\n",
+            cli_fmt_bytes(p->mean ? p->mean : 102400, a));
+    fprintf(out, "%7s %12s %14s %9s  %s\n", "share", "bytes", "objects", "samples", "type");
+    for (size_t i = 0; i < ntop; i++) {
+        const alloc_type *ty = &p->types[i];
+        fprintf(out, "%6.2f%% %12s %14s %9s  %s\n", pct(ty->bytes, p->bytes), cli_fmt_bytes(ty->bytes, a),
+                cli_fmt_count((uint64_t)(ty->objects + 0.5), b), cli_fmt_count(ty->samples, c),
+                str(p, ty->name, "[unknown type]"));
+    }
+    if (p->ntypes > ntop)
+        fprintf(out, "  ... %zu more types (--top)\n", p->ntypes - ntop);
+    fputs("\ntop allocating paths (innermost frame first):\n", out);
+    for (size_t i = 0; i < nsites; i++) {
+        const alloc_site *s = &p->sites[i];
+        fprintf(out, "\n%6.2f%% %s  %s (%s samples)\n", pct(s->bytes, p->bytes), cli_fmt_bytes(s->bytes, a),
+                str(p, s->type, "[unknown type]"), cli_fmt_count(s->samples, b));
+        const char *text = dnp_trace_string(p->t, s->stack);
+        if (!text || !*text) {
+            fputs("        [no managed stack]\n", out);
+            continue;
+        }
+        unsigned shown = 0;
+        while (text && *text && shown < 12) {
+            const char *end = strchr(text, '\n');
+            int len = end ? (int)(end - text) : (int)strlen(text);
+            fprintf(out, "        %.*s\n", len, text);
+            text = end ? end + 1 : NULL;
+            shown++;
+        }
+        if (text && *text)
+            fputs("        ...\n", out);
+    }
+    return ferror(out) ? 1 : 0;
+}

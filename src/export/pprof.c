@@ -1,0 +1,450 @@
+/* pprof.c: pprof's profile.proto, encoded by hand, gzip-compressed (pprof.h).
+ *
+ * Fields used (proto/profile.proto of github.com/google/pprof):
+ *   Profile   1 sample_type (ValueType), 2 sample, 4 location, 5 function,
+ *             6 string_table, 9 time_nanos, 10 duration_nanos, 11 period_type,
+ *             12 period, 14 default_sample_type
+ *   ValueType 1 type, 2 unit (string indexes)
+ *   Sample    1 location_id (packed), 2 value (packed)
+ *   Location  1 id, 4 line (Line: 1 function_id)
+ *   Function  1 id, 2 name, 3 system_name (string indexes)
+ * Samples are encoded as they are added; strings, functions and locations are
+ * interned and written at the end. */
+#include "pprof.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define MAX_TYPES 8
+
+typedef struct buf {
+    uint8_t *p;
+    size_t n, cap;
+    int failed;
+} buf;
+
+struct dnp_pprof {
+    dnp_pprof_type types[MAX_TYPES];
+    size_t ntypes;
+    dnp_pprof_type period_type;
+    int has_period;
+    int64_t period, time_nanos, duration_nanos;
+    size_t default_type;
+    int has_default;
+
+    char **strs; /* string_table; strs[0] is "" */
+    size_t nstrs, cap_strs;
+    uint32_t *slots; /* hash -> string index + 1 */
+    size_t nslots;
+    uint64_t *func_of_str; /* string index -> function id (0: none) */
+    size_t nfuncs;
+    uint64_t *func_name; /* function id - 1 -> string index */
+    size_t cap_funcs;
+
+    buf samples; /* encoded Sample fields of the Profile */
+    int failed;
+};
+
+/* ---- encoding ---- */
+
+static void grow(buf *b, size_t more) {
+    if (b->failed || b->n + more <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->n + more)
+        cap *= 2;
+    uint8_t *p = realloc(b->p, cap);
+    if (!p) {
+        b->failed = 1;
+        return;
+    }
+    b->p = p;
+    b->cap = cap;
+}
+
+static void put_bytes(buf *b, const void *p, size_t n) {
+    grow(b, n);
+    if (b->failed)
+        return;
+    memcpy(b->p + b->n, p, n);
+    b->n += n;
+}
+
+static void put_varint(buf *b, uint64_t v) {
+    uint8_t tmp[10];
+    size_t n = 0;
+    do {
+        tmp[n] = (uint8_t)(v & 0x7f);
+        v >>= 7;
+        if (v)
+            tmp[n] |= 0x80;
+        n++;
+    } while (v);
+    put_bytes(b, tmp, n);
+}
+
+static void put_key(buf *b, unsigned field, unsigned wire) {
+    put_varint(b, (uint64_t)field << 3 | wire);
+}
+
+/* A varint field; zero is the default and left out. */
+static void put_uint(buf *b, unsigned field, uint64_t v) {
+    if (!v)
+        return;
+    put_key(b, field, 0);
+    put_varint(b, v);
+}
+
+static void put_len(buf *b, unsigned field, const void *p, size_t n) {
+    put_key(b, field, 2);
+    put_varint(b, n);
+    put_bytes(b, p, n);
+}
+
+static void put_msg(buf *b, unsigned field, buf *m) {
+    if (m->failed)
+        b->failed = 1;
+    put_len(b, field, m->p, m->n);
+    m->n = 0;
+}
+
+/* ---- strings and functions ---- */
+
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static int rehash(dnp_pprof *p, size_t nslots) {
+    uint32_t *slots = calloc(nslots, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (size_t i = 0; i < p->nstrs; i++) {
+        size_t at = hash_str(p->strs[i]) & (nslots - 1);
+        while (slots[at])
+            at = (at + 1) & (nslots - 1);
+        slots[at] = (uint32_t)i + 1;
+    }
+    free(p->slots);
+    p->slots = slots;
+    p->nslots = nslots;
+    return 0;
+}
+
+/* The string's index in the table, added if new; 0 ("") on failure. */
+static uint64_t str_index(dnp_pprof *p, const char *s) {
+    if (!s || !*s || p->failed)
+        return 0;
+    size_t at = hash_str(s) & (p->nslots - 1);
+    for (; p->slots[at]; at = (at + 1) & (p->nslots - 1))
+        if (strcmp(p->strs[p->slots[at] - 1], s) == 0)
+            return p->slots[at] - 1;
+    if (p->nstrs == p->cap_strs) {
+        size_t cap = p->cap_strs * 2;
+        char **strs = realloc(p->strs, cap * sizeof *strs);
+        uint64_t *fos = realloc(p->func_of_str, cap * sizeof *fos);
+        if (strs)
+            p->strs = strs;
+        if (fos)
+            p->func_of_str = fos;
+        if (!strs || !fos) {
+            p->failed = 1;
+            return 0;
+        }
+        p->cap_strs = cap;
+    }
+    char *copy = strdup(s);
+    if (!copy) {
+        p->failed = 1;
+        return 0;
+    }
+    size_t idx = p->nstrs++;
+    p->strs[idx] = copy;
+    p->func_of_str[idx] = 0;
+    p->slots[at] = (uint32_t)idx + 1;
+    if (p->nstrs * 2 > p->nslots && rehash(p, p->nslots * 2) != 0)
+        p->failed = 1;
+    return idx;
+}
+
+/* The function (and location: the same id) of a name. */
+static uint64_t func_id(dnp_pprof *p, const char *name) {
+    uint64_t s = str_index(p, name && *name ? name : "[unknown]");
+    if (p->failed)
+        return 0;
+    if (p->func_of_str[s])
+        return p->func_of_str[s];
+    if (p->nfuncs == p->cap_funcs) {
+        size_t cap = p->cap_funcs ? p->cap_funcs * 2 : 256;
+        uint64_t *fn = realloc(p->func_name, cap * sizeof *fn);
+        if (!fn) {
+            p->failed = 1;
+            return 0;
+        }
+        p->func_name = fn;
+        p->cap_funcs = cap;
+    }
+    p->func_name[p->nfuncs++] = s;
+    return p->func_of_str[s] = p->nfuncs;
+}
+
+/* ---- the profile ---- */
+
+dnp_pprof *dnp_pprof_new(const dnp_pprof_type *types, size_t ntypes, const dnp_pprof_type *period_type,
+                         int64_t period) {
+    if (ntypes == 0 || ntypes > MAX_TYPES)
+        return NULL;
+    dnp_pprof *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    memcpy(p->types, types, ntypes * sizeof *types);
+    p->ntypes = ntypes;
+    if (period_type) {
+        p->period_type = *period_type;
+        p->has_period = 1;
+        p->period = period;
+    }
+    p->cap_strs = 256;
+    p->strs = malloc(p->cap_strs * sizeof *p->strs);
+    p->func_of_str = malloc(p->cap_strs * sizeof *p->func_of_str);
+    if (p->strs)
+        p->strs[0] = strdup("");
+    if (!p->strs || !p->func_of_str || !p->strs[0] || rehash(p, 512) != 0) {
+        if (p->strs && p->strs[0])
+            p->nstrs = 1;
+        dnp_pprof_free(p);
+        return NULL;
+    }
+    p->nstrs = 1;
+    p->func_of_str[0] = 0;
+    p->slots[hash_str("") & (p->nslots - 1)] = 1;
+    /* the types' strings first, so that they read well in the table */
+    for (size_t i = 0; i < ntypes; i++) {
+        str_index(p, types[i].type);
+        str_index(p, types[i].unit);
+    }
+    return p;
+}
+
+int dnp_pprof_add(dnp_pprof *p, const char *const *frames, size_t nframes, const int64_t *values) {
+    buf ids = {0}, vals = {0}, sample = {0};
+    for (size_t i = 0; i < nframes; i++)
+        put_varint(&ids, func_id(p, frames[i]));
+    for (size_t i = 0; i < p->ntypes; i++)
+        put_varint(&vals, (uint64_t)values[i]);
+    if (nframes)
+        put_len(&sample, 1, ids.p, ids.n);
+    put_len(&sample, 2, vals.p, vals.n);
+    if (ids.failed || vals.failed)
+        sample.failed = 1;
+    put_msg(&p->samples, 2, &sample);
+    free(ids.p);
+    free(vals.p);
+    free(sample.p);
+    if (p->samples.failed)
+        p->failed = 1;
+    return p->failed ? -1 : 0;
+}
+
+void dnp_pprof_set_time(dnp_pprof *p, int64_t time_nanos, int64_t duration_nanos) {
+    p->time_nanos = time_nanos;
+    p->duration_nanos = duration_nanos;
+}
+
+void dnp_pprof_set_default(dnp_pprof *p, size_t type_index) {
+    if (type_index < p->ntypes) {
+        p->default_type = type_index;
+        p->has_default = 1;
+    }
+}
+
+static void put_value_type(buf *b, unsigned field, dnp_pprof *p, const dnp_pprof_type *t, buf *m) {
+    put_uint(m, 1, str_index(p, t->type));
+    put_uint(m, 2, str_index(p, t->unit));
+    put_msg(b, field, m);
+}
+
+int dnp_pprof_encode(dnp_pprof *p, uint8_t **out, size_t *len) {
+    buf b = {0}, m = {0}, line = {0};
+    /* intern every string before the table is written */
+    uint64_t period_type[2] = {0, 0}, def = 0;
+    if (p->has_period) {
+        period_type[0] = str_index(p, p->period_type.type);
+        period_type[1] = str_index(p, p->period_type.unit);
+    }
+    if (p->has_default)
+        def = str_index(p, p->types[p->default_type].type);
+    for (size_t i = 0; i < p->ntypes; i++)
+        put_value_type(&b, 1, p, &p->types[i], &m);
+    put_bytes(&b, p->samples.p, p->samples.n);
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        uint64_t id = i + 1;
+        put_uint(&m, 1, id);
+        put_uint(&line, 1, id);
+        put_msg(&m, 4, &line);
+        put_msg(&b, 4, &m);
+    }
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        put_uint(&m, 1, i + 1);
+        put_uint(&m, 2, p->func_name[i]);
+        put_uint(&m, 3, p->func_name[i]);
+        put_msg(&b, 5, &m);
+    }
+    for (size_t i = 0; i < p->nstrs; i++)
+        put_len(&b, 6, p->strs[i], strlen(p->strs[i]));
+    put_uint(&b, 9, (uint64_t)p->time_nanos);
+    put_uint(&b, 10, (uint64_t)p->duration_nanos);
+    if (p->has_period) {
+        put_uint(&m, 1, period_type[0]);
+        put_uint(&m, 2, period_type[1]);
+        put_msg(&b, 11, &m);
+        put_uint(&b, 12, (uint64_t)p->period);
+    }
+    put_uint(&b, 14, def);
+    int failed = b.failed || m.failed || line.failed || p->failed;
+    free(m.p);
+    free(line.p);
+    if (failed) {
+        free(b.p);
+        errno = ENOMEM;
+        return -1;
+    }
+    *out = b.p;
+    *len = b.n;
+    return 0;
+}
+
+int dnp_pprof_write(dnp_pprof *p, FILE *out) {
+    uint8_t *raw;
+    size_t len;
+    if (dnp_pprof_encode(p, &raw, &len) != 0)
+        return -1;
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16 /* gzip */, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+        free(raw);
+        errno = ENOMEM;
+        return -1;
+    }
+    uint8_t chunk[65536];
+    z.next_in = raw;
+    z.avail_in = (uInt)len;
+    int rc = 0, zr;
+    do {
+        z.next_out = chunk;
+        z.avail_out = sizeof chunk;
+        zr = deflate(&z, Z_FINISH);
+        size_t have = sizeof chunk - z.avail_out;
+        if (have && fwrite(chunk, 1, have, out) != have) {
+            rc = -1;
+            break;
+        }
+    } while (zr == Z_OK);
+    if (rc == 0 && zr != Z_STREAM_END) {
+        errno = EIO;
+        rc = -1;
+    }
+    deflateEnd(&z);
+    free(raw);
+    if (rc == 0 && (fflush(out) != 0 || ferror(out)))
+        rc = -1;
+    return rc;
+}
+
+void dnp_pprof_free(dnp_pprof *p) {
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->nstrs; i++)
+        free(p->strs[i]);
+    free(p->strs);
+    free(p->slots);
+    free(p->func_of_str);
+    free(p->func_name);
+    free(p->samples.p);
+    free(p);
+}
+
+/* ---- a call tree ---- */
+
+typedef struct tree_walk {
+    const dnp_calltree *ct;
+    dnp_pprof *p;
+    char **names;   /* by depth: the path's names, innermost last */
+    size_t cap;
+    const char **frames;
+    int weighted;
+} tree_walk;
+
+static int tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    tree_walk *w = ctx;
+    if (!enter || n == 0)
+        return 0;
+    const dnp_ct_node *node = &tr->nodes[n];
+    uint32_t d = node->depth;
+    if (d > w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 64;
+        while (cap < d)
+            cap *= 2;
+        char **names = realloc(w->names, cap * sizeof *names);
+        if (!names)
+            return -1;
+        memset(names + w->cap, 0, (cap - w->cap) * sizeof *names);
+        w->names = names;
+        const char **frames = realloc(w->frames, cap * sizeof *frames);
+        if (!frames)
+            return -1;
+        w->frames = frames;
+        w->cap = cap;
+    }
+    char buf[2048];
+    const char *name = dnp_export_name(w->ct, node->func, node->name, buf, sizeof buf);
+    free(w->names[d - 1]);
+    w->names[d - 1] = strdup(name);
+    if (!w->names[d - 1])
+        return -1;
+    if (!node->self_ns && !(w->weighted ? 0 : node->calls))
+        return 0;
+    for (uint32_t i = 0; i < d; i++)
+        w->frames[i] = w->names[d - 1 - i];
+    int64_t values[2] = {(int64_t)node->calls, (int64_t)node->self_ns};
+    return dnp_pprof_add(w->p, w->frames, d, values);
+}
+
+int dnp_export_pprof(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o) {
+    int bytes = ct->unit && strcmp(ct->unit, "bytes") == 0;
+    dnp_pprof_type types[2];
+    if (bytes) {
+        types[0] = (dnp_pprof_type){"alloc_objects", "count"}; /* samples, see docs/alloc.md */
+        types[1] = (dnp_pprof_type){"alloc_space", "bytes"};
+    } else if (ct->unit) {
+        types[0] = (dnp_pprof_type){"samples", "count"};
+        types[1] = (dnp_pprof_type){"cpu", ct->unit};
+    } else {
+        types[0] = (dnp_pprof_type){"calls", "count"};
+        types[1] = (dnp_pprof_type){"time", "nanoseconds"};
+    }
+    dnp_pprof *p = dnp_pprof_new(types, 2, &types[1], 1);
+    if (!p) {
+        errno = ENOMEM;
+        return -1;
+    }
+    dnp_pprof_set_default(p, 1);
+    if (ct->t && ct->t->start_realtime_ns)
+        dnp_pprof_set_time(p, (int64_t)ct->t->start_realtime_ns, 0);
+    tree_walk w = {ct, p, NULL, 0, NULL, ct->unit != NULL};
+    int rc = dnp_ct_walk(o && o->tree ? o->tree : &ct->all, tree_visit, &w);
+    for (size_t i = 0; i < w.cap; i++)
+        free(w.names[i]);
+    free(w.names);
+    free(w.frames);
+    if (rc == 0)
+        rc = dnp_pprof_write(p, out);
+    else
+        errno = ENOMEM;
+    dnp_pprof_free(p);
+    return rc ? -1 : 0;
+}

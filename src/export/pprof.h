@@ -1,0 +1,54 @@
+/* pprof.h: profiles in pprof's format (github.com/google/pprof, proto/profile.proto),
+ * gzip-compressed as `go tool pprof`, Pyroscope and Grafana read them.
+ *
+ * Generic: a profile is weighted stacks. The caller names the sample types (one
+ * value per type in every sample, e.g. "samples"/"count" and "alloc_space"/
+ * "bytes"), then adds stacks of function names, innermost frame first, each with
+ * its values. Functions and locations are interned (one location per function:
+ * managed code has no stable addresses to give). Any profile of dnprof's can be
+ * one: a call tree (calls, sampled allocations), CPU samples.
+ *
+ * The encoding is written here (a varint encoder for the handful of messages a
+ * profile needs) rather than taken from protobuf-c: the format is stable and
+ * small, and the front end keeps no generated code or library dependency for
+ * it. Compression is zlib's. */
+#ifndef DNP_PPROF_H
+#define DNP_PPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "calltree.h"
+#include "export.h"
+
+typedef struct dnp_pprof dnp_pprof;
+
+typedef struct dnp_pprof_type {
+    const char *type, *unit; /* "alloc_space", "bytes" */
+} dnp_pprof_type;
+
+/* A new profile with ntypes sample types (at most 8); period_type may be NULL.
+ * NULL when out of memory. */
+dnp_pprof *dnp_pprof_new(const dnp_pprof_type *types, size_t ntypes, const dnp_pprof_type *period_type,
+                         int64_t period);
+/* Adds one sample: frames innermost first, values[ntypes]. 0, or -1 (no memory). */
+int dnp_pprof_add(dnp_pprof *p, const char *const *frames, size_t nframes, const int64_t *values);
+/* Optional: when the profile was taken and how long, in ns (0: unknown). */
+void dnp_pprof_set_time(dnp_pprof *p, int64_t time_nanos, int64_t duration_nanos);
+/* Which sample type a viewer shows first (its index). */
+void dnp_pprof_set_default(dnp_pprof *p, size_t type_index);
+/* Writes the gzip-compressed profile. 0, or -1 with errno set. */
+int dnp_pprof_write(dnp_pprof *p, FILE *out);
+void dnp_pprof_free(dnp_pprof *p);
+
+/* The uncompressed encoding, for tests: a malloc'd buffer in *out (free it). */
+int dnp_pprof_encode(dnp_pprof *p, uint8_t **out, size_t *len);
+
+/* A call tree as a pprof profile: each node with a weight of its own is one
+ * sample, its path the stack. A --calls tree gives "calls"/"count" and
+ * "time"/"nanoseconds"; a weighted tree gives "samples"/"count" and its weight
+ * in its unit (alloc_space/bytes for sampled allocations). */
+int dnp_export_pprof(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o);
+
+#endif
