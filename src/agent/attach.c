@@ -17,6 +17,7 @@
 #include "callbacks.h"
 #include "catchup.h"
 #include "control.h"
+#include "profiler.h"
 
 /* The trigger pid and what was dropped, for the trace's notes. */
 static uint32_t g_trigger_pid;

@@ -1,12 +1,15 @@
 /* config.c: the agent's environment. */
 #include "config.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "recorder.h"
+#include "say.h"
 #include "session.h"
 
 void config_output_path(char *out, size_t cap, int *exclusive) {
@@ -68,8 +71,25 @@ unsigned config_flush_ms(void) {
     const char *s = getenv(DNP_ENV_FLUSH_MS);
     if (!s || !*s)
         return 0;
-    long v = strtol(s, NULL, 10);
-    return v > 0 && v < 60000 ? (unsigned)v : 0;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < 1 || v >= 60000) {
+        agent_say(DNP_ENV_FLUSH_MS "='%.40s' is not a period from 1 to 59999 ms; the default, %u ms, "
+                  "is used",
+                  s, RECORDER_FLUSH_MS);
+        return 0;
+    }
+    return (unsigned)v;
+}
+
+const char *config_session_dir(void) {
+    return getenv(DNP_ENV_SESSION);
+}
+
+int config_say_stderr(void) {
+    const char *s = getenv(DNP_ENV_STDERR);
+    return s && *s && strcmp(s, "0") != 0;
 }
 
 static void copy_env(char *out, size_t cap, const char *name) {

@@ -34,7 +34,13 @@ void config_output_path(char *out, size_t cap, int *exclusive);
 /* The process's command line, arguments separated by spaces. */
 void config_cmdline(char *out, size_t cap);
 
-/* DNPROF_FLUSH_MS, or 0 for the default. */
+/* DNPROF_FLUSH_MS, or 0 for the default (said once when the value is bad). */
 unsigned config_flush_ms(void);
+
+/* DNPROF_SESSION: the front end's session directory, NULL or "" for none. */
+const char *config_session_dir(void);
+
+/* DNPROF_STDERR: the agent's messages go to stderr even with a front end. */
+int config_say_stderr(void);
 
 #endif

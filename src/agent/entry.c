@@ -1,6 +1,6 @@
 /* entry.c: the only symbols libdnprof.so exports (exports.map): the COM entry
  * points the runtime calls after dlopen (RUNTIME-FACTS "Loading the agent"). */
-#include "agent.h"
+#include "profiler.h"
 #include "session.h"
 
 #define EXPORT __attribute__((visibility("default")))

@@ -5,7 +5,6 @@
  * Every callback is free-threaded and returns S_OK whatever happens: a failure
  * inside dnprof never reaches the runtime or the program. Names are resolved
  * only where the runtime allows it: an ID is unusable at *Started. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "callbacks.h"
+#include "profiler.h"
 #include "config.h"
 #include "names.h"
 #include "recorder.h"
@@ -20,33 +20,6 @@
 #include "exceptions.h"
 #include "alloc_sampling.h"
 #include "session.h"
-
-dnp_agent g_agent;
-
-static int say_copy_fd = -1; /* agent_say_copy_to */
-
-void agent_say_copy_to(int fd) {
-    say_copy_fd = fd;
-}
-
-void agent_say(const char *fmt, ...) {
-    char line[1024];
-    int n = snprintf(line, sizeof line, "dnprof: ");
-    va_list ap;
-    va_start(ap, fmt);
-    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-    va_end(ap);
-    if (m < 0)
-        return;
-    n += m;
-    if ((size_t)n > sizeof line - 2)
-        n = sizeof line - 2;
-    line[n++] = '\n';
-    ssize_t w = write(2, line, (size_t)n);
-    if (say_copy_fd >= 0)
-        w = write(say_copy_fd, line, (size_t)n);
-    (void)w;
-}
 
 /* ---- IUnknown ---- */
 
@@ -107,6 +80,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     if (get_info(unk) < 0) {
         agent_say("this runtime offers no ICorProfilerInfo3 or later; dnprof needs .NET Core 3.1 "
                   "or later, so it steps aside");
+        say_session_line("error", "the runtime offers no ICorProfilerInfo3 or later");
         return E_FAIL;
     }
     g_agent.config = *cfg;
@@ -115,16 +89,19 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     if (dnp_events_parse(cfg->events, &g_agent.events, err, sizeof err) < 0) {
         agent_say("%s: %s; the agent does not start, the program runs without it",
                   attached ? "the attach request's events" : DNP_ENV_EVENTS, err);
+        say_session_line("error", err);
         return E_FAIL;
     }
     uint32_t mask = g_agent.events.mask, high = g_agent.events.mask_high;
-    if (calls_configure(cfg, &mask, &high) < 0)
+    if (calls_configure(cfg, &mask, &high) < 0) {
+        say_session_line("error", "the method enter/leave settings were refused");
         return E_FAIL;
+    }
     exceptions_configure(cfg, &mask, &high);
     alloc_configure(cfg, &mask, &high);
     names_init();
-    recorder_options opt = {cfg->output, cfg->exclusive, cfg->flush_ms,
-                            cfg->session[0] ? cfg->session : NULL};
+    say_session_line("trace", cfg->output);
+    recorder_options opt = {cfg->output, cfg->exclusive, cfg->flush_ms};
     if (recorder_open(&opt) < 0)
         return E_FAIL;
 
@@ -133,7 +110,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     char cmdline[4096], runtime[256];
     config_cmdline(cmdline, sizeof cmdline);
     runtime_text(runtime, sizeof runtime);
-    recorder_session_line("cmdline", cmdline);
+    say_session_line("cmdline", cmdline);
     rec_process(recorder_now(), (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec,
                 cmdline, runtime, attached);
 
@@ -159,12 +136,12 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
                   "aside, the program runs without it",
                   mask, high, name ? name : "error", (unsigned)hr);
         rec_note(2, "the runtime refused the event mask 0x%08x: 0x%08x", mask, (unsigned)hr);
-        recorder_session_line("error", "the runtime refused the event mask");
+        say_session_line("error", "the runtime refused the event mask");
         recorder_close();
         return E_FAIL;
     }
     if (calls_install() < 0) {
-        recorder_session_line("error", "the runtime refused the enter/leave hooks");
+        say_session_line("error", "the runtime refused the enter/leave hooks");
         recorder_close();
         return E_FAIL;
     }
@@ -174,7 +151,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     else
         REC(Initialize, (uint64_t)g_agent.info_version, mask, high);
     alloc_start();
-    recorder_session_line("started", runtime);
+    say_session_line("started", runtime);
     return S_OK;
 }
 
@@ -190,6 +167,8 @@ __attribute__((destructor)) static void agent_at_exit(void) {
 
 HRESULT cb_Initialize(ICorProfilerCallback *self, IUnknown *pICorProfilerInfoUnk) {
     (void)self;
+    /* First: whatever is said from here on goes to the front end, if there is one. */
+    say_session_open(config_session_dir(), config_say_stderr());
     agent_config cfg;
     config_from_env(&cfg);
     return agent_start(pICorProfilerInfoUnk, &cfg, 0);

@@ -20,11 +20,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
 #include "clock.h"
+#include "say.h"
 #include "trace_writer.h"
 
 #define THREAD_BUF_SIZE (64u * 1024u)
+#define FLUSH_IDLE_MS 1000u /* the writer's sleep when nothing comes */
 
 enum { ST_CLOSED, ST_OPEN, ST_FAILED };
 
@@ -59,10 +60,13 @@ static struct {
     pthread_mutex_t stop_mu;
     pthread_cond_t stop_cv;
     int stop;
+    int wake;          /* an event arrived while the writer was idle */
+    atomic_int idle;   /* the writer sleeps long: the next event wakes it */
     unsigned flush_ms;
+    uint64_t max_age_ns; /* a buffer older than this is flushed by its own thread */
 
-    int session_fd;
     atomic_int said_write_error;
+    uint64_t open_ns;      /* recorder_now() at the open */
 
     /* Attach and detach (src/agent/attach.c): the library may record several
      * traces in one life, and must leave nothing behind when it is unloaded. */
@@ -78,8 +82,8 @@ static struct {
     .list_mu = PTHREAD_MUTEX_INITIALIZER,
     .stop_mu = PTHREAD_MUTEX_INITIALIZER,
     .stop_cv = PTHREAD_COND_INITIALIZER,
-    .session_fd = -1,
 };
+static void flusher_wake(void);
 
 static __thread tstate *t_state;
 static __thread unsigned t_epoch; /* t_state is valid only while this is R.epoch */
@@ -90,13 +94,23 @@ uint64_t recorder_now(void) {
     return clock_now_ns();
 }
 
+/* The trace cannot be written any more (a full disk): said once, with where the
+ * recording stopped, to the person and to the front end. */
 static void write_failed(int err) {
     int expected = ST_OPEN;
     atomic_compare_exchange_strong(&R.state, &expected, ST_FAILED);
-    if (!atomic_exchange(&R.said_write_error, 1))
-        agent_say("cannot write trace '%s': %s; recording stopped, the program goes on", R.path,
-                  strerror(err));
-    recorder_session_line("error", "cannot write the trace");
+    if (atomic_exchange(&R.said_write_error, 1))
+        return;
+    uint64_t bytes = dnp_writer_bytes(R.writer);
+    uint64_t now = recorder_now();
+    double secs = now > R.open_ns ? (double)(now - R.open_ns) / 1e9 : 0.0;
+    char why[768];
+    snprintf(why, sizeof why,
+             "cannot write trace '%.400s': %s, after %llu bytes, %.2f s into the recording; the "
+             "trace holds what came before",
+             R.path, strerror(err), (unsigned long long)bytes, secs);
+    agent_say("%s; recording stopped, the program goes on", why);
+    say_session_line("error", why);
 }
 
 /* ---- the meta stream ---- */
@@ -230,14 +244,19 @@ static void thread_append(uint8_t tag, uint64_t *vals, unsigned n, const void *t
     thread_announce(ts);
     uint64_t now = recorder_now();
     pthread_mutex_lock(&ts->mu);
-    if (ts->len + DNP_REC_MAX + tail_len > THREAD_BUF_SIZE)
+    /* Full, or older than the writer should have let it get (a writer thread
+     * that the scheduler keeps waiting on a loaded machine): this thread writes
+     * its buffer itself, so that a kill loses no more of a busy thread. */
+    if (ts->len + DNP_REC_MAX + tail_len > THREAD_BUF_SIZE ||
+        (ts->len && now - ts->base_ns > R.max_age_ns))
         thread_flush_locked(ts);
     if (ts->len + DNP_REC_MAX + tail_len > THREAD_BUF_SIZE) {
         pthread_mutex_unlock(&ts->mu);
         atomic_fetch_add(&R.lost, 1);
         return;
     }
-    if (ts->len == 0)
+    int was_empty = ts->len == 0;
+    if (was_empty)
         ts->base_ns = ts->last_ns = now;
     if (now < ts->last_ns) /* the switch from clock_gettime to the TSC may step back a little */
         now = ts->last_ns;
@@ -246,6 +265,8 @@ static void thread_append(uint8_t tag, uint64_t *vals, unsigned n, const void *t
     ts->len += dnp_rec_encode(ts->buf + ts->len, tag, vals, n, tail, tail_len);
     ts->events += tag == DNP_REC_EVENT;
     pthread_mutex_unlock(&ts->mu);
+    if (was_empty && atomic_load(&R.idle))
+        flusher_wake();
 }
 
 void rec_event(dnp_event_kind kind, const uint64_t *vals, unsigned n) {
@@ -399,37 +420,96 @@ static void strings_free(void) {
 
 /* ---- flushing ---- */
 
-void recorder_flush_all(void) {
+/* Writes every buffer; returns the number of chunks written (or left to a
+ * thread that is appending). wait: 0 skips a buffer whose thread holds it (it
+ * is recording, and may have been preempted in the middle: the others are not
+ * kept waiting behind it; it flushes itself when its buffer is old). */
+static unsigned flush_all(int wait) {
+    unsigned chunks = 0;
+    pthread_mutex_lock(&R.meta_mu);
+    chunks += R.meta_len > 0;
+    pthread_mutex_unlock(&R.meta_mu);
     meta_flush();
     pthread_mutex_lock(&R.list_mu);
     for (tstate *ts = R.threads; ts; ts = ts->next) {
-        pthread_mutex_lock(&ts->mu);
+        if (wait)
+            pthread_mutex_lock(&ts->mu);
+        else if (pthread_mutex_trylock(&ts->mu) != 0) {
+            chunks++;
+            continue;
+        }
+        chunks += ts->len > 0;
         thread_flush_locked(ts);
         pthread_mutex_unlock(&ts->mu);
     }
     pthread_mutex_unlock(&R.list_mu);
+    return chunks;
 }
 
+void recorder_flush_all(void) {
+    flush_all(1);
+}
+
+/* Waits ms on stop_cv; returns early on a stop or a wake. stop_mu is held. */
+static void flusher_wait(unsigned ms) {
+    struct timespec until; /* stop_cv waits on CLOCK_REALTIME, its default */
+    clock_gettime(CLOCK_REALTIME, &until);
+    uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)ms * 1000000u;
+    until.tv_sec += (time_t)(ns / 1000000000u);
+    until.tv_nsec = (long)(ns % 1000000000u);
+    while (!R.stop && !R.wake) {
+        if (pthread_cond_timedwait(&R.stop_cv, &R.stop_mu, &until) == ETIMEDOUT)
+            break;
+    }
+}
+
+/* The writer flushes every flush_ms while events come. After a period with
+ * nothing to write it goes idle: it sleeps long, and the first event recorded
+ * after that wakes it (thread_append), so that an event waits in memory at most
+ * about flush_ms whatever the program did before: that is what a kill -9 loses. */
 static void *flusher_main(void *arg) {
     (void)arg;
+    unsigned idle_ms = R.flush_ms < FLUSH_IDLE_MS ? FLUSH_IDLE_MS : R.flush_ms;
+    int idle = 0;
     pthread_mutex_lock(&R.stop_mu);
     while (!R.stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)R.flush_ms * 1000000u;
-        until.tv_sec += (time_t)(ns / 1000000000u);
-        until.tv_nsec = (long)(ns % 1000000000u);
-        pthread_cond_timedwait(&R.stop_cv, &R.stop_mu, &until);
+        flusher_wait(idle ? idle_ms : R.flush_ms);
         if (R.stop)
             break;
+        if (R.wake) {
+            /* Events arrive after an idle time: flush_ms from now, not at once,
+             * so that a burst is written as one chunk per thread. */
+            R.wake = 0;
+            idle = 0;
+            continue;
+        }
         pthread_mutex_unlock(&R.stop_mu);
         /* A rate measured over the first flush period costs no one a wait. */
         clock_calibrate(100, 0);
-        recorder_flush_all();
+        if (flush_all(0) > 0) {
+            idle = 0;
+        } else {
+            /* Idle from now: a thread whose buffer was empty wakes the writer.
+             * A thread that appended before it could see the flag is flushed here. */
+            atomic_store(&R.idle, 1);
+            if (flush_all(0) > 0)
+                atomic_store(&R.idle, 0);
+            idle = atomic_load(&R.idle);
+        }
         pthread_mutex_lock(&R.stop_mu);
     }
     pthread_mutex_unlock(&R.stop_mu);
     return NULL;
+}
+
+/* The first event after an idle time: the writer must flush within flush_ms. */
+static void flusher_wake(void) {
+    if (!atomic_exchange(&R.idle, 0))
+        return;
+    pthread_mutex_lock(&R.stop_mu);
+    R.wake = 1;
+    pthread_cond_signal(&R.stop_cv);
+    pthread_mutex_unlock(&R.stop_mu);
 }
 
 uint64_t recorder_events(void) {
@@ -439,21 +519,6 @@ uint64_t recorder_events(void) {
         n += ts->events;
     pthread_mutex_unlock(&R.list_mu);
     return n;
-}
-
-void recorder_session_line(const char *key, const char *value) {
-    if (R.session_fd < 0)
-        return;
-    char line[4096];
-    int n = snprintf(line, sizeof line, "%s %s\n", key, value ? value : "");
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof line) {
-        n = sizeof line - 1;
-        line[n - 1] = '\n';
-    }
-    ssize_t w = write(R.session_fd, line, (size_t)n);
-    (void)w;
 }
 
 /* A child of the profiled process that did not exec shares the trace's file
@@ -484,22 +549,15 @@ int recorder_open(const recorder_options *opt) {
         atomic_store(&R.said_write_error, 0);
         R.meta_len = 0;
     }
+    R.open_ns = recorder_now();
     R.writer = dnp_writer_open(opt->path, opt->exclusive, (uint64_t)getpid(), err, sizeof err);
-    if (opt->session) {
-        char file[4096];
-        snprintf(file, sizeof file, "%s/agent.%d", opt->session, (int)getpid());
-        R.session_fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        char pid[32];
-        snprintf(pid, sizeof pid, "%d", (int)getpid());
-        recorder_session_line("pid", pid);
-        recorder_session_line("trace", opt->path);
-    }
     if (!R.writer) {
         agent_say("%s; not recording, the program goes on", err);
-        recorder_session_line("error", err);
+        say_session_line("error", err);
         return -1;
     }
-    R.flush_ms = opt->flush_ms ? opt->flush_ms : 200;
+    R.flush_ms = opt->flush_ms ? opt->flush_ms : RECORDER_FLUSH_MS;
+    R.max_age_ns = (uint64_t)R.flush_ms * 1500000u; /* 1.5 periods */
     if (atomic_load(&R.gen) > 1)
         strings_redefine();
     R.released = 0;
@@ -511,6 +569,8 @@ int recorder_open(const recorder_options *opt) {
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     R.stop = 0;
+    R.wake = 0;
+    atomic_store(&R.idle, 0);
     R.flusher_running = pthread_create(&R.flusher, NULL, flusher_main, NULL) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (R.flusher_running)
@@ -549,7 +609,7 @@ void recorder_close(void) {
     if (ok) {
         char n[32];
         snprintf(n, sizeof n, "%llu", (unsigned long long)total);
-        recorder_session_line("complete", n);
+        say_session_line("complete", n);
     }
 }
 
@@ -586,10 +646,6 @@ void recorder_release(void) {
     pthread_mutex_unlock(&R.meta_mu);
     dnp_writer_free(R.writer);
     R.writer = NULL;
-    if (R.session_fd >= 0) {
-        close(R.session_fd);
-        R.session_fd = -1;
-    }
     R.released = 1;
 }
 

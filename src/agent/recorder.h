@@ -1,7 +1,7 @@
 /* recorder.h: the agent's side of the trace: per-thread buffers, interned
  * strings, and a background writer that flushes by size and by time, so that a
- * process that never reaches Shutdown (seed 004) loses at most the last flush
- * period. Every function here is safe to call from any thread at any time; once
+ * process that never reaches Shutdown (seed 004) loses at most about the last
+ * flush period. Every function here is safe to call from any thread at any time; once
  * the recorder is closed or has failed, they do nothing. */
 #ifndef DNP_RECORDER_H
 #define DNP_RECORDER_H
@@ -11,11 +11,13 @@
 
 #include "trace_format.h"
 
+/* The default flush period: a kill -9 loses about this much of the recording. */
+#define RECORDER_FLUSH_MS 50u
+
 typedef struct recorder_options {
     const char *path;     /* the trace file */
     int exclusive;        /* fail rather than replace an existing file */
-    unsigned flush_ms;    /* background flush period */
-    const char *session;  /* session directory, or NULL */
+    unsigned flush_ms;    /* background flush period while events come; 0: RECORDER_FLUSH_MS */
 } recorder_options;
 
 /* Opens the trace and starts the background writer. 0, or -1 after saying why. */
@@ -52,8 +54,5 @@ uint32_t rec_string(const char *s, size_t len);
 
 /* Events recorded so far. */
 uint64_t recorder_events(void);
-
-/* Appends "key value\n" to this process's session file, if there is one. */
-void recorder_session_line(const char *key, const char *value);
 
 #endif

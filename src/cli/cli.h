@@ -97,6 +97,7 @@ typedef struct cli_session_agent {
     char error[512]; /* empty unless the agent stepped aside */
     int complete;
     uint64_t complete_events;
+    char said[4096]; /* the agent's messages ("say" lines), one a line; cut when too many */
 } cli_session_agent;
 
 /* Creates a fresh private (0700) directory under $TMPDIR or /tmp. */

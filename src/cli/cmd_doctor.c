@@ -409,6 +409,7 @@ static int run_program(doctor *d, char **prog, const char *events) {
     l.session = session;
     l.debug_strings = 1;
     l.capture_stderr = 1;
+    setenv(DNP_ENV_STDERR, "1", 1); /* the agent's messages too, on the stderr captured here */
     if (cli_launch_run(&l, prog) != 0) {
         cli_session_remove(session);
         return 1;

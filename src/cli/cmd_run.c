@@ -74,8 +74,10 @@ static const char *status_word(dnp_trace_status s) {
 }
 
 /* "dnprof: trace PATH[ (who)]: N events, T s, status", from one streaming pass
- * over the trace: memory bounded by a chunk and the strings, not the events. */
-static void summarize(const char *path, const char *who) {
+ * over the trace: memory bounded by a chunk and the strings, not the events.
+ * cause: why the trace is not complete, when the agent said it (it knows better
+ * than the reader's guess). */
+static void summarize(const char *path, const char *who, const char *cause) {
     dnp_trace_stream *s = NULL;
     char err[256];
     char label[PATH_MAX + 700];
@@ -103,8 +105,8 @@ static void summarize(const char *path, const char *who) {
     double secs = n && last > origin ? (double)(last - origin) / 1e9 : 0.0;
     fprintf(stderr, "dnprof: trace %s: %s events, %.2f s, %s", label, CLI_COUNT(n), secs,
             status_word(t->status));
-    if (t->status != DNP_TRACE_COMPLETE && t->status_text[0])
-        fprintf(stderr, " (%s)", t->status_text);
+    if (t->status != DNP_TRACE_COMPLETE && (cause || t->status_text[0]))
+        fprintf(stderr, " (%s)", cause ? cause : t->status_text);
     if (t->lost)
         fprintf(stderr, ", %s lost", CLI_COUNT(t->lost));
     fputc('\n', stderr);
@@ -112,7 +114,28 @@ static void summarize(const char *path, const char *who) {
 }
 
 void cli_trace_summary(const char *path, const char *who) {
-    summarize(path, who);
+    summarize(path, who, NULL);
+}
+
+/* The agents' messages: with a session they go there, not to the program's
+ * stderr (src/agent/say.h). A line that only repeats an agent's error is left to
+ * report(). */
+static void print_agent_messages(const cli_session_agent *agents, int n, long root_pid) {
+    for (int i = 0; i < n; i++) {
+        const cli_session_agent *a = &agents[i];
+        for (const char *p = a->said; *p;) {
+            const char *nl = strchr(p, '\n');
+            int len = nl ? (int)(nl - p) : (int)strlen(p);
+            char line[sizeof a->said];
+            snprintf(line, sizeof line, "%.*s", len, p);
+            int repeat = a->error[0] && strstr(line, a->error);
+            if (!repeat && a->pid == root_pid)
+                fprintf(stderr, "dnprof: %s\n", line);
+            else if (!repeat)
+                fprintf(stderr, "dnprof: pid %ld: %s\n", a->pid, line);
+            p += len + (nl != NULL);
+        }
+    }
 }
 
 static void report(const cli_launch *l, char *const argv[], int quiet) {
@@ -124,6 +147,7 @@ static void report(const cli_launch *l, char *const argv[], int quiet) {
     for (int i = 0; i < n; i++)
         if (agents[i].pid == (long)l->pid)
             root = &agents[i];
+    print_agent_messages(agents, n, (long)l->pid);
 
     if (n <= 0)
         error("the agent never started (no .NET runtime loaded it); to see why, run: dnprof doctor -- %s", cmd);
@@ -134,9 +158,10 @@ static void report(const cli_launch *l, char *const argv[], int quiet) {
 
     if (!quiet) {
         if (root && (root->started || !root->error[0]))
-            summarize(root->trace[0] ? root->trace : l->trace, NULL);
+            summarize(root->trace[0] ? root->trace : l->trace, NULL,
+                      root->error[0] ? "the agent stopped recording, as said above" : NULL);
         else if (!root && access(l->trace, F_OK) == 0)
-            summarize(l->trace, NULL);
+            summarize(l->trace, NULL, NULL);
         for (int i = 0; i < n; i++) {
             const cli_session_agent *a = &agents[i];
             if (a == root)
@@ -145,7 +170,7 @@ static void report(const cli_launch *l, char *const argv[], int quiet) {
             if (a->error[0])
                 error("%s: %s: %s", who, a->started ? "recording stopped" : "not recorded", a->error);
             if (a->trace[0] && (a->started || !a->error[0]))
-                summarize(a->trace, who);
+                summarize(a->trace, who, a->error[0] ? "the agent stopped recording, as said above" : NULL);
         }
     }
     free(agents);

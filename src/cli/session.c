@@ -55,6 +55,13 @@ static void parse_agent(FILE *f, cli_session_agent *a) {
         }
         else if (!strcmp(line, "error"))
             copy(a->error, sizeof a->error, *val ? val : "(no reason given)");
+        else if (!strcmp(line, "say")) {
+            size_t used = strlen(a->said);
+            if (used + strlen(val) + 2 <= sizeof a->said)
+                snprintf(a->said + used, sizeof a->said - used, "%s\n", val);
+            else if (used + 5 <= sizeof a->said && !strstr(a->said, "...\n"))
+                snprintf(a->said + used, sizeof a->said - used, "...\n");
+        }
         else if (!strcmp(line, "complete")) {
             a->complete = 1;
             a->complete_events = strtoull(val, NULL, 10);

@@ -18,7 +18,8 @@
 #define DNP_ENV_OUTPUT "DNPROF_OUTPUT"   /* trace path; %p becomes the pid */
 #define DNP_ENV_ROOT_PID "DNPROF_ROOT_PID" /* the process DNPROF_OUTPUT is for */
 #define DNP_ENV_SESSION "DNPROF_SESSION" /* a directory: agents register there */
-#define DNP_ENV_FLUSH_MS "DNPROF_FLUSH_MS" /* background flush period, default 200 */
+#define DNP_ENV_FLUSH_MS "DNPROF_FLUSH_MS" /* background flush period, default 50 */
+#define DNP_ENV_STDERR "DNPROF_STDERR"     /* "1": messages on stderr even with a session */
 /* Method enter/leave (dnprof run --calls): */
 #define DNP_ENV_CALLS "DNPROF_CALLS"       /* "1": counts and times; "args": with arguments */
 #define DNP_ENV_INCLUDE "DNPROF_INCLUDE"   /* comma-separated globs of functions to hook */
@@ -33,8 +34,11 @@
 
 /* In the session directory each agent creates "agent.<pid>", a text file of
  * lines "key value": "pid", "trace" (path), "cmdline", then "started" once
- * recording began, or "error <one line>" if the agent stepped aside, and
- * "complete <events>" when the trace was closed at Shutdown. */
+ * recording began, or "error <one line>" if the agent stepped aside or stopped
+ * recording, and "complete <events>" when the trace was closed at Shutdown.
+ * "say <one line>" is a message for the person (src/agent/say.h): with a session
+ * the agent writes its messages there, not on the program's stderr, and the
+ * front end prints them. */
 #define DNP_SESSION_FILE_PREFIX "agent."
 
 #endif

@@ -12,12 +12,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "trace_writer.h"
 
 struct dnp_writer {
     int fd;
+    int regular;                 /* a regular file: a torn chunk can be cut off */
     pthread_mutex_t lock;
     atomic_int error;            /* errno of the first failure, sticky */
     atomic_uint_least64_t bytes; /* written, header included */
@@ -84,6 +86,74 @@ static int write_all(int fd, struct iovec *iov, int cnt) {
     return 0;
 }
 
+/* Creates the trace file, never writing through a symbolic link: a link at path
+ * (planted in a shared directory such as /tmp, say) is replaced, as `dnprof run`
+ * replaces it, by a new file written beside it and renamed over it. The file is
+ * created 0600 (the umask may narrow it, never widen). exclusive: path must not
+ * exist, whatever it is. A device or a pipe is opened as it is (/dev/null).
+ * Returns the fd, or -1 with errno. */
+static int create_trace(const char *path, int exclusive) {
+    const int mode = S_IRUSR | S_IWUSR;
+    int fd;
+    if (exclusive) {
+        do
+            fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, mode);
+        while (fd < 0 && errno == EINTR);
+        return fd;
+    }
+    struct stat st;
+    int exists = lstat(path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+        do
+            fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        while (fd < 0 && errno == EINTR);
+        return fd;
+    }
+    size_t len = strlen(path);
+    char *tmp = malloc(len + 32);
+    if (!tmp) {
+        errno = ENOMEM;
+        return -1;
+    }
+    static atomic_uint serial;
+    fd = -1;
+    for (int i = 0; i < 100 && fd < 0; i++) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        snprintf(tmp, len + 32, "%s.%d.%x%05lx", path, (int)getpid(), atomic_fetch_add(&serial, 1) & 0xfff,
+                 (unsigned long)(now.tv_nsec & 0xfffff));
+        fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, mode);
+        if (fd < 0 && errno != EEXIST && errno != EINTR)
+            break;
+    }
+    if (fd >= 0) {
+        if (rename(tmp, path) == 0) {
+            free(tmp);
+            return fd;
+        }
+        int e = errno;
+        unlink(tmp);
+        close(fd);
+        free(tmp);
+        errno = e;
+        return -1;
+    }
+    int e = errno;
+    free(tmp);
+    if ((e == EACCES || e == EPERM || e == EROFS) && exists && S_ISREG(st.st_mode)) {
+        /* A directory this user cannot add to, but a file of it that can be
+         * rewritten: rewritten in place, never through a link. */
+        do
+            fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+        while (fd < 0 && errno == EINTR);
+        return fd;
+    }
+    if (exists && S_ISLNK(st.st_mode))
+        e = ELOOP;
+    errno = e;
+    return -1;
+}
+
 dnp_writer *dnp_writer_open(const char *path, int exclusive, uint64_t pid, char *err, size_t errlen) {
     int saved = errno;
     if (!path || !*path) {
@@ -97,16 +167,17 @@ dnp_writer *dnp_writer_open(const char *path, int exclusive, uint64_t pid, char 
             snprintf(err, errlen, "cannot create trace '%s': out of memory", path);
         return NULL;
     }
-    int flags = O_CREAT | O_WRONLY | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
-    int fd;
-    do
-        fd = open(path, flags, 0644);
-    while (fd < 0 && errno == EINTR);
+    int fd = create_trace(path, exclusive);
     if (fd < 0) {
         int e = errno;
         if (err && errlen) {
             if (e == EEXIST)
                 snprintf(err, errlen, "cannot create trace '%s': it already exists", path);
+            else if (e == ELOOP)
+                snprintf(err, errlen,
+                         "cannot create trace '%s': it is a symbolic link, which dnprof never writes "
+                         "through, in a directory it cannot write to replace it; remove it or choose "
+                         "another path", path);
             else
                 snprintf(err, errlen, "cannot create trace '%s': %s", path, strerror(e));
         }
@@ -137,7 +208,9 @@ dnp_writer *dnp_writer_open(const char *path, int exclusive, uint64_t pid, char 
         errno = saved;
         return NULL;
     }
+    struct stat st;
     w->fd = fd;
+    w->regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
     pthread_mutex_init(&w->lock, NULL);
     atomic_init(&w->error, 0);
     atomic_init(&w->bytes, DNP_TRACE_HEADER_SIZE);
@@ -169,8 +242,16 @@ int dnp_writer_append(dnp_writer *w, uint32_t thread, uint64_t base_ns, const ui
     int rc = -e;
     if (!e) {
         rc = write_all(w->fd, iov, 2);
-        if (rc < 0)
+        if (rc < 0) {
             atomic_store(&w->error, -rc);
+            /* The chunk may be torn (a disk that filled in the middle): the file
+             * ends with the last whole chunk, so that a reader sees where the
+             * recording stopped, not a killed process. */
+            if (w->regular) {
+                int t = ftruncate(w->fd, (off_t)atomic_load(&w->bytes));
+                (void)t;
+            }
+        }
         else
             atomic_fetch_add(&w->bytes, (uint64_t)(sizeof hdr + len));
     }

@@ -23,12 +23,15 @@ size_t dnp_rec_encode(uint8_t *out, uint8_t tag, const uint64_t *vals, unsigned 
 typedef struct dnp_writer dnp_writer;
 
 /* Creates the trace at path and writes its header. exclusive: fail if it exists
- * (O_EXCL) instead of replacing it. On failure returns NULL and puts a one-line
- * reason naming the path in err. */
+ * (O_EXCL) instead of replacing it. Never writes through a symbolic link: a link
+ * at path is replaced by the trace (written beside it, renamed over it). The file
+ * is created 0600, narrowed by the umask, never wider. On failure returns NULL and
+ * puts a one-line reason naming the path in err. */
 dnp_writer *dnp_writer_open(const char *path, int exclusive, uint64_t pid, char *err, size_t errlen);
 
 /* Appends one chunk. Thread-safe. Returns 0, or a negative errno; after the first
- * failure the writer stays failed and every later call returns that error. */
+ * failure the writer stays failed and every later call returns that error, and
+ * a regular file is cut back to its last whole chunk. */
 int dnp_writer_append(dnp_writer *w, uint32_t thread, uint64_t base_ns, const uint8_t *payload,
                       size_t len);
 

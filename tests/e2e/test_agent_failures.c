@@ -1,9 +1,18 @@
-/* test_agent_failures.c: when the agent cannot work it says why once on stderr
- * and steps aside; the program's output and exit code stay what they were. */
+/* test_agent_failures.c: when the agent cannot work it says why once and steps
+ * aside; the program's output and exit code stay what they were. Its messages go
+ * to stderr without a front end, to `dnprof run` with one, never to the
+ * program's stderr then. Every file it writes is its own: never written through
+ * a symbolic link, created 0600. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "e2e.h"
 #include "session.h"
@@ -117,5 +126,280 @@ TEST(e2e_agent_disk_full) {
     ASSERT_NE(t, NULL);
     ASSERT_NE(t->status, DNP_TRACE_COMPLETE);
     dnp_trace_free(t);
+    return 0;
+}
+
+/* ---- bad values are said, not silently replaced ---- */
+
+TEST(e2e_agent_bad_flush_ms) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_agent_bad_flush_ms") == 0);
+    char output[PATH_MAX + 32];
+    snprintf(output, sizeof output, DNP_ENV_OUTPUT "=%s", r.trace);
+    const char *bad[] = {DNP_ENV_FLUSH_MS "=0", DNP_ENV_FLUSH_MS "=-5", DNP_ENV_FLUSH_MS "=abc",
+                         DNP_ENV_FLUSH_MS "=20ms"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ASSERT(run_exitcode(&r, bad[i], output) == 0);
+        ASSERT(program_unchanged(&r));
+        ASSERT(one_dnprof_line(&r, DNP_ENV_FLUSH_MS "="));
+        dnp_trace *t = e2e_load(r.trace); /* it records all the same, with the default */
+        ASSERT(t != NULL);
+        dnp_trace_free(t);
+    }
+    /* A good value is taken without a word. */
+    ASSERT(run_exitcode(&r, DNP_ENV_FLUSH_MS "=20", output) == 0);
+    ASSERT(program_unchanged(&r));
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT(err != NULL);
+    ASSERT(strstr(err, "dnprof:") == NULL);
+    free(err);
+    return 0;
+}
+
+/* ---- trace files: never through a symbolic link, 0600 ---- */
+
+static int write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+/* The file the planted link pointed to is as it was. */
+static int victim_intact(const char *path) {
+    char *s = e2e_read_file(path, NULL);
+    int ok = s && strcmp(s, "precious\n") == 0;
+    if (!ok)
+        fprintf(stderr, "e2e: '%s', the symbolic link's target, was written through the link\n", path);
+    free(s);
+    return ok;
+}
+
+/* path is a regular file (no longer the link) of mode 0600. */
+static int private_file(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        fprintf(stderr, "e2e: no trace at '%s': %s\n", path, strerror(errno));
+        return 0;
+    }
+    if (!S_ISREG(st.st_mode) || (st.st_mode & 07777) != 0600) {
+        fprintf(stderr, "e2e: '%s' is %s with mode %04o, want a regular file 0600\n", path,
+                S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISREG(st.st_mode) ? "a file" : "not a file",
+                (unsigned)(st.st_mode & 07777));
+        return 0;
+    }
+    return 1;
+}
+
+/* r->trace becomes a symbolic link to <dir>/victim.txt; the victim's path in victim. */
+static int plant_link(const e2e_run *r, char *victim, size_t cap) {
+    snprintf(victim, cap, "%s/victim.txt", r->dir);
+    if (write_text(victim, "precious\n") != 0 || symlink(victim, r->trace) != 0) {
+        fprintf(stderr, "e2e: cannot plant the link '%s': %s\n", r->trace, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* DNPROF_OUTPUT names a link: the trace replaces the link, the target is left
+ * alone. The umask is 0 meanwhile: the trace is 0600 all the same, never wider. */
+TEST(e2e_agent_output_symlink) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_agent_output_symlink") == 0);
+    char victim[PATH_MAX], output[PATH_MAX + 32];
+    ASSERT(plant_link(&r, victim, sizeof victim) == 0);
+    snprintf(output, sizeof output, DNP_ENV_OUTPUT "=%s", r.trace);
+    mode_t old = umask(0);
+    int rc = run_exitcode(&r, output, NULL);
+    umask(old);
+    ASSERT(rc == 0);
+    ASSERT(program_unchanged(&r));
+    ASSERT(victim_intact(victim));
+    ASSERT(private_file(r.trace));
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t != NULL);
+    dnp_trace_free(t);
+    return 0;
+}
+
+/* `dnprof run -o LINK`: the same. */
+TEST(e2e_run_output_symlink) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_run_output_symlink") == 0);
+    char victim[PATH_MAX];
+    ASSERT(plant_link(&r, victim, sizeof victim) == 0);
+    mode_t old = umask(0);
+    int rc = e2e_run_scenario(&r, "exitcode", NULL);
+    umask(old);
+    ASSERT(rc == 0);
+    ASSERT(program_unchanged(&r));
+    ASSERT(victim_intact(victim));
+    ASSERT(private_file(r.trace));
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t != NULL);
+    dnp_trace_free(t);
+    return 0;
+}
+
+/* Reads the program's stdout until it says "ready". */
+static int wait_ready_line(int fd, int timeout_ms) {
+    char buf[4096];
+    size_t n = 0;
+    for (int waited = 0; waited < timeout_ms;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        int rc = poll(&p, 1, 100);
+        if (rc <= 0) {
+            waited += 100;
+            continue;
+        }
+        ssize_t got = read(fd, buf + n, sizeof buf - 1 - n);
+        if (got <= 0)
+            return -1;
+        n += (size_t)got;
+        buf[n] = 0;
+        if (strstr(buf, "ready\n"))
+            return 0;
+        if (n == sizeof buf - 1)
+            n = 0;
+    }
+    return -1;
+}
+
+/* `dnprof attach PID -o LINK`: the same, written by an agent attached late. */
+TEST(e2e_attach_output_symlink) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_attach_output_symlink") == 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    const char *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll != NULL && bin != NULL);
+    char victim[PATH_MAX];
+    ASSERT(plant_link(&r, victim, sizeof victim) == 0);
+    const char *plain[] = {DNP_ENV_ENABLE, DNP_ENV_PROFILER, DNP_ENV_PROFILER_PATH, DNP_ENV_SESSION, NULL};
+    const char *argv[] = {e2e_dotnet(), dll, "spin", NULL};
+    char prog_err[PATH_MAX + 16];
+    snprintf(prog_err, sizeof prog_err, "%s/spin.err", r.dir);
+    int out_fd = -1;
+    pid_t pid = e2e_spawn((char *const *)argv, plain, r.dir, NULL, &out_fd, prog_err);
+    ASSERT(pid > 0);
+    int ready = wait_ready_line(out_fd, 60000);
+    int rc = -1;
+    if (ready == 0) {
+        char pidtext[32];
+        snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+        const char *attach[] = {bin, "attach", pidtext, "-o", r.trace, "--duration", "2s", NULL};
+        mode_t old = umask(0);
+        rc = e2e_exec(&r, (char *const *)attach, NULL);
+        umask(old);
+    }
+    kill(pid, SIGKILL);
+    int status = 0;
+    e2e_wait(pid, 10000, &status);
+    close(out_fd);
+    ASSERT(ready == 0);
+    ASSERT(rc == 0);
+    if (r.status != 0)
+        e2e_show_file("dnprof attach stderr", r.err);
+    ASSERT_EQ(r.status, 0);
+    ASSERT(victim_intact(victim));
+    ASSERT(private_file(r.trace));
+    dnp_trace *t = NULL;
+    char err[256];
+    ASSERT(dnp_trace_load(r.trace, &t, err, sizeof err) == 0);
+    size_t attached = e2e_count(t, DNP_EV_InitializeForAttach);
+    dnp_trace_free(t);
+    ASSERT_EQ(attached, (size_t)1);
+    return 0;
+}
+
+/* ---- a full disk under `dnprof run`: the program's stderr stays its own ---- */
+
+/* The disk of e2e_agent_disk_full, under `dnprof run` this time, with the
+ * program's stderr kept apart (the shell redirects it to a file before it
+ * becomes the program): it stays empty, `dnprof run` says what happened and
+ * where, and nothing says the process was killed. */
+TEST(e2e_run_disk_full_messages) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_run_disk_full_messages") == 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    const char *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll != NULL && bin != NULL);
+    char prog_err[PATH_MAX + 16];
+    snprintf(prog_err, sizeof prog_err, "%s/program.err", r.dir);
+    const char *argv[] = {bin, "run", "-o", r.trace, "--events", "all", "--flush-ms", "2", "--", "/bin/sh",
+                          "-c", "exec \"$0\" \"$1\" exitcode 2>\"$2\"", e2e_dotnet(), dll, prog_err, NULL};
+    const char *env[] = {"DOTNET_EnableWriteXorExecute=0", DNP_ENV_STDERR, NULL};
+    struct rlimit old, small = {64 * 1024, 0};
+    ASSERT(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    small.rlim_max = old.rlim_max;
+    void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+    ASSERT(setrlimit(RLIMIT_FSIZE, &small) == 0);
+    int rc = e2e_exec(&r, (char *const *)argv, env);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, old_handler);
+    ASSERT(rc == 0);
+    ASSERT(program_unchanged(&r));
+    char *perr = e2e_read_file(prog_err, NULL);
+    ASSERT(perr != NULL);
+    if (perr[0]) {
+        fprintf(stderr, "e2e: the program's own stderr got what the agent said:\n");
+        e2e_show_file("program stderr", prog_err);
+    }
+    ASSERT_STREQ(perr, "");
+    free(perr);
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT(err != NULL);
+    int said = strstr(err, "cannot write trace") && strstr(err, "bytes") && strstr(err, "s into the recording");
+    int killed = strstr(err, "killed") != NULL;
+    if (!said || killed)
+        e2e_show_file("dnprof run stderr", r.err);
+    free(err);
+    ASSERT(said);
+    ASSERT(!killed);
+    return 0;
+}
+
+/* Lines of the file that contain text. */
+static int count_lines(const char *path, const char *text) {
+    char *s = e2e_read_file(path, NULL);
+    int n = 0;
+    for (char *line = s ? strtok(s, "\n") : NULL; line; line = strtok(NULL, "\n"))
+        n += strstr(line, text) != NULL;
+    free(s);
+    return n;
+}
+
+/* Under `dnprof run` the agent's messages reach the person through dnprof run,
+ * not through the program's stderr; DNPROF_STDERR=1 puts them back there (and
+ * only there: each is said once). */
+TEST(e2e_run_messages_to_front_end) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_run_messages_to_front_end") == 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    const char *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll != NULL && bin != NULL);
+    char prog_err[PATH_MAX + 16];
+    snprintf(prog_err, sizeof prog_err, "%s/program.err", r.dir);
+    const char *argv[] = {bin, "run", "-o", r.trace, "--", "/bin/sh", "-c", "exec \"$0\" \"$1\" exitcode 2>\"$2\"",
+                          e2e_dotnet(), dll, prog_err, NULL};
+    const char *said = DNP_ENV_FLUSH_MS "='abc'";
+    const char *front[] = {DNP_ENV_FLUSH_MS "=abc", DNP_ENV_STDERR, NULL};
+    ASSERT(e2e_exec(&r, (char *const *)argv, front) == 0);
+    ASSERT(program_unchanged(&r));
+    if (count_lines(prog_err, "dnprof") != 0 || count_lines(r.err, said) != 1) {
+        e2e_show_file("program stderr", prog_err);
+        e2e_show_file("dnprof run stderr", r.err);
+    }
+    ASSERT_EQ(count_lines(prog_err, "dnprof"), 0);
+    ASSERT_EQ(count_lines(r.err, said), 1);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t != NULL);
+    dnp_trace_free(t);
+
+    const char *asked[] = {DNP_ENV_FLUSH_MS "=abc", DNP_ENV_STDERR "=1", NULL};
+    ASSERT(e2e_exec(&r, (char *const *)argv, asked) == 0);
+    ASSERT(program_unchanged(&r));
+    ASSERT_EQ(count_lines(prog_err, said), 1);
+    ASSERT_EQ(count_lines(r.err, said), 0);
     return 0;
 }

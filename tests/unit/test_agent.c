@@ -3,7 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "profiler.h"
 #include "clock.h"
 #include "config.h"
 #include "names.h"

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -869,8 +870,57 @@ TEST(trace_writer_errors) {
     ASSERT_EQ(dnp_writer_append(w, 1, 0, big, 1), -EFBIG);
     dnp_writer_free(w);
     ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
-    ASSERT_EQ(t->status, DNP_TRACE_TRUNCATED);
+    /* the torn chunk is cut off: the trace ends with its last whole chunk */
+    ASSERT_EQ(t->status, DNP_TRACE_OPEN);
+    ASSERT_EQ(t->file_bytes % (DNP_CHUNK_HEADER_SIZE + sizeof big), DNP_TRACE_HEADER_SIZE);
     dnp_trace_free(t);
+    return 0;
+}
+
+/* A trace never goes through a symbolic link: the link is replaced; and it is
+ * created 0600 whatever the umask allows. */
+TEST(trace_writer_symlink_and_mode) {
+    char dir[] = "/tmp/dnprof-unit-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    char victim[PATH_MAX], link[PATH_MAX], err[512];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(link, sizeof link, "%s/link.trace", dir);
+    FILE *f = fopen(victim, "w");
+    ASSERT(f != NULL);
+    fputs("precious", f);
+    fclose(f);
+    ASSERT(symlink(victim, link) == 0);
+    dnp_writer *w = dnp_writer_open(link, 1, 1, err, sizeof err); /* exclusive: the link is there */
+    ASSERT(w == NULL);
+    mode_t old = umask(0);
+    w = dnp_writer_open(link, 0, 1, err, sizeof err);
+    umask(old);
+    ASSERT(w != NULL);
+    dnp_writer_free(w);
+    struct stat st;
+    ASSERT(lstat(link, &st) == 0);
+    ASSERT(S_ISREG(st.st_mode));
+    ASSERT_EQ(st.st_mode & 07777, (mode_t)0600);
+    ASSERT(stat(victim, &st) == 0);
+    ASSERT_EQ(st.st_size, (off_t)8);
+    old = umask(077);
+    w = dnp_writer_open(link, 0, 1, err, sizeof err); /* a narrower umask is respected */
+    umask(old);
+    ASSERT(w != NULL);
+    dnp_writer_free(w);
+    ASSERT(lstat(link, &st) == 0);
+    ASSERT_EQ(st.st_mode & 07777, (mode_t)0600);
+    old = umask(0277);
+    w = dnp_writer_open(link, 0, 1, err, sizeof err);
+    umask(old);
+    ASSERT(w != NULL);
+    dnp_writer_free(w);
+    ASSERT(lstat(link, &st) == 0);
+    ASSERT_EQ(st.st_mode & 07777, (mode_t)0400);
+    /* nothing is left beside it: the directory empties with these two */
+    unlink(link);
+    unlink(victim);
+    ASSERT(rmdir(dir) == 0);
     return 0;
 }
 

@@ -1,0 +1,20 @@
+/* profiler.h: the profiler object (profiler.c): creating it, starting to record,
+ * and forgetting the runtime after a detach. Used by the entry points and attach. */
+#ifndef DNP_PROFILER_H
+#define DNP_PROFILER_H
+
+#include "agent.h"
+
+/* Starts recording as cfg says: takes the newest ICorProfilerInfo from unk, opens
+ * the trace, sets the event mask. Says why (say.h) and fails if it cannot. */
+HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached);
+
+/* The profiler object: returns a new reference to it in *out, or fails when
+ * another runtime in this process already has one (side by side, pick first). */
+HRESULT agent_create(REFIID riid, void **out);
+
+/* After a detach: forgets the runtime's interfaces and lets the same process
+ * create the profiler again (a later attach). */
+void agent_release(void);
+
+#endif
