@@ -133,25 +133,25 @@ TEST(e2e_agent_disk_full) {
 
 TEST(e2e_agent_bad_flush_ms) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_agent_bad_flush_ms") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_agent_bad_flush_ms"), 0);
     char output[PATH_MAX + 32];
     snprintf(output, sizeof output, DNP_ENV_OUTPUT "=%s", r.trace);
     const char *bad[] = {DNP_ENV_FLUSH_MS "=0", DNP_ENV_FLUSH_MS "=-5", DNP_ENV_FLUSH_MS "=abc",
                          DNP_ENV_FLUSH_MS "=20ms"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        ASSERT(run_exitcode(&r, bad[i], output) == 0);
+        ASSERT_EQ(run_exitcode(&r, bad[i], output), 0);
         ASSERT(program_unchanged(&r));
         ASSERT(one_dnprof_line(&r, DNP_ENV_FLUSH_MS "="));
         dnp_trace *t = e2e_load(r.trace); /* it records all the same, with the default */
-        ASSERT(t != NULL);
+        ASSERT_NE(t, NULL);
         dnp_trace_free(t);
     }
     /* A good value is taken without a word. */
-    ASSERT(run_exitcode(&r, DNP_ENV_FLUSH_MS "=20", output) == 0);
+    ASSERT_EQ(run_exitcode(&r, DNP_ENV_FLUSH_MS "=20", output), 0);
     ASSERT(program_unchanged(&r));
     char *err = e2e_read_file(r.err, NULL);
-    ASSERT(err != NULL);
-    ASSERT(strstr(err, "dnprof:") == NULL);
+    ASSERT_NE(err, NULL);
+    ASSERT_EQ(strstr(err, "dnprof:"), NULL);
     free(err);
     return 0;
 }
@@ -206,19 +206,19 @@ static int plant_link(const e2e_run *r, char *victim, size_t cap) {
  * alone. The umask is 0 meanwhile: the trace is 0600 all the same, never wider. */
 TEST(e2e_agent_output_symlink) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_agent_output_symlink") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_agent_output_symlink"), 0);
     char victim[PATH_MAX], output[PATH_MAX + 32];
-    ASSERT(plant_link(&r, victim, sizeof victim) == 0);
+    ASSERT_EQ(plant_link(&r, victim, sizeof victim), 0);
     snprintf(output, sizeof output, DNP_ENV_OUTPUT "=%s", r.trace);
     mode_t old = umask(0);
     int rc = run_exitcode(&r, output, NULL);
     umask(old);
-    ASSERT(rc == 0);
+    ASSERT_EQ(rc, 0);
     ASSERT(program_unchanged(&r));
     ASSERT(victim_intact(victim));
     ASSERT(private_file(r.trace));
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_trace_free(t);
     return 0;
 }
@@ -226,18 +226,18 @@ TEST(e2e_agent_output_symlink) {
 /* `dnprof run -o LINK`: the same. */
 TEST(e2e_run_output_symlink) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_run_output_symlink") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_run_output_symlink"), 0);
     char victim[PATH_MAX];
-    ASSERT(plant_link(&r, victim, sizeof victim) == 0);
+    ASSERT_EQ(plant_link(&r, victim, sizeof victim), 0);
     mode_t old = umask(0);
     int rc = e2e_run_scenario(&r, "exitcode", NULL);
     umask(old);
-    ASSERT(rc == 0);
+    ASSERT_EQ(rc, 0);
     ASSERT(program_unchanged(&r));
     ASSERT(victim_intact(victim));
     ASSERT(private_file(r.trace));
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_trace_free(t);
     return 0;
 }
@@ -269,19 +269,19 @@ static int wait_ready_line(int fd, int timeout_ms) {
 /* `dnprof attach PID -o LINK`: the same, written by an agent attached late. */
 TEST(e2e_attach_output_symlink) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_attach_output_symlink") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_attach_output_symlink"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     const char *bin = e2e_env("DNPROF_BIN");
     ASSERT(dll != NULL && bin != NULL);
     char victim[PATH_MAX];
-    ASSERT(plant_link(&r, victim, sizeof victim) == 0);
+    ASSERT_EQ(plant_link(&r, victim, sizeof victim), 0);
     const char *plain[] = {DNP_ENV_ENABLE, DNP_ENV_PROFILER, DNP_ENV_PROFILER_PATH, DNP_ENV_SESSION, NULL};
     const char *argv[] = {e2e_dotnet(), dll, "spin", NULL};
     char prog_err[PATH_MAX + 16];
     snprintf(prog_err, sizeof prog_err, "%s/spin.err", r.dir);
     int out_fd = -1;
     pid_t pid = e2e_spawn((char *const *)argv, plain, r.dir, NULL, &out_fd, prog_err);
-    ASSERT(pid > 0);
+    ASSERT_GT(pid, 0);
     int ready = wait_ready_line(out_fd, 60000);
     int rc = -1;
     if (ready == 0) {
@@ -296,16 +296,16 @@ TEST(e2e_attach_output_symlink) {
     int status = 0;
     e2e_wait(pid, 10000, &status);
     close(out_fd);
-    ASSERT(ready == 0);
-    ASSERT(rc == 0);
+    ASSERT_EQ(ready, 0);
+    ASSERT_EQ(rc, 0);
     if (r.status != 0)
         e2e_show_file("dnprof attach stderr", r.err);
-    ASSERT_EQ(r.status, 0);
+    ASSERT_STATUS(&r, 0);
     ASSERT(victim_intact(victim));
     ASSERT(private_file(r.trace));
     dnp_trace *t = NULL;
     char err[256];
-    ASSERT(dnp_trace_load(r.trace, &t, err, sizeof err) == 0);
+    ASSERT_EQ(dnp_trace_load(r.trace, &t, err, sizeof err), 0);
     size_t attached = e2e_count(t, DNP_EV_InitializeForAttach);
     dnp_trace_free(t);
     ASSERT_EQ(attached, (size_t)1);
@@ -320,7 +320,7 @@ TEST(e2e_attach_output_symlink) {
  * where, and nothing says the process was killed. */
 TEST(e2e_run_disk_full_messages) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_run_disk_full_messages") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_run_disk_full_messages"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     const char *bin = e2e_env("DNPROF_BIN");
     ASSERT(dll != NULL && bin != NULL);
@@ -330,17 +330,17 @@ TEST(e2e_run_disk_full_messages) {
                           "-c", "exec \"$0\" \"$1\" exitcode 2>\"$2\"", e2e_dotnet(), dll, prog_err, NULL};
     const char *env[] = {"DOTNET_EnableWriteXorExecute=0", DNP_ENV_STDERR, NULL};
     struct rlimit old, small = {64 * 1024, 0};
-    ASSERT(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
     small.rlim_max = old.rlim_max;
     void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
-    ASSERT(setrlimit(RLIMIT_FSIZE, &small) == 0);
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
     int rc = e2e_exec(&r, (char *const *)argv, env);
     setrlimit(RLIMIT_FSIZE, &old);
     signal(SIGXFSZ, old_handler);
-    ASSERT(rc == 0);
+    ASSERT_EQ(rc, 0);
     ASSERT(program_unchanged(&r));
     char *perr = e2e_read_file(prog_err, NULL);
-    ASSERT(perr != NULL);
+    ASSERT_NE(perr, NULL);
     if (perr[0]) {
         fprintf(stderr, "e2e: the program's own stderr got what the agent said:\n");
         e2e_show_file("program stderr", prog_err);
@@ -348,7 +348,7 @@ TEST(e2e_run_disk_full_messages) {
     ASSERT_STREQ(perr, "");
     free(perr);
     char *err = e2e_read_file(r.err, NULL);
-    ASSERT(err != NULL);
+    ASSERT_NE(err, NULL);
     int said = strstr(err, "cannot write trace") && strstr(err, "bytes") && strstr(err, "s into the recording");
     int killed = strstr(err, "killed") != NULL;
     if (!said || killed)
@@ -374,7 +374,7 @@ static int count_lines(const char *path, const char *text) {
  * only there: each is said once). */
 TEST(e2e_run_messages_to_front_end) {
     e2e_run r;
-    ASSERT(e2e_setup(&r, "e2e_run_messages_to_front_end") == 0);
+    ASSERT_EQ(e2e_setup(&r, "e2e_run_messages_to_front_end"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     const char *bin = e2e_env("DNPROF_BIN");
     ASSERT(dll != NULL && bin != NULL);
@@ -384,7 +384,7 @@ TEST(e2e_run_messages_to_front_end) {
                           e2e_dotnet(), dll, prog_err, NULL};
     const char *said = DNP_ENV_FLUSH_MS "='abc'";
     const char *front[] = {DNP_ENV_FLUSH_MS "=abc", DNP_ENV_STDERR, NULL};
-    ASSERT(e2e_exec(&r, (char *const *)argv, front) == 0);
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, front), 0);
     ASSERT(program_unchanged(&r));
     if (count_lines(prog_err, "dnprof") != 0 || count_lines(r.err, said) != 1) {
         e2e_show_file("program stderr", prog_err);
@@ -393,11 +393,11 @@ TEST(e2e_run_messages_to_front_end) {
     ASSERT_EQ(count_lines(prog_err, "dnprof"), 0);
     ASSERT_EQ(count_lines(r.err, said), 1);
     dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t != NULL);
+    ASSERT_NE(t, NULL);
     dnp_trace_free(t);
 
     const char *asked[] = {DNP_ENV_FLUSH_MS "=abc", DNP_ENV_STDERR "=1", NULL};
-    ASSERT(e2e_exec(&r, (char *const *)argv, asked) == 0);
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, asked), 0);
     ASSERT(program_unchanged(&r));
     ASSERT_EQ(count_lines(prog_err, said), 1);
     ASSERT_EQ(count_lines(r.err, said), 0);

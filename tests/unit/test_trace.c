@@ -881,46 +881,46 @@ TEST(trace_writer_errors) {
  * created 0600 whatever the umask allows. */
 TEST(trace_writer_symlink_and_mode) {
     char dir[] = "/tmp/dnprof-unit-XXXXXX";
-    ASSERT(mkdtemp(dir) != NULL);
+    ASSERT_NE(mkdtemp(dir), NULL);
     char victim[PATH_MAX], link[PATH_MAX], err[512];
     snprintf(victim, sizeof victim, "%s/victim", dir);
     snprintf(link, sizeof link, "%s/link.trace", dir);
     FILE *f = fopen(victim, "w");
-    ASSERT(f != NULL);
+    ASSERT_NE(f, NULL);
     fputs("precious", f);
     fclose(f);
-    ASSERT(symlink(victim, link) == 0);
+    ASSERT_EQ(symlink(victim, link), 0);
     dnp_writer *w = dnp_writer_open(link, 1, 1, err, sizeof err); /* exclusive: the link is there */
-    ASSERT(w == NULL);
+    ASSERT_EQ(w, NULL);
     mode_t old = umask(0);
     w = dnp_writer_open(link, 0, 1, err, sizeof err);
     umask(old);
-    ASSERT(w != NULL);
+    ASSERT_NE(w, NULL);
     dnp_writer_free(w);
     struct stat st;
-    ASSERT(lstat(link, &st) == 0);
+    ASSERT_EQ(lstat(link, &st), 0);
     ASSERT(S_ISREG(st.st_mode));
     ASSERT_EQ(st.st_mode & 07777, (mode_t)0600);
-    ASSERT(stat(victim, &st) == 0);
+    ASSERT_EQ(stat(victim, &st), 0);
     ASSERT_EQ(st.st_size, (off_t)8);
     old = umask(077);
     w = dnp_writer_open(link, 0, 1, err, sizeof err); /* a narrower umask is respected */
     umask(old);
-    ASSERT(w != NULL);
+    ASSERT_NE(w, NULL);
     dnp_writer_free(w);
-    ASSERT(lstat(link, &st) == 0);
+    ASSERT_EQ(lstat(link, &st), 0);
     ASSERT_EQ(st.st_mode & 07777, (mode_t)0600);
     old = umask(0277);
     w = dnp_writer_open(link, 0, 1, err, sizeof err);
     umask(old);
-    ASSERT(w != NULL);
+    ASSERT_NE(w, NULL);
     dnp_writer_free(w);
-    ASSERT(lstat(link, &st) == 0);
+    ASSERT_EQ(lstat(link, &st), 0);
     ASSERT_EQ(st.st_mode & 07777, (mode_t)0400);
     /* nothing is left beside it: the directory empties with these two */
     unlink(link);
     unlink(victim);
-    ASSERT(rmdir(dir) == 0);
+    ASSERT_EQ(rmdir(dir), 0);
     return 0;
 }
 
