@@ -192,10 +192,12 @@ int print_exceptions(const dnp_trace *t, int json, FILE *out) {
         fputs(has_exception_events(t) ? "no exception was thrown\n"
                                        : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
               out);
-    if (!json && s.unexpected)
-        fprintf(out, "# %llu exception events did not fit the state machine (see the '# warning' notes of "
+    if (!json && s.unexpected) {
+        char c[32];
+        fprintf(out, "# %s exception events did not fit the state machine (see the '# warning' notes of "
                      "'dnprof print')\n",
-                (unsigned long long)s.unexpected);
+                cli_fmt_count(s.unexpected, c));
+    }
     dnp_stories_free(&s);
     return fflush(out) == 0 && !ferror(out) ? 0 : 1;
 }
@@ -253,15 +255,21 @@ static int by_count(const void *a, const void *b) {
     return strcmp(x->key, y->key);
 }
 
+/* qsort wants a real array even for no elements (UBSan): sort only what there is. */
+static void groups_sort(groups *g) {
+    if (g->n > 1)
+        qsort(g->v, g->n, sizeof *g->v, by_count);
+}
+
 static void groups_text(FILE *out, const char *title, groups *g) {
-    qsort(g->v, g->n, sizeof *g->v, by_count);
+    groups_sort(g);
     fprintf(out, "%s\n  %10s %8s %8s %8s %10s %10s  %s\n", title, "count", "caught", "internal", "other",
             "mean", "max", "name");
     for (size_t i = 0; i < g->n; i++) {
         const group *r = &g->v[i];
-        char c[32];
-        fprintf(out, "  %10s %8llu %8llu %8llu ", cli_fmt_count(r->count, c), (unsigned long long)r->caught,
-                (unsigned long long)r->internal, (unsigned long long)(r->other + r->unhandled));
+        char c[32], k[32], n[32], o[32];
+        fprintf(out, "  %10s %8s %8s %8s ", cli_fmt_count(r->count, c), cli_fmt_count(r->caught, k),
+                cli_fmt_count(r->internal, n), cli_fmt_count(r->other + r->unhandled, o));
         double mean = r->count ? (double)r->total_ns / (double)r->count / 1e3 : 0;
         fprintf(out, "%7.1f us %7.1f us  %s\n", mean, (double)r->max_ns / 1e3, r->key);
     }
@@ -269,7 +277,7 @@ static void groups_text(FILE *out, const char *title, groups *g) {
 }
 
 static void groups_json(FILE *out, const char *name, groups *g) {
-    qsort(g->v, g->n, sizeof *g->v, by_count);
+    groups_sort(g);
     fprintf(out, ",\"%s\":[", name);
     for (size_t i = 0; i < g->n; i++) {
         const group *r = &g->v[i];
@@ -323,17 +331,17 @@ int report_exceptions(const dnp_trace *t, int json, FILE *out) {
                                       : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
               out);
     } else {
-        char c[32];
-        fprintf(out, "%s exceptions: %llu caught (%llu of them internal to the framework), %llu handled by the "
-                     "runtime, %llu abandoned, %llu rethrown, %llu unhandled, %llu in flight at the end\n\n",
-                cli_fmt_count(s.n, c), (unsigned long long)caught, (unsigned long long)internal,
-                (unsigned long long)runtime, (unsigned long long)abandoned, (unsigned long long)rethrown,
-                (unsigned long long)unhandled, (unsigned long long)open);
+        char c[8][32];
+        fprintf(out, "%s exceptions: %s caught (%s of them internal to the framework), %s handled by the "
+                     "runtime, %s abandoned, %s rethrown, %s unhandled, %s in flight at the end\n\n",
+                cli_fmt_count(s.n, c[0]), cli_fmt_count(caught, c[1]), cli_fmt_count(internal, c[2]),
+                cli_fmt_count(runtime, c[3]), cli_fmt_count(abandoned, c[4]), cli_fmt_count(rethrown, c[5]),
+                cli_fmt_count(unhandled, c[6]), cli_fmt_count(open, c[7]));
         groups_text(out, "by type (mean and max: from throw to the end of the catch, or to the last event)", &types);
         groups_text(out, "by throw site", &sites);
         groups_text(out, "by catch site", &catchers);
         if (s.unexpected)
-            fprintf(out, "%llu exception events did not fit the state machine\n", (unsigned long long)s.unexpected);
+            fprintf(out, "%s exception events did not fit the state machine\n", cli_fmt_count(s.unexpected, c[0]));
     }
     free(types.v);
     free(sites.v);

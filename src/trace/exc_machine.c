@@ -70,6 +70,20 @@ static void filter_verdict(exc_level *l, int yes, exc_step *out) {
     l->filter_open = 0;
 }
 
+/* A level whose handler a nested exception may have replaced is over unless
+ * this event is its handler's Leave. */
+static void settle_replaced(exc_machine *m, uint16_t kind, exc_step *out) {
+    if (m->depth == 0 || !m->lv[m->depth - 1].replaced)
+        return;
+    exc_level *t = &m->lv[m->depth - 1];
+    if (kind != DNP_EV_ExceptionThrown && fits(t, kind)) {
+        t->replaced = 0; /* the try was inside the block, which goes on */
+        return;
+    }
+    pop(m, out, EXC_ABANDONED);
+    out->flags |= EXC_REPLACED;
+}
+
 static void thrown(exc_machine *m, uint64_t object, exc_step *out) {
     /* A level unwinding towards no catcher is over once something new starts. */
     while (m->depth > 0) {
@@ -118,13 +132,14 @@ void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t objec
     out->nended = 0;
     if (!exc_machine_is_event(kind))
         return;
+    if (kind == DNP_EV_ExceptionOSHandlerEnter || kind == DNP_EV_ExceptionOSHandlerLeave ||
+        kind == DNP_EV_ExceptionCLRCatcherFound || kind == DNP_EV_ExceptionCLRCatcherExecute)
+        return; /* documented, never raised by CoreCLR */
+    settle_replaced(m, kind, out);
     if (kind == DNP_EV_ExceptionThrown) {
         thrown(m, object, out);
         return;
     }
-    if (kind == DNP_EV_ExceptionOSHandlerEnter || kind == DNP_EV_ExceptionOSHandlerLeave ||
-        kind == DNP_EV_ExceptionCLRCatcherFound || kind == DNP_EV_ExceptionCLRCatcherExecute)
-        return; /* documented, never raised by CoreCLR */
 
     int at = m->depth - 1;
     while (at >= 0 && !fits(&m->lv[at], kind))
@@ -218,7 +233,18 @@ void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t objec
             l->catcher = fn;
         break;
     case DNP_EV_ExceptionCatcherLeave: {
+        uint8_t parent_phase = l->parent_phase;
+        uint64_t catcher = l->handler;
         pop(m, out, EXC_CAUGHT);
+        /* Thrown in the catch or finally below and caught in the same method:
+         * by a try inside the block, or by one around it, which replaced the
+         * older exception. The next event tells (settle_replaced). */
+        if (m->depth > 0) {
+            exc_level *b = &m->lv[m->depth - 1];
+            if ((b->phase == EXC_CATCH || b->phase == EXC_FINALLY) && parent_phase == b->phase && catcher &&
+                catcher == b->handler && b->fate != EXC_ABANDONED && b->fate != EXC_RETHROWN)
+                b->replaced = 1;
+        }
         /* Levels whose handler frame this exception left are over too. */
         int lowest = -1;
         for (int i = 0; i < m->depth; i++)

@@ -161,7 +161,7 @@ int dnp_stories_build(const dnp_trace *t, dnp_stories *out) {
             size_t sid = ts->story_at[d0 - 1 - k];
             if (!sid)
                 continue;
-            if (k == 0 && e->kind == DNP_EV_ExceptionCatcherLeave)
+            if (e->kind == DNP_EV_ExceptionCatcherLeave && st->ended[k].fate == EXC_CAUGHT)
                 target = sid;
             if (target == sid && rc == 0)
                 rc = add_step(&out->v[sid - 1], i);
@@ -254,7 +254,8 @@ int dnp_stories_build(const dnp_trace *t, dnp_stories *out) {
         for (int k = 0; k < threads[th].m.depth; k++)
             if (threads[th].story_at[k]) {
                 exc_level l = threads[th].m.lv[k];
-                l.fate = EXC_OPEN;
+                /* One whose handler a nested exception replaced is over. */
+                l.fate = l.replaced && k == threads[th].m.depth - 1 ? EXC_ABANDONED : EXC_OPEN;
                 end_story(out, threads[th].story_at[k] - 1, &l, t);
             }
     for (size_t k = 0; k < out->n; k++) {
@@ -293,7 +294,10 @@ const char *dnp_story_fate_text(const dnp_story *s, const dnp_stories *all, char
             snprintf(buf, len, "handled by the runtime or native code: no managed catcher, no catch block ran");
         break;
     case EXC_ABANDONED:
-        if (s->ended_by)
+        if (s->ended_by && s->no_catcher && s->phase == EXC_FINALLY)
+            snprintf(buf, len, "replaced by #%zu, thrown in its finally block, which left the block (abandoned; "
+                               "no catch matched it, and the program went on)", s->ended_by);
+        else if (s->ended_by)
             snprintf(buf, len, "abandoned: #%zu, thrown in its %s block, left the block", s->ended_by,
                      exc_phase_name(s->phase));
         else
