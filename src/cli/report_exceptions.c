@@ -296,6 +296,7 @@ int report_exceptions(const dnp_trace *t, int json, FILE *out) {
         return 1;
     groups types = {0}, sites = {0}, catchers = {0};
     uint64_t caught = 0, internal = 0, unhandled = 0, runtime = 0, abandoned = 0, rethrown = 0, open = 0;
+    uint64_t again = 0; /* throws of an object thrown before: `throw;`, `throw ex;`, an await */
     for (size_t i = 0; i < s.n; i++) {
         const dnp_story *x = &s.v[i];
         group_add(group_of(&types, x->type), x);
@@ -307,14 +308,17 @@ int report_exceptions(const dnp_trace *t, int json, FILE *out) {
         runtime += x->fate == EXC_RUNTIME;
         abandoned += x->fate == EXC_ABANDONED;
         rethrown += x->fate == EXC_RETHROWN;
+        again += x->rethrow_of != 0;
         unhandled += x->fate == EXC_OPEN && x->no_catcher;
         open += x->fate == EXC_OPEN && !x->no_catcher;
     }
     if (json) {
         fprintf(out, "{\"exceptions_total\":%zu,\"caught\":%llu,\"internal\":%llu,\"handled_by_runtime\":%llu,"
-                     "\"abandoned\":%llu,\"rethrown\":%llu,\"unhandled\":%llu,\"in_flight\":%llu,\"unexpected_events\":%llu",
+                     "\"abandoned\":%llu,\"rethrown\":%llu,\"left_by_rethrow\":%llu,\"unhandled\":%llu,"
+                     "\"in_flight\":%llu,\"unexpected_events\":%llu",
                 s.n, (unsigned long long)caught, (unsigned long long)internal, (unsigned long long)runtime,
-                (unsigned long long)abandoned, (unsigned long long)rethrown, (unsigned long long)unhandled,
+                (unsigned long long)abandoned, (unsigned long long)again, (unsigned long long)rethrown,
+                (unsigned long long)unhandled,
                 (unsigned long long)open, (unsigned long long)s.unexpected);
         groups_json(out, "by_type", &types);
         groups_json(out, "by_throw_site", &sites);
@@ -331,12 +335,13 @@ int report_exceptions(const dnp_trace *t, int json, FILE *out) {
                                       : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
               out);
     } else {
-        char c[8][32];
+        char c[9][32];
         fprintf(out, "%s exceptions: %s caught (%s of them internal to the framework), %s handled by the "
-                     "runtime, %s abandoned, %s rethrown, %s unhandled, %s in flight at the end\n\n",
+                     "runtime, %s abandoned, %s left their catch by a rethrow, %s unhandled, %s in flight at "
+                     "the end; %s rethrown (an object thrown again: throw;, throw ex;, an await)\n\n",
                 cli_fmt_count(s.n, c[0]), cli_fmt_count(caught, c[1]), cli_fmt_count(internal, c[2]),
                 cli_fmt_count(runtime, c[3]), cli_fmt_count(abandoned, c[4]), cli_fmt_count(rethrown, c[5]),
-                cli_fmt_count(unhandled, c[6]), cli_fmt_count(open, c[7]));
+                cli_fmt_count(unhandled, c[6]), cli_fmt_count(open, c[7]), cli_fmt_count(again, c[8]));
         groups_text(out, "by type (mean and max: from throw to the end of the catch, or to the last event)", &types);
         groups_text(out, "by throw site", &sites);
         groups_text(out, "by catch site", &catchers);

@@ -122,6 +122,16 @@ static void thrown(exc_machine *m, uint64_t object, exc_step *out) {
     l->maybe_rethrow = (uint8_t)maybe_rethrow;
 }
 
+int exc_machine_details(exc_machine *m, uint64_t object, uint64_t flags) {
+    int d = m->depth;
+    if (!(flags & EXC_DETAIL_SAME_AS_CATCH) || d < 2 || m->lv[d - 2].phase != EXC_CATCH ||
+        m->lv[d - 1].object != object || m->lv[d - 1].fn_open)
+        return 0;
+    m->lv[d - 2].object = object; /* followed across the GC by the agent */
+    m->lv[d - 1].maybe_rethrow = 1;
+    return 1;
+}
+
 void exc_machine_abandon_top(exc_machine *m, exc_step *out) {
     if (m->depth > 0)
         pop(m, out, EXC_ABANDONED);
@@ -227,6 +237,8 @@ void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t objec
         l->handler = 0;
         break;
     case DNP_EV_ExceptionCatcherEnter:
+        if (object)
+            l->object = object; /* a GC may have moved it since the throw */
         l->phase = EXC_CATCH;
         l->handler = fn;
         if (!l->catcher)

@@ -93,6 +93,17 @@ int exc_machine_is_event(uint16_t kind);
  * one, object the ObjectID of ExceptionThrown and ExceptionCatcherEnter. */
 void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t object, exc_step *out);
 
+/* ExceptionDetails flags (events.def). */
+#define EXC_DETAIL_KEPT_TRACE 0x1u    /* _stackTrace already set: thrown before */
+#define EXC_DETAIL_TRUNCATED 0x2u     /* the stack cut at its frame limit */
+#define EXC_DETAIL_SAME_AS_CATCH 0x4u /* the object whose catch runs below, moved by a GC */
+
+/* Applies an ExceptionDetails event (its object and flags), recorded right
+ * after the ExceptionThrown that made the top level: with
+ * EXC_DETAIL_SAME_AS_CATCH, the throw is the catch's object thrown again.
+ * Returns 1 when it did that. */
+int exc_machine_details(exc_machine *m, uint64_t object, uint64_t flags);
+
 /* Ends the top level as abandoned: the agent knows (from the stack of a new
  * throw) that its catch or finally is no longer running. */
 void exc_machine_abandon_top(exc_machine *m, exc_step *out);

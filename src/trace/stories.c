@@ -67,6 +67,24 @@ static size_t earlier_throw(const dnp_stories *out, size_t idx) {
     return 0;
 }
 
+/* A throw whose object already had a stack trace, and no earlier story of the
+ * same ObjectID (a GC moved it): the last earlier story of the same type,
+ * message and HResult, thrown again (the thread pool's catch, then
+ * ExceptionDispatchInfo.Throw in an await). */
+static size_t same_exception(const dnp_stories *out, size_t idx) {
+    const dnp_story *s = &out->v[idx];
+    size_t limit = idx > 4096 ? idx - 4096 : 0;
+    if (!s->type)
+        return 0;
+    for (size_t i = idx; i-- > limit;) {
+        const dnp_story *o = &out->v[i];
+        if (o->has_details && o->hresult == s->hresult && o->type && !strcmp(o->type, s->type) &&
+            (o->message == s->message || (o->message && s->message && !strcmp(o->message, s->message))))
+            return i + 1;
+    }
+    return 0;
+}
+
 static void details(const dnp_trace *t, const dnp_trace_event *e, thread_state *ts, dnp_stories *out) {
     int d = ts->m.depth;
     if (d == 0 || !ts->story_at[d - 1])
@@ -78,6 +96,18 @@ static void details(const dnp_trace *t, const dnp_trace_event *e, thread_state *
     s->message = e->v[1] ? dnp_trace_string(t, e->v[1]) : NULL;
     s->hresult = (uint32_t)e->v[2];
     s->kept_trace = e->v[5] & 1;
+    /* The agent followed the object of the catch below across a GC: this is
+     * that object thrown again (`throw;` after a collection moved it). */
+    if (exc_machine_details(&ts->m, s->object, e->v[5]) && ts->story_at[d - 2])
+        s->rethrow_of = ts->story_at[d - 2];
+    /* A fresh exception (no stack trace yet) at the address of an earlier one:
+     * the address was reused after a GC, unless that earlier one is in its
+     * catch right below (`throw ex;`, which resets the trace). */
+    if (s->rethrow_of && !s->kept_trace &&
+        !(d >= 2 && ts->story_at[d - 2] == s->rethrow_of && ts->m.lv[d - 2].phase == EXC_CATCH))
+        s->rethrow_of = 0;
+    if (!s->rethrow_of && s->kept_trace)
+        s->rethrow_of = same_exception(out, ts->story_at[d - 1] - 1);
     s->stack = e->v[3] ? dnp_trace_string(t, e->v[3]) : NULL;
     if (s->stack && *s->stack) {
         /* The throw site is the stack's first line: keep it in a string of its own. */
