@@ -288,3 +288,129 @@ TEST(stories_unexpected) {
     dnp_stories_free(&st);
     return 0;
 }
+
+static void details(seq *s, uint32_t thread, uint64_t obj, uint64_t depth, uint64_t flags) {
+    add(s, thread, DNP_EV_ExceptionDetails, obj, depth);
+    s->ev[s->n - 1].v[5] = flags;
+}
+
+/* A throw no catch matches (the first pass ends with no catcher), whose finally
+ * throws; each up to the catch of the second, in F_A. */
+static void replaced_prefix(seq *s) {
+    add(s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    add(s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0);
+    add(s, 1, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0); /* no catcher */
+    add(s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(s, 1, DNP_EV_ExceptionUnwindFinallyEnter, F_A, 0);
+    add(s, 1, DNP_EV_ExceptionThrown, OBJ2, 0); /* in the finally */
+    add(s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ2);
+    add(s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+}
+
+/* issue 11: try { try { throw A; } finally { throw B; } } catch (B) {}: B
+ * replaced A, whose story ends there; a later throw is nobody's child. */
+TEST(stories_replaced_in_finally) {
+    seq s = {.n = 0};
+    replaced_prefix(&s);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1 + 8, 0); /* later, unrelated */
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1 + 8);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+    dnp_stories st;
+    ASSERT(build(&s, 1, &st) == 0);
+    ASSERT_EQ_U64(st.n, 3);
+    ASSERT_EQ_U64(st.v[0].fate, EXC_ABANDONED);
+    ASSERT_EQ_U64(st.v[0].no_catcher, 1);
+    ASSERT_EQ_U64(st.v[0].ended_by, 2);
+    ASSERT_EQ_U64(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ_U64(st.v[1].parent, 1);
+    ASSERT_EQ_U64(st.v[2].fate, EXC_CAUGHT);
+    ASSERT_EQ_U64(st.v[2].parent, 0);
+    ASSERT_EQ_U64(st.unexpected, 0);
+    char buf[512];
+    ASSERT(strstr(dnp_story_fate_text(&st.v[0], &st, buf, sizeof buf), "replaced by #2"));
+    dnp_stories_free(&st);
+
+    /* The same when the trace ends right after B's catch. */
+    seq e = {.n = 0};
+    replaced_prefix(&e);
+    ASSERT(build(&e, 1, &st) == 0);
+    ASSERT_EQ_U64(st.v[0].fate, EXC_ABANDONED);
+    dnp_stories_free(&st);
+    return 0;
+}
+
+/* ... but B caught by a try inside the finally: the finally goes on, and A. */
+TEST(stories_caught_inside_finally) {
+    seq s = {.n = 0};
+    replaced_prefix(&s);
+    add(&s, 1, DNP_EV_ExceptionUnwindFinallyLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0);
+    dnp_stories st;
+    ASSERT(build(&s, 1, &st) == 0);
+    ASSERT_EQ_U64(st.n, 2);
+    ASSERT_EQ_U64(st.v[0].fate, EXC_OPEN);
+    ASSERT_EQ_U64(st.v[0].no_catcher, 1);
+    ASSERT_EQ_U64(st.v[0].unwound, 1);
+    ASSERT_EQ_U64(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ_U64(st.unexpected, 0);
+    dnp_stories_free(&st);
+    return 0;
+}
+
+/* throw; after a GC moved the object: a new ObjectID, which the agent's
+ * Details say is the catch's object (EXC_DETAIL_SAME_AS_CATCH). */
+TEST(stories_rethrow_moved) {
+    seq s = {.n = 0};
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    details(&s, 1, OBJ1, 1, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ2, 0); /* OBJ1, moved */
+    details(&s, 1, OBJ2, 2, EXC_DETAIL_KEPT_TRACE | EXC_DETAIL_SAME_AS_CATCH);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ2);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+    dnp_stories st;
+    ASSERT(build(&s, 1, &st) == 0);
+    ASSERT_EQ_U64(st.n, 2);
+    ASSERT_EQ_U64(st.v[0].fate, EXC_RETHROWN);
+    ASSERT_EQ_U64(st.v[0].ended_by, 2);
+    ASSERT_EQ_U64(st.v[1].rethrow_of, 1);
+    ASSERT_EQ_U64(st.v[1].parent, 0);
+    ASSERT_EQ_U64(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ_U64(st.unexpected, 0);
+    dnp_stories_free(&st);
+    return 0;
+}
+
+/* A fresh exception at the address of one caught long before (a GC freed and
+ * reused it) is not a rethrow of it. */
+TEST(stories_address_reused) {
+    seq s = {.n = 0};
+    across(&s, 1, OBJ1);
+    s.ev[s.n++] = s.ev[0];
+    details(&s, 1, OBJ1, 1, 0);
+    dnp_stories st;
+    ASSERT(build(&s, 1, &st) == 0);
+    ASSERT_EQ_U64(st.n, 2);
+    ASSERT_EQ_U64(st.v[1].rethrow_of, 0);
+    dnp_stories_free(&st);
+    return 0;
+}
