@@ -90,4 +90,6 @@ void config_from_env(agent_config *cfg) {
     cfg->all_code = all && *all && strcmp(all, "0") != 0;
     copy_env(cfg->include, sizeof cfg->include, DNP_ENV_INCLUDE);
     copy_env(cfg->exclude, sizeof cfg->exclude, DNP_ENV_EXCLUDE);
+    const char *stacks = getenv(DNP_ENV_EXC_STACKS);
+    cfg->exc_stacks = stacks && strcmp(stacks, "1") == 0;
 }

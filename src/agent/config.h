@@ -18,6 +18,9 @@ typedef struct agent_config {
     int all_code;        /* framework code too: no inlining, no ReadyToRun code */
     char include[1024];  /* comma-separated globs of functions to hook, "" for the default */
     char exclude[1024];  /* comma-separated globs of functions not to hook */
+    /* exception stories (exceptions.c, issue 10 item 2): from DNPROF_EXCEPTION_STACKS
+       at start-up, from the attach blob after an attach; never read elsewhere */
+    int exc_stacks;      /* a stack snapshot at each throw */
 } agent_config;
 
 /* Fills cfg from the environment. */

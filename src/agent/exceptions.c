@@ -62,10 +62,10 @@ static __thread struct {
 } t_stacks[64];
 
 void exceptions_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
-    (void)cfg;
     (void)mask_high;
-    const char *v = getenv(DNP_ENV_EXC_STACKS);
-    g_stacks = v && strcmp(v, "1") == 0 && (g_agent.events.families >> DNP_FAM_EXCEPTIONS & 1);
+    /* From the configuration only: after an attach, the environment is the
+     * target's, not what dnprof attach asked for. */
+    g_stacks = cfg->exc_stacks && (g_agent.events.families >> DNP_FAM_EXCEPTIONS & 1);
     if (g_stacks)
         *mask |= COR_PRF_ENABLE_STACK_SNAPSHOT;
 }

@@ -79,6 +79,9 @@ static void attach_help(void) {
           "                        functions and ccw need flags the runtime accepts only at\n"
           "                        start-up: use dnprof run for them. gc needs a program\n"
           "                        without background GC (DOTNET_gcConcurrent=0, or server GC)\n"
+          "      --exceptions      each exception's story: adds exceptions,threads to the\n"
+          "                        events and a stack snapshot at each throw (then\n"
+          "                        'dnprof print --exceptions', 'dnprof report --exceptions')\n"
           "  -o, --output FILE     the trace file, replaced if it exists (default:\n"
           "                        dnprof-<pid>.trace in the current directory); the program\n"
           "                        writes it, so its user must be able to\n"
@@ -215,17 +218,19 @@ static void agent_log(const char *dir, pid_t pid, int quiet) {
 }
 
 int cmd_attach(int argc, char **argv) {
-    enum { OPT_FLUSH = 256, OPT_TIMEOUT };
+    enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_EXCEPTIONS };
     static const struct option longopts[] = {
         {"events", required_argument, NULL, 'e'},   {"output", required_argument, NULL, 'o'},
         {"duration", required_argument, NULL, 'd'}, {"flush-ms", required_argument, NULL, OPT_FLUSH},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"exceptions", no_argument, NULL, OPT_EXCEPTIONS},
         {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *events = NULL, *output = NULL;
     long long duration_ms = -1;
     uint64_t flush_ms = 0, timeout_s = 10;
-    int quiet = 0, c;
+    int quiet = 0, exceptions = 0, c;
+    static char exc_events[DNP_BLOB_EVENTS_MAX];
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":e:o:d:qh", longopts, NULL)) != -1) {
         switch (c) {
@@ -245,6 +250,7 @@ int cmd_attach(int argc, char **argv) {
             if (cli_parse_u64(optarg, &timeout_s) != 0 || timeout_s == 0 || timeout_s > 600)
                 return usage_error("attach", "--timeout wants seconds from 1 to 600, not '%s'", optarg);
             break;
+        case OPT_EXCEPTIONS: exceptions = 1; break;
         case 'q': quiet = 1; break;
         case 'h': attach_help(); return 0;
         default: return cli_bad_option("attach", argv, c);
@@ -259,6 +265,15 @@ int cmd_attach(int argc, char **argv) {
     if (pid == getpid())
         return usage_error("attach", "dnprof cannot attach to itself");
 
+    if (exceptions) {
+        /* As dnprof run --exceptions: the exception events, the threads' names,
+         * and the stacks, which the agent takes from the blob. */
+        if (events && strlen(events) > DNP_BLOB_EVENTS_MAX - 32)
+            return usage_error("attach", "--events is too long");
+        snprintf(exc_events, sizeof exc_events, "%s%sexceptions,threads",
+                 events && *events ? events : DNP_EVENTS_DEFAULT, ",");
+        events = exc_events;
+    }
     uint32_t families = 0;
     char left_out[256];
     int rc = check_events(events, &families, left_out, sizeof left_out);
@@ -325,6 +340,7 @@ int cmd_attach(int argc, char **argv) {
     snprintf(blob.output, sizeof blob.output, "%s", out_abs);
     blob.flush_ms = (uint32_t)flush_ms;
     blob.trigger_pid = (uint32_t)getpid();
+    blob.exc_stacks = (uint32_t)exceptions;
     if (ctl_dir(proc.uid, 1, blob.control_dir, sizeof blob.control_dir, err, sizeof err) < 0) {
         error("%s", err);
         return 1;
