@@ -374,6 +374,19 @@ static void put_columns(printer *p, uint64_t time_ns, uint32_t thread) {
     fputc(' ', p->out);
 }
 
+/* Two spaces a level up to PRINT_INDENT_MAX levels, then the level as a
+ * number: a deep recursion prints in space linear in its events. */
+#define PRINT_INDENT_MAX 32
+
+static void put_indent(FILE *out, int depth) {
+    static const char spaces[2 * PRINT_INDENT_MAX + 1] =
+        "                                                                ";
+    int n = depth < PRINT_INDENT_MAX ? depth : PRINT_INDENT_MAX;
+    fwrite(spaces, 1, (size_t)(2 * n), out);
+    if (depth > PRINT_INDENT_MAX)
+        fprintf(out, "{%d} ", depth);
+}
+
 static void print_event(printer *p, size_t i, int depth) {
     const dnp_trace_event *e = &p->t->events[i];
     const dnp_event_info *info = &dnp_events[e->kind];
@@ -388,8 +401,7 @@ static void print_event(printer *p, size_t i, int depth) {
         return;
     }
     put_columns(p, e->time_ns, e->thread);
-    for (int d = 0; d < depth; d++)
-        fputs("  ", out);
+    put_indent(out, depth);
     fputs(info->name, out);
     for (int f = 0; f < info->nfields; f++)
         put_field_text(p, i, e, f);
@@ -469,7 +481,8 @@ static void print_help(void) {
           "Prints a trace written by 'dnprof run' as an event log, one event a line, in\n"
           "the order the runtime raised them: the thread, then the event indented by how\n"
           "deep it is nested on its thread (an event between ClassLoadStarted and\n"
-          "ClassLoadFinished is one level in), then its fields. Classes, functions,\n"
+          "ClassLoadFinished is one level in; past 32 levels the level is shown as\n"
+          "{N}), then its fields. Classes, functions,\n"
           "modules, assemblies and app domains show their name and their runtime ID\n"
           "(which dotnet-dump's dumpmt and dumpmd take). Notes from the agent are\n"
           "printed in place as '# note: ...' lines.\n"

@@ -202,3 +202,41 @@ TEST(e2e_stories_rethrow_after_gc) {
     ASSERT(ok);
     return 0;
 }
+
+/* A recursion 5000 calls deep under --timeline: print indents up to a limit
+ * and shows the level past it as {N}, so its output is linear in the events
+ * (it was quadratic: 907 MB for a 30,000-deep recursion). */
+TEST(e2e_print_deep_recursion_linear) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_print_deep_recursion_linear") == 0);
+    const char *bin = e2e_env("DNPROF_BIN"), *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(bin && dll);
+    const char *argv[] = {bin, "run", "--quiet", "--timeline", "-o", r.trace, "--", e2e_dotnet(), dll,
+                          "stories", "deep", "5000", NULL};
+    ASSERT(e2e_exec(&r, (char *const *)argv, NULL) == 0);
+    ASSERT_EQ_U64(r.status, 0);
+    const char *print[] = {"print", "--no-ids", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, print) == 0);
+    ASSERT_EQ_U64(r.status, 0);
+    size_t len = 0;
+    char *out = e2e_read_file(r.out, &len);
+    ASSERT(out != NULL);
+    size_t lines = 0, deepest = 0;
+    for (char *p = out; (p = strchr(p, '\n')) != NULL; p++)
+        lines++;
+    /* The deepest DeepRecurse shows its level as a number. */
+    for (char *p = out; (p = strstr(p, "} MethodEnter Scenarios.StoriesScenario::DeepRecurse")) != NULL; p++) {
+        char *b = p;
+        while (b > out && b[-1] != '{')
+            b--;
+        size_t level = strtoul(b, NULL, 10);
+        if (level > deepest)
+            deepest = level;
+    }
+    free(out);
+    fprintf(stderr, "e2e: %zu lines, %zu bytes, deepest level shown %zu\n", lines, len, deepest);
+    ASSERT(lines > 10000);        /* 5001 enters and leaves */
+    ASSERT(deepest >= 5000);
+    ASSERT(len < lines * 200);    /* linear: no line is indented 5000 levels */
+    return 0;
+}

@@ -14,6 +14,8 @@
 //   dispatch   issue 11: a task's exception caught by the thread pool, thrown
 //              again by the await (ExceptionDispatchInfo.Throw) after that
 //              catch has ended
+//   deep [N]   issue 11: a recursion N (5000) calls deep, for `print` of a
+//              --timeline trace; prints "deep: N"
 //   gcrethrow [N]  issue 11: N times `throw;` after a GC has moved the
 //              exception object; prints "gcrethrow: N rethrown, N caught"
 using System;
@@ -102,6 +104,7 @@ public static class StoriesScenario
             case "replaced": return Replaced();
             case "dispatch": return Dispatch();
             case "gcrethrow": return GcRethrow(Arg(args, 1, 2000));
+            case "deep": return Deep(Arg(args, 1, 5000));
             default:
                 Console.Error.WriteLine($"usage: Scenarios stories [all|threads [T] [N]|unhandled|bench [N]], not '{what}'");
                 return 2;
@@ -617,6 +620,19 @@ public static class StoriesScenario
             }
         }
         Say($"gcrethrow: {rethrown} rethrown, {caught} caught");
+        return 0;
+    }
+
+    // ---- issue 11: print's indentation of a deep recursion ----
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static int DeepRecurse(int n) => n == 0 ? 0 : 1 + DeepRecurse(n - 1);
+
+    private static int Deep(int n)
+    {
+        var t = new Thread(() => Say($"deep: {DeepRecurse(n)}"), 64 * 1024 * 1024);
+        t.Start();
+        t.Join();
         return 0;
     }
 }
