@@ -609,6 +609,11 @@ int cmd_print(int argc, char **argv) {
         p.thread_on = thread_on;
     }
 
+    if (exceptions) { /* streamed: memory bounded by the stories */
+        signal(SIGPIPE, SIG_IGN);
+        free(thread_on);
+        return print_exceptions(path, p.json, stdout);
+    }
     dnp_trace *t = NULL;
     if (dnp_trace_load(path, &t, err, sizeof err) != 0) {
         free(thread_on);
@@ -622,13 +627,6 @@ int cmd_print(int argc, char **argv) {
         warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
     }
 
-    if (exceptions) {
-        signal(SIGPIPE, SIG_IGN);
-        int erc = print_exceptions(t, p.json, stdout);
-        free(thread_on);
-        dnp_trace_free(t);
-        return erc;
-    }
     init_tables();
     p.t = t;
     p.out = stdout;

@@ -10,6 +10,12 @@
 #include "report.h"
 #include "stories.h"
 
+/* The trace the stories' strings live in, until they are printed. */
+static struct {
+    dnp_trace_stream *stream;
+    dnp_trace *loaded;
+} s_keep;
+
 static const char *or_q(const char *s) {
     return s && *s ? s : "?";
 }
@@ -33,11 +39,10 @@ static void put_us(FILE *out, uint64_t ns) {
 
 /* ---- print --exceptions: each story ---- */
 
-static void story_step_text(const dnp_trace *t, const dnp_story_step *st, FILE *out) {
-    const dnp_trace_event *e = &t->events[st->ev];
-    const char *fn = or_q(dnp_story_function(t, e));
+static void story_step_text(const dnp_story_step *st, FILE *out) {
+    const char *fn = or_q(st->function);
     fputs("    ", out);
-    switch (e->kind) {
+    switch (st->kind) {
     case DNP_EV_ExceptionThrown: fputs("thrown", out); break;
     case DNP_EV_ExceptionSearchFunctionEnter: fprintf(out, "search  %s", fn); break;
     case DNP_EV_ExceptionSearchFilterEnter: fprintf(out, "filter  %s", fn); break;
@@ -55,12 +60,12 @@ static void story_step_text(const dnp_trace *t, const dnp_story_step *st, FILE *
     case DNP_EV_ExceptionUnwindFinallyLeave: fputs("finally <- done", out); break;
     case DNP_EV_ExceptionCatcherEnter: fprintf(out, "catch   %s", fn); break;
     case DNP_EV_ExceptionCatcherLeave: fputs("catch   <- done", out); break;
-    default: fputs(dnp_events[e->kind].name, out); break;
+    default: fputs(st->kind < DNP_EV_COUNT ? dnp_events[st->kind].name : "?", out); break;
     }
     fputc('\n', out);
 }
 
-static void story_text(const dnp_trace *t, const dnp_stories *all, const dnp_story *s, FILE *out) {
+static void story_text(const dnp_stories *all, const dnp_story *s, FILE *out) {
     char buf[512];
     fprintf(out, "#%zu thread %u  %s", s->id, s->thread, or_q(s->type));
     if (s->has_details) {
@@ -97,13 +102,13 @@ static void story_text(const dnp_trace *t, const dnp_stories *all, const dnp_sto
     }
     fputs("  story:\n", out);
     for (size_t k = 1; k < s->nsteps; k++)
-        story_step_text(t, &s->steps[k], out);
+        story_step_text(&s->steps[k], out);
     fprintf(out, "  outcome: %s; ", dnp_story_fate_text(s, all, buf, sizeof buf));
     put_us(out, s->t_end - s->t_thrown);
     fputs(s->fate == EXC_CAUGHT ? " from throw to the end of the catch\n\n" : " from throw to its last event\n\n", out);
 }
 
-static void story_json(const dnp_trace *t, const dnp_stories *all, const dnp_story *s, FILE *out) {
+static void story_json(const dnp_stories *all, const dnp_story *s, FILE *out) {
     char buf[512];
     fprintf(out, "{\"id\":%zu,\"thread\":%u,\"t_ns\":%llu,\"object\":\"0x%llx\",\"type\":", s->id, s->thread,
             (unsigned long long)s->t_thrown, (unsigned long long)s->object);
@@ -146,10 +151,10 @@ static void story_json(const dnp_trace *t, const dnp_stories *all, const dnp_sto
     fprintf(out, ",\"frames_searched\":%u,\"filters\":%u,\"finally_blocks\":%u,\"frames_unwound\":%u,\"story\":[",
             s->searched, s->filters, s->finallys, s->unwound);
     for (size_t k = 0; k < s->nsteps; k++) {
-        const dnp_trace_event *e = &t->events[s->steps[k].ev];
+        const dnp_story_step *e = &s->steps[k];
         fprintf(out, "%s{\"t_ns\":%llu,\"event\":\"%s\"", k ? "," : "", (unsigned long long)e->time_ns,
-                dnp_events[e->kind].name);
-        const char *fn = dnp_story_function(t, e);
+                e->kind < DNP_EV_COUNT ? dnp_events[e->kind].name : "?");
+        const char *fn = e->function;
         if (fn) {
             fputs(",\"function\":", out);
             cli_put_json(out, fn);
@@ -161,35 +166,57 @@ static void story_json(const dnp_trace *t, const dnp_stories *all, const dnp_sto
     fputs("]}", out);
 }
 
-static int build(const dnp_trace *t, dnp_stories *s) {
-    if (dnp_stories_build(t, s) != 0) {
-        dnp_stories_free(s);
-        return error("out of memory");
+/* The stories of the trace at path, streamed: memory holds the stories (with
+ * their steps when asked), never the events. Warns when the trace is not
+ * complete. 0, or 1 after saying why. */
+static int build(const char *path, int keep_steps, dnp_stories *s) {
+    char err[600];
+    dnp_trace_stream *stream = NULL;
+    dnp_trace *loaded = NULL;
+    int rc = dnp_stories_read(path, keep_steps, s, &stream, &loaded, err, sizeof err);
+    if (rc == 0) {
+        const dnp_trace *t = loaded ? loaded : dnp_trace_stream_trace(stream);
+        if (t->status != DNP_TRACE_COMPLETE)
+            warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
+        if (t->lost) {
+            char n[32];
+            warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
+        }
+    } else {
+        error("%s", err);
     }
-    return 0;
+    /* The stories' strings point into the trace's tables: they are kept. */
+    if (rc == 0) {
+        s_keep.stream = stream;
+        s_keep.loaded = loaded;
+    } else {
+        dnp_trace_stream_close(stream);
+        dnp_trace_free(loaded);
+    }
+    return rc == 0 ? 0 : 1;
 }
 
-static int has_exception_events(const dnp_trace *t) {
-    for (size_t i = 0; i < t->nevents; i++)
-        if (dnp_events[t->events[i].kind].family == DNP_FAM_EXCEPTIONS)
-            return 1;
-    return 0;
+static void release(dnp_stories *s) {
+    dnp_stories_free(s);
+    dnp_trace_stream_close(s_keep.stream);
+    dnp_trace_free(s_keep.loaded);
+    memset(&s_keep, 0, sizeof s_keep);
 }
 
-int print_exceptions(const dnp_trace *t, int json, FILE *out) {
+int print_exceptions(const char *path, int json, FILE *out) {
     dnp_stories s;
-    if (build(t, &s) != 0)
+    if (build(path, 1, &s) != 0)
         return 1;
     for (size_t i = 0; i < s.n; i++) {
         if (json) {
-            story_json(t, &s, &s.v[i], out);
+            story_json(&s, &s.v[i], out);
             fputc('\n', out);
         } else {
-            story_text(t, &s, &s.v[i], out);
+            story_text(&s, &s.v[i], out);
         }
     }
     if (!json && s.n == 0)
-        fputs(has_exception_events(t) ? "no exception was thrown\n"
+        fputs(s.exception_events ? "no exception was thrown\n"
                                        : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
               out);
     if (!json && s.unexpected) {
@@ -198,7 +225,7 @@ int print_exceptions(const dnp_trace *t, int json, FILE *out) {
                      "'dnprof print')\n",
                 cli_fmt_count(s.unexpected, c));
     }
-    dnp_stories_free(&s);
+    release(&s);
     return fflush(out) == 0 && !ferror(out) ? 0 : 1;
 }
 
@@ -290,9 +317,9 @@ static void groups_json(FILE *out, const char *name, groups *g) {
     fputc(']', out);
 }
 
-int report_exceptions(const dnp_trace *t, int json, FILE *out) {
+int report_exceptions(const char *path, int json, FILE *out) {
     dnp_stories s;
-    if (build(t, &s) != 0)
+    if (build(path, json, &s) != 0) /* the steps only for --json, which shows them */
         return 1;
     groups types = {0}, sites = {0}, catchers = {0};
     uint64_t caught = 0, internal = 0, unhandled = 0, runtime = 0, abandoned = 0, rethrown = 0, open = 0;
@@ -327,11 +354,11 @@ int report_exceptions(const dnp_trace *t, int json, FILE *out) {
         for (size_t i = 0; i < s.n; i++) {
             if (i)
                 fputs(",\n", out);
-            story_json(t, &s, &s.v[i], out);
+            story_json(&s, &s.v[i], out);
         }
         fputs("]}\n", out);
     } else if (s.n == 0) {
-        fputs(has_exception_events(t) ? "no exception was thrown\n"
+        fputs(s.exception_events ? "no exception was thrown\n"
                                       : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
               out);
     } else {
@@ -351,6 +378,6 @@ int report_exceptions(const dnp_trace *t, int json, FILE *out) {
     free(types.v);
     free(sites.v);
     free(catchers.v);
-    dnp_stories_free(&s);
+    release(&s);
     return fflush(out) == 0 && !ferror(out) ? 0 : 1;
 }

@@ -414,3 +414,108 @@ TEST(stories_address_reused) {
     dnp_stories_free(&st);
     return 0;
 }
+
+/* ---- streamed: the same stories as from the loaded trace ---- */
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "synth.h"
+
+static void ev(synth *w, uint32_t th, uint64_t *t, uint16_t kind, uint64_t a, uint64_t b, uint64_t name) {
+    uint64_t v[DNP_MAX_VALUES] = {0};
+    if (kind == DNP_EV_ExceptionThrown) {
+        v[0] = a; /* object, class, class name */
+        v[1] = 0x99;
+        v[2] = name;
+    } else if (kind == DNP_EV_ExceptionCatcherEnter) {
+        v[0] = a, v[1] = name, v[2] = b, v[3] = 0x99, v[4] = 0;
+    } else if (kind == DNP_EV_ExceptionDetails) {
+        v[0] = a, v[1] = name, v[2] = 0x80131500, v[3] = 0, v[4] = b, v[5] = EXC_DETAIL_KEPT_TRACE * (b == 1 && a == OBJ2);
+    } else if (dnp_events[kind].nvalues >= 2) {
+        v[0] = a, v[1] = name;
+    }
+    *t += 100;
+    synth_event(w, th, *t, (dnp_event_kind)kind, v);
+}
+
+/* Two threads, each writing its own chunks (file order is not time order),
+ * and an exception thrown again on the second after its catch ended on the
+ * first: `print --exceptions` and `report --exceptions` stream, and must tell
+ * the same stories as from the loaded trace. */
+TEST(stories_streamed_same) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/dnprof-stories-%d.trace", (int)getpid());
+    synth *w = synth_open(path, 4242, "stories");
+    ASSERT(w != NULL);
+    uint64_t type = synth_string(w, "Scenarios.StoryException"), fa = synth_string(w, "App::A"),
+             fm = synth_string(w, "App::Main"), msg = synth_string(w, "boom");
+    synth_thread(w, 1, 101);
+    synth_thread(w, 2, 102);
+    uint64_t t1 = 0, t2 = 50;
+    for (int round = 0; round < 50; round++) {
+        uint64_t obj = OBJ1 + (uint64_t)round * 64;
+        for (uint32_t th = 1; th <= 2; th++) {
+            uint64_t *t = th == 1 ? &t1 : &t2;
+            ev(w, th, t, DNP_EV_ExceptionThrown, obj + th, 0, type);
+            ev(w, th, t, DNP_EV_ExceptionDetails, obj + th, 1, msg);
+            ev(w, th, t, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0, fa);
+            ev(w, th, t, DNP_EV_ExceptionSearchFunctionLeave, 0, 0, 0);
+            ev(w, th, t, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0, fm);
+            ev(w, th, t, DNP_EV_ExceptionSearchCatcherFound, F_MAIN, 0, fm);
+            ev(w, th, t, DNP_EV_ExceptionSearchFunctionLeave, 0, 0, 0);
+            ev(w, th, t, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0, fa);
+            ev(w, th, t, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0, 0);
+            ev(w, th, t, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0, fm);
+            ev(w, th, t, DNP_EV_ExceptionCatcherEnter, F_MAIN, obj + th, fm);
+            ev(w, th, t, DNP_EV_ExceptionCatcherLeave, 0, 0, 0);
+        }
+    }
+    /* Thread 1's object, thrown again on thread 2 (stack trace kept). */
+    t2 = t1 + 1000;
+    ev(w, 2, &t2, DNP_EV_ExceptionThrown, OBJ1 + 49 * 64 + 1, 0, type);
+    uint64_t v[DNP_MAX_VALUES] = {OBJ1 + 49 * 64 + 1, msg, 0x80131500, 0, 1, EXC_DETAIL_KEPT_TRACE};
+    synth_event(w, 2, t2 += 100, DNP_EV_ExceptionDetails, v);
+    ASSERT(synth_close(w, 1) == 0);
+
+    char err[256];
+    dnp_trace *t = NULL;
+    ASSERT(dnp_trace_load(path, &t, err, sizeof err) == 0);
+    dnp_stories whole, streamed;
+    ASSERT(dnp_stories_build(t, &whole) == 0);
+    dnp_trace_stream *st = NULL;
+    dnp_trace *none = NULL;
+    unsetenv("DNPROF_NO_STREAM");
+    ASSERT(dnp_stories_read(path, 1, &streamed, &st, &none, err, sizeof err) == 0);
+    ASSERT(st != NULL && none == NULL);
+    ASSERT_EQ_U64(whole.n, 101);
+    ASSERT_EQ_U64(streamed.n, whole.n);
+    for (size_t i = 0; i < whole.n; i++) {
+        const dnp_story *a = &whole.v[i], *b = &streamed.v[i];
+        ASSERT_EQ_U64(a->id, b->id);
+        ASSERT_EQ_U64(a->thread, b->thread);
+        ASSERT_EQ_U64(a->t_thrown, b->t_thrown);
+        ASSERT_EQ_U64(a->t_end, b->t_end);
+        ASSERT_EQ_U64(a->fate, b->fate);
+        ASSERT_EQ_U64(a->rethrow_of, b->rethrow_of);
+        ASSERT_STR_EQ(a->type, b->type);
+        ASSERT_STR_EQ(a->message, b->message);
+        ASSERT_STR_EQ(a->catcher ? a->catcher : "-", b->catcher ? b->catcher : "-");
+        ASSERT_EQ_U64(a->nsteps, b->nsteps);
+        for (size_t k = 0; k < a->nsteps; k++) {
+            ASSERT_EQ_U64(a->steps[k].kind, b->steps[k].kind);
+            ASSERT_EQ_U64(a->steps[k].time_ns, b->steps[k].time_ns);
+            ASSERT_STR_EQ(a->steps[k].function ? a->steps[k].function : "", b->steps[k].function ? b->steps[k].function : "");
+        }
+    }
+    /* The last one is thread 1's last exception thrown again. */
+    ASSERT_EQ_U64(streamed.v[100].thread, 2);
+    ASSERT(streamed.v[100].rethrow_of != 0);
+    ASSERT_EQ_U64(streamed.v[streamed.v[100].rethrow_of - 1].thread, 1);
+    dnp_stories_free(&whole);
+    dnp_stories_free(&streamed);
+    dnp_trace_stream_close(st);
+    dnp_trace_free(t);
+    unlink(path);
+    return 0;
+}
