@@ -20,6 +20,18 @@
 
 enum ids_mode { IDS_BOTH, IDS_ONLY, NAMES_ONLY };
 
+/* A name a START event borrows from its FINISH: the START's index in the
+ * events' order (the loaded trace's, or the stream's file order), the string. */
+typedef struct borrow {
+    size_t ev;
+    uint64_t sid;
+} borrow;
+
+typedef struct borrows {
+    borrow *v;
+    size_t n, cap, at; /* at: the next one to use, the events being in index order */
+} borrows;
+
 typedef struct printer {
     const dnp_trace *t;
     FILE *out;
@@ -28,9 +40,9 @@ typedef struct printer {
     uint32_t families;
     const uint8_t *thread_on; /* by ordinal; NULL: every thread */
     size_t nthread_on;
-    uint64_t *borrowed; /* per event: a name string taken from its FINISH, or 0 */
+    borrows borrowed;     /* names taken from FINISH events */
     dnp_nest_state *nest; /* per thread ordinal */
-    int tcol;           /* width of the thread column */
+    int tcol;             /* width of the thread column */
 } printer;
 
 /* Where each field's values start in dnp_trace_event.v, per event kind. */
@@ -75,60 +87,117 @@ static dnp_nest event_nest(const dnp_trace_event *e) {
 
 typedef struct open_start {
     size_t *ev;
+    dnp_trace_event *e; /* the START events themselves (a stream does not keep them) */
     size_t n, cap;
 } open_start;
 
-static int borrow_names(printer *p) {
-    const dnp_trace *t = p->t;
-    open_start *open = calloc(t->nthreads + 1, sizeof *open);
-    p->borrowed = calloc(t->nevents ? t->nevents : 1, sizeof *p->borrowed);
-    if (!open || !p->borrowed) {
-        free(open);
-        return error("out of memory");
+typedef struct borrower {
+    open_start *open; /* per thread ordinal */
+    size_t nopen;
+    borrows *out;
+} borrower;
+
+static int borrow_add(borrows *b, size_t ev, uint64_t sid) {
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        borrow *v = realloc(b->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        b->v = v;
+        b->cap = cap;
     }
-    for (size_t i = 0; i < t->nevents; i++) {
-        const dnp_trace_event *e = &t->events[i];
-        if (e->thread > t->nthreads)
-            continue;
-        open_start *s = &open[e->thread];
-        dnp_nest nest = event_nest(e);
-        if (nest == DNP_NEST_START) {
-            if (s->n == s->cap) {
-                size_t cap = s->cap ? s->cap * 2 : 32;
-                size_t *grown = realloc(s->ev, cap * sizeof *grown);
-                if (!grown)
-                    continue;
+    b->v[b->n++] = (borrow){ev, sid};
+    return 0;
+}
+
+/* One event, index i, in its thread's order: a START is remembered; a FINISH
+ * gives its name to the START with the same ID that had none. */
+static int borrow_step(borrower *B, const dnp_trace_event *e, size_t i) {
+    if (e->thread >= B->nopen) {
+        size_t n = B->nopen ? B->nopen : 16;
+        while (n <= e->thread)
+            n *= 2;
+        open_start *o = realloc(B->open, n * sizeof *o);
+        if (!o)
+            return -1;
+        memset(o + B->nopen, 0, (n - B->nopen) * sizeof *o);
+        B->open = o;
+        B->nopen = n;
+    }
+    open_start *s = &B->open[e->thread];
+    dnp_nest nest = event_nest(e);
+    if (nest == DNP_NEST_START) {
+        if (s->n == s->cap) {
+            size_t cap = s->cap ? s->cap * 2 : 32;
+            size_t *grown = realloc(s->ev, cap * sizeof *grown);
+            if (grown)
                 s->ev = grown;
-                s->cap = cap;
-            }
-            s->ev[s->n++] = i;
-        } else if (nest == DNP_NEST_FINISH && s->n > 0) {
-            int f = first_entity[e->kind];
-            if (f < 0) {
-                s->n--;
+            dnp_trace_event *ge = grown ? realloc(s->e, cap * sizeof *ge) : NULL;
+            if (!ge)
+                return 0; /* that START borrows nothing */
+            s->e = ge;
+            s->cap = cap;
+        }
+        s->ev[s->n] = i;
+        s->e[s->n++] = *e;
+    } else if (nest == DNP_NEST_FINISH && s->n > 0) {
+        int f = first_entity[e->kind];
+        if (f < 0) {
+            s->n--;
+            return 0;
+        }
+        unsigned at = value_at[e->kind][f];
+        uint8_t type = dnp_events[e->kind].field_types[f];
+        for (size_t k = s->n; k-- > 0;) {
+            const dnp_trace_event *st = &s->e[k];
+            int sf = first_entity[st->kind];
+            if (sf < 0 || dnp_events[st->kind].field_types[sf] != type)
                 continue;
-            }
-            unsigned at = value_at[e->kind][f];
-            uint8_t type = dnp_events[e->kind].field_types[f];
-            for (size_t k = s->n; k-- > 0;) {
-                const dnp_trace_event *st = &t->events[s->ev[k]];
-                int sf = first_entity[st->kind];
-                if (sf < 0 || dnp_events[st->kind].field_types[sf] != type)
-                    continue;
-                unsigned sat = value_at[st->kind][sf];
-                if (value(st, sat) != value(e, at))
-                    continue;
-                if (value(st, sat + 1) == 0)
-                    p->borrowed[s->ev[k]] = value(e, at + 1);
-                s->n = k; /* it, and any START left open inside it */
-                break;
-            }
+            unsigned sat = value_at[st->kind][sf];
+            if (value(st, sat) != value(e, at))
+                continue;
+            if (value(st, sat + 1) == 0 && value(e, at + 1) && borrow_add(B->out, s->ev[k], value(e, at + 1)) < 0)
+                return -1;
+            s->n = k; /* it, and any START left open inside it */
+            break;
         }
     }
-    for (size_t i = 0; i <= t->nthreads; i++)
-        free(open[i].ev);
-    free(open);
     return 0;
+}
+
+static void borrower_free(borrower *B) {
+    for (size_t i = 0; i < B->nopen; i++) {
+        free(B->open[i].ev);
+        free(B->open[i].e);
+    }
+    free(B->open);
+    memset(B, 0, sizeof *B);
+}
+
+static int by_ev(const void *x, const void *y) {
+    const borrow *a = x, *b = y;
+    return a->ev < b->ev ? -1 : a->ev > b->ev;
+}
+
+/* The names in index order, for the events to take one by one. */
+static void borrows_sort(borrows *b) {
+    if (b->n > 1)
+        qsort(b->v, b->n, sizeof *b->v, by_ev);
+    b->at = 0;
+}
+
+/* The name event i borrows, or 0; events must come in index order... or not:
+ * a merge hands them out of index order, so this searches. */
+static uint64_t borrowed_name(borrows *b, size_t i) {
+    size_t lo = 0, hi = b->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->v[mid].ev < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < b->n && b->v[lo].ev == i ? b->v[lo].sid : 0;
 }
 
 static int needs_quotes(const char *s) {
@@ -186,7 +255,7 @@ static const char *enum_name(uint8_t type, uint64_t v) {
 
 /* ---- one event ---- */
 
-static void put_field_text(printer *p, size_t i, const dnp_trace_event *e, int f) {
+static void put_field_text(printer *p, uint64_t borrowed, const dnp_trace_event *e, int f) {
     FILE *out = p->out;
     const dnp_event_info *info = &dnp_events[e->kind];
     uint8_t type = info->field_types[f];
@@ -204,7 +273,7 @@ static void put_field_text(printer *p, size_t i, const dnp_trace_event *e, int f
     case DNP_FT_FUNCTION: {
         uint64_t sid = value(e, at + 1);
         if (!sid)
-            sid = p->borrowed[i];
+            sid = borrowed;
         const char *s = dnp_trace_string(p->t, sid);
         if (f != first_entity[e->kind])
             fprintf(out, "%s=", name);
@@ -287,7 +356,7 @@ static void put_field_text(printer *p, size_t i, const dnp_trace_event *e, int f
     }
 }
 
-static void put_field_json(printer *p, size_t i, const dnp_trace_event *e, int f) {
+static void put_field_json(printer *p, uint64_t borrowed, const dnp_trace_event *e, int f) {
     FILE *out = p->out;
     const dnp_event_info *info = &dnp_events[e->kind];
     uint8_t type = info->field_types[f];
@@ -304,7 +373,7 @@ static void put_field_json(printer *p, size_t i, const dnp_trace_event *e, int f
     case DNP_FT_FUNCTION: {
         uint64_t sid = value(e, at + 1);
         if (!sid)
-            sid = p->borrowed[i];
+            sid = borrowed;
         fprintf(out, "\"0x%llx\",\"%s_name\":", (unsigned long long)v, name);
         cli_put_json(out, dnp_trace_string(p->t, sid));
         break;
@@ -387,8 +456,7 @@ static void put_indent(FILE *out, int depth) {
         fprintf(out, "{%d} ", depth);
 }
 
-static void print_event(printer *p, size_t i, int depth) {
-    const dnp_trace_event *e = &p->t->events[i];
+static void print_event(printer *p, const dnp_trace_event *e, uint64_t borrowed, int depth) {
     const dnp_event_info *info = &dnp_events[e->kind];
     FILE *out = p->out;
     if (p->json) {
@@ -396,7 +464,7 @@ static void print_event(printer *p, size_t i, int depth) {
                 (unsigned long long)e->time_ns, e->thread, (unsigned long long)os_tid(p->t, e->thread), depth,
                 info->name, dnp_family_words[info->family]);
         for (int f = 0; f < info->nfields; f++)
-            put_field_json(p, i, e, f);
+            put_field_json(p, borrowed, e, f);
         fputs("}\n", out);
         return;
     }
@@ -404,7 +472,7 @@ static void print_event(printer *p, size_t i, int depth) {
     put_indent(out, depth);
     fputs(info->name, out);
     for (int f = 0; f < info->nfields; f++)
-        put_field_text(p, i, e, f);
+        put_field_text(p, borrowed, e, f);
     fputc('\n', out);
 }
 
@@ -433,8 +501,176 @@ static int by_time(const void *x, const void *y) {
     return *a < *b ? -1 : *a > *b;
 }
 
+/* ---- the events in time order ----
+ *
+ * Loaded whole (DNPROF_NO_STREAM, or a pipe), they are in order already. A
+ * stream gives each thread's events in order, but interleaves threads by chunk;
+ * the loader's order is a merge of those runs by (time, run). A first pass
+ * notes where each run starts (and the names STARTs borrow); the second merges
+ * with a heap, handing out an event once no run still unread can hold an
+ * earlier one: memory holds the events of the runs that overlap in time (the
+ * agent flushes every thread's buffer each flush period), not the trace. */
+
+typedef struct merge_item {
+    dnp_trace_event e;
+    size_t run, idx;
+} merge_item;
+
+typedef struct source {
+    const dnp_trace *t;    /* loaded, or the stream's (no events) */
+    dnp_trace_stream *s;   /* streamed, or NULL */
+    size_t next;           /* loaded: the next event */
+    uint64_t origin;
+    uint64_t *sufmin;      /* per run: the earliest start of it and the runs after it */
+    size_t nruns, run, idx;
+    uint32_t last_thread;
+    uint64_t last_raw;
+    merge_item *heap;
+    size_t nheap, capheap;
+    uint64_t bound;        /* events up to this time may go */
+    int eof;
+} source;
+
+/* Whether e starts a new run after the last event read. */
+static int new_run(source *src, const dnp_trace_event *e) {
+    int r = src->idx == 0 || e->thread != src->last_thread || e->time_ns < src->last_raw;
+    src->last_thread = e->thread;
+    src->last_raw = e->time_ns;
+    return r;
+}
+
+static int item_before(const merge_item *a, const merge_item *b) {
+    if (a->e.time_ns != b->e.time_ns)
+        return a->e.time_ns < b->e.time_ns;
+    return a->run < b->run || (a->run == b->run && a->idx < b->idx);
+}
+
+static int heap_push(source *src, const merge_item *it) {
+    if (src->nheap == src->capheap) {
+        size_t cap = src->capheap ? src->capheap * 2 : 1024;
+        merge_item *h = realloc(src->heap, cap * sizeof *h);
+        if (!h)
+            return -1;
+        src->heap = h;
+        src->capheap = cap;
+    }
+    size_t i = src->nheap++;
+    while (i > 0 && item_before(it, &src->heap[(i - 1) / 2])) {
+        src->heap[i] = src->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    src->heap[i] = *it;
+    return 0;
+}
+
+static void heap_pop(source *src, merge_item *out) {
+    *out = src->heap[0];
+    merge_item x = src->heap[--src->nheap];
+    size_t n = src->nheap, i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && item_before(&src->heap[c + 1], &src->heap[c]))
+            c++;
+        if (!item_before(&src->heap[c], &x))
+            break;
+        src->heap[i] = src->heap[c];
+        i = c;
+    }
+    if (n)
+        src->heap[i] = x;
+}
+
+/* The first pass of a stream: the runs' starts, the borrowed names. 0 or -1. */
+static int stream_first_pass(source *src, borrower *B, char *err, size_t errlen) {
+    size_t cap = 0;
+    dnp_trace_event e;
+    int rc;
+    while ((rc = dnp_trace_stream_next(src->s, &e)) > 0) {
+        if (new_run(src, &e)) {
+            if (src->nruns == cap) {
+                cap = cap ? cap * 2 : 256;
+                uint64_t *v = realloc(src->sufmin, (cap + 1) * sizeof *v);
+                if (!v) {
+                    snprintf(err, errlen, "out of memory");
+                    return -1;
+                }
+                src->sufmin = v;
+            }
+            src->sufmin[src->nruns++] = e.time_ns;
+        }
+        if (borrow_step(B, &e, src->idx++) < 0) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "%s", dnp_trace_stream_error(src->s));
+        return -1;
+    }
+    src->origin = dnp_trace_stream_origin(src->s);
+    if (!src->sufmin && !(src->sufmin = malloc(sizeof *src->sufmin))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    src->sufmin[src->nruns] = UINT64_MAX;
+    for (size_t r = src->nruns; r-- > 0;) {
+        uint64_t t = src->sufmin[r] > src->origin ? src->sufmin[r] - src->origin : 0;
+        src->sufmin[r] = t < src->sufmin[r + 1] ? t : src->sufmin[r + 1];
+    }
+    if (dnp_trace_stream_rewind(src->s, 0) != 0) {
+        snprintf(err, errlen, "%s", dnp_trace_stream_error(src->s));
+        return -1;
+    }
+    src->idx = 0;
+    src->run = 0;
+    src->bound = 0;
+    return 0;
+}
+
+/* The next event in time order and the name it borrows: 1, 0 at the end, -1. */
+static int source_next(source *src, borrows *b, dnp_trace_event *e, uint64_t *borrowed) {
+    if (!src->s) {
+        if (src->next >= src->t->nevents)
+            return 0;
+        *borrowed = borrowed_name(b, src->next);
+        *e = src->t->events[src->next++];
+        return 1;
+    }
+    for (;;) {
+        if (src->nheap && (src->eof || src->heap[0].e.time_ns <= src->bound)) {
+            merge_item it;
+            heap_pop(src, &it);
+            *e = it.e;
+            *borrowed = borrowed_name(b, it.idx);
+            return 1;
+        }
+        if (src->eof)
+            return 0;
+        merge_item it;
+        int rc = dnp_trace_stream_next(src->s, &it.e);
+        if (rc < 0)
+            return -1;
+        if (rc == 0) {
+            src->eof = 1;
+            continue;
+        }
+        if (new_run(src, &it.e) && src->idx > 0)
+            src->run++;
+        it.run = src->run;
+        it.idx = src->idx++;
+        it.e.time_ns = it.e.time_ns > src->origin ? it.e.time_ns - src->origin : 0;
+        if (heap_push(src, &it) < 0)
+            return -1;
+        /* Later runs start no earlier than sufmin; this one goes on from here. */
+        uint64_t later = src->run + 1 <= src->nruns ? src->sufmin[src->run + 1] : UINT64_MAX;
+        src->bound = it.e.time_ns < later ? it.e.time_ns : later;
+    }
+}
+
 /* Returns 0, or -1 once the output failed (errno says why). */
-static int print_all(printer *p) {
+static int print_all(printer *p, source *src) {
     const dnp_trace *t = p->t;
     const dnp_trace_note **notes = calloc(t->nnotes ? t->nnotes : 1, sizeof *notes);
     p->nest = calloc(t->nthreads + 1, sizeof *p->nest);
@@ -445,12 +681,15 @@ static int print_all(printer *p) {
     }
     for (size_t i = 0; i < t->nnotes; i++)
         notes[i] = &t->notes[i];
-    qsort(notes, t->nnotes, sizeof *notes, by_time);
+    if (t->nnotes > 1)
+        qsort(notes, t->nnotes, sizeof *notes, by_time);
 
     size_t ni = 0;
-    int rc = 0;
-    for (size_t i = 0; i < t->nevents && rc == 0; i++) {
-        const dnp_trace_event *e = &t->events[i];
+    int rc = 0, got;
+    dnp_trace_event ev;
+    uint64_t borrowed = 0;
+    while (rc == 0 && (got = source_next(src, &p->borrowed, &ev, &borrowed)) > 0) {
+        const dnp_trace_event *e = &ev;
         for (; ni < t->nnotes && notes[ni]->time_ns <= e->time_ns; ni++)
             if (!notes[ni]->thread || thread_shown(p, notes[ni]->thread))
                 print_note(p, notes[ni]);
@@ -460,9 +699,14 @@ static int print_all(printer *p) {
         if (!(p->families >> info->family & 1))
             continue;
         if (thread_shown(p, e->thread))
-            print_event(p, i, d);
+            print_event(p, e, borrowed, d);
         if (ferror(p->out))
             rc = -1;
+    }
+    if (rc == 0 && got < 0) {
+        free(notes);
+        errno = ENOMEM;
+        return -2; /* reading failed */
     }
     for (; ni < t->nnotes && rc == 0; ni++)
         if (!notes[ni]->thread || thread_shown(p, notes[ni]->thread))
@@ -614,12 +858,49 @@ int cmd_print(int argc, char **argv) {
         free(thread_on);
         return print_exceptions(path, p.json, stdout);
     }
-    dnp_trace *t = NULL;
-    if (dnp_trace_load(path, &t, err, sizeof err) != 0) {
-        free(thread_on);
-        error("%s", err);
-        return 1;
+    /* Streamed (a first pass, then the merge), or loaded whole when asked
+     * (DNPROF_NO_STREAM, to compare) or when the file cannot be read twice. */
+    init_tables();
+    source src;
+    memset(&src, 0, sizeof src);
+    borrower B = {NULL, 0, &p.borrowed};
+    dnp_trace *loaded = NULL;
+    const char *no = getenv("DNPROF_NO_STREAM");
+    int whole = no && *no && strcmp(no, "0") != 0;
+    if (!whole) {
+        if (dnp_trace_stream_open(path, &src.s, err, sizeof err) != 0) {
+            free(thread_on);
+            error("%s", err);
+            return 1;
+        }
+        if (!dnp_trace_stream_rereadable(src.s)) {
+            dnp_trace_stream_close(src.s);
+            src.s = NULL;
+            whole = 1;
+        } else if (stream_first_pass(&src, &B, err, sizeof err) != 0) {
+            error("%s: %s", path, err);
+            borrower_free(&B);
+            free(p.borrowed.v);
+            free(src.sufmin);
+            dnp_trace_stream_close(src.s);
+            free(thread_on);
+            return 1;
+        }
     }
+    if (whole) {
+        if (dnp_trace_load(path, &loaded, err, sizeof err) != 0) {
+            free(thread_on);
+            error("%s", err);
+            return 1;
+        }
+        for (size_t i = 0; i < loaded->nevents; i++)
+            if (borrow_step(&B, &loaded->events[i], i) < 0)
+                break;
+    }
+    borrower_free(&B);
+    borrows_sort(&p.borrowed);
+    const dnp_trace *t = loaded ? loaded : dnp_trace_stream_trace(src.s);
+    src.t = t;
     if (t->status != DNP_TRACE_COMPLETE)
         warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
     if (t->lost) {
@@ -627,7 +908,6 @@ int cmd_print(int argc, char **argv) {
         warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
     }
 
-    init_tables();
     p.t = t;
     p.out = stdout;
     uint64_t widest = t->nthreads;
@@ -637,21 +917,24 @@ int cmd_print(int argc, char **argv) {
                 widest = t->threads[i].os_tid;
     p.tcol = digits(widest) < 2 ? 2 : digits(widest);
 
-    int rc = borrow_names(&p) == 0 ? 0 : 1;
-    if (rc == 0) {
-        static char buf[1 << 16];
-        setvbuf(stdout, buf, _IOFBF, sizeof buf);
-        signal(SIGPIPE, SIG_IGN);
-        if (print_all(&p) != 0) {
-            if (errno != EPIPE) {
-                error("cannot write the log: %s", strerror(errno));
-                rc = 1;
-            }
-        }
+    int rc = 0;
+    static char buf[1 << 16];
+    setvbuf(stdout, buf, _IOFBF, sizeof buf);
+    signal(SIGPIPE, SIG_IGN);
+    int prc = print_all(&p, &src);
+    if (prc == -2) {
+        error("%s: %s", path, src.s ? dnp_trace_stream_error(src.s) : "out of memory");
+        rc = 1;
+    } else if (prc != 0 && errno != EPIPE) {
+        error("cannot write the log: %s", strerror(errno));
+        rc = 1;
     }
-    free(p.borrowed);
+    free(p.borrowed.v);
     free(p.nest);
+    free(src.sufmin);
+    free(src.heap);
     free(thread_on);
-    dnp_trace_free(t);
+    dnp_trace_stream_close(src.s);
+    dnp_trace_free(loaded);
     return rc;
 }
