@@ -255,7 +255,34 @@ static const char *enum_name(uint8_t type, uint64_t v) {
 
 /* ---- one event ---- */
 
-static void put_field_text(printer *p, uint64_t borrowed, const dnp_trace_event *e, int f) {
+/* One field emitter for both forms (issue 10): text `name=value` (the first
+ * entity without its name), JSON `,"name":value`. Each field type is written
+ * here once; the helpers below are where the two forms differ. */
+
+/* Text: "name=" unless the value speaks for itself. JSON: the key came first. */
+static void label(const printer *p, const char *name) {
+    if (!p->json)
+        fprintf(p->out, "%s=", name);
+}
+
+/* A word: as it is in text, a JSON string (null for none) in JSON. */
+static void word(const printer *p, const char *s) {
+    if (p->json)
+        cli_put_json(p->out, s);
+    else
+        cli_put_text(p->out, s ? s : "", 0);
+}
+
+/* A number shown in hex: quoted in JSON, where it would not fit a double. */
+static void hexnum(const printer *p, const char *fmt, uint64_t v) {
+    if (p->json)
+        fputc('"', p->out);
+    fprintf(p->out, fmt, (unsigned long long)v);
+    if (p->json)
+        fputc('"', p->out);
+}
+
+static void put_field(printer *p, uint64_t borrowed, const dnp_trace_event *e, int f) {
     FILE *out = p->out;
     const dnp_event_info *info = &dnp_events[e->kind];
     uint8_t type = info->field_types[f];
@@ -264,7 +291,10 @@ static void put_field_text(printer *p, uint64_t borrowed, const dnp_trace_event 
     uint64_t v = value(e, at);
     char buf[32];
 
-    fputc(' ', out);
+    if (p->json)
+        fprintf(out, ",\"%s\":", name);
+    else
+        fputc(' ', out);
     switch (type) {
     case DNP_FT_APPDOMAIN:
     case DNP_FT_ASSEMBLY:
@@ -275,8 +305,13 @@ static void put_field_text(printer *p, uint64_t borrowed, const dnp_trace_event 
         if (!sid)
             sid = borrowed;
         const char *s = dnp_trace_string(p->t, sid);
+        if (p->json) { /* the ID, then its name in a key of its own */
+            fprintf(out, "\"0x%llx\",\"%s_name\":", (unsigned long long)v, name);
+            cli_put_json(out, s);
+            break;
+        }
         if (f != first_entity[e->kind])
-            fprintf(out, "%s=", name);
+            label(p, name);
         if (p->ids != IDS_ONLY)
             cli_put_text(out, s && *s ? s : "?", 0);
         if (p->ids == IDS_BOTH)
@@ -288,44 +323,57 @@ static void put_field_text(printer *p, uint64_t borrowed, const dnp_trace_event 
     case DNP_FT_HR: {
         const char *hr = dnp_hresult_name((uint32_t)v);
         if (hr)
-            fputs(hr, out);
+            word(p, hr);
         else
-            fprintf(out, "0x%08llX", (unsigned long long)(uint32_t)v);
+            hexnum(p, "0x%08llX", (uint32_t)v);
         break;
     }
     case DNP_FT_GENS:
-        put_gens(out, v, 0);
+        put_gens(out, v, p->json);
         break;
     case DNP_FT_GC_REASON:
     case DNP_FT_SUSPEND_REASON:
     case DNP_FT_JIT_CACHE:
     case DNP_FT_TRANSITION_REASON: {
         const char *s = enum_name(type, v);
-        if (s)
-            fputs(s, out);
-        else
-            fprintf(out, "%s=%llu", name, (unsigned long long)v);
+        if (s) {
+            word(p, s);
+        } else {
+            label(p, name);
+            fprintf(out, "%llu", (unsigned long long)v);
+        }
         break;
     }
     case DNP_FT_U:
-        fprintf(out, "%s=%llu", name, (unsigned long long)v);
+        label(p, name);
+        fprintf(out, "%llu", (unsigned long long)v);
         break;
     case DNP_FT_BYTES:
-        fprintf(out, "%s=%s", name, cli_fmt_bytes(v, buf));
+        label(p, name);
+        if (p->json)
+            fprintf(out, "%llu", (unsigned long long)v);
+        else
+            fputs(cli_fmt_bytes(v, buf), out);
         break;
     case DNP_FT_BOOL:
-        fprintf(out, "%s=%s", name, v ? "true" : "false");
+        label(p, name);
+        fputs(v ? "true" : "false", out);
         break;
     case DNP_FT_TOKEN:
-        fprintf(out, "%s=0x%08llx", name, (unsigned long long)v);
+        label(p, name);
+        hexnum(p, "0x%08llx", v);
         break;
     case DNP_FT_STR: {
         const char *s = dnp_trace_string(p->t, v);
+        if (p->json) {
+            cli_put_json(out, s);
+            break;
+        }
         if (e->kind == DNP_EV_MethodArgs || e->kind == DNP_EV_MethodReturn) { /* a value list: as it is */
             cli_put_text(out, s ? s : "?", 0);
             break;
         }
-        fprintf(out, "%s=", name);
+        label(p, name);
         if (!s)
             s = "";
         int q = needs_quotes(s);
@@ -338,8 +386,12 @@ static void put_field_text(printer *p, uint64_t borrowed, const dnp_trace_event 
     }
     case DNP_FT_THREAD: {
         const dnp_trace_thread *th = thread_by_managed_id(p->t, v);
-        fprintf(out, "%s=0x%llx", name, (unsigned long long)v);
-        if (th) {
+        label(p, name);
+        hexnum(p, "0x%llx", v);
+        if (th && p->json) {
+            fprintf(out, ",\"%s_thread\":%u,\"%s_name\":", name, th->ordinal, name);
+            cli_put_json(out, th->name);
+        } else if (th) {
             fprintf(out, " (#%u", th->ordinal);
             if (th->name) {
                 fputs(" \"", out);
@@ -351,79 +403,8 @@ static void put_field_text(printer *p, uint64_t borrowed, const dnp_trace_event 
         break;
     }
     default: /* HEX, ADDR, OBJECT, and any later type */
-        fprintf(out, "%s=0x%llx", name, (unsigned long long)v);
-        break;
-    }
-}
-
-static void put_field_json(printer *p, uint64_t borrowed, const dnp_trace_event *e, int f) {
-    FILE *out = p->out;
-    const dnp_event_info *info = &dnp_events[e->kind];
-    uint8_t type = info->field_types[f];
-    const char *name = info->field_names[f];
-    unsigned at = value_at[e->kind][f];
-    uint64_t v = value(e, at);
-
-    fprintf(out, ",\"%s\":", name);
-    switch (type) {
-    case DNP_FT_APPDOMAIN:
-    case DNP_FT_ASSEMBLY:
-    case DNP_FT_MODULE:
-    case DNP_FT_CLASS:
-    case DNP_FT_FUNCTION: {
-        uint64_t sid = value(e, at + 1);
-        if (!sid)
-            sid = borrowed;
-        fprintf(out, "\"0x%llx\",\"%s_name\":", (unsigned long long)v, name);
-        cli_put_json(out, dnp_trace_string(p->t, sid));
-        break;
-    }
-    case DNP_FT_HR: {
-        const char *hr = dnp_hresult_name((uint32_t)v);
-        if (hr)
-            cli_put_json(out, hr);
-        else
-            fprintf(out, "\"0x%08llX\"", (unsigned long long)(uint32_t)v);
-        break;
-    }
-    case DNP_FT_GENS:
-        put_gens(out, v, 1);
-        break;
-    case DNP_FT_GC_REASON:
-    case DNP_FT_SUSPEND_REASON:
-    case DNP_FT_JIT_CACHE:
-    case DNP_FT_TRANSITION_REASON: {
-        const char *s = enum_name(type, v);
-        if (s)
-            cli_put_json(out, s);
-        else
-            fprintf(out, "%llu", (unsigned long long)v);
-        break;
-    }
-    case DNP_FT_U:
-    case DNP_FT_BYTES:
-        fprintf(out, "%llu", (unsigned long long)v);
-        break;
-    case DNP_FT_BOOL:
-        fputs(v ? "true" : "false", out);
-        break;
-    case DNP_FT_TOKEN:
-        fprintf(out, "\"0x%08llx\"", (unsigned long long)v);
-        break;
-    case DNP_FT_STR:
-        cli_put_json(out, dnp_trace_string(p->t, v));
-        break;
-    case DNP_FT_THREAD: {
-        const dnp_trace_thread *th = thread_by_managed_id(p->t, v);
-        fprintf(out, "\"0x%llx\"", (unsigned long long)v);
-        if (th) {
-            fprintf(out, ",\"%s_thread\":%u,\"%s_name\":", name, th->ordinal, name);
-            cli_put_json(out, th->name);
-        }
-        break;
-    }
-    default:
-        fprintf(out, "\"0x%llx\"", (unsigned long long)v);
+        label(p, name);
+        hexnum(p, "0x%llx", v);
         break;
     }
 }
@@ -464,7 +445,7 @@ static void print_event(printer *p, const dnp_trace_event *e, uint64_t borrowed,
                 (unsigned long long)e->time_ns, e->thread, (unsigned long long)os_tid(p->t, e->thread), depth,
                 info->name, dnp_family_words[info->family]);
         for (int f = 0; f < info->nfields; f++)
-            put_field_json(p, borrowed, e, f);
+            put_field(p, borrowed, e, f);
         fputs("}\n", out);
         return;
     }
@@ -472,7 +453,7 @@ static void print_event(printer *p, const dnp_trace_event *e, uint64_t borrowed,
     put_indent(out, depth);
     fputs(info->name, out);
     for (int f = 0; f < info->nfields; f++)
-        put_field_text(p, borrowed, e, f);
+        put_field(p, borrowed, e, f);
     fputc('\n', out);
 }
 
