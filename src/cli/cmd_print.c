@@ -16,6 +16,7 @@
 #include "families.h"
 #include "nesting.h"
 #include "report.h"
+#include "timeorder.h"
 #include "trace_reader.h"
 
 enum ids_mode { IDS_BOTH, IDS_ONLY, NAMES_ONLY };
@@ -163,6 +164,10 @@ static int borrow_step(borrower *B, const dnp_trace_event *e, size_t i) {
         }
     }
     return 0;
+}
+
+static int borrow_hook(void *ctx, const dnp_trace_event *e, size_t idx) {
+    return borrow_step(ctx, e, idx);
 }
 
 static void borrower_free(borrower *B) {
@@ -482,176 +487,8 @@ static int by_time(const void *x, const void *y) {
     return *a < *b ? -1 : *a > *b;
 }
 
-/* ---- the events in time order ----
- *
- * Loaded whole (DNPROF_NO_STREAM, or a pipe), they are in order already. A
- * stream gives each thread's events in order, but interleaves threads by chunk;
- * the loader's order is a merge of those runs by (time, run). A first pass
- * notes where each run starts (and the names STARTs borrow); the second merges
- * with a heap, handing out an event once no run still unread can hold an
- * earlier one: memory holds the events of the runs that overlap in time (the
- * agent flushes every thread's buffer each flush period), not the trace. */
-
-typedef struct merge_item {
-    dnp_trace_event e;
-    size_t run, idx;
-} merge_item;
-
-typedef struct source {
-    const dnp_trace *t;    /* loaded, or the stream's (no events) */
-    dnp_trace_stream *s;   /* streamed, or NULL */
-    size_t next;           /* loaded: the next event */
-    uint64_t origin;
-    uint64_t *sufmin;      /* per run: the earliest start of it and the runs after it */
-    size_t nruns, run, idx;
-    uint32_t last_thread;
-    uint64_t last_raw;
-    merge_item *heap;
-    size_t nheap, capheap;
-    uint64_t bound;        /* events up to this time may go */
-    int eof;
-} source;
-
-/* Whether e starts a new run after the last event read. */
-static int new_run(source *src, const dnp_trace_event *e) {
-    int r = src->idx == 0 || e->thread != src->last_thread || e->time_ns < src->last_raw;
-    src->last_thread = e->thread;
-    src->last_raw = e->time_ns;
-    return r;
-}
-
-static int item_before(const merge_item *a, const merge_item *b) {
-    if (a->e.time_ns != b->e.time_ns)
-        return a->e.time_ns < b->e.time_ns;
-    return a->run < b->run || (a->run == b->run && a->idx < b->idx);
-}
-
-static int heap_push(source *src, const merge_item *it) {
-    if (src->nheap == src->capheap) {
-        size_t cap = src->capheap ? src->capheap * 2 : 1024;
-        merge_item *h = realloc(src->heap, cap * sizeof *h);
-        if (!h)
-            return -1;
-        src->heap = h;
-        src->capheap = cap;
-    }
-    size_t i = src->nheap++;
-    while (i > 0 && item_before(it, &src->heap[(i - 1) / 2])) {
-        src->heap[i] = src->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    src->heap[i] = *it;
-    return 0;
-}
-
-static void heap_pop(source *src, merge_item *out) {
-    *out = src->heap[0];
-    merge_item x = src->heap[--src->nheap];
-    size_t n = src->nheap, i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && item_before(&src->heap[c + 1], &src->heap[c]))
-            c++;
-        if (!item_before(&src->heap[c], &x))
-            break;
-        src->heap[i] = src->heap[c];
-        i = c;
-    }
-    if (n)
-        src->heap[i] = x;
-}
-
-/* The first pass of a stream: the runs' starts, the borrowed names. 0 or -1. */
-static int stream_first_pass(source *src, borrower *B, char *err, size_t errlen) {
-    size_t cap = 0;
-    dnp_trace_event e;
-    int rc;
-    while ((rc = dnp_trace_stream_next(src->s, &e)) > 0) {
-        if (new_run(src, &e)) {
-            if (src->nruns == cap) {
-                cap = cap ? cap * 2 : 256;
-                uint64_t *v = realloc(src->sufmin, (cap + 1) * sizeof *v);
-                if (!v) {
-                    snprintf(err, errlen, "out of memory");
-                    return -1;
-                }
-                src->sufmin = v;
-            }
-            src->sufmin[src->nruns++] = e.time_ns;
-        }
-        if (borrow_step(B, &e, src->idx++) < 0) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-    }
-    if (rc < 0) {
-        snprintf(err, errlen, "%s", dnp_trace_stream_error(src->s));
-        return -1;
-    }
-    src->origin = dnp_trace_stream_origin(src->s);
-    if (!src->sufmin && !(src->sufmin = malloc(sizeof *src->sufmin))) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    src->sufmin[src->nruns] = UINT64_MAX;
-    for (size_t r = src->nruns; r-- > 0;) {
-        uint64_t t = src->sufmin[r] > src->origin ? src->sufmin[r] - src->origin : 0;
-        src->sufmin[r] = t < src->sufmin[r + 1] ? t : src->sufmin[r + 1];
-    }
-    if (dnp_trace_stream_rewind(src->s, 0) != 0) {
-        snprintf(err, errlen, "%s", dnp_trace_stream_error(src->s));
-        return -1;
-    }
-    src->idx = 0;
-    src->run = 0;
-    src->bound = 0;
-    return 0;
-}
-
-/* The next event in time order and the name it borrows: 1, 0 at the end, -1. */
-static int source_next(source *src, borrows *b, dnp_trace_event *e, uint64_t *borrowed) {
-    if (!src->s) {
-        if (src->next >= src->t->nevents)
-            return 0;
-        *borrowed = borrowed_name(b, src->next);
-        *e = src->t->events[src->next++];
-        return 1;
-    }
-    for (;;) {
-        if (src->nheap && (src->eof || src->heap[0].e.time_ns <= src->bound)) {
-            merge_item it;
-            heap_pop(src, &it);
-            *e = it.e;
-            *borrowed = borrowed_name(b, it.idx);
-            return 1;
-        }
-        if (src->eof)
-            return 0;
-        merge_item it;
-        int rc = dnp_trace_stream_next(src->s, &it.e);
-        if (rc < 0)
-            return -1;
-        if (rc == 0) {
-            src->eof = 1;
-            continue;
-        }
-        if (new_run(src, &it.e) && src->idx > 0)
-            src->run++;
-        it.run = src->run;
-        it.idx = src->idx++;
-        it.e.time_ns = it.e.time_ns > src->origin ? it.e.time_ns - src->origin : 0;
-        if (heap_push(src, &it) < 0)
-            return -1;
-        /* Later runs start no earlier than sufmin; this one goes on from here. */
-        uint64_t later = src->run + 1 <= src->nruns ? src->sufmin[src->run + 1] : UINT64_MAX;
-        src->bound = it.e.time_ns < later ? it.e.time_ns : later;
-    }
-}
-
-/* Returns 0, or -1 once the output failed (errno says why). */
-static int print_all(printer *p, source *src) {
+/* Returns 0, -1 once the output failed (errno says why), -2 when reading failed. */
+static int print_all(printer *p, timeorder *src) {
     const dnp_trace *t = p->t;
     const dnp_trace_note **notes = calloc(t->nnotes ? t->nnotes : 1, sizeof *notes);
     p->nest = calloc(t->nthreads + 1, sizeof *p->nest);
@@ -668,9 +505,10 @@ static int print_all(printer *p, source *src) {
     size_t ni = 0;
     int rc = 0, got;
     dnp_trace_event ev;
-    uint64_t borrowed = 0;
-    while (rc == 0 && (got = source_next(src, &p->borrowed, &ev, &borrowed)) > 0) {
+    size_t idx = 0;
+    while (rc == 0 && (got = timeorder_next(src, &ev, &idx)) > 0) {
         const dnp_trace_event *e = &ev;
+        uint64_t borrowed = borrowed_name(&p->borrowed, idx);
         for (; ni < t->nnotes && notes[ni]->time_ns <= e->time_ns; ni++)
             if (!notes[ni]->thread || thread_shown(p, notes[ni]->thread))
                 print_note(p, notes[ni]);
@@ -839,49 +677,21 @@ int cmd_print(int argc, char **argv) {
         free(thread_on);
         return print_exceptions(path, p.json, stdout);
     }
-    /* Streamed (a first pass, then the merge), or loaded whole when asked
+    /* Streamed (a first pass, then a merge by time), or loaded whole when asked
      * (DNPROF_NO_STREAM, to compare) or when the file cannot be read twice. */
     init_tables();
-    source src;
-    memset(&src, 0, sizeof src);
     borrower B = {NULL, 0, &p.borrowed};
-    dnp_trace *loaded = NULL;
-    const char *no = getenv("DNPROF_NO_STREAM");
-    int whole = no && *no && strcmp(no, "0") != 0;
-    if (!whole) {
-        if (dnp_trace_stream_open(path, &src.s, err, sizeof err) != 0) {
-            free(thread_on);
-            error("%s", err);
-            return 1;
-        }
-        if (!dnp_trace_stream_rereadable(src.s)) {
-            dnp_trace_stream_close(src.s);
-            src.s = NULL;
-            whole = 1;
-        } else if (stream_first_pass(&src, &B, err, sizeof err) != 0) {
-            error("%s: %s", path, err);
-            borrower_free(&B);
-            free(p.borrowed.v);
-            free(src.sufmin);
-            dnp_trace_stream_close(src.s);
-            free(thread_on);
-            return 1;
-        }
-    }
-    if (whole) {
-        if (dnp_trace_load(path, &loaded, err, sizeof err) != 0) {
-            free(thread_on);
-            error("%s", err);
-            return 1;
-        }
-        for (size_t i = 0; i < loaded->nevents; i++)
-            if (borrow_step(&B, &loaded->events[i], i) < 0)
-                break;
+    timeorder *src = NULL;
+    if (timeorder_open(path, borrow_hook, &B, &src, err, sizeof err) != 0) {
+        borrower_free(&B);
+        free(p.borrowed.v);
+        free(thread_on);
+        error("%s", err);
+        return 1;
     }
     borrower_free(&B);
     borrows_sort(&p.borrowed);
-    const dnp_trace *t = loaded ? loaded : dnp_trace_stream_trace(src.s);
-    src.t = t;
+    const dnp_trace *t = timeorder_trace(src);
     if (t->status != DNP_TRACE_COMPLETE)
         warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
     if (t->lost) {
@@ -902,9 +712,9 @@ int cmd_print(int argc, char **argv) {
     static char buf[1 << 16];
     setvbuf(stdout, buf, _IOFBF, sizeof buf);
     signal(SIGPIPE, SIG_IGN);
-    int prc = print_all(&p, &src);
+    int prc = print_all(&p, src);
     if (prc == -2) {
-        error("%s: %s", path, src.s ? dnp_trace_stream_error(src.s) : "out of memory");
+        error("%s: %s", path, timeorder_error(src));
         rc = 1;
     } else if (prc != 0 && errno != EPIPE) {
         error("cannot write the log: %s", strerror(errno));
@@ -912,10 +722,7 @@ int cmd_print(int argc, char **argv) {
     }
     free(p.borrowed.v);
     free(p.nest);
-    free(src.sufmin);
-    free(src.heap);
     free(thread_on);
-    dnp_trace_stream_close(src.s);
-    dnp_trace_free(loaded);
+    timeorder_close(src);
     return rc;
 }

@@ -9,12 +9,7 @@
 #include "cli.h"
 #include "report.h"
 #include "stories.h"
-
-/* The trace the stories' strings live in, until they are printed. */
-static struct {
-    dnp_trace_stream *stream;
-    dnp_trace *loaded;
-} s_keep;
+#include "timeorder.h"
 
 static const char *or_q(const char *s) {
     return s && *s ? s : "?";
@@ -166,58 +161,78 @@ static void story_json(const dnp_stories *all, const dnp_story *s, FILE *out) {
     fputs("]}", out);
 }
 
-/* The stories of the trace at path, streamed: memory holds the stories (with
- * their steps when asked), never the events. Warns when the trace is not
- * complete. 0, or 1 after saying why. */
-static int build(const char *path, int keep_steps, dnp_stories *s) {
+/* Reads the trace at path in time order (streamed: timeorder.h) and hands each
+ * story to emit as soon as it is over, in the order of the throws. Memory
+ * holds the stories in flight and the last few thousand, never the events, nor
+ * all the stories. *counts gets what is left: the counts of unexpected and of
+ * exception events. Warns when the trace is not complete. 0, or 1 after saying
+ * why. */
+static int read_stories(const char *path, int keep_steps, dnp_story_emit emit, void *ctx, dnp_stories *counts) {
     char err[600];
-    dnp_trace_stream *stream = NULL;
-    dnp_trace *loaded = NULL;
-    int rc = dnp_stories_read(path, keep_steps, s, &stream, &loaded, err, sizeof err);
-    if (rc == 0) {
-        const dnp_trace *t = loaded ? loaded : dnp_trace_stream_trace(stream);
-        if (t->status != DNP_TRACE_COMPLETE)
-            warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
-        if (t->lost) {
-            char n[32];
-            warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
-        }
-    } else {
+    timeorder *o = NULL;
+    memset(counts, 0, sizeof *counts);
+    if (timeorder_open(path, NULL, NULL, &o, err, sizeof err) != 0) {
         error("%s", err);
+        return 1;
     }
-    /* The stories' strings point into the trace's tables: they are kept. */
-    if (rc == 0) {
-        s_keep.stream = stream;
-        s_keep.loaded = loaded;
-    } else {
-        dnp_trace_stream_close(stream);
-        dnp_trace_free(loaded);
+    const dnp_trace *t = timeorder_trace(o);
+    if (t->status != DNP_TRACE_COMPLETE)
+        warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
+    if (t->lost) {
+        char n[32];
+        warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
     }
-    return rc == 0 ? 0 : 1;
+    dnp_stories_builder *b = dnp_stories_begin_ordered(keep_steps, t, emit, ctx);
+    int rc = b ? 0 : -2;
+    dnp_trace_event e;
+    size_t idx;
+    int got = 0;
+    while (rc == 0 && (got = timeorder_next(o, &e, &idx)) > 0)
+        if (dnp_stories_feed(b, &e, t->nevents ? idx : DNP_STORY_NO_EVENT) < 0)
+            rc = -2;
+    if (rc == 0 && got < 0) {
+        error("%s: %s", path, timeorder_error(o));
+        dnp_stories_abort(b);
+        timeorder_close(o);
+        return 1;
+    }
+    if (rc == 0 && dnp_stories_finish(b, t, 0, counts) != 0)
+        rc = -2;
+    else if (rc != 0)
+        dnp_stories_abort(b);
+    timeorder_close(o);
+    if (rc != 0) {
+        error("out of memory");
+        return 1;
+    }
+    return 0;
 }
 
-static void release(dnp_stories *s) {
-    dnp_stories_free(s);
-    dnp_trace_stream_close(s_keep.stream);
-    dnp_trace_free(s_keep.loaded);
-    memset(&s_keep, 0, sizeof s_keep);
+typedef struct printing {
+    FILE *out;
+    int json;
+    size_t n;
+} printing;
+
+static void print_one(void *ctx, const dnp_story *s, const dnp_stories *all) {
+    printing *pr = ctx;
+    pr->n++;
+    if (pr->json) {
+        story_json(all, s, pr->out);
+        fputc('\n', pr->out);
+    } else {
+        story_text(all, s, pr->out);
+    }
 }
 
 int print_exceptions(const char *path, int json, FILE *out) {
     dnp_stories s;
-    if (build(path, 1, &s) != 0)
+    printing pr = {out, json, 0};
+    if (read_stories(path, 1, print_one, &pr, &s) != 0)
         return 1;
-    for (size_t i = 0; i < s.n; i++) {
-        if (json) {
-            story_json(&s, &s.v[i], out);
-            fputc('\n', out);
-        } else {
-            story_text(&s, &s.v[i], out);
-        }
-    }
-    if (!json && s.n == 0)
+    if (!json && pr.n == 0)
         fputs(s.exception_events ? "no exception was thrown\n"
-                                       : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
+                                 : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
               out);
     if (!json && s.unexpected) {
         char c[32];
@@ -225,14 +240,14 @@ int print_exceptions(const char *path, int json, FILE *out) {
                      "'dnprof print')\n",
                 cli_fmt_count(s.unexpected, c));
     }
-    release(&s);
+    dnp_stories_free(&s);
     return fflush(out) == 0 && !ferror(out) ? 0 : 1;
 }
 
 /* ---- report --exceptions: sums ---- */
 
 typedef struct group {
-    const char *key;
+    char *key;
     uint64_t count, caught, internal, unhandled, other;
     uint64_t total_ns, max_ns;
 } group;
@@ -255,9 +270,12 @@ static group *group_of(groups *g, const char *key) {
         g->v = v;
         g->cap = cap;
     }
+    char *copy = strdup(key); /* a throw site may live in a story that goes */
+    if (!copy)
+        return NULL;
     group *r = &g->v[g->n++];
     memset(r, 0, sizeof *r);
-    r->key = key;
+    r->key = copy;
     return r;
 }
 
@@ -317,67 +335,104 @@ static void groups_json(FILE *out, const char *name, groups *g) {
     fputc(']', out);
 }
 
+typedef struct summing {
+    groups types, sites, catchers;
+    uint64_t n, caught, internal, unhandled, runtime, abandoned, rethrown, open;
+    uint64_t again; /* throws of an object thrown before: `throw;`, `throw ex;`, an await */
+    int oom;
+} summing;
+
+static void sum_one(void *ctx, const dnp_story *x, const dnp_stories *all) {
+    (void)all;
+    summing *m = ctx;
+    group *g[3] = {group_of(&m->types, x->type), group_of(&m->sites, x->throw_site),
+                   x->fate == EXC_CAUGHT ? group_of(&m->catchers, x->catcher) : NULL};
+    m->oom |= !g[0] || !g[1] || (x->fate == EXC_CAUGHT && !g[2]);
+    for (int k = 0; k < 3; k++)
+        group_add(g[k], x);
+    m->n++;
+    m->caught += x->fate == EXC_CAUGHT;
+    m->internal += x->internal;
+    m->runtime += x->fate == EXC_RUNTIME;
+    m->abandoned += x->fate == EXC_ABANDONED;
+    m->rethrown += x->fate == EXC_RETHROWN;
+    m->unhandled += x->fate == EXC_OPEN && x->no_catcher;
+    m->open += x->fate == EXC_OPEN && !x->no_catcher;
+    m->again += x->rethrow_of != 0;
+}
+
+typedef struct listing {
+    FILE *out;
+    size_t n;
+} listing;
+
+static void list_one(void *ctx, const dnp_story *s, const dnp_stories *all) {
+    listing *l = ctx;
+    if (l->n++)
+        fputs(",\n", l->out);
+    story_json(all, s, l->out);
+}
+
+static void groups_free(groups *g) {
+    for (size_t i = 0; i < g->n; i++)
+        free(g->v[i].key);
+    free(g->v);
+}
+
 int report_exceptions(const char *path, int json, FILE *out) {
+    /* The sums in one read; with --json, the stories in a second one, after
+     * the sums they come after: memory holds neither the events nor all the
+     * stories. */
+    summing m;
+    memset(&m, 0, sizeof m);
     dnp_stories s;
-    if (build(path, json, &s) != 0) /* the steps only for --json, which shows them */
+    if (read_stories(path, 0, sum_one, &m, &s) != 0)
         return 1;
-    groups types = {0}, sites = {0}, catchers = {0};
-    uint64_t caught = 0, internal = 0, unhandled = 0, runtime = 0, abandoned = 0, rethrown = 0, open = 0;
-    uint64_t again = 0; /* throws of an object thrown before: `throw;`, `throw ex;`, an await */
-    for (size_t i = 0; i < s.n; i++) {
-        const dnp_story *x = &s.v[i];
-        group_add(group_of(&types, x->type), x);
-        group_add(group_of(&sites, x->throw_site), x);
-        if (x->fate == EXC_CAUGHT)
-            group_add(group_of(&catchers, x->catcher), x);
-        caught += x->fate == EXC_CAUGHT;
-        internal += x->internal;
-        runtime += x->fate == EXC_RUNTIME;
-        abandoned += x->fate == EXC_ABANDONED;
-        rethrown += x->fate == EXC_RETHROWN;
-        again += x->rethrow_of != 0;
-        unhandled += x->fate == EXC_OPEN && x->no_catcher;
-        open += x->fate == EXC_OPEN && !x->no_catcher;
-    }
-    if (json) {
-        fprintf(out, "{\"exceptions_total\":%zu,\"caught\":%llu,\"internal\":%llu,\"handled_by_runtime\":%llu,"
+    int rc = 0;
+    if (m.oom) {
+        error("out of memory");
+        rc = 1;
+    } else if (json) {
+        fprintf(out, "{\"exceptions_total\":%llu,\"caught\":%llu,\"internal\":%llu,\"handled_by_runtime\":%llu,"
                      "\"abandoned\":%llu,\"rethrown\":%llu,\"left_by_rethrow\":%llu,\"unhandled\":%llu,"
                      "\"in_flight\":%llu,\"unexpected_events\":%llu",
-                s.n, (unsigned long long)caught, (unsigned long long)internal, (unsigned long long)runtime,
-                (unsigned long long)abandoned, (unsigned long long)again, (unsigned long long)rethrown,
-                (unsigned long long)unhandled,
-                (unsigned long long)open, (unsigned long long)s.unexpected);
-        groups_json(out, "by_type", &types);
-        groups_json(out, "by_throw_site", &sites);
-        groups_json(out, "by_catch_site", &catchers);
+                (unsigned long long)m.n, (unsigned long long)m.caught, (unsigned long long)m.internal,
+                (unsigned long long)m.runtime, (unsigned long long)m.abandoned, (unsigned long long)m.again,
+                (unsigned long long)m.rethrown, (unsigned long long)m.unhandled, (unsigned long long)m.open,
+                (unsigned long long)s.unexpected);
+        groups_json(out, "by_type", &m.types);
+        groups_json(out, "by_throw_site", &m.sites);
+        groups_json(out, "by_catch_site", &m.catchers);
         fputs(",\"exceptions\":[", out);
-        for (size_t i = 0; i < s.n; i++) {
-            if (i)
-                fputs(",\n", out);
-            story_json(&s, &s.v[i], out);
-        }
+        listing l = {out, 0};
+        dnp_stories again;
+        if (read_stories(path, 1, list_one, &l, &again) != 0)
+            rc = 1;
+        dnp_stories_free(&again);
         fputs("]}\n", out);
-    } else if (s.n == 0) {
+    } else if (m.n == 0) {
         fputs(s.exception_events ? "no exception was thrown\n"
-                                      : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
+                                 : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
               out);
     } else {
         char c[9][32];
         fprintf(out, "%s exceptions: %s caught (%s of them internal to the framework), %s handled by the "
                      "runtime, %s abandoned, %s left their catch by a rethrow, %s unhandled, %s in flight at "
                      "the end; %s rethrown (an object thrown again: throw;, throw ex;, an await)\n\n",
-                cli_fmt_count(s.n, c[0]), cli_fmt_count(caught, c[1]), cli_fmt_count(internal, c[2]),
-                cli_fmt_count(runtime, c[3]), cli_fmt_count(abandoned, c[4]), cli_fmt_count(rethrown, c[5]),
-                cli_fmt_count(unhandled, c[6]), cli_fmt_count(open, c[7]), cli_fmt_count(again, c[8]));
-        groups_text(out, "by type (mean and max: from throw to the end of the catch, or to the last event)", &types);
-        groups_text(out, "by throw site", &sites);
-        groups_text(out, "by catch site", &catchers);
+                cli_fmt_count(m.n, c[0]), cli_fmt_count(m.caught, c[1]), cli_fmt_count(m.internal, c[2]),
+                cli_fmt_count(m.runtime, c[3]), cli_fmt_count(m.abandoned, c[4]), cli_fmt_count(m.rethrown, c[5]),
+                cli_fmt_count(m.unhandled, c[6]), cli_fmt_count(m.open, c[7]), cli_fmt_count(m.again, c[8]));
+        groups_text(out, "by type (mean and max: from throw to the end of the catch, or to the last event)", &m.types);
+        groups_text(out, "by throw site", &m.sites);
+        groups_text(out, "by catch site", &m.catchers);
         if (s.unexpected)
             fprintf(out, "%s exception events did not fit the state machine\n", cli_fmt_count(s.unexpected, c[0]));
     }
-    free(types.v);
-    free(sites.v);
-    free(catchers.v);
-    release(&s);
-    return fflush(out) == 0 && !ferror(out) ? 0 : 1;
+    groups_free(&m.types);
+    groups_free(&m.sites);
+    groups_free(&m.catchers);
+    dnp_stories_free(&s);
+    if (fflush(out) != 0 || ferror(out))
+        rc = 1;
+    return rc;
 }

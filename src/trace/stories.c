@@ -13,13 +13,24 @@ typedef struct thread_state {
 } thread_state;
 
 struct dnp_stories_builder {
-    dnp_stories out;
+    dnp_stories out;       /* out.v[0] is story base + 1; out.n = nid - base */
     size_t cap;
     thread_state *threads; /* by ordinal */
     size_t nthreads;
     exc_step st;
     int keep_steps;
+    size_t nid;            /* stories begun */
+    /* in time order (dnp_stories_begin_ordered): each story handed out once it
+     * and every earlier one ended, then its steps freed */
+    const dnp_trace *t;
+    dnp_story_emit emit;
+    void *ctx;
+    size_t base;           /* stories dropped from the front of out.v */
+    size_t next_emit;      /* the next story to hand out */
 };
+
+/* The story with this id (>= 1), which must still be held. */
+#define SV(b, id) (&(b)->out.v[(id) - 1 - (b)->base])
 
 /* The value index of the first FUNCTION field of an event kind, or -1. */
 static int function_at(uint16_t kind) {
@@ -54,6 +65,10 @@ int dnp_story_is_framework(const char *name) {
     return 0;
 }
 
+static void resolve(dnp_story *s, const dnp_trace *t, uint64_t origin);
+static void link(dnp_stories *o, size_t k);
+static int emit_ready(dnp_stories_builder *b);
+
 static int add_step(dnp_stories_builder *b, dnp_story *s, const dnp_trace_event *e, size_t ev) {
     s->t_end = e->time_ns;
     if (!b->keep_steps) {
@@ -82,18 +97,19 @@ static dnp_story_step *last_step(dnp_story *s) {
     return s->steps && s->nsteps ? &s->steps[s->nsteps - 1] : NULL;
 }
 
-static void end_story(dnp_stories *out, size_t idx, const exc_level *l) {
-    dnp_story *s = &out->v[idx];
+static void end_story(dnp_stories_builder *b, size_t id, const exc_level *l) {
+    dnp_story *s = SV(b, id);
+    s->ended = 1;
     s->fate = l->fate;
     s->phase = l->phase;
     s->no_catcher = l->no_catcher;
 }
 
-static void details(const dnp_trace_event *e, thread_state *ts, dnp_stories *out) {
+static void details(dnp_stories_builder *b, const dnp_trace_event *e, thread_state *ts) {
     int d = ts->m.depth;
     if (d == 0 || !ts->story_at[d - 1])
         return;
-    dnp_story *s = &out->v[ts->story_at[d - 1] - 1];
+    dnp_story *s = SV(b, ts->story_at[d - 1]);
     if (s->has_details || s->object != e->v[0])
         return;
     s->has_details = 1;
@@ -116,9 +132,9 @@ static void details(const dnp_trace_event *e, thread_state *ts, dnp_stories *out
             if (i != d - 1) {
                 ts->m.lv[i].fate = EXC_ABANDONED;
                 if (ts->story_at[i]) {
-                    end_story(out, ts->story_at[i] - 1, &ts->m.lv[i]);
-                    if (!out->v[ts->story_at[i] - 1].ended_by)
-                        out->v[ts->story_at[i] - 1].ended_by = top_story;
+                    end_story(b, ts->story_at[i], &ts->m.lv[i]);
+                    if (!SV(b, ts->story_at[i])->ended_by)
+                        SV(b, ts->story_at[i])->ended_by = top_story;
                 }
             }
             ts->m.depth--;
@@ -164,7 +180,53 @@ static thread_state *thread_of(dnp_stories_builder *b, uint32_t ordinal) {
     return &b->threads[ordinal];
 }
 
+static int feed_one(dnp_stories_builder *b, const dnp_trace_event *e, size_t i);
+
 int dnp_stories_feed(dnp_stories_builder *b, const dnp_trace_event *e, size_t i) {
+    if (feed_one(b, e, i) < 0)
+        return -1;
+    return b->emit ? emit_ready(b) : 0;
+}
+
+dnp_stories_builder *dnp_stories_begin_ordered(int keep_steps, const dnp_trace *t, dnp_story_emit emit, void *ctx) {
+    dnp_stories_builder *b = dnp_stories_begin(keep_steps);
+    if (b) {
+        b->t = t;
+        b->emit = emit;
+        b->ctx = ctx;
+        b->next_emit = 1;
+    }
+    return b;
+}
+
+/* Hands out, in order, the stories that ended with every earlier one; keeps
+ * the last 4096 handed out (a rethrow looks that far back), drops the rest. */
+static int emit_ready(dnp_stories_builder *b) {
+    while (b->next_emit <= b->nid) {
+        dnp_story *s = SV(b, b->next_emit);
+        if (!s->ended)
+            break;
+        resolve(s, b->t, 0);
+        link(&b->out, b->next_emit - 1 - b->base);
+        b->emit(b->ctx, s, &b->out);
+        free(s->steps);
+        s->steps = NULL;
+        s->capsteps = 0;
+        b->next_emit++;
+    }
+    size_t done = b->next_emit - 1 - b->base;
+    if (done > 3 * 4096) {
+        size_t drop = done - 4096;
+        for (size_t k = 0; k < drop; k++)
+            free(b->out.v[k].site_buf);
+        memmove(b->out.v, b->out.v + drop, (b->out.n - drop) * sizeof *b->out.v);
+        b->out.n -= drop;
+        b->base += drop;
+    }
+    return 0;
+}
+
+static int feed_one(dnp_stories_builder *b, const dnp_trace_event *e, size_t i) {
     dnp_stories *out = &b->out;
     if (e->kind >= DNP_EV_COUNT || dnp_events[e->kind].family != DNP_FAM_EXCEPTIONS)
         return 0;
@@ -173,7 +235,7 @@ int dnp_stories_feed(dnp_stories_builder *b, const dnp_trace_event *e, size_t i)
     if (!ts)
         return -1;
     if (e->kind == DNP_EV_ExceptionDetails) {
-        details(e, ts, out);
+        details(b, e, ts);
         return 0;
     }
     if (!exc_machine_is_event(e->kind))
@@ -199,9 +261,9 @@ int dnp_stories_feed(dnp_stories_builder *b, const dnp_trace_event *e, size_t i)
             continue;
         if (e->kind == DNP_EV_ExceptionCatcherLeave && st->ended[k].fate == EXC_CAUGHT)
             target = sid;
-        if (target == sid && add_step(b, &out->v[sid - 1], e, i) < 0)
+        if (target == sid && add_step(b, SV(b, sid), e, i) < 0)
             return -1;
-        end_story(out, sid - 1, &st->ended[k]);
+        end_story(b, sid, &st->ended[k]);
     }
     if (st->flags & EXC_BEGIN) {
         if (d0 == EXC_MAX_NEST && st->nended == 0)
@@ -216,7 +278,8 @@ int dnp_stories_feed(dnp_stories_builder *b, const dnp_trace_event *e, size_t i)
         }
         dnp_story *s = &out->v[out->n];
         memset(s, 0, sizeof *s);
-        s->id = ++out->n;
+        s->id = ++b->nid;
+        out->n++;
         s->seq = s->id;
         s->thread = e->thread;
         s->thrown = i;
@@ -225,21 +288,21 @@ int dnp_stories_feed(dnp_stories_builder *b, const dnp_trace_event *e, size_t i)
         s->t_thrown = s->t_end = e->time_ns;
         for (int k = 0; k < st->nended; k++)
             if (st->ended[k].fate == EXC_RETHROWN && ts->story_at[d0 - 1 - k])
-                out->v[ts->story_at[d0 - 1 - k] - 1].ended_by = s->id;
+                SV(b, ts->story_at[d0 - 1 - k])->ended_by = s->id;
         int top = ts->m.depth - 1;
         ts->story_at[top] = s->id;
         s->parent = top > 0 ? ts->story_at[top - 1] : 0;
         s->parent_phase = ts->m.lv[top].parent_phase;
         if (s->parent && (s->parent_phase == EXC_CATCH || s->parent_phase == EXC_FINALLY) &&
-            !out->v[s->parent - 1].ended_by)
-            out->v[s->parent - 1].ended_by = s->id; /* if it ends abandoned, this is why */
+            !SV(b, s->parent)->ended_by)
+            SV(b, s->parent)->ended_by = s->id; /* if it ends abandoned, this is why */
         return add_step(b, s, e, i);
     }
     if (target)
         return 0;
     if (ts->m.depth == 0 || !ts->story_at[ts->m.depth - 1])
         return 0;
-    dnp_story *s = &out->v[ts->story_at[ts->m.depth - 1] - 1];
+    dnp_story *s = SV(b, ts->story_at[ts->m.depth - 1]);
     if (add_step(b, s, e, i) < 0)
         return -1;
     uint64_t name = function_sid(e);
@@ -252,7 +315,7 @@ int dnp_stories_feed(dnp_stories_builder *b, const dnp_trace_event *e, size_t i)
          * the same exception going on, not one nested in it. */
         int d = ts->m.depth;
         if (s->searched == 1 && d >= 2 && ts->m.lv[d - 2].fate == EXC_RETHROWN && s->parent == ts->story_at[d - 2]) {
-            out->v[s->parent - 1].ended_by = s->id;
+            SV(b, s->parent)->ended_by = s->id;
             s->parent = 0;
             s->parent_phase = 0;
         }
@@ -306,9 +369,9 @@ static size_t earlier_throw(const dnp_stories *out, size_t idx) {
         const dnp_story *o = &out->v[i];
         if (o->object != s->object || !same_text(o->type, s->type))
             continue;
-        if (!s->has_details || s->kept_trace || (s->parent == i + 1 && s->parent_phase == EXC_CATCH) ||
-            (o->fate == EXC_RETHROWN && o->ended_by == idx + 1))
-            return i + 1;
+        if (!s->has_details || s->kept_trace || (s->parent == o->id && s->parent_phase == EXC_CATCH) ||
+            (o->fate == EXC_RETHROWN && o->ended_by == s->id))
+            return o->id;
         return 0;
     }
     return 0;
@@ -327,10 +390,11 @@ static size_t same_exception(const dnp_stories *out, size_t idx) {
         const dnp_story *o = &out->v[i];
         if (o->has_details && o->hresult == s->hresult && same_text(o->type, s->type) &&
             same_text(o->message, s->message))
-            return i + 1;
+            return o->id;
     }
     return 0;
 }
+
 
 int dnp_stories_finish(dnp_stories_builder *b, const dnp_trace *t, uint64_t origin, dnp_stories *out) {
     dnp_stories *o = &b->out;
@@ -341,10 +405,16 @@ int dnp_stories_finish(dnp_stories_builder *b, const dnp_trace *t, uint64_t orig
                 exc_level l = b->threads[th].m.lv[k];
                 /* One whose handler a nested exception replaced is over. */
                 l.fate = l.replaced && k == b->threads[th].m.depth - 1 ? EXC_ABANDONED : EXC_OPEN;
-                end_story(o, b->threads[th].story_at[k] - 1, &l);
+                end_story(b, b->threads[th].story_at[k], &l);
             }
     free(b->threads);
     b->threads = NULL;
+    if (b->emit) { /* in time order: the rest go now */
+        emit_ready(b);
+        *out = *o;
+        free(b);
+        return 0;
+    }
 
     /* In the order of the throws, numbered again. */
     size_t *renum = NULL;
@@ -370,6 +440,19 @@ int dnp_stories_finish(dnp_stories_builder *b, const dnp_trace *t, uint64_t orig
             s->rethrow_of = renum[s->rethrow_of];
             s->ended_by = renum[s->ended_by];
         }
+        resolve(s, t, origin);
+    }
+    free(renum);
+    for (size_t k = 0; k < o->n; k++)
+        link(o, k);
+    *out = *o;
+    free(b);
+    return 0;
+}
+
+/* A story's times made relative, its names looked up. */
+static void resolve(dnp_story *s, const dnp_trace *t, uint64_t origin) {
+    {
         s->t_thrown = s->t_thrown > origin ? s->t_thrown - origin : 0;
         s->t_end = s->t_end > origin ? s->t_end - origin : 0;
         s->type = s->type_sid ? dnp_trace_string(t, s->type_sid) : NULL;
@@ -397,8 +480,11 @@ int dnp_stories_finish(dnp_stories_builder *b, const dnp_trace *t, uint64_t orig
             st->function = st->fn_sid ? dnp_trace_string(t, st->fn_sid) : NULL;
         }
     }
-    free(renum);
-    for (size_t k = 0; k < o->n; k++) {
+}
+
+/* Story k's links to earlier ones, once its own and theirs are resolved. */
+static void link(dnp_stories *o, size_t k) {
+    {
         dnp_story *s = &o->v[k];
         if (!s->rethrow_of)
             s->rethrow_of = earlier_throw(o, k);
@@ -408,9 +494,6 @@ int dnp_stories_finish(dnp_stories_builder *b, const dnp_trace *t, uint64_t orig
         if (s->fate != EXC_ABANDONED && s->fate != EXC_RETHROWN)
             s->ended_by = 0;
     }
-    *out = *o;
-    free(b);
-    return 0;
 }
 
 int dnp_stories_build(const dnp_trace *t, dnp_stories *out) {

@@ -44,6 +44,7 @@ typedef struct dnp_story {
     uint8_t phase;         /* its phase when it ended or the trace did */
     uint8_t parent_phase;  /* what the parent was doing when this was thrown */
     uint8_t internal;
+    uint8_t ended;         /* its level ended (set while the stories are built) */
     uint8_t kept_trace;    /* thrown before and its stack trace kept (throw;, an await) */      /* thrown and caught in framework code (first chance) */
     size_t parent;         /* the story in flight below it on the thread, or 0 */
     size_t rethrow_of;     /* an earlier story of the same object, or 0 */
@@ -83,6 +84,15 @@ dnp_stories_builder *dnp_stories_begin(int keep_steps);
 int dnp_stories_feed(dnp_stories_builder *b, const dnp_trace_event *e, size_t ev);
 /* Ends the stories, resolves their names in t, subtracts origin from their times. */
 int dnp_stories_finish(dnp_stories_builder *b, const dnp_trace *t, uint64_t origin, dnp_stories *out);
+/* The same, for events in time order across threads (as dnp_trace_load sorts
+ * them; times already relative): each story is handed to emit, numbered,
+ * resolved in t and linked, as soon as it and every earlier one have ended,
+ * and its steps are freed then. Memory holds the stories from the oldest one
+ * still in flight on, and the last 4096 handed out. dnp_stories_finish (origin
+ * 0) hands out the rest, and gives back what is still held (without steps). */
+typedef void (*dnp_story_emit)(void *ctx, const dnp_story *s, const dnp_stories *all);
+dnp_stories_builder *dnp_stories_begin_ordered(int keep_steps, const dnp_trace *t, dnp_story_emit emit, void *ctx);
+
 /* Frees a builder that was not finished (NULL-tolerant). */
 void dnp_stories_abort(dnp_stories_builder *b);
 
