@@ -137,4 +137,56 @@ TEST(print_streamed_same_as_loaded) {
     unlink(path);
     return 0;
 }
+/* UBSan (issue 11): report --exceptions on a trace with no exceptions, or none
+ * caught, sorted empty groups with qsort(NULL, 0). The sanitized build (.ci/run)
+ * reports "runtime error" on stderr; every build checks the outputs. */
+TEST(print_exceptions_none) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/dnprof-noexc-%d.trace", (int)getpid());
+    synth *w = synth_open(path, 778, "no-exceptions");
+    ASSERT(w != NULL);
+    uint64_t name = synth_string(w, "App.Thing"), type = synth_string(w, "App.Boom");
+    synth_thread(w, 1, 2001);
+    uint64_t start[2] = {0x5000, 0}, fin[3] = {0x5000, name, 0};
+    synth_event(w, 1, 100, DNP_EV_ClassLoadStarted, start);
+    synth_event(w, 1, 200, DNP_EV_ClassLoadFinished, fin);
+    ASSERT(synth_close(w, 1) == 0);
+    static const char *const cmds[] = {"report --exceptions", "report --exceptions --json", "print --exceptions"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd, "'%s' %s '%s' 2>&1", DNPROF_BIN, cmds[i], path);
+        FILE *p = popen(cmd, "r");
+        ASSERT(p != NULL);
+        char out[4096];
+        size_t n = fread(out, 1, sizeof out - 1, p);
+        out[n] = 0;
+        int status = pclose(p);
+        fprintf(stderr, "%s: %s", cmds[i], out);
+        ASSERT(status == 0);
+        ASSERT(!strstr(out, "runtime error"));
+        ASSERT(strstr(out, "no exception events") || strstr(out, "\"exceptions_total\":0,"));
+    }
+    /* One exception, never caught (the trace ends in its search): no catch site. */
+    w = synth_open(path, 779, "uncaught");
+    ASSERT(w != NULL);
+    type = synth_string(w, "App.Boom");
+    synth_thread(w, 1, 2002);
+    uint64_t thrown[3] = {0x7000, 0x99, type};
+    synth_event(w, 1, 100, DNP_EV_ExceptionThrown, thrown);
+    ASSERT(synth_close(w, 0) == 0);
+    for (size_t i = 0; i < 2; i++) {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd, "'%s' %s '%s' 2>&1", DNPROF_BIN, cmds[i], path);
+        FILE *p = popen(cmd, "r");
+        ASSERT(p != NULL);
+        char out[8192];
+        size_t n = fread(out, 1, sizeof out - 1, p);
+        out[n] = 0;
+        pclose(p);
+        ASSERT(!strstr(out, "runtime error"));
+        ASSERT(strstr(out, "1 exceptions: 0 caught") || strstr(out, "\"exceptions_total\":1,"));
+    }
+    unlink(path);
+    return 0;
+}
 #endif
