@@ -107,8 +107,10 @@ TEST(print_memory_bounded) {
         long streamed = peak_mib(cmds[i], path, 0), whole = peak_mib(cmds[i], path, 1);
         fprintf(stderr, "%s: %ld MiB streamed, %ld MiB loaded whole\n", cmds[i], streamed, whole);
         ASSERT(streamed > 0 && whole > 0);
-        ASSERT(streamed < 40);
-        ASSERT(whole > 2 * streamed); /* the measure sees the difference */
+        ASSERT(whole > 3 * streamed); /* ~100 bytes an event when loaded whole */
+#ifndef __SANITIZE_ADDRESS__
+        ASSERT(streamed < 40); /* (ASan's shadow memory and quarantine weigh more) */
+#endif
     }
     unlink(path);
     return 0;
