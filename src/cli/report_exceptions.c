@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "report.h"
@@ -379,15 +380,38 @@ static void groups_free(groups *g) {
     free(g->v);
 }
 
+/* Whether path can be read twice (not a pipe). */
+static int rereadable(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 int report_exceptions(const char *path, int json, FILE *out) {
     /* The sums in one read; with --json, the stories in a second one, after
      * the sums they come after: memory holds neither the events nor all the
-     * stories. */
+     * stories. A pipe is read once, and its stories kept. */
     summing m;
     memset(&m, 0, sizeof m);
-    dnp_stories s;
-    if (read_stories(path, 0, sum_one, &m, &s) != 0)
+    dnp_stories s, kept;
+    memset(&kept, 0, sizeof kept);
+    dnp_trace_stream *kept_stream = NULL;
+    dnp_trace *kept_trace = NULL;
+    if (json && !rereadable(path)) {
+        char err[600];
+        if (dnp_stories_read(path, 1, &kept, &kept_stream, &kept_trace, err, sizeof err) != 0) {
+            error("%s", err);
+            dnp_trace_stream_close(kept_stream);
+            dnp_trace_free(kept_trace);
+            return 1;
+        }
+        for (size_t i = 0; i < kept.n; i++)
+            sum_one(&m, &kept.v[i], &kept);
+        s = kept;
+        s.v = NULL;
+        s.n = 0;
+    } else if (read_stories(path, 0, sum_one, &m, &s) != 0) {
         return 1;
+    }
     int rc = 0;
     if (m.oom) {
         error("out of memory");
@@ -405,10 +429,15 @@ int report_exceptions(const char *path, int json, FILE *out) {
         groups_json(out, "by_catch_site", &m.catchers);
         fputs(",\"exceptions\":[", out);
         listing l = {out, 0};
-        dnp_stories again;
-        if (read_stories(path, 1, list_one, &l, &again) != 0)
-            rc = 1;
-        dnp_stories_free(&again);
+        if (kept_stream || kept_trace) {
+            for (size_t i = 0; i < kept.n; i++)
+                list_one(&l, &kept.v[i], &kept);
+        } else {
+            dnp_stories again;
+            if (read_stories(path, 1, list_one, &l, &again) != 0)
+                rc = 1;
+            dnp_stories_free(&again);
+        }
         fputs("]}\n", out);
     } else if (m.n == 0) {
         fputs(s.exception_events ? "no exception was thrown\n"
@@ -432,6 +461,9 @@ int report_exceptions(const char *path, int json, FILE *out) {
     groups_free(&m.sites);
     groups_free(&m.catchers);
     dnp_stories_free(&s);
+    dnp_stories_free(&kept);
+    dnp_trace_stream_close(kept_stream);
+    dnp_trace_free(kept_trace);
     if (fflush(out) != 0 || ferror(out))
         rc = 1;
     return rc;

@@ -25,6 +25,9 @@ struct timeorder {
     size_t nheap, capheap;
     uint64_t bound;        /* events up to this time may go */
     int eof;
+    int piped;             /* a pipe: read once, every event kept and sorted */
+    merge_item *all;
+    size_t nall, iall;
     char err[512];
 };
 
@@ -127,6 +130,46 @@ static int first_pass(timeorder *o, timeorder_hook hook, void *ctx) {
     return 0;
 }
 
+static int by_item(const void *x, const void *y) {
+    const merge_item *a = x, *b = y;
+    return item_before(a, b) ? -1 : item_before(b, a) ? 1 : 0;
+}
+
+/* A pipe cannot be read twice: its one pass keeps every event, then sorts
+ * them as the loader does (the header is read already: it cannot be loaded). */
+static int read_piped(timeorder *o, timeorder_hook hook, void *ctx) {
+    size_t cap = 0;
+    merge_item it;
+    int rc;
+    while ((rc = dnp_trace_stream_next(o->s, &it.e)) > 0) {
+        if (hook && hook(ctx, &it.e, o->idx) < 0)
+            break;
+        if (new_run(o, &it.e) && o->idx > 0)
+            o->run++;
+        it.run = o->run;
+        it.idx = o->idx++;
+        if (o->nall == cap) {
+            cap = cap ? cap * 2 : 4096;
+            merge_item *v = realloc(o->all, cap * sizeof *v);
+            if (!v)
+                break;
+            o->all = v;
+        }
+        o->all[o->nall++] = it;
+    }
+    if (rc != 0) {
+        snprintf(o->err, sizeof o->err, "%s", rc < 0 ? dnp_trace_stream_error(o->s) : "out of memory");
+        return -1;
+    }
+    o->origin = dnp_trace_stream_origin(o->s);
+    for (size_t i = 0; i < o->nall; i++)
+        o->all[i].e.time_ns = o->all[i].e.time_ns > o->origin ? o->all[i].e.time_ns - o->origin : 0;
+    if (o->nall > 1)
+        qsort(o->all, o->nall, sizeof *o->all, by_item);
+    o->piped = 1;
+    return 0;
+}
+
 int timeorder_open(const char *path, timeorder_hook hook, void *ctx, timeorder **out, char *err, size_t errlen) {
     *out = NULL;
     timeorder *o = calloc(1, sizeof *o);
@@ -141,11 +184,7 @@ int timeorder_open(const char *path, timeorder_hook hook, void *ctx, timeorder *
             free(o);
             return -1;
         }
-        if (!dnp_trace_stream_rereadable(o->s)) {
-            dnp_trace_stream_close(o->s);
-            o->s = NULL;
-            whole = 1;
-        } else if (first_pass(o, hook, ctx) != 0) {
+        if (!dnp_trace_stream_rereadable(o->s) ? read_piped(o, hook, ctx) != 0 : first_pass(o, hook, ctx) != 0) {
             snprintf(err, errlen, "%s: %s", path, o->err);
             timeorder_close(o);
             return -1;
@@ -181,6 +220,13 @@ int timeorder_next(timeorder *o, dnp_trace_event *e, size_t *idx) {
             return 0;
         *idx = o->next;
         *e = o->loaded->events[o->next++];
+        return 1;
+    }
+    if (o->piped) {
+        if (o->iall >= o->nall)
+            return 0;
+        *idx = o->all[o->iall].idx;
+        *e = o->all[o->iall++].e;
         return 1;
     }
     for (;;) {
@@ -221,6 +267,7 @@ void timeorder_close(timeorder *o) {
         return;
     free(o->sufmin);
     free(o->heap);
+    free(o->all);
     dnp_trace_stream_close(o->s);
     dnp_trace_free(o->loaded);
     free(o);

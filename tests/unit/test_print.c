@@ -14,10 +14,14 @@
 #include "trace_format.h"
 
 #ifdef DNPROF_BIN
+/* whole: 1 loaded whole, 0 streamed, 2 through a pipe (read once). */
 static char *run_print(const char *args, const char *path, int whole) {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s '%s' print %s '%s' 2>&1", whole ? "DNPROF_NO_STREAM=1" : "DNPROF_NO_STREAM=",
-             DNPROF_BIN, args, path);
+    if (whole == 2)
+        snprintf(cmd, sizeof cmd, "cat '%s' | '%s' print %s /dev/stdin 2>&1", path, DNPROF_BIN, args);
+    else
+        snprintf(cmd, sizeof cmd, "%s '%s' print %s '%s' 2>&1", whole ? "DNPROF_NO_STREAM=1" : "DNPROF_NO_STREAM=",
+                 DNPROF_BIN, args, path);
     FILE *p = popen(cmd, "r");
     if (!p)
         return NULL;
@@ -122,11 +126,13 @@ TEST(print_streamed_same_as_loaded) {
     ASSERT(write_threads_trace(path) == 0);
     static const char *const args[] = {"", "--json", "-t --tid", "--thread 2", "--no-ids --events classes"};
     for (size_t a = 0; a < sizeof args / sizeof args[0]; a++) {
-        char *streamed = run_print(args[a], path, 0), *whole = run_print(args[a], path, 1);
-        ASSERT(streamed && whole);
-        int same = strcmp(streamed, whole) == 0;
+        char *streamed = run_print(args[a], path, 0), *whole = run_print(args[a], path, 1),
+             *piped = run_print(args[a], path, 2);
+        ASSERT(streamed && whole && piped);
+        int same = strcmp(streamed, whole) == 0 && strcmp(piped, whole) == 0;
+        free(piped);
         if (!same)
-            fprintf(stderr, "print %s: streamed and loaded outputs differ (%zu and %zu bytes)\n", args[a],
+            fprintf(stderr, "print %s: streamed, piped and loaded outputs differ (%zu and %zu bytes)\n", args[a],
                     strlen(streamed), strlen(whole));
         int borrowed = strstr(whole, "ClassLoadStarted App.Class") != NULL || a == 1 || a == 2;
         size_t len = strlen(whole);
