@@ -71,12 +71,14 @@ static void filter_verdict(exc_level *l, int yes, exc_step *out) {
 }
 
 /* A level whose handler a nested exception may have replaced is over unless
- * this event is its handler's Leave. */
-static void settle_replaced(exc_machine *m, uint16_t kind, exc_step *out) {
+ * this event is its handler's Leave, or its own object thrown again from its
+ * catch (`throw;` after a try/catch inside the catch). */
+static void settle_replaced(exc_machine *m, uint16_t kind, uint64_t object, exc_step *out) {
     if (m->depth == 0 || !m->lv[m->depth - 1].replaced)
         return;
     exc_level *t = &m->lv[m->depth - 1];
-    if (kind != DNP_EV_ExceptionThrown && fits(t, kind)) {
+    if ((kind != DNP_EV_ExceptionThrown && fits(t, kind)) ||
+        (kind == DNP_EV_ExceptionThrown && object && t->phase == EXC_CATCH && t->object == object)) {
         t->replaced = 0; /* the try was inside the block, which goes on */
         return;
     }
@@ -145,7 +147,7 @@ void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t objec
     if (kind == DNP_EV_ExceptionOSHandlerEnter || kind == DNP_EV_ExceptionOSHandlerLeave ||
         kind == DNP_EV_ExceptionCLRCatcherFound || kind == DNP_EV_ExceptionCLRCatcherExecute)
         return; /* documented, never raised by CoreCLR */
-    settle_replaced(m, kind, out);
+    settle_replaced(m, kind, object, out);
     if (kind == DNP_EV_ExceptionThrown) {
         thrown(m, object, out);
         return;

@@ -519,3 +519,44 @@ TEST(stories_streamed_same) {
     unlink(path);
     return 0;
 }
+
+/* catch { try { throw B; } catch {} throw; }: B, caught inside the catch, did
+ * not replace A, which the `throw;` rethrows. */
+TEST(stories_rethrow_after_inner_catch) {
+    seq s = {.n = 0};
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ2, 0); /* B, inside the catch */
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ2);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0); /* throw; */
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_MAIN, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+    dnp_stories st;
+    ASSERT(build(&s, 1, &st) == 0);
+    ASSERT_EQ_U64(st.n, 3);
+    ASSERT_EQ_U64(st.v[0].fate, EXC_RETHROWN);
+    ASSERT_EQ_U64(st.v[0].ended_by, 3);
+    ASSERT_EQ_U64(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ_U64(st.v[2].rethrow_of, 1);
+    ASSERT_EQ_U64(st.v[2].fate, EXC_CAUGHT);
+    ASSERT_EQ_U64(st.unexpected, 0);
+    dnp_stories_free(&st);
+    return 0;
+}
