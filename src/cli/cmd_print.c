@@ -4,7 +4,12 @@
  * Nesting is per thread: a START event prints at the thread's level and opens a
  * level, a FINISH closes one and prints at the level it returns to. A START whose
  * entity had no name yet (the runtime's IDs are not usable at *Started) borrows
- * the name of the FINISH that closes it on the same thread with the same ID. */
+ * the name of the FINISH that closes it on the same thread with the same ID.
+ * Past 32 levels the indentation stops and the level is shown as {N}.
+ *
+ * The trace is streamed (timeorder.h): a first pass finds the names STARTs
+ * borrow, the second hands the events out in time order; memory is bounded by
+ * the events that overlap in time, not by the trace. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -30,7 +35,7 @@ typedef struct borrow {
 
 typedef struct borrows {
     borrow *v;
-    size_t n, cap, at; /* at: the next one to use, the events being in index order */
+    size_t n, cap;
 } borrows;
 
 typedef struct printer {
@@ -184,15 +189,13 @@ static int by_ev(const void *x, const void *y) {
     return a->ev < b->ev ? -1 : a->ev > b->ev;
 }
 
-/* The names in index order, for the events to take one by one. */
+/* The names in index order, to be looked up. */
 static void borrows_sort(borrows *b) {
     if (b->n > 1)
         qsort(b->v, b->n, sizeof *b->v, by_ev);
-    b->at = 0;
 }
 
-/* The name event i borrows, or 0; events must come in index order... or not:
- * a merge hands them out of index order, so this searches. */
+/* The name event i borrows, or 0 (the merge hands events out of index order). */
 static uint64_t borrowed_name(borrows *b, size_t i) {
     size_t lo = 0, hi = b->n;
     while (lo < hi) {
