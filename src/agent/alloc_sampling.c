@@ -78,6 +78,7 @@ typedef struct agg_table {
 static agg_table g_agg[AGG_TABLES];
 static atomic_uint g_next_table;
 static int g_each; /* DNPROF_ALLOC_EACH=1: one AllocSample per sample */
+static int g_forced_tick; /* DNPROF_ALLOC_SOURCE=tick */
 static __thread int t_table = -1;
 static atomic_uint g_gen;           /* a new session (a new trace after an attach): caches are stale */
 static __thread unsigned t_gen;
@@ -112,6 +113,8 @@ void alloc_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_hig
         return;
     }
     g_wanted = 1;
+    g_forced_tick = cfg->alloc_tick;
+    g_each = cfg->alloc_each;
     *mask |= COR_PRF_ENABLE_STACK_SNAPSHOT; /* the stacks, when the events carry none */
     *mask_high |= COR_PRF_HIGH_MONITOR_EVENT_PIPE;
 }
@@ -119,13 +122,8 @@ void alloc_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_hig
 int alloc_start(void) {
     if (!g_wanted)
         return 0;
-    const char *forced = getenv(DNP_ENV_ALLOC_SOURCE);
     int major = runtime_major();
-    g_source = major >= 10 ? SOURCE_SAMPLED : SOURCE_TICK;
-    const char *each = getenv(DNP_ENV_ALLOC_EACH);
-    g_each = each && strcmp(each, "1") == 0;
-    if (forced && strcmp(forced, "tick") == 0)
-        g_source = SOURCE_TICK;
+    g_source = major >= 10 && !g_forced_tick ? SOURCE_SAMPLED : SOURCE_TICK;
     static const WCHAR provider[] = u"Microsoft-Windows-DotNETRuntime";
     COR_PRF_EVENTPIPE_PROVIDER_CONFIG pc = {
         provider, g_source == SOURCE_SAMPLED ? KEYWORD_ALLOCATION_SAMPLING : KEYWORD_GC,

@@ -58,6 +58,7 @@ static HRESULT initialize(IUnknown *unk, const dnp_attach_blob *blob) {
     snprintf(cfg.output, sizeof cfg.output, "%s", blob->output);
     cfg.flush_ms = blob->flush_ms;
     cfg.alloc = blob->alloc != 0;
+    cfg.exc_stacks = blob->exc_stacks != 0; /* not the target's environment */
     g_trigger_pid = blob->trigger_pid;
     HRESULT hr = agent_start(unk, &cfg, 1);
     if (FAILED(hr)) {

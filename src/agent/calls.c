@@ -1148,11 +1148,9 @@ int calls_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high
         G.mode = 0;
         return 0;
     }
-    const char *text = getenv(DNP_ENV_CALLS);
-    if (text && *text && strcmp(text, "0") != 0 && strcmp(text, "1") != 0 && strcmp(text, "counts") != 0 &&
-        strcmp(text, "timeline") != 0 && strcmp(text, "args") != 0)
+    if (cfg->calls_bad[0])
         agent_say("%s='%s' is not a calls mode (1, counts, timeline, args); recording counts and times (1)",
-                  DNP_ENV_CALLS, text);
+                  DNP_ENV_CALLS, cfg->calls_bad);
     G.all_code = cfg->all_code;
     G.events = G.mode == CALLS_MODE_ARGS || G.mode == CALLS_MODE_TIMELINE;
     G.timed = G.mode != CALLS_MODE_COUNTS;

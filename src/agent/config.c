@@ -109,10 +109,18 @@ void config_from_env(agent_config *cfg) {
                      : strcmp(calls, "timeline") == 0 ? 3
                      : strcmp(calls, "counts") == 0   ? 4
                                                       : 1;
+    if (calls && *calls && strcmp(calls, "0") != 0 && strcmp(calls, "1") != 0 && strcmp(calls, "counts") != 0 &&
+        strcmp(calls, "timeline") != 0 && strcmp(calls, "args") != 0)
+        snprintf(cfg->calls_bad, sizeof cfg->calls_bad, "%s", calls);
     const char *all = getenv(DNP_ENV_ALL_CODE);
     cfg->all_code = all && *all && strcmp(all, "0") != 0;
     copy_env(cfg->include, sizeof cfg->include, DNP_ENV_INCLUDE);
     copy_env(cfg->exclude, sizeof cfg->exclude, DNP_ENV_EXCLUDE);
     const char *alloc = getenv(DNP_ENV_ALLOC);
     cfg->alloc = alloc && *alloc && strcmp(alloc, "0") != 0;
+    const char *source = getenv(DNP_ENV_ALLOC_SOURCE), *each = getenv(DNP_ENV_ALLOC_EACH);
+    cfg->alloc_tick = source && strcmp(source, "tick") == 0;
+    cfg->alloc_each = each && strcmp(each, "1") == 0;
+    const char *stacks = getenv(DNP_ENV_EXC_STACKS);
+    cfg->exc_stacks = stacks && strcmp(stacks, "1") == 0;
 }

@@ -13,6 +13,7 @@ typedef struct agent_config {
     char session[4096];  /* session directory, "" for none */
     unsigned flush_ms;   /* background flush period, 0 for the default */
     /* method enter/leave (calls.c) */
+    char calls_bad[64];  /* a DNPROF_CALLS value that is no mode (said once by calls.c), or "" */
     int calls;           /* 0 off, 1 counts and times (fast path), 2 with arguments (slow path),
                             3 counts, times and every call in order (fast path, timeline),
                             4 counts and call paths only (no clock) */
@@ -21,6 +22,11 @@ typedef struct agent_config {
     char exclude[1024];  /* comma-separated globs of functions not to hook */
     /* sampled allocations (alloc_sampling.c, dnprof run/attach --alloc) */
     int alloc;           /* 1: record sampled allocations with their stacks */
+    int alloc_tick;      /* DNPROF_ALLOC_SOURCE=tick: AllocationTick even where AllocationSampled exists */
+    int alloc_each;      /* DNPROF_ALLOC_EACH=1: one AllocSample per sample, not sums */
+    /* exception stories (exceptions.c, issue 10 item 2): from DNPROF_EXCEPTION_STACKS
+       at start-up, from the attach blob after an attach; never read elsewhere */
+    int exc_stacks;      /* a stack snapshot at each throw */
 } agent_config;
 
 /* Fills cfg from the environment. */

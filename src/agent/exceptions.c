@@ -34,9 +34,10 @@
 #define NOTES_PER_THREAD 16
 #define LAYOUT_TRIES 8
 
-/* ExceptionDetails flags. */
-#define DETAIL_HAD_STACK_TRACE 0x1u /* _stackTrace already set: thrown before */
-#define DETAIL_STACK_TRUNCATED 0x2u
+/* ExceptionDetails flags (exc_machine.h). */
+#define DETAIL_HAD_STACK_TRACE EXC_DETAIL_KEPT_TRACE
+#define DETAIL_STACK_TRUNCATED EXC_DETAIL_TRUNCATED
+#define DETAIL_SAME_AS_CATCH EXC_DETAIL_SAME_AS_CATCH
 
 static int g_stacks; /* DNPROF_EXCEPTION_STACKS=1 and the mask bit was added */
 
@@ -49,6 +50,10 @@ static struct {
 } L = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static __thread exc_machine t_machine;
+/* A weak handle on the object of each level whose catch runs: a garbage
+ * collection may move the object before the catch throws it again (`throw;`),
+ * and the handle gives its new ObjectID (ICorProfilerInfo13, .NET 7+). */
+static __thread ObjectHandleID t_handle[EXC_MAX_NEST];
 static __thread unsigned t_notes;
 static __thread struct {
     uint64_t key;
@@ -56,10 +61,10 @@ static __thread struct {
 } t_stacks[64];
 
 void exceptions_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
-    (void)cfg;
     (void)mask_high;
-    const char *v = getenv(DNP_ENV_EXC_STACKS);
-    g_stacks = v && strcmp(v, "1") == 0 && (g_agent.events.families >> DNP_FAM_EXCEPTIONS & 1);
+    /* From the configuration only: after an attach, the environment is the
+     * target's, not what dnprof attach asked for. */
+    g_stacks = cfg->exc_stacks && (g_agent.events.families >> DNP_FAM_EXCEPTIONS & 1);
     if (g_stacks)
         *mask |= COR_PRF_ENABLE_STACK_SNAPSHOT;
 }
@@ -248,6 +253,8 @@ static uint32_t stack_string(const snapshot *sp, unsigned *flags) {
     return sid;
 }
 
+static void handle_drop(int i);
+
 /* Ends the levels on top whose catch or finally the stack of this throw shows
  * is no longer running. */
 static void settle(const snapshot *s) {
@@ -262,6 +269,7 @@ static void settle(const snapshot *s) {
             return;
         exc_step st;
         exc_machine_abandon_top(&t_machine, &st);
+        handle_drop(t_machine.depth);
     }
 }
 
@@ -281,6 +289,38 @@ static void handler_at(FunctionID fn) {
         }
 }
 
+/* The handle of level i, if any, is let go. */
+static void handle_drop(int i) {
+    if (t_handle[i]) {
+        INFO_CALL(DestroyHandle, t_handle[i]);
+        t_handle[i] = NULL;
+    }
+}
+
+/* The catch of the top level starts: a weak handle follows its object. */
+static void handle_catch(ObjectID object) {
+    int top = t_machine.depth - 1;
+    if (top < 0 || !object || !AGENT_HAS_INFO(CreateHandle))
+        return;
+    handle_drop(top);
+    if (FAILED(INFO_CALL(CreateHandle, object, COR_PRF_HANDLE_TYPE_WEAK, &t_handle[top])))
+        t_handle[top] = NULL;
+}
+
+/* A throw of the object whose catch runs on top, moved since its catch began:
+ * the machine is told the object's new ID, so that `throw;` is a rethrow. */
+static int moved_catch_object(ObjectID object) {
+    int top = t_machine.depth - 1;
+    if (top < 0 || !object || t_machine.lv[top].phase != EXC_CATCH || t_machine.lv[top].object == object ||
+        !t_handle[top])
+        return 0;
+    ObjectID now = 0;
+    if (FAILED(INFO_CALL(GetObjectIDFromHandle, t_handle[top], &now)) || now != object)
+        return 0;
+    t_machine.lv[top].object = object;
+    return 1;
+}
+
 void exceptions_thrown(ObjectID object) {
     snapshot s;
     s.n = s.more = 0;
@@ -288,6 +328,7 @@ void exceptions_thrown(ObjectID object) {
         take_snapshot(&s);
         settle(&s);
     }
+    int same_as_catch = moved_catch_object(object);
     exceptions_step(DNP_EV_ExceptionThrown, 0, object);
     int top = t_machine.depth - 1;
     if (top >= 0) {
@@ -308,6 +349,8 @@ void exceptions_thrown(ObjectID object) {
     }
     if (g_stacks)
         stack = stack_string(&s, &flags);
+    if (same_as_catch)
+        flags |= DETAIL_SAME_AS_CATCH;
     REC(ExceptionDetails, object, message, hresult, stack, (uint64_t)t_machine.depth, flags);
 }
 
@@ -328,6 +371,10 @@ int exceptions_step(uint16_t kind, FunctionID fn, ObjectID object) {
      * exception, with no Shutdown and no flush to come. Write everything now,
      * and after every step of the unwind that follows. */
     int d = t_machine.depth;
+    for (int i = d; i < before && i < EXC_MAX_NEST; i++)
+        handle_drop(i);
+    if (kind == DNP_EV_ExceptionCatcherEnter)
+        handle_catch(object);
     if (d > 0 && g_stacks) {
         if (st.flags & EXC_FRAME_LEFT)
             t_where[d - 1].left++;

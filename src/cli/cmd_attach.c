@@ -40,6 +40,9 @@ static void attach_help(void) {
           "                        functions and ccw need flags the runtime accepts only at\n"
           "                        start-up: use dnprof run for them. gc needs a program\n"
           "                        without background GC (DOTNET_gcConcurrent=0, or server GC)\n"
+          "      --exceptions      each exception's story: adds exceptions,threads to the\n"
+          "                        events and a stack snapshot at each throw (then\n"
+          "                        'dnprof print --exceptions', 'dnprof report --exceptions')\n"
           "  -o, --output FILE     the trace file, replaced if it exists (default:\n"
           "                        dnprof-<pid>.trace in the current directory); the program\n"
           "                        writes it, so its user must be able to\n"
@@ -164,6 +167,7 @@ typedef struct attach_opts {
     uint64_t flush_ms, timeout_s;
     int quiet, help;
     int alloc;             /* --alloc: sampled allocations */
+    int exceptions;        /* --exceptions: stories, with a stack at each throw */
     pid_t pid;
 } attach_opts;
 
@@ -179,12 +183,13 @@ static const struct {
 };
 #define NSTARTUP (sizeof startup_only / sizeof startup_only[0])
 
-enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_ALLOC, OPT_STARTUP_ONLY = 512 };
+enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_ALLOC, OPT_EXCEPTIONS, OPT_STARTUP_ONLY = 512 };
 
 static const struct option attach_options[] = {
     {"events", required_argument, NULL, 'e'},   {"output", required_argument, NULL, 'o'},
     {"duration", required_argument, NULL, 'd'}, {"flush-ms", required_argument, NULL, OPT_FLUSH},
     {"timeout", required_argument, NULL, OPT_TIMEOUT}, {"alloc", no_argument, NULL, OPT_ALLOC},
+    {"exceptions", no_argument, NULL, OPT_EXCEPTIONS},
     {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
 };
 #define NOPTIONS (sizeof attach_options / sizeof attach_options[0])
@@ -221,6 +226,7 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
                                    optarg);
             break;
         case OPT_ALLOC: o->alloc = 1; break;
+        case OPT_EXCEPTIONS: o->exceptions = 1; break;
         case OPT_FLUSH:
             if (cli_parse_u64(optarg, &o->flush_ms) != 0 || o->flush_ms == 0 || o->flush_ms >= 60000)
                 return usage_error("attach", "--flush-ms wants milliseconds from 1 to 59999, not '%s'",
@@ -247,6 +253,16 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
         return usage_error("attach", "dnprof cannot attach to itself");
     if (o->output && !*o->output)
         return usage_error("attach", "--output wants a file name");
+    if (o->exceptions) {
+        /* As dnprof run --exceptions: the exception events, the threads' names,
+         * and the stacks, which the agent takes from the blob. */
+        static char exc_events[DNP_BLOB_EVENTS_MAX];
+        if (o->events && strlen(o->events) > DNP_BLOB_EVENTS_MAX - 32)
+            return usage_error("attach", "--events is too long");
+        snprintf(exc_events, sizeof exc_events, "%s,exceptions,threads",
+                 o->events && *o->events ? o->events : DNP_EVENTS_DEFAULT);
+        o->events = exc_events;
+    }
     return 0;
 }
 
@@ -307,6 +323,7 @@ static int request_attach(const attach_opts *o, const ipc_proc *proc, const char
     blob->flush_ms = (uint32_t)o->flush_ms;
     blob->trigger_pid = (uint32_t)getpid();
     blob->alloc = (uint32_t)o->alloc;
+    blob->exc_stacks = (uint32_t)o->exceptions;
     if (ctl_dir(proc->uid, 1, blob->control_dir, sizeof blob->control_dir, err, sizeof err) < 0)
         return error("%s", err);
     char log[256];

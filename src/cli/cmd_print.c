@@ -4,7 +4,12 @@
  * Nesting is per thread: a START event prints at the thread's level and opens a
  * level, a FINISH closes one and prints at the level it returns to. A START whose
  * entity had no name yet (the runtime's IDs are not usable at *Started) borrows
- * the name of the FINISH that closes it on the same thread with the same ID. */
+ * the name of the FINISH that closes it on the same thread with the same ID.
+ * Past 32 levels the indentation stops and the level is shown as {N}.
+ *
+ * The trace is streamed (timeorder.h): a first pass finds the names STARTs
+ * borrow, the second hands the events out in time order; memory is bounded by
+ * the events that overlap in time, not by the trace. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -16,9 +21,22 @@
 #include "families.h"
 #include "nesting.h"
 #include "report.h"
+#include "timeorder.h"
 #include "trace_reader.h"
 
 enum ids_mode { IDS_BOTH, IDS_ONLY, NAMES_ONLY };
+
+/* A name a START event borrows from its FINISH: the START's index in the
+ * events' order (the loaded trace's, or the stream's file order), the string. */
+typedef struct borrow {
+    size_t ev;
+    uint64_t sid;
+} borrow;
+
+typedef struct borrows {
+    borrow *v;
+    size_t n, cap;
+} borrows;
 
 typedef struct printer {
     const dnp_trace *t;
@@ -28,9 +46,9 @@ typedef struct printer {
     uint32_t families;
     const uint8_t *thread_on; /* by ordinal; NULL: every thread */
     size_t nthread_on;
-    uint64_t *borrowed; /* per event: a name string taken from its FINISH, or 0 */
+    borrows borrowed;     /* names taken from FINISH events */
     dnp_nest_state *nest; /* per thread ordinal */
-    int tcol;           /* width of the thread column */
+    int tcol;             /* width of the thread column */
 } printer;
 
 /* Where each field's values start in dnp_trace_event.v, per event kind. */
@@ -75,60 +93,119 @@ static dnp_nest event_nest(const dnp_trace_event *e) {
 
 typedef struct open_start {
     size_t *ev;
+    dnp_trace_event *e; /* the START events themselves (a stream does not keep them) */
     size_t n, cap;
 } open_start;
 
-static int borrow_names(printer *p) {
-    const dnp_trace *t = p->t;
-    open_start *open = calloc(t->nthreads + 1, sizeof *open);
-    p->borrowed = calloc(t->nevents ? t->nevents : 1, sizeof *p->borrowed);
-    if (!open || !p->borrowed) {
-        free(open);
-        return error("out of memory");
+typedef struct borrower {
+    open_start *open; /* per thread ordinal */
+    size_t nopen;
+    borrows *out;
+} borrower;
+
+static int borrow_add(borrows *b, size_t ev, uint64_t sid) {
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        borrow *v = realloc(b->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        b->v = v;
+        b->cap = cap;
     }
-    for (size_t i = 0; i < t->nevents; i++) {
-        const dnp_trace_event *e = &t->events[i];
-        if (e->thread > t->nthreads)
-            continue;
-        open_start *s = &open[e->thread];
-        dnp_nest nest = event_nest(e);
-        if (nest == DNP_NEST_START) {
-            if (s->n == s->cap) {
-                size_t cap = s->cap ? s->cap * 2 : 32;
-                size_t *grown = realloc(s->ev, cap * sizeof *grown);
-                if (!grown)
-                    continue;
+    b->v[b->n++] = (borrow){ev, sid};
+    return 0;
+}
+
+/* One event, index i, in its thread's order: a START is remembered; a FINISH
+ * gives its name to the START with the same ID that had none. */
+static int borrow_step(borrower *B, const dnp_trace_event *e, size_t i) {
+    if (e->thread >= B->nopen) {
+        size_t n = B->nopen ? B->nopen : 16;
+        while (n <= e->thread)
+            n *= 2;
+        open_start *o = realloc(B->open, n * sizeof *o);
+        if (!o)
+            return -1;
+        memset(o + B->nopen, 0, (n - B->nopen) * sizeof *o);
+        B->open = o;
+        B->nopen = n;
+    }
+    open_start *s = &B->open[e->thread];
+    dnp_nest nest = event_nest(e);
+    if (nest == DNP_NEST_START) {
+        if (s->n == s->cap) {
+            size_t cap = s->cap ? s->cap * 2 : 32;
+            size_t *grown = realloc(s->ev, cap * sizeof *grown);
+            if (grown)
                 s->ev = grown;
-                s->cap = cap;
-            }
-            s->ev[s->n++] = i;
-        } else if (nest == DNP_NEST_FINISH && s->n > 0) {
-            int f = first_entity[e->kind];
-            if (f < 0) {
-                s->n--;
+            dnp_trace_event *ge = grown ? realloc(s->e, cap * sizeof *ge) : NULL;
+            if (!ge)
+                return 0; /* that START borrows nothing */
+            s->e = ge;
+            s->cap = cap;
+        }
+        s->ev[s->n] = i;
+        s->e[s->n++] = *e;
+    } else if (nest == DNP_NEST_FINISH && s->n > 0) {
+        int f = first_entity[e->kind];
+        if (f < 0) {
+            s->n--;
+            return 0;
+        }
+        unsigned at = value_at[e->kind][f];
+        uint8_t type = dnp_events[e->kind].field_types[f];
+        for (size_t k = s->n; k-- > 0;) {
+            const dnp_trace_event *st = &s->e[k];
+            int sf = first_entity[st->kind];
+            if (sf < 0 || dnp_events[st->kind].field_types[sf] != type)
                 continue;
-            }
-            unsigned at = value_at[e->kind][f];
-            uint8_t type = dnp_events[e->kind].field_types[f];
-            for (size_t k = s->n; k-- > 0;) {
-                const dnp_trace_event *st = &t->events[s->ev[k]];
-                int sf = first_entity[st->kind];
-                if (sf < 0 || dnp_events[st->kind].field_types[sf] != type)
-                    continue;
-                unsigned sat = value_at[st->kind][sf];
-                if (value(st, sat) != value(e, at))
-                    continue;
-                if (value(st, sat + 1) == 0)
-                    p->borrowed[s->ev[k]] = value(e, at + 1);
-                s->n = k; /* it, and any START left open inside it */
-                break;
-            }
+            unsigned sat = value_at[st->kind][sf];
+            if (value(st, sat) != value(e, at))
+                continue;
+            if (value(st, sat + 1) == 0 && value(e, at + 1) && borrow_add(B->out, s->ev[k], value(e, at + 1)) < 0)
+                return -1;
+            s->n = k; /* it, and any START left open inside it */
+            break;
         }
     }
-    for (size_t i = 0; i <= t->nthreads; i++)
-        free(open[i].ev);
-    free(open);
     return 0;
+}
+
+static int borrow_hook(void *ctx, const dnp_trace_event *e, size_t idx) {
+    return borrow_step(ctx, e, idx);
+}
+
+static void borrower_free(borrower *B) {
+    for (size_t i = 0; i < B->nopen; i++) {
+        free(B->open[i].ev);
+        free(B->open[i].e);
+    }
+    free(B->open);
+    memset(B, 0, sizeof *B);
+}
+
+static int by_ev(const void *x, const void *y) {
+    const borrow *a = x, *b = y;
+    return a->ev < b->ev ? -1 : a->ev > b->ev;
+}
+
+/* The names in index order, to be looked up. */
+static void borrows_sort(borrows *b) {
+    if (b->n > 1)
+        qsort(b->v, b->n, sizeof *b->v, by_ev);
+}
+
+/* The name event i borrows, or 0 (the merge hands events out of index order). */
+static uint64_t borrowed_name(borrows *b, size_t i) {
+    size_t lo = 0, hi = b->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->v[mid].ev < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < b->n && b->v[lo].ev == i ? b->v[lo].sid : 0;
 }
 
 static int needs_quotes(const char *s) {
@@ -186,7 +263,34 @@ static const char *enum_name(uint8_t type, uint64_t v) {
 
 /* ---- one event ---- */
 
-static void put_field_text(printer *p, size_t i, const dnp_trace_event *e, int f) {
+/* One field emitter for both forms (issue 10): text `name=value` (the first
+ * entity without its name), JSON `,"name":value`. Each field type is written
+ * here once; the helpers below are where the two forms differ. */
+
+/* Text: "name=" unless the value speaks for itself. JSON: the key came first. */
+static void label(const printer *p, const char *name) {
+    if (!p->json)
+        fprintf(p->out, "%s=", name);
+}
+
+/* A word: as it is in text, a JSON string (null for none) in JSON. */
+static void word(const printer *p, const char *s) {
+    if (p->json)
+        cli_put_json(p->out, s);
+    else
+        cli_put_text(p->out, s ? s : "", 0);
+}
+
+/* A number shown in hex: quoted in JSON, where it would not fit a double. */
+static void hexnum(const printer *p, const char *fmt, uint64_t v) {
+    if (p->json)
+        fputc('"', p->out);
+    fprintf(p->out, fmt, (unsigned long long)v);
+    if (p->json)
+        fputc('"', p->out);
+}
+
+static void put_field(printer *p, uint64_t borrowed, const dnp_trace_event *e, int f) {
     FILE *out = p->out;
     const dnp_event_info *info = &dnp_events[e->kind];
     uint8_t type = info->field_types[f];
@@ -195,7 +299,10 @@ static void put_field_text(printer *p, size_t i, const dnp_trace_event *e, int f
     uint64_t v = value(e, at);
     char buf[32];
 
-    fputc(' ', out);
+    if (p->json)
+        fprintf(out, ",\"%s\":", name);
+    else
+        fputc(' ', out);
     switch (type) {
     case DNP_FT_APPDOMAIN:
     case DNP_FT_ASSEMBLY:
@@ -204,10 +311,15 @@ static void put_field_text(printer *p, size_t i, const dnp_trace_event *e, int f
     case DNP_FT_FUNCTION: {
         uint64_t sid = value(e, at + 1);
         if (!sid)
-            sid = p->borrowed[i];
+            sid = borrowed;
         const char *s = dnp_trace_string(p->t, sid);
+        if (p->json) { /* the ID, then its name in a key of its own */
+            fprintf(out, "\"0x%llx\",\"%s_name\":", (unsigned long long)v, name);
+            cli_put_json(out, s);
+            break;
+        }
         if (f != first_entity[e->kind])
-            fprintf(out, "%s=", name);
+            label(p, name);
         if (p->ids != IDS_ONLY)
             cli_put_text(out, s && *s ? s : "?", 0);
         if (p->ids == IDS_BOTH)
@@ -219,44 +331,57 @@ static void put_field_text(printer *p, size_t i, const dnp_trace_event *e, int f
     case DNP_FT_HR: {
         const char *hr = dnp_hresult_name((uint32_t)v);
         if (hr)
-            fputs(hr, out);
+            word(p, hr);
         else
-            fprintf(out, "0x%08llX", (unsigned long long)(uint32_t)v);
+            hexnum(p, "0x%08llX", (uint32_t)v);
         break;
     }
     case DNP_FT_GENS:
-        put_gens(out, v, 0);
+        put_gens(out, v, p->json);
         break;
     case DNP_FT_GC_REASON:
     case DNP_FT_SUSPEND_REASON:
     case DNP_FT_JIT_CACHE:
     case DNP_FT_TRANSITION_REASON: {
         const char *s = enum_name(type, v);
-        if (s)
-            fputs(s, out);
-        else
-            fprintf(out, "%s=%llu", name, (unsigned long long)v);
+        if (s) {
+            word(p, s);
+        } else {
+            label(p, name);
+            fprintf(out, "%llu", (unsigned long long)v);
+        }
         break;
     }
     case DNP_FT_U:
-        fprintf(out, "%s=%llu", name, (unsigned long long)v);
+        label(p, name);
+        fprintf(out, "%llu", (unsigned long long)v);
         break;
     case DNP_FT_BYTES:
-        fprintf(out, "%s=%s", name, cli_fmt_bytes(v, buf));
+        label(p, name);
+        if (p->json)
+            fprintf(out, "%llu", (unsigned long long)v);
+        else
+            fputs(cli_fmt_bytes(v, buf), out);
         break;
     case DNP_FT_BOOL:
-        fprintf(out, "%s=%s", name, v ? "true" : "false");
+        label(p, name);
+        fputs(v ? "true" : "false", out);
         break;
     case DNP_FT_TOKEN:
-        fprintf(out, "%s=0x%08llx", name, (unsigned long long)v);
+        label(p, name);
+        hexnum(p, "0x%08llx", v);
         break;
     case DNP_FT_STR: {
         const char *s = dnp_trace_string(p->t, v);
+        if (p->json) {
+            cli_put_json(out, s);
+            break;
+        }
         if (e->kind == DNP_EV_MethodArgs || e->kind == DNP_EV_MethodReturn) { /* a value list: as it is */
             cli_put_text(out, s ? s : "?", 0);
             break;
         }
-        fprintf(out, "%s=", name);
+        label(p, name);
         if (!s)
             s = "";
         int q = needs_quotes(s);
@@ -269,8 +394,12 @@ static void put_field_text(printer *p, size_t i, const dnp_trace_event *e, int f
     }
     case DNP_FT_THREAD: {
         const dnp_trace_thread *th = thread_by_managed_id(p->t, v);
-        fprintf(out, "%s=0x%llx", name, (unsigned long long)v);
-        if (th) {
+        label(p, name);
+        hexnum(p, "0x%llx", v);
+        if (th && p->json) {
+            fprintf(out, ",\"%s_thread\":%u,\"%s_name\":", name, th->ordinal, name);
+            cli_put_json(out, th->name);
+        } else if (th) {
             fprintf(out, " (#%u", th->ordinal);
             if (th->name) {
                 fputs(" \"", out);
@@ -282,79 +411,8 @@ static void put_field_text(printer *p, size_t i, const dnp_trace_event *e, int f
         break;
     }
     default: /* HEX, ADDR, OBJECT, and any later type */
-        fprintf(out, "%s=0x%llx", name, (unsigned long long)v);
-        break;
-    }
-}
-
-static void put_field_json(printer *p, size_t i, const dnp_trace_event *e, int f) {
-    FILE *out = p->out;
-    const dnp_event_info *info = &dnp_events[e->kind];
-    uint8_t type = info->field_types[f];
-    const char *name = info->field_names[f];
-    unsigned at = value_at[e->kind][f];
-    uint64_t v = value(e, at);
-
-    fprintf(out, ",\"%s\":", name);
-    switch (type) {
-    case DNP_FT_APPDOMAIN:
-    case DNP_FT_ASSEMBLY:
-    case DNP_FT_MODULE:
-    case DNP_FT_CLASS:
-    case DNP_FT_FUNCTION: {
-        uint64_t sid = value(e, at + 1);
-        if (!sid)
-            sid = p->borrowed[i];
-        fprintf(out, "\"0x%llx\",\"%s_name\":", (unsigned long long)v, name);
-        cli_put_json(out, dnp_trace_string(p->t, sid));
-        break;
-    }
-    case DNP_FT_HR: {
-        const char *hr = dnp_hresult_name((uint32_t)v);
-        if (hr)
-            cli_put_json(out, hr);
-        else
-            fprintf(out, "\"0x%08llX\"", (unsigned long long)(uint32_t)v);
-        break;
-    }
-    case DNP_FT_GENS:
-        put_gens(out, v, 1);
-        break;
-    case DNP_FT_GC_REASON:
-    case DNP_FT_SUSPEND_REASON:
-    case DNP_FT_JIT_CACHE:
-    case DNP_FT_TRANSITION_REASON: {
-        const char *s = enum_name(type, v);
-        if (s)
-            cli_put_json(out, s);
-        else
-            fprintf(out, "%llu", (unsigned long long)v);
-        break;
-    }
-    case DNP_FT_U:
-    case DNP_FT_BYTES:
-        fprintf(out, "%llu", (unsigned long long)v);
-        break;
-    case DNP_FT_BOOL:
-        fputs(v ? "true" : "false", out);
-        break;
-    case DNP_FT_TOKEN:
-        fprintf(out, "\"0x%08llx\"", (unsigned long long)v);
-        break;
-    case DNP_FT_STR:
-        cli_put_json(out, dnp_trace_string(p->t, v));
-        break;
-    case DNP_FT_THREAD: {
-        const dnp_trace_thread *th = thread_by_managed_id(p->t, v);
-        fprintf(out, "\"0x%llx\"", (unsigned long long)v);
-        if (th) {
-            fprintf(out, ",\"%s_thread\":%u,\"%s_name\":", name, th->ordinal, name);
-            cli_put_json(out, th->name);
-        }
-        break;
-    }
-    default:
-        fprintf(out, "\"0x%llx\"", (unsigned long long)v);
+        label(p, name);
+        hexnum(p, "0x%llx", v);
         break;
     }
 }
@@ -374,8 +432,20 @@ static void put_columns(printer *p, uint64_t time_ns, uint32_t thread) {
     fputc(' ', p->out);
 }
 
-static void print_event(printer *p, size_t i, int depth) {
-    const dnp_trace_event *e = &p->t->events[i];
+/* Two spaces a level up to PRINT_INDENT_MAX levels, then the level as a
+ * number: a deep recursion prints in space linear in its events. */
+#define PRINT_INDENT_MAX 32
+
+static void put_indent(FILE *out, int depth) {
+    static const char spaces[2 * PRINT_INDENT_MAX + 1] =
+        "                                                                ";
+    int n = depth < PRINT_INDENT_MAX ? depth : PRINT_INDENT_MAX;
+    fwrite(spaces, 1, (size_t)(2 * n), out);
+    if (depth > PRINT_INDENT_MAX)
+        fprintf(out, "{%d} ", depth);
+}
+
+static void print_event(printer *p, const dnp_trace_event *e, uint64_t borrowed, int depth) {
     const dnp_event_info *info = &dnp_events[e->kind];
     FILE *out = p->out;
     if (p->json) {
@@ -383,16 +453,15 @@ static void print_event(printer *p, size_t i, int depth) {
                 (unsigned long long)e->time_ns, e->thread, (unsigned long long)os_tid(p->t, e->thread), depth,
                 info->name, dnp_family_words[info->family]);
         for (int f = 0; f < info->nfields; f++)
-            put_field_json(p, i, e, f);
+            put_field(p, borrowed, e, f);
         fputs("}\n", out);
         return;
     }
     put_columns(p, e->time_ns, e->thread);
-    for (int d = 0; d < depth; d++)
-        fputs("  ", out);
+    put_indent(out, depth);
     fputs(info->name, out);
     for (int f = 0; f < info->nfields; f++)
-        put_field_text(p, i, e, f);
+        put_field(p, borrowed, e, f);
     fputc('\n', out);
 }
 
@@ -421,8 +490,8 @@ static int by_time(const void *x, const void *y) {
     return *a < *b ? -1 : *a > *b;
 }
 
-/* Returns 0, or -1 once the output failed (errno says why). */
-static int print_all(printer *p) {
+/* Returns 0, -1 once the output failed (errno says why), -2 when reading failed. */
+static int print_all(printer *p, timeorder *src) {
     const dnp_trace *t = p->t;
     const dnp_trace_note **notes = calloc(t->nnotes ? t->nnotes : 1, sizeof *notes);
     p->nest = calloc(t->nthreads + 1, sizeof *p->nest);
@@ -433,12 +502,16 @@ static int print_all(printer *p) {
     }
     for (size_t i = 0; i < t->nnotes; i++)
         notes[i] = &t->notes[i];
-    qsort(notes, t->nnotes, sizeof *notes, by_time);
+    if (t->nnotes > 1)
+        qsort(notes, t->nnotes, sizeof *notes, by_time);
 
     size_t ni = 0;
-    int rc = 0;
-    for (size_t i = 0; i < t->nevents && rc == 0; i++) {
-        const dnp_trace_event *e = &t->events[i];
+    int rc = 0, got;
+    dnp_trace_event ev;
+    size_t idx = 0;
+    while (rc == 0 && (got = timeorder_next(src, &ev, &idx)) > 0) {
+        const dnp_trace_event *e = &ev;
+        uint64_t borrowed = borrowed_name(&p->borrowed, idx);
         for (; ni < t->nnotes && notes[ni]->time_ns <= e->time_ns; ni++)
             if (!notes[ni]->thread || thread_shown(p, notes[ni]->thread))
                 print_note(p, notes[ni]);
@@ -448,9 +521,14 @@ static int print_all(printer *p) {
         if (!(p->families >> info->family & 1))
             continue;
         if (thread_shown(p, e->thread))
-            print_event(p, i, d);
+            print_event(p, e, borrowed, d);
         if (ferror(p->out))
             rc = -1;
+    }
+    if (rc == 0 && got < 0) {
+        free(notes);
+        errno = ENOMEM;
+        return -2; /* reading failed */
     }
     for (; ni < t->nnotes && rc == 0; ni++)
         if (!notes[ni]->thread || thread_shown(p, notes[ni]->thread))
@@ -469,7 +547,8 @@ static void print_help(void) {
           "Prints a trace written by 'dnprof run' as an event log, one event a line, in\n"
           "the order the runtime raised them: the thread, then the event indented by how\n"
           "deep it is nested on its thread (an event between ClassLoadStarted and\n"
-          "ClassLoadFinished is one level in), then its fields. Classes, functions,\n"
+          "ClassLoadFinished is one level in; past 32 levels the level is shown as\n"
+          "{N}), then its fields. Classes, functions,\n"
           "modules, assemblies and app domains show their name and their runtime ID\n"
           "(which dotnet-dump's dumpmt and dumpmd take). Notes from the agent are\n"
           "printed in place as '# note: ...' lines.\n"
@@ -596,12 +675,26 @@ int cmd_print(int argc, char **argv) {
         p.thread_on = thread_on;
     }
 
-    dnp_trace *t = NULL;
-    if (dnp_trace_load(path, &t, err, sizeof err) != 0) {
+    if (exceptions) { /* streamed: memory bounded by the stories */
+        signal(SIGPIPE, SIG_IGN);
+        free(thread_on);
+        return print_exceptions(path, p.json, stdout);
+    }
+    /* Streamed (a first pass, then a merge by time), or loaded whole when asked
+     * (DNPROF_NO_STREAM, to compare) or when the file cannot be read twice. */
+    init_tables();
+    borrower B = {NULL, 0, &p.borrowed};
+    timeorder *src = NULL;
+    if (timeorder_open(path, borrow_hook, &B, &src, err, sizeof err) != 0) {
+        borrower_free(&B);
+        free(p.borrowed.v);
         free(thread_on);
         error("%s", err);
         return 1;
     }
+    borrower_free(&B);
+    borrows_sort(&p.borrowed);
+    const dnp_trace *t = timeorder_trace(src);
     if (t->status != DNP_TRACE_COMPLETE)
         warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
     if (t->lost) {
@@ -609,14 +702,6 @@ int cmd_print(int argc, char **argv) {
         warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
     }
 
-    if (exceptions) {
-        signal(SIGPIPE, SIG_IGN);
-        int erc = print_exceptions(t, p.json, stdout);
-        free(thread_on);
-        dnp_trace_free(t);
-        return erc;
-    }
-    init_tables();
     p.t = t;
     p.out = stdout;
     uint64_t widest = t->nthreads;
@@ -626,21 +711,21 @@ int cmd_print(int argc, char **argv) {
                 widest = t->threads[i].os_tid;
     p.tcol = digits(widest) < 2 ? 2 : digits(widest);
 
-    int rc = borrow_names(&p) == 0 ? 0 : 1;
-    if (rc == 0) {
-        static char buf[1 << 16];
-        setvbuf(stdout, buf, _IOFBF, sizeof buf);
-        signal(SIGPIPE, SIG_IGN);
-        if (print_all(&p) != 0) {
-            if (errno != EPIPE) {
-                error("cannot write the log: %s", strerror(errno));
-                rc = 1;
-            }
-        }
+    int rc = 0;
+    static char buf[1 << 16];
+    setvbuf(stdout, buf, _IOFBF, sizeof buf);
+    signal(SIGPIPE, SIG_IGN);
+    int prc = print_all(&p, src);
+    if (prc == -2) {
+        error("%s: %s", path, timeorder_error(src));
+        rc = 1;
+    } else if (prc != 0 && errno != EPIPE) {
+        error("cannot write the log: %s", strerror(errno));
+        rc = 1;
     }
-    free(p.borrowed);
+    free(p.borrowed.v);
     free(p.nest);
     free(thread_on);
-    dnp_trace_free(t);
+    timeorder_close(src);
     return rc;
 }

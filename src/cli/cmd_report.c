@@ -115,15 +115,5 @@ int cmd_report(int argc, char **argv) {
         calls_close(&in);
         return rc;
     }
-    char err[512];
-    dnp_trace *t = NULL; /* the exceptions report reads the whole trace */
-    if (dnp_trace_load(o.path, &t, err, sizeof err) != 0) {
-        error("%s", err);
-        return 1;
-    }
-    if (t->status != DNP_TRACE_COMPLETE)
-        warning("%s: %s", o.path, t->status_text[0] ? t->status_text : "the trace is not complete");
-    int rc = report_exceptions(t, o.json, stdout);
-    dnp_trace_free(t);
-    return rc;
+    return report_exceptions(o.path, o.json, stdout); /* streamed too: memory bounded by the stories */
 }

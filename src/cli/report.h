@@ -42,10 +42,12 @@ void calls_close(calls_input *in);
  * saying why (no call data, no such thread, output failed). */
 int report_calls(const struct dnp_calltree *ct, const report_opts *o, FILE *out);
 
-/* ---- exceptions (issue 4, report_exceptions.c): return the exit code ---- */
-int report_exceptions(const dnp_trace *t, int json, FILE *out);
+/* ---- exceptions (issue 4, report_exceptions.c): return the exit code ----
+ * Both read the trace at path as a stream (DNPROF_NO_STREAM: loaded whole),
+ * memory bounded by the stories, and warn when it is not complete. */
+int report_exceptions(const char *path, int json, FILE *out);
 /* Each exception's story in order (dnprof print --exceptions); --json: one object a line. */
-int print_exceptions(const dnp_trace *t, int json, FILE *out);
+int print_exceptions(const char *path, int json, FILE *out);
 
 /* ---- sampled allocations (issue 8, report_alloc.c) ---- */
 typedef struct alloc_profile alloc_profile;

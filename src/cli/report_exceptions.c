@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "report.h"
 #include "stories.h"
+#include "timeorder.h"
 
 static const char *or_q(const char *s) {
     return s && *s ? s : "?";
@@ -33,11 +35,10 @@ static void put_us(FILE *out, uint64_t ns) {
 
 /* ---- print --exceptions: each story ---- */
 
-static void story_step_text(const dnp_trace *t, const dnp_story_step *st, FILE *out) {
-    const dnp_trace_event *e = &t->events[st->ev];
-    const char *fn = or_q(dnp_story_function(t, e));
+static void story_step_text(const dnp_story_step *st, FILE *out) {
+    const char *fn = or_q(st->function);
     fputs("    ", out);
-    switch (e->kind) {
+    switch (st->kind) {
     case DNP_EV_ExceptionThrown: fputs("thrown", out); break;
     case DNP_EV_ExceptionSearchFunctionEnter: fprintf(out, "search  %s", fn); break;
     case DNP_EV_ExceptionSearchFilterEnter: fprintf(out, "filter  %s", fn); break;
@@ -55,12 +56,12 @@ static void story_step_text(const dnp_trace *t, const dnp_story_step *st, FILE *
     case DNP_EV_ExceptionUnwindFinallyLeave: fputs("finally <- done", out); break;
     case DNP_EV_ExceptionCatcherEnter: fprintf(out, "catch   %s", fn); break;
     case DNP_EV_ExceptionCatcherLeave: fputs("catch   <- done", out); break;
-    default: fputs(dnp_events[e->kind].name, out); break;
+    default: fputs(st->kind < DNP_EV_COUNT ? dnp_events[st->kind].name : "?", out); break;
     }
     fputc('\n', out);
 }
 
-static void story_text(const dnp_trace *t, const dnp_stories *all, const dnp_story *s, FILE *out) {
+static void story_text(const dnp_stories *all, const dnp_story *s, FILE *out) {
     char buf[512];
     fprintf(out, "#%zu thread %u  %s", s->id, s->thread, or_q(s->type));
     if (s->has_details) {
@@ -97,13 +98,13 @@ static void story_text(const dnp_trace *t, const dnp_stories *all, const dnp_sto
     }
     fputs("  story:\n", out);
     for (size_t k = 1; k < s->nsteps; k++)
-        story_step_text(t, &s->steps[k], out);
+        story_step_text(&s->steps[k], out);
     fprintf(out, "  outcome: %s; ", dnp_story_fate_text(s, all, buf, sizeof buf));
     put_us(out, s->t_end - s->t_thrown);
     fputs(s->fate == EXC_CAUGHT ? " from throw to the end of the catch\n\n" : " from throw to its last event\n\n", out);
 }
 
-static void story_json(const dnp_trace *t, const dnp_stories *all, const dnp_story *s, FILE *out) {
+static void story_json(const dnp_stories *all, const dnp_story *s, FILE *out) {
     char buf[512];
     fprintf(out, "{\"id\":%zu,\"thread\":%u,\"t_ns\":%llu,\"object\":\"0x%llx\",\"type\":", s->id, s->thread,
             (unsigned long long)s->t_thrown, (unsigned long long)s->object);
@@ -146,10 +147,10 @@ static void story_json(const dnp_trace *t, const dnp_stories *all, const dnp_sto
     fprintf(out, ",\"frames_searched\":%u,\"filters\":%u,\"finally_blocks\":%u,\"frames_unwound\":%u,\"story\":[",
             s->searched, s->filters, s->finallys, s->unwound);
     for (size_t k = 0; k < s->nsteps; k++) {
-        const dnp_trace_event *e = &t->events[s->steps[k].ev];
+        const dnp_story_step *e = &s->steps[k];
         fprintf(out, "%s{\"t_ns\":%llu,\"event\":\"%s\"", k ? "," : "", (unsigned long long)e->time_ns,
-                dnp_events[e->kind].name);
-        const char *fn = dnp_story_function(t, e);
+                e->kind < DNP_EV_COUNT ? dnp_events[e->kind].name : "?");
+        const char *fn = e->function;
         if (fn) {
             fputs(",\"function\":", out);
             cli_put_json(out, fn);
@@ -161,41 +162,85 @@ static void story_json(const dnp_trace *t, const dnp_stories *all, const dnp_sto
     fputs("]}", out);
 }
 
-static int build(const dnp_trace *t, dnp_stories *s) {
-    if (dnp_stories_build(t, s) != 0) {
-        dnp_stories_free(s);
-        return error("out of memory");
-    }
-    return 0;
-}
-
-static int has_exception_events(const dnp_trace *t) {
-    for (size_t i = 0; i < t->nevents; i++)
-        if (dnp_events[t->events[i].kind].family == DNP_FAM_EXCEPTIONS)
-            return 1;
-    return 0;
-}
-
-int print_exceptions(const dnp_trace *t, int json, FILE *out) {
-    dnp_stories s;
-    if (build(t, &s) != 0)
+/* Reads the trace at path in time order (streamed: timeorder.h) and hands each
+ * story to emit as soon as it is over, in the order of the throws. Memory
+ * holds the stories in flight and the last few thousand, never the events, nor
+ * all the stories. *counts gets what is left: the counts of unexpected and of
+ * exception events. Warns when the trace is not complete. 0, or 1 after saying
+ * why. */
+static int read_stories(const char *path, int keep_steps, dnp_story_emit emit, void *ctx, dnp_stories *counts) {
+    char err[600];
+    timeorder *o = NULL;
+    memset(counts, 0, sizeof *counts);
+    if (timeorder_open(path, NULL, NULL, &o, err, sizeof err) != 0) {
+        error("%s", err);
         return 1;
-    for (size_t i = 0; i < s.n; i++) {
-        if (json) {
-            story_json(t, &s, &s.v[i], out);
-            fputc('\n', out);
-        } else {
-            story_text(t, &s, &s.v[i], out);
-        }
     }
-    if (!json && s.n == 0)
-        fputs(has_exception_events(t) ? "no exception was thrown\n"
-                                       : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
+    const dnp_trace *t = timeorder_trace(o);
+    if (t->status != DNP_TRACE_COMPLETE)
+        warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
+    if (t->lost) {
+        char n[32];
+        warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
+    }
+    dnp_stories_builder *b = dnp_stories_begin_ordered(keep_steps, t, emit, ctx);
+    int rc = b ? 0 : -2;
+    dnp_trace_event e;
+    size_t idx;
+    int got = 0;
+    while (rc == 0 && (got = timeorder_next(o, &e, &idx)) > 0)
+        if (dnp_stories_feed(b, &e, t->nevents ? idx : DNP_STORY_NO_EVENT) < 0)
+            rc = -2;
+    if (rc == 0 && got < 0) {
+        error("%s: %s", path, timeorder_error(o));
+        dnp_stories_abort(b);
+        timeorder_close(o);
+        return 1;
+    }
+    if (rc == 0 && dnp_stories_finish(b, t, 0, counts) != 0)
+        rc = -2;
+    else if (rc != 0)
+        dnp_stories_abort(b);
+    timeorder_close(o);
+    if (rc != 0) {
+        error("out of memory");
+        return 1;
+    }
+    return 0;
+}
+
+typedef struct printing {
+    FILE *out;
+    int json;
+    size_t n;
+} printing;
+
+static void print_one(void *ctx, const dnp_story *s, const dnp_stories *all) {
+    printing *pr = ctx;
+    pr->n++;
+    if (pr->json) {
+        story_json(all, s, pr->out);
+        fputc('\n', pr->out);
+    } else {
+        story_text(all, s, pr->out);
+    }
+}
+
+int print_exceptions(const char *path, int json, FILE *out) {
+    dnp_stories s;
+    printing pr = {out, json, 0};
+    if (read_stories(path, 1, print_one, &pr, &s) != 0)
+        return 1;
+    if (!json && pr.n == 0)
+        fputs(s.exception_events ? "no exception was thrown\n"
+                                 : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
               out);
-    if (!json && s.unexpected)
-        fprintf(out, "# %llu exception events did not fit the state machine (see the '# warning' notes of "
+    if (!json && s.unexpected) {
+        char c[32];
+        fprintf(out, "# %s exception events did not fit the state machine (see the '# warning' notes of "
                      "'dnprof print')\n",
-                (unsigned long long)s.unexpected);
+                cli_fmt_count(s.unexpected, c));
+    }
     dnp_stories_free(&s);
     return fflush(out) == 0 && !ferror(out) ? 0 : 1;
 }
@@ -203,7 +248,7 @@ int print_exceptions(const dnp_trace *t, int json, FILE *out) {
 /* ---- report --exceptions: sums ---- */
 
 typedef struct group {
-    const char *key;
+    char *key;
     uint64_t count, caught, internal, unhandled, other;
     uint64_t total_ns, max_ns;
 } group;
@@ -226,9 +271,12 @@ static group *group_of(groups *g, const char *key) {
         g->v = v;
         g->cap = cap;
     }
+    char *copy = strdup(key); /* a throw site may live in a story that goes */
+    if (!copy)
+        return NULL;
     group *r = &g->v[g->n++];
     memset(r, 0, sizeof *r);
-    r->key = key;
+    r->key = copy;
     return r;
 }
 
@@ -253,15 +301,21 @@ static int by_count(const void *a, const void *b) {
     return strcmp(x->key, y->key);
 }
 
+/* qsort wants a real array even for no elements (UBSan): sort only what there is. */
+static void groups_sort(groups *g) {
+    if (g->n > 1)
+        qsort(g->v, g->n, sizeof *g->v, by_count);
+}
+
 static void groups_text(FILE *out, const char *title, groups *g) {
-    qsort(g->v, g->n, sizeof *g->v, by_count);
+    groups_sort(g);
     fprintf(out, "%s\n  %10s %8s %8s %8s %10s %10s  %s\n", title, "count", "caught", "internal", "other",
             "mean", "max", "name");
     for (size_t i = 0; i < g->n; i++) {
         const group *r = &g->v[i];
-        char c[32];
-        fprintf(out, "  %10s %8llu %8llu %8llu ", cli_fmt_count(r->count, c), (unsigned long long)r->caught,
-                (unsigned long long)r->internal, (unsigned long long)(r->other + r->unhandled));
+        char c[32], k[32], n[32], o[32];
+        fprintf(out, "  %10s %8s %8s %8s ", cli_fmt_count(r->count, c), cli_fmt_count(r->caught, k),
+                cli_fmt_count(r->internal, n), cli_fmt_count(r->other + r->unhandled, o));
         double mean = r->count ? (double)r->total_ns / (double)r->count / 1e3 : 0;
         fprintf(out, "%7.1f us %7.1f us  %s\n", mean, (double)r->max_ns / 1e3, r->key);
     }
@@ -269,7 +323,7 @@ static void groups_text(FILE *out, const char *title, groups *g) {
 }
 
 static void groups_json(FILE *out, const char *name, groups *g) {
-    qsort(g->v, g->n, sizeof *g->v, by_count);
+    groups_sort(g);
     fprintf(out, ",\"%s\":[", name);
     for (size_t i = 0; i < g->n; i++) {
         const group *r = &g->v[i];
@@ -282,62 +336,135 @@ static void groups_json(FILE *out, const char *name, groups *g) {
     fputc(']', out);
 }
 
-int report_exceptions(const dnp_trace *t, int json, FILE *out) {
-    dnp_stories s;
-    if (build(t, &s) != 0)
+typedef struct summing {
+    groups types, sites, catchers;
+    uint64_t n, caught, internal, unhandled, runtime, abandoned, rethrown, open;
+    uint64_t again; /* throws of an object thrown before: `throw;`, `throw ex;`, an await */
+    int oom;
+} summing;
+
+static void sum_one(void *ctx, const dnp_story *x, const dnp_stories *all) {
+    (void)all;
+    summing *m = ctx;
+    group *g[3] = {group_of(&m->types, x->type), group_of(&m->sites, x->throw_site),
+                   x->fate == EXC_CAUGHT ? group_of(&m->catchers, x->catcher) : NULL};
+    m->oom |= !g[0] || !g[1] || (x->fate == EXC_CAUGHT && !g[2]);
+    for (int k = 0; k < 3; k++)
+        group_add(g[k], x);
+    m->n++;
+    m->caught += x->fate == EXC_CAUGHT;
+    m->internal += x->internal;
+    m->runtime += x->fate == EXC_RUNTIME;
+    m->abandoned += x->fate == EXC_ABANDONED;
+    m->rethrown += x->fate == EXC_RETHROWN;
+    m->unhandled += x->fate == EXC_OPEN && x->no_catcher;
+    m->open += x->fate == EXC_OPEN && !x->no_catcher;
+    m->again += x->rethrow_of != 0;
+}
+
+typedef struct listing {
+    FILE *out;
+    size_t n;
+} listing;
+
+static void list_one(void *ctx, const dnp_story *s, const dnp_stories *all) {
+    listing *l = ctx;
+    if (l->n++)
+        fputs(",\n", l->out);
+    story_json(all, s, l->out);
+}
+
+static void groups_free(groups *g) {
+    for (size_t i = 0; i < g->n; i++)
+        free(g->v[i].key);
+    free(g->v);
+}
+
+/* Whether path can be read twice (not a pipe). */
+static int rereadable(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int report_exceptions(const char *path, int json, FILE *out) {
+    /* The sums in one read; with --json, the stories in a second one, after
+     * the sums they come after: memory holds neither the events nor all the
+     * stories. A pipe is read once, and its stories kept. */
+    summing m;
+    memset(&m, 0, sizeof m);
+    dnp_stories s, kept;
+    memset(&kept, 0, sizeof kept);
+    dnp_trace_stream *kept_stream = NULL;
+    dnp_trace *kept_trace = NULL;
+    if (json && !rereadable(path)) {
+        char err[600];
+        if (dnp_stories_read(path, 1, &kept, &kept_stream, &kept_trace, err, sizeof err) != 0) {
+            error("%s", err);
+            dnp_trace_stream_close(kept_stream);
+            dnp_trace_free(kept_trace);
+            return 1;
+        }
+        for (size_t i = 0; i < kept.n; i++)
+            sum_one(&m, &kept.v[i], &kept);
+        s = kept;
+        s.v = NULL;
+        s.n = 0;
+    } else if (read_stories(path, 0, sum_one, &m, &s) != 0) {
         return 1;
-    groups types = {0}, sites = {0}, catchers = {0};
-    uint64_t caught = 0, internal = 0, unhandled = 0, runtime = 0, abandoned = 0, rethrown = 0, open = 0;
-    for (size_t i = 0; i < s.n; i++) {
-        const dnp_story *x = &s.v[i];
-        group_add(group_of(&types, x->type), x);
-        group_add(group_of(&sites, x->throw_site), x);
-        if (x->fate == EXC_CAUGHT)
-            group_add(group_of(&catchers, x->catcher), x);
-        caught += x->fate == EXC_CAUGHT;
-        internal += x->internal;
-        runtime += x->fate == EXC_RUNTIME;
-        abandoned += x->fate == EXC_ABANDONED;
-        rethrown += x->fate == EXC_RETHROWN;
-        unhandled += x->fate == EXC_OPEN && x->no_catcher;
-        open += x->fate == EXC_OPEN && !x->no_catcher;
     }
-    if (json) {
-        fprintf(out, "{\"exceptions_total\":%zu,\"caught\":%llu,\"internal\":%llu,\"handled_by_runtime\":%llu,"
-                     "\"abandoned\":%llu,\"rethrown\":%llu,\"unhandled\":%llu,\"in_flight\":%llu,\"unexpected_events\":%llu",
-                s.n, (unsigned long long)caught, (unsigned long long)internal, (unsigned long long)runtime,
-                (unsigned long long)abandoned, (unsigned long long)rethrown, (unsigned long long)unhandled,
-                (unsigned long long)open, (unsigned long long)s.unexpected);
-        groups_json(out, "by_type", &types);
-        groups_json(out, "by_throw_site", &sites);
-        groups_json(out, "by_catch_site", &catchers);
+    int rc = 0;
+    if (m.oom) {
+        error("out of memory");
+        rc = 1;
+    } else if (json) {
+        fprintf(out, "{\"exceptions_total\":%llu,\"caught\":%llu,\"internal\":%llu,\"handled_by_runtime\":%llu,"
+                     "\"abandoned\":%llu,\"rethrown\":%llu,\"left_by_rethrow\":%llu,\"unhandled\":%llu,"
+                     "\"in_flight\":%llu,\"unexpected_events\":%llu",
+                (unsigned long long)m.n, (unsigned long long)m.caught, (unsigned long long)m.internal,
+                (unsigned long long)m.runtime, (unsigned long long)m.abandoned, (unsigned long long)m.again,
+                (unsigned long long)m.rethrown, (unsigned long long)m.unhandled, (unsigned long long)m.open,
+                (unsigned long long)s.unexpected);
+        groups_json(out, "by_type", &m.types);
+        groups_json(out, "by_throw_site", &m.sites);
+        groups_json(out, "by_catch_site", &m.catchers);
         fputs(",\"exceptions\":[", out);
-        for (size_t i = 0; i < s.n; i++) {
-            if (i)
-                fputs(",\n", out);
-            story_json(t, &s, &s.v[i], out);
+        listing l = {out, 0};
+        if (kept_stream || kept_trace) {
+            for (size_t i = 0; i < kept.n; i++)
+                list_one(&l, &kept.v[i], &kept);
+        } else {
+            dnp_stories again;
+            if (read_stories(path, 1, list_one, &l, &again) != 0)
+                rc = 1;
+            dnp_stories_free(&again);
         }
         fputs("]}\n", out);
-    } else if (s.n == 0) {
-        fputs(has_exception_events(t) ? "no exception was thrown\n"
-                                      : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
+    } else if (m.n == 0) {
+        fputs(s.exception_events ? "no exception was thrown\n"
+                                 : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
               out);
     } else {
-        char c[32];
-        fprintf(out, "%s exceptions: %llu caught (%llu of them internal to the framework), %llu handled by the "
-                     "runtime, %llu abandoned, %llu rethrown, %llu unhandled, %llu in flight at the end\n\n",
-                cli_fmt_count(s.n, c), (unsigned long long)caught, (unsigned long long)internal,
-                (unsigned long long)runtime, (unsigned long long)abandoned, (unsigned long long)rethrown,
-                (unsigned long long)unhandled, (unsigned long long)open);
-        groups_text(out, "by type (mean and max: from throw to the end of the catch, or to the last event)", &types);
-        groups_text(out, "by throw site", &sites);
-        groups_text(out, "by catch site", &catchers);
+        char c[9][32];
+        fprintf(out, "%s exceptions: %s caught (%s of them internal to the framework), %s handled by the "
+                     "runtime, %s abandoned, %s left their catch by a rethrow, %s unhandled, %s in flight at "
+                     "the end; %s rethrown (an object thrown again: throw;, throw ex;, an await)\n\n",
+                cli_fmt_count(m.n, c[0]), cli_fmt_count(m.caught, c[1]), cli_fmt_count(m.internal, c[2]),
+                cli_fmt_count(m.runtime, c[3]), cli_fmt_count(m.abandoned, c[4]), cli_fmt_count(m.rethrown, c[5]),
+                cli_fmt_count(m.unhandled, c[6]), cli_fmt_count(m.open, c[7]), cli_fmt_count(m.again, c[8]));
+        groups_text(out, "by type (mean and max: from throw to the end of the catch, or to the last event)", &m.types);
+        groups_text(out, "by throw site", &m.sites);
+        groups_text(out, "by catch site", &m.catchers);
         if (s.unexpected)
-            fprintf(out, "%llu exception events did not fit the state machine\n", (unsigned long long)s.unexpected);
+            fprintf(out, "%s exception events did not fit the state machine\n", cli_fmt_count(s.unexpected, c[0]));
     }
-    free(types.v);
-    free(sites.v);
-    free(catchers.v);
+    groups_free(&m.types);
+    groups_free(&m.sites);
+    groups_free(&m.catchers);
     dnp_stories_free(&s);
-    return fflush(out) == 0 && !ferror(out) ? 0 : 1;
+    dnp_stories_free(&kept);
+    dnp_trace_stream_close(kept_stream);
+    dnp_trace_free(kept_trace);
+    if (fflush(out) != 0 || ferror(out))
+        rc = 1;
+    return rc;
 }

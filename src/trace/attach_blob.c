@@ -61,6 +61,7 @@ long dnp_attach_blob_encode(const dnp_attach_blob *b, uint8_t *buf, size_t cap) 
     put_text(&o, DNP_BLOB_CONTROL_DIR, b->control_dir, sizeof b->control_dir);
     put_number(&o, DNP_BLOB_TRIGGER_PID, b->trigger_pid);
     put_number(&o, DNP_BLOB_ALLOC, b->alloc);
+    put_number(&o, DNP_BLOB_EXC_STACKS, b->exc_stacks);
     if (o.failed)
         return -1;
     memcpy(buf, DNP_BLOB_MAGIC, 4);
@@ -89,6 +90,7 @@ static const char *tag_name(unsigned tag) {
     case DNP_BLOB_CONTROL_DIR: return "control directory";
     case DNP_BLOB_TRIGGER_PID: return "trigger pid";
     case DNP_BLOB_ALLOC: return "alloc setting";
+    case DNP_BLOB_EXC_STACKS: return "exception stacks flag";
     }
     return "field";
 }
@@ -159,14 +161,17 @@ int dnp_attach_blob_parse(const void *data, size_t len, dnp_attach_blob *out, ch
         case DNP_BLOB_FLUSH_MS:
         case DNP_BLOB_TRIGGER_PID:
         case DNP_BLOB_ALLOC:
+        case DNP_BLOB_EXC_STACKS:
             if (n != 4)
                 return fail(err, errlen, "the %s is %zu bytes, not 4", tag_name(tag), n);
             if (tag == DNP_BLOB_FLUSH_MS)
                 out->flush_ms = dnp_get_u32le(v);
             else if (tag == DNP_BLOB_ALLOC)
                 out->alloc = dnp_get_u32le(v);
-            else
+            else if (tag == DNP_BLOB_TRIGGER_PID)
                 out->trigger_pid = dnp_get_u32le(v);
+            else
+                out->exc_stacks = dnp_get_u32le(v) != 0;
             break;
         default:
             break; /* a newer front end's field */

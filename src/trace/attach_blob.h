@@ -30,6 +30,7 @@ enum {
     DNP_BLOB_CONTROL_DIR = 4, /* text: the private directory of the control socket */
     DNP_BLOB_TRIGGER_PID = 5, /* u32: the dnprof process that asked, for the trace's notes */
     DNP_BLOB_ALLOC = 6,       /* u32: 1 for sampled allocations (--alloc) */
+    DNP_BLOB_EXC_STACKS = 7,  /* u32: 1 for a stack snapshot at each throw (attach --exceptions) */
 };
 
 #define DNP_BLOB_EVENTS_MAX 1024
@@ -53,6 +54,7 @@ typedef struct dnp_attach_blob {
     uint32_t flush_ms;    /* 0: the default */
     uint32_t trigger_pid; /* 0: unknown */
     uint32_t alloc;       /* sampled allocations: 1 on */
+    uint32_t exc_stacks;  /* 1: a stack snapshot at each throw */
 } dnp_attach_blob;
 
 /* Encodes b into buf. Returns the blob's size, or -1 when a string is too long

@@ -70,6 +70,22 @@ static void filter_verdict(exc_level *l, int yes, exc_step *out) {
     l->filter_open = 0;
 }
 
+/* A level whose handler a nested exception may have replaced is over unless
+ * this event is its handler's Leave, or its own object thrown again from its
+ * catch (`throw;` after a try/catch inside the catch). */
+static void settle_replaced(exc_machine *m, uint16_t kind, uint64_t object, exc_step *out) {
+    if (m->depth == 0 || !m->lv[m->depth - 1].replaced)
+        return;
+    exc_level *t = &m->lv[m->depth - 1];
+    if ((kind != DNP_EV_ExceptionThrown && fits(t, kind)) ||
+        (kind == DNP_EV_ExceptionThrown && object && t->phase == EXC_CATCH && t->object == object)) {
+        t->replaced = 0; /* the try was inside the block, which goes on */
+        return;
+    }
+    pop(m, out, EXC_ABANDONED);
+    out->flags |= EXC_REPLACED;
+}
+
 static void thrown(exc_machine *m, uint64_t object, exc_step *out) {
     /* A level unwinding towards no catcher is over once something new starts. */
     while (m->depth > 0) {
@@ -108,6 +124,16 @@ static void thrown(exc_machine *m, uint64_t object, exc_step *out) {
     l->maybe_rethrow = (uint8_t)maybe_rethrow;
 }
 
+int exc_machine_details(exc_machine *m, uint64_t object, uint64_t flags) {
+    int d = m->depth;
+    if (!(flags & EXC_DETAIL_SAME_AS_CATCH) || d < 2 || m->lv[d - 2].phase != EXC_CATCH ||
+        m->lv[d - 1].object != object || m->lv[d - 1].fn_open)
+        return 0;
+    m->lv[d - 2].object = object; /* followed across the GC by the agent */
+    m->lv[d - 1].maybe_rethrow = 1;
+    return 1;
+}
+
 void exc_machine_abandon_top(exc_machine *m, exc_step *out) {
     if (m->depth > 0)
         pop(m, out, EXC_ABANDONED);
@@ -118,13 +144,14 @@ void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t objec
     out->nended = 0;
     if (!exc_machine_is_event(kind))
         return;
+    if (kind == DNP_EV_ExceptionOSHandlerEnter || kind == DNP_EV_ExceptionOSHandlerLeave ||
+        kind == DNP_EV_ExceptionCLRCatcherFound || kind == DNP_EV_ExceptionCLRCatcherExecute)
+        return; /* documented, never raised by CoreCLR */
+    settle_replaced(m, kind, object, out);
     if (kind == DNP_EV_ExceptionThrown) {
         thrown(m, object, out);
         return;
     }
-    if (kind == DNP_EV_ExceptionOSHandlerEnter || kind == DNP_EV_ExceptionOSHandlerLeave ||
-        kind == DNP_EV_ExceptionCLRCatcherFound || kind == DNP_EV_ExceptionCLRCatcherExecute)
-        return; /* documented, never raised by CoreCLR */
 
     int at = m->depth - 1;
     while (at >= 0 && !fits(&m->lv[at], kind))
@@ -212,13 +239,26 @@ void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t objec
         l->handler = 0;
         break;
     case DNP_EV_ExceptionCatcherEnter:
+        if (object)
+            l->object = object; /* a GC may have moved it since the throw */
         l->phase = EXC_CATCH;
         l->handler = fn;
         if (!l->catcher)
             l->catcher = fn;
         break;
     case DNP_EV_ExceptionCatcherLeave: {
+        uint8_t parent_phase = l->parent_phase;
+        uint64_t catcher = l->handler;
         pop(m, out, EXC_CAUGHT);
+        /* Thrown in the catch or finally below and caught in the same method:
+         * by a try inside the block, or by one around it, which replaced the
+         * older exception. The next event tells (settle_replaced). */
+        if (m->depth > 0) {
+            exc_level *b = &m->lv[m->depth - 1];
+            if ((b->phase == EXC_CATCH || b->phase == EXC_FINALLY) && parent_phase == b->phase && catcher &&
+                catcher == b->handler && b->fate != EXC_ABANDONED && b->fate != EXC_RETHROWN)
+                b->replaced = 1;
+        }
         /* Levels whose handler frame this exception left are over too. */
         int lowest = -1;
         for (int i = 0; i < m->depth; i++)

@@ -13,7 +13,12 @@
  *     filter, reaches native code, or is unhandled) ends with a stray
  *     ExceptionUnwindFunctionLeave while the last searched frame is still open,
  *     then the unwind runs up to that frame, and no catcher callback follows;
- *   - a catch or finally left by a nested exception gets no Leave. */
+ *   - a catch or finally left by a nested exception gets no Leave;
+ *   - an exception thrown in a catch or finally and caught by a try of the
+ *     same method raises the same callbacks whether that try is inside the
+ *     block (which goes on) or around it (the block is left, its exception
+ *     replaced): the older level is then over unless its very next event is
+ *     its handler's Leave (`replaced`). */
 #ifndef DNP_EXC_MACHINE_H
 #define DNP_EXC_MACHINE_H
 
@@ -52,6 +57,9 @@ typedef struct exc_level {
     uint8_t filter_open; /* a filter left, its verdict not known yet */
     uint8_t fate;        /* exc_fate once it ended */
     uint8_t maybe_rethrow; /* thrown again from its own catch: decided at the first frame searched */
+    uint8_t replaced;    /* a nested exception thrown in its catch or finally was
+                            caught in the handler's own method: over unless its
+                            next event is the handler's Leave */
 } exc_level;
 
 typedef struct exc_machine {
@@ -68,7 +76,8 @@ enum {
     EXC_NO_CATCHER = 1 << 3,   /* the first pass ended without a managed catcher */
     EXC_UNEXPECTED = 1 << 4,   /* the event did not fit; the machine made the best of it */
     EXC_STRAY_LEAVE = 1 << 5,  /* an UnwindFunctionLeave that left no frame */
-    EXC_FRAME_LEFT = 1 << 6    /* an UnwindFunctionLeave that did leave a frame */
+    EXC_FRAME_LEFT = 1 << 6,   /* an UnwindFunctionLeave that did leave a frame */
+    EXC_REPLACED = 1 << 7      /* a level was ended as replaced by a nested exception */
 };
 
 typedef struct exc_step {
@@ -83,6 +92,17 @@ int exc_machine_is_event(uint16_t kind);
 /* Applies one exception event: fn is the FunctionID of the events that carry
  * one, object the ObjectID of ExceptionThrown and ExceptionCatcherEnter. */
 void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t object, exc_step *out);
+
+/* ExceptionDetails flags (events.def). */
+#define EXC_DETAIL_KEPT_TRACE 0x1u    /* _stackTrace already set: thrown before */
+#define EXC_DETAIL_TRUNCATED 0x2u     /* the stack cut at its frame limit */
+#define EXC_DETAIL_SAME_AS_CATCH 0x4u /* the object whose catch runs below, moved by a GC */
+
+/* Applies an ExceptionDetails event (its object and flags), recorded right
+ * after the ExceptionThrown that made the top level: with
+ * EXC_DETAIL_SAME_AS_CATCH, the throw is the catch's object thrown again.
+ * Returns 1 when it did that. */
+int exc_machine_details(exc_machine *m, uint64_t object, uint64_t flags);
 
 /* Ends the top level as abandoned: the agent knows (from the stack of a new
  * throw) that its catch or finally is no longer running. */

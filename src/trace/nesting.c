@@ -1,6 +1,8 @@
 /* nesting.c: per-thread nesting levels (nesting.h). */
 #include "nesting.h"
 
+static int close_kind(dnp_nest_state *s, int kind);
+
 int dnp_nest_pair(uint16_t kind) {
     if (kind >= DNP_EV_COUNT || dnp_events[kind].nest != DNP_NEST_FINISH)
         return -1;
@@ -10,10 +12,65 @@ int dnp_nest_pair(uint16_t kind) {
     return -1;
 }
 
-static void push(dnp_nest_state *s, uint16_t kind) {
-    if (s->depth < DNP_NEST_MAX)
+static void push(dnp_nest_state *s, uint16_t kind, uint8_t exc) {
+    if (s->depth < DNP_NEST_MAX) {
         s->open[s->depth] = kind;
+        s->exc[s->depth] = exc;
+    }
     s->depth++;
+}
+
+/* Exception levels from index lowest up have ended: close what they opened,
+ * and whatever was left open above it. */
+static void close_levels(dnp_nest_state *s, int lowest) {
+    int top = s->depth < DNP_NEST_MAX ? s->depth : DNP_NEST_MAX;
+    for (int i = 0; i < top; i++)
+        if (s->exc[i] > lowest) {
+            s->depth = i;
+            return;
+        }
+}
+
+/* The level of an exception event, after the machine applied it. */
+static int exception_event(dnp_nest_state *s, uint16_t kind, const uint64_t *v) {
+    uint64_t fn = 0, object = 0;
+    if (kind == DNP_EV_ExceptionThrown)
+        object = v[0];
+    else if (kind == DNP_EV_ExceptionCatcherEnter)
+        fn = v[0], object = v[2];
+    else if (dnp_events[kind].nvalues >= 2)
+        fn = v[0];
+    int d0 = s->m.depth;
+    exc_step st;
+    exc_machine_step(&s->m, kind, fn, object, &st);
+    if (st.nended > 0)
+        close_levels(s, d0 - st.nended);
+    int level = s->depth;
+    int top = s->m.depth - 1;
+    switch (dnp_events[kind].nest) {
+    case DNP_NEST_START:
+        push(s, kind, (uint8_t)(st.flags & EXC_UNEXPECTED || top < 0 ? 0 : top + 1));
+        break;
+    case DNP_NEST_FINISH:
+        if (kind == DNP_EV_ExceptionCatcherLeave && st.nended > 0 && !(st.flags & EXC_UNEXPECTED))
+            ; /* closed with its level */
+        else if (st.flags & EXC_STRAY_LEAVE) {
+            /* No Leave comes for the last frame searched. */
+            int n = s->depth < DNP_NEST_MAX ? s->depth : DNP_NEST_MAX;
+            if (n > 0 && n == s->depth && s->open[n - 1] == DNP_EV_ExceptionSearchFunctionEnter)
+                s->depth--;
+        } else {
+            close_kind(s, dnp_nest_pair(kind));
+            if (kind == DNP_EV_ExceptionCatcherLeave && s->depth > 0 && s->depth <= DNP_NEST_MAX &&
+                s->open[s->depth - 1] == DNP_EV_ExceptionUnwindFunctionEnter)
+                s->depth--; /* the catching frame resumes: its unwind is over */
+        }
+        level = s->depth;
+        break;
+    default:
+        break;
+    }
+    return level;
 }
 
 /* Closes the nearest open kind, and whatever was left open above it. */
@@ -37,16 +94,17 @@ static int close_kind(dnp_nest_state *s, int kind) {
 int dnp_nest_apply(dnp_nest_state *s, uint16_t kind, const uint64_t *v) {
     if (kind >= DNP_EV_COUNT)
         return s->depth;
+    if (exc_machine_is_event(kind))
+        return exception_event(s, kind, v);
+    if (kind == DNP_EV_ExceptionDetails)
+        exc_machine_details(&s->m, v[0], v[5]);
     int level = s->depth;
     switch (dnp_events[kind].nest) {
     case DNP_NEST_START:
-        push(s, kind);
+        push(s, kind, 0);
         break;
     case DNP_NEST_FINISH:
         close_kind(s, dnp_nest_pair(kind));
-        if (kind == DNP_EV_ExceptionCatcherLeave && s->depth > 0 && s->depth <= DNP_NEST_MAX &&
-            s->open[s->depth - 1] == DNP_EV_ExceptionUnwindFunctionEnter)
-            s->depth--; /* the catching frame resumes: its unwind is over */
         level = s->depth;
         break;
     case DNP_NEST_TRANSITION: {
@@ -59,7 +117,7 @@ int dnp_nest_apply(dnp_nest_state *s, uint16_t kind, const uint64_t *v) {
             close_kind(s, other);
             level = s->depth;
         } else {
-            push(s, kind);
+            push(s, kind, 0);
         }
         break;
     }

@@ -13,11 +13,18 @@
 
 /* One event of a story. */
 typedef struct dnp_story_step {
-    size_t ev;       /* index in dnp_trace.events */
+    size_t ev;       /* index in dnp_trace.events (dnp_stories_build), or
+                        DNP_STORY_NO_EVENT when the stories were streamed */
+    uint64_t time_ns;
+    const char *function; /* the name of its function field, or NULL */
+    uint64_t fn_sid;      /* that name's string number */
+    uint16_t kind;
     uint8_t verdict; /* ExceptionSearchFilterLeave: 1 true, 2 false, 0 unknown;
                         ExceptionUnwindFunctionLeave: 3 when it left no frame (the
                         first pass ended with no managed catcher) */
 } dnp_story_step;
+
+#define DNP_STORY_NO_EVENT ((size_t)-1)
 
 typedef struct dnp_story {
     size_t id;             /* 1, 2, ... in the order of the throws */
@@ -37,12 +44,15 @@ typedef struct dnp_story {
     uint8_t phase;         /* its phase when it ended or the trace did */
     uint8_t parent_phase;  /* what the parent was doing when this was thrown */
     uint8_t internal;
+    uint8_t ended;         /* its level ended (set while the stories are built) */
     uint8_t kept_trace;    /* thrown before and its stack trace kept (throw;, an await) */      /* thrown and caught in framework code (first chance) */
     size_t parent;         /* the story in flight below it on the thread, or 0 */
     size_t rethrow_of;     /* an earlier story of the same object, or 0 */
     size_t ended_by;       /* the nested story that abandoned it, or the rethrow, 0 */
     unsigned searched, filters, finallys, unwound; /* frames searched and unwound, blocks run */
     char *site_buf;        /* owns throw_site when cut from the stack */
+    uint64_t type_sid, message_sid, stack_sid, site_sid, catcher_sid; /* the strings' numbers */
+    size_t seq;            /* the order it was built in (streamed: file order) */
     dnp_story_step *steps;
     size_t nsteps, capsteps;
 } dnp_story;
@@ -51,11 +61,47 @@ typedef struct dnp_stories {
     dnp_story *v;
     size_t n;
     uint64_t unexpected; /* events that did not fit the state machine */
+    uint64_t exception_events; /* events of the exceptions family seen */
 } dnp_stories;
 
 /* Builds the stories of t. 0, or -1 when out of memory. */
 int dnp_stories_build(const dnp_trace *t, dnp_stories *out);
 void dnp_stories_free(dnp_stories *s);
+
+/* ---- built from any sequence of events (a stream) ----
+ *
+ * Each thread's events must come in its order; threads may interleave in any
+ * way (a stream's file order). Memory holds the stories only (without their
+ * steps unless keep_steps), never the events. Names are kept as string numbers
+ * until dnp_stories_finish resolves them in the trace, which must hold every
+ * string by then (a stream's trace after its first pass). Stories are then put
+ * in the order of their throws and numbered, and rethrows of the same object
+ * are linked across threads. */
+typedef struct dnp_stories_builder dnp_stories_builder;
+
+dnp_stories_builder *dnp_stories_begin(int keep_steps);
+/* One event; ev its index in a dnp_trace (DNP_STORY_NO_EVENT if none). 0 or -1. */
+int dnp_stories_feed(dnp_stories_builder *b, const dnp_trace_event *e, size_t ev);
+/* Ends the stories, resolves their names in t, subtracts origin from their times. */
+int dnp_stories_finish(dnp_stories_builder *b, const dnp_trace *t, uint64_t origin, dnp_stories *out);
+/* The same, for events in time order across threads (as dnp_trace_load sorts
+ * them; times already relative): each story is handed to emit, numbered,
+ * resolved in t and linked, as soon as it and every earlier one have ended,
+ * and its steps are freed then. Memory holds the stories from the oldest one
+ * still in flight on, and the last 4096 handed out. dnp_stories_finish (origin
+ * 0) hands out the rest, and gives back what is still held (without steps). */
+typedef void (*dnp_story_emit)(void *ctx, const dnp_story *s, const dnp_stories *all);
+dnp_stories_builder *dnp_stories_begin_ordered(int keep_steps, const dnp_trace *t, dnp_story_emit emit, void *ctx);
+
+/* Frees a builder that was not finished (NULL-tolerant). */
+void dnp_stories_abort(dnp_stories_builder *b);
+
+/* The stories of the trace at path, streamed (memory bounded by the stories),
+ * or loaded whole when the environment sets DNPROF_NO_STREAM. *t gets the
+ * stream's trace (no events; the caller closes *stream), or the loaded one.
+ * 0, or -1 with one line in err. */
+int dnp_stories_read(const char *path, int keep_steps, dnp_stories *out, dnp_trace_stream **stream,
+                     dnp_trace **loaded, char *err, size_t errlen);
 
 /* The name of an event's function field (its first FUNCTION), or NULL. */
 const char *dnp_story_function(const dnp_trace *t, const dnp_trace_event *e);

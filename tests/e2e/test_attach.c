@@ -701,3 +701,62 @@ TEST(e2e_attach_duration) {
     ASSERT(wall >= DURATION_MS && wall <= DURATION_MS + DURATION_SLACK_MS);
     return 0;
 }
+
+/* issue 10 item 2: after an attach, the agent obeys what dnprof attach asked
+ * for (the blob), not the target's environment. A process whose environment
+ * says DNPROF_EXCEPTION_STACKS=1 gets no stacks from `attach --events
+ * exceptions`; one whose environment says 0 gets them from `attach --exceptions`. */
+TEST(e2e_attach_exception_stacks_from_blob) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_attach_exception_stacks_from_blob"), 0);
+    static const struct {
+        const char *env;
+        const char *args[2];
+        int want_stack;
+    } cases[] = {
+        {"DNPROF_EXCEPTION_STACKS=1", {"--events", "exceptions"}, 0},
+        {"DNPROF_EXCEPTION_STACKS=0", {"--exceptions", NULL}, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *env[] = {cases[c].env, NULL};
+        scen s;
+        ASSERT_EQ(scen_start(&s, &r, env), 0);
+        int ok = scen_expect(&s, "ready", 60000) == 0;
+        char trace[PATH_MAX], pidtext[32];
+        snprintf(trace, sizeof trace, "%s/stacks%zu.trace", r.dir, c);
+        snprintf(pidtext, sizeof pidtext, "%d", (int)s.pid);
+        attaching a = {0};
+        ok = ok && attach_start(&a, &r, s.pid, trace, cases[c].args[1] ? 2 : 1, cases[c].args) == 0;
+        ok = ok && scen_say(&s, "work 0") == 0 && scen_expect(&s, "done 0", 30000) == 0;
+        ok = ok && run_dnprof(&r, "detach", pidtext, NULL, NULL) == 0 && r.status == 0;
+        int status = -1;
+        if (a.pid > 0)
+            e2e_wait(a.pid, 60000, &status);
+        int code = ok ? scen_quit(&s) : -1;
+        scen_kill(&s);
+        ASSERT(ok);
+        ASSERT_EQ(status, 0);
+        ASSERT_EQ(code, 3);
+        dnp_trace *t = NULL;
+        char err[256];
+        ASSERT_EQ(dnp_trace_load(trace, &t, err, sizeof err), 0);
+        ASSERT_EQ(e2e_count(t, DNP_EV_InitializeForAttach), 1);
+        long thrown = find_prefix(t, DNP_EV_ExceptionThrown, 1, "Scenarios.AttachRoundException");
+        ASSERT_GE(thrown, 0);
+        long details = -1;
+        for (size_t i = (size_t)thrown; i < t->nevents && details < 0; i++)
+            if (t->events[i].kind == DNP_EV_ExceptionDetails && t->events[i].thread == t->events[thrown].thread)
+                details = (long)i;
+        ASSERT_GT(details, thrown);
+        const char *stack = dnp_trace_string(t, e2e_field(&t->events[details], 3));
+        if (cases[c].want_stack) {
+            ASSERT(stack != NULL && strstr(stack, "Scenarios.AttachScenario::Work") != NULL);
+        } else {
+            if (stack)
+                fprintf(stderr, "e2e: case %zu: a stack came from the target's environment:\n%s\n", c, stack);
+            ASSERT_EQ(stack, NULL);
+        }
+        dnp_trace_free(t);
+    }
+    return 0;
+}

@@ -18,6 +18,7 @@ static void sample(dnp_attach_blob *b) {
     strcpy(b->control_dir, "/tmp/dnprof-1000");
     b->flush_ms = 50;
     b->trigger_pid = 4242;
+    b->exc_stacks = 1;
 }
 
 static long encode(const dnp_attach_blob *b, uint8_t *buf, size_t cap) {
@@ -48,6 +49,7 @@ TEST(trace_attach_blob_roundtrip) {
     ASSERT_STREQ(out.events, in.events);
     ASSERT_STREQ(out.output, in.output);
     ASSERT_STREQ(out.control_dir, in.control_dir);
+    ASSERT_EQ(out.exc_stacks, 1);
     ASSERT_EQ(out.flush_ms, 50);
     ASSERT_EQ(out.trigger_pid, 4242);
 

@@ -79,3 +79,55 @@ TEST(nesting_never_negative) {
     ASSERT_EQ(s.depth, 0);
     return 0;
 }
+
+static int exc(dnp_nest_state *s, dnp_event_kind k, uint64_t fn, uint64_t obj) {
+    uint64_t v[DNP_MAX_VALUES] = {0};
+    v[0] = k == DNP_EV_ExceptionThrown ? obj : fn;
+    if (k == DNP_EV_ExceptionCatcherEnter)
+        v[2] = obj;
+    return dnp_nest_apply(s, (uint16_t)k, v);
+}
+
+/* issue 11: `throw;` leaves its catch with no CatcherLeave; the levels it
+ * opened close when the rethrown exception is caught, so print's indentation
+ * does not drift by one level per rethrow. */
+TEST(nesting_rethrow_closes) {
+    dnp_nest_state s = {0};
+    for (int i = 0; i < 1000; i++) {
+        uint64_t obj = 0x7000 + (uint64_t)i * 16;
+        exc(&s, DNP_EV_ExceptionThrown, 0, obj);
+        exc(&s, DNP_EV_ExceptionSearchFunctionEnter, 0x100, 0);
+        exc(&s, DNP_EV_ExceptionSearchCatcherFound, 0x100, 0);
+        exc(&s, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+        exc(&s, DNP_EV_ExceptionUnwindFunctionEnter, 0x100, 0);
+        ASSERT_EQ(exc(&s, DNP_EV_ExceptionCatcherEnter, 0x100, obj), 1);
+        ASSERT_EQ(exc(&s, DNP_EV_ExceptionThrown, 0, obj), 2); /* throw; */
+        exc(&s, DNP_EV_ExceptionSearchFunctionEnter, 0x100, 0);
+        exc(&s, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+        exc(&s, DNP_EV_ExceptionSearchFunctionEnter, 0x200, 0);
+        exc(&s, DNP_EV_ExceptionSearchCatcherFound, 0x200, 0);
+        exc(&s, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+        exc(&s, DNP_EV_ExceptionUnwindFunctionEnter, 0x100, 0);
+        exc(&s, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
+        exc(&s, DNP_EV_ExceptionUnwindFunctionEnter, 0x200, 0);
+        exc(&s, DNP_EV_ExceptionCatcherEnter, 0x200, obj);
+        ASSERT_EQ(exc(&s, DNP_EV_ExceptionCatcherLeave, 0, 0), 0);
+    }
+    ASSERT(s.depth == 0 && s.unmatched == 0 && s.skipped == 0);
+    return 0;
+}
+
+/* The stray UnwindFunctionLeave that ends a first pass with no catcher closes
+ * that pass's last SearchFunctionEnter, which gets no Leave. */
+TEST(nesting_no_catcher_pass) {
+    dnp_nest_state s = {0};
+    exc(&s, DNP_EV_ExceptionThrown, 0, 0x7000);
+    exc(&s, DNP_EV_ExceptionSearchFunctionEnter, 0x100, 0);
+    exc(&s, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    ASSERT_EQ(exc(&s, DNP_EV_ExceptionSearchFunctionEnter, 0x200, 0), 0);
+    ASSERT_EQ(exc(&s, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0), 0);
+    ASSERT_EQ(exc(&s, DNP_EV_ExceptionUnwindFunctionEnter, 0x100, 0), 0);
+    ASSERT_EQ(exc(&s, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0), 0);
+    ASSERT(s.depth == 0 && s.unmatched == 0 && s.skipped == 0);
+    return 0;
+}

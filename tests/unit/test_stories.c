@@ -288,3 +288,275 @@ TEST(stories_unexpected) {
     dnp_stories_free(&st);
     return 0;
 }
+
+static void details(seq *s, uint32_t thread, uint64_t obj, uint64_t depth, uint64_t flags) {
+    add(s, thread, DNP_EV_ExceptionDetails, obj, depth);
+    s->ev[s->n - 1].v[5] = flags;
+}
+
+/* A throw no catch matches (the first pass ends with no catcher), whose finally
+ * throws; each up to the catch of the second, in F_A. */
+static void replaced_prefix(seq *s) {
+    add(s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    add(s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0);
+    add(s, 1, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0); /* no catcher */
+    add(s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(s, 1, DNP_EV_ExceptionUnwindFinallyEnter, F_A, 0);
+    add(s, 1, DNP_EV_ExceptionThrown, OBJ2, 0); /* in the finally */
+    add(s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ2);
+    add(s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+}
+
+/* issue 11: try { try { throw A; } finally { throw B; } } catch (B) {}: B
+ * replaced A, whose story ends there; a later throw is nobody's child. */
+TEST(stories_replaced_in_finally) {
+    seq s = {.n = 0};
+    replaced_prefix(&s);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1 + 8, 0); /* later, unrelated */
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1 + 8);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+    dnp_stories st;
+    ASSERT_EQ(build(&s, 1, &st), 0);
+    ASSERT_EQ(st.n, 3);
+    ASSERT_EQ(st.v[0].fate, EXC_ABANDONED);
+    ASSERT_EQ(st.v[0].no_catcher, 1);
+    ASSERT_EQ(st.v[0].ended_by, 2);
+    ASSERT_EQ(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ(st.v[1].parent, 1);
+    ASSERT_EQ(st.v[2].fate, EXC_CAUGHT);
+    ASSERT_EQ(st.v[2].parent, 0);
+    ASSERT_EQ(st.unexpected, 0);
+    char buf[512];
+    ASSERT_CONTAINS(dnp_story_fate_text(&st.v[0], &st, buf, sizeof buf), "replaced by #2");
+    dnp_stories_free(&st);
+
+    /* The same when the trace ends right after B's catch. */
+    seq e = {.n = 0};
+    replaced_prefix(&e);
+    ASSERT_EQ(build(&e, 1, &st), 0);
+    ASSERT_EQ(st.v[0].fate, EXC_ABANDONED);
+    dnp_stories_free(&st);
+    return 0;
+}
+
+/* ... but B caught by a try inside the finally: the finally goes on, and A. */
+TEST(stories_caught_inside_finally) {
+    seq s = {.n = 0};
+    replaced_prefix(&s);
+    add(&s, 1, DNP_EV_ExceptionUnwindFinallyLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0);
+    dnp_stories st;
+    ASSERT_EQ(build(&s, 1, &st), 0);
+    ASSERT_EQ(st.n, 2);
+    ASSERT_EQ(st.v[0].fate, EXC_OPEN);
+    ASSERT_EQ(st.v[0].no_catcher, 1);
+    ASSERT_EQ(st.v[0].unwound, 1);
+    ASSERT_EQ(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ(st.unexpected, 0);
+    dnp_stories_free(&st);
+    return 0;
+}
+
+/* throw; after a GC moved the object: a new ObjectID, which the agent's
+ * Details say is the catch's object (EXC_DETAIL_SAME_AS_CATCH). */
+TEST(stories_rethrow_moved) {
+    seq s = {.n = 0};
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    details(&s, 1, OBJ1, 1, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ2, 0); /* OBJ1, moved */
+    details(&s, 1, OBJ2, 2, EXC_DETAIL_KEPT_TRACE | EXC_DETAIL_SAME_AS_CATCH);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ2);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+    dnp_stories st;
+    ASSERT_EQ(build(&s, 1, &st), 0);
+    ASSERT_EQ(st.n, 2);
+    ASSERT_EQ(st.v[0].fate, EXC_RETHROWN);
+    ASSERT_EQ(st.v[0].ended_by, 2);
+    ASSERT_EQ(st.v[1].rethrow_of, 1);
+    ASSERT_EQ(st.v[1].parent, 0);
+    ASSERT_EQ(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ(st.unexpected, 0);
+    dnp_stories_free(&st);
+    return 0;
+}
+
+/* A fresh exception at the address of one caught long before (a GC freed and
+ * reused it) is not a rethrow of it. */
+TEST(stories_address_reused) {
+    seq s = {.n = 0};
+    across(&s, 1, OBJ1);
+    s.ev[s.n++] = s.ev[0];
+    details(&s, 1, OBJ1, 1, 0);
+    dnp_stories st;
+    ASSERT_EQ(build(&s, 1, &st), 0);
+    ASSERT_EQ(st.n, 2);
+    ASSERT_EQ(st.v[1].rethrow_of, 0);
+    dnp_stories_free(&st);
+    return 0;
+}
+
+/* ---- streamed: the same stories as from the loaded trace ---- */
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "synth.h"
+
+static void ev(synth *w, uint32_t th, uint64_t *t, uint16_t kind, uint64_t a, uint64_t b, uint64_t name) {
+    uint64_t v[DNP_MAX_VALUES] = {0};
+    if (kind == DNP_EV_ExceptionThrown) {
+        v[0] = a; /* object, class, class name */
+        v[1] = 0x99;
+        v[2] = name;
+    } else if (kind == DNP_EV_ExceptionCatcherEnter) {
+        v[0] = a, v[1] = name, v[2] = b, v[3] = 0x99, v[4] = 0;
+    } else if (kind == DNP_EV_ExceptionDetails) {
+        v[0] = a, v[1] = name, v[2] = 0x80131500, v[3] = 0, v[4] = b, v[5] = EXC_DETAIL_KEPT_TRACE * (b == 1 && a == OBJ2);
+    } else if (dnp_events[kind].nvalues >= 2) {
+        v[0] = a, v[1] = name;
+    }
+    *t += 100;
+    synth_event(w, th, *t, (dnp_event_kind)kind, v);
+}
+
+/* Two threads, each writing its own chunks (file order is not time order),
+ * and an exception thrown again on the second after its catch ended on the
+ * first: `print --exceptions` and `report --exceptions` stream, and must tell
+ * the same stories as from the loaded trace. */
+TEST(stories_streamed_same) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/dnprof-stories-%d.trace", (int)getpid());
+    synth *w = synth_open(path, 4242, "stories");
+    ASSERT_NE(w, NULL);
+    uint64_t type = synth_string(w, "Scenarios.StoryException"), fa = synth_string(w, "App::A"),
+             fm = synth_string(w, "App::Main"), msg = synth_string(w, "boom");
+    synth_thread(w, 1, 101);
+    synth_thread(w, 2, 102);
+    uint64_t t1 = 0, t2 = 50;
+    for (int round = 0; round < 50; round++) {
+        uint64_t obj = OBJ1 + (uint64_t)round * 64;
+        for (uint32_t th = 1; th <= 2; th++) {
+            uint64_t *t = th == 1 ? &t1 : &t2;
+            ev(w, th, t, DNP_EV_ExceptionThrown, obj + th, 0, type);
+            ev(w, th, t, DNP_EV_ExceptionDetails, obj + th, 1, msg);
+            ev(w, th, t, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0, fa);
+            ev(w, th, t, DNP_EV_ExceptionSearchFunctionLeave, 0, 0, 0);
+            ev(w, th, t, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0, fm);
+            ev(w, th, t, DNP_EV_ExceptionSearchCatcherFound, F_MAIN, 0, fm);
+            ev(w, th, t, DNP_EV_ExceptionSearchFunctionLeave, 0, 0, 0);
+            ev(w, th, t, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0, fa);
+            ev(w, th, t, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0, 0);
+            ev(w, th, t, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0, fm);
+            ev(w, th, t, DNP_EV_ExceptionCatcherEnter, F_MAIN, obj + th, fm);
+            ev(w, th, t, DNP_EV_ExceptionCatcherLeave, 0, 0, 0);
+        }
+    }
+    /* Thread 1's object, thrown again on thread 2 (stack trace kept). */
+    t2 = t1 + 1000;
+    ev(w, 2, &t2, DNP_EV_ExceptionThrown, OBJ1 + 49 * 64 + 1, 0, type);
+    uint64_t v[DNP_MAX_VALUES] = {OBJ1 + 49 * 64 + 1, msg, 0x80131500, 0, 1, EXC_DETAIL_KEPT_TRACE};
+    synth_event(w, 2, t2 += 100, DNP_EV_ExceptionDetails, v);
+    ASSERT_EQ(synth_close(w, 1), 0);
+
+    char err[256];
+    dnp_trace *t = NULL;
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
+    dnp_stories whole, streamed;
+    ASSERT_EQ(dnp_stories_build(t, &whole), 0);
+    dnp_trace_stream *st = NULL;
+    dnp_trace *none = NULL;
+    unsetenv("DNPROF_NO_STREAM");
+    ASSERT_EQ(dnp_stories_read(path, 1, &streamed, &st, &none, err, sizeof err), 0);
+    ASSERT(st != NULL && none == NULL);
+    ASSERT_EQ(whole.n, 101);
+    ASSERT_EQ(streamed.n, whole.n);
+    for (size_t i = 0; i < whole.n; i++) {
+        const dnp_story *a = &whole.v[i], *b = &streamed.v[i];
+        ASSERT_EQ(a->id, b->id);
+        ASSERT_EQ(a->thread, b->thread);
+        ASSERT_EQ(a->t_thrown, b->t_thrown);
+        ASSERT_EQ(a->t_end, b->t_end);
+        ASSERT_EQ(a->fate, b->fate);
+        ASSERT_EQ(a->rethrow_of, b->rethrow_of);
+        ASSERT_STREQ(a->type, b->type);
+        ASSERT_STREQ(a->message, b->message);
+        ASSERT_STREQ(a->catcher ? a->catcher : "-", b->catcher ? b->catcher : "-");
+        ASSERT_EQ(a->nsteps, b->nsteps);
+        for (size_t k = 0; k < a->nsteps; k++) {
+            ASSERT_EQ(a->steps[k].kind, b->steps[k].kind);
+            ASSERT_EQ(a->steps[k].time_ns, b->steps[k].time_ns);
+            ASSERT_STREQ(a->steps[k].function ? a->steps[k].function : "", b->steps[k].function ? b->steps[k].function : "");
+        }
+    }
+    /* The last one is thread 1's last exception thrown again. */
+    ASSERT_EQ(streamed.v[100].thread, 2);
+    ASSERT_NE(streamed.v[100].rethrow_of, 0);
+    ASSERT_EQ(streamed.v[streamed.v[100].rethrow_of - 1].thread, 1);
+    dnp_stories_free(&whole);
+    dnp_stories_free(&streamed);
+    dnp_trace_stream_close(st);
+    dnp_trace_free(t);
+    unlink(path);
+    return 0;
+}
+
+/* catch { try { throw B; } catch {} throw; }: B, caught inside the catch, did
+ * not replace A, which the `throw;` rethrows. */
+TEST(stories_rethrow_after_inner_catch) {
+    seq s = {.n = 0};
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ2, 0); /* B, inside the catch */
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ2);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0); /* throw; */
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_MAIN, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+    dnp_stories st;
+    ASSERT_EQ(build(&s, 1, &st), 0);
+    ASSERT_EQ(st.n, 3);
+    ASSERT_EQ(st.v[0].fate, EXC_RETHROWN);
+    ASSERT_EQ(st.v[0].ended_by, 3);
+    ASSERT_EQ(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ(st.v[2].rethrow_of, 1);
+    ASSERT_EQ(st.v[2].fate, EXC_CAUGHT);
+    ASSERT_EQ(st.unexpected, 0);
+    dnp_stories_free(&st);
+    return 0;
+}

@@ -9,6 +9,15 @@
 //              process dies
 //   bench [N]  N (100000) throw/catch through 10 frames; prints "ns per
 //              exception: X"
+//   replaced   issue 11: an exception no catch matches, replaced by one its
+//              finally throws, which is caught; then unrelated exceptions
+//   dispatch   issue 11: a task's exception caught by the thread pool, thrown
+//              again by the await (ExceptionDispatchInfo.Throw) after that
+//              catch has ended
+//   deep [N]   issue 11: a recursion N (5000) calls deep, for `print` of a
+//              --timeline trace; prints "deep: N"
+//   gcrethrow [N]  issue 11: N times `throw;` after a GC has moved the
+//              exception object; prints "gcrethrow: N rethrown, N caught"
 using System;
 using System.Collections.Generic;
 using System.ComponentModel;
@@ -56,6 +65,26 @@ public sealed class UnhandledStoryException : StoryException
     public UnhandledStoryException(string message) : base(message) { }
 }
 
+public sealed class LostException : StoryException
+{
+    public LostException(string message) : base(message) { }
+}
+
+public sealed class ReplacementException : StoryException
+{
+    public ReplacementException(string message) : base(message) { }
+}
+
+public sealed class DispatchedException : StoryException
+{
+    public DispatchedException(string message) : base(message) { }
+}
+
+public sealed class MovedException : StoryException
+{
+    public MovedException(string message) : base(message) { }
+}
+
 public sealed class BenchException : Exception
 {
     public BenchException() : base("bench") { }
@@ -72,6 +101,10 @@ public static class StoriesScenario
             case "threads": return Threads(Arg(args, 1, 8), Arg(args, 2, 10000));
             case "unhandled": return Unhandled();
             case "bench": return Bench(Arg(args, 1, 100000));
+            case "replaced": return Replaced();
+            case "dispatch": return Dispatch();
+            case "gcrethrow": return GcRethrow(Arg(args, 1, 2000));
+            case "deep": return Deep(Arg(args, 1, 5000));
             default:
                 Console.Error.WriteLine($"usage: Scenarios stories [all|threads [T] [N]|unhandled|bench [N]], not '{what}'");
                 return 2;
@@ -492,4 +525,114 @@ public static class StoriesScenario
     [MethodImpl(MethodImplOptions.NoInlining)] private static int F8(int d) => F9(d + 1) + 1;
     [MethodImpl(MethodImplOptions.NoInlining)] private static int F9(int d) => F10(d + 1) + 1;
     [MethodImpl(MethodImplOptions.NoInlining)] private static int F10(int d) => throw new BenchException();
+
+    // ---- issue 11: a finally that replaces an exception no catch matches ----
+
+    private static int Replaced()
+    {
+        try
+        {
+            try
+            {
+                throw new LostException("lost");
+            }
+            finally
+            {
+                throw new ReplacementException("replacement");
+            }
+        }
+        catch (ReplacementException e)
+        {
+            Say($"case replaced: caught {e.GetType().FullName}: {e.Message}");
+        }
+        // Unrelated exceptions afterwards on the same thread.
+        try
+        {
+            int.Parse("not a number");
+        }
+        catch (FormatException)
+        {
+            Say("case replaced: then caught System.FormatException");
+        }
+        try
+        {
+            throw new AggregateException("after", new InvalidOperationException("inner"));
+        }
+        catch (AggregateException)
+        {
+            Say("case replaced: then caught System.AggregateException");
+        }
+        return 0;
+    }
+
+    // ---- issue 11: the thread pool's catch, then ExceptionDispatchInfo.Throw ----
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void DispatchThrow() => throw new DispatchedException("from a task");
+
+    private static int Dispatch()
+    {
+        Task t = Task.Run(DispatchThrow);
+        // Let the task end (its catch in the thread pool is over) before awaiting.
+        ((IAsyncResult)t).AsyncWaitHandle.WaitOne();
+        try
+        {
+            t.GetAwaiter().GetResult();
+        }
+        catch (DispatchedException e)
+        {
+            Say($"case dispatch: caught {e.GetType().FullName}: {e.Message}");
+        }
+        return 0;
+    }
+
+    // ---- issue 11: `throw;` after a GC moved the exception object ----
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void MovedThrow(int i) => throw new MovedException($"moved {i}");
+
+    private static int GcRethrow(int n)
+    {
+        int rethrown = 0, caught = 0;
+        var keep = new List<object>();
+        for (int i = 0; i < n; i++)
+        {
+            try
+            {
+                try
+                {
+                    MovedThrow(i);
+                }
+                catch (MovedException)
+                {
+                    // Garbage before the object, so that a compacting GC moves it.
+                    for (int k = 0; k < 64; k++)
+                        keep.Add(new byte[32]);
+                    keep.Clear();
+                    GC.Collect(0, GCCollectionMode.Forced, true, true);
+                    rethrown++;
+                    throw;
+                }
+            }
+            catch (MovedException)
+            {
+                caught++;
+            }
+        }
+        Say($"gcrethrow: {rethrown} rethrown, {caught} caught");
+        return 0;
+    }
+
+    // ---- issue 11: print's indentation of a deep recursion ----
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static int DeepRecurse(int n) => n == 0 ? 0 : 1 + DeepRecurse(n - 1);
+
+    private static int Deep(int n)
+    {
+        var t = new Thread(() => Say($"deep: {DeepRecurse(n)}"), 64 * 1024 * 1024);
+        t.Start();
+        t.Join();
+        return 0;
+    }
 }

@@ -1,0 +1,242 @@
+/* test_exceptions_field.c: the exception stories the field test of issue 11
+ * found wrong, on the stories scenario (StoriesScenario.cs): an exception
+ * replaced by one its finally throws, a task's exception thrown again by an
+ * await after the thread pool's catch ended, and `throw;` after a GC moved the
+ * object. Each checks the stories, `report --exceptions`, and `print`'s
+ * nesting against what the program did. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+#include "stories.h"
+#include "test.h"
+
+static int run_case(e2e_run *r, const char *what, const char *arg) {
+    const char *bin = e2e_env("DNPROF_BIN"), *dll = e2e_env("DNPROF_SCENARIOS");
+    if (!bin || !dll)
+        return -1;
+    const char *argv[] = {bin, "run", "--quiet", "--exceptions", "-o", r->trace, "--", e2e_dotnet(), dll,
+                          "stories", what, arg, NULL};
+    return e2e_exec(r, (char *const *)argv, NULL);
+}
+
+static const dnp_story *find(const dnp_stories *s, const char *type, const char *message, size_t from) {
+    for (size_t i = from; i < s->n; i++)
+        if (s->v[i].type && !strcmp(s->v[i].type, type) &&
+            (!message || (s->v[i].message && !strcmp(s->v[i].message, message))))
+            return &s->v[i];
+    fprintf(stderr, "e2e: no story of %s \"%s\" among %zu\n", type, message ? message : "*", s->n);
+    return NULL;
+}
+
+/* The output of `dnprof ARGS...`, NULL when it failed. */
+static char *dnprof_out(e2e_run *r, const char *const args[]) {
+    if (e2e_dnprof(r, args) != 0 || r->status != 0) {
+        e2e_show_file("stderr", r->err);
+        return NULL;
+    }
+    return e2e_read_file(r->out, NULL);
+}
+
+/* print's levels close on every thread: each exception's levels end with it. */
+static int nesting_closes(const dnp_trace *t) {
+    char why[512];
+    if (e2e_check_nesting(t, why, sizeof why) == 0)
+        return 1;
+    fprintf(stderr, "e2e: print's nesting: %s\n", why);
+    return 0;
+}
+
+/* try { try { throw A; } finally { throw B; } } catch (B) {}: no catch matches
+ * A, the runtime says "unhandled", runs the finally, and B replaces A. */
+TEST(e2e_stories_replaced_in_finally) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_stories_replaced_in_finally"), 0);
+    ASSERT_EQ(run_case(&r, "replaced", NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT_NE(out, NULL);
+    int said = strstr(out, "case replaced: caught Scenarios.ReplacementException: replacement") &&
+               strstr(out, "case replaced: then caught System.AggregateException");
+    free(out);
+    ASSERT(said);
+
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT_NE(t, NULL);
+    dnp_stories s;
+    ASSERT_EQ(dnp_stories_build(t, &s), 0);
+    const dnp_story *a = find(&s, "Scenarios.LostException", "lost", 0);
+    const dnp_story *b = find(&s, "Scenarios.ReplacementException", "replacement", 0);
+    const dnp_story *f = find(&s, "System.FormatException", NULL, 0);
+    const dnp_story *g = find(&s, "System.AggregateException", "after", 0);
+    ASSERT(a && b && f && g);
+    ASSERT_EQ(a->no_catcher, 1);
+    ASSERT_EQ(a->fate, EXC_ABANDONED); /* not "unhandled: the process died" */
+    ASSERT_EQ(a->ended_by, b->id);
+    ASSERT_EQ(b->parent, a->id);
+    ASSERT_EQ(b->parent_phase, EXC_FINALLY);
+    ASSERT_EQ(b->fate, EXC_CAUGHT);
+    /* A's story ended with B: what comes later is not thrown in its finally. */
+    ASSERT_EQ(f->parent, 0);
+    ASSERT_EQ(g->parent, 0);
+    ASSERT_EQ(f->fate, EXC_CAUGHT);
+    ASSERT_EQ(g->fate, EXC_CAUGHT);
+    ASSERT(nesting_closes(t));
+    dnp_stories_free(&s);
+    dnp_trace_free(t);
+
+    const char *report[] = {"report", "--exceptions", r.trace, NULL};
+    out = dnprof_out(&r, report);
+    ASSERT_NE(out, NULL);
+    int ok = strstr(out, "4 exceptions: 3 caught") && strstr(out, " 1 abandoned,") && strstr(out, " 0 unhandled,");
+    if (!ok)
+        fprintf(stderr, "e2e: report --exceptions said:\n%s", out);
+    free(out);
+    ASSERT(ok);
+    const char *print[] = {"print", "--exceptions", r.trace, NULL};
+    out = dnprof_out(&r, print);
+    ASSERT_NE(out, NULL);
+    const char *in_finally = strstr(out, "was in its finally block");
+    ok = strstr(out, "outcome: replaced by #") && !strstr(out, "the process died") && in_finally &&
+         !strstr(in_finally + 1, "was in its finally block"); /* B only */
+    free(out);
+    ASSERT(ok);
+    return 0;
+}
+
+/* Task.Run(() => throw X) caught by the thread pool; the await throws the same
+ * object again through ExceptionDispatchInfo.Throw, after that catch ended. */
+TEST(e2e_stories_dispatch_rethrow) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_stories_dispatch_rethrow"), 0);
+    ASSERT_EQ(run_case(&r, "dispatch", NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT_NE(t, NULL);
+    dnp_stories s;
+    ASSERT_EQ(dnp_stories_build(t, &s), 0);
+    const dnp_story *first = find(&s, "Scenarios.DispatchedException", "from a task", 0);
+    ASSERT_NE(first, NULL);
+    ASSERT_STREQ(first->throw_site, "Scenarios.StoriesScenario::DispatchThrow");
+    ASSERT_EQ(first->fate, EXC_CAUGHT);
+    /* Every later throw of it (the one the await makes, on the main thread) is linked back. */
+    const dnp_story *last = NULL;
+    size_t again = 0;
+    for (const dnp_story *x = find(&s, "Scenarios.DispatchedException", "from a task", first->id); x;
+         x = x->id < s.n ? find(&s, "Scenarios.DispatchedException", "from a task", x->id) : NULL) {
+        ASSERT(x->rethrow_of != 0 && x->rethrow_of < x->id);
+        ASSERT_EQ(x->kept_trace, 1);
+        again++;
+        last = x;
+    }
+    ASSERT(again >= 1 && last != NULL);
+    ASSERT_STREQ(last->catcher, "Scenarios.StoriesScenario::Dispatch");
+    dnp_stories_free(&s);
+    dnp_trace_free(t);
+
+    const char *report[] = {"report", "--exceptions", "--json", r.trace, NULL};
+    char *out = dnprof_out(&r, report);
+    ASSERT_NE(out, NULL);
+    char want[64];
+    snprintf(want, sizeof want, "\"rethrown\":%zu,", again);
+    int ok = strstr(out, want) != NULL;
+    if (!ok)
+        fprintf(stderr, "e2e: report --exceptions --json wants %s:\n%.400s\n", want, out);
+    free(out);
+    ASSERT(ok);
+    return 0;
+}
+
+/* `throw;` after a compacting GC moved the exception object, 2000 times. */
+TEST(e2e_stories_rethrow_after_gc) {
+    enum { N = 2000 };
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_stories_rethrow_after_gc"), 0);
+    ASSERT_EQ(run_case(&r, "gcrethrow", "2000"), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT_NE(out, NULL);
+    int said = strstr(out, "gcrethrow: 2000 rethrown, 2000 caught") != NULL;
+    free(out);
+    ASSERT(said);
+
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT_NE(t, NULL);
+    dnp_stories s;
+    ASSERT_EQ(dnp_stories_build(t, &s), 0);
+    size_t first = 0, again = 0, moved = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        const dnp_story *x = &s.v[i];
+        if (!x->type || strcmp(x->type, "Scenarios.MovedException") != 0)
+            continue;
+        if (x->rethrow_of) {
+            const dnp_story *o = &s.v[x->rethrow_of - 1];
+            ASSERT_EQ(x->fate, EXC_CAUGHT);
+            ASSERT_EQ(x->parent, 0);
+            ASSERT_EQ(o->fate, EXC_RETHROWN); /* not "in flight", not abandoned */
+            ASSERT_EQ(o->ended_by, x->id);
+            ASSERT_STREQ(o->message, x->message);
+            moved += o->object != x->object;
+            again++;
+        } else {
+            ASSERT_EQ(x->fate, EXC_RETHROWN);
+            first++;
+        }
+    }
+    ASSERT_EQ(first, N);
+    ASSERT_EQ(again, N);
+    ASSERT_GT(moved, N / 2); /* the GC did move them: the case is tested */
+    ASSERT(nesting_closes(t));
+    dnp_stories_free(&s);
+    dnp_trace_free(t);
+
+    const char *report[] = {"report", "--exceptions", r.trace, NULL};
+    out = dnprof_out(&r, report);
+    ASSERT_NE(out, NULL);
+    int ok = strstr(out, "4,000 exceptions: 2,000 caught") && strstr(out, "2,000 left their catch by a rethrow") &&
+             strstr(out, " 0 in flight at the end; 2,000 rethrown");
+    if (!ok)
+        fprintf(stderr, "e2e: report --exceptions said:\n%.600s\n", out);
+    free(out);
+    ASSERT(ok);
+    return 0;
+}
+
+/* A recursion 5000 calls deep under --timeline: print indents up to a limit
+ * and shows the level past it as {N}, so its output is linear in the events
+ * (it was quadratic: 907 MB for a 30,000-deep recursion). */
+TEST(e2e_print_deep_recursion_linear) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_print_deep_recursion_linear"), 0);
+    const char *bin = e2e_env("DNPROF_BIN"), *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(bin && dll);
+    const char *argv[] = {bin, "run", "--quiet", "--timeline", "-o", r.trace, "--", e2e_dotnet(), dll,
+                          "stories", "deep", "5000", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    const char *print[] = {"print", "--no-ids", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, print), 0);
+    ASSERT_STATUS(&r, 0);
+    size_t len = 0;
+    char *out = e2e_read_file(r.out, &len);
+    ASSERT_NE(out, NULL);
+    size_t lines = 0, deepest = 0;
+    for (char *p = out; (p = strchr(p, '\n')) != NULL; p++)
+        lines++;
+    /* The deepest DeepRecurse shows its level as a number. */
+    for (char *p = out; (p = strstr(p, "} MethodEnter Scenarios.StoriesScenario::DeepRecurse")) != NULL; p++) {
+        char *b = p;
+        while (b > out && b[-1] != '{')
+            b--;
+        size_t level = strtoul(b, NULL, 10);
+        if (level > deepest)
+            deepest = level;
+    }
+    free(out);
+    fprintf(stderr, "e2e: %zu lines, %zu bytes, deepest level shown %zu\n", lines, len, deepest);
+    ASSERT_GT(lines, 10000);        /* 5001 enters and leaves */
+    ASSERT_GE(deepest, 5000);
+    ASSERT_LT(len, lines * 200);    /* linear: no line is indented 5000 levels */
+    return 0;
+}
