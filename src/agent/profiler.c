@@ -17,6 +17,8 @@
 #include "names.h"
 #include "recorder.h"
 #include "calls.h"
+#include "control.h"
+#include "heap.h"
 #include "exceptions.h"
 #include "session.h"
 
@@ -187,11 +189,18 @@ HRESULT cb_Initialize(ICorProfilerCallback *self, IUnknown *pICorProfilerInfoUnk
     (void)self;
     agent_config cfg;
     config_from_env(&cfg);
-    return agent_start(pICorProfilerInfoUnk, &cfg, 0);
+    HRESULT hr = agent_start(pICorProfilerInfoUnk, &cfg, 0);
+    /* Heap snapshots on request (dnprof snapshot PID) need the GC's heap walk. */
+    if (SUCCEEDED(hr) && (g_agent.events.mask & 0x80u /* MONITOR_GC */))
+        control_start_run();
+    return hr;
 }
 
 HRESULT cb_Shutdown(ICorProfilerCallback *self) {
     ACTIVE();
+    heap_at_shutdown();
+    if (!g_agent.attached)
+        control_stop(NULL); /* the run-mode socket (heap snapshots) */
     calls_shutdown();
     REC0(Shutdown);
     atomic_store(&g_agent.active, 0);

@@ -133,7 +133,7 @@ static void report(const cli_launch *l, char *const argv[], int quiet) {
 
 int cmd_run(int argc, char **argv) {
     enum { OPT_FLUSH = 256, OPT_EXCEPTIONS = 300, OPT_CALLS = 320, OPT_TIMELINE, OPT_ARGS, OPT_INCLUDE, OPT_EXCLUDE,
-           OPT_ALL_CODE };
+           OPT_ALL_CODE, OPT_HEAP_AT = 340, OPT_HEAP_OUTPUT };
     static const struct option longopts[] = {
         {"events", required_argument, NULL, 'e'}, {"output", required_argument, NULL, 'o'},
         {"flush-ms", required_argument, NULL, OPT_FLUSH}, {"quiet", no_argument, NULL, 'q'},
@@ -141,6 +141,8 @@ int cmd_run(int argc, char **argv) {
         {"calls", no_argument, NULL, OPT_CALLS}, {"timeline", no_argument, NULL, OPT_TIMELINE},
         {"args", no_argument, NULL, OPT_ARGS}, {"include", required_argument, NULL, OPT_INCLUDE},
         {"exclude", required_argument, NULL, OPT_EXCLUDE}, {"all-code", no_argument, NULL, OPT_ALL_CODE},
+        {"heap-at", required_argument, NULL, OPT_HEAP_AT},
+        {"heap-output", required_argument, NULL, OPT_HEAP_OUTPUT},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *events = NULL, *output = NULL, *flush_ms = NULL;
     int exceptions = 0;
@@ -148,6 +150,8 @@ int cmd_run(int argc, char **argv) {
     int calls = 0, all_code = 0; /* calls: 0, 1 --calls, 2 --timeline, 3 --args */
     char include[1024] = "", exclude[1024] = "";
     int quiet = 0, c;
+    const char *heap_at = NULL, *heap_output = NULL; /* heap snapshot (docs/heap.md) */
+    char heap_events[1100];
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:e:o:qh", longopts, NULL)) != -1) {
         switch (c) {
@@ -173,6 +177,14 @@ int cmd_run(int argc, char **argv) {
             break;
         }
         case OPT_ALL_CODE: all_code = 1; break;
+        case OPT_HEAP_AT:
+            if (strcmp(optarg, "exit") != 0)
+                return usage_error("run", "--heap-at takes exit (a snapshot as the program ends), "
+                                          "not '%s'; dnprof snapshot PID takes one at any time",
+                                   optarg);
+            heap_at = optarg;
+            break;
+        case OPT_HEAP_OUTPUT: heap_output = optarg; break;
         case 'q': quiet = 1; break;
         case 'h': run_help(); return 0;
         default: return cli_bad_option("run", argv, c);
@@ -190,6 +202,26 @@ int cmd_run(int argc, char **argv) {
                  events && *events ? "," : "");
         events = exc_events;
         setenv(DNP_ENV_EXC_STACKS, "1", 1);
+    }
+    if (heap_output && !heap_at)
+        return usage_error("run", "--heap-output goes with --heap-at exit");
+    if (heap_at) {
+        /* The GC's heap walk needs the gc events. */
+        char hp[PATH_MAX];
+        if (heap_output && !*heap_output)
+            return usage_error("run", "--heap-output wants a file name");
+        if (cli_abs_path(heap_output ? heap_output : "dnprof-%p.dnheap", hp, sizeof hp) != 0) {
+            error("cannot use the snapshot path '%s': it is too long", heap_output);
+            return 1;
+        }
+        if (events && strlen(events) > 1000)
+            return usage_error("run", "--events is too long");
+        if (events && *events) {
+            snprintf(heap_events, sizeof heap_events, "%s,gc", events);
+            events = heap_events;
+        }
+        setenv("DNPROF_HEAP_AT", heap_at, 1);
+        setenv("DNPROF_HEAP_OUTPUT", hp, 1);
     }
     if (!calls && (include[0] || exclude[0] || all_code))
         calls = 1;

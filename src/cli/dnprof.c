@@ -20,6 +20,8 @@ static const struct cmd_struct commands[] = {
     {"ps", cmd_ps, "list the running .NET processes you can attach to"},
     {"attach", cmd_attach, "record a running .NET program, then detach and leave it as it was"},
     {"detach", cmd_detach, "stop an attached recording and unload the agent"},
+    {"snapshot", cmd_snapshot, "take a heap snapshot of a running .NET program"},
+    {"heap", cmd_heap, "report, paths and diff of heap snapshots: what holds the memory"},
 };
 
 static void usage(FILE *out) {

@@ -1,0 +1,590 @@
+/* heap.c: heap snapshots (heap.h). The GC thread encodes records into the
+ * current buffer; a full buffer goes to the writer thread (a native thread the
+ * runtime never suspends), which frames it as a chunk and writes it, while the
+ * GC thread fills the next one. With every buffer in flight the GC thread waits
+ * for one: a slow disk lengthens the pause, never the memory. */
+#include "heap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "heap_format.h"
+#include "names.h"
+#include "recorder.h"
+#include "trace_format.h"
+
+#define NBUF 16 /* x DNP_HEAP_CHUNK_MAX: 16 MiB of buffers at most */
+#define ROOTS_PER_RECORD 1024
+#define COR_PRF_GC_INDUCED 1
+
+atomic_int heap_capturing;
+
+static atomic_int busy; /* one snapshot at a time */
+
+static struct {
+    /* the writer */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint8_t *bufs[NBUF];
+    size_t lens[NBUF];
+    int nbufs;
+    int free_list[NBUF], nfree;
+    int queue[NBUF], qhead, qlen;
+    int stop;
+    int fd;
+    int write_errno;
+    uint64_t file_bytes;
+    pthread_t writer;
+    /* the buffer being filled (GC thread, then the snapshot's own thread) */
+    int cur;
+    uint8_t *p, *end;
+    /* the walk */
+    atomic_int armed;
+    int done, saw_walk, partial;
+    uint64_t t_start, t_walk, t_end;
+    uint64_t objects, refs, roots, deps, bytes;
+    uint64_t prev_obj, prev_root, prev_key;
+    /* classes: ClassID -> index (open addressing), index -> ClassID */
+    UINT_PTR *keys;
+    uint32_t *vals;
+    size_t cap, count;
+    UINT_PTR *classes;
+    size_t classes_cap;
+    /* methods of stack roots */
+    UINT_PTR *funcs;
+    size_t nfuncs, funcs_cap;
+} H = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .fd = -1};
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the writer ---- */
+
+static void write_chunk(const uint8_t *data, size_t len) {
+    if (H.write_errno || !len)
+        return;
+    uint32_t hdr[3] = {DNP_HEAP_CHUNK_MAGIC, (uint32_t)len, dnp_crc32(data, len)};
+    struct iovec iov[2] = {{hdr, sizeof hdr}, {(void *)data, len}};
+    size_t want = sizeof hdr + len, done = 0;
+    while (done < want) {
+        ssize_t w = writev(H.fd, iov, 2);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            H.write_errno = w < 0 ? errno : EIO;
+            return;
+        }
+        done += (size_t)w;
+        for (int i = 0; i < 2; i++) { /* advance past what was written */
+            size_t k = (size_t)w < iov[i].iov_len ? (size_t)w : iov[i].iov_len;
+            iov[i].iov_base = (uint8_t *)iov[i].iov_base + k;
+            iov[i].iov_len -= k;
+            w -= (ssize_t)k;
+        }
+    }
+    H.file_bytes += want;
+}
+
+static void *writer_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&H.mu);
+    for (;;) {
+        while (!H.qlen && !H.stop)
+            pthread_cond_wait(&H.cv, &H.mu);
+        if (!H.qlen)
+            break;
+        int b = H.queue[H.qhead];
+        H.qhead = (H.qhead + 1) % NBUF;
+        H.qlen--;
+        pthread_mutex_unlock(&H.mu);
+        write_chunk(H.bufs[b], H.lens[b]);
+        pthread_mutex_lock(&H.mu);
+        H.free_list[H.nfree++] = b;
+        pthread_cond_broadcast(&H.cv);
+    }
+    pthread_mutex_unlock(&H.mu);
+    return NULL;
+}
+
+/* Hands the current buffer to the writer and takes a free one (waiting for
+ * one when all are in flight). */
+static void rotate(void) {
+    pthread_mutex_lock(&H.mu);
+    if (H.cur >= 0) {
+        H.lens[H.cur] = (size_t)(H.p - H.bufs[H.cur]);
+        H.queue[(H.qhead + H.qlen) % NBUF] = H.cur;
+        H.qlen++;
+        pthread_cond_broadcast(&H.cv);
+    }
+    if (!H.nfree && H.nbufs < NBUF) {
+        uint8_t *b = malloc(DNP_HEAP_CHUNK_MAX);
+        if (b) {
+            H.bufs[H.nbufs] = b;
+            H.free_list[H.nfree++] = H.nbufs++;
+        }
+    }
+    while (!H.nfree)
+        pthread_cond_wait(&H.cv, &H.mu);
+    H.cur = H.free_list[--H.nfree];
+    pthread_mutex_unlock(&H.mu);
+    H.p = H.bufs[H.cur];
+    H.end = H.p + DNP_HEAP_CHUNK_MAX;
+}
+
+/* Room for one record of at most need bytes. */
+static inline uint8_t *reserve(size_t need) {
+    if ((size_t)(H.end - H.p) < need)
+        rotate();
+    return H.p;
+}
+
+static int writer_start(const char *path) {
+    H.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (H.fd < 0)
+        return -errno;
+    H.write_errno = 0;
+    H.file_bytes = 0;
+    H.stop = 0;
+    H.qhead = H.qlen = 0;
+    H.nfree = 0;
+    for (int i = 0; i < H.nbufs; i++)
+        H.free_list[H.nfree++] = i;
+    H.cur = -1;
+    /* Two buffers now: the walk must not fail for want of the first one. */
+    for (int i = H.nbufs; i < 2; i++) {
+        uint8_t *b = malloc(DNP_HEAP_CHUNK_MAX);
+        if (!b)
+            break;
+        H.bufs[H.nbufs] = b;
+        H.free_list[H.nfree++] = H.nbufs++;
+    }
+    if (H.nbufs < 2) {
+        close(H.fd);
+        H.fd = -1;
+        return -ENOMEM;
+    }
+    uint8_t hdr[DNP_HEAP_HEADER_SIZE];
+    memset(hdr, 0, sizeof hdr);
+    memcpy(hdr, DNP_HEAP_MAGIC, 8);
+    uint32_t v = DNP_HEAP_VERSION, hs = DNP_HEAP_HEADER_SIZE;
+    uint64_t pid = (uint64_t)getpid();
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+    uint64_t t = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
+    memcpy(hdr + 8, &v, 4);
+    memcpy(hdr + 12, &hs, 4);
+    memcpy(hdr + 16, &pid, 8);
+    memcpy(hdr + 24, &t, 8);
+    if (write(H.fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr) {
+        int e = errno ? errno : EIO;
+        close(H.fd);
+        H.fd = -1;
+        return -e;
+    }
+    H.file_bytes = sizeof hdr;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&H.writer, NULL, writer_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        close(H.fd);
+        H.fd = -1;
+        return -rc;
+    }
+    pthread_setname_np(H.writer, "dnprof-heapw");
+    rotate();
+    return 0;
+}
+
+/* Writes the last buffer, stops the writer, closes the file; -errno of the
+ * first write that failed, or 0. */
+static int writer_stop(void) {
+    rotate();
+    pthread_mutex_lock(&H.mu);
+    H.stop = 1;
+    pthread_cond_broadcast(&H.cv);
+    pthread_mutex_unlock(&H.mu);
+    pthread_join(H.writer, NULL);
+    /* Keep two buffers for the next snapshot, give the rest back. */
+    for (int i = 2; i < H.nbufs; i++)
+        free(H.bufs[i]);
+    if (H.nbufs > 2)
+        H.nbufs = 2;
+    int e = H.write_errno;
+    if (close(H.fd) != 0 && !e)
+        e = errno;
+    H.fd = -1;
+    return -e;
+}
+
+/* ---- classes and methods ---- */
+
+static int classes_reset(void) {
+    H.count = 0;
+    if (!H.keys) {
+        H.cap = 1u << 14;
+        H.keys = calloc(H.cap, sizeof *H.keys);
+        H.vals = calloc(H.cap, sizeof *H.vals);
+        if (!H.keys || !H.vals)
+            return -1;
+    } else {
+        memset(H.keys, 0, H.cap * sizeof *H.keys);
+    }
+    H.nfuncs = 0;
+    return 0;
+}
+
+static inline size_t hash_ptr(UINT_PTR k, size_t mask) {
+    uint64_t x = (uint64_t)k * 0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 29) & mask;
+}
+
+static int classes_grow(void) {
+    size_t ncap = H.cap * 2;
+    UINT_PTR *nk = calloc(ncap, sizeof *nk);
+    uint32_t *nv = calloc(ncap, sizeof *nv);
+    if (!nk || !nv) {
+        free(nk);
+        free(nv);
+        return -1;
+    }
+    for (size_t i = 0; i < H.cap; i++) {
+        if (!H.keys[i])
+            continue;
+        size_t j = hash_ptr(H.keys[i], ncap - 1);
+        while (nk[j])
+            j = (j + 1) & (ncap - 1);
+        nk[j] = H.keys[i];
+        nv[j] = H.vals[i];
+    }
+    free(H.keys);
+    free(H.vals);
+    H.keys = nk;
+    H.vals = nv;
+    H.cap = ncap;
+    return 0;
+}
+
+/* The class's index, defining it in the file the first time (0 is "no class"). */
+static uint32_t class_index(ClassID cls) {
+    if (!cls)
+        return 0;
+    size_t mask = H.cap - 1, i = hash_ptr(cls, mask);
+    while (H.keys[i]) {
+        if (H.keys[i] == cls)
+            return H.vals[i];
+        i = (i + 1) & mask;
+    }
+    if ((H.count + 1) * 2 > H.cap || H.count + 1 >= H.classes_cap) {
+        if ((H.count + 1) * 2 > H.cap && classes_grow() < 0)
+            return 0;
+        if (H.count + 1 >= H.classes_cap) {
+            size_t nc = H.classes_cap ? H.classes_cap * 2 : 4096;
+            UINT_PTR *n = realloc(H.classes, nc * sizeof *n);
+            if (!n)
+                return 0;
+            H.classes = n;
+            H.classes_cap = nc;
+        }
+        return class_index(cls);
+    }
+    uint32_t idx = (uint32_t)++H.count;
+    H.keys[i] = cls;
+    H.vals[i] = idx;
+    H.classes[idx] = cls;
+    uint8_t *p = reserve(32);
+    *p++ = DNP_HEAP_CLASS;
+    p = dnp_heap_put(p, idx);
+    p = dnp_heap_put(p, (uint64_t)cls);
+    H.p = p;
+    return idx;
+}
+
+static void func_note(UINT_PTR id) {
+    if (!id)
+        return;
+    for (size_t i = 0; i < H.nfuncs; i++) /* stack roots name few methods */
+        if (H.funcs[i] == id)
+            return;
+    if (H.nfuncs == H.funcs_cap) {
+        size_t nc = H.funcs_cap ? H.funcs_cap * 2 : 256;
+        if (nc > 65536)
+            return;
+        UINT_PTR *n = realloc(H.funcs, nc * sizeof *n);
+        if (!n)
+            return;
+        H.funcs = n;
+        H.funcs_cap = nc;
+    }
+    H.funcs[H.nfuncs++] = id;
+}
+
+/* ---- the GC's callbacks, while capturing ---- */
+
+void heap_gc_started(int n, const BOOL *collected, int reason) {
+    if (!atomic_load(&H.armed) || H.done || atomic_load(&heap_capturing))
+        return;
+    /* Ours is the full, induced GC (ForceGC). */
+    if (reason != COR_PRF_GC_INDUCED || n < 3 || !collected || !collected[2])
+        return;
+    H.t_start = now_ns();
+    atomic_store(&heap_capturing, 1);
+}
+
+void heap_gc_finished(void) {
+    if (!atomic_load(&heap_capturing))
+        return;
+    H.t_end = now_ns();
+    H.done = 1;
+    atomic_store(&heap_capturing, 0);
+}
+
+static void walk_begins(void) {
+    if (!H.saw_walk) {
+        H.saw_walk = 1;
+        H.t_walk = now_ns();
+    }
+}
+
+void heap_roots(ULONG n, const ObjectID *refs, const COR_PRF_GC_ROOT_KIND *kinds,
+                const COR_PRF_GC_ROOT_FLAGS *flags, const UINT_PTR *ids) {
+    walk_begins();
+    for (ULONG i = 0; i < n;) {
+        ULONG m = n - i < ROOTS_PER_RECORD ? n - i : ROOTS_PER_RECORD;
+        uint8_t *p = reserve(16 + (size_t)m * 30);
+        *p++ = DNP_HEAP_ROOTS;
+        p = dnp_heap_put(p, m);
+        for (ULONG k = i; k < i + m; k++) {
+            unsigned kind = kinds ? (unsigned)kinds[k] & 7 : 0;
+            uint64_t fl = flags ? (uint64_t)(uint32_t)flags[k] : 0;
+            UINT_PTR id = ids ? ids[k] : 0;
+            p = dnp_heap_put(p, kind | fl << 3);
+            p = dnp_heap_put_zz(p, (int64_t)(refs[k] - H.prev_root));
+            H.prev_root = refs[k];
+            p = dnp_heap_put(p, (uint64_t)id);
+            if (kind == DNP_ROOT_STACK)
+                func_note(id);
+        }
+        H.p = p;
+        i += m;
+    }
+    H.roots += n;
+}
+
+void heap_deps(ULONG n, const ObjectID *keys, const ObjectID *values, const GCHandleID *ids) {
+    walk_begins();
+    for (ULONG i = 0; i < n;) {
+        ULONG m = n - i < ROOTS_PER_RECORD ? n - i : ROOTS_PER_RECORD;
+        uint8_t *p = reserve(16 + (size_t)m * 30);
+        *p++ = DNP_HEAP_DEPS;
+        p = dnp_heap_put(p, m);
+        for (ULONG k = i; k < i + m; k++) {
+            p = dnp_heap_put_zz(p, (int64_t)(keys[k] - H.prev_key));
+            H.prev_key = keys[k];
+            p = dnp_heap_put_zz(p, (int64_t)(values[k] - keys[k]));
+            p = dnp_heap_put(p, (uint64_t)(ids ? ids[k] : 0));
+        }
+        H.p = p;
+        i += m;
+    }
+    H.deps += n;
+}
+
+void heap_object(ObjectID obj, ClassID cls, ULONG n, const ObjectID *refs) {
+    walk_begins();
+    uint32_t ci = class_index(cls);
+    SIZE_T size = 0;
+    if (FAILED(INFO_CALL(GetObjectSize2, obj, &size)))
+        size = 0;
+    ULONG here = n < DNP_HEAP_REFS_PER_RECORD ? n : DNP_HEAP_REFS_PER_RECORD;
+    uint8_t *p = reserve(64 + (size_t)here * 10);
+    *p++ = DNP_HEAP_OBJECT;
+    p = dnp_heap_put_zz(p, (int64_t)(obj - H.prev_obj));
+    H.prev_obj = obj;
+    p = dnp_heap_put(p, ci);
+    p = dnp_heap_put(p, (uint64_t)size);
+    p = dnp_heap_put(p, n);
+    p = dnp_heap_put(p, here);
+    for (ULONG k = 0; k < here; k++)
+        p = dnp_heap_put_zz(p, (int64_t)(refs[k] - obj));
+    H.p = p;
+    for (ULONG i = here; i < n;) {
+        ULONG m = n - i < DNP_HEAP_REFS_PER_RECORD ? n - i : DNP_HEAP_REFS_PER_RECORD;
+        p = reserve(16 + (size_t)m * 10);
+        *p++ = DNP_HEAP_MORE;
+        p = dnp_heap_put(p, m);
+        for (ULONG k = i; k < i + m; k++)
+            p = dnp_heap_put_zz(p, (int64_t)(refs[k] - obj));
+        H.p = p;
+        i += m;
+    }
+    H.objects++;
+    H.refs += n;
+    H.bytes += size;
+}
+
+/* ---- the snapshot ---- */
+
+static void put_text(uint8_t tag, uint64_t id, const char *s) {
+    size_t len = strlen(s);
+    if (len > 4000)
+        len = 4000;
+    uint8_t *p = reserve(32 + len);
+    *p++ = tag;
+    p = dnp_heap_put(p, id);
+    p = dnp_heap_put(p, len);
+    memcpy(p, s, len);
+    H.p = p + len;
+}
+
+typedef struct gc_job {
+    HRESULT hr;
+} gc_job;
+
+/* The thread that forces the GC and does nothing else (seed 004: the runtime
+ * may make it a managed thread, after which it is no longer the profiler's). */
+static void *gc_main(void *arg) {
+    gc_job *job = arg;
+    job->hr = g_agent.info->lpVtbl->ForceGC(g_agent.info);
+    return NULL;
+}
+
+int heap_snapshot(const char *path, char *reply, size_t cap) {
+    if (!g_agent.info) {
+        snprintf(reply, cap, "error the agent is not started");
+        return -1;
+    }
+    if (!(g_agent.events.mask & 0x80u /* COR_PRF_MONITOR_GC */)) {
+        snprintf(reply, cap,
+                 "error the agent records without gc events, so the runtime does not show it the "
+                 "heap: run the program with gc in --events");
+        return -1;
+    }
+    if (atomic_exchange(&busy, 1)) {
+        snprintf(reply, cap, "error a snapshot is already being taken");
+        return -1;
+    }
+    int rc = -1;
+    if (classes_reset() < 0) {
+        snprintf(reply, cap, "error out of memory");
+        goto out;
+    }
+    int e = writer_start(path);
+    if (e < 0) {
+        snprintf(reply, cap, "error cannot write the snapshot '%s': %s", path, strerror(-e));
+        goto out;
+    }
+    H.done = H.saw_walk = H.partial = 0;
+    H.objects = H.refs = H.roots = H.deps = H.bytes = 0;
+    H.prev_obj = H.prev_root = H.prev_key = 0;
+    H.t_start = H.t_walk = H.t_end = 0;
+    atomic_store(&H.armed, 1);
+
+    gc_job job = {E_FAIL};
+    pthread_t t;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int prc = pthread_create(&t, NULL, gc_main, &job);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (prc == 0) {
+        pthread_setname_np(t, "dnprof-gc");
+        pthread_join(t, NULL);
+    }
+    atomic_store(&H.armed, 0);
+    if (atomic_exchange(&heap_capturing, 0)) /* no GarbageCollectionFinished: cut short */
+        H.partial = 1;
+
+    /* Names, now that the GC is over, from this thread (not the GC's). */
+    char name[1024];
+    for (size_t i = 1; i <= H.count; i++) {
+        names_class_text(H.classes[i], name, sizeof name);
+        put_text(DNP_HEAP_NAME, i, name);
+    }
+    for (size_t i = 0; i < H.nfuncs; i++) {
+        names_function_text(H.funcs[i], name, sizeof name);
+        put_text(DNP_HEAP_FUNC, H.funcs[i], name);
+    }
+    unsigned status = DNP_HEAP_COMPLETE;
+    char why[256] = "";
+    if (prc != 0) {
+        status = DNP_HEAP_NO_GC;
+        snprintf(why, sizeof why, "cannot start the GC thread: %s", strerror(prc));
+    } else if (FAILED(job.hr)) {
+        const char *hn = dnp_hresult_name((uint32_t)job.hr);
+        status = DNP_HEAP_NO_GC;
+        snprintf(why, sizeof why, "the runtime refused ForceGC: %s 0x%08x", hn ? hn : "error",
+                 (unsigned)job.hr);
+    } else if (!H.done || !H.saw_walk) {
+        status = DNP_HEAP_NO_GC;
+        snprintf(why, sizeof why, "the forced GC did not walk the heap");
+    } else if (H.partial) {
+        status = DNP_HEAP_PARTIAL;
+        snprintf(why, sizeof why, "the heap walk was cut short");
+    }
+    uint64_t gc_ns = H.saw_walk && H.t_walk > H.t_start ? H.t_walk - H.t_start : 0;
+    uint64_t pause_ns = H.t_end > H.t_start ? H.t_end - H.t_start : 0;
+    uint64_t walk_ns = H.t_end > H.t_walk ? H.t_end - H.t_walk : 0;
+    uint8_t *p = reserve(128 + strlen(why));
+    *p++ = DNP_HEAP_END;
+    p = dnp_heap_put(p, status);
+    p = dnp_heap_put(p, H.objects);
+    p = dnp_heap_put(p, H.refs);
+    p = dnp_heap_put(p, H.roots);
+    p = dnp_heap_put(p, H.deps);
+    p = dnp_heap_put(p, H.bytes);
+    p = dnp_heap_put(p, gc_ns);
+    p = dnp_heap_put(p, pause_ns);
+    p = dnp_heap_put(p, walk_ns);
+    p = dnp_heap_put(p, strlen(why));
+    memcpy(p, why, strlen(why));
+    H.p = p + strlen(why);
+    e = writer_stop();
+    if (e < 0) {
+        snprintf(reply, cap, "error writing the snapshot '%s': %s", path, strerror(-e));
+    } else if (status != DNP_HEAP_COMPLETE) {
+        snprintf(reply, cap, "error %s", why);
+    } else {
+        snprintf(reply, cap, "ok snapshot %llu %llu %llu %llu", (unsigned long long)H.objects,
+                 (unsigned long long)H.bytes, (unsigned long long)pause_ns,
+                 (unsigned long long)H.file_bytes);
+        rc = 0;
+    }
+out:
+    atomic_store(&busy, 0);
+    return rc;
+}
+
+void heap_at_shutdown(void) {
+    const char *at = getenv("DNPROF_HEAP_AT");
+    const char *out = getenv("DNPROF_HEAP_OUTPUT");
+    if (!at || strcmp(at, "exit") != 0 || !out || !*out)
+        return;
+    char path[4096];
+    size_t n = 0;
+    for (const char *s = out; *s && n + 24 < sizeof path; s++) {
+        if (s[0] == '%' && s[1] == 'p') {
+            n += (size_t)snprintf(path + n, sizeof path - n, "%ld", (long)getpid());
+            s++;
+        } else {
+            path[n++] = *s;
+        }
+    }
+    path[n] = 0;
+    char reply[512];
+    if (heap_snapshot(path, reply, sizeof reply) < 0)
+        agent_say("heap snapshot at exit: %s", reply + (strncmp(reply, "error ", 6) ? 0 : 6));
+}
