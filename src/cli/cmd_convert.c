@@ -38,6 +38,8 @@ static void convert_help(void) {
           stdout);
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
         printf("  %-11s %-17s %s\n", formats[i].name, formats[i].ext, formats[i].summary);
+    printf("  %-11s %-17s %s\n", "heapsnapshot", ".heapsnapshot",
+           "a heap snapshot (.dnheap) for Chrome DevTools' Memory tab");
     fputs("\n"
           "options:\n"
           "  -f, --format FORMAT  one of the formats above\n"
@@ -112,6 +114,11 @@ int cmd_convert(int argc, char **argv) {
     }
     if (!fmt_name)
         return usage_error("convert", "which format? --format speedscope, chrome, folded or flamegraph");
+    if (!strcmp(fmt_name, "heapsnapshot")) { /* a heap snapshot, not a trace (cmd_heap.c) */
+        if (optind + 1 != argc)
+            return usage_error("convert", "--format heapsnapshot wants one heap snapshot file (.dnheap)");
+        return heap_convert_heapsnapshot(argv[optind], output);
+    }
     const format *fmt = NULL;
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
         if (!strcmp(formats[i].name, fmt_name))

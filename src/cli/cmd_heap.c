@@ -1,14 +1,17 @@
 /* cmd_heap.c: `dnprof heap report|paths|diff`: what a heap snapshot (.dnheap,
  * docs/heap.md) holds, what keeps it alive, and what grew between two. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "heap_format.h"
 #include "heapgraph.h"
+#include "heapsnapshot.h"
 
 static void heap_help(void) {
     fputs("usage: dnprof heap report [--json] [--sort retained|bytes|count] [--top N] FILE\n"
@@ -97,6 +100,29 @@ static void roots_by_kind(const dnp_heapgraph *g, uint64_t k[4], uint64_t *weak)
     }
 }
 
+/* The types with the most unreachable objects, after the totals' line. */
+static void print_unreachable(const dnp_heapgraph *g) {
+    uint64_t *cnt = calloc(g->ntypes, sizeof *cnt);
+    if (!cnt)
+        return;
+    for (uint32_t v = 1; v < g->n; v++)
+        if (g->idom[v] == DNP_HG_NONE)
+            cnt[g->type[v]]++;
+    for (int k = 0; k < 5; k++) {
+        uint32_t best = 0;
+        for (uint32_t t = 1; t < g->ntypes; t++)
+            if (cnt[t] > cnt[best])
+                best = t;
+        if (!cnt[best])
+            break;
+        printf("%s %" PRIu64 " ", k ? "," : "", cnt[best]);
+        cli_put_text(stdout, g->types[best], 0);
+        cnt[best] = 0;
+    }
+    putchar('\n');
+    free(cnt);
+}
+
 static int heap_report(int argc, char **argv) {
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'j'}, {"sort", required_argument, NULL, 's'},
@@ -169,10 +195,12 @@ static int heap_report(int argc, char **argv) {
                ", other %" PRIu64 "; %" PRIu64 " weak), %u dependent handles\n",
                cli_fmt_count(g.nroots, c1), k[DNP_ROOT_STACK], k[DNP_ROOT_HANDLE],
                k[DNP_ROOT_FINALIZER], k[DNP_ROOT_OTHER], weak, g.ndeps);
-        if (g.unreachable)
-            printf("unreachable: %s objects, %s (no strong root holds them)\n",
+        if (g.unreachable) {
+            printf("unreachable: %s objects, %s (no strong root in the snapshot "
+                   "holds them):",
                    cli_fmt_count(g.unreachable, a), cli_fmt_bytes(g.unreachable_bytes, b));
-        else
+            print_unreachable(&g);
+        } else
             printf("unreachable: none\n");
         printf("gc pause: %.1f ms (walk %.1f ms)\n\n", g.pause_ns / 1e6, g.walk_ns / 1e6);
         printf("%14s %14s %12s  %s\n", "retained", "shallow", "count", "type");
@@ -541,6 +569,43 @@ out:
     free(b);
     free(rows);
     free(names);
+    return rc;
+}
+
+int heap_convert_heapsnapshot(const char *path, const char *output) {
+    char def[4096];
+    if (!output) {
+        size_t n = strlen(path);
+        if (n > 7 && !strcmp(path + n - 7, ".dnheap"))
+            n -= 7;
+        if (n + 14 > sizeof def)
+            return error("cannot name the output after '%s': too long (use -o)", path), 1;
+        snprintf(def, sizeof def, "%.*s.heapsnapshot", (int)n, path);
+        output = def;
+    }
+    int to_stdout = !strcmp(output, "-");
+    if (!to_stdout && !strcmp(output, path))
+        return error("'%s' is the snapshot itself: give another -o", output), 1;
+    dnp_heapgraph g;
+    if (load(path, 1, &g) < 0)
+        return 1;
+    FILE *out = to_stdout ? stdout : fopen(output, "w");
+    if (!out) {
+        error("cannot create '%s': %s", output, strerror(errno));
+        dnp_heapgraph_release(&g);
+        return 1;
+    }
+    int rc = 0;
+    if (dnp_export_heapsnapshot(&g, out) < 0 || (!to_stdout && fclose(out) != 0)) {
+        error("cannot write '%s': %s", to_stdout ? "stdout" : output, strerror(errno ? errno : EIO));
+        rc = 1;
+        if (!to_stdout)
+            unlink(output);
+    } else if (!to_stdout) {
+        fprintf(stderr, "dnprof: wrote %s: open it in Chrome DevTools (Memory tab, Load)\n",
+                cli_short_path(output));
+    }
+    dnp_heapgraph_release(&g);
     return rc;
 }
 

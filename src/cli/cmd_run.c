@@ -306,6 +306,30 @@ int cmd_run(int argc, char **argv) {
     if (WIFSIGNALED(l.status) && !quiet && WTERMSIG(l.status) != SIGINT && WTERMSIG(l.status) != SIGPIPE)
         error("'%s' was killed by signal %d (%s)", prog[0], WTERMSIG(l.status), strsignal(WTERMSIG(l.status)));
     report(&l, prog, quiet);
+    if (heap_at && !quiet) {
+        /* The root process's snapshot (%p: its pid). */
+        char hp[PATH_MAX], pid[32];
+        const char *tmpl = getenv("DNPROF_HEAP_OUTPUT");
+        size_t n = 0;
+        snprintf(pid, sizeof pid, "%ld", (long)l.pid);
+        for (const char *q = tmpl ? tmpl : ""; *q && n + strlen(pid) + 1 < sizeof hp; q++) {
+            if (q[0] == '%' && q[1] == 'p') {
+                memcpy(hp + n, pid, strlen(pid));
+                n += strlen(pid);
+                q++;
+            } else {
+                hp[n++] = *q;
+            }
+        }
+        hp[n] = 0;
+        if (access(hp, F_OK) == 0)
+            fprintf(stderr, "dnprof: heap snapshot %s (dnprof heap report %s)\n", cli_short_path(hp),
+                    cli_short_path(hp));
+        else
+            error("no heap snapshot was taken at exit (%s): the program ended without the "
+                  "runtime's Shutdown, or the agent said why above",
+                  cli_short_path(hp));
+    }
     cli_session_remove(session);
     return cli_exit_code(l.status);
 }
