@@ -65,11 +65,28 @@ static int connect_unix(const char *path) {
     return fd;
 }
 
+/* One command line of any length (ctl_send keeps to short ones). */
+static int send_line(int fd, const char *cmd) {
+    char line[PATH_MAX + 64];
+    int n = snprintf(line, sizeof line, "%s\n", cmd);
+    if (n <= 0 || (size_t)n >= sizeof line)
+        return -1;
+    for (int done = 0; done < n;) {
+        ssize_t w = send(fd, line + done, (size_t)(n - done), MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        done += (int)w;
+    }
+    return 0;
+}
+
 /* Asks the agent on fd for the snapshot; 0 with its reply's figures, or -1. */
 static int ask(int fd, pid_t pid, const char *path, unsigned long long fig[4]) {
     char cmd[PATH_MAX + 32], line[1100];
     snprintf(cmd, sizeof cmd, DNP_CONTROL_SNAPSHOT " %s", path);
-    if (ctl_send(fd, cmd) < 0)
+    if (send_line(fd, cmd) < 0)
         return error("cannot talk to the agent in pid %d", (int)pid);
     /* A snapshot of a big heap takes as long as its GC and the disk. */
     int got = ctl_read_line(fd, line, sizeof line, 3600 * 1000);
@@ -78,7 +95,7 @@ static int ask(int fd, pid_t pid, const char *path, unsigned long long fig[4]) {
                      got == 0 ? " (the process exited?)" : "");
     if (!strncmp(line, "error ", 6))
         return error("pid %d: no snapshot: %s", (int)pid, line + 6);
-    if (!strncmp(line, "error unknown command", 21) || strncmp(line, "ok snapshot ", 12) ||
+    if (strncmp(line, "ok snapshot ", 12) ||
         sscanf(line + 12, "%llu %llu %llu %llu", &fig[0], &fig[1], &fig[2], &fig[3]) != 4)
         return error("pid %d: the agent's answer is not understood: '%s' (an older agent?)",
                      (int)pid, line);
