@@ -1,0 +1,155 @@
+/* test_heapgraph.c: the heap graph's algorithms (src/export/heapgraph.c) on
+ * graphs built by hand: dominators against a brute-force definition on random
+ * graphs, retained sizes by type, and a 10-million-long chain, which any
+ * recursive algorithm would overflow the stack on. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "heapgraph.h"
+#include "test.h"
+
+/* A graph of n nodes (0 the roots' node) from an edge list. */
+static int build(dnp_heapgraph *g, uint32_t n, const uint32_t *from, const uint32_t *to, uint32_t m) {
+    memset(g, 0, sizeof *g);
+    g->n = n;
+    g->m = m;
+    g->off = calloc(n + 1, sizeof *g->off);
+    g->edges = malloc((m + 1) * sizeof *g->edges);
+    g->size = malloc(n * sizeof *g->size);
+    g->type = calloc(n, sizeof *g->type);
+    if (!g->off || !g->edges || !g->size || !g->type)
+        return -1;
+    for (uint32_t i = 0; i < m; i++)
+        g->off[from[i] + 1]++;
+    for (uint32_t v = 0; v < n; v++)
+        g->off[v + 1] += g->off[v];
+    uint32_t *at = malloc(n * sizeof *at);
+    if (!at)
+        return -1;
+    memcpy(at, g->off, n * sizeof *at);
+    for (uint32_t i = 0; i < m; i++)
+        g->edges[at[from[i]]++] = to[i];
+    free(at);
+    for (uint32_t v = 0; v < n; v++)
+        g->size[v] = v ? 10 + v % 7 : 0;
+    return 0;
+}
+
+/* Whether v is reachable from 0 without passing through d. */
+static int reach_without(const dnp_heapgraph *g, uint32_t d, uint32_t v, uint8_t *seen, uint32_t *st) {
+    memset(seen, 0, g->n);
+    if (d == 0)
+        return v == 0 ? 1 : 0;
+    uint32_t sp = 0;
+    st[sp++] = 0;
+    seen[0] = 1;
+    while (sp) {
+        uint32_t x = st[--sp];
+        if (x == v)
+            return 1;
+        for (uint32_t e = g->off[x]; e < g->off[x + 1]; e++) {
+            uint32_t s = g->edges[e];
+            if (s != d && !seen[s]) {
+                seen[s] = 1;
+                st[sp++] = s;
+            }
+        }
+    }
+    return 0;
+}
+
+TEST(heap_dominators_random) {
+    srand(12345);
+    for (int round = 0; round < 300; round++) {
+        uint32_t n = 2 + (uint32_t)(rand() % 24), m = (uint32_t)(rand() % (3 * n + 1));
+        uint32_t from[100], to[100];
+        if (m > 100)
+            m = 100;
+        for (uint32_t i = 0; i < m; i++) {
+            from[i] = (uint32_t)rand() % n;
+            to[i] = 1 + (uint32_t)rand() % (n - 1);
+        }
+        dnp_heapgraph g;
+        ASSERT(build(&g, n, from, to, m) == 0);
+        ASSERT(dnp_heapgraph_dominators(&g) == 0);
+        uint8_t seen[32];
+        uint32_t st[32];
+        for (uint32_t v = 1; v < n; v++) {
+            int reachable = reach_without(&g, DNP_HG_NONE, v, seen, st);
+            if (!reachable) {
+                ASSERT(g.idom[v] == DNP_HG_NONE);
+                continue;
+            }
+            /* the dominators of v: the d whose removal cuts v off (and 0) */
+            uint32_t doms[32], nd = 0;
+            for (uint32_t d = 0; d < n; d++)
+                if (d != v && !reach_without(&g, d, v, seen, st))
+                    doms[nd++] = d;
+            /* the immediate one is the dominator every other dominator dominates:
+             * the one dominated by all the others, i.e. the last on idom's chain */
+            uint32_t id = g.idom[v];
+            ASSERT(id != DNP_HG_NONE);
+            int found = 0;
+            for (uint32_t k = 0; k < nd; k++)
+                found |= doms[k] == id;
+            ASSERT(found);
+            /* every dominator of v is id or dominates id */
+            for (uint32_t k = 0; k < nd; k++) {
+                if (doms[k] == id)
+                    continue;
+                ASSERT(!reach_without(&g, doms[k], id, seen, st));
+            }
+        }
+        /* retained: own size plus the retained of what v immediately dominates */
+        for (uint32_t v = 1; v < n; v++) {
+            if (g.idom[v] == DNP_HG_NONE)
+                continue;
+            uint64_t want = g.size[v];
+            for (uint32_t x = 1; x < n; x++)
+                if (g.idom[x] == v)
+                    want += g.retained[x];
+            ASSERT_EQ_U64(g.retained[v], want);
+        }
+        dnp_heapgraph_release(&g);
+    }
+    return 0;
+}
+
+TEST(heap_dominators_long_chain) {
+    const uint32_t n = 10000001; /* roots' node + 10 M objects, each holding the next */
+    dnp_heapgraph g;
+    memset(&g, 0, sizeof g);
+    g.n = n;
+    g.m = n - 1 + 1;
+    g.off = malloc((size_t)(n + 1) * sizeof *g.off);
+    g.edges = malloc((size_t)g.m * sizeof *g.edges);
+    g.size = malloc((size_t)n * sizeof *g.size);
+    g.type = calloc(n, sizeof *g.type);
+    ASSERT(g.off && g.edges && g.size && g.type);
+    for (uint32_t v = 0; v < n; v++) {
+        g.off[v] = v;
+        g.edges[v] = v + 1 < n ? v + 1 : 1; /* the last one points back at the first */
+        g.size[v] = v ? 32 : 0;
+        g.type[v] = v ? 1 + (v & 1) : 0;
+    }
+    g.off[n] = n;
+    g.ntypes = 3;
+    g.types = calloc(3, sizeof *g.types);
+    ASSERT(g.types);
+    for (int t = 0; t < 3; t++)
+        g.types[t] = strdup(t == 0 ? "?" : t == 1 ? "A" : "B");
+    ASSERT(dnp_heapgraph_dominators(&g) == 0);
+    ASSERT_EQ_U64(g.unreachable, 0);
+    ASSERT_EQ_U64(g.retained[1], (uint64_t)32 * (n - 1));
+    ASSERT_EQ_U64(g.retained[n - 1], 32);
+    ASSERT_EQ_U64(g.idom[n - 1], n - 2);
+    uint64_t *count, *bytes, *ret;
+    ASSERT(dnp_heapgraph_by_type(&g, 1, &count, &bytes, &ret) == 0);
+    ASSERT_EQ_U64(count[1] + count[2], n - 1);
+    /* node 1 (a B) dominates everything; node 2 (the first A) all but node 1 */
+    ASSERT_EQ_U64(ret[2], (uint64_t)32 * (n - 1));
+    ASSERT_EQ_U64(ret[1], (uint64_t)32 * (n - 2));
+    free(count), free(bytes), free(ret);
+    dnp_heapgraph_release(&g);
+    return 0;
+}
