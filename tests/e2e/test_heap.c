@@ -414,3 +414,112 @@ TEST(e2e_heap_snapshot_errors) {
     ASSERT(e2e_dnprof(&r, usage) == 0 && r.status == 2);
     return 0;
 }
+
+/* dotnet-gcdump (.ci/run installs it): its path, or NULL with a line. */
+static const char *gcdump_path(char *buf, size_t cap) {
+    const char *home = getenv("HOME");
+    const char *path = getenv("PATH");
+    char dirs[8192];
+    snprintf(dirs, sizeof dirs, "%s:%s/.dotnet/tools", path ? path : "", home ? home : "");
+    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(buf, cap, "%s/dotnet-gcdump", d);
+        if (access(buf, X_OK) == 0)
+            return buf;
+    }
+    fprintf(stderr, "dotnet-gcdump is not installed: dotnet tool install -g dotnet-gcdump "
+                    "(.ci/run does)\n");
+    return NULL;
+}
+
+/* A number with thousands separators at *p; -1 if none. */
+static long grouped(const char **p) {
+    while (**p == ' ')
+        (*p)++;
+    long v = -1;
+    while ((**p >= '0' && **p <= '9') || (**p == ',' && v >= 0)) {
+        if (**p != ',')
+            v = (v < 0 ? 0 : v * 10) + (**p - '0');
+        (*p)++;
+    }
+    return v;
+}
+
+/* The count of a type in `dotnet-gcdump report` (rows: bytes, count, type,
+ * [module]; a type can have a row per size class). */
+static long gcdump_count(const char *report, const char *type) {
+    long total = 0;
+    size_t tl = strlen(type);
+    for (const char *line = report; line && *line;) {
+        const char *p = line;
+        long size = grouped(&p), count = size >= 0 ? grouped(&p) : -1;
+        while (*p == ' ')
+            p++;
+        if (count >= 0 && !strncmp(p, type, tl) && (p[tl] == ' ' || p[tl] == '\n' || !p[tl]))
+            total += count;
+        line = strchr(line, '\n');
+        if (line)
+            line++;
+    }
+    return total;
+}
+
+/* dotnet-gcdump and dnprof on the same process count the program's types alike. */
+TEST(e2e_heap_gcdump_agrees) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_heap_gcdump_agrees") == 0);
+    char tool[PATH_MAX];
+    ASSERT(gcdump_path(tool, sizeof tool) != NULL);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    char go[PATH_MAX], out[PATH_MAX], errp[PATH_MAX], snap[PATH_MAX], gd[PATH_MAX],
+        waitarg[PATH_MAX + 8];
+    snprintf(go, sizeof go, "%s/go", r.dir);
+    snprintf(out, sizeof out, "%s/program.out", r.dir);
+    snprintf(errp, sizeof errp, "%s/program.err", r.dir);
+    snprintf(snap, sizeof snap, "%s/c.dnheap", r.dir);
+    snprintf(gd, sizeof gd, "%s/c.gcdump", r.dir);
+    snprintf(waitarg, sizeof waitarg, "wait=%s", go);
+    const char *argv[] = {e2e_dotnet(), dll, "heap", "chain=50000", waitarg, NULL};
+    const char *env[] = {"CORECLR_ENABLE_PROFILING", NULL};
+    pid_t child = e2e_spawn((char *const *)argv, env, r.dir, out, NULL, errp);
+    ASSERT(child > 0);
+    counts c;
+    pid_t pid = wait_ready(out, &c);
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+    const char *collect[] = {tool, "collect", "-p", pidtext, "-o", gd, NULL};
+    int ok = pid > 0 && e2e_exec(&r, (char *const *)collect, NULL) == 0 && r.status == 0;
+    if (!ok)
+        e2e_show_file("dotnet-gcdump collect said", r.out);
+    const char *args[] = {"snapshot", "-o", snap, pidtext, NULL};
+    int ok2 = ok && e2e_dnprof(&r, args) == 0 && r.status == 0;
+    touch(go);
+    int status = -1;
+    e2e_wait(child, E2E_TIMEOUT_MS, &status);
+    ASSERT(ok && ok2);
+    const char *report[] = {tool, "report", gd, NULL};
+    ASSERT(e2e_exec(&r, (char *const *)report, NULL) == 0 && r.status == 0);
+    char *gtext = e2e_read_file(r.out, NULL);
+    ASSERT(gtext);
+    const char *rargs[] = {"heap", "report", "--json", "--top", "0", snap, NULL};
+    jv *rep = run_json(&r, rargs);
+    ASSERT(rep != NULL);
+    static const char *const mine[] = {"Scenarios.HeapListItem", "Scenarios.HeapChainNode",
+                                       "Scenarios.HeapArrayItem", "Scenarios.HeapHolder",
+                                       "Scenarios.HeapArrayItem[]", "Scenarios.HeapCwtKey",
+                                       "Scenarios.HeapCwtValue", "Scenarios.HeapListItem[]"};
+    for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) {
+        const jv *t = type_of(rep, mine[i]);
+        ASSERT(t != NULL);
+        long g = gcdump_count(gtext, mine[i]);
+        if ((long)json_num(t, "count") != g)
+            fprintf(stderr, "%s: dnprof %ld, dotnet-gcdump %ld\n", mine[i],
+                    (long)json_num(t, "count"), g);
+        ASSERT_EQ_U64((uint64_t)json_num(t, "count"), (uint64_t)g);
+        ASSERT(g > 0);
+    }
+    ASSERT_EQ_U64(gcdump_count(gtext, "Scenarios.HeapChainNode"), 50000);
+    json_free(rep);
+    free(gtext);
+    return 0;
+}
