@@ -155,6 +155,8 @@ static int class_name_set(loader *L, uint64_t idx, const uint8_t *s, uint64_t le
 static int refs_put(loader *L, const uint8_t **pp, const uint8_t *end, uint64_t n) {
     const uint8_t *p = *pp;
     dnp_heapgraph *g = L->g;
+    if (L->pass == PASS_END) /* the last chunk alone: it may begin inside an object */
+        L->left = n;
     if (n > L->left)
         return fail(&L->r, "corrupt: an object has more references than it said");
     L->left -= n;
@@ -218,7 +220,7 @@ static int decode(loader *L, const uint8_t *p, const uint8_t *end) {
             GET(c);
             GET(d);
             GET(e);
-            if (L->left)
+            if (L->left && L->pass != PASS_END)
                 return fail(&L->r, "corrupt: an object's references are missing");
             L->prev_obj += (uint64_t)dnp_heap_unzz(a);
             if (e > d)

@@ -1,7 +1,11 @@
 // HeapScenario: holds known numbers of objects of its own classes, for the heap
 // snapshot tests (tests/e2e/test_heap.c) and the benchmark (bench/bench_heap.c).
 //
-//   dotnet Scenarios.dll heap [list=N] [chain=N] [array=N] [cwt=N] [bulk=N] [wait=FILE]
+//   dotnet Scenarios.dll heap [list=N] [chain=N] [array=N] [cwt=N] [bulk=N] [wait=FILE] [pauses=1]
+//
+// pauses=1 (the benchmark): times three full blocking GCs of its own and says
+// the fastest ("heap gc_ms=..."), then a thread of its own prints "pause <ms>"
+// whenever it was held up more than 5 ms (the runtime suspended it for a GC).
 //
 // Prints one line "heap counts ..." with what it holds and the retained size of
 // the holder (from the x64 object layouts), then "ready PID", then waits for
@@ -77,6 +81,7 @@ public static class HeapScenario
     {
         int list = 1000, chain = 300000, array = 5000, cwt = 100, bulk = 0;
         string? wait = null;
+        bool pauses = false;
         foreach (var a in args)
         {
             int eq = a.IndexOf('=');
@@ -89,6 +94,7 @@ public static class HeapScenario
                 case "cwt": cwt = int.Parse(v); break;
                 case "bulk": bulk = int.Parse(v); break;
                 case "wait": wait = v; break;
+                case "pauses": pauses = v == "1"; break;
                 default: Console.Error.WriteLine($"heap: unknown argument '{a}'"); return 2;
             }
         }
@@ -123,6 +129,34 @@ public static class HeapScenario
         Console.WriteLine($"heap counts list={list} chain={chain} array={array} cwt={cwt} bulk={bulk} " +
                           $"holder_retained={holderRetained} chain_retained={chainRetained} " +
                           $"list_item_size={ObjectSize(4)} cwt_value_size={ObjectSize(4)}");
+        if (pauses)
+        {
+            double best = double.MaxValue;
+            for (int i = 0; i < 3; i++)
+            {
+                var sw = System.Diagnostics.Stopwatch.StartNew();
+                GC.Collect(2, GCCollectionMode.Forced, blocking: true, compacting: false);
+                best = Math.Min(best, sw.Elapsed.TotalMilliseconds);
+            }
+            Console.WriteLine($"heap gc_ms={best:F1}");
+            var watcher = new Thread(() =>
+            {
+                var sw = System.Diagnostics.Stopwatch.StartNew();
+                double last = 0;
+                for (;;)
+                {
+                    Thread.Sleep(1);
+                    double now = sw.Elapsed.TotalMilliseconds;
+                    if (now - last > 5)
+                    {
+                        Console.WriteLine($"pause {now - last:F1}");
+                        Console.Out.Flush();
+                    }
+                    last = now;
+                }
+            }) { IsBackground = true };
+            watcher.Start();
+        }
         Console.WriteLine($"ready {Environment.ProcessId}");
         Console.Out.Flush();
         if (wait != null)
