@@ -4,6 +4,7 @@
  * recursive algorithm would overflow the stack on. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "heapgraph.h"
 #include "test.h"
@@ -151,5 +152,95 @@ TEST(heap_dominators_long_chain) {
     ASSERT_EQ_U64(ret[1], (uint64_t)32 * (n - 2));
     free(count), free(bytes), free(ret);
     dnp_heapgraph_release(&g);
+    return 0;
+}
+
+/* ---- the reader, on files written here ---- */
+
+#include <stdio.h>
+
+#include "heap_format.h"
+#include "trace_format.h"
+
+static void put_chunk(FILE *f, const uint8_t *p, size_t len) {
+    uint32_t h[3] = {DNP_HEAP_CHUNK_MAGIC, (uint32_t)len, dnp_crc32(p, len)};
+    fwrite(h, sizeof h, 1, f);
+    fwrite(p, 1, len, f);
+}
+
+/* A holder whose 5000 references run over into the last chunk, which thus
+ * starts with a MORE record: the reader must take it. */
+TEST(heap_reader_refs_across_chunks) {
+    char path[] = "/tmp/dnprof-unit-heap-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT(fd >= 0);
+    FILE *f = fdopen(fd, "wb");
+    ASSERT(f);
+    uint8_t hdr[DNP_HEAP_HEADER_SIZE] = {0};
+    memcpy(hdr, DNP_HEAP_MAGIC, 8);
+    uint32_t v = DNP_HEAP_VERSION, hs = DNP_HEAP_HEADER_SIZE;
+    memcpy(hdr + 8, &v, 4);
+    memcpy(hdr + 12, &hs, 4);
+    fwrite(hdr, sizeof hdr, 1, f);
+    static uint8_t buf[1 << 20];
+    uint8_t *p = buf;
+    const uint32_t n = 5000;
+    const uint64_t base = 0x10000, holder = base + 32ull * n;
+    *p++ = DNP_HEAP_CLASS, p = dnp_heap_put(p, 1), p = dnp_heap_put(p, 0x1111);
+    *p++ = DNP_HEAP_CLASS, p = dnp_heap_put(p, 2), p = dnp_heap_put(p, 0x2222);
+    *p++ = DNP_HEAP_ROOTS, p = dnp_heap_put(p, 1), p = dnp_heap_put(p, DNP_ROOT_HANDLE);
+    p = dnp_heap_put_zz(p, (int64_t)holder), p = dnp_heap_put(p, 7);
+    uint64_t prev = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        *p++ = DNP_HEAP_OBJECT;
+        p = dnp_heap_put_zz(p, (int64_t)(base + 32ull * i - prev));
+        prev = base + 32ull * i;
+        p = dnp_heap_put(p, 1), p = dnp_heap_put(p, 32), p = dnp_heap_put(p, 0), p = dnp_heap_put(p, 0);
+    }
+    *p++ = DNP_HEAP_OBJECT;
+    p = dnp_heap_put_zz(p, (int64_t)(holder - prev));
+    p = dnp_heap_put(p, 2), p = dnp_heap_put(p, 24 + 8 * n), p = dnp_heap_put(p, n);
+    p = dnp_heap_put(p, DNP_HEAP_REFS_PER_RECORD);
+    for (uint32_t i = 0; i < DNP_HEAP_REFS_PER_RECORD; i++)
+        p = dnp_heap_put_zz(p, (int64_t)(base + 32ull * i - holder));
+    put_chunk(f, buf, (size_t)(p - buf));
+    p = buf;
+    *p++ = DNP_HEAP_MORE, p = dnp_heap_put(p, n - DNP_HEAP_REFS_PER_RECORD);
+    for (uint32_t i = DNP_HEAP_REFS_PER_RECORD; i < n; i++)
+        p = dnp_heap_put_zz(p, (int64_t)(base + 32ull * i - holder));
+    const char *names[] = {NULL, "Item", "Item[]"};
+    for (int k = 1; k <= 2; k++) {
+        *p++ = DNP_HEAP_NAME, p = dnp_heap_put(p, (uint64_t)k), p = dnp_heap_put(p, strlen(names[k]));
+        memcpy(p, names[k], strlen(names[k]));
+        p += strlen(names[k]);
+    }
+    *p++ = DNP_HEAP_END;
+    uint64_t end[] = {DNP_HEAP_COMPLETE, n + 1, n, 1, 0, 32ull * n + 24 + 8 * n, 1, 2, 1, 0};
+    for (size_t i = 0; i < sizeof end / sizeof end[0]; i++)
+        p = dnp_heap_put(p, end[i]);
+    put_chunk(f, buf, (size_t)(p - buf));
+    long whole = ftell(f);
+    fclose(f);
+
+    dnp_heapgraph g;
+    char err[512];
+    int rc = dnp_heapgraph_load(path, 1, &g, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "%s\n", err);
+    ASSERT(rc == 0);
+    ASSERT_EQ_U64(g.n, n + 2);
+    ASSERT_EQ_U64(g.m, n + 1);
+    ASSERT(dnp_heapgraph_dominators(&g) == 0);
+    ASSERT_EQ_U64(g.unreachable, 0);
+    ASSERT_EQ_U64(g.retained[n + 1], 32ull * n + 24 + 8 * n);
+    dnp_heapgraph_release(&g);
+
+    /* cut anywhere: a clear "truncated" */
+    for (long cut = whole - 1; cut > 0; cut = cut * 2 / 3) {
+        ASSERT(truncate(path, cut) == 0);
+        ASSERT(dnp_heapgraph_load(path, 0, &g, err, sizeof err) < 0);
+        ASSERT(strstr(err, path) && (strstr(err, "truncated") || strstr(err, "not a dnprof")));
+    }
+    unlink(path);
     return 0;
 }
