@@ -73,7 +73,7 @@ static int rows_of(const char *path, dnp_heapgraph *g, type_row **rows_out) {
     if (load(path, 0, g) < 0)
         return -1;
     uint64_t *count, *bytes, *ret;
-    if (dnp_heapgraph_dominators(g) < 0 || dnp_heapgraph_by_type(g, 1, &count, &bytes, &ret) < 0) {
+    if (dnp_heapgraph_dominators(g, 1) < 0 || dnp_heapgraph_by_type(g, &count, &bytes, &ret) < 0) {
         dnp_heapgraph_release(g);
         return error("%s: out of memory for the dominator tree", path);
     }

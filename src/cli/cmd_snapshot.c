@@ -26,7 +26,8 @@ static void snapshot_help(void) {
           "which the agent records every root, every object (class, size, references) and\n"
           "every ConditionalWeakTable dependent handle, streamed to FILE as the GC walks the\n"
           "heap. If dnprof's agent is not in the process it is attached for the snapshot and\n"
-          "detached again; if it is (dnprof run, dnprof attach), it is asked and stays.\n"
+          "detached again (the runtime unloads it a moment after dnprof returns); if it is\n"
+          "(dnprof run, dnprof attach), it is asked and stays.\n"
           "Read the snapshot with 'dnprof heap report|paths|diff' or convert it for a\n"
           "browser's DevTools with 'dnprof convert --format heapsnapshot'.\n"
           "\n"
@@ -249,12 +250,16 @@ int cmd_snapshot(int argc, char **argv) {
             return 1;
         }
         int rc = ask(fd, pid, out_abs, fig);
-        uint64_t events = 0;
-        int d = ctl_detach(pid, fd, 30000, &events, err, sizeof err);
+        /* The detach is asked for, not waited for: the snapshot is complete,
+         * and the runtime unloads the agent on its own a moment later. */
+        char line[512] = "";
+        if (send_line(fd, DNP_CONTROL_DETACH) < 0 || ctl_read_line(fd, line, sizeof line, 30000) != 1 ||
+            strncmp(line, "ok", 2) != 0)
+            warning("pid %d: the agent did not agree to detach%s%s; dnprof detach %d asks again",
+                    (int)pid, strncmp(line, "error ", 6) ? "" : ": ",
+                    strncmp(line, "error ", 6) ? "" : line + 6, (int)pid);
         close(fd);
         unlink(blob.output);
-        if (d < 0)
-            warning("%s", err);
         if (rc < 0)
             return 1;
     }

@@ -106,7 +106,7 @@ typedef struct loader {
     uint32_t nclasses;
     /* pass REFS */
     uint32_t *hash;
-    uint64_t hmask;
+    uint64_t hcap;
     uint64_t cursor;     /* next edge slot */
     uint64_t obj_addr;   /* the last object's */
     uint32_t cur_node;
@@ -119,19 +119,21 @@ typedef struct loader {
             return fail(&L->r, "corrupt: a record runs past its chunk");         \
     } while (0)
 
-static inline uint64_t hash_addr(uint64_t a) {
-    return (a * 0x9E3779B97F4A7C15ull) >> 17;
+/* A slot in [0, cap): the high half of a multiplicative hash times cap. */
+static inline uint64_t hash_slot(uint64_t a, uint64_t cap) {
+    return (uint64_t)(((unsigned __int128)(a * 0x9E3779B97F4A7C15ull) * cap) >> 64);
 }
 
 static uint32_t lookup(const loader *L, uint64_t addr) {
-    uint64_t i = hash_addr(addr) & L->hmask;
+    uint64_t i = hash_slot(addr, L->hcap);
     for (;;) {
         uint32_t v = L->hash[i];
         if (!v)
             return 0;
         if (L->g->addr[v] == addr)
             return v;
-        i = (i + 1) & L->hmask;
+        if (++i == L->hcap)
+            i = 0;
     }
 }
 
@@ -445,9 +447,7 @@ int dnp_heapgraph_load(const char *path, int keep_addr, dnp_heapgraph *g, char *
     g->pause_ns = L->end.pause_ns;
     g->walk_ns = L->end.walk_ns;
     g->n = (uint32_t)L->end.objects + 1;
-    uint64_t hcap = 1;
-    while (hcap < (uint64_t)g->n * 2)
-        hcap <<= 1;
+    uint64_t hcap = (uint64_t)g->n + g->n / 2 + 1; /* a load of 2/3 at most */
     g->addr = calloc(g->n, sizeof *g->addr);
     g->type = calloc(g->n, sizeof *g->type);
     g->size = calloc(g->n, sizeof *g->size);
@@ -478,11 +478,12 @@ int dnp_heapgraph_load(const char *path, int keep_addr, dnp_heapgraph *g, char *
         fail(&L->r, "out of memory");
         goto out;
     }
-    L->hmask = hcap - 1;
+    L->hcap = hcap;
     for (uint32_t v = 1; v < g->n; v++) {
-        uint64_t i = hash_addr(g->addr[v]) & L->hmask;
+        uint64_t i = hash_slot(g->addr[v], hcap);
         while (L->hash[i])
-            i = (i + 1) & L->hmask;
+            if (++i == hcap)
+                i = 0;
         L->hash[i] = v;
     }
     /* Roots and dependent handles as nodes; the edge counts, then offsets. */
@@ -609,39 +610,39 @@ void dnp_heapgraph_release(dnp_heapgraph *g) {
 
 /* ---- dominators ---- */
 
-int dnp_heapgraph_dominators(dnp_heapgraph *g) {
+int dnp_heapgraph_dominators(dnp_heapgraph *g, int free_graph) {
     uint32_t n = g->n;
     uint32_t *po = malloc((size_t)n * sizeof *po);    /* postorder number */
-    uint32_t *order = malloc((size_t)n * sizeof *order); /* node of each number */
-    uint32_t *stack = malloc((size_t)n * sizeof *stack);
+    /* order: the nodes by postorder number from the front, and the DFS's stack
+     * from the back (found = finished + on the stack <= n: they never meet) */
+    uint32_t *order = malloc((size_t)n * sizeof *order);
     uint32_t *idom = malloc((size_t)n * sizeof *idom); /* first: the DFS's edge cursors */
-    if (!po || !order || !stack || !idom) {
-        free(po), free(order), free(stack), free(idom);
+    if (!po || !order || !idom) {
+        free(po), free(order), free(idom);
         return -1;
     }
     for (uint32_t v = 0; v < n; v++)
         po[v] = DNP_HG_NONE;
     /* Iterative DFS from the roots' node; po[v] = n while v is on the stack. */
-    uint32_t count = 0, sp = 0;
-    stack[sp++] = 0;
+    uint32_t count = 0, sp = n; /* the stack is order[sp..n) */
+    order[--sp] = 0;
     idom[0] = g->off[0];
     po[0] = n;
-    while (sp) {
-        uint32_t v = stack[sp - 1];
+    while (sp < n) {
+        uint32_t v = order[sp];
         if (idom[v] < g->off[v + 1]) {
             uint32_t s = g->edges[idom[v]++];
             if (po[s] == DNP_HG_NONE) {
                 po[s] = n;
                 idom[s] = g->off[s];
-                stack[sp++] = s;
+                order[--sp] = s;
             }
         } else {
-            sp--;
+            sp++;
             po[v] = count;
             order[count++] = v;
         }
     }
-    free(stack);
     for (uint32_t v = 0; v < n; v++)
         idom[v] = DNP_HG_NONE;
     idom[0] = 0;
@@ -678,6 +679,12 @@ int dnp_heapgraph_dominators(dnp_heapgraph *g) {
             }
         }
     }
+    if (free_graph) {
+        free(g->edges);
+        g->edges = NULL;
+        free(g->off);
+        g->off = NULL;
+    }
     free(po);
     uint64_t *ret = malloc((size_t)n * sizeof *ret);
     if (!ret) {
@@ -709,7 +716,7 @@ int dnp_heapgraph_dominators(dnp_heapgraph *g) {
     return 0;
 }
 
-int dnp_heapgraph_by_type(dnp_heapgraph *g, int free_graph, uint64_t **count_out,
+int dnp_heapgraph_by_type(dnp_heapgraph *g, uint64_t **count_out,
                           uint64_t **bytes_out, uint64_t **ret_out) {
     uint32_t n = g->n, nt = g->ntypes;
     uint64_t *count = calloc(nt, sizeof *count), *bytes = calloc(nt, sizeof *bytes),
@@ -720,12 +727,6 @@ int dnp_heapgraph_by_type(dnp_heapgraph *g, int free_graph, uint64_t **count_out
     for (uint32_t v = 1; v < n; v++) {
         count[g->type[v]]++;
         bytes[g->type[v]] += g->size[v];
-    }
-    if (free_graph) {
-        free(g->edges);
-        g->edges = NULL;
-        free(g->off);
-        g->off = NULL;
     }
     /* The dominator tree as CSR (children of each node), walked depth first
      * with a count of the instances of each type on the way down. */
@@ -747,32 +748,30 @@ int dnp_heapgraph_by_type(dnp_heapgraph *g, int free_graph, uint64_t **count_out
     for (uint32_t v = n; v > 0; v--) /* back to the starts */
         coff[v] = coff[v - 1];
     coff[0] = 0;
-    /* The stack holds nodes; coff[v] doubles as v's cursor up to end[v]. */
-    uint32_t *stack = malloc((size_t)n * sizeof *stack);
+    /* Depth first without a stack: down through a child (coff[v] is v's
+     * cursor up to end[v]), back up through idom. */
     uint32_t *end = malloc((size_t)n * sizeof *end);
-    if (!stack || !end) {
-        free(stack), free(end), free(coff), free(kids);
+    if (!end) {
+        free(coff), free(kids);
         goto oom;
     }
     for (uint32_t v = 0; v < n; v++)
         end[v] = coff[v + 1];
-    uint32_t sp = 0;
-    stack[sp++] = 0;
-    while (sp) {
-        uint32_t v = stack[sp - 1];
+    uint32_t v = 0;
+    for (;;) {
         if (coff[v] < end[v]) {
             uint32_t c = kids[coff[v]++];
             uint32_t t = g->type[c];
             if (!active[t]++)
                 ret[t] += g->retained[c];
-            stack[sp++] = c;
+            v = c;
         } else {
-            sp--;
-            if (v)
-                active[g->type[v]]--;
+            if (!v)
+                break;
+            active[g->type[v]]--;
+            v = g->idom[v];
         }
     }
-    free(stack);
     free(end);
     free(coff);
     free(kids);

@@ -60,15 +60,15 @@ int dnp_heapgraph_load(const char *path, int keep_addr, dnp_heapgraph *g, char *
 void dnp_heapgraph_release(dnp_heapgraph *g);
 
 /* Immediate dominators (Cooper, Harvey and Kennedy's iterative algorithm over a
- * reverse postorder from an iterative DFS) and retained sizes. 0 or -1 (memory). */
-int dnp_heapgraph_dominators(dnp_heapgraph *g);
+ * reverse postorder from an iterative DFS) and retained sizes. free_graph: the
+ * edges are released once the dominators are known, making room for the rest.
+ * 0 or -1 (memory). */
+int dnp_heapgraph_dominators(dnp_heapgraph *g, int free_graph);
 
 /* Per type: count, shallow bytes, and retained bytes (the bytes dominated by
  * the type's instances, an instance under another of its type counted once).
- * Needs dnp_heapgraph_dominators. free_graph: the edges are released first,
- * making room for the dominator tree. Arrays of g->ntypes, to free(). */
-int dnp_heapgraph_by_type(dnp_heapgraph *g, int free_graph, uint64_t **count, uint64_t **bytes,
-                          uint64_t **retained);
+ * Needs dnp_heapgraph_dominators. Arrays of g->ntypes, to free(). */
+int dnp_heapgraph_by_type(dnp_heapgraph *g, uint64_t **count, uint64_t **bytes, uint64_t **retained);
 
 /* Breadth-first from the roots' node: parent[v] (DNP_HG_NONE: unreachable,
  * 0: held by a root). *order: the nodes in the order reached (for the

@@ -72,7 +72,7 @@ TEST(heap_dominators_random) {
         }
         dnp_heapgraph g;
         ASSERT(build(&g, n, from, to, m) == 0);
-        ASSERT(dnp_heapgraph_dominators(&g) == 0);
+        ASSERT(dnp_heapgraph_dominators(&g, 0) == 0);
         uint8_t seen[32];
         uint32_t st[32];
         for (uint32_t v = 1; v < n; v++) {
@@ -111,6 +111,28 @@ TEST(heap_dominators_random) {
                     want += g.retained[x];
             ASSERT_EQ_U64(g.retained[v], want);
         }
+        /* by type: the bytes of the nodes with an instance of the type on their
+         * dominator chain (themselves included) */
+        g.ntypes = 3;
+        for (uint32_t v = 1; v < n; v++)
+            g.type[v] = (uint32_t)rand() % 3;
+        uint64_t *count, *bytes, *ret;
+        ASSERT(dnp_heapgraph_by_type(&g, &count, &bytes, &ret) == 0);
+        for (uint32_t t = 0; t < 3; t++) {
+            uint64_t want = 0;
+            for (uint32_t v = 1; v < n; v++) {
+                if (g.idom[v] == DNP_HG_NONE)
+                    continue;
+                int under = 0;
+                for (uint32_t x = v; x != 0 && !under; x = g.idom[x])
+                    under = g.type[x] == t;
+                if (under)
+                    want += g.size[v];
+            }
+            ASSERT_EQ_U64(ret[t], want);
+        }
+        free(count), free(bytes), free(ret);
+        g.ntypes = 0;
         dnp_heapgraph_release(&g);
     }
     return 0;
@@ -139,13 +161,13 @@ TEST(heap_dominators_long_chain) {
     ASSERT(g.types);
     for (int t = 0; t < 3; t++)
         g.types[t] = strdup(t == 0 ? "?" : t == 1 ? "A" : "B");
-    ASSERT(dnp_heapgraph_dominators(&g) == 0);
+    ASSERT(dnp_heapgraph_dominators(&g, 0) == 0);
     ASSERT_EQ_U64(g.unreachable, 0);
     ASSERT_EQ_U64(g.retained[1], (uint64_t)32 * (n - 1));
     ASSERT_EQ_U64(g.retained[n - 1], 32);
     ASSERT_EQ_U64(g.idom[n - 1], n - 2);
     uint64_t *count, *bytes, *ret;
-    ASSERT(dnp_heapgraph_by_type(&g, 1, &count, &bytes, &ret) == 0);
+    ASSERT(dnp_heapgraph_by_type(&g, &count, &bytes, &ret) == 0);
     ASSERT_EQ_U64(count[1] + count[2], n - 1);
     /* node 1 (a B) dominates everything; node 2 (the first A) all but node 1 */
     ASSERT_EQ_U64(ret[2], (uint64_t)32 * (n - 1));
@@ -230,7 +252,7 @@ TEST(heap_reader_refs_across_chunks) {
     ASSERT(rc == 0);
     ASSERT_EQ_U64(g.n, n + 2);
     ASSERT_EQ_U64(g.m, n + 1);
-    ASSERT(dnp_heapgraph_dominators(&g) == 0);
+    ASSERT(dnp_heapgraph_dominators(&g, 0) == 0);
     ASSERT_EQ_U64(g.unreachable, 0);
     ASSERT_EQ_U64(g.retained[n + 1], 32ull * n + 24 + 8 * n);
     dnp_heapgraph_release(&g);
