@@ -203,6 +203,7 @@ int main(int argc, char **argv) {
         snprintf(out, sizeof out, "%s/scenario-%ld.out", dir, n);
         snprintf(go, sizeof go, "%s/go-%ld", dir, n);
         unlink(go);
+        unlink(out); /* not a stale "ready" of an earlier run */
         snprintf(bulk, sizeof bulk, "bulk=%ld", n);
         snprintf(waitarg, sizeof waitarg, "wait=%s", go);
         pid_t child = fork();

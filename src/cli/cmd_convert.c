@@ -124,7 +124,7 @@ int cmd_convert(int argc, char **argv) {
         if (!strcmp(formats[i].name, fmt_name))
             fmt = &formats[i];
     if (!fmt)
-        return usage_error("convert", "--format is speedscope, chrome, folded or flamegraph, not '%s'", fmt_name);
+        return usage_error("convert", "--format is speedscope, chrome, folded, flamegraph or heapsnapshot, not '%s'", fmt_name);
     double min_fraction = 0;
     if (min_percent) {
         char *end = NULL;
