@@ -24,6 +24,13 @@
 
 #define NBUF 16 /* x DNP_HEAP_CHUNK_MAX: 16 MiB of buffers at most */
 #define ROOTS_PER_RECORD 1024
+#define MAX_SLOTS 64 /* fields of a class looked at for names */
+
+typedef struct fslot {
+    uint32_t off;
+    mdFieldDef token;
+    ClassID owner;
+} fslot;
 #define COR_PRF_GC_INDUCED 1
 
 atomic_int heap_capturing;
@@ -59,6 +66,12 @@ static struct {
     size_t cap, count;
     UINT_PTR *classes;
     size_t classes_cap;
+    /* each class's fields that may hold a reference (8-aligned), by offset */
+    uint32_t *fstart;
+    uint8_t *fcount;
+    uint8_t **lastmap; /* per class: [0] reference count, then the slots last written */
+    fslot *slots;
+    size_t nslots, slots_cap;
     /* methods of stack roots */
     UINT_PTR *funcs;
     size_t nfuncs, funcs_cap;
@@ -233,6 +246,10 @@ static int writer_stop(void) {
 /* ---- classes and methods ---- */
 
 static int classes_reset(void) {
+    for (size_t i = 1; H.lastmap && i <= H.count; i++) {
+        free(H.lastmap[i]);
+        H.lastmap[i] = NULL;
+    }
     H.count = 0;
     if (!H.keys) {
         H.cap = 1u << 14;
@@ -244,6 +261,7 @@ static int classes_reset(void) {
         memset(H.keys, 0, H.cap * sizeof *H.keys);
     }
     H.nfuncs = 0;
+    H.nslots = 0;
     return 0;
 }
 
@@ -278,6 +296,64 @@ static int classes_grow(void) {
     return 0;
 }
 
+/* The fields of cls and its parents that may hold references, by offset, for
+ * naming the references (GetClassLayout: offsets from the object's start).
+ * A class with a field at offset 0 is a value type (its offsets leave out the
+ * method table): none. Arrays have no layout: none. */
+static void class_slots(uint32_t idx, ClassID cls) {
+    H.fstart[idx] = (uint32_t)H.nslots;
+    H.fcount[idx] = 0;
+    H.lastmap[idx] = NULL;
+    fslot tmp[MAX_SLOTS];
+    unsigned k = 0;
+    COR_FIELD_OFFSET fo[MAX_SLOTS];
+    ClassID c = cls;
+    for (int depth = 0; c && depth < 32 && k < MAX_SLOTS; depth++) {
+        ULONG cnt = 0, size = 0;
+        if (FAILED(INFO_CALL(GetClassLayout, c, fo, MAX_SLOTS, &cnt, &size)) || cnt > MAX_SLOTS)
+            return;
+        for (ULONG i = 0; i < cnt; i++) {
+            if (fo[i].ulOffset == 0)
+                return;
+            if (fo[i].ulOffset % 8 == 0 && k < MAX_SLOTS)
+                tmp[k++] = (fslot){fo[i].ulOffset, fo[i].ridOfField, c};
+        }
+        ModuleID m = 0;
+        mdTypeDef td = 0;
+        ClassID parent = 0;
+        ULONG32 na = 0;
+        if (FAILED(INFO_CALL(GetClassIDInfo2, c, &m, &td, &parent, 0, &na, NULL)))
+            break;
+        c = parent;
+    }
+    for (unsigned i = 1; i < k; i++) /* insertion sort by offset */
+        for (unsigned j = i; j > 0 && tmp[j].off < tmp[j - 1].off; j--) {
+            fslot t = tmp[j];
+            tmp[j] = tmp[j - 1];
+            tmp[j - 1] = t;
+        }
+    if (!k)
+        return;
+    if (H.nslots + k > H.slots_cap) {
+        size_t nc = H.slots_cap ? H.slots_cap * 2 : 4096;
+        while (nc < H.nslots + k)
+            nc *= 2;
+        fslot *n = realloc(H.slots, nc * sizeof *n);
+        if (!n)
+            return;
+        H.slots = n;
+        H.slots_cap = nc;
+    }
+    uint8_t *lm = malloc(MAX_SLOTS + 2);
+    if (!lm)
+        return;
+    lm[0] = 0xff; /* nothing written yet */
+    memcpy(H.slots + H.nslots, tmp, k * sizeof *tmp);
+    H.nslots += k;
+    H.fcount[idx] = (uint8_t)k;
+    H.lastmap[idx] = lm;
+}
+
 /* The class's index, defining it in the file the first time (0 is "no class"). */
 static uint32_t class_index(ClassID cls) {
     if (!cls)
@@ -294,9 +370,19 @@ static uint32_t class_index(ClassID cls) {
         if (H.count + 1 >= H.classes_cap) {
             size_t nc = H.classes_cap ? H.classes_cap * 2 : 4096;
             UINT_PTR *n = realloc(H.classes, nc * sizeof *n);
-            if (!n)
+            if (n)
+                H.classes = n;
+            uint32_t *fs = realloc(H.fstart, nc * sizeof *fs);
+            if (fs)
+                H.fstart = fs;
+            uint8_t *fc = realloc(H.fcount, nc * sizeof *fc);
+            if (fc)
+                H.fcount = fc;
+            uint8_t **lm = realloc(H.lastmap, nc * sizeof *lm);
+            if (lm)
+                H.lastmap = lm;
+            if (!n || !fs || !fc || !lm)
                 return 0;
-            H.classes = n;
             H.classes_cap = nc;
         }
         return class_index(cls);
@@ -305,6 +391,7 @@ static uint32_t class_index(ClassID cls) {
     H.keys[i] = cls;
     H.vals[i] = idx;
     H.classes[idx] = cls;
+    class_slots(idx, cls);
     uint8_t *p = reserve(32);
     *p++ = DNP_HEAP_CLASS;
     p = dnp_heap_put(p, idx);
@@ -431,6 +518,32 @@ void heap_object(ObjectID obj, ClassID cls, ULONG n, const ObjectID *refs) {
         H.p = p;
         i += m;
     }
+    /* Which field each reference is in: the references come in field order,
+     * null ones left out, so each is the next field that holds its value. */
+    if (n && n <= MAX_SLOTS && ci && H.fcount[ci]) {
+        const fslot *fs = H.slots + H.fstart[ci];
+        unsigned nf = H.fcount[ci], f = 0;
+        uint8_t m[MAX_SLOTS], *last = H.lastmap[ci];
+        for (ULONG k = 0; k < n; k++) {
+            unsigned g = f;
+            while (g < nf && *(const ObjectID *)(obj + fs[g].off) != refs[k])
+                g++;
+            m[k] = g < nf ? (uint8_t)(g + 1) : 0;
+            if (g < nf)
+                f = g + 1;
+        }
+        /* Written only when it differs from the class's last. */
+        if (last[0] != n || memcmp(last + 1, m, n) != 0) {
+            p = reserve(16 + (size_t)n * 2);
+            *p++ = DNP_HEAP_SLOTS;
+            p = dnp_heap_put(p, n);
+            for (ULONG k = 0; k < n; k++)
+                p = dnp_heap_put(p, m[k]);
+            H.p = p;
+            last[0] = (uint8_t)n;
+            memcpy(last + 1, m, n);
+        }
+    }
     H.objects++;
     H.refs += n;
     H.bytes += size;
@@ -517,6 +630,24 @@ int heap_snapshot(const char *path, char *reply, size_t cap) {
     for (size_t i = 0; i < H.nfuncs; i++) {
         names_function_text(H.funcs[i], name, sizeof name);
         put_text(DNP_HEAP_FUNC, H.funcs[i], name);
+    }
+    for (size_t i = 1; i <= H.count; i++) {
+        unsigned nf = H.fcount[i];
+        if (!nf)
+            continue;
+        const fslot *fs = H.slots + H.fstart[i];
+        uint8_t *p = reserve(16 + (size_t)nf * 280);
+        *p++ = DNP_HEAP_LAYOUT;
+        p = dnp_heap_put(p, i);
+        p = dnp_heap_put(p, nf);
+        for (unsigned k = 0; k < nf; k++) {
+            size_t len = names_field_text(fs[k].owner, fs[k].token, name, 256);
+            p = dnp_heap_put(p, fs[k].off);
+            p = dnp_heap_put(p, len);
+            memcpy(p, name, len);
+            p += len;
+        }
+        H.p = p;
     }
     unsigned status = DNP_HEAP_COMPLETE;
     char why[256] = "";

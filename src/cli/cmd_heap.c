@@ -61,9 +61,9 @@ static int cmp_row(const void *a, const void *b) {
     return x->t < y->t ? -1 : x->t > y->t;
 }
 
-static int load(const char *path, int keep_addr, dnp_heapgraph *g) {
+static int load(const char *path, int flags, dnp_heapgraph *g) {
     char err[1024];
-    if (dnp_heapgraph_load(path, keep_addr, g, err, sizeof err) < 0)
+    if (dnp_heapgraph_load(path, flags, g, err, sizeof err) < 0)
         return error("%s", err);
     return 0;
 }
@@ -249,6 +249,18 @@ static void root_text(const dnp_heapgraph *g, const dnp_heap_root *r, char *out,
              r->flags & DNP_ROOT_REFCOUNTED ? ", ref-counted" : "", fn ? " in " : "", fn ? fn : "");
 }
 
+/* The edge from -> to as a step: "dependent handle", the field's name, or
+ * "reference" (kind), with the field's name in *field when known. */
+static const char *edge_kind(const dnp_heapgraph *g, uint32_t from, uint32_t to, const char **field) {
+    *field = NULL;
+    if (dnp_heapgraph_is_dep(g, from, to))
+        return "dependent handle";
+    for (uint32_t e = g->off[from]; e < g->off[from + 1]; e++)
+        if (g->edges[e] == to && (*field = dnp_heapgraph_edge_field(g, from, e)) != NULL)
+            return "field";
+    return "reference";
+}
+
 static int print_path(const dnp_heapgraph *g, const uint32_t *parent, uint32_t v, int json,
                       int first) {
     /* The chain, read backwards into an array (no recursion). */
@@ -270,20 +282,33 @@ static int print_path(const dnp_heapgraph *g, const uint32_t *parent, uint32_t v
         for (uint32_t k = 0; k < len; k++) {
             printf("%s", k ? "," : "");
             put_obj(g, chain[k], 1);
-            printf(",\"via\":\"%s\"}",
-                   k == 0 ? "root"
-                   : dnp_heapgraph_is_dep(g, chain[k - 1], chain[k]) ? "dependent handle"
-                                                                    : "reference");
+            const char *field = NULL;
+            const char *via = k == 0 ? "root" : edge_kind(g, chain[k - 1], chain[k], &field);
+            printf(",\"via\":\"%s\"", via);
+            if (field) {
+                printf(",\"field\":");
+                cli_put_json(stdout, field);
+            }
+            printf("}");
         }
         printf("]}");
     } else {
         printf("path of %u step%s:\n  [%s]\n", len, len == 1 ? "" : "s", rt);
         for (uint32_t k = 0; k < len; k++) {
-            if (k)
-                printf("  %*s-> %s\n", (int)(2 * k), "",
-                       dnp_heapgraph_is_dep(g, chain[k - 1], chain[k])
-                           ? "(dependent handle: ConditionalWeakTable key -> value)"
-                           : "(reference)");
+            if (k) {
+                const char *field = NULL;
+                const char *via = edge_kind(g, chain[k - 1], chain[k], &field);
+                printf("  %*s-> ", (int)(2 * k), "");
+                if (field) {
+                    putchar('.');
+                    cli_put_text(stdout, field, 0);
+                    putchar('\n');
+                } else {
+                    printf("%s\n", !strcmp(via, "dependent handle")
+                                       ? "(dependent handle: ConditionalWeakTable key -> value)"
+                                       : "(reference)");
+                }
+            }
             printf("  %*s", (int)(2 * k), "");
             put_obj(g, chain[k], 0);
             putchar('\n');
@@ -331,7 +356,7 @@ static int heap_paths(int argc, char **argv) {
     }
     const char *path = argv[optind];
     dnp_heapgraph g;
-    if (load(path, 1, &g) < 0)
+    if (load(path, DNP_HG_ADDR | DNP_HG_FIELDS, &g) < 0)
         return 1;
     int rc = 0;
     uint32_t tnum = DNP_HG_NONE, target = 0;
@@ -587,7 +612,7 @@ int heap_convert_heapsnapshot(const char *path, const char *output) {
     if (!to_stdout && !strcmp(output, path))
         return error("'%s' is the snapshot itself: give another -o", output), 1;
     dnp_heapgraph g;
-    if (load(path, 1, &g) < 0)
+    if (load(path, DNP_HG_ADDR | DNP_HG_FIELDS, &g) < 0)
         return 1;
     FILE *out = to_stdout ? stdout : fopen(output, "w");
     if (!out) {

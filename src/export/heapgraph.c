@@ -104,6 +104,8 @@ typedef struct loader {
     uint32_t nroots, ndeps;
     char **class_names;
     uint32_t nclasses;
+    char ***class_fields; /* [nclasses] */
+    uint8_t *class_nfields;
     /* pass REFS */
     uint32_t *hash;
     uint64_t hcap;
@@ -111,6 +113,8 @@ typedef struct loader {
     uint64_t obj_addr;   /* the last object's */
     uint32_t cur_node;
     uint64_t left;       /* its references still to come */
+    uint32_t cur_class;
+    uint8_t **lastmap;   /* per class: the slots of its last object (heap_format.h SLOTS) */
 } loader;
 
 #define GET(v)                                                                   \
@@ -143,12 +147,23 @@ static int class_name_set(loader *L, uint64_t idx, const uint8_t *s, uint64_t le
     if (idx >= L->nclasses) {
         uint32_t nc = (uint32_t)idx + 1024;
         char **n = realloc(L->class_names, nc * sizeof *n);
-        if (!n)
+        if (n)
+            L->class_names = n;
+        char ***f = realloc(L->class_fields, nc * sizeof *f);
+        if (f)
+            L->class_fields = f;
+        uint8_t *fc = realloc(L->class_nfields, nc * sizeof *fc);
+        if (fc)
+            L->class_nfields = fc;
+        if (!n || !f || !fc)
             return fail(&L->r, "out of memory");
         memset(n + L->nclasses, 0, (nc - L->nclasses) * sizeof *n);
-        L->class_names = n;
+        memset(f + L->nclasses, 0, (nc - L->nclasses) * sizeof *f);
+        memset(fc + L->nclasses, 0, (nc - L->nclasses) * sizeof *fc);
         L->nclasses = nc;
     }
+    if (!s)
+        return 0; /* only making room */
     free(L->class_names[idx]);
     L->class_names[idx] = strndup((const char *)s, len);
     return L->class_names[idx] ? 0 : fail(&L->r, "out of memory");
@@ -240,6 +255,10 @@ static int decode(loader *L, const uint8_t *p, const uint8_t *end) {
             } else if (L->pass == PASS_REFS) {
                 L->cur_node++;
                 L->cursor = g->off[L->cur_node];
+                L->cur_class = b < L->nclasses ? (uint32_t)b : 0;
+                uint8_t *lm = L->lastmap ? L->lastmap[L->cur_class] : NULL;
+                if (g->edge_field && lm && lm[0] == d)
+                    memcpy(g->edge_field + g->off[L->cur_node], lm + 1, d);
             }
             L->obj_addr = L->prev_obj;
             L->left = d;
@@ -250,6 +269,59 @@ static int decode(loader *L, const uint8_t *p, const uint8_t *end) {
             GET(a);
             if (refs_put(L, &p, end, a) < 0)
                 return -1;
+            break;
+        case DNP_HEAP_SLOTS: {
+            GET(a);
+            uint8_t *lm = NULL;
+            if (L->pass == PASS_REFS && g->edge_field && L->lastmap && a <= 64) {
+                if (!L->lastmap[L->cur_class] && !(L->lastmap[L->cur_class] = malloc(66)))
+                    return fail(&L->r, "out of memory");
+                lm = L->lastmap[L->cur_class];
+                lm[0] = (uint8_t)a;
+            }
+            for (uint64_t k = 0; k < a; k++) {
+                GET(b);
+                uint8_t slot = b > 255 ? 0 : (uint8_t)b;
+                if (lm)
+                    lm[1 + k] = slot;
+                if (L->pass == PASS_REFS && g->edge_field && L->cur_node &&
+                    g->off[L->cur_node] + k < g->off[L->cur_node + 1])
+                    g->edge_field[g->off[L->cur_node] + k] = slot;
+            }
+            break;
+        }
+        case DNP_HEAP_LAYOUT:
+            GET(a);
+            GET(b);
+            if (b > 255)
+                return fail(&L->r, "corrupt: a class layout");
+            char **names = L->pass == PASS_OBJECTS ? calloc(b + 1, sizeof *names) : NULL;
+            if (L->pass == PASS_OBJECTS && (!names || class_name_set(L, a, NULL, 0) < 0)) {
+                free(names);
+                return fail(&L->r, "out of memory");
+            }
+            for (uint64_t k = 0; k < b; k++) {
+                GET(c);
+                GET(d);
+                if ((uint64_t)(end - p) < d) {
+                    for (uint64_t x = 0; names && x < k; x++)
+                        free(names[x]);
+                    free(names);
+                    return fail(&L->r, "corrupt: a field name runs past its chunk");
+                }
+                if (names)
+                    names[k] = strndup((const char *)p, d);
+                p += d;
+            }
+            if (names) {
+                if (L->class_fields[a]) {
+                    for (uint32_t x = 0; x < L->class_nfields[a]; x++)
+                        free(L->class_fields[a][x]);
+                    free(L->class_fields[a]);
+                }
+                L->class_fields[a] = names;
+                L->class_nfields[a] = (uint8_t)b;
+            }
             break;
         case DNP_HEAP_NAME:
         case DNP_HEAP_FUNC:
@@ -412,6 +484,20 @@ static int make_types(loader *L) {
     for (uint32_t v = 1; v < g->n; v++)
         g->type[v] = g->type[v] < L->nclasses ? map[g->type[v]] : 0;
     g->type[0] = 0;
+    g->type_fields = calloc(g->ntypes, sizeof *g->type_fields);
+    g->type_nfields = calloc(g->ntypes, sizeof *g->type_nfields);
+    if (!g->type_fields || !g->type_nfields) {
+        free(sorted);
+        free(map);
+        return fail(&L->r, "out of memory");
+    }
+    for (uint32_t i = 0; i < L->nclasses; i++) {
+        if (!L->class_fields || !L->class_fields[i] || !map[i] || g->type_fields[map[i]])
+            continue;
+        g->type_fields[map[i]] = L->class_fields[i];
+        g->type_nfields[map[i]] = L->class_nfields[i];
+        L->class_fields[i] = NULL;
+    }
     free(sorted);
     free(map);
     return 0;
@@ -422,7 +508,7 @@ static int cmp_dep(const void *a, const void *b) {
     return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : (x[1] > y[1]) - (x[1] < y[1]);
 }
 
-int dnp_heapgraph_load(const char *path, int keep_addr, dnp_heapgraph *g, char *err, size_t errlen) {
+int dnp_heapgraph_load(const char *path, int flags, dnp_heapgraph *g, char *err, size_t errlen) {
     memset(g, 0, sizeof *g);
     loader *L = calloc(1, sizeof *L);
     if (!L) {
@@ -520,7 +606,9 @@ int dnp_heapgraph_load(const char *path, int keep_addr, dnp_heapgraph *g, char *
     }
     g->m = sum;
     g->edges = malloc((g->m + 1) * sizeof *g->edges);
-    if (!g->edges) {
+    if (flags & DNP_HG_FIELDS)
+        g->edge_field = calloc(g->m + 1, 1);
+    if (!g->edges || ((flags & DNP_HG_FIELDS) && !g->edge_field)) {
         fail(&L->r, "out of memory for %llu references", (unsigned long long)g->m);
         goto out;
     }
@@ -528,6 +616,10 @@ int dnp_heapgraph_load(const char *path, int keep_addr, dnp_heapgraph *g, char *
     for (uint32_t i = 0; i < g->nroots; i++)
         if (g->roots[i].node && !(g->roots[i].flags & DNP_ROOT_WEAK))
             g->edges[w++] = g->roots[i].node;
+    if ((flags & DNP_HG_FIELDS) && !(L->lastmap = calloc(L->nclasses + 1, sizeof *L->lastmap))) {
+        fail(&L->r, "out of memory");
+        goto out;
+    }
     if (pass(L, PASS_REFS) < 0)
         goto out;
     /* Dependent handles' values close their key's edges. */
@@ -555,11 +647,15 @@ int dnp_heapgraph_load(const char *path, int keep_addr, dnp_heapgraph *g, char *
     for (uint32_t v = 0; v < g->n; v++) {
         uint32_t from = g->off[v], to = g->off[v + 1];
         g->off[v] = (uint32_t)wr;
-        for (uint32_t k = from; k < to; k++)
-            if (g->edges[k] != DNP_HG_NONE)
+        for (uint32_t k = from; k < to; k++) {
+            if (g->edges[k] != DNP_HG_NONE) {
+                if (g->edge_field)
+                    g->edge_field[wr] = g->edge_field[k];
                 g->edges[wr++] = g->edges[k];
-            else
+            } else {
                 g->unresolved++;
+            }
+        }
     }
     g->off[g->n] = (uint32_t)wr;
     g->m = wr;
@@ -569,9 +665,18 @@ out:
     free(L->root_addr);
     free(L->dep_kaddr);
     free(L->dep_vaddr);
-    for (uint32_t i = 0; i < L->nclasses; i++)
+    for (uint32_t i = 0; i < L->nclasses; i++) {
         free(L->class_names[i]);
+        for (uint32_t k = 0; L->class_fields[i] && k < L->class_nfields[i]; k++)
+            free(L->class_fields[i][k]);
+        free(L->class_fields ? L->class_fields[i] : NULL);
+    }
+    for (uint32_t i = 0; L->lastmap && i <= L->nclasses; i++)
+        free(L->lastmap[i]);
+    free(L->lastmap);
     free(L->class_names);
+    free(L->class_fields);
+    free(L->class_nfields);
     free(L->r.buf);
     if (L->r.f)
         fclose(L->r.f);
@@ -580,7 +685,7 @@ out:
         dnp_heapgraph_release(g);
         return -1;
     }
-    if (!keep_addr) {
+    if (!(flags & DNP_HG_ADDR)) {
         free(g->addr);
         g->addr = NULL;
     }
@@ -596,9 +701,17 @@ void dnp_heapgraph_release(dnp_heapgraph *g) {
     free(g->roots);
     free(g->dep_key);
     free(g->dep_val);
-    for (uint32_t i = 0; i < g->ntypes; i++)
+    for (uint32_t i = 0; i < g->ntypes; i++) {
         free(g->types[i]);
+        for (uint32_t k = 0; g->type_fields && g->type_fields[i] && k < g->type_nfields[i]; k++)
+            free(g->type_fields[i][k]);
+        if (g->type_fields)
+            free(g->type_fields[i]);
+    }
     free(g->types);
+    free(g->type_fields);
+    free(g->type_nfields);
+    free(g->edge_field);
     for (uint32_t i = 0; i < g->nfuncs; i++)
         free(g->func_names[i]);
     free(g->func_ids);
@@ -853,6 +966,16 @@ const dnp_heap_root *dnp_heapgraph_root_of(const dnp_heapgraph *g, uint32_t node
             best = &g->roots[i];
     }
     return best;
+}
+
+const char *dnp_heapgraph_edge_field(const dnp_heapgraph *g, uint32_t from, uint64_t e) {
+    if (!g->edge_field || !from || !g->edge_field[e])
+        return NULL;
+    uint32_t t = g->type[from], f = g->edge_field[e];
+    if (!g->type_fields || !g->type_fields[t] || f > g->type_nfields[t])
+        return NULL;
+    const char *name = g->type_fields[t][f - 1];
+    return name && *name ? name : NULL;
 }
 
 const char *dnp_heapgraph_func(const dnp_heapgraph *g, uint64_t id) {

@@ -34,6 +34,8 @@ typedef struct dnp_heapgraph {
     uint32_t *size;      /* [n] shallow bytes (saturated at 4 GiB) */
     uint32_t *off;       /* [n + 1]; a snapshot holds fewer than 4 G references */
     uint32_t *edges;     /* [m] */
+    uint8_t *edge_field; /* [m] the field of each edge (1-based in its type's fields, 0
+                            unknown), or NULL when loaded without DNP_HG_FIELDS */
     uint64_t unresolved; /* references to objects not in the snapshot (dropped) */
     uint64_t bytes;      /* total shallow bytes */
     dnp_heap_root *roots;
@@ -42,6 +44,8 @@ typedef struct dnp_heapgraph {
     uint32_t ndeps;
     char **types;        /* [ntypes] names */
     uint32_t ntypes;
+    char ***type_fields; /* [ntypes] the names of the fields that may hold a reference */
+    uint8_t *type_nfields;
     uint64_t *func_ids;  /* stack roots' methods */
     char **func_names;
     uint32_t nfuncs;
@@ -52,10 +56,16 @@ typedef struct dnp_heapgraph {
     uint64_t unreachable_bytes;
 } dnp_heapgraph;
 
-/* Loads path. keep_addr: keep the objects' addresses (paths, exports).
+#define DNP_HG_ADDR 1   /* keep the objects' addresses (paths, exports) */
+#define DNP_HG_FIELDS 2 /* and the field of each reference */
+
+/* Loads path, with what flags ask for (DNP_HG_*).
  * 0, or -1 with one line in err naming the file and what is wrong with it
  * (truncated, corrupt, incomplete, not a snapshot). */
-int dnp_heapgraph_load(const char *path, int keep_addr, dnp_heapgraph *g, char *err, size_t errlen);
+int dnp_heapgraph_load(const char *path, int flags, dnp_heapgraph *g, char *err, size_t errlen);
+
+/* The name of the field the edge e (from node from) is in, or NULL. */
+const char *dnp_heapgraph_edge_field(const dnp_heapgraph *g, uint32_t from, uint64_t e);
 
 void dnp_heapgraph_release(dnp_heapgraph *g);
 

@@ -92,6 +92,12 @@ static int is_array(const char *name) {
 #define S_DEP 3
 #define S_TYPES 4
 
+/* Field names follow the root kinds in the strings: each type's fields in
+ * turn, from fbase[t]. */
+static uint64_t field_string(const dnp_heapgraph *g, uint32_t v, uint64_t e, const uint64_t *fbase) {
+    return fbase[g->type[v]] + g->edge_field[e] - 1;
+}
+
 int dnp_export_heapsnapshot(const dnp_heapgraph *g, FILE *out) {
     wbuf *w = malloc(sizeof *w);
     if (!w)
@@ -100,6 +106,16 @@ int dnp_export_heapsnapshot(const dnp_heapgraph *g, FILE *out) {
     w->len = 0;
     w->err = 0;
     uint32_t s_kinds = S_TYPES + g->ntypes;
+    uint64_t *s_fields = calloc(g->ntypes + 1, sizeof *s_fields);
+    if (!s_fields) {
+        free(w);
+        return -1;
+    }
+    uint64_t next = s_kinds + 4;
+    for (uint32_t t = 0; t < g->ntypes; t++) {
+        s_fields[t] = next;
+        next += g->type_fields && g->type_fields[t] ? g->type_nfields[t] : 0;
+    }
     wstr(w, "{\"snapshot\":{\"meta\":{"
             "\"node_fields\":[\"type\",\"name\",\"id\",\"self_size\",\"edge_count\",\"trace_node_id\","
             "\"detachedness\"],"
@@ -157,6 +173,9 @@ int dnp_export_heapsnapshot(const dnp_heapgraph *g, FILE *out) {
             } else if (dnp_heapgraph_is_dep(g, v, to)) {
                 wnum(w, ET_INTERNAL, ',');
                 wnum(w, S_DEP, ',');
+            } else if (!arr && dnp_heapgraph_edge_field(g, v, e)) {
+                wnum(w, ET_PROPERTY, ',');
+                wnum(w, field_string(g, v, e, s_fields), ',');
             } else if (arr) {
                 wnum(w, ET_ELEMENT, ',');
                 wnum(w, k, ',');
@@ -179,7 +198,14 @@ int dnp_export_heapsnapshot(const dnp_heapgraph *g, FILE *out) {
         wstr(w, ",\n");
         wjson(w, name);
     }
+    for (uint32_t t = 0; t < g->ntypes; t++) {
+        for (uint32_t k = 0; g->type_fields && g->type_fields[t] && k < g->type_nfields[t]; k++) {
+            wstr(w, ",\n");
+            wjson(w, g->type_fields[t][k] ? g->type_fields[t][k] : "");
+        }
+    }
     wstr(w, "]}\n");
+    free(s_fields);
     wflush(w);
     int rc = w->err ? -1 : 0;
     free(w);

@@ -33,6 +33,13 @@ enum {
     DNP_HEAP_MORE = 'M',   /* varint n, n x zz ref: more references of the last object */
     DNP_HEAP_NAME = 'N',   /* varint class index, varint len, bytes: a class's name (after the GC) */
     DNP_HEAP_FUNC = 'F',   /* varint function_id, varint len, bytes: a stack root's method */
+    DNP_HEAP_SLOTS = 'P',  /* varint n, n x varint slot: the field each reference of the last
+                              object is in (1-based in its class's LAYOUT; 0 unknown). An
+                              object of a class with a layout and no SLOTS record has the
+                              slots of the last object of its class that had as many
+                              references */
+    DNP_HEAP_LAYOUT = 'L', /* varint class index, varint n, n x (varint offset, varint len, bytes):
+                              the reference-aligned fields of a class, by offset (after the GC) */
     DNP_HEAP_END = 'E',    /* varint status, varint objects, varint refs, varint roots, varint deps,
                               varint bytes, varint gc_ns, varint pause_ns, varint walk_ns,
                               varint len, bytes (a message, "" when complete) */

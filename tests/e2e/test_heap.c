@@ -139,6 +139,27 @@ static int check_paths(e2e_run *r, const char *snap, const counts *c) {
         ASSERT(strstr(json_str(json_at(paths, i), "root"), "root") != NULL);
     }
     json_free(p);
+    /* the holder's array is in its field Items, each chain node in the previous one's Next */
+    const char *hargs[] = {"heap", "paths", "--json", "--max", "1", "--type",
+                           "Scenarios.HeapArrayItem[]", snap, NULL};
+    p = run_json(r, hargs);
+    ASSERT(p != NULL);
+    const jv *steps = json_get(json_at(json_get(p, "paths"), 0), "steps");
+    ASSERT(steps && steps->n >= 2);
+    ASSERT(!strcmp(json_str(json_at(steps, steps->n - 2), "type"), "Scenarios.HeapHolder"));
+    ASSERT(!strcmp(json_str(json_at(steps, steps->n - 1), "via"), "field"));
+    ASSERT(json_str(json_at(steps, steps->n - 1), "field") &&
+           !strcmp(json_str(json_at(steps, steps->n - 1), "field"), "Items"));
+    json_free(p);
+    const char *cargs[] = {"heap", "paths", "--json", "--max", "3", "--type",
+                           "Scenarios.HeapChainNode", snap, NULL};
+    p = run_json(r, cargs);
+    ASSERT(p != NULL);
+    steps = json_get(json_at(json_get(p, "paths"), 2), "steps");
+    ASSERT(steps && steps->n >= 3);
+    ASSERT(json_str(json_at(steps, steps->n - 1), "field") &&
+           !strcmp(json_str(json_at(steps, steps->n - 1), "field"), "Next"));
+    json_free(p);
     /* and the text form says it */
     const char *targs[] = {"heap", "paths", "--type", "Scenarios.HeapCwtValue", "--max", "1", snap, NULL};
     ASSERT(e2e_dnprof(r, targs) == 0 && r->status == 0);
