@@ -106,7 +106,10 @@ static void do_line(client *c, const char *line) {
                (unsigned long long)recorder_events(), g_agent.config.output);
     else if (strncmp(line, DNP_CONTROL_SNAPSHOT " /", sizeof DNP_CONTROL_SNAPSHOT + 1) == 0) {
         char reply[1024];
-        heap_snapshot(line + sizeof DNP_CONTROL_SNAPSHOT, reply, sizeof reply);
+        if (C.detach_requested)
+            snprintf(reply, sizeof reply, "error the agent is detaching; try again once it is gone");
+        else
+            heap_snapshot(line + sizeof DNP_CONTROL_SNAPSHOT, reply, sizeof reply);
         say_to(c->fd, "%s", reply);
     } else
         say_to(c->fd, "error unknown command (%s, %s or %s PATH)", DNP_CONTROL_DETACH,

@@ -490,12 +490,43 @@ void heap_deps(ULONG n, const ObjectID *keys, const ObjectID *values, const GCHa
     H.deps += n;
 }
 
+/* An object's size from its method table, as the runtime computes it
+ * (MethodTable: u32 flags, whose low half is the component size when the top
+ * bit is set, then u32 base size; arrays and strings keep their length right
+ * after the method table pointer). Faster than a call into the runtime per
+ * object, and checked against GetObjectSize2 on the first objects of every
+ * snapshot: any difference and the runtime is asked for every object. */
+static int size_ok = -1;  /* -1 checking, 1 layout trusted, 0 ask the runtime */
+static uint64_t size_checked;
+
+static inline SIZE_T object_size(ObjectID obj) {
+    SIZE_T size = 0;
+    if (size_ok == 1) {
+        const uint32_t *mt = *(const uint32_t *const *)obj;
+        size = mt[1];
+        if (mt[0] & 0x80000000u)
+            size += (SIZE_T)(mt[0] & 0xffff) * *(const uint32_t *)(obj + 8);
+        return size;
+    }
+    if (FAILED(INFO_CALL(GetObjectSize2, obj, &size)))
+        size = 0;
+    if (size_ok == -1) {
+        const uint32_t *mt = *(const uint32_t *const *)obj;
+        SIZE_T mine = mt[1];
+        if (mt[0] & 0x80000000u)
+            mine += (SIZE_T)(mt[0] & 0xffff) * *(const uint32_t *)(obj + 8);
+        if (mine != size)
+            size_ok = 0;
+        else if (++size_checked >= 20000)
+            size_ok = 1;
+    }
+    return size;
+}
+
 void heap_object(ObjectID obj, ClassID cls, ULONG n, const ObjectID *refs) {
     walk_begins();
     uint32_t ci = class_index(cls);
-    SIZE_T size = 0;
-    if (FAILED(INFO_CALL(GetObjectSize2, obj, &size)))
-        size = 0;
+    SIZE_T size = object_size(obj);
     ULONG here = n < DNP_HEAP_REFS_PER_RECORD ? n : DNP_HEAP_REFS_PER_RECORD;
     uint8_t *p = reserve(64 + (size_t)here * 10);
     *p++ = DNP_HEAP_OBJECT;
@@ -533,7 +564,10 @@ void heap_object(ObjectID obj, ClassID cls, ULONG n, const ObjectID *refs) {
                 f = g + 1;
         }
         /* Written only when it differs from the class's last. */
-        if (last[0] != n || memcmp(last + 1, m, n) != 0) {
+        int same = last[0] == n;
+        for (ULONG k = 0; same && k < n; k++)
+            same = last[1 + k] == m[k];
+        if (!same) {
             p = reserve(16 + (size_t)n * 2);
             *p++ = DNP_HEAP_SLOTS;
             p = dnp_heap_put(p, n);
@@ -601,6 +635,8 @@ int heap_snapshot(const char *path, char *reply, size_t cap) {
         goto out;
     }
     H.done = H.saw_walk = H.partial = 0;
+    size_ok = -1;
+    size_checked = 0;
     H.objects = H.refs = H.roots = H.deps = H.bytes = 0;
     H.prev_obj = H.prev_root = H.prev_key = 0;
     H.t_start = H.t_walk = H.t_end = 0;

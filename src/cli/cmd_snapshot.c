@@ -178,6 +178,28 @@ int cmd_snapshot(int argc, char **argv) {
     char err[IPC_ERR_MAX];
 
     if (proc.has_agent == 1) {
+        /* An agent that an earlier snapshot detached may not be unloaded yet:
+         * wait for it to go, then attach anew. */
+        char dir[128], sock[256], st[512] = "";
+        if (ctl_dir(proc.uid, 0, dir, sizeof dir, err, sizeof err) == 0) {
+            snprintf(sock, sizeof sock, DNP_CONTROL_SOCKET_FMT, dir, (long)pid);
+            int fd = connect_unix(sock);
+            if (fd >= 0 && send_line(fd, DNP_CONTROL_STATUS) == 0 &&
+                ctl_read_line(fd, st, sizeof st, 5000) == 1 && !strncmp(st, "ok detaching", 12)) {
+                if (ctl_wait_unloaded(pid, 30000) < 0) {
+                    close(fd);
+                    error("pid %d: dnprof's agent is detaching but not unloaded after 30 s; try "
+                          "again later",
+                          (int)pid);
+                    return 1;
+                }
+                ipc_proc_read(pid, &proc);
+            }
+            if (fd >= 0)
+                close(fd);
+        }
+    }
+    if (proc.has_agent == 1) {
         /* The agent is there: its socket (attached, or loaded at start-up). */
         char dir[128], sock[256];
         int fd = -1;
