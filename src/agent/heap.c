@@ -616,8 +616,8 @@ int heap_snapshot(const char *path, char *reply, size_t cap) {
     }
     if (!(g_agent.events.mask & 0x80u /* COR_PRF_MONITOR_GC */)) {
         snprintf(reply, cap,
-                 "error the agent records without gc events, so the runtime does not show it the "
-                 "heap: run the program with gc in --events");
+                 "error the agent records without the gc events (COR_PRF_MONITOR_GC), which the "
+                 "runtime's heap walk needs: record with gc in --events");
         return -1;
     }
     if (atomic_exchange(&busy, 1)) {
