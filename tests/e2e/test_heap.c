@@ -555,3 +555,42 @@ TEST(e2e_heap_gcdump_agrees) {
     free(gtext);
     return 0;
 }
+
+/* dnprof heap diff: two runs that hold different numbers of objects. */
+TEST(e2e_heap_diff) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_heap_diff") == 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    char a[PATH_MAX], b[PATH_MAX];
+    snprintf(a, sizeof a, "%s/a.dnheap", r.dir);
+    snprintf(b, sizeof b, "%s/b.dnheap", r.dir);
+    const char *runa[] = {"run", "-q", "-o", r.trace, "--heap-at", "exit", "--heap-output", a, "--",
+                          e2e_dotnet(), dll, "heap", "list=1000", "chain=1000", NULL};
+    const char *runb[] = {"run", "-q", "-o", r.trace, "--heap-at", "exit", "--heap-output", b, "--",
+                          e2e_dotnet(), dll, "heap", "list=1500", "chain=3000", NULL};
+    ASSERT(e2e_dnprof(&r, runa) == 0 && r.status == 0);
+    ASSERT(e2e_dnprof(&r, runb) == 0 && r.status == 0);
+    const char *args[] = {"heap", "diff", "--json", "--top", "0", a, b, NULL};
+    jv *d = run_json(&r, args);
+    ASSERT(d != NULL);
+    const jv *li = type_of(d, "Scenarios.HeapListItem");
+    const jv *cn = type_of(d, "Scenarios.HeapChainNode");
+    ASSERT(li && cn);
+    ASSERT_EQ_U64((uint64_t)json_num(li, "count_change"), 500);
+    ASSERT_EQ_U64((uint64_t)json_num(li, "bytes_change"), 500 * 24);
+    ASSERT_EQ_U64((uint64_t)json_num(li, "count"), 1500);
+    ASSERT_EQ_U64((uint64_t)json_num(cn, "count_change"), 2000);
+    ASSERT_EQ_U64((uint64_t)json_num(cn, "bytes_change"), 2000 * 32);
+    ASSERT_EQ_U64((uint64_t)json_num(cn, "retained_change"), 2000 * 32);
+    /* the types that did not change are not listed */
+    ASSERT(type_of(d, "Scenarios.HeapHolder") == NULL);
+    json_free(d);
+    /* the text form */
+    const char *targs[] = {"heap", "diff", a, b, NULL};
+    ASSERT(e2e_dnprof(&r, targs) == 0 && r.status == 0);
+    char *text = e2e_read_file(r.out, NULL);
+    ASSERT(text && strstr(text, "Scenarios.HeapChainNode") && strstr(text, "+2000"));
+    free(text);
+    return 0;
+}
