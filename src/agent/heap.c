@@ -685,6 +685,24 @@ int heap_snapshot(const char *path, char *reply, size_t cap) {
         }
         H.p = p;
     }
+    /* The non-GC heap (frozen string literals and types): its objects are
+     * walked but held by no root, and live as long as the process. */
+    if (AGENT_HAS_INFO(GetNonGCHeapBounds)) {
+        COR_PRF_NONGC_HEAP_RANGE ranges[256];
+        ULONG nr = 0;
+        if (SUCCEEDED(INFO_CALL(GetNonGCHeapBounds, 256, &nr, ranges)) && nr) {
+            if (nr > 256)
+                nr = 256;
+            uint8_t *p = reserve(16 + (size_t)nr * 20);
+            *p++ = DNP_HEAP_NONGC;
+            p = dnp_heap_put(p, nr);
+            for (ULONG i = 0; i < nr; i++) {
+                p = dnp_heap_put(p, (uint64_t)ranges[i].rangeStart);
+                p = dnp_heap_put(p, (uint64_t)ranges[i].rangeLength);
+            }
+            H.p = p;
+        }
+    }
     unsigned status = DNP_HEAP_COMPLETE;
     char why[256] = "";
     if (prc != 0) {

@@ -90,11 +90,11 @@ static int rows_of(const char *path, dnp_heapgraph *g, type_row **rows_out) {
     return 0;
 }
 
-static void roots_by_kind(const dnp_heapgraph *g, uint64_t k[4], uint64_t *weak) {
-    memset(k, 0, 4 * sizeof *k);
+static void roots_by_kind(const dnp_heapgraph *g, uint64_t k[5], uint64_t *weak) {
+    memset(k, 0, 5 * sizeof *k);
     *weak = 0;
     for (uint32_t i = 0; i < g->nroots; i++) {
-        k[g->roots[i].kind & 3]++;
+        k[g->roots[i].kind <= DNP_ROOT_NONGC ? g->roots[i].kind : DNP_ROOT_OTHER]++;
         if (g->roots[i].flags & DNP_ROOT_WEAK)
             (*weak)++;
     }
@@ -157,7 +157,7 @@ static int heap_report(int argc, char **argv) {
     if (rows_of(path, &g, &rows) < 0)
         return 1;
     qsort(rows, g.ntypes, sizeof *rows, cmp_row);
-    uint64_t k[4], weak;
+    uint64_t k[5], weak;
     roots_by_kind(&g, k, &weak);
     uint32_t shown = 0;
     for (uint32_t i = 0; i < g.ntypes; i++)
@@ -170,9 +170,10 @@ static int heap_report(int argc, char **argv) {
                ",\"unresolved_references\":%" PRIu64,
                g.pid, g.n - 1, g.bytes, g.m, g.unresolved);
         printf(",\"roots\":{\"total\":%u,\"stack\":%" PRIu64 ",\"handle\":%" PRIu64
-               ",\"finalizer\":%" PRIu64 ",\"other\":%" PRIu64 ",\"weak\":%" PRIu64 "}",
+               ",\"finalizer\":%" PRIu64 ",\"other\":%" PRIu64 ",\"non_gc_heap\":%" PRIu64
+               ",\"weak\":%" PRIu64 "}",
                g.nroots, k[DNP_ROOT_STACK], k[DNP_ROOT_HANDLE], k[DNP_ROOT_FINALIZER],
-               k[DNP_ROOT_OTHER], weak);
+               k[DNP_ROOT_OTHER], k[DNP_ROOT_NONGC], weak);
         printf(",\"dependent_handles\":%u", g.ndeps);
         printf(",\"unreachable\":{\"objects\":%u,\"bytes\":%" PRIu64 "}", g.unreachable,
                g.unreachable_bytes);
@@ -192,9 +193,11 @@ static int heap_report(int argc, char **argv) {
         printf("heap snapshot %s: pid %" PRIu64 ", %s objects, %s\n", cli_short_path(path), g.pid,
                cli_fmt_count(g.n - 1, a), cli_fmt_bytes(g.bytes, b));
         printf("roots: %s (stack %" PRIu64 ", handle %" PRIu64 ", finalizer %" PRIu64
-               ", other %" PRIu64 "; %" PRIu64 " weak), %u dependent handles\n",
-               cli_fmt_count(g.nroots, c1), k[DNP_ROOT_STACK], k[DNP_ROOT_HANDLE],
-               k[DNP_ROOT_FINALIZER], k[DNP_ROOT_OTHER], weak, g.ndeps);
+               ", other %" PRIu64 "; %" PRIu64 " weak), %u dependent handles, %" PRIu64
+               " objects of the non-GC heap\n",
+               cli_fmt_count(g.nroots - k[DNP_ROOT_NONGC], c1), k[DNP_ROOT_STACK],
+               k[DNP_ROOT_HANDLE], k[DNP_ROOT_FINALIZER], k[DNP_ROOT_OTHER], weak, g.ndeps,
+               k[DNP_ROOT_NONGC]);
         if (g.unreachable) {
             printf("unreachable: %s objects, %s (no strong root in the snapshot "
                    "holds them):",

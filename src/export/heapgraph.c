@@ -114,6 +114,8 @@ typedef struct loader {
     uint32_t cur_node;
     uint64_t left;       /* its references still to come */
     uint32_t cur_class;
+    uint64_t nongc[256][2]; /* the non-GC heap's ranges: start, length */
+    uint32_t nnongc;
     uint8_t **lastmap;   /* per class: the slots of its last object (heap_format.h SLOTS) */
 } loader;
 
@@ -350,6 +352,17 @@ static int decode(loader *L, const uint8_t *p, const uint8_t *end) {
             }
             p += b;
             break;
+        case DNP_HEAP_NONGC:
+            GET(a);
+            for (uint64_t k = 0; k < a; k++) {
+                GET(b);
+                GET(c);
+                if (L->pass == PASS_OBJECTS && L->nnongc < 256) {
+                    L->nongc[L->nnongc][0] = b;
+                    L->nongc[L->nnongc++][1] = c;
+                }
+            }
+            break;
         case DNP_HEAP_END: {
             end_info *en = &L->end;
             uint64_t *f[] = {&en->status, &en->objects, &en->refs,   &en->roots,  &en->deps,
@@ -571,6 +584,33 @@ int dnp_heapgraph_load(const char *path, int flags, dnp_heapgraph *g, char *err,
             if (++i == hcap)
                 i = 0;
         L->hash[i] = v;
+    }
+    /* Objects of the non-GC heap are held by it: roots of their own kind. */
+    uint32_t nfrozen = 0;
+    for (uint32_t v = 1; L->nnongc && v < g->n; v++)
+        for (uint32_t i = 0; i < L->nnongc; i++)
+            if (g->addr[v] - L->nongc[i][0] < L->nongc[i][1]) {
+                nfrozen++;
+                break;
+            }
+    if (nfrozen) {
+        dnp_heap_root *nr = realloc(g->roots, ((size_t)g->nroots + nfrozen + 1) * sizeof *nr);
+        uint64_t *na = realloc(L->root_addr, ((size_t)g->nroots + nfrozen + 1) * sizeof *na);
+        if (nr)
+            g->roots = nr;
+        if (na)
+            L->root_addr = na;
+        if (!nr || !na) {
+            fail(&L->r, "out of memory");
+            goto out;
+        }
+        for (uint32_t v = 1; v < g->n; v++)
+            for (uint32_t i = 0; i < L->nnongc; i++)
+                if (g->addr[v] - L->nongc[i][0] < L->nongc[i][1]) {
+                    g->roots[g->nroots] = (dnp_heap_root){0, DNP_ROOT_NONGC, 0, 0};
+                    L->root_addr[g->nroots++] = g->addr[v];
+                    break;
+                }
     }
     /* Roots and dependent handles as nodes; the edge counts, then offsets. */
     uint32_t strong = 0;

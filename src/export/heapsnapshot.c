@@ -111,7 +111,7 @@ int dnp_export_heapsnapshot(const dnp_heapgraph *g, FILE *out) {
         free(w);
         return -1;
     }
-    uint64_t next = s_kinds + 4;
+    uint64_t next = s_kinds + DNP_ROOT_NONGC + 1;
     for (uint32_t t = 0; t < g->ntypes; t++) {
         s_fields[t] = next;
         next += g->type_fields && g->type_fields[t] ? g->type_nfields[t] : 0;
@@ -166,7 +166,8 @@ int dnp_export_heapsnapshot(const dnp_heapgraph *g, FILE *out) {
                 while (ri < g->nroots &&
                        (!g->roots[ri].node || (g->roots[ri].flags & DNP_ROOT_WEAK)))
                     ri++;
-                unsigned kind = ri < g->nroots ? g->roots[ri].kind & 3 : 0;
+                unsigned kind = ri < g->nroots ? g->roots[ri].kind : 0;
+                kind = kind <= DNP_ROOT_NONGC ? kind : 0;
                 ri++;
                 wnum(w, ET_PROPERTY, ',');
                 wnum(w, s_kinds + kind, ',');
@@ -192,7 +193,7 @@ int dnp_export_heapsnapshot(const dnp_heapgraph *g, FILE *out) {
         wstr(w, ",\n");
         wjson(w, g->types[t]);
     }
-    for (unsigned k = 0; k < 4; k++) {
+    for (unsigned k = 0; k <= DNP_ROOT_NONGC; k++) {
         char name[32];
         snprintf(name, sizeof name, "%s root", dnp_heap_root_kind_name(k));
         wstr(w, ",\n");

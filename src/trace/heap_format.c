@@ -6,6 +6,7 @@ const char *dnp_heap_root_kind_name(unsigned kind) {
     case DNP_ROOT_STACK: return "stack";
     case DNP_ROOT_FINALIZER: return "finalizer";
     case DNP_ROOT_HANDLE: return "handle";
+    case DNP_ROOT_NONGC: return "non-GC heap";
     default: return "other";
     }
 }

@@ -40,6 +40,8 @@ enum {
                               references */
     DNP_HEAP_LAYOUT = 'L', /* varint class index, varint n, n x (varint offset, varint len, bytes):
                               the reference-aligned fields of a class, by offset (after the GC) */
+    DNP_HEAP_NONGC = 'G',  /* varint n, n x (varint start, varint length): the non-GC heap's
+                              ranges (frozen objects, which live as long as the process) */
     DNP_HEAP_END = 'E',    /* varint status, varint objects, varint refs, varint roots, varint deps,
                               varint bytes, varint gc_ns, varint pause_ns, varint walk_ns,
                               varint len, bytes (a message, "" when complete) */
@@ -55,6 +57,8 @@ enum {
 
 /* Root kinds (COR_PRF_GC_ROOT_KIND) and flags (COR_PRF_GC_ROOT_FLAGS). */
 enum { DNP_ROOT_OTHER = 0, DNP_ROOT_STACK = 1, DNP_ROOT_FINALIZER = 2, DNP_ROOT_HANDLE = 3 };
+/* Not a runtime root kind: a reader's name for an object of the non-GC heap. */
+#define DNP_ROOT_NONGC 4
 enum { DNP_ROOT_PINNING = 1, DNP_ROOT_WEAK = 2, DNP_ROOT_INTERIOR = 4, DNP_ROOT_REFCOUNTED = 8 };
 
 /* At most this many references in one OBJECT or MORE record. */

@@ -115,6 +115,10 @@ static int check_report(e2e_run *r, const char *snap, const counts *c) {
                   (uint64_t)(json_num(key, "bytes") + json_num(val, "bytes")));
     ASSERT(json_num(rep, "dependent_handles") >= c->cwt);
     ASSERT(json_num(json_get(rep, "roots"), "total") > 0);
+    /* after a full GC every object is held by something: a root, a dependent
+     * handle, or the non-GC heap (frozen literals and types) */
+    ASSERT_EQ_U64((uint64_t)json_num(json_get(rep, "unreachable"), "objects"), 0);
+    ASSERT(json_num(json_get(rep, "roots"), "non_gc_heap") > 0);
     json_free(rep);
     return 0;
 }
