@@ -760,15 +760,22 @@ void heap_at_shutdown(void) {
         return;
     char path[4096];
     size_t n = 0;
+    int has_pid = 0;
     for (const char *s = out; *s && n + 24 < sizeof path; s++) {
         if (s[0] == '%' && s[1] == 'p') {
             n += (size_t)snprintf(path + n, sizeof path - n, "%ld", (long)getpid());
+            has_pid = 1;
             s++;
         } else {
             path[n++] = *s;
         }
     }
     path[n] = 0;
+    /* A process the snapshot was not meant for (a child the program started)
+     * never replaces the root's: its own file beside it. */
+    const char *root = getenv("DNPROF_ROOT_PID");
+    if (!has_pid && root && atol(root) != (long)getpid() && n + 24 < sizeof path)
+        snprintf(path + n, sizeof path - n, ".%ld", (long)getpid());
     char reply[512];
     if (heap_snapshot(path, reply, sizeof reply) < 0)
         agent_say("heap snapshot at exit: %s", reply + (strncmp(reply, "error ", 6) ? 0 : 6));
