@@ -4,7 +4,8 @@
  *
  * Node 0 is the synthetic "(GC roots)" node, with one edge per strong root;
  * every object is a node of type "object" (or "array" for arrays) named by its
- * class, whose id is its address. References are "property" edges named
+ * class, whose id is odd, 2 n + 1 for node n (DevTools keeps the nodes in a
+ * Uint32Array: an address would not fit). References are "property" edges named
  * "ref" ("element" edges numbered in order, for arrays); a dependent handle's
  * key -> value is an "internal" edge named "dependent handle". */
 #include "heapsnapshot.h"
@@ -146,7 +147,7 @@ int dnp_export_heapsnapshot(const dnp_heapgraph *g, FILE *out) {
         } else {
             wnum(w, is_array(g->types[g->type[v]]) ? NT_ARRAY : NT_OBJECT, ',');
             wnum(w, S_TYPES + g->type[v], ',');
-            wnum(w, g->addr ? g->addr[v] : (uint64_t)v * 2 + 1, ',');
+            wnum(w, (uint64_t)v * 2 + 1, ',');
             wnum(w, g->size[v], ',');
         }
         wnum(w, g->off[v + 1] - g->off[v], ',');

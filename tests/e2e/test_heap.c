@@ -205,6 +205,25 @@ static int check_heapsnapshot(e2e_run *r, const char *snap) {
     ASSERT(na && ea && sa);
     ASSERT_EQ_U64(na->n, (uint64_t)nodes * nf->n);
     ASSERT_EQ_U64(ea->n, (uint64_t)edges * 3);
+    /* DevTools reads nodes and edges into Uint32Arrays */
+    for (size_t i = 0; i < na->n; i++)
+        ASSERT(na->items[i]->type == JV_NUM && na->items[i]->num >= 0 && na->items[i]->num < 4294967296.0);
+    for (size_t i = 0; i < ea->n; i++)
+        ASSERT(ea->items[i]->type == JV_NUM && ea->items[i]->num >= 0 && ea->items[i]->num < 4294967296.0);
+    /* and finds the arrays in this order */
+    {
+        size_t tl;
+        char *t = e2e_read_file(out, &tl);
+        ASSERT(t);
+        const char *order[] = {"\"nodes\"", "\"edges\"", "\"samples\"", "\"locations\"", "\"strings\""};
+        const char *at = t;
+        for (size_t i = 0; i < 5; i++) {
+            const char *next = strstr(at, order[i]);
+            ASSERT(next != NULL);
+            at = next;
+        }
+        free(t);
+    }
     uint64_t sum = 0;
     for (size_t v = 0; v < (size_t)nodes; v++) {
         sum += (uint64_t)na->items[v * nf->n + ec_at]->num;
