@@ -3,7 +3,7 @@
  * nodes and edges, then the strings), for the Memory tab of a Chromium browser.
  *
  * Node 0 is the synthetic "(GC roots)" node, with one edge per strong root;
- * every object is a node of type "object" (or "array" for arrays) named by its
+ * every object (arrays too) is a node of type "object" named by its
  * class, whose id is odd, 2 n + 1 for node n (DevTools keeps the nodes in a
  * Uint32Array: an address would not fit). References are "property" edges named
  * "ref" ("element" edges numbered in order, for arrays); a dependent handle's
@@ -16,7 +16,9 @@
 
 #include "heap_format.h"
 
-enum { NT_ARRAY = 1, NT_OBJECT = 3, NT_SYNTHETIC = 9 };
+/* Arrays are "object" nodes too: DevTools groups "array" nodes as "(array)",
+ * where a .NET array's type would be lost. */
+enum { NT_OBJECT = 3, NT_SYNTHETIC = 9 };
 enum { ET_ELEMENT = 1, ET_PROPERTY = 2, ET_INTERNAL = 3 };
 #define NODE_FIELDS 7
 
@@ -145,7 +147,7 @@ int dnp_export_heapsnapshot(const dnp_heapgraph *g, FILE *out) {
             wnum(w, 1, ',');
             wnum(w, 0, ',');
         } else {
-            wnum(w, is_array(g->types[g->type[v]]) ? NT_ARRAY : NT_OBJECT, ',');
+            wnum(w, NT_OBJECT, ',');
             wnum(w, S_TYPES + g->type[v], ',');
             wnum(w, (uint64_t)v * 2 + 1, ',');
             wnum(w, g->size[v], ',');

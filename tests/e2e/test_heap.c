@@ -617,3 +617,62 @@ TEST(e2e_heap_diff) {
     free(text);
     return 0;
 }
+
+/* The .heapsnapshot loads in Chromium's DevTools (its own HeapSnapshotLoader,
+ * headless; tests/e2e/devtools), which counts what the program holds. */
+TEST(e2e_heap_devtools_loads) {
+    e2e_run r;
+    ASSERT(e2e_setup(&r, "e2e_heap_devtools_loads") == 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *script = e2e_env("DNPROF_DEVTOOLS_SCRIPT");
+    ASSERT(dll && script);
+    char snap[PATH_MAX], hs[PATH_MAX];
+    snprintf(snap, sizeof snap, "%s/d.dnheap", r.dir);
+    snprintf(hs, sizeof hs, "%s/d.heapsnapshot", r.dir);
+    const char *run[] = {"run", "-o", r.trace, "--heap-at", "exit", "--heap-output", snap, "--",
+                         e2e_dotnet(), dll, "heap", "list=10", "chain=100", "array=10", "cwt=5", NULL};
+    ASSERT(e2e_dnprof(&r, run) == 0 && r.status == 0);
+    counts c;
+    ASSERT(wait_ready(r.out, &c) > 0);
+    const char *conv[] = {"convert", "--format", "heapsnapshot", "-o", hs, snap, NULL};
+    ASSERT(e2e_dnprof(&r, conv) == 0 && r.status == 0);
+    const char *rargs[] = {"heap", "report", "--json", "--top", "0", snap, NULL};
+    jv *rep = run_json(&r, rargs);
+    ASSERT(rep != NULL);
+    const char *node = getenv("DNPROF_NODE") ? getenv("DNPROF_NODE") : "node";
+    const char *chromium = getenv("DNPROF_CHROMIUM") ? getenv("DNPROF_CHROMIUM") : "chromium";
+    const char *argv[] = {node, "--experimental-websocket", script, hs, chromium, NULL};
+    ASSERT(e2e_exec(&r, (char *const *)argv, NULL) == 0);
+    if (r.status != 0) {
+        e2e_show_file("the DevTools loader said", r.err);
+        fprintf(stderr, "(needs node and chromium: .ci/run installs them)\n");
+    }
+    ASSERT_EQ_U64(r.status, 0);
+    size_t len;
+    char *text = e2e_read_file(r.out, &len);
+    char err[256];
+    jv *d = text ? json_parse(text, len, err, sizeof err) : NULL;
+    free(text);
+    ASSERT(d != NULL);
+    /* every object and the roots' node; every byte */
+    ASSERT_EQ_U64((uint64_t)json_num(d, "nodeCount"), (uint64_t)json_num(rep, "objects") + 1);
+    ASSERT_EQ_U64((uint64_t)json_num(d, "totalSize"), (uint64_t)json_num(rep, "bytes"));
+    const jv *types = json_get(d, "types");
+    ASSERT(types);
+    struct {
+        const char *name;
+        long count;
+    } want[] = {{"Scenarios.HeapListItem", c.list},  {"Scenarios.HeapChainNode", c.chain},
+                {"Scenarios.HeapArrayItem", c.array}, {"Scenarios.HeapHolder", 1},
+                {"Scenarios.HeapArrayItem[]", 1},     {"Scenarios.HeapCwtKey", c.cwt},
+                {"Scenarios.HeapCwtValue", c.cwt}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const jv *t = json_get(types, want[i].name);
+        if (!t)
+            fprintf(stderr, "DevTools has no %s\n", want[i].name);
+        ASSERT(t != NULL);
+        ASSERT_EQ_U64((uint64_t)json_num(t, "count"), (uint64_t)want[i].count);
+    }
+    json_free(d);
+    json_free(rep);
+    return 0;
+}
