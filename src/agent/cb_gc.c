@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "callbacks.h"
+#include "heap.h"
 
 /* ---- GC and the heap ---- */
 
@@ -70,6 +71,10 @@ HRESULT cb_ObjectsAllocatedByClass(ICorProfilerCallback *self, ULONG n, ClassID 
 
 HRESULT cb_ObjectReferences(ICorProfilerCallback *self, ObjectID object, ClassID cls, ULONG n,
                                 ObjectID *refs) {
+    if (atomic_load_explicit(&heap_capturing, memory_order_relaxed)) {
+        heap_object(object, cls, n, refs);
+        return S_OK;
+    }
     ACTIVE();
     (void)refs;
     REC(ObjectReferences, object, CLASS(cls, 1), n);
@@ -86,6 +91,10 @@ HRESULT cb_RootReferences(ICorProfilerCallback *self, ULONG n, ObjectID *refs) {
 HRESULT cb_RootReferences2(ICorProfilerCallback *self, ULONG n, ObjectID *refs,
                                COR_PRF_GC_ROOT_KIND *kinds, COR_PRF_GC_ROOT_FLAGS *flags,
                                UINT_PTR *ids) {
+    if (atomic_load_explicit(&heap_capturing, memory_order_relaxed)) {
+        heap_roots(n, refs, kinds, flags, ids);
+        return S_OK;
+    }
     ACTIVE();
     (void)refs;
     (void)kinds;
@@ -97,6 +106,7 @@ HRESULT cb_RootReferences2(ICorProfilerCallback *self, ULONG n, ObjectID *refs,
 
 HRESULT cb_GarbageCollectionStarted(ICorProfilerCallback *self, int n, BOOL *collected,
                                         COR_PRF_GC_REASON reason) {
+    heap_gc_started(n, collected, (int)reason);
     ACTIVE();
     uint64_t gens = 0;
     for (int i = 0; collected && i < n && i < 64; i++)
@@ -107,6 +117,7 @@ HRESULT cb_GarbageCollectionStarted(ICorProfilerCallback *self, int n, BOOL *col
 }
 
 HRESULT cb_GarbageCollectionFinished(ICorProfilerCallback *self) {
+    heap_gc_finished();
     ACTIVE();
     REC0(GarbageCollectionFinished);
     return S_OK;
@@ -135,6 +146,10 @@ HRESULT cb_HandleDestroyed(ICorProfilerCallback *self, GCHandleID handle) {
 HRESULT cb_ConditionalWeakTableElementReferences(ICorProfilerCallback *self, ULONG n,
                                                      ObjectID *keys, ObjectID *values,
                                                      GCHandleID *ids) {
+    if (atomic_load_explicit(&heap_capturing, memory_order_relaxed)) {
+        heap_deps(n, keys, values, ids);
+        return S_OK;
+    }
     ACTIVE();
     (void)keys;
     (void)values;

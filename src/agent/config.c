@@ -97,6 +97,31 @@ static void copy_env(char *out, size_t cap, const char *name) {
     snprintf(out, cap, "%s", v ? v : "");
 }
 
+/* The path of the snapshot at exit (DNPROF_HEAP_AT=exit), %p expanded; a
+ * process it was not meant for (a child the program started) gets its own file
+ * beside the root's. "" when none was asked. */
+static void heap_path(char *path, size_t cap) {
+    const char *at = getenv(DNP_ENV_HEAP_AT), *out = getenv(DNP_ENV_HEAP_OUTPUT);
+    path[0] = 0;
+    if (!at || strcmp(at, "exit") != 0 || !out || !*out || cap < 32)
+        return;
+    size_t n = 0;
+    int has_pid = 0;
+    for (const char *s = out; *s && n + 24 < cap; s++) {
+        if (s[0] == '%' && s[1] == 'p') {
+            n += (size_t)snprintf(path + n, cap - n, "%ld", (long)getpid());
+            has_pid = 1;
+            s++;
+        } else {
+            path[n++] = *s;
+        }
+    }
+    path[n] = 0;
+    const char *root = getenv(DNP_ENV_ROOT_PID);
+    if (!has_pid && root && atol(root) != (long)getpid() && n + 24 < cap)
+        snprintf(path + n, cap - n, ".%ld", (long)getpid());
+}
+
 void config_from_env(agent_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
     copy_env(cfg->events, sizeof cfg->events, DNP_ENV_EVENTS);
@@ -123,4 +148,5 @@ void config_from_env(agent_config *cfg) {
     cfg->alloc_each = each && strcmp(each, "1") == 0;
     const char *stacks = getenv(DNP_ENV_EXC_STACKS);
     cfg->exc_stacks = stacks && strcmp(stacks, "1") == 0;
+    heap_path(cfg->heap_at_exit, sizeof cfg->heap_at_exit);
 }

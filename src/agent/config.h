@@ -27,6 +27,8 @@ typedef struct agent_config {
     /* exception stories (exceptions.c, issue 10 item 2): from DNPROF_EXCEPTION_STACKS
        at start-up, from the attach blob after an attach; never read elsewhere */
     int exc_stacks;      /* a stack snapshot at each throw */
+    /* heap snapshot at exit (heap.c, dnprof run --heap-at exit) */
+    char heap_at_exit[4096]; /* the snapshot's path, this process's own, or "" for none */
 } agent_config;
 
 /* Fills cfg from the environment. */

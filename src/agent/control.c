@@ -21,6 +21,7 @@
 #include "agent.h"
 #include "alloc_sampling.h"
 #include "attach_blob.h"
+#include "heap.h"
 #include "recorder.h"
 
 #define MAX_CLIENTS 8
@@ -31,7 +32,7 @@
 typedef struct client {
     int fd;
     size_t len;
-    char buf[128];
+    char buf[4352]; /* a command and a path */
 } client;
 
 static struct {
@@ -69,6 +70,11 @@ static void client_close(client *c) {
 }
 
 static void do_detach(int fd) {
+    if (!g_agent.attached) {
+        say_to(fd, "error the agent was loaded at start-up (dnprof run): it records until the "
+                   "program exits");
+        return;
+    }
     if (C.detach_requested) {
         say_to(fd, "ok detaching");
         return;
@@ -100,8 +106,16 @@ static void do_line(client *c, const char *line) {
     else if (strcmp(line, DNP_CONTROL_STATUS) == 0)
         say_to(c->fd, "ok %s %llu %s", C.detach_requested ? "detaching" : "recording",
                (unsigned long long)recorder_events(), g_agent.config.output);
-    else
-        say_to(c->fd, "error unknown command (%s or %s)", DNP_CONTROL_DETACH, DNP_CONTROL_STATUS);
+    else if (strncmp(line, DNP_CONTROL_SNAPSHOT " /", sizeof DNP_CONTROL_SNAPSHOT + 1) == 0) {
+        char reply[1024];
+        if (C.detach_requested)
+            snprintf(reply, sizeof reply, "error the agent is detaching; try again once it is gone");
+        else
+            heap_snapshot(line + sizeof DNP_CONTROL_SNAPSHOT, reply, sizeof reply);
+        say_to(c->fd, "%s", reply);
+    } else
+        say_to(c->fd, "error unknown command (%s, %s or %s PATH)", DNP_CONTROL_DETACH,
+               DNP_CONTROL_STATUS, DNP_CONTROL_SNAPSHOT);
 }
 
 static void client_read(client *c) {
@@ -217,7 +231,7 @@ static void cleanup(void) {
     C.path[0] = 0;
 }
 
-int control_start(const char *dir) {
+static int start_at(const char *dir, const char *fmt) {
     if (C.running)
         return 0;
     C.detach_requested = 0;
@@ -229,8 +243,7 @@ int control_start(const char *dir) {
     struct sockaddr_un addr;
     memset(&addr, 0, sizeof addr);
     addr.sun_family = AF_UNIX;
-    int len = snprintf(addr.sun_path, sizeof addr.sun_path, DNP_CONTROL_SOCKET_FMT, dir,
-                       (long)getpid());
+    int len = snprintf(addr.sun_path, sizeof addr.sun_path, fmt, dir, (long)getpid());
     if (len < 0 || (size_t)len >= sizeof addr.sun_path) {
         agent_say("control directory '%s' is too long for a socket path; the agent does not attach",
                   dir);
@@ -265,6 +278,22 @@ int control_start(const char *dir) {
     pthread_setname_np(C.thread, "dnprof-control");
     C.running = 1;
     return 0;
+}
+
+int control_start(const char *dir) {
+    return start_at(dir, DNP_CONTROL_SOCKET_FMT);
+}
+
+int control_start_run(void) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/dnprof-%u", (unsigned)geteuid());
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return -1;
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & 077))
+        return -1; /* quietly: snapshots of this process are then refused by dnprof */
+    return start_at(dir, DNP_CONTROL_RUN_SOCKET_FMT);
 }
 
 void control_stop(const char *final) {

@@ -21,6 +21,11 @@ int control_dir_check(const char *dir);
 /* Creates the socket in dir and starts the thread. 0, or -1 after saying why. */
 int control_start(const char *dir);
 
+/* The same for an agent loaded at start-up, in /tmp/dnprof-<uid> (made if
+ * missing), as <dir>/run.<pid>.sock: it serves heap snapshots (heap.h); a
+ * detach is refused. 0, or -1 (quietly). */
+int control_start_run(void);
+
 /* Tells every connected client final (a line, without its newline), closes
  * them and the socket, removes it, and joins the thread: afterwards no code of
  * this module runs. NULL-safe to call when control_start was never called. */

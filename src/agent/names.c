@@ -391,6 +391,34 @@ size_t names_class_text(ClassID cid, char *out, size_t cap) {
     return n;
 }
 
+size_t names_field_text(ClassID owner, mdFieldDef field, char *out, size_t cap) {
+    if (!cap)
+        return 0;
+    out[0] = 0;
+    ModuleID mod = 0;
+    mdTypeDef td = 0;
+    ClassID parent = 0;
+    ULONG32 nargs = 0;
+    if (!g_agent.info || FAILED(INFO_CALL(GetClassIDInfo2, owner, &mod, &td, &parent, 0, &nargs, NULL)))
+        return 0;
+    IMetaDataImport *imp = module_import(mod);
+    if (!imp)
+        return 0;
+    WCHAR w[256];
+    ULONG len = 0;
+    mdTypeDef cls = 0;
+    DWORD attr = 0, cplus = 0;
+    PCCOR_SIGNATURE sig = NULL;
+    ULONG nsig = 0, nval = 0;
+    UVCP_CONSTANT val = NULL;
+    size_t n = 0;
+    if (SUCCEEDED(imp->lpVtbl->GetFieldProps(imp, field, &cls, w, 256, &len, &attr, &sig, &nsig,
+                                             &cplus, &val, &nval)))
+        n = names_utf16_to_utf8(w, len && len <= 256 ? len - 1 : (size_t)-1, out, cap);
+    imp->lpVtbl->Release(imp);
+    return n;
+}
+
 static void module_text(ModuleID mid, sbuf *out) {
     WCHAR wname[1024];
     ULONG len = 0;

@@ -36,6 +36,10 @@ size_t names_function_text(FunctionID fid, char *out, size_t cap);
 /* The same for a class (System.Int32[], Scenarios.Box<System.String>). */
 size_t names_class_text(ClassID cid, char *out, size_t cap);
 
+/* The name of a field of a class (its FieldDef in the class's module), for
+ * heap snapshots; 0 and "" when unknown. */
+size_t names_field_text(ClassID owner, mdFieldDef field, char *out, size_t cap);
+
 /* Forgets one entity (its unload started). */
 void names_forget(names_kind kind, UINT_PTR id);
 

@@ -17,6 +17,8 @@
 #include "names.h"
 #include "recorder.h"
 #include "calls.h"
+#include "control.h"
+#include "heap.h"
 #include "exceptions.h"
 #include "alloc_sampling.h"
 #include "session.h"
@@ -171,11 +173,18 @@ HRESULT cb_Initialize(ICorProfilerCallback *self, IUnknown *pICorProfilerInfoUnk
     say_session_open(config_session_dir(), config_say_stderr());
     agent_config cfg;
     config_from_env(&cfg);
-    return agent_start(pICorProfilerInfoUnk, &cfg, 0);
+    HRESULT hr = agent_start(pICorProfilerInfoUnk, &cfg, 0);
+    /* Heap snapshots on request (dnprof snapshot PID) need the GC's heap walk. */
+    if (SUCCEEDED(hr) && (g_agent.events.mask & COR_PRF_MONITOR_GC))
+        control_start_run();
+    return hr;
 }
 
 HRESULT cb_Shutdown(ICorProfilerCallback *self) {
     ACTIVE();
+    heap_at_shutdown();
+    if (!g_agent.attached)
+        control_stop(NULL); /* the run-mode socket (heap snapshots) */
     calls_shutdown();
     alloc_stop();
     REC0(Shutdown);

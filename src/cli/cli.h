@@ -28,6 +28,10 @@ int cmd_doctor(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_detach(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+int cmd_heap(int argc, char **argv);
+/* `dnprof convert --format heapsnapshot FILE` (cmd_heap.c); output NULL: FILE.heapsnapshot. */
+int heap_convert_heapsnapshot(const char *path, const char *output);
 
 /* "dnprof: trace PATH[ (who)]: N events, T s, status" on stderr, as `dnprof
  * run` ends (cmd_run.c). */

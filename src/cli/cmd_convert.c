@@ -41,6 +41,8 @@ static void convert_help(void) {
           stdout);
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
         printf("  %-11s %-17s %s\n", formats[i].name, formats[i].ext, formats[i].summary);
+    printf("  %-11s %-17s %s\n", "heapsnapshot", ".heapsnapshot",
+           "a heap snapshot (.dnheap) for Chrome DevTools' Memory tab");
     fputs("\n"
           "options:\n"
           "  -f, --format FORMAT  one of the formats above\n"
@@ -117,13 +119,18 @@ int cmd_convert(int argc, char **argv) {
         }
     }
     if (!fmt_name)
-        return usage_error("convert", "which format? --format speedscope, chrome, folded, flamegraph or pprof");
+        return usage_error("convert", "which format? --format speedscope, chrome, folded, flamegraph, pprof or heapsnapshot");
+    if (!strcmp(fmt_name, "heapsnapshot")) { /* a heap snapshot, not a trace (cmd_heap.c) */
+        if (optind + 1 != argc)
+            return usage_error("convert", "--format heapsnapshot wants one heap snapshot file (.dnheap)");
+        return heap_convert_heapsnapshot(argv[optind], output);
+    }
     const format *fmt = NULL;
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
         if (!strcmp(formats[i].name, fmt_name))
             fmt = &formats[i];
     if (!fmt)
-        return usage_error("convert", "--format is speedscope, chrome, folded, flamegraph or pprof, not '%s'", fmt_name);
+        return usage_error("convert", "--format is speedscope, chrome, folded, flamegraph, pprof or heapsnapshot, not '%s'", fmt_name);
     double min_fraction = 0;
     if (min_percent) {
         char *end = NULL;

@@ -178,7 +178,7 @@ static void report(const cli_launch *l, char *const argv[], int quiet) {
 
 int cmd_run(int argc, char **argv) {
     enum { OPT_FLUSH = 256, OPT_EXCEPTIONS = 300, OPT_CALLS = 320, OPT_TIMELINE, OPT_ARGS, OPT_INCLUDE, OPT_EXCLUDE,
-           OPT_ALL_CODE, OPT_ALLOC = 340 };
+           OPT_ALL_CODE, OPT_ALLOC = 340, OPT_HEAP_AT, OPT_HEAP_OUTPUT };
     static const struct option longopts[] = {
         {"events", required_argument, NULL, 'e'}, {"output", required_argument, NULL, 'o'},
         {"flush-ms", required_argument, NULL, OPT_FLUSH}, {"quiet", no_argument, NULL, 'q'},
@@ -187,6 +187,8 @@ int cmd_run(int argc, char **argv) {
         {"args", no_argument, NULL, OPT_ARGS}, {"include", required_argument, NULL, OPT_INCLUDE},
         {"exclude", required_argument, NULL, OPT_EXCLUDE}, {"all-code", no_argument, NULL, OPT_ALL_CODE},
         {"alloc", no_argument, NULL, OPT_ALLOC},
+        {"heap-at", required_argument, NULL, OPT_HEAP_AT},
+        {"heap-output", required_argument, NULL, OPT_HEAP_OUTPUT},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *events = NULL, *output = NULL, *flush_ms = NULL;
     int exceptions = 0;
@@ -194,6 +196,8 @@ int cmd_run(int argc, char **argv) {
     int calls = 0, all_code = 0; /* calls: 0, 1 --calls, 2 --timeline, 3 --args, 4 --calls=counts */
     char include[1024] = "", exclude[1024] = "";
     int quiet = 0, alloc = 0, c;
+    const char *heap_at = NULL, *heap_output = NULL; /* heap snapshot (docs/heap.md) */
+    char heap_events[1100];
     while ((c = getopt_long(argc, argv, "+:e:o:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'e': events = optarg; break;
@@ -224,6 +228,14 @@ int cmd_run(int argc, char **argv) {
         }
         case OPT_ALL_CODE: all_code = 1; break;
         case OPT_ALLOC: alloc = 1; break;
+        case OPT_HEAP_AT:
+            if (strcmp(optarg, "exit") != 0)
+                return usage_error("run", "--heap-at takes exit (a snapshot as the program ends), "
+                                          "not '%s'; dnprof snapshot PID takes one at any time",
+                                   optarg);
+            heap_at = optarg;
+            break;
+        case OPT_HEAP_OUTPUT: heap_output = optarg; break;
         case 'q': quiet = 1; break;
         case 'h': run_help(); return 0;
         default: return cli_bad_option("run", argv, c);
@@ -244,6 +256,26 @@ int cmd_run(int argc, char **argv) {
     }
     if (alloc)
         setenv(DNP_ENV_ALLOC, "1", 1);
+    if (heap_output && !heap_at)
+        return usage_error("run", "--heap-output goes with --heap-at exit");
+    if (heap_at) {
+        /* The GC's heap walk needs the gc events. */
+        char hp[PATH_MAX];
+        if (heap_output && !*heap_output)
+            return usage_error("run", "--heap-output wants a file name");
+        if (cli_abs_path(heap_output ? heap_output : "dnprof-%p.dnheap", hp, sizeof hp) != 0) {
+            error("cannot use the snapshot path '%s': it is too long", heap_output);
+            return 1;
+        }
+        if (events && strlen(events) > 1000)
+            return usage_error("run", "--events is too long");
+        if (events && *events) {
+            snprintf(heap_events, sizeof heap_events, "%s,gc", events);
+            events = heap_events;
+        }
+        setenv(DNP_ENV_HEAP_AT, heap_at, 1);
+        setenv(DNP_ENV_HEAP_OUTPUT, hp, 1);
+    }
     if (!calls && (include[0] || exclude[0] || all_code))
         calls = 1;
     if (calls) {
@@ -327,6 +359,30 @@ int cmd_run(int argc, char **argv) {
     if (WIFSIGNALED(l.status) && !quiet && WTERMSIG(l.status) != SIGINT && WTERMSIG(l.status) != SIGPIPE)
         error("'%s' was killed by signal %d (%s)", prog[0], WTERMSIG(l.status), strsignal(WTERMSIG(l.status)));
     report(&l, prog, quiet);
+    if (heap_at && !quiet) {
+        /* The root process's snapshot (%p: its pid). */
+        char hp[PATH_MAX], pid[32];
+        const char *tmpl = getenv("DNPROF_HEAP_OUTPUT");
+        size_t n = 0;
+        snprintf(pid, sizeof pid, "%ld", (long)l.pid);
+        for (const char *q = tmpl ? tmpl : ""; *q && n + strlen(pid) + 1 < sizeof hp; q++) {
+            if (q[0] == '%' && q[1] == 'p') {
+                memcpy(hp + n, pid, strlen(pid));
+                n += strlen(pid);
+                q++;
+            } else {
+                hp[n++] = *q;
+            }
+        }
+        hp[n] = 0;
+        if (access(hp, F_OK) == 0)
+            fprintf(stderr, "dnprof: heap snapshot %s (dnprof heap report %s)\n", cli_short_path(hp),
+                    cli_short_path(hp));
+        else
+            error("no heap snapshot was taken at exit (%s): the program ended without the "
+                  "runtime's Shutdown, or the agent said why above",
+                  cli_short_path(hp));
+    }
     cli_session_remove(session);
     return cli_exit_code(l.status);
 }

@@ -33,6 +33,8 @@ static const struct cmd_struct commands[] = {
     {"ps", cmd_ps, CMD_STDOUT, "list the running .NET processes you can attach to"},
     {"attach", cmd_attach, 0, "record a running .NET program, then detach and leave it as it was"},
     {"detach", cmd_detach, 0, "stop an attached recording and unload the agent"},
+    {"snapshot", cmd_snapshot, 0, "take a heap snapshot of a running .NET program"},
+    {"heap", cmd_heap, CMD_STDOUT, "report, paths and diff of heap snapshots: what holds the memory"},
 };
 
 static int run_command(const struct cmd_struct *cmd, int argc, char **argv) {

@@ -46,6 +46,12 @@ enum {
 #define DNP_CONTROL_DETACH "detach"
 #define DNP_CONTROL_STATUS "status"
 #define DNP_CONTROL_DETACHED "detached" /* "detached <events>": the trace is complete */
+/* Heap snapshots (docs/heap.md): "snapshot <absolute path>" -> "ok snapshot
+ * <objects> <bytes> <pause_ns> <file bytes>" or "error <why>". An agent loaded
+ * at start-up (dnprof run) serves it on a socket of its own, which it creates
+ * in the control directory when it records gc events. */
+#define DNP_CONTROL_SNAPSHOT "snapshot"
+#define DNP_CONTROL_RUN_SOCKET_FMT "%s/run.%ld.sock"
 
 typedef struct dnp_attach_blob {
     char events[DNP_BLOB_EVENTS_MAX];

@@ -28,6 +28,8 @@
 /* Exception stories (dnprof run --exceptions): */
 #define DNP_ENV_EXC_STACKS "DNPROF_EXCEPTION_STACKS" /* "1": a stack snapshot at each throw */
 /* Sampled allocations (dnprof run --alloc): */
+#define DNP_ENV_HEAP_AT "DNPROF_HEAP_AT"         /* "exit": a heap snapshot at Shutdown (docs/heap.md) */
+#define DNP_ENV_HEAP_OUTPUT "DNPROF_HEAP_OUTPUT" /* its path; %p: the pid */
 #define DNP_ENV_ALLOC "DNPROF_ALLOC" /* "1": sampled allocations by type and stack */
 #define DNP_ENV_ALLOC_SOURCE "DNPROF_ALLOC_SOURCE" /* "tick": AllocationTick even on .NET 10 */
 #define DNP_ENV_ALLOC_EACH "DNPROF_ALLOC_EACH" /* "1": an AllocSample per sample, not AllocSites */

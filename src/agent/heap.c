@@ -1,0 +1,763 @@
+/* heap.c: heap snapshots (heap.h). The GC thread encodes records into the
+ * current buffer; a full buffer goes to the writer thread (a native thread the
+ * runtime never suspends), which frames it as a chunk and writes it, while the
+ * GC thread fills the next one. With every buffer in flight the GC thread waits
+ * for one: a slow disk lengthens the pause, never the memory. */
+#include "heap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "heap_format.h"
+#include "names.h"
+#include "recorder.h"
+#include "trace_format.h"
+
+#define NBUF 16 /* x DNP_HEAP_CHUNK_MAX: 16 MiB of buffers at most */
+#define ROOTS_PER_RECORD 1024
+#define MAX_SLOTS 64 /* fields of a class looked at for names */
+
+typedef struct fslot {
+    uint32_t off;
+    mdFieldDef token;
+    ClassID owner;
+} fslot;
+#define COR_PRF_GC_INDUCED 1
+
+atomic_int heap_capturing;
+
+static atomic_int busy; /* one snapshot at a time */
+
+static struct {
+    /* the writer */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint8_t *bufs[NBUF];
+    size_t lens[NBUF];
+    int nbufs;
+    int free_list[NBUF], nfree;
+    int queue[NBUF], qhead, qlen;
+    int stop;
+    int fd;
+    int write_errno;
+    uint64_t file_bytes;
+    pthread_t writer;
+    /* the buffer being filled (GC thread, then the snapshot's own thread) */
+    int cur;
+    uint8_t *p, *end;
+    /* the walk */
+    atomic_int armed;
+    int done, saw_walk, partial;
+    uint64_t t_start, t_walk, t_end;
+    uint64_t objects, refs, roots, deps, bytes;
+    uint64_t prev_obj, prev_root, prev_key;
+    /* classes: ClassID -> index (open addressing), index -> ClassID */
+    UINT_PTR *keys;
+    uint32_t *vals;
+    size_t cap, count;
+    UINT_PTR *classes;
+    size_t classes_cap;
+    /* each class's fields that may hold a reference (8-aligned), by offset */
+    uint32_t *fstart;
+    uint8_t *fcount;
+    uint8_t **lastmap; /* per class: [0] reference count, then the slots last written */
+    fslot *slots;
+    size_t nslots, slots_cap;
+    /* methods of stack roots */
+    UINT_PTR *funcs;
+    size_t nfuncs, funcs_cap;
+} H = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .fd = -1};
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the writer ---- */
+
+static void write_chunk(const uint8_t *data, size_t len) {
+    if (H.write_errno || !len)
+        return;
+    uint32_t hdr[3] = {DNP_HEAP_CHUNK_MAGIC, (uint32_t)len, dnp_crc32(data, len)};
+    struct iovec iov[2] = {{hdr, sizeof hdr}, {(void *)data, len}};
+    size_t want = sizeof hdr + len, done = 0;
+    while (done < want) {
+        ssize_t w = writev(H.fd, iov, 2);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            H.write_errno = w < 0 ? errno : EIO;
+            return;
+        }
+        done += (size_t)w;
+        for (int i = 0; i < 2; i++) { /* advance past what was written */
+            size_t k = (size_t)w < iov[i].iov_len ? (size_t)w : iov[i].iov_len;
+            iov[i].iov_base = (uint8_t *)iov[i].iov_base + k;
+            iov[i].iov_len -= k;
+            w -= (ssize_t)k;
+        }
+    }
+    H.file_bytes += want;
+}
+
+static void *writer_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&H.mu);
+    for (;;) {
+        while (!H.qlen && !H.stop)
+            pthread_cond_wait(&H.cv, &H.mu);
+        if (!H.qlen)
+            break;
+        int b = H.queue[H.qhead];
+        H.qhead = (H.qhead + 1) % NBUF;
+        H.qlen--;
+        pthread_mutex_unlock(&H.mu);
+        write_chunk(H.bufs[b], H.lens[b]);
+        pthread_mutex_lock(&H.mu);
+        H.free_list[H.nfree++] = b;
+        pthread_cond_broadcast(&H.cv);
+    }
+    pthread_mutex_unlock(&H.mu);
+    return NULL;
+}
+
+/* Hands the current buffer to the writer and takes a free one (waiting for
+ * one when all are in flight). */
+static void rotate(void) {
+    pthread_mutex_lock(&H.mu);
+    if (H.cur >= 0) {
+        H.lens[H.cur] = (size_t)(H.p - H.bufs[H.cur]);
+        H.queue[(H.qhead + H.qlen) % NBUF] = H.cur;
+        H.qlen++;
+        pthread_cond_broadcast(&H.cv);
+    }
+    if (!H.nfree && H.nbufs < NBUF) {
+        uint8_t *b = malloc(DNP_HEAP_CHUNK_MAX);
+        if (b) {
+            H.bufs[H.nbufs] = b;
+            H.free_list[H.nfree++] = H.nbufs++;
+        }
+    }
+    while (!H.nfree)
+        pthread_cond_wait(&H.cv, &H.mu);
+    H.cur = H.free_list[--H.nfree];
+    pthread_mutex_unlock(&H.mu);
+    H.p = H.bufs[H.cur];
+    H.end = H.p + DNP_HEAP_CHUNK_MAX;
+}
+
+/* Room for one record of at most need bytes. */
+static inline uint8_t *reserve(size_t need) {
+    if ((size_t)(H.end - H.p) < need)
+        rotate();
+    return H.p;
+}
+
+static int writer_start(const char *path) {
+    H.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (H.fd < 0)
+        return -errno;
+    H.write_errno = 0;
+    H.file_bytes = 0;
+    H.stop = 0;
+    H.qhead = H.qlen = 0;
+    H.nfree = 0;
+    for (int i = 0; i < H.nbufs; i++)
+        H.free_list[H.nfree++] = i;
+    H.cur = -1;
+    /* Two buffers now: the walk must not fail for want of the first one. */
+    for (int i = H.nbufs; i < 2; i++) {
+        uint8_t *b = malloc(DNP_HEAP_CHUNK_MAX);
+        if (!b)
+            break;
+        H.bufs[H.nbufs] = b;
+        H.free_list[H.nfree++] = H.nbufs++;
+    }
+    if (H.nbufs < 2) {
+        close(H.fd);
+        H.fd = -1;
+        return -ENOMEM;
+    }
+    uint8_t hdr[DNP_HEAP_HEADER_SIZE];
+    memset(hdr, 0, sizeof hdr);
+    memcpy(hdr, DNP_HEAP_MAGIC, 8);
+    uint32_t v = DNP_HEAP_VERSION, hs = DNP_HEAP_HEADER_SIZE;
+    uint64_t pid = (uint64_t)getpid();
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+    uint64_t t = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
+    memcpy(hdr + 8, &v, 4);
+    memcpy(hdr + 12, &hs, 4);
+    memcpy(hdr + 16, &pid, 8);
+    memcpy(hdr + 24, &t, 8);
+    if (write(H.fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr) {
+        int e = errno ? errno : EIO;
+        close(H.fd);
+        H.fd = -1;
+        return -e;
+    }
+    H.file_bytes = sizeof hdr;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&H.writer, NULL, writer_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        close(H.fd);
+        H.fd = -1;
+        return -rc;
+    }
+    pthread_setname_np(H.writer, "dnprof-heapw");
+    rotate();
+    return 0;
+}
+
+/* Writes the last buffer, stops the writer, closes the file; -errno of the
+ * first write that failed, or 0. */
+static int writer_stop(void) {
+    rotate();
+    pthread_mutex_lock(&H.mu);
+    H.stop = 1;
+    pthread_cond_broadcast(&H.cv);
+    pthread_mutex_unlock(&H.mu);
+    pthread_join(H.writer, NULL);
+    /* Keep two buffers for the next snapshot, give the rest back. */
+    for (int i = 2; i < H.nbufs; i++)
+        free(H.bufs[i]);
+    if (H.nbufs > 2)
+        H.nbufs = 2;
+    int e = H.write_errno;
+    if (close(H.fd) != 0 && !e)
+        e = errno;
+    H.fd = -1;
+    return -e;
+}
+
+/* ---- classes and methods ---- */
+
+static int classes_reset(void) {
+    for (size_t i = 1; H.lastmap && i <= H.count; i++) {
+        free(H.lastmap[i]);
+        H.lastmap[i] = NULL;
+    }
+    H.count = 0;
+    if (!H.keys) {
+        H.cap = 1u << 14;
+        H.keys = calloc(H.cap, sizeof *H.keys);
+        H.vals = calloc(H.cap, sizeof *H.vals);
+        if (!H.keys || !H.vals)
+            return -1;
+    } else {
+        memset(H.keys, 0, H.cap * sizeof *H.keys);
+    }
+    H.nfuncs = 0;
+    H.nslots = 0;
+    return 0;
+}
+
+static inline size_t hash_ptr(UINT_PTR k, size_t mask) {
+    uint64_t x = (uint64_t)k * 0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 29) & mask;
+}
+
+static int classes_grow(void) {
+    size_t ncap = H.cap * 2;
+    UINT_PTR *nk = calloc(ncap, sizeof *nk);
+    uint32_t *nv = calloc(ncap, sizeof *nv);
+    if (!nk || !nv) {
+        free(nk);
+        free(nv);
+        return -1;
+    }
+    for (size_t i = 0; i < H.cap; i++) {
+        if (!H.keys[i])
+            continue;
+        size_t j = hash_ptr(H.keys[i], ncap - 1);
+        while (nk[j])
+            j = (j + 1) & (ncap - 1);
+        nk[j] = H.keys[i];
+        nv[j] = H.vals[i];
+    }
+    free(H.keys);
+    free(H.vals);
+    H.keys = nk;
+    H.vals = nv;
+    H.cap = ncap;
+    return 0;
+}
+
+/* The fields of cls and its parents that may hold references, by offset, for
+ * naming the references (GetClassLayout: offsets from the object's start).
+ * A class with a field at offset 0 is a value type (its offsets leave out the
+ * method table): none. Arrays have no layout: none. */
+static void class_slots(uint32_t idx, ClassID cls) {
+    H.fstart[idx] = (uint32_t)H.nslots;
+    H.fcount[idx] = 0;
+    H.lastmap[idx] = NULL;
+    fslot tmp[MAX_SLOTS];
+    unsigned k = 0;
+    COR_FIELD_OFFSET fo[MAX_SLOTS];
+    ClassID c = cls;
+    for (int depth = 0; c && depth < 32 && k < MAX_SLOTS; depth++) {
+        ULONG cnt = 0, size = 0;
+        if (FAILED(INFO_CALL(GetClassLayout, c, fo, MAX_SLOTS, &cnt, &size)) || cnt > MAX_SLOTS)
+            return;
+        for (ULONG i = 0; i < cnt; i++) {
+            if (fo[i].ulOffset == 0)
+                return;
+            if (fo[i].ulOffset % 8 == 0 && k < MAX_SLOTS)
+                tmp[k++] = (fslot){fo[i].ulOffset, fo[i].ridOfField, c};
+        }
+        ModuleID m = 0;
+        mdTypeDef td = 0;
+        ClassID parent = 0;
+        ULONG32 na = 0;
+        if (FAILED(INFO_CALL(GetClassIDInfo2, c, &m, &td, &parent, 0, &na, NULL)))
+            break;
+        c = parent;
+    }
+    for (unsigned i = 1; i < k; i++) /* insertion sort by offset */
+        for (unsigned j = i; j > 0 && tmp[j].off < tmp[j - 1].off; j--) {
+            fslot t = tmp[j];
+            tmp[j] = tmp[j - 1];
+            tmp[j - 1] = t;
+        }
+    if (!k)
+        return;
+    if (H.nslots + k > H.slots_cap) {
+        size_t nc = H.slots_cap ? H.slots_cap * 2 : 4096;
+        while (nc < H.nslots + k)
+            nc *= 2;
+        fslot *n = realloc(H.slots, nc * sizeof *n);
+        if (!n)
+            return;
+        H.slots = n;
+        H.slots_cap = nc;
+    }
+    uint8_t *lm = malloc(MAX_SLOTS + 2);
+    if (!lm)
+        return;
+    lm[0] = 0xff; /* nothing written yet */
+    memcpy(H.slots + H.nslots, tmp, k * sizeof *tmp);
+    H.nslots += k;
+    H.fcount[idx] = (uint8_t)k;
+    H.lastmap[idx] = lm;
+}
+
+/* The class's index, defining it in the file the first time (0 is "no class"). */
+static uint32_t class_index(ClassID cls) {
+    if (!cls)
+        return 0;
+    size_t mask = H.cap - 1, i = hash_ptr(cls, mask);
+    while (H.keys[i]) {
+        if (H.keys[i] == cls)
+            return H.vals[i];
+        i = (i + 1) & mask;
+    }
+    if ((H.count + 1) * 2 > H.cap || H.count + 1 >= H.classes_cap) {
+        if ((H.count + 1) * 2 > H.cap && classes_grow() < 0)
+            return 0;
+        if (H.count + 1 >= H.classes_cap) {
+            size_t nc = H.classes_cap ? H.classes_cap * 2 : 4096;
+            UINT_PTR *n = realloc(H.classes, nc * sizeof *n);
+            if (n)
+                H.classes = n;
+            uint32_t *fs = realloc(H.fstart, nc * sizeof *fs);
+            if (fs)
+                H.fstart = fs;
+            uint8_t *fc = realloc(H.fcount, nc * sizeof *fc);
+            if (fc)
+                H.fcount = fc;
+            uint8_t **lm = realloc(H.lastmap, nc * sizeof *lm);
+            if (lm)
+                H.lastmap = lm;
+            if (!n || !fs || !fc || !lm)
+                return 0;
+            H.classes_cap = nc;
+        }
+        return class_index(cls);
+    }
+    uint32_t idx = (uint32_t)++H.count;
+    H.keys[i] = cls;
+    H.vals[i] = idx;
+    H.classes[idx] = cls;
+    class_slots(idx, cls);
+    uint8_t *p = reserve(32);
+    *p++ = DNP_HEAP_CLASS;
+    p = dnp_heap_put(p, idx);
+    p = dnp_heap_put(p, (uint64_t)cls);
+    H.p = p;
+    return idx;
+}
+
+static void func_note(UINT_PTR id) {
+    if (!id)
+        return;
+    for (size_t i = 0; i < H.nfuncs; i++) /* stack roots name few methods */
+        if (H.funcs[i] == id)
+            return;
+    if (H.nfuncs == H.funcs_cap) {
+        size_t nc = H.funcs_cap ? H.funcs_cap * 2 : 256;
+        if (nc > 65536)
+            return;
+        UINT_PTR *n = realloc(H.funcs, nc * sizeof *n);
+        if (!n)
+            return;
+        H.funcs = n;
+        H.funcs_cap = nc;
+    }
+    H.funcs[H.nfuncs++] = id;
+}
+
+/* ---- the GC's callbacks, while capturing ---- */
+
+void heap_gc_started(int n, const BOOL *collected, int reason) {
+    if (!atomic_load(&H.armed) || H.done || atomic_load(&heap_capturing))
+        return;
+    /* Ours is the full, induced GC (ForceGC). */
+    if (reason != COR_PRF_GC_INDUCED || n < 3 || !collected || !collected[2])
+        return;
+    H.t_start = now_ns();
+    atomic_store(&heap_capturing, 1);
+}
+
+void heap_gc_finished(void) {
+    if (!atomic_load(&heap_capturing))
+        return;
+    H.t_end = now_ns();
+    H.done = 1;
+    atomic_store(&heap_capturing, 0);
+}
+
+static void walk_begins(void) {
+    if (!H.saw_walk) {
+        H.saw_walk = 1;
+        H.t_walk = now_ns();
+    }
+}
+
+void heap_roots(ULONG n, const ObjectID *refs, const COR_PRF_GC_ROOT_KIND *kinds,
+                const COR_PRF_GC_ROOT_FLAGS *flags, const UINT_PTR *ids) {
+    walk_begins();
+    for (ULONG i = 0; i < n;) {
+        ULONG m = n - i < ROOTS_PER_RECORD ? n - i : ROOTS_PER_RECORD;
+        uint8_t *p = reserve(16 + (size_t)m * 30);
+        *p++ = DNP_HEAP_ROOTS;
+        p = dnp_heap_put(p, m);
+        for (ULONG k = i; k < i + m; k++) {
+            unsigned kind = kinds ? (unsigned)kinds[k] & 7 : 0;
+            uint64_t fl = flags ? (uint64_t)(uint32_t)flags[k] : 0;
+            UINT_PTR id = ids ? ids[k] : 0;
+            p = dnp_heap_put(p, kind | fl << 3);
+            p = dnp_heap_put_zz(p, (int64_t)(refs[k] - H.prev_root));
+            H.prev_root = refs[k];
+            p = dnp_heap_put(p, (uint64_t)id);
+            if (kind == DNP_ROOT_STACK)
+                func_note(id);
+        }
+        H.p = p;
+        i += m;
+    }
+    H.roots += n;
+}
+
+void heap_deps(ULONG n, const ObjectID *keys, const ObjectID *values, const GCHandleID *ids) {
+    walk_begins();
+    for (ULONG i = 0; i < n;) {
+        ULONG m = n - i < ROOTS_PER_RECORD ? n - i : ROOTS_PER_RECORD;
+        uint8_t *p = reserve(16 + (size_t)m * 30);
+        *p++ = DNP_HEAP_DEPS;
+        p = dnp_heap_put(p, m);
+        for (ULONG k = i; k < i + m; k++) {
+            p = dnp_heap_put_zz(p, (int64_t)(keys[k] - H.prev_key));
+            H.prev_key = keys[k];
+            p = dnp_heap_put_zz(p, (int64_t)(values[k] - keys[k]));
+            p = dnp_heap_put(p, (uint64_t)(ids ? ids[k] : 0));
+        }
+        H.p = p;
+        i += m;
+    }
+    H.deps += n;
+}
+
+/* An object's size from its method table, as the runtime computes it
+ * (MethodTable: u32 flags, whose low half is the component size when the top
+ * bit is set, then u32 base size; arrays and strings keep their length right
+ * after the method table pointer). Faster than a call into the runtime per
+ * object, and checked against GetObjectSize2 on the first objects of every
+ * snapshot: any difference and the runtime is asked for every object. */
+static int size_ok = -1;  /* -1 checking, 1 layout trusted, 0 ask the runtime */
+static uint64_t size_checked;
+
+static inline SIZE_T object_size(ObjectID obj) {
+    SIZE_T size = 0;
+    if (size_ok == 1) {
+        const uint32_t *mt = *(const uint32_t *const *)obj;
+        size = mt[1];
+        if (mt[0] & 0x80000000u)
+            size += (SIZE_T)(mt[0] & 0xffff) * *(const uint32_t *)(obj + 8);
+        return size;
+    }
+    if (FAILED(INFO_CALL(GetObjectSize2, obj, &size)))
+        size = 0;
+    if (size_ok == -1) {
+        const uint32_t *mt = *(const uint32_t *const *)obj;
+        SIZE_T mine = mt[1];
+        if (mt[0] & 0x80000000u)
+            mine += (SIZE_T)(mt[0] & 0xffff) * *(const uint32_t *)(obj + 8);
+        if (mine != size)
+            size_ok = 0;
+        else if (++size_checked >= 20000)
+            size_ok = 1;
+    }
+    return size;
+}
+
+void heap_object(ObjectID obj, ClassID cls, ULONG n, const ObjectID *refs) {
+    walk_begins();
+    uint32_t ci = class_index(cls);
+    SIZE_T size = object_size(obj);
+    ULONG here = n < DNP_HEAP_REFS_PER_RECORD ? n : DNP_HEAP_REFS_PER_RECORD;
+    uint8_t *p = reserve(64 + (size_t)here * 10);
+    *p++ = DNP_HEAP_OBJECT;
+    p = dnp_heap_put_zz(p, (int64_t)(obj - H.prev_obj));
+    H.prev_obj = obj;
+    p = dnp_heap_put(p, ci);
+    p = dnp_heap_put(p, (uint64_t)size);
+    p = dnp_heap_put(p, n);
+    p = dnp_heap_put(p, here);
+    for (ULONG k = 0; k < here; k++)
+        p = dnp_heap_put_zz(p, (int64_t)(refs[k] - obj));
+    H.p = p;
+    for (ULONG i = here; i < n;) {
+        ULONG m = n - i < DNP_HEAP_REFS_PER_RECORD ? n - i : DNP_HEAP_REFS_PER_RECORD;
+        p = reserve(16 + (size_t)m * 10);
+        *p++ = DNP_HEAP_MORE;
+        p = dnp_heap_put(p, m);
+        for (ULONG k = i; k < i + m; k++)
+            p = dnp_heap_put_zz(p, (int64_t)(refs[k] - obj));
+        H.p = p;
+        i += m;
+    }
+    /* Which field each reference is in: the references come in field order,
+     * null ones left out, so each is the next field that holds its value. */
+    if (n && n <= MAX_SLOTS && ci && H.fcount[ci]) {
+        const fslot *fs = H.slots + H.fstart[ci];
+        unsigned nf = H.fcount[ci], f = 0;
+        uint8_t m[MAX_SLOTS], *last = H.lastmap[ci];
+        for (ULONG k = 0; k < n; k++) {
+            unsigned g = f;
+            while (g < nf && *(const ObjectID *)(obj + fs[g].off) != refs[k])
+                g++;
+            m[k] = g < nf ? (uint8_t)(g + 1) : 0;
+            if (g < nf)
+                f = g + 1;
+        }
+        /* Written only when it differs from the class's last. */
+        int same = last[0] == n;
+        for (ULONG k = 0; same && k < n; k++)
+            same = last[1 + k] == m[k];
+        if (!same) {
+            p = reserve(16 + (size_t)n * 2);
+            *p++ = DNP_HEAP_SLOTS;
+            p = dnp_heap_put(p, n);
+            for (ULONG k = 0; k < n; k++)
+                p = dnp_heap_put(p, m[k]);
+            H.p = p;
+            last[0] = (uint8_t)n;
+            memcpy(last + 1, m, n);
+        }
+    }
+    H.objects++;
+    H.refs += n;
+    H.bytes += size;
+}
+
+/* ---- the snapshot ---- */
+
+static void put_text(uint8_t tag, uint64_t id, const char *s) {
+    size_t len = strlen(s);
+    if (len > 4000)
+        len = 4000;
+    uint8_t *p = reserve(32 + len);
+    *p++ = tag;
+    p = dnp_heap_put(p, id);
+    p = dnp_heap_put(p, len);
+    memcpy(p, s, len);
+    H.p = p + len;
+}
+
+typedef struct gc_job {
+    HRESULT hr;
+} gc_job;
+
+/* The thread that forces the GC and does nothing else (seed 004: the runtime
+ * may make it a managed thread, after which it is no longer the profiler's). */
+static void *gc_main(void *arg) {
+    gc_job *job = arg;
+    job->hr = g_agent.info->lpVtbl->ForceGC(g_agent.info);
+    return NULL;
+}
+
+int heap_snapshot(const char *path, char *reply, size_t cap) {
+    if (!g_agent.info) {
+        snprintf(reply, cap, "error the agent is not started");
+        return -1;
+    }
+    if (!(g_agent.events.mask & 0x80u /* COR_PRF_MONITOR_GC */)) {
+        snprintf(reply, cap,
+                 "error the agent records without the gc events (COR_PRF_MONITOR_GC), which the "
+                 "runtime's heap walk needs: record with gc in --events");
+        return -1;
+    }
+    if (atomic_exchange(&busy, 1)) {
+        snprintf(reply, cap, "error a snapshot is already being taken");
+        return -1;
+    }
+    int rc = -1;
+    if (classes_reset() < 0) {
+        snprintf(reply, cap, "error out of memory");
+        goto out;
+    }
+    int e = writer_start(path);
+    if (e < 0) {
+        snprintf(reply, cap, "error cannot write the snapshot '%s': %s", path, strerror(-e));
+        goto out;
+    }
+    H.done = H.saw_walk = H.partial = 0;
+    size_ok = -1;
+    size_checked = 0;
+    H.objects = H.refs = H.roots = H.deps = H.bytes = 0;
+    H.prev_obj = H.prev_root = H.prev_key = 0;
+    H.t_start = H.t_walk = H.t_end = 0;
+    atomic_store(&H.armed, 1);
+
+    gc_job job = {E_FAIL};
+    pthread_t t;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int prc = pthread_create(&t, NULL, gc_main, &job);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (prc == 0) {
+        pthread_setname_np(t, "dnprof-gc");
+        pthread_join(t, NULL);
+    }
+    atomic_store(&H.armed, 0);
+    if (atomic_exchange(&heap_capturing, 0)) /* no GarbageCollectionFinished: cut short */
+        H.partial = 1;
+
+    /* Names, now that the GC is over, from this thread (not the GC's). */
+    char name[1024];
+    for (size_t i = 1; i <= H.count; i++) {
+        names_class_text(H.classes[i], name, sizeof name);
+        put_text(DNP_HEAP_NAME, i, name);
+    }
+    for (size_t i = 0; i < H.nfuncs; i++) {
+        names_function_text(H.funcs[i], name, sizeof name);
+        put_text(DNP_HEAP_FUNC, H.funcs[i], name);
+    }
+    for (size_t i = 1; i <= H.count; i++) {
+        unsigned nf = H.fcount[i];
+        if (!nf)
+            continue;
+        const fslot *fs = H.slots + H.fstart[i];
+        uint8_t *p = reserve(16 + (size_t)nf * 280);
+        *p++ = DNP_HEAP_LAYOUT;
+        p = dnp_heap_put(p, i);
+        p = dnp_heap_put(p, nf);
+        for (unsigned k = 0; k < nf; k++) {
+            size_t len = names_field_text(fs[k].owner, fs[k].token, name, 256);
+            p = dnp_heap_put(p, fs[k].off);
+            p = dnp_heap_put(p, len);
+            memcpy(p, name, len);
+            p += len;
+        }
+        H.p = p;
+    }
+    /* The non-GC heap (frozen string literals and types): its objects are
+     * walked but held by no root, and live as long as the process. */
+    if (AGENT_HAS_INFO(GetNonGCHeapBounds)) {
+        COR_PRF_NONGC_HEAP_RANGE ranges[256];
+        ULONG nr = 0;
+        if (SUCCEEDED(INFO_CALL(GetNonGCHeapBounds, 256, &nr, ranges)) && nr) {
+            if (nr > 256)
+                nr = 256;
+            uint8_t *p = reserve(16 + (size_t)nr * 20);
+            *p++ = DNP_HEAP_NONGC;
+            p = dnp_heap_put(p, nr);
+            for (ULONG i = 0; i < nr; i++) {
+                p = dnp_heap_put(p, (uint64_t)ranges[i].rangeStart);
+                p = dnp_heap_put(p, (uint64_t)ranges[i].rangeLength);
+            }
+            H.p = p;
+        }
+    }
+    unsigned status = DNP_HEAP_COMPLETE;
+    char why[256] = "";
+    if (prc != 0) {
+        status = DNP_HEAP_NO_GC;
+        snprintf(why, sizeof why, "cannot start the GC thread: %s", strerror(prc));
+    } else if (FAILED(job.hr)) {
+        const char *hn = dnp_hresult_name((uint32_t)job.hr);
+        status = DNP_HEAP_NO_GC;
+        snprintf(why, sizeof why, "the runtime refused ForceGC: %s 0x%08x", hn ? hn : "error",
+                 (unsigned)job.hr);
+    } else if (!H.done || !H.saw_walk) {
+        status = DNP_HEAP_NO_GC;
+        snprintf(why, sizeof why, "the forced GC did not walk the heap");
+    } else if (H.partial) {
+        status = DNP_HEAP_PARTIAL;
+        snprintf(why, sizeof why, "the heap walk was cut short");
+    }
+    uint64_t gc_ns = H.saw_walk && H.t_walk > H.t_start ? H.t_walk - H.t_start : 0;
+    uint64_t pause_ns = H.t_end > H.t_start ? H.t_end - H.t_start : 0;
+    uint64_t walk_ns = H.t_end > H.t_walk ? H.t_end - H.t_walk : 0;
+    uint8_t *p = reserve(128 + strlen(why));
+    *p++ = DNP_HEAP_END;
+    p = dnp_heap_put(p, status);
+    p = dnp_heap_put(p, H.objects);
+    p = dnp_heap_put(p, H.refs);
+    p = dnp_heap_put(p, H.roots);
+    p = dnp_heap_put(p, H.deps);
+    p = dnp_heap_put(p, H.bytes);
+    p = dnp_heap_put(p, gc_ns);
+    p = dnp_heap_put(p, pause_ns);
+    p = dnp_heap_put(p, walk_ns);
+    p = dnp_heap_put(p, strlen(why));
+    memcpy(p, why, strlen(why));
+    H.p = p + strlen(why);
+    e = writer_stop();
+    if (e < 0) {
+        snprintf(reply, cap, "error writing the snapshot '%s': %s", path, strerror(-e));
+    } else if (status != DNP_HEAP_COMPLETE) {
+        snprintf(reply, cap, "error %s", why);
+    } else {
+        snprintf(reply, cap, "ok snapshot %llu %llu %llu %llu", (unsigned long long)H.objects,
+                 (unsigned long long)H.bytes, (unsigned long long)pause_ns,
+                 (unsigned long long)H.file_bytes);
+        rc = 0;
+    }
+out:
+    atomic_store(&busy, 0);
+    return rc;
+}
+
+void heap_at_shutdown(void) {
+    const char *path = g_agent.config.heap_at_exit;
+    if (!path[0])
+        return;
+    char reply[512];
+    if (heap_snapshot(path, reply, sizeof reply) < 0)
+        agent_say("heap snapshot at exit: %s", reply + (strncmp(reply, "error ", 6) ? 0 : 6));
+}

@@ -1,0 +1,678 @@
+/* test_heap.c: heap snapshots against the "heap" scenario, which holds known
+ * numbers of objects of its own classes (a static list, a chain of 300,000
+ * nodes, an array behind one holder, ConditionalWeakTable values that only
+ * dependent handles keep alive) and says how many, and the holder's retained
+ * size from the object layouts. The snapshot must say the same: exact counts,
+ * exact retained size, a path through a dependent handle; taken by attaching
+ * (and detaching), from an agent loaded by dnprof run, and at exit; with
+ * dotnet-gcdump's counts; a damaged snapshot refused clearly by every command. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "e2e.h"
+#include "json_check.h"
+#include "test.h"
+
+#define CHAIN 300000
+
+typedef struct counts {
+    long list, chain, array, cwt, holder_retained, item_size;
+} counts;
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Waits for "ready PID" in the program's output file and reads its counts. */
+static pid_t wait_ready(const char *out_path, counts *c) {
+    for (int i = 0; i < 3000; i++) {
+        char *text = e2e_read_file(out_path, NULL);
+        const char *ready = text ? strstr(text, "ready ") : NULL;
+        const char *h = text ? strstr(text, "heap counts ") : NULL;
+        if (ready && h && strchr(ready, '\n')) {
+            pid_t pid = (pid_t)atol(ready + 6);
+            int n = sscanf(h, "heap counts list=%ld chain=%ld array=%ld cwt=%ld bulk=%*d "
+                              "holder_retained=%ld chain_retained=%*d list_item_size=%ld",
+                           &c->list, &c->chain, &c->array, &c->cwt, &c->holder_retained,
+                           &c->item_size);
+            free(text);
+            if (n != 6) {
+                fprintf(stderr, "the scenario's counts line is not understood\n");
+                return -1;
+            }
+            return pid;
+        }
+        free(text);
+        sleep_ms(20);
+    }
+    fprintf(stderr, "the heap scenario never said it was ready\n");
+    e2e_show_file("its output", out_path);
+    return -1;
+}
+
+static jv *run_json(e2e_run *r, const char *const args[]) {
+    if (e2e_dnprof(r, args) != 0 || r->status != 0) {
+        e2e_show_file("dnprof said", r->err);
+        return NULL;
+    }
+    size_t len;
+    char *text = e2e_read_file(r->out, &len);
+    char err[256];
+    jv *v = text ? json_parse(text, len, err, sizeof err) : NULL;
+    if (!v)
+        fprintf(stderr, "not JSON: %s\n", err);
+    free(text);
+    return v;
+}
+
+static const jv *type_of(const jv *report, const char *name) {
+    const jv *types = json_get(report, "types");
+    for (size_t i = 0; types && i < types->n; i++)
+        if (json_str(json_at(types, i), "name") && !strcmp(json_str(json_at(types, i), "name"), name))
+            return json_at(types, i);
+    fprintf(stderr, "no type %s in the report\n", name);
+    return NULL;
+}
+
+#define EXPECT_COUNT(rep, name, want)                                                            \
+    do {                                                                                         \
+        const jv *t_ = type_of(rep, name);                                                       \
+        ASSERT_NE(t_, NULL);                                                                      \
+        ASSERT_EQ((uint64_t)json_num(t_, "count"), (uint64_t)(want));                        \
+    } while (0)
+
+/* The report agrees with what the program holds. */
+static int check_report(e2e_run *r, const char *snap, const counts *c) {
+    const char *args[] = {"heap", "report", "--json", "--top", "0", snap, NULL};
+    jv *rep = run_json(r, args);
+    ASSERT_NE(rep, NULL);
+    EXPECT_COUNT(rep, "Scenarios.HeapListItem", c->list);
+    EXPECT_COUNT(rep, "Scenarios.HeapChainNode", c->chain);
+    EXPECT_COUNT(rep, "Scenarios.HeapArrayItem", c->array);
+    EXPECT_COUNT(rep, "Scenarios.HeapHolder", 1);
+    EXPECT_COUNT(rep, "Scenarios.HeapArrayItem[]", 1);
+    EXPECT_COUNT(rep, "Scenarios.HeapCwtKey", c->cwt);
+    EXPECT_COUNT(rep, "Scenarios.HeapCwtValue", c->cwt);
+    const jv *holder = type_of(rep, "Scenarios.HeapHolder");
+    ASSERT_EQ((uint64_t)json_num(holder, "retained"), (uint64_t)c->holder_retained);
+    /* The chain: every node is retained by the head, nothing else. */
+    const jv *chain = type_of(rep, "Scenarios.HeapChainNode");
+    ASSERT_EQ((uint64_t)json_num(chain, "retained"), (uint64_t)json_num(chain, "bytes"));
+    ASSERT_GE(json_num(chain, "bytes"), 24.0 * c->chain);
+    /* The values behind dependent handles are retained by their keys. */
+    const jv *key = type_of(rep, "Scenarios.HeapCwtKey");
+    const jv *val = type_of(rep, "Scenarios.HeapCwtValue");
+    ASSERT_EQ((uint64_t)json_num(key, "retained"),
+                  (uint64_t)(json_num(key, "bytes") + json_num(val, "bytes")));
+    ASSERT_GE(json_num(rep, "dependent_handles"), c->cwt);
+    ASSERT_GT(json_num(json_get(rep, "roots"), "total"), 0);
+    /* after a full GC every object is held by something: a root, a dependent
+     * handle, or the non-GC heap (frozen literals and types) */
+    ASSERT_EQ((uint64_t)json_num(json_get(rep, "unreachable"), "objects"), 0);
+    ASSERT_GT(json_num(json_get(rep, "roots"), "non_gc_heap"), 0);
+    json_free(rep);
+    return 0;
+}
+
+/* Paths to the ConditionalWeakTable values go through a dependent handle. */
+static int check_paths(e2e_run *r, const char *snap, const counts *c) {
+    const char *args[] = {"heap", "paths", "--json", "--max", "3", "--type",
+                          "Scenarios.HeapCwtValue", snap, NULL};
+    jv *p = run_json(r, args);
+    ASSERT_NE(p, NULL);
+    ASSERT_EQ((uint64_t)json_num(p, "instances"), (uint64_t)c->cwt);
+    ASSERT_EQ((uint64_t)json_num(p, "reachable"), (uint64_t)c->cwt);
+    const jv *paths = json_get(p, "paths");
+    ASSERT(paths && paths->n == 3);
+    for (size_t i = 0; i < paths->n; i++) {
+        const jv *steps = json_get(json_at(paths, i), "steps");
+        ASSERT(steps && steps->n >= 2);
+        const jv *last = json_at(steps, steps->n - 1);
+        ASSERT(!strcmp(json_str(last, "type"), "Scenarios.HeapCwtValue"));
+        ASSERT(!strcmp(json_str(last, "via"), "dependent handle"));
+        ASSERT(!strcmp(json_str(json_at(steps, steps->n - 2), "type"), "Scenarios.HeapCwtKey"));
+        ASSERT_CONTAINS(json_str(json_at(paths, i), "root"), "root");
+    }
+    json_free(p);
+    /* the holder's array is in its field Items, each chain node in the previous one's Next */
+    const char *hargs[] = {"heap", "paths", "--json", "--max", "1", "--type",
+                           "Scenarios.HeapArrayItem[]", snap, NULL};
+    p = run_json(r, hargs);
+    ASSERT_NE(p, NULL);
+    const jv *steps = json_get(json_at(json_get(p, "paths"), 0), "steps");
+    ASSERT(steps && steps->n >= 2);
+    ASSERT(!strcmp(json_str(json_at(steps, steps->n - 2), "type"), "Scenarios.HeapHolder"));
+    ASSERT(!strcmp(json_str(json_at(steps, steps->n - 1), "via"), "field"));
+    ASSERT(json_str(json_at(steps, steps->n - 1), "field") &&
+           !strcmp(json_str(json_at(steps, steps->n - 1), "field"), "Items"));
+    json_free(p);
+    const char *cargs[] = {"heap", "paths", "--json", "--max", "3", "--type",
+                           "Scenarios.HeapChainNode", snap, NULL};
+    p = run_json(r, cargs);
+    ASSERT_NE(p, NULL);
+    steps = json_get(json_at(json_get(p, "paths"), 2), "steps");
+    ASSERT(steps && steps->n >= 3);
+    ASSERT(json_str(json_at(steps, steps->n - 1), "field") &&
+           !strcmp(json_str(json_at(steps, steps->n - 1), "field"), "Next"));
+    json_free(p);
+    /* and the text form says it */
+    const char *targs[] = {"heap", "paths", "--type", "Scenarios.HeapCwtValue", "--max", "1", snap, NULL};
+    ASSERT(e2e_dnprof(r, targs) == 0 && r->status == 0);
+    char *text = e2e_read_file(r->out, NULL);
+    ASSERT(text && strstr(text, "dependent handle"));
+    free(text);
+    return 0;
+}
+
+/* The .heapsnapshot follows the format's rules: the arrays as long as the meta
+ * says, edge counts adding up, every edge to a node's first field, every name
+ * a string. */
+static int check_heapsnapshot(e2e_run *r, const char *snap) {
+    char out[PATH_MAX];
+    snprintf(out, sizeof out, "%s/a.heapsnapshot", r->dir);
+    const char *args[] = {"convert", "--format", "heapsnapshot", "-o", out, snap, NULL};
+    ASSERT(e2e_dnprof(r, args) == 0 && r->status == 0);
+    size_t len;
+    char *text = e2e_read_file(out, &len);
+    ASSERT(text);
+    char err[256];
+    jv *d = json_parse(text, len, err, sizeof err);
+    free(text);
+    ASSERT_NE(d, NULL);
+    const jv *meta = json_get(json_get(d, "snapshot"), "meta");
+    const jv *nf = json_get(meta, "node_fields"), *ef = json_get(meta, "edge_fields");
+    ASSERT(nf && ef && ef->n == 3);
+    size_t ec_at = nf->n, name_at = nf->n;
+    for (size_t i = 0; i < nf->n; i++) {
+        if (!strcmp(json_at(nf, i)->str, "edge_count"))
+            ec_at = i;
+        if (!strcmp(json_at(nf, i)->str, "name"))
+            name_at = i;
+    }
+    ASSERT(ec_at < nf->n && name_at < nf->n);
+    double nodes = json_num(json_get(d, "snapshot"), "node_count");
+    double edges = json_num(json_get(d, "snapshot"), "edge_count");
+    const jv *na = json_get(d, "nodes"), *ea = json_get(d, "edges"), *sa = json_get(d, "strings");
+    ASSERT(na && ea && sa);
+    ASSERT_EQ(na->n, (uint64_t)nodes * nf->n);
+    ASSERT_EQ(ea->n, (uint64_t)edges * 3);
+    /* DevTools reads nodes and edges into Uint32Arrays */
+    for (size_t i = 0; i < na->n; i++)
+        ASSERT(na->items[i]->type == JV_NUM && na->items[i]->num >= 0 && na->items[i]->num < 4294967296.0);
+    for (size_t i = 0; i < ea->n; i++)
+        ASSERT(ea->items[i]->type == JV_NUM && ea->items[i]->num >= 0 && ea->items[i]->num < 4294967296.0);
+    /* and finds the arrays in this order */
+    {
+        size_t tl;
+        char *t = e2e_read_file(out, &tl);
+        ASSERT(t);
+        const char *order[] = {"\"nodes\"", "\"edges\"", "\"samples\"", "\"locations\"", "\"strings\""};
+        const char *at = t;
+        for (size_t i = 0; i < 5; i++) {
+            const char *next = strstr(at, order[i]);
+            ASSERT_NE(next, NULL);
+            at = next;
+        }
+        free(t);
+    }
+    uint64_t sum = 0;
+    for (size_t v = 0; v < (size_t)nodes; v++) {
+        sum += (uint64_t)na->items[v * nf->n + ec_at]->num;
+        ASSERT_LT(na->items[v * nf->n + name_at]->num, (double)sa->n);
+    }
+    ASSERT_EQ(sum, (uint64_t)edges);
+    for (size_t e = 0; e < (size_t)edges; e++) {
+        uint64_t to = (uint64_t)ea->items[e * 3 + 2]->num;
+        ASSERT(to % nf->n == 0 && to < na->n);
+    }
+    ASSERT_GT(nodes, CHAIN);
+    json_free(d);
+    return 0;
+}
+
+static int touch(const char *path) {
+    int fd = open(path, O_WRONLY | O_CREAT, 0644);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+static int agent_loaded(pid_t pid) {
+    char maps[64];
+    snprintf(maps, sizeof maps, "/proc/%d/maps", (int)pid);
+    char *text = e2e_read_file(maps, NULL);
+    int has = text && strstr(text, "/libdnprof.so") != NULL;
+    free(text);
+    return has;
+}
+
+/* A program started without dnprof: attach, snapshot, detach. */
+TEST(e2e_heap_snapshot_attach) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_heap_snapshot_attach"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    char go[PATH_MAX], out[PATH_MAX], errp[PATH_MAX], snap[PATH_MAX], waitarg[PATH_MAX + 8];
+    snprintf(go, sizeof go, "%s/go", r.dir);
+    snprintf(out, sizeof out, "%s/program.out", r.dir);
+    snprintf(errp, sizeof errp, "%s/program.err", r.dir);
+    snprintf(snap, sizeof snap, "%s/a.dnheap", r.dir);
+    snprintf(waitarg, sizeof waitarg, "wait=%s", go);
+    const char *argv[] = {e2e_dotnet(), dll, "heap", waitarg, NULL};
+    const char *env[] = {"CORECLR_ENABLE_PROFILING", NULL};
+    pid_t child = e2e_spawn((char *const *)argv, env, r.dir, out, NULL, errp);
+    ASSERT_GT(child, 0);
+    counts c;
+    pid_t pid = wait_ready(out, &c);
+    int ok = pid > 0;
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+    const char *args[] = {"snapshot", "-o", snap, pidtext, NULL};
+    ok = ok && e2e_dnprof(&r, args) == 0 && r.status == 0;
+    if (!ok)
+        e2e_show_file("dnprof snapshot said", r.err);
+    /* again at once, while the first agent may still be on its way out */
+    char snap2[PATH_MAX];
+    snprintf(snap2, sizeof snap2, "%s/again.dnheap", r.dir);
+    const char *again[] = {"snapshot", "-o", snap2, pidtext, NULL};
+    int ok2 = ok && e2e_dnprof(&r, again) == 0 && r.status == 0;
+    if (ok && !ok2)
+        e2e_show_file("the second dnprof snapshot said", r.err);
+    int detached = 0; /* the runtime unloads the agent a moment after the detach */
+    for (int i = 0; ok && i < 1000 && !detached; i++, sleep_ms(20))
+        detached = !agent_loaded(pid);
+    touch(go);
+    int status = -1;
+    e2e_wait(child, E2E_TIMEOUT_MS, &status);
+    ASSERT(ok);
+    ASSERT(ok2);
+    ASSERT(detached); /* it was not there before, so it is gone after */
+    ASSERT_EQ(status, 0); /* the program ran on and ended as usual */
+    char *said = e2e_read_file(r.err, NULL);
+    ASSERT(said && strstr(said, "snapshot of pid"));
+    free(said);
+    ASSERT_EQ(c.chain, CHAIN);
+    if (check_report(&r, snap, &c) || check_paths(&r, snap, &c) || check_heapsnapshot(&r, snap) ||
+        check_report(&r, snap2, &c))
+        return 1;
+    return 0;
+}
+
+/* An agent loaded by dnprof run is asked, and stays. */
+TEST(e2e_heap_snapshot_run) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_heap_snapshot_run"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    char go[PATH_MAX], out[PATH_MAX], errp[PATH_MAX], snap[PATH_MAX], waitarg[PATH_MAX + 8];
+    snprintf(go, sizeof go, "%s/go", r.dir);
+    snprintf(out, sizeof out, "%s/program.out", r.dir);
+    snprintf(errp, sizeof errp, "%s/program.err", r.dir);
+    snprintf(snap, sizeof snap, "%s/b.dnheap", r.dir);
+    snprintf(waitarg, sizeof waitarg, "wait=%s", go);
+    const char *argv[] = {bin, "run", "-q", "-o", r.trace, "--", e2e_dotnet(), dll, "heap", waitarg, NULL};
+    pid_t child = e2e_spawn((char *const *)argv, NULL, r.dir, out, NULL, errp);
+    ASSERT_GT(child, 0);
+    counts c;
+    pid_t pid = wait_ready(out, &c);
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+    const char *args[] = {"snapshot", "-o", snap, pidtext, NULL};
+    int ok = pid > 0 && agent_loaded(pid) && e2e_dnprof(&r, args) == 0 && r.status == 0;
+    if (!ok)
+        e2e_show_file("dnprof snapshot said", r.err);
+    int stayed = ok && agent_loaded(pid);
+    touch(go);
+    int status = -1;
+    e2e_wait(child, E2E_TIMEOUT_MS, &status);
+    ASSERT(ok);
+    ASSERT(stayed);
+    ASSERT_EQ(status, 0);
+    dnp_trace *t = e2e_load(r.trace); /* the run's trace is whole too */
+    ASSERT_NE(t, NULL);
+    dnp_trace_free(t);
+    return check_report(&r, snap, &c);
+}
+
+/* dnprof run --heap-at exit. */
+TEST(e2e_heap_at_exit) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_heap_at_exit"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    char snap[PATH_MAX];
+    snprintf(snap, sizeof snap, "%s/exit.dnheap", r.dir);
+    const char *args[] = {"run", "-o", r.trace, "--heap-at", "exit", "--heap-output", snap,
+                          "--events", "classes", "--", e2e_dotnet(), dll, "heap", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    if (r.status != 0)
+        e2e_show_file("dnprof run said", r.err);
+    ASSERT_STATUS(&r, 0);
+    counts c;
+    ASSERT_GT(wait_ready(r.out, &c), 0);
+    char *said = e2e_read_file(r.err, NULL);
+    ASSERT(said && strstr(said, "heap snapshot"));
+    free(said);
+    return check_report(&r, snap, &c);
+}
+
+/* Copies the first len bytes of from into to (len < 0: all, then flips one
+ * byte at -len). */
+static int copy_damaged(const char *from, const char *to, long len) {
+    size_t n;
+    char *data = e2e_read_file(from, &n);
+    if (!data)
+        return -1;
+    size_t keep = len >= 0 ? (size_t)len : n;
+    if (len < 0 && (size_t)-len < n)
+        data[-len] ^= 0x5a;
+    FILE *f = fopen(to, "wb");
+    int rc = f && fwrite(data, 1, keep, f) == keep ? 0 : -1;
+    if (f)
+        fclose(f);
+    free(data);
+    return rc;
+}
+
+/* Every heap command refuses a damaged snapshot with one clear line. */
+TEST(e2e_heap_damaged) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_heap_damaged"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    char snap[PATH_MAX], cut[PATH_MAX], bad[PATH_MAX], hs[PATH_MAX];
+    snprintf(snap, sizeof snap, "%s/whole.dnheap", r.dir);
+    snprintf(cut, sizeof cut, "%s/cut.dnheap", r.dir);
+    snprintf(bad, sizeof bad, "%s/bad.dnheap", r.dir);
+    snprintf(hs, sizeof hs, "%s/out.heapsnapshot", r.dir);
+    const char *run[] = {"run", "-q", "-o", r.trace, "--heap-at", "exit", "--heap-output", snap,
+                         "--", e2e_dotnet(), dll, "heap", "chain=20000", NULL};
+    ASSERT(e2e_dnprof(&r, run) == 0 && r.status == 0);
+    struct stat st;
+    ASSERT(stat(snap, &st) == 0 && st.st_size > 100000);
+    /* the whole one reads */
+    const char *whole[] = {"heap", "report", snap, NULL};
+    ASSERT(e2e_dnprof(&r, whole) == 0 && r.status == 0);
+    struct {
+        const char *file, *word;
+    } cases[] = {{cut, "truncated"}, {bad, "corrupt"}};
+    ASSERT_EQ(copy_damaged(snap, cut, (long)st.st_size / 2), 0);
+    ASSERT_EQ(copy_damaged(snap, bad, -(long)st.st_size / 3), 0);
+    for (size_t k = 0; k < 2; k++) {
+        const char *f = cases[k].file;
+        const char *cmds[][9] = {
+            {"heap", "report", f, NULL},
+            {"heap", "report", "--json", f, NULL},
+            {"heap", "paths", "--type", "Scenarios.HeapHolder", f, NULL},
+            {"heap", "diff", snap, f, NULL},
+            {"heap", "diff", f, snap, NULL},
+            {"convert", "--format", "heapsnapshot", "-o", hs, f, NULL},
+        };
+        for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+            ASSERT_EQ(e2e_dnprof(&r, cmds[i]), 0);
+            char *err = e2e_read_file(r.err, NULL);
+            int clear = err && strstr(err, f) && strstr(err, cases[k].word) && r.status == 1;
+            if (!clear)
+                fprintf(stderr, "%s %s on a %s snapshot said: %s\n", cmds[i][0], cmds[i][1],
+                        cases[k].word, err ? err : "(nothing)");
+            free(err);
+            ASSERT(clear);
+        }
+    }
+    /* not a snapshot at all */
+    const char *notone[] = {"heap", "report", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, notone) == 0 && r.status == 1);
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT(err && strstr(err, "not a dnprof heap snapshot"));
+    free(err);
+    return 0;
+}
+
+/* Attach errors are clear. */
+TEST(e2e_heap_snapshot_errors) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_heap_snapshot_errors"), 0);
+    const char *none[] = {"snapshot", "999999999", NULL};
+    ASSERT(e2e_dnprof(&r, none) == 0 && r.status != 0);
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT(err && (strstr(err, "no such process") || strstr(err, "pid")));
+    free(err);
+    /* a process that is not .NET */
+    const char *argv[] = {"sleep", "30", NULL};
+    char out[PATH_MAX];
+    snprintf(out, sizeof out, "%s/sleep.out", r.dir);
+    pid_t p = e2e_spawn((char *const *)argv, NULL, r.dir, out, NULL, out);
+    ASSERT_GT(p, 0);
+    sleep_ms(100);
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)p);
+    const char *notnet[] = {"snapshot", pidtext, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, notnet), 0);
+    kill(p, SIGKILL);
+    int st;
+    e2e_wait(p, 5000, &st);
+    ASSERT_STATUS(&r, 1);
+    err = e2e_read_file(r.err, NULL);
+    ASSERT(err && strstr(err, pidtext) && strstr(err, ".NET"));
+    free(err);
+    const char *usage[] = {"snapshot", NULL};
+    ASSERT(e2e_dnprof(&r, usage) == 0 && r.status == 2);
+    return 0;
+}
+
+/* dotnet-gcdump (.ci/run installs it): its path, or NULL with a line. */
+static const char *gcdump_path(char *buf, size_t cap) {
+    const char *home = getenv("HOME");
+    const char *path = getenv("PATH");
+    char dirs[8192];
+    snprintf(dirs, sizeof dirs, "%s:%s/.dotnet/tools", path ? path : "", home ? home : "");
+    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(buf, cap, "%s/dotnet-gcdump", d);
+        if (access(buf, X_OK) == 0)
+            return buf;
+    }
+    fprintf(stderr, "dotnet-gcdump is not installed: dotnet tool install -g dotnet-gcdump "
+                    "(.ci/run does)\n");
+    return NULL;
+}
+
+/* A number with thousands separators at *p; -1 if none. */
+static long grouped(const char **p) {
+    while (**p == ' ')
+        (*p)++;
+    long v = -1;
+    while ((**p >= '0' && **p <= '9') || (**p == ',' && v >= 0)) {
+        if (**p != ',')
+            v = (v < 0 ? 0 : v * 10) + (**p - '0');
+        (*p)++;
+    }
+    return v;
+}
+
+/* The count of a type in `dotnet-gcdump report` (rows: bytes, count, type,
+ * [module]; a type can have a row per size class). */
+static long gcdump_count(const char *report, const char *type) {
+    long total = 0;
+    size_t tl = strlen(type);
+    for (const char *line = report; line && *line;) {
+        const char *p = line;
+        long size = grouped(&p), count = size >= 0 ? grouped(&p) : -1;
+        while (*p == ' ')
+            p++;
+        if (count >= 0 && !strncmp(p, type, tl) && (p[tl] == ' ' || p[tl] == '\n' || !p[tl]))
+            total += count;
+        line = strchr(line, '\n');
+        if (line)
+            line++;
+    }
+    return total;
+}
+
+/* dotnet-gcdump and dnprof on the same process count the program's types alike. */
+TEST(e2e_heap_gcdump_agrees) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_heap_gcdump_agrees"), 0);
+    char tool[PATH_MAX];
+    ASSERT_NE(gcdump_path(tool, sizeof tool), NULL);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    char go[PATH_MAX], out[PATH_MAX], errp[PATH_MAX], snap[PATH_MAX], gd[PATH_MAX],
+        waitarg[PATH_MAX + 8];
+    snprintf(go, sizeof go, "%s/go", r.dir);
+    snprintf(out, sizeof out, "%s/program.out", r.dir);
+    snprintf(errp, sizeof errp, "%s/program.err", r.dir);
+    snprintf(snap, sizeof snap, "%s/c.dnheap", r.dir);
+    snprintf(gd, sizeof gd, "%s/c.gcdump", r.dir);
+    snprintf(waitarg, sizeof waitarg, "wait=%s", go);
+    const char *argv[] = {e2e_dotnet(), dll, "heap", "chain=50000", waitarg, NULL};
+    const char *env[] = {"CORECLR_ENABLE_PROFILING", NULL};
+    pid_t child = e2e_spawn((char *const *)argv, env, r.dir, out, NULL, errp);
+    ASSERT_GT(child, 0);
+    counts c;
+    pid_t pid = wait_ready(out, &c);
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+    const char *collect[] = {tool, "collect", "-p", pidtext, "-o", gd, NULL};
+    int ok = pid > 0 && e2e_exec(&r, (char *const *)collect, NULL) == 0 && r.status == 0;
+    if (!ok)
+        e2e_show_file("dotnet-gcdump collect said", r.out);
+    const char *args[] = {"snapshot", "-o", snap, pidtext, NULL};
+    int ok2 = ok && e2e_dnprof(&r, args) == 0 && r.status == 0;
+    touch(go);
+    int status = -1;
+    e2e_wait(child, E2E_TIMEOUT_MS, &status);
+    ASSERT(ok && ok2);
+    const char *report[] = {tool, "report", gd, NULL};
+    ASSERT(e2e_exec(&r, (char *const *)report, NULL) == 0 && r.status == 0);
+    char *gtext = e2e_read_file(r.out, NULL);
+    ASSERT(gtext);
+    const char *rargs[] = {"heap", "report", "--json", "--top", "0", snap, NULL};
+    jv *rep = run_json(&r, rargs);
+    ASSERT_NE(rep, NULL);
+    static const char *const mine[] = {"Scenarios.HeapListItem", "Scenarios.HeapChainNode",
+                                       "Scenarios.HeapArrayItem", "Scenarios.HeapHolder",
+                                       "Scenarios.HeapArrayItem[]", "Scenarios.HeapCwtKey",
+                                       "Scenarios.HeapCwtValue", "Scenarios.HeapListItem[]"};
+    for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) {
+        const jv *t = type_of(rep, mine[i]);
+        ASSERT_NE(t, NULL);
+        long g = gcdump_count(gtext, mine[i]);
+        if ((long)json_num(t, "count") != g)
+            fprintf(stderr, "%s: dnprof %ld, dotnet-gcdump %ld\n", mine[i],
+                    (long)json_num(t, "count"), g);
+        ASSERT_EQ((uint64_t)json_num(t, "count"), (uint64_t)g);
+        ASSERT_GT(g, 0);
+    }
+    ASSERT_EQ(gcdump_count(gtext, "Scenarios.HeapChainNode"), 50000);
+    json_free(rep);
+    free(gtext);
+    return 0;
+}
+
+/* dnprof heap diff: two runs that hold different numbers of objects. */
+TEST(e2e_heap_diff) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_heap_diff"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    char a[PATH_MAX], b[PATH_MAX];
+    snprintf(a, sizeof a, "%s/a.dnheap", r.dir);
+    snprintf(b, sizeof b, "%s/b.dnheap", r.dir);
+    const char *runa[] = {"run", "-q", "-o", r.trace, "--heap-at", "exit", "--heap-output", a, "--",
+                          e2e_dotnet(), dll, "heap", "list=1000", "chain=1000", NULL};
+    const char *runb[] = {"run", "-q", "-o", r.trace, "--heap-at", "exit", "--heap-output", b, "--",
+                          e2e_dotnet(), dll, "heap", "list=1500", "chain=3000", NULL};
+    ASSERT(e2e_dnprof(&r, runa) == 0 && r.status == 0);
+    ASSERT(e2e_dnprof(&r, runb) == 0 && r.status == 0);
+    const char *args[] = {"heap", "diff", "--json", "--top", "0", a, b, NULL};
+    jv *d = run_json(&r, args);
+    ASSERT_NE(d, NULL);
+    const jv *li = type_of(d, "Scenarios.HeapListItem");
+    const jv *cn = type_of(d, "Scenarios.HeapChainNode");
+    ASSERT(li && cn);
+    ASSERT_EQ((uint64_t)json_num(li, "count_change"), 500);
+    ASSERT_EQ((uint64_t)json_num(li, "bytes_change"), 500 * 24);
+    ASSERT_EQ((uint64_t)json_num(li, "count"), 1500);
+    ASSERT_EQ((uint64_t)json_num(cn, "count_change"), 2000);
+    ASSERT_EQ((uint64_t)json_num(cn, "bytes_change"), 2000 * 32);
+    ASSERT_EQ((uint64_t)json_num(cn, "retained_change"), 2000 * 32);
+    /* the types that did not change are not listed */
+    ASSERT_EQ(type_of(d, "Scenarios.HeapHolder"), NULL);
+    json_free(d);
+    /* the text form */
+    const char *targs[] = {"heap", "diff", a, b, NULL};
+    ASSERT(e2e_dnprof(&r, targs) == 0 && r.status == 0);
+    char *text = e2e_read_file(r.out, NULL);
+    ASSERT(text && strstr(text, "Scenarios.HeapChainNode") && strstr(text, "+2000"));
+    free(text);
+    return 0;
+}
+
+/* The .heapsnapshot loads in Chromium's DevTools (its own HeapSnapshotLoader,
+ * headless; tests/e2e/devtools), which counts what the program holds. */
+TEST(e2e_heap_devtools_loads) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_heap_devtools_loads"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *script = e2e_env("DNPROF_DEVTOOLS_SCRIPT");
+    ASSERT(dll && script);
+    char snap[PATH_MAX], hs[PATH_MAX];
+    snprintf(snap, sizeof snap, "%s/d.dnheap", r.dir);
+    snprintf(hs, sizeof hs, "%s/d.heapsnapshot", r.dir);
+    const char *run[] = {"run", "-o", r.trace, "--heap-at", "exit", "--heap-output", snap, "--",
+                         e2e_dotnet(), dll, "heap", "list=10", "chain=100", "array=10", "cwt=5", NULL};
+    ASSERT(e2e_dnprof(&r, run) == 0 && r.status == 0);
+    counts c;
+    ASSERT_GT(wait_ready(r.out, &c), 0);
+    const char *conv[] = {"convert", "--format", "heapsnapshot", "-o", hs, snap, NULL};
+    ASSERT(e2e_dnprof(&r, conv) == 0 && r.status == 0);
+    const char *rargs[] = {"heap", "report", "--json", "--top", "0", snap, NULL};
+    jv *rep = run_json(&r, rargs);
+    ASSERT_NE(rep, NULL);
+    const char *node = getenv("DNPROF_NODE") ? getenv("DNPROF_NODE") : "node";
+    const char *chromium = getenv("DNPROF_CHROMIUM") ? getenv("DNPROF_CHROMIUM") : "chromium";
+    const char *argv[] = {node, "--experimental-websocket", script, hs, chromium, NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    if (r.status != 0) {
+        e2e_show_file("the DevTools loader said", r.err);
+        fprintf(stderr, "(needs node and chromium: .ci/run installs them)\n");
+    }
+    ASSERT_STATUS(&r, 0);
+    size_t len;
+    char *text = e2e_read_file(r.out, &len);
+    char err[256];
+    jv *d = text ? json_parse(text, len, err, sizeof err) : NULL;
+    free(text);
+    ASSERT_NE(d, NULL);
+    /* every object and the roots' node; every byte */
+    ASSERT_EQ((uint64_t)json_num(d, "nodeCount"), (uint64_t)json_num(rep, "objects") + 1);
+    ASSERT_EQ((uint64_t)json_num(d, "totalSize"), (uint64_t)json_num(rep, "bytes"));
+    const jv *types = json_get(d, "types");
+    ASSERT(types);
+    struct {
+        const char *name;
+        long count;
+    } want[] = {{"Scenarios.HeapListItem", c.list},  {"Scenarios.HeapChainNode", c.chain},
+                {"Scenarios.HeapArrayItem", c.array}, {"Scenarios.HeapHolder", 1},
+                {"Scenarios.HeapArrayItem[]", 1},     {"Scenarios.HeapCwtKey", c.cwt},
+                {"Scenarios.HeapCwtValue", c.cwt}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const jv *t = json_get(types, want[i].name);
+        if (!t)
+            fprintf(stderr, "DevTools has no %s\n", want[i].name);
+        ASSERT_NE(t, NULL);
+        ASSERT_EQ((uint64_t)json_num(t, "count"), (uint64_t)want[i].count);
+    }
+    json_free(d);
+    json_free(rep);
+    return 0;
+}
