@@ -90,4 +90,18 @@ void config_from_env(agent_config *cfg) {
     cfg->all_code = all && *all && strcmp(all, "0") != 0;
     copy_env(cfg->include, sizeof cfg->include, DNP_ENV_INCLUDE);
     copy_env(cfg->exclude, sizeof cfg->exclude, DNP_ENV_EXCLUDE);
+    cfg->sample = config_sample_mode(getenv(DNP_ENV_SAMPLE));
+    const char *rate = getenv(DNP_ENV_SAMPLE_RATE);
+    long r = rate ? strtol(rate, NULL, 10) : 0;
+    cfg->sample_rate = r > 0 && r <= 100000 ? (unsigned)r : 0;
+}
+
+int config_sample_mode(const char *text) {
+    if (!text || !*text || strcmp(text, "0") == 0)
+        return 0;
+    if (strcmp(text, "wall") == 0)
+        return 2;
+    if (strcmp(text, "suspend") == 0)
+        return 3;
+    return 1;
 }

@@ -18,6 +18,9 @@ typedef struct agent_config {
     int all_code;        /* framework code too: no inlining, no ReadyToRun code */
     char include[1024];  /* comma-separated globs of functions to hook, "" for the default */
     char exclude[1024];  /* comma-separated globs of functions not to hook */
+    /* sampling (sampler.c, docs/sampling.md) */
+    int sample;           /* SAMPLER_OFF, _CPU, _WALL or _SUSPEND (sampler.h) */
+    unsigned sample_rate; /* samples per second per thread, 0 for the default (100) */
 } agent_config;
 
 /* Fills cfg from the environment. */
@@ -30,6 +33,9 @@ void config_output_path(char *out, size_t cap, int *exclusive);
 
 /* The process's command line, arguments separated by spaces. */
 void config_cmdline(char *out, size_t cap);
+
+/* DNPROF_SAMPLE's text ("cpu", "wall", "suspend"; "" or "0" off) as agent_config.sample. */
+int config_sample_mode(const char *text);
 
 /* DNPROF_FLUSH_MS, or 0 for the default. */
 unsigned config_flush_ms(void);

@@ -18,6 +18,7 @@
 #include "recorder.h"
 #include "calls.h"
 #include "exceptions.h"
+#include "sampler.h"
 #include "session.h"
 
 dnp_agent g_agent;
@@ -120,6 +121,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     if (calls_configure(cfg, &mask, &high) < 0)
         return E_FAIL;
     exceptions_configure(cfg, &mask, &high);
+    sampler_configure(cfg, &mask, &high);
     names_init();
     recorder_options opt = {cfg->output, cfg->exclusive, cfg->flush_ms,
                             cfg->session[0] ? cfg->session : NULL};
@@ -171,6 +173,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
         REC(InitializeForAttach, (uint64_t)g_agent.info_version, mask, high);
     else
         REC(Initialize, (uint64_t)g_agent.info_version, mask, high);
+    sampler_start(cfg); /* a sampler that cannot start said why; the rest records */
     recorder_session_line("started", runtime);
     return S_OK;
 }
@@ -192,6 +195,7 @@ HRESULT cb_Initialize(ICorProfilerCallback *self, IUnknown *pICorProfilerInfoUnk
 
 HRESULT cb_Shutdown(ICorProfilerCallback *self) {
     ACTIVE();
+    sampler_stop();
     calls_shutdown();
     REC0(Shutdown);
     atomic_store(&g_agent.active, 0);

@@ -27,6 +27,10 @@
 /* Exception stories (dnprof run --exceptions): */
 #define DNP_ENV_EXC_STACKS "DNPROF_EXCEPTION_STACKS" /* "1": a stack snapshot at each throw */
 
+/* Sampling (dnprof run --sample): */
+#define DNP_ENV_SAMPLE "DNPROF_SAMPLE"           /* "cpu", "wall" or "suspend" */
+#define DNP_ENV_SAMPLE_RATE "DNPROF_SAMPLE_RATE" /* samples per second per thread, default 100 */
+
 /* In the session directory each agent creates "agent.<pid>", a text file of
  * lines "key value": "pid", "trace" (path), "cmdline", then "started" once
  * recording began, or "error <one line>" if the agent stepped aside, and

@@ -1,0 +1,703 @@
+/* sampler.c: the sampling profiler (sampler.h, docs/sampling.md).
+ *
+ * The signal path: SIGPROF, from a per-thread CPU-time timer (timer_create on
+ * the thread's CPU clock, SIGEV_THREAD_ID) or, for wall time, from the sampler
+ * thread (rt_tgsigqueueinfo). The signal carries the thread's slot; the handler
+ * checks it is its own, walks the interrupted stack by frame pointers, reading
+ * only inside the thread's stack mapping, and appends the raw addresses to the
+ * slot's single-producer ring. It never allocates, locks or calls the runtime,
+ * and keeps errno.
+ *
+ * Everything else runs on the sampler thread: finding the threads
+ * (/proc/self/task), their stack mappings (/proc/self/maps, from a stack
+ * pointer the handler left), draining the rings, resolving addresses
+ * (GetFunctionFromIP, symbols.c) through a cache, aggregating stacks into
+ * trees of bounded size, and writing the changed nodes as SampleNode events. */
+
+#include "sampler.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "callbacks.h"
+#include "symbols.h"
+
+#define SAMPLER_SIGNAL SIGPROF
+#define MAX_SLOTS 4096u        /* threads sampled at once */
+#define MAX_DEPTH 128u         /* frames kept per sample */
+#define RING 32u               /* samples a thread may hold before the sampler drains them */
+#define MAX_NODES (1u << 18)   /* nodes of all trees together */
+#define NODE_HASH (1u << 19)
+#define IP_CACHE (1u << 16)
+#define SCAN_MS 100            /* how often new threads are looked for */
+#define EMIT_MS 500            /* how often changed nodes are written */
+#define CACHE_MS 2000          /* how long a resolved address is trusted (code unloads) */
+
+enum { REC_WAITING = 1, REC_UNWALKED = 2 };
+
+typedef struct srec {
+    uint32_t n, flags;
+    uint64_t top; /* the word at the stack pointer: maybe the leaf's return address */
+    uint64_t ip[MAX_DEPTH];
+} srec;
+
+typedef struct sslot {
+    atomic_int tid;             /* the thread sampled, 0 free */
+    atomic_ullong lo, hi;       /* its stack mapping, 0 until known */
+    atomic_ullong probe_sp;     /* a stack pointer the handler saw outside [lo, hi) */
+    atomic_uint head, tail;     /* the ring: head written by the handler, tail by the sampler */
+    atomic_uint dropped;
+    timer_t timer;
+    int has_timer;
+    unsigned seen;              /* the scan that last found the thread */
+    srec ring[RING];
+} sslot;
+
+typedef struct anode {
+    uint32_t tid, parent;
+    uint64_t key; /* FunctionID, or a native name's string number | 1 << 63 */
+    uint64_t func;
+    uint32_t name;
+    uint8_t dirty;
+    uint64_t samples, self;
+} anode;
+
+typedef struct ipent {
+    uint64_t ip;      /* 0: empty */
+    uint64_t func;    /* FunctionID, 0 for native */
+    uint32_t name;    /* string number */
+    uint8_t managed, mapped;
+} ipent;
+
+static struct {
+    int mode;
+    unsigned rate;
+    uint64_t period_ns;
+    atomic_int running; /* the handler works only while set */
+    atomic_int stop;
+    pthread_t thread;
+    int thread_running;
+    int handler_installed;
+    int sampler_tid;
+
+    sslot *slots; /* MAX_SLOTS, mmap'd: the handler validates a slot by its address */
+    unsigned scan;
+
+    anode *nodes;
+    uint32_t nnodes;
+    uint32_t *hash; /* node index + 1, 0 empty */
+    uint32_t *dirty;
+    uint32_t ndirty;
+
+    ipent *cache;
+    uint32_t ncache;
+    uint64_t cache_born;
+
+    uint32_t waiting_name;
+    uint64_t samples, dropped, truncated, threads;
+} S;
+
+/* ---- the signal handler ---- */
+
+static int slot_valid(const sslot *s) {
+    uintptr_t a = (uintptr_t)s, b = (uintptr_t)S.slots;
+    return S.slots && a >= b && a < b + MAX_SLOTS * sizeof(sslot) && (a - b) % sizeof(sslot) == 0;
+}
+
+/* Whether the thread was in a system call: the kernel rewinds RIP onto the
+ * `syscall` instruction (0f 05) of a call it will restart, or leaves it after
+ * one that returns -EINTR. Code at RIP is mapped; RIP-2 is when on the same page. */
+static int in_syscall(uint64_t ip, uint64_t rax) {
+    const uint8_t *p = (const uint8_t *)ip;
+    if (p[0] == 0x0f && p[1] == 0x05)
+        return 1;
+    if ((ip & 0xfff) >= 2 && p[-2] == 0x0f && p[-1] == 0x05 && (int64_t)rax == -EINTR)
+        return 1;
+    return 0;
+}
+
+static void take_sample(sslot *s, ucontext_t *uc) {
+    unsigned h = atomic_load_explicit(&s->head, memory_order_relaxed);
+    unsigned t = atomic_load_explicit(&s->tail, memory_order_acquire);
+    if (h - t >= RING) {
+        atomic_fetch_add_explicit(&s->dropped, 1, memory_order_relaxed);
+        return;
+    }
+    srec *r = &s->ring[h % RING];
+    const greg_t *g = uc->uc_mcontext.gregs;
+    uint64_t ip = (uint64_t)g[REG_RIP], sp = (uint64_t)g[REG_RSP], fp = (uint64_t)g[REG_RBP];
+    uint64_t lo = atomic_load_explicit(&s->lo, memory_order_relaxed);
+    uint64_t hi = atomic_load_explicit(&s->hi, memory_order_relaxed);
+    uint32_t n = 0, flags = 0;
+    r->ip[n++] = ip;
+    r->top = 0;
+    if (hi && sp >= lo && sp + 8 <= hi && !(sp & 7)) {
+        r->top = *(const uint64_t *)sp;
+        while (n < MAX_DEPTH && fp >= sp && fp <= hi - 16 && !(fp & 7)) {
+            const uint64_t *f = (const uint64_t *)fp;
+            uint64_t next = f[0], ret = f[1];
+            if (ret < 4096)
+                break;
+            r->ip[n++] = ret;
+            if (next <= fp)
+                break;
+            fp = next;
+        }
+    } else {
+        atomic_store_explicit(&s->probe_sp, sp, memory_order_relaxed);
+        flags |= REC_UNWALKED;
+    }
+    if (S.mode == SAMPLER_WALL && in_syscall(ip, (uint64_t)g[REG_RAX]))
+        flags |= REC_WAITING;
+    r->n = n;
+    r->flags = flags;
+    atomic_store_explicit(&s->head, h + 1, memory_order_release);
+}
+
+static void on_signal(int sig, siginfo_t *si, void *ucv) {
+    (void)sig;
+    int saved = errno;
+    if (si && (si->si_code == SI_TIMER || si->si_code == SI_QUEUE) &&
+        atomic_load_explicit(&S.running, memory_order_relaxed)) {
+        sslot *s = si->si_value.sival_ptr;
+        if (slot_valid(s) && atomic_load_explicit(&s->tid, memory_order_relaxed) == gettid())
+            take_sample(s, ucv);
+    }
+    errno = saved;
+}
+
+/* ---- threads and their stacks (sampler thread) ---- */
+
+static sslot *slot_of(int tid) {
+    for (unsigned i = 0; i < MAX_SLOTS; i++)
+        if (atomic_load(&S.slots[i].tid) == tid)
+            return &S.slots[i];
+    return NULL;
+}
+
+static void slot_arm(sslot *s, int tid) {
+    if (S.mode != SAMPLER_CPU)
+        return;
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = SAMPLER_SIGNAL;
+    sev.sigev_value.sival_ptr = s;
+    sev._sigev_un._tid = tid;
+    /* the thread's CPU clock (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)) */
+    clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6u);
+    if (timer_create(clk, &sev, &s->timer) != 0)
+        return;
+    s->has_timer = 1;
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    uint64_t first = S.period_ns / 2 + (uint64_t)(rand() % 1000) * (S.period_ns / 1000);
+    its.it_value.tv_sec = (time_t)(first / 1000000000u);
+    its.it_value.tv_nsec = (long)(first % 1000000000u);
+    its.it_interval.tv_sec = (time_t)(S.period_ns / 1000000000u);
+    its.it_interval.tv_nsec = (long)(S.period_ns % 1000000000u);
+    timer_settime(s->timer, 0, &its, NULL);
+}
+
+static void slot_disarm(sslot *s) {
+    if (s->has_timer)
+        timer_delete(s->timer);
+    s->has_timer = 0;
+}
+
+/* New threads get a slot, threads gone give theirs back (once drained). */
+static void scan_threads(void) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return;
+    unsigned gen = ++S.scan;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int tid = atoi(e->d_name);
+        if (tid <= 0 || tid == S.sampler_tid)
+            continue;
+        sslot *s = slot_of(tid);
+        if (!s) {
+            s = slot_of(0);
+            if (!s)
+                continue;
+            s->seen = gen;
+            atomic_store(&s->lo, 0);
+            atomic_store(&s->hi, 0);
+            atomic_store(&s->probe_sp, 0);
+            atomic_store(&s->tid, tid);
+            slot_arm(s, tid);
+            S.threads++;
+        }
+        s->seen = gen;
+    }
+    closedir(d);
+    for (unsigned i = 0; i < MAX_SLOTS; i++) {
+        sslot *s = &S.slots[i];
+        if (atomic_load(&s->tid) && s->seen != gen) {
+            slot_disarm(s);
+            atomic_store(&s->tid, -1); /* drained below, then freed */
+        }
+    }
+}
+
+/* The stack mapping of every slot whose handler left a stack pointer. */
+static void find_stacks(void) {
+    int want = 0;
+    for (unsigned i = 0; i < MAX_SLOTS && !want; i++)
+        want = atomic_load(&S.slots[i].tid) > 0 && atomic_load(&S.slots[i].probe_sp);
+    if (!want)
+        return;
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long lo, hi;
+        char perms[8];
+        if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r' || perms[1] != 'w')
+            continue;
+        for (unsigned i = 0; i < MAX_SLOTS; i++) {
+            sslot *s = &S.slots[i];
+            uint64_t sp = atomic_load(&s->probe_sp);
+            if (atomic_load(&s->tid) > 0 && sp && sp >= lo && sp < hi) {
+                atomic_store(&s->lo, lo);
+                atomic_store(&s->hi, hi);
+                atomic_store(&s->probe_sp, 0);
+            }
+        }
+    }
+    fclose(f);
+}
+
+/* ---- resolving addresses ---- */
+
+static void cache_clear(uint64_t now) {
+    memset(S.cache, 0, IP_CACHE * sizeof *S.cache);
+    S.ncache = 0;
+    S.cache_born = now;
+}
+
+static const ipent *resolve(uint64_t ip) {
+    uint32_t h = (uint32_t)((ip * 0x9E3779B97F4A7C15ull) >> 48) & (IP_CACHE - 1);
+    while (S.cache[h].ip) {
+        if (S.cache[h].ip == ip)
+            return &S.cache[h];
+        h = (h + 1) & (IP_CACHE - 1);
+    }
+    if (S.ncache * 2 >= IP_CACHE) {
+        cache_clear(S.cache_born);
+        return resolve(ip);
+    }
+    ipent *e = &S.cache[h];
+    e->ip = ip;
+    S.ncache++;
+    FunctionID fid = 0;
+    if (g_agent.info && SUCCEEDED(INFO_CALL(GetFunctionFromIP, (LPCBYTE)(uintptr_t)ip, &fid)) && fid) {
+        e->func = fid;
+        e->name = names_get(NAMES_FUNCTION, fid, 1);
+        e->managed = e->mapped = 1;
+        return e;
+    }
+    char buf[512];
+    e->mapped = (uint8_t)symbols_name((uintptr_t)ip, buf, sizeof buf);
+    e->name = rec_string(buf, strlen(buf));
+    return e;
+}
+
+/* Whether addr follows a call instruction: e8 rel32, ff 15 disp32, ff /2 by
+ * register. addr must be in mapped code (resolve said so). */
+static int after_call(uint64_t addr) {
+    const uint8_t *p = (const uint8_t *)addr;
+    if ((addr & 0xfff) < 6)
+        return 0;
+    return p[-5] == 0xe8 || (p[-6] == 0xff && p[-5] == 0x15) ||
+           (p[-2] == 0xff && (p[-1] & 0xf8) == 0xd0) || (p[-3] == 0x41 && p[-2] == 0xff && (p[-1] & 0xf8) == 0xd0);
+}
+
+/* ---- aggregation ---- */
+
+static uint32_t node_hash(uint32_t tid, uint32_t parent, uint64_t key) {
+    uint64_t x = key * 0x9E3779B97F4A7C15ull ^ ((uint64_t)tid << 32 | parent) * 0xC2B2AE3D27D4EB4Full;
+    return (uint32_t)(x >> 40) & (NODE_HASH - 1);
+}
+
+/* The child of parent for a frame; 0 when the trees are full. */
+static uint32_t node_child(uint32_t tid, uint32_t parent, uint64_t func, uint32_t name) {
+    uint64_t key = func ? func : (uint64_t)name | 1ull << 63;
+    uint32_t h = node_hash(tid, parent, key);
+    while (S.hash[h]) {
+        anode *n = &S.nodes[S.hash[h] - 1];
+        if (n->key == key && n->parent == parent && n->tid == tid)
+            return S.hash[h] - 1;
+        h = (h + 1) & (NODE_HASH - 1);
+    }
+    if (S.nnodes == MAX_NODES)
+        return 0;
+    uint32_t i = S.nnodes++;
+    anode *n = &S.nodes[i];
+    n->tid = tid;
+    n->parent = parent;
+    n->key = key;
+    n->func = func;
+    n->name = name;
+    S.hash[h] = i + 1;
+    return i;
+}
+
+static void node_count(uint32_t i, int self) {
+    anode *n = &S.nodes[i];
+    n->samples++;
+    n->self += (uint64_t)self;
+    if (!n->dirty) {
+        n->dirty = 1;
+        S.dirty[S.ndirty++] = i;
+    }
+}
+
+/* A stack, leaf first: frame k is (funcs[k], names[k]). When the trees are
+ * full, the deepest node reached holds the sample. */
+static void aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n) {
+    uint32_t node = 0;
+    S.samples++;
+    for (uint32_t k = n; k-- > 0;) {
+        uint32_t c = node_child(tid, node, funcs[k], names[k]);
+        if (!c) {
+            S.truncated++;
+            if (node) {
+                S.nodes[node].samples--;
+                node_count(node, 1);
+            }
+            return;
+        }
+        node_count(c, k == 0);
+        node = c;
+    }
+}
+
+static void aggregate_record(uint32_t tid, const srec *r) {
+    uint64_t funcs[MAX_DEPTH + 2];
+    uint32_t names[MAX_DEPTH + 2];
+    uint32_t m = 0;
+    if (r->flags & REC_WAITING) {
+        funcs[m] = 0;
+        names[m++] = S.waiting_name;
+    }
+    for (uint32_t k = 0; k < r->n && k < MAX_DEPTH; k++) {
+        /* a return address points after its call: resolve the call itself */
+        const ipent *e = resolve(k ? r->ip[k] - 1 : r->ip[k]);
+        if (k == 0 && !e->managed && e->mapped && r->top && (r->n < 2 || r->top != r->ip[1])) {
+            /* a native leaf that keeps no frame (libc): its caller's return
+             * address is at the stack pointer when it pushed nothing */
+            const ipent *c = resolve(r->top - 1);
+            funcs[m] = e->func;
+            names[m++] = e->name;
+            if (c->mapped && after_call(r->top)) {
+                funcs[m] = c->func;
+                names[m++] = c->name;
+            }
+            continue;
+        }
+        if (m && !e->func && !funcs[m - 1] && names[m - 1] == e->name)
+            continue; /* "[libcoreclr.so]" once for a run of its unnamed frames */
+        funcs[m] = e->func;
+        names[m++] = e->name;
+    }
+    aggregate((uint32_t)tid, funcs, names, m);
+}
+
+static void drain(void) {
+    for (unsigned i = 0; i < MAX_SLOTS; i++) {
+        sslot *s = &S.slots[i];
+        int tid = atomic_load(&s->tid);
+        if (!tid)
+            continue;
+        unsigned h = atomic_load_explicit(&s->head, memory_order_acquire);
+        unsigned t = atomic_load_explicit(&s->tail, memory_order_relaxed);
+        for (; t != h; t++) {
+            const srec *r = &s->ring[t % RING];
+            if (tid > 0)
+                aggregate_record((uint32_t)tid, r);
+            atomic_store_explicit(&s->tail, t + 1, memory_order_release);
+        }
+        S.dropped += atomic_exchange(&s->dropped, 0);
+        if (tid < 0) {
+            atomic_store(&s->head, 0);
+            atomic_store(&s->tail, 0);
+            atomic_store(&s->tid, 0);
+        }
+    }
+}
+
+static void emit_dirty(void) {
+    for (uint32_t k = 0; k < S.ndirty; k++) {
+        anode *n = &S.nodes[S.dirty[k]];
+        n->dirty = 0;
+        REC(SampleNode, n->tid, S.dirty[k], n->parent, n->func, n->name, n->samples,
+            n->samples * S.period_ns, n->self * S.period_ns, n->self);
+    }
+    S.ndirty = 0;
+}
+
+/* ---- suspend mode: the runtime's own stack walks ---- */
+
+/* ICorProfilerThreadEnum (corprof.idl): IUnknown, Skip, Reset, Clone, GetCount, Next. */
+typedef struct thread_enum_vtbl {
+    DNP_IUNKNOWN_SLOTS(ICorProfilerThreadEnum)
+    HRESULT (*Skip)(ICorProfilerThreadEnum *self, ULONG celt);
+    HRESULT (*Reset)(ICorProfilerThreadEnum *self);
+    HRESULT (*Clone)(ICorProfilerThreadEnum *self, ICorProfilerThreadEnum **ppEnum);
+    HRESULT (*GetCount)(ICorProfilerThreadEnum *self, ULONG *pcelt);
+    HRESULT (*Next)(ICorProfilerThreadEnum *self, ULONG celt, ThreadID ids[], ULONG *pceltFetched);
+} thread_enum_vtbl;
+struct ICorProfilerThreadEnum {
+    const thread_enum_vtbl *lpVtbl;
+};
+
+#define SUSPEND_THREADS 256
+
+typedef struct snap {
+    uint32_t n;
+    uint64_t func[MAX_DEPTH], ip[MAX_DEPTH];
+} snap;
+
+static snap g_snaps[SUSPEND_THREADS];
+static uint32_t g_snap_tid[SUSPEND_THREADS];
+
+static HRESULT snap_frame(FunctionID func, UINT_PTR ip, COR_PRF_FRAME_INFO fi, ULONG32 size, BYTE *ctx,
+                          void *data) {
+    (void)fi;
+    (void)size;
+    (void)ctx;
+    snap *s = data;
+    if (s->n < MAX_DEPTH) {
+        s->func[s->n] = func;
+        s->ip[s->n++] = ip;
+    }
+    return S_OK;
+}
+
+static void suspend_sample(void) {
+    if (!g_agent.info || FAILED(g_agent.info->lpVtbl->SuspendRuntime(g_agent.info)))
+        return;
+    ICorProfilerThreadEnum *en = NULL;
+    uint32_t count = 0;
+    if (SUCCEEDED(INFO_CALL(EnumThreads, &en)) && en) {
+        ThreadID ids[64];
+        ULONG got = 0;
+        while (count < SUSPEND_THREADS && SUCCEEDED(en->lpVtbl->Next(en, 64, ids, &got)) && got > 0 &&
+               got <= 64) {
+            for (ULONG i = 0; i < got && count < SUSPEND_THREADS; i++) {
+                DWORD tid = 0;
+                if (FAILED(INFO_CALL(GetThreadInfo, ids[i], &tid)) || !tid)
+                    continue;
+                snap *s = &g_snaps[count];
+                s->n = 0;
+                if (SUCCEEDED(INFO_CALL(DoStackSnapshot, ids[i], snap_frame, 0, s, NULL, 0)) && s->n)
+                    g_snap_tid[count++] = tid;
+            }
+        }
+        en->lpVtbl->Release(en);
+    }
+    g_agent.info->lpVtbl->ResumeRuntime(g_agent.info);
+    /* names only now: the threads that hold the runtime's locks run again */
+    for (uint32_t k = 0; k < count; k++) {
+        snap *s = &g_snaps[k];
+        uint32_t names[MAX_DEPTH];
+        for (uint32_t j = 0; j < s->n; j++) {
+            if (s->func[j]) {
+                names[j] = names_get(NAMES_FUNCTION, s->func[j], 1);
+            } else {
+                const ipent *e = resolve(s->ip[j]);
+                s->func[j] = e->func;
+                names[j] = e->name;
+            }
+        }
+        aggregate(g_snap_tid[k], s->func, names, s->n);
+    }
+}
+
+/* ---- the sampler thread ---- */
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void signal_all(void) {
+    pid_t pid = getpid();
+    for (unsigned i = 0; i < MAX_SLOTS; i++) {
+        sslot *s = &S.slots[i];
+        int tid = atomic_load(&s->tid);
+        if (tid <= 0)
+            continue;
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        si.si_signo = SAMPLER_SIGNAL;
+        si.si_code = SI_QUEUE;
+        si.si_pid = pid;
+        si.si_uid = getuid();
+        si.si_value.sival_ptr = s;
+        syscall(SYS_rt_tgsigqueueinfo, pid, tid, SAMPLER_SIGNAL, &si);
+    }
+}
+
+static void *sampler_main(void *arg) {
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    S.sampler_tid = gettid();
+    uint64_t now = now_ns(), next_scan = 0, next_emit = now + EMIT_MS * 1000000ull;
+    uint64_t tick = S.mode == SAMPLER_CPU ? 10000000ull : S.period_ns;
+    if (S.mode == SAMPLER_CPU && S.period_ns * RING / 4 > tick)
+        tick = S.period_ns * RING / 4 < 50000000ull ? S.period_ns * RING / 4 : 50000000ull;
+    uint64_t next = now;
+    while (!atomic_load(&S.stop)) {
+        now = now_ns();
+        if (S.mode != SAMPLER_SUSPEND && now >= next_scan) {
+            scan_threads();
+            next_scan = now + SCAN_MS * 1000000ull;
+        }
+        if (S.mode == SAMPLER_WALL)
+            signal_all();
+        else if (S.mode == SAMPLER_SUSPEND)
+            suspend_sample();
+        if (now - S.cache_born >= CACHE_MS * 1000000ull)
+            cache_clear(now);
+        if (S.mode != SAMPLER_SUSPEND) {
+            drain();
+            find_stacks();
+        }
+        if (now >= next_emit) {
+            emit_dirty();
+            next_emit = now + EMIT_MS * 1000000ull;
+        }
+        next += tick;
+        now = now_ns();
+        if (next < now)
+            next = now; /* behind: no burst to catch up */
+        struct timespec ts = {(time_t)(next / 1000000000u), (long)(next % 1000000000u)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+        }
+    }
+    return NULL;
+}
+
+void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
+    (void)mask_high;
+    if (cfg->sample == SAMPLER_SUSPEND)
+        *mask |= 0x10000000u; /* COR_PRF_ENABLE_STACK_SNAPSHOT */
+}
+
+static void release_memory(void) {
+    free(S.nodes);
+    free(S.hash);
+    free(S.dirty);
+    free(S.cache);
+    if (S.slots)
+        munmap(S.slots, MAX_SLOTS * sizeof(sslot));
+    S.nodes = NULL;
+    S.hash = S.dirty = NULL;
+    S.cache = NULL;
+    S.slots = NULL;
+}
+
+int sampler_start(const agent_config *cfg) {
+    if (!cfg->sample || S.thread_running)
+        return 0;
+    S.mode = cfg->sample;
+    S.rate = cfg->sample_rate ? cfg->sample_rate : 100;
+    S.period_ns = 1000000000ull / S.rate;
+    S.nnodes = 1; /* 0 is every tree's root */
+    S.ndirty = 0;
+    S.samples = S.dropped = S.truncated = S.threads = 0;
+    atomic_store(&S.stop, 0);
+    if (S.mode == SAMPLER_SUSPEND && !AGENT_HAS_INFO(SuspendRuntime)) {
+        agent_say("--sample=suspend needs ICorProfilerInfo10 (.NET Core 3.0 or later); no samples");
+        return -1;
+    }
+    S.nodes = calloc(MAX_NODES, sizeof *S.nodes);
+    S.hash = calloc(NODE_HASH, sizeof *S.hash);
+    S.dirty = calloc(MAX_NODES, sizeof *S.dirty);
+    S.cache = calloc(IP_CACHE, sizeof *S.cache);
+    void *slots = mmap(NULL, MAX_SLOTS * sizeof(sslot), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    S.slots = slots == MAP_FAILED ? NULL : slots;
+    if (!S.nodes || !S.hash || !S.dirty || !S.cache || !S.slots) {
+        release_memory();
+        agent_say("no memory for the sampler's trees; no samples");
+        return -1;
+    }
+    S.cache_born = now_ns();
+    S.waiting_name = rec_string("[waiting]", 9);
+    if (S.mode != SAMPLER_SUSPEND) {
+        struct sigaction old, sa;
+        if (sigaction(SAMPLER_SIGNAL, NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO ? old.sa_sigaction != NULL
+                                                           : old.sa_handler != SIG_DFL &&
+                                                                 old.sa_handler != SIG_IGN) &&
+            !S.handler_installed) {
+            agent_say("SIGPROF has a handler already (the program's own profiler?); --sample needs "
+                      "it, so no samples (try --sample=suspend)");
+            release_memory();
+            return -1;
+        }
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_signal;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SAMPLER_SIGNAL, &sa, NULL) != 0) {
+            agent_say("cannot install the SIGPROF handler (%s); no samples", strerror(errno));
+            release_memory();
+            return -1;
+        }
+        S.handler_installed = 1;
+    }
+    REC(SampleConfig, (uint64_t)S.mode, S.rate, S.period_ns);
+    atomic_store(&S.running, 1);
+    if (pthread_create(&S.thread, NULL, sampler_main, NULL) != 0) {
+        atomic_store(&S.running, 0);
+        agent_say("cannot start the sampler thread; no samples");
+        release_memory();
+        return -1;
+    }
+    S.thread_running = 1;
+    return 0;
+}
+
+void sampler_stop(void) {
+    if (!S.thread_running)
+        return;
+    atomic_store(&S.stop, 1);
+    pthread_join(S.thread, NULL);
+    S.thread_running = 0;
+    atomic_store(&S.running, 0);
+    for (unsigned i = 0; i < MAX_SLOTS; i++)
+        slot_disarm(&S.slots[i]);
+    /* A signal still pending is ignored, never the default action (which ends
+     * the process), even once this library is gone. */
+    if (S.handler_installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_IGN;
+        sigaction(SAMPLER_SIGNAL, &sa, NULL);
+        S.handler_installed = 0;
+    }
+    drain(); /* what is left in the rings: nothing writes them now */
+    emit_dirty();
+    REC(SampleStats, S.samples, S.dropped, S.truncated, S.threads);
+    release_memory();
+    symbols_release();
+}

@@ -1,0 +1,31 @@
+/* sampler.h: the sampling profiler (dnprof run/attach --sample, docs/sampling.md).
+ *
+ * Signal mode: every thread of the process gets a CPU-time timer (or, --wall, a
+ * signal from the sampler thread every period); the handler walks the
+ * interrupted stack by frame pointers into a per-thread lock-free ring. The
+ * sampler thread drains the rings, resolves the addresses (managed code by
+ * GetFunctionFromIP, native code by symbol, symbols.c) and aggregates the
+ * stacks into one tree per OS thread, written as SampleNode events.
+ * Suspend mode: SuspendRuntime, DoStackSnapshot of every managed thread,
+ * ResumeRuntime, every period (the runtime's own way, for comparison). */
+#ifndef DNP_SAMPLER_H
+#define DNP_SAMPLER_H
+
+#include <stdint.h>
+
+#include "config.h"
+
+enum { SAMPLER_OFF, SAMPLER_CPU, SAMPLER_WALL, SAMPLER_SUSPEND };
+
+/* Adds to the event mask what sampling needs (suspend mode: stack snapshots). */
+void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high);
+
+/* Starts the sampler thread (after the mask is set and recording is on). 0, or
+ * -1 after saying why (the rest of the recording goes on). */
+int sampler_start(const agent_config *cfg);
+
+/* Stops sampling: no timer, no signal left pending, every tree written. Safe to
+ * call twice and when it never started. */
+void sampler_stop(void);
+
+#endif
