@@ -70,6 +70,8 @@ static HRESULT initialize(IUnknown *unk, const dnp_attach_blob *blob) {
         return E_INVALIDARG;
     snprintf(cfg.output, sizeof cfg.output, "%s", blob->output);
     cfg.flush_ms = blob->flush_ms;
+    cfg.sample = (int)blob->sample;
+    cfg.sample_rate = blob->sample_rate;
     g_trigger_pid = blob->trigger_pid;
     HRESULT hr = agent_start(unk, &cfg, 1);
     if (FAILED(hr)) {

@@ -18,6 +18,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -43,11 +46,13 @@
 #define SCAN_MS 100            /* how often new threads are looked for */
 #define EMIT_MS 500            /* how often changed nodes are written */
 #define CACHE_MS 2000          /* how long a resolved address is trusted (code unloads) */
+#define MAX_FDS 65536          /* perf event descriptors the handler can map to a slot */
 
 enum { REC_WAITING = 1, REC_UNWALKED = 2 };
 
 typedef struct srec {
     uint32_t n, flags;
+    uint32_t weight; /* periods it stands for: 1 + the timer's overruns */
     uint64_t top; /* the word at the stack pointer: maybe the leaf's return address */
     uint64_t ip[MAX_DEPTH];
 } srec;
@@ -60,6 +65,7 @@ typedef struct sslot {
     atomic_uint dropped;
     timer_t timer;
     int has_timer;
+    int perf_fd1;               /* the thread's task-clock event's descriptor + 1, 0 none */
     unsigned seen;              /* the scan that last found the thread */
     srec ring[RING];
 } sslot;
@@ -92,7 +98,11 @@ static struct {
     int sampler_tid;
 
     sslot *slots; /* MAX_SLOTS, mmap'd: the handler validates a slot by its address */
+    sslot **fd_slot; /* MAX_FDS: a perf event's descriptor to its slot */
+    int perf;        /* CPU mode: 1 perf task-clock events, 0 not tried yet, -1 POSIX CPU timers */
+    int perf_exclude_kernel;
     unsigned scan;
+    unsigned nslots; /* slots ever used: the loops stop there */
 
     anode *nodes;
     uint32_t nnodes;
@@ -127,7 +137,7 @@ static int in_syscall(uint64_t ip, uint64_t rax) {
     return 0;
 }
 
-static void take_sample(sslot *s, ucontext_t *uc) {
+static void take_sample(sslot *s, ucontext_t *uc, uint32_t weight) {
     unsigned h = atomic_load_explicit(&s->head, memory_order_relaxed);
     unsigned t = atomic_load_explicit(&s->tail, memory_order_acquire);
     if (h - t >= RING) {
@@ -162,17 +172,20 @@ static void take_sample(sslot *s, ucontext_t *uc) {
         flags |= REC_WAITING;
     r->n = n;
     r->flags = flags;
+    r->weight = weight;
     atomic_store_explicit(&s->head, h + 1, memory_order_release);
 }
 
 static void on_signal(int sig, siginfo_t *si, void *ucv) {
     (void)sig;
     int saved = errno;
-    if (si && (si->si_code == SI_TIMER || si->si_code == SI_QUEUE) &&
+    if (si && (si->si_code == SI_TIMER || si->si_code == SI_QUEUE || si->si_code == POLL_IN) &&
         atomic_load_explicit(&S.running, memory_order_relaxed)) {
         sslot *s = si->si_value.sival_ptr;
+        if (si->si_code == POLL_IN)
+            s = si->si_fd >= 0 && si->si_fd < MAX_FDS && S.fd_slot ? S.fd_slot[si->si_fd] : NULL;
         if (slot_valid(s) && atomic_load_explicit(&s->tid, memory_order_relaxed) == gettid())
-            take_sample(s, ucv);
+            take_sample(s, ucv, 1u + (si->si_code == SI_TIMER && si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0u));
     }
     errno = saved;
 }
@@ -180,15 +193,63 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
 /* ---- threads and their stacks (sampler thread) ---- */
 
 static sslot *slot_of(int tid) {
-    for (unsigned i = 0; i < MAX_SLOTS; i++)
+    for (unsigned i = 0; i < S.nslots; i++)
         if (atomic_load(&S.slots[i].tid) == tid)
             return &S.slots[i];
     return NULL;
 }
 
+/* The thread's task clock as a perf event that signals it every period: an
+ * hrtimer, precise, where POSIX CPU timers only expire at scheduler ticks (and
+ * so favour what runs right after a tick). -1 when perf events are refused. */
+static int perf_arm(sslot *s, int tid) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.type = PERF_TYPE_SOFTWARE;
+    a.size = sizeof a;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.sample_period = S.period_ns;
+    a.disabled = 1;
+    a.exclude_kernel = (unsigned)S.perf_exclude_kernel;
+    a.exclude_hv = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0 && !S.perf_exclude_kernel && (errno == EACCES || errno == EPERM)) {
+        S.perf_exclude_kernel = 1; /* perf_event_paranoid 2: user time only */
+        a.exclude_kernel = 1;
+        fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    }
+    if (fd < 0)
+        return -1;
+    if (fd >= MAX_FDS) {
+        close(fd);
+        return -1;
+    }
+    struct f_owner_ex owner = {F_OWNER_TID, tid};
+    S.fd_slot[fd] = s;
+    if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, SAMPLER_SIGNAL) != 0 ||
+        fcntl(fd, F_SETFL, O_ASYNC) != 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+        S.fd_slot[fd] = NULL;
+        close(fd);
+        return -1;
+    }
+    s->perf_fd1 = fd + 1;
+    return 0;
+}
+
 static void slot_arm(sslot *s, int tid) {
+    s->perf_fd1 = 0;
     if (S.mode != SAMPLER_CPU)
         return;
+    if (S.perf >= 0) {
+        if (perf_arm(s, tid) == 0) {
+            S.perf = 1;
+            return;
+        }
+        if (S.perf == 0)
+            S.perf = -1; /* refused from the first thread on: POSIX CPU timers */
+        else
+            return; /* the thread is gone, or out of descriptors */
+    }
     struct sigevent sev;
     memset(&sev, 0, sizeof sev);
     sev.sigev_notify = SIGEV_THREAD_ID;
@@ -211,6 +272,13 @@ static void slot_arm(sslot *s, int tid) {
 }
 
 static void slot_disarm(sslot *s) {
+    if (s->perf_fd1) {
+        int fd = s->perf_fd1 - 1;
+        ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+        S.fd_slot[fd] = NULL;
+        close(fd);
+        s->perf_fd1 = 0;
+    }
     if (s->has_timer)
         timer_delete(s->timer);
     s->has_timer = 0;
@@ -230,6 +298,8 @@ static void scan_threads(void) {
         sslot *s = slot_of(tid);
         if (!s) {
             s = slot_of(0);
+            if (!s && S.nslots < MAX_SLOTS)
+                s = &S.slots[S.nslots++];
             if (!s)
                 continue;
             s->seen = gen;
@@ -243,7 +313,7 @@ static void scan_threads(void) {
         s->seen = gen;
     }
     closedir(d);
-    for (unsigned i = 0; i < MAX_SLOTS; i++) {
+    for (unsigned i = 0; i < S.nslots; i++) {
         sslot *s = &S.slots[i];
         if (atomic_load(&s->tid) && s->seen != gen) {
             slot_disarm(s);
@@ -255,7 +325,7 @@ static void scan_threads(void) {
 /* The stack mapping of every slot whose handler left a stack pointer. */
 static void find_stacks(void) {
     int want = 0;
-    for (unsigned i = 0; i < MAX_SLOTS && !want; i++)
+    for (unsigned i = 0; i < S.nslots && !want; i++)
         want = atomic_load(&S.slots[i].tid) > 0 && atomic_load(&S.slots[i].probe_sp);
     if (!want)
         return;
@@ -268,7 +338,7 @@ static void find_stacks(void) {
         char perms[8];
         if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r' || perms[1] != 'w')
             continue;
-        for (unsigned i = 0; i < MAX_SLOTS; i++) {
+        for (unsigned i = 0; i < S.nslots; i++) {
             sslot *s = &S.slots[i];
             uint64_t sp = atomic_load(&s->probe_sp);
             if (atomic_load(&s->tid) > 0 && sp && sp >= lo && sp < hi) {
@@ -356,10 +426,10 @@ static uint32_t node_child(uint32_t tid, uint32_t parent, uint64_t func, uint32_
     return i;
 }
 
-static void node_count(uint32_t i, int self) {
+static void node_count(uint32_t i, int self, uint32_t w) {
     anode *n = &S.nodes[i];
-    n->samples++;
-    n->self += (uint64_t)self;
+    n->samples += w;
+    n->self += self ? w : 0;
     if (!n->dirty) {
         n->dirty = 1;
         S.dirty[S.ndirty++] = i;
@@ -368,20 +438,20 @@ static void node_count(uint32_t i, int self) {
 
 /* A stack, leaf first: frame k is (funcs[k], names[k]). When the trees are
  * full, the deepest node reached holds the sample. */
-static void aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n) {
+static void aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n, uint32_t w) {
     uint32_t node = 0;
-    S.samples++;
+    S.samples += w;
     for (uint32_t k = n; k-- > 0;) {
         uint32_t c = node_child(tid, node, funcs[k], names[k]);
         if (!c) {
             S.truncated++;
             if (node) {
-                S.nodes[node].samples--;
-                node_count(node, 1);
+                S.nodes[node].samples -= w;
+                node_count(node, 1, w);
             }
             return;
         }
-        node_count(c, k == 0);
+        node_count(c, k == 0, w);
         node = c;
     }
 }
@@ -414,11 +484,11 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         funcs[m] = e->func;
         names[m++] = e->name;
     }
-    aggregate((uint32_t)tid, funcs, names, m);
+    aggregate((uint32_t)tid, funcs, names, m, r->weight ? r->weight : 1);
 }
 
 static void drain(void) {
-    for (unsigned i = 0; i < MAX_SLOTS; i++) {
+    for (unsigned i = 0; i < S.nslots; i++) {
         sslot *s = &S.slots[i];
         int tid = atomic_load(&s->tid);
         if (!tid)
@@ -524,7 +594,7 @@ static void suspend_sample(void) {
                 names[j] = e->name;
             }
         }
-        aggregate(g_snap_tid[k], s->func, names, s->n);
+        aggregate(g_snap_tid[k], s->func, names, s->n, 1);
     }
 }
 
@@ -538,7 +608,7 @@ static uint64_t now_ns(void) {
 
 static void signal_all(void) {
     pid_t pid = getpid();
-    for (unsigned i = 0; i < MAX_SLOTS; i++) {
+    for (unsigned i = 0; i < S.nslots; i++) {
         sslot *s = &S.slots[i];
         int tid = atomic_load(&s->tid);
         if (tid <= 0)
@@ -565,10 +635,15 @@ static void *sampler_main(void *arg) {
     if (S.mode == SAMPLER_CPU && S.period_ns * RING / 4 > tick)
         tick = S.period_ns * RING / 4 < 50000000ull ? S.period_ns * RING / 4 : 50000000ull;
     uint64_t next = now;
+    int noted = 0;
     while (!atomic_load(&S.stop)) {
         now = now_ns();
         if (S.mode != SAMPLER_SUSPEND && now >= next_scan) {
             scan_threads();
+            if (S.mode == SAMPLER_CPU && !noted && S.perf) {
+                noted = 1;
+                rec_note(0, "cpu sampling by %s", S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused): tick-grained");
+            }
             next_scan = now + SCAN_MS * 1000000ull;
         }
         if (S.mode == SAMPLER_WALL)
@@ -607,6 +682,8 @@ static void release_memory(void) {
     free(S.hash);
     free(S.dirty);
     free(S.cache);
+    free(S.fd_slot);
+    S.fd_slot = NULL;
     if (S.slots)
         munmap(S.slots, MAX_SLOTS * sizeof(sslot));
     S.nodes = NULL;
@@ -622,6 +699,7 @@ int sampler_start(const agent_config *cfg) {
     S.rate = cfg->sample_rate ? cfg->sample_rate : 100;
     S.period_ns = 1000000000ull / S.rate;
     S.nnodes = 1; /* 0 is every tree's root */
+    S.nslots = 0;
     S.ndirty = 0;
     S.samples = S.dropped = S.truncated = S.threads = 0;
     atomic_store(&S.stop, 0);
@@ -633,10 +711,13 @@ int sampler_start(const agent_config *cfg) {
     S.hash = calloc(NODE_HASH, sizeof *S.hash);
     S.dirty = calloc(MAX_NODES, sizeof *S.dirty);
     S.cache = calloc(IP_CACHE, sizeof *S.cache);
+    S.fd_slot = calloc(MAX_FDS, sizeof *S.fd_slot);
+    S.perf = 0;
+    S.perf_exclude_kernel = 0;
     void *slots = mmap(NULL, MAX_SLOTS * sizeof(sslot), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     S.slots = slots == MAP_FAILED ? NULL : slots;
-    if (!S.nodes || !S.hash || !S.dirty || !S.cache || !S.slots) {
+    if (!S.nodes || !S.hash || !S.dirty || !S.cache || !S.slots || !S.fd_slot) {
         release_memory();
         agent_say("no memory for the sampler's trees; no samples");
         return -1;
@@ -684,7 +765,7 @@ void sampler_stop(void) {
     pthread_join(S.thread, NULL);
     S.thread_running = 0;
     atomic_store(&S.running, 0);
-    for (unsigned i = 0; i < MAX_SLOTS; i++)
+    for (unsigned i = 0; i < S.nslots; i++)
         slot_disarm(&S.slots[i]);
     /* A signal still pending is ignored, never the default action (which ends
      * the process), even once this library is gone. */

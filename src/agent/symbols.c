@@ -135,7 +135,7 @@ int symbols_name(uintptr_t ip, char *out, size_t cap) {
     Dl_info info;
     const ElfW(Sym) *es = NULL;
     if (!dladdr1((void *)ip, &info, (void **)&es, RTLD_DL_SYMENT) || !info.dli_fname) {
-        snprintf(out, cap, "[unknown]");
+        snprintf(out, cap, "[anonymous code]");
         return 0;
     }
     const char *mod = strrchr(info.dli_fname, '/');

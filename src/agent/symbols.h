@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Writes "module!symbol" (or "[module]" when no symbol covers ip, "[unknown]"
+/* Writes "module!symbol" (or "[module]" when no symbol covers ip, "[anonymous code]"
  * outside every module: JIT stubs and other anonymous code) into out. Returns 1
  * when ip lies in a loaded module (its code is mapped), else 0. */
 int symbols_name(uintptr_t ip, char *out, size_t cap);

@@ -84,6 +84,11 @@ static void attach_help(void) {
           "                        writes it, so its user must be able to\n"
           "  -d, --duration TIME   record this long, then detach: 30s, 500ms, 2m, 1h\n"
           "      --flush-ms N      how often the agent writes its buffers out, in ms\n"
+          "      --sample[=MODE]   sample every thread's stack, HZ times a second, without\n"
+          "                        stopping the runtime (docs/sampling.md); MODE cpu (the\n"
+          "                        default), wall or suspend; read with dnprof report\n"
+          "      --rate HZ         samples per second and thread (default 100, at most 10000)\n"
+          "      --cpu, --wall     --sample=cpu, --sample=wall\n"
           "      --timeout SECONDS how long the runtime may take to load the agent (default 10)\n"
           "  -q, --quiet           print nothing but errors\n"
           "  -h, --help            print this help\n"
@@ -91,6 +96,7 @@ static void attach_help(void) {
           "examples:\n"
           "  dnprof ps\n"
           "  dnprof attach 4242 --duration 30s -o app.trace\n"
+          "  dnprof attach 4242 --sample --duration 30s -o app.trace && dnprof report app.trace\n"
           "  dnprof attach 4242 --events classes,jit,exceptions     (Ctrl-C to stop)\n"
           "  dnprof print app.trace\n",
           stdout);
@@ -215,17 +221,19 @@ static void agent_log(const char *dir, pid_t pid, int quiet) {
 }
 
 int cmd_attach(int argc, char **argv) {
-    enum { OPT_FLUSH = 256, OPT_TIMEOUT };
+    enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_SAMPLE = 340, OPT_RATE, OPT_CPU, OPT_WALL };
     static const struct option longopts[] = {
         {"events", required_argument, NULL, 'e'},   {"output", required_argument, NULL, 'o'},
         {"duration", required_argument, NULL, 'd'}, {"flush-ms", required_argument, NULL, OPT_FLUSH},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"sample", optional_argument, NULL, OPT_SAMPLE}, {"rate", required_argument, NULL, OPT_RATE},
+        {"cpu", no_argument, NULL, OPT_CPU}, {"wall", no_argument, NULL, OPT_WALL},
         {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *events = NULL, *output = NULL;
     long long duration_ms = -1;
-    uint64_t flush_ms = 0, timeout_s = 10;
-    int quiet = 0, c;
+    uint64_t flush_ms = 0, timeout_s = 10, sample_rate = 0;
+    int quiet = 0, c, sample = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":e:o:d:qh", longopts, NULL)) != -1) {
         switch (c) {
@@ -245,6 +253,24 @@ int cmd_attach(int argc, char **argv) {
             if (cli_parse_u64(optarg, &timeout_s) != 0 || timeout_s == 0 || timeout_s > 600)
                 return usage_error("attach", "--timeout wants seconds from 1 to 600, not '%s'", optarg);
             break;
+        case OPT_SAMPLE:
+            if (!optarg || strcmp(optarg, "cpu") == 0)
+                sample = sample ? sample : 1;
+            else if (strcmp(optarg, "wall") == 0)
+                sample = 2;
+            else if (strcmp(optarg, "suspend") == 0)
+                sample = 3;
+            else
+                return usage_error("attach", "--sample takes cpu, wall or suspend, not '%s'", optarg);
+            break;
+        case OPT_CPU: sample = 1; break;
+        case OPT_WALL: sample = 2; break;
+        case OPT_RATE:
+            if (cli_parse_u64(optarg, &sample_rate) != 0 || sample_rate == 0 || sample_rate > 10000)
+                return usage_error("attach", "--rate wants samples per second from 1 to 10000, not '%s'", optarg);
+            if (!sample)
+                sample = 1;
+            break;
         case 'q': quiet = 1; break;
         case 'h': attach_help(); return 0;
         default: return cli_bad_option("attach", argv, c);
@@ -259,6 +285,8 @@ int cmd_attach(int argc, char **argv) {
     if (pid == getpid())
         return usage_error("attach", "dnprof cannot attach to itself");
 
+    if (sample && !events)
+        events = "threads"; /* the threads' names; nothing else unless asked */
     uint32_t families = 0;
     char left_out[256];
     int rc = check_events(events, &families, left_out, sizeof left_out);
@@ -321,7 +349,10 @@ int cmd_attach(int argc, char **argv) {
 
     dnp_attach_blob blob;
     memset(&blob, 0, sizeof blob);
-    snprintf(blob.events, sizeof blob.events, "%s", events && *events ? events : DNP_EVENTS_DEFAULT);
+    snprintf(blob.events, sizeof blob.events, "%s",
+             events && *events ? events : DNP_EVENTS_DEFAULT);
+    blob.sample = (uint32_t)sample;
+    blob.sample_rate = (uint32_t)sample_rate;
     snprintf(blob.output, sizeof blob.output, "%s", out_abs);
     blob.flush_ms = (uint32_t)flush_ms;
     blob.trigger_pid = (uint32_t)getpid();

@@ -29,6 +29,9 @@ enum {
     DNP_BLOB_FLUSH_MS = 3,    /* u32: background flush period */
     DNP_BLOB_CONTROL_DIR = 4, /* text: the private directory of the control socket */
     DNP_BLOB_TRIGGER_PID = 5, /* u32: the dnprof process that asked, for the trace's notes */
+    /* sampling (dnprof attach --sample, docs/sampling.md) */
+    DNP_BLOB_SAMPLE = 6,      /* u32: agent_config.sample (1 cpu, 2 wall, 3 suspend) */
+    DNP_BLOB_SAMPLE_RATE = 7, /* u32: samples per second per thread */
 };
 
 #define DNP_BLOB_EVENTS_MAX 1024
@@ -51,6 +54,9 @@ typedef struct dnp_attach_blob {
     char control_dir[DNP_BLOB_DIR_MAX];
     uint32_t flush_ms;    /* 0: the default */
     uint32_t trigger_pid; /* 0: unknown */
+    /* sampling */
+    uint32_t sample;      /* 0: off */
+    uint32_t sample_rate; /* 0: the default */
 } dnp_attach_blob;
 
 /* Encodes b into buf. Returns the blob's size, or -1 when a string is too long
