@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "callbacks.h"
+#include "sampler.h"
 
 /* ---- JIT ---- */
 
@@ -68,6 +69,7 @@ HRESULT cb_ThreadDestroyed(ICorProfilerCallback *self, ThreadID id) {
 HRESULT cb_ThreadAssignedToOSThread(ICorProfilerCallback *self, ThreadID id, DWORD os) {
     ACTIVE();
     REC(ThreadAssignedToOSThread, id, os);
+    sampler_thread_started();
     return S_OK;
 }
 

@@ -92,6 +92,7 @@ static struct {
     uint64_t period_ns;
     atomic_int running; /* the handler works only while set */
     atomic_int stop;
+    atomic_int rescan; /* a thread started: scan now */
     pthread_t thread;
     int thread_running;
     int handler_installed;
@@ -638,7 +639,7 @@ static void *sampler_main(void *arg) {
     int noted = 0;
     while (!atomic_load(&S.stop)) {
         now = now_ns();
-        if (S.mode != SAMPLER_SUSPEND && now >= next_scan) {
+        if (S.mode != SAMPLER_SUSPEND && (now >= next_scan || atomic_exchange(&S.rescan, 0))) {
             scan_threads();
             if (S.mode == SAMPLER_CPU && !noted && S.perf) {
                 noted = 1;
@@ -669,6 +670,10 @@ static void *sampler_main(void *arg) {
         }
     }
     return NULL;
+}
+
+void sampler_thread_started(void) {
+    atomic_store_explicit(&S.rescan, 1, memory_order_relaxed);
 }
 
 void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {

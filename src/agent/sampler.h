@@ -24,6 +24,10 @@ void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_h
  * -1 after saying why (the rest of the recording goes on). */
 int sampler_start(const agent_config *cfg);
 
+/* A thread started (ThreadAssignedToOSThread): the sampler looks for new
+ * threads at its next tick instead of its next scan. Lock-free. */
+void sampler_thread_started(void);
+
 /* Stops sampling: no timer, no signal left pending, every tree written. Safe to
  * call twice and when it never started. */
 void sampler_stop(void);
