@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -84,6 +85,7 @@ typedef struct ipent {
     uint64_t func;    /* FunctionID, 0 for native */
     uint32_t name;    /* string number */
     uint8_t managed, mapped;
+    uint8_t call;     /* ip + 1 follows a call instruction: 0 not known yet, 1 yes, 2 no */
 } ipent;
 
 static struct {
@@ -92,6 +94,9 @@ static struct {
     uint64_t period_ns;
     atomic_int running; /* the handler works only while set */
     atomic_int stop;
+    pthread_mutex_t stop_mu; /* the sampler sleeps on stop_cv: a stop wakes it at once */
+    pthread_cond_t stop_cv;
+    int cv_ready;
     atomic_int rescan; /* a thread started: scan now */
     pthread_t thread;
     int thread_running;
@@ -388,13 +393,16 @@ static const ipent *resolve(uint64_t ip) {
 }
 
 /* Whether addr follows a call instruction: e8 rel32, ff 15 disp32, ff /2 by
- * register. addr must be in mapped code (resolve said so). */
+ * register. The bytes are read through process_vm_readv: an address inside a
+ * module's span may still be unmapped (the gaps between its segments). */
 static int after_call(uint64_t addr) {
-    const uint8_t *p = (const uint8_t *)addr;
-    if ((addr & 0xfff) < 6)
+    uint8_t b[6];
+    struct iovec local = {b, sizeof b}, remote = {(void *)(uintptr_t)(addr - 6), sizeof b};
+    if (addr < 6 || process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof b)
         return 0;
-    return p[-5] == 0xe8 || (p[-6] == 0xff && p[-5] == 0x15) ||
-           (p[-2] == 0xff && (p[-1] & 0xf8) == 0xd0) || (p[-3] == 0x41 && p[-2] == 0xff && (p[-1] & 0xf8) == 0xd0);
+    const uint8_t *p = b + 6;
+    return p[-5] == 0xe8 || (p[-6] == 0xff && p[-5] == 0x15) || (p[-2] == 0xff && (p[-1] & 0xf8) == 0xd0) ||
+           (p[-3] == 0x41 && p[-2] == 0xff && (p[-1] & 0xf8) == 0xd0);
 }
 
 /* ---- aggregation ---- */
@@ -471,10 +479,12 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         if (k == 0 && !e->managed && e->mapped && r->top && (r->n < 2 || r->top != r->ip[1])) {
             /* a native leaf that keeps no frame (libc): its caller's return
              * address is at the stack pointer when it pushed nothing */
-            const ipent *c = resolve(r->top - 1);
+            ipent *c = (ipent *)resolve(r->top - 1);
             funcs[m] = e->func;
             names[m++] = e->name;
-            if (c->mapped && after_call(r->top)) {
+            if (c->mapped && !c->call)
+                c->call = after_call(r->top) ? 1 : 2;
+            if (c->mapped && c->call == 1) {
                 funcs[m] = c->func;
                 names[m++] = c->name;
             }
@@ -666,8 +676,10 @@ static void *sampler_main(void *arg) {
         if (next < now)
             next = now; /* behind: no burst to catch up */
         struct timespec ts = {(time_t)(next / 1000000000u), (long)(next % 1000000000u)};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+        pthread_mutex_lock(&S.stop_mu);
+        while (!atomic_load(&S.stop) && pthread_cond_timedwait(&S.stop_cv, &S.stop_mu, &ts) == 0) {
         }
+        pthread_mutex_unlock(&S.stop_mu);
     }
     return NULL;
 }
@@ -752,6 +764,15 @@ int sampler_start(const agent_config *cfg) {
         S.handler_installed = 1;
     }
     REC(SampleConfig, (uint64_t)S.mode, S.rate, S.period_ns);
+    if (!S.cv_ready) {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&S.stop_cv, &ca);
+        pthread_condattr_destroy(&ca);
+        pthread_mutex_init(&S.stop_mu, NULL);
+        S.cv_ready = 1;
+    }
     atomic_store(&S.running, 1);
     if (pthread_create(&S.thread, NULL, sampler_main, NULL) != 0) {
         atomic_store(&S.running, 0);
@@ -766,7 +787,10 @@ int sampler_start(const agent_config *cfg) {
 void sampler_stop(void) {
     if (!S.thread_running)
         return;
+    pthread_mutex_lock(&S.stop_mu);
     atomic_store(&S.stop, 1);
+    pthread_cond_broadcast(&S.stop_cv);
+    pthread_mutex_unlock(&S.stop_mu);
     pthread_join(S.thread, NULL);
     S.thread_running = 0;
     atomic_store(&S.running, 0);

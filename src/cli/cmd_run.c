@@ -203,6 +203,9 @@ int cmd_run(int argc, char **argv) {
 
     if (rate && !sample)
         sample = "cpu";
+    if (sample && (calls || include[0] || exclude[0] || all_code))
+        return usage_error("run", "--sample and --calls (--timeline, --args, --include, --exclude, --all-code) "
+                                  "measure the same time two ways: use one at a time");
     if (sample) {
         uint64_t hz = 100;
         if (rate && (cli_parse_u64(rate, &hz) != 0 || hz == 0 || hz > 10000))

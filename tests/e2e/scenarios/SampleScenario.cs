@@ -8,6 +8,9 @@
 //       LIB) and managed work, half and half
 //   sample harm                  64 busy threads with sleeps, pipes and sockets:
 //       output and exit code (7) must not change under the profiler
+//   sample bench cpu|server      bench/bench_sample.c's workloads: one thread of
+//       hot loops, or 64 threads serving 20000 requests (compute, some sleep);
+//       prints "NAME MS ms", the workload's own time
 using System;
 using System.Diagnostics;
 using System.IO;
@@ -33,6 +36,7 @@ public static class SampleScenario
             case "shares": return Shares(args);
             case "native": return Native(args);
             case "harm": return Harm();
+            case "bench": return Bench(args.Length > 1 ? args[1] : "cpu");
         }
         Console.Error.WriteLine("usage: Scenarios sample shares CPU_SECONDS [READY_FILE] | native LIB SECONDS | harm");
         return 2;
@@ -155,6 +159,53 @@ public static class SampleScenario
             s += ManagedWork();
         }
         Console.WriteLine("native " + (s != 1 ? "done" : "?"));
+        return 0;
+    }
+
+    private static int Bench(string what)
+    {
+        var sw = Stopwatch.StartNew();
+        long s = 0;
+        if (what == "cpu")
+        {
+            for (int k = 0; k < 1500; k++)
+            {
+                s += HotSixty(6 * Round);
+                s += HotThirty(3 * Round);
+                s += HotTen(1 * Round);
+            }
+        }
+        else
+        {
+            const int Workers = 64, Requests = 20000;
+            var queue = new System.Collections.Concurrent.BlockingCollection<int>();
+            var threads = new Thread[Workers];
+            long done = 0;
+            for (int i = 0; i < Workers; i++)
+            {
+                threads[i] = new Thread(() =>
+                {
+                    long r = 0;
+                    foreach (int req in queue.GetConsumingEnumerable())
+                    {
+                        r += HotTen(2 * Round);
+                        if (req % 8 == 0)
+                            Thread.Sleep(1);
+                        Interlocked.Increment(ref done);
+                    }
+                    Interlocked.Add(ref sink, r);
+                });
+                threads[i].Start();
+            }
+            for (int q = 0; q < Requests; q++)
+                queue.Add(q);
+            queue.CompleteAdding();
+            foreach (var t in threads)
+                t.Join();
+            s = done;
+        }
+        sw.Stop();
+        Console.WriteLine($"{what} {sw.Elapsed.TotalMilliseconds:F1} ms {s % 7}");
         return 0;
     }
 
