@@ -266,6 +266,7 @@ HRESULT cb_DynamicMethodUnloaded(ICorProfilerCallback *self, FunctionID id) {
     ACTIVE();
     REC(DynamicMethodUnloaded, FUNCTION(id, 0));
     names_forget(NAMES_FUNCTION, id);
+    sampler_code_unloaded();
     return S_OK;
 }
 

@@ -17,6 +17,7 @@
 #include "sampler.h"
 
 #include <dirent.h>
+#include <stdlib.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -98,6 +99,7 @@ static struct {
     pthread_cond_t stop_cv;
     int cv_ready;
     atomic_int rescan; /* a thread started: scan now */
+    atomic_int stale;  /* code was unloaded: forget resolved addresses */
     pthread_t thread;
     int thread_running;
     int handler_installed;
@@ -122,6 +124,7 @@ static struct {
 
     uint32_t waiting_name;
     uint64_t samples, dropped, truncated, threads;
+    uint64_t scans, maps_reads, resolves, cpu_ns; /* the sampler's own work, for a note */
 } S;
 
 /* ---- the signal handler ---- */
@@ -295,6 +298,7 @@ static void scan_threads(void) {
     DIR *d = opendir("/proc/self/task");
     if (!d)
         return;
+    S.scans++;
     unsigned gen = ++S.scan;
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -338,6 +342,7 @@ static void find_stacks(void) {
     FILE *f = fopen("/proc/self/maps", "re");
     if (!f)
         return;
+    S.maps_reads++;
     char line[512];
     while (fgets(line, sizeof line, f)) {
         unsigned long long lo, hi;
@@ -379,6 +384,7 @@ static const ipent *resolve(uint64_t ip) {
     ipent *e = &S.cache[h];
     e->ip = ip;
     S.ncache++;
+    S.resolves++;
     FunctionID fid = 0;
     if (g_agent.info && SUCCEEDED(INFO_CALL(GetFunctionFromIP, (LPCBYTE)(uintptr_t)ip, &fid)) && fid) {
         e->func = fid;
@@ -653,7 +659,7 @@ static void *sampler_main(void *arg) {
             scan_threads();
             if (S.mode == SAMPLER_CPU && !noted && S.perf) {
                 noted = 1;
-                rec_note(0, "cpu sampling by %s", S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused): tick-grained");
+                rec_note(0, "cpu sampling by %s", S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or DNPROF_SAMPLE_TIMERS=1): tick-grained");
             }
             next_scan = now + SCAN_MS * 1000000ull;
         }
@@ -661,7 +667,7 @@ static void *sampler_main(void *arg) {
             signal_all();
         else if (S.mode == SAMPLER_SUSPEND)
             suspend_sample();
-        if (now - S.cache_born >= CACHE_MS * 1000000ull)
+        if (now - S.cache_born >= CACHE_MS * 1000000ull || atomic_exchange(&S.stale, 0))
             cache_clear(now);
         if (S.mode != SAMPLER_SUSPEND) {
             drain();
@@ -681,6 +687,9 @@ static void *sampler_main(void *arg) {
         }
         pthread_mutex_unlock(&S.stop_mu);
     }
+    struct timespec cpu;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+        S.cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
     return NULL;
 }
 
@@ -688,8 +697,16 @@ void sampler_thread_started(void) {
     atomic_store_explicit(&S.rescan, 1, memory_order_relaxed);
 }
 
+void sampler_code_unloaded(void) {
+    atomic_store_explicit(&S.stale, 1, memory_order_relaxed);
+}
+
 void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
-    (void)mask_high;
+    if (!cfg->sample)
+        return;
+    /* unloads, so that no address is named after code that went away */
+    *mask |= 0x4u;       /* COR_PRF_MONITOR_MODULE_LOADS */
+    *mask_high |= 0x4u;  /* COR_PRF_HIGH_MONITOR_DYNAMIC_FUNCTION_UNLOADS */
     if (cfg->sample == SAMPLER_SUSPEND)
         *mask |= 0x10000000u; /* COR_PRF_ENABLE_STACK_SNAPSHOT */
 }
@@ -729,7 +746,10 @@ int sampler_start(const agent_config *cfg) {
     S.dirty = calloc(MAX_NODES, sizeof *S.dirty);
     S.cache = calloc(IP_CACHE, sizeof *S.cache);
     S.fd_slot = calloc(MAX_FDS, sizeof *S.fd_slot);
-    S.perf = 0;
+    /* DNPROF_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work
+     * (cheaper in some VMs, tick-grained: docs/sampling.md) */
+    const char *timers = getenv("DNPROF_SAMPLE_TIMERS");
+    S.perf = timers && *timers == '1' ? -1 : 0;
     S.perf_exclude_kernel = 0;
     void *slots = mmap(NULL, MAX_SLOTS * sizeof(sslot), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -808,6 +828,9 @@ void sampler_stop(void) {
     drain(); /* what is left in the rings: nothing writes them now */
     emit_dirty();
     REC(SampleStats, S.samples, S.dropped, S.truncated, S.threads);
+    rec_note(0, "sampler thread: %.1f ms of CPU, %llu thread scans, %llu stack lookups, %llu addresses resolved",
+             (double)S.cpu_ns / 1e6, (unsigned long long)S.scans, (unsigned long long)S.maps_reads,
+             (unsigned long long)S.resolves);
     release_memory();
     symbols_release();
 }

@@ -28,6 +28,10 @@ int sampler_start(const agent_config *cfg);
  * threads at its next tick instead of its next scan. Lock-free. */
 void sampler_thread_started(void);
 
+/* Code may have gone (a module or a dynamic method unloaded): addresses are
+ * resolved afresh from the sampler's next tick. Lock-free. */
+void sampler_code_unloaded(void);
+
 /* Stops sampling: no timer, no signal left pending, every tree written. Safe to
  * call twice and when it never started. */
 void sampler_stop(void);
