@@ -46,7 +46,8 @@
 #define NODE_HASH (1u << 19)
 #define IP_CACHE (1u << 16)
 #define SCAN_MS 100            /* how often new threads are looked for */
-#define EMIT_MS 500            /* how often changed nodes are written */
+#define EMIT_MS 500            /* how often changed nodes are written, at first: then every */
+#define EMIT_FRACTION 60       /* 1/60 of the time sampled so far (a minute after an hour) */
 #define CACHE_MS 2000          /* how long a resolved address is trusted (code unloads) */
 #define MAX_FDS 65536          /* perf event descriptors the handler can map to a slot */
 
@@ -87,7 +88,14 @@ typedef struct ipent {
     uint32_t name;    /* string number */
     uint8_t managed, mapped;
     uint8_t call;     /* ip + 1 follows a call instruction: 0 not known yet, 1 yes, 2 no */
+    uint8_t code;     /* ip lies in an executable mapping */
+    uint8_t resolved; /* func and name are known */
+    uint32_t exec_gen; /* the list of executable mappings that said "not code" */
 } ipent;
+
+typedef struct xrange {
+    uint64_t lo, hi;
+} xrange;
 
 static struct {
     int mode;
@@ -122,7 +130,13 @@ static struct {
     uint32_t ncache;
     uint64_t cache_born;
 
-    uint32_t waiting_name;
+    xrange *exec;   /* the executable mappings, by address (/proc/self/maps) */
+    size_t nexec, capexec;
+    uint64_t exec_born;
+    uint32_t exec_gen; /* bumped by every read */
+
+    uint32_t waiting_name, unknown_name;
+    int resolving_rip; /* resolve() is naming an interrupted RIP */
     uint64_t samples, dropped, truncated, threads;
     uint64_t scans, maps_reads, resolves, cpu_ns; /* the sampler's own work, for a note */
 } S;
@@ -370,45 +384,173 @@ static void cache_clear(uint64_t now) {
     S.cache_born = now;
 }
 
-static const ipent *resolve(uint64_t ip) {
+static uint64_t now_ns(void);
+
+/* The executable mappings, read again when an address is in none of them and
+ * the list is older than 200 ms (code heaps grow). */
+static void exec_refresh(void) {
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return;
+    S.maps_reads++;
+    S.nexec = 0;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long lo, hi;
+        char perms[8];
+        if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3 || perms[2] != 'x')
+            continue;
+        if (S.nexec == S.capexec) {
+            size_t cap = S.capexec ? S.capexec * 2 : 256;
+            xrange *grown = realloc(S.exec, cap * sizeof *grown);
+            if (!grown)
+                break;
+            S.exec = grown;
+            S.capexec = cap;
+        }
+        S.exec[S.nexec].lo = lo; /* /proc/self/maps is sorted by address */
+        S.exec[S.nexec++].hi = hi;
+    }
+    fclose(f);
+    S.exec_born = now_ns();
+    S.exec_gen++;
+}
+
+static int exec_find(uint64_t a) {
+    size_t lo = 0, hi = S.nexec;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (a < S.exec[mid].lo)
+            hi = mid;
+        else if (a >= S.exec[mid].hi)
+            lo = mid + 1;
+        else
+            return 1;
+    }
+    return 0;
+}
+
+static int exec_contains(uint64_t a) {
+    if (exec_find(a))
+        return 1;
+    if (now_ns() - S.exec_born < 200000000ull)
+        return 0;
+    exec_refresh();
+    return exec_find(a);
+}
+
+/* The cache entry of ip, made if new: whether ip is in executable memory is
+ * known, nothing else yet (no call into the runtime). */
+static ipent *entry(uint64_t ip) {
     uint32_t h = (uint32_t)((ip * 0x9E3779B97F4A7C15ull) >> 48) & (IP_CACHE - 1);
     while (S.cache[h].ip) {
-        if (S.cache[h].ip == ip)
-            return &S.cache[h];
+        ipent *e = &S.cache[h];
+        if (e->ip == ip) {
+            if (!e->code && e->exec_gen != S.exec_gen && exec_contains(ip)) {
+                e->code = 1; /* code that came after the list said no */
+                e->name = 0;
+            }
+            if (!e->code)
+                e->exec_gen = S.exec_gen;
+            return e;
+        }
         h = (h + 1) & (IP_CACHE - 1);
     }
     if (S.ncache * 2 >= IP_CACHE) {
         cache_clear(S.cache_born);
-        return resolve(ip);
+        return entry(ip);
     }
     ipent *e = &S.cache[h];
     e->ip = ip;
     S.ncache++;
+    e->code = (uint8_t)exec_contains(ip);
+    e->exec_gen = S.exec_gen;
+    if (!e->code)
+        e->name = S.unknown_name;
+    return e;
+}
+
+/* ip named: native modules by symbol; the runtime is asked only about
+ * executable memory outside them (JIT code, stubs, the ReadyToRun images it
+ * mapped itself), and only for the interrupted RIP or a checked return address:
+ * GetFunctionFromIP can fault on an address inside a ReadyToRun image that is
+ * not code. */
+static const ipent *resolve(uint64_t ip) {
+    ipent *e = entry(ip);
+    if (!e->code && ip == e->ip && e->name == S.unknown_name && S.resolving_rip) {
+        e->code = 1; /* an interrupted RIP is code, whatever the list says */
+        e->name = 0;
+    }
+    if (e->resolved || !e->code)
+        return e;
+    e->resolved = 1;
     S.resolves++;
+    char buf[512];
+    e->mapped = (uint8_t)symbols_name((uintptr_t)ip, buf, sizeof buf);
     FunctionID fid = 0;
-    if (g_agent.info && SUCCEEDED(INFO_CALL(GetFunctionFromIP, (LPCBYTE)(uintptr_t)ip, &fid)) && fid) {
+    if (!e->mapped && g_agent.info &&
+        SUCCEEDED(INFO_CALL(GetFunctionFromIP, (LPCBYTE)(uintptr_t)ip, &fid)) && fid) {
         e->func = fid;
         e->name = names_get(NAMES_FUNCTION, fid, 1);
         e->managed = e->mapped = 1;
         return e;
     }
-    char buf[512];
-    e->mapped = (uint8_t)symbols_name((uintptr_t)ip, buf, sizeof buf);
+    e->mapped = 1; /* executable memory: its bytes can be read */
     e->name = rec_string(buf, strlen(buf));
     return e;
 }
 
-/* Whether addr follows a call instruction: e8 rel32, ff 15 disp32, ff /2 by
- * register. The bytes are read through process_vm_readv: an address inside a
- * module's span may still be unmapped (the gaps between its segments). */
-static int after_call(uint64_t addr) {
-    uint8_t b[6];
-    struct iovec local = {b, sizeof b}, remote = {(void *)(uintptr_t)(addr - 6), sizeof b};
-    if (addr < 6 || process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof b)
+static int after_call(uint64_t addr);
+
+/* Whether addr can be a return address: in executable memory, after a call
+ * instruction (cached in the entry of addr - 1). */
+static int is_return_address(uint64_t addr) {
+    if (addr < 4096)
         return 0;
-    const uint8_t *p = b + 6;
-    return p[-5] == 0xe8 || (p[-6] == 0xff && p[-5] == 0x15) || (p[-2] == 0xff && (p[-1] & 0xf8) == 0xd0) ||
-           (p[-3] == 0x41 && p[-2] == 0xff && (p[-1] & 0xf8) == 0xd0);
+    ipent *c = entry(addr - 1);
+    if (!c->code)
+        return 0;
+    if (!c->call)
+        c->call = after_call(addr) ? 1 : 2;
+    return c->call == 1;
+}
+
+/* Whether addr follows a call instruction: e8 rel32, or ff /2 in any of its
+ * forms (by register, [reg], [rip+disp32], [reg+disp8/32], with SIB, with a
+ * REX prefix). The bytes are read through process_vm_readv: an address inside
+ * a module's span may still be unmapped (the gaps between its segments). */
+static int after_call(uint64_t addr) {
+    uint8_t b[8];
+    struct iovec local = {b, sizeof b}, remote = {(void *)(uintptr_t)(addr - 8), sizeof b};
+    if (addr < 8 || process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof b)
+        return 0;
+    if (b[3] == 0xe8)
+        return 1;
+    for (unsigned len = 2; len <= 8; len++) {
+        unsigned i = 8 - len, rex = (b[i] & 0xf0) == 0x40;
+        if (i + rex + 1 >= 8 || b[i + rex] != 0xff)
+            continue;
+        uint8_t modrm = b[i + rex + 1];
+        unsigned mod = modrm >> 6, rm = modrm & 7, n = 2 + rex;
+        if (((modrm >> 3) & 7) != 2)
+            continue;
+        if (mod != 3 && rm == 4) {
+            if (i + rex + 2 >= 8)
+                continue;
+            n++;
+            if (mod == 0 && (b[i + rex + 2] & 7) == 5)
+                n += 4;
+        }
+        if (mod == 0 && rm == 5)
+            n += 4;
+        else if (mod == 1)
+            n += 1;
+        else if (mod == 2)
+            n += 4;
+        if (n == len)
+            return 1;
+    }
+    return 0;
 }
 
 /* ---- aggregation ---- */
@@ -480,26 +622,31 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         names[m++] = S.waiting_name;
     }
     for (uint32_t k = 0; k < r->n && k < MAX_DEPTH; k++) {
-        /* a return address points after its call: resolve the call itself */
+        /* a return address points after its call: resolve the call itself;
+         * one that is not after a call ends the stack (the frame pointer
+         * chain went through code that does not keep one) */
+        if (k && !is_return_address(r->ip[k]))
+            break;
+        S.resolving_rip = k == 0;
         const ipent *e = resolve(k ? r->ip[k] - 1 : r->ip[k]);
-        if (k == 0 && !e->managed && e->mapped && r->top && (r->n < 2 || r->top != r->ip[1])) {
+        S.resolving_rip = 0;
+        uint64_t func = e->func; /* copied: a later lookup may clear the cache */
+        uint32_t name = e->name;
+        int native_leaf = k == 0 && !e->managed && e->mapped;
+        if (native_leaf && r->top && (r->n < 2 || r->top != r->ip[1]) && is_return_address(r->top)) {
             /* a native leaf that keeps no frame (libc): its caller's return
              * address is at the stack pointer when it pushed nothing */
-            ipent *c = (ipent *)resolve(r->top - 1);
-            funcs[m] = e->func;
-            names[m++] = e->name;
-            if (c->mapped && !c->call)
-                c->call = after_call(r->top) ? 1 : 2;
-            if (c->mapped && c->call == 1) {
-                funcs[m] = c->func;
-                names[m++] = c->name;
-            }
+            const ipent *c = resolve(r->top - 1);
+            funcs[m] = func;
+            names[m++] = name;
+            funcs[m] = c->func;
+            names[m++] = c->name;
             continue;
         }
-        if (m && !e->func && !funcs[m - 1] && names[m - 1] == e->name)
+        if (m && !func && !funcs[m - 1] && names[m - 1] == name)
             continue; /* "[libcoreclr.so]" once for a run of its unnamed frames */
-        funcs[m] = e->func;
-        names[m++] = e->name;
+        funcs[m] = func;
+        names[m++] = name;
     }
     aggregate((uint32_t)tid, funcs, names, m, r->weight ? r->weight : 1);
 }
@@ -647,7 +794,7 @@ static void *sampler_main(void *arg) {
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     S.sampler_tid = gettid();
-    uint64_t now = now_ns(), next_scan = 0, next_emit = now + EMIT_MS * 1000000ull;
+    uint64_t now = now_ns(), next_scan = 0, next_emit = now + EMIT_MS * 1000000ull, started = now;
     uint64_t tick = S.mode == SAMPLER_CPU ? 10000000ull : S.period_ns;
     if (S.mode == SAMPLER_CPU && S.period_ns * RING / 4 > tick)
         tick = S.period_ns * RING / 4 < 50000000ull ? S.period_ns * RING / 4 : 50000000ull;
@@ -674,8 +821,12 @@ static void *sampler_main(void *arg) {
             find_stacks();
         }
         if (now >= next_emit) {
+            /* A node that keeps changing is written once per period: periods
+             * that grow with the run keep an hour's trace to a few hundred
+             * writes of each hot path. */
             emit_dirty();
-            next_emit = now + EMIT_MS * 1000000ull;
+            uint64_t every = (now - started) / EMIT_FRACTION;
+            next_emit = now + (every > EMIT_MS * 1000000ull ? every : EMIT_MS * 1000000ull);
         }
         next += tick;
         now = now_ns();
@@ -718,6 +869,9 @@ static void release_memory(void) {
     free(S.cache);
     free(S.fd_slot);
     S.fd_slot = NULL;
+    free(S.exec);
+    S.exec = NULL;
+    S.nexec = S.capexec = 0;
     if (S.slots)
         munmap(S.slots, MAX_SLOTS * sizeof(sslot));
     S.nodes = NULL;
@@ -761,6 +915,8 @@ int sampler_start(const agent_config *cfg) {
     }
     S.cache_born = now_ns();
     S.waiting_name = rec_string("[waiting]", 9);
+    S.unknown_name = rec_string("[unknown]", 9);
+    exec_refresh();
     if (S.mode != SAMPLER_SUSPEND) {
         struct sigaction old, sa;
         if (sigaction(SAMPLER_SIGNAL, NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO ? old.sa_sigaction != NULL
