@@ -6,6 +6,7 @@
  *   bare      no profiler
  *   agent     the agent loaded as --sample loads it (events: threads), no sampling
  *   cpu100    --sample (cpu) at 100 Hz      cpu1k    --sample at 1 kHz
+ *   timers1k  --sample at 1 kHz with DNPROF_SAMPLE_TIMERS=1 (POSIX CPU timers)
  *   wall100   --sample=wall at 100 Hz       susp100  --sample=suspend at 100 Hz
  *   dtrace    dotnet-trace collect at its default settings (if on PATH)
  * then the start-up: `Scenarios hello` from fork to exit, bare and cpu100.
@@ -24,9 +25,9 @@
 
 #include "session.h"
 
-enum { BARE, AGENT, CPU100, CPU1K, WALL100, SUSP100, DTRACE, NCONFIG };
-static const char *const config_names[NCONFIG] = {"bare",    "agent",   "cpu100", "cpu1k",
-                                                  "wall100", "susp100", "dtrace"};
+enum { BARE, AGENT, CPU100, CPU1K, TIMERS1K, WALL100, SUSP100, DTRACE, NCONFIG };
+static const char *const config_names[NCONFIG] = {"bare",    "agent",   "cpu100",  "cpu1k",
+                                                  "timers1k", "wall100", "susp100", "dtrace"};
 
 static double now_ms(void) {
     struct timespec ts;
@@ -54,7 +55,7 @@ static int run_once(const char *agent, const char *dll, const char *what, int co
             dup2(null, 2);
         setenv("DOTNET_TieredCompilation", "0", 1);
         if (config != BARE && config != DTRACE) {
-            static const char *const modes[NCONFIG] = {NULL, NULL, "cpu", "cpu", "wall", "suspend", NULL};
+            static const char *const modes[NCONFIG] = {NULL, NULL, "cpu", "cpu", "cpu", "wall", "suspend", NULL};
             setenv(DNP_ENV_ENABLE, "1", 1);
             setenv(DNP_ENV_PROFILER, DNP_CLSID_TEXT, 1);
             setenv(DNP_ENV_PROFILER_PATH, agent, 1);
@@ -62,7 +63,9 @@ static int run_once(const char *agent, const char *dll, const char *what, int co
             setenv(DNP_ENV_EVENTS, "threads", 1); /* what dnprof run --sample asks for */
             if (modes[config]) {
                 setenv(DNP_ENV_SAMPLE, modes[config], 1);
-                setenv(DNP_ENV_SAMPLE_RATE, config == CPU1K ? "1000" : "100", 1);
+                setenv(DNP_ENV_SAMPLE_RATE, config == CPU1K || config == TIMERS1K ? "1000" : "100", 1);
+                if (config == TIMERS1K)
+                    setenv("DNPROF_SAMPLE_TIMERS", "1", 1);
             }
         }
         if (!what)
