@@ -519,11 +519,7 @@ static int is_return_address(uint64_t addr) {
  * forms (by register, [reg], [rip+disp32], [reg+disp8/32], with SIB, with a
  * REX prefix). The bytes are read through process_vm_readv: an address inside
  * a module's span may still be unmapped (the gaps between its segments). */
-static int after_call(uint64_t addr) {
-    uint8_t b[8];
-    struct iovec local = {b, sizeof b}, remote = {(void *)(uintptr_t)(addr - 8), sizeof b};
-    if (addr < 8 || process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof b)
-        return 0;
+int sampler_follows_call(const uint8_t b[8]) {
     if (b[3] == 0xe8)
         return 1;
     for (unsigned len = 2; len <= 8; len++) {
@@ -551,6 +547,14 @@ static int after_call(uint64_t addr) {
             return 1;
     }
     return 0;
+}
+
+static int after_call(uint64_t addr) {
+    uint8_t b[8];
+    struct iovec local = {b, sizeof b}, remote = {(void *)(uintptr_t)(addr - 8), sizeof b};
+    if (addr < 8 || process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof b)
+        return 0;
+    return sampler_follows_call(b);
 }
 
 /* ---- aggregation ---- */

@@ -32,6 +32,10 @@ void sampler_thread_started(void);
  * resolved afresh from the sampler's next tick. Lock-free. */
 void sampler_code_unloaded(void);
 
+/* Whether the 8 bytes before a return address end with a call instruction: e8
+ * rel32, or ff /2 in any of its forms (register, memory, SIB, REX prefix). */
+int sampler_follows_call(const uint8_t b[8]);
+
 /* Stops sampling: no timer, no signal left pending, every tree written. Safe to
  * call twice and when it never started. */
 void sampler_stop(void);

@@ -152,9 +152,13 @@ int symbols_name(uintptr_t ip, char *out, size_t cap) {
     struct link_map *lm = NULL;
     Dl_info info2;
     uintptr_t base = (uintptr_t)info.dli_fbase;
-    if (dladdr1((void *)ip, &info2, (void **)&lm, RTLD_DL_LINKMAP) && lm)
+    const char *path = info.dli_fname;
+    if (dladdr1((void *)ip, &info2, (void **)&lm, RTLD_DL_LINKMAP) && lm) {
         base = lm->l_addr;
-    const char *name = symtab_lookup(module_for(base, info.dli_fname), ip);
+        if (path[0] != '/' && lm->l_name && !lm->l_name[0])
+            path = "/proc/self/exe"; /* the program itself, named by argv[0] */
+    }
+    const char *name = symtab_lookup(module_for(base, path), ip);
     if (name)
         snprintf(out, cap, "%s!%s", mod, name);
     else
