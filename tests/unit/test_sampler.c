@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sampler.h"
 #include "symbols.h"
@@ -53,8 +54,10 @@ __attribute__((noinline)) static int sampler_test_local_function(int x) {
 
 TEST(sampler_native_symbols) {
     char buf[512];
-    ASSERT(symbols_name((uintptr_t)&qsort + 1, buf, sizeof buf) == 1);
-    ASSERT_STR_EQ(buf, "libc.so.6!qsort");
+    /* getpid: a libc export that the sanitizers do not intercept */
+    pid_t (*volatile pid)(void) = getpid;
+    ASSERT(symbols_name((uintptr_t)pid + 1, buf, sizeof buf) == 1);
+    ASSERT(strncmp(buf, "libc.so.6!", 10) == 0 && strstr(buf, "getpid")); /* or an alias: __getpid */
     int (*volatile fn)(int) = sampler_test_local_function;
     ASSERT(fn(1) == 4);
     ASSERT(symbols_name((uintptr_t)fn + 1, buf, sizeof buf) == 1);
