@@ -59,6 +59,8 @@ static HRESULT initialize(IUnknown *unk, const dnp_attach_blob *blob) {
     cfg.flush_ms = blob->flush_ms;
     cfg.alloc = blob->alloc != 0;
     cfg.exc_stacks = blob->exc_stacks != 0; /* not the target's environment */
+    cfg.sample = (int)blob->sample;
+    cfg.sample_rate = blob->sample_rate;
     g_trigger_pid = blob->trigger_pid;
     HRESULT hr = agent_start(unk, &cfg, 1);
     if (FAILED(hr)) {

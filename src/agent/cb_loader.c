@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "callbacks.h"
+#include "sampler.h"
 
 /* ---- app domains, assemblies, modules, classes ---- */
 
@@ -73,6 +74,7 @@ HRESULT cb_ModuleLoadFinished(ICorProfilerCallback *self, ModuleID id, HRESULT h
 HRESULT cb_ModuleUnloadStarted(ICorProfilerCallback *self, ModuleID id) {
     ACTIVE();
     REC(ModuleUnloadStarted, MODULE(id, 1));
+    sampler_code_unloaded();
     return S_OK;
 }
 

@@ -5,6 +5,7 @@
 
 #include "alloc_sampling.h"
 #include "callbacks.h"
+#include "sampler.h"
 
 /* ---- JIT ---- */
 
@@ -69,6 +70,7 @@ HRESULT cb_ThreadDestroyed(ICorProfilerCallback *self, ThreadID id) {
 HRESULT cb_ThreadAssignedToOSThread(ICorProfilerCallback *self, ThreadID id, DWORD os) {
     ACTIVE();
     REC(ThreadAssignedToOSThread, id, os);
+    sampler_thread_started();
     return S_OK;
 }
 
@@ -265,6 +267,7 @@ HRESULT cb_DynamicMethodUnloaded(ICorProfilerCallback *self, FunctionID id) {
     ACTIVE();
     REC(DynamicMethodUnloaded, FUNCTION(id, 0));
     names_forget(NAMES_FUNCTION, id);
+    sampler_code_unloaded();
     return S_OK;
 }
 

@@ -149,4 +149,20 @@ void config_from_env(agent_config *cfg) {
     const char *stacks = getenv(DNP_ENV_EXC_STACKS);
     cfg->exc_stacks = stacks && strcmp(stacks, "1") == 0;
     heap_path(cfg->heap_at_exit, sizeof cfg->heap_at_exit);
+    cfg->sample = config_sample_mode(getenv(DNP_ENV_SAMPLE));
+    const char *rate = getenv(DNP_ENV_SAMPLE_RATE);
+    long r = rate ? strtol(rate, NULL, 10) : 0;
+    cfg->sample_rate = r > 0 && r <= 100000 ? (unsigned)r : 0;
+    const char *timers = getenv("DNPROF_SAMPLE_TIMERS");
+    cfg->sample_timers = timers && *timers == '1';
+}
+
+int config_sample_mode(const char *text) {
+    if (!text || !*text || strcmp(text, "0") == 0)
+        return 0;
+    if (strcmp(text, "wall") == 0)
+        return 2;
+    if (strcmp(text, "suspend") == 0)
+        return 3;
+    return 1;
 }

@@ -29,6 +29,10 @@ typedef struct agent_config {
     int exc_stacks;      /* a stack snapshot at each throw */
     /* heap snapshot at exit (heap.c, dnprof run --heap-at exit) */
     char heap_at_exit[4096]; /* the snapshot's path, this process's own, or "" for none */
+    /* sampling (sampler.c, docs/sampling.md) */
+    int sample;           /* SAMPLER_OFF, _CPU, _WALL or _SUSPEND (sampler.h) */
+    unsigned sample_rate; /* samples per second per thread, 0 for the default (100) */
+    int sample_timers;    /* DNPROF_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work */
 } agent_config;
 
 /* Fills cfg from the environment. */
@@ -41,6 +45,9 @@ void config_output_path(char *out, size_t cap, int *exclusive);
 
 /* The process's command line, arguments separated by spaces. */
 void config_cmdline(char *out, size_t cap);
+
+/* DNPROF_SAMPLE's text ("cpu", "wall", "suspend"; "" or "0" off) as agent_config.sample. */
+int config_sample_mode(const char *text);
 
 /* DNPROF_FLUSH_MS, or 0 for the default (said once when the value is bad). */
 unsigned config_flush_ms(void);

@@ -23,6 +23,7 @@
 #include "attach_blob.h"
 #include "heap.h"
 #include "recorder.h"
+#include "sampler.h"
 
 #define MAX_CLIENTS 8
 /* The runtime checks that every thread left the agent after this long (at
@@ -84,7 +85,9 @@ static void do_detach(int fd) {
         return;
     }
     /* Everything recorded so far goes to the file now: a detach that the
-     * runtime takes long to complete loses nothing. */
+     * runtime takes long to complete loses nothing. The sampler calls the
+     * runtime: it stops first. */
+    sampler_stop();
     alloc_stop();
     recorder_flush_all();
     HRESULT hr = INFO_CALL(RequestProfilerDetach, DETACH_EXPECTED_MS);

@@ -21,6 +21,7 @@
 #include "heap.h"
 #include "exceptions.h"
 #include "alloc_sampling.h"
+#include "sampler.h"
 #include "session.h"
 
 /* ---- IUnknown ---- */
@@ -101,6 +102,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     }
     exceptions_configure(cfg, &mask, &high);
     alloc_configure(cfg, &mask, &high);
+    sampler_configure(cfg, &mask, &high);
     names_init();
     say_session_line("trace", cfg->output);
     recorder_options opt = {cfg->output, cfg->exclusive, cfg->flush_ms};
@@ -153,6 +155,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     else
         REC(Initialize, (uint64_t)g_agent.info_version, mask, high);
     alloc_start();
+    sampler_start(cfg); /* a sampler that cannot start said why; the rest records */
     say_session_line("started", runtime);
     return S_OK;
 }
@@ -182,6 +185,7 @@ HRESULT cb_Initialize(ICorProfilerCallback *self, IUnknown *pICorProfilerInfoUnk
 
 HRESULT cb_Shutdown(ICorProfilerCallback *self) {
     ACTIVE();
+    sampler_stop();
     heap_at_shutdown();
     if (!g_agent.attached)
         control_stop(NULL); /* the run-mode socket (heap snapshots) */

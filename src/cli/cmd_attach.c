@@ -52,6 +52,11 @@ static void attach_help(void) {
           "      --flush-ms N      how often the agent writes its buffers out, in ms\n"
           "      --alloc           sampled allocations by type and call path, through the\n"
           "                        runtime's own sampling (cheap; dnprof report --alloc)\n"
+          "      --sample[=MODE]   sample every thread's stack, HZ times a second, without\n"
+          "                        stopping the runtime (docs/sampling.md); MODE cpu (the\n"
+          "                        default), wall or suspend; read with dnprof report\n"
+          "      --rate HZ         samples per second and thread (default 100, at most 10000)\n"
+          "      --cpu, --wall     --sample=cpu, --sample=wall\n"
           "      --timeout SECONDS how long the runtime may take to load the agent (default 10)\n"
           "  -q, --quiet           print nothing but errors\n"
           "  -h, --help            print this help\n"
@@ -62,6 +67,7 @@ static void attach_help(void) {
           "examples:\n"
           "  dnprof ps\n"
           "  dnprof attach 4242 --duration 30s -o app.trace\n"
+          "  dnprof attach 4242 --sample --duration 30s -o app.trace && dnprof report app.trace\n"
           "  dnprof attach 4242 --events classes,jit,exceptions     (Ctrl-C to stop)\n"
           "  dnprof print app.trace\n",
           stdout);
@@ -168,6 +174,8 @@ typedef struct attach_opts {
     int quiet, help;
     int alloc;             /* --alloc: sampled allocations */
     int exceptions;        /* --exceptions: stories, with a stack at each throw */
+    int sample;            /* --sample: 0 off, 1 cpu, 2 wall, 3 suspend */
+    uint64_t sample_rate;  /* --rate, 0 for the default */
     pid_t pid;
 } attach_opts;
 
@@ -183,13 +191,16 @@ static const struct {
 };
 #define NSTARTUP (sizeof startup_only / sizeof startup_only[0])
 
-enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_ALLOC, OPT_EXCEPTIONS, OPT_STARTUP_ONLY = 512 };
+enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_ALLOC, OPT_EXCEPTIONS, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL,
+       OPT_STARTUP_ONLY = 512 };
 
 static const struct option attach_options[] = {
     {"events", required_argument, NULL, 'e'},   {"output", required_argument, NULL, 'o'},
     {"duration", required_argument, NULL, 'd'}, {"flush-ms", required_argument, NULL, OPT_FLUSH},
     {"timeout", required_argument, NULL, OPT_TIMEOUT}, {"alloc", no_argument, NULL, OPT_ALLOC},
     {"exceptions", no_argument, NULL, OPT_EXCEPTIONS},
+    {"sample", optional_argument, NULL, OPT_SAMPLE}, {"rate", required_argument, NULL, OPT_RATE},
+    {"cpu", no_argument, NULL, OPT_CPU},        {"wall", no_argument, NULL, OPT_WALL},
     {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
 };
 #define NOPTIONS (sizeof attach_options / sizeof attach_options[0])
@@ -227,6 +238,24 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
             break;
         case OPT_ALLOC: o->alloc = 1; break;
         case OPT_EXCEPTIONS: o->exceptions = 1; break;
+        case OPT_SAMPLE:
+            if (!optarg || strcmp(optarg, "cpu") == 0)
+                o->sample = o->sample ? o->sample : 1;
+            else if (strcmp(optarg, "wall") == 0)
+                o->sample = 2;
+            else if (strcmp(optarg, "suspend") == 0)
+                o->sample = 3;
+            else
+                return usage_error("attach", "--sample takes cpu, wall or suspend, not '%s'", optarg);
+            break;
+        case OPT_CPU: o->sample = 1; break;
+        case OPT_WALL: o->sample = 2; break;
+        case OPT_RATE:
+            if (cli_parse_u64(optarg, &o->sample_rate) != 0 || o->sample_rate == 0 || o->sample_rate > 10000)
+                return usage_error("attach", "--rate wants samples per second from 1 to 10000, not '%s'", optarg);
+            if (!o->sample)
+                o->sample = 1;
+            break;
         case OPT_FLUSH:
             if (cli_parse_u64(optarg, &o->flush_ms) != 0 || o->flush_ms == 0 || o->flush_ms >= 60000)
                 return usage_error("attach", "--flush-ms wants milliseconds from 1 to 59999, not '%s'",
@@ -253,6 +282,8 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
         return usage_error("attach", "dnprof cannot attach to itself");
     if (o->output && !*o->output)
         return usage_error("attach", "--output wants a file name");
+    if (o->sample && !o->events)
+        o->events = "threads"; /* the threads' names; nothing else unless asked */
     if (o->exceptions) {
         /* As dnprof run --exceptions: the exception events, the threads' names,
          * and the stacks, which the agent takes from the blob. */
@@ -324,6 +355,8 @@ static int request_attach(const attach_opts *o, const ipc_proc *proc, const char
     blob->trigger_pid = (uint32_t)getpid();
     blob->alloc = (uint32_t)o->alloc;
     blob->exc_stacks = (uint32_t)o->exceptions;
+    blob->sample = (uint32_t)o->sample;
+    blob->sample_rate = (uint32_t)o->sample_rate;
     if (ctl_dir(proc->uid, 1, blob->control_dir, sizeof blob->control_dir, err, sizeof err) < 0)
         return error("%s", err);
     char log[256];

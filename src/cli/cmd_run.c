@@ -38,6 +38,8 @@ static void run_help(void) {
           "                      --exceptions); with --events, added to those families\n"
           "      --calls         every call of managed code: exact call counts and times\n"
           "                      per call path (read them with dnprof report, dnprof convert)\n"
+          "                      (with the default events less gc, which would slow the\n"
+          "                      program down: --events default brings it back)\n"
           "      --calls=counts  exact call counts and call paths only, no clock (cheaper)\n"
           "      --timeline      --calls, and every enter and leave in time order too\n"
           "      --args          --timeline with the arguments and return values (slow)\n"
@@ -52,6 +54,13 @@ static void run_help(void) {
           "                      path, from the runtime's own sampling (about one sample\n"
           "                      per 100 KB; cheap enough for production; read them with\n"
           "                      dnprof report --alloc, dnprof convert)\n"
+          "      --sample[=MODE] sample the stacks of every thread, HZ times a second, with\n"
+          "                      signals and no stop of the runtime (docs/sampling.md); MODE\n"
+          "                      cpu (the default: by CPU time used), wall (by elapsed time,\n"
+          "                      running or waiting) or suspend (the runtime's own stack walks,\n"
+          "                      stopping it every time); read with dnprof report, convert\n"
+          "      --rate HZ       samples per second and thread (default 100, at most 10000)\n"
+          "      --cpu, --wall   --sample=cpu, --sample=wall\n"
           "  -q, --quiet         print no summary at the end\n"
           "  -h, --help          print this help\n"
           "\n"
@@ -59,6 +68,7 @@ static void run_help(void) {
           "  dnprof run -- dotnet app.dll arg1\n"
           "  dnprof run --events classes,jit,exceptions -o app.trace -- dotnet app.dll\n"
           "  dnprof run --calls --include 'MyApp.*' -o app.trace -- dotnet app.dll\n"
+          "  dnprof run --sample --rate 1000 -o app.trace -- dotnet app.dll\n"
           "  dnprof print app.trace\n",
           stdout);
 }
@@ -178,7 +188,8 @@ static void report(const cli_launch *l, char *const argv[], int quiet) {
 
 int cmd_run(int argc, char **argv) {
     enum { OPT_FLUSH = 256, OPT_EXCEPTIONS = 300, OPT_CALLS = 320, OPT_TIMELINE, OPT_ARGS, OPT_INCLUDE, OPT_EXCLUDE,
-           OPT_ALL_CODE, OPT_ALLOC = 340, OPT_HEAP_AT, OPT_HEAP_OUTPUT };
+           OPT_ALL_CODE, OPT_ALLOC = 340, OPT_HEAP_AT, OPT_HEAP_OUTPUT, OPT_SAMPLE, OPT_RATE, OPT_CPU,
+           OPT_WALL };
     static const struct option longopts[] = {
         {"events", required_argument, NULL, 'e'}, {"output", required_argument, NULL, 'o'},
         {"flush-ms", required_argument, NULL, OPT_FLUSH}, {"quiet", no_argument, NULL, 'q'},
@@ -189,7 +200,10 @@ int cmd_run(int argc, char **argv) {
         {"alloc", no_argument, NULL, OPT_ALLOC},
         {"heap-at", required_argument, NULL, OPT_HEAP_AT},
         {"heap-output", required_argument, NULL, OPT_HEAP_OUTPUT},
+        {"sample", optional_argument, NULL, OPT_SAMPLE}, {"rate", required_argument, NULL, OPT_RATE},
+        {"cpu", no_argument, NULL, OPT_CPU}, {"wall", no_argument, NULL, OPT_WALL},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    const char *sample = NULL, *rate = NULL;
     const char *events = NULL, *output = NULL, *flush_ms = NULL;
     int exceptions = 0;
     char exc_events[1100];
@@ -236,6 +250,14 @@ int cmd_run(int argc, char **argv) {
             heap_at = optarg;
             break;
         case OPT_HEAP_OUTPUT: heap_output = optarg; break;
+        case OPT_SAMPLE:
+            sample = optarg ? optarg : sample ? sample : "cpu";
+            if (strcmp(sample, "cpu") != 0 && strcmp(sample, "wall") != 0 && strcmp(sample, "suspend") != 0)
+                return usage_error("run", "--sample takes cpu, wall or suspend, not '%s'", sample);
+            break;
+        case OPT_RATE: rate = optarg; break;
+        case OPT_CPU: sample = "cpu"; break;
+        case OPT_WALL: sample = "wall"; break;
         case 'q': quiet = 1; break;
         case 'h': run_help(); return 0;
         default: return cli_bad_option("run", argv, c);
@@ -245,6 +267,22 @@ int cmd_run(int argc, char **argv) {
         return usage_error("run", "no program given: dnprof run [options] -- PROGRAM [ARGS...]");
     char **prog = argv + optind;
 
+    if (rate && !sample)
+        sample = "cpu";
+    if (sample && (calls || include[0] || exclude[0] || all_code))
+        return usage_error("run", "--sample and --calls (--timeline, --args, --include, --exclude, --all-code) "
+                                  "measure the same time two ways: use one at a time");
+    if (sample) {
+        uint64_t hz = 100;
+        if (rate && (cli_parse_u64(rate, &hz) != 0 || hz == 0 || hz > 10000))
+            return usage_error("run", "--rate wants samples per second from 1 to 10000, not '%s'", rate);
+        char text[32];
+        snprintf(text, sizeof text, "%llu", (unsigned long long)hz);
+        setenv(DNP_ENV_SAMPLE, sample, 1);
+        setenv(DNP_ENV_SAMPLE_RATE, text, 1);
+        if (!events)
+            events = "threads"; /* the threads' names; nothing else unless asked */
+    }
     if (exceptions) {
         /* The exception events, and the threads' names for the stories. */
         if (events && strlen(events) > 1000)
@@ -281,6 +319,11 @@ int cmd_run(int argc, char **argv) {
     if (calls) {
         static const char *const modes[] = {NULL, "1", "timeline", "args", "counts"};
         setenv(DNP_ENV_CALLS, modes[calls], 1);
+        /* The gc family makes the runtime walk the heap after every GC and
+         * report each moved range: it would weigh on the times measured
+         * (docs/calls.md). Asked for by name, it is recorded. */
+        if (!events)
+            events = "default,-gc";
         if (include[0])
             setenv(DNP_ENV_INCLUDE, include, 1);
         if (exclude[0])

@@ -77,6 +77,15 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
                   "are not seen; their time counts as their callers'\n",
                   out);
     }
+    if (ct->sample_nodes) {
+        static const char *const modes[] = {"?", "cpu", "wall", "suspend"};
+        fprintf(out, "recorded: sampled stacks (--sample=%s, %llu Hz): times are samples x %s, estimates\n",
+                modes[ct->sample_mode < 4 ? ct->sample_mode : 0], (unsigned long long)ct->sample_rate,
+                fmt_ns(ct->sample_period_ns, a));
+        if (ct->samples_dropped)
+            fprintf(out, "note: %s samples were dropped (a thread's buffer was full)\n",
+                    cli_fmt_count(ct->samples_dropped, b));
+    }
     if (ct->from_timeline)
         fputs("note: no CallNode totals in this trace: the tree is rebuilt from the enter/leave timeline\n", out);
     if (t->status != DNP_TRACE_COMPLETE)
@@ -108,18 +117,26 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
         calls += tr->nodes[i].calls;
     char label[512];
     dnp_export_thread_label(tr, label, sizeof label);
-    fprintf(out, "%s: %s calls in %s call paths, %s in hooked code", label, cli_fmt_count(calls, a),
-            cli_fmt_count(tr->nnodes - 1, b), fmt_ns(tr->nodes[0].total_ns, c));
+    if (ct->sample_nodes && ct->sample_period_ns)
+        fprintf(out, "%s: %s samples in %s call paths, about %s", label,
+                cli_fmt_count(tr->nodes[0].total_ns / ct->sample_period_ns, a), cli_fmt_count(tr->nnodes - 1, b),
+                fmt_ns(tr->nodes[0].total_ns, c));
+    else
+        fprintf(out, "%s: %s calls in %s call paths, %s in hooked code", label, cli_fmt_count(calls, a),
+                cli_fmt_count(tr->nnodes - 1, b), fmt_ns(tr->nodes[0].total_ns, c));
     if (tr == &ct->all && ct->nthreads > 1)
         fprintf(out, " (summed over %s threads)", CLI_COUNT(ct->nthreads));
     fputc('\n', out);
 }
 
+/* What a node's count counts: calls (--calls) or samples (--sample). */
+#define CALLS_UNIT(ct) ((ct)->sample_nodes ? "samples" : "calls")
+
 static void put_func_table(const dnp_calltree *ct, const dnp_ct_func *f, size_t n, unsigned top, uint64_t total,
                            const char *title, FILE *out) {
     char a[32], b[32], c[32], name[NAME_MAX_LEN];
     fprintf(out, "\n%s\n", title);
-    fprintf(out, "%10s %6s %10s %6s %14s  %s\n", "self", "%", "total", "%", "calls", "function");
+    fprintf(out, "%10s %6s %10s %6s %14s  %s\n", "self", "%", "total", "%", CALLS_UNIT(ct), "function");
     for (size_t i = 0; i < n && i < top; i++) {
         fprintf(out, "%10s %5.1f%% %10s %5.1f%% %14s  ", fmt_ns(f[i].self_ns, a), pct(f[i].self_ns, total),
                 fmt_ns(f[i].total_ns, b), pct(f[i].total_ns, total), cli_fmt_count(f[i].calls, c));
@@ -202,7 +219,7 @@ static void put_paths(const dnp_calltree *ct, const dnp_ct_tree *tr, unsigned to
     qsort(order, n, sizeof *order, by_node_self);
     char a[32], c[32];
     fputs("\nhottest call paths (by self time of the last frame)\n", out);
-    fprintf(out, "%10s %6s %14s  %s\n", "self", "%", "calls", "path");
+    fprintf(out, "%10s %6s %14s  %s\n", "self", "%", CALLS_UNIT(ct), "path");
     for (uint32_t i = 0; i < n && i < top && tr->nodes[order[i]].self_ns; i++) {
         const dnp_ct_node *node = &tr->nodes[order[i]];
         fprintf(out, "%10s %5.1f%% %14s  ", fmt_ns(node->self_ns, a), pct(node->self_ns, total),
@@ -264,7 +281,7 @@ static void put_tree(const dnp_calltree *ct, const dnp_ct_tree *tr, double thres
     char label[512], a[32];
     dnp_export_thread_label(tr, label, sizeof label);
     fprintf(out, "\ncall tree, %s (paths below %.2g%% of %s hidden)\n", label, threshold, fmt_ns(p.total, a));
-    fprintf(out, "%10s %6s %10s %14s  %s\n", "total", "%", "self", "calls", "function");
+    fprintf(out, "%10s %6s %10s %14s  %s\n", "total", "%", "self", CALLS_UNIT(ct), "function");
     dnp_ct_walk(tr, tree_visit, &p);
 }
 
@@ -333,7 +350,12 @@ static int put_json(const dnp_calltree *ct, const dnp_ct_tree *tr, const dnp_ct_
     fprintf(out, ",\"hooks\":{\"calls\":%llu,\"innerNs\":%.0f,\"outerNs\":%.0f,\"cpuWaitNs\":%llu}",
             (unsigned long long)ct->hook_calls, ct->hook_inner_ns, ct->hook_outer_ns,
             (unsigned long long)ct->cpu_wait_ns);
-    fprintf(out, ",\"source\":\"%s\",\"totalNs\":%llu,\"threads\":[", ct->from_timeline ? "timeline" : "CallNode",
+    if (ct->sample_nodes)
+        fprintf(out, ",\"sampled\":{\"mode\":%llu,\"rateHz\":%llu,\"periodNs\":%llu,\"dropped\":%llu}",
+                (unsigned long long)ct->sample_mode, (unsigned long long)ct->sample_rate,
+                (unsigned long long)ct->sample_period_ns, (unsigned long long)ct->samples_dropped);
+    fprintf(out, ",\"source\":\"%s\",\"totalNs\":%llu,\"threads\":[",
+            ct->from_timeline ? "timeline" : ct->sample_nodes ? "SampleNode" : "CallNode",
             (unsigned long long)tr->nodes[0].total_ns);
     for (size_t i = 0; i < ct->nthreads; i++) {
         const dnp_ct_tree *th = &ct->threads[i];
@@ -404,7 +426,7 @@ void calls_close(calls_input *in) {
 
 int report_calls(const dnp_calltree *ct, const report_opts *o, FILE *out) {
     if (!dnp_calltree_has_data(ct)) {
-        error("%s: this trace has no call data: record it with dnprof run --calls", o->path);
+        error("%s: this trace has no call data: record it with dnprof run --calls or --sample", o->path);
         return 1;
     }
     const dnp_ct_tree *tr = &ct->all;

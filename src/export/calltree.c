@@ -40,7 +40,7 @@ static int tree_init(dnp_ct_tree *tr) {
 /* The child of parent for func in tree number key, made if new. */
 static int tree_child(dnp_ct_tree *tr, dnp_idmap *h, uint64_t key, uint32_t parent, uint64_t func,
                       uint64_t name, uint32_t *idx) {
-    if (dnp_idmap_get(h, key << 32 | parent, func, idx)) {
+    if (dnp_idmap_get(h, key << 32 | parent, dnp_ct_frame_key(func, name), idx)) {
         if (!tr->nodes[*idx].name)
             tr->nodes[*idx].name = name;
         return 0;
@@ -49,7 +49,7 @@ static int tree_child(dnp_ct_tree *tr, dnp_idmap *h, uint64_t key, uint32_t pare
         return -1;
     tr->nodes[*idx].next_sibling = tr->nodes[parent].first_child;
     tr->nodes[parent].first_child = *idx;
-    return dnp_idmap_put(h, key << 32 | parent, func, *idx);
+    return dnp_idmap_put(h, key << 32 | parent, dnp_ct_frame_key(func, name), *idx);
 }
 
 int dnp_ct_walk(const dnp_ct_tree *tr, dnp_ct_visit visit, void *ctx) {
@@ -520,6 +520,18 @@ static int on_call_node(ct_builder *b, const dnp_trace_event *e) {
     return 0;
 }
 
+/* A SampleNode is a CallNode whose calls are samples and that has no tail
+ * calls: same fields in the same places (events.def). */
+static int on_sample_node(ct_builder *b, const dnp_trace_event *e) {
+    if (e->nvalues < DNP_NV_SampleNode)
+        return 0;
+    dnp_trace_event c = *e;
+    c.v[8] = 0;
+    b->ct->sample_nodes++;
+    b->ct->call_nodes--; /* on_call_node counts it */
+    return on_call_node(b, &c);
+}
+
 static int by_tid_node(const void *x, const void *y) {
     const ct_rec *a = x, *b = y;
     if (a->os_tid != b->os_tid)
@@ -764,6 +776,21 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
             b->ovh[k].wait_ns = e->v[3];
         }
         break;
+    case DNP_EV_SampleConfig:
+        if (e->nvalues >= DNP_NV_SampleConfig) {
+            ct->sample_mode = e->v[0];
+            ct->sample_rate = e->v[1];
+            ct->sample_period_ns = e->v[2];
+        }
+        break;
+    case DNP_EV_SampleStats:
+        if (e->nvalues >= DNP_NV_SampleStats) {
+            ct->samples += e->v[0];
+            ct->samples_dropped += e->v[1];
+        }
+        break;
+    case DNP_EV_SampleNode:
+        return on_sample_node(b, e);
     case DNP_EV_MethodEnter:
         if (note_timeline(b, e) != 0)
             return -1;
@@ -990,7 +1017,7 @@ static int func_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
         return 0;
     const dnp_ct_node *node = &tr->nodes[n];
     uint32_t k;
-    if (!dnp_idmap_get(&c->h, node->func, 0, &k)) {
+    if (!dnp_idmap_get(&c->h, dnp_ct_frame_key(node->func, node->name), 0, &k)) {
         if (c->n == c->cap) {
             size_t cap = c->cap ? c->cap * 2 : 64;
             dnp_ct_func *f = realloc(c->f, cap * sizeof *f);
@@ -1007,7 +1034,7 @@ static int func_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
         memset(&c->f[k], 0, sizeof c->f[k]);
         c->f[k].func = node->func;
         c->active[k] = 0;
-        if (dnp_idmap_put(&c->h, node->func, 0, k) != 0)
+        if (dnp_idmap_put(&c->h, dnp_ct_frame_key(node->func, node->name), 0, k) != 0)
             return -1;
     }
     dnp_ct_func *f = &c->f[k];

@@ -88,6 +88,13 @@ typedef struct dnp_calltree {
     const char *const *own_names; /* names numbered from DNP_CT_OWN_NAMES (not owned) */
     size_t nown_names;
     void *weighted;            /* the builder's state until dnp_ct_weighted_finish */
+    /* Sampled stacks (dnprof run --sample): SampleNode events make the trees
+     * as CallNodes do, a node's calls being its samples and its times the
+     * samples times the period (an estimate). */
+    uint64_t sample_nodes;     /* SampleNode events read */
+    uint64_t sample_mode;      /* SampleConfig: 1 cpu, 2 wall, 3 suspend; 0 none seen */
+    uint64_t sample_rate, sample_period_ns;
+    uint64_t samples, samples_dropped; /* SampleStats */
 } dnp_calltree;
 
 /* Builds the trees of t (which must outlive them). Returns 0, or -1 with one
@@ -100,6 +107,12 @@ int dnp_calltree_build_stream(dnp_trace_stream *s, dnp_calltree **out, char *err
 void dnp_calltree_free(dnp_calltree *ct);
 
 int dnp_calltree_has_data(const dnp_calltree *ct);
+
+/* What tells one frame from another: its FunctionID, or for native code (no
+ * FunctionID, --sample) its name. */
+static inline uint64_t dnp_ct_frame_key(uint64_t func, uint64_t name) {
+    return func ? func : name | 1ull << 63;
+}
 
 /* The raw name of a node ("<function 0x...>" into buf when unknown). */
 const char *dnp_ct_raw_name(const dnp_calltree *ct, uint64_t func, uint64_t name, char *buf, size_t len);

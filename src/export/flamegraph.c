@@ -112,7 +112,7 @@ typedef struct flame {
 } flame;
 
 static int name_index(flame *f, uint64_t func, uint64_t name, uint32_t *idx) {
-    if (dnp_idmap_get(&f->names, func, 0, idx))
+    if (dnp_idmap_get(&f->names, dnp_ct_frame_key(func, name), 0, idx))
         return 0;
     if (f->n == f->cap) {
         size_t cap = f->cap ? f->cap * 2 : 256;
@@ -129,7 +129,7 @@ static int name_index(flame *f, uint64_t func, uint64_t name, uint32_t *idx) {
     *idx = (uint32_t)f->n;
     f->funcs[f->n] = func;
     f->strs[f->n++] = name;
-    return dnp_idmap_put(&f->names, func, 0, *idx);
+    return dnp_idmap_put(&f->names, dnp_ct_frame_key(func, name), 0, *idx);
 }
 
 static int node_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {

@@ -34,7 +34,7 @@ typedef struct speedscope {
 } speedscope;
 
 static int frame_of(speedscope *s, uint64_t func, uint64_t name, uint32_t *idx) {
-    if (dnp_idmap_get(&s->map, func, 0, idx))
+    if (dnp_idmap_get(&s->map, dnp_ct_frame_key(func, name), 0, idx))
         return 0;
     if (s->nframes == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 256;
@@ -46,7 +46,7 @@ static int frame_of(speedscope *s, uint64_t func, uint64_t name, uint32_t *idx) 
     }
     *idx = (uint32_t)s->nframes;
     s->frames[s->nframes++] = (ss_frame){func, name};
-    return dnp_idmap_put(&s->map, func, 0, *idx);
+    return dnp_idmap_put(&s->map, dnp_ct_frame_key(func, name), 0, *idx);
 }
 
 static int stack_at(speedscope *s, size_t depth) {

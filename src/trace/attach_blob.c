@@ -62,6 +62,8 @@ long dnp_attach_blob_encode(const dnp_attach_blob *b, uint8_t *buf, size_t cap) 
     put_number(&o, DNP_BLOB_TRIGGER_PID, b->trigger_pid);
     put_number(&o, DNP_BLOB_ALLOC, b->alloc);
     put_number(&o, DNP_BLOB_EXC_STACKS, b->exc_stacks);
+    put_number(&o, DNP_BLOB_SAMPLE, b->sample);
+    put_number(&o, DNP_BLOB_SAMPLE_RATE, b->sample_rate);
     if (o.failed)
         return -1;
     memcpy(buf, DNP_BLOB_MAGIC, 4);
@@ -91,6 +93,8 @@ static const char *tag_name(unsigned tag) {
     case DNP_BLOB_TRIGGER_PID: return "trigger pid";
     case DNP_BLOB_ALLOC: return "alloc setting";
     case DNP_BLOB_EXC_STACKS: return "exception stacks flag";
+    case DNP_BLOB_SAMPLE: return "sampling mode";
+    case DNP_BLOB_SAMPLE_RATE: return "sampling rate";
     }
     return "field";
 }
@@ -162,6 +166,8 @@ int dnp_attach_blob_parse(const void *data, size_t len, dnp_attach_blob *out, ch
         case DNP_BLOB_TRIGGER_PID:
         case DNP_BLOB_ALLOC:
         case DNP_BLOB_EXC_STACKS:
+        case DNP_BLOB_SAMPLE:
+        case DNP_BLOB_SAMPLE_RATE:
             if (n != 4)
                 return fail(err, errlen, "the %s is %zu bytes, not 4", tag_name(tag), n);
             if (tag == DNP_BLOB_FLUSH_MS)
@@ -170,6 +176,10 @@ int dnp_attach_blob_parse(const void *data, size_t len, dnp_attach_blob *out, ch
                 out->alloc = dnp_get_u32le(v);
             else if (tag == DNP_BLOB_TRIGGER_PID)
                 out->trigger_pid = dnp_get_u32le(v);
+            else if (tag == DNP_BLOB_SAMPLE)
+                out->sample = dnp_get_u32le(v);
+            else if (tag == DNP_BLOB_SAMPLE_RATE)
+                out->sample_rate = dnp_get_u32le(v);
             else
                 out->exc_stacks = dnp_get_u32le(v) != 0;
             break;
@@ -184,6 +194,10 @@ int dnp_attach_blob_parse(const void *data, size_t len, dnp_attach_blob *out, ch
     if (out->control_dir[0] != '/')
         return fail(err, errlen, "the control directory is %s",
                     out->control_dir[0] ? "not absolute" : "missing");
+    if (out->sample > 3)
+        return fail(err, errlen, "the sampling mode %u is unknown (1-3)", (unsigned)out->sample);
+    if (out->sample_rate > 10000)
+        return fail(err, errlen, "the sampling rate %u Hz is out of range (1-10000)", (unsigned)out->sample_rate);
     if (out->flush_ms >= 60000)
         return fail(err, errlen, "the flush period %u ms is out of range (1-59999)",
                     (unsigned)out->flush_ms);

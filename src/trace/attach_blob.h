@@ -31,6 +31,9 @@ enum {
     DNP_BLOB_TRIGGER_PID = 5, /* u32: the dnprof process that asked, for the trace's notes */
     DNP_BLOB_ALLOC = 6,       /* u32: 1 for sampled allocations (--alloc) */
     DNP_BLOB_EXC_STACKS = 7,  /* u32: 1 for a stack snapshot at each throw (attach --exceptions) */
+    /* sampling (dnprof attach --sample, docs/sampling.md) */
+    DNP_BLOB_SAMPLE = 8,      /* u32: agent_config.sample (1 cpu, 2 wall, 3 suspend) */
+    DNP_BLOB_SAMPLE_RATE = 9, /* u32: samples per second per thread */
 };
 
 #define DNP_BLOB_EVENTS_MAX 1024
@@ -61,6 +64,9 @@ typedef struct dnp_attach_blob {
     uint32_t trigger_pid; /* 0: unknown */
     uint32_t alloc;       /* sampled allocations: 1 on */
     uint32_t exc_stacks;  /* 1: a stack snapshot at each throw */
+    /* sampling */
+    uint32_t sample;      /* 0: off */
+    uint32_t sample_rate; /* 0: the default */
 } dnp_attach_blob;
 
 /* Encodes b into buf. Returns the blob's size, or -1 when a string is too long

@@ -34,6 +34,10 @@
 #define DNP_ENV_ALLOC_SOURCE "DNPROF_ALLOC_SOURCE" /* "tick": AllocationTick even on .NET 10 */
 #define DNP_ENV_ALLOC_EACH "DNPROF_ALLOC_EACH" /* "1": an AllocSample per sample, not AllocSites */
 
+/* Sampling (dnprof run --sample): */
+#define DNP_ENV_SAMPLE "DNPROF_SAMPLE"           /* "cpu", "wall" or "suspend" */
+#define DNP_ENV_SAMPLE_RATE "DNPROF_SAMPLE_RATE" /* samples per second per thread, default 100 */
+
 /* In the session directory each agent creates "agent.<pid>", a text file of
  * lines "key value": "pid", "trace" (path), "cmdline", then "started" once
  * recording began, or "error <one line>" if the agent stepped aside or stopped

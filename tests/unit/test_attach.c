@@ -302,3 +302,28 @@ TEST(trace_attach_agent_refuses_bad_blobs) {
     ASSERT(!atomic_load(&g_agent.active));
     return 0;
 }
+
+/* dnprof attach --sample: the mode and rate travel in the blob, out of range refused. */
+TEST(trace_attach_blob_sample) {
+    dnp_attach_blob in, out;
+    uint8_t buf[DNP_BLOB_MAX];
+    char err[256] = "";
+    sample(&in);
+    in.sample = 2;
+    in.sample_rate = 1000;
+    long n = encode(&in, buf, sizeof buf);
+    ASSERT_GT(n, 0);
+    ASSERT_EQ(parse_exact(buf, (size_t)n, &out, err, sizeof err), 0);
+    ASSERT_EQ(out.sample, 2);
+    ASSERT_EQ(out.sample_rate, 1000);
+    in.sample = 4;
+    n = encode(&in, buf, sizeof buf);
+    ASSERT_EQ(parse_exact(buf, (size_t)n, &out, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "sampling mode");
+    in.sample = 1;
+    in.sample_rate = 20000;
+    n = encode(&in, buf, sizeof buf);
+    ASSERT_EQ(parse_exact(buf, (size_t)n, &out, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "sampling rate");
+    return 0;
+}

@@ -1,0 +1,180 @@
+/* bench_sample.c: the cost of the sampling profiler (dnprof run --sample).
+ * Runs the Scenarios program's "sample bench" workloads (SampleScenario.cs) in
+ * every configuration, interleaved, RUNS times each, and prints the median of
+ * the workload's own time (Stopwatch, start-up excluded) and of the process's
+ * CPU time (user + system, from wait4):
+ *   bare      no profiler
+ *   agent     the agent loaded as --sample loads it (events: threads), no sampling
+ *   cpu100    --sample (cpu) at 100 Hz      cpu1k    --sample at 1 kHz
+ *   timers1k  --sample at 1 kHz with DNPROF_SAMPLE_TIMERS=1 (POSIX CPU timers)
+ *   wall100   --sample=wall at 100 Hz       susp100  --sample=suspend at 100 Hz
+ *   dtrace    dotnet-trace collect at its default settings (if on PATH)
+ * then the start-up: `Scenarios hello` from fork to exit, bare and cpu100.
+ * Tiered compilation is off in every run (optimized code only).
+ * Workloads: cpu = one thread of hot loops; server = 64 threads serving 20000
+ * requests of compute, one in eight sleeping 1 ms.
+ * Usage: bench_sample AGENT.so SCENARIOS.dll [RUNS] */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "session.h"
+
+enum { BARE, AGENT, CPU100, CPU1K, TIMERS1K, WALL100, SUSP100, DTRACE, NCONFIG };
+static const char *const config_names[NCONFIG] = {"bare",    "agent",   "cpu100",  "cpu1k",
+                                                  "timers1k", "wall100", "susp100", "dtrace"};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+typedef struct result {
+    double work_ms, cpu_ms, wall_ms;
+} result;
+
+/* One run; what = NULL runs "hello" (start-up). */
+static int run_once(const char *agent, const char *dll, const char *what, int config, result *res) {
+    int fds[2];
+    if (pipe(fds) != 0)
+        exit(1);
+    double t0 = now_ms();
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0)
+            dup2(null, 2);
+        setenv("DOTNET_TieredCompilation", "0", 1);
+        if (config != BARE && config != DTRACE) {
+            static const char *const modes[NCONFIG] = {NULL, NULL, "cpu", "cpu", "cpu", "wall", "suspend", NULL};
+            setenv(DNP_ENV_ENABLE, "1", 1);
+            setenv(DNP_ENV_PROFILER, DNP_CLSID_TEXT, 1);
+            setenv(DNP_ENV_PROFILER_PATH, agent, 1);
+            setenv(DNP_ENV_OUTPUT, "/tmp/bench_sample.%p.trace", 1);
+            setenv(DNP_ENV_EVENTS, "threads", 1); /* what dnprof run --sample asks for */
+            if (modes[config]) {
+                setenv(DNP_ENV_SAMPLE, modes[config], 1);
+                setenv(DNP_ENV_SAMPLE_RATE, config == CPU1K || config == TIMERS1K ? "1000" : "100", 1);
+                if (config == TIMERS1K)
+                    setenv("DNPROF_SAMPLE_TIMERS", "1", 1);
+            }
+        }
+        if (!what)
+            execlp("dotnet", "dotnet", dll, "hello", (char *)NULL);
+        else if (config == DTRACE)
+            execlp("dotnet-trace", "dotnet-trace", "collect", "--show-child-io", "-o", "/tmp/bench_sample.nettrace",
+                   "--", "dotnet", dll, "sample", "bench", what, (char *)NULL);
+        else
+            execlp("dotnet", "dotnet", dll, "sample", "bench", what, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char out[8192] = "";
+    size_t n = 0;
+    ssize_t got;
+    while (n < sizeof out - 1 && (got = read(fds[0], out + n, sizeof out - 1 - n)) > 0)
+        n += (size_t)got;
+    out[n] = 0;
+    close(fds[0]);
+    int status = 0;
+    struct rusage ru;
+    wait4(pid, &status, 0, &ru);
+    res->wall_ms = now_ms() - t0;
+    res->cpu_ms = (double)ru.ru_utime.tv_sec * 1e3 + (double)ru.ru_utime.tv_usec / 1e3 +
+                  (double)ru.ru_stime.tv_sec * 1e3 + (double)ru.ru_stime.tv_usec / 1e3;
+    char trace[64];
+    snprintf(trace, sizeof trace, "/tmp/bench_sample.%d.trace", (int)pid);
+    unlink(trace);
+    unlink("/tmp/bench_sample.nettrace");
+    res->work_ms = 0;
+    if (!what)
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+    /* the workload's line, "what MS ms", among what dotnet-trace prints */
+    size_t wl = strlen(what);
+    char *line = NULL;
+    for (char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (strncmp(p, what, wl) == 0 && p[wl] == ' ') {
+            line = p;
+            break;
+        }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !line ||
+        sscanf(line + strlen(what), " %lf ms", &res->work_ms) != 1) {
+        fprintf(stderr, "bench_sample: the %s run of '%s' failed (status %d): %.300s\n", config_names[config], what,
+                status, out);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: bench_sample AGENT.so SCENARIOS.dll [RUNS]\n");
+        return 2;
+    }
+    int runs = argc > 3 ? atoi(argv[3]) : 5;
+    if (runs < 1 || runs > 49)
+        runs = 5;
+    int have_dtrace = system("command -v dotnet-trace >/dev/null 2>&1") == 0;
+    if (!have_dtrace)
+        fprintf(stderr, "bench_sample: dotnet-trace is not on PATH: left out "
+                        "(dotnet tool install -g dotnet-trace; PATH=$PATH:~/.dotnet/tools)\n");
+    static const char *const workloads[] = {"cpu", "server"};
+    for (size_t w = 0; w < sizeof workloads / sizeof *workloads; w++) {
+        static double work[NCONFIG][50], cpu[NCONFIG][50];
+        int ok[NCONFIG] = {0};
+        for (int r = 0; r < runs; r++)
+            for (int c = 0; c < NCONFIG; c++) {
+                result res;
+                if (c == DTRACE && !have_dtrace)
+                    continue;
+                if (run_once(argv[1], argv[2], workloads[w], c, &res) == 0) {
+                    work[c][ok[c]] = res.work_ms;
+                    cpu[c][ok[c]++] = res.cpu_ms;
+                }
+            }
+        printf("%s (median of %d runs; workload time, process CPU time):\n", workloads[w], runs);
+        double base = ok[BARE] ? median(work[BARE], ok[BARE]) : 0, base_cpu = ok[BARE] ? median(cpu[BARE], ok[BARE]) : 0;
+        for (int c = 0; c < NCONFIG; c++) {
+            if (!ok[c])
+                continue;
+            double m = median(work[c], ok[c]), mc = median(cpu[c], ok[c]);
+            printf("  %-8s %9.1f ms %+6.1f%%   cpu %9.1f ms %+6.1f%%\n", config_names[c], m,
+                   base ? 100 * (m / base - 1) : 0, mc, base_cpu ? 100 * (mc / base_cpu - 1) : 0);
+        }
+    }
+    static const int st_configs[3] = {BARE, AGENT, CPU100};
+    double st[3][100];
+    int n[3] = {0, 0, 0};
+    for (int r = 0; r < runs * 2; r++)
+        for (int c = 0; c < 3; c++) {
+            result res;
+            if (run_once(argv[1], argv[2], NULL, st_configs[c], &res) == 0)
+                st[c][n[c]++] = res.wall_ms;
+        }
+    if (n[0] && n[1] && n[2]) {
+        double b = median(st[0], n[0]), a = median(st[1], n[1]), s = median(st[2], n[2]);
+        printf("start-up (hello, fork to exit, median of %d): bare %.1f ms, agent %.1f ms (x%.2f), cpu100 %.1f ms "
+               "(x%.2f)\n",
+               n[0], b, a, a / b, s, s / b);
+    }
+    return 0;
+}

@@ -1,0 +1,43 @@
+/* sampler.h: the sampling profiler (dnprof run/attach --sample, docs/sampling.md).
+ *
+ * Signal mode: every thread of the process gets a CPU-time timer (or, --wall, a
+ * signal from the sampler thread every period); the handler walks the
+ * interrupted stack by frame pointers into a per-thread lock-free ring. The
+ * sampler thread drains the rings, resolves the addresses (managed code by
+ * GetFunctionFromIP, native code by symbol, symbols.c) and aggregates the
+ * stacks into one tree per OS thread, written as SampleNode events.
+ * Suspend mode: SuspendRuntime, DoStackSnapshot of every managed thread,
+ * ResumeRuntime, every period (the runtime's own way, for comparison). */
+#ifndef DNP_SAMPLER_H
+#define DNP_SAMPLER_H
+
+#include <stdint.h>
+
+#include "config.h"
+
+enum { SAMPLER_OFF, SAMPLER_CPU, SAMPLER_WALL, SAMPLER_SUSPEND };
+
+/* Adds to the event mask what sampling needs (suspend mode: stack snapshots). */
+void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high);
+
+/* Starts the sampler thread (after the mask is set and recording is on). 0, or
+ * -1 after saying why (the rest of the recording goes on). */
+int sampler_start(const agent_config *cfg);
+
+/* A thread started (ThreadAssignedToOSThread): the sampler looks for new
+ * threads at its next tick instead of its next scan. Lock-free. */
+void sampler_thread_started(void);
+
+/* Code may have gone (a module or a dynamic method unloaded): addresses are
+ * resolved afresh from the sampler's next tick. Lock-free. */
+void sampler_code_unloaded(void);
+
+/* Whether the 8 bytes before a return address end with a call instruction: e8
+ * rel32, or ff /2 in any of its forms (register, memory, SIB, REX prefix). */
+int sampler_follows_call(const uint8_t b[8]);
+
+/* Stops sampling: no timer, no signal left pending, every tree written. Safe to
+ * call twice and when it never started. */
+void sampler_stop(void);
+
+#endif

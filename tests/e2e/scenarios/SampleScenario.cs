@@ -1,0 +1,298 @@
+// SampleScenario: work of known shape for the sampling profiler (dnprof run
+// --sample; tests/e2e/test_sample_profile.c).
+//   sample shares CPU_SECONDS [READY_FILE]  threads whose three hot methods run the
+//       same loop body 6, 3 and 1 times per round (60/30/10% of the work) until the
+//       process has used CPU_SECONDS of CPU; with READY_FILE, it first writes its
+//       pid there and waits for READY_FILE.go (an attach), then works
+//   sample native LIB SECONDS    a P/Invoke into a native loop (dnp_native_spin in
+//       LIB) and managed work, half and half
+//   sample harm                  64 busy threads with sleeps, pipes and sockets:
+//       output and exit code (7) must not change under the profiler
+//   sample bench cpu|server      bench/bench_sample.c's workloads: one thread of
+//       hot loops, or 64 threads serving 20000 requests (compute, some sleep);
+//       prints "NAME MS ms", the workload's own time
+using System;
+using System.Diagnostics;
+using System.IO;
+using System.IO.Pipes;
+using System.Net;
+using System.Net.Sockets;
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+using System.Threading;
+
+namespace Scenarios;
+
+public static class SampleScenario
+{
+    private const long Round = 20000; // iterations of the loop body per unit of work
+    private static long sink;
+
+    public static int Run(string[] args)
+    {
+        string name = args.Length > 0 ? args[0] : "";
+        switch (name)
+        {
+            case "shares": return Shares(args);
+            case "native": return Native(args);
+            case "harm": return Harm();
+            case "bench": return Bench(args.Length > 1 ? args[1] : "cpu");
+        }
+        Console.Error.WriteLine("usage: Scenarios sample shares CPU_SECONDS [READY_FILE] | native LIB SECONDS | harm");
+        return 2;
+    }
+
+    // The same loop body in each: the work is in the iteration counts.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static long HotSixty(long n)
+    {
+        long x = n, s = 0;
+        for (long i = 0; i < n; i++) { x = x * 6364136223846793005L + 1442695040888963407L; s += x >> 33; }
+        return s;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static long HotThirty(long n)
+    {
+        long x = n, s = 0;
+        for (long i = 0; i < n; i++) { x = x * 6364136223846793005L + 1442695040888963407L; s += x >> 33; }
+        return s;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static long HotTen(long n)
+    {
+        long x = n, s = 0;
+        for (long i = 0; i < n; i++) { x = x * 6364136223846793005L + 1442695040888963407L; s += x >> 33; }
+        return s;
+    }
+
+    private static long t60, t30, t10; // measured, for the record: Stopwatch ticks in each
+    private static bool stop;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void Rounds()
+    {
+        long s = 0, a = 0, b = 0, c = 0;
+        while (!Volatile.Read(ref stop))
+        {
+            for (int k = 0; k < 10; k++)
+            {
+                long t0 = Stopwatch.GetTimestamp();
+                s += HotSixty(6 * Round);
+                long t1 = Stopwatch.GetTimestamp();
+                s += HotThirty(3 * Round);
+                long t2 = Stopwatch.GetTimestamp();
+                s += HotTen(1 * Round);
+                long t3 = Stopwatch.GetTimestamp();
+                a += t1 - t0; b += t2 - t1; c += t3 - t2;
+            }
+        }
+        Interlocked.Add(ref sink, s);
+        Interlocked.Add(ref t60, a);
+        Interlocked.Add(ref t30, b);
+        Interlocked.Add(ref t10, c);
+    }
+
+    private static int Shares(string[] args)
+    {
+        double cpu = args.Length > 1 ? double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture) : 4;
+        if (args.Length > 2)
+        {
+            File.WriteAllText(args[2] + ".tmp", Environment.ProcessId.ToString());
+            File.Move(args[2] + ".tmp", args[2], true);
+            var sw = Stopwatch.StartNew();
+            while (!File.Exists(args[2] + ".go") && sw.Elapsed.TotalSeconds < 60)
+            {
+                HotTen(Round); // warm: the methods are compiled before the attach
+                HotThirty(Round);
+                HotSixty(Round);
+                Thread.Sleep(20);
+            }
+        }
+        var proc = Process.GetCurrentProcess();
+        TimeSpan start = proc.TotalProcessorTime;
+        var wall = Stopwatch.StartNew();
+        var threads = new Thread[4];
+        for (int i = 0; i < threads.Length; i++)
+        {
+            threads[i] = new Thread(Rounds) { Name = "hot-" + i };
+            threads[i].Start();
+        }
+        // the main thread keeps the budget: the workers only run the hot methods
+        for (;;)
+        {
+            Thread.Sleep(20);
+            proc.Refresh();
+            if ((proc.TotalProcessorTime - start).TotalSeconds >= cpu || wall.Elapsed.TotalSeconds > 60)
+                break;
+        }
+        Volatile.Write(ref stop, true);
+        foreach (var t in threads)
+            t.Join();
+        double all = t60 + t30 + t10;
+        Console.WriteLine("shares 60 30 10");
+        Console.Error.WriteLine($"measured {100 * t60 / all:F1} {100 * t30 / all:F1} {100 * t10 / all:F1}");
+        return 0;
+    }
+
+    private delegate long SpinFn(long n);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long NativeWork(SpinFn spin) => spin(3 * Round);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long ManagedWork() => HotThirty(3 * Round);
+
+    private static int Native(string[] args)
+    {
+        if (args.Length < 3)
+            return 2;
+        IntPtr lib = NativeLibrary.Load(args[1]);
+        var spin = Marshal.GetDelegateForFunctionPointer<SpinFn>(NativeLibrary.GetExport(lib, "dnp_native_spin"));
+        double seconds = double.Parse(args[2], System.Globalization.CultureInfo.InvariantCulture);
+        var sw = Stopwatch.StartNew();
+        long s = 0;
+        while (sw.Elapsed.TotalSeconds < seconds)
+        {
+            s += NativeWork(spin);
+            s += ManagedWork();
+        }
+        Console.WriteLine("native " + (s != 1 ? "done" : "?"));
+        return 0;
+    }
+
+    private static int Bench(string what)
+    {
+        var sw = Stopwatch.StartNew();
+        long s = 0;
+        if (what == "cpu")
+        {
+            for (int k = 0; k < 1500; k++)
+            {
+                s += HotSixty(6 * Round);
+                s += HotThirty(3 * Round);
+                s += HotTen(1 * Round);
+            }
+        }
+        else
+        {
+            const int Workers = 64, Requests = 20000;
+            var queue = new System.Collections.Concurrent.BlockingCollection<int>();
+            var threads = new Thread[Workers];
+            long done = 0;
+            for (int i = 0; i < Workers; i++)
+            {
+                threads[i] = new Thread(() =>
+                {
+                    long r = 0;
+                    foreach (int req in queue.GetConsumingEnumerable())
+                    {
+                        r += HotTen(2 * Round);
+                        if (req % 8 == 0)
+                            Thread.Sleep(1);
+                        Interlocked.Increment(ref done);
+                    }
+                    Interlocked.Add(ref sink, r);
+                });
+                threads[i].Start();
+            }
+            for (int q = 0; q < Requests; q++)
+                queue.Add(q);
+            queue.CompleteAdding();
+            foreach (var t in threads)
+                t.Join();
+            s = done;
+        }
+        sw.Stop();
+        Console.WriteLine($"{what} {sw.Elapsed.TotalMilliseconds:F1} ms {s % 7}");
+        return 0;
+    }
+
+    // 64 threads: a third spin and sleep, a third talk through anonymous pipes,
+    // a third through TCP sockets on loopback. Every count is known in advance.
+    private static int Harm()
+    {
+        const int N = 64, Messages = 2000;
+        var threads = new Thread[N];
+        long[] results = new long[N];
+        var listener = new TcpListener(IPAddress.Loopback, 0);
+        listener.Start(N);
+        int port = ((IPEndPoint)listener.LocalEndpoint).Port;
+        var server = new Thread(() =>
+        {
+            for (int c = 0; c < N / 3; c++)
+            {
+                var client = listener.AcceptTcpClient();
+                new Thread(() =>
+                {
+                    using var st = client.GetStream();
+                    var buf = new byte[64];
+                    int got;
+                    while ((got = st.Read(buf, 0, buf.Length)) > 0)
+                        st.Write(buf, 0, got);
+                    client.Dispose();
+                }).Start();
+            }
+        });
+        server.Start();
+        for (int i = 0; i < N; i++)
+        {
+            int id = i;
+            threads[i] = new Thread(() =>
+            {
+                long r = 0;
+                switch (id % 3)
+                {
+                    case 0:
+                        for (int k = 0; k < 20; k++) { r += HotTen(50 * Round) & 1; Thread.Sleep(5); r += 1; }
+                        r = 20 + (r - 20) * 0; // the sleeps' count; the spin's parity is noise
+                        break;
+                    case 1:
+                        using (var server = new AnonymousPipeServerStream(PipeDirection.Out))
+                        using (var client = new AnonymousPipeClientStream(PipeDirection.In, server.ClientSafePipeHandle))
+                        {
+                            var writer = new Thread(() =>
+                            {
+                                for (int m = 0; m < Messages; m++) { server.WriteByte((byte)m); if (m % 500 == 0) Thread.Sleep(2); }
+                                server.Dispose();
+                            });
+                            writer.Start();
+                            int b;
+                            while ((b = client.ReadByte()) >= 0) r += b;
+                            writer.Join();
+                        }
+                        break;
+                    default:
+                        using (var c = new TcpClient())
+                        {
+                            c.Connect(IPAddress.Loopback, port);
+                            using var st = c.GetStream();
+                            var buf = new byte[1];
+                            for (int m = 0; m < Messages; m++)
+                            {
+                                st.WriteByte((byte)m);
+                                int got = st.Read(buf, 0, 1);
+                                r += got == 1 ? buf[0] : -100000;
+                            }
+                        }
+                        break;
+                }
+                results[id] = r;
+            });
+            threads[i].Start();
+        }
+        foreach (var t in threads)
+            t.Join();
+        server.Join();
+        listener.Stop();
+        long total = 0;
+        for (int i = 0; i < N; i++)
+        {
+            Console.WriteLine($"thread {i} {results[i]}");
+            total += results[i];
+        }
+        Console.WriteLine($"total {total}");
+        return 7;
+    }
+}

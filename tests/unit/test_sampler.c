@@ -1,0 +1,70 @@
+/* test_sampler.c: the sampler's pure parts: the call-site check that decides
+ * whether a word of the stack is a return address, and native symbol names
+ * (dynamic symbols, and .symtab for what is not exported). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sampler.h"
+#include "symbols.h"
+#include "test.h"
+
+/* The 8 bytes before a return address: len bytes of an instruction at the end,
+ * nops before. */
+static int follows(const uint8_t *insn, size_t len) {
+    uint8_t b[8];
+    memset(b, 0x90, sizeof b);
+    memcpy(b + 8 - len, insn, len);
+    return sampler_follows_call(b);
+}
+
+TEST(sampler_follows_call) {
+    static const uint8_t e8[] = {0xe8, 1, 2, 3, 4};                 /* call rel32 */
+    static const uint8_t rip[] = {0xff, 0x15, 1, 2, 3, 4};          /* call [rip+disp32] */
+    static const uint8_t reg[] = {0xff, 0xd0};                      /* call rax */
+    static const uint8_t r11[] = {0x41, 0xff, 0xd3};                /* call r11 */
+    static const uint8_t mem[] = {0x41, 0xff, 0x13};                /* call [r11] */
+    static const uint8_t d8[] = {0xff, 0x50, 0x08};                 /* call [rax+8] */
+    static const uint8_t d32[] = {0xff, 0x90, 0x00, 0x01, 0, 0};    /* call [rax+0x100] */
+    static const uint8_t sib[] = {0xff, 0x54, 0x24, 0x08};          /* call [rsp+8] */
+    static const uint8_t sibd32[] = {0xff, 0x14, 0x25, 1, 2, 3, 4}; /* call [disp32] */
+    ASSERT(follows(e8, sizeof e8));
+    ASSERT(follows(rip, sizeof rip));
+    ASSERT(follows(reg, sizeof reg));
+    ASSERT(follows(r11, sizeof r11));
+    ASSERT(follows(mem, sizeof mem));
+    ASSERT(follows(d8, sizeof d8));
+    ASSERT(follows(d32, sizeof d32));
+    ASSERT(follows(sib, sizeof sib));
+    ASSERT(follows(sibd32, sizeof sibd32));
+    static const uint8_t jmp[] = {0xff, 0x25, 1, 2, 3, 4}; /* jmp [rip+disp32]: not a call */
+    static const uint8_t push[] = {0xff, 0x70, 0x08};      /* push [rax+8]: ff /6 */
+    static const uint8_t nops[] = {0x90};
+    ASSERT(!follows(jmp, sizeof jmp));
+    ASSERT(!follows(push, sizeof push));
+    ASSERT(!follows(nops, sizeof nops));
+    return 0;
+}
+
+/* Not exported: only the executable's .symtab names it. */
+__attribute__((noinline)) static int sampler_test_local_function(int x) {
+    return x * 3 + 1;
+}
+
+TEST(sampler_native_symbols) {
+    char buf[512];
+    /* getpid: a libc export that the sanitizers do not intercept */
+    pid_t (*volatile pid)(void) = getpid;
+    ASSERT_EQ(symbols_name((uintptr_t)pid + 1, buf, sizeof buf), 1);
+    ASSERT(strncmp(buf, "libc.so.6!", 10) == 0 && strstr(buf, "getpid")); /* or an alias: __getpid */
+    int (*volatile fn)(int) = sampler_test_local_function;
+    ASSERT_EQ(fn(1), 4);
+    ASSERT_EQ(symbols_name((uintptr_t)fn + 1, buf, sizeof buf), 1);
+    ASSERT_CONTAINS(buf, "!sampler_test_local_function");
+    int on_stack = 0;
+    ASSERT_EQ(symbols_name((uintptr_t)&on_stack, buf, sizeof buf), 0);
+    ASSERT_STREQ(buf, "[anonymous code]");
+    symbols_release();
+    return 0;
+}
