@@ -1,5 +1,5 @@
 /* agent.h: what the pieces of the agent share. The agent is one profiler object
- * per process ("pick first", seed 003), so its state is one struct, g_agent,
+ * per process ("pick first", docs/design-notes.md#side-by-side), so its state is one struct, g_agent,
  * defined in agent.c. A leaf, as say.h is: the recorder, calls and names use
  * these without calling back up into the profiler object (profiler.h). */
 #ifndef DNP_AGENT_H

@@ -1,5 +1,5 @@
-/* attach.c: a profiler attached to a running process (seed 003, "Profiler
- * Attach Basics"): the callbacks of ICorProfilerCallback3.
+/* attach.c: a profiler attached to a running process
+ * (docs/design-notes.md#attach): the callbacks of ICorProfilerCallback3.
  *
  * InitializeForAttach copies what it needs from the trigger's blob (the runtime
  * frees it afterwards), keeps only the event flags an attached profiler may set

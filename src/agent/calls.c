@@ -1,4 +1,4 @@
-/* calls.c: method enter/leave (ELT3, seed 001): which functions are hooked (the
+/* calls.c: method enter/leave (ELT3, docs/design-notes.md#elt): which functions are hooked (the
  * function ID mapper and its filters), the hooks, and the per-thread call trees
  * they build.
  *

@@ -1,4 +1,4 @@
-/* calls.h: method enter/leave (ELT3, seed 001): which functions are hooked, the
+/* calls.h: method enter/leave (ELT3, docs/design-notes.md#elt): which functions are hooked, the
  * hooks themselves, and the per-thread call trees they build. */
 #ifndef DNP_CALLS_H
 #define DNP_CALLS_H

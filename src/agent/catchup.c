@@ -3,7 +3,7 @@
  * assemblies, modules (ICorProfilerInfo3::EnumModules) and managed threads
  * (ICorProfilerInfo4::EnumThreads) with their OS names, as Existing* events, so
  * that an attach trace stands alone. The calls are made inside the callback,
- * so they are synchronous (seed 003). */
+ * so they are synchronous (docs/design-notes.md#synchronous-calls). */
 #include "catchup.h"
 
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* cb_exceptions.c: the exception notifications (seed 002). Each records its
+/* cb_exceptions.c: the exception notifications (docs/design-notes.md#exceptions). Each records its
  * event, then moves the thread's exception state machine (exceptions.h). */
 #include <stdio.h>
 #include <string.h>

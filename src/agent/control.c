@@ -1,6 +1,6 @@
 /* control.c: the attached agent's control socket and the thread that serves it
  * (control.h). The thread is the agent's own, so ICorProfilerInfo calls made on
- * it count as synchronous (seed 003, CORPROF_E_UNSUPPORTED_CALL_SEQUENCE), and
+ * it count as synchronous (docs/design-notes.md#synchronous-calls: CORPROF_E_UNSUPPORTED_CALL_SEQUENCE), and
  * RequestProfilerDetach is made from it as the runtime asks. */
 #include "control.h"
 

@@ -1,4 +1,4 @@
-/* control.h: the attached agent's control channel (seed 004: a channel of the
+/* control.h: the attached agent's control channel (docs/design-notes.md#ipc: a channel of the
  * profiler's own between its UI and its DLL). A unix socket in a private
  * directory the trigger named (0700, owned by this user), 0600, one per process:
  * <dir>/agent.<pid>.sock. A thread of the agent's own (signals blocked) serves

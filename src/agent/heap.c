@@ -601,7 +601,7 @@ typedef struct gc_job {
     HRESULT hr;
 } gc_job;
 
-/* The thread that forces the GC and does nothing else (seed 004: the runtime
+/* The thread that forces the GC and does nothing else (docs/design-notes.md#heap-graph: the runtime
  * may make it a managed thread, after which it is no longer the profiler's). */
 static void *gc_main(void *arg) {
     gc_job *job = arg;

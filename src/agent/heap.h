@@ -1,4 +1,4 @@
-/* heap.h: heap snapshots (seed 004): one full blocking GC forced from a thread
+/* heap.h: heap snapshots (docs/design-notes.md#heap-graph): one full blocking GC forced from a thread
  * of the agent's own used for that alone, during which the GC's heap walk
  * (RootReferences2, ObjectReferences, ConditionalWeakTableElementReferences)
  * is streamed to a .dnheap file (heap_format.h) by a writer thread through a

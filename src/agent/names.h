@@ -1,7 +1,7 @@
 /* names.h: names for the runtime's IDs, as numbers of interned strings.
  *
  * Names come from ICorProfilerInfo and the module's metadata, resolved where the
- * runtime allows it (at *Finished, seed 000), and cached so that an entity is
+ * runtime allows it (at *Finished, docs/design-notes.md#started-finished), and cached so that an entity is
  * resolved once. IDs are pointers the runtime reuses after an unload, so every
  * unload forgets what it could have made stale: a new entity never gets an old
  * name. A failure gives a readable fallback such as "<class 0x7f00...>". */

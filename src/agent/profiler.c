@@ -1,5 +1,5 @@
 /* profiler.c: the profiler object, ICorProfilerCallback..11, and what each
- * callback records (seed 000's DNProfiler: every callback the mask enables, with
+ * callback records (DNProfiler's, docs/design-notes.md#event-log: every callback the mask enables, with
  * the names of what it is about).
  *
  * Every callback is free-threaded and returns S_OK whatever happens: a failure
@@ -122,7 +122,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
                                                : INFO_CALL(SetEventMask, mask);
     if (attached && (uint32_t)hr == 0x80131376u /* CORPROF_E_CONCURRENT_GC_NOT_PROFILABLE */ &&
         (mask & COR_PRF_MONITOR_GC)) {
-        /* Seed 003: background GC was on when the program started, and a profiler
+        /* docs/design-notes.md#attach-gc: background GC was on when the program started, and a profiler
          * that arrives late cannot monitor it. Record the rest. */
         mask &= ~(uint32_t)COR_PRF_MONITOR_GC;
         high &= ~(uint32_t)(COR_PRF_HIGH_BASIC_GC | COR_PRF_HIGH_MONITOR_GC_MOVED_OBJECTS);

@@ -1,6 +1,6 @@
 /* recorder.h: the agent's side of the trace: per-thread buffers, interned
  * strings, and a background writer that flushes by size and by time, so that a
- * process that never reaches Shutdown (seed 004) loses at most about the last
+ * process that never reaches Shutdown (docs/design-notes.md#no-clean-shutdown) loses at most about the last
  * flush period. Every function here is safe to call from any thread at any time; once
  * the recorder is closed or has failed, they do nothing. */
 #ifndef DNP_RECORDER_H

@@ -1,4 +1,4 @@
-/* cmd_attach.c: `dnprof attach PID`: the trigger process of seed 003. Sends the
+/* cmd_attach.c: `dnprof attach PID`: the trigger process of docs/design-notes.md#attach. Sends the
  * runtime of a running program the diagnostics IPC's AttachProfiler command
  * with the agent's path and the configuration blob (attach_blob.h), then
  * records until Ctrl-C, --duration or `dnprof detach`, detaches the agent

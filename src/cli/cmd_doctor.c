@@ -1,5 +1,5 @@
-/* cmd_doctor.c: `dnprof doctor`: "why didn't my profiler load?" (seed 003,
- * "Debugging your profiler I: activation") as a command. It retraces the chain
+/* cmd_doctor.c: `dnprof doctor`: "why didn't my profiler load?"
+ * (docs/design-notes.md#why-not-loaded) as a command. It retraces the chain
  * environment -> agent file -> dlopen -> DllGetClassObject, and with a program
  * runs it the way `run` does, with PAL_OUTPUTDEBUGSTRING=1 so that the runtime
  * writes its own reason for a failed load to stderr, and reads the verdict. */

@@ -1,5 +1,5 @@
 /* cmd_env.c: `dnprof env`: the exports that load the agent into every .NET
- * program started from a shell, like DNProfiler's profiling_on.bat (seed 000):
+ * program started from a shell, like DNProfiler's profiling_on.bat (docs/design-notes.md#activation):
  *   eval "$(dnprof env)"      (sh, bash, zsh)
  *   dnprof env --shell fish | source */
 #include <getopt.h>

@@ -1,5 +1,5 @@
-/* cmd_print.c: `dnprof print`: a trace as DNProfiler's indented event log (seed
- * 000, figure 8), or as one JSON object per event.
+/* cmd_print.c: `dnprof print`: a trace as DNProfiler's indented event log
+ * (docs/design-notes.md#event-log), or as one JSON object per event.
  *
  * Nesting is per thread: a START event prints at the thread's level and opens a
  * level, a FINISH closes one and prints at the level it returns to. A START whose

@@ -1,5 +1,5 @@
 /* attach_blob.h: the client-data blob `dnprof attach` sends with the runtime's
- * AttachProfiler command and the agent receives in InitializeForAttach (seed 003:
+ * AttachProfiler command and the agent receives in InitializeForAttach (docs/design-notes.md#attach:
  * the environment cannot reach a running process, so the configuration travels
  * here). Written by the front end, parsed by the agent: the parser trusts nothing.
  *

@@ -1,4 +1,4 @@
-/* exc_machine.h: the exception state machine of one thread (seed 002), as the
+/* exc_machine.h: the exception state machine of one thread (docs/design-notes.md#exceptions), as the
  * runtime really drives it on .NET 9 and 10 (docs/exceptions.md). Shared by the
  * agent, which follows it live in thread-local storage, and the story builder
  * (stories.h), which replays it from a trace. Fixed size, no allocation.

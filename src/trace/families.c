@@ -1,5 +1,5 @@
 /* families.c: event families, their words, the COR_PRF_MONITOR bits each one
- * needs (seed 000's profiling_on.bat), what an attached profiler keeps of them,
+ * needs (docs/design-notes.md#event-mask), what an attached profiler keeps of them,
  * and the flags' names (src/com/prof_flags.def). */
 #include <ctype.h>
 #include <stdio.h>

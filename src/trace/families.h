@@ -1,5 +1,5 @@
 /* families.h: event families, the words people use for them, the runtime's
- * event-mask bits each one sets (COR_PRF_MONITOR_*, seed 000's profiling_on.bat),
+ * event-mask bits each one sets (COR_PRF_MONITOR_*, docs/design-notes.md#event-mask),
  * and what of them an attached profiler may have. Shared by the agent
  * (DNPROF_EVENTS, the attach blob) and the front end (--events). The flags
  * themselves are in one table, src/com/prof_flags.def. */
@@ -25,7 +25,8 @@ typedef struct dnp_event_config {
     int from_mask;     /* the text was a hex mask */
 } dnp_event_config;
 
-/* Parses a configuration: a hex mask as in seed 000 ("0x1A7FFFF"), or words
+/* Parses a configuration: a hex mask as DNProfiler took
+ * ("0x1A7FFFF", docs/design-notes.md#event-mask), or words
  * separated by commas: family names, "all", "default", and "-name" to remove one
  * ("all,-gc"). NULL or "" means the default. Returns 0, or -1 with one line in err
  * that names the bad word and lists the valid ones. */

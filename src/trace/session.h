@@ -1,6 +1,6 @@
 /* session.h: the contract between the dnprof front end and the agent it loads:
  * the profiler's CLSID, the environment variables, and the session directory in
- * which every agent of a `dnprof run` says where its trace is (seed 004: IPC
+ * which every agent of a `dnprof run` says where its trace is (docs/design-notes.md#ipc: IPC
  * through files, because the profiled process may never shut down cleanly). */
 #ifndef DNP_SESSION_H
 #define DNP_SESSION_H

@@ -1,4 +1,4 @@
-/* test_forwarding.c: type forwarding (seed 003). ForwardClient refers to
+/* test_forwarding.c: type forwarding (docs/design-notes.md#type-forwarding). ForwardClient refers to
  * Fwd.Widget in ForwardLib; at run time ForwardLib only forwards it to
  * ForwardTarget. The runtime reports the class in its real home, and the agent
  * names it and its methods from there. */

@@ -100,7 +100,7 @@ TEST(agent_utf16_names) {
     return 0;
 }
 
-/* Side by side (seed 003): the first runtime that asks gets the profiler, a
+/* Side by side (docs/design-notes.md#side-by-side): the first runtime that asks gets the profiler, a
  * second one in the same process is refused. */
 TEST(agent_pick_first) {
     void *first = NULL, *second = NULL;

@@ -70,7 +70,7 @@ TEST(families_all) {
 TEST(families_hex) {
     dnp_event_config c;
     char err[512];
-    ASSERT_EQ(parse("0x1A7FFFF", &c, err, sizeof err), 0); /* seed 000's DN_PROFILER_MASK */
+    ASSERT_EQ(parse("0x1A7FFFF", &c, err, sizeof err), 0); /* DNProfiler's DN_PROFILER_MASK (docs/design-notes.md#event-mask) */
     ASSERT_EQ(c.mask, 0x1A7FFFF);
     ASSERT_EQ(c.families, dnp_families_from_mask(0x1A7FFFF));
     ASSERT(c.families & FAM(ALLOC));

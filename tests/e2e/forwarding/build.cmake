@@ -1,4 +1,4 @@
-# Builds the type-forwarding programs (seed 003, "Type Forwarding"): ForwardClient
+# Builds the type-forwarding programs (docs/design-notes.md#type-forwarding): ForwardClient
 # against ForwardLib v1, then ForwardLib v2 (which forwards Fwd.Widget to
 # ForwardTarget) over it. cmake -DDOTNET=... -DSRC=... -DOUT=... -P build.cmake
 foreach(project ForwardClient/ForwardClient.csproj ForwardLib.v2/ForwardLib.v2.csproj)
