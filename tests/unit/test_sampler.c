@@ -50,7 +50,7 @@ TEST(sampler_follows_call) {
 #define SLOT(...) sampler_return_slot((const uint8_t[]){__VA_ARGS__}, sizeof((const uint8_t[]){__VA_ARGS__}))
 
 /* Where the return address is when RBP is not the interrupted function's own
- * (docs/sampling.md, "Prologues, epilogues, frameless code"). */
+ * (docs/sampling.md, "Frame pointers"). */
 TEST(sampler_return_slot) {
     /* at the entry, push rbp not done: on top */
     ASSERT_EQ(SLOT(0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10), 0);
