@@ -43,6 +43,7 @@
 #define MAX_DEPTH 128u         /* frames kept per sample */
 #define STACK_GUESS (8u << 20) /* how far above SP a walk may read before the stack's bounds are known */
 #define SCAN_WORDS 512u        /* words a sample may read looking for frames the chain skips (OSR) */
+#define SCAN_CHUNK 64u         /* of which, before the stack's bounds are known, per frame */
 #define SP_WORDS 8u            /* words kept from the interrupted stack pointer up */
 #define RING 32u               /* samples a thread may hold before the sampler drains them */
 #define MAX_NODES (1u << 18)   /* nodes of all trees together */
@@ -243,17 +244,31 @@ static void take_sample(sslot *s, ucontext_t *uc, uint32_t weight) {
              * equal to next: its return address is the word after. Bounded by
              * SCAN_WORDS per sample; the sampler thread keeps the address only
              * if it follows a call. */
-            for (uint64_t at = fp + 16; at + 16 <= next && budget && n < MAX_DEPTH && n < 64; at += 8, budget--) {
-                uint64_t w[2];
-                if (stack_read(at, w, 1, safe) != 0)
-                    break;
-                if (w[0] != next)
-                    continue;
-                if (stack_read(at + 8, w + 1, 1, safe) == 0 && w[1] >= 4096) {
-                    r->extra |= 1ull << n;
-                    r->ip[n++] = w[1];
+            if (n < MAX_DEPTH && n < 64 && budget && next >= fp + 32) {
+                /* the words [fp+16, next), at most budget of them: loaded in
+                 * place, or with one system call before the bounds are known */
+                uint64_t span = (next - fp - 16) / 8, buf[SCAN_CHUNK];
+                unsigned cnt = (unsigned)(span < budget ? span : budget);
+                const uint64_t *words = (const uint64_t *)(fp + 16);
+                if (safe) {
+                    cnt = cnt < SCAN_CHUNK ? cnt : SCAN_CHUNK;
+                    words = safe_read(fp + 16, buf, cnt * 8u) == 0 ? buf : NULL;
                 }
-                break;
+                budget -= cnt;
+                for (unsigned i = 0; words && i < cnt; i++) {
+                    if (words[i] != next)
+                        continue;
+                    if (i + 1 >= span) /* its return address would be next's saved RBP */
+                        break;
+                    uint64_t ret = i + 1 < cnt ? words[i + 1] : 0;
+                    if (i + 1 >= cnt && stack_read(fp + 16 + 8 * (i + 1), &ret, 1, safe) != 0)
+                        ret = 0;
+                    if (ret >= 4096) {
+                        r->extra |= 1ull << n;
+                        r->ip[n++] = ret;
+                    }
+                    break;
+                }
             }
             fp = next;
         }
