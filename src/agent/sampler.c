@@ -41,6 +41,10 @@
 #define SAMPLER_SIGNAL SIGPROF
 #define MAX_SLOTS 4096u        /* threads sampled at once */
 #define MAX_DEPTH 128u         /* frames kept per sample */
+#define STACK_GUESS (8u << 20) /* how far above SP a walk may read before the stack's bounds are known */
+#define SCAN_WORDS 512u        /* words a sample may read looking for frames the chain skips (OSR) */
+#define SCAN_CHUNK 64u         /* of which, before the stack's bounds are known, per frame */
+#define SP_WORDS 8u            /* words kept from the interrupted stack pointer up */
 #define RING 32u               /* samples a thread may hold before the sampler drains them */
 #define MAX_NODES (1u << 18)   /* nodes of all trees together */
 #define NODE_HASH (1u << 19)
@@ -48,6 +52,8 @@
 #define SCAN_MS 100            /* how often new threads are looked for */
 #define EMIT_MS 500            /* how often changed nodes are written, at first: then every */
 #define EMIT_FRACTION 60       /* 1/60 of the time sampled so far (a minute after an hour) */
+#define EXEC_MS 100            /* how old the list of executable mappings may be before a miss reads it again */
+#define EXEC_RIP_MS 10         /* the same, when an interrupted RIP is in none of them */
 #define CACHE_MS 2000          /* how long a resolved address is trusted (code unloads) */
 #define MAX_FDS 65536          /* perf event descriptors the handler can map to a slot */
 
@@ -57,6 +63,9 @@ typedef struct srec {
     uint32_t n, flags;
     uint32_t weight; /* periods it stands for: 1 + the timer's overruns */
     uint64_t top; /* the word at the stack pointer: maybe the leaf's return address */
+    uint64_t extra;  /* bit k: ip[k] was found by the OSR scan, not by the chain */
+    uint32_t nwords;
+    uint64_t words[SP_WORDS]; /* the first words at the stack pointer (nwords of them) */
     uint64_t ip[MAX_DEPTH];
 } srec;
 
@@ -90,6 +99,7 @@ typedef struct ipent {
     uint8_t call;     /* ip + 1 follows a call instruction: 0 not known yet, 1 yes, 2 no */
     uint8_t code;     /* ip lies in an executable mapping */
     uint8_t resolved; /* func and name are known */
+    int8_t slot;      /* as an interrupted RIP: sampler_return_slot / 8, -1 none, -2 not known yet */
     uint32_t exec_gen; /* the list of executable mappings that said "not code" */
 } ipent;
 
@@ -134,10 +144,12 @@ static struct {
     size_t nexec, capexec;
     uint64_t exec_born;
     uint32_t exec_gen; /* bumped by every read */
+    uint64_t exec_rip_quiet; /* no reading for an unlisted RIP before then */
 
     uint32_t waiting_name, unknown_name;
     int resolving_rip; /* resolve() is naming an interrupted RIP */
     uint64_t samples, dropped, truncated, threads;
+    uint64_t fixed; /* samples whose caller came from the stack, not the frame pointer */
     uint64_t scans, maps_reads, resolves, cpu_ns; /* the sampler's own work, for a note */
 } S;
 
@@ -160,6 +172,22 @@ static int in_syscall(uint64_t ip, uint64_t rax) {
     return 0;
 }
 
+/* Copies len bytes at addr without faulting on unmapped memory: 0 or -1.
+ * A system call, so async-signal-safe (errno is restored by the handler). */
+static int safe_read(uint64_t addr, void *out, size_t len) {
+    struct iovec local = {out, len}, remote = {(void *)(uintptr_t)addr, len};
+    return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L) == (long)len ? 0 : -1;
+}
+
+/* n words at addr: loads inside the known stack, or safe_read. */
+static int stack_read(uint64_t addr, uint64_t *out, unsigned n, int safe) {
+    if (safe)
+        return safe_read(addr, out, n * 8u);
+    for (unsigned i = 0; i < n; i++)
+        out[i] = ((const uint64_t *)addr)[i];
+    return 0;
+}
+
 static void take_sample(sslot *s, ucontext_t *uc, uint32_t weight) {
     unsigned h = atomic_load_explicit(&s->head, memory_order_relaxed);
     unsigned t = atomic_load_explicit(&s->tail, memory_order_acquire);
@@ -175,21 +203,75 @@ static void take_sample(sslot *s, ucontext_t *uc, uint32_t weight) {
     uint32_t n = 0, flags = 0;
     r->ip[n++] = ip;
     r->top = 0;
-    if (hi && sp >= lo && sp + 8 <= hi && !(sp & 7)) {
-        r->top = *(const uint64_t *)sp;
-        while (n < MAX_DEPTH && fp >= sp && fp <= hi - 16 && !(fp & 7)) {
-            const uint64_t *f = (const uint64_t *)fp;
-            uint64_t next = f[0], ret = f[1];
-            if (ret < 4096)
+    r->nwords = 0;
+    r->extra = 0;
+    int known = hi && sp >= lo && sp + 8 <= hi && !(sp & 7);
+    if (!known) /* the sampler thread looks for the stack's mapping */
+        atomic_store_explicit(&s->probe_sp, sp, memory_order_relaxed);
+    /* Before the stack's bounds are known (the thread's first samples, until
+     * the sampler thread has read /proc/self/maps), the same walk reads through
+     * process_vm_readv, which fails instead of faulting, no further than
+     * STACK_GUESS above the stack pointer. */
+    int safe = !known;
+    uint64_t limit = known ? hi : sp + STACK_GUESS;
+    if (!sp || (sp & 7) || limit < sp + 16) {
+        flags |= REC_UNWALKED;
+    } else {
+        uint32_t nw = 0;
+        if (!safe) {
+            for (; nw < SP_WORDS && sp + 8 * nw + 8 <= hi; nw++)
+                r->words[nw] = ((const uint64_t *)sp)[nw];
+        } else if (safe_read(sp, r->words, SP_WORDS * 8) == 0) {
+            nw = SP_WORDS;
+        }
+        r->nwords = nw;
+        r->top = nw ? r->words[0] : 0;
+        if (!nw)
+            flags |= REC_UNWALKED;
+        unsigned budget = SCAN_WORDS;
+        while (nw && n < MAX_DEPTH && fp >= sp && fp <= limit - 16 && !(fp & 7)) {
+            uint64_t f[2];
+            if (stack_read(fp, f, 2, safe) != 0 || f[1] < 4096)
                 break;
-            r->ip[n++] = ret;
-            if (next <= fp)
+            uint64_t next = f[0];
+            r->ip[n++] = f[1];
+            if (next <= fp || next > limit - 16)
                 break;
+            /* An OSR method's frame saves the RBP of the Tier0 frame's caller
+             * and holds the address of the Tier0 code's patchpoint call: the
+             * chain skips the Tier0 frame, and with it the return address into
+             * the caller. That frame lies between fp and next, its saved RBP
+             * equal to next: its return address is the word after. Bounded by
+             * SCAN_WORDS per sample; the sampler thread keeps the address only
+             * if it follows a call. */
+            if (n < MAX_DEPTH && n < 64 && budget && next >= fp + 32) {
+                /* the words [fp+16, next), at most budget of them: loaded in
+                 * place, or with one system call before the bounds are known */
+                uint64_t span = (next - fp - 16) / 8, buf[SCAN_CHUNK];
+                unsigned cnt = (unsigned)(span < budget ? span : budget);
+                const uint64_t *words = (const uint64_t *)(fp + 16);
+                if (safe) {
+                    cnt = cnt < SCAN_CHUNK ? cnt : SCAN_CHUNK;
+                    words = safe_read(fp + 16, buf, cnt * 8u) == 0 ? buf : NULL;
+                }
+                budget -= cnt;
+                for (unsigned i = 0; words && i < cnt; i++) {
+                    if (words[i] != next)
+                        continue;
+                    if (i + 1 >= span) /* its return address would be next's saved RBP */
+                        break;
+                    uint64_t ret = i + 1 < cnt ? words[i + 1] : 0;
+                    if (i + 1 >= cnt && stack_read(fp + 16 + 8 * (i + 1), &ret, 1, safe) != 0)
+                        ret = 0;
+                    if (ret >= 4096) {
+                        r->extra |= 1ull << n;
+                        r->ip[n++] = ret;
+                    }
+                    break;
+                }
+            }
             fp = next;
         }
-    } else {
-        atomic_store_explicit(&s->probe_sp, sp, memory_order_relaxed);
-        flags |= REC_UNWALKED;
     }
     if (S.mode == SAMPLER_WALL && in_syscall(ip, (uint64_t)g[REG_RAX]))
         flags |= REC_WAITING;
@@ -387,7 +469,7 @@ static void cache_clear(uint64_t now) {
 static uint64_t now_ns(void);
 
 /* The executable mappings, read again when an address is in none of them and
- * the list is older than 200 ms (code heaps grow). */
+ * the list is older than EXEC_MS (code heaps grow). */
 static void exec_refresh(void) {
     FILE *f = fopen("/proc/self/maps", "re");
     if (!f)
@@ -433,7 +515,7 @@ static int exec_find(uint64_t a) {
 static int exec_contains(uint64_t a) {
     if (exec_find(a))
         return 1;
-    if (now_ns() - S.exec_born < 200000000ull)
+    if (now_ns() - S.exec_born < EXEC_MS * 1000000ull)
         return 0;
     exec_refresh();
     return exec_find(a);
@@ -446,7 +528,8 @@ static ipent *entry(uint64_t ip) {
     while (S.cache[h].ip) {
         ipent *e = &S.cache[h];
         if (e->ip == ip) {
-            if (!e->code && e->exec_gen != S.exec_gen && exec_contains(ip)) {
+            if (!e->code && (e->exec_gen != S.exec_gen || now_ns() - S.exec_born >= EXEC_MS * 1000000ull) &&
+                exec_contains(ip)) {
                 e->code = 1; /* code that came after the list said no */
                 e->name = 0;
             }
@@ -462,6 +545,7 @@ static ipent *entry(uint64_t ip) {
     }
     ipent *e = &S.cache[h];
     e->ip = ip;
+    e->slot = -2;
     S.ncache++;
     e->code = (uint8_t)exec_contains(ip);
     e->exec_gen = S.exec_gen;
@@ -478,7 +562,16 @@ static ipent *entry(uint64_t ip) {
 static const ipent *resolve(uint64_t ip) {
     ipent *e = entry(ip);
     if (!e->code && ip == e->ip && e->name == S.unknown_name && S.resolving_rip) {
-        e->code = 1; /* an interrupted RIP is code, whatever the list says */
+        /* An interrupted RIP is code, whatever the list says: code the list
+         * does not hold yet (just compiled), so its callers' return addresses
+         * may be in new code too. Read again, if older than EXEC_RIP_MS. */
+        uint64_t now = now_ns();
+        if (now - S.exec_born >= EXEC_RIP_MS * 1000000ull && now >= S.exec_rip_quiet) {
+            exec_refresh();
+            if (!exec_find(ip)) /* code outside every mapping: no use reading again soon */
+                S.exec_rip_quiet = now + CACHE_MS * 1000000ull;
+        }
+        e->code = 1;
         e->name = 0;
     }
     if (e->resolved || !e->code)
@@ -549,6 +642,160 @@ int sampler_follows_call(const uint8_t b[8]) {
     return 0;
 }
 
+/* Length of the ModRM operand at m (ModRM, SIB, displacement); 0 when it runs
+ * past end. */
+static size_t modrm_len(const uint8_t *m, const uint8_t *end) {
+    if (m >= end)
+        return 0;
+    unsigned mod = m[0] >> 6, rm = m[0] & 7;
+    size_t n = 1;
+    if (mod != 3 && rm == 4) {
+        if (m + 1 >= end)
+            return 0;
+        n++;
+        if (mod == 0 && (m[1] & 7) == 5)
+            n += 4;
+    }
+    if (mod == 0 && rm == 5)
+        n += 4;
+    else if (mod == 1)
+        n += 1;
+    else if (mod == 2)
+        n += 4;
+    return m + n <= end ? n : 0;
+}
+
+int sampler_return_slot(const uint8_t *code, size_t len) {
+    const uint8_t *p = code, *end = code + len;
+    int64_t delta = 0; /* the stack pointer at p, from the interrupted one */
+    for (int steps = 0; steps < 32 && p < end; steps++) {
+        unsigned rex = (p[0] & 0xf0) == 0x40 ? p[0] : 0;
+        const uint8_t *o = p + (rex ? 1 : 0);
+        if (o >= end)
+            return -1;
+        unsigned op = o[0], rexb = rex & 1 ? 8 : 0, rexr = rex & 4 ? 8 : 0;
+        size_t left = (size_t)(end - o);
+        if (op == 0x55 && !rexb) /* push rbp: the return address is on top */
+            return delta >= 0 ? (int)delta : -1;
+        if (op == 0x5d && !rexb) /* pop rbp ahead: RBP is still the function's own */
+            return -1;
+        if (op >= 0x50 && op <= 0x57) {
+            delta -= 8;
+            p = o + 1;
+            continue;
+        }
+        if (op >= 0x58 && op <= 0x5f) {
+            delta += 8;
+            p = o + 1;
+            continue;
+        }
+        if (op == 0xc3 || op == 0xc2)
+            return delta >= 0 ? (int)delta : -1;
+        if (op == 0xc9) /* leave */
+            return -1;
+        if (op == 0x90) {
+            p = o + 1;
+            continue;
+        }
+        if (op == 0xc5 && left >= 3 && o[1] == 0xf8 && o[2] == 0x77) { /* vzeroupper */
+            p = o + 3;
+            continue;
+        }
+        if (rex == 0x48 && left >= 3 && (op == 0x83 || op == 0x81) && (o[1] == 0xec || o[1] == 0xc4)) {
+            size_t ilen = op == 0x83 ? 3 : 6;
+            if (left < ilen)
+                return -1;
+            int64_t imm = op == 0x83 ? (int8_t)o[2] : (int32_t)(o[2] | o[3] << 8 | o[4] << 16 | (uint32_t)o[5] << 24);
+            delta += o[1] == 0xec ? -imm : imm;
+            p = o + ilen;
+            continue;
+        }
+        if (rex == 0x48 && left >= 3 && ((op == 0x89 && o[1] == 0xe5) || (op == 0x8b && o[1] == 0xec))) {
+            int64_t at = delta + 8; /* mov rbp, rsp: RBP will point at the saved RBP */
+            return at >= 0 ? (int)at : -1;
+        }
+        if (rex == 0x48 && ((op == 0x89 && left >= 2 && o[1] == 0xec) || (op == 0x8b && left >= 2 && o[1] == 0xe5)))
+            return -1; /* mov rsp, rbp */
+        if (rex == 0x48 && op == 0x8d && left >= 2) {
+            unsigned m = o[1];
+            if ((m == 0x6c || m == 0xac) && left >= 3 && o[2] == 0x24) { /* lea rbp, [rsp+disp] */
+                if (left < (m == 0x6c ? 4u : 7u))
+                    return -1;
+                int64_t d = m == 0x6c ? (int8_t)o[3] : (int32_t)(o[3] | o[4] << 8 | o[5] << 16 | (uint32_t)o[6] << 24);
+                int64_t at = delta + d + 8;
+                return at >= 0 ? (int)at : -1;
+            }
+            if ((m & 0xc7) == 0x45 || (m & 0xc7) == 0x85) /* lea rsp, [rbp+disp] (or any lea from rbp) */
+                if (((m >> 3) & 7) == 4)
+                    return -1;
+        }
+        /* An instruction that neither branches nor writes RSP or RBP: skipped. */
+        size_t n = 0;
+        unsigned reg_dest = 0, rm_dest = 0, imm = 0;
+        const uint8_t *m = o + 1;
+        if (op == 0x0f) {
+            if (left < 2)
+                return -1;
+            unsigned op2 = o[1];
+            m = o + 2;
+            if (op2 == 0x1f) { /* nop r/m */
+                size_t ml = modrm_len(m, end);
+                if (!ml)
+                    return -1;
+                p = m + ml;
+                continue;
+            }
+            if (!(op2 == 0xaf || op2 == 0xb6 || op2 == 0xb7 || op2 == 0xbe || op2 == 0xbf || (op2 & 0xf0) == 0x40))
+                return -1;
+            reg_dest = 1;
+        } else if (op == 0x01 || op == 0x09 || op == 0x21 || op == 0x29 || op == 0x31 || op == 0x89 || op == 0x39 ||
+                   op == 0x85) {
+            rm_dest = 1;
+        } else if (op == 0x03 || op == 0x0b || op == 0x23 || op == 0x2b || op == 0x33 || op == 0x8b ||
+                   op == 0x8d || op == 0x3b || op == 0x63) {
+            reg_dest = 1;
+        } else if (op == 0x69 || op == 0x6b) {
+            reg_dest = 1;
+            imm = op == 0x69 ? 4 : 1;
+        } else if (op == 0x83 || op == 0xc1 || op == 0x81 || op == 0xc7) {
+            rm_dest = 1;
+            imm = op == 0x81 || op == 0xc7 ? 4 : 1;
+        } else if (op == 0xd1 || op == 0xd3) {
+            rm_dest = 1;
+        } else if (op == 0xff || op == 0xf7) {
+            if (left < 2)
+                return -1;
+            unsigned r = (o[1] >> 3) & 7; /* ff: inc, dec; f7: not, neg only */
+            if (op == 0xff ? r > 1 : (r != 2 && r != 3))
+                return -1;
+            rm_dest = 1;
+        } else if (op >= 0xb8 && op <= 0xbf) {
+            unsigned r = (op & 7) | rexb;
+            if (r == 4 || r == 5)
+                return -1;
+            n = 1 + (rex & 8 ? 8 : 4);
+            if (left < n)
+                return -1;
+            p = o + n;
+            continue;
+        } else {
+            return -1; /* a branch, a call, or what is not known here */
+        }
+        size_t ml = modrm_len(m, end);
+        if (!ml)
+            return -1;
+        unsigned mod = m[0] >> 6, reg = ((m[0] >> 3) & 7) | rexr, rm = (m[0] & 7) | rexb;
+        if (reg_dest && (reg == 4 || reg == 5))
+            return -1;
+        if (rm_dest && mod == 3 && (rm == 4 || rm == 5))
+            return -1;
+        if (m + ml + imm > end)
+            return -1;
+        p = m + ml + imm;
+    }
+    return -1;
+}
+
 static int after_call(uint64_t addr) {
     uint8_t b[8];
     struct iovec local = {b, sizeof b}, remote = {(void *)(uintptr_t)(addr - 8), sizeof b};
@@ -617,6 +864,26 @@ static void aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *names
     }
 }
 
+/* Where the return address of the function at an interrupted RIP is, when its
+ * frame pointer is not its own there (sampler_return_slot), in words from the
+ * stack pointer; -1 when the frame-pointer chain holds. Cached with the RIP. */
+static int leaf_slot(uint64_t ip) {
+    ipent *e = entry(ip);
+    if (e->slot != -2)
+        return e->slot;
+    uint8_t code[64];
+    size_t want = sizeof code, page_left = 4096 - (ip & 4095);
+    struct iovec local = {code, want}, remote = {(void *)(uintptr_t)ip, want};
+    ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (got <= 0 && page_left < want) { /* the next page is not mapped */
+        local.iov_len = remote.iov_len = page_left;
+        got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    }
+    int at = got > 0 ? sampler_return_slot(code, (size_t)got) : -1;
+    e->slot = (int8_t)(at >= 0 && at % 8 == 0 && at / 8 < (int)SP_WORDS ? at / 8 : -1);
+    return e->slot;
+}
+
 static void aggregate_record(uint32_t tid, const srec *r) {
     uint64_t funcs[MAX_DEPTH + 2];
     uint32_t names[MAX_DEPTH + 2];
@@ -629,13 +896,33 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         /* a return address points after its call: resolve the call itself;
          * one that is not after a call ends the stack (the frame pointer
          * chain went through code that does not keep one) */
-        if (k && !is_return_address(r->ip[k]))
+        int osr = k < 64 && (r->extra >> k & 1);
+        if (k && !is_return_address(r->ip[k])) {
+            if (osr)
+                continue; /* a word the OSR scan found that is no return address */
             break;
+        }
         S.resolving_rip = k == 0;
         const ipent *e = resolve(k ? r->ip[k] - 1 : r->ip[k]);
         S.resolving_rip = 0;
         uint64_t func = e->func; /* copied: a later lookup may clear the cache */
         uint32_t name = e->name;
+        if (k == 0 && !(r->flags & REC_UNWALKED)) {
+            /* In a prologue or an epilogue, or in a function that keeps no
+             * frame, RBP is the caller's: the chain gives the caller's caller,
+             * and the caller's return address is on the stack near RSP. */
+            int slot = leaf_slot(r->ip[0]);
+            uint64_t ra = slot >= 0 && (uint32_t)slot < r->nwords ? r->words[slot] : 0;
+            if (ra && (r->n < 2 || ra != r->ip[1]) && is_return_address(ra)) {
+                const ipent *c = resolve(ra - 1);
+                funcs[m] = func;
+                names[m++] = name;
+                funcs[m] = c->func;
+                names[m++] = c->name;
+                S.fixed++;
+                continue;
+            }
+        }
         int native_leaf = k == 0 && !e->managed && e->mapped;
         if (native_leaf && r->top && (r->n < 2 || r->top != r->ip[1]) && is_return_address(r->top)) {
             /* a native leaf that keeps no frame (libc): its caller's return
@@ -649,6 +936,8 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         }
         if (m && !func && !funcs[m - 1] && names[m - 1] == name)
             continue; /* "[libcoreclr.so]" once for a run of its unnamed frames */
+        if (m && func && funcs[m - 1] == func && k + 1 < 64 && (r->extra >> (k + 1) & 1))
+            continue; /* an OSR method's patchpoint call in its Tier0 code: one frame */
         funcs[m] = func;
         names[m++] = name;
     }
@@ -893,7 +1182,7 @@ int sampler_start(const agent_config *cfg) {
     S.nnodes = 1; /* 0 is every tree's root */
     S.nslots = 0;
     S.ndirty = 0;
-    S.samples = S.dropped = S.truncated = S.threads = 0;
+    S.samples = S.dropped = S.truncated = S.threads = S.fixed = 0;
     atomic_store(&S.stop, 0);
     if (S.mode == SAMPLER_SUSPEND && !AGENT_HAS_INFO(SuspendRuntime)) {
         agent_say("--sample=suspend needs ICorProfilerInfo10 (.NET Core 3.0 or later); no samples");
@@ -987,9 +1276,10 @@ void sampler_stop(void) {
     drain(); /* what is left in the rings: nothing writes them now */
     emit_dirty();
     REC(SampleStats, S.samples, S.dropped, S.truncated, S.threads);
-    rec_note(0, "sampler thread: %.1f ms of CPU, %llu thread scans, %llu stack lookups, %llu addresses resolved",
+    rec_note(0, "sampler thread: %.1f ms of CPU, %llu thread scans, %llu stack lookups, %llu addresses resolved, "
+             "%llu callers found at the stack pointer (prologue, epilogue, frameless code)",
              (double)S.cpu_ns / 1e6, (unsigned long long)S.scans, (unsigned long long)S.maps_reads,
-             (unsigned long long)S.resolves);
+             (unsigned long long)S.resolves, (unsigned long long)S.fixed);
     release_memory();
     symbols_release();
 }

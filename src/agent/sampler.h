@@ -36,6 +36,17 @@ void sampler_code_unloaded(void);
  * rel32, or ff /2 in any of its forms (register, memory, SIB, REX prefix). */
 int sampler_follows_call(const uint8_t b[8]);
 
+/* Where the return address of the function interrupted at code[0] is, when its
+ * frame pointer is not (or no longer) its own: code[0..len) is read forward,
+ * straight-line, through a prologue (push rbp; push reg; sub rsp; lea rbp /
+ * mov rbp, rsp), an epilogue (add rsp; pop reg; ret) or the body of a function
+ * that keeps no frame, up to the instruction that decides. Returns the byte
+ * offset from the interrupted stack pointer (>= 0), or -1 when RBP is the
+ * function's own (pop rbp, leave, lea rsp from rbp ahead) or when code it does
+ * not know (a branch, a call) comes first: the frame-pointer chain is then
+ * taken as it is. */
+int sampler_return_slot(const uint8_t *code, size_t len);
+
 /* Stops sampling: no timer, no signal left pending, every tree written. Safe to
  * call twice and when it never started. */
 void sampler_stop(void);

@@ -377,6 +377,7 @@ typedef struct tree_walk {
     size_t cap;
     const char **frames;
     int weighted;
+    uint64_t period_ns; /* --sample trees: a node's own samples are its self time / this */
 } tree_walk;
 
 static int tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
@@ -406,11 +407,14 @@ static int tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
     w->names[d - 1] = strdup(name);
     if (!w->names[d - 1])
         return -1;
-    if (!node->self_ns && !(w->weighted ? 0 : node->calls))
+    if (!node->self_ns && !(w->weighted || w->period_ns ? 0 : node->calls))
         return 0;
     for (uint32_t i = 0; i < d; i++)
         w->frames[i] = w->names[d - 1 - i];
-    int64_t values[2] = {(int64_t)node->calls, (int64_t)node->self_ns};
+    /* a SampleNode's calls are all the samples under it: the stack's own are
+     * its self time over the period */
+    uint64_t count = w->period_ns ? (node->self_ns + w->period_ns / 2) / w->period_ns : node->calls;
+    int64_t values[2] = {(int64_t)count, (int64_t)node->self_ns};
     return dnp_pprof_add(w->p, w->frames, d, values);
 }
 
@@ -420,6 +424,10 @@ int dnp_export_pprof(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o
     if (bytes) {
         types[0] = (dnp_pprof_type){"alloc_objects", "count"}; /* samples, see docs/alloc.md */
         types[1] = (dnp_pprof_type){"alloc_space", "bytes"};
+    } else if (ct->sample_nodes && ct->sample_period_ns) {
+        /* dnprof run --sample: samples, and the time they stand for */
+        types[0] = (dnp_pprof_type){"samples", "count"};
+        types[1] = (dnp_pprof_type){ct->sample_mode == 1 ? "cpu" : "wall", "nanoseconds"};
     } else if (ct->unit) {
         types[0] = (dnp_pprof_type){"samples", "count"};
         types[1] = (dnp_pprof_type){"cpu", ct->unit};
@@ -427,7 +435,8 @@ int dnp_export_pprof(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o
         types[0] = (dnp_pprof_type){"calls", "count"};
         types[1] = (dnp_pprof_type){"time", "nanoseconds"};
     }
-    dnp_pprof *p = dnp_pprof_new(types, 2, &types[1], 1);
+    int sampled = !bytes && ct->sample_nodes && ct->sample_period_ns;
+    dnp_pprof *p = dnp_pprof_new(types, 2, &types[1], sampled ? (int64_t)ct->sample_period_ns : 1);
     if (!p) {
         errno = ENOMEM;
         return -1;
@@ -435,7 +444,7 @@ int dnp_export_pprof(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o
     dnp_pprof_set_default(p, 1);
     if (ct->t && ct->t->start_realtime_ns)
         dnp_pprof_set_time(p, (int64_t)ct->t->start_realtime_ns, 0);
-    tree_walk w = {ct, p, NULL, 0, NULL, ct->unit != NULL};
+    tree_walk w = {ct, p, NULL, 0, NULL, ct->unit != NULL, sampled ? ct->sample_period_ns : 0};
     int rc = dnp_ct_walk(o && o->tree ? o->tree : &ct->all, tree_visit, &w);
     for (size_t i = 0; i < w.cap; i++)
         free(w.names[i]);

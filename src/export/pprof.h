@@ -47,7 +47,9 @@ int dnp_pprof_encode(dnp_pprof *p, uint8_t **out, size_t *len);
 
 /* A call tree as a pprof profile: each node with a weight of its own is one
  * sample, its path the stack. A --calls tree gives "calls"/"count" and
- * "time"/"nanoseconds"; a weighted tree gives "samples"/"count" and its weight
+ * "time"/"nanoseconds"; a --sample tree "samples"/"count" (each stack's own
+ * samples) and "cpu" or "wall"/"nanoseconds", its period the sampling period;
+ * a weighted tree gives "samples"/"count" and its weight
  * in its unit (alloc_space/bytes for sampled allocations). */
 int dnp_export_pprof(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o);
 

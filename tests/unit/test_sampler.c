@@ -47,6 +47,45 @@ TEST(sampler_follows_call) {
     return 0;
 }
 
+#define SLOT(...) sampler_return_slot((const uint8_t[]){__VA_ARGS__}, sizeof((const uint8_t[]){__VA_ARGS__}))
+
+/* Where the return address is when RBP is not the interrupted function's own
+ * (docs/sampling.md, "Frame pointers"). */
+TEST(sampler_return_slot) {
+    /* at the entry, push rbp not done: on top */
+    ASSERT_EQ(SLOT(0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10), 0);
+    /* after push rbp, at mov rbp, rsp (gcc): one word up */
+    ASSERT_EQ(SLOT(0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10), 8);
+    ASSERT_EQ(SLOT(0x48, 0x8b, 0xec, 0x90), 8);
+    /* the JIT's prologue after push rbp: push rbx; sub rsp, 0x10; lea rbp, [rsp+0x18] */
+    ASSERT_EQ(SLOT(0x53, 0x48, 0x83, 0xec, 0x10, 0x48, 0x8d, 0x6c, 0x24, 0x18), 8);
+    /* ... at the sub: rbx pushed too */
+    ASSERT_EQ(SLOT(0x48, 0x83, 0xec, 0x10, 0x48, 0x8d, 0x6c, 0x24, 0x18), 16);
+    /* a large frame: sub rsp, 0x100; lea rbp, [rsp+0x100] (disp32) */
+    ASSERT_EQ(SLOT(0x48, 0x81, 0xec, 0x00, 0x01, 0, 0, 0x48, 0x8d, 0xac, 0x24, 0x00, 0x01, 0, 0), 8);
+    /* epilogue: RBP is the function's own until pop rbp; then ret finds it on top */
+    ASSERT_EQ(SLOT(0x48, 0x83, 0xc4, 0x10, 0x5b, 0x5d, 0xc3), -1);
+    ASSERT_EQ(SLOT(0x5d, 0xc3), -1);
+    ASSERT_EQ(SLOT(0xc3, 0xcc, 0xcc), 0);
+    ASSERT_EQ(SLOT(0xc9, 0xc3), -1);                         /* leave */
+    ASSERT_EQ(SLOT(0x48, 0x8d, 0x65, 0xf0, 0x5b, 0x5d, 0xc3), -1); /* lea rsp, [rbp-0x10] */
+    /* a frameless leaf (the JIT's Tier1 Tiny): imul; mov rcx, imm64; add; ret */
+    ASSERT_EQ(SLOT(0x48, 0x0f, 0xaf, 0xc7, 0x48, 0xb9, 1, 2, 3, 4, 5, 6, 7, 8, 0x48, 0x03, 0xc1, 0xc3), 0);
+    /* frameless with a register saved: add; pop rbx; ret */
+    ASSERT_EQ(SLOT(0x48, 0x03, 0xc1, 0x5b, 0xc3), 8);
+    /* frameless, its stack released: mov [rsp+8], rax; add rsp, 0x18; ret */
+    ASSERT_EQ(SLOT(0x48, 0x89, 0x44, 0x24, 0x08, 0x48, 0x83, 0xc4, 0x18, 0xc3), 0x18);
+    /* a loop, a call, a write to RSP, code cut short: not known, the chain stands */
+    ASSERT_EQ(SLOT(0x48, 0xff, 0xc1, 0x48, 0x3b, 0xc8, 0x7c, 0xd3), -1);
+    ASSERT_EQ(SLOT(0xe8, 1, 2, 3, 4, 0xc3), -1);
+    ASSERT_EQ(SLOT(0x48, 0x8b, 0xe0, 0xc3), -1); /* mov rsp, rax */
+    ASSERT_EQ(SLOT(0x48, 0x89, 0xc5, 0xc3), -1); /* mov rbp, rax */
+    ASSERT_EQ(SLOT(0x48, 0xb9, 1, 2, 3), -1);
+    /* a return address below the stack pointer cannot be */
+    ASSERT_EQ(SLOT(0x58, 0x58, 0x48, 0x83, 0xec, 0x20, 0xc3), -1);
+    return 0;
+}
+
 /* Not exported: only the executable's .symtab names it. */
 __attribute__((noinline)) static int sampler_test_local_function(int x) {
     return x * 3 + 1;

@@ -6,6 +6,9 @@
 //       pid there and waits for READY_FILE.go (an attach), then works
 //   sample native LIB SECONDS    a P/Invoke into a native loop (dnp_native_spin in
 //       LIB) and managed work, half and half
+//   sample tight CPU_SECONDS     a very short method (Tiny) called in a tight loop
+//       (TightLoop): many samples land in its prologue and epilogue, where the
+//       frame pointer is still (or again) its caller's
 //   sample harm                  64 busy threads with sleeps, pipes and sockets:
 //       output and exit code (7) must not change under the profiler
 //   sample bench cpu|server      bench/bench_sample.c's workloads: one thread of
@@ -35,6 +38,7 @@ public static class SampleScenario
         {
             case "shares": return Shares(args);
             case "native": return Native(args);
+            case "tight": return Tight(args);
             case "harm": return Harm();
             case "bench": return Bench(args.Length > 1 ? args[1] : "cpu");
         }
@@ -133,6 +137,36 @@ public static class SampleScenario
         double all = t60 + t30 + t10;
         Console.WriteLine("shares 60 30 10");
         Console.Error.WriteLine($"measured {100 * t60 / all:F1} {100 * t30 / all:F1} {100 * t10 / all:F1}");
+        return 0;
+    }
+
+    // A few instructions between its prologue and its epilogue: a third or more
+    // of its samples fall where its own frame is not set up.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static long Tiny(long x) => x * 6364136223846793005L + 1442695040888963407L;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long TightLoop(long n)
+    {
+        long x = n;
+        for (long i = 0; i < n; i++)
+            x = Tiny(x);
+        return x;
+    }
+
+    private static int Tight(string[] args)
+    {
+        double cpu = args.Length > 1 ? double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture) : 2;
+        var proc = Process.GetCurrentProcess();
+        TimeSpan start = proc.TotalProcessorTime;
+        var wall = Stopwatch.StartNew();
+        long s = 0;
+        do
+        {
+            s += TightLoop(1000000);
+            proc.Refresh();
+        } while ((proc.TotalProcessorTime - start).TotalSeconds < cpu && wall.Elapsed.TotalSeconds < 60);
+        Console.WriteLine("tight " + (s != 1 ? "done" : "?"));
         return 0;
     }
 
