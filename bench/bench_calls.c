@@ -14,7 +14,10 @@
  * Workloads: fib = Fib(32), 7049155 hooked calls (Leaf is never
  * called); mixed = dictionary work calling Leaf every 16 iterations, 1250001
  * hooked calls (1250000 Leaf + MixedWork), 1250000 in the filtered run.
- * Usage: bench_calls AGENT.so SCENARIOS.dll [RUNS] */
+ * With a fourth argument, another agent (an older build: BASE.so), the calls
+ * and counts configurations run with it too (calls@base, counts@base),
+ * interleaved with the rest, for a comparison in one run.
+ * Usage: bench_calls AGENT.so SCENARIOS.dll [RUNS [BASE.so]] */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,8 +55,10 @@ static double clock_read_ns(int fenced) {
     return best;
 }
 
-enum { BARE, AGENT, CALLS, FILTERED, COUNTS, NCONFIG };
-static const char *const config_names[NCONFIG] = {"bare", "agent", "calls", "filtered", "counts"};
+enum { BARE, AGENT, CALLS, FILTERED, COUNTS, CALLS_BASE, COUNTS_BASE, NCONFIG };
+static const char *const config_names[NCONFIG] = {"bare",   "agent",      "calls",      "filtered",
+                                                  "counts", "calls@base", "counts@base"};
+static const char *base_agent; /* NULL: no base configurations */
 
 /* The workload's time in ms as the program prints it ("fib 2178309 123.4 ms"). */
 static double run_once(const char *agent, const char *dll, const char *what, int config) {
@@ -72,12 +77,12 @@ static double run_once(const char *agent, const char *dll, const char *what, int
         if (config != BARE) {
             setenv(DNP_ENV_ENABLE, "1", 1);
             setenv(DNP_ENV_PROFILER, DNP_CLSID_TEXT, 1);
-            setenv(DNP_ENV_PROFILER_PATH, agent, 1);
+            setenv(DNP_ENV_PROFILER_PATH, config >= CALLS_BASE ? base_agent : agent, 1);
             setenv(DNP_ENV_OUTPUT, "/tmp/bench_calls.%p.trace", 1);
         }
-        if (config == CALLS || config == FILTERED)
+        if (config == CALLS || config == FILTERED || config == CALLS_BASE)
             setenv(DNP_ENV_CALLS, "1", 1);
-        if (config == COUNTS)
+        if (config == COUNTS || config == COUNTS_BASE)
             setenv(DNP_ENV_CALLS, "counts", 1);
         if (config == FILTERED)
             setenv(DNP_ENV_INCLUDE, "*::Leaf", 1);
@@ -119,6 +124,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     int runs = argc > 3 ? atoi(argv[3]) : 5;
+    base_agent = argc > 4 ? argv[4] : NULL;
+    int nconfig = base_agent ? NCONFIG : CALLS_BASE;
     if (runs < 1 || runs > 100)
         runs = 5;
     static const struct {
@@ -132,15 +139,15 @@ int main(int argc, char **argv) {
     for (size_t w = 0; w < sizeof workloads / sizeof *workloads; w++) {
         double ms[NCONFIG][100];
         for (int r = 0; r < runs; r++)
-            for (int c = 0; c < NCONFIG; c++)
+            for (int c = 0; c < nconfig; c++)
                 ms[c][r] = run_once(argv[1], argv[2], workloads[w].what, c);
         double med[NCONFIG];
-        for (int c = 0; c < NCONFIG; c++) {
+        for (int c = 0; c < nconfig; c++) {
             qsort(ms[c], (size_t)runs, sizeof(double), cmp_double);
             med[c] = ms[c][runs / 2];
         }
         printf("%s (median of %d runs, workload time):\n", workloads[w].what, runs);
-        for (int c = 0; c < NCONFIG; c++)
+        for (int c = 0; c < nconfig; c++)
             printf("  %-9s %9.1f ms  x%.2f\n", config_names[c], med[c], med[c] / med[BARE]);
         double pair = (med[CALLS] - med[BARE]) * 1e6 / workloads[w].hooked;
         printf("  per hooked call (enter+leave): %.1f ns (%.0f calls), x%.2f the rdtsc floor, x%.2f the "
@@ -148,6 +155,10 @@ int main(int argc, char **argv) {
                pair, workloads[w].hooked, pair / (2 * rdtsc_ns), pair / (2 * fenced_ns));
         printf("  counts only, per hooked call: %.1f ns\n",
                (med[COUNTS] - med[BARE]) * 1e6 / workloads[w].hooked);
+        if (base_agent)
+            printf("  base agent, per hooked call: %.1f ns timed, %.1f ns counts only\n",
+                   (med[CALLS_BASE] - med[BARE]) * 1e6 / workloads[w].hooked,
+                   (med[COUNTS_BASE] - med[BARE]) * 1e6 / workloads[w].hooked);
         if (workloads[w].hooked_filtered > 0)
             printf("  filtered, per hooked call: %.1f ns (%.0f calls)\n",
                    (med[FILTERED] - med[BARE]) * 1e6 / workloads[w].hooked_filtered,

@@ -38,6 +38,7 @@
 
 #include "callbacks.h"
 #include "calls_internal.h"
+#include "calls_layout.h"
 #include "session.h"
 
 #define CALLS_EMIT_MS 100
@@ -53,7 +54,8 @@
 
 /* A gap between two hooks of a thread longer than this may hide a preemption
  * (thread_clock); a copy of G.gap_ticks for the fast paths. */
-static uint64_t g_gap_ticks = UINT64_MAX;
+__attribute__((visibility("hidden"))) uint64_t calls_gap_ticks = UINT64_MAX; /* elt_amd64.S reads it */
+#define g_gap_ticks calls_gap_ticks
 
 /* The stubs given to the runtime (calls_install). */
 static void (*g_elt_enter)(void) = dnp_elt_enter;
@@ -284,7 +286,7 @@ typedef struct cnode {
     uint32_t parent;    /* 0: the root */
     uint32_t dirty;
     uint32_t last_child; /* the child made or found last: most calls repeat it */
-    uint32_t pad;
+    uint32_t self;       /* this node's number (the assembly fast paths) */
     struct cnode *last_child_p; /* the same node, for the fast paths */
     uint64_t calls, incl, excl, tail; /* times in ticks */
 } cnode; /* 64 bytes */
@@ -338,12 +340,36 @@ static pthread_once_t t_key_once = PTHREAD_ONCE_INIT;
 static int t_key_made;
 static __thread int t_calls_dead; /* the thread's state was released: stay away */
 
-#define TLS_SLOTS 2048u
+#define TLS_SLOTS (1u << CALLS_SLOTS_LOG2)
 typedef struct tls_slot {
     _Atomic uintptr_t tp; /* 0: free */
     calls_thread *t;
 } tls_slot;
-static tls_slot g_tls[TLS_SLOTS];
+__attribute__((visibility("hidden"))) tls_slot calls_tls[TLS_SLOTS]; /* elt_amd64.S reads it */
+#define g_tls calls_tls
+
+/* What elt_amd64.S knows of these structures (calls_layout.h). */
+#include <stddef.h>
+_Static_assert(sizeof(tls_slot) == CALLS_SLOT_SIZE && offsetof(tls_slot, tp) == CALLS_SLOT_TP &&
+                   offsetof(tls_slot, t) == CALLS_SLOT_T,
+               "calls_layout.h: tls_slot");
+_Static_assert(offsetof(calls_thread, stack) == CALLS_T_STACK && offsetof(calls_thread, depth) == CALLS_T_DEPTH &&
+                   offsetof(calls_thread, cap) == CALLS_T_CAP &&
+                   offsetof(calls_thread, skipped) == CALLS_T_SKIPPED &&
+                   offsetof(calls_thread, chunks) == CALLS_T_ROOT &&
+                   offsetof(calls_thread, next_emit) == CALLS_T_NEXT_EMIT &&
+                   offsetof(calls_thread, countdown) == CALLS_T_COUNTDOWN &&
+                   offsetof(calls_thread, last) == CALLS_T_LAST && offsetof(calls_thread, skew) == CALLS_T_SKEW,
+               "calls_layout.h: calls_thread");
+_Static_assert(sizeof(cframe) == CALLS_F_SIZE && offsetof(cframe, node) == CALLS_F_NODE &&
+                   offsetof(cframe, csp) == CALLS_F_CSP && offsetof(cframe, start) == CALLS_F_START &&
+                   offsetof(cframe, child) == CALLS_F_CHILD && offsetof(cframe, np) == CALLS_F_NP,
+               "calls_layout.h: cframe");
+_Static_assert(offsetof(cnode, fn) == CALLS_N_FN && offsetof(cnode, dirty) == CALLS_N_DIRTY &&
+                   offsetof(cnode, self) == CALLS_N_SELF && offsetof(cnode, last_child_p) == CALLS_N_LAST_CHILD_P &&
+                   offsetof(cnode, calls) == CALLS_N_CALLS && offsetof(cnode, incl) == CALLS_N_INCL &&
+                   offsetof(cnode, excl) == CALLS_N_EXCL,
+               "calls_layout.h: cnode");
 
 __attribute__((always_inline, target("general-regs-only"))) static inline uintptr_t thread_pointer(void) {
     uintptr_t tp = 0;
@@ -535,6 +561,7 @@ static uint32_t child_node(calls_thread *t, uint32_t parent, const calls_fn *fn)
         int full = c >= MAX_CHUNKS || !t->chunks[c] || n + 1 == MAX_CHUNKS * NODE_CHUNK ||
                    (uint64_t)(n + 1) * 2 > (uint64_t)t->hash_mask + 1;
         cnode *nd = node_at(t, n);
+        nd->self = n;
         if (full) {
             if (c >= MAX_CHUNKS || !t->chunks[c])
                 return 0;
@@ -760,14 +787,16 @@ static inline void leave_end(calls_thread *t, uint64_t now, int tail) {
     }
 }
 
-/* ---- the fast paths ----
- * What most calls and returns need, in code that touches general registers only
- * and saves every register it uses (no_caller_saved_registers): the stubs
- * (elt_amd64.S) call these without saving the method's argument or return
- * registers, and call the full C path (calls_hook_*) only when one returns
- * non-zero, having changed nothing: a new thread, a new call path, a frame to
- * repair, a node to mark, a deep stack, a tree to write out. No function calls
- * in here, nothing that is not inlined. */
+/* ---- the C fast path of enter ----
+ * The common call and return are in assembly (elt_amd64.S, on the layout of
+ * calls_layout.h): the thread's slot, the caller's last child, the frame. An
+ * enter whose function is not the caller's last child comes here first (the
+ * hash table), in code that touches general registers only and saves every
+ * register it uses (no_caller_saved_registers), so that its stub saves nothing
+ * of the method's arguments; it calls the full C path (calls_hook_*) when this
+ * returns non-zero, having changed nothing: a new thread, a new call path, a
+ * frame to repair, a node to mark, a deep stack. No function calls in here,
+ * nothing that is not inlined. */
 
 #if defined(__x86_64__)
 #define FAST_FN __attribute__((no_caller_saved_registers, target("general-regs-only"), used, visibility("hidden")))
@@ -833,57 +862,11 @@ fast_enter(uintptr_t client, uintptr_t csp, int timed) {
     return 0;
 }
 
-__attribute__((always_inline, target("general-regs-only"))) static inline int
-fast_leave(uintptr_t client, uintptr_t csp, int timed) {
-    uint64_t tsc = timed ? fast_ticks() : 0;
-    uintptr_t tp = thread_pointer();
-    const tls_slot *slot = &g_tls[TLS_SLOT_OF(tp)];
-    if (atomic_load_explicit(&slot->tp, memory_order_relaxed) != tp)
-        return 1;
-    calls_thread *t = slot->t;
-    if (t->skipped)
-        return 1;
-    uint64_t now = tsc - t->skew;
-    if (timed && now - t->last > g_gap_ticks)
-        return 1;
-    uint32_t d = t->depth;
-    if (!d)
-        return 1;
-    cframe *f = &t->stack[d - 1];
-    if (f->csp != csp)
-        return 1;
-    cnode *n = f->np;
-    if (n->fn != (const calls_fn *)client || !n->dirty)
-        return 1;
-    if (timed) {
-        if ((int64_t)(now - t->next_emit) >= 0)
-            return 1;
-        uint64_t incl = now > f->start ? now - f->start : 0;
-        n->incl += incl;
-        n->excl += incl > f->child ? incl - f->child : 0;
-        if (d > 1)
-            f[-1].child += incl;
-        t->last = now;
-    } else {
-        if (!t->countdown)
-            return 1;
-        t->countdown--;
-    }
-    t->depth = d - 1;
-    return 0;
-}
-
 FAST_FN int calls_fast_enter_timed(uintptr_t client, uintptr_t csp) {
     return fast_enter(client, csp, 1);
 }
-FAST_FN int calls_fast_leave_timed(uintptr_t client, uintptr_t csp) {
-    return fast_leave(client, csp, 1);
-}
 FAST_FN int calls_fast_enter_counts(uintptr_t client, uintptr_t csp) {
     return fast_enter(client, csp, 0);
-}
-FAST_FN int calls_fast_leave_counts(uintptr_t client, uintptr_t csp) {
-    return fast_leave(client, csp, 0);
 }
 #endif
 

@@ -26,6 +26,9 @@ void dnp_elt_tailcall(void);
 void dnp_elt_enter_timed(void);
 void dnp_elt_leave_timed(void);
 void dnp_elt_enter_counts(void);
+/* The C fast stubs the assembly ones fall back to. */
+void dnp_elt_enter_timed_c(void);
+void dnp_elt_enter_counts_c(void);
 void dnp_elt_leave_counts(void);
 /* Runs pairs enter/leave calls of client as JITted code would, around a body
  * of body dependent multiplies (calibration); dnp_elt_nop: a hook that returns. */
