@@ -285,11 +285,12 @@ typedef struct cnode {
     const calls_fn *fn; /* NULL: the overflow node */
     uint32_t parent;    /* 0: the root */
     uint32_t dirty;
-    uint32_t last_child; /* the child made or found last: most calls repeat it */
-    uint32_t self;       /* this node's number (the assembly fast paths) */
-    struct cnode *last_child_p; /* the same node, for the fast paths */
+    uint32_t pad;
+    uint32_t self;       /* this node's number */
+    struct cnode *last_child; /* the child made or found last: most calls repeat it */
     uint64_t calls, incl, excl, tail; /* times in ticks */
-} cnode; /* 64 bytes */
+    struct cnode *parent_p; /* node_at(parent); NULL for the overflow node */
+} cnode; /* 72 bytes */
 
 typedef struct cframe {
     uint32_t node;
@@ -350,6 +351,8 @@ __attribute__((visibility("hidden"))) tls_slot calls_tls[TLS_SLOTS]; /* elt_amd6
 
 /* What elt_amd64.S knows of these structures (calls_layout.h). */
 #include <stddef.h>
+_Static_assert(offsetof(calls_fn, last) == CALLS_FN_LAST, "calls_layout.h: calls_fn");
+_Static_assert(NODE_CHUNK * sizeof(cnode) == CALLS_CHUNK_BYTES, "calls_layout.h: a chunk of nodes");
 _Static_assert(sizeof(tls_slot) == CALLS_SLOT_SIZE && offsetof(tls_slot, tp) == CALLS_SLOT_TP &&
                    offsetof(tls_slot, t) == CALLS_SLOT_T,
                "calls_layout.h: tls_slot");
@@ -366,7 +369,8 @@ _Static_assert(sizeof(cframe) == CALLS_F_SIZE && offsetof(cframe, node) == CALLS
                    offsetof(cframe, child) == CALLS_F_CHILD && offsetof(cframe, np) == CALLS_F_NP,
                "calls_layout.h: cframe");
 _Static_assert(offsetof(cnode, fn) == CALLS_N_FN && offsetof(cnode, dirty) == CALLS_N_DIRTY &&
-                   offsetof(cnode, self) == CALLS_N_SELF && offsetof(cnode, last_child_p) == CALLS_N_LAST_CHILD_P &&
+                   offsetof(cnode, self) == CALLS_N_SELF && offsetof(cnode, last_child) == CALLS_N_LAST_CHILD &&
+                   offsetof(cnode, parent_p) == CALLS_N_PARENT_P &&
                    offsetof(cnode, calls) == CALLS_N_CALLS && offsetof(cnode, incl) == CALLS_N_INCL &&
                    offsetof(cnode, excl) == CALLS_N_EXCL,
                "calls_layout.h: cnode");
@@ -561,16 +565,18 @@ static uint32_t child_node(calls_thread *t, uint32_t parent, const calls_fn *fn)
         int full = c >= MAX_CHUNKS || !t->chunks[c] || n + 1 == MAX_CHUNKS * NODE_CHUNK ||
                    (uint64_t)(n + 1) * 2 > (uint64_t)t->hash_mask + 1;
         cnode *nd = node_at(t, n);
-        nd->self = n;
         if (full) {
             if (c >= MAX_CHUNKS || !t->chunks[c])
                 return 0;
+            nd->self = n;
             nd->fn = NULL;
             nd->parent = 0;
             t->overflow_node = n;
         } else {
+            nd->self = n;
             nd->fn = fn;
             nd->parent = parent;
+            nd->parent_p = node_at(t, parent);
             t->hash[j] = n;
         }
         atomic_store_explicit(&t->nnodes, n + 1, memory_order_release);
@@ -729,13 +735,17 @@ static inline void enter(const calls_fn *fn, uintptr_t csp) {
     }
     uint32_t parent = t->depth ? t->stack[t->depth - 1].node : 0;
     cnode *up = node_at(t, parent); /* node 0, the root, is a node too */
-    uint32_t i = up->last_child;
-    if (__builtin_expect(!i || node_at(t, i)->fn != fn, 0)) {
+    cnode *n = up->last_child;
+    uint32_t i;
+    if (__builtin_expect(n && n->fn == fn, 1)) {
+        i = n->self;
+    } else {
         i = child_node(t, parent, fn);
-        up->last_child = i;
-        up->last_child_p = node_at(t, i);
+        n = node_at(t, i);
+        up->last_child = n;
+        if (n->fn == fn)
+            __atomic_store_n(&((calls_fn *)fn)->last, n, __ATOMIC_RELAXED);
     }
-    cnode *n = node_at(t, i);
     n->calls++;
     mark_dirty(t, i, n);
     cframe *f = &t->stack[t->depth++];
@@ -832,8 +842,8 @@ fast_enter(uintptr_t client, uintptr_t csp, int timed) {
         parent = top->node;
         up = top->np;
     }
-    cnode *n = up->last_child_p;
-    uint32_t i = up->last_child;
+    cnode *n = up->last_child;
+    uint32_t i = n ? n->self : 0;
     if (!n || n->fn != (const calls_fn *)client) {
         /* another child: the hash table (a caller of several functions) */
         uint32_t j = HASH_OF(parent, client) & t->hash_mask;
@@ -845,8 +855,8 @@ fast_enter(uintptr_t client, uintptr_t csp, int timed) {
             if (n->fn == (const calls_fn *)client && n->parent == parent)
                 break;
         }
-        up->last_child = i;
-        up->last_child_p = n;
+        up->last_child = n;
+        __atomic_store_n(&((calls_fn *)client)->last, n, __ATOMIC_RELAXED);
     }
     if (!n->dirty)
         return 1;
@@ -896,7 +906,10 @@ static calls_thread *scratch_new(void) {
         return NULL;
     t->cap = 4;
     t->stack = malloc(t->cap * sizeof *t->stack);
-    t->chunks[0] = calloc(2, sizeof(cnode)); /* node_at() never goes past node 1 here */
+    /* node_at() never goes past node 1 here, but the enter fast path may read
+     * any node of a thread's first chunk (elt_amd64.S): a whole chunk, whose
+     * pages are never touched */
+    t->chunks[0] = calloc(NODE_CHUNK, sizeof(cnode));
     t->hash_mask = 15;
     t->hash = calloc(t->hash_mask + 1, sizeof *t->hash);
     t->dirty_cap = 4;

@@ -16,6 +16,10 @@ typedef struct calls_fn {
     uint32_t pad;
     ModuleID module;
     mdToken token;
+    /* The node that a call of this function found or made last, on any thread
+     * (a racy cache of the enter fast paths, elt_amd64.S: a node is taken only
+     * when its parent is the caller's node, so it is the thread's own). */
+    struct cnode *last;
 } calls_fn;
 
 /* The fast-path stubs (elt_amd64.S). */

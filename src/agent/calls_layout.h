@@ -35,9 +35,14 @@
 #define CALLS_N_FN 0
 #define CALLS_N_DIRTY 12
 #define CALLS_N_SELF 20
-#define CALLS_N_LAST_CHILD_P 24
+#define CALLS_N_LAST_CHILD 24
 #define CALLS_N_CALLS 32
 #define CALLS_N_INCL 40
 #define CALLS_N_EXCL 48
+#define CALLS_N_PARENT_P 64
+#define CALLS_CHUNK_BYTES (4096 * 72) /* a chunk of nodes: NODE_CHUNK of them */
+
+/* calls_fn: the node a call of the function made or found last (any thread's) */
+#define CALLS_FN_LAST 32
 
 #endif

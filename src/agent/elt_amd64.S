@@ -164,7 +164,7 @@ dnp_elt_enter:
 .endm
 
 /* Enter: client ID r14, caller SP r15; scratch rax r10 r11 only, the rest is
- * kept (rdi, and for the timed path rdx and rsi, pushed). timed: 1 or 0. */
+ * kept (rdi, and for the timed path rdx, pushed). timed: 1 or 0. */
 .macro DNP_ELT_ASM_ENTER name, slow, timed
     .globl \name
     .hidden \name
@@ -172,10 +172,25 @@ dnp_elt_enter:
     .p2align 4
 \name:
     .cfi_startproc
+.if \timed
+    push rdx
+    .cfi_adjust_cfa_offset 8
+    lfence
+    rdtsc                                    /* first: the hook's work is outside */
+    shl rdx, 32
+    or rdx, rax                              /* rdx: the clock, until the skew is known */
+.endif
     DNP_ELT_SLOT r10, rax, r11
     cmp [r10 + CALLS_SLOT_TP], rax
     jne 8f
     mov r10, [r10 + CALLS_SLOT_T]            /* the thread's state */
+.if \timed
+    sub rdx, [r10 + CALLS_T_SKEW]            /* now */
+    mov rax, rdx
+    sub rax, [r10 + CALLS_T_LAST]
+    cmp rax, [rip + calls_gap_ticks]
+    ja 8f                                    /* a gap: maybe a preemption, the C path */
+.endif
     mov eax, [r10 + CALLS_T_DEPTH]
     cmp eax, [r10 + CALLS_T_CAP]
     je 8f
@@ -194,60 +209,82 @@ dnp_elt_enter:
     mov r11, [r10 + CALLS_T_STACK]
     mov rdi, [r10 + CALLS_T_ROOT]            /* node 0, the root */
 2:
-    mov rdi, [rdi + CALLS_N_LAST_CHILD_P]
+    push rdi                                 /* the caller's node, for 3 below */
+    .cfi_adjust_cfa_offset 8
+    mov rdi, [rdi + CALLS_N_LAST_CHILD]
     test rdi, rdi
-    jz 7f
+    jz 3f
     cmp [rdi + CALLS_N_FN], r14
-    jne 7f                                   /* another child: the hash table, in C */
+    jne 3f                                   /* another child than last time */
+4:
+    add rsp, 8
+    .cfi_adjust_cfa_offset -8
     cmp dword ptr [rdi + CALLS_N_DIRTY], 0
     je 7f
-.if \timed
-    push rdx
-    .cfi_adjust_cfa_offset 8
-    push rsi
-    .cfi_adjust_cfa_offset 8
-    mov esi, eax
-    lfence
-    rdtsc                                    /* last: the hook's work is outside */
-    shl rdx, 32
-    or rax, rdx
-    sub rax, [r10 + CALLS_T_SKEW]
-    mov rdx, rax
-    sub rdx, [r10 + CALLS_T_LAST]
-    cmp rdx, [rip + calls_gap_ticks]
-    ja 6f                                    /* a gap: maybe a preemption, the C path */
-    mov [r11 + CALLS_F_START], rax
-    mov [r10 + CALLS_T_LAST], rax
-    mov qword ptr [r11 + CALLS_F_CHILD], 0
-    mov eax, esi
-    pop rsi
-    .cfi_adjust_cfa_offset -8
-    pop rdx
-    .cfi_adjust_cfa_offset -8
-.endif
     add qword ptr [rdi + CALLS_N_CALLS], 1
     mov [r11 + CALLS_F_NP], rdi
     mov [r11 + CALLS_F_CSP], r15
     mov edi, [rdi + CALLS_N_SELF]
     mov [r11 + CALLS_F_NODE], edi
+.if \timed
+    mov [r11 + CALLS_F_START], rdx
+    mov [r10 + CALLS_T_LAST], rdx
+    mov qword ptr [r11 + CALLS_F_CHILD], 0
+.endif
     inc eax
     mov [r10 + CALLS_T_DEPTH], eax
     pop rdi
     .cfi_adjust_cfa_offset -8
-    ret
 .if \timed
-6:
-    .cfi_def_cfa_offset 32
-    pop rsi
-    .cfi_adjust_cfa_offset -8
     pop rdx
     .cfi_adjust_cfa_offset -8
 .endif
+    ret
+3:
+    /* The function's last node (calls_fn.last, any thread's, maybe freed): the
+     * thread's own child of the caller's node when it lies in the thread's first
+     * chunk of nodes (then it is safe to read) and its parent is that node.
+     * Else the hash table, in C. */
+.if \timed
+    .cfi_def_cfa_offset 32
+.else
+    .cfi_def_cfa_offset 24
+.endif
+    mov rdi, [r14 + CALLS_FN_LAST]           /* read once: other threads write it */
+    test rdi, rdi
+    jz 5f
+    push rdi
+    .cfi_adjust_cfa_offset 8
+    sub rdi, [r10 + CALLS_T_ROOT]
+    cmp rdi, CALLS_CHUNK_BYTES
+    jae 6f                                   /* not in the thread's first chunk: maybe not its own */
+    mov rdi, [rsp]
+    mov rdi, [rdi + CALLS_N_PARENT_P]
+    cmp rdi, [rsp + 8]
+    jne 6f
+    pop qword ptr [rdi + CALLS_N_LAST_CHILD] /* the caller's last child now */
+    .cfi_adjust_cfa_offset -8
+    mov rdi, [rdi + CALLS_N_LAST_CHILD]
+    jmp 4b
+6:
+    add rsp, 8
+    .cfi_adjust_cfa_offset -8
+5:
+    add rsp, 8
+    .cfi_adjust_cfa_offset -8
 7:
+.if \timed
+    .cfi_def_cfa_offset 24
+.else
     .cfi_def_cfa_offset 16
+.endif
     pop rdi
     .cfi_adjust_cfa_offset -8
 8:
+.if \timed
+    .cfi_def_cfa_offset 16
+    pop rdx
+.endif
     .cfi_def_cfa_offset 8
     jmp \slow
     .cfi_endproc
