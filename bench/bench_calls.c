@@ -8,9 +8,9 @@
  *   filtered  DNPROF_CALLS=1 DNPROF_INCLUDE='*::Leaf': only Leaf hooked
  *   counts    DNPROF_CALLS=counts: every method hooked, no clock
  * and the added cost per hooked call (an enter+leave pair): (calls - bare) /
- * hooked calls. It also measures, in this process, the floor of a timed pair:
- * two clock reads (rdtsc, and lfence;rdtsc as the hooks read it), so that the
- * ratio to the floor comes from one run. Tiered compilation is off in every run (optimized code only).
+ * hooked calls. It also measures, in this process, in every round, the floor
+ * of a timed pair: two clock reads (rdtsc, and lfence;rdtsc as the hooks read
+ * it), so that the ratio to the floor comes from the same rounds. Tiered compilation is off in every run (optimized code only).
  * Workloads: fib = Fib(32), 7049155 hooked calls (Leaf is never
  * called); mixed = dictionary work calling Leaf every 16 iterations, 1250001
  * hooked calls (1250000 Leaf + MixedWork), 1250000 in the filtered run.
@@ -132,15 +132,24 @@ int main(int argc, char **argv) {
         const char *what;
         double hooked, hooked_filtered;
     } workloads[] = {{"fib", 7049155, 0}, {"mixed", 1250001, 1250000}};
-    double rdtsc_ns = clock_read_ns(0), fenced_ns = clock_read_ns(1);
-    printf("clock read: rdtsc %.1f ns, lfence;rdtsc %.1f ns: a timed pair's floor %.1f ns (2 x rdtsc), "
-           "%.1f ns (2 x lfence;rdtsc)\n",
-           rdtsc_ns, fenced_ns, 2 * rdtsc_ns, 2 * fenced_ns);
+    /* The floor is measured in every round too, between the runs, and its
+     * median taken: the machine's load changes what a clock read costs. */
+    double rdtsc_all[200], fenced_all[200];
+    int nfloor = 0;
     for (size_t w = 0; w < sizeof workloads / sizeof *workloads; w++) {
         double ms[NCONFIG][100];
-        for (int r = 0; r < runs; r++)
+        for (int r = 0; r < runs; r++) {
+            rdtsc_all[nfloor] = clock_read_ns(0);
+            fenced_all[nfloor++] = clock_read_ns(1);
             for (int c = 0; c < nconfig; c++)
                 ms[c][r] = run_once(argv[1], argv[2], workloads[w].what, c);
+        }
+        qsort(rdtsc_all, (size_t)nfloor, sizeof(double), cmp_double);
+        qsort(fenced_all, (size_t)nfloor, sizeof(double), cmp_double);
+        double rdtsc_ns = rdtsc_all[nfloor / 2], fenced_ns = fenced_all[nfloor / 2];
+        printf("clock read (median of %d rounds so far): rdtsc %.1f ns, lfence;rdtsc %.1f ns: a timed pair's "
+               "floor %.1f ns (2 x rdtsc), %.1f ns (2 x lfence;rdtsc)\n",
+               nfloor, rdtsc_ns, fenced_ns, 2 * rdtsc_ns, 2 * fenced_ns);
         double med[NCONFIG];
         for (int c = 0; c < nconfig; c++) {
             qsort(ms[c], (size_t)runs, sizeof(double), cmp_double);
