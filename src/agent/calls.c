@@ -325,6 +325,11 @@ typedef struct calls_thread {
     int sched_fd;        /* /proc/self/task/TID/schedstat, -1: none */
     struct calls_thread *scratch; /* the calibration's tree (calibrate) */
     struct calls_thread *next;
+    /* The part of the hooks' outer cost that hides behind a caller's own
+     * latency-bound work (calibrate): a call whose clock gap since the thread's
+     * last read is at least busy_ticks gives hidden_ticks back to its caller's
+     * self time (the assembly enter path). */
+    uint64_t busy_ticks, hidden_ticks;
 } calls_thread;
 
 /* The thread's state. Found by the fast paths through a table keyed by the
@@ -362,7 +367,9 @@ _Static_assert(offsetof(calls_thread, stack) == CALLS_T_STACK && offsetof(calls_
                    offsetof(calls_thread, chunks) == CALLS_T_ROOT &&
                    offsetof(calls_thread, next_emit) == CALLS_T_NEXT_EMIT &&
                    offsetof(calls_thread, countdown) == CALLS_T_COUNTDOWN &&
-                   offsetof(calls_thread, last) == CALLS_T_LAST && offsetof(calls_thread, skew) == CALLS_T_SKEW,
+                   offsetof(calls_thread, last) == CALLS_T_LAST && offsetof(calls_thread, skew) == CALLS_T_SKEW &&
+                   offsetof(calls_thread, busy_ticks) == CALLS_T_BUSY &&
+                   offsetof(calls_thread, hidden_ticks) == CALLS_T_HIDDEN,
                "calls_layout.h: calls_thread");
 _Static_assert(sizeof(cframe) == CALLS_F_SIZE && offsetof(cframe, node) == CALLS_F_NODE &&
                    offsetof(cframe, csp) == CALLS_F_CSP && offsetof(cframe, start) == CALLS_F_START &&
@@ -453,6 +460,7 @@ static calls_thread *thread_alloc(void) {
     t->nnodes = 1;
     t->countdown = CALLS_EMIT_COUNT;
     t->sched_fd = -1;
+    t->busy_ticks = UINT64_MAX;
     return t;
 }
 
@@ -917,6 +925,7 @@ static calls_thread *scratch_new(void) {
     t->sched_fd = -1;
     t->nnodes = 1;
     t->countdown = CALLS_EMIT_COUNT;
+    t->busy_ticks = UINT64_MAX;
     if (!t->stack || !t->chunks[0] || !t->hash || !t->dirty) {
         thread_free(t);
         return NULL;
@@ -943,23 +952,34 @@ static void calibrate(calls_thread *t, int batches, int pairs, int bound) {
      * is taken as the midpoint of the two (the callee's body is not known).
      * The long one is timed alone too and taken out. */
     uint64_t tot[CAL_BATCHES], in[CAL_BATCHES], body[CAL_BATCHES], empty[CAL_BATCHES];
+    uint64_t btot[CAL_BATCHES], bin[CAL_BATCHES], bbody[CAL_BATCHES];
     if (batches > CAL_BATCHES)
         batches = CAL_BATCHES;
-    dnp_elt_calibrate((uintptr_t)&dummy, 8, g_elt_enter, g_elt_leave, CAL_BODY); /* warm up, make the node */
+    dnp_elt_calibrate((uintptr_t)&dummy, 8, g_elt_enter, g_elt_leave, CAL_BODY, 0); /* warm up, make the node */
     for (int b = 0; b < batches; b++) {
         cnode *n = node_at(s, 1);
         uint64_t before = n->incl;
         uint64_t t0 = call_ticks();
-        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, CAL_BODY);
+        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, CAL_BODY, 0);
         uint64_t t1 = call_ticks();
-        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, dnp_elt_nop, dnp_elt_nop, CAL_BODY);
+        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, dnp_elt_nop, dnp_elt_nop, CAL_BODY, 0);
         uint64_t t2 = call_ticks();
         tot[b] = t1 - t0;
         body[b] = t2 - t1;
         in[b] = n->incl - before;
         before = n->incl;
-        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, 0);
+        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, 0, 0);
         empty[b] = n->incl - before;
+        /* a caller that computes between its calls, as the callee does */
+        before = n->incl;
+        t0 = call_ticks();
+        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, CAL_BODY, CAL_BODY);
+        t1 = call_ticks();
+        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, dnp_elt_nop, dnp_elt_nop, CAL_BODY, CAL_BODY);
+        t2 = call_ticks();
+        btot[b] = t1 - t0;
+        bbody[b] = t2 - t1;
+        bin[b] = n->incl - before;
     }
     thread_bind(bound ? t : NULL);
     if (s->nnodes != 2 || s->unmatched || s->depth)
@@ -975,6 +995,23 @@ static void calibrate(calls_thread *t, int batches, int pairs, int bound) {
     double inner = (hidden + (inner_empty > hidden ? inner_empty : hidden)) / 2;
     t->inner_ps = (uint64_t)inner;
     t->outer_ps = total > inner_long ? (uint64_t)(total - inner_long) : 0;
+    /* The outer part behind a busy caller: what of it the caller's work hid. */
+    qsort(btot, (size_t)batches, sizeof *btot, cmp_u64);
+    qsort(bin, (size_t)batches, sizeof *bin, cmp_u64);
+    qsort(bbody, (size_t)batches, sizeof *bbody, cmp_u64);
+    double btotal = (double)btot[batches / 2] * ps, bbare = (double)bbody[batches / 2] * ps;
+    double binner = (double)bin[batches / 2] * ps;
+    double bhooks = btotal - (bbare - alone); /* the hooks' time, with the callee's body as above */
+    double bouter = bhooks > binner ? bhooks - binner : 0;
+    double hid = (double)t->outer_ps > bouter ? (double)t->outer_ps - bouter : 0;
+    double tick_ps = g_clock.ns_per_tick * 1000.0;
+    t->hidden_ticks = (uint64_t)(hid / tick_ps);
+    /* A caller is taken as busy when its gap is clearly longer than the
+     * hooks' own (by half of it, or by what can hide, whichever is more): the
+     * gaps of an idle caller (a loop that only calls) spread around the outer
+     * cost, and a correction there would be a wrong one. */
+    double margin = hid > (double)t->outer_ps / 2 ? hid : (double)t->outer_ps / 2;
+    t->busy_ticks = (uint64_t)(((double)t->outer_ps + margin) / tick_ps);
 #else
     (void)t;
     (void)batches;

@@ -35,9 +35,10 @@ void dnp_elt_enter_timed_c(void);
 void dnp_elt_enter_counts_c(void);
 void dnp_elt_leave_counts(void);
 /* Runs pairs enter/leave calls of client as JITted code would, around a body
- * of body dependent multiplies (calibration); dnp_elt_nop: a hook that returns. */
+ * of body dependent multiplies, with caller dependent multiplies of the caller
+ * between two calls (calibration); dnp_elt_nop: a hook that returns. */
 void dnp_elt_calibrate(uintptr_t client, uint64_t pairs, void (*enter)(void), void (*leave)(void),
-                       uint64_t body);
+                       uint64_t body, uint64_t caller);
 void dnp_elt_nop(void);
 
 /* What the stubs call: the client ID and the method's caller SP. */

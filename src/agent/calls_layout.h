@@ -22,6 +22,8 @@
 #define CALLS_T_COUNTDOWN 2128
 #define CALLS_T_LAST 2192
 #define CALLS_T_SKEW 2200
+#define CALLS_T_BUSY 2248
+#define CALLS_T_HIDDEN 2256
 
 /* cframe */
 #define CALLS_F_SIZE 40

@@ -224,15 +224,25 @@ dnp_elt_enter:
     add qword ptr [rdi + CALLS_N_CALLS], 1
     mov [r11 + CALLS_F_NP], rdi
     mov [r11 + CALLS_F_CSP], r15
-    mov edi, [rdi + CALLS_N_SELF]
-    mov [r11 + CALLS_F_NODE], edi
-.if \timed
-    mov [r11 + CALLS_F_START], rdx
-    mov [r10 + CALLS_T_LAST], rdx
-    mov qword ptr [r11 + CALLS_F_CHILD], 0
-.endif
     inc eax
     mov [r10 + CALLS_T_DEPTH], eax
+.if \timed
+    mov [r11 + CALLS_F_START], rdx
+    mov qword ptr [r11 + CALLS_F_CHILD], 0
+    mov rax, rdx
+    sub rax, [r10 + CALLS_T_LAST]
+    mov [r10 + CALLS_T_LAST], rdx
+    cmp rax, [r10 + CALLS_T_BUSY]
+    jb 9f
+    /* the caller computed since the last hook: the part of the hooks' cost
+     * that its work hid is given back to its self time (calls.c, calibrate) */
+    mov rax, [r10 + CALLS_T_HIDDEN]
+    mov rdx, [rdi + CALLS_N_PARENT_P]
+    add [rdx + CALLS_N_EXCL], rax
+9:
+.endif
+    mov edi, [rdi + CALLS_N_SELF]
+    mov [r11 + CALLS_F_NODE], edi
     pop rdi
     .cfi_adjust_cfa_offset -8
 .if \timed
@@ -387,11 +397,12 @@ dnp_elt_enter:
     DNP_ELT_ASM_LEAVE dnp_elt_leave_counts, 0
 
 /* void dnp_elt_calibrate(uintptr_t client, uint64_t pairs, void (*enter)(void),
- * void (*leave)(void), uint64_t body): calls enter and leave pairs times as
- * JITted code does (client ID and caller SP in r14/r15, then in rdi/rsi), for a
- * method whose body is a chain of body dependent multiplies, one chain through
- * all the calls, from argument (rdi) to return value (rax) as in a method that
- * computes: the hooks' own cost (calls.c).
+ * void (*leave)(void), uint64_t body, uint64_t caller): calls enter and leave
+ * pairs times as JITted code does (client ID and caller SP in r14/r15, then in
+ * rdi/rsi), for a method whose body is a chain of body dependent multiplies,
+ * from a caller that does caller of them between two calls: one chain through
+ * all the calls, from argument (rdi) to return value (rax) and on, as in
+ * methods that compute: the hooks' own cost (calls.c).
  * dnp_elt_nop for both gives the body's own time. */
     .globl dnp_elt_nop
     .hidden dnp_elt_nop
@@ -426,7 +437,7 @@ dnp_elt_calibrate:
     .cfi_offset r15, -56
     push rcx
     push r8
-    push r8
+    push r9
     mov r12, rdi
     mov r13, rsi
     mov rbx, rdx
@@ -437,7 +448,7 @@ dnp_elt_calibrate:
     mov r14, r12
     mov r15, rbp
     call rbx
-    mov rcx, [rsp]
+    mov rcx, [rsp + 8]
     test rcx, rcx
     jz 4f
 3:
@@ -450,10 +461,18 @@ dnp_elt_calibrate:
     mov rsi, rbp
     call [rsp + 16]
     mov rdi, rax
+    mov rcx, [rsp]
+    test rcx, rcx
+    jz 6f
+5:
+    imul rdi, rdi                            /* the caller's own work */
+    dec rcx
+    jnz 5b
+6:
     dec r13
     jnz 1b
 2:
-    pop r8
+    pop r9
     pop r8
     pop rcx
     pop r15
