@@ -902,6 +902,8 @@ FAST_FN int calls_fast_enter_counts(uintptr_t client, uintptr_t csp) {
 #define CAL_BATCHES 9
 #define CAL_BODY 24 /* multiplies in the dummy's body */
 
+static calls_fn g_cal_dummy; /* the calibration's function (calibrate): never in a tree that is written */
+
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
@@ -943,7 +945,6 @@ static void calibrate(calls_thread *t, int batches, int pairs, int bound) {
     if (!t->scratch && !(t->scratch = scratch_new()))
         return;
     calls_thread *s = t->scratch;
-    static calls_fn dummy; /* never in a tree that is written */
     s->next_emit = ticks() + (1ull << 62);
     s->last = ticks();
     thread_bind(s);
@@ -955,27 +956,27 @@ static void calibrate(calls_thread *t, int batches, int pairs, int bound) {
     uint64_t btot[CAL_BATCHES], bin[CAL_BATCHES], bbody[CAL_BATCHES];
     if (batches > CAL_BATCHES)
         batches = CAL_BATCHES;
-    dnp_elt_calibrate((uintptr_t)&dummy, 8, g_elt_enter, g_elt_leave, CAL_BODY, 0); /* warm up, make the node */
+    dnp_elt_calibrate((uintptr_t)&g_cal_dummy, 8, g_elt_enter, g_elt_leave, CAL_BODY, 0); /* warm up, make the node */
     for (int b = 0; b < batches; b++) {
         cnode *n = node_at(s, 1);
         uint64_t before = n->incl;
         uint64_t t0 = call_ticks();
-        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, CAL_BODY, 0);
+        dnp_elt_calibrate((uintptr_t)&g_cal_dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, CAL_BODY, 0);
         uint64_t t1 = call_ticks();
-        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, dnp_elt_nop, dnp_elt_nop, CAL_BODY, 0);
+        dnp_elt_calibrate((uintptr_t)&g_cal_dummy, (uint64_t)pairs, dnp_elt_nop, dnp_elt_nop, CAL_BODY, 0);
         uint64_t t2 = call_ticks();
         tot[b] = t1 - t0;
         body[b] = t2 - t1;
         in[b] = n->incl - before;
         before = n->incl;
-        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, 0, 0);
+        dnp_elt_calibrate((uintptr_t)&g_cal_dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, 0, 0);
         empty[b] = n->incl - before;
         /* a caller that computes between its calls, as the callee does */
         before = n->incl;
         t0 = call_ticks();
-        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, CAL_BODY, CAL_BODY);
+        dnp_elt_calibrate((uintptr_t)&g_cal_dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, CAL_BODY, CAL_BODY);
         t1 = call_ticks();
-        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, dnp_elt_nop, dnp_elt_nop, CAL_BODY, CAL_BODY);
+        dnp_elt_calibrate((uintptr_t)&g_cal_dummy, (uint64_t)pairs, dnp_elt_nop, dnp_elt_nop, CAL_BODY, CAL_BODY);
         t2 = call_ticks();
         btot[b] = t1 - t0;
         bbody[b] = t2 - t1;
@@ -1123,6 +1124,28 @@ static void thread_report(calls_thread *t, int ended) {
                  (unsigned long long)t->overflowed, MAX_CHUNKS * NODE_CHUNK);
 }
 
+/* No function's last node (calls_fn.last) may point into t's nodes once they
+ * are freed: another thread's chunk could take their place and the enter fast
+ * path would read it as its own. Clears them (under fn_mu; t no longer runs
+ * hooks). */
+static void fn_forget_nodes(calls_thread *t) {
+    pthread_mutex_lock(&G.fn_mu);
+    cnode *d = __atomic_load_n(&g_cal_dummy.last, __ATOMIC_RELAXED);
+    if (d && d >= t->chunks[0] && d < t->chunks[0] + NODE_CHUNK)
+        __atomic_store_n(&g_cal_dummy.last, NULL, __ATOMIC_RELAXED);
+    for (size_t i = 0; F.fns && i <= F.mask; i++) {
+        calls_fn *f = F.fns[i];
+        cnode *n = f ? __atomic_load_n(&f->last, __ATOMIC_RELAXED) : NULL;
+        for (unsigned c = 0; n && c < MAX_CHUNKS && t->chunks[c]; c++) {
+            if (n >= t->chunks[c] && n < t->chunks[c] + NODE_CHUNK) {
+                __atomic_store_n(&f->last, NULL, __ATOMIC_RELAXED);
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&G.fn_mu);
+}
+
 static void thread_release(void *p) {
     calls_thread *t = p;
     t_calls_dead = 1;
@@ -1146,6 +1169,9 @@ static void thread_release(void *p) {
         thread_report(t, 1);
     }
     pthread_mutex_unlock(&G.reg_mu);
+    fn_forget_nodes(t);
+    if (t->scratch)
+        fn_forget_nodes(t->scratch);
     thread_free(t);
 }
 

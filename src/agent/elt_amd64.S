@@ -251,10 +251,11 @@ dnp_elt_enter:
 .endif
     ret
 3:
-    /* The function's last node (calls_fn.last, any thread's, maybe freed): the
-     * thread's own child of the caller's node when it lies in the thread's first
-     * chunk of nodes (then it is safe to read) and its parent is that node.
-     * Else the hash table, in C. */
+    /* The function's last node (calls_fn.last, any thread's): the thread's own
+     * child of the caller's node when it lies in the thread's first chunk of
+     * nodes (then it is safe to read: a thread's end clears the pointers into
+     * its nodes before it frees them), is the function's and its parent is that
+     * node. Else the hash table, in C. */
 .if \timed
     .cfi_def_cfa_offset 32
 .else
@@ -269,6 +270,8 @@ dnp_elt_enter:
     cmp rdi, CALLS_CHUNK_BYTES
     jae 6f                                   /* not in the thread's first chunk: maybe not its own */
     mov rdi, [rsp]
+    cmp [rdi + CALLS_N_FN], r14
+    jne 6f
     mov rdi, [rdi + CALLS_N_PARENT_P]
     cmp rdi, [rsp + 8]
     jne 6f
