@@ -280,6 +280,7 @@ dnp_elt_enter:
     mov rdi, [rdi + CALLS_N_LAST_CHILD]
     jmp 4b
 6:
+    .cfi_adjust_cfa_offset 8                 /* the node pushed above is still there */
     add rsp, 8
     .cfi_adjust_cfa_offset -8
 5:
