@@ -8,13 +8,16 @@
  *   filtered  DNPROF_CALLS=1 DNPROF_INCLUDE='*::Leaf': only Leaf hooked
  *   counts    DNPROF_CALLS=counts: every method hooked, no clock
  * and the added cost per hooked call (an enter+leave pair): (calls - bare) /
- * hooked calls. It also measures, in this process, the floor of a timed pair:
- * two clock reads (rdtsc, and lfence;rdtsc as the hooks read it), so that the
- * ratio to the floor comes from one run. Tiered compilation is off in every run (optimized code only).
+ * hooked calls. It also measures, in this process, in every round, the floor
+ * of a timed pair: two clock reads (rdtsc, and lfence;rdtsc as the hooks read
+ * it), so that the ratio to the floor comes from the same rounds. Tiered compilation is off in every run (optimized code only).
  * Workloads: fib = Fib(32), 7049155 hooked calls (Leaf is never
  * called); mixed = dictionary work calling Leaf every 16 iterations, 1250001
  * hooked calls (1250000 Leaf + MixedWork), 1250000 in the filtered run.
- * Usage: bench_calls AGENT.so SCENARIOS.dll [RUNS] */
+ * With a fourth argument, another agent (an older build: BASE.so), the calls
+ * and counts configurations run with it too (calls@base, counts@base),
+ * interleaved with the rest, for a comparison in one run.
+ * Usage: bench_calls AGENT.so SCENARIOS.dll [RUNS [BASE.so]] */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,8 +55,10 @@ static double clock_read_ns(int fenced) {
     return best;
 }
 
-enum { BARE, AGENT, CALLS, FILTERED, COUNTS, NCONFIG };
-static const char *const config_names[NCONFIG] = {"bare", "agent", "calls", "filtered", "counts"};
+enum { BARE, AGENT, CALLS, FILTERED, COUNTS, CALLS_BASE, COUNTS_BASE, NCONFIG };
+static const char *const config_names[NCONFIG] = {"bare",   "agent",      "calls",      "filtered",
+                                                  "counts", "calls@base", "counts@base"};
+static const char *base_agent; /* NULL: no base configurations */
 
 /* The workload's time in ms as the program prints it ("fib 2178309 123.4 ms"). */
 static double run_once(const char *agent, const char *dll, const char *what, int config) {
@@ -72,12 +77,12 @@ static double run_once(const char *agent, const char *dll, const char *what, int
         if (config != BARE) {
             setenv(DNP_ENV_ENABLE, "1", 1);
             setenv(DNP_ENV_PROFILER, DNP_CLSID_TEXT, 1);
-            setenv(DNP_ENV_PROFILER_PATH, agent, 1);
+            setenv(DNP_ENV_PROFILER_PATH, config >= CALLS_BASE ? base_agent : agent, 1);
             setenv(DNP_ENV_OUTPUT, "/tmp/bench_calls.%p.trace", 1);
         }
-        if (config == CALLS || config == FILTERED)
+        if (config == CALLS || config == FILTERED || config == CALLS_BASE)
             setenv(DNP_ENV_CALLS, "1", 1);
-        if (config == COUNTS)
+        if (config == COUNTS || config == COUNTS_BASE)
             setenv(DNP_ENV_CALLS, "counts", 1);
         if (config == FILTERED)
             setenv(DNP_ENV_INCLUDE, "*::Leaf", 1);
@@ -119,28 +124,39 @@ int main(int argc, char **argv) {
         return 2;
     }
     int runs = argc > 3 ? atoi(argv[3]) : 5;
+    base_agent = argc > 4 ? argv[4] : NULL;
+    int nconfig = base_agent ? NCONFIG : CALLS_BASE;
     if (runs < 1 || runs > 100)
         runs = 5;
     static const struct {
         const char *what;
         double hooked, hooked_filtered;
     } workloads[] = {{"fib", 7049155, 0}, {"mixed", 1250001, 1250000}};
-    double rdtsc_ns = clock_read_ns(0), fenced_ns = clock_read_ns(1);
-    printf("clock read: rdtsc %.1f ns, lfence;rdtsc %.1f ns: a timed pair's floor %.1f ns (2 x rdtsc), "
-           "%.1f ns (2 x lfence;rdtsc)\n",
-           rdtsc_ns, fenced_ns, 2 * rdtsc_ns, 2 * fenced_ns);
+    /* The floor is measured in every round too, between the runs, and its
+     * median taken: the machine's load changes what a clock read costs. */
+    double rdtsc_all[200], fenced_all[200];
+    int nfloor = 0;
     for (size_t w = 0; w < sizeof workloads / sizeof *workloads; w++) {
         double ms[NCONFIG][100];
-        for (int r = 0; r < runs; r++)
-            for (int c = 0; c < NCONFIG; c++)
+        for (int r = 0; r < runs; r++) {
+            rdtsc_all[nfloor] = clock_read_ns(0);
+            fenced_all[nfloor++] = clock_read_ns(1);
+            for (int c = 0; c < nconfig; c++)
                 ms[c][r] = run_once(argv[1], argv[2], workloads[w].what, c);
+        }
+        qsort(rdtsc_all, (size_t)nfloor, sizeof(double), cmp_double);
+        qsort(fenced_all, (size_t)nfloor, sizeof(double), cmp_double);
+        double rdtsc_ns = rdtsc_all[nfloor / 2], fenced_ns = fenced_all[nfloor / 2];
+        printf("clock read (median of %d rounds so far): rdtsc %.1f ns, lfence;rdtsc %.1f ns: a timed pair's "
+               "floor %.1f ns (2 x rdtsc), %.1f ns (2 x lfence;rdtsc)\n",
+               nfloor, rdtsc_ns, fenced_ns, 2 * rdtsc_ns, 2 * fenced_ns);
         double med[NCONFIG];
-        for (int c = 0; c < NCONFIG; c++) {
+        for (int c = 0; c < nconfig; c++) {
             qsort(ms[c], (size_t)runs, sizeof(double), cmp_double);
             med[c] = ms[c][runs / 2];
         }
         printf("%s (median of %d runs, workload time):\n", workloads[w].what, runs);
-        for (int c = 0; c < NCONFIG; c++)
+        for (int c = 0; c < nconfig; c++)
             printf("  %-9s %9.1f ms  x%.2f\n", config_names[c], med[c], med[c] / med[BARE]);
         double pair = (med[CALLS] - med[BARE]) * 1e6 / workloads[w].hooked;
         printf("  per hooked call (enter+leave): %.1f ns (%.0f calls), x%.2f the rdtsc floor, x%.2f the "
@@ -148,6 +164,10 @@ int main(int argc, char **argv) {
                pair, workloads[w].hooked, pair / (2 * rdtsc_ns), pair / (2 * fenced_ns));
         printf("  counts only, per hooked call: %.1f ns\n",
                (med[COUNTS] - med[BARE]) * 1e6 / workloads[w].hooked);
+        if (base_agent)
+            printf("  base agent, per hooked call: %.1f ns timed, %.1f ns counts only\n",
+                   (med[CALLS_BASE] - med[BARE]) * 1e6 / workloads[w].hooked,
+                   (med[COUNTS_BASE] - med[BARE]) * 1e6 / workloads[w].hooked);
         if (workloads[w].hooked_filtered > 0)
             printf("  filtered, per hooked call: %.1f ns (%.0f calls)\n",
                    (med[FILTERED] - med[BARE]) * 1e6 / workloads[w].hooked_filtered,

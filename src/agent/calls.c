@@ -38,6 +38,7 @@
 
 #include "callbacks.h"
 #include "calls_internal.h"
+#include "calls_layout.h"
 #include "session.h"
 
 #define CALLS_EMIT_MS 100
@@ -53,7 +54,8 @@
 
 /* A gap between two hooks of a thread longer than this may hide a preemption
  * (thread_clock); a copy of G.gap_ticks for the fast paths. */
-static uint64_t g_gap_ticks = UINT64_MAX;
+__attribute__((visibility("hidden"))) uint64_t calls_gap_ticks = UINT64_MAX; /* elt_amd64.S reads it */
+#define g_gap_ticks calls_gap_ticks
 
 /* The stubs given to the runtime (calls_install). */
 static void (*g_elt_enter)(void) = dnp_elt_enter;
@@ -283,11 +285,12 @@ typedef struct cnode {
     const calls_fn *fn; /* NULL: the overflow node */
     uint32_t parent;    /* 0: the root */
     uint32_t dirty;
-    uint32_t last_child; /* the child made or found last: most calls repeat it */
     uint32_t pad;
-    struct cnode *last_child_p; /* the same node, for the fast paths */
+    uint32_t self;       /* this node's number */
+    struct cnode *last_child; /* the child made or found last: most calls repeat it */
     uint64_t calls, incl, excl, tail; /* times in ticks */
-} cnode; /* 64 bytes */
+    struct cnode *parent_p; /* node_at(parent); NULL for the overflow node */
+} cnode; /* 72 bytes */
 
 typedef struct cframe {
     uint32_t node;
@@ -322,6 +325,11 @@ typedef struct calls_thread {
     int sched_fd;        /* /proc/self/task/TID/schedstat, -1: none */
     struct calls_thread *scratch; /* the calibration's tree (calibrate) */
     struct calls_thread *next;
+    /* The part of the hooks' outer cost that hides behind a caller's own
+     * latency-bound work (calibrate): a call whose clock gap since the thread's
+     * last read is at least busy_ticks gives hidden_ticks back to its caller's
+     * self time (the assembly enter path). */
+    uint64_t busy_ticks, hidden_ticks;
 } calls_thread;
 
 /* The thread's state. Found by the fast paths through a table keyed by the
@@ -338,12 +346,41 @@ static pthread_once_t t_key_once = PTHREAD_ONCE_INIT;
 static int t_key_made;
 static __thread int t_calls_dead; /* the thread's state was released: stay away */
 
-#define TLS_SLOTS 2048u
+#define TLS_SLOTS (1u << CALLS_SLOTS_LOG2)
 typedef struct tls_slot {
     _Atomic uintptr_t tp; /* 0: free */
     calls_thread *t;
 } tls_slot;
-static tls_slot g_tls[TLS_SLOTS];
+__attribute__((visibility("hidden"))) tls_slot calls_tls[TLS_SLOTS]; /* elt_amd64.S reads it */
+#define g_tls calls_tls
+
+/* What elt_amd64.S knows of these structures (calls_layout.h). */
+#include <stddef.h>
+_Static_assert(offsetof(calls_fn, last) == CALLS_FN_LAST, "calls_layout.h: calls_fn");
+_Static_assert(NODE_CHUNK * sizeof(cnode) == CALLS_CHUNK_BYTES, "calls_layout.h: a chunk of nodes");
+_Static_assert(sizeof(tls_slot) == CALLS_SLOT_SIZE && offsetof(tls_slot, tp) == CALLS_SLOT_TP &&
+                   offsetof(tls_slot, t) == CALLS_SLOT_T,
+               "calls_layout.h: tls_slot");
+_Static_assert(offsetof(calls_thread, stack) == CALLS_T_STACK && offsetof(calls_thread, depth) == CALLS_T_DEPTH &&
+                   offsetof(calls_thread, cap) == CALLS_T_CAP &&
+                   offsetof(calls_thread, skipped) == CALLS_T_SKIPPED &&
+                   offsetof(calls_thread, chunks) == CALLS_T_ROOT &&
+                   offsetof(calls_thread, next_emit) == CALLS_T_NEXT_EMIT &&
+                   offsetof(calls_thread, countdown) == CALLS_T_COUNTDOWN &&
+                   offsetof(calls_thread, last) == CALLS_T_LAST && offsetof(calls_thread, skew) == CALLS_T_SKEW &&
+                   offsetof(calls_thread, busy_ticks) == CALLS_T_BUSY &&
+                   offsetof(calls_thread, hidden_ticks) == CALLS_T_HIDDEN,
+               "calls_layout.h: calls_thread");
+_Static_assert(sizeof(cframe) == CALLS_F_SIZE && offsetof(cframe, node) == CALLS_F_NODE &&
+                   offsetof(cframe, csp) == CALLS_F_CSP && offsetof(cframe, start) == CALLS_F_START &&
+                   offsetof(cframe, child) == CALLS_F_CHILD && offsetof(cframe, np) == CALLS_F_NP,
+               "calls_layout.h: cframe");
+_Static_assert(offsetof(cnode, fn) == CALLS_N_FN && offsetof(cnode, dirty) == CALLS_N_DIRTY &&
+                   offsetof(cnode, self) == CALLS_N_SELF && offsetof(cnode, last_child) == CALLS_N_LAST_CHILD &&
+                   offsetof(cnode, parent_p) == CALLS_N_PARENT_P &&
+                   offsetof(cnode, calls) == CALLS_N_CALLS && offsetof(cnode, incl) == CALLS_N_INCL &&
+                   offsetof(cnode, excl) == CALLS_N_EXCL,
+               "calls_layout.h: cnode");
 
 __attribute__((always_inline, target("general-regs-only"))) static inline uintptr_t thread_pointer(void) {
     uintptr_t tp = 0;
@@ -423,6 +460,7 @@ static calls_thread *thread_alloc(void) {
     t->nnodes = 1;
     t->countdown = CALLS_EMIT_COUNT;
     t->sched_fd = -1;
+    t->busy_ticks = UINT64_MAX;
     return t;
 }
 
@@ -538,12 +576,15 @@ static uint32_t child_node(calls_thread *t, uint32_t parent, const calls_fn *fn)
         if (full) {
             if (c >= MAX_CHUNKS || !t->chunks[c])
                 return 0;
+            nd->self = n;
             nd->fn = NULL;
             nd->parent = 0;
             t->overflow_node = n;
         } else {
+            nd->self = n;
             nd->fn = fn;
             nd->parent = parent;
+            nd->parent_p = node_at(t, parent);
             t->hash[j] = n;
         }
         atomic_store_explicit(&t->nnodes, n + 1, memory_order_release);
@@ -702,13 +743,17 @@ static inline void enter(const calls_fn *fn, uintptr_t csp) {
     }
     uint32_t parent = t->depth ? t->stack[t->depth - 1].node : 0;
     cnode *up = node_at(t, parent); /* node 0, the root, is a node too */
-    uint32_t i = up->last_child;
-    if (__builtin_expect(!i || node_at(t, i)->fn != fn, 0)) {
+    cnode *n = up->last_child;
+    uint32_t i;
+    if (__builtin_expect(n && n->fn == fn, 1)) {
+        i = n->self;
+    } else {
         i = child_node(t, parent, fn);
-        up->last_child = i;
-        up->last_child_p = node_at(t, i);
+        n = node_at(t, i);
+        up->last_child = n;
+        if (n->fn == fn)
+            __atomic_store_n(&((calls_fn *)fn)->last, n, __ATOMIC_RELAXED);
     }
-    cnode *n = node_at(t, i);
     n->calls++;
     mark_dirty(t, i, n);
     cframe *f = &t->stack[t->depth++];
@@ -760,14 +805,16 @@ static inline void leave_end(calls_thread *t, uint64_t now, int tail) {
     }
 }
 
-/* ---- the fast paths ----
- * What most calls and returns need, in code that touches general registers only
- * and saves every register it uses (no_caller_saved_registers): the stubs
- * (elt_amd64.S) call these without saving the method's argument or return
- * registers, and call the full C path (calls_hook_*) only when one returns
- * non-zero, having changed nothing: a new thread, a new call path, a frame to
- * repair, a node to mark, a deep stack, a tree to write out. No function calls
- * in here, nothing that is not inlined. */
+/* ---- the C fast path of enter ----
+ * The common call and return are in assembly (elt_amd64.S, on the layout of
+ * calls_layout.h): the thread's slot, the caller's last child, the frame. An
+ * enter whose function is not the caller's last child comes here first (the
+ * hash table), in code that touches general registers only and saves every
+ * register it uses (no_caller_saved_registers), so that its stub saves nothing
+ * of the method's arguments; it calls the full C path (calls_hook_*) when this
+ * returns non-zero, having changed nothing: a new thread, a new call path, a
+ * frame to repair, a node to mark, a deep stack. No function calls in here,
+ * nothing that is not inlined. */
 
 #if defined(__x86_64__)
 #define FAST_FN __attribute__((no_caller_saved_registers, target("general-regs-only"), used, visibility("hidden")))
@@ -803,8 +850,8 @@ fast_enter(uintptr_t client, uintptr_t csp, int timed) {
         parent = top->node;
         up = top->np;
     }
-    cnode *n = up->last_child_p;
-    uint32_t i = up->last_child;
+    cnode *n = up->last_child;
+    uint32_t i = n ? n->self : 0;
     if (!n || n->fn != (const calls_fn *)client) {
         /* another child: the hash table (a caller of several functions) */
         uint32_t j = HASH_OF(parent, client) & t->hash_mask;
@@ -816,8 +863,8 @@ fast_enter(uintptr_t client, uintptr_t csp, int timed) {
             if (n->fn == (const calls_fn *)client && n->parent == parent)
                 break;
         }
-        up->last_child = i;
-        up->last_child_p = n;
+        up->last_child = n;
+        __atomic_store_n(&((calls_fn *)client)->last, n, __ATOMIC_RELAXED);
     }
     if (!n->dirty)
         return 1;
@@ -833,57 +880,11 @@ fast_enter(uintptr_t client, uintptr_t csp, int timed) {
     return 0;
 }
 
-__attribute__((always_inline, target("general-regs-only"))) static inline int
-fast_leave(uintptr_t client, uintptr_t csp, int timed) {
-    uint64_t tsc = timed ? fast_ticks() : 0;
-    uintptr_t tp = thread_pointer();
-    const tls_slot *slot = &g_tls[TLS_SLOT_OF(tp)];
-    if (atomic_load_explicit(&slot->tp, memory_order_relaxed) != tp)
-        return 1;
-    calls_thread *t = slot->t;
-    if (t->skipped)
-        return 1;
-    uint64_t now = tsc - t->skew;
-    if (timed && now - t->last > g_gap_ticks)
-        return 1;
-    uint32_t d = t->depth;
-    if (!d)
-        return 1;
-    cframe *f = &t->stack[d - 1];
-    if (f->csp != csp)
-        return 1;
-    cnode *n = f->np;
-    if (n->fn != (const calls_fn *)client || !n->dirty)
-        return 1;
-    if (timed) {
-        if ((int64_t)(now - t->next_emit) >= 0)
-            return 1;
-        uint64_t incl = now > f->start ? now - f->start : 0;
-        n->incl += incl;
-        n->excl += incl > f->child ? incl - f->child : 0;
-        if (d > 1)
-            f[-1].child += incl;
-        t->last = now;
-    } else {
-        if (!t->countdown)
-            return 1;
-        t->countdown--;
-    }
-    t->depth = d - 1;
-    return 0;
-}
-
 FAST_FN int calls_fast_enter_timed(uintptr_t client, uintptr_t csp) {
     return fast_enter(client, csp, 1);
 }
-FAST_FN int calls_fast_leave_timed(uintptr_t client, uintptr_t csp) {
-    return fast_leave(client, csp, 1);
-}
 FAST_FN int calls_fast_enter_counts(uintptr_t client, uintptr_t csp) {
     return fast_enter(client, csp, 0);
-}
-FAST_FN int calls_fast_leave_counts(uintptr_t client, uintptr_t csp) {
-    return fast_leave(client, csp, 0);
 }
 #endif
 
@@ -901,6 +902,8 @@ FAST_FN int calls_fast_leave_counts(uintptr_t client, uintptr_t csp) {
 #define CAL_BATCHES 9
 #define CAL_BODY 24 /* multiplies in the dummy's body */
 
+static calls_fn g_cal_dummy; /* the calibration's function (calibrate): never in a tree that is written */
+
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
@@ -913,7 +916,10 @@ static calls_thread *scratch_new(void) {
         return NULL;
     t->cap = 4;
     t->stack = malloc(t->cap * sizeof *t->stack);
-    t->chunks[0] = calloc(2, sizeof(cnode)); /* node_at() never goes past node 1 here */
+    /* node_at() never goes past node 1 here, but the enter fast path may read
+     * any node of a thread's first chunk (elt_amd64.S): a whole chunk, whose
+     * pages are never touched */
+    t->chunks[0] = calloc(NODE_CHUNK, sizeof(cnode));
     t->hash_mask = 15;
     t->hash = calloc(t->hash_mask + 1, sizeof *t->hash);
     t->dirty_cap = 4;
@@ -921,6 +927,7 @@ static calls_thread *scratch_new(void) {
     t->sched_fd = -1;
     t->nnodes = 1;
     t->countdown = CALLS_EMIT_COUNT;
+    t->busy_ticks = UINT64_MAX;
     if (!t->stack || !t->chunks[0] || !t->hash || !t->dirty) {
         thread_free(t);
         return NULL;
@@ -938,7 +945,6 @@ static void calibrate(calls_thread *t, int batches, int pairs, int bound) {
     if (!t->scratch && !(t->scratch = scratch_new()))
         return;
     calls_thread *s = t->scratch;
-    static calls_fn dummy; /* never in a tree that is written */
     s->next_emit = ticks() + (1ull << 62);
     s->last = ticks();
     thread_bind(s);
@@ -947,23 +953,34 @@ static void calibrate(calls_thread *t, int batches, int pairs, int bound) {
      * is taken as the midpoint of the two (the callee's body is not known).
      * The long one is timed alone too and taken out. */
     uint64_t tot[CAL_BATCHES], in[CAL_BATCHES], body[CAL_BATCHES], empty[CAL_BATCHES];
+    uint64_t btot[CAL_BATCHES], bin[CAL_BATCHES], bbody[CAL_BATCHES];
     if (batches > CAL_BATCHES)
         batches = CAL_BATCHES;
-    dnp_elt_calibrate((uintptr_t)&dummy, 8, g_elt_enter, g_elt_leave, CAL_BODY); /* warm up, make the node */
+    dnp_elt_calibrate((uintptr_t)&g_cal_dummy, 8, g_elt_enter, g_elt_leave, CAL_BODY, 0); /* warm up, make the node */
     for (int b = 0; b < batches; b++) {
         cnode *n = node_at(s, 1);
         uint64_t before = n->incl;
         uint64_t t0 = call_ticks();
-        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, CAL_BODY);
+        dnp_elt_calibrate((uintptr_t)&g_cal_dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, CAL_BODY, 0);
         uint64_t t1 = call_ticks();
-        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, dnp_elt_nop, dnp_elt_nop, CAL_BODY);
+        dnp_elt_calibrate((uintptr_t)&g_cal_dummy, (uint64_t)pairs, dnp_elt_nop, dnp_elt_nop, CAL_BODY, 0);
         uint64_t t2 = call_ticks();
         tot[b] = t1 - t0;
         body[b] = t2 - t1;
         in[b] = n->incl - before;
         before = n->incl;
-        dnp_elt_calibrate((uintptr_t)&dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, 0);
+        dnp_elt_calibrate((uintptr_t)&g_cal_dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, 0, 0);
         empty[b] = n->incl - before;
+        /* a caller that computes between its calls, as the callee does */
+        before = n->incl;
+        t0 = call_ticks();
+        dnp_elt_calibrate((uintptr_t)&g_cal_dummy, (uint64_t)pairs, g_elt_enter, g_elt_leave, CAL_BODY, CAL_BODY);
+        t1 = call_ticks();
+        dnp_elt_calibrate((uintptr_t)&g_cal_dummy, (uint64_t)pairs, dnp_elt_nop, dnp_elt_nop, CAL_BODY, CAL_BODY);
+        t2 = call_ticks();
+        btot[b] = t1 - t0;
+        bbody[b] = t2 - t1;
+        bin[b] = n->incl - before;
     }
     thread_bind(bound ? t : NULL);
     if (s->nnodes != 2 || s->unmatched || s->depth)
@@ -979,6 +996,23 @@ static void calibrate(calls_thread *t, int batches, int pairs, int bound) {
     double inner = (hidden + (inner_empty > hidden ? inner_empty : hidden)) / 2;
     t->inner_ps = (uint64_t)inner;
     t->outer_ps = total > inner_long ? (uint64_t)(total - inner_long) : 0;
+    /* The outer part behind a busy caller: what of it the caller's work hid. */
+    qsort(btot, (size_t)batches, sizeof *btot, cmp_u64);
+    qsort(bin, (size_t)batches, sizeof *bin, cmp_u64);
+    qsort(bbody, (size_t)batches, sizeof *bbody, cmp_u64);
+    double btotal = (double)btot[batches / 2] * ps, bbare = (double)bbody[batches / 2] * ps;
+    double binner = (double)bin[batches / 2] * ps;
+    double bhooks = btotal - (bbare - alone); /* the hooks' time, with the callee's body as above */
+    double bouter = bhooks > binner ? bhooks - binner : 0;
+    double hid = (double)t->outer_ps > bouter ? (double)t->outer_ps - bouter : 0;
+    double tick_ps = g_clock.ns_per_tick * 1000.0;
+    t->hidden_ticks = (uint64_t)(hid / tick_ps);
+    /* A caller is taken as busy when its gap is clearly longer than the
+     * hooks' own (by half of it, or by what can hide, whichever is more): the
+     * gaps of an idle caller (a loop that only calls) spread around the outer
+     * cost, and a correction there would be a wrong one. */
+    double margin = hid > (double)t->outer_ps / 2 ? hid : (double)t->outer_ps / 2;
+    t->busy_ticks = (uint64_t)(((double)t->outer_ps + margin) / tick_ps);
 #else
     (void)t;
     (void)batches;
@@ -1090,6 +1124,28 @@ static void thread_report(calls_thread *t, int ended) {
                  (unsigned long long)t->overflowed, MAX_CHUNKS * NODE_CHUNK);
 }
 
+/* No function's last node (calls_fn.last) may point into t's nodes once they
+ * are freed: another thread's chunk could take their place and the enter fast
+ * path would read it as its own. Clears them (under fn_mu; t no longer runs
+ * hooks). */
+static void fn_forget_nodes(calls_thread *t) {
+    pthread_mutex_lock(&G.fn_mu);
+    cnode *d = __atomic_load_n(&g_cal_dummy.last, __ATOMIC_RELAXED);
+    if (d && d >= t->chunks[0] && d < t->chunks[0] + NODE_CHUNK)
+        __atomic_store_n(&g_cal_dummy.last, NULL, __ATOMIC_RELAXED);
+    for (size_t i = 0; F.fns && i <= F.mask; i++) {
+        calls_fn *f = F.fns[i];
+        cnode *n = f ? __atomic_load_n(&f->last, __ATOMIC_RELAXED) : NULL;
+        for (unsigned c = 0; n && c < MAX_CHUNKS && t->chunks[c]; c++) {
+            if (n >= t->chunks[c] && n < t->chunks[c] + NODE_CHUNK) {
+                __atomic_store_n(&f->last, NULL, __ATOMIC_RELAXED);
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&G.fn_mu);
+}
+
 static void thread_release(void *p) {
     calls_thread *t = p;
     t_calls_dead = 1;
@@ -1113,6 +1169,9 @@ static void thread_release(void *p) {
         thread_report(t, 1);
     }
     pthread_mutex_unlock(&G.reg_mu);
+    fn_forget_nodes(t);
+    if (t->scratch)
+        fn_forget_nodes(t->scratch);
     thread_free(t);
 }
 

@@ -16,6 +16,10 @@ typedef struct calls_fn {
     uint32_t pad;
     ModuleID module;
     mdToken token;
+    /* The node that a call of this function found or made last, on any thread
+     * (a racy cache of the enter fast paths, elt_amd64.S: a node is taken only
+     * when its parent is the caller's node, so it is the thread's own). */
+    struct cnode *last;
 } calls_fn;
 
 /* The fast-path stubs (elt_amd64.S). */
@@ -26,11 +30,15 @@ void dnp_elt_tailcall(void);
 void dnp_elt_enter_timed(void);
 void dnp_elt_leave_timed(void);
 void dnp_elt_enter_counts(void);
+/* The C fast stubs the assembly ones fall back to. */
+void dnp_elt_enter_timed_c(void);
+void dnp_elt_enter_counts_c(void);
 void dnp_elt_leave_counts(void);
 /* Runs pairs enter/leave calls of client as JITted code would, around a body
- * of body dependent multiplies (calibration); dnp_elt_nop: a hook that returns. */
+ * of body dependent multiplies, with caller dependent multiplies of the caller
+ * between two calls (calibration); dnp_elt_nop: a hook that returns. */
 void dnp_elt_calibrate(uintptr_t client, uint64_t pairs, void (*enter)(void), void (*leave)(void),
-                       uint64_t body);
+                       uint64_t body, uint64_t caller);
 void dnp_elt_nop(void);
 
 /* What the stubs call: the client ID and the method's caller SP. */

@@ -339,15 +339,15 @@ TEST(e2e_calls_args_exceptions) {
  * with its callees' work taken out (the truth: which share of the time is
  * whose, from the minimum of interleaved runs), and under --calls, read back
  * through `dnprof report --json` (the median of three runs). Tiered
- * compilation is off in both, so that both run the same optimized code. Shares of the program's own total (Loop's,
- * Driver's) must agree within 3 points; Driver's self time within 5: the hooks'
- * cost outside a call hides, partly, behind the latency-bound work its caller
- * did just before (out-of-order execution), which the agent's measure of that
- * cost cannot know (docs/calls.md). Before the hooks' cost was taken out, both
- * programs were off by 20 points and more. */
+ * compilation is off in both, so that both run the same optimized code. Shares
+ * of the program's own total (Loop's, Driver's) must agree within 3 points,
+ * Driver's self time too: the part of the hooks' cost outside a call that hides
+ * behind the latency-bound work its caller did just before (out-of-order
+ * execution) is measured and given back to the caller (docs/calls.md); without
+ * that, Driver's self time was 3.2-3.8 points low. Before the hooks' cost was
+ * taken out, both programs were off by 20 points and more. */
 
 #define SHARE_TOLERANCE 3.0
-#define SHARE_TOLERANCE_CALLER 5.0
 
 /* The value of "truth NAME VALUE" in text, or -1. */
 static double truth_of(const char *text, const char *name) {
@@ -446,7 +446,7 @@ TEST(e2e_calls_shares) {
     ok &= share_ok("Chain's total time, of Loop's", median3(got[1]), 100 * (loop - loop_empty) / loop,
                    SHARE_TOLERANCE);
     ok &= share_ok("Driver's self time, of Driver's", median3(got[2]), 100 * no_calls / driver,
-                   SHARE_TOLERANCE_CALLER);
+                   SHARE_TOLERANCE);
     ok &= share_ok("Top's total time, of Driver's", median3(got[3]), 100 * (driver - no_top) / driver,
                    SHARE_TOLERANCE);
     fprintf(stderr, "e2e: Chain per call %.1f ns (bare: %.1f ns)\n", median3(per_call), loop - loop_empty);
@@ -513,6 +513,29 @@ TEST(e2e_calls_counts_only) {
     for (size_t i = 0; i < t->nevents; i++)
         if (t->events[i].kind == DNP_EV_CallNode)
             ASSERT(e2e_field(&t->events[i], 5) == 0 && e2e_field(&t->events[i], 6) == 0);
+    dnp_trace_free(t);
+    return 0;
+}
+
+/* --calls=counts on every scenario (the assembly fast paths, and their ways
+ * out to C: 8 threads calling one function, a caller of several functions, tail
+ * calls, exceptions, async): the same exact counts as with times. */
+TEST(e2e_calls_counts_only_all) {
+    e2e_run r;
+    dnp_trace *t = calls_run(&r, "e2e_calls_counts_only_all", "all", "counts", NULL);
+    ASSERT_NE(t, NULL);
+    ASSERT(calls_balanced(t));
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Recurse", 1010);
+    ASSERT_EQ(calls_totals(t, "Scenarios.CallsScenario::Recurse").nodes, 101);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Fib", 21891);
+    EXPECT_CALLS(t, "Scenarios.TailCalls::Ping", 510);
+    EXPECT_CALLS(t, "Scenarios.TailCalls::Pong", 500);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Work", 8000);
+    ASSERT_EQ(calls_totals(t, "Scenarios.CallsScenario::Work").threads, 8);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Catcher", 10);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::Level5", 10);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::AfterCatch", 10);
+    EXPECT_CALLS(t, "Scenarios.CallsScenario::AsyncStep", 20);
     dnp_trace_free(t);
     return 0;
 }
