@@ -560,8 +560,11 @@ static void object_more(ObjectID obj, ULONG n, const ObjectID *refs) {
         uint8_t *p = reserve(16 + (size_t)m * 10);
         *p++ = DNP_HEAP_MORE;
         p = dnp_heap_put(p, m);
-        for (ULONG k = i; k < i + m; k++)
-            p = dnp_heap_put_zz(p, (int64_t)(refs[k] - obj));
+        ObjectID prev = obj; /* each from the one before, the first from the object */
+        for (ULONG k = i; k < i + m; k++) {
+            p = dnp_heap_put_zz(p, (int64_t)(refs[k] - prev));
+            prev = refs[k];
+        }
         H.p = p;
         i += m;
     }
@@ -630,8 +633,11 @@ void heap_object(ObjectID obj, ClassID cls, ULONG n, const ObjectID *refs) {
     p = dnp_heap_put(p, (uint64_t)size);
     p = dnp_heap_put(p, n);
     p = dnp_heap_put(p, here);
-    for (ULONG k = 0; k < here; k++)
-        p = dnp_heap_put_zz(p, (int64_t)(refs[k] - obj));
+    ObjectID prev = obj;
+    for (ULONG k = 0; k < here; k++) {
+        p = dnp_heap_put_zz(p, (int64_t)(refs[k] - prev));
+        prev = refs[k];
+    }
     H.p = p;
     if (n > here)
         object_more(obj, n, refs);
