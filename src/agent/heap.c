@@ -521,6 +521,16 @@ void heap_deps(ULONG n, const ObjectID *keys, const ObjectID *values, const GCHa
     H.deps += n;
 }
 
+/* The class's index when it is not the last object's (which it becomes). */
+static __attribute__((noinline)) uint32_t class_miss(ClassID cls) {
+    uint32_t ci = class_index(cls);
+    if (ci) {
+        H.last_cls = cls;
+        H.last_ci = ci;
+    }
+    return ci;
+}
+
 /* An object's size from its method table, as the runtime computes it
  * (MethodTable: u32 flags, whose low half is the component size when the top
  * bit is set, then u32 base size; arrays and strings keep their length right
@@ -541,7 +551,7 @@ static inline SIZE_T mt_size(ObjectID obj, uint32_t *fixed) {
     return size;
 }
 
-static SIZE_T object_size_slow(ObjectID obj) {
+static __attribute__((noinline)) SIZE_T object_size_slow(ObjectID obj) {
     SIZE_T size = 0;
     if (FAILED(INFO_CALL(GetObjectSize2, obj, &size)))
         size = 0;
@@ -554,7 +564,7 @@ static SIZE_T object_size_slow(ObjectID obj) {
     return size;
 }
 
-static void object_more(ObjectID obj, ULONG n, const ObjectID *refs) {
+static __attribute__((noinline)) void object_more(ObjectID obj, ULONG n, const ObjectID *refs) {
     for (ULONG i = DNP_HEAP_REFS_PER_RECORD; i < n;) {
         ULONG m = n - i < DNP_HEAP_REFS_PER_RECORD ? n - i : DNP_HEAP_REFS_PER_RECORD;
         uint8_t *p = reserve(16 + (size_t)m * 10);
@@ -573,22 +583,10 @@ static void object_more(ObjectID obj, ULONG n, const ObjectID *refs) {
 /* Which field each reference is in: the references come in field order, null
  * ones left out, so each is the next field that holds its value. Written only
  * when it differs from the class's last P record. */
-static inline void object_slots(ObjectID obj, cinfo *c, ULONG n, const ObjectID *refs) {
-    const fslot *fs = H.slots + c->fstart;
-    unsigned nf = c->fcount, f = 0;
-    uint8_t m[MAX_SLOTS];
-    int same = c->lastn == n;
-    for (ULONG k = 0; k < n; k++) {
-        unsigned g = f;
-        while (g < nf && *(const ObjectID *)(obj + fs[g].off) != refs[k])
-            g++;
-        m[k] = g < nf ? (uint8_t)(g + 1) : 0;
-        if (g < nf)
-            f = g + 1;
-        same &= c->last[k] == m[k];
-    }
-    if (same)
-        return;
+static uint8_t slot_tmp[MAX_SLOTS]; /* the GC thread's: the walk is on one thread */
+
+static __attribute__((noinline)) void slots_write(cinfo *c, ULONG n) {
+    const uint8_t *m = slot_tmp;
     uint8_t *p = reserve(16 + (size_t)n * 2);
     *p++ = DNP_HEAP_SLOTS;
     p = dnp_heap_put(p, n);
@@ -599,6 +597,24 @@ static inline void object_slots(ObjectID obj, cinfo *c, ULONG n, const ObjectID 
     memcpy(c->last, m, n);
 }
 
+static inline void object_slots(ObjectID obj, cinfo *c, ULONG n, const ObjectID *refs) {
+    const fslot *fs = H.slots + c->fstart;
+    unsigned nf = c->fcount, f = 0;
+    uint8_t *m = slot_tmp;
+    int same = c->lastn == n;
+    for (ULONG k = 0; k < n; k++) {
+        unsigned g = f;
+        while (g < nf && *(const ObjectID *)(obj + fs[g].off) != refs[k])
+            g++;
+        m[k] = g < nf ? (uint8_t)(g + 1) : 0;
+        if (g < nf)
+            f = g + 1;
+        same &= c->last[k] == m[k];
+    }
+    if (!same)
+        slots_write(c, n);
+}
+
 void heap_object(ObjectID obj, ClassID cls, ULONG n, const ObjectID *refs) {
     walk_begins();
     if (walk_only) {
@@ -606,16 +622,7 @@ void heap_object(ObjectID obj, ClassID cls, ULONG n, const ObjectID *refs) {
         H.refs += n;
         return;
     }
-    uint32_t ci;
-    if (cls == H.last_cls && cls) {
-        ci = H.last_ci;
-    } else {
-        ci = class_index(cls);
-        if (ci) {
-            H.last_cls = cls;
-            H.last_ci = ci;
-        }
-    }
+    uint32_t ci = cls == H.last_cls && cls ? H.last_ci : class_miss(cls);
     cinfo *c = &H.ci[ci];
     SIZE_T size;
     if (size_ok != 1)
