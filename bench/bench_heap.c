@@ -6,10 +6,15 @@
  * For each heap size, starts the "heap" scenario holding N small objects
  * (Scenarios.dll heap bulk=N pauses=1: an array of N objects, each holding the
  * previous one, and a thread that prints how long it was held up), then takes
- * R snapshots with each tool, alternating, and measures:
+ * R rounds of: a dnprof snapshot, a "walk only" dnprof snapshot (the agent
+ * attached and its GC callbacks called for every object, root and handle as
+ * in a snapshot, but counting only: DNPROF_HEAP_WALK_ONLY names a file the
+ * bench creates for it, src/agent/heap.c), and a dotnet-gcdump; it measures:
  *   - wall time of `dnprof snapshot PID` / `dotnet-gcdump collect -p PID`;
  *   - the target's pause: the longest time its watcher thread was held up
- *     while the tool ran, beside the program's own full blocking GC.Collect();
+ *     while the tool ran; the agent's own figure (GarbageCollectionStarted to
+ *     GarbageCollectionFinished); the program's own full blocking GC.Collect()
+ *     without a profiler (the fastest of three);
  *   - memory added to the target: its peak RSS during the tool's run (reset
  *     through /proc/PID/clear_refs before) less its RSS before;
  *   - the tool's own peak RSS;
