@@ -8,8 +8,9 @@
  * previous one, and a thread that prints how long it was held up), then takes
  * R rounds of: a dnprof snapshot, a "walk only" dnprof snapshot (the agent
  * attached and its GC callbacks called for every object, root and handle as
- * in a snapshot, but counting only: DNPROF_HEAP_WALK_ONLY names a file the
- * bench creates for it, src/agent/heap.c), and a dotnet-gcdump; it measures:
+ * in a snapshot, but counting only: the agent does that when a file named as
+ * the snapshot with ".walk-only" added exists, src/agent/heap.c), and a
+ * dotnet-gcdump; it measures:
  *   - wall time of `dnprof snapshot PID` / `dotnet-gcdump collect -p PID`;
  *   - the target's pause: the longest time its watcher thread was held up
  *     while the tool ran; the agent's own figure (GarbageCollectionStarted to
@@ -219,7 +220,7 @@ int main(int argc, char **argv) {
         char out[4200], go[4200], bulk[64], waitarg[4300], flag[4200], err[4200];
         snprintf(out, sizeof out, "%s/scenario-%ld.out", dir, n);
         snprintf(go, sizeof go, "%s/go-%ld", dir, n);
-        snprintf(flag, sizeof flag, "%s/walk-only-%ld", dir, n);
+        snprintf(flag, sizeof flag, "%s/%ld.dnheap.walk-only", dir, n);
         snprintf(err, sizeof err, "%s/tool-%ld.err", dir, n);
         unlink(go);
         unlink(flag);
@@ -231,8 +232,6 @@ int main(int argc, char **argv) {
             int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
             dup2(fd, 1);
             unsetenv("CORECLR_ENABLE_PROFILING");
-            /* The agent, once attached, walks without recording while flag exists. */
-            setenv("DNPROF_HEAP_WALK_ONLY", flag, 1);
             execlp("dotnet", "dotnet", dll, "heap", "list=0", "chain=0", "array=0", "cwt=0", bulk,
                    waitarg, "pauses=1", (char *)NULL);
             _exit(127);

@@ -49,10 +49,11 @@ atomic_int heap_capturing;
 
 static atomic_int busy; /* one snapshot at a time */
 
-/* The benchmark's floor (bench/bench_heap.c): while the file named by
- * DNPROF_HEAP_WALK_ONLY exists, a snapshot lets the runtime walk the heap and
- * call every callback, which only count: the pause no profiler built on the
- * API can beat. The snapshot holds no objects and says so (not complete). */
+/* The benchmark's floor (bench/bench_heap.c): when a file named as the
+ * snapshot with ".walk-only" added exists, the snapshot lets the runtime walk
+ * the heap and call every callback, which only count: the pause no profiler
+ * built on the API can beat. The snapshot holds no objects and says so (not
+ * complete). */
 static int walk_only;
 
 static struct {
@@ -709,8 +710,9 @@ int heap_snapshot(const char *path, char *reply, size_t cap) {
     H.done = H.saw_walk = H.partial = 0;
     size_ok = -1;
     size_checked = 0;
-    const char *wo = getenv("DNPROF_HEAP_WALK_ONLY");
-    walk_only = wo && wo[0] && access(wo, F_OK) == 0;
+    char wo[4200];
+    walk_only = snprintf(wo, sizeof wo, "%s.walk-only", path) < (int)sizeof wo &&
+                access(wo, F_OK) == 0;
     H.objects = H.refs = H.roots = H.deps = H.bytes = 0;
     H.prev_obj = H.prev_root = H.prev_key = 0;
     H.t_start = H.t_walk = H.t_end = 0;
@@ -795,7 +797,7 @@ int heap_snapshot(const char *path, char *reply, size_t cap) {
         snprintf(why, sizeof why, "the heap walk was cut short");
     } else if (walk_only) {
         status = DNP_HEAP_PARTIAL;
-        snprintf(why, sizeof why, "DNPROF_HEAP_WALK_ONLY: the heap was walked, nothing recorded");
+        snprintf(why, sizeof why, "walk only (a .walk-only file): the heap was walked, nothing recorded");
     }
     uint64_t gc_ns = H.saw_walk && H.t_walk > H.t_start ? H.t_walk - H.t_start : 0;
     uint64_t pause_ns = H.t_end > H.t_start ? H.t_end - H.t_start : 0;
