@@ -6,10 +6,16 @@
  * For each heap size, starts the "heap" scenario holding N small objects
  * (Scenarios.dll heap bulk=N pauses=1: an array of N objects, each holding the
  * previous one, and a thread that prints how long it was held up), then takes
- * R snapshots with each tool, alternating, and measures:
+ * R rounds of: a dnprof snapshot, a "walk only" dnprof snapshot (the agent
+ * attached and its GC callbacks called for every object, root and handle as
+ * in a snapshot, but counting only: the agent does that when a file named as
+ * the snapshot with ".walk-only" added exists, src/agent/heap.c), and a
+ * dotnet-gcdump; it measures:
  *   - wall time of `dnprof snapshot PID` / `dotnet-gcdump collect -p PID`;
  *   - the target's pause: the longest time its watcher thread was held up
- *     while the tool ran, beside the program's own full blocking GC.Collect();
+ *     while the tool ran; the agent's own figure (GarbageCollectionStarted to
+ *     GarbageCollectionFinished); the program's own full blocking GC.Collect()
+ *     without a profiler (the fastest of three);
  *   - memory added to the target: its peak RSS during the tool's run (reset
  *     through /proc/PID/clear_refs before) less its RSS before;
  *   - the tool's own peak RSS;
@@ -65,17 +71,19 @@ static char *read_file(const char *path, size_t *len) {
     return buf;
 }
 
-/* Runs argv, stdout to out (or /dev/null), waits; wall seconds, peak RSS (KiB), status. */
-static int run(char *const argv[], const char *out, double *wall, long *maxrss_kb, int *status) {
+/* Runs argv, stdout to out (or /dev/null), stderr to err (or /dev/null), waits;
+ * wall seconds, peak RSS (KiB), status. */
+static int run2(char *const argv[], const char *out, const char *err, double *wall,
+                long *maxrss_kb, int *status) {
     double t0 = now_s();
     pid_t p = fork();
     if (p == 0) {
         int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
+        if (fd >= 0)
             dup2(fd, 1);
-            if (!out)
-                dup2(fd, 2);
-        }
+        int fe = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fe >= 0)
+            dup2(fe, 2);
         execvp(argv[0], argv);
         _exit(127);
     }
@@ -89,6 +97,10 @@ static int run(char *const argv[], const char *out, double *wall, long *maxrss_k
     *maxrss_kb = ru.ru_maxrss;
     *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     return 0;
+}
+
+static int run(char *const argv[], const char *out, double *wall, long *maxrss_kb, int *status) {
+    return run2(argv, out, NULL, wall, maxrss_kb, status);
 }
 
 static long proc_kb(pid_t pid, const char *field) {
@@ -142,19 +154,24 @@ static int find_gcdump(char *buf, size_t cap) {
 
 typedef struct tool_run {
     double wall, pause;
+    double gc_ms; /* the agent's: GarbageCollectionStarted to Finished */
     long added_kb, tool_kb;
     int ok;
 } tool_run;
 
-static tool_run measure(pid_t pid, const char *out, char *const argv[]) {
+static tool_run measure(pid_t pid, const char *out, const char *err, char *const argv[]) {
     tool_run t = {0};
     size_t off;
     max_pause(out, 0, &off);
     long before = proc_kb(pid, "VmRSS:");
     reset_peak(pid);
     int st = 1;
-    if (run(argv, NULL, &t.wall, &t.tool_kb, &st) == 0 && st == 0)
+    if (run2(argv, NULL, err, &t.wall, &t.tool_kb, &st) == 0 && st == 0)
         t.ok = 1;
+    char *text = err ? read_file(err, NULL) : NULL;
+    const char *g = text ? strstr(text, "GC pause ") : NULL;
+    t.gc_ms = g ? atof(g + 9) : -1;
+    free(text);
     usleep(100000); /* the watcher's last line */
     t.pause = max_pause(out, off, NULL);
     long hwm = proc_kb(pid, "VmHWM:");
@@ -191,18 +208,22 @@ int main(int argc, char **argv) {
         return 2;
     }
     mkdir(dir, 0755);
-    printf("| objects | tool | wall s | target pause ms (own GC ms) | added target MiB | tool MiB "
-           "| report s | report MiB | report B/object |\n|---|---|---|---|---|---|---|---|---|\n");
+    printf("| objects | tool | wall s | target pause ms | agent GC ms | own GC ms | added target MiB "
+           "| tool MiB | report s | report MiB | report B/object |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|\n");
     fflush(stdout);
     for (const char *p = objects; *p;) {
         long n = atol(p);
         p += strcspn(p, ",");
         if (*p == ',')
             p++;
-        char out[4200], go[4200], bulk[64], waitarg[4300];
+        char out[4200], go[4200], bulk[64], waitarg[4300], flag[4200], err[4200];
         snprintf(out, sizeof out, "%s/scenario-%ld.out", dir, n);
         snprintf(go, sizeof go, "%s/go-%ld", dir, n);
+        snprintf(flag, sizeof flag, "%s/%ld.dnheap.walk-only", dir, n);
+        snprintf(err, sizeof err, "%s/tool-%ld.err", dir, n);
         unlink(go);
+        unlink(flag);
         unlink(out); /* not a stale "ready" of an earlier run */
         snprintf(bulk, sizeof bulk, "bulk=%ld", n);
         snprintf(waitarg, sizeof waitarg, "wait=%s", go);
@@ -233,14 +254,23 @@ int main(int argc, char **argv) {
             kill(child, SIGKILL);
             return 1;
         }
+        /* Each round: dnprof's snapshot, the runtime's walk alone (the callbacks
+         * only count), dotnet-gcdump. */
+        static const char *const names[] = {"dnprof", "walk only (floor)", "dotnet-gcdump"};
         for (int round = 0; round < rounds; round++) {
-            for (int which = 0; which < 1 + gcdump; which++) {
+            for (int which = 0; which < 2 + gcdump; which++) {
                 char file[4300], pidtext[32];
                 snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
-                snprintf(file, sizeof file, "%s/%ld.%s", dir, n, which ? "gcdump" : "dnheap");
-                char *dn[] = {DNPROF_BIN, "snapshot", "-q", "-o", file, pidtext, NULL};
+                snprintf(file, sizeof file, "%s/%ld.%s", dir, n, which == 2 ? "gcdump" : "dnheap");
+                char *dn[] = {DNPROF_BIN, "snapshot", "-o", file, pidtext, NULL};
                 char *gd[] = {tool, "collect", "-p", pidtext, "-o", file, NULL};
-                tool_run t = measure(pid, out, which ? gd : dn);
+                if (which == 1) {
+                    int fd = open(flag, O_WRONLY | O_CREAT, 0644);
+                    if (fd >= 0)
+                        close(fd);
+                }
+                tool_run t = measure(pid, out, which == 2 ? NULL : err, which == 2 ? gd : dn);
+                unlink(flag);
                 double rw = 0;
                 long rkb = 0;
                 int st = 1;
@@ -248,9 +278,13 @@ int main(int argc, char **argv) {
                     char *rep[] = {DNPROF_BIN, "heap", "report", file, NULL};
                     run(rep, NULL, &rw, &rkb, &st);
                 }
-                printf("| %ld | %s%s | %.2f | %.0f (%.0f) | %.1f | %.0f |", n,
-                       which ? "dotnet-gcdump" : "dnprof", t.ok ? "" : " (failed)", t.wall, t.pause,
-                       gc_ms, t.added_kb / 1024.0, t.tool_kb / 1024.0);
+                printf("| %ld | %s%s | %.2f | %.0f | ", n, names[which], t.ok ? "" : " (failed)",
+                       t.wall, t.pause);
+                if (which == 2)
+                    printf("| %.0f |", gc_ms);
+                else
+                    printf("%.0f | %.0f |", t.gc_ms, gc_ms);
+                printf(" %.1f | %.0f |", t.added_kb / 1024.0, t.tool_kb / 1024.0);
                 if (!which && st == 0)
                     printf(" %.2f | %.0f | %.1f |\n", rw, rkb / 1024.0, rkb * 1024.0 / (double)n);
                 else

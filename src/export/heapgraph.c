@@ -111,6 +111,7 @@ typedef struct loader {
     uint64_t hcap;
     uint64_t cursor;     /* next edge slot */
     uint64_t obj_addr;   /* the last object's */
+    uint32_t version;    /* the file's format version */
     uint32_t cur_node;
     uint64_t left;       /* its references still to come */
     uint32_t cur_class;
@@ -179,11 +180,15 @@ static int refs_put(loader *L, const uint8_t **pp, const uint8_t *end, uint64_t 
     if (n > L->left)
         return fail(&L->r, "corrupt: an object has more references than it said");
     L->left -= n;
+    uint64_t prev = L->obj_addr; /* version 2: each from the one before; 1: from the object */
     for (uint64_t k = 0; k < n; k++) {
         uint64_t z;
         GET(z);
+        uint64_t addr = prev + (uint64_t)dnp_heap_unzz(z);
+        if (L->version >= 2)
+            prev = addr;
         if (L->pass == PASS_REFS) {
-            uint32_t to = lookup(L, L->obj_addr + (uint64_t)dnp_heap_unzz(z));
+            uint32_t to = lookup(L, addr);
             g->edges[L->cursor++] = to ? to : DNP_HG_NONE;
         }
     }
@@ -415,9 +420,11 @@ static int read_end(loader *L) {
     }
     uint32_t version;
     memcpy(&version, hdr + 8, 4);
-    if (memcmp(hdr, DNP_HEAP_MAGIC, 8) != 0 || version != DNP_HEAP_VERSION)
-        return fail(r, "a heap snapshot of format version %u; this dnprof reads version %u",
-                    (unsigned)version, DNP_HEAP_VERSION);
+    if (memcmp(hdr, DNP_HEAP_MAGIC, 8) != 0 || version < DNP_HEAP_VERSION_MIN ||
+        version > DNP_HEAP_VERSION)
+        return fail(r, "a heap snapshot of format version %u; this dnprof reads versions %u to %u",
+                    (unsigned)version, DNP_HEAP_VERSION_MIN, DNP_HEAP_VERSION);
+    L->version = version;
     memcpy(&L->g->pid, hdr + 16, 8);
     memcpy(&L->g->start_real_ns, hdr + 24, 8);
     r->pos = sizeof hdr;

@@ -17,19 +17,26 @@
 #include <stdint.h>
 
 #define DNP_HEAP_MAGIC "DNPHEAP1"
-#define DNP_HEAP_VERSION 1
+/* Version 2: in an OBJECT or MORE record, the first reference is a zz delta
+ * from the object's address and each next one from the reference before it
+ * (an array of objects allocated in turn: a byte each). Version 1: each from
+ * the object's address. Readers take both. */
+#define DNP_HEAP_VERSION 2
+#define DNP_HEAP_VERSION_MIN 1
 #define DNP_HEAP_HEADER_SIZE 32
 #define DNP_HEAP_CHUNK_MAGIC 0x43484e44u /* "DNHC" */
 #define DNP_HEAP_CHUNK_HEADER 12
 #define DNP_HEAP_CHUNK_MAX (1u << 20) /* the agent's chunks; a reader accepts up to 64 MiB */
 
 /* Record tags. Addresses are zigzag deltas: an object's from the previous
- * object's, its references from the object's own address. */
+ * object's, its references from the one before (the first of a record: from
+ * the object's own address; version 1: all from the object's address). */
 enum {
     DNP_HEAP_CLASS = 'K',  /* varint index, varint class_id: the first use of a class */
     DNP_HEAP_ROOTS = 'R',  /* varint n, n x (varint kind | flags << 3, zz addr from previous, varint root_id) */
     DNP_HEAP_DEPS = 'D',   /* varint n, n x (zz key from previous, zz value from key, varint handle) */
-    DNP_HEAP_OBJECT = 'O', /* zz addr, varint class index, varint size, varint nrefs, varint n_here, n_here x zz ref */
+    DNP_HEAP_OBJECT = 'O', /* zz addr, varint class index, varint size, varint nrefs, varint n_here, n_here x zz ref
+                              (from the previous ref of the record; the first from the object) */
     DNP_HEAP_MORE = 'M',   /* varint n, n x zz ref: more references of the last object */
     DNP_HEAP_NAME = 'N',   /* varint class index, varint len, bytes: a class's name (after the GC) */
     DNP_HEAP_FUNC = 'F',   /* varint function_id, varint len, bytes: a stack root's method */

@@ -676,3 +676,59 @@ TEST(e2e_heap_devtools_loads) {
     json_free(rep);
     return 0;
 }
+
+/* bench_heap's floor: with "<snapshot>.walk-only" beside the snapshot, the
+ * runtime walks the heap and the agent only counts (dnprof snapshot prints
+ * the count and the pause); the file it leaves says it is no snapshot, and
+ * the next snapshot, without the file, is a whole one again. */
+TEST(e2e_heap_walk_only) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_heap_walk_only"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    char go[PATH_MAX], out[PATH_MAX], errp[PATH_MAX], snap[PATH_MAX], flag[PATH_MAX + 16];
+    char waitarg[PATH_MAX + 8];
+    snprintf(go, sizeof go, "%s/go", r.dir);
+    snprintf(out, sizeof out, "%s/program.out", r.dir);
+    snprintf(errp, sizeof errp, "%s/program.err", r.dir);
+    snprintf(snap, sizeof snap, "%s/w.dnheap", r.dir);
+    snprintf(flag, sizeof flag, "%s.walk-only", snap);
+    snprintf(waitarg, sizeof waitarg, "wait=%s", go);
+    const char *argv[] = {e2e_dotnet(), dll, "heap", waitarg, NULL};
+    const char *env[] = {"CORECLR_ENABLE_PROFILING", NULL};
+    pid_t child = e2e_spawn((char *const *)argv, env, r.dir, out, NULL, errp);
+    ASSERT_GT(child, 0);
+    counts c;
+    pid_t pid = wait_ready(out, &c);
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+    const char *args[] = {"snapshot", "-o", snap, pidtext, NULL};
+    int ok = pid > 0 && touch(flag) == 0 && e2e_dnprof(&r, args) == 0 && r.status == 0;
+    char *said = ok ? e2e_read_file(r.err, NULL) : NULL;
+    if (!ok)
+        e2e_show_file("dnprof snapshot (walk only) said", r.err);
+    unlink(flag);
+    /* the count of the walk, from "snapshot of pid N (comm): 1,234 objects" */
+    const char *at = said ? strstr(said, "): ") : NULL;
+    if (at)
+        at += 2;
+    long walked = at ? grouped(&at) : -1;
+    const char *report[] = {"heap", "report", snap, NULL};
+    int refused = ok && e2e_dnprof(&r, report) == 0 && r.status == 1;
+    char *why = refused ? e2e_read_file(r.err, NULL) : NULL;
+    int whole = ok && e2e_dnprof(&r, args) == 0 && r.status == 0;
+    touch(go);
+    int status = -1;
+    e2e_wait(child, E2E_TIMEOUT_MS, &status);
+    ASSERT(ok);
+    ASSERT(said && strstr(said, "snapshot of pid"));
+    free(said);
+    /* every object of the program's was walked: the chain alone is CHAIN */
+    ASSERT_GE(walked, (long)CHAIN + c.list + c.array);
+    ASSERT(refused);
+    ASSERT(why && strstr(why, "walk only"));
+    free(why);
+    ASSERT(whole);
+    ASSERT_EQ(status, 0);
+    return check_report(&r, snap, &c);
+}

@@ -191,8 +191,10 @@ static void put_chunk(FILE *f, const uint8_t *p, size_t len) {
 }
 
 /* A holder whose 5000 references run over into the last chunk, which thus
- * starts with a MORE record: the reader must take it. */
-TEST(heap_reader_refs_across_chunks) {
+ * starts with a MORE record: the reader must take it. References as the
+ * format version writes them: version 2 each from the one before in its
+ * record (the first from the holder), version 1 each from the holder. */
+static int refs_across_chunks(uint32_t version) {
     char path[] = "/tmp/dnprof-unit-heap-XXXXXX";
     int fd = mkstemp(path);
     ASSERT_GE(fd, 0);
@@ -200,7 +202,7 @@ TEST(heap_reader_refs_across_chunks) {
     ASSERT(f);
     uint8_t hdr[DNP_HEAP_HEADER_SIZE] = {0};
     memcpy(hdr, DNP_HEAP_MAGIC, 8);
-    uint32_t v = DNP_HEAP_VERSION, hs = DNP_HEAP_HEADER_SIZE;
+    uint32_t v = version, hs = DNP_HEAP_HEADER_SIZE;
     memcpy(hdr + 8, &v, 4);
     memcpy(hdr + 12, &hs, 4);
     fwrite(hdr, sizeof hdr, 1, f);
@@ -223,13 +225,21 @@ TEST(heap_reader_refs_across_chunks) {
     p = dnp_heap_put_zz(p, (int64_t)(holder - prev));
     p = dnp_heap_put(p, 2), p = dnp_heap_put(p, 24 + 8 * n), p = dnp_heap_put(p, n);
     p = dnp_heap_put(p, DNP_HEAP_REFS_PER_RECORD);
-    for (uint32_t i = 0; i < DNP_HEAP_REFS_PER_RECORD; i++)
-        p = dnp_heap_put_zz(p, (int64_t)(base + 32ull * i - holder));
+    uint64_t from = holder;
+    for (uint32_t i = 0; i < DNP_HEAP_REFS_PER_RECORD; i++) {
+        p = dnp_heap_put_zz(p, (int64_t)(base + 32ull * i - from));
+        if (version >= 2)
+            from = base + 32ull * i;
+    }
     put_chunk(f, buf, (size_t)(p - buf));
     p = buf;
     *p++ = DNP_HEAP_MORE, p = dnp_heap_put(p, n - DNP_HEAP_REFS_PER_RECORD);
-    for (uint32_t i = DNP_HEAP_REFS_PER_RECORD; i < n; i++)
-        p = dnp_heap_put_zz(p, (int64_t)(base + 32ull * i - holder));
+    from = holder;
+    for (uint32_t i = DNP_HEAP_REFS_PER_RECORD; i < n; i++) {
+        p = dnp_heap_put_zz(p, (int64_t)(base + 32ull * i - from));
+        if (version >= 2)
+            from = base + 32ull * i;
+    }
     const char *names[] = {NULL, "Item", "Item[]"};
     for (int k = 1; k <= 2; k++) {
         *p++ = DNP_HEAP_NAME, p = dnp_heap_put(p, (uint64_t)k), p = dnp_heap_put(p, strlen(names[k]));
@@ -252,6 +262,9 @@ TEST(heap_reader_refs_across_chunks) {
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(g.n, n + 2);
     ASSERT_EQ(g.m, n + 1);
+    /* every reference resolved to its own item, in order */
+    for (uint32_t i = 0; i < n; i++)
+        ASSERT_EQ(g.edges[g.off[n + 1] + i], i + 1);
     ASSERT_EQ(dnp_heapgraph_dominators(&g, 0), 0);
     ASSERT_EQ(g.unreachable, 0);
     ASSERT_EQ(g.retained[n + 1], 32ull * n + 24 + 8 * n);
@@ -265,4 +278,13 @@ TEST(heap_reader_refs_across_chunks) {
     }
     unlink(path);
     return 0;
+}
+
+TEST(heap_reader_refs_across_chunks) {
+    return refs_across_chunks(DNP_HEAP_VERSION);
+}
+
+/* Snapshots of format version 1 (dnprof before version 2) still read. */
+TEST(heap_reader_version1) {
+    return refs_across_chunks(1);
 }
