@@ -30,6 +30,7 @@
 #include "names.h"
 #include "recorder.h"
 #include "session.h"
+#include "stack.h"
 
 #define KEYWORD_GC 0x1ull
 #define KEYWORD_ALLOCATION_SAMPLING 0x80000000000ull
@@ -41,7 +42,6 @@
 #define SOURCE_SAMPLED 1u
 #define SOURCE_TICK 2u
 
-#define STACK_MAX_FRAMES 64
 #define STACK_TEXT_MAX 8192
 #define TYPE_SLOTS 256
 #define STACK_SLOTS 1024
@@ -288,23 +288,7 @@ static uint32_t type_sid(uint64_t type_id, const BYTE *name, size_t units) {
     return sid;
 }
 
-typedef struct snapshot {
-    FunctionID f[STACK_MAX_FRAMES];
-    unsigned n, more;
-} snapshot;
-
-static HRESULT snapshot_frame(FunctionID fn, UINT_PTR ip, COR_PRF_FRAME_INFO info, ULONG32 size, BYTE *ctx,
-                              void *data) {
-    (void)ip, (void)info, (void)size, (void)ctx;
-    snapshot *s = data;
-    if (!fn)
-        return S_OK; /* native code between managed frames */
-    if (s->n < STACK_MAX_FRAMES)
-        s->f[s->n++] = fn;
-    else
-        s->more++;
-    return S_OK;
-}
+typedef stack_snapshot snapshot;
 
 /* The stack's string number: from the event's frames when the runtime gives
  * them, else from a snapshot of this thread (the runtime's in-process sessions
@@ -320,8 +304,7 @@ static uint32_t exact_stack_sid(ULONG nframes, const UINT_PTR *frames, uint64_t 
             key = (key ^ (uint64_t)frames[i]) * 0x100000001b3ull;
         key ^= nframes;
     } else {
-        if (FAILED(INFO_CALL(DoStackSnapshot, 0, snapshot_frame, 0 /* COR_PRF_SNAPSHOT_DEFAULT */, &s, NULL, 0)) ||
-            !s.n)
+        if (stack_take(&s) != 0 || !s.n)
             return 0;
         for (unsigned i = 0; i < s.n; i++)
             key = (key ^ (uint64_t)s.f[i]) * 0x100000001b3ull;
@@ -337,10 +320,7 @@ static uint32_t exact_stack_sid(ULONG nframes, const UINT_PTR *frames, uint64_t 
             FunctionID fid = 0;
             if (FAILED(INFO_CALL(GetFunctionFromIP, (LPCBYTE)frames[i], &fid)) || !fid)
                 continue; /* a stub or native frame */
-            if (s.n < STACK_MAX_FRAMES)
-                s.f[s.n++] = fid;
-            else
-                s.more++;
+            stack_push(&s, fid);
         }
     }
     char text[STACK_TEXT_MAX];

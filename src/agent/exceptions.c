@@ -27,8 +27,8 @@
 #include "names.h"
 #include "recorder.h"
 #include "session.h"
+#include "stack.h"
 
-#define STACK_MAX_FRAMES 48
 #define STACK_TEXT_MAX 6144
 #define MESSAGE_MAX_CHARS 1024
 #define NOTES_PER_THREAD 16
@@ -188,23 +188,7 @@ static uint32_t read_message(const uint8_t *obj) {
 
 /* ---- the stack ---- */
 
-typedef struct snapshot {
-    FunctionID f[STACK_MAX_FRAMES];
-    int n, more;
-} snapshot;
-
-static HRESULT snapshot_frame(FunctionID fn, UINT_PTR ip, COR_PRF_FRAME_INFO info, ULONG32 size, BYTE *ctx,
-                              void *data) {
-    (void)ip, (void)info, (void)size, (void)ctx;
-    snapshot *s = data;
-    if (!fn)
-        return S_OK; /* native code between managed frames */
-    if (s->n < STACK_MAX_FRAMES)
-        s->f[s->n++] = fn;
-    else
-        s->more++;
-    return S_OK;
-}
+typedef stack_snapshot snapshot;
 
 /* Where each level's handler runs: its frame, counted from the root of the
  * stack of its throw (0: unknown). A new throw whose stack does not hold that
@@ -216,9 +200,7 @@ static __thread struct {
 } t_where[EXC_MAX_NEST];
 
 static void take_snapshot(snapshot *s) {
-    s->n = s->more = 0;
-    if (FAILED(INFO_CALL(DoStackSnapshot, 0, snapshot_frame, 0 /* COR_PRF_SNAPSHOT_DEFAULT */, s, NULL, 0)))
-        s->n = 0;
+    stack_take(s);
 }
 
 static uint32_t stack_string(const snapshot *sp, unsigned *flags) {
@@ -227,7 +209,7 @@ static uint32_t stack_string(const snapshot *sp, unsigned *flags) {
         return 0;
     uint32_t sids[STACK_MAX_FRAMES];
     uint64_t key = 0xcbf29ce484222325ull ^ (uint64_t)s.n;
-    for (int i = 0; i < s.n; i++) {
+    for (unsigned i = 0; i < s.n; i++) {
         sids[i] = names_get(NAMES_FUNCTION, s.f[i], 1);
         key = (key ^ sids[i]) * 0x100000001b3ull;
     }
@@ -238,13 +220,13 @@ static uint32_t stack_string(const snapshot *sp, unsigned *flags) {
 
     char text[STACK_TEXT_MAX];
     size_t len = 0;
-    for (int i = 0; i < s.n && len + 2 < sizeof text; i++) {
+    for (unsigned i = 0; i < s.n && len + 2 < sizeof text; i++) {
         if (i)
             text[len++] = '\n';
         len += names_function_text(s.f[i], text + len, sizeof text - len);
     }
     if (s.more && len + 32 < sizeof text)
-        len += (size_t)snprintf(text + len, sizeof text - len, "\n... %d more", s.more);
+        len += (size_t)snprintf(text + len, sizeof text - len, "\n... %u more", s.more);
     if (s.more)
         *flags |= DETAIL_STACK_TRUNCATED;
     uint32_t sid = rec_string(text, len);
@@ -264,7 +246,7 @@ static void settle(const snapshot *s) {
         int rd = t_where[top].root_dist;
         if ((l->phase != EXC_CATCH && l->phase != EXC_FINALLY) || rd <= 0)
             return;
-        int idx = s->n - rd;
+        int idx = (int)s->n - rd;
         if (idx >= 0 && s->f[idx] == l->handler)
             return;
         exc_step st;
@@ -282,9 +264,9 @@ static void handler_at(FunctionID fn) {
     t_where[top].root_dist = 0;
     if (s->more)
         return;
-    for (int i = t_where[top].left; i < s->n; i++)
+    for (int i = t_where[top].left; i < (int)s->n; i++)
         if (s->f[i] == fn) {
-            t_where[top].root_dist = s->n - i;
+            t_where[top].root_dist = (int)s->n - i;
             return;
         }
 }
