@@ -450,8 +450,15 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
                           const char *left_out, const char *out_abs) {
     char fams[256];
     dnp_families_format(families & ~(1u << DNP_FAM_RUNTIME), fams, sizeof fams);
-    fprintf(stderr, "dnprof: attached to pid %d (%s): recording %s into %s", (int)o->pid, proc->comm, fams,
-            cli_short_path(out_abs));
+    static const char *const modes[] = {"", "cpu", "wall", "suspend"};
+    char what[64] = "";
+    if (o->sample)
+        snprintf(what, sizeof what, ", stack samples (%s, %llu Hz)", modes[o->sample & 3],
+                 (unsigned long long)(o->sample_rate ? o->sample_rate : 100));
+    if (o->alloc)
+        snprintf(what + strlen(what), sizeof what - strlen(what), ", sampled allocations");
+    fprintf(stderr, "dnprof: attached to pid %d (%s): recording %s%s into %s", (int)o->pid, proc->comm, fams,
+            what, cli_short_path(out_abs));
     if (o->duration_ms >= 0)
         fprintf(stderr, " for %.3g s\n", (double)o->duration_ms / 1000);
     else

@@ -164,6 +164,8 @@ int cmd_convert(int argc, char **argv) {
     if (optind + 1 < argc)
         return usage_error("convert", "one trace file at a time, not '%s' and '%s'", argv[optind], argv[optind + 1]);
     const char *path = argv[optind];
+    if (cli_not_a_snapshot(path))
+        return 1;
     char out_path[PATH_MAX];
     if (output && !*output)
         return usage_error("convert", "--output wants a file name, or '-' for stdout");

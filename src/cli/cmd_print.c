@@ -655,6 +655,8 @@ int cmd_print(int argc, char **argv) {
     if (optind + 1 < argc)
         return usage_error("print", "one trace file at a time, not '%s' and '%s'", argv[optind], argv[optind + 1]);
     const char *path = argv[optind];
+    if (cli_not_a_snapshot(path))
+        return 1;
 
     char err[512];
     if (events) {

@@ -13,10 +13,11 @@
 static void report_help(void) {
     fputs("usage: dnprof report [options] FILE\n"
           "\n"
-          "Adds up a trace recorded with 'dnprof run --calls': the functions that take the\n"
-          "most time by themselves (self) and with what they call (total), how often they\n"
-          "were called and their share of all the time spent in hooked code, then the\n"
-          "hottest call paths. Names are shown as they were written: an async method's\n"
+          "Adds up a trace recorded with 'dnprof run --calls' (or with --sample, where\n"
+          "times are samples x the period: estimates): the functions that take the most\n"
+          "time by themselves (self) and with what they call (total), how often they were\n"
+          "called (with --calls=counts: only that) and their share of all the time, then\n"
+          "the hottest call paths. Names are shown as they were written: an async method's\n"
           "state machine as 'Foo (async)', a lambda as 'lambda in Main' (--json keeps the\n"
           "compiler's name in \"raw\").\n"
           "\n"
@@ -92,6 +93,8 @@ int cmd_report(int argc, char **argv) {
     if (threshold_given && !o.tree)
         return usage_error("report", "--threshold prunes the tree: give --tree too");
     o.path = argv[optind];
+    if (cli_not_a_snapshot(o.path))
+        return 1;
 
     signal(SIGPIPE, SIG_IGN);
     if (alloc && exceptions)

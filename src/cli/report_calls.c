@@ -13,6 +13,9 @@
 
 #define NAME_MAX_LEN 2048
 
+/* A --calls=counts trace: no times, so no time columns (they would all say 0). */
+#define COUNTS_ONLY(ct) ((ct)->has_config && (ct)->mode == 4)
+
 static const char *mode_text(uint64_t mode) {
     switch (mode) {
     case 1: return "counts and times (--calls)";
@@ -121,6 +124,8 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
         fprintf(out, "%s: %s samples in %s call paths, about %s", label,
                 cli_fmt_count(tr->nodes[0].total_ns / ct->sample_period_ns, a), cli_fmt_count(tr->nnodes - 1, b),
                 fmt_ns(tr->nodes[0].total_ns, c));
+    else if (COUNTS_ONLY(ct))
+        fprintf(out, "%s: %s calls in %s call paths", label, cli_fmt_count(calls, a), cli_fmt_count(tr->nnodes - 1, b));
     else
         fprintf(out, "%s: %s calls in %s call paths, %s in hooked code", label, cli_fmt_count(calls, a),
                 cli_fmt_count(tr->nnodes - 1, b), fmt_ns(tr->nodes[0].total_ns, c));
@@ -135,17 +140,24 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
 static void put_func_table(const dnp_calltree *ct, const dnp_ct_func *f, size_t n, unsigned top, uint64_t total,
                            const char *title, FILE *out) {
     char a[32], b[32], c[32], name[NAME_MAX_LEN];
+    int counts = COUNTS_ONLY(ct);
     fprintf(out, "\n%s\n", title);
-    fprintf(out, "%10s %6s %10s %6s %14s  %s\n", "self", "%", "total", "%", CALLS_UNIT(ct), "function");
+    if (counts)
+        fprintf(out, "%14s  %s\n", CALLS_UNIT(ct), "function");
+    else
+        fprintf(out, "%10s %6s %10s %6s %14s  %s\n", "self", "%", "total", "%", CALLS_UNIT(ct), "function");
     for (size_t i = 0; i < n && i < top; i++) {
-        fprintf(out, "%10s %5.1f%% %10s %5.1f%% %14s  ", fmt_ns(f[i].self_ns, a), pct(f[i].self_ns, total),
-                fmt_ns(f[i].total_ns, b), pct(f[i].total_ns, total), cli_fmt_count(f[i].calls, c));
+        if (counts)
+            fprintf(out, "%14s  ", cli_fmt_count(f[i].calls, c));
+        else
+            fprintf(out, "%10s %5.1f%% %10s %5.1f%% %14s  ", fmt_ns(f[i].self_ns, a), pct(f[i].self_ns, total),
+                    fmt_ns(f[i].total_ns, b), pct(f[i].total_ns, total), cli_fmt_count(f[i].calls, c));
         cli_put_text(out, dnp_export_name(ct, f[i].func, f[i].name, name, sizeof name), 0);
         fputc('\n', out);
     }
     if (n > top)
-        fprintf(out, "%*s  ... and %zu more (--top N to see more)\n", 10 + 1 + 6 + 1 + 10 + 1 + 6 + 1 + 14, "",
-                n - top);
+        fprintf(out, "%*s  ... and %zu more (--top N to see more)\n", counts ? 14 : 10 + 1 + 6 + 1 + 10 + 1 + 6 + 1 + 14,
+                "", n - top);
 }
 
 static int by_total(const void *x, const void *y) {
@@ -165,6 +177,13 @@ static int by_calls(const void *x, const void *y) {
 }
 
 static const dnp_ct_tree *sort_tree;
+
+static int by_node_calls(const void *x, const void *y) {
+    const dnp_ct_node *a = &sort_tree->nodes[*(const uint32_t *)x], *b = &sort_tree->nodes[*(const uint32_t *)y];
+    if (a->calls != b->calls)
+        return a->calls > b->calls ? -1 : 1;
+    return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+}
 
 static int by_node_self(const void *x, const void *y) {
     const dnp_ct_node *a = &sort_tree->nodes[*(const uint32_t *)x], *b = &sort_tree->nodes[*(const uint32_t *)y];
@@ -215,15 +234,25 @@ static void put_paths(const dnp_calltree *ct, const dnp_ct_tree *tr, unsigned to
         return;
     for (uint32_t i = 0; i < n; i++)
         order[i] = i + 1;
+    int counts = COUNTS_ONLY(ct);
     sort_tree = tr;
-    qsort(order, n, sizeof *order, by_node_self);
+    qsort(order, n, sizeof *order, counts ? by_node_calls : by_node_self);
     char a[32], c[32];
-    fputs("\nhottest call paths (by self time of the last frame)\n", out);
-    fprintf(out, "%10s %6s %14s  %s\n", "self", "%", CALLS_UNIT(ct), "path");
-    for (uint32_t i = 0; i < n && i < top && tr->nodes[order[i]].self_ns; i++) {
+    if (counts) {
+        fputs("\nmost called paths (by calls of the last frame)\n", out);
+        fprintf(out, "%14s  %s\n", CALLS_UNIT(ct), "path");
+    } else {
+        fputs("\nhottest call paths (by self time of the last frame)\n", out);
+        fprintf(out, "%10s %6s %14s  %s\n", "self", "%", CALLS_UNIT(ct), "path");
+    }
+    for (uint32_t i = 0; i < n && i < top && (counts ? tr->nodes[order[i]].calls : tr->nodes[order[i]].self_ns);
+         i++) {
         const dnp_ct_node *node = &tr->nodes[order[i]];
-        fprintf(out, "%10s %5.1f%% %14s  ", fmt_ns(node->self_ns, a), pct(node->self_ns, total),
-                cli_fmt_count(node->calls, c));
+        if (counts)
+            fprintf(out, "%14s  ", cli_fmt_count(node->calls, c));
+        else
+            fprintf(out, "%10s %5.1f%% %14s  ", fmt_ns(node->self_ns, a), pct(node->self_ns, total),
+                    cli_fmt_count(node->calls, c));
         put_path(ct, tr, order[i], out);
         fputc('\n', out);
     }
@@ -266,8 +295,11 @@ static int tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
         return 0;
     /* a shown node's ancestors are shown: children are sorted, and a parent's total >= a child's */
     char a[32], b[32], c[32], name[NAME_MAX_LEN];
-    fprintf(p->out, "%10s %5.1f%% %10s %14s  %*s", fmt_ns(node->total_ns, a), pct(node->total_ns, p->total),
-            fmt_ns(node->self_ns, b), cli_fmt_count(node->calls, c), (int)(2 * (node->depth - 1)), "");
+    if (COUNTS_ONLY(p->ct))
+        fprintf(p->out, "%14s  %*s", cli_fmt_count(node->calls, c), (int)(2 * (node->depth - 1)), "");
+    else
+        fprintf(p->out, "%10s %5.1f%% %10s %14s  %*s", fmt_ns(node->total_ns, a), pct(node->total_ns, p->total),
+                fmt_ns(node->self_ns, b), cli_fmt_count(node->calls, c), (int)(2 * (node->depth - 1)), "");
     cli_put_text(p->out, dnp_export_name(p->ct, node->func, node->name, name, sizeof name), 0);
     if (node->tailcalls)
         fprintf(p->out, "  [%s tail calls]", cli_fmt_count(node->tailcalls, a));
@@ -280,6 +312,13 @@ static void put_tree(const dnp_calltree *ct, const dnp_ct_tree *tr, double thres
     p.min = (uint64_t)((double)p.total * threshold / 100.0);
     char label[512], a[32];
     dnp_export_thread_label(tr, label, sizeof label);
+    if (COUNTS_ONLY(ct)) { /* no times to prune by: every path */
+        p.min = 0;
+        fprintf(out, "\ncall tree, %s (every path: --calls=counts has no times to prune by)\n", label);
+        fprintf(out, "%14s  %s\n", CALLS_UNIT(ct), "function");
+        dnp_ct_walk(tr, tree_visit, &p);
+        return;
+    }
     fprintf(out, "\ncall tree, %s (paths below %.2g%% of %s hidden)\n", label, threshold, fmt_ns(p.total, a));
     fprintf(out, "%10s %6s %10s %14s  %s\n", "total", "%", "self", CALLS_UNIT(ct), "function");
     dnp_ct_walk(tr, tree_visit, &p);

@@ -26,11 +26,19 @@ static const char *fate_word(const dnp_story *s) {
     }
 }
 
-static void put_us(FILE *out, uint64_t ns) {
+/* A duration, the same way in the stories and in the report's tables:
+ * "853.4 us", "14.2 ms" (buf: at least 32 bytes). */
+static char *fmt_time(uint64_t ns, char *buf) {
     if (ns >= 10000000)
-        fprintf(out, "%.1f ms", (double)ns / 1e6);
+        snprintf(buf, 32, "%.1f ms", (double)ns / 1e6);
     else
-        fprintf(out, "%.1f us", (double)ns / 1e3);
+        snprintf(buf, 32, "%.1f us", (double)ns / 1e3);
+    return buf;
+}
+
+static void put_us(FILE *out, uint64_t ns) {
+    char buf[32];
+    fputs(fmt_time(ns, buf), out);
 }
 
 /* ---- print --exceptions: each story ---- */
@@ -286,7 +294,7 @@ static void group_add(group *g, const dnp_story *s) {
     uint64_t ns = s->t_end - s->t_thrown;
     g->count++;
     g->caught += s->fate == EXC_CAUGHT;
-    g->internal += s->internal;
+    g->internal += s->internal && s->fate == EXC_CAUGHT; /* of the caught: the column says so */
     g->unhandled += s->fate == EXC_OPEN && s->no_catcher;
     g->other += s->fate != EXC_CAUGHT && !(s->fate == EXC_OPEN && s->no_catcher);
     g->total_ns += ns;
@@ -316,8 +324,10 @@ static void groups_text(FILE *out, const char *title, groups *g) {
         char c[32], k[32], n[32], o[32];
         fprintf(out, "  %10s %8s %8s %8s ", cli_fmt_count(r->count, c), cli_fmt_count(r->caught, k),
                 cli_fmt_count(r->internal, n), cli_fmt_count(r->other + r->unhandled, o));
-        double mean = r->count ? (double)r->total_ns / (double)r->count / 1e3 : 0;
-        fprintf(out, "%7.1f us %7.1f us  %s\n", mean, (double)r->max_ns / 1e3, r->key);
+        char mean[32], max[32];
+        fmt_time(r->count ? r->total_ns / r->count : 0, mean);
+        fmt_time(r->max_ns, max);
+        fprintf(out, "%10s %10s  %s\n", mean, max, r->key);
     }
     fputc('\n', out);
 }
@@ -353,7 +363,7 @@ static void sum_one(void *ctx, const dnp_story *x, const dnp_stories *all) {
         group_add(g[k], x);
     m->n++;
     m->caught += x->fate == EXC_CAUGHT;
-    m->internal += x->internal;
+    m->internal += x->internal && x->fate == EXC_CAUGHT; /* "N caught (M of them internal)" */
     m->runtime += x->fate == EXC_RUNTIME;
     m->abandoned += x->fate == EXC_ABANDONED;
     m->rethrown += x->fate == EXC_RETHROWN;
