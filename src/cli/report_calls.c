@@ -487,6 +487,11 @@ int report_calls(const dnp_calltree *ct, const report_opts *o, FILE *out) {
         error("out of memory");
         return 1;
     }
+    /* A function's samples are the samples it is in, counted once as its total
+     * time is: a stack that holds it twice is one sample, not two. */
+    if (ct->sample_nodes)
+        for (size_t i = 0; i < nf; i++)
+            f[i].calls = f[i].outer_calls;
     int rc = 0;
     if (o->json) {
         rc = put_json(ct, tr, f, nf, o, out);
