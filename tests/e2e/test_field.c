@@ -363,3 +363,27 @@ TEST(e2e_field_detach_after_snapshot) {
     ASSERT_EQ(status, 0);
     return 0;
 }
+
+/* print --thread N of a thread the trace does not have says so (it printed
+ * nothing, exit 0); print --exceptions with the event log's filters refuses
+ * them (it ignored them). */
+TEST(e2e_field_print_filters) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_field_print_filters"), 0);
+    const char *opts[] = {"--exceptions", NULL};
+    const char *args[] = {"exceptions", NULL};
+    ASSERT_EQ(run_scen(&r, opts, args), 0);
+    const char *none[] = {"print", "--thread", "999", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, none), 0);
+    ASSERT_STATUS(&r, 1);
+    ASSERT(file_has(r.err, "no thread 999"));
+    const char *one[] = {"print", "--thread", "1", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, one), 0);
+    ASSERT_STATUS(&r, 0);
+    ASSERT(file_has(r.out, "[ 1] "));
+    const char *exc[] = {"print", "--exceptions", "--thread", "1", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, exc), 0);
+    ASSERT_STATUS(&r, 2);
+    ASSERT(file_has(r.err, "--exceptions prints each exception's whole story"));
+    return 0;
+}
