@@ -149,22 +149,6 @@ static void catch_signals(void) {
     sigaction(SIGHUP, &sa, NULL);
 }
 
-/* Prints what the agent said while attaching (its log in the control
- * directory) and removes the log. */
-static void agent_log(const char *dir, pid_t pid, int quiet) {
-    char path[256];
-    snprintf(path, sizeof path, DNP_CONTROL_LOG_FMT, dir, (long)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return;
-    char line[1024];
-    while (fgets(line, sizeof line, f))
-        if (!quiet)
-            fprintf(stderr, "%s%s", strncmp(line, "dnprof: ", 8) ? "dnprof: " : "", line);
-    fclose(f);
-    unlink(path);
-}
-
 /* ---- options ---- */
 
 typedef struct attach_opts {
@@ -371,7 +355,7 @@ static int request_attach(const attach_opts *o, const ipc_proc *proc, const char
                             (size_t)wire_len, &hr, err, sizeof err) < 0)
         return error("%s", err);
     if (hr != 0) {
-        agent_log(blob->control_dir, o->pid, 0);
+        ctl_agent_log(blob->control_dir, o->pid, 0);
         ipc_attach_hr_text(hr, o->pid, agent.path, err, sizeof err);
         return error("%s", err);
     }
@@ -490,7 +474,7 @@ int cmd_attach(int argc, char **argv) {
     /* The recording began as the runtime answered (InitializeForAttach had
      * returned): a duration is the recording's length, counted from here. */
     long long until = o.duration_ms >= 0 ? ipc_now_ms() + o.duration_ms : -1;
-    agent_log(blob.control_dir, o.pid, o.quiet);
+    ctl_agent_log(blob.control_dir, o.pid, o.quiet);
 
     char err[IPC_ERR_MAX];
     int fd = ctl_connect(o.pid, err, sizeof err);
