@@ -26,14 +26,20 @@ static const char *mode_text(uint64_t mode) {
     }
 }
 
-/* 1234567 ns -> "1.23 ms" (buf: at least 32 bytes). */
+/* Three significant digits, trailing zeros kept: 45.0, 4.50, 450. */
+static void fmt3(char *buf, double v, const char *unit) {
+    v = v >= 99.95 ? v : v >= 9.995 ? (double)(long)(v * 10 + 0.5) / 10 : v; /* the rounding decides the form */
+    snprintf(buf, 32, v >= 99.95 ? "%.0f %s" : v >= 9.995 ? "%.1f %s" : "%.2f %s", v, unit);
+}
+
+/* 1234567 ns -> "1.23 ms", 45000000 -> "45.0 ms" (buf: at least 32 bytes). */
 static char *fmt_ns(uint64_t ns, char *buf) {
     if (ns < 1000)
         snprintf(buf, 32, "%llu ns", (unsigned long long)ns);
-    else if (ns < 1000000)
-        snprintf(buf, 32, "%.3g us", (double)ns / 1e3);
-    else if (ns < 1000000000)
-        snprintf(buf, 32, "%.3g ms", (double)ns / 1e6);
+    else if (ns < 999500)
+        fmt3(buf, (double)ns / 1e3, "us");
+    else if (ns < 999500000)
+        fmt3(buf, (double)ns / 1e6, "ms");
     else
         snprintf(buf, 32, "%.3f s", (double)ns / 1e9);
     return buf;

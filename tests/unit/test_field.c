@@ -14,16 +14,15 @@
 #ifdef DNPROF_BIN
 #define PERIOD 10000000ull /* 100 Hz */
 
-TEST(report_samples_counted_once) {
-    char path[256];
-    snprintf(path, sizeof path, "/tmp/dnprof-field-samples-%d.trace", (int)getpid());
+/* Run (10 samples) > F (4) > F (2, a stack with F twice); Run > G (6). */
+static int write_sampled(const char *path) {
     synth *w = synth_open(path, 4242, "dotnet sampled.dll");
-    ASSERT_NE(w, NULL);
+    if (!w)
+        return -1;
     uint64_t run = synth_string(w, "App.P::Run"), f = synth_string(w, "App.P::F"), g = synth_string(w, "App.P::G");
     synth_thread(w, 1, 1001);
     uint64_t cfg[3] = {1, 100, PERIOD};
     synth_event(w, 1, 0, DNP_EV_SampleConfig, cfg);
-    /* Run (10 samples) > F (4) > F (2, a stack with F twice); Run > G (6) */
     uint64_t nodes[4][9] = {
         {1001, 1, 0, 0x100, run, 10, 10 * PERIOD, 0, 0},
         {1001, 2, 1, 0x200, f, 4, 4 * PERIOD, 2 * PERIOD, 2},
@@ -32,17 +31,32 @@ TEST(report_samples_counted_once) {
     };
     for (int i = 0; i < 4; i++)
         synth_event(w, 1, 1000 + (uint64_t)i, DNP_EV_SampleNode, nodes[i]);
-    ASSERT_EQ(synth_close(w, 1), 0);
+    return synth_close(w, 1);
+}
 
+/* The whole stdout of `dnprof ARGS` into buf (static); its length. */
+static size_t run_dnprof(const char *args, char *buf, size_t cap) {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s' report --json '%s'", DNPROF_BIN, path);
+    snprintf(cmd, sizeof cmd, "'%s' %s", DNPROF_BIN, args);
     FILE *p = popen(cmd, "r");
-    ASSERT_NE(p, NULL);
-    static char buf[1 << 16];
-    size_t len = fread(buf, 1, sizeof buf - 1, p);
+    if (!p)
+        return 0;
+    size_t len = fread(buf, 1, cap - 1, p);
     pclose(p);
-    unlink(path);
     buf[len] = 0;
+    return len;
+}
+
+TEST(report_samples_counted_once) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/dnprof-field-samples-%d.trace", (int)getpid());
+    ASSERT_EQ(write_sampled(path), 0);
+
+    char args[512];
+    snprintf(args, sizeof args, "report --json '%s'", path);
+    static char buf[1 << 16];
+    size_t len = run_dnprof(args, buf, sizeof buf);
+    unlink(path);
     char err[160];
     jv *v = json_parse(buf, len, err, sizeof err);
     if (!v)
@@ -63,6 +77,23 @@ TEST(report_samples_counted_once) {
     }
     json_free(v);
     ASSERT(seen);
+    return 0;
+}
+/* Times in three significant digits with their zeros: G's 6 samples at 10 ms
+ * are "60.0 ms" beside "100 ms" and "40.0 ms", not "60 ms" beside "45.4 ms". */
+TEST(report_times_three_digits) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/dnprof-field-digits-%d.trace", (int)getpid());
+    ASSERT_EQ(write_sampled(path), 0);
+    char args[512];
+    snprintf(args, sizeof args, "report '%s'", path);
+    static char buf[1 << 16];
+    run_dnprof(args, buf, sizeof buf);
+    unlink(path);
+    int ok = strstr(buf, "60.0 ms") && strstr(buf, "40.0 ms") && strstr(buf, "100 ms") && !strstr(buf, " 60 ms");
+    if (!ok)
+        fprintf(stderr, "%s", buf);
+    ASSERT(ok);
     return 0;
 }
 #endif
