@@ -201,7 +201,7 @@ int cmd_convert(int argc, char **argv) {
             return 1;
         if (!alloc_has_data(ap)) {
             error("%s: this trace has neither call data nor sampled allocations: record it with dnprof "
-                  "run --calls or --alloc", path);
+                  "run --calls, --sample or --alloc", path);
             rc = 1;
         } else if (fmt->fn == dnp_export_chrome) {
             error("%s: sampled allocations have no timeline for chrome: use speedscope, folded, "

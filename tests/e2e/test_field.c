@@ -366,7 +366,7 @@ TEST(e2e_field_detach_after_snapshot) {
 
 /* print --thread N of a thread the trace does not have says so (it printed
  * nothing, exit 0); print --exceptions with the event log's filters refuses
- * them (it ignored them). */
+ * them (it ignored them); convert's "nothing to convert" names --sample too. */
 TEST(e2e_field_print_filters) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_field_print_filters"), 0);
@@ -385,5 +385,10 @@ TEST(e2e_field_print_filters) {
     ASSERT_EQ(e2e_dnprof(&r, exc), 0);
     ASSERT_STATUS(&r, 2);
     ASSERT(file_has(r.err, "--exceptions prints each exception's whole story"));
+    /* convert of a trace with nothing to convert names every way to record it */
+    const char *conv[] = {"convert", "-f", "folded", "-o", "-", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, conv), 0);
+    ASSERT_STATUS(&r, 1);
+    ASSERT(file_has(r.err, "--calls, --sample or --alloc"));
     return 0;
 }
