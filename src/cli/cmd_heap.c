@@ -628,7 +628,8 @@ int heap_convert_heapsnapshot(const char *path, const char *output) {
     }
     int rc = 0;
     if (dnp_export_heapsnapshot(&g, out) < 0 || (!to_stdout && fclose(out) != 0)) {
-        error("cannot write '%s': %s", to_stdout ? "stdout" : output, strerror(errno ? errno : EIO));
+        if (!(to_stdout && errno == EPIPE)) /* the reader left (| head): a quiet end, as convert's */
+            error("cannot write '%s': %s", to_stdout ? "stdout" : output, strerror(errno ? errno : EIO));
         rc = 1;
         if (!to_stdout)
             unlink(output);

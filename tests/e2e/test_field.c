@@ -311,6 +311,23 @@ TEST(e2e_field_heap_diff) {
             ASSERT(0);
         }
     }
+    /* a closed pipe ends convert --format heapsnapshot quietly too */
+    const char *bin = e2e_env("DNPROF_BIN");
+    ASSERT(bin);
+    const char *cv[] = {bin, "convert", "--format", "heapsnapshot", "-o", "-", b, NULL};
+    int fd = -1;
+    pid_t pid = e2e_spawn((char *const *)cv, NULL, r.dir, NULL, &fd, r.err);
+    ASSERT_GT(pid, 0);
+    char buf[16];
+    ssize_t head = read(fd, buf, sizeof buf);
+    close(fd);
+    int status = -1;
+    ASSERT_EQ(e2e_wait(pid, E2E_TIMEOUT_MS, &status), 0);
+    if (status != 0 || file_has(r.err, "dnprof"))
+        e2e_show_file("convert --format heapsnapshot -o - | head", r.err);
+    ASSERT_GT(head, 0);
+    ASSERT_EQ(status, 0);
+    ASSERT(!file_has(r.err, "dnprof"));
     return 0;
 }
 
