@@ -126,6 +126,16 @@ char *cli_fmt_argv(char *const argv[], char *buf, size_t len) {
     return buf;
 }
 
+int cli_events_name_calls(const char *events) {
+    for (const char *p = events; p && *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == 5 && !strncmp(p, "calls", 5))
+            return 1;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
 int cli_not_a_snapshot(const char *path) {
     char magic[sizeof DNP_HEAP_MAGIC - 1];
     struct stat st;

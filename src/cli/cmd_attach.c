@@ -266,6 +266,10 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
         return usage_error("attach", "dnprof cannot attach to itself");
     if (o->output && !*o->output)
         return usage_error("attach", "--output wants a file name");
+    if (cli_events_name_calls(o->events))
+        return usage_error("attach", "--events calls: the runtime installs enter/leave hooks only when a "
+                                     "program starts: record calls with dnprof run --calls, or sample a running "
+                                     "program (dnprof attach --sample)");
     if (o->sample && !o->events)
         o->events = "threads"; /* the threads' names; nothing else unless asked */
     if (o->exceptions) {

@@ -52,7 +52,7 @@ static void run_help(void) {
           "                      imply --calls)\n"
           "      --alloc         sampled allocations: bytes by type and by allocating call\n"
           "                      path, from the runtime's own sampling (about one sample\n"
-          "                      per 100 KB; cheap enough for production; read them with\n"
+          "                      per 100 KiB; cheap enough for production; read them with\n"
           "                      dnprof report --alloc, dnprof convert)\n"
           "      --sample[=MODE] sample the stacks of every thread, HZ times a second, with\n"
           "                      signals and no stop of the runtime (docs/sampling.md); MODE\n"
@@ -269,6 +269,9 @@ int cmd_run(int argc, char **argv) {
     }
     if (optind >= argc)
         return usage_error("run", "no program given: dnprof run [options] -- PROGRAM [ARGS...]");
+    if (cli_events_name_calls(events))
+        return usage_error("run", "--events calls records nothing by itself: the calls come with --calls "
+                                  "(or --calls=counts, --timeline, --args)");
     char **prog = argv + optind;
 
     if (rate && !sample)
@@ -325,6 +328,11 @@ int cmd_run(int argc, char **argv) {
             return usage_error("run", "--heap-output wants a file name");
         if (cli_abs_path(heap_output ? heap_output : "dnprof-%p.dnheap", hp, sizeof hp) != 0) {
             error("cannot use the snapshot path '%s': it is too long", heap_output);
+            return 1;
+        }
+        /* Replaced, not written through a symbolic link, as -o (the agent opens it as given). */
+        if (!strstr(hp, "%p") && unlink(hp) != 0 && errno != ENOENT) {
+            error("cannot replace '%s': %s", heap_output, strerror(errno));
             return 1;
         }
         if (events && strlen(events) > 1000)

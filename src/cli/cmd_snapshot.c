@@ -160,6 +160,12 @@ int cmd_snapshot(int argc, char **argv) {
               output ? "" : " (use -o to put it elsewhere)");
         return 1;
     }
+    /* Replaced, not written through: a symbolic link there is removed first, as
+     * dnprof run -o does (the agent opens the path as given). */
+    if (unlink(out_abs) != 0 && errno != ENOENT) {
+        error("cannot replace '%s': %s", cli_short_path(out_abs), strerror(errno));
+        return 1;
+    }
     long long t0 = ipc_now_ms();
     unsigned long long fig[4];
     char err[IPC_ERR_MAX];

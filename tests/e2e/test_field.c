@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -350,7 +351,7 @@ TEST(e2e_field_detach_after_snapshot) {
     ASSERT_GT(child, 0);
     long pid = 0;
     for (int i = 0; i < 3000 && !pid; i++) {
-        char *s = e2e_read_file(out, NULL);
+        char *s = access(out, F_OK) == 0 ? e2e_read_file(out, NULL) : NULL;
         const char *p = s ? strstr(s, "ready ") : NULL;
         if (p && strchr(p, '\n'))
             pid = atol(p + 6);
@@ -360,10 +361,20 @@ TEST(e2e_field_detach_after_snapshot) {
     }
     char pidtext[32];
     snprintf(pidtext, sizeof pidtext, "%ld", pid);
+    /* -o is a symbolic link to a file of someone else's: replaced, not written through */
+    char victim[PATH_MAX];
+    snprintf(victim, sizeof victim, "%s/victim", r.dir);
+    FILE *vf = fopen(victim, "w");
+    ASSERT_NE(vf, NULL);
+    fputs("precious\n", vf);
+    fclose(vf);
+    ASSERT_EQ(symlink(victim, snap), 0);
     const char *sn[] = {"snapshot", "-o", snap, pidtext, NULL};
     int ok = pid > 0 && e2e_dnprof(&r, sn) == 0 && r.status == 0;
     if (!ok)
         e2e_show_file("dnprof snapshot said", r.err);
+    struct stat st;
+    int replaced = ok && lstat(snap, &st) == 0 && S_ISREG(st.st_mode) && file_has(victim, "precious");
     const char *de[] = {"detach", pidtext, NULL};
     int ran = ok && e2e_dnprof(&r, de) == 0;
     int quiet = ran && !file_has(r.err, "cannot open");
@@ -375,9 +386,36 @@ TEST(e2e_field_detach_after_snapshot) {
     int status = -1;
     e2e_wait(child, E2E_TIMEOUT_MS, &status);
     ASSERT(ok);
+    ASSERT(replaced);
     ASSERT(ran);
     ASSERT(quiet);
     ASSERT_EQ(status, 0);
+    return 0;
+}
+
+/* run --heap-at exit --heap-output LINK, LINK a symbolic link to another file:
+ * the link is replaced by the snapshot, the file it pointed to is untouched. */
+TEST(e2e_field_heap_output_symlink) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_field_heap_output_symlink"), 0);
+    char victim[PATH_MAX], link[PATH_MAX];
+    snprintf(victim, sizeof victim, "%s/victim", r.dir);
+    snprintf(link, sizeof link, "%s/link.dnheap", r.dir);
+    FILE *vf = fopen(victim, "w");
+    ASSERT_NE(vf, NULL);
+    fputs("precious\n", vf);
+    fclose(vf);
+    ASSERT_EQ(symlink(victim, link), 0);
+    const char *opts[] = {"--heap-at", "exit", "--heap-output", link, NULL};
+    const char *args[] = {"heap", "list=10", "chain=10", "array=10", "cwt=1", NULL};
+    ASSERT_EQ(run_scen(&r, opts, args), 0);
+    struct stat st;
+    ASSERT_EQ(lstat(link, &st), 0);
+    ASSERT(S_ISREG(st.st_mode));
+    ASSERT(file_has(victim, "precious"));
+    const char *rep[] = {"heap", "report", link, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, rep), 0);
+    ASSERT_STATUS(&r, 0);
     return 0;
 }
 
@@ -407,5 +445,34 @@ TEST(e2e_field_print_filters) {
     ASSERT_EQ(e2e_dnprof(&r, conv), 0);
     ASSERT_STATUS(&r, 1);
     ASSERT(file_has(r.err, "--calls, --sample or --alloc"));
+    return 0;
+}
+
+/* --events calls was taken, and recorded nothing (2 events, no call data): the
+ * calls come with --calls. run, attach and env say so. */
+TEST(e2e_field_events_calls) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_field_events_calls"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    const char *run[] = {"run", "-q", "--events", "calls", "-o", r.trace, "--", e2e_dotnet(), dll, "calls", "recursion",
+                         NULL};
+    ASSERT_EQ(e2e_dnprof(&r, run), 0);
+    if (r.status == 0) { /* what it did instead: a trace without call data */
+        const char *rep[] = {"report", r.trace, NULL};
+        e2e_dnprof(&r, rep);
+        e2e_show_file("dnprof report said", r.err);
+        ASSERT(0);
+    }
+    ASSERT_STATUS(&r, 2);
+    ASSERT(file_has(r.err, "--calls"));
+    const char *env[] = {"env", "--events", "default,calls", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, env), 0);
+    ASSERT_STATUS(&r, 2);
+    ASSERT(file_has(r.err, "dnprof run --calls"));
+    const char *att[] = {"attach", "--events", "calls", "1", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, att), 0);
+    ASSERT_STATUS(&r, 2);
+    ASSERT(file_has(r.err, "dnprof run --calls"));
     return 0;
 }
