@@ -116,13 +116,39 @@ TEST(e2e_field_calls_heap_at_exit) {
 }
 
 /* A --calls=counts trace has exact counts and no times: the report shows the
- * counts and paths by calls, not columns of "0 ns" and an empty list of paths. */
+ * counts and paths by calls, not columns of "0 ns" and an empty list of paths;
+ * convert weighs folded stacks by calls (it wrote an empty file) and refuses
+ * the formats that need times (they were all zeros). */
 TEST(e2e_field_counts_report) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_field_counts_report"), 0);
     const char *opts[] = {"--calls=counts", NULL};
     const char *args[] = {"calls", "recursion", NULL};
     ASSERT_EQ(run_scen(&r, opts, args), 0);
+    /* convert: folded weighted by calls (not an empty file), the time formats refused */
+    const char *fo[] = {"convert", "-f", "folded", "-o", "-", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, fo), 0);
+    ASSERT_STATUS(&r, 0);
+    char *folded = e2e_read_file(r.out, NULL);
+    ASSERT_NE(folded, NULL);
+    uint64_t fib_calls = 0;
+    for (const char *l = folded; l && *l;) {
+        const char *nl = strchr(l, '\n');
+        const char *sp = nl ? l : NULL;
+        for (const char *q = l; nl && q < nl; q++)
+            if (*q == ' ')
+                sp = q;
+        if (sp && sp - l >= 28 && !strncmp(sp - 28, "Scenarios.CallsScenario::Fib", 28))
+            fib_calls += strtoull(sp + 1, NULL, 10);
+        l = nl ? nl + 1 : NULL;
+    }
+    free(folded);
+    ASSERT_EQ(fib_calls, 21891);
+    const char *sp[] = {"convert", "-f", "speedscope", "-o", "-", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, sp), 0);
+    ASSERT_STATUS(&r, 1);
+    ASSERT(file_has(r.err, "--calls=counts"));
+
     const char *rep[] = {"report", "--tree", r.trace, NULL};
     ASSERT_EQ(e2e_dnprof(&r, rep), 0);
     ASSERT_STATUS(&r, 0);
