@@ -588,8 +588,13 @@ static int heap_diff(int argc, char **argv) {
             cli_put_text(stdout, names[rows[k].t], 0);
             putchar('\n');
         }
+        uint32_t changed = 0;
+        for (uint32_t k = 0; k < nr; k++)
+            changed += rows[k].dcount || rows[k].dbytes || rows[k].dretained;
         if (!shown)
             printf("no type changed\n");
+        else if (shown < changed) /* as heap report says it */
+            printf("(%s more types changed; --top 0 shows them all)\n", CLI_COUNT(changed - shown));
     }
 out:
     for (uint32_t k = 0; k < na; k++)

@@ -323,6 +323,12 @@ TEST(e2e_field_heap_diff) {
     free(out);
     ASSERT(ok);
 
+    /* --top cuts the list, and says so, as heap report does */
+    const char *top[] = {"heap", "diff", "--top", "1", a, b, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, top), 0);
+    ASSERT_STATUS(&r, 0);
+    ASSERT(file_has(r.out, "more types changed; --top 0 shows them all"));
+
     static const char *const cmds[][4] = {{"print", NULL}, {"report", NULL}, {"convert", "-f", "folded"}};
     for (size_t i = 0; i < 3; i++) {
         const char *argv[6];
