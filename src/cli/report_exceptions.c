@@ -27,10 +27,12 @@ static const char *fate_word(const dnp_story *s) {
 }
 
 /* A duration, the same way in the stories and in the report's tables:
- * "853.4 us", "14.2 ms" (buf: at least 32 bytes). */
+ * "853.4 us", "3.11 ms", "14.2 ms" (buf: at least 32 bytes). */
 static char *fmt_time(uint64_t ns, char *buf) {
-    if (ns >= 10000000)
+    if (ns >= 9995000)
         snprintf(buf, 32, "%.1f ms", (double)ns / 1e6);
+    else if (ns >= 999950)
+        snprintf(buf, 32, "%.2f ms", (double)ns / 1e6);
     else
         snprintf(buf, 32, "%.1f us", (double)ns / 1e3);
     return buf;
@@ -315,11 +317,11 @@ static void groups_sort(groups *g) {
         qsort(g->v, g->n, sizeof *g->v, by_count);
 }
 
-static void groups_text(FILE *out, const char *title, groups *g) {
+static void groups_text(FILE *out, const char *title, groups *g, unsigned top) {
     groups_sort(g);
     fprintf(out, "%s\n  %10s %8s %8s %8s %10s %10s  %s\n", title, "count", "caught", "internal", "other",
             "mean", "max", "name");
-    for (size_t i = 0; i < g->n; i++) {
+    for (size_t i = 0; i < g->n && (!top || i < top); i++) {
         const group *r = &g->v[i];
         char c[32], k[32], n[32], o[32];
         fprintf(out, "  %10s %8s %8s %8s ", cli_fmt_count(r->count, c), cli_fmt_count(r->caught, k),
@@ -329,6 +331,8 @@ static void groups_text(FILE *out, const char *title, groups *g) {
         fmt_time(r->max_ns, max);
         fprintf(out, "%10s %10s  %s\n", mean, max, r->key);
     }
+    if (top && g->n > top)
+        fprintf(out, "  ... and %s more (--top N to see more)\n", CLI_COUNT(g->n - top));
     fputc('\n', out);
 }
 
@@ -396,7 +400,7 @@ static int rereadable(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int report_exceptions(const char *path, int json, FILE *out) {
+int report_exceptions(const char *path, int json, unsigned top, FILE *out) {
     /* The sums in one read; with --json, the stories in a second one, after
      * the sums they come after: memory holds neither the events nor all the
      * stories. A pipe is read once, and its stories kept. */
@@ -461,9 +465,9 @@ int report_exceptions(const char *path, int json, FILE *out) {
                 cli_fmt_count(m.n, c[0]), cli_fmt_count(m.caught, c[1]), cli_fmt_count(m.internal, c[2]),
                 cli_fmt_count(m.runtime, c[3]), cli_fmt_count(m.abandoned, c[4]), cli_fmt_count(m.rethrown, c[5]),
                 cli_fmt_count(m.unhandled, c[6]), cli_fmt_count(m.open, c[7]), cli_fmt_count(m.again, c[8]));
-        groups_text(out, "by type (mean and max: from throw to the end of the catch, or to the last event)", &m.types);
-        groups_text(out, "by throw site", &m.sites);
-        groups_text(out, "by catch site", &m.catchers);
+        groups_text(out, "by type (mean and max: from throw to the end of the catch, or to the last event)", &m.types, top);
+        groups_text(out, "by throw site", &m.sites, top);
+        groups_text(out, "by catch site", &m.catchers, top);
         if (s.unexpected)
             fprintf(out, "%s exception events did not fit the state machine\n", cli_fmt_count(s.unexpected, c[0]));
     }
