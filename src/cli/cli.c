@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "heap_format.h"
 #include "trace_format.h"
 
 static void vmessage(const char *prefix, const char *fmt, va_list ap) {
@@ -122,6 +124,34 @@ char *cli_fmt_argv(char *const argv[], char *buf, size_t len) {
         buf[used] = 0;
     }
     return buf;
+}
+
+int cli_events_name_calls(const char *events) {
+    for (const char *p = events; p && *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == 5 && !strncmp(p, "calls", 5))
+            return 1;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+int cli_not_a_snapshot(const char *path) {
+    char magic[sizeof DNP_HEAP_MAGIC - 1];
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) /* a pipe is read once: by the reader */
+        return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t got = fread(magic, 1, sizeof magic, f);
+    fclose(f);
+    if (got != sizeof magic || memcmp(magic, DNP_HEAP_MAGIC, sizeof magic) != 0)
+        return 0;
+    error("%s is a heap snapshot, not a trace: read it with 'dnprof heap report %s', or convert it "
+          "with 'dnprof convert --format heapsnapshot %s'",
+          path, path, path);
+    return 1;
 }
 
 const char *cli_short_path(const char *path) {

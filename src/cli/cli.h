@@ -65,6 +65,14 @@ char *cli_fmt_bytes(uint64_t n, char *buf);
 char *cli_fmt_argv(char *const argv[], char *buf, size_t len);
 /* path relative to the cwd when it lies under it, else path itself. */
 const char *cli_short_path(const char *path);
+/* When path is a heap snapshot (.dnheap), says so with what reads it (an error
+ * line) and returns 1; 0 otherwise (a trace, or nothing readable: the
+ * caller's own open says why). */
+int cli_not_a_snapshot(const char *path);
+/* Whether an --events list names the calls family: a family that print and
+ * report read (CallNode, ...), but that no event mask records; the enter/leave
+ * hooks come with dnprof run --calls. */
+int cli_events_name_calls(const char *events);
 /* Makes path absolute against the cwd (no symlinks resolved, need not exist).
  * Returns 0, or -1 when the result does not fit. */
 int cli_abs_path(const char *path, char *out, size_t len);

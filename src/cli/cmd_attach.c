@@ -149,22 +149,6 @@ static void catch_signals(void) {
     sigaction(SIGHUP, &sa, NULL);
 }
 
-/* Prints what the agent said while attaching (its log in the control
- * directory) and removes the log. */
-static void agent_log(const char *dir, pid_t pid, int quiet) {
-    char path[256];
-    snprintf(path, sizeof path, DNP_CONTROL_LOG_FMT, dir, (long)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return;
-    char line[1024];
-    while (fgets(line, sizeof line, f))
-        if (!quiet)
-            fprintf(stderr, "%s%s", strncmp(line, "dnprof: ", 8) ? "dnprof: " : "", line);
-    fclose(f);
-    unlink(path);
-}
-
 /* ---- options ---- */
 
 typedef struct attach_opts {
@@ -282,6 +266,10 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
         return usage_error("attach", "dnprof cannot attach to itself");
     if (o->output && !*o->output)
         return usage_error("attach", "--output wants a file name");
+    if (cli_events_name_calls(o->events))
+        return usage_error("attach", "--events calls: the runtime installs enter/leave hooks only when a "
+                                     "program starts: record calls with dnprof run --calls, or sample a running "
+                                     "program (dnprof attach --sample)");
     if (o->sample && !o->events)
         o->events = "threads"; /* the threads' names; nothing else unless asked */
     if (o->exceptions) {
@@ -371,7 +359,7 @@ static int request_attach(const attach_opts *o, const ipc_proc *proc, const char
                             (size_t)wire_len, &hr, err, sizeof err) < 0)
         return error("%s", err);
     if (hr != 0) {
-        agent_log(blob->control_dir, o->pid, 0);
+        ctl_agent_log(blob->control_dir, o->pid, 0);
         ipc_attach_hr_text(hr, o->pid, agent.path, err, sizeof err);
         return error("%s", err);
     }
@@ -450,8 +438,15 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
                           const char *left_out, const char *out_abs) {
     char fams[256];
     dnp_families_format(families & ~(1u << DNP_FAM_RUNTIME), fams, sizeof fams);
-    fprintf(stderr, "dnprof: attached to pid %d (%s): recording %s into %s", (int)o->pid, proc->comm, fams,
-            cli_short_path(out_abs));
+    static const char *const modes[] = {"", "cpu", "wall", "suspend"};
+    char what[64] = "";
+    if (o->sample)
+        snprintf(what, sizeof what, ", stack samples (%s, %llu Hz)", modes[o->sample & 3],
+                 (unsigned long long)(o->sample_rate ? o->sample_rate : 100));
+    if (o->alloc)
+        snprintf(what + strlen(what), sizeof what - strlen(what), ", sampled allocations");
+    fprintf(stderr, "dnprof: attached to pid %d (%s): recording %s%s into %s", (int)o->pid, proc->comm, fams,
+            what, cli_short_path(out_abs));
     if (o->duration_ms >= 0)
         fprintf(stderr, " for %.3g s\n", (double)o->duration_ms / 1000);
     else
@@ -483,7 +478,7 @@ int cmd_attach(int argc, char **argv) {
     /* The recording began as the runtime answered (InitializeForAttach had
      * returned): a duration is the recording's length, counted from here. */
     long long until = o.duration_ms >= 0 ? ipc_now_ms() + o.duration_ms : -1;
-    agent_log(blob.control_dir, o.pid, o.quiet);
+    ctl_agent_log(blob.control_dir, o.pid, o.quiet);
 
     char err[IPC_ERR_MAX];
     int fd = ctl_connect(o.pid, err, sizeof err);

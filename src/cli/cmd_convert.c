@@ -49,7 +49,8 @@ static void convert_help(void) {
           "  -o, --output OUT     the file to write (default: FILE with the format's\n"
           "                       extension in place of .trace); '-' for stdout\n"
           "      --weight WHAT    folded: each line's number is the self time in ns ('time',\n"
-          "                       the default) or the number of calls ('calls')\n"
+          "                       the default) or the number of calls ('calls', the only\n"
+          "                       one for a --calls=counts trace: folded and pprof take those)\n"
           "      --thread N       folded, flamegraph: only this thread (dnprof's thread\n"
           "                       number or an OS thread id)\n"
           "      --min-percent P  leave out the call paths under P% of the time (their time\n"
@@ -164,6 +165,8 @@ int cmd_convert(int argc, char **argv) {
     if (optind + 1 < argc)
         return usage_error("convert", "one trace file at a time, not '%s' and '%s'", argv[optind], argv[optind + 1]);
     const char *path = argv[optind];
+    if (cli_not_a_snapshot(path))
+        return 1;
     char out_path[PATH_MAX];
     if (output && !*output)
         return usage_error("convert", "--output wants a file name, or '-' for stdout");
@@ -199,7 +202,7 @@ int cmd_convert(int argc, char **argv) {
             return 1;
         if (!alloc_has_data(ap)) {
             error("%s: this trace has neither call data nor sampled allocations: record it with dnprof "
-                  "run --calls or --alloc", path);
+                  "run --calls, --sample or --alloc", path);
             rc = 1;
         } else if (fmt->fn == dnp_export_chrome) {
             error("%s: sampled allocations have no timeline for chrome: use speedscope, folded, "
@@ -212,6 +215,19 @@ int cmd_convert(int argc, char **argv) {
     } else if (!dnp_calltree_has_data(ct)) {
         error("%s: this trace has no call data: record it with dnprof run --calls", path);
         rc = 1;
+    }
+    if (rc == 0 && !ap && ct->has_config && ct->mode == 4) { /* --calls=counts: calls, no times */
+        if (fmt->fn == dnp_export_folded && weight && !eo.weight_calls) {
+            error("%s: recorded with --calls=counts, it has no times: --weight calls", path);
+            rc = 1;
+        } else if (fmt->fn == dnp_export_folded) {
+            eo.weight_calls = 1;
+        } else if (fmt->fn != dnp_export_pprof) {
+            error("%s: recorded with --calls=counts, it has no times for %s: convert it with --format folded "
+                  "or pprof (weighted by calls), or record it with --calls",
+                  path, fmt->name);
+            rc = 1;
+        }
     }
     if (rc == 0 && min_fraction > 0)
         dnp_ct_prune((dnp_calltree *)ct, min_fraction); /* ours: calls_open built it */

@@ -86,7 +86,11 @@ int cmd_detach(int argc, char **argv) {
         fprintf(stderr, "dnprof: pid %d exited before the agent detached\n", (int)pid);
     else if (!quiet)
         fprintf(stderr, "dnprof: detached from pid %d; the agent is unloaded\n", (int)pid);
-    if (!quiet)
+    /* An agent that dnprof snapshot attached has no trace of the user's: its
+     * by-product (snapshot.PID.trace in the control directory) is removed. */
+    const char *base = strrchr(trace, '/');
+    int byproduct = base && !strncmp(base + 1, "snapshot.", 9) && access(trace, F_OK) != 0;
+    if (!quiet && !byproduct)
         cli_trace_summary(trace, NULL);
     return 0;
 }

@@ -535,6 +535,9 @@ int cmd_doctor(int argc, char **argv) {
         default: return cli_bad_option("doctor", argv, c);
         }
     }
+    if (cli_events_name_calls(events))
+        return usage_error("doctor", "--events calls records nothing by itself: the calls come with "
+                                  "dnprof run --calls");
     char err[512];
     dnp_event_config cfg;
     if (dnp_events_parse(events, &cfg, err, sizeof err) != 0) {

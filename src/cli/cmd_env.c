@@ -80,6 +80,9 @@ int cmd_env(int argc, char **argv) {
     else
         return usage_error("env", "unknown shell '%s': use sh or fish", shell);
 
+    if (cli_events_name_calls(events))
+        return usage_error("env", "--events calls records nothing by itself: the calls come with "
+                                  "dnprof run --calls");
     char err[512];
     dnp_event_config cfg;
     if (dnp_events_parse(events, &cfg, err, sizeof err) != 0) {

@@ -192,12 +192,11 @@ static int heap_report(int argc, char **argv) {
         char a[32], b[32], c1[32], d[32];
         printf("heap snapshot %s: pid %" PRIu64 ", %s objects, %s\n", cli_short_path(path), g.pid,
                cli_fmt_count(g.n - 1, a), cli_fmt_bytes(g.bytes, b));
-        printf("roots: %s (stack %" PRIu64 ", handle %" PRIu64 ", finalizer %" PRIu64
-               ", other %" PRIu64 "; %" PRIu64 " weak), %u dependent handles, %" PRIu64
-               " objects of the non-GC heap\n",
-               cli_fmt_count(g.nroots - k[DNP_ROOT_NONGC], c1), k[DNP_ROOT_STACK],
-               k[DNP_ROOT_HANDLE], k[DNP_ROOT_FINALIZER], k[DNP_ROOT_OTHER], weak, g.ndeps,
-               k[DNP_ROOT_NONGC]);
+        printf("roots: %s (stack %s, handle %s, finalizer %s, other %s; %s weak), %s dependent "
+               "handles, %s objects of the non-GC heap\n",
+               cli_fmt_count(g.nroots - k[DNP_ROOT_NONGC], c1), CLI_COUNT(k[DNP_ROOT_STACK]),
+               CLI_COUNT(k[DNP_ROOT_HANDLE]), CLI_COUNT(k[DNP_ROOT_FINALIZER]), CLI_COUNT(k[DNP_ROOT_OTHER]),
+               CLI_COUNT(weak), CLI_COUNT(g.ndeps), CLI_COUNT(k[DNP_ROOT_NONGC]));
         if (g.unreachable) {
             printf("unreachable: %s objects, %s (no strong root in the snapshot "
                    "holds them):",
@@ -220,7 +219,7 @@ static int heap_report(int argc, char **argv) {
         for (uint32_t i = 0; i < g.ntypes; i++)
             nonempty += rows[i].count != 0;
         if (shown < nonempty)
-            printf("(%u more types; --top 0 shows them all)\n", nonempty - shown);
+            printf("(%s more types; --top 0 shows them all)\n", CLI_COUNT(nonempty - shown));
     }
     free(rows);
     dnp_heapgraph_release(&g);
@@ -393,12 +392,12 @@ static int heap_paths(int argc, char **argv) {
         cli_put_json(stdout, path);
         printf(",\"instances\":%" PRIu64 ",\"reachable\":%" PRIu64 ",\"paths\":[", instances, reached);
     } else {
-        printf("%" PRIu64 " instance%s of ", instances, instances == 1 ? "" : "s");
+        printf("%s instance%s of ", CLI_COUNT(instances), instances == 1 ? "" : "s");
         if (type)
             cli_put_text(stdout, type, 0);
         else
             printf("0x%" PRIx64, g.addr[target]);
-        printf(", %" PRIu64 " reachable from a root; the shortest paths:\n\n", reached);
+        printf(", %s reachable from a root; the shortest paths:\n\n", CLI_COUNT(reached));
     }
     uint64_t shown = 0;
     for (uint32_t i = 1; i < norder && shown < max; i++) {
@@ -471,9 +470,12 @@ static int named_rows(const char *path, named_row **out, uint32_t *nout, uint64_
     return 0;
 }
 
-static void put_signed_bytes(int64_t v) {
-    char b[32];
-    printf("%c%13s", v < 0 ? '-' : '+', cli_fmt_bytes((uint64_t)(v < 0 ? -v : v), b));
+/* A change, its sign against its number, right-aligned in width: "+62 KiB", "-1,000". */
+static void put_signed(int64_t v, int bytes, int width) {
+    char b[32], t[40];
+    uint64_t m = (uint64_t)(v < 0 ? -v : v);
+    snprintf(t, sizeof t, "%s%s", v < 0 ? "-" : v ? "+" : "", bytes ? cli_fmt_bytes(m, b) : cli_fmt_count(m, b));
+    printf("%*s", width, t);
 }
 
 static int heap_diff(int argc, char **argv) {
@@ -568,25 +570,31 @@ static int heap_diff(int argc, char **argv) {
         }
         printf("]}\n");
     } else {
-        char x[32], y[32];
-        printf("from %s to %s: objects %s -> %s, bytes %s -> ", cli_short_path(argv[optind]),
+        char x[32], y[32], xb[32], yb[32]; /* a buffer each: one printf reads them all */
+        printf("from %s to %s: objects %s -> %s, bytes %s -> %s\n\n", cli_short_path(argv[optind]),
                cli_short_path(argv[optind + 1]), cli_fmt_count(ta[0], x), cli_fmt_count(tb[0], y),
-               cli_fmt_bytes(ta[1], x));
-        printf("%s\n\n", cli_fmt_bytes(tb[1], y));
+               cli_fmt_bytes(ta[1], xb), cli_fmt_bytes(tb[1], yb));
         printf("%14s %14s %12s  %s\n", "retained +/-", "shallow +/-", "count +/-", "type");
         for (uint32_t k = 0, s = 0; k < nr && s < shown; k++) {
             if (!rows[k].dcount && !rows[k].dbytes && !rows[k].dretained)
                 continue;
             s++;
-            put_signed_bytes(rows[k].dretained);
+            put_signed(rows[k].dretained, 1, 14);
             putchar(' ');
-            put_signed_bytes(rows[k].dbytes);
-            printf(" %+12" PRId64 "  ", rows[k].dcount);
+            put_signed(rows[k].dbytes, 1, 14);
+            putchar(' ');
+            put_signed(rows[k].dcount, 0, 12);
+            fputs("  ", stdout);
             cli_put_text(stdout, names[rows[k].t], 0);
             putchar('\n');
         }
+        uint32_t changed = 0;
+        for (uint32_t k = 0; k < nr; k++)
+            changed += rows[k].dcount || rows[k].dbytes || rows[k].dretained;
         if (!shown)
             printf("no type changed\n");
+        else if (shown < changed) /* as heap report says it */
+            printf("(%s more types changed; --top 0 shows them all)\n", CLI_COUNT(changed - shown));
     }
 out:
     for (uint32_t k = 0; k < na; k++)
@@ -625,7 +633,8 @@ int heap_convert_heapsnapshot(const char *path, const char *output) {
     }
     int rc = 0;
     if (dnp_export_heapsnapshot(&g, out) < 0 || (!to_stdout && fclose(out) != 0)) {
-        error("cannot write '%s': %s", to_stdout ? "stdout" : output, strerror(errno ? errno : EIO));
+        if (!(to_stdout && errno == EPIPE)) /* the reader left (| head): a quiet end, as convert's */
+            error("cannot write '%s': %s", to_stdout ? "stdout" : output, strerror(errno ? errno : EIO));
         rc = 1;
         if (!to_stdout)
             unlink(output);

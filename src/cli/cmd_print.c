@@ -655,6 +655,11 @@ int cmd_print(int argc, char **argv) {
     if (optind + 1 < argc)
         return usage_error("print", "one trace file at a time, not '%s' and '%s'", argv[optind], argv[optind + 1]);
     const char *path = argv[optind];
+    if (exceptions && (threads || events || p.show_time || p.use_tid || p.ids))
+        return usage_error("print", "--exceptions prints each exception's whole story; --thread, --events, "
+                                    "-t, --tid, --raw-ids and --no-ids are for the event log");
+    if (cli_not_a_snapshot(path))
+        return 1;
 
     char err[512];
     if (events) {
@@ -702,6 +707,15 @@ int cmd_print(int argc, char **argv) {
         warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
     }
 
+    for (size_t v = 1; v < p.nthread_on; v++) { /* a thread asked for that the trace does not have */
+        if (!thread_on[v] || v <= t->nthreads)
+            continue;
+        error("%s: no thread %zu: its threads are 1 to %zu (print's first column)", path, v, t->nthreads);
+        free(p.borrowed.v);
+        free(thread_on);
+        timeorder_close(src);
+        return 1;
+    }
     p.t = t;
     p.out = stdout;
     uint64_t widest = t->nthreads;

@@ -13,15 +13,17 @@
 static void report_help(void) {
     fputs("usage: dnprof report [options] FILE\n"
           "\n"
-          "Adds up a trace recorded with 'dnprof run --calls': the functions that take the\n"
-          "most time by themselves (self) and with what they call (total), how often they\n"
-          "were called and their share of all the time spent in hooked code, then the\n"
-          "hottest call paths. Names are shown as they were written: an async method's\n"
+          "Adds up a trace recorded with 'dnprof run --calls' (or with --sample, where\n"
+          "times are samples x the period: estimates): the functions that take the most\n"
+          "time by themselves (self) and with what they call (total), how often they were\n"
+          "called (with --calls=counts: only that) and their share of all the time, then\n"
+          "the hottest call paths. Names are shown as they were written: an async method's\n"
           "state machine as 'Foo (async)', a lambda as 'lambda in Main' (--json keeps the\n"
           "compiler's name in \"raw\").\n"
           "\n"
           "options:\n"
-          "      --top N          how many functions and paths to list (default 20)\n"
+          "      --top N          how many functions and paths to list (default 20); with\n"
+          "                       --exceptions, rows per table (default all)\n"
           "      --tree           also print the call tree, indented\n"
           "      --threshold PCT  hide tree paths below PCT percent of the total (default 0.5)\n"
           "      --thread N       only this thread: dnprof's thread number (print's first\n"
@@ -53,7 +55,7 @@ int cmd_report(int argc, char **argv) {
     memset(&o, 0, sizeof o);
     o.top = 20;
     o.threshold = 0.5;
-    int exceptions = 0, alloc = 0, threshold_given = 0, c;
+    int exceptions = 0, alloc = 0, threshold_given = 0, top_given = 0, c;
     uint64_t v;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -62,6 +64,7 @@ int cmd_report(int argc, char **argv) {
             if (cli_parse_u64(optarg, &v) != 0 || v == 0 || v > 1000000)
                 return usage_error("report", "--top wants a number from 1 to 1000000, not '%s'", optarg);
             o.top = (unsigned)v;
+            top_given = 1;
             break;
         case OPT_TREE: o.tree = 1; break;
         case OPT_THRESHOLD: {
@@ -92,6 +95,8 @@ int cmd_report(int argc, char **argv) {
     if (threshold_given && !o.tree)
         return usage_error("report", "--threshold prunes the tree: give --tree too");
     o.path = argv[optind];
+    if (cli_not_a_snapshot(o.path))
+        return 1;
 
     signal(SIGPIPE, SIG_IGN);
     if (alloc && exceptions)
@@ -115,5 +120,9 @@ int cmd_report(int argc, char **argv) {
         calls_close(&in);
         return rc;
     }
-    return report_exceptions(o.path, o.json, stdout); /* streamed too: memory bounded by the stories */
+    if (o.tree || o.has_thread)
+        return usage_error("report", "--tree and --thread are for the calls report; for one thread's "
+                                     "exceptions: dnprof print --exceptions");
+    /* streamed too: memory bounded by the stories */
+    return report_exceptions(o.path, o.json, top_given ? o.top : 0, stdout);
 }

@@ -52,7 +52,7 @@ static void run_help(void) {
           "                      imply --calls)\n"
           "      --alloc         sampled allocations: bytes by type and by allocating call\n"
           "                      path, from the runtime's own sampling (about one sample\n"
-          "                      per 100 KB; cheap enough for production; read them with\n"
+          "                      per 100 KiB; cheap enough for production; read them with\n"
           "                      dnprof report --alloc, dnprof convert)\n"
           "      --sample[=MODE] sample the stacks of every thread, HZ times a second, with\n"
           "                      signals and no stop of the runtime (docs/sampling.md); MODE\n"
@@ -61,6 +61,10 @@ static void run_help(void) {
           "                      stopping it every time); read with dnprof report, convert\n"
           "      --rate HZ       samples per second and thread (default 100, at most 10000)\n"
           "      --cpu, --wall   --sample=cpu, --sample=wall\n"
+          "      --heap-at exit  a heap snapshot as the program ends (docs/heap.md; read it\n"
+          "                      with dnprof heap report); adds gc to the events\n"
+          "      --heap-output FILE  the snapshot file, with --heap-at; %p in it becomes the\n"
+          "                      pid (default: dnprof-<pid>.dnheap in the current directory)\n"
           "  -q, --quiet         print no summary at the end\n"
           "  -h, --help          print this help\n"
           "\n"
@@ -265,6 +269,9 @@ int cmd_run(int argc, char **argv) {
     }
     if (optind >= argc)
         return usage_error("run", "no program given: dnprof run [options] -- PROGRAM [ARGS...]");
+    if (cli_events_name_calls(events))
+        return usage_error("run", "--events calls records nothing by itself: the calls come with --calls "
+                                  "(or --calls=counts, --timeline, --args)");
     char **prog = argv + optind;
 
     if (rate && !sample)
@@ -294,26 +301,6 @@ int cmd_run(int argc, char **argv) {
     }
     if (alloc)
         setenv(DNP_ENV_ALLOC, "1", 1);
-    if (heap_output && !heap_at)
-        return usage_error("run", "--heap-output goes with --heap-at exit");
-    if (heap_at) {
-        /* The GC's heap walk needs the gc events. */
-        char hp[PATH_MAX];
-        if (heap_output && !*heap_output)
-            return usage_error("run", "--heap-output wants a file name");
-        if (cli_abs_path(heap_output ? heap_output : "dnprof-%p.dnheap", hp, sizeof hp) != 0) {
-            error("cannot use the snapshot path '%s': it is too long", heap_output);
-            return 1;
-        }
-        if (events && strlen(events) > 1000)
-            return usage_error("run", "--events is too long");
-        if (events && *events) {
-            snprintf(heap_events, sizeof heap_events, "%s,gc", events);
-            events = heap_events;
-        }
-        setenv(DNP_ENV_HEAP_AT, heap_at, 1);
-        setenv(DNP_ENV_HEAP_OUTPUT, hp, 1);
-    }
     if (!calls && (include[0] || exclude[0] || all_code))
         calls = 1;
     if (calls) {
@@ -330,6 +317,32 @@ int cmd_run(int argc, char **argv) {
             setenv(DNP_ENV_EXCLUDE, exclude, 1);
         if (all_code)
             setenv(DNP_ENV_ALL_CODE, "1", 1);
+    }
+    if (heap_output && !heap_at)
+        return usage_error("run", "--heap-output goes with --heap-at exit");
+    if (heap_at) {
+        /* The GC's heap walk needs the gc events, also where --calls left them
+         * out of its default (after the calls block, which sets that default). */
+        char hp[PATH_MAX];
+        if (heap_output && !*heap_output)
+            return usage_error("run", "--heap-output wants a file name");
+        if (cli_abs_path(heap_output ? heap_output : "dnprof-%p.dnheap", hp, sizeof hp) != 0) {
+            error("cannot use the snapshot path '%s': it is too long", heap_output);
+            return 1;
+        }
+        /* Replaced, not written through a symbolic link, as -o (the agent opens it as given). */
+        if (!strstr(hp, "%p") && unlink(hp) != 0 && errno != ENOENT) {
+            error("cannot replace '%s': %s", heap_output, strerror(errno));
+            return 1;
+        }
+        if (events && strlen(events) > 1000)
+            return usage_error("run", "--events is too long");
+        if (events && *events) {
+            snprintf(heap_events, sizeof heap_events, "%s,gc", events);
+            events = heap_events;
+        }
+        setenv(DNP_ENV_HEAP_AT, heap_at, 1);
+        setenv(DNP_ENV_HEAP_OUTPUT, hp, 1);
     }
     char err[512];
     dnp_event_config cfg;

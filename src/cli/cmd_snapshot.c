@@ -103,19 +103,6 @@ static int ask(int fd, pid_t pid, const char *path, unsigned long long fig[4]) {
     return 0;
 }
 
-static void agent_log(const char *dir, pid_t pid) {
-    char path[256];
-    snprintf(path, sizeof path, DNP_CONTROL_LOG_FMT, dir, (long)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return;
-    char line[1024];
-    while (fgets(line, sizeof line, f))
-        fprintf(stderr, "%s%s", strncmp(line, "dnprof: ", 8) ? "dnprof: " : "", line);
-    fclose(f);
-    unlink(path);
-}
-
 int cmd_snapshot(int argc, char **argv) {
     enum { OPT_TIMEOUT = 256 };
     static const struct option longopts[] = {{"output", required_argument, NULL, 'o'},
@@ -171,6 +158,12 @@ int cmd_snapshot(int argc, char **argv) {
     if (access(out_dir, W_OK | X_OK) != 0) {
         error("cannot write the snapshot in '%s': %s%s", cli_short_path(out_dir), strerror(errno),
               output ? "" : " (use -o to put it elsewhere)");
+        return 1;
+    }
+    /* Replaced, not written through: a symbolic link there is removed first, as
+     * dnprof run -o does (the agent opens the path as given). */
+    if (unlink(out_abs) != 0 && errno != ENOENT) {
+        error("cannot replace '%s': %s", cli_short_path(out_abs), strerror(errno));
         return 1;
     }
     long long t0 = ipc_now_ms();
@@ -260,7 +253,7 @@ int cmd_snapshot(int argc, char **argv) {
             error("%s", err);
             return 1;
         }
-        agent_log(blob.control_dir, pid);
+        ctl_agent_log(blob.control_dir, pid, quiet && hr == 0); /* its reasons when it failed */
         if (hr != 0) {
             ipc_attach_hr_text(hr, pid, agent.path, err, sizeof err);
             error("%s", err);

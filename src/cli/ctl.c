@@ -284,3 +284,17 @@ int ctl_sweep(uid_t uid) {
     closedir(d);
     return removed;
 }
+
+void ctl_agent_log(const char *dir, pid_t pid, int quiet) {
+    char path[256];
+    snprintf(path, sizeof path, DNP_CONTROL_LOG_FMT, dir, (long)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    char line[1024];
+    while (fgets(line, sizeof line, f))
+        if (!quiet)
+            fprintf(stderr, "%s%s", strncmp(line, "dnprof: ", 8) ? "dnprof: " : "", line);
+    fclose(f);
+    unlink(path);
+}

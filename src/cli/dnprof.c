@@ -26,8 +26,8 @@ struct cmd_struct {
 static const struct cmd_struct commands[] = {
     {"run", cmd_run, 0, "run a .NET program with the agent loaded and write a trace"},
     {"print", cmd_print, CMD_STDOUT, "print a trace as an indented event log, or as JSON"},
-    {"report", cmd_report, CMD_STDOUT, "top functions, hottest paths and the call tree of a --calls trace"},
-    {"convert", cmd_convert, CMD_STDOUT, "a --calls trace for speedscope, Perfetto, flamegraph.pl, or as HTML"},
+    {"report", cmd_report, CMD_STDOUT, "what a --calls, --sample, --exceptions or --alloc trace adds up to"},
+    {"convert", cmd_convert, CMD_STDOUT, "a trace or heap snapshot for speedscope, Perfetto, pprof, DevTools, HTML, ..."},
     {"env", cmd_env, CMD_STDOUT, "print the shell exports that load the agent into every .NET program"},
     {"doctor", cmd_doctor, 0, "check why the agent did (or did not) load"},
     {"ps", cmd_ps, CMD_STDOUT, "list the running .NET processes you can attach to"},
@@ -51,7 +51,8 @@ static int run_command(const struct cmd_struct *cmd, int argc, char **argv) {
     int e = errno;
     struct pollfd p = {STDOUT_FILENO, 0, 0}; /* a pipe whose reader is gone: POLLERR */
     if (e == EPIPE || (poll(&p, 1, 0) == 1 && (p.revents & POLLERR)))
-        return rc;
+        return 0; /* the reader left (| head): a quiet end for every command alike, whatever
+                   * the command made of its failed writes */
     if (rc == 0) {
         error("cannot write the output: %s", strerror(e ? e : EIO));
         return 1;

@@ -118,4 +118,8 @@ int ctl_socket_live(const char *path, pid_t pid);
  * from the control directory of uid. Returns how many it removed. */
 int ctl_sweep(uid_t uid);
 
+/* Prints what the agent said while attaching (its log in the control directory
+ * dir), unless quiet, and removes the log. */
+void ctl_agent_log(const char *dir, pid_t pid, int quiet);
+
 #endif

@@ -45,7 +45,7 @@ int report_calls(const struct dnp_calltree *ct, const report_opts *o, FILE *out)
 /* ---- exceptions (issue 4, report_exceptions.c): return the exit code ----
  * Both read the trace at path as a stream (DNPROF_NO_STREAM: loaded whole),
  * memory bounded by the stories, and warn when it is not complete. */
-int report_exceptions(const char *path, int json, FILE *out);
+int report_exceptions(const char *path, int json, unsigned top, FILE *out); /* top: rows per table, 0 all */
 /* Each exception's story in order (dnprof print --exceptions); --json: one object a line. */
 int print_exceptions(const char *path, int json, FILE *out);
 

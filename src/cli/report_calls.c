@@ -13,6 +13,9 @@
 
 #define NAME_MAX_LEN 2048
 
+/* A --calls=counts trace: no times, so no time columns (they would all say 0). */
+#define COUNTS_ONLY(ct) ((ct)->has_config && (ct)->mode == 4)
+
 static const char *mode_text(uint64_t mode) {
     switch (mode) {
     case 1: return "counts and times (--calls)";
@@ -23,14 +26,20 @@ static const char *mode_text(uint64_t mode) {
     }
 }
 
-/* 1234567 ns -> "1.23 ms" (buf: at least 32 bytes). */
+/* Three significant digits, trailing zeros kept: 45.0, 4.50, 450. */
+static void fmt3(char *buf, double v, const char *unit) {
+    v = v >= 99.95 ? v : v >= 9.995 ? (double)(long)(v * 10 + 0.5) / 10 : v; /* the rounding decides the form */
+    snprintf(buf, 32, v >= 99.95 ? "%.0f %s" : v >= 9.995 ? "%.1f %s" : "%.2f %s", v, unit);
+}
+
+/* 1234567 ns -> "1.23 ms", 45000000 -> "45.0 ms" (buf: at least 32 bytes). */
 static char *fmt_ns(uint64_t ns, char *buf) {
     if (ns < 1000)
         snprintf(buf, 32, "%llu ns", (unsigned long long)ns);
-    else if (ns < 1000000)
-        snprintf(buf, 32, "%.3g us", (double)ns / 1e3);
-    else if (ns < 1000000000)
-        snprintf(buf, 32, "%.3g ms", (double)ns / 1e6);
+    else if (ns < 999500)
+        fmt3(buf, (double)ns / 1e3, "us");
+    else if (ns < 999500000)
+        fmt3(buf, (double)ns / 1e6, "ms");
     else
         snprintf(buf, 32, "%.3f s", (double)ns / 1e9);
     return buf;
@@ -121,6 +130,8 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
         fprintf(out, "%s: %s samples in %s call paths, about %s", label,
                 cli_fmt_count(tr->nodes[0].total_ns / ct->sample_period_ns, a), cli_fmt_count(tr->nnodes - 1, b),
                 fmt_ns(tr->nodes[0].total_ns, c));
+    else if (COUNTS_ONLY(ct))
+        fprintf(out, "%s: %s calls in %s call paths", label, cli_fmt_count(calls, a), cli_fmt_count(tr->nnodes - 1, b));
     else
         fprintf(out, "%s: %s calls in %s call paths, %s in hooked code", label, cli_fmt_count(calls, a),
                 cli_fmt_count(tr->nnodes - 1, b), fmt_ns(tr->nodes[0].total_ns, c));
@@ -135,17 +146,24 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
 static void put_func_table(const dnp_calltree *ct, const dnp_ct_func *f, size_t n, unsigned top, uint64_t total,
                            const char *title, FILE *out) {
     char a[32], b[32], c[32], name[NAME_MAX_LEN];
+    int counts = COUNTS_ONLY(ct);
     fprintf(out, "\n%s\n", title);
-    fprintf(out, "%10s %6s %10s %6s %14s  %s\n", "self", "%", "total", "%", CALLS_UNIT(ct), "function");
+    if (counts)
+        fprintf(out, "%14s  %s\n", CALLS_UNIT(ct), "function");
+    else
+        fprintf(out, "%10s %6s %10s %6s %14s  %s\n", "self", "%", "total", "%", CALLS_UNIT(ct), "function");
     for (size_t i = 0; i < n && i < top; i++) {
-        fprintf(out, "%10s %5.1f%% %10s %5.1f%% %14s  ", fmt_ns(f[i].self_ns, a), pct(f[i].self_ns, total),
-                fmt_ns(f[i].total_ns, b), pct(f[i].total_ns, total), cli_fmt_count(f[i].calls, c));
+        if (counts)
+            fprintf(out, "%14s  ", cli_fmt_count(f[i].calls, c));
+        else
+            fprintf(out, "%10s %5.1f%% %10s %5.1f%% %14s  ", fmt_ns(f[i].self_ns, a), pct(f[i].self_ns, total),
+                    fmt_ns(f[i].total_ns, b), pct(f[i].total_ns, total), cli_fmt_count(f[i].calls, c));
         cli_put_text(out, dnp_export_name(ct, f[i].func, f[i].name, name, sizeof name), 0);
         fputc('\n', out);
     }
     if (n > top)
-        fprintf(out, "%*s  ... and %zu more (--top N to see more)\n", 10 + 1 + 6 + 1 + 10 + 1 + 6 + 1 + 14, "",
-                n - top);
+        fprintf(out, "%*s  ... and %zu more (--top N to see more)\n", counts ? 14 : 10 + 1 + 6 + 1 + 10 + 1 + 6 + 1 + 14,
+                "", n - top);
 }
 
 static int by_total(const void *x, const void *y) {
@@ -165,6 +183,13 @@ static int by_calls(const void *x, const void *y) {
 }
 
 static const dnp_ct_tree *sort_tree;
+
+static int by_node_calls(const void *x, const void *y) {
+    const dnp_ct_node *a = &sort_tree->nodes[*(const uint32_t *)x], *b = &sort_tree->nodes[*(const uint32_t *)y];
+    if (a->calls != b->calls)
+        return a->calls > b->calls ? -1 : 1;
+    return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+}
 
 static int by_node_self(const void *x, const void *y) {
     const dnp_ct_node *a = &sort_tree->nodes[*(const uint32_t *)x], *b = &sort_tree->nodes[*(const uint32_t *)y];
@@ -215,15 +240,25 @@ static void put_paths(const dnp_calltree *ct, const dnp_ct_tree *tr, unsigned to
         return;
     for (uint32_t i = 0; i < n; i++)
         order[i] = i + 1;
+    int counts = COUNTS_ONLY(ct);
     sort_tree = tr;
-    qsort(order, n, sizeof *order, by_node_self);
+    qsort(order, n, sizeof *order, counts ? by_node_calls : by_node_self);
     char a[32], c[32];
-    fputs("\nhottest call paths (by self time of the last frame)\n", out);
-    fprintf(out, "%10s %6s %14s  %s\n", "self", "%", CALLS_UNIT(ct), "path");
-    for (uint32_t i = 0; i < n && i < top && tr->nodes[order[i]].self_ns; i++) {
+    if (counts) {
+        fputs("\nmost called paths (by calls of the last frame)\n", out);
+        fprintf(out, "%14s  %s\n", CALLS_UNIT(ct), "path");
+    } else {
+        fputs("\nhottest call paths (by self time of the last frame)\n", out);
+        fprintf(out, "%10s %6s %14s  %s\n", "self", "%", CALLS_UNIT(ct), "path");
+    }
+    for (uint32_t i = 0; i < n && i < top && (counts ? tr->nodes[order[i]].calls : tr->nodes[order[i]].self_ns);
+         i++) {
         const dnp_ct_node *node = &tr->nodes[order[i]];
-        fprintf(out, "%10s %5.1f%% %14s  ", fmt_ns(node->self_ns, a), pct(node->self_ns, total),
-                cli_fmt_count(node->calls, c));
+        if (counts)
+            fprintf(out, "%14s  ", cli_fmt_count(node->calls, c));
+        else
+            fprintf(out, "%10s %5.1f%% %14s  ", fmt_ns(node->self_ns, a), pct(node->self_ns, total),
+                    cli_fmt_count(node->calls, c));
         put_path(ct, tr, order[i], out);
         fputc('\n', out);
     }
@@ -266,8 +301,11 @@ static int tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
         return 0;
     /* a shown node's ancestors are shown: children are sorted, and a parent's total >= a child's */
     char a[32], b[32], c[32], name[NAME_MAX_LEN];
-    fprintf(p->out, "%10s %5.1f%% %10s %14s  %*s", fmt_ns(node->total_ns, a), pct(node->total_ns, p->total),
-            fmt_ns(node->self_ns, b), cli_fmt_count(node->calls, c), (int)(2 * (node->depth - 1)), "");
+    if (COUNTS_ONLY(p->ct))
+        fprintf(p->out, "%14s  %*s", cli_fmt_count(node->calls, c), (int)(2 * (node->depth - 1)), "");
+    else
+        fprintf(p->out, "%10s %5.1f%% %10s %14s  %*s", fmt_ns(node->total_ns, a), pct(node->total_ns, p->total),
+                fmt_ns(node->self_ns, b), cli_fmt_count(node->calls, c), (int)(2 * (node->depth - 1)), "");
     cli_put_text(p->out, dnp_export_name(p->ct, node->func, node->name, name, sizeof name), 0);
     if (node->tailcalls)
         fprintf(p->out, "  [%s tail calls]", cli_fmt_count(node->tailcalls, a));
@@ -280,6 +318,13 @@ static void put_tree(const dnp_calltree *ct, const dnp_ct_tree *tr, double thres
     p.min = (uint64_t)((double)p.total * threshold / 100.0);
     char label[512], a[32];
     dnp_export_thread_label(tr, label, sizeof label);
+    if (COUNTS_ONLY(ct)) { /* no times to prune by: every path */
+        p.min = 0;
+        fprintf(out, "\ncall tree, %s (every path: --calls=counts has no times to prune by)\n", label);
+        fprintf(out, "%14s  %s\n", CALLS_UNIT(ct), "function");
+        dnp_ct_walk(tr, tree_visit, &p);
+        return;
+    }
     fprintf(out, "\ncall tree, %s (paths below %.2g%% of %s hidden)\n", label, threshold, fmt_ns(p.total, a));
     fprintf(out, "%10s %6s %10s %14s  %s\n", "total", "%", "self", CALLS_UNIT(ct), "function");
     dnp_ct_walk(tr, tree_visit, &p);
@@ -448,6 +493,11 @@ int report_calls(const dnp_calltree *ct, const report_opts *o, FILE *out) {
         error("out of memory");
         return 1;
     }
+    /* A function's samples are the samples it is in, counted once as its total
+     * time is: a stack that holds it twice is one sample, not two. */
+    if (ct->sample_nodes)
+        for (size_t i = 0; i < nf; i++)
+            f[i].calls = f[i].outer_calls;
     int rc = 0;
     if (o->json) {
         rc = put_json(ct, tr, f, nf, o, out);

@@ -26,11 +26,21 @@ static const char *fate_word(const dnp_story *s) {
     }
 }
 
-static void put_us(FILE *out, uint64_t ns) {
-    if (ns >= 10000000)
-        fprintf(out, "%.1f ms", (double)ns / 1e6);
+/* A duration, the same way in the stories and in the report's tables:
+ * "853.4 us", "3.11 ms", "14.2 ms" (buf: at least 32 bytes). */
+static char *fmt_time(uint64_t ns, char *buf) {
+    if (ns >= 9995000)
+        snprintf(buf, 32, "%.1f ms", (double)ns / 1e6);
+    else if (ns >= 999950)
+        snprintf(buf, 32, "%.2f ms", (double)ns / 1e6);
     else
-        fprintf(out, "%.1f us", (double)ns / 1e3);
+        snprintf(buf, 32, "%.1f us", (double)ns / 1e3);
+    return buf;
+}
+
+static void put_us(FILE *out, uint64_t ns) {
+    char buf[32];
+    fputs(fmt_time(ns, buf), out);
 }
 
 /* ---- print --exceptions: each story ---- */
@@ -286,7 +296,7 @@ static void group_add(group *g, const dnp_story *s) {
     uint64_t ns = s->t_end - s->t_thrown;
     g->count++;
     g->caught += s->fate == EXC_CAUGHT;
-    g->internal += s->internal;
+    g->internal += s->internal && s->fate == EXC_CAUGHT; /* of the caught: the column says so */
     g->unhandled += s->fate == EXC_OPEN && s->no_catcher;
     g->other += s->fate != EXC_CAUGHT && !(s->fate == EXC_OPEN && s->no_catcher);
     g->total_ns += ns;
@@ -307,18 +317,22 @@ static void groups_sort(groups *g) {
         qsort(g->v, g->n, sizeof *g->v, by_count);
 }
 
-static void groups_text(FILE *out, const char *title, groups *g) {
+static void groups_text(FILE *out, const char *title, groups *g, unsigned top) {
     groups_sort(g);
     fprintf(out, "%s\n  %10s %8s %8s %8s %10s %10s  %s\n", title, "count", "caught", "internal", "other",
             "mean", "max", "name");
-    for (size_t i = 0; i < g->n; i++) {
+    for (size_t i = 0; i < g->n && (!top || i < top); i++) {
         const group *r = &g->v[i];
         char c[32], k[32], n[32], o[32];
         fprintf(out, "  %10s %8s %8s %8s ", cli_fmt_count(r->count, c), cli_fmt_count(r->caught, k),
                 cli_fmt_count(r->internal, n), cli_fmt_count(r->other + r->unhandled, o));
-        double mean = r->count ? (double)r->total_ns / (double)r->count / 1e3 : 0;
-        fprintf(out, "%7.1f us %7.1f us  %s\n", mean, (double)r->max_ns / 1e3, r->key);
+        char mean[32], max[32];
+        fmt_time(r->count ? r->total_ns / r->count : 0, mean);
+        fmt_time(r->max_ns, max);
+        fprintf(out, "%10s %10s  %s\n", mean, max, r->key);
     }
+    if (top && g->n > top)
+        fprintf(out, "  ... and %s more (--top N to see more)\n", CLI_COUNT(g->n - top));
     fputc('\n', out);
 }
 
@@ -353,7 +367,7 @@ static void sum_one(void *ctx, const dnp_story *x, const dnp_stories *all) {
         group_add(g[k], x);
     m->n++;
     m->caught += x->fate == EXC_CAUGHT;
-    m->internal += x->internal;
+    m->internal += x->internal && x->fate == EXC_CAUGHT; /* "N caught (M of them internal)" */
     m->runtime += x->fate == EXC_RUNTIME;
     m->abandoned += x->fate == EXC_ABANDONED;
     m->rethrown += x->fate == EXC_RETHROWN;
@@ -386,7 +400,7 @@ static int rereadable(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int report_exceptions(const char *path, int json, FILE *out) {
+int report_exceptions(const char *path, int json, unsigned top, FILE *out) {
     /* The sums in one read; with --json, the stories in a second one, after
      * the sums they come after: memory holds neither the events nor all the
      * stories. A pipe is read once, and its stories kept. */
@@ -451,9 +465,9 @@ int report_exceptions(const char *path, int json, FILE *out) {
                 cli_fmt_count(m.n, c[0]), cli_fmt_count(m.caught, c[1]), cli_fmt_count(m.internal, c[2]),
                 cli_fmt_count(m.runtime, c[3]), cli_fmt_count(m.abandoned, c[4]), cli_fmt_count(m.rethrown, c[5]),
                 cli_fmt_count(m.unhandled, c[6]), cli_fmt_count(m.open, c[7]), cli_fmt_count(m.again, c[8]));
-        groups_text(out, "by type (mean and max: from throw to the end of the catch, or to the last event)", &m.types);
-        groups_text(out, "by throw site", &m.sites);
-        groups_text(out, "by catch site", &m.catchers);
+        groups_text(out, "by type (mean and max: from throw to the end of the catch, or to the last event)", &m.types, top);
+        groups_text(out, "by throw site", &m.sites, top);
+        groups_text(out, "by catch site", &m.catchers, top);
         if (s.unexpected)
             fprintf(out, "%s exception events did not fit the state machine\n", cli_fmt_count(s.unexpected, c[0]));
     }

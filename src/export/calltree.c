@@ -1044,8 +1044,10 @@ static int func_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
         f->calls += node->calls;
         f->tailcalls += node->tailcalls;
         f->self_ns += node->self_ns;
-        if (c->active[k]++ == 0)
+        if (c->active[k]++ == 0) {
             f->total_ns += node->total_ns;
+            f->outer_calls += node->calls;
+        }
     } else {
         c->active[k]--;
     }

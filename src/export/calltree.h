@@ -44,6 +44,8 @@ typedef struct dnp_ct_tree {
 typedef struct dnp_ct_func {
     uint64_t func, name;
     uint64_t calls, tailcalls, self_ns, total_ns;
+    uint64_t outer_calls; /* the calls of its outermost nodes (recursion counted once, as
+                           * total_ns): with samples, the samples it is in */
 } dnp_ct_func;
 
 /* A function of the timeline: its FunctionID and name string. */

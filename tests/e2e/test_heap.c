@@ -613,7 +613,7 @@ TEST(e2e_heap_diff) {
     const char *targs[] = {"heap", "diff", a, b, NULL};
     ASSERT(e2e_dnprof(&r, targs) == 0 && r.status == 0);
     char *text = e2e_read_file(r.out, NULL);
-    ASSERT(text && strstr(text, "Scenarios.HeapChainNode") && strstr(text, "+2000"));
+    ASSERT(text && strstr(text, "Scenarios.HeapChainNode") && strstr(text, "+2,000"));
     free(text);
     return 0;
 }

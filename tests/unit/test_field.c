@@ -1,0 +1,99 @@
+/* test_field.c: the sampled report's counts: a function's samples are the
+ * samples it is in, counted once as its total time is, so that samples x the
+ * period is its total (a stack that holds it twice is one sample). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "json_check.h"
+#include "synth.h"
+#include "test.h"
+#include "trace_format.h"
+
+#ifdef DNPROF_BIN
+#define PERIOD 10000000ull /* 100 Hz */
+
+/* Run (10 samples) > F (4) > F (2, a stack with F twice); Run > G (6). */
+static int write_sampled(const char *path) {
+    synth *w = synth_open(path, 4242, "dotnet sampled.dll");
+    if (!w)
+        return -1;
+    uint64_t run = synth_string(w, "App.P::Run"), f = synth_string(w, "App.P::F"), g = synth_string(w, "App.P::G");
+    synth_thread(w, 1, 1001);
+    uint64_t cfg[3] = {1, 100, PERIOD};
+    synth_event(w, 1, 0, DNP_EV_SampleConfig, cfg);
+    uint64_t nodes[4][9] = {
+        {1001, 1, 0, 0x100, run, 10, 10 * PERIOD, 0, 0},
+        {1001, 2, 1, 0x200, f, 4, 4 * PERIOD, 2 * PERIOD, 2},
+        {1001, 3, 2, 0x200, f, 2, 2 * PERIOD, 2 * PERIOD, 2},
+        {1001, 4, 1, 0x300, g, 6, 6 * PERIOD, 6 * PERIOD, 6},
+    };
+    for (int i = 0; i < 4; i++)
+        synth_event(w, 1, 1000 + (uint64_t)i, DNP_EV_SampleNode, nodes[i]);
+    return synth_close(w, 1);
+}
+
+/* The whole stdout of `dnprof ARGS` into buf (static); its length. */
+static size_t run_dnprof(const char *args, char *buf, size_t cap) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' %s", DNPROF_BIN, args);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return 0;
+    size_t len = fread(buf, 1, cap - 1, p);
+    pclose(p);
+    buf[len] = 0;
+    return len;
+}
+
+TEST(report_samples_counted_once) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/dnprof-field-samples-%d.trace", (int)getpid());
+    ASSERT_EQ(write_sampled(path), 0);
+
+    char args[512];
+    snprintf(args, sizeof args, "report --json '%s'", path);
+    static char buf[1 << 16];
+    size_t len = run_dnprof(args, buf, sizeof buf);
+    unlink(path);
+    char err[160];
+    jv *v = json_parse(buf, len, err, sizeof err);
+    if (!v)
+        fprintf(stderr, "report --json: %s\n%s\n", err, buf);
+    ASSERT_NE(v, NULL);
+    const jv *fs = json_get(v, "functions");
+    ASSERT_NE(fs, NULL);
+    int seen = 0;
+    for (size_t i = 0; i < fs->n; i++) {
+        const jv *fn = json_at(fs, i);
+        const char *name = json_str(fn, "name");
+        uint64_t calls = (uint64_t)json_num(fn, "calls"), total = (uint64_t)json_num(fn, "totalNs");
+        ASSERT_EQ(calls * PERIOD, total);
+        if (name && !strcmp(name, "App.P::F")) {
+            ASSERT_EQ(calls, 4);
+            seen = 1;
+        }
+    }
+    json_free(v);
+    ASSERT(seen);
+    return 0;
+}
+/* Times in three significant digits with their zeros: G's 6 samples at 10 ms
+ * are "60.0 ms" beside "100 ms" and "40.0 ms", not "60 ms" beside "45.4 ms". */
+TEST(report_times_three_digits) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/dnprof-field-digits-%d.trace", (int)getpid());
+    ASSERT_EQ(write_sampled(path), 0);
+    char args[512];
+    snprintf(args, sizeof args, "report '%s'", path);
+    static char buf[1 << 16];
+    run_dnprof(args, buf, sizeof buf);
+    unlink(path);
+    int ok = strstr(buf, "60.0 ms") && strstr(buf, "40.0 ms") && strstr(buf, "100 ms") && !strstr(buf, " 60 ms");
+    if (!ok)
+        fprintf(stderr, "%s", buf);
+    ASSERT(ok);
+    return 0;
+}
+#endif
