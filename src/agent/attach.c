@@ -22,6 +22,7 @@
 /* The trigger pid and what was dropped, for the trace's notes. */
 static uint32_t g_trigger_pid;
 static char g_dropped[256];
+static int g_log_fd = -1; /* the log in the control directory while attached (agent_say_front_end) */
 
 /* cfg->events from the blob's text, reduced to what an attached profiler may
  * have; what it loses is said in g_dropped. -1 if the text does not parse. */
@@ -102,8 +103,14 @@ HRESULT cb_InitializeForAttach(ICorProfilerCallback *self, IUnknown *pCorProfile
     agent_say_copy_to(fd);
     HRESULT hr = initialize(pCorProfilerInfoUnk, &blob);
     agent_say_copy_to(-1);
-    if (fd >= 0)
+    if (SUCCEEDED(hr) && fd >= 0) {
+        /* From now on what the agent says goes to dnprof attach, not into the
+         * program's stderr: the same log, printed as the recording ends. */
+        agent_say_front_end(fd);
+        g_log_fd = fd;
+    } else if (fd >= 0) {
         close(fd);
+    }
     return hr;
 }
 
@@ -128,6 +135,10 @@ HRESULT cb_ProfilerDetachSucceeded(ICorProfilerCallback *self) {
     char final[64];
     snprintf(final, sizeof final, DNP_CONTROL_DETACHED " %llu", (unsigned long long)events);
     control_stop(final);
+    agent_say_front_end(-1);
+    if (g_log_fd >= 0)
+        close(g_log_fd);
+    g_log_fd = -1;
     recorder_release();
     agent_release();
     return S_OK;

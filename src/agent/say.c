@@ -14,6 +14,7 @@
 static atomic_int session_fd = -1;
 static atomic_int to_stderr = 1; /* no front end, or DNPROF_STDERR=1 */
 static atomic_int copy_fd = -1;  /* agent_say_copy_to */
+static atomic_int front_fd = -1; /* agent_say_front_end */
 
 static void write_line(int fd, const char *line, size_t n) {
     while (n > 0) {
@@ -29,6 +30,10 @@ static void write_line(int fd, const char *line, size_t n) {
 
 void agent_say_copy_to(int fd) {
     atomic_store(&copy_fd, fd);
+}
+
+void agent_say_front_end(int fd) {
+    atomic_store(&front_fd, fd);
 }
 
 void agent_say(const char *fmt, ...) {
@@ -51,6 +56,12 @@ void agent_say(const char *fmt, ...) {
         if (line[i] == '\n')
             line[i] = ' ';
     line[n++] = '\n';
+    int ffd = atomic_load(&front_fd);
+    if (ffd >= 0) { /* dnprof attach prints it */
+        write_line(ffd, line, n);
+        errno = saved;
+        return;
+    }
     int sfd = atomic_load(&session_fd);
     int err_too = atomic_load(&to_stderr);
     if (sfd >= 0 && !err_too) { /* said once: where it was asked for */

@@ -19,6 +19,11 @@ void agent_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * why it failed through a file in the control directory (attach.c). */
 void agent_say_copy_to(int fd);
 
+/* While an attached agent records, its lines go to fd only (the log in the
+ * control directory that dnprof attach prints), never to the program's stderr;
+ * -1 ends that. The caller owns fd. */
+void agent_say_front_end(int fd);
+
 /* Opens agent.<pid> in the session directory dir (NULL or "": no front end) and
  * writes the "pid" line. also_stderr: messages go to stderr as well. When the
  * file cannot be created, messages go to stderr. Returns 0, or -1 when dir was

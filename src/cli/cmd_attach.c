@@ -478,7 +478,8 @@ int cmd_attach(int argc, char **argv) {
     /* The recording began as the runtime answered (InitializeForAttach had
      * returned): a duration is the recording's length, counted from here. */
     long long until = o.duration_ms >= 0 ? ipc_now_ms() + o.duration_ms : -1;
-    ctl_agent_log(blob.control_dir, o.pid, o.quiet);
+    long log_offset = 0; /* the agent writes its messages there until it detaches */
+    ctl_agent_log_from(blob.control_dir, o.pid, o.quiet, &log_offset, 0);
 
     char err[IPC_ERR_MAX];
     int fd = ctl_connect(o.pid, err, sizeof err);
@@ -489,7 +490,9 @@ int cmd_attach(int argc, char **argv) {
     catch_signals();
     if (!o.quiet)
         say_recording(&o, &proc, families, left_out, out_abs);
-    if (finish(o.pid, fd, record(fd, until), o.quiet) != 0)
+    int finished = finish(o.pid, fd, record(fd, until), o.quiet);
+    ctl_agent_log_from(blob.control_dir, o.pid, o.quiet, &log_offset, 1);
+    if (finished != 0)
         return 1;
     if (!o.quiet)
         cli_trace_summary(out_abs, NULL);

@@ -286,15 +286,27 @@ int ctl_sweep(uid_t uid) {
 }
 
 void ctl_agent_log(const char *dir, pid_t pid, int quiet) {
+    ctl_agent_log_from(dir, pid, quiet, NULL, 1);
+}
+
+void ctl_agent_log_from(const char *dir, pid_t pid, int quiet, long *offset, int remove) {
     char path[256];
     snprintf(path, sizeof path, DNP_CONTROL_LOG_FMT, dir, (long)pid);
     FILE *f = fopen(path, "re");
     if (!f)
         return;
+    if (offset && *offset > 0 && fseek(f, *offset, SEEK_SET) != 0)
+        *offset = 0;
     char line[1024];
-    while (fgets(line, sizeof line, f))
+    while (fgets(line, sizeof line, f)) {
+        if (!strchr(line, '\n') && !remove)
+            break; /* a line still being written: the next call prints it */
+        if (offset)
+            *offset = ftell(f);
         if (!quiet)
             fprintf(stderr, "%s%s", strncmp(line, "dnprof: ", 8) ? "dnprof: " : "", line);
+    }
     fclose(f);
-    unlink(path);
+    if (remove)
+        unlink(path);
 }

@@ -122,4 +122,10 @@ int ctl_sweep(uid_t uid);
  * dir), unless quiet, and removes the log. */
 void ctl_agent_log(const char *dir, pid_t pid, int quiet);
 
+/* The same from byte *offset on (NULL: the start), advancing *offset past the
+ * lines printed; the log is removed only when remove. An attached agent keeps
+ * writing its messages there until it detaches (never into the program's
+ * stderr): dnprof attach prints them after the attach and at the end. */
+void ctl_agent_log_from(const char *dir, pid_t pid, int quiet, long *offset, int remove);
+
 #endif

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -758,5 +759,56 @@ TEST(e2e_attach_exception_stacks_from_blob) {
         }
         dnp_trace_free(t);
     }
+    return 0;
+}
+
+/* issue 11: what an attached agent says while it records (here: the disk
+ * filled) reaches dnprof attach, never the program's own stderr. The program
+ * runs with RLIMIT_FSIZE of 64 KiB (write(2) fails with EFBIG past it, SIGXFSZ
+ * ignored), so the trace fails soon after the attach. */
+TEST(e2e_attach_messages_to_front_end) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_attach_messages_to_front_end"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    const char *prog[] = {e2e_dotnet(), dll, "stories", "bench", "2000000000", NULL};
+    const char *env[] = {"CORECLR_ENABLE_PROFILING", "DOTNET_EnableWriteXorExecute=0", NULL};
+    char out[PATH_MAX + 16], perr[PATH_MAX + 16];
+    snprintf(out, sizeof out, "%s/bench.out", r.dir);
+    snprintf(perr, sizeof perr, "%s/bench.err", r.dir);
+    struct rlimit old, small = {64 * 1024, 0};
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+    small.rlim_max = old.rlim_max;
+    void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+    pid_t pid = e2e_spawn((char *const *)prog, env, r.dir, out, NULL, perr);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, old_handler);
+    ASSERT_GT(pid, 0);
+    char pattern[128];
+    snprintf(pattern, sizeof pattern, "/tmp/dotnet-diagnostic-%d-*-socket", (int)pid);
+    int up = 0;
+    for (long deadline = now_ms() + 30000; !up && now_ms() < deadline; sleep_ms(50)) {
+        glob_t g;
+        up = glob(pattern, 0, NULL, &g) == 0;
+        globfree(&g);
+    }
+    sleep_ms(300);
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+    const char *argv[] = {bin, "attach", pidtext, "--duration", "2s", "--flush-ms", "2", "-o", r.trace, NULL};
+    int ran = up && e2e_exec(&r, (char *const *)argv, NULL) == 0;
+    kill(-pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    ASSERT(up);
+    ASSERT(ran);
+    int told = file_has(r.err, "cannot write trace");
+    int leaked = file_has(perr, "dnprof");
+    if (!told)
+        e2e_show_file("dnprof attach stderr", r.err);
+    if (leaked)
+        e2e_show_file("the program's own stderr", perr);
+    ASSERT(told);
+    ASSERT(!leaked);
     return 0;
 }
