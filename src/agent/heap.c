@@ -21,6 +21,7 @@
 #include "names.h"
 #include "recorder.h"
 #include "trace_format.h"
+#include "trace_writer.h"
 
 #define NBUF 16 /* x DNP_HEAP_CHUNK_MAX: 16 MiB of buffers at most */
 #define ROOTS_PER_RECORD 1024
@@ -183,7 +184,7 @@ static inline uint8_t *reserve(size_t need) {
 }
 
 static int writer_start(const char *path) {
-    H.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    H.fd = dnp_file_create(path, 0); /* 0600, never through a link (as traces) */
     if (H.fd < 0)
         return -errno;
     H.write_errno = 0;

@@ -92,7 +92,7 @@ static int write_all(int fd, struct iovec *iov, int cnt) {
  * created 0600 (the umask may narrow it, never widen). exclusive: path must not
  * exist, whatever it is. A device or a pipe is opened as it is (/dev/null).
  * Returns the fd, or -1 with errno. */
-static int create_trace(const char *path, int exclusive) {
+int dnp_file_create(const char *path, int exclusive) {
     const int mode = S_IRUSR | S_IWUSR;
     int fd;
     if (exclusive) {
@@ -167,7 +167,7 @@ dnp_writer *dnp_writer_open(const char *path, int exclusive, uint64_t pid, char 
             snprintf(err, errlen, "cannot create trace '%s': out of memory", path);
         return NULL;
     }
-    int fd = create_trace(path, exclusive);
+    int fd = dnp_file_create(path, exclusive);
     if (fd < 0) {
         int e = errno;
         if (err && errlen) {

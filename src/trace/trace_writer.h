@@ -29,6 +29,13 @@ typedef struct dnp_writer dnp_writer;
  * puts a one-line reason naming the path in err. */
 dnp_writer *dnp_writer_open(const char *path, int exclusive, uint64_t pid, char *err, size_t errlen);
 
+/* Creates a file the agent writes (a trace, a heap snapshot) as traces are
+ * created: never through a symbolic link (a link at path is replaced by a file
+ * written beside it and renamed over it), 0600 narrowed by the umask.
+ * exclusive: path must not exist. Returns the fd, or -1 with errno (ELOOP: a
+ * link that could not be replaced). */
+int dnp_file_create(const char *path, int exclusive);
+
 /* Appends one chunk. Thread-safe. Returns 0, or a negative errno; after the first
  * failure the writer stays failed and every later call returns that error, and
  * a regular file is cut back to its last whole chunk. */

@@ -223,6 +223,33 @@ TEST(e2e_agent_output_symlink) {
     return 0;
 }
 
+/* The heap snapshot at exit (DNPROF_HEAP_OUTPUT) onto a link: the snapshot
+ * replaces the link as a trace does, 0600, and the target is left alone. */
+TEST(e2e_agent_heap_output_symlink) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_agent_heap_output_symlink"), 0);
+    char victim[PATH_MAX], snap[PATH_MAX], output[PATH_MAX + 32], heap_out[PATH_MAX + 32];
+    snprintf(victim, sizeof victim, "%s/victim.txt", r.dir);
+    snprintf(snap, sizeof snap, "%s/exit.dnheap", r.dir);
+    unlink(snap);
+    ASSERT_EQ(write_text(victim, "precious\n"), 0);
+    ASSERT_EQ(symlink(victim, snap), 0);
+    snprintf(output, sizeof output, DNP_ENV_OUTPUT "=%s", r.trace);
+    snprintf(heap_out, sizeof heap_out, DNP_ENV_HEAP_OUTPUT "=%s", snap);
+    mode_t old = umask(0);
+    int rc = run_exitcode4(&r, output, DNP_ENV_HEAP_AT "=exit", heap_out, NULL);
+    umask(old);
+    ASSERT_EQ(rc, 0);
+    ASSERT(program_unchanged(&r));
+    ASSERT(victim_intact(victim));
+    ASSERT(private_file(snap));
+    char *text = e2e_read_file(snap, NULL);
+    ASSERT_NE(text, NULL);
+    ASSERT_NE(strcmp(text, "precious\n"), 0); /* a snapshot, not the target's text */
+    free(text);
+    return 0;
+}
+
 /* `dnprof run -o LINK`: the same. */
 TEST(e2e_run_output_symlink) {
     e2e_run r;
