@@ -152,8 +152,11 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
  * subtraction (a Fib of a few ns per call came out at 0.02 ns): it is marked
  * "~" in the text and "belowResolution" in the JSON (docs/reports.md). The
  * rule: a path's or function's total is below the resolution when it is less
- * than the hooks' cost taken out of it, at the trace's mean cost per call:
- * inner x (its calls and every call below) + outer x (the calls below). */
+ * than the hooks' whole cost (inner and outer, the trace's mean per call) for
+ * its calls and every call below them. The whole, not the inner part alone:
+ * where a pair's cost divides between callee and caller depends on the code
+ * around the hook (out-of-order execution hides either end), so an error of
+ * any part of it can land in the callee. */
 typedef struct resolution {
     double in, out;   /* the hooks' mean cost per call, ns; both 0: nothing is marked */
     uint64_t *sub;    /* by node: calls in its subtree, its own included */
@@ -164,15 +167,14 @@ typedef struct resolution {
     int noted;        /* the note was printed */
 } resolution;
 
-static double res_cost(const resolution *r, const dnp_ct_tree *tr, uint32_t n) {
-    uint64_t below = r->sub[n] - tr->nodes[n].calls;
-    return r->in * (double)r->sub[n] + r->out * (double)below;
+static double res_cost(const resolution *r, uint32_t n) {
+    return (r->in + r->out) * (double)r->sub[n];
 }
 
 static int res_node_below(const resolution *r, const dnp_ct_tree *tr, uint32_t n) {
     if (!r || !r->sub || n == 0 || !tr->nodes[n].calls)
         return 0;
-    return (double)tr->nodes[n].total_ns < res_cost(r, tr, n);
+    return (double)tr->nodes[n].total_ns < res_cost(r, n);
 }
 
 static int res_func_below(const resolution *r, const dnp_ct_func *f) {
@@ -201,7 +203,7 @@ static int res_func_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int ente
     if (!enter)
         r->active[k]--;
     else if (r->active[k]++ == 0) /* its outermost frame on this path: where its total is counted */
-        r->fcost[k] += res_cost(r, tr, n);
+        r->fcost[k] += res_cost(r, n);
     return 0;
 }
 
@@ -258,8 +260,8 @@ static void put_res_note(resolution *r, FILE *out) {
         return;
     }
     fprintf(out,
-            "~ below the resolution of --calls: less time is left than the hooks' own cost taken out of it "
-            "(%.1f ns per call in it and below), so the figure is mostly that cost's error; "
+            "~ below the resolution of --calls: less time is left than the hooks' cost (%.1f ns a call) of its "
+            "calls and of the calls below it, so the figure is mostly that cost's error; "
             "record such methods with dnprof run --sample\n",
             r->in + r->out);
 }
