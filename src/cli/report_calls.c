@@ -9,6 +9,7 @@
 #include "calltree.h"
 #include "cli.h"
 #include "export.h"
+#include "idmap.h"
 #include "report.h"
 
 #define NAME_MAX_LEN 2048
@@ -140,11 +141,136 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
     fputc('\n', out);
 }
 
+/* ---- below the resolution of the hooks' cost ----
+ *
+ * The report takes the hooks' own cost out of every time (calltree.c,
+ * fix_hooks): per call, the inner part from the callee, both parts of every
+ * call below from its callers' totals. That cost is measured, not known: it
+ * moves with the machine from one measurement to the next, the inner part is a
+ * midpoint (+-2 ns), the outer part can hide behind a caller's work. A time
+ * from which more was taken out than is left is mostly the error of that
+ * subtraction (a Fib of a few ns per call came out at 0.02 ns): it is marked
+ * "~" in the text and "belowResolution" in the JSON (docs/reports.md). The
+ * rule: a path's or function's total is below the resolution when it is less
+ * than the hooks' whole cost (inner and outer, the trace's mean per call) for
+ * its calls and every call below them. The whole, not the inner part alone:
+ * where a pair's cost divides between callee and caller depends on the code
+ * around the hook (out-of-order execution hides either end), so an error of
+ * any part of it can land in the callee. */
+typedef struct resolution {
+    double in, out;   /* the hooks' mean cost per call, ns; both 0: nothing is marked */
+    uint64_t *sub;    /* by node: calls in its subtree, its own included */
+    dnp_idmap fh;     /* function key -> index in fbelow */
+    uint8_t *fbelow;  /* by function (the order of dnp_ct_functions) */
+    double *fcost;    /* by function: the hooks' cost taken out of its total */
+    uint32_t *active; /* by function: frames of it on the walk's path */
+    int noted;        /* the note was printed */
+} resolution;
+
+static double res_cost(const resolution *r, uint32_t n) {
+    return (r->in + r->out) * (double)r->sub[n];
+}
+
+static int res_node_below(const resolution *r, const dnp_ct_tree *tr, uint32_t n) {
+    if (!r || !r->sub || n == 0 || !tr->nodes[n].calls)
+        return 0;
+    return (double)tr->nodes[n].total_ns < res_cost(r, n);
+}
+
+static int res_func_below(const resolution *r, const dnp_ct_func *f) {
+    uint32_t k;
+    if (!r || !r->fbelow || !dnp_idmap_get(&r->fh, dnp_ct_frame_key(f->func, f->name), 0, &k))
+        return 0;
+    return r->fbelow[k];
+}
+
+static int res_sub_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    resolution *r = ctx;
+    if (enter)
+        return 0;
+    uint64_t s = tr->nodes[n].calls;
+    for (uint32_t c = tr->nodes[n].first_child; c; c = tr->nodes[c].next_sibling)
+        s += r->sub[c];
+    r->sub[n] = s;
+    return 0;
+}
+
+static int res_func_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    resolution *r = ctx;
+    uint32_t k;
+    if (n == 0 || !dnp_idmap_get(&r->fh, dnp_ct_frame_key(tr->nodes[n].func, tr->nodes[n].name), 0, &k))
+        return 0;
+    if (!enter)
+        r->active[k]--;
+    else if (r->active[k]++ == 0) /* its outermost frame on this path: where its total is counted */
+        r->fcost[k] += res_cost(r, n);
+    return 0;
+}
+
+static void res_free(resolution *r) {
+    free(r->sub);
+    free(r->fbelow);
+    free(r->fcost);
+    free(r->active);
+    dnp_idmap_release(&r->fh);
+    memset(r, 0, sizeof *r);
+}
+
+/* Nothing is marked when the times were not corrected (no CallsOverhead, a
+ * timeline, samples, counts) or memory is short. */
+static void res_init(resolution *r, const dnp_calltree *ct, const dnp_ct_tree *tr, const dnp_ct_func *f, size_t nf) {
+    memset(r, 0, sizeof *r);
+    if (!ct->hook_threads || !ct->hook_calls || ct->from_timeline || ct->sample_nodes || COUNTS_ONLY(ct) ||
+        !tr->nnodes)
+        return;
+    r->in = ct->hook_inner_ns / (double)ct->hook_calls;
+    r->out = ct->hook_outer_ns / (double)ct->hook_calls;
+    r->sub = calloc(tr->nnodes, sizeof *r->sub);
+    r->fbelow = calloc(nf ? nf : 1, sizeof *r->fbelow);
+    r->fcost = calloc(nf ? nf : 1, sizeof *r->fcost);
+    r->active = calloc(nf ? nf : 1, sizeof *r->active);
+    int ok = r->sub && r->fbelow && r->fcost && r->active;
+    for (size_t i = 0; ok && i < nf; i++)
+        ok = dnp_idmap_put(&r->fh, dnp_ct_frame_key(f[i].func, f[i].name), 0, (uint32_t)i) == 0;
+    if (!ok) {
+        res_free(r);
+        return;
+    }
+    dnp_ct_walk(tr, res_sub_visit, r);
+    dnp_ct_walk(tr, res_func_visit, r);
+    for (size_t i = 0; i < nf; i++)
+        r->fbelow[i] = f[i].calls && (double)f[i].total_ns < r->fcost[i];
+}
+
+/* A time, "~" before it when it is below the resolution. */
+static const char *fmt_mark(uint64_t ns, int below, char *buf) {
+    char t[32];
+    size_t len = strlen(fmt_ns(ns, t)), at = below ? 1 : 0;
+    if (len > 30)
+        len = 30;
+    buf[0] = '~';
+    memcpy(buf + at, t, len);
+    buf[at + len] = 0;
+    return buf;
+}
+
+static void put_res_note(resolution *r, FILE *out) {
+    if (r->noted++) { /* the full note once per report, then a pointer to it */
+        fputs("~ below the resolution of --calls (see the note above)\n", out);
+        return;
+    }
+    fprintf(out,
+            "~ below the resolution of --calls: less time is left than the hooks' cost (%.1f ns a call) of its "
+            "calls and of the calls below it, so the figure is mostly that cost's error; "
+            "record such methods with dnprof run --sample\n",
+            r->in + r->out);
+}
+
 /* What a node's count counts: calls (--calls) or samples (--sample). */
 #define CALLS_UNIT(ct) ((ct)->sample_nodes ? "samples" : "calls")
 
-static void put_func_table(const dnp_calltree *ct, const dnp_ct_func *f, size_t n, unsigned top, uint64_t total,
-                           const char *title, FILE *out) {
+static void put_func_table(const dnp_calltree *ct, resolution *r, const dnp_ct_func *f, size_t n, unsigned top,
+                           uint64_t total, const char *title, FILE *out) {
     char a[32], b[32], c[32], name[NAME_MAX_LEN];
     int counts = COUNTS_ONLY(ct);
     fprintf(out, "\n%s\n", title);
@@ -152,18 +278,24 @@ static void put_func_table(const dnp_calltree *ct, const dnp_ct_func *f, size_t 
         fprintf(out, "%14s  %s\n", CALLS_UNIT(ct), "function");
     else
         fprintf(out, "%10s %6s %10s %6s %14s  %s\n", "self", "%", "total", "%", CALLS_UNIT(ct), "function");
+    int marked = 0;
     for (size_t i = 0; i < n && i < top; i++) {
+        int below = res_func_below(r, &f[i]);
+        marked |= below;
         if (counts)
             fprintf(out, "%14s  ", cli_fmt_count(f[i].calls, c));
         else
-            fprintf(out, "%10s %5.1f%% %10s %5.1f%% %14s  ", fmt_ns(f[i].self_ns, a), pct(f[i].self_ns, total),
-                    fmt_ns(f[i].total_ns, b), pct(f[i].total_ns, total), cli_fmt_count(f[i].calls, c));
+            fprintf(out, "%10s %5.1f%% %10s %5.1f%% %14s  ", fmt_mark(f[i].self_ns, below, a),
+                    pct(f[i].self_ns, total), fmt_mark(f[i].total_ns, below, b), pct(f[i].total_ns, total),
+                    cli_fmt_count(f[i].calls, c));
         cli_put_text(out, dnp_export_name(ct, f[i].func, f[i].name, name, sizeof name), 0);
         fputc('\n', out);
     }
     if (n > top)
         fprintf(out, "%*s  ... and %zu more (--top N to see more)\n", counts ? 14 : 10 + 1 + 6 + 1 + 10 + 1 + 6 + 1 + 14,
                 "", n - top);
+    if (marked)
+        put_res_note(r, out);
 }
 
 static int by_total(const void *x, const void *y) {
@@ -232,7 +364,7 @@ static void put_path(const dnp_calltree *ct, const dnp_ct_tree *tr, uint32_t n, 
     free(chain);
 }
 
-static void put_paths(const dnp_calltree *ct, const dnp_ct_tree *tr, unsigned top, FILE *out) {
+static void put_paths(const dnp_calltree *ct, resolution *r, const dnp_ct_tree *tr, unsigned top, FILE *out) {
     uint64_t total = tr->nodes[0].total_ns;
     uint32_t n = tr->nnodes - 1;
     uint32_t *order = malloc((n ? n : 1) * sizeof *order);
@@ -251,24 +383,31 @@ static void put_paths(const dnp_calltree *ct, const dnp_ct_tree *tr, unsigned to
         fputs("\nhottest call paths (by self time of the last frame)\n", out);
         fprintf(out, "%10s %6s %14s  %s\n", "self", "%", CALLS_UNIT(ct), "path");
     }
+    int marked = 0;
     for (uint32_t i = 0; i < n && i < top && (counts ? tr->nodes[order[i]].calls : tr->nodes[order[i]].self_ns);
          i++) {
         const dnp_ct_node *node = &tr->nodes[order[i]];
+        int below = res_node_below(r, tr, order[i]);
+        marked |= below;
         if (counts)
             fprintf(out, "%14s  ", cli_fmt_count(node->calls, c));
         else
-            fprintf(out, "%10s %5.1f%% %14s  ", fmt_ns(node->self_ns, a), pct(node->self_ns, total),
+            fprintf(out, "%10s %5.1f%% %14s  ", fmt_mark(node->self_ns, below, a), pct(node->self_ns, total),
                     cli_fmt_count(node->calls, c));
         put_path(ct, tr, order[i], out);
         fputc('\n', out);
     }
     free(order);
+    if (marked)
+        put_res_note(r, out);
 }
 
 typedef struct tree_printer {
     const dnp_calltree *ct;
+    resolution *r;
     FILE *out;
     uint64_t total, min;
+    int marked;
 } tree_printer;
 
 static void put_hidden(tree_printer *p, const dnp_ct_tree *tr, uint32_t parent) {
@@ -303,9 +442,13 @@ static int tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
     char a[32], b[32], c[32], name[NAME_MAX_LEN];
     if (COUNTS_ONLY(p->ct))
         fprintf(p->out, "%14s  %*s", cli_fmt_count(node->calls, c), (int)(2 * (node->depth - 1)), "");
-    else
-        fprintf(p->out, "%10s %5.1f%% %10s %14s  %*s", fmt_ns(node->total_ns, a), pct(node->total_ns, p->total),
-                fmt_ns(node->self_ns, b), cli_fmt_count(node->calls, c), (int)(2 * (node->depth - 1)), "");
+    else {
+        int below = res_node_below(p->r, tr, n);
+        p->marked |= below;
+        fprintf(p->out, "%10s %5.1f%% %10s %14s  %*s", fmt_mark(node->total_ns, below, a),
+                pct(node->total_ns, p->total), fmt_mark(node->self_ns, below, b), cli_fmt_count(node->calls, c),
+                (int)(2 * (node->depth - 1)), "");
+    }
     cli_put_text(p->out, dnp_export_name(p->ct, node->func, node->name, name, sizeof name), 0);
     if (node->tailcalls)
         fprintf(p->out, "  [%s tail calls]", cli_fmt_count(node->tailcalls, a));
@@ -313,8 +456,9 @@ static int tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
     return ferror(p->out) ? -1 : 0;
 }
 
-static void put_tree(const dnp_calltree *ct, const dnp_ct_tree *tr, double threshold, FILE *out) {
-    tree_printer p = {ct, out, tr->nodes[0].total_ns, 0};
+static void put_tree(const dnp_calltree *ct, resolution *r, const dnp_ct_tree *tr, double threshold,
+                     FILE *out) {
+    tree_printer p = {ct, r, out, tr->nodes[0].total_ns, 0, 0};
     p.min = (uint64_t)((double)p.total * threshold / 100.0);
     char label[512], a[32];
     dnp_export_thread_label(tr, label, sizeof label);
@@ -328,12 +472,15 @@ static void put_tree(const dnp_calltree *ct, const dnp_ct_tree *tr, double thres
     fprintf(out, "\ncall tree, %s (paths below %.2g%% of %s hidden)\n", label, threshold, fmt_ns(p.total, a));
     fprintf(out, "%10s %6s %10s %14s  %s\n", "total", "%", "self", CALLS_UNIT(ct), "function");
     dnp_ct_walk(tr, tree_visit, &p);
+    if (p.marked)
+        put_res_note(r, out);
 }
 
 /* ---- JSON ---- */
 
 typedef struct json_tree {
     const dnp_calltree *ct;
+    const resolution *r;
     FILE *out;
 } json_tree;
 
@@ -366,14 +513,16 @@ static int json_tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int ent
         dnp_export_json_str(j->out, label, 0);
         fputc(',', j->out);
     }
-    fprintf(j->out, "\"calls\":%llu,\"tailcalls\":%llu,\"selfNs\":%llu,\"totalNs\":%llu,\"children\":[",
-            (unsigned long long)node->calls, (unsigned long long)node->tailcalls, (unsigned long long)node->self_ns,
-            (unsigned long long)node->total_ns);
+    fprintf(j->out, "\"calls\":%llu,\"tailcalls\":%llu,\"selfNs\":%llu,\"totalNs\":%llu,", (unsigned long long)node->calls,
+            (unsigned long long)node->tailcalls, (unsigned long long)node->self_ns, (unsigned long long)node->total_ns);
+    if (n)
+        fprintf(j->out, "\"belowResolution\":%s,", res_node_below(j->r, tr, n) ? "true" : "false");
+    fputs("\"children\":[", j->out);
     return 0;
 }
 
-static int put_json(const dnp_calltree *ct, const dnp_ct_tree *tr, const dnp_ct_func *f, size_t nf,
-                    const report_opts *o, FILE *out) {
+static int put_json(const dnp_calltree *ct, const resolution *r, const dnp_ct_tree *tr, const dnp_ct_func *f,
+                    size_t nf, const report_opts *o, FILE *out) {
     const dnp_trace *t = ct->t;
     fputs("{\"trace\":", out);
     dnp_export_json_str(out, o->path, 0);
@@ -413,12 +562,12 @@ static int put_json(const dnp_calltree *ct, const dnp_ct_tree *tr, const dnp_ct_
     for (size_t i = 0; i < nf; i++) {
         fputs(i ? ",\n{" : "\n{", out);
         json_func_fields(ct, f[i].func, f[i].name, out);
-        fprintf(out, ",\"calls\":%llu,\"tailcalls\":%llu,\"selfNs\":%llu,\"totalNs\":%llu}",
+        fprintf(out, ",\"calls\":%llu,\"tailcalls\":%llu,\"selfNs\":%llu,\"totalNs\":%llu,\"belowResolution\":%s}",
                 (unsigned long long)f[i].calls, (unsigned long long)f[i].tailcalls, (unsigned long long)f[i].self_ns,
-                (unsigned long long)f[i].total_ns);
+                (unsigned long long)f[i].total_ns, res_func_below(r, &f[i]) ? "true" : "false");
     }
     fputs("],\n\"tree\":", out);
-    json_tree j = {ct, out};
+    json_tree j = {ct, r, out};
     int rc = dnp_ct_walk(tr, json_tree_visit, &j);
     fputs("}\n", out);
     return rc;
@@ -499,32 +648,35 @@ int report_calls(const dnp_calltree *ct, const report_opts *o, FILE *out) {
         for (size_t i = 0; i < nf; i++)
             f[i].calls = f[i].outer_calls;
     int rc = 0;
+    resolution res;
+    res_init(&res, ct, tr, f, nf);
     if (o->json) {
-        rc = put_json(ct, tr, f, nf, o, out);
+        rc = put_json(ct, &res, tr, f, nf, o, out);
     } else {
         uint64_t total = tr->nodes[0].total_ns;
         int counts = ct->has_config && ct->mode == 4;
         put_header(ct, tr, o, out);
         if (!counts)
-            put_func_table(ct, f, nf, o->top, total, "top functions by self time (time in the function itself)",
+            put_func_table(ct, &res, f, nf, o->top, total, "top functions by self time (time in the function itself)",
                            out);
         dnp_ct_func *byt = malloc((nf ? nf : 1) * sizeof *byt);
         if (byt && counts) {
             memcpy(byt, f, nf * sizeof *byt);
             qsort(byt, nf, sizeof *byt, by_calls);
-            put_func_table(ct, byt, nf, o->top, total, "top functions by calls", out);
+            put_func_table(ct, &res, byt, nf, o->top, total, "top functions by calls", out);
             free(byt);
         } else if (byt) {
             memcpy(byt, f, nf * sizeof *byt);
             qsort(byt, nf, sizeof *byt, by_total);
-            put_func_table(ct, byt, nf, o->top, total,
+            put_func_table(ct, &res, byt, nf, o->top, total,
                            "top functions by total time (with what they call; recursion counted once)", out);
             free(byt);
         }
-        put_paths(ct, tr, o->top, out);
+        put_paths(ct, &res, tr, o->top, out);
         if (o->tree)
-            put_tree(ct, tr, o->threshold, out);
+            put_tree(ct, &res, tr, o->threshold, out);
     }
+    res_free(&res);
     free(f);
     if (fflush(out) != 0 || ferror(out) || rc != 0) {
         if (errno != EPIPE)
