@@ -405,5 +405,17 @@ TEST(e2e_alloc_generic_names) {
     ASSERT(!runtime_form);
     ASSERT(got_pair >= 0 && got_array >= 0 && got_entry > 0);
     ASSERT(fabs(got_pair - want_pair) <= 5.0 && fabs(got_array - want_array) <= 5.0);
+
+    /* the event log names the element type as the report does (the exact
+     * Pair<String, Int32> raises no ClassLoad of its own: its code is shared) */
+    const char *print[] = {"print", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, print) == 0 && r.status == 0);
+    char *log = e2e_read_file(r.out, NULL);
+    ASSERT_NE(log, NULL);
+    char line[256];
+    snprintf(line, sizeof line, "ClassLoadFinished %.*s [", (int)(strlen(entry) - 2), entry);
+    int logged = strstr(log, line) != NULL;
+    free(log);
+    ASSERT(logged);
     return 0;
 }
