@@ -12,8 +12,10 @@
  *
  * The event comes on the allocating thread, inside the allocation. Per event the
  * agent reads the payload, finds the type's name number in a per-thread cache by
- * TypeID, and the stack's string number in a per-thread cache by a hash of the
- * frames; only a miss resolves names (the metadata) and interns a string. No
+ * TypeID (the agent's own name for the ClassID, not the payload's TypeName: one
+ * type, one name in every event), and the stack's string number in a per-thread
+ * cache by a hash of the frames; only a miss resolves names (the metadata) and
+ * interns a string. No
  * malloc, no lock on a hit. The runtime's in-process (synchronous) session gives
  * no frames on .NET 10 (numStackFrames is 0), so the stack is then a
  * DoStackSnapshot of the allocating thread, made inside the callback. */
@@ -85,8 +87,8 @@ static __thread unsigned t_gen;
 
 static __thread struct {
     uint64_t type_id;
-    uint32_t units, sid; /* units: the name's length, so that a TypeID reused after an unload
-                            for a type of another name is not taken for the old one */
+    unsigned epoch; /* names_epoch(NAMES_CLASS) when named */
+    uint32_t sid;
 } t_types[TYPE_SLOTS];
 
 static __thread struct {
@@ -268,21 +270,44 @@ static const BYTE *get_wstr(reader *r, size_t *units) {
     return s;
 }
 
+/* A name from names.c that did not resolve (names.c's fallbacks are "<class 0x...>"
+ * and the like, whole or as a generic argument). */
+static int unresolved(const char *text, size_t len) {
+    return !len || text[0] == '<' || strstr(text, "<<") || strstr(text, " <");
+}
+
+/* The type's name number: the agent's own name for the ClassID (names.c, as
+ * ClassLoad, ObjectAllocated and heap snapshots name it), which the callback may
+ * resolve (it runs on the allocating thread: the type is loaded); the payload's
+ * name only when the ClassID cannot be named. Cached per thread by TypeID with
+ * names.c's class epoch, which every unload moves: a TypeID reused after an
+ * unload for another type is named again. */
 static uint32_t type_sid(uint64_t type_id, const BYTE *name, size_t units) {
     unsigned slot = (unsigned)((type_id >> 4) ^ (type_id >> 12)) & (TYPE_SLOTS - 1);
-    if (type_id && t_types[slot].type_id == type_id && t_types[slot].units == units)
+    unsigned epoch = names_epoch(NAMES_CLASS);
+    if (type_id && t_types[slot].type_id == type_id && t_types[slot].epoch == epoch && t_types[slot].sid)
         return t_types[slot].sid;
-    WCHAR w[512];
-    size_t all = units;
-    if (units > 511)
-        units = 511;
-    memcpy(w, name, units * 2);
     char text[1536];
-    size_t len = names_utf16_to_utf8(w, units, text, sizeof text);
-    uint32_t sid = rec_string(text, len);
+    uint32_t sid = 0;
+    if (type_id) {
+        sid = names_get(NAMES_CLASS, (UINT_PTR)type_id, 0); /* names.c's caches: resolved names only */
+        if (!sid) {
+            size_t len = names_class_text((ClassID)type_id, text, sizeof text);
+            if (!unresolved(text, len))
+                sid = rec_string(text, len);
+        }
+    }
+    if (!sid) {
+        WCHAR w[512];
+        if (units > 511)
+            units = 511;
+        memcpy(w, name, units * 2);
+        size_t len = names_utf16_to_utf8(w, units, text, sizeof text);
+        sid = rec_string(text, len);
+    }
     if (type_id && sid) {
         t_types[slot].type_id = type_id;
-        t_types[slot].units = (uint32_t)all;
+        t_types[slot].epoch = epoch;
         t_types[slot].sid = sid;
     }
     return sid;

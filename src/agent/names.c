@@ -517,6 +517,10 @@ uint32_t names_get(names_kind kind, UINT_PTR id, int resolve) {
     return sid;
 }
 
+unsigned names_epoch(names_kind kind) {
+    return atomic_load_explicit(&maps[kind].epoch, memory_order_acquire);
+}
+
 void names_forget(names_kind kind, UINT_PTR id) {
     map_del(&maps[kind], id, NULL);
 }

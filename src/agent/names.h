@@ -40,6 +40,11 @@ size_t names_class_text(ClassID cid, char *out, size_t cap);
  * heap snapshots; 0 and "" when unknown. */
 size_t names_field_text(ClassID owner, mdFieldDef field, char *out, size_t cap);
 
+/* A number that moves whenever a name of the kind may have been forgotten (an
+ * unload): a name cached outside this module along with the epoch read before
+ * resolving it is good while the epoch has not moved. */
+unsigned names_epoch(names_kind kind);
+
 /* Forgets one entity (its unload started). */
 void names_forget(names_kind kind, UINT_PTR id);
 

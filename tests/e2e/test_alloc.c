@@ -362,3 +362,60 @@ TEST(e2e_alloc_ambiguous_walks) {
     ASSERT(fabs(got_left - want) <= SHARE_TOLERANCE && fabs(got_right - (100 - want)) <= SHARE_TOLERANCE);
     return 0;
 }
+
+/* The names of sampled types are the agent's (names.c: as ClassLoad,
+ * ObjectAllocated and heap snapshots name them), not the runtime's payload
+ * names ("Pair`2[System.String,System.Int32]", "Entry[System.String,System.String][]"):
+ * a generic class, an array of it and an array of a nested generic struct from
+ * the base library, with the generic shares against the scenario's truth (200 MB: ~2,000
+ * samples, a standard error of 1.1 points at p = 0.5, so 5 points is over 4). */
+TEST(e2e_alloc_generic_names) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_alloc_generic_names"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    const char *argv[] = {bin, "run", "--quiet", "--alloc", "-o", r.trace, "--", e2e_dotnet(), dll, "alloc", "200", "generic", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT_NE(out, NULL);
+    const char *pb = strstr(out, "pair bytes="), *ab = strstr(out, "pair array bytes="),
+               *db = strstr(out, "dictionary bytes=");
+    double pairs = pb ? strtod(pb + strlen("pair bytes="), NULL) : 0;
+    double arrays = ab ? strtod(ab + strlen("pair array bytes="), NULL) : 0;
+    double dicts = db ? strtod(db + strlen("dictionary bytes="), NULL) : 0;
+    free(out);
+    ASSERT(pairs > 0 && arrays > 0 && dicts > 0);
+    const char *args[] = {"report", "--alloc", "--json", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, args) == 0 && r.status == 0);
+    char *json = e2e_read_file(r.out, NULL);
+    ASSERT_NE(json, NULL);
+    const char *pair = "Scenarios.Pair<System.String, System.Int32>";
+    const char *array = "Scenarios.Pair<System.String, System.Int32>[]";
+    const char *entry = "System.Collections.Generic.Dictionary+Entry<System.String, System.String>[]";
+    double got_pair = 100 * json_type_value(json, pair, "share"), got_array = 100 * json_type_value(json, array, "share");
+    double got_entry = json_type_value(json, entry, "samples");
+    int runtime_form = strstr(json, "`2") || strstr(json, "[System.");
+    double want_pair = 100 * pairs / (pairs + arrays + dicts), want_array = 100 * arrays / (pairs + arrays + dicts);
+    fprintf(stderr, "e2e: %s %.2f%% (~%.2f%%), %s %.2f%% (~%.2f%%), %s: %.0f samples%s\n", pair, got_pair, want_pair,
+            array, got_array, want_array, entry, got_entry, runtime_form ? "; runtime-form names in the report" : "");
+    if (got_pair < 0 || got_array < 0 || got_entry <= 0 || runtime_form)
+        fprintf(stderr, "%.3000s\n", json);
+    free(json);
+    ASSERT(!runtime_form);
+    ASSERT(got_pair >= 0 && got_array >= 0 && got_entry > 0);
+    ASSERT(fabs(got_pair - want_pair) <= 5.0 && fabs(got_array - want_array) <= 5.0);
+
+    /* the event log names the element type as the report does (the exact
+     * Pair<String, Int32> raises no ClassLoad of its own: its code is shared) */
+    const char *print[] = {"print", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, print) == 0 && r.status == 0);
+    char *log = e2e_read_file(r.out, NULL);
+    ASSERT_NE(log, NULL);
+    char line[256];
+    snprintf(line, sizeof line, "ClassLoadFinished %.*s [", (int)(strlen(entry) - 2), entry);
+    int logged = strstr(log, line) != NULL;
+    free(log);
+    ASSERT(logged);
+    return 0;
+}

@@ -25,6 +25,13 @@ public sealed class Dot
     public long X;
 }
 
+public sealed class Pair<TKey, TValue>
+{
+    public TKey? Key;
+    public TValue? Value;
+    public long A, B, C, D, E, F, G, H;
+}
+
 // "virtual": one allocating method reached through two small overrides, called
 // from one call site: a stack walk by frame pointers alone cannot tell them
 // apart when the JIT gives them no frame (see src/agent/alloc_sampling.c).
@@ -110,8 +117,54 @@ public static class AllocScenario
         return 0;
     }
 
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long MakePairs(int n)
+    {
+        long before = GC.GetAllocatedBytesForCurrentThread();
+        for (int i = 0; i < n; i++)
+            sink = new Pair<string, int> { Value = i };
+        return GC.GetAllocatedBytesForCurrentThread() - before;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long MakePairArrays(int n)
+    {
+        long before = GC.GetAllocatedBytesForCurrentThread();
+        for (int i = 0; i < n; i++)
+            sink = new Pair<string, int>[14];
+        return GC.GetAllocatedBytesForCurrentThread() - before;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long MakeDictionaries(int n)
+    {
+        long before = GC.GetAllocatedBytesForCurrentThread();
+        for (int i = 0; i < n; i++)
+            sink = new System.Collections.Generic.Dictionary<string, string>(7);
+        return GC.GetAllocatedBytesForCurrentThread() - before;
+    }
+
+    // Per 4 MB chunk: 2 MB of Pair objects, 1.5 MB of Pair arrays, ~0.5 MB of dictionaries.
+    private static int Generic(long mb)
+    {
+        long pairBytes = 0, arrayBytes = 0, dictBytes = 0;
+        for (long c = 0; c < mb / 4; c++)
+        {
+            pairBytes += MakePairs((2 << 20) / 96);
+            arrayBytes += MakePairArrays((3 << 19) / 136);
+            dictBytes += MakeDictionaries((1 << 19) / 330);
+        }
+        GC.KeepAlive(sink);
+        Console.WriteLine($"pair bytes={pairBytes}");
+        Console.WriteLine($"pair array bytes={arrayBytes}");
+        Console.WriteLine($"dictionary bytes={dictBytes}");
+        return 0;
+    }
+
     public static int Run(string[] args)
     {
+        if (args.Length > 1 && args[1] == "generic")
+            return Generic(args.Length > 0 && long.TryParse(args[0], out long g) ? g : 400);
         if (args.Length > 1 && args[1] == "virtual")
             return Virtual(args.Length > 0 && long.TryParse(args[0], out long v) ? v : 400);
         long mb = args.Length > 0 && long.TryParse(args[0], out long m) ? m : 400;
