@@ -931,20 +931,27 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         S.resolving_rip = 0;
         uint64_t func = e->func; /* copied: a later lookup may clear the cache */
         uint32_t name = e->name;
-        if (k == 0 && !e->managed && e->mapped && !(r->flags & REC_UNWALKED)) {
+        int chain_native = 0; /* the chain's next frame is native code's own: its managed caller is further up */
+        if (k == 0 && !e->managed && e->mapped && n >= 2 && is_return_address(r->ip[1]))
+            chain_native = !resolve(r->ip[1] - 1)->managed;
+        if (k == 0 && !e->managed && e->mapped && !chain_native && !(r->flags & REC_UNWALKED)) {
             /* Native code without frame pointers (libcoreclr's allocation
              * helpers, the GC) called from a managed method leaves RBP as that
              * method's: the chain gives the method's caller and skips it. Its
              * return address is below where the chain starts: the lowest word
              * there that returns into managed code after a call, not one of
-             * the chain's. The native frames under it are shown as one. */
+             * the chain's. The native frames under it are shown as one. Not
+             * when the chain goes on through native code (RBP is a native
+             * frame's own): a managed address below it is a stale word. */
             uint32_t below = r->fpoff / 8 < r->nwords ? r->fpoff / 8 : r->nwords;
             uint64_t managed = 0;
             uint32_t via = 0;
             int seen_native = 0;
             for (uint32_t i = 0; i < below && !managed; i++) {
                 uint64_t w = r->words[i];
-                if (!is_return_address(w))
+                /* most words are data: no cache entry for what no executable
+                 * mapping holds (the list is not read again for them) */
+                if (w < 4096 || (S.nexec && !exec_find(w - 1)) || !is_return_address(w))
                     continue;
                 int chained = 0;
                 for (uint32_t j = 1; j < r->n && !chained; j++)
