@@ -190,6 +190,19 @@ static int stack_read(uint64_t addr, uint64_t *out, unsigned n, int safe) {
     return 0;
 }
 
+int sampler_saved_fp(const uint64_t *words, uint32_t nw, uint64_t sp, uint64_t limit, int safe, uint64_t *fp) {
+    for (uint32_t i = 1; i < nw; i++) {
+        uint64_t w = words[i], f[2];
+        if (w <= sp + 8 * i || w > limit - 16 || (w & 7))
+            continue;
+        if (stack_read(w, f, 2, safe) == 0 && f[0] > w && f[0] <= limit - 16 && f[1] >= 4096) {
+            *fp = w;
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
 static void take_sample(sslot *s, ucontext_t *uc, uint32_t weight) {
     unsigned h = atomic_load_explicit(&s->head, memory_order_relaxed);
     unsigned t = atomic_load_explicit(&s->tail, memory_order_acquire);
@@ -239,16 +252,8 @@ static void take_sample(sslot *s, ucontext_t *uc, uint32_t weight) {
              * whose saved RBP points further up still is taken as the
              * chain's start. The sampler thread keeps the chain so found only
              * if it finds the managed caller below it (REC_FP_FOUND). */
-            for (uint32_t i = 1; i < nw; i++) {
-                uint64_t w = r->words[i], f[2];
-                if (w <= sp + 8 * i || w > limit - 16 || (w & 7))
-                    continue;
-                if (stack_read(w, f, 2, safe) == 0 && f[0] > w && f[0] <= limit - 16 && f[1] >= 4096) {
-                    fp = w;
-                    flags |= REC_FP_FOUND;
-                    break;
-                }
-            }
+            if (sampler_saved_fp(r->words, nw, sp, limit, safe, &fp) >= 0)
+                flags |= REC_FP_FOUND;
         }
         r->fpoff = nw && fp >= sp && fp <= limit - 16 && !(fp & 7) && fp - sp < (1ull << 31) ? (uint32_t)(fp - sp) : 0;
         unsigned budget = SCAN_WORDS;
