@@ -44,7 +44,8 @@
 #define STACK_GUESS (8u << 20) /* how far above SP a walk may read before the stack's bounds are known */
 #define SCAN_WORDS 512u        /* words a sample may read looking for frames the chain skips (OSR) */
 #define SCAN_CHUNK 64u         /* of which, before the stack's bounds are known, per frame */
-#define SP_WORDS 8u            /* words kept from the interrupted stack pointer up */
+#define SP_WORDS 64u           /* words kept from the interrupted stack pointer up */
+#define SP_WORDS_MIN 8u        /* of which at least, before the stack's bounds are known */
 #define RING 32u               /* samples a thread may hold before the sampler drains them */
 #define MAX_NODES (1u << 18)   /* nodes of all trees together */
 #define NODE_HASH (1u << 19)
@@ -57,7 +58,7 @@
 #define CACHE_MS 2000          /* how long a resolved address is trusted (code unloads) */
 #define MAX_FDS 65536          /* perf event descriptors the handler can map to a slot */
 
-enum { REC_WAITING = 1, REC_UNWALKED = 2 };
+enum { REC_WAITING = 1, REC_UNWALKED = 2, REC_FP_FOUND = 4 };
 
 typedef struct srec {
     uint32_t n, flags;
@@ -65,6 +66,7 @@ typedef struct srec {
     uint64_t top; /* the word at the stack pointer: maybe the leaf's return address */
     uint64_t extra;  /* bit k: ip[k] was found by the OSR scan, not by the chain */
     uint32_t nwords;
+    uint32_t fpoff; /* where the chain starts (RBP, or a saved RBP found at RSP), above RSP, in bytes; 0 none */
     uint64_t words[SP_WORDS]; /* the first words at the stack pointer (nwords of them) */
     uint64_t ip[MAX_DEPTH];
 } srec;
@@ -188,6 +190,19 @@ static int stack_read(uint64_t addr, uint64_t *out, unsigned n, int safe) {
     return 0;
 }
 
+int sampler_saved_fp(const uint64_t *words, uint32_t nw, uint64_t sp, uint64_t limit, int safe, uint64_t *fp) {
+    for (uint32_t i = 1; i < nw; i++) {
+        uint64_t w = words[i], f[2];
+        if (w <= sp + 8 * i || w > limit - 16 || (w & 7))
+            continue;
+        if (stack_read(w, f, 2, safe) == 0 && f[0] > w && f[0] <= limit - 16 && f[1] >= 4096) {
+            *fp = w;
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
 static void take_sample(sslot *s, ucontext_t *uc, uint32_t weight) {
     unsigned h = atomic_load_explicit(&s->head, memory_order_relaxed);
     unsigned t = atomic_load_explicit(&s->tail, memory_order_acquire);
@@ -223,11 +238,24 @@ static void take_sample(sslot *s, ucontext_t *uc, uint32_t weight) {
                 r->words[nw] = ((const uint64_t *)sp)[nw];
         } else if (safe_read(sp, r->words, SP_WORDS * 8) == 0) {
             nw = SP_WORDS;
+        } else if (safe_read(sp, r->words, SP_WORDS_MIN * 8) == 0) { /* near the stack's top */
+            nw = SP_WORDS_MIN;
         }
         r->nwords = nw;
         r->top = nw ? r->words[0] : 0;
         if (!nw)
             flags |= REC_UNWALKED;
+        if (nw && !(fp >= sp && fp <= limit - 16 && !(fp & 7))) {
+            /* Native code built without frame pointers uses RBP as it likes,
+             * but saves its caller's (callee-saved) on the stack: the first
+             * word above RSP that points further up the stack at a frame
+             * whose saved RBP points further up still is taken as the
+             * chain's start. The sampler thread keeps the chain so found only
+             * if it finds the managed caller below it (REC_FP_FOUND). */
+            if (sampler_saved_fp(r->words, nw, sp, limit, safe, &fp) >= 0)
+                flags |= REC_FP_FOUND;
+        }
+        r->fpoff = nw && fp >= sp && fp <= limit - 16 && !(fp & 7) && fp - sp < (1ull << 31) ? (uint32_t)(fp - sp) : 0;
         unsigned budget = SCAN_WORDS;
         while (nw && n < MAX_DEPTH && fp >= sp && fp <= limit - 16 && !(fp & 7)) {
             uint64_t f[2];
@@ -892,7 +920,8 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         funcs[m] = 0;
         names[m++] = S.waiting_name;
     }
-    for (uint32_t k = 0; k < r->n && k < MAX_DEPTH; k++) {
+    uint32_t n = r->n;
+    for (uint32_t k = 0; k < n && k < MAX_DEPTH; k++) {
         /* a return address points after its call: resolve the call itself;
          * one that is not after a call ends the stack (the frame pointer
          * chain went through code that does not keep one) */
@@ -907,13 +936,62 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         S.resolving_rip = 0;
         uint64_t func = e->func; /* copied: a later lookup may clear the cache */
         uint32_t name = e->name;
+        int chain_native = 0; /* the chain's next frame is native code's own: its managed caller is further up */
+        if (k == 0 && !e->managed && e->mapped && n >= 2 && is_return_address(r->ip[1]))
+            chain_native = !resolve(r->ip[1] - 1)->managed;
+        if (k == 0 && !e->managed && e->mapped && !chain_native && !(r->flags & REC_UNWALKED)) {
+            /* Native code without frame pointers (libcoreclr's allocation
+             * helpers, the GC) called from a managed method leaves RBP as that
+             * method's: the chain gives the method's caller and skips it. Its
+             * return address is below where the chain starts: the lowest word
+             * there that returns into managed code after a call, not one of
+             * the chain's. The native frames under it are shown as one. Not
+             * when the chain goes on through native code (RBP is a native
+             * frame's own): a managed address below it is a stale word. */
+            uint32_t below = r->fpoff / 8 < r->nwords ? r->fpoff / 8 : r->nwords;
+            uint64_t managed = 0;
+            uint32_t via = 0;
+            int seen_native = 0;
+            for (uint32_t i = 0; i < below && !managed; i++) {
+                uint64_t w = r->words[i];
+                /* most words are data: no cache entry for what no executable
+                 * mapping holds (the list is not read again for them) */
+                if (w < 4096 || (S.nexec && !exec_find(w - 1)) || !is_return_address(w))
+                    continue;
+                int chained = 0;
+                for (uint32_t j = 1; j < r->n && !chained; j++)
+                    chained = r->ip[j] == w;
+                const ipent *c = chained ? NULL : resolve(w - 1);
+                if (c && c->managed) {
+                    managed = w;
+                } else if (c && !seen_native) {
+                    seen_native = 1; /* the native caller of a native leaf (libc under libcoreclr) */
+                    via = c->name != name ? c->name : 0;
+                }
+            }
+            if (managed) {
+                const ipent *c = resolve(managed - 1);
+                funcs[m] = func;
+                names[m++] = name;
+                if (via) {
+                    funcs[m] = 0;
+                    names[m++] = via;
+                }
+                funcs[m] = c->func;
+                names[m++] = c->name;
+                S.fixed++;
+                continue;
+            }
+            if (r->flags & REC_FP_FOUND)
+                n = 1; /* a chain found by a guess the stack did not confirm */
+        }
         if (k == 0 && !(r->flags & REC_UNWALKED)) {
             /* In a prologue or an epilogue, or in a function that keeps no
              * frame, RBP is the caller's: the chain gives the caller's caller,
              * and the caller's return address is on the stack near RSP. */
             int slot = leaf_slot(r->ip[0]);
             uint64_t ra = slot >= 0 && (uint32_t)slot < r->nwords ? r->words[slot] : 0;
-            if (ra && (r->n < 2 || ra != r->ip[1]) && is_return_address(ra)) {
+            if (ra && (n < 2 || ra != r->ip[1]) && is_return_address(ra)) {
                 const ipent *c = resolve(ra - 1);
                 funcs[m] = func;
                 names[m++] = name;
@@ -924,7 +1002,7 @@ static void aggregate_record(uint32_t tid, const srec *r) {
             }
         }
         int native_leaf = k == 0 && !e->managed && e->mapped;
-        if (native_leaf && r->top && (r->n < 2 || r->top != r->ip[1]) && is_return_address(r->top)) {
+        if (native_leaf && r->top && (n < 2 || r->top != r->ip[1]) && is_return_address(r->top)) {
             /* a native leaf that keeps no frame (libc): its caller's return
              * address is at the stack pointer when it pushed nothing */
             const ipent *c = resolve(r->top - 1);

@@ -47,6 +47,14 @@ int sampler_follows_call(const uint8_t b[8]);
  * taken as it is. */
 int sampler_return_slot(const uint8_t *code, size_t len);
 
+/* Native code without frame pointers: among nw words at sp (the stack below
+ * limit), the first that points further up the stack at a frame whose saved
+ * RBP points further up still and whose next word can be a return address
+ * (the managed caller's RBP, saved as a callee-saved register). Its index and
+ * *fp = the word, or -1. Async-signal-safe: reads only below limit (through
+ * process_vm_readv when safe). */
+int sampler_saved_fp(const uint64_t *words, uint32_t nw, uint64_t sp, uint64_t limit, int safe, uint64_t *fp);
+
 /* Stops sampling: no timer, no signal left pending, every tree written. Safe to
  * call twice and when it never started. */
 void sampler_stop(void);

@@ -107,3 +107,44 @@ TEST(sampler_native_symbols) {
     symbols_release();
     return 0;
 }
+
+/* A stack of 64 words at sp: the saved RBP of a managed caller is the first
+ * word pointing further up at a frame whose own saved RBP points further up
+ * still, its next word not a small number. */
+TEST(sampler_saved_fp) {
+    static uint64_t stk[64];
+    uint64_t sp = (uint64_t)(uintptr_t)stk, limit = sp + sizeof stk, fp = 0;
+#define AT(i) (sp + 8u * (i))
+    memset(stk, 0, sizeof stk);
+    stk[0] = 0x1234;
+    stk[1] = AT(0);        /* points down: not a frame */
+    stk[2] = AT(10);       /* a frame whose saved RBP is 0: not one */
+    stk[3] = AT(12) + 4;   /* not 8-aligned */
+    stk[4] = AT(14);       /* saved RBP above, but the next word is no address */
+    stk[14] = AT(30);
+    stk[15] = 7;
+    stk[5] = AT(20);       /* the managed caller's saved RBP */
+    stk[20] = AT(40);
+    stk[21] = 0x401000;
+    stk[40] = AT(50);
+    stk[41] = 0x401100;
+    ASSERT_EQ(sampler_saved_fp(stk, 64, sp, limit, 0, &fp), 5);
+    ASSERT_EQ(fp, AT(20));
+    /* the same through process_vm_readv (before the stack's bounds are known) */
+    fp = 0;
+    ASSERT_EQ(sampler_saved_fp(stk, 64, sp, limit, 1, &fp), 5);
+    ASSERT_EQ(fp, AT(20));
+    /* a frame past the stack's end is not read */
+    ASSERT_EQ(sampler_saved_fp(stk, 64, sp, AT(21), 0, &fp), -1);
+    /* nothing that looks like a frame in the first 20 words; the frame at 20
+     * (its saved RBP at 40) is the next one */
+    stk[5] = 0x401000;
+    ASSERT_EQ(sampler_saved_fp(stk, 20, sp, limit, 0, &fp), -1);
+    ASSERT_EQ(sampler_saved_fp(stk, 64, sp, limit, 0, &fp), 20);
+    ASSERT_EQ(fp, AT(40));
+    /* only the nw words given are looked at */
+    stk[5] = AT(20);
+    ASSERT_EQ(sampler_saved_fp(stk, 5, sp, limit, 0, &fp), -1);
+#undef AT
+    return 0;
+}

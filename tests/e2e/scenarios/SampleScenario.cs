@@ -9,6 +9,9 @@
 //   sample tight CPU_SECONDS     a very short method (Tiny) called in a tight loop
 //       (TightLoop): many samples land in its prologue and epilogue, where the
 //       frame pointer is still (or again) its caller's
+//   sample alloc CPU_SECONDS     a loop (AllocLoop) that allocates byte[256] arrays and
+//       keeps a window of them alive: much of its time is in libcoreclr's
+//       allocation helpers and the GC, which keep no frame pointers
 //   sample harm                  64 busy threads with sleeps, pipes and sockets:
 //       output and exit code (7) must not change under the profiler
 //   sample bench cpu|server      bench/bench_sample.c's workloads: one thread of
@@ -39,6 +42,7 @@ public static class SampleScenario
             case "shares": return Shares(args);
             case "native": return Native(args);
             case "tight": return Tight(args);
+            case "alloc": return Alloc(args);
             case "harm": return Harm();
             case "bench": return Bench(args.Length > 1 ? args[1] : "cpu");
         }
@@ -152,6 +156,40 @@ public static class SampleScenario
         for (long i = 0; i < n; i++)
             x = Tiny(x);
         return x;
+    }
+
+    private static readonly byte[][] kept = new byte[4096][];
+
+    // Allocates n arrays of 256 bytes, each kept until 4096 later ones: the
+    // allocation helpers and the gen0 GCs run on this thread, under this method.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long AllocLoop(long n)
+    {
+        long x = 0;
+        for (long i = 0; i < n; i++)
+        {
+            byte[] b = new byte[256];
+            b[0] = (byte)i;
+            kept[i & 4095] = b;
+            x += b.Length;
+        }
+        return x;
+    }
+
+    private static int Alloc(string[] args)
+    {
+        double cpu = args.Length > 1 ? double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture) : 2;
+        var proc = Process.GetCurrentProcess();
+        TimeSpan start = proc.TotalProcessorTime;
+        var wall = Stopwatch.StartNew();
+        long s = 0;
+        do
+        {
+            s += AllocLoop(200000);
+            proc.Refresh();
+        } while ((proc.TotalProcessorTime - start).TotalSeconds < cpu && wall.Elapsed.TotalSeconds < 60);
+        Console.WriteLine("alloc " + (s != 1 ? "done" : "?"));
+        return 0;
     }
 
     private static int Tight(string[] args)
