@@ -638,29 +638,43 @@ TEST(e2e_attach_stale_sockets) {
  * ProfilerDetachSucceeded, within -100/+SPAN_SLACK_MS (the machine is shared
  * with other tests). */
 #define DURATION_MS 2000
+/* Starts `Scenarios stories bench` (throwing and catching in a loop), its
+ * stdout to out and stderr to err, and waits until its diagnostics socket is up
+ * and it throws. Returns the pid (kill its group when done); *up: the socket
+ * appeared within 30 s. */
+static pid_t start_thrower(const e2e_run *r, const char *const env[], const char *out, const char *err, int *up) {
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    *up = 0;
+    if (!dll)
+        return -1;
+    const char *prog[] = {e2e_dotnet(), dll, "stories", "bench", "2000000000", NULL};
+    pid_t pid = e2e_spawn((char *const *)prog, env, r->dir, out, NULL, err);
+    if (pid <= 0)
+        return pid;
+    char pattern[128];
+    snprintf(pattern, sizeof pattern, "/tmp/dotnet-diagnostic-%d-*-socket", (int)pid);
+    for (long deadline = now_ms() + 30000; !*up && now_ms() < deadline; sleep_ms(50)) {
+        glob_t g;
+        *up = glob(pattern, 0, NULL, &g) == 0;
+        globfree(&g);
+    }
+    sleep_ms(300); /* and throwing */
+    return pid;
+}
+
 #define DURATION_SLACK_MS 1500
 #define SPAN_SLACK_MS 400
 TEST(e2e_attach_duration) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_attach_duration"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
-    const char *prog[] = {e2e_dotnet(), dll, "stories", "bench", "2000000000", NULL};
+    const char *bin = e2e_env("DNPROF_BIN");
+    ASSERT(bin);
     const char *env[] = {"CORECLR_ENABLE_PROFILING", NULL};
     char out[PATH_MAX + 16];
     snprintf(out, sizeof out, "%s/bench.out", r.dir);
-    pid_t pid = e2e_spawn((char *const *)prog, env, r.dir, out, NULL, out);
+    int up;
+    pid_t pid = start_thrower(&r, env, out, out, &up);
     ASSERT_GT(pid, 0);
-    /* its diagnostics socket, once the runtime is up */
-    char pattern[128];
-    snprintf(pattern, sizeof pattern, "/tmp/dotnet-diagnostic-%d-*-socket", (int)pid);
-    int up = 0;
-    for (long deadline = now_ms() + 30000; !up && now_ms() < deadline; sleep_ms(50)) {
-        glob_t g;
-        up = glob(pattern, 0, NULL, &g) == 0;
-        globfree(&g);
-    }
-    sleep_ms(300); /* and throwing */
     char pidtext[32];
     snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
     const char *argv[] = {bin, "attach", pidtext, "--duration", "2s", "-o", r.trace, NULL};
@@ -769,9 +783,8 @@ TEST(e2e_attach_exception_stacks_from_blob) {
 TEST(e2e_attach_messages_to_front_end) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_attach_messages_to_front_end"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
-    const char *prog[] = {e2e_dotnet(), dll, "stories", "bench", "2000000000", NULL};
+    const char *bin = e2e_env("DNPROF_BIN");
+    ASSERT(bin);
     const char *env[] = {"CORECLR_ENABLE_PROFILING", "DOTNET_EnableWriteXorExecute=0", NULL};
     char out[PATH_MAX + 16], perr[PATH_MAX + 16];
     snprintf(out, sizeof out, "%s/bench.out", r.dir);
@@ -781,19 +794,11 @@ TEST(e2e_attach_messages_to_front_end) {
     small.rlim_max = old.rlim_max;
     void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
     ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
-    pid_t pid = e2e_spawn((char *const *)prog, env, r.dir, out, NULL, perr);
+    int up;
+    pid_t pid = start_thrower(&r, env, out, perr, &up);
     setrlimit(RLIMIT_FSIZE, &old);
     signal(SIGXFSZ, old_handler);
     ASSERT_GT(pid, 0);
-    char pattern[128];
-    snprintf(pattern, sizeof pattern, "/tmp/dotnet-diagnostic-%d-*-socket", (int)pid);
-    int up = 0;
-    for (long deadline = now_ms() + 30000; !up && now_ms() < deadline; sleep_ms(50)) {
-        glob_t g;
-        up = glob(pattern, 0, NULL, &g) == 0;
-        globfree(&g);
-    }
-    sleep_ms(300);
     char pidtext[32];
     snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
     const char *argv[] = {bin, "attach", pidtext, "--duration", "2s", "--flush-ms", "2", "-o", r.trace, NULL};
