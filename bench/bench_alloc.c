@@ -18,6 +18,8 @@
 
 #include "session.h"
 
+#include "bench_util.h"
+
 enum { BARE, AGENT, ALLOC, WAYS };
 
 /* Runs the scenario, returns the ms its loop took (-1 on failure). */
@@ -44,27 +46,9 @@ static double run_once(const char *dll, const char *mb, const char *agent, int w
         _exit(127);
     }
     close(fd[1]);
-    char buf[4096];
-    size_t len = 0;
-    ssize_t r;
-    while ((r = read(fd[0], buf + len, sizeof buf - 1 - len)) > 0)
-        len += (size_t)r;
-    close(fd[0]);
-    buf[len] = 0;
-    int status = 0;
-    waitpid(pid, &status, 0);
-    const char *at = strstr(buf, "cpu ms=");
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !at) {
-        fprintf(stderr, "bench_alloc: the scenario failed (status %d)\n", status);
-        return -1;
-    }
-    return atof(at + strlen("cpu ms="));
+    return bench_child_number(fd[0], pid, "cpu ms=", "bench_alloc");
 }
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv) {
     if (argc != 5 && !(argc == 6 && !strcmp(argv[5], "work"))) {
@@ -87,7 +71,7 @@ int main(int argc, char **argv) {
     printf("allocating %s MB of small objects%s, %d runs each, interleaved; process CPU ms of the loop "
            "(median, min)\n", argv[4], g_mode ? " with work" : "", runs);
     for (int w = 0; w < WAYS; w++) {
-        qsort(t[w], (size_t)runs, sizeof t[w][0], cmp);
+        qsort(t[w], (size_t)runs, sizeof t[w][0], bench_cmp_double);
         med[w] = t[w][runs / 2];
         printf("%-20s %9.1f ms  (min %.1f)  %.3fx bare\n", names[w], med[w], t[w][0], med[w] / med[BARE]);
     }

@@ -31,6 +31,8 @@
 #include <time.h>
 #include <x86intrin.h>
 
+#include "bench_util.h"
+
 static double mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -113,10 +115,6 @@ static double run_once(const char *agent, const char *dll, const char *what, int
     return ms;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv) {
     if (argc < 3) {
@@ -144,15 +142,15 @@ int main(int argc, char **argv) {
             for (int c = 0; c < nconfig; c++)
                 ms[c][r] = run_once(argv[1], argv[2], workloads[w].what, c);
         }
-        qsort(rdtsc_all, (size_t)nfloor, sizeof(double), cmp_double);
-        qsort(fenced_all, (size_t)nfloor, sizeof(double), cmp_double);
+        qsort(rdtsc_all, (size_t)nfloor, sizeof(double), bench_cmp_double);
+        qsort(fenced_all, (size_t)nfloor, sizeof(double), bench_cmp_double);
         double rdtsc_ns = rdtsc_all[nfloor / 2], fenced_ns = fenced_all[nfloor / 2];
         printf("clock read (median of %d rounds so far): rdtsc %.1f ns, lfence;rdtsc %.1f ns: a timed pair's "
                "floor %.1f ns (2 x rdtsc), %.1f ns (2 x lfence;rdtsc)\n",
                nfloor, rdtsc_ns, fenced_ns, 2 * rdtsc_ns, 2 * fenced_ns);
         double med[NCONFIG];
         for (int c = 0; c < nconfig; c++) {
-            qsort(ms[c], (size_t)runs, sizeof(double), cmp_double);
+            qsort(ms[c], (size_t)runs, sizeof(double), bench_cmp_double);
             med[c] = ms[c][runs / 2];
         }
         printf("%s (median of %d runs, workload time):\n", workloads[w].what, runs);

@@ -12,6 +12,8 @@
 
 #include "session.h"
 
+#include "bench_util.h"
+
 /* Runs the scenario, returns its ns per exception (-1 on failure). */
 static double run_once(const char *dll, const char *n, const char *agent, const char *trace) {
     int fd[2];
@@ -33,27 +35,9 @@ static double run_once(const char *dll, const char *n, const char *agent, const 
         _exit(127);
     }
     close(fd[1]);
-    char buf[4096];
-    size_t len = 0;
-    ssize_t r;
-    while ((r = read(fd[0], buf + len, sizeof buf - 1 - len)) > 0)
-        len += (size_t)r;
-    close(fd[0]);
-    buf[len] = 0;
-    int status = 0;
-    waitpid(pid, &status, 0);
-    const char *at = strstr(buf, "ns per exception: ");
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !at) {
-        fprintf(stderr, "bench_exceptions: the scenario failed (status %d)\n", status);
-        return -1;
-    }
-    return atof(at + strlen("ns per exception: "));
+    return bench_child_number(fd[0], pid, "ns per exception: ", "bench_exceptions");
 }
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv) {
     if (argc != 5) {
@@ -72,8 +56,8 @@ int main(int argc, char **argv) {
         if (bare[i] < 0 || prof[i] < 0)
             return 1;
     }
-    qsort(bare, (size_t)runs, sizeof *bare, cmp);
-    qsort(prof, (size_t)runs, sizeof *prof, cmp);
+    qsort(bare, (size_t)runs, sizeof *bare, bench_cmp_double);
+    qsort(prof, (size_t)runs, sizeof *prof, bench_cmp_double);
     double mb = bare[runs / 2], mp = prof[runs / 2];
     printf("throw/catch through 10 frames, %s per run, %d runs each, interleaved\n", argv[4], runs);
     printf("bare                median %8.0f ns per exception (min %.0f)\n", mb, bare[0]);

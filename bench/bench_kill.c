@@ -22,6 +22,8 @@
 #include "recorder.h"
 #include "trace_reader.h"
 
+#include "bench_util.h"
+
 #define THREADS 4
 
 enum { STEADY, BURSTY, FLAT_OUT, LOADS };
@@ -89,10 +91,6 @@ static void child(const char *path) {
         pause();
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv) {
     int runs = argc > 1 ? atoi(argv[1]) : 10;
@@ -153,8 +151,8 @@ int main(int argc, char **argv) {
         unlink(path);
         if (!done)
             continue;
-        qsort(lost, (size_t)done, sizeof *lost, cmp_double);
-        qsort(gap, (size_t)done, sizeof *gap, cmp_double);
+        qsort(lost, (size_t)done, sizeof *lost, bench_cmp_double);
+        qsort(gap, (size_t)done, sizeof *gap, bench_cmp_double);
         printf("%-9s %5d  %8.1f / %-17.1f  %8.1f / %.1f\n", load_names[load], done, lost[done / 2], lost[done - 1],
                gap[done / 2], gap[done - 1]);
     }

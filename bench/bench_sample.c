@@ -25,6 +25,8 @@
 
 #include "session.h"
 
+#include "bench_util.h"
+
 enum { BARE, AGENT, CPU100, CPU1K, TIMERS1K, WALL100, SUSP100, DTRACE, NCONFIG };
 static const char *const config_names[NCONFIG] = {"bare",    "agent",   "cpu100",  "cpu1k",
                                                   "timers1k", "wall100", "susp100", "dtrace"};
@@ -115,13 +117,9 @@ static int run_once(const char *agent, const char *dll, const char *what, int co
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

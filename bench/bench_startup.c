@@ -12,6 +12,8 @@
 
 #include "session.h"
 
+#include "bench_util.h"
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -42,10 +44,6 @@ static double run_once(char **argv, const char *agent, const char *trace) {
     return now_s() - t0;
 }
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv) {
     if (argc < 5 || strcmp(argv[3], "--") != 0) {
@@ -64,8 +62,8 @@ int main(int argc, char **argv) {
         bare[i] = run_once(argv + 4, NULL, trace);
         prof[i] = run_once(argv + 4, agent, trace);
     }
-    qsort(bare, (size_t)runs, sizeof *bare, cmp);
-    qsort(prof, (size_t)runs, sizeof *prof, cmp);
+    qsort(bare, (size_t)runs, sizeof *bare, bench_cmp_double);
+    qsort(prof, (size_t)runs, sizeof *prof, bench_cmp_double);
     double mb = bare[runs / 2], mp = prof[runs / 2];
     printf("runs: %d each, interleaved\n", runs);
     printf("bare     median %.3f s (min %.3f)\n", mb, bare[0]);

@@ -13,6 +13,8 @@
 
 #include "trace_reader.h"
 
+#include "bench_util.h"
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -72,10 +74,6 @@ static int measure(int stream, const char *path, double *secs, long *kib) {
     return 0;
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv) {
     if (argc < 2) {
@@ -97,7 +95,7 @@ int main(int argc, char **argv) {
             peak[way] = kib > peak[way] ? kib : peak[way];
         }
     for (int way = 0; way < 2; way++)
-        qsort(t[way], (size_t)runs, sizeof t[way][0], cmp_d);
+        qsort(t[way], (size_t)runs, sizeof t[way][0], bench_cmp_double);
     printf("%-22s %10s %12s\n", "summary by", "median ms", "peak RSS MiB");
     printf("%-22s %10.0f %12.1f\n", "whole-trace load", t[0][runs / 2] * 1e3, peak[0] / 1024.0);
     printf("%-22s %10.0f %12.1f\n", "one streaming pass", t[1][runs / 2] * 1e3, peak[1] / 1024.0);
