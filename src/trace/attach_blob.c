@@ -2,6 +2,7 @@
 #include "attach_blob.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,19 +52,52 @@ static void put_number(blob_out *o, uint16_t tag, uint32_t v) {
         put_field(o, tag, b, 4);
 }
 
+/* Every field of the blob, once: its tag, whether it is text or a u32, where it
+ * lives in dnp_attach_blob, and its name in messages. */
+typedef struct blob_field {
+    uint16_t tag;
+    uint8_t text;  /* 1: text, its buffer of size bytes; 0: u32 */
+    size_t offset, size;
+    const char *name;
+} blob_field;
+
+#define TEXT_FIELD(tag, member, name) {tag, 1, offsetof(dnp_attach_blob, member), sizeof(((dnp_attach_blob *)0)->member), name}
+/* (the array of size -1 stops the build if member is not 4 bytes) */
+#define U32_FIELD(tag, member, name)                                                                       \
+    {tag, 0, offsetof(dnp_attach_blob, member),                                                            \
+     sizeof(uint32_t) + 0 * sizeof(char[sizeof(((dnp_attach_blob *)0)->member) == 4 ? 1 : -1]), name}
+
+static const blob_field fields[] = {
+    TEXT_FIELD(DNP_BLOB_EVENTS, events, "events"),
+    TEXT_FIELD(DNP_BLOB_OUTPUT, output, "output path"),
+    U32_FIELD(DNP_BLOB_FLUSH_MS, flush_ms, "flush period"),
+    TEXT_FIELD(DNP_BLOB_CONTROL_DIR, control_dir, "control directory"),
+    U32_FIELD(DNP_BLOB_TRIGGER_PID, trigger_pid, "trigger pid"),
+    U32_FIELD(DNP_BLOB_ALLOC, alloc, "alloc setting"),
+    U32_FIELD(DNP_BLOB_EXC_STACKS, exc_stacks, "exception stacks flag"),
+    U32_FIELD(DNP_BLOB_SAMPLE, sample, "sampling mode"),
+    U32_FIELD(DNP_BLOB_SAMPLE_RATE, sample_rate, "sampling rate"),
+};
+#define NFIELDS (sizeof fields / sizeof fields[0])
+
+static const blob_field *field_of(unsigned tag) {
+    for (size_t i = 0; i < NFIELDS; i++)
+        if (fields[i].tag == tag)
+            return &fields[i];
+    return NULL;
+}
+
 long dnp_attach_blob_encode(const dnp_attach_blob *b, uint8_t *buf, size_t cap) {
     blob_out o = {buf, cap < DNP_BLOB_MAX ? cap : DNP_BLOB_MAX, DNP_BLOB_HEADER_SIZE, 0};
     if (o.cap < DNP_BLOB_HEADER_SIZE)
         return -1;
-    put_text(&o, DNP_BLOB_EVENTS, b->events, sizeof b->events);
-    put_text(&o, DNP_BLOB_OUTPUT, b->output, sizeof b->output);
-    put_number(&o, DNP_BLOB_FLUSH_MS, b->flush_ms);
-    put_text(&o, DNP_BLOB_CONTROL_DIR, b->control_dir, sizeof b->control_dir);
-    put_number(&o, DNP_BLOB_TRIGGER_PID, b->trigger_pid);
-    put_number(&o, DNP_BLOB_ALLOC, b->alloc);
-    put_number(&o, DNP_BLOB_EXC_STACKS, b->exc_stacks);
-    put_number(&o, DNP_BLOB_SAMPLE, b->sample);
-    put_number(&o, DNP_BLOB_SAMPLE_RATE, b->sample_rate);
+    for (size_t i = 0; i < NFIELDS; i++) {
+        const char *at = (const char *)b + fields[i].offset;
+        if (fields[i].text)
+            put_text(&o, fields[i].tag, at, fields[i].size);
+        else
+            put_number(&o, fields[i].tag, *(const uint32_t *)(const void *)at);
+    }
     if (o.failed)
         return -1;
     memcpy(buf, DNP_BLOB_MAGIC, 4);
@@ -85,18 +119,8 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
 }
 
 static const char *tag_name(unsigned tag) {
-    switch (tag) {
-    case DNP_BLOB_EVENTS: return "events";
-    case DNP_BLOB_OUTPUT: return "output path";
-    case DNP_BLOB_FLUSH_MS: return "flush period";
-    case DNP_BLOB_CONTROL_DIR: return "control directory";
-    case DNP_BLOB_TRIGGER_PID: return "trigger pid";
-    case DNP_BLOB_ALLOC: return "alloc setting";
-    case DNP_BLOB_EXC_STACKS: return "exception stacks flag";
-    case DNP_BLOB_SAMPLE: return "sampling mode";
-    case DNP_BLOB_SAMPLE_RATE: return "sampling rate";
-    }
-    return "field";
+    const blob_field *f = field_of(tag);
+    return f ? f->name : "field";
 }
 
 /* Copies a text field: no NUL inside, shorter than its buffer. */
@@ -151,43 +175,18 @@ int dnp_attach_blob_parse(const void *data, size_t len, dnp_attach_blob *out, ch
                 return fail(err, errlen, "the %s (tag %u) appears twice", tag_name(tag), tag);
             seen |= 1u << tag;
         }
-        int rc = 0;
-        switch (tag) {
-        case DNP_BLOB_EVENTS:
-            rc = get_text(v, n, out->events, sizeof out->events, tag, err, errlen);
-            break;
-        case DNP_BLOB_OUTPUT:
-            rc = get_text(v, n, out->output, sizeof out->output, tag, err, errlen);
-            break;
-        case DNP_BLOB_CONTROL_DIR:
-            rc = get_text(v, n, out->control_dir, sizeof out->control_dir, tag, err, errlen);
-            break;
-        case DNP_BLOB_FLUSH_MS:
-        case DNP_BLOB_TRIGGER_PID:
-        case DNP_BLOB_ALLOC:
-        case DNP_BLOB_EXC_STACKS:
-        case DNP_BLOB_SAMPLE:
-        case DNP_BLOB_SAMPLE_RATE:
+        const blob_field *f = field_of(tag);
+        if (!f)
+            continue; /* a newer front end's field */
+        char *at = (char *)out + f->offset;
+        if (f->text) {
+            if (get_text(v, n, at, f->size, tag, err, errlen) < 0)
+                return -1;
+        } else {
             if (n != 4)
-                return fail(err, errlen, "the %s is %zu bytes, not 4", tag_name(tag), n);
-            if (tag == DNP_BLOB_FLUSH_MS)
-                out->flush_ms = dnp_get_u32le(v);
-            else if (tag == DNP_BLOB_ALLOC)
-                out->alloc = dnp_get_u32le(v);
-            else if (tag == DNP_BLOB_TRIGGER_PID)
-                out->trigger_pid = dnp_get_u32le(v);
-            else if (tag == DNP_BLOB_SAMPLE)
-                out->sample = dnp_get_u32le(v);
-            else if (tag == DNP_BLOB_SAMPLE_RATE)
-                out->sample_rate = dnp_get_u32le(v);
-            else
-                out->exc_stacks = dnp_get_u32le(v) != 0;
-            break;
-        default:
-            break; /* a newer front end's field */
+                return fail(err, errlen, "the %s is %zu bytes, not 4", f->name, n);
+            *(uint32_t *)(void *)at = dnp_get_u32le(v);
         }
-        if (rc < 0)
-            return -1;
     }
     if (out->output[0] != '/')
         return fail(err, errlen, "the output path is %s", out->output[0] ? "not absolute" : "missing");
