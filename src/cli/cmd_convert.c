@@ -3,7 +3,6 @@
  * flame graph. */
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,7 +254,6 @@ int cmd_convert(int argc, char **argv) {
         progress pr = {isatty(STDERR_FILENO) && (in.t ? in.t->nevents >= 1000000 : ct->t->file_bytes >= (64u << 20)), -1};
         eo.progress = show_progress;
         eo.progress_ctx = &pr;
-        signal(SIGPIPE, SIG_IGN);
         errno = 0;
         if (fmt->fn(ct, out, &eo) != 0 && !(to_stdout && errno == EPIPE)) {
             error("cannot write '%s': %s", to_stdout ? "stdout" : output, strerror(errno ? errno : EIO));

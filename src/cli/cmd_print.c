@@ -12,7 +12,6 @@
  * the events that overlap in time, not by the trace. */
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -681,7 +680,6 @@ int cmd_print(int argc, char **argv) {
     }
 
     if (exceptions) { /* streamed: memory bounded by the stories */
-        signal(SIGPIPE, SIG_IGN);
         free(thread_on);
         return print_exceptions(path, p.json, stdout);
     }
@@ -728,7 +726,6 @@ int cmd_print(int argc, char **argv) {
     int rc = 0;
     static char buf[1 << 16];
     setvbuf(stdout, buf, _IOFBF, sizeof buf);
-    signal(SIGPIPE, SIG_IGN);
     int prc = print_all(&p, src);
     if (prc == -2) {
         error("%s: %s", path, timeorder_error(src));

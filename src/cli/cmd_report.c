@@ -1,7 +1,6 @@
 /* cmd_report.c: `dnprof report`: what a trace adds up to. The calls report by
  * default (report_calls.c); --exceptions the exceptions report. */
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +97,6 @@ int cmd_report(int argc, char **argv) {
     if (cli_not_a_snapshot(o.path))
         return 1;
 
-    signal(SIGPIPE, SIG_IGN);
     if (alloc && exceptions)
         return usage_error("report", "--alloc or --exceptions, one report at a time");
     if (alloc) {
