@@ -28,6 +28,21 @@ const char *e2e_dotnet(void) {
     return v != NULL && *v != '\0' ? v : "dotnet";
 }
 
+const char *e2e_which(const char *name, const char *extra, char *buf, size_t cap) {
+    if (strchr(name, '/') != NULL)
+        return access(name, X_OK) == 0 && (size_t)snprintf(buf, cap, "%s", name) < cap ? buf : NULL;
+    const char *path = getenv("PATH");
+    char dirs[8192];
+    snprintf(dirs, sizeof dirs, "%s:%s", path != NULL ? path : "", extra != NULL ? extra : "");
+    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d != NULL; d = strtok_r(NULL, ":", &save)) {
+        struct stat st;
+        if ((size_t)snprintf(buf, cap, "%s/%s", d, name) < cap && stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
+            access(buf, X_OK) == 0)
+            return buf;
+    }
+    return NULL;
+}
+
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
     (void)st;
     (void)flag;

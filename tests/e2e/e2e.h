@@ -19,8 +19,10 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
+#include "test.h"
 #include "trace_reader.h"
 
 /* Every child gets this long, then its process group is killed (CTest's own
@@ -111,6 +113,23 @@ int e2e_check_nesting(const dnp_trace *t, char *why, size_t whylen);
 
 /* A kind's number from its name, or -1. */
 int e2e_kind(const char *name);
+
+/* The path of the executable name: name itself when it holds a '/', else the
+ * first on PATH or, when extra is not NULL, in the directory extra; NULL if none. */
+const char *e2e_which(const char *name, const char *extra, char *buf, size_t cap);
+
+/* The test cannot run here (a peer tool is missing): one line "SKIPPED: ...",
+ * saying what to install, and the test counts as skipped, not failed
+ * (DNP_TEST_SKIPPED, CTest's SKIP_RETURN_CODE). With DNPROF_E2E_NO_SKIP set
+ * (.ci/run, which installs every tool) it fails instead. */
+#define E2E_SKIP(...)                                                       \
+    do {                                                                    \
+        int dnp_fail_ = getenv("DNPROF_E2E_NO_SKIP") != NULL;               \
+        fprintf(stderr, "%s", dnp_fail_ ? "FAILED (DNPROF_E2E_NO_SKIP): " : "SKIPPED: "); \
+        fprintf(stderr, __VA_ARGS__);                                       \
+        fputc('\n', stderr);                                                \
+        return dnp_fail_ ? 1 : DNP_TEST_SKIPPED;                            \
+    } while (0)
 
 /* The last command of run r (an e2e_run *) exited with want; else the test
  * fails, printing both codes and the start of the command's stderr and stdout. */

@@ -470,20 +470,12 @@ TEST(e2e_heap_snapshot_errors) {
     return 0;
 }
 
-/* dotnet-gcdump (.ci/run installs it): its path, or NULL with a line. */
+/* dotnet-gcdump, on PATH or where `dotnet tool install -g` puts it; NULL if absent. */
 static const char *gcdump_path(char *buf, size_t cap) {
     const char *home = getenv("HOME");
-    const char *path = getenv("PATH");
-    char dirs[8192];
-    snprintf(dirs, sizeof dirs, "%s:%s/.dotnet/tools", path ? path : "", home ? home : "");
-    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        snprintf(buf, cap, "%s/dotnet-gcdump", d);
-        if (access(buf, X_OK) == 0)
-            return buf;
-    }
-    fprintf(stderr, "dotnet-gcdump is not installed: dotnet tool install -g dotnet-gcdump "
-                    "(.ci/run does)\n");
-    return NULL;
+    char tools[PATH_MAX];
+    snprintf(tools, sizeof tools, "%s/.dotnet/tools", home != NULL ? home : "");
+    return e2e_which("dotnet-gcdump", tools, buf, cap);
 }
 
 /* A number with thousands separators at *p; -1 if none. */
@@ -523,7 +515,8 @@ TEST(e2e_heap_gcdump_agrees) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_heap_gcdump_agrees"), 0);
     char tool[PATH_MAX];
-    ASSERT_NE(gcdump_path(tool, sizeof tool), NULL);
+    if (gcdump_path(tool, sizeof tool) == NULL)
+        E2E_SKIP("dotnet-gcdump is not installed (tools/install-deps, or: dotnet tool install -g dotnet-gcdump)");
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     ASSERT(dll);
     char go[PATH_MAX], out[PATH_MAX], errp[PATH_MAX], snap[PATH_MAX], gd[PATH_MAX],
@@ -625,6 +618,14 @@ TEST(e2e_heap_devtools_loads) {
     ASSERT_EQ(e2e_setup(&r, "e2e_heap_devtools_loads"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *script = e2e_env("DNPROF_DEVTOOLS_SCRIPT");
     ASSERT(dll && script);
+    const char *node = getenv("DNPROF_NODE") ? getenv("DNPROF_NODE") : "node";
+    const char *chromium = getenv("DNPROF_CHROMIUM") ? getenv("DNPROF_CHROMIUM") : "chromium";
+    char found[PATH_MAX];
+    const char *missing = e2e_which(node, NULL, found, sizeof found) == NULL       ? node
+                          : e2e_which(chromium, NULL, found, sizeof found) == NULL ? chromium
+                                                                                   : NULL;
+    if (missing != NULL)
+        E2E_SKIP("%s is not installed (tools/install-deps, or: apt-get install chromium nodejs)", missing);
     char snap[PATH_MAX], hs[PATH_MAX];
     snprintf(snap, sizeof snap, "%s/d.dnheap", r.dir);
     snprintf(hs, sizeof hs, "%s/d.heapsnapshot", r.dir);
@@ -638,13 +639,11 @@ TEST(e2e_heap_devtools_loads) {
     const char *rargs[] = {"heap", "report", "--json", "--top", "0", snap, NULL};
     jv *rep = run_json(&r, rargs);
     ASSERT_NE(rep, NULL);
-    const char *node = getenv("DNPROF_NODE") ? getenv("DNPROF_NODE") : "node";
-    const char *chromium = getenv("DNPROF_CHROMIUM") ? getenv("DNPROF_CHROMIUM") : "chromium";
     const char *argv[] = {node, "--experimental-websocket", script, hs, chromium, NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
     if (r.status != 0) {
         e2e_show_file("the DevTools loader said", r.err);
-        fprintf(stderr, "(needs node and chromium: .ci/run installs them)\n");
+        fprintf(stderr, "(needs node and chromium: tools/install-deps installs them)\n");
     }
     ASSERT_STATUS(&r, 0);
     size_t len;

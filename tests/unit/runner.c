@@ -1,7 +1,7 @@
 /* runner.c: runs the registered test named argv[1] or, when no test has that
  * name, those whose names start with it (all when no argument); `--list` lists
  * them. Also the comparisons of test.h. Exit status: 0 when every test ran
- * passed, 1 when any failed, 2 when none matched. */
+ * passed, 1 when any failed, 2 when none matched, DNP_TEST_SKIPPED when all skipped. */
 #include <stdlib.h>
 #include <stdint.h>
 
@@ -79,7 +79,7 @@ void dnp_test_fail_str(const char *file, int line, const char *a, const char *op
 
 int main(int argc, char **argv) {
     const char *prefix = argc > 1 ? argv[1] : "";
-    int ran = 0, failed = 0;
+    int ran = 0, failed = 0, skipped = 0;
     if (argc > 1 && strcmp(argv[1], "--list") == 0) {
         for (int i = 0; i < ntests; i++)
             printf("%s\n", tests[i].name);
@@ -94,15 +94,15 @@ int main(int argc, char **argv) {
             continue;
         ran++;
         int rc = tests[i].fn();
-        printf("%s %s\n", rc == 0 ? "ok  " : "FAIL", tests[i].name);
+        printf("%s %s\n", rc == 0 ? "ok  " : rc == DNP_TEST_SKIPPED ? "skip" : "FAIL", tests[i].name);
         fflush(stdout);
-        if (rc != 0)
-            failed++;
+        skipped += rc == DNP_TEST_SKIPPED;
+        failed += rc != 0 && rc != DNP_TEST_SKIPPED;
     }
     if (ran == 0) {
         fprintf(stderr, "no test matches '%s'\n", prefix);
         return 2;
     }
-    printf("%d passed, %d failed\n", ran - failed, failed);
-    return failed ? 1 : 0;
+    printf("%d passed, %d failed, %d skipped\n", ran - failed - skipped, failed, skipped);
+    return failed ? 1 : skipped == ran ? DNP_TEST_SKIPPED : 0;
 }

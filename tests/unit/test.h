@@ -24,6 +24,11 @@
 typedef int (*dnp_test_fn)(void);
 void dnp_test_register(const char *name, dnp_test_fn fn);
 
+/* What a test returns when what it needs (a peer tool) is missing: the runner
+ * prints "skip" and, when every test it ran skipped, exits with it (CTest's
+ * SKIP_RETURN_CODE, tests/CMakeLists.txt). The test prints one line saying why. */
+#define DNP_TEST_SKIPPED 77
+
 #define TEST(name)                                                          \
     static int test_##name(void);                                           \
     __attribute__((constructor)) static void test_register_##name(void) {   \

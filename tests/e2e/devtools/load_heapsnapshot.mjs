@@ -23,6 +23,8 @@ const done = (code, msg) => {
   try { rmSync(profile, { recursive: true, force: true }); } catch { }
   process.exit(code);
 };
+// A browser that cannot start is one line, not an unhandled 'error' and its stack.
+chrome.on('error', e => done(1, `devtools: cannot run ${browser}: ${e.message} (tools/install-deps installs it)`));
 setTimeout(() => done(1, 'devtools: no answer within 100 s'), 100000);
 let ver;
 for (let i = 0; i < 300 && !ver; i++) {
