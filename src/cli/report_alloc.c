@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "export.h"
 #include "idmap.h"
+#include "prettyname.h"
 #include "report.h"
 #include "trace_reader.h"
 
@@ -288,23 +289,33 @@ static void json_type(FILE *out, const alloc_profile *p, const alloc_type *ty) {
             p->bytes ? (double)ty->bytes / (double)p->bytes : 0.0);
 }
 
+/* The frames of a stack (innermost first, one a line) as a JSON array, each
+ * named as the call and sample reports name it (prettyname.h), or as recorded. */
+static void json_frames(FILE *out, const char *text, int raw) {
+    fputc('[', out);
+    for (int first = 1; text && *text; first = 0) {
+        const char *end = strchr(text, '\n');
+        size_t len = end ? (size_t)(end - text) : strlen(text);
+        char frame[2048], shown[2048];
+        snprintf(frame, sizeof frame, "%.*s", (int)(len < sizeof frame ? len : sizeof frame - 1), text);
+        if (!raw)
+            dnp_pretty_name(frame, shown, sizeof shown);
+        fputs(first ? "" : ",", out);
+        dnp_export_json_str(out, raw ? frame : shown, 0);
+        text = end ? end + 1 : NULL;
+    }
+    fputc(']', out);
+}
+
 static void json_site(FILE *out, const alloc_profile *p, const alloc_site *s) {
     fputs("{\"type\":", out);
     dnp_export_json_str(out, str(p, s->type, "[unknown type]"), 0);
-    fputs(",\"stack\":[", out);
     const char *text = dnp_trace_string(p->t, s->stack);
-    int first = 1;
-    while (text && *text) {
-        const char *end = strchr(text, '\n');
-        size_t len = end ? (size_t)(end - text) : strlen(text);
-        char frame[2048];
-        snprintf(frame, sizeof frame, "%.*s", (int)(len < sizeof frame ? len : sizeof frame - 1), text);
-        fputs(first ? "" : ",", out);
-        dnp_export_json_str(out, frame, 0);
-        first = 0;
-        text = end ? end + 1 : NULL;
-    }
-    fprintf(out, "],\"samples\":%llu,\"bytes\":%llu,\"objects\":%.0f,\"share\":%.4f}",
+    fputs(",\"stack\":", out);
+    json_frames(out, text, 0);
+    fputs(",\"raw\":", out); /* as recorded, as the call report's "raw" */
+    json_frames(out, text, 1);
+    fprintf(out, ",\"samples\":%llu,\"bytes\":%llu,\"objects\":%.0f,\"share\":%.4f}",
             (unsigned long long)s->samples, (unsigned long long)s->bytes, s->objects,
             p->bytes ? (double)s->bytes / (double)p->bytes : 0.0);
 }
@@ -368,8 +379,11 @@ int report_alloc(alloc_profile *p, const report_opts *o, FILE *out) {
         unsigned shown = 0;
         while (text && *text && shown < 12) {
             const char *end = strchr(text, '\n');
-            int len = end ? (int)(end - text) : (int)strlen(text);
-            fprintf(out, "        %.*s\n", len, text);
+            size_t len = end ? (size_t)(end - text) : strlen(text);
+            char frame[2048], name[2048];
+            snprintf(frame, sizeof frame, "%.*s", (int)(len < sizeof frame ? len : sizeof frame - 1), text);
+            dnp_pretty_name(frame, name, sizeof name); /* as the call and sample reports name it */
+            fprintf(out, "        %s\n", name);
             text = end ? end + 1 : NULL;
             shown++;
         }
