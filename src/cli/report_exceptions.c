@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "prettyname.h"
 #include "report.h"
 #include "stories.h"
 #include "timeorder.h"
@@ -193,7 +194,8 @@ static int read_stories(const char *path, int keep_steps, dnp_story_emit emit, v
         char n[32];
         warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
     }
-    dnp_stories_builder *b = dnp_stories_begin_ordered(keep_steps, t, emit, ctx);
+    dnp_pretty_emit named = {emit, ctx}; /* names as every report shows them */
+    dnp_stories_builder *b = dnp_stories_begin_ordered(keep_steps, t, dnp_pretty_story_emit, &named);
     int rc = b ? 0 : -2;
     dnp_trace_event e;
     size_t idx;

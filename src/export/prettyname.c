@@ -1,6 +1,8 @@
 /* prettyname.c: compiler-generated method names as what was written (prettyname.h). */
 #include "prettyname.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define PRETTY_MAX_DEPTH 8
@@ -150,4 +152,74 @@ int dnp_pretty_name(const char *raw, char *out, size_t len) {
     if (!raw)
         return 0;
     return pretty(raw, strlen(raw), &b, 0);
+}
+
+/* Each line of text made pretty, in a new string (free it); NULL if no memory. */
+static char *pretty_lines(const char *text) {
+    size_t cap = strlen(text) + 64, len = 0;
+    char *out = malloc(cap);
+    for (const char *p = text; out && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char raw[2048], name[2048];
+        snprintf(raw, sizeof raw, "%.*s", (int)(n < sizeof raw ? n : sizeof raw - 1), p);
+        dnp_pretty_name(raw, name, sizeof name);
+        size_t k = strlen(name);
+        if (len + k + 2 > cap) {
+            char *more = realloc(out, cap = (len + k + 2) * 2);
+            if (!more)
+                free(out);
+            out = more;
+            if (!out)
+                break;
+        }
+        memcpy(out + len, name, k);
+        len += k;
+        if (nl)
+            out[len++] = '\n';
+        out[len] = 0;
+        p += n + (nl ? 1 : 0);
+    }
+    if (out && !*text)
+        out[0] = 0;
+    return out;
+}
+
+void dnp_pretty_story_emit(void *ctx, const dnp_story *s, const dnp_stories *all) {
+    const dnp_pretty_emit *pe = ctx;
+    dnp_story c = *s;
+    char site[2048], catcher[2048];
+    char *stack = s->stack ? pretty_lines(s->stack) : NULL;
+    dnp_story_step *steps = s->nsteps ? malloc(s->nsteps * sizeof *steps) : NULL;
+    char *names = steps ? malloc(s->nsteps * 1024) : NULL; /* one slot per step */
+    if ((s->stack && !stack) || (s->nsteps && (!steps || !names))) {
+        free(stack);
+        free(steps);
+        free(names);
+        pe->emit(pe->ctx, s, all); /* out of memory: as recorded rather than not at all */
+        return;
+    }
+    if (stack)
+        c.stack = stack;
+    if (s->throw_site) {
+        dnp_pretty_name(s->throw_site, site, sizeof site);
+        c.throw_site = site;
+    }
+    if (s->catcher) {
+        dnp_pretty_name(s->catcher, catcher, sizeof catcher);
+        c.catcher = catcher;
+    }
+    for (size_t k = 0; k < s->nsteps && s->steps; k++) {
+        steps[k] = s->steps[k];
+        if (steps[k].function) {
+            dnp_pretty_name(steps[k].function, names + k * 1024, 1024);
+            steps[k].function = names + k * 1024;
+        }
+    }
+    if (steps && s->steps)
+        c.steps = steps;
+    pe->emit(pe->ctx, &c, all);
+    free(stack);
+    free(steps);
+    free(names);
 }

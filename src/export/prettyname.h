@@ -16,8 +16,20 @@
 
 #include <stddef.h>
 
+#include "stories.h"
+
 /* Writes the readable form of raw into out (len bytes, NUL-terminated, cut short
  * if it does not fit). Returns 1 when the name was rewritten, 0 when copied. */
 int dnp_pretty_name(const char *raw, char *out, size_t len);
+
+/* Exception stories with their names (stack, throw site, catcher, each step's
+ * function) as the call, sample and allocation reports show them: pass
+ * dnp_pretty_story_emit and a dnp_pretty_emit holding the real emit and its ctx
+ * to dnp_stories_begin_ordered. */
+typedef struct dnp_pretty_emit {
+    dnp_story_emit emit;
+    void *ctx;
+} dnp_pretty_emit;
+void dnp_pretty_story_emit(void *ctx, const dnp_story *s, const dnp_stories *all);
 
 #endif
