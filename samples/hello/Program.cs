@@ -1,11 +1,14 @@
 // hello: a small program that does a little of everything dnprof records, for
-// the README's quick start:
+// the README's quick start (`cmake --build build --target demo` runs
+// samples/hello/demo.sh): classes, a thread, a hot method worth finding
+// (IsPrime, called 300,000 times), an exception thrown and caught, a GC.
 //
 //   dotnet build samples/hello -c Release -o /tmp/hello
-//   dnprof run -o hello.trace -- dotnet /tmp/hello/hello.dll
-//   dnprof print hello.trace
+//   dnprof run --calls --exceptions -o hello.trace -- dotnet /tmp/hello/hello.dll
+//   dnprof print hello.trace; dnprof report hello.trace; dnprof report --exceptions hello.trace
 using System;
 using System.Collections.Generic;
+using System.Runtime.CompilerServices;
 using System.Threading;
 
 namespace Hello;
@@ -35,6 +38,9 @@ public static class Program
         worker.Start();
         worker.Join();
 
+        // Where the time goes: most of the run is in IsPrime (dnprof report).
+        Console.WriteLine($"primes below 300000: {CountPrimes(300000)}");
+
         // An exception, thrown and caught: the search, unwind and catcher events.
         try
         {
@@ -53,6 +59,25 @@ public static class Program
         GC.Collect();
         Console.WriteLine($"collections so far: {GC.CollectionCount(0)}");
         return 0;
+    }
+
+    private static int CountPrimes(int below)
+    {
+        int n = 0;
+        for (int i = 2; i < below; i++)
+            if (IsPrime(i))
+                n++;
+        return n;
+    }
+
+    // Trial division: slow on purpose, and not inlined, so that it shows.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static bool IsPrime(int n)
+    {
+        for (int d = 2; (long)d * d <= n; d++)
+            if (n % d == 0)
+                return false;
+        return true;
     }
 
     private static void Fail() => throw new InvalidOperationException("something went wrong on purpose");
