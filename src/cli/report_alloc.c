@@ -313,11 +313,12 @@ static void json_site(FILE *out, const alloc_profile *p, const alloc_site *s) {
     const char *text = dnp_trace_string(p->t, s->stack);
     fputs(",\"stack\":", out);
     json_frames(out, text, 0);
-    fputs(",\"raw\":", out); /* as recorded, as the call report's "raw" */
-    json_frames(out, text, 1);
-    fprintf(out, ",\"samples\":%llu,\"bytes\":%llu,\"objects\":%.0f,\"share\":%.4f}",
+    fprintf(out, ",\"samples\":%llu,\"bytes\":%llu,\"objects\":%.0f,\"share\":%.4f",
             (unsigned long long)s->samples, (unsigned long long)s->bytes, s->objects,
             p->bytes ? (double)s->bytes / (double)p->bytes : 0.0);
+    fputs(",\"raw\":", out); /* as recorded, as the call report's "raw"; last, after the figures */
+    json_frames(out, text, 1);
+    fputc('}', out);
 }
 
 static const char *source_name(uint64_t source) {

@@ -1,5 +1,6 @@
 /* e2e.c: running the Scenarios program under dnprof and reading what it left. */
 #include "e2e.h"
+#include "json_check.h"
 #include "nesting.h"
 
 #include <errno.h>
@@ -226,6 +227,21 @@ int e2e_dnprof(e2e_run *r, const char *const args[]) {
         argv[n++] = args[i];
     argv[n] = NULL;
     return e2e_exec(r, (char *const *)argv, NULL);
+}
+
+jv *e2e_dnprof_json(e2e_run *r, const char *const args[]) {
+    if (e2e_dnprof(r, args) != 0 || r->status != 0) {
+        e2e_show_file("dnprof said", r->err);
+        return NULL;
+    }
+    size_t len;
+    char *text = e2e_read_file(r->out, &len);
+    char err[256];
+    jv *v = text ? json_parse(text, len, err, sizeof err) : NULL;
+    if (text && !v)
+        fprintf(stderr, "e2e: dnprof printed no JSON: %s\n", err);
+    free(text);
+    return v;
 }
 
 char *e2e_read_file(const char *path, size_t *len) {

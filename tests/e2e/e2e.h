@@ -72,6 +72,10 @@ int e2e_run_scenario(e2e_run *r, const char *scenario, const char *events);
 /* `dnprof ARGS...` (args NULL-terminated), output in r->out and r->err. */
 int e2e_dnprof(e2e_run *r, const char *const args[]);
 
+/* `dnprof ARGS...` that must exit 0 and print one JSON value: parsed (json_free
+ * it), or NULL with what dnprof said. */
+struct jv *e2e_dnprof_json(e2e_run *r, const char *const args[]);
+
 /* The dotnet host to run Scenarios.dll with. */
 const char *e2e_dotnet(void);
 

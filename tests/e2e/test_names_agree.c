@@ -13,22 +13,6 @@
 
 #define NAME "Scenarios.NamesOrderService::GetAsync (async)"
 
-/* `dnprof ARGS` parsed as JSON, or NULL with a line. */
-static jv *json_of(e2e_run *r, const char *const args[]) {
-    if (e2e_dnprof(r, args) != 0 || r->status != 0) {
-        e2e_show_file("dnprof said", r->err);
-        return NULL;
-    }
-    size_t len;
-    char *text = e2e_read_file(r->out, &len);
-    char err[256];
-    jv *v = text ? json_parse(text, len, err, sizeof err) : NULL;
-    if (!v)
-        fprintf(stderr, "not JSON: %s\n", err);
-    free(text);
-    return v;
-}
-
 /* `dnprof ARGS` as text (free it), or NULL. */
 static char *text_of(e2e_run *r, const char *const args[]) {
     if (e2e_dnprof(r, args) != 0 || r->status != 0) {
@@ -66,7 +50,7 @@ TEST(e2e_names_agree) {
 
     /* The sample report: the function, its name and the compiler's. */
     const char *sargs[] = {"report", "--json", "--top", "1000", r.trace, NULL};
-    jv *sample = json_of(&r, sargs);
+    jv *sample = e2e_dnprof_json(&r, sargs);
     ASSERT_NE(sample, NULL);
     const jv *fn = find_movenext(json_get(sample, "functions"), "raw");
     ASSERT_NE(fn, NULL);
@@ -77,7 +61,7 @@ TEST(e2e_names_agree) {
 
     /* The allocation report: the byte[] path's innermost frame. */
     const char *aargs[] = {"report", "--alloc", "--json", r.trace, NULL};
-    jv *alloc = json_of(&r, aargs);
+    jv *alloc = e2e_dnprof_json(&r, aargs);
     ASSERT_NE(alloc, NULL);
     const jv *path = json_at(json_get(alloc, "paths"), 0);
     ASSERT_NE(path, NULL);
@@ -88,7 +72,7 @@ TEST(e2e_names_agree) {
 
     /* The exception report: throw site, catch site, the story's stack. */
     const char *eargs[] = {"report", "--exceptions", "--json", r.trace, NULL};
-    jv *exc = json_of(&r, eargs);
+    jv *exc = e2e_dnprof_json(&r, eargs);
     ASSERT_NE(exc, NULL);
     ASSERT_STREQ(json_str(json_at(json_get(exc, "by_throw_site"), 0), "name"), NAME);
     ASSERT_STREQ(json_str(json_at(json_get(exc, "by_catch_site"), 0), "name"), NAME);
