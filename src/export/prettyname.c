@@ -188,38 +188,37 @@ static char *pretty_lines(const char *text) {
 void dnp_pretty_story_emit(void *ctx, const dnp_story *s, const dnp_stories *all) {
     const dnp_pretty_emit *pe = ctx;
     dnp_story c = *s;
-    char site[2048], catcher[2048];
+    char site[2048], catcher[2048], name[2048];
     char *stack = s->stack ? pretty_lines(s->stack) : NULL;
-    dnp_story_step *steps = s->nsteps ? malloc(s->nsteps * sizeof *steps) : NULL;
-    char *names = steps ? malloc(s->nsteps * 1024) : NULL; /* one slot per step */
-    if ((s->stack && !stack) || (s->nsteps && (!steps || !names))) {
-        free(stack);
-        free(steps);
-        free(names);
-        pe->emit(pe->ctx, s, all); /* out of memory: as recorded rather than not at all */
-        return;
-    }
-    if (stack)
-        c.stack = stack;
-    if (s->throw_site) {
-        dnp_pretty_name(s->throw_site, site, sizeof site);
-        c.throw_site = site;
-    }
-    if (s->catcher) {
-        dnp_pretty_name(s->catcher, catcher, sizeof catcher);
-        c.catcher = catcher;
-    }
-    for (size_t k = 0; k < s->nsteps && s->steps; k++) {
+    size_t nsteps = s->steps ? s->nsteps : 0;
+    dnp_story_step *steps = nsteps ? malloc(nsteps * sizeof *steps) : NULL;
+    char **own = nsteps ? calloc(nsteps, sizeof *own) : NULL; /* the names rewritten */
+    int oom = (s->stack && !stack) || (nsteps && (!steps || !own));
+    for (size_t k = 0; k < nsteps && !oom; k++) {
         steps[k] = s->steps[k];
-        if (steps[k].function) {
-            dnp_pretty_name(steps[k].function, names + k * 1024, 1024);
-            steps[k].function = names + k * 1024;
+        if (steps[k].function && dnp_pretty_name(steps[k].function, name, sizeof name)) {
+            own[k] = strdup(name);
+            oom = !own[k];
+            steps[k].function = own[k];
         }
     }
-    if (steps && s->steps)
-        c.steps = steps;
-    pe->emit(pe->ctx, &c, all);
-    free(stack);
+    if (!oom) {
+        c.stack = stack ? stack : s->stack;
+        if (s->throw_site) {
+            dnp_pretty_name(s->throw_site, site, sizeof site);
+            c.throw_site = site;
+        }
+        if (s->catcher) {
+            dnp_pretty_name(s->catcher, catcher, sizeof catcher);
+            c.catcher = catcher;
+        }
+        if (nsteps)
+            c.steps = steps;
+    }
+    pe->emit(pe->ctx, oom ? s : &c, all); /* out of memory: as recorded rather than not at all */
+    for (size_t k = 0; own && k < nsteps; k++)
+        free(own[k]);
+    free(own);
     free(steps);
-    free(names);
+    free(stack);
 }
