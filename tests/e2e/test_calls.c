@@ -498,6 +498,84 @@ TEST(e2e_calls_osr) {
     return 0;
 }
 
+/* `dnprof report --json` of r's trace, parsed (NULL, and a line, when it fails). */
+static jv *calls_report(e2e_run *r) {
+    const char *args[] = {"report", "--json", r->trace, NULL};
+    if (e2e_dnprof(r, args) != 0 || r->status != 0) {
+        fprintf(stderr, "e2e: dnprof report --json %s failed (%d)\n", r->trace, r->status);
+        e2e_show_file("stderr", r->err);
+        return NULL;
+    }
+    size_t len;
+    char *json = e2e_read_file(r->out, &len);
+    if (!json)
+        return NULL;
+    char err[160];
+    jv *rep = json_parse(json, len, err, sizeof err);
+    free(json);
+    if (!rep)
+        fprintf(stderr, "e2e: the report is not JSON: %s\n", err);
+    return rep;
+}
+
+/* Whether the trace has a JITInlining event (the JIT asked whether to inline)
+ * whose callee is named callee. */
+static int jit_asked_to_inline(const dnp_trace *t, const char *callee) {
+    for (size_t i = 0; i < t->nevents; i++) {
+        const char *fn = t->events[i].kind == DNP_EV_JITInlining ? e2e_field_name(t, &t->events[i], 1) : NULL;
+        if (fn && strcmp(fn, callee) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* A count called exact is exact (issue 24): Point's constructor and Twice are
+ * small, not NoInlining, and called in hot loops, so that the loop's optimized
+ * code (on-stack replacement with tiered compilation, the default; the first
+ * compile without) would inline them and their calls would go unseen (9,980 of
+ * 20,000 constructor calls were counted, none of Twice's). The agent refuses
+ * to inline a hooked method; the report must count every call, and say it is
+ * exact. The JIT must have asked about Point's constructor: else the test did
+ * not test what it is for. */
+static int exact_counts(const char *tiered) {
+    e2e_run r;
+    const char *env[] = {tiered, NULL};
+    dnp_trace *t = calls_run(&r, "e2e_calls_exact", "exact", "1", env);
+    ASSERT_NE(t, NULL);
+    int balanced = calls_balanced(t);
+    int asked = jit_asked_to_inline(t, "Scenarios.CallsScenario+Point::.ctor");
+    dnp_trace_free(t);
+    ASSERT(balanced);
+    if (!asked)
+        fprintf(stderr, "e2e: %s: the JIT never asked to inline Point's constructor\n", tiered);
+    ASSERT(asked);
+    jv *rep = calls_report(&r);
+    ASSERT_NE(rep, NULL);
+    static const struct {
+        const char *name;
+        uint64_t calls;
+    } want[] = {{"Scenarios.CallsScenario+Point::.ctor", 20000},
+                {"Scenarios.CallsScenario::Twice", 50000},
+                {"Scenarios.CallsScenario::Exact", 1}};
+    int ok = 1;
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        double self = 0, total = 0, calls = -1;
+        int found = report_fn(rep, want[i].name, &self, &total, &calls) == 0;
+        fprintf(stderr, "e2e: %s: %s: %.0f calls, expected %llu\n", tiered, want[i].name, calls,
+                (unsigned long long)want[i].calls);
+        ok &= found && (uint64_t)calls == want[i].calls;
+    }
+    json_free(rep);
+    ASSERT(ok);
+    return 0;
+}
+
+TEST(e2e_calls_exact) {
+    ASSERT_EQ(exact_counts("DOTNET_TieredCompilation=1"), 0);
+    ASSERT_EQ(exact_counts("DOTNET_TieredCompilation=0"), 0);
+    return 0;
+}
+
 /* --calls=counts: the same exact counts and call paths as with times, and no
  * time at all (no clock is read). */
 TEST(e2e_calls_counts_only) {
