@@ -283,13 +283,15 @@ static UINT_PTR mapper(FunctionID fid, void *data, BOOL *hook) {
 int calls_would_hook(FunctionID fid) {
     if (!G.mode)
         return 0;
-    char name[TEXT_MAX];
-    names_function_text(fid, name, sizeof name);
     ClassID cls = 0;
     ModuleID module = 0;
     mdToken token = 0;
     INFO_CALL(GetFunctionInfo, fid, &cls, &module, &token);
     int framework = !G.all_code && !G.include[0] && framework_module(module);
+    if (framework)
+        return 0; /* most of what the runtime asks about: no name needed */
+    char name[TEXT_MAX];
+    names_function_text(fid, name, sizeof name);
     return calls_filter_wants(name, G.all_code, G.include, G.exclude, framework);
 }
 

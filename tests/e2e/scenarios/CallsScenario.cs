@@ -439,9 +439,10 @@ public static class CallsScenario
     // (OSR, then tier 1 of Exact), which inlined Point's constructor and Twice
     // until the agent refused it. Not NoInlining, on purpose: hooked methods
     // must be counted however the JIT would compile them.
-    // `calls exact` makes 20 x 1000 Points and calls Twice 50 x 1000 times. ----
+    // `calls exact` makes 20 x 1000 Points, calls Twice 50 x 1000 times and
+    // Stack<int>.Push 30 x 1000 times. ----
 
-    public const int ExactPoints = 20_000, ExactTwice = 50_000;
+    public const int ExactPoints = 20_000, ExactTwice = 50_000, ExactPushes = 30_000;
 
     public sealed class Point
     {
@@ -453,6 +454,7 @@ public static class CallsScenario
 
     private static void Exact(string[] args)
     {
+        var sw = System.Diagnostics.Stopwatch.StartNew();
         long sum = 0;
         for (int outer = 0; outer < ExactPoints / 1000; outer++)
         {
@@ -465,7 +467,17 @@ public static class CallsScenario
         for (int outer = 0; outer < ExactTwice / 1000; outer++)
             for (int i = 0; i < 1000; i++)
                 sum += Twice(i);
-        Console.WriteLine($"exact sum {sum}");
+        // framework code, precompiled (ReadyToRun) and small: hooked only
+        // when --include names it
+        var stack = new Stack<int>();
+        for (int outer = 0; outer < ExactPushes / 1000; outer++)
+        {
+            for (int i = 0; i < 1000; i++)
+                stack.Push(i);
+            sum += stack.Count;
+            stack.Clear();
+        }
+        Console.WriteLine($"exact {sum} {sw.Elapsed.TotalMilliseconds:F1} ms");
     }
 
     // ---- alloc: an allocating workload of many small calls, as a web
