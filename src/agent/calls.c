@@ -279,6 +279,26 @@ static UINT_PTR mapper(FunctionID fid, void *data, BOOL *hook) {
     return (UINT_PTR)f;
 }
 
+/* Whether the mapper hooks fid, or will when it is compiled (inlining.c). */
+int calls_would_hook(FunctionID fid) {
+    if (!G.mode)
+        return 0;
+    ClassID cls = 0;
+    ModuleID module = 0;
+    mdToken token = 0;
+    INFO_CALL(GetFunctionInfo, fid, &cls, &module, &token);
+    int framework = !G.all_code && !G.include[0] && framework_module(module);
+    if (framework)
+        return 0; /* most of what the runtime asks about: no name needed */
+    char name[TEXT_MAX];
+    names_function_text(fid, name, sizeof name);
+    return calls_filter_wants(name, G.all_code, G.include, G.exclude, framework);
+}
+
+int calls_recording(void) {
+    return G.mode != 0;
+}
+
 /* ---- per-thread call trees ---- */
 
 typedef struct cnode {

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "com.h"
 #include "config.h"
 
 /* agent_config.calls: what is recorded. */
@@ -40,5 +41,13 @@ void calls_shutdown(void);
  * Internal.*, Interop*). Globs are comma-separated, '*' and '?'. */
 int calls_filter_wants(const char *name, int all_code, const char *include, const char *exclude,
                        int framework);
+
+/* Whether calls are recorded (after calls_configure; calls_install may still
+ * refuse). */
+int calls_recording(void);
+
+/* Whether the function ID mapper hooks fid, or will when fid is compiled: the
+ * filter above on its name and module (0 when calls are not recorded). */
+int calls_would_hook(FunctionID fid);
 
 #endif

@@ -5,12 +5,22 @@
 
 #include "alloc_sampling.h"
 #include "callbacks.h"
+#include "inlining.h"
 #include "sampler.h"
 
 /* ---- JIT ---- */
 
+/* The mask may hold the JIT and cache bits for inlining.c's decisions alone:
+ * their events are recorded only when their family was asked for. */
+#define RECORDED(fam)                                                            \
+    do {                                                                         \
+        if (!(g_agent.events.families & (1u << DNP_FAM_##fam)))                  \
+            return S_OK;                                                         \
+    } while (0)
+
 HRESULT cb_JITCompilationStarted(ICorProfilerCallback *self, FunctionID id, BOOL safe) {
     ACTIVE();
+    RECORDED(JIT);
     REC(JITCompilationStarted, FUNCTION(id, 1), (uint64_t)(safe != 0));
     return S_OK;
 }
@@ -18,15 +28,17 @@ HRESULT cb_JITCompilationStarted(ICorProfilerCallback *self, FunctionID id, BOOL
 HRESULT cb_JITCompilationFinished(ICorProfilerCallback *self, FunctionID id, HRESULT hr,
                                       BOOL safe) {
     ACTIVE();
+    RECORDED(JIT);
     REC(JITCompilationFinished, FUNCTION(id, 1), HR(hr), (uint64_t)(safe != 0));
     return S_OK;
 }
 
 HRESULT cb_JITCachedFunctionSearchStarted(ICorProfilerCallback *self, FunctionID id,
                                               BOOL *pbUseCachedFunction) {
-    if (pbUseCachedFunction)
-        *pbUseCachedFunction = 1; /* never change what the runtime would do */
+    if (pbUseCachedFunction) /* precompiled code has no hooks: not for a hooked method */
+        *pbUseCachedFunction = inlining_precompiled_allowed(id);
     ACTIVE();
+    RECORDED(CACHE);
     REC(JITCachedFunctionSearchStarted, FUNCTION(id, 1));
     return S_OK;
 }
@@ -34,21 +46,24 @@ HRESULT cb_JITCachedFunctionSearchStarted(ICorProfilerCallback *self, FunctionID
 HRESULT cb_JITCachedFunctionSearchFinished(ICorProfilerCallback *self, FunctionID id,
                                                COR_PRF_JIT_CACHE result) {
     ACTIVE();
+    RECORDED(CACHE);
     REC(JITCachedFunctionSearchFinished, FUNCTION(id, 1), (uint64_t)(uint32_t)result);
     return S_OK;
 }
 
 HRESULT cb_JITFunctionPitched(ICorProfilerCallback *self, FunctionID id) {
     ACTIVE();
+    RECORDED(JIT);
     REC(JITFunctionPitched, FUNCTION(id, 1));
     return S_OK;
 }
 
 HRESULT cb_JITInlining(ICorProfilerCallback *self, FunctionID caller, FunctionID callee,
                            BOOL *pfShouldInline) {
-    if (pfShouldInline)
-        *pfShouldInline = 1;
+    if (pfShouldInline) /* an inlined method has no hooks: not a hooked one */
+        *pfShouldInline = inlining_allowed(callee);
     ACTIVE();
+    RECORDED(JIT);
     REC(JITInlining, FUNCTION(caller, 1), FUNCTION(callee, 1));
     return S_OK;
 }
@@ -251,6 +266,7 @@ HRESULT cb_ModuleInMemorySymbolsUpdated(ICorProfilerCallback *self, ModuleID mod
 HRESULT cb_DynamicMethodJITCompilationStarted(ICorProfilerCallback *self, FunctionID id,
                                                   BOOL safe, LPCBYTE il, ULONG il_len) {
     ACTIVE();
+    RECORDED(JIT);
     (void)il;
     REC(DynamicMethodJITCompilationStarted, FUNCTION(id, 1), (uint64_t)(safe != 0), il_len);
     return S_OK;
@@ -259,6 +275,7 @@ HRESULT cb_DynamicMethodJITCompilationStarted(ICorProfilerCallback *self, Functi
 HRESULT cb_DynamicMethodJITCompilationFinished(ICorProfilerCallback *self, FunctionID id,
                                                    HRESULT hr, BOOL safe) {
     ACTIVE();
+    RECORDED(JIT);
     REC(DynamicMethodJITCompilationFinished, FUNCTION(id, 1), HR(hr), (uint64_t)(safe != 0));
     return S_OK;
 }

@@ -17,6 +17,7 @@
 #include "names.h"
 #include "recorder.h"
 #include "calls.h"
+#include "inlining.h"
 #include "control.h"
 #include "heap.h"
 #include "exceptions.h"
@@ -100,6 +101,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
         say_session_line("error", "the method enter/leave settings were refused");
         return E_FAIL;
     }
+    inlining_configure(cfg, &mask);
     exceptions_configure(cfg, &mask, &high);
     alloc_configure(cfg, &mask, &high);
     sampler_configure(cfg, &mask, &high);

@@ -4,6 +4,7 @@
  * must count them exactly, and no thread's shadow stack may end unbalanced. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "e2e.h"
 #include "json_check.h"
@@ -334,6 +335,26 @@ TEST(e2e_calls_args_exceptions) {
     return 0;
 }
 
+/* `dnprof report --json` of r's trace, parsed (NULL, and a line, when it fails). */
+static jv *calls_report(e2e_run *r) {
+    const char *args[] = {"report", "--json", r->trace, NULL};
+    if (e2e_dnprof(r, args) != 0 || r->status != 0) {
+        fprintf(stderr, "e2e: dnprof report --json %s failed (%d)\n", r->trace, r->status);
+        e2e_show_file("stderr", r->err);
+        return NULL;
+    }
+    size_t len;
+    char *json = e2e_read_file(r->out, &len);
+    if (!json)
+        return NULL;
+    char err[160];
+    jv *rep = json_parse(json, len, err, sizeof err);
+    free(json);
+    if (!rep)
+        fprintf(stderr, "e2e: the report is not JSON: %s\n", err);
+    return rep;
+}
+
 /* ---- call times against the truth (issue 11) ----
  * CallsScenario's "shares" programs, measured twice: without a profiler, each
  * with its callees' work taken out (the truth: which share of the time is
@@ -345,7 +366,17 @@ TEST(e2e_calls_args_exceptions) {
  * behind the latency-bound work its caller did just before (out-of-order
  * execution) is measured and given back to the caller (docs/calls.md); without
  * that, Driver's self time was 3.2-3.8 points low. Before the hooks' cost was
- * taken out, both programs were off by 20 points and more. */
+ * taken out, both programs were off by 20 points and more.
+ *
+ * On a loaded machine (issue 24: 2 cores, load average 8-10) the time waiting
+ * for a CPU is taken out exactly (the frames' raw times, TSC less run-queue
+ * wait, matched the thread's CPU time within 0.6 % with 2-4 s of waiting), but
+ * the hooks' cost itself moves with what else runs: the agent's calibrations
+ * within one run spread over 22-27 ns (inner part) and 26-31 ns (outer) per
+ * call, and the report takes one of them out of every call. A share then
+ * cannot be nearer the truth than what that spread moves it by (its own
+ * calls' and its total's): the tolerance is 3 points plus that, from the run's
+ * own calibrations (a quiet machine's spread is a fraction of a nanosecond). */
 
 #define SHARE_TOLERANCE 3.0
 
@@ -378,10 +409,49 @@ static double median3(const double v[3]) {
     return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
 }
 
-static int share_ok(const char *what, double got, double truth, double tolerance) {
-    fprintf(stderr, "e2e: %-34s %5.1f%%, truth %5.1f%% (within %.0f points?)\n", what, got, truth,
-            tolerance);
-    return got >= truth - tolerance && got <= truth + tolerance;
+/* How far the hooks' measured cost moved during the run, ns per call (both
+ * parts): half the range of the calibrations (CallsOverhead) of the thread
+ * that was calibrated most, the one that made the calls. */
+static double overhead_spread_ns(const dnp_trace *t) {
+    uint64_t tid = 0;
+    size_t most = 0;
+    for (size_t i = 0; i < t->nevents; i++) {
+        if (t->events[i].kind != DNP_EV_CallsOverhead)
+            continue;
+        size_t n = 0;
+        for (size_t j = 0; j < t->nevents; j++)
+            n += t->events[j].kind == DNP_EV_CallsOverhead && e2e_field(&t->events[j], 0) == e2e_field(&t->events[i], 0);
+        if (n > most) {
+            most = n;
+            tid = e2e_field(&t->events[i], 0);
+        }
+    }
+    double lo[2] = {1e18, 1e18}, hi[2] = {0, 0};
+    for (size_t i = 0; i < t->nevents; i++) {
+        const dnp_trace_event *ev = &t->events[i];
+        if (ev->kind != DNP_EV_CallsOverhead || e2e_field(ev, 0) != tid)
+            continue;
+        for (int k = 0; k < 2; k++) {
+            double ps = (double)e2e_field(ev, 1 + k);
+            lo[k] = ps < lo[k] ? ps : lo[k];
+            hi[k] = ps > hi[k] ? ps : hi[k];
+        }
+    }
+    return most ? ((hi[0] - lo[0]) + (hi[1] - lo[1])) / 2 / 1000 : 0;
+}
+
+typedef struct share {
+    const char *what;
+    double truth, got[3], tolerance[3];
+} share;
+
+/* One line per share, whether it passes or not; 1 when it is within its tolerance. */
+static int share_ok(const share *s) {
+    double got = median3(s->got), tol = median3(s->tolerance);
+    int ok = got >= s->truth - tol && got <= s->truth + tol;
+    fprintf(stderr, "e2e: %-32s expected %5.1f%%, got %5.1f%% (runs %.1f %.1f %.1f), tolerance %.1f points: %s\n",
+            s->what, s->truth, got, s->got[0], s->got[1], s->got[2], tol, ok ? "ok" : "MISSED");
+    return ok;
 }
 
 TEST(e2e_calls_shares) {
@@ -402,55 +472,65 @@ TEST(e2e_calls_shares) {
     double no_calls = truth_of(text, "driver-no-calls");
     free(text);
     ASSERT(loop > 0 && loop_empty > 0 && driver > 0 && no_top > 0 && no_calls > 0);
+    share sh[4] = {
+        {"Loop's self time, of Loop's", 100 * loop_empty / loop, {0}, {0}},
+        {"Chain's total time, of Loop's", 100 * (loop - loop_empty) / loop, {0}, {0}},
+        {"Driver's self time, of Driver's", 100 * no_calls / driver, {0}, {0}},
+        {"Top's total time, of Driver's", 100 * (driver - no_top) / driver, {0}, {0}},
+    };
 
     /* Three profiled runs, the median of each share: one run on a loaded
      * machine can be preempted, or share its core, at the wrong moment. */
     const char *tc_off[] = {"DOTNET_TieredCompilation=0", NULL};
-    double got[4][3], per_call[3];
+    double per_call[3];
     for (int run = 0; run < 3; run++) {
         dnp_trace *t = calls_run(&r, "e2e_calls_shares", "shares", "1", tc_off);
         ASSERT_NE(t, NULL);
-        ASSERT(calls_balanced(t));
-        ASSERT_GT(e2e_count(t, DNP_EV_CallsOverhead), 0);
+        int balanced = calls_balanced(t);
+        size_t calibrations = e2e_count(t, DNP_EV_CallsOverhead);
+        double spread = overhead_spread_ns(t);
         dnp_trace_free(t);
-        const char *args[] = {"report", "--json", r.trace, NULL};
-        ASSERT_EQ(e2e_dnprof(&r, args), 0);
-        ASSERT_STATUS(&r, 0);
-        size_t len;
-        char *json = e2e_read_file(r.out, &len);
-        ASSERT_NE(json, NULL);
-        char err[160];
-        jv *rep = json_parse(json, len, err, sizeof err);
-        free(json);
+        ASSERT(balanced);
+        ASSERT_GT(calibrations, 0);
+        jv *rep = calls_report(&r);
         ASSERT_NE(rep, NULL);
-        double ls, lt, lc, cs, ct, cc, ds, dt, dc, ts, tt, tc;
+        double ls, lt, lc, cs, ct, cc, ds, dt, dc, ts, tt, tc, ss, st, sc, ms, mt, mc;
         int found = report_fn(rep, "Scenarios.CallsScenario::Loop", &ls, &lt, &lc) == 0 &&
                     report_fn(rep, "Scenarios.CallsScenario::Chain", &cs, &ct, &cc) == 0 &&
                     report_fn(rep, "Scenarios.CallsScenario::Driver", &ds, &dt, &dc) == 0 &&
-                    report_fn(rep, "Scenarios.CallsScenario::Top", &ts, &tt, &tc) == 0;
+                    report_fn(rep, "Scenarios.CallsScenario::Top", &ts, &tt, &tc) == 0 &&
+                    report_fn(rep, "Scenarios.CallsScenario::Small", &ss, &st, &sc) == 0 &&
+                    report_fn(rep, "Scenarios.CallsScenario::Mid", &ms, &mt, &mc) == 0;
         json_free(rep);
         ASSERT(found);
         ASSERT(lt > 0 && dt > 0);
         ASSERT_EQ((uint64_t)cc, 5000000);
         ASSERT_EQ((uint64_t)tc, 3000000);
-        got[0][run] = 100 * ls / lt;
-        got[1][run] = 100 * ct / lt;
-        got[2][run] = 100 * ds / dt;
-        got[3][run] = 100 * tt / dt;
+        double got[4] = {100 * ls / lt, 100 * ct / lt, 100 * ds / dt, 100 * tt / dt};
+        /* A share x/T moves by (dx + share * dT) / T when each call's hook
+         * cost moves by spread: dx, dT = spread times the calls whose cost
+         * lands on x, on T. */
+        double in_x[4] = {cc, cc, tc + sc + mc, tc}, in_t[4] = {cc, cc, tc + sc + mc, tc + sc + mc};
+        double total[4] = {lt, lt, dt, dt};
+        for (int k = 0; k < 4; k++) {
+            sh[k].got[run] = got[k];
+            sh[k].tolerance[run] = SHARE_TOLERANCE + spread * (100 * in_x[k] + got[k] * in_t[k]) / total[k];
+        }
         per_call[run] = ct / cc;
-        fprintf(stderr, "e2e: run %d: Loop self %.1f%%, Chain %.1f%%, Driver self %.1f%%, Top %.1f%%, Chain %.1f ns\n",
-                run + 1, got[0][run], got[1][run], got[2][run], got[3][run], per_call[run]);
+        fprintf(stderr, "e2e: run %d: Loop self %.1f%%, Chain %.1f%%, Driver self %.1f%%, Top %.1f%%, Chain %.1f ns; "
+                "%zu calibrations of the hooks' cost, spread %.2f ns per call\n",
+                run + 1, got[0], got[1], got[2], got[3], per_call[run], calibrations, spread);
     }
-    int ok = 1;
-    ok &= share_ok("Loop's self time, of Loop's", median3(got[0]), 100 * loop_empty / loop, SHARE_TOLERANCE);
-    ok &= share_ok("Chain's total time, of Loop's", median3(got[1]), 100 * (loop - loop_empty) / loop,
-                   SHARE_TOLERANCE);
-    ok &= share_ok("Driver's self time, of Driver's", median3(got[2]), 100 * no_calls / driver,
-                   SHARE_TOLERANCE);
-    ok &= share_ok("Top's total time, of Driver's", median3(got[3]), 100 * (driver - no_top) / driver,
-                   SHARE_TOLERANCE);
+    double load[1] = {0};
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (getloadavg(load, 1) == 1 && load[0] > cores)
+        fprintf(stderr, "e2e: the load average is %.1f on %d cores: the tolerances widen by the spread of the "
+                "hooks' measured cost\n", load[0], cores);
+    int shares_within_tolerance = 1;
+    for (int k = 0; k < 4; k++)
+        shares_within_tolerance &= share_ok(&sh[k]);
     fprintf(stderr, "e2e: Chain per call %.1f ns (bare: %.1f ns)\n", median3(per_call), loop - loop_empty);
-    ASSERT(ok);
+    ASSERT(shares_within_tolerance);
     return 0;
 }
 
@@ -474,15 +554,7 @@ TEST(e2e_calls_osr) {
     double cpu_ms = cpu ? atof(cpu + 5) : 0;
     free(out);
     ASSERT_GT(cpu_ms, 0);
-    const char *args[] = {"report", "--json", r.trace, NULL};
-    ASSERT_EQ(e2e_dnprof(&r, args), 0);
-    ASSERT_STATUS(&r, 0);
-    size_t len;
-    char *json = e2e_read_file(r.out, &len);
-    ASSERT_NE(json, NULL);
-    char err[160];
-    jv *rep = json_parse(json, len, err, sizeof err);
-    free(json);
+    jv *rep = calls_report(&r);
     ASSERT_NE(rep, NULL);
     double hs, ht, hc, ls, lt, lc;
     int found = report_fn(rep, "Scenarios.CallsScenario::OsrHot", &hs, &ht, &hc) == 0 &&
@@ -495,6 +567,73 @@ TEST(e2e_calls_osr) {
     ASSERT_EQ((uint64_t)lc, 1000);
     ASSERT_GE(hs, 0.9 * ht);
     ASSERT(ht / 1e6 >= 0.7 * cpu_ms && ht / 1e6 <= 1.5 * cpu_ms);
+    return 0;
+}
+
+/* Whether the trace has a JITInlining event (the JIT asked whether to inline)
+ * whose callee is named callee. */
+static int jit_asked_to_inline(const dnp_trace *t, const char *callee) {
+    for (size_t i = 0; i < t->nevents; i++) {
+        const char *fn = t->events[i].kind == DNP_EV_JITInlining ? e2e_field_name(t, &t->events[i], 1) : NULL;
+        if (fn && strcmp(fn, callee) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* A count called exact is exact (issue 24): Point's constructor and Twice are
+ * small, not NoInlining, and called in hot loops, so that the loop's optimized
+ * code (on-stack replacement with tiered compilation, the default; the first
+ * compile without) would inline them and their calls would go unseen (9,980 of
+ * 20,000 constructor calls were counted, none of Twice's). The agent refuses
+ * to inline a hooked method; the report must count every call, and say it is
+ * exact. The JIT must have asked about Point's constructor: else the test did
+ * not test what it is for. */
+static int exact_counts(const char *tiered, const char *include) {
+    e2e_run r;
+    const char *env[] = {tiered, include, NULL};
+    dnp_trace *t = calls_run(&r, "e2e_calls_exact", "exact", "1", env);
+    ASSERT_NE(t, NULL);
+    int balanced = calls_balanced(t);
+    int asked = jit_asked_to_inline(t, "Scenarios.CallsScenario+Point::.ctor");
+    dnp_trace_free(t);
+    ASSERT(balanced);
+    if (!asked)
+        fprintf(stderr, "e2e: %s: the JIT never asked to inline Point's constructor\n", tiered);
+    ASSERT(asked);
+    jv *rep = calls_report(&r);
+    ASSERT_NE(rep, NULL);
+    static const struct {
+        const char *name;
+        uint64_t calls;
+    } want[] = {{"Scenarios.CallsScenario+Point::.ctor", 20000},
+                {"Scenarios.CallsScenario::Twice", 50000},
+                {"Scenarios.CallsScenario::Exact", 1},
+                {"System.Collections.Generic.Stack<System.Int32>::Push", 30000}};
+    int ok = 1;
+    for (size_t i = 0; i < sizeof want / sizeof *want - !include; i++) {
+        double self = 0, total = 0, calls = -1;
+        int found = report_fn(rep, want[i].name, &self, &total, &calls) == 0;
+        fprintf(stderr, "e2e: %s%s%s: %s: %.0f calls, expected %llu\n", tiered, include ? " " : "",
+                include ? include : "", want[i].name, calls,
+                (unsigned long long)want[i].calls);
+        ok &= found && (uint64_t)calls == want[i].calls;
+    }
+    json_free(rep);
+    ASSERT(ok);
+    return 0;
+}
+
+/* And a framework method that --include names: its precompiled code has no
+ * hooks (the runtime is told not to use it), and it must not be inlined
+ * either. Without tiered compilation precompiled code is never replaced: no
+ * call of Stack<int>.Push was counted. */
+TEST(e2e_calls_exact) {
+    const char *push = DNP_ENV_INCLUDE "=Scenarios.*,System.Collections.Generic.Stack*::Push";
+    ASSERT_EQ(exact_counts("DOTNET_TieredCompilation=1", NULL), 0);
+    ASSERT_EQ(exact_counts("DOTNET_TieredCompilation=0", NULL), 0);
+    ASSERT_EQ(exact_counts("DOTNET_TieredCompilation=1", push), 0);
+    ASSERT_EQ(exact_counts("DOTNET_TieredCompilation=0", push), 0);
     return 0;
 }
 

@@ -52,11 +52,12 @@ public static class CallsScenario
             case "shares": return Shares(args);
             case "osr": Osr(); break;
             case "alloc": return Alloc();
+            case "exact": Exact(args); break;
             case "all":
                 Recursion(); Tail(); Generics(); Threads(); Exceptions(); Async();
                 break;
             default:
-                Console.Error.WriteLine($"usage: Scenarios calls [recursion|tail|generics|threads|exceptions|async|args|bench], not '{name}'");
+                Console.Error.WriteLine($"usage: Scenarios calls [recursion|tail|generics|threads|exceptions|async|args|bench|shares|osr|alloc|exact], not '{name}'");
                 return 2;
         }
         return 0;
@@ -431,6 +432,52 @@ public static class CallsScenario
         long start = ThreadCpuNs();
         long s = OsrHot(30_000_000);
         Console.WriteLine($"OsrHot calls 1 OsrLeaf calls 1000 value {s} cpu {(ThreadCpuNs() - start) / 1e6:F1} ms");
+    }
+
+    // ---- exact: small methods the JIT would inline, in hot loops (issue 24):
+    // with tiered compilation (the default) the loop moves to optimized code
+    // (OSR, then tier 1 of Exact), which inlined Point's constructor and Twice
+    // until the agent refused it. Not NoInlining, on purpose: hooked methods
+    // must be counted however the JIT would compile them.
+    // `calls exact` makes 20 x 1000 Points, calls Twice 50 x 1000 times and
+    // Stack<int>.Push 30 x 1000 times. ----
+
+    public const int ExactPoints = 20_000, ExactTwice = 50_000, ExactPushes = 30_000;
+
+    public sealed class Point
+    {
+        public int X, Y;
+        public Point(int x, int y) { X = x; Y = y; }
+    }
+
+    public static int Twice(int x) => x * 2;
+
+    private static void Exact(string[] args)
+    {
+        var sw = System.Diagnostics.Stopwatch.StartNew();
+        long sum = 0;
+        for (int outer = 0; outer < ExactPoints / 1000; outer++)
+        {
+            for (int i = 0; i < 1000; i++)
+            {
+                var p = new Point(i, outer);
+                sum += p.X + p.Y;
+            }
+        }
+        for (int outer = 0; outer < ExactTwice / 1000; outer++)
+            for (int i = 0; i < 1000; i++)
+                sum += Twice(i);
+        // framework code, precompiled (ReadyToRun) and small: hooked only
+        // when --include names it
+        var stack = new Stack<int>();
+        for (int outer = 0; outer < ExactPushes / 1000; outer++)
+        {
+            for (int i = 0; i < 1000; i++)
+                stack.Push(i);
+            sum += stack.Count;
+            stack.Clear();
+        }
+        Console.WriteLine($"exact {sum} {sw.Elapsed.TotalMilliseconds:F1} ms");
     }
 
     // ---- alloc: an allocating workload of many small calls, as a web
