@@ -31,11 +31,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#include <cpuid.h>
-#endif
 
+#include "arch/arch.h"
 #include "callbacks.h"
 #include "calls_internal.h"
 #include "calls_layout.h"
@@ -54,7 +51,7 @@
 
 /* A gap between two hooks of a thread longer than this may hide a preemption
  * (thread_clock); a copy of G.gap_ticks for the fast paths. */
-__attribute__((visibility("hidden"))) uint64_t calls_gap_ticks = UINT64_MAX; /* elt_amd64.S reads it */
+__attribute__((visibility("hidden"))) uint64_t calls_gap_ticks = UINT64_MAX; /* elt.S reads it */
 #define g_gap_ticks calls_gap_ticks
 
 /* The stubs given to the runtime (calls_install). */
@@ -83,9 +80,9 @@ static struct {
 };
 
 /* ---- the clock (clock.h): raw ticks per call, nanoseconds when emitting ----
- * Call times are read with an ordered clock (lfence; rdtsc): an unordered rdtsc
- * runs before the latency-bound work ahead of it has finished, and the callee's
- * last cycles would land on its caller. */
+ * Call times are read with an ordered clock (arch_counter_ordered): an
+ * unordered read runs before the latency-bound work ahead of it has finished,
+ * and the callee's last cycles would land on its caller. */
 
 static inline uint64_t ticks(void) {
     return clock_ticks();
@@ -333,12 +330,12 @@ typedef struct calls_thread {
 } calls_thread;
 
 /* The thread's state. Found by the fast paths through a table keyed by the
- * thread pointer (%fs:0 on x86-64, unique among live threads): a load of %fs:0,
- * a multiply, a compare. A dlopen()ed library's own thread-locals cannot be that
+ * thread pointer (arch_thread_pointer, unique among live threads): a load, a
+ * multiply, a compare. A dlopen()ed library's own thread-locals cannot be that
  * cheap: initial-exec TLS needs the module's whole TLS segment (tens of KB here)
  * in glibc's static TLS surplus (about 1.5 KB, and dlopen fails without it),
- * and the general-dynamic and descriptor models cost a call, a dynamic
- * descriptor saving every register. A thread whose slot is taken (a hash
+ * and the general-dynamic and TLSDESC models cost a call, a dynamic resolver
+ * saving every register. A thread whose slot is taken (a hash
  * collision) takes the full path, with pthread_getspecific. The pthread key
  * also gets the thread's end (its destructor). */
 static pthread_key_t t_key;
@@ -351,10 +348,10 @@ typedef struct tls_slot {
     _Atomic uintptr_t tp; /* 0: free */
     calls_thread *t;
 } tls_slot;
-__attribute__((visibility("hidden"))) tls_slot calls_tls[TLS_SLOTS]; /* elt_amd64.S reads it */
+__attribute__((visibility("hidden"))) tls_slot calls_tls[TLS_SLOTS]; /* elt.S reads it */
 #define g_tls calls_tls
 
-/* What elt_amd64.S knows of these structures (calls_layout.h). */
+/* What elt.S knows of these structures (calls_layout.h). */
 #include <stddef.h>
 _Static_assert(offsetof(calls_fn, last) == CALLS_FN_LAST, "calls_layout.h: calls_fn");
 _Static_assert(NODE_CHUNK * sizeof(cnode) == CALLS_CHUNK_BYTES, "calls_layout.h: a chunk of nodes");
@@ -382,14 +379,6 @@ _Static_assert(offsetof(cnode, fn) == CALLS_N_FN && offsetof(cnode, dirty) == CA
                    offsetof(cnode, excl) == CALLS_N_EXCL,
                "calls_layout.h: cnode");
 
-__attribute__((always_inline, target("general-regs-only"))) static inline uintptr_t thread_pointer(void) {
-    uintptr_t tp = 0;
-#if defined(__x86_64__)
-    __asm__("movq %%fs:0, %0" : "=r"(tp));
-#endif
-    return tp;
-}
-
 #define TLS_SLOT_OF(tp) ((uint32_t)(((uint64_t)(tp) * 0x9E3779B97F4A7C15ull) >> 53) & (TLS_SLOTS - 1))
 
 static inline calls_thread *this_thread(void) {
@@ -399,7 +388,7 @@ static inline calls_thread *this_thread(void) {
 /* Makes t (NULL: none) the thread's state, for both paths. */
 static void thread_bind(calls_thread *t) {
     pthread_setspecific(t_key, t);
-    uintptr_t tp = thread_pointer();
+    uintptr_t tp = arch_thread_pointer();
     if (!tp)
         return;
     tls_slot *s = &g_tls[TLS_SLOT_OF(tp)];
@@ -806,7 +795,7 @@ static inline void leave_end(calls_thread *t, uint64_t now, int tail) {
 }
 
 /* ---- the C fast path of enter ----
- * The common call and return are in assembly (elt_amd64.S, on the layout of
+ * The common call and return are in assembly (elt.S, on the layout of
  * calls_layout.h): the thread's slot, the caller's last child, the frame. An
  * enter whose function is not the caller's last child comes here first (the
  * hash table), in code that touches general registers only and saves every
@@ -816,26 +805,18 @@ static inline void leave_end(calls_thread *t, uint64_t now, int tail) {
  * frame to repair, a node to mark, a deep stack. No function calls in here,
  * nothing that is not inlined. */
 
-#if defined(__x86_64__)
-#define FAST_FN __attribute__((no_caller_saved_registers, target("general-regs-only"), used, visibility("hidden")))
 #define FAST_NODE(t, i) (&(t)->chunks[(i) / NODE_CHUNK][(i) % NODE_CHUNK])
 
-__attribute__((always_inline, target("general-regs-only"))) static inline uint64_t fast_ticks(void) {
-    uint32_t lo, hi;
-    __asm__ volatile("lfence\n\trdtsc" : "=a"(lo), "=d"(hi)::"memory");
-    return (uint64_t)hi << 32 | lo;
-}
-
-__attribute__((always_inline, target("general-regs-only"))) static inline int
+__attribute__((always_inline)) ARCH_GPR_ONLY static inline int
 fast_enter(uintptr_t client, uintptr_t csp, int timed) {
-    uintptr_t tp = thread_pointer();
+    uintptr_t tp = arch_thread_pointer();
     const tls_slot *slot = &g_tls[TLS_SLOT_OF(tp)];
     if (atomic_load_explicit(&slot->tp, memory_order_relaxed) != tp)
         return 1;
     calls_thread *t = slot->t;
     uint64_t now = 0;
     if (timed) {
-        now = fast_ticks() - t->skew;
+        now = arch_counter_ordered_gpr() - t->skew;
         if (now - t->last > g_gap_ticks)
             return 1;
     }
@@ -880,13 +861,12 @@ fast_enter(uintptr_t client, uintptr_t csp, int timed) {
     return 0;
 }
 
-FAST_FN int calls_fast_enter_timed(uintptr_t client, uintptr_t csp) {
+ARCH_FAST_FN int calls_fast_enter_timed(uintptr_t client, uintptr_t csp) {
     return fast_enter(client, csp, 1);
 }
-FAST_FN int calls_fast_enter_counts(uintptr_t client, uintptr_t csp) {
+ARCH_FAST_FN int calls_fast_enter_counts(uintptr_t client, uintptr_t csp) {
     return fast_enter(client, csp, 0);
 }
-#endif
 
 /* ---- the hooks' own cost ----
  * A timed call costs its hooks' work: the part between the two clock reads
@@ -917,7 +897,7 @@ static calls_thread *scratch_new(void) {
     t->cap = 4;
     t->stack = malloc(t->cap * sizeof *t->stack);
     /* node_at() never goes past node 1 here, but the enter fast path may read
-     * any node of a thread's first chunk (elt_amd64.S): a whole chunk, whose
+     * any node of a thread's first chunk (elt.S): a whole chunk, whose
      * pages are never touched */
     t->chunks[0] = calloc(NODE_CHUNK, sizeof(cnode));
     t->hash_mask = 15;
@@ -939,7 +919,6 @@ static calls_thread *scratch_new(void) {
  * t->inner_ps and outer_ps; then binds t (bound) or nothing as the thread's
  * state. Nothing without the fast timed stubs. */
 static void calibrate(calls_thread *t, int batches, int pairs, int bound) {
-#if defined(__x86_64__)
     if (G.mode != CALLS_MODE_TIMES || !g_clock.tsc || g_elt_enter != dnp_elt_enter_timed)
         return;
     if (!t->scratch && !(t->scratch = scratch_new()))
@@ -1013,12 +992,6 @@ static void calibrate(calls_thread *t, int batches, int pairs, int bound) {
      * cost, and a correction there would be a wrong one. */
     double margin = hid > (double)t->outer_ps / 2 ? hid : (double)t->outer_ps / 2;
     t->busy_ticks = (uint64_t)(((double)t->outer_ps + margin) / tick_ps);
-#else
-    (void)t;
-    (void)batches;
-    (void)pairs;
-    (void)bound;
-#endif
 }
 
 /* ---- the hooks ---- */
@@ -1050,22 +1023,14 @@ void calls_hook_tailcall(uintptr_t client, uintptr_t caller_sp) {
 }
 
 /* The slow path (--args): the runtime's own stub saved the registers and calls
- * these with the ordinary ABI. Its hooks are given no caller SP, but eltInfo
- * points to a COR_PRF_ELT_INFO_INTERNAL whose first member points to the
- * stub's PROFILE_PLATFORM_SPECIFIC_DATA, which holds the method's caller SP at
- * 0x20 (profiledRsp; dotnet/runtime vm/amd64/asmconstants.h, asmhelpers.S):
- * the same key as the fast path's. Checked to lie on this stack above eltInfo;
- * if it does not, the thread's shadow stack cannot be kept and calls are not
- * recorded for it (a note says so). */
+ * these with the ordinary ABI. Its hooks are given no caller SP, but the
+ * runtime's ELT info holds it (arch_elt_caller_sp): the same key as the fast
+ * path's. If it cannot be found, the thread's shadow stack cannot be kept and
+ * calls are not recorded for it (a note says so). */
 static uintptr_t slow_caller_sp(COR_PRF_ELT_INFO elt) {
-#if defined(__x86_64__)
-    uintptr_t handle = elt ? *(const uintptr_t *)elt : 0;
-    if (handle > elt && handle - elt < 65536) {
-        uintptr_t csp = *(const uintptr_t *)(handle + 0x20);
-        if (csp > handle && csp - handle < (1u << 20))
-            return csp;
-    }
-#endif
+    uintptr_t csp = arch_elt_caller_sp((uintptr_t)elt);
+    if (csp)
+        return csp;
     static atomic_int said;
     if (!atomic_exchange(&said, 1))
         rec_note(1, "calls: --args cannot find the caller SP in the runtime's ELT info; "
@@ -1236,11 +1201,10 @@ int calls_install(void) {
     REC(CallsConfig, (uint64_t)G.mode, (uint64_t)G.all_code, rec_string(G.include, strlen(G.include)),
         rec_string(G.exclude, strlen(G.exclude)));
     if (g_clock.tsc)
-        rec_note(0, "calls: clock rdtsc at %.6f GHz, calibrated against CLOCK_MONOTONIC",
+        rec_note(0, "calls: clock " ARCH_COUNTER_NAME " at %.6f GHz, calibrated against CLOCK_MONOTONIC",
                  1.0 / g_clock.ns_per_tick);
     else
         rec_note(0, "calls: clock CLOCK_MONOTONIC (no invariant TSC)");
-#if defined(__x86_64__)
     if (G.mode == CALLS_MODE_TIMES && g_clock.tsc) {
         g_elt_enter = dnp_elt_enter_timed;
         g_elt_leave = dnp_elt_leave_timed;
@@ -1248,7 +1212,6 @@ int calls_install(void) {
         g_elt_enter = dnp_elt_enter_counts;
         g_elt_leave = dnp_elt_leave_counts;
     }
-#endif
     HRESULT hr = INFO_CALL(SetFunctionIDMapper2, mapper, NULL);
     if (SUCCEEDED(hr)) {
         if (G.mode == CALLS_MODE_ARGS)

@@ -1,5 +1,5 @@
 /* calls_internal.h: what the enter/leave files share (calls.c, calls_args.c,
- * elt_amd64.S). Not for the rest of the agent: calls.h is its interface. */
+ * elt.S). Not for the rest of the agent: calls.h is its interface. */
 #ifndef DNP_CALLS_INTERNAL_H
 #define DNP_CALLS_INTERNAL_H
 
@@ -17,12 +17,12 @@ typedef struct calls_fn {
     ModuleID module;
     mdToken token;
     /* The node that a call of this function found or made last, on any thread
-     * (a racy cache of the enter fast paths, elt_amd64.S: a node is taken only
+     * (a racy cache of the enter fast paths, elt.S: a node is taken only
      * when its parent is the caller's node, so it is the thread's own). */
     struct cnode *last;
 } calls_fn;
 
-/* The fast-path stubs (elt_amd64.S). */
+/* The fast-path stubs (elt.S). */
 void dnp_elt_enter(void);
 void dnp_elt_leave(void);
 void dnp_elt_tailcall(void);
