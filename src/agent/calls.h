@@ -41,4 +41,9 @@ void calls_shutdown(void);
 int calls_filter_wants(const char *name, int all_code, const char *include, const char *exclude,
                        int framework);
 
+/* Whether calls of function fid are hooked (or would be, when the runtime
+ * maps it): the mapper's answer if it was asked, else the filters' (the
+ * function's name, its module). Takes the mapper's lock; not for the hooks. */
+int calls_is_hooked(uint64_t fid);
+
 #endif
