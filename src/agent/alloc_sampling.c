@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "arch/arch.h"
 #include "callbacks.h"
 #include "names.h"
 #include "recorder.h"
@@ -369,7 +370,7 @@ static uint32_t exact_stack_sid(ULONG nframes, const UINT_PTR *frames, uint64_t 
  * from a stack seen before, so the agent first walks its own thread's frame
  * pointers (return addresses, ~100 ns) and looks the walk up in a per-thread
  * cache of what the snapshot gave for it. That walk alone cannot be the stack:
- * the JIT gives some methods no RBP frame, and their callers are missing from
+ * the JIT gives some methods no frame record, and their callers are missing from
  * it, so two stacks can walk the same (a virtual call in a frameless method).
  * So the walk is only a key: a new key takes a snapshot, and every VERIFY_EVERY
  * hits of a key a snapshot checks it; a key seen to stand for two stacks is
@@ -404,7 +405,7 @@ static ULONG fp_walk(UINT_PTR *ips, ULONG cap) {
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
     ULONG n = 0;
     while (n < cap && fp >= t_stack_lo && fp <= t_stack_hi - 16 && (fp & 7) == 0) {
-        uintptr_t next = ((const uintptr_t *)fp)[0], ret = ((const uintptr_t *)fp)[1];
+        uintptr_t next = ((const uintptr_t *)fp)[ARCH_FRAME_NEXT], ret = ((const uintptr_t *)fp)[ARCH_FRAME_RET];
         if (!ret)
             break;
         ips[n++] = ret;

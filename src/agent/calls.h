@@ -46,8 +46,9 @@ int calls_filter_wants(const char *name, int all_code, const char *include, cons
  * refuse). */
 int calls_recording(void);
 
-/* Whether the function ID mapper hooks fid, or will when fid is compiled: the
- * filter above on its name and module (0 when calls are not recorded). */
-int calls_would_hook(FunctionID fid);
+/* Whether calls of function fid are hooked (or would be, when the runtime
+ * maps it): the mapper's answer if it was asked, else the filters' (the
+ * function's name, its module). Takes the mapper's lock; not for the hooks. */
+int calls_is_hooked(uint64_t fid);
 
 #endif

@@ -1,5 +1,5 @@
-/* calls_internal.h: what the enter/leave files share (calls.c, calls_args.c,
- * elt_amd64.S). Not for the rest of the agent: calls.h is its interface. */
+/* calls_internal.h: what the enter/leave files share (calls.c, calls_filter.c,
+ * calls_args.c, elt.S). Not for the rest of the agent: calls.h is its interface. */
 #ifndef DNP_CALLS_INTERNAL_H
 #define DNP_CALLS_INTERNAL_H
 
@@ -17,12 +17,101 @@ typedef struct calls_fn {
     ModuleID module;
     mdToken token;
     /* The node that a call of this function found or made last, on any thread
-     * (a racy cache of the enter fast paths, elt_amd64.S: a node is taken only
+     * (a racy cache of the enter fast paths, elt.S: a node is taken only
      * when its parent is the caller's node, so it is the thread's own). */
     struct cnode *last;
 } calls_fn;
 
-/* The fast-path stubs (elt_amd64.S). */
+/* ---- per-thread call trees (calls.c) ---- */
+
+#define CALLS_EMIT_COUNT 65536u /* --calls=counts: leaves between looks at the clock */
+#define NODE_CHUNK 4096u
+#define MAX_CHUNKS 256u /* 1M nodes per thread; more go to the overflow node */
+
+typedef struct cnode {
+    const calls_fn *fn; /* NULL: the overflow node */
+    uint32_t parent;    /* 0: the root */
+    uint32_t dirty;
+    uint32_t pad;
+    uint32_t self;       /* this node's number */
+    struct cnode *last_child; /* the child made or found last: most calls repeat it */
+    uint64_t calls, incl, excl, tail; /* times in ticks */
+    struct cnode *parent_p; /* node_at(parent); NULL for the overflow node */
+} cnode; /* 72 bytes */
+
+typedef struct cframe {
+    uint32_t node;
+    uint32_t pad;
+    uintptr_t csp; /* the method's caller SP */
+    uint64_t start, child;
+    cnode *np; /* node_at(node): chunks never move */
+} cframe;
+
+typedef struct calls_thread {
+    cframe *stack;
+    uint32_t depth, cap, skipped;
+    cnode *chunks[MAX_CHUNKS];
+    _Atomic uint32_t nnodes; /* nodes 1..nnodes-1 are in use; 0 is the root */
+    uint32_t overflow_node; /* 0 until the tree is full */
+    uint32_t *hash; /* node numbers, 0 empty; owner only */
+    uint32_t hash_mask;
+    uint32_t *dirty;
+    uint32_t ndirty, dirty_cap;
+    uint64_t next_emit, unwind_at;
+    uint32_t countdown; /* --calls=counts: leaves left before the next look at the clock */
+    uint32_t pad;
+    uint64_t unmatched, repaired, overflowed, open_at_end;
+    uint64_t tid;
+    uint64_t inner_ps, outer_ps; /* the hooks' cost (calibrate), 0: not measured */
+    /* Time spent waiting for a CPU is taken out of the clock (docs/calls.md):
+     * frame times are the TSC less skew; a gap of more than G.gap_ticks since
+     * the thread's last clock read (last) makes it look at its run-queue wait. */
+    uint64_t last, skew;
+    uint64_t sched_wait; /* the run-queue wait seen last, ns */
+    uint64_t waited_ns;  /* taken out so far */
+    int sched_fd;        /* /proc/self/task/TID/schedstat, -1: none */
+    struct calls_thread *scratch; /* the calibration's tree (calibrate) */
+    struct calls_thread *next;
+    /* The part of the hooks' outer cost that hides behind a caller's own
+     * latency-bound work (calibrate): a call whose clock gap since the thread's
+     * last read is at least busy_ticks gives hidden_ticks back to its caller's
+     * self time (the assembly enter path). */
+    uint64_t busy_ticks, hidden_ticks;
+} calls_thread;
+
+static inline cnode *node_at(calls_thread *t, uint32_t i) {
+    return &t->chunks[i / NODE_CHUNK][i % NODE_CHUNK];
+}
+
+/* Makes t (NULL: none) the thread's state, for both paths. */
+void calls_thread_bind(calls_thread *t);
+/* Frees t and its scratch tree (NULL-tolerant). */
+void calls_thread_free(calls_thread *t);
+/* The stubs in use; whether they are the fast timed ones (the calibration's). */
+int calls_timed_stubs(void (**enter)(void), void (**leave)(void));
+
+/* ---- the hooks' own cost (calls_calibrate.c) ---- */
+
+/* The calibration's function: never in a tree that is written. */
+extern calls_fn calls_cal_dummy;
+/* Measures the hooks' cost on this thread (batches of pairs, the median), into
+ * t->inner_ps and outer_ps; then binds t (bound) or nothing as the thread's
+ * state. Nothing without the fast timed stubs. */
+void calls_calibrate(calls_thread *t, int batches, int pairs, int bound);
+
+/* The filter and the mapper (calls_filter.c). */
+struct cnode;
+/* The filters of agent_config (before calls_install). */
+void calls_filter_set(int all_code, const char *include, const char *exclude);
+/* A CallsConfig event with mode and the filters. */
+void calls_filter_record(uint64_t mode);
+/* The runtime's FunctionIDMapper2: a hooked function's calls_fn as client ID. */
+UINT_PTR calls_mapper(FunctionID fid, void *data, BOOL *hook);
+/* Clears every hooked function's last node (and extra's) for which
+ * owns(owner, node): nodes about to be freed (under the mapper's lock). */
+void calls_fns_forget(int (*owns)(const void *owner, const struct cnode *n), const void *owner, calls_fn *extra);
+
+/* The fast-path stubs (elt.S). */
 void dnp_elt_enter(void);
 void dnp_elt_leave(void);
 void dnp_elt_tailcall(void);

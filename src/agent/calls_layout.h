@@ -1,5 +1,5 @@
 /* calls_layout.h: the offsets of the per-thread call-tree structures (calls.c)
- * that the assembly fast paths (elt_amd64.S) read and write. Plain #defines, so
+ * that the assembly fast paths (elt.S) read and write. Plain #defines, so
  * that the assembler can include it; calls.c checks every one of them against
  * offsetof (static assertions), so a change of a struct that forgets this file
  * does not build. */

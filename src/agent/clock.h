@@ -1,19 +1,18 @@
 /* clock.h: the agent's clocks. Event timestamps and call timings come from the
- * TSC when the CPU says it is invariant and the kernel itself keeps time with it
- * (rdtsc: ~11 ns here, against ~27 ns for clock_gettime in this VM's vDSO),
- * converted to nanoseconds with a rate measured against CLOCK_MONOTONIC;
- * otherwise from clock_gettime(CLOCK_MONOTONIC). */
+ * machine's cycle counter (arch.h: the TSC on x86-64) when it runs at a constant
+ * rate and the kernel itself keeps time with it, converted to nanoseconds with a
+ * rate measured against CLOCK_MONOTONIC; otherwise from
+ * clock_gettime(CLOCK_MONOTONIC). */
 #ifndef DNP_CLOCK_H
 #define DNP_CLOCK_H
 
 #include <stdatomic.h>
 #include <stdint.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
+
+#include "arch/arch.h"
 
 typedef struct clock_state {
-    int tsc;             /* the TSC can be used */
+    int tsc;             /* the cycle counter (TSC) can be used */
     atomic_int ready;    /* the rate below is known (set once) */
     uint64_t base_ns;    /* CLOCK_MONOTONIC at base_tsc */
     uint64_t base_tsc;
@@ -35,22 +34,16 @@ uint64_t clock_mono_ns(void);
 
 /* Raw ticks for durations (TSC ticks, or nanoseconds without a TSC). */
 static inline uint64_t clock_ticks(void) {
-#if defined(__x86_64__)
     if (__builtin_expect(g_clock.tsc, 1))
-        return __rdtsc();
-#endif
+        return arch_counter();
     return clock_mono_ns();
 }
 
-/* The same, read after every instruction before it has completed (lfence;
- * rdtsc): for the end of an interval that latency-bound work precedes. */
+/* The same, read after every instruction before it has completed: for the end
+ * of an interval that latency-bound work precedes. */
 static inline uint64_t clock_ticks_ordered(void) {
-#if defined(__x86_64__)
-    if (__builtin_expect(g_clock.tsc, 1)) {
-        _mm_lfence();
-        return __rdtsc();
-    }
-#endif
+    if (__builtin_expect(g_clock.tsc, 1))
+        return arch_counter_ordered();
     return clock_mono_ns();
 }
 
@@ -61,10 +54,8 @@ static inline uint64_t clock_ticks_to_ns(uint64_t ticks) {
 
 /* Monotonic nanoseconds: from the TSC once calibrated, from clock_gettime before. */
 static inline uint64_t clock_now_ns(void) {
-#if defined(__x86_64__)
     if (atomic_load_explicit(&g_clock.ready, memory_order_acquire) && g_clock.tsc)
-        return g_clock.base_ns + clock_ticks_to_ns(__rdtsc() - g_clock.base_tsc);
-#endif
+        return g_clock.base_ns + clock_ticks_to_ns(arch_counter() - g_clock.base_tsc);
     return clock_mono_ns();
 }
 

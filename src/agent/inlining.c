@@ -13,7 +13,7 @@
  *
  * The callee may not have been through the function ID mapper yet (the JIT
  * asks about it while compiling its caller), so the decision is the filter's
- * own on the callee's name (calls_would_hook). The JIT asks about the same
+ * own on the callee's name (calls_is_hooked). The JIT asks about the same
  * callees again and again: decisions are kept per FunctionID in a fixed table
  * without a lock (a FunctionID is a pointer, 8-byte aligned: its low bits hold
  * the decision); a table that is full only costs the filter again. */
@@ -52,7 +52,7 @@ static int hooked(FunctionID fid) {
         if ((e & ~(uintptr_t)7u) == fid)
             return (e & HOOKED) != 0;
     }
-    int want = calls_would_hook(fid);
+    int want = calls_recording() && calls_is_hooked(fid);
     uintptr_t entry = fid | KNOWN | (want ? HOOKED : 0);
     for (unsigned p = 0; p < PROBES; p++) {
         _Atomic uintptr_t *slot = &g_decisions[(home + p) & (DECISIONS - 1)];

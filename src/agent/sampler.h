@@ -5,7 +5,8 @@
  * interrupted stack by frame pointers into a per-thread lock-free ring. The
  * sampler thread drains the rings, resolves the addresses (managed code by
  * GetFunctionFromIP, native code by symbol, symbols.c) and aggregates the
- * stacks into one tree per OS thread, written as SampleNode events.
+ * stacks into one tree per OS thread, written as SampleNode events, with each
+ * thread's OS name (ExistingThread, no managed ThreadID).
  * Suspend mode: SuspendRuntime, DoStackSnapshot of every managed thread,
  * ResumeRuntime, every period (the runtime's own way, for comparison). */
 #ifndef DNP_SAMPLER_H
@@ -32,25 +33,10 @@ void sampler_thread_started(void);
  * resolved afresh from the sampler's next tick. Lock-free. */
 void sampler_code_unloaded(void);
 
-/* Whether the 8 bytes before a return address end with a call instruction: e8
- * rel32, or ff /2 in any of its forms (register, memory, SIB, REX prefix). */
-int sampler_follows_call(const uint8_t b[8]);
-
-/* Where the return address of the function interrupted at code[0] is, when its
- * frame pointer is not (or no longer) its own: code[0..len) is read forward,
- * straight-line, through a prologue (push rbp; push reg; sub rsp; lea rbp /
- * mov rbp, rsp), an epilogue (add rsp; pop reg; ret) or the body of a function
- * that keeps no frame, up to the instruction that decides. Returns the byte
- * offset from the interrupted stack pointer (>= 0), or -1 when RBP is the
- * function's own (pop rbp, leave, lea rsp from rbp ahead) or when code it does
- * not know (a branch, a call) comes first: the frame-pointer chain is then
- * taken as it is. */
-int sampler_return_slot(const uint8_t *code, size_t len);
-
 /* Native code without frame pointers: among nw words at sp (the stack below
  * limit), the first that points further up the stack at a frame whose saved
- * RBP points further up still and whose next word can be a return address
- * (the managed caller's RBP, saved as a callee-saved register). Its index and
+ * frame pointer points further up still and whose return address can be one
+ * (the managed caller's frame pointer, saved as a callee-saved register). Its index and
  * *fp = the word, or -1. Async-signal-safe: reads only below limit (through
  * process_vm_readv when safe). */
 int sampler_saved_fp(const uint64_t *words, uint32_t nw, uint64_t sp, uint64_t limit, int safe, uint64_t *fp);

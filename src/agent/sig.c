@@ -43,6 +43,47 @@ static int skip(const uint8_t **p, const uint8_t *end, int depth) {
     return parse(p, end, &t, depth + 1);
 }
 
+/* An ARRAY's element type, rank, sizes and lower bounds (after its tag). */
+static int parse_array(const uint8_t **p, const uint8_t *end, sig_type *out, int depth) {
+    sig_type inner;
+    if (parse(p, end, &inner, depth + 1) < 0)
+        return -1;
+    out->inner = inner.elem;
+    out->token = inner.token;
+    uint32_t rank, n, v, k;
+    if (sig_uint(p, end, &rank) < 0 || sig_uint(p, end, &n) < 0)
+        return -1;
+    out->number = rank;
+    for (k = 0; k < n; k++)
+        if (sig_uint(p, end, &v) < 0)
+            return -1;
+    if (sig_uint(p, end, &n) < 0)
+        return -1;
+    for (k = 0; k < n; k++)
+        if (sig_uint(p, end, &v) < 0) /* signed, but the same size */
+            return -1;
+    return 0;
+}
+
+/* A method signature nested in a type (FNPTR): parsed to find its end. */
+static int skip_method(const uint8_t **p, const uint8_t *end, int depth) {
+    sig_method m;
+    const uint8_t *s = *p;
+    uint32_t count, v;
+    if (s >= end)
+        return -1;
+    s++;
+    if ((s[-1] & SIG_CC_GENERIC) && sig_uint(&s, end, &v) < 0)
+        return -1;
+    if (sig_uint(&s, end, &count) < 0 || parse(&s, end, &m.ret, depth + 1) < 0)
+        return -1;
+    for (uint32_t k = 0; k < count; k++)
+        if (skip(&s, end, depth) < 0)
+            return -1;
+    *p = s;
+    return 0;
+}
+
 static int parse(const uint8_t **p, const uint8_t *end, sig_type *out, int depth) {
     if (depth > 32)
         return -1;
@@ -91,27 +132,11 @@ static int parse(const uint8_t **p, const uint8_t *end, sig_type *out, int depth
             out->token = inner.token;
             break;
         }
-        case SIG_ARRAY: {
+        case SIG_ARRAY:
             out->elem = e;
-            sig_type inner;
-            if (parse(p, end, &inner, depth + 1) < 0)
+            if (parse_array(p, end, out, depth) < 0)
                 return -1;
-            out->inner = inner.elem;
-            out->token = inner.token;
-            uint32_t rank, k;
-            if (sig_uint(p, end, &rank) < 0 || sig_uint(p, end, &n) < 0)
-                return -1;
-            out->number = rank;
-            for (k = 0; k < n; k++)
-                if (sig_uint(p, end, &v) < 0)
-                    return -1;
-            if (sig_uint(p, end, &n) < 0)
-                return -1;
-            for (k = 0; k < n; k++)
-                if (sig_uint(p, end, &v) < 0) /* signed, but the same size */
-                    return -1;
             break;
-        }
         case SIG_GENERICINST:
             if (*p >= end || (**p != SIG_CLASS && **p != SIG_VALUETYPE))
                 return -1;
@@ -124,25 +149,11 @@ static int parse(const uint8_t **p, const uint8_t *end, sig_type *out, int depth
                 if (skip(p, end, depth) < 0)
                     return -1;
             break;
-        case SIG_FNPTR: {
+        case SIG_FNPTR:
             out->elem = e;
-            sig_method m;
-            const uint8_t *s = *p;
-            /* A method signature nested in the type: parse it to find its end. */
-            if (s >= end)
+            if (skip_method(p, end, depth) < 0)
                 return -1;
-            s++;
-            uint32_t count;
-            if ((s[-1] & SIG_CC_GENERIC) && sig_uint(&s, end, &v) < 0)
-                return -1;
-            if (sig_uint(&s, end, &count) < 0 || parse(&s, end, &m.ret, depth + 1) < 0)
-                return -1;
-            for (uint32_t k = 0; k < count; k++)
-                if (skip(&s, end, depth) < 0)
-                    return -1;
-            *p = s;
             break;
-        }
         default:
             return -1;
         }

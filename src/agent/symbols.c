@@ -24,7 +24,7 @@ typedef struct sym {
 
 typedef struct module_syms {
     uintptr_t base; /* l_addr */
-    sym *syms;      /* FUNC symbols of .symtab by start; NULL: none (stripped) */
+    sym *syms;      /* FUNC symbols of .symtab by start; NULL: none (a binary without .symtab) */
     size_t n;
     char *strtab;
 } module_syms;

@@ -463,6 +463,9 @@ typedef struct ct_builder {
     /* CallsOverhead: the hooks' cost per OS thread */
     struct { uint64_t tid, inner_ps, outer_ps, wait_ns; } *ovh;
     size_t novh;
+    /* ExistingThread: OS names by OS thread id (the sampler's, for threads the runtime does not name) */
+    struct { uint64_t tid, name; } *osname;
+    size_t nosname;
     int failed;
 } ct_builder;
 
@@ -791,6 +794,22 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
         break;
     case DNP_EV_SampleNode:
         return on_sample_node(b, e);
+    case DNP_EV_ExistingThread:
+        if (e->nvalues >= DNP_NV_ExistingThread && e->v[1] && e->v[2]) {
+            size_t k = 0;
+            while (k < b->nosname && b->osname[k].tid != e->v[1])
+                k++;
+            if (k == b->nosname) {
+                void *grown = realloc(b->osname, (b->nosname + 1) * sizeof *b->osname);
+                if (!grown)
+                    return -1;
+                b->osname = grown;
+                b->nosname++;
+            }
+            b->osname[k].tid = e->v[1];
+            b->osname[k].name = e->v[2]; /* the latest */
+        }
+        break;
     case DNP_EV_MethodEnter:
         if (note_timeline(b, e) != 0)
             return -1;
@@ -823,6 +842,10 @@ static int builder_finish(ct_builder *b) {
     int rc = 0;
     if (b->nrecs) {
         rc = build_from_nodes(b);
+        for (size_t i = 0; i < ct->nthreads; i++) /* no managed name: the OS's */
+            for (size_t k = 0; k < b->nosname && !ct->threads[i].name; k++)
+                if (b->osname[k].tid == ct->threads[i].os_tid)
+                    ct->threads[i].name = dnp_trace_string(t, b->osname[k].name);
     } else if (ct->timeline_events) {
         rc = tl_end(&b->tl, tl_build_visit, b);
         ct->unmatched = b->tl.st.unmatched;
@@ -893,6 +916,7 @@ static void builder_release(ct_builder *b) {
     dnp_idmap_release(&b->func_h);
     free(b->recs);
     free(b->ovh);
+    free(b->osname);
     tl_release(&b->tl);
     for (size_t i = 0; i < b->ntl; i++)
         tree_release(&b->tl_trees[i]);

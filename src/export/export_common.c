@@ -25,6 +25,8 @@ void dnp_export_thread_label(const dnp_ct_tree *tr, char *buf, size_t len) {
         snprintf(buf, len, "thread %u (%s)", tr->thread, tr->name);
     else if (tr->thread)
         snprintf(buf, len, "thread %u (tid %llu)", tr->thread, (unsigned long long)tr->os_tid);
+    else if (tr->name) /* a native thread, by its OS tid and name */
+        snprintf(buf, len, "thread %llu (%s)", (unsigned long long)tr->os_tid, tr->name);
     else
         snprintf(buf, len, "thread tid %llu", (unsigned long long)tr->os_tid);
 }

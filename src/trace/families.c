@@ -1,6 +1,6 @@
 /* families.c: event families, their words, the COR_PRF_MONITOR bits each one
  * needs (docs/design-notes.md#event-mask), what an attached profiler keeps of them,
- * and the flags' names (src/com/prof_flags.def). */
+ * and the flags' names (src/com/flags/prof_flags.def). */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -249,7 +249,7 @@ static const struct {
     int high;
 } prf_flags[] = {
 #define DNP_PRF_FLAG(name, bit, word, after_attach) {"COR_PRF_" #name, bit##u, DNP_PRF_WORD_##word(0, 1)},
-#include "../com/prof_flags.def"
+#include "prof_flags.def"
 #undef DNP_PRF_FLAG
 };
 

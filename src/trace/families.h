@@ -2,14 +2,14 @@
  * event-mask bits each one sets (COR_PRF_MONITOR_*, docs/design-notes.md#event-mask),
  * and what of them an attached profiler may have. Shared by the agent
  * (DNPROF_EVENTS, the attach blob) and the front end (--events). The flags
- * themselves are in one table, src/com/prof_flags.def. */
+ * themselves are in one table, src/com/flags/prof_flags.def. */
 #ifndef DNP_FAMILIES_H
 #define DNP_FAMILIES_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../com/prof_flags.h"
+#include "prof_flags.h"
 #include "trace_format.h"
 
 /* What a person can read: every family but per-object allocations (and per-call

@@ -1,5 +1,6 @@
 /* test_sample.c: the README's quick start, samples/hello under dnprof, shows what
  * the sample says it does. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,5 +47,59 @@ TEST(e2e_sample_hello) {
         fprintf(stderr, "e2e: samples/hello: %s\n", why);
     ASSERT_EQ(nested, 0);
     dnp_trace_free(t);
+    return 0;
+}
+
+/* Native threads (the runtime's own, which are never managed threads) are named
+ * by their OS name in a sampled trace, and the report labels them with their
+ * OS tid and that name (issue #24 item 7b): in wall mode every thread is
+ * sampled, the runtime's EventPipe and debugger threads too. */
+TEST(e2e_sample_native_thread_names) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_sample_native_thread_names"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT_NE(dll, NULL);
+    const char *args[] = {"run", "--quiet", "--sample=wall", "-o", r.trace, "--", e2e_dotnet(),
+                          dll, "sample", "shares", "1", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT_NE(t, NULL);
+    int sample_kind = e2e_kind("SampleNode"), named_kind = e2e_kind("ExistingThread");
+    ASSERT_GE(sample_kind, 0);
+    ASSERT_GE(named_kind, 0);
+    /* a native thread: named ".NET ...", sampled, and no managed thread on its tid */
+    uint64_t tid = 0;
+    char name[64] = "";
+    for (size_t i = 0; i < t->nevents && !tid; i++) {
+        const dnp_trace_event *e = &t->events[i];
+        const char *s = e->kind == named_kind && e->v[0] == 0 ? dnp_trace_string(t, e->v[2]) : NULL;
+        if (!s || strncmp(s, ".NET ", 5) != 0)
+            continue;
+        int sampled = 0, managed = 0;
+        for (size_t j = 0; j < t->nevents; j++) {
+            const dnp_trace_event *f = &t->events[j];
+            sampled |= f->kind == sample_kind && f->v[0] == e->v[1];
+            managed |= f->kind == DNP_EV_ThreadAssignedToOSThread && f->v[1] == e->v[1];
+        }
+        if (sampled && !managed) {
+            tid = e->v[1];
+            snprintf(name, sizeof name, "%s", s);
+        }
+    }
+    dnp_trace_free(t);
+    if (!tid)
+        fprintf(stderr, "e2e: no sampled native thread named by ExistingThread (\".NET ...\")\n");
+    ASSERT_NE(tid, 0);
+    char tid_text[32], want[128];
+    snprintf(tid_text, sizeof tid_text, "%llu", (unsigned long long)tid);
+    snprintf(want, sizeof want, "thread %s (%s): ", tid_text, name);
+    const char *report[] = {"report", "--thread", tid_text, r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, report), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT_NE(out, NULL);
+    ASSERT_CONTAINS(out, want);
+    free(out);
     return 0;
 }

@@ -185,7 +185,7 @@ TEST(families_masks) {
     return 0;
 }
 
-/* The flags table (src/com/prof_flags.def) against corprof.idl's .NET Core values. */
+/* The flags table (src/com/flags/prof_flags.def) against corprof.idl's .NET Core values. */
 TEST(families_prf_flags_table) {
     ASSERT_EQ(COR_PRF_ALLOWABLE_AFTER_ATTACH, 0x106502FEu);
     ASSERT_EQ(COR_PRF_HIGH_ALLOWABLE_AFTER_ATTACH, 0xF6u);

@@ -1,11 +1,14 @@
-/* test_sampler.c: the sampler's pure parts: the call-site check that decides
- * whether a word of the stack is a return address, and native symbol names
- * (dynamic symbols, and .symtab for what is not exported). */
+/* test_sampler.c: the sampler's pure parts: the x86-64 decoder (arch/x86_64/insn.c:
+ * the call-site check that decides whether a word of the stack is a return
+ * address, where a leaf's return address is), the saved-frame-pointer guess,
+ * and native symbol names (dynamic symbols, and .symtab for what is not
+ * exported). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "arch/arch.h"
 #include "sampler.h"
 #include "symbols.h"
 #include "test.h"
@@ -16,7 +19,7 @@ static int follows(const uint8_t *insn, size_t len) {
     uint8_t b[8];
     memset(b, 0x90, sizeof b);
     memcpy(b + 8 - len, insn, len);
-    return sampler_follows_call(b);
+    return arch_follows_call(b);
 }
 
 TEST(sampler_follows_call) {
@@ -47,7 +50,7 @@ TEST(sampler_follows_call) {
     return 0;
 }
 
-#define SLOT(...) sampler_return_slot((const uint8_t[]){__VA_ARGS__}, sizeof((const uint8_t[]){__VA_ARGS__}))
+#define SLOT(...) arch_return_slot((const uint8_t[]){__VA_ARGS__}, sizeof((const uint8_t[]){__VA_ARGS__}))
 
 /* Where the return address is when RBP is not the interrupted function's own
  * (docs/sampling.md, "Frame pointers"). */

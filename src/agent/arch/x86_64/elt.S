@@ -1,4 +1,4 @@
-/* elt_amd64.S: the fast-path enter/leave/tailcall hooks (ELT3) for x86-64
+/* elt.S (arch/x86_64): the fast-path enter/leave/tailcall hooks (ELT3) for x86-64
  * System V. JITted code calls them directly, with a contract of its own
  * (dotnet/runtime src/coreclr/jit/targetamd64.h, RBM_PROFILER_*_TRASH):
  *
@@ -14,8 +14,8 @@
  * calls_hook_enter/leave/tailcall(client id, caller SP), restores and returns.
  * XMM registers are saved whole (128 bits). The C side must not touch the upper
  * halves of the YMM registers (no AVX code, no vzeroupper through glibc's
- * string functions): see calls.c. A port to another architecture is this one
- * file. */
+ * string functions): see calls.c. A port to another architecture writes its
+ * own elt.S beside its other files (arch.h). */
 
 #include "calls_layout.h"
 

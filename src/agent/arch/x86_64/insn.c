@@ -1,0 +1,198 @@
+/* insn.c (arch/x86_64): the few instructions the sampler reads (arch.h): a
+ * call before a return address, and how a function's prologue, epilogue or
+ * frameless body moves the stack pointer until the return address is found. */
+#include "arch/arch.h"
+
+/* Whether addr follows a call instruction: e8 rel32, or ff /2 in any of its
+ * forms (by register, [reg], [rip+disp32], [reg+disp8/32], with SIB, with a
+ * REX prefix). */
+int arch_follows_call(const uint8_t b[8]) {
+    if (b[3] == 0xe8)
+        return 1;
+    for (unsigned len = 2; len <= 8; len++) {
+        unsigned i = 8 - len, rex = (b[i] & 0xf0) == 0x40;
+        if (i + rex + 1 >= 8 || b[i + rex] != 0xff)
+            continue;
+        uint8_t modrm = b[i + rex + 1];
+        unsigned mod = modrm >> 6, rm = modrm & 7, n = 2 + rex;
+        if (((modrm >> 3) & 7) != 2)
+            continue;
+        if (mod != 3 && rm == 4) {
+            if (i + rex + 2 >= 8)
+                continue;
+            n++;
+            if (mod == 0 && (b[i + rex + 2] & 7) == 5)
+                n += 4;
+        }
+        if (mod == 0 && rm == 5)
+            n += 4;
+        else if (mod == 1)
+            n += 1;
+        else if (mod == 2)
+            n += 4;
+        if (n == len)
+            return 1;
+    }
+    return 0;
+}
+
+/* Length of the ModRM operand at m (ModRM, SIB, displacement); 0 when it runs
+ * past end. */
+static size_t modrm_len(const uint8_t *m, const uint8_t *end) {
+    if (m >= end)
+        return 0;
+    unsigned mod = m[0] >> 6, rm = m[0] & 7;
+    size_t n = 1;
+    if (mod != 3 && rm == 4) {
+        if (m + 1 >= end)
+            return 0;
+        n++;
+        if (mod == 0 && (m[1] & 7) == 5)
+            n += 4;
+    }
+    if (mod == 0 && rm == 5)
+        n += 4;
+    else if (mod == 1)
+        n += 1;
+    else if (mod == 2)
+        n += 4;
+    return m + n <= end ? n : 0;
+}
+
+enum { DECIDED_NOT = -1, GO_ON = -2, NOT_STACK = -3 };
+
+/* The slot found at a stack-pointer offset: the answer, or -1 below the stack. */
+static int slot_at(int64_t at) {
+    return at >= 0 ? (int)at : DECIDED_NOT;
+}
+
+/* An instruction at o (after its REX prefix rex, left bytes) that moves RSP or
+ * sets RBP: the answer when it decides, GO_ON with *delta and *next moved past
+ * it, NOT_STACK when it is none of those. */
+static int stack_op(const uint8_t *o, size_t left, unsigned rex, int64_t *delta, const uint8_t **next) {
+    unsigned op = o[0], rexb = rex & 1 ? 8 : 0;
+    if (op == 0x55 && !rexb) /* push rbp: the return address is on top */
+        return slot_at(*delta);
+    if (op == 0x5d && !rexb) /* pop rbp ahead: RBP is still the function's own */
+        return DECIDED_NOT;
+    if (op >= 0x50 && op <= 0x5f) {
+        *delta += op <= 0x57 ? -8 : 8;
+        *next = o + 1;
+        return GO_ON;
+    }
+    if (op == 0xc3 || op == 0xc2)
+        return slot_at(*delta);
+    if (op == 0xc9) /* leave */
+        return DECIDED_NOT;
+    if (rex == 0x48 && left >= 3 && (op == 0x83 || op == 0x81) && (o[1] == 0xec || o[1] == 0xc4)) {
+        size_t ilen = op == 0x83 ? 3 : 6;
+        if (left < ilen)
+            return DECIDED_NOT;
+        int64_t imm = op == 0x83 ? (int8_t)o[2] : (int32_t)(o[2] | o[3] << 8 | o[4] << 16 | (uint32_t)o[5] << 24);
+        *delta += o[1] == 0xec ? -imm : imm;
+        *next = o + ilen;
+        return GO_ON;
+    }
+    if (rex == 0x48 && left >= 3 && ((op == 0x89 && o[1] == 0xe5) || (op == 0x8b && o[1] == 0xec)))
+        return slot_at(*delta + 8); /* mov rbp, rsp: RBP will point at the saved RBP */
+    if (rex == 0x48 && ((op == 0x89 && left >= 2 && o[1] == 0xec) || (op == 0x8b && left >= 2 && o[1] == 0xe5)))
+        return DECIDED_NOT; /* mov rsp, rbp */
+    if (rex == 0x48 && op == 0x8d && left >= 2) {
+        unsigned m = o[1];
+        if ((m == 0x6c || m == 0xac) && left >= 3 && o[2] == 0x24) { /* lea rbp, [rsp+disp] */
+            if (left < (m == 0x6c ? 4u : 7u))
+                return DECIDED_NOT;
+            int64_t d = m == 0x6c ? (int8_t)o[3] : (int32_t)(o[3] | o[4] << 8 | o[5] << 16 | (uint32_t)o[6] << 24);
+            return slot_at(*delta + d + 8);
+        }
+        if ((m & 0xc7) == 0x45 || (m & 0xc7) == 0x85) /* lea rsp, [rbp+disp] (or any lea from rbp) */
+            if (((m >> 3) & 7) == 4)
+                return DECIDED_NOT;
+    }
+    return NOT_STACK;
+}
+
+/* The length of an instruction at o (after its REX prefix rex) that neither
+ * branches nor writes RSP or RBP; 0 for any other. */
+static size_t plain_len(const uint8_t *o, const uint8_t *end, unsigned rex) {
+    size_t left = (size_t)(end - o);
+    unsigned op = o[0], rexb = rex & 1 ? 8 : 0, rexr = rex & 4 ? 8 : 0;
+    unsigned reg_dest = 0, rm_dest = 0, imm = 0;
+    const uint8_t *m = o + 1;
+    if (op == 0x90)
+        return 1;
+    if (op == 0xc5 && left >= 3 && o[1] == 0xf8 && o[2] == 0x77) /* vzeroupper */
+        return 3;
+    if (op == 0x0f) {
+        if (left < 2)
+            return 0;
+        unsigned op2 = o[1];
+        m = o + 2;
+        if (op2 == 0x1f) { /* nop r/m */
+            size_t ml = modrm_len(m, end);
+            return ml ? 2 + ml : 0;
+        }
+        if (!(op2 == 0xaf || op2 == 0xb6 || op2 == 0xb7 || op2 == 0xbe || op2 == 0xbf || (op2 & 0xf0) == 0x40))
+            return 0;
+        reg_dest = 1;
+    } else if (op == 0x01 || op == 0x09 || op == 0x21 || op == 0x29 || op == 0x31 || op == 0x89 || op == 0x39 ||
+               op == 0x85) {
+        rm_dest = 1;
+    } else if (op == 0x03 || op == 0x0b || op == 0x23 || op == 0x2b || op == 0x33 || op == 0x8b || op == 0x8d ||
+               op == 0x3b || op == 0x63) {
+        reg_dest = 1;
+    } else if (op == 0x69 || op == 0x6b) {
+        reg_dest = 1;
+        imm = op == 0x69 ? 4 : 1;
+    } else if (op == 0x83 || op == 0xc1 || op == 0x81 || op == 0xc7) {
+        rm_dest = 1;
+        imm = op == 0x81 || op == 0xc7 ? 4 : 1;
+    } else if (op == 0xd1 || op == 0xd3) {
+        rm_dest = 1;
+    } else if (op == 0xff || op == 0xf7) {
+        if (left < 2)
+            return 0;
+        unsigned r = (o[1] >> 3) & 7; /* ff: inc, dec; f7: not, neg only */
+        if (op == 0xff ? r > 1 : (r != 2 && r != 3))
+            return 0;
+        rm_dest = 1;
+    } else if (op >= 0xb8 && op <= 0xbf) {
+        unsigned r = (op & 7) | rexb;
+        size_t n = 1 + (rex & 8 ? 8 : 4);
+        return r == 4 || r == 5 || left < n ? 0 : n;
+    } else {
+        return 0; /* a branch, a call, or what is not known here */
+    }
+    size_t ml = modrm_len(m, end);
+    if (!ml)
+        return 0;
+    unsigned mod = m[0] >> 6, reg = ((m[0] >> 3) & 7) | rexr, rm = (m[0] & 7) | rexb;
+    if (reg_dest && (reg == 4 || reg == 5))
+        return 0;
+    if (rm_dest && mod == 3 && (rm == 4 || rm == 5))
+        return 0;
+    if (m + ml + imm > end)
+        return 0;
+    return (size_t)(m + ml + imm - o);
+}
+
+int arch_return_slot(const uint8_t *code, size_t len) {
+    const uint8_t *p = code, *end = code + len;
+    int64_t delta = 0; /* the stack pointer at p, from the interrupted one */
+    for (int steps = 0; steps < 32 && p < end; steps++) {
+        unsigned rex = (p[0] & 0xf0) == 0x40 ? p[0] : 0;
+        const uint8_t *o = p + (rex ? 1 : 0);
+        if (o >= end)
+            return -1;
+        int r = stack_op(o, (size_t)(end - o), rex, &delta, &p);
+        if (r == GO_ON)
+            continue;
+        if (r != NOT_STACK)
+            return r;
+        size_t n = plain_len(o, end, rex);
+        if (!n)
+            return -1;
+        p = o + n;
+    }
+    return -1;
+}

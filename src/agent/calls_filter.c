@@ -1,0 +1,254 @@
+/* calls_filter.c: which functions are hooked (calls.h): the runtime's function
+ * ID mapper, the filters it applies (--include, --exclude, --all-code, the
+ * program's own code by default) and the hooked functions' entries, the client
+ * IDs the hooks get. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "callbacks.h"
+#include "calls.h"
+#include "calls_internal.h"
+
+#define FN_CHUNK 1024u
+#define TEXT_MAX 4096
+
+static struct {
+    int all_code;
+    char include[1024], exclude[1024];
+    pthread_mutex_t fn_mu; /* the function arena and map: the mapper, and threads' ends */
+    calls_fn *fn_chunk;
+    unsigned fn_used;
+} G = {
+    .fn_mu = PTHREAD_MUTEX_INITIALIZER,
+};
+
+void calls_filter_set(int all_code, const char *include, const char *exclude) {
+    G.all_code = all_code;
+    snprintf(G.include, sizeof G.include, "%s", include ? include : "");
+    snprintf(G.exclude, sizeof G.exclude, "%s", exclude ? exclude : "");
+}
+
+void calls_filter_record(uint64_t mode) {
+    REC(CallsConfig, mode, (uint64_t)G.all_code, rec_string(G.include, strlen(G.include)),
+        rec_string(G.exclude, strlen(G.exclude)));
+}
+
+
+static int glob_match(const char *p, const char *pe, const char *s) {
+    const char *star = NULL, *back = NULL;
+    while (*s) {
+        if (p < pe && (*p == '?' || *p == *s)) {
+            p++;
+            s++;
+        } else if (p < pe && *p == '*') {
+            star = ++p;
+            back = s;
+        } else if (star) {
+            p = star;
+            s = ++back;
+        } else {
+            return 0;
+        }
+    }
+    while (p < pe && *p == '*')
+        p++;
+    return p == pe;
+}
+
+/* Whether name matches one of the comma-separated globs of list. */
+static int globs_match(const char *list, const char *name) {
+    const char *p = list;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > p && t[-1] == ' ')
+            t--;
+        if (t > p && glob_match(p, t, name))
+            return 1;
+        p = e;
+    }
+    return 0;
+}
+
+static int framework_module(ModuleID module) {
+    WCHAR w[1024];
+    char path[2048];
+    ULONG len = 0;
+    LPCBYTE base = NULL;
+    AssemblyID assembly = 0;
+    DWORD flags = 0;
+    if (!module || !AGENT_HAS_INFO(GetModuleInfo2) ||
+        FAILED(INFO_CALL(GetModuleInfo2, module, &base, 1024, &len, w, &assembly, &flags)) || len <= 1)
+        return 0;
+    names_utf16_to_utf8(w, len <= 1024 ? len - 1 : (size_t)-1, path, sizeof path);
+    return strstr(path, "/shared/Microsoft.") != NULL;
+}
+
+/* Whether a function is hooked (calls_filter_wants in calls.h). */
+int calls_filter_wants(const char *name, int all_code, const char *include, const char *exclude,
+                       int framework) {
+    if (exclude && *exclude && globs_match(exclude, name))
+        return 0;
+    if (include && *include)
+        return globs_match(include, name);
+    if (all_code)
+        return 1;
+    if (framework)
+        return 0;
+    static const char *const framework_prefixes[] = {"System.", "Microsoft.", "Internal.", "Interop",
+                                                     "<"};
+    for (size_t i = 0; i < sizeof framework_prefixes / sizeof *framework_prefixes; i++)
+        if (strncmp(name, framework_prefixes[i], strlen(framework_prefixes[i])) == 0)
+            return 0;
+    return 1;
+}
+
+/* A new entry (under fn_mu). */
+static calls_fn *fn_new(void) {
+    if (!G.fn_chunk || G.fn_used == FN_CHUNK) {
+        calls_fn *c = calloc(FN_CHUNK, sizeof *c);
+        if (!c)
+            return NULL;
+        G.fn_chunk = c; /* the old chunk stays: its entries are in use */
+        G.fn_used = 0;
+    }
+    return &G.fn_chunk[G.fn_used++];
+}
+
+/* The functions mapped so far, by FunctionID (under fn_mu): the runtime asks
+ * again for each new code version of a function (tier 1, and on-stack
+ * replacement, whose code returns through the same frame the tier-0 code
+ * entered), and every version must get the same client ID. */
+static struct {
+    FunctionID *ids;
+    calls_fn **fns; /* NULL: not hooked */
+    size_t mask, n;
+} F;
+
+static int fn_lookup(FunctionID fid, calls_fn **out) {
+    if (!F.ids)
+        return 0;
+    for (size_t j = (size_t)((fid >> 4) * 0x9E3779B97F4A7C15ull >> 20) & F.mask;; j = (j + 1) & F.mask) {
+        if (F.ids[j] == fid) {
+            *out = F.fns[j];
+            return 1;
+        }
+        if (!F.ids[j])
+            return 0;
+    }
+}
+
+static void fn_remember(FunctionID fid, calls_fn *f) {
+    if (!fid || (F.n + 1) * 2 > (F.ids ? F.mask + 1 : 0)) {
+        size_t cap = F.ids ? (F.mask + 1) * 2 : 1024;
+        FunctionID *ids = calloc(cap, sizeof *ids);
+        calls_fn **fns = calloc(cap, sizeof *fns);
+        if (!fid || !ids || !fns) {
+            free(ids);
+            free(fns);
+            return;
+        }
+        for (size_t i = 0; F.ids && i <= F.mask; i++) {
+            if (!F.ids[i])
+                continue;
+            size_t j = (size_t)((F.ids[i] >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+            while (ids[j])
+                j = (j + 1) & (cap - 1);
+            ids[j] = F.ids[i];
+            fns[j] = F.fns[i];
+        }
+        free(F.ids);
+        free(F.fns);
+        F.ids = ids;
+        F.fns = fns;
+        F.mask = cap - 1;
+    }
+    size_t j = (size_t)((fid >> 4) * 0x9E3779B97F4A7C15ull >> 20) & F.mask;
+    while (F.ids[j] && F.ids[j] != fid)
+        j = (j + 1) & F.mask;
+    if (!F.ids[j])
+        F.n++;
+    F.ids[j] = fid;
+    F.fns[j] = f;
+}
+
+/* Whether the filters want fid; its module and token. */
+static int fn_wanted(FunctionID fid, ModuleID *module, mdToken *token) {
+    ClassID cls = 0;
+    *module = 0;
+    *token = 0;
+    INFO_CALL(GetFunctionInfo, fid, &cls, module, token);
+    int framework = !G.all_code && !G.include[0] && framework_module(*module);
+    if (framework)
+        return 0; /* most of what the runtime asks about: no name needed */
+    char name[TEXT_MAX];
+    names_function_text(fid, name, sizeof name);
+    return calls_filter_wants(name, G.all_code, G.include, G.exclude, framework);
+}
+
+int calls_is_hooked(uint64_t fid) {
+    calls_fn *known;
+    pthread_mutex_lock(&G.fn_mu);
+    int seen = fn_lookup(fid, &known);
+    pthread_mutex_unlock(&G.fn_mu);
+    if (seen)
+        return known != NULL;
+    ModuleID module;
+    mdToken token;
+    return fid && fn_wanted(fid, &module, &token);
+}
+
+UINT_PTR calls_mapper(FunctionID fid, void *data, BOOL *hook) {
+    (void)data;
+    *hook = 0;
+    calls_fn *known;
+    pthread_mutex_lock(&G.fn_mu);
+    int seen = fn_lookup(fid, &known);
+    pthread_mutex_unlock(&G.fn_mu);
+    if (seen) {
+        *hook = known != NULL;
+        return known ? (UINT_PTR)known : fid;
+    }
+    ModuleID module;
+    mdToken token;
+    if (!fn_wanted(fid, &module, &token)) {
+        pthread_mutex_lock(&G.fn_mu);
+        fn_remember(fid, NULL);
+        pthread_mutex_unlock(&G.fn_mu);
+        return fid;
+    }
+    pthread_mutex_lock(&G.fn_mu);
+    calls_fn *f = fn_lookup(fid, &known) ? known : fn_new(); /* another thread may have been first */
+    if (f && !f->id) {
+        f->id = fid;
+        f->module = module;
+        f->token = token;
+        f->name = names_get(NAMES_FUNCTION, fid, 1);
+        fn_remember(fid, f);
+    }
+    pthread_mutex_unlock(&G.fn_mu);
+    if (!f)
+        return fid;
+    *hook = 1;
+    return (UINT_PTR)f;
+}
+
+void calls_fns_forget(int (*owns)(const void *owner, const struct cnode *n), const void *owner, calls_fn *extra) {
+    pthread_mutex_lock(&G.fn_mu);
+    struct cnode *d = extra ? __atomic_load_n(&extra->last, __ATOMIC_RELAXED) : NULL;
+    if (d && owns(owner, d))
+        __atomic_store_n(&extra->last, NULL, __ATOMIC_RELAXED);
+    for (size_t i = 0; F.fns && i <= F.mask; i++) {
+        calls_fn *f = F.fns[i];
+        struct cnode *n = f ? __atomic_load_n(&f->last, __ATOMIC_RELAXED) : NULL;
+        if (n && owns(owner, n))
+            __atomic_store_n(&f->last, NULL, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&G.fn_mu);
+}

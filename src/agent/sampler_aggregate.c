@@ -1,0 +1,297 @@
+/* sampler_aggregate.c: the sampler's trees (sampler.h), on the sampler thread.
+ * The rings are drained into one tree per OS thread, of bounded size; each
+ * record's raw addresses become frames (the caller a frame-pointer chain skips
+ * is found on the stack: prologues, epilogues, native code without frame
+ * pointers). Changed nodes are written as SampleNode events, and each sampled
+ * thread's OS name (/proc/self/task/TID/comm) as an ExistingThread event with
+ * no managed ThreadID: native threads have no other name in the trace. */
+#include "sampler_internal.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "callbacks.h"
+
+static uint32_t node_hash(uint32_t tid, uint32_t parent, uint64_t key) {
+    uint64_t x = key * 0x9E3779B97F4A7C15ull ^ ((uint64_t)tid << 32 | parent) * 0xC2B2AE3D27D4EB4Full;
+    return (uint32_t)(x >> 40) & (NODE_HASH - 1);
+}
+
+/* The child of parent for a frame; 0 when the trees are full. */
+static uint32_t node_child(uint32_t tid, uint32_t parent, uint64_t func, uint32_t name) {
+    uint64_t key = func ? func : (uint64_t)name | 1ull << 63;
+    uint32_t h = node_hash(tid, parent, key);
+    while (S.hash[h]) {
+        anode *n = &S.nodes[S.hash[h] - 1];
+        if (n->key == key && n->parent == parent && n->tid == tid)
+            return S.hash[h] - 1;
+        h = (h + 1) & (NODE_HASH - 1);
+    }
+    if (S.nnodes == MAX_NODES)
+        return 0;
+    uint32_t i = S.nnodes++;
+    anode *n = &S.nodes[i];
+    n->tid = tid;
+    n->parent = parent;
+    n->key = key;
+    n->func = func;
+    n->name = name;
+    S.hash[h] = i + 1;
+    return i;
+}
+
+static void node_count(uint32_t i, int self, uint32_t w) {
+    anode *n = &S.nodes[i];
+    n->samples += w;
+    n->self += self ? w : 0;
+    if (!n->dirty) {
+        n->dirty = 1;
+        S.dirty[S.ndirty++] = i;
+    }
+}
+
+/* A stack, leaf first: frame k is (funcs[k], names[k]). When the trees are
+ * full, the deepest node reached holds the sample. */
+static void tree_add(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n, uint32_t w) {
+    uint32_t node = 0;
+    S.samples += w;
+    for (uint32_t k = n; k-- > 0;) {
+        uint32_t c = node_child(tid, node, funcs[k], names[k]);
+        if (!c) {
+            S.truncated++;
+            if (node) {
+                S.nodes[node].samples -= w;
+                node_count(node, 1, w);
+            }
+            return;
+        }
+        node_count(c, k == 0, w);
+        node = c;
+    }
+}
+
+/* ---- thread names ---- */
+
+/* The thread's OS name, written when it changed since last written. Off the
+ * signal path: a read of /proc/self/task/TID/comm. */
+static void name_write(named *t) {
+    char path[64], buf[64];
+    snprintf(path, sizeof path, "/proc/self/task/%u/comm", t->tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return; /* gone: the name written before stays */
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == 0))
+        n--;
+    if (n <= 0)
+        return;
+    uint32_t name = rec_string(buf, (size_t)n);
+    if (name && name != t->name) {
+        REC(ExistingThread, 0, t->tid, name);
+        t->name = name;
+    }
+}
+
+/* A thread of the trees was sampled: its name is written now if new, or
+ * looked at again at the next emit. */
+static void name_sampled(uint32_t tid) {
+    if (!S.named || !tid)
+        return;
+    uint32_t h = (tid * 0x9E3779B1u) & (NAMED_MAX - 1);
+    while (S.named[h].tid && S.named[h].tid != tid)
+        h = (h + 1) & (NAMED_MAX - 1);
+    named *t = &S.named[h];
+    if (!t->tid) {
+        if (S.nnamed * 2 >= NAMED_MAX)
+            return; /* full: the thread keeps its number only */
+        S.nnamed++;
+        t->tid = tid;
+        name_write(t);
+        return;
+    }
+    t->sampled = 1;
+}
+
+/* Threads sampled since the last emit: their names again (threads rename
+ * themselves: the runtime's thread pool, Thread.Name). */
+static void names_refresh(void) {
+    for (uint32_t i = 0; S.named && i < NAMED_MAX; i++) {
+        if (S.named[i].tid && S.named[i].sampled) {
+            S.named[i].sampled = 0;
+            name_write(&S.named[i]);
+        }
+    }
+}
+
+void sampler_aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n, uint32_t w) {
+    name_sampled(tid);
+    tree_add(tid, funcs, names, n, w);
+}
+
+/* ---- a record's frames ---- */
+
+/* A stack being made, leaf first (MAX_DEPTH frames, and what the leaf's
+ * caller adds: [waiting], a native caller, the managed caller). */
+typedef struct frames {
+    uint64_t funcs[MAX_DEPTH + 4];
+    uint32_t names[MAX_DEPTH + 4];
+    uint32_t m;
+} frames;
+
+static void push(frames *st, uint64_t func, uint32_t name) {
+    st->funcs[st->m] = func;
+    st->names[st->m++] = name;
+}
+
+/* The lowest word below where the chain starts that returns into managed code
+ * after a call, not one of the chain's: 0 if none. *via: the native caller of
+ * a native leaf (libc under libcoreclr) on the way, when named otherwise. */
+static uint64_t managed_below(const srec *r, uint32_t name, uint32_t *via) {
+    uint32_t below = r->fpoff / 8 < r->nwords ? r->fpoff / 8 : r->nwords;
+    int seen_native = 0;
+    *via = 0;
+    for (uint32_t i = 0; i < below; i++) {
+        uint64_t w = r->words[i];
+        /* most words are data: no cache entry for what no executable mapping
+         * holds (the list is not read again for them) */
+        if (w < 4096 || (S.nexec && !sampler_exec_find(w - 1)) || !sampler_is_return_address(w))
+            continue;
+        int chained = 0;
+        for (uint32_t j = 1; j < r->n && !chained; j++)
+            chained = r->ip[j] == w;
+        const ipent *c = chained ? NULL : sampler_resolve(w - 1);
+        if (c && c->managed)
+            return w;
+        if (c && !seen_native) {
+            seen_native = 1;
+            *via = c->name != name ? c->name : 0;
+        }
+    }
+    return 0;
+}
+
+/* The leaf's own frame (func, name; native: named native code) and its
+ * caller, when the frame-pointer chain skips the caller: 1 when pushed, 0 when
+ * the chain is taken as it is. *n: the chain's length, cut to the leaf when it
+ * came from a guess the stack did not confirm. */
+static int leaf_caller(frames *st, const srec *r, uint64_t func, uint32_t name, int native, uint32_t *n) {
+    int walked = !(r->flags & REC_UNWALKED);
+    int chain_native = 0; /* the chain's next frame is native code's own: its managed caller is further up */
+    if (native && *n >= 2 && sampler_is_return_address(r->ip[1]))
+        chain_native = !sampler_resolve(r->ip[1] - 1)->managed;
+    if (native && !chain_native && walked) {
+        /* Native code without frame pointers (libcoreclr's allocation
+         * helpers, the GC) called from a managed method leaves the frame
+         * pointer as that method's: the chain gives the method's caller and
+         * skips it. Its return address is below where the chain starts (the
+         * native frames under it are shown as one). Not when the chain goes on
+         * through native code (the frame pointer is a native frame's own): a
+         * managed address below it is a stale word. */
+        uint32_t via;
+        uint64_t managed = managed_below(r, name, &via);
+        if (managed) {
+            const ipent *c = sampler_resolve(managed - 1);
+            push(st, func, name);
+            if (via)
+                push(st, 0, via);
+            push(st, c->func, c->name);
+            S.fixed++;
+            return 1;
+        }
+        if (r->flags & REC_FP_FOUND)
+            *n = 1; /* a chain found by a guess the stack did not confirm */
+    }
+    if (walked) {
+        /* In a prologue or an epilogue, or in a function that keeps no frame,
+         * the frame pointer is the caller's: the chain gives the caller's
+         * caller, and the caller's return address is on the stack near SP. */
+        int slot = sampler_leaf_slot(r->ip[0]);
+        uint64_t ra = slot >= 0 && (uint32_t)slot < r->nwords ? r->words[slot] : 0;
+        if (ra && (*n < 2 || ra != r->ip[1]) && sampler_is_return_address(ra)) {
+            const ipent *c = sampler_resolve(ra - 1);
+            push(st, func, name);
+            push(st, c->func, c->name);
+            S.fixed++;
+            return 1;
+        }
+    }
+    if (native && r->top && (*n < 2 || r->top != r->ip[1]) && sampler_is_return_address(r->top)) {
+        /* a native leaf that keeps no frame (libc): its caller's return
+         * address is at the stack pointer when it pushed nothing */
+        const ipent *c = sampler_resolve(r->top - 1);
+        push(st, func, name);
+        push(st, c->func, c->name);
+        return 1;
+    }
+    return 0;
+}
+
+static void aggregate_record(uint32_t tid, const srec *r) {
+    frames st;
+    st.m = 0;
+    if (r->flags & REC_WAITING)
+        push(&st, 0, S.waiting_name);
+    uint32_t n = r->n;
+    for (uint32_t k = 0; k < n && k < MAX_DEPTH; k++) {
+        /* a return address points after its call: resolve the call itself;
+         * one that is not after a call ends the stack (the frame pointer
+         * chain went through code that does not keep one) */
+        int osr = k < 64 && (r->extra >> k & 1);
+        if (k && !sampler_is_return_address(r->ip[k])) {
+            if (osr)
+                continue; /* a word the OSR scan found that is no return address */
+            break;
+        }
+        S.resolving_pc = k == 0;
+        const ipent *e = sampler_resolve(k ? r->ip[k] - 1 : r->ip[k]);
+        S.resolving_pc = 0;
+        uint64_t func = e->func; /* copied: a later lookup may clear the cache */
+        uint32_t name = e->name;
+        if (k == 0 && leaf_caller(&st, r, func, name, !e->managed && e->mapped, &n))
+            continue;
+        uint32_t m = st.m;
+        if (m && !func && !st.funcs[m - 1] && st.names[m - 1] == name)
+            continue; /* "[libcoreclr.so]" once for a run of its unnamed frames */
+        if (m && func && st.funcs[m - 1] == func && k + 1 < 64 && (r->extra >> (k + 1) & 1))
+            continue; /* an OSR method's patchpoint call in its Tier0 code: one frame */
+        push(&st, func, name);
+    }
+    sampler_aggregate(tid, st.funcs, st.names, st.m, r->weight ? r->weight : 1);
+}
+
+void sampler_drain(void) {
+    for (unsigned i = 0; i < S.nslots; i++) {
+        sslot *s = &S.slots[i];
+        int tid = atomic_load(&s->tid);
+        if (!tid)
+            continue;
+        unsigned h = atomic_load_explicit(&s->head, memory_order_acquire);
+        unsigned t = atomic_load_explicit(&s->tail, memory_order_relaxed);
+        for (; t != h; t++) {
+            const srec *r = &s->ring[t % RING];
+            if (tid > 0)
+                aggregate_record((uint32_t)tid, r);
+            atomic_store_explicit(&s->tail, t + 1, memory_order_release);
+        }
+        S.dropped += atomic_exchange(&s->dropped, 0);
+        if (tid < 0) {
+            atomic_store(&s->head, 0);
+            atomic_store(&s->tail, 0);
+            atomic_store(&s->tid, 0);
+        }
+    }
+}
+
+void sampler_emit_dirty(void) {
+    names_refresh();
+    for (uint32_t k = 0; k < S.ndirty; k++) {
+        anode *n = &S.nodes[S.dirty[k]];
+        n->dirty = 0;
+        REC(SampleNode, n->tid, S.dirty[k], n->parent, n->func, n->name, n->samples,
+            n->samples * S.period_ns, n->self * S.period_ns, n->self);
+    }
+    S.ndirty = 0;
+}

@@ -1,0 +1,177 @@
+/* sampler_internal.h: what the sampler's files share (sampler.h is the rest of
+ * the agent's interface): the per-thread slots and their rings, written by the
+ * signal handler (sampler_walk.c) and read by the sampler thread; the address
+ * cache (sampler_resolve.c); the trees (sampler_aggregate.c); and the one state
+ * all of them keep, S. */
+#ifndef DNP_SAMPLER_INTERNAL_H
+#define DNP_SAMPLER_INTERNAL_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "sampler.h"
+
+#define SAMPLER_SIGNAL SIGPROF
+#define MAX_SLOTS 4096u        /* threads sampled at once */
+#define MAX_DEPTH 128u         /* frames kept per sample */
+#define STACK_GUESS (8u << 20) /* how far above SP a walk may read before the stack's bounds are known */
+#define SCAN_WORDS 512u        /* words a sample may read looking for frames the chain skips (OSR) */
+#define SCAN_CHUNK 64u         /* of which, before the stack's bounds are known, per frame */
+#define SP_WORDS 64u           /* words kept from the interrupted stack pointer up */
+#define SP_WORDS_MIN 8u        /* of which at least, before the stack's bounds are known */
+#define RING 32u               /* samples a thread may hold before the sampler drains them */
+#define MAX_NODES (1u << 18)   /* nodes of all trees together */
+#define NODE_HASH (1u << 19)
+#define IP_CACHE (1u << 16)
+#define NAMED_MAX 8192u        /* threads whose OS name is written (a table, never shrunk) */
+#define SCAN_MS 100            /* how often new threads are looked for */
+#define EMIT_MS 500            /* how often changed nodes are written, at first: then every */
+#define EMIT_FRACTION 60       /* 1/60 of the time sampled so far (a minute after an hour) */
+#define EXEC_MS 100            /* how old the list of executable mappings may be before a miss reads it again */
+#define EXEC_PC_MS 10          /* the same, when an interrupted PC is in none of them */
+#define CACHE_MS 2000          /* how long a resolved address is trusted (code unloads) */
+#define MAX_FDS 65536          /* perf event fds the handler can map to a slot */
+
+enum { REC_WAITING = 1, REC_UNWALKED = 2, REC_FP_FOUND = 4 };
+
+typedef struct srec {
+    uint32_t n, flags;
+    uint32_t weight; /* periods it stands for: 1 + the timer's overruns */
+    uint64_t top; /* the word at the stack pointer: maybe the leaf's return address */
+    uint64_t extra;  /* bit k: ip[k] was found by the OSR scan, not by the chain */
+    uint32_t nwords;
+    uint32_t fpoff; /* where the chain starts (the frame pointer, or one saved at SP), above SP, in bytes; 0 none */
+    uint64_t words[SP_WORDS]; /* the first words at the stack pointer (nwords of them) */
+    uint64_t ip[MAX_DEPTH];
+} srec;
+
+typedef struct sslot {
+    atomic_int tid;             /* the thread sampled, 0 free */
+    atomic_ullong lo, hi;       /* its stack mapping, 0 until known */
+    atomic_ullong probe_sp;     /* a stack pointer the handler saw outside [lo, hi) */
+    atomic_uint head, tail;     /* the ring: head written by the handler, tail by the sampler */
+    atomic_uint dropped;
+    timer_t timer;
+    int has_timer;
+    int perf_fd1;               /* the thread's task-clock event's fd + 1, 0 none */
+    unsigned seen;              /* the scan that last found the thread */
+    srec ring[RING];
+} sslot;
+
+typedef struct anode {
+    uint32_t tid, parent;
+    uint64_t key; /* FunctionID, or a native name's string number | 1 << 63 */
+    uint64_t func;
+    uint32_t name;
+    uint8_t dirty;
+    uint64_t samples, self;
+} anode;
+
+typedef struct ipent {
+    uint64_t ip;      /* 0: empty */
+    uint64_t func;    /* FunctionID, 0 for native */
+    uint32_t name;    /* string number */
+    uint8_t managed, mapped;
+    uint8_t call;     /* ip + 1 follows a call instruction: 0 not known yet, 1 yes, 2 no */
+    uint8_t code;     /* ip lies in an executable mapping */
+    uint8_t resolved; /* func and name are known */
+    int8_t slot;      /* as an interrupted PC: arch_return_slot / 8, -1 none, -2 not known yet */
+    uint32_t exec_gen; /* the list of executable mappings that said "not code" */
+} ipent;
+
+typedef struct xrange {
+    uint64_t lo, hi;
+} xrange;
+
+/* A thread of the trees and the OS name last written for it (sampler_aggregate.c). */
+typedef struct named {
+    uint32_t tid;     /* 0: empty */
+    uint32_t name;    /* string number of the name written, 0 none yet */
+    uint8_t sampled;  /* samples since the name was last read */
+} named;
+
+typedef struct sampler_state {
+    int mode;
+    unsigned rate;
+    uint64_t period_ns;
+    atomic_int running; /* the handler works only while set */
+    atomic_int stop;
+    pthread_mutex_t stop_mu; /* the sampler sleeps on stop_cv: a stop wakes it at once */
+    pthread_cond_t stop_cv;
+    int cv_ready;
+    atomic_int rescan; /* a thread started: scan now */
+    atomic_int stale;  /* code was unloaded: forget resolved addresses */
+    pthread_t thread;
+    int thread_running;
+    int handler_installed;
+    int sampler_tid;
+
+    sslot *slots; /* MAX_SLOTS, mmap'd: the handler validates a slot by its address */
+    sslot **fd_slot; /* MAX_FDS: a perf event's fd to its slot */
+    int perf;        /* CPU mode: 1 perf task-clock events, 0 not tried yet, -1 POSIX CPU timers */
+    int perf_exclude_kernel;
+    unsigned scan;
+    unsigned nslots; /* slots ever used: the loops stop there */
+
+    anode *nodes;
+    uint32_t nnodes;
+    uint32_t *hash; /* node index + 1, 0 empty */
+    uint32_t *dirty;
+    uint32_t ndirty;
+    named *named; /* NAMED_MAX, by tid */
+    uint32_t nnamed;
+
+    ipent *cache;
+    uint32_t ncache;
+    uint64_t cache_born;
+
+    xrange *exec;   /* the executable mappings, by address (/proc/self/maps) */
+    size_t nexec, capexec;
+    uint64_t exec_born;
+    uint32_t exec_gen; /* bumped by every read */
+    uint64_t exec_pc_quiet; /* no reading for an unlisted PC before then */
+
+    uint32_t waiting_name, unknown_name;
+    int resolving_pc; /* resolve() is naming an interrupted PC */
+    uint64_t samples, dropped, truncated, threads;
+    uint64_t fixed; /* samples whose caller came from the stack, not the frame pointer */
+    uint64_t scans, maps_reads, resolves, cpu_ns; /* the sampler's own work, for a note */
+} sampler_state;
+
+extern sampler_state sampler_s;
+#define S sampler_s /* the short name, in the sampler's files only */
+
+uint64_t sampler_now_ns(void);
+
+/* The signal side (sampler_walk.c): one sample of the interrupted thread into
+ * its slot's ring. Async-signal-safe. */
+void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight);
+
+/* Timers and signals (sampler_signal.c), the sampler thread's side. */
+int sampler_handler_install(void);
+void sampler_handler_remove(void);
+void sampler_scan_threads(void);
+void sampler_find_stacks(void);
+void sampler_signal_all(void);
+void sampler_slot_disarm(sslot *s);
+
+/* Addresses (sampler_resolve.c). */
+void sampler_cache_clear(uint64_t now);
+void sampler_exec_refresh(void);
+int sampler_exec_find(uint64_t a);
+const ipent *sampler_resolve(uint64_t ip);
+int sampler_is_return_address(uint64_t addr);
+int sampler_leaf_slot(uint64_t ip);
+
+/* The trees (sampler_aggregate.c). */
+void sampler_aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n, uint32_t w);
+void sampler_drain(void);
+void sampler_emit_dirty(void);
+
+/* Suspend mode (sampler_suspend.c): one round of the runtime's stack walks. */
+void sampler_suspend_sample(void);
+
+#endif

@@ -1,0 +1,199 @@
+/* sampler_resolve.c: naming the sampled addresses, on the sampler thread
+ * (sampler.h): managed code by GetFunctionFromIP, native code by symbol
+ * (symbols.c), through a cache that is cleared every CACHE_MS and when code
+ * unloads; whether a word is a return address (executable memory, after a
+ * call instruction: arch_follows_call); where a leaf's return address is when
+ * its frame pointer is not its own (arch_return_slot). */
+#include "sampler_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "arch/arch.h"
+#include "callbacks.h"
+#include "symbols.h"
+
+uint64_t sampler_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void sampler_cache_clear(uint64_t now) {
+    memset(S.cache, 0, IP_CACHE * sizeof *S.cache);
+    S.ncache = 0;
+    S.cache_born = now;
+}
+
+
+/* The executable mappings, read again when an address is in none of them and
+ * the list is older than EXEC_MS (code heaps grow). */
+void sampler_exec_refresh(void) {
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return;
+    S.maps_reads++;
+    S.nexec = 0;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long lo, hi;
+        char perms[8];
+        if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3 || perms[2] != 'x')
+            continue;
+        if (S.nexec == S.capexec) {
+            size_t cap = S.capexec ? S.capexec * 2 : 256;
+            xrange *grown = realloc(S.exec, cap * sizeof *grown);
+            if (!grown)
+                break;
+            S.exec = grown;
+            S.capexec = cap;
+        }
+        S.exec[S.nexec].lo = lo; /* /proc/self/maps is sorted by address */
+        S.exec[S.nexec++].hi = hi;
+    }
+    fclose(f);
+    S.exec_born = sampler_now_ns();
+    S.exec_gen++;
+}
+
+int sampler_exec_find(uint64_t a) {
+    size_t lo = 0, hi = S.nexec;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (a < S.exec[mid].lo)
+            hi = mid;
+        else if (a >= S.exec[mid].hi)
+            lo = mid + 1;
+        else
+            return 1;
+    }
+    return 0;
+}
+
+static int exec_contains(uint64_t a) {
+    if (sampler_exec_find(a))
+        return 1;
+    if (sampler_now_ns() - S.exec_born < EXEC_MS * 1000000ull)
+        return 0;
+    sampler_exec_refresh();
+    return sampler_exec_find(a);
+}
+
+/* The cache entry of ip, made if new: whether ip is in executable memory is
+ * known, nothing else yet (no call into the runtime). */
+static ipent *entry(uint64_t ip) {
+    uint32_t h = (uint32_t)((ip * 0x9E3779B97F4A7C15ull) >> 48) & (IP_CACHE - 1);
+    while (S.cache[h].ip) {
+        ipent *e = &S.cache[h];
+        if (e->ip == ip) {
+            if (!e->code && (e->exec_gen != S.exec_gen || sampler_now_ns() - S.exec_born >= EXEC_MS * 1000000ull) &&
+                exec_contains(ip)) {
+                e->code = 1; /* code that came after the list said no */
+                e->name = 0;
+            }
+            if (!e->code)
+                e->exec_gen = S.exec_gen;
+            return e;
+        }
+        h = (h + 1) & (IP_CACHE - 1);
+    }
+    if (S.ncache * 2 >= IP_CACHE) {
+        sampler_cache_clear(S.cache_born);
+        return entry(ip);
+    }
+    ipent *e = &S.cache[h];
+    e->ip = ip;
+    e->slot = -2;
+    S.ncache++;
+    e->code = (uint8_t)exec_contains(ip);
+    e->exec_gen = S.exec_gen;
+    if (!e->code)
+        e->name = S.unknown_name;
+    return e;
+}
+
+/* ip named: native modules by symbol; the runtime is asked only about
+ * executable memory outside them (JIT code, stubs, the ReadyToRun images it
+ * mapped itself), and only for the interrupted PC or a checked return address:
+ * GetFunctionFromIP can fault on an address inside a ReadyToRun image that is
+ * not code. */
+const ipent *sampler_resolve(uint64_t ip) {
+    ipent *e = entry(ip);
+    if (!e->code && ip == e->ip && e->name == S.unknown_name && S.resolving_pc) {
+        /* An interrupted PC is code, whatever the list says: code the list
+         * does not hold yet (just compiled), so its callers' return addresses
+         * may be in new code too. Read again, if older than EXEC_PC_MS. */
+        uint64_t now = sampler_now_ns();
+        if (now - S.exec_born >= EXEC_PC_MS * 1000000ull && now >= S.exec_pc_quiet) {
+            sampler_exec_refresh();
+            if (!sampler_exec_find(ip)) /* code outside every mapping: no use reading again soon */
+                S.exec_pc_quiet = now + CACHE_MS * 1000000ull;
+        }
+        e->code = 1;
+        e->name = 0;
+    }
+    if (e->resolved || !e->code)
+        return e;
+    e->resolved = 1;
+    S.resolves++;
+    char buf[512];
+    e->mapped = (uint8_t)symbols_name((uintptr_t)ip, buf, sizeof buf);
+    FunctionID fid = 0;
+    if (!e->mapped && g_agent.info &&
+        SUCCEEDED(INFO_CALL(GetFunctionFromIP, (LPCBYTE)(uintptr_t)ip, &fid)) && fid) {
+        e->func = fid;
+        e->name = names_get(NAMES_FUNCTION, fid, 1);
+        e->managed = e->mapped = 1;
+        return e;
+    }
+    e->mapped = 1; /* executable memory: its bytes can be read */
+    e->name = rec_string(buf, strlen(buf));
+    return e;
+}
+
+/* Whether addr follows a call instruction. The bytes are read through
+ * process_vm_readv: an address inside a module's span may still be unmapped
+ * (the gaps between its segments). */
+static int after_call(uint64_t addr) {
+    uint8_t b[8];
+    struct iovec local = {b, sizeof b}, remote = {(void *)(uintptr_t)(addr - 8), sizeof b};
+    if (addr < 8 || process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof b)
+        return 0;
+    return arch_follows_call(b);
+}
+
+/* Whether addr can be a return address: in executable memory, after a call
+ * instruction (cached in the entry of addr - 1). */
+int sampler_is_return_address(uint64_t addr) {
+    if (addr < 4096)
+        return 0;
+    ipent *c = entry(addr - 1);
+    if (!c->code)
+        return 0;
+    if (!c->call)
+        c->call = after_call(addr) ? 1 : 2;
+    return c->call == 1;
+}
+
+/* Where the return address of the function at an interrupted PC is, when its
+ * frame pointer is not its own there (arch_return_slot), in words from the
+ * stack pointer; -1 when the frame-pointer chain holds. Cached with the PC. */
+int sampler_leaf_slot(uint64_t ip) {
+    ipent *e = entry(ip);
+    if (e->slot != -2)
+        return e->slot;
+    uint8_t code[64];
+    size_t want = sizeof code, page_left = 4096 - (ip & 4095);
+    struct iovec local = {code, want}, remote = {(void *)(uintptr_t)ip, want};
+    ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (got <= 0 && page_left < want) { /* the next page is not mapped */
+        local.iov_len = remote.iov_len = page_left;
+        got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    }
+    int at = got > 0 ? arch_return_slot(code, (size_t)got) : -1;
+    e->slot = (int8_t)(at >= 0 && at % 8 == 0 && at / 8 < (int)SP_WORDS ? at / 8 : -1);
+    return e->slot;
+}

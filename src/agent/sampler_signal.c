@@ -1,0 +1,257 @@
+/* sampler_signal.c: timers and signals (sampler.h). SIGPROF comes from a
+ * per-thread CPU-time clock (a perf task-clock event, or timer_create on the
+ * thread's CPU clock, SIGEV_THREAD_ID) or, for wall time, from the sampler
+ * thread (rt_tgsigqueueinfo). The signal carries the thread's slot; the handler
+ * checks it is its own, takes the sample (sampler_walk.c) and keeps errno.
+ * Finding the threads (/proc/self/task) and their stack mappings
+ * (/proc/self/maps, from a stack pointer the handler left) is the sampler
+ * thread's. */
+#include "sampler_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+/* ---- the signal handler ---- */
+
+static int slot_valid(const sslot *s) {
+    uintptr_t a = (uintptr_t)s, b = (uintptr_t)S.slots;
+    return S.slots && a >= b && a < b + MAX_SLOTS * sizeof(sslot) && (a - b) % sizeof(sslot) == 0;
+}
+
+static void on_signal(int sig, siginfo_t *si, void *ucv) {
+    (void)sig;
+    int saved = errno;
+    if (si && (si->si_code == SI_TIMER || si->si_code == SI_QUEUE || si->si_code == POLL_IN) &&
+        atomic_load_explicit(&S.running, memory_order_relaxed)) {
+        sslot *s = si->si_value.sival_ptr;
+        if (si->si_code == POLL_IN)
+            s = si->si_fd >= 0 && si->si_fd < MAX_FDS && S.fd_slot ? S.fd_slot[si->si_fd] : NULL;
+        if (slot_valid(s) && atomic_load_explicit(&s->tid, memory_order_relaxed) == gettid())
+            sampler_take_sample(s, ucv, 1u + (si->si_code == SI_TIMER && si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0u));
+    }
+    errno = saved;
+}
+
+int sampler_handler_install(void) {
+    struct sigaction old, sa;
+    if (sigaction(SAMPLER_SIGNAL, NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO ? old.sa_sigaction != NULL
+                                                       : old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN) &&
+        !S.handler_installed) {
+        agent_say("SIGPROF has a handler already (the program's own profiler?); --sample needs "
+                  "it, so no samples (try --sample=suspend)");
+        return -1;
+    }
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SAMPLER_SIGNAL, &sa, NULL) != 0) {
+        agent_say("cannot install the SIGPROF handler (%s); no samples", strerror(errno));
+        return -1;
+    }
+    S.handler_installed = 1;
+    return 0;
+}
+
+/* A signal still pending is ignored, never the default action (which ends the
+ * process), even once this library is gone. */
+void sampler_handler_remove(void) {
+    if (!S.handler_installed)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SAMPLER_SIGNAL, &sa, NULL);
+    S.handler_installed = 0;
+}
+
+/* ---- threads and their stacks (sampler thread) ---- */
+
+static sslot *slot_of(int tid) {
+    for (unsigned i = 0; i < S.nslots; i++)
+        if (atomic_load(&S.slots[i].tid) == tid)
+            return &S.slots[i];
+    return NULL;
+}
+
+/* The thread's task clock as a perf event that signals it every period: an
+ * hrtimer, precise, where POSIX CPU timers only expire at scheduler ticks (and
+ * so favour what runs right after a tick). -1 when perf events are refused. */
+static int perf_arm(sslot *s, int tid) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.type = PERF_TYPE_SOFTWARE;
+    a.size = sizeof a;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.sample_period = S.period_ns;
+    a.disabled = 1;
+    a.exclude_kernel = (unsigned)S.perf_exclude_kernel;
+    a.exclude_hv = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0 && !S.perf_exclude_kernel && (errno == EACCES || errno == EPERM)) {
+        S.perf_exclude_kernel = 1; /* perf_event_paranoid 2: user time only */
+        a.exclude_kernel = 1;
+        fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    }
+    if (fd < 0)
+        return -1;
+    if (fd >= MAX_FDS) {
+        close(fd);
+        return -1;
+    }
+    struct f_owner_ex owner = {F_OWNER_TID, tid};
+    S.fd_slot[fd] = s;
+    if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, SAMPLER_SIGNAL) != 0 ||
+        fcntl(fd, F_SETFL, O_ASYNC) != 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+        S.fd_slot[fd] = NULL;
+        close(fd);
+        return -1;
+    }
+    s->perf_fd1 = fd + 1;
+    return 0;
+}
+
+static void slot_arm(sslot *s, int tid) {
+    s->perf_fd1 = 0;
+    if (S.mode != SAMPLER_CPU)
+        return;
+    if (S.perf >= 0) {
+        if (perf_arm(s, tid) == 0) {
+            S.perf = 1;
+            return;
+        }
+        if (S.perf == 0)
+            S.perf = -1; /* refused from the first thread on: POSIX CPU timers */
+        else
+            return; /* the thread is gone, or out of fds */
+    }
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = SAMPLER_SIGNAL;
+    sev.sigev_value.sival_ptr = s;
+    sev._sigev_un._tid = tid;
+    /* the thread's CPU clock (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)) */
+    clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6u);
+    if (timer_create(clk, &sev, &s->timer) != 0)
+        return;
+    s->has_timer = 1;
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    uint64_t first = S.period_ns / 2 + (uint64_t)(rand() % 1000) * (S.period_ns / 1000);
+    its.it_value.tv_sec = (time_t)(first / 1000000000u);
+    its.it_value.tv_nsec = (long)(first % 1000000000u);
+    its.it_interval.tv_sec = (time_t)(S.period_ns / 1000000000u);
+    its.it_interval.tv_nsec = (long)(S.period_ns % 1000000000u);
+    timer_settime(s->timer, 0, &its, NULL);
+}
+
+void sampler_slot_disarm(sslot *s) {
+    if (s->perf_fd1) {
+        int fd = s->perf_fd1 - 1;
+        ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+        S.fd_slot[fd] = NULL;
+        close(fd);
+        s->perf_fd1 = 0;
+    }
+    if (s->has_timer)
+        timer_delete(s->timer);
+    s->has_timer = 0;
+}
+
+/* New threads get a slot, threads gone give theirs back (once drained). */
+void sampler_scan_threads(void) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return;
+    S.scans++;
+    unsigned gen = ++S.scan;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int tid = atoi(e->d_name);
+        if (tid <= 0 || tid == S.sampler_tid)
+            continue;
+        sslot *s = slot_of(tid);
+        if (!s) {
+            s = slot_of(0);
+            if (!s && S.nslots < MAX_SLOTS)
+                s = &S.slots[S.nslots++];
+            if (!s)
+                continue;
+            s->seen = gen;
+            atomic_store(&s->lo, 0);
+            atomic_store(&s->hi, 0);
+            atomic_store(&s->probe_sp, 0);
+            atomic_store(&s->tid, tid);
+            slot_arm(s, tid);
+            S.threads++;
+        }
+        s->seen = gen;
+    }
+    closedir(d);
+    for (unsigned i = 0; i < S.nslots; i++) {
+        sslot *s = &S.slots[i];
+        if (atomic_load(&s->tid) && s->seen != gen) {
+            sampler_slot_disarm(s);
+            atomic_store(&s->tid, -1); /* drained below, then freed */
+        }
+    }
+}
+
+/* The stack mapping of every slot whose handler left a stack pointer. */
+void sampler_find_stacks(void) {
+    int want = 0;
+    for (unsigned i = 0; i < S.nslots && !want; i++)
+        want = atomic_load(&S.slots[i].tid) > 0 && atomic_load(&S.slots[i].probe_sp);
+    if (!want)
+        return;
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return;
+    S.maps_reads++;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long lo, hi;
+        char perms[8];
+        if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r' || perms[1] != 'w')
+            continue;
+        for (unsigned i = 0; i < S.nslots; i++) {
+            sslot *s = &S.slots[i];
+            uint64_t sp = atomic_load(&s->probe_sp);
+            if (atomic_load(&s->tid) > 0 && sp && sp >= lo && sp < hi) {
+                atomic_store(&s->lo, lo);
+                atomic_store(&s->hi, hi);
+                atomic_store(&s->probe_sp, 0);
+            }
+        }
+    }
+    fclose(f);
+}
+
+void sampler_signal_all(void) {
+    pid_t pid = getpid();
+    for (unsigned i = 0; i < S.nslots; i++) {
+        sslot *s = &S.slots[i];
+        int tid = atomic_load(&s->tid);
+        if (tid <= 0)
+            continue;
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        si.si_signo = SAMPLER_SIGNAL;
+        si.si_code = SI_QUEUE;
+        si.si_pid = pid;
+        si.si_uid = getuid();
+        si.si_value.sival_ptr = s;
+        syscall(SYS_rt_tgsigqueueinfo, pid, tid, SAMPLER_SIGNAL, &si);
+    }
+}

@@ -1,0 +1,165 @@
+/* sampler_walk.c: the stack walk of the signal handler (sampler.h). It walks
+ * the interrupted stack by frame pointers (arch_frame.h), reading only inside
+ * the thread's stack mapping (or through process_vm_readv before that is
+ * known), and appends the raw addresses to the slot's single-producer ring. It
+ * never allocates, locks or calls the runtime. */
+#include "sampler_internal.h"
+
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "arch/arch.h"
+
+/* Copies len bytes at addr without faulting on unmapped memory: 0 or -1.
+ * A system call, so async-signal-safe (errno is restored by the handler). */
+static int safe_read(uint64_t addr, void *out, size_t len) {
+    struct iovec local = {out, len}, remote = {(void *)(uintptr_t)addr, len};
+    return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L) == (long)len ? 0 : -1;
+}
+
+/* n words at addr: loads inside the known stack, or safe_read. */
+static int stack_read(uint64_t addr, uint64_t *out, unsigned n, int safe) {
+    if (safe)
+        return safe_read(addr, out, n * 8u);
+    for (unsigned i = 0; i < n; i++)
+        out[i] = ((const uint64_t *)addr)[i];
+    return 0;
+}
+
+int sampler_saved_fp(const uint64_t *words, uint32_t nw, uint64_t sp, uint64_t limit, int safe, uint64_t *fp) {
+    for (uint32_t i = 1; i < nw; i++) {
+        uint64_t w = words[i], f[ARCH_FRAME_WORDS];
+        if (w <= sp + 8 * i || w > limit - 16 || (w & 7))
+            continue;
+        if (stack_read(w, f, ARCH_FRAME_WORDS, safe) == 0 && f[ARCH_FRAME_NEXT] > w &&
+            f[ARCH_FRAME_NEXT] <= limit - 16 && f[ARCH_FRAME_RET] >= 4096) {
+            *fp = w;
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* The first words at the stack pointer into r->words: their count. */
+static uint32_t copy_words(srec *r, uint64_t sp, uint64_t hi, int safe) {
+    uint32_t nw = 0;
+    if (!safe) {
+        for (; nw < SP_WORDS && sp + 8 * nw + 8 <= hi; nw++)
+            r->words[nw] = ((const uint64_t *)sp)[nw];
+    } else if (safe_read(sp, r->words, SP_WORDS * 8) == 0) {
+        nw = SP_WORDS;
+    } else if (safe_read(sp, r->words, SP_WORDS_MIN * 8) == 0) { /* near the stack's top */
+        nw = SP_WORDS_MIN;
+    }
+    return nw;
+}
+
+/* An OSR method's frame saves the frame pointer of the Tier0 frame's caller
+ * and holds the address of the Tier0 code's patchpoint call: the chain skips
+ * the Tier0 frame, and with it the return address into the caller. That frame
+ * lies between fp and next, its saved frame pointer equal to next: its return
+ * address is the word after. Bounded by *budget words per sample; the sampler
+ * thread keeps the address only if it follows a call. */
+static void osr_scan(srec *r, uint32_t *n, uint64_t fp, uint64_t next, int safe, unsigned *budget) {
+    /* the words [fp+16, next), at most budget of them: loaded in place, or
+     * with one system call before the bounds are known */
+    uint64_t span = (next - fp - 16) / 8, buf[SCAN_CHUNK];
+    unsigned cnt = (unsigned)(span < *budget ? span : *budget);
+    const uint64_t *words = (const uint64_t *)(fp + 16);
+    if (safe) {
+        cnt = cnt < SCAN_CHUNK ? cnt : SCAN_CHUNK;
+        words = safe_read(fp + 16, buf, cnt * 8u) == 0 ? buf : NULL;
+    }
+    *budget -= cnt;
+    for (unsigned i = 0; words && i < cnt; i++) {
+        if (words[i] != next)
+            continue;
+        if (i + 1 >= span) /* its return address would be next's saved frame pointer */
+            break;
+        uint64_t ret = i + 1 < cnt ? words[i + 1] : 0;
+        if (i + 1 >= cnt && stack_read(fp + 16 + 8 * (i + 1), &ret, 1, safe) != 0)
+            ret = 0;
+        if (ret >= 4096) {
+            r->extra |= 1ull << *n;
+            r->ip[(*n)++] = ret;
+        }
+        break;
+    }
+}
+
+/* The frame-pointer chain from fp into r->ip[n..]: the new count. */
+static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64_t limit, int safe) {
+    unsigned budget = SCAN_WORDS;
+    while (n < MAX_DEPTH && fp >= sp && fp <= limit - 16 && !(fp & 7)) {
+        uint64_t f[ARCH_FRAME_WORDS];
+        if (stack_read(fp, f, ARCH_FRAME_WORDS, safe) != 0 || f[ARCH_FRAME_RET] < 4096)
+            break;
+        uint64_t next = f[ARCH_FRAME_NEXT];
+        r->ip[n++] = f[ARCH_FRAME_RET];
+        if (next <= fp || next > limit - 16)
+            break;
+        if (n < MAX_DEPTH && n < 64 && budget && next >= fp + 32)
+            osr_scan(r, &n, fp, next, safe, &budget);
+        fp = next;
+    }
+    return n;
+}
+
+void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
+    unsigned h = atomic_load_explicit(&s->head, memory_order_relaxed);
+    unsigned t = atomic_load_explicit(&s->tail, memory_order_acquire);
+    if (h - t >= RING) {
+        atomic_fetch_add_explicit(&s->dropped, 1, memory_order_relaxed);
+        return;
+    }
+    srec *r = &s->ring[h % RING];
+    arch_regs g;
+    arch_context_regs(ucontext, &g);
+    uint64_t sp = g.sp, fp = g.fp;
+    uint64_t lo = atomic_load_explicit(&s->lo, memory_order_relaxed);
+    uint64_t hi = atomic_load_explicit(&s->hi, memory_order_relaxed);
+    uint32_t n = 0, flags = 0;
+    r->ip[n++] = g.pc;
+    r->top = 0;
+    r->nwords = 0;
+    r->extra = 0;
+    int known = hi && sp >= lo && sp + 8 <= hi && !(sp & 7);
+    if (!known) /* the sampler thread looks for the stack's mapping */
+        atomic_store_explicit(&s->probe_sp, sp, memory_order_relaxed);
+    /* Before the stack's bounds are known (the thread's first samples, until
+     * the sampler thread has read /proc/self/maps), the same walk reads through
+     * process_vm_readv, which fails instead of faulting, no further than
+     * STACK_GUESS above the stack pointer. */
+    int safe = !known;
+    uint64_t limit = known ? hi : sp + STACK_GUESS;
+    if (!sp || (sp & 7) || limit < sp + 16) {
+        flags |= REC_UNWALKED;
+    } else {
+        uint32_t nw = copy_words(r, sp, hi, safe);
+        r->nwords = nw;
+        r->top = nw ? r->words[0] : 0;
+        if (!nw)
+            flags |= REC_UNWALKED;
+        if (nw && !(fp >= sp && fp <= limit - 16 && !(fp & 7))) {
+            /* Native code built without frame pointers uses that register as
+             * it likes, but saves its caller's (callee-saved) on the stack: the
+             * first word above SP that points further up the stack at a frame
+             * whose saved frame pointer points further up still is taken as
+             * the chain's start. The sampler thread keeps the chain so found
+             * only if it finds the managed caller below it (REC_FP_FOUND). */
+            if (sampler_saved_fp(r->words, nw, sp, limit, safe, &fp) >= 0)
+                flags |= REC_FP_FOUND;
+        }
+        r->fpoff = nw && fp >= sp && fp <= limit - 16 && !(fp & 7) && fp - sp < (1ull << 31) ? (uint32_t)(fp - sp) : 0;
+        if (nw)
+            n = walk_chain(r, n, fp, sp, limit, safe);
+    }
+    if (S.mode == SAMPLER_WALL && arch_at_syscall(&g))
+        flags |= REC_WAITING;
+    r->n = n;
+    r->flags = flags;
+    r->weight = weight;
+    atomic_store_explicit(&s->head, h + 1, memory_order_release);
+}
