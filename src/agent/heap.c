@@ -417,11 +417,7 @@ static uint32_t class_index(ClassID cls) {
     H.vals[i] = idx;
     H.classes[idx] = cls;
     class_slots(idx, cls);
-    uint8_t *p = reserve(32);
-    *p++ = DNP_HEAP_CLASS;
-    p = dnp_heap_put(p, idx);
-    p = dnp_heap_put(p, (uint64_t)cls);
-    H.p = p;
+    H.p = dnp_heap_put_CLASS(reserve(32), &(struct dnp_heap_CLASS){.index = idx, .class_id = cls});
     return idx;
 }
 
@@ -480,17 +476,14 @@ void heap_roots(ULONG n, const ObjectID *refs, const COR_PRF_GC_ROOT_KIND *kinds
     }
     for (ULONG i = 0; i < n;) {
         ULONG m = n - i < ROOTS_PER_RECORD ? n - i : ROOTS_PER_RECORD;
-        uint8_t *p = reserve(16 + (size_t)m * 30);
-        *p++ = DNP_HEAP_ROOTS;
-        p = dnp_heap_put(p, m);
+        uint8_t *p = dnp_heap_put_ROOTS(reserve(16 + (size_t)m * 30), &(struct dnp_heap_ROOTS){.n = m});
         for (ULONG k = i; k < i + m; k++) {
             unsigned kind = kinds ? (unsigned)kinds[k] & 7 : 0;
             uint64_t fl = flags ? (uint64_t)(uint32_t)flags[k] : 0;
             UINT_PTR id = ids ? ids[k] : 0;
-            p = dnp_heap_put(p, kind | fl << 3);
-            p = dnp_heap_put_zz(p, (int64_t)(refs[k] - H.prev_root));
+            p = dnp_heap_put_ROOTS_item(p, &(struct dnp_heap_ROOTS_item){
+                .kind_flags = kind | fl << 3, .addr = (int64_t)(refs[k] - H.prev_root), .id = id});
             H.prev_root = refs[k];
-            p = dnp_heap_put(p, (uint64_t)id);
             if (kind == DNP_ROOT_STACK)
                 func_note(id);
         }
@@ -508,14 +501,12 @@ void heap_deps(ULONG n, const ObjectID *keys, const ObjectID *values, const GCHa
     }
     for (ULONG i = 0; i < n;) {
         ULONG m = n - i < ROOTS_PER_RECORD ? n - i : ROOTS_PER_RECORD;
-        uint8_t *p = reserve(16 + (size_t)m * 30);
-        *p++ = DNP_HEAP_DEPS;
-        p = dnp_heap_put(p, m);
+        uint8_t *p = dnp_heap_put_DEPS(reserve(16 + (size_t)m * 30), &(struct dnp_heap_DEPS){.n = m});
         for (ULONG k = i; k < i + m; k++) {
-            p = dnp_heap_put_zz(p, (int64_t)(keys[k] - H.prev_key));
+            p = dnp_heap_put_DEPS_item(p, &(struct dnp_heap_DEPS_item){
+                .key = (int64_t)(keys[k] - H.prev_key), .value = (int64_t)(values[k] - keys[k]),
+                .handle = ids ? ids[k] : 0});
             H.prev_key = keys[k];
-            p = dnp_heap_put_zz(p, (int64_t)(values[k] - keys[k]));
-            p = dnp_heap_put(p, (uint64_t)(ids ? ids[k] : 0));
         }
         H.p = p;
         i += m;
@@ -566,18 +557,22 @@ static __attribute__((noinline)) SIZE_T object_size_slow(ObjectID obj) {
     return size;
 }
 
+/* The references of an OBJECT or MORE record: each from the one before, the
+ * first from the object. */
+static inline uint8_t *put_refs(uint8_t *p, ObjectID obj, const ObjectID *refs, ULONG n) {
+    ObjectID prev = obj;
+    for (ULONG k = 0; k < n; k++) {
+        p = dnp_heap_put_OBJECT_item(p, &(struct dnp_heap_OBJECT_item){.ref = (int64_t)(refs[k] - prev)});
+        prev = refs[k];
+    }
+    return p;
+}
+
 static __attribute__((noinline)) void object_more(ObjectID obj, ULONG n, const ObjectID *refs) {
     for (ULONG i = DNP_HEAP_REFS_PER_RECORD; i < n;) {
         ULONG m = n - i < DNP_HEAP_REFS_PER_RECORD ? n - i : DNP_HEAP_REFS_PER_RECORD;
-        uint8_t *p = reserve(16 + (size_t)m * 10);
-        *p++ = DNP_HEAP_MORE;
-        p = dnp_heap_put(p, m);
-        ObjectID prev = obj; /* each from the one before, the first from the object */
-        for (ULONG k = i; k < i + m; k++) {
-            p = dnp_heap_put_zz(p, (int64_t)(refs[k] - prev));
-            prev = refs[k];
-        }
-        H.p = p;
+        uint8_t *p = dnp_heap_put_MORE(reserve(16 + (size_t)m * 10), &(struct dnp_heap_MORE){.n = m});
+        H.p = put_refs(p, obj, refs + i, m);
         i += m;
     }
 }
@@ -589,11 +584,9 @@ static uint8_t slot_tmp[MAX_SLOTS]; /* the GC thread's: the walk is on one threa
 
 static __attribute__((noinline)) void slots_write(cinfo *c, ULONG n) {
     const uint8_t *m = slot_tmp;
-    uint8_t *p = reserve(16 + (size_t)n * 2);
-    *p++ = DNP_HEAP_SLOTS;
-    p = dnp_heap_put(p, n);
-    for (ULONG k = 0; k < n; k++)
-        *p++ = m[k]; /* a slot is at most MAX_SLOTS: one byte */
+    uint8_t *p = dnp_heap_put_SLOTS(reserve(16 + (size_t)n * 2), &(struct dnp_heap_SLOTS){.n = n});
+    for (ULONG k = 0; k < n; k++) /* a slot is at most MAX_SLOTS: one byte */
+        p = dnp_heap_put_SLOTS_item(p, &(struct dnp_heap_SLOTS_item){.slot = m[k]});
     H.p = p;
     c->lastn = (uint8_t)n;
     memcpy(c->last, m, n);
@@ -634,20 +627,12 @@ void heap_object(ObjectID obj, ClassID cls, ULONG n, const ObjectID *refs) {
     else
         size = mt_size(obj, ci ? &c->size : NULL);
     ULONG here = n < DNP_HEAP_REFS_PER_RECORD ? n : DNP_HEAP_REFS_PER_RECORD;
-    uint8_t *p = reserve(64 + (size_t)here * 10);
-    *p++ = DNP_HEAP_OBJECT;
-    p = dnp_heap_put_zz(p, (int64_t)(obj - H.prev_obj));
+    uint8_t *p = dnp_heap_put_OBJECT(reserve(64 + (size_t)here * 10),
+                                     &(struct dnp_heap_OBJECT){.addr = (int64_t)(obj - H.prev_obj),
+                                                               .cls = ci, .size = size, .nrefs = n,
+                                                               .n = here});
     H.prev_obj = obj;
-    p = dnp_heap_put(p, ci);
-    p = dnp_heap_put(p, (uint64_t)size);
-    p = dnp_heap_put(p, n);
-    p = dnp_heap_put(p, here);
-    ObjectID prev = obj;
-    for (ULONG k = 0; k < here; k++) {
-        p = dnp_heap_put_zz(p, (int64_t)(refs[k] - prev));
-        prev = refs[k];
-    }
-    H.p = p;
+    H.p = put_refs(p, obj, refs, here);
     if (n > here)
         object_more(obj, n, refs);
     if (n && n <= MAX_SLOTS && c->fcount)
@@ -659,16 +644,9 @@ void heap_object(ObjectID obj, ClassID cls, ULONG n, const ObjectID *refs) {
 
 /* ---- the snapshot ---- */
 
-static void put_text(uint8_t tag, uint64_t id, const char *s) {
+static size_t text_len(const char *s) {
     size_t len = strlen(s);
-    if (len > 4000)
-        len = 4000;
-    uint8_t *p = reserve(32 + len);
-    *p++ = tag;
-    p = dnp_heap_put(p, id);
-    p = dnp_heap_put(p, len);
-    memcpy(p, s, len);
-    H.p = p + len;
+    return len > 4000 ? 4000 : len;
 }
 
 typedef struct gc_job {
@@ -738,27 +716,27 @@ int heap_snapshot(const char *path, char *reply, size_t cap) {
     char name[1024];
     for (size_t i = 1; i <= H.count; i++) {
         names_class_text(H.classes[i], name, sizeof name);
-        put_text(DNP_HEAP_NAME, i, name);
+        size_t len = text_len(name);
+        H.p = dnp_heap_put_NAME(reserve(32 + len),
+                                &(struct dnp_heap_NAME){.cls = i, .name = name, .name_len = len});
     }
     for (size_t i = 0; i < H.nfuncs; i++) {
         names_function_text(H.funcs[i], name, sizeof name);
-        put_text(DNP_HEAP_FUNC, H.funcs[i], name);
+        size_t len = text_len(name);
+        H.p = dnp_heap_put_FUNC(reserve(32 + len), &(struct dnp_heap_FUNC){
+            .function_id = H.funcs[i], .name = name, .name_len = len});
     }
     for (size_t i = 1; i <= H.count; i++) {
         unsigned nf = H.ci[i].fcount;
         if (!nf)
             continue;
         const fslot *fs = H.slots + H.ci[i].fstart;
-        uint8_t *p = reserve(16 + (size_t)nf * 280);
-        *p++ = DNP_HEAP_LAYOUT;
-        p = dnp_heap_put(p, i);
-        p = dnp_heap_put(p, nf);
+        uint8_t *p = dnp_heap_put_LAYOUT(reserve(16 + (size_t)nf * 280),
+                                         &(struct dnp_heap_LAYOUT){.cls = i, .n = nf});
         for (unsigned k = 0; k < nf; k++) {
             size_t len = names_field_text(fs[k].owner, fs[k].token, name, 256);
-            p = dnp_heap_put(p, fs[k].off);
-            p = dnp_heap_put(p, len);
-            memcpy(p, name, len);
-            p += len;
+            p = dnp_heap_put_LAYOUT_item(p, &(struct dnp_heap_LAYOUT_item){
+                .offset = fs[k].off, .name = name, .name_len = len});
         }
         H.p = p;
     }
@@ -770,13 +748,11 @@ int heap_snapshot(const char *path, char *reply, size_t cap) {
         if (SUCCEEDED(INFO_CALL(GetNonGCHeapBounds, 256, &nr, ranges)) && nr) {
             if (nr > 256)
                 nr = 256;
-            uint8_t *p = reserve(16 + (size_t)nr * 20);
-            *p++ = DNP_HEAP_NONGC;
-            p = dnp_heap_put(p, nr);
-            for (ULONG i = 0; i < nr; i++) {
-                p = dnp_heap_put(p, (uint64_t)ranges[i].rangeStart);
-                p = dnp_heap_put(p, (uint64_t)ranges[i].rangeLength);
-            }
+            uint8_t *p = dnp_heap_put_NONGC(reserve(16 + (size_t)nr * 20),
+                                            &(struct dnp_heap_NONGC){.n = nr});
+            for (ULONG i = 0; i < nr; i++)
+                p = dnp_heap_put_NONGC_item(p, &(struct dnp_heap_NONGC_item){
+                    .start = ranges[i].rangeStart, .length = ranges[i].rangeLength});
             H.p = p;
         }
     }
@@ -803,20 +779,10 @@ int heap_snapshot(const char *path, char *reply, size_t cap) {
     uint64_t gc_ns = H.saw_walk && H.t_walk > H.t_start ? H.t_walk - H.t_start : 0;
     uint64_t pause_ns = H.t_end > H.t_start ? H.t_end - H.t_start : 0;
     uint64_t walk_ns = H.t_end > H.t_walk ? H.t_end - H.t_walk : 0;
-    uint8_t *p = reserve(128 + strlen(why));
-    *p++ = DNP_HEAP_END;
-    p = dnp_heap_put(p, status);
-    p = dnp_heap_put(p, H.objects);
-    p = dnp_heap_put(p, H.refs);
-    p = dnp_heap_put(p, H.roots);
-    p = dnp_heap_put(p, H.deps);
-    p = dnp_heap_put(p, H.bytes);
-    p = dnp_heap_put(p, gc_ns);
-    p = dnp_heap_put(p, pause_ns);
-    p = dnp_heap_put(p, walk_ns);
-    p = dnp_heap_put(p, strlen(why));
-    memcpy(p, why, strlen(why));
-    H.p = p + strlen(why);
+    H.p = dnp_heap_put_END(reserve(128 + strlen(why)), &(struct dnp_heap_END){
+        .status = status, .objects = H.objects, .refs = H.refs, .roots = H.roots, .deps = H.deps,
+        .bytes = H.bytes, .gc_ns = gc_ns, .pause_ns = pause_ns, .walk_ns = walk_ns,
+        .message = why, .message_len = strlen(why)});
     e = writer_stop();
     if (e < 0) {
         snprintf(reply, cap, "error writing the snapshot '%s': %s", path, strerror(-e));
