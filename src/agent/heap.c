@@ -18,6 +18,7 @@
 
 #include "agent.h"
 #include "heap_format.h"
+#include "heap_statics.h"
 #include "names.h"
 #include "recorder.h"
 #include "trace_format.h"
@@ -130,6 +131,16 @@ static void write_chunk(const uint8_t *data, size_t len) {
     H.file_bytes += want;
 }
 
+/* A thread with every signal blocked (the program's handlers are not for it). */
+static int spawn(pthread_t *t, void *(*fn)(void *), void *arg) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(t, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
 static void *writer_main(void *arg) {
     (void)arg;
     pthread_mutex_lock(&H.mu);
@@ -227,11 +238,7 @@ static int writer_start(const char *path) {
         return -e;
     }
     H.file_bytes = sizeof hdr;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&H.writer, NULL, writer_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = spawn(&H.writer, writer_main, NULL);
     if (rc != 0) {
         close(H.fd);
         H.fd = -1;
@@ -661,49 +668,12 @@ static void *gc_main(void *arg) {
     return NULL;
 }
 
-int heap_snapshot(const char *path, char *reply, size_t cap) {
-    if (!g_agent.info) {
-        snprintf(reply, cap, "error the agent is not started");
-        return -1;
-    }
-    if (!(g_agent.events.mask & 0x80u /* COR_PRF_MONITOR_GC */)) {
-        snprintf(reply, cap,
-                 "error the agent records without the gc events (COR_PRF_MONITOR_GC), which the "
-                 "runtime's heap walk needs: record with gc in --events");
-        return -1;
-    }
-    if (atomic_exchange(&busy, 1)) {
-        snprintf(reply, cap, "error a snapshot is already being taken");
-        return -1;
-    }
-    int rc = -1;
-    if (classes_reset() < 0) {
-        snprintf(reply, cap, "error out of memory");
-        goto out;
-    }
-    int e = writer_start(path);
-    if (e < 0) {
-        snprintf(reply, cap, "error cannot write the snapshot '%s': %s", path, strerror(-e));
-        goto out;
-    }
-    H.done = H.saw_walk = H.partial = 0;
-    size_ok = -1;
-    size_checked = 0;
-    char wo[4200];
-    walk_only = snprintf(wo, sizeof wo, "%s.walk-only", path) < (int)sizeof wo &&
-                access(wo, F_OK) == 0;
-    H.objects = H.refs = H.roots = H.deps = H.bytes = 0;
-    H.prev_obj = H.prev_root = H.prev_key = 0;
-    H.t_start = H.t_walk = H.t_end = 0;
+/* Forces the GC from a thread of its own and waits for it: 0, or the
+ * pthread_create error. */
+static int force_gc(gc_job *job) {
     atomic_store(&H.armed, 1);
-
-    gc_job job = {E_FAIL};
     pthread_t t;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int prc = pthread_create(&t, NULL, gc_main, &job);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int prc = spawn(&t, gc_main, job);
     if (prc == 0) {
         pthread_setname_np(t, "dnprof-gc");
         pthread_join(t, NULL);
@@ -711,8 +681,21 @@ int heap_snapshot(const char *path, char *reply, size_t cap) {
     atomic_store(&H.armed, 0);
     if (atomic_exchange(&heap_capturing, 0)) /* no GarbageCollectionFinished: cut short */
         H.partial = 1;
+    return prc;
+}
 
-    /* Names, now that the GC is over, from this thread (not the GC's). */
+static void static_put(const char *name, size_t len, ObjectID value, void *ctx) {
+    (void)ctx;
+    if (len > 4000)
+        len = 4000;
+    uint8_t *p = dnp_heap_put_STATIC(reserve(32 + len),
+                                     &(struct dnp_heap_STATIC){.name = name, .name_len = len, .n = 1});
+    H.p = dnp_heap_put_STATIC_item(p, &(struct dnp_heap_STATIC_item){.addr = (int64_t)value});
+}
+
+/* Names, now that the GC is over, from this thread (not the GC's): classes,
+ * stack roots' methods, fields; and the statics. */
+static void write_names(void) {
     char name[1024];
     for (size_t i = 1; i <= H.count; i++) {
         names_class_text(H.classes[i], name, sizeof name);
@@ -740,42 +723,56 @@ int heap_snapshot(const char *path, char *reply, size_t cap) {
         }
         H.p = p;
     }
-    /* The non-GC heap (frozen string literals and types): its objects are
-     * walked but held by no root, and live as long as the process. */
-    if (AGENT_HAS_INFO(GetNonGCHeapBounds)) {
-        COR_PRF_NONGC_HEAP_RANGE ranges[256];
-        ULONG nr = 0;
-        if (SUCCEEDED(INFO_CALL(GetNonGCHeapBounds, 256, &nr, ranges)) && nr) {
-            if (nr > 256)
-                nr = 256;
-            uint8_t *p = dnp_heap_put_NONGC(reserve(16 + (size_t)nr * 20),
-                                            &(struct dnp_heap_NONGC){.n = nr});
-            for (ULONG i = 0; i < nr; i++)
-                p = dnp_heap_put_NONGC_item(p, &(struct dnp_heap_NONGC_item){
-                    .start = ranges[i].rangeStart, .length = ranges[i].rangeLength});
-            H.p = p;
-        }
-    }
-    unsigned status = DNP_HEAP_COMPLETE;
-    char why[256] = "";
+    if (!walk_only && H.done)
+        heap_statics_each(H.classes + 1, H.count, static_put, NULL);
+}
+
+/* The non-GC heap (frozen string literals and types): its objects are walked
+ * but held by no root, and live as long as the process. */
+static void write_nongc(void) {
+    if (!AGENT_HAS_INFO(GetNonGCHeapBounds))
+        return;
+    COR_PRF_NONGC_HEAP_RANGE ranges[256];
+    ULONG nr = 0;
+    if (FAILED(INFO_CALL(GetNonGCHeapBounds, 256, &nr, ranges)) || !nr)
+        return;
+    if (nr > 256)
+        nr = 256;
+    uint8_t *p = dnp_heap_put_NONGC(reserve(16 + (size_t)nr * 20), &(struct dnp_heap_NONGC){.n = nr});
+    for (ULONG i = 0; i < nr; i++)
+        p = dnp_heap_put_NONGC_item(p, &(struct dnp_heap_NONGC_item){
+            .start = ranges[i].rangeStart, .length = ranges[i].rangeLength});
+    H.p = p;
+}
+
+/* The END record's status, and why it is not complete in why. */
+static unsigned end_status(int prc, HRESULT hr, char *why, size_t cap) {
     if (prc != 0) {
-        status = DNP_HEAP_NO_GC;
-        snprintf(why, sizeof why, "cannot start the GC thread: %s", strerror(prc));
-    } else if (FAILED(job.hr)) {
-        const char *hn = dnp_hresult_name((uint32_t)job.hr);
-        status = DNP_HEAP_NO_GC;
-        snprintf(why, sizeof why, "the runtime refused ForceGC: %s 0x%08x", hn ? hn : "error",
-                 (unsigned)job.hr);
-    } else if (!H.done || !H.saw_walk) {
-        status = DNP_HEAP_NO_GC;
-        snprintf(why, sizeof why, "the forced GC did not walk the heap");
-    } else if (H.partial) {
-        status = DNP_HEAP_PARTIAL;
-        snprintf(why, sizeof why, "the heap walk was cut short");
-    } else if (walk_only) {
-        status = DNP_HEAP_PARTIAL;
-        snprintf(why, sizeof why, "walk only (a .walk-only file): the heap was walked, nothing recorded");
+        snprintf(why, cap, "cannot start the GC thread: %s", strerror(prc));
+        return DNP_HEAP_NO_GC;
     }
+    if (FAILED(hr)) {
+        const char *hn = dnp_hresult_name((uint32_t)hr);
+        snprintf(why, cap, "the runtime refused ForceGC: %s 0x%08x", hn ? hn : "error", (unsigned)hr);
+        return DNP_HEAP_NO_GC;
+    }
+    if (!H.done || !H.saw_walk) {
+        snprintf(why, cap, "the forced GC did not walk the heap");
+        return DNP_HEAP_NO_GC;
+    }
+    if (H.partial) {
+        snprintf(why, cap, "the heap walk was cut short");
+        return DNP_HEAP_PARTIAL;
+    }
+    if (walk_only) {
+        snprintf(why, cap, "walk only (a .walk-only file): the heap was walked, nothing recorded");
+        return DNP_HEAP_PARTIAL;
+    }
+    return DNP_HEAP_COMPLETE;
+}
+
+/* The END record, the file closed, and the reply. 0, or -1. */
+static int finish(const char *path, unsigned status, const char *why, char *reply, size_t cap) {
     uint64_t gc_ns = H.saw_walk && H.t_walk > H.t_start ? H.t_walk - H.t_start : 0;
     uint64_t pause_ns = H.t_end > H.t_start ? H.t_end - H.t_start : 0;
     uint64_t walk_ns = H.t_end > H.t_walk ? H.t_end - H.t_walk : 0;
@@ -783,18 +780,70 @@ int heap_snapshot(const char *path, char *reply, size_t cap) {
         .status = status, .objects = H.objects, .refs = H.refs, .roots = H.roots, .deps = H.deps,
         .bytes = H.bytes, .gc_ns = gc_ns, .pause_ns = pause_ns, .walk_ns = walk_ns,
         .message = why, .message_len = strlen(why)});
-    e = writer_stop();
+    int e = writer_stop();
     if (e < 0) {
         snprintf(reply, cap, "error writing the snapshot '%s': %s", path, strerror(-e));
-    } else if (status != DNP_HEAP_COMPLETE && !(walk_only && H.done && H.saw_walk && !H.partial)) {
-        snprintf(reply, cap, "error %s", why);
-    } else {
-        snprintf(reply, cap, "ok snapshot %llu %llu %llu %llu", (unsigned long long)H.objects,
-                 (unsigned long long)H.bytes, (unsigned long long)pause_ns,
-                 (unsigned long long)H.file_bytes);
-        rc = 0;
+        return -1;
     }
-out:
+    if (status != DNP_HEAP_COMPLETE && !(walk_only && H.done && H.saw_walk && !H.partial)) {
+        snprintf(reply, cap, "error %s", why);
+        return -1;
+    }
+    snprintf(reply, cap, "ok snapshot %llu %llu %llu %llu", (unsigned long long)H.objects,
+             (unsigned long long)H.bytes, (unsigned long long)pause_ns,
+             (unsigned long long)H.file_bytes);
+    return 0;
+}
+
+/* The walk's state for a new snapshot into path. */
+static void walk_reset(const char *path) {
+    H.done = H.saw_walk = H.partial = 0;
+    size_ok = -1;
+    size_checked = 0;
+    char wo[4200];
+    walk_only = snprintf(wo, sizeof wo, "%s.walk-only", path) < (int)sizeof wo &&
+                access(wo, F_OK) == 0;
+    H.objects = H.refs = H.roots = H.deps = H.bytes = 0;
+    H.prev_obj = H.prev_root = H.prev_key = 0;
+    H.t_start = H.t_walk = H.t_end = 0;
+}
+
+static int snapshot(const char *path, char *reply, size_t cap) {
+    if (classes_reset() < 0) {
+        snprintf(reply, cap, "error out of memory");
+        return -1;
+    }
+    int e = writer_start(path);
+    if (e < 0) {
+        snprintf(reply, cap, "error cannot write the snapshot '%s': %s", path, strerror(-e));
+        return -1;
+    }
+    walk_reset(path);
+    gc_job job = {E_FAIL};
+    int prc = force_gc(&job);
+    write_names();
+    write_nongc();
+    char why[256] = "";
+    unsigned status = end_status(prc, job.hr, why, sizeof why);
+    return finish(path, status, why, reply, cap);
+}
+
+int heap_snapshot(const char *path, char *reply, size_t cap) {
+    if (!g_agent.info) {
+        snprintf(reply, cap, "error the agent is not started");
+        return -1;
+    }
+    if (!(g_agent.events.mask & 0x80u /* COR_PRF_MONITOR_GC */)) {
+        snprintf(reply, cap,
+                 "error the agent records without the gc events (COR_PRF_MONITOR_GC), which the "
+                 "runtime's heap walk needs: record with gc in --events");
+        return -1;
+    }
+    if (atomic_exchange(&busy, 1)) {
+        snprintf(reply, cap, "error a snapshot is already being taken");
+        return -1;
+    }
+    int rc = snapshot(path, reply, cap);
     atomic_store(&busy, 0);
     return rc;
 }

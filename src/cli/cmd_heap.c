@@ -276,7 +276,12 @@ static int print_path(const dnp_heapgraph *g, const uint32_t *parent, uint32_t v
     for (uint32_t x = v; x; x = parent[x])
         chain[--i] = x;
     char rt[512];
-    root_text(g, dnp_heapgraph_root_of(g, chain[0]), rt, sizeof rt);
+    const dnp_heap_root *r = dnp_heapgraph_root_of(g, chain[0]);
+    const char *st = !r || (r->flags & DNP_ROOT_WEAK) ? dnp_heapgraph_static_of(g, chain[0]) : NULL;
+    if (st) /* reached through a static (heapgraph.h): its name, not the runtime's array */
+        snprintf(rt, sizeof rt, "static %s", st);
+    else
+        root_text(g, r, rt, sizeof rt);
     if (json) {
         printf("%s{\"length\":%u,\"root\":", first ? "" : ",", len);
         cli_put_json(stdout, rt);
