@@ -359,13 +359,7 @@ static void class_slots(uint32_t idx, ClassID cls) {
             if (fo[i].ulOffset % 8 == 0 && k < MAX_SLOTS)
                 tmp[k++] = (fslot){fo[i].ulOffset, fo[i].ridOfField, c};
         }
-        ModuleID m = 0;
-        mdTypeDef td = 0;
-        ClassID parent = 0;
-        ULONG32 na = 0;
-        if (FAILED(INFO_CALL(GetClassIDInfo2, c, &m, &td, &parent, 0, &na, NULL)))
-            break;
-        c = parent;
+        c = heap_class_parent(c);
     }
     for (unsigned i = 1; i < k; i++) /* insertion sort by offset */
         for (unsigned j = i; j > 0 && tmp[j].off < tmp[j - 1].off; j--) {
@@ -474,51 +468,67 @@ static void walk_begins(void) {
     }
 }
 
+typedef struct roots_args {
+    const ObjectID *refs;
+    const COR_PRF_GC_ROOT_KIND *kinds;
+    const COR_PRF_GC_ROOT_FLAGS *flags;
+    const UINT_PTR *ids;
+} roots_args;
+
+typedef struct deps_args {
+    const ObjectID *keys, *values;
+    const GCHandleID *ids;
+} deps_args;
+
+/* A ROOTS record of the roots [i, i + m). */
+static uint8_t *put_roots(uint8_t *p, ULONG i, ULONG m, const void *arg) {
+    const roots_args *a = arg;
+    p = dnp_heap_put_ROOTS(p, &(struct dnp_heap_ROOTS){.n = m});
+    for (ULONG k = i; k < i + m; k++) {
+        unsigned kind = a->kinds ? (unsigned)a->kinds[k] & 7 : 0;
+        uint64_t fl = a->flags ? (uint64_t)(uint32_t)a->flags[k] : 0;
+        UINT_PTR id = a->ids ? a->ids[k] : 0;
+        p = dnp_heap_put_ROOTS_item(p, &(struct dnp_heap_ROOTS_item){
+            .kind_flags = kind | fl << 3, .addr = (int64_t)(a->refs[k] - H.prev_root), .id = id});
+        H.prev_root = a->refs[k];
+        if (kind == DNP_ROOT_STACK)
+            func_note(id);
+    }
+    return p;
+}
+
+/* A DEPS record of the dependent handles [i, i + m). */
+static uint8_t *put_deps(uint8_t *p, ULONG i, ULONG m, const void *arg) {
+    const deps_args *a = arg;
+    p = dnp_heap_put_DEPS(p, &(struct dnp_heap_DEPS){.n = m});
+    for (ULONG k = i; k < i + m; k++) {
+        p = dnp_heap_put_DEPS_item(p, &(struct dnp_heap_DEPS_item){
+            .key = (int64_t)(a->keys[k] - H.prev_key), .value = (int64_t)(a->values[k] - a->keys[k]),
+            .handle = a->ids ? a->ids[k] : 0});
+        H.prev_key = a->keys[k];
+    }
+    return p;
+}
+
+/* n items counted in *count and, unless walking only, written by put in
+ * records of at most ROOTS_PER_RECORD (at most 30 bytes an item). */
+static void in_records(ULONG n, uint64_t *count,
+                       uint8_t *(*put)(uint8_t *p, ULONG i, ULONG m, const void *arg), const void *arg) {
+    walk_begins();
+    *count += n;
+    for (ULONG i = 0; !walk_only && i < n; i += ROOTS_PER_RECORD) {
+        ULONG m = n - i < ROOTS_PER_RECORD ? n - i : ROOTS_PER_RECORD;
+        H.p = put(reserve(16 + (size_t)m * 30), i, m, arg);
+    }
+}
+
 void heap_roots(ULONG n, const ObjectID *refs, const COR_PRF_GC_ROOT_KIND *kinds,
                 const COR_PRF_GC_ROOT_FLAGS *flags, const UINT_PTR *ids) {
-    walk_begins();
-    if (walk_only) {
-        H.roots += n;
-        return;
-    }
-    for (ULONG i = 0; i < n;) {
-        ULONG m = n - i < ROOTS_PER_RECORD ? n - i : ROOTS_PER_RECORD;
-        uint8_t *p = dnp_heap_put_ROOTS(reserve(16 + (size_t)m * 30), &(struct dnp_heap_ROOTS){.n = m});
-        for (ULONG k = i; k < i + m; k++) {
-            unsigned kind = kinds ? (unsigned)kinds[k] & 7 : 0;
-            uint64_t fl = flags ? (uint64_t)(uint32_t)flags[k] : 0;
-            UINT_PTR id = ids ? ids[k] : 0;
-            p = dnp_heap_put_ROOTS_item(p, &(struct dnp_heap_ROOTS_item){
-                .kind_flags = kind | fl << 3, .addr = (int64_t)(refs[k] - H.prev_root), .id = id});
-            H.prev_root = refs[k];
-            if (kind == DNP_ROOT_STACK)
-                func_note(id);
-        }
-        H.p = p;
-        i += m;
-    }
-    H.roots += n;
+    in_records(n, &H.roots, put_roots, &(roots_args){refs, kinds, flags, ids});
 }
 
 void heap_deps(ULONG n, const ObjectID *keys, const ObjectID *values, const GCHandleID *ids) {
-    walk_begins();
-    if (walk_only) {
-        H.deps += n;
-        return;
-    }
-    for (ULONG i = 0; i < n;) {
-        ULONG m = n - i < ROOTS_PER_RECORD ? n - i : ROOTS_PER_RECORD;
-        uint8_t *p = dnp_heap_put_DEPS(reserve(16 + (size_t)m * 30), &(struct dnp_heap_DEPS){.n = m});
-        for (ULONG k = i; k < i + m; k++) {
-            p = dnp_heap_put_DEPS_item(p, &(struct dnp_heap_DEPS_item){
-                .key = (int64_t)(keys[k] - H.prev_key), .value = (int64_t)(values[k] - keys[k]),
-                .handle = ids ? ids[k] : 0});
-            H.prev_key = keys[k];
-        }
-        H.p = p;
-        i += m;
-    }
-    H.deps += n;
+    in_records(n, &H.deps, put_deps, &(deps_args){keys, values, ids});
 }
 
 /* The class's index when it is not the last object's (which it becomes). */

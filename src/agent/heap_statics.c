@@ -64,17 +64,21 @@ static void add(cls_list *l, ClassID id) {
     l->v[l->n++] = (cls){mod, td, id};
 }
 
+ClassID heap_class_parent(ClassID id) {
+    ModuleID m = 0;
+    mdTypeDef td = 0;
+    ClassID parent = 0;
+    ULONG32 na = 0;
+    if (FAILED(INFO_CALL(GetClassIDInfo2, id, &m, &td, &parent, 0, &na, NULL)))
+        return 0;
+    return parent;
+}
+
 /* id and its parents. */
 static void add_with_parents(cls_list *l, ClassID id) {
     for (int depth = 0; id && depth < MAX_DEPTH; depth++) {
         add(l, id);
-        ModuleID m = 0;
-        mdTypeDef td = 0;
-        ClassID parent = 0;
-        ULONG32 na = 0;
-        if (FAILED(INFO_CALL(GetClassIDInfo2, id, &m, &td, &parent, 0, &na, NULL)))
-            break;
-        id = parent;
+        id = heap_class_parent(id);
     }
 }
 

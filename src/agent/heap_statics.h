@@ -20,4 +20,7 @@ typedef void (*heap_static_fn)(const char *name, size_t len, ObjectID value, voi
  * statics given to fn. */
 size_t heap_statics_each(const UINT_PTR *classes, size_t n, heap_static_fn fn, void *ctx);
 
+/* The class's parent, or 0 (none, or the runtime does not say). */
+ClassID heap_class_parent(ClassID id);
+
 #endif

@@ -68,10 +68,11 @@ typedef struct heap_opts {
     const char *type, *address;
 } heap_opts;
 
-/* Parses argv with the command's longopts and short options: 0, 1 after
- * --help (printed), or -1 after a usage error (said). */
+/* Parses argv with the command's longopts and short options, which must
+ * leave nfiles files (else the usage error files_wanted): 0, 1 after --help
+ * (printed), or minus the exit code after a usage error (said). */
 static int parse_opts(int argc, char **argv, const struct option *longopts, const char *shortopts,
-                      heap_opts *o) {
+                      int nfiles, const char *files_wanted, heap_opts *o) {
     *o = (heap_opts){.top = 30, .max = 5};
     g_sort = 0;
     opterr = 0;
@@ -100,6 +101,8 @@ static int parse_opts(int argc, char **argv, const struct option *longopts, cons
         default: return -cli_bad_option("heap", argv, c);
         }
     }
+    if (optind != argc - nfiles)
+        return -usage_error("heap", "%s", files_wanted);
     return 0;
 }
 
@@ -233,11 +236,9 @@ static int heap_report(int argc, char **argv) {
         {"json", no_argument, NULL, 'j'}, {"sort", required_argument, NULL, 's'},
         {"top", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     heap_opts o;
-    int prc = parse_opts(argc, argv, longopts, ":n:h", &o);
+    int prc = parse_opts(argc, argv, longopts, ":n:h", 1, "heap report wants one snapshot file", &o);
     if (prc)
         return prc < 0 ? -prc : 0;
-    if (optind != argc - 1)
-        return usage_error("heap", "heap report wants one snapshot file");
     const char *path = argv[optind];
     dnp_heapgraph g;
     type_row *rows;
@@ -365,14 +366,12 @@ static int heap_paths(int argc, char **argv) {
         {"address", required_argument, NULL, 'a'}, {"max", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     heap_opts o;
-    int prc = parse_opts(argc, argv, longopts, ":t:a:h", &o);
+    int prc = parse_opts(argc, argv, longopts, ":t:a:h", 1, "heap paths wants one snapshot file", &o);
     if (prc)
         return prc < 0 ? -prc : 0;
     int json = o.json;
     const char *type = o.type, *address = o.address;
     uint64_t max = o.max;
-    if (optind != argc - 1)
-        return usage_error("heap", "heap paths wants one snapshot file");
     if (!type == !address)
         return usage_error("heap", "heap paths wants --type NAME or --address ADDR");
     uint64_t want = 0;
@@ -612,11 +611,10 @@ static int heap_diff(int argc, char **argv) {
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     heap_opts o;
-    int prc = parse_opts(argc, argv, longopts, ":n:h", &o);
+    int prc = parse_opts(argc, argv, longopts, ":n:h", 2,
+                         "heap diff wants two snapshot files: BEFORE AFTER", &o);
     if (prc)
         return prc < 0 ? -prc : 0;
-    if (optind != argc - 2)
-        return usage_error("heap", "heap diff wants two snapshot files: BEFORE AFTER");
     char **files = argv + optind;
     named_row *a = NULL, *b = NULL;
     uint32_t na = 0, nb = 0;
