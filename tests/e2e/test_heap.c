@@ -138,16 +138,27 @@ static int type_is(const jv *step, const char *want) {
     return 0;
 }
 
+/* heap paths --json --max max --type type: NULL unless it parses and finds
+ * want instances, every one reachable. */
+static jv *paths_of(e2e_run *r, const char *snap, const char *type, const char *max, long want) {
+    const char *args[] = {"heap", "paths", "--json", "--max", max, "--type", type, snap, NULL};
+    jv *p = run_json(r, args);
+    if (p && ((uint64_t)json_num(p, "instances") != (uint64_t)want ||
+              (uint64_t)json_num(p, "reachable") != (uint64_t)want)) {
+        fprintf(stderr, "%s: %.0f instances, %.0f reachable, where %ld of each were expected\n", type,
+                json_num(p, "instances"), json_num(p, "reachable"), want);
+        json_free(p);
+        return NULL;
+    }
+    return p;
+}
+
 /* The static class's queue: the path begins at the static field that holds it
  * (its pinned Object[] of statics is the runtime's, not the program's), then
  * the queue, its segment, the segment's slots, the item. */
 static int check_static_paths(e2e_run *r, const char *snap, const counts *c) {
-    const char *args[] = {"heap", "paths", "--json", "--max", "1", "--type",
-                          "Scenarios.HeapCachedItem", snap, NULL};
-    jv *p = run_json(r, args);
+    jv *p = paths_of(r, snap, "Scenarios.HeapCachedItem", "1", c->cached);
     ASSERT_NE(p, NULL);
-    ASSERT_EQ((uint64_t)json_num(p, "instances"), (uint64_t)c->cached);
-    ASSERT_EQ((uint64_t)json_num(p, "reachable"), (uint64_t)c->cached);
     const jv *path = json_at(json_get(p, "paths"), 0);
     ASSERT_STREQ(json_str(path, "root"), "static Scenarios.HeapCache.Items");
     const jv *steps = json_get(path, "steps");
@@ -168,9 +179,7 @@ static int check_static_paths(e2e_run *r, const char *snap, const counts *c) {
     free(text);
     ASSERT(queue_next);
     /* an instance field of the static list names both: the static, then the list's array */
-    const char *largs[] = {"heap", "paths", "--json", "--max", "1", "--type",
-                           "Scenarios.HeapListItem", snap, NULL};
-    p = run_json(r, largs);
+    p = paths_of(r, snap, "Scenarios.HeapListItem", "1", c->list);
     ASSERT_NE(p, NULL);
     ASSERT_STREQ(json_str(json_at(json_get(p, "paths"), 0), "root"), "static Scenarios.HeapScenario.s_list");
     ASSERT(type_is(step_of(p, 0, 0), "System.Collections.Generic.List<Scenarios.HeapListItem>"));
@@ -182,12 +191,8 @@ static int check_static_paths(e2e_run *r, const char *snap, const counts *c) {
 /* Paths to the ConditionalWeakTable values go through a dependent handle from
  * their keys, which the static list s_keys holds. */
 static int check_paths(e2e_run *r, const char *snap, const counts *c) {
-    const char *args[] = {"heap", "paths", "--json", "--max", "3", "--type",
-                          "Scenarios.HeapCwtValue", snap, NULL};
-    jv *p = run_json(r, args);
+    jv *p = paths_of(r, snap, "Scenarios.HeapCwtValue", "3", c->cwt);
     ASSERT_NE(p, NULL);
-    ASSERT_EQ((uint64_t)json_num(p, "instances"), (uint64_t)c->cwt);
-    ASSERT_EQ((uint64_t)json_num(p, "reachable"), (uint64_t)c->cwt);
     const jv *paths = json_get(p, "paths");
     ASSERT(paths && paths->n == 3);
     for (size_t i = 0; i < paths->n; i++) {
