@@ -18,6 +18,7 @@
 
 #include "agent.h"
 #include "heap_format.h"
+#include "heap_statics.h"
 #include "names.h"
 #include "recorder.h"
 #include "trace_format.h"
@@ -130,6 +131,16 @@ static void write_chunk(const uint8_t *data, size_t len) {
     H.file_bytes += want;
 }
 
+/* A thread with every signal blocked (the program's handlers are not for it). */
+static int spawn(pthread_t *t, void *(*fn)(void *), void *arg) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(t, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
 static void *writer_main(void *arg) {
     (void)arg;
     pthread_mutex_lock(&H.mu);
@@ -227,11 +238,7 @@ static int writer_start(const char *path) {
         return -e;
     }
     H.file_bytes = sizeof hdr;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&H.writer, NULL, writer_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = spawn(&H.writer, writer_main, NULL);
     if (rc != 0) {
         close(H.fd);
         H.fd = -1;
@@ -352,13 +359,7 @@ static void class_slots(uint32_t idx, ClassID cls) {
             if (fo[i].ulOffset % 8 == 0 && k < MAX_SLOTS)
                 tmp[k++] = (fslot){fo[i].ulOffset, fo[i].ridOfField, c};
         }
-        ModuleID m = 0;
-        mdTypeDef td = 0;
-        ClassID parent = 0;
-        ULONG32 na = 0;
-        if (FAILED(INFO_CALL(GetClassIDInfo2, c, &m, &td, &parent, 0, &na, NULL)))
-            break;
-        c = parent;
+        c = heap_class_parent(c);
     }
     for (unsigned i = 1; i < k; i++) /* insertion sort by offset */
         for (unsigned j = i; j > 0 && tmp[j].off < tmp[j - 1].off; j--) {
@@ -417,11 +418,7 @@ static uint32_t class_index(ClassID cls) {
     H.vals[i] = idx;
     H.classes[idx] = cls;
     class_slots(idx, cls);
-    uint8_t *p = reserve(32);
-    *p++ = DNP_HEAP_CLASS;
-    p = dnp_heap_put(p, idx);
-    p = dnp_heap_put(p, (uint64_t)cls);
-    H.p = p;
+    H.p = dnp_heap_put_CLASS(reserve(32), &(struct dnp_heap_CLASS){.index = idx, .class_id = cls});
     return idx;
 }
 
@@ -471,56 +468,67 @@ static void walk_begins(void) {
     }
 }
 
+typedef struct roots_args {
+    const ObjectID *refs;
+    const COR_PRF_GC_ROOT_KIND *kinds;
+    const COR_PRF_GC_ROOT_FLAGS *flags;
+    const UINT_PTR *ids;
+} roots_args;
+
+typedef struct deps_args {
+    const ObjectID *keys, *values;
+    const GCHandleID *ids;
+} deps_args;
+
+/* A ROOTS record of the roots [i, i + m). */
+static uint8_t *put_roots(uint8_t *p, ULONG i, ULONG m, const void *arg) {
+    const roots_args *a = arg;
+    p = dnp_heap_put_ROOTS(p, &(struct dnp_heap_ROOTS){.n = m});
+    for (ULONG k = i; k < i + m; k++) {
+        unsigned kind = a->kinds ? (unsigned)a->kinds[k] & 7 : 0;
+        uint64_t fl = a->flags ? (uint64_t)(uint32_t)a->flags[k] : 0;
+        UINT_PTR id = a->ids ? a->ids[k] : 0;
+        p = dnp_heap_put_ROOTS_item(p, &(struct dnp_heap_ROOTS_item){
+            .kind_flags = kind | fl << 3, .addr = (int64_t)(a->refs[k] - H.prev_root), .id = id});
+        H.prev_root = a->refs[k];
+        if (kind == DNP_ROOT_STACK)
+            func_note(id);
+    }
+    return p;
+}
+
+/* A DEPS record of the dependent handles [i, i + m). */
+static uint8_t *put_deps(uint8_t *p, ULONG i, ULONG m, const void *arg) {
+    const deps_args *a = arg;
+    p = dnp_heap_put_DEPS(p, &(struct dnp_heap_DEPS){.n = m});
+    for (ULONG k = i; k < i + m; k++) {
+        p = dnp_heap_put_DEPS_item(p, &(struct dnp_heap_DEPS_item){
+            .key = (int64_t)(a->keys[k] - H.prev_key), .value = (int64_t)(a->values[k] - a->keys[k]),
+            .handle = a->ids ? a->ids[k] : 0});
+        H.prev_key = a->keys[k];
+    }
+    return p;
+}
+
+/* n items counted in *count and, unless walking only, written by put in
+ * records of at most ROOTS_PER_RECORD (at most 30 bytes an item). */
+static void in_records(ULONG n, uint64_t *count,
+                       uint8_t *(*put)(uint8_t *p, ULONG i, ULONG m, const void *arg), const void *arg) {
+    walk_begins();
+    *count += n;
+    for (ULONG i = 0; !walk_only && i < n; i += ROOTS_PER_RECORD) {
+        ULONG m = n - i < ROOTS_PER_RECORD ? n - i : ROOTS_PER_RECORD;
+        H.p = put(reserve(16 + (size_t)m * 30), i, m, arg);
+    }
+}
+
 void heap_roots(ULONG n, const ObjectID *refs, const COR_PRF_GC_ROOT_KIND *kinds,
                 const COR_PRF_GC_ROOT_FLAGS *flags, const UINT_PTR *ids) {
-    walk_begins();
-    if (walk_only) {
-        H.roots += n;
-        return;
-    }
-    for (ULONG i = 0; i < n;) {
-        ULONG m = n - i < ROOTS_PER_RECORD ? n - i : ROOTS_PER_RECORD;
-        uint8_t *p = reserve(16 + (size_t)m * 30);
-        *p++ = DNP_HEAP_ROOTS;
-        p = dnp_heap_put(p, m);
-        for (ULONG k = i; k < i + m; k++) {
-            unsigned kind = kinds ? (unsigned)kinds[k] & 7 : 0;
-            uint64_t fl = flags ? (uint64_t)(uint32_t)flags[k] : 0;
-            UINT_PTR id = ids ? ids[k] : 0;
-            p = dnp_heap_put(p, kind | fl << 3);
-            p = dnp_heap_put_zz(p, (int64_t)(refs[k] - H.prev_root));
-            H.prev_root = refs[k];
-            p = dnp_heap_put(p, (uint64_t)id);
-            if (kind == DNP_ROOT_STACK)
-                func_note(id);
-        }
-        H.p = p;
-        i += m;
-    }
-    H.roots += n;
+    in_records(n, &H.roots, put_roots, &(roots_args){refs, kinds, flags, ids});
 }
 
 void heap_deps(ULONG n, const ObjectID *keys, const ObjectID *values, const GCHandleID *ids) {
-    walk_begins();
-    if (walk_only) {
-        H.deps += n;
-        return;
-    }
-    for (ULONG i = 0; i < n;) {
-        ULONG m = n - i < ROOTS_PER_RECORD ? n - i : ROOTS_PER_RECORD;
-        uint8_t *p = reserve(16 + (size_t)m * 30);
-        *p++ = DNP_HEAP_DEPS;
-        p = dnp_heap_put(p, m);
-        for (ULONG k = i; k < i + m; k++) {
-            p = dnp_heap_put_zz(p, (int64_t)(keys[k] - H.prev_key));
-            H.prev_key = keys[k];
-            p = dnp_heap_put_zz(p, (int64_t)(values[k] - keys[k]));
-            p = dnp_heap_put(p, (uint64_t)(ids ? ids[k] : 0));
-        }
-        H.p = p;
-        i += m;
-    }
-    H.deps += n;
+    in_records(n, &H.deps, put_deps, &(deps_args){keys, values, ids});
 }
 
 /* The class's index when it is not the last object's (which it becomes). */
@@ -566,18 +574,22 @@ static __attribute__((noinline)) SIZE_T object_size_slow(ObjectID obj) {
     return size;
 }
 
+/* The references of an OBJECT or MORE record: each from the one before, the
+ * first from the object. */
+static inline uint8_t *put_refs(uint8_t *p, ObjectID obj, const ObjectID *refs, ULONG n) {
+    ObjectID prev = obj;
+    for (ULONG k = 0; k < n; k++) {
+        p = dnp_heap_put_OBJECT_item(p, &(struct dnp_heap_OBJECT_item){.ref = (int64_t)(refs[k] - prev)});
+        prev = refs[k];
+    }
+    return p;
+}
+
 static __attribute__((noinline)) void object_more(ObjectID obj, ULONG n, const ObjectID *refs) {
     for (ULONG i = DNP_HEAP_REFS_PER_RECORD; i < n;) {
         ULONG m = n - i < DNP_HEAP_REFS_PER_RECORD ? n - i : DNP_HEAP_REFS_PER_RECORD;
-        uint8_t *p = reserve(16 + (size_t)m * 10);
-        *p++ = DNP_HEAP_MORE;
-        p = dnp_heap_put(p, m);
-        ObjectID prev = obj; /* each from the one before, the first from the object */
-        for (ULONG k = i; k < i + m; k++) {
-            p = dnp_heap_put_zz(p, (int64_t)(refs[k] - prev));
-            prev = refs[k];
-        }
-        H.p = p;
+        uint8_t *p = dnp_heap_put_MORE(reserve(16 + (size_t)m * 10), &(struct dnp_heap_MORE){.n = m});
+        H.p = put_refs(p, obj, refs + i, m);
         i += m;
     }
 }
@@ -589,11 +601,9 @@ static uint8_t slot_tmp[MAX_SLOTS]; /* the GC thread's: the walk is on one threa
 
 static __attribute__((noinline)) void slots_write(cinfo *c, ULONG n) {
     const uint8_t *m = slot_tmp;
-    uint8_t *p = reserve(16 + (size_t)n * 2);
-    *p++ = DNP_HEAP_SLOTS;
-    p = dnp_heap_put(p, n);
-    for (ULONG k = 0; k < n; k++)
-        *p++ = m[k]; /* a slot is at most MAX_SLOTS: one byte */
+    uint8_t *p = dnp_heap_put_SLOTS(reserve(16 + (size_t)n * 2), &(struct dnp_heap_SLOTS){.n = n});
+    for (ULONG k = 0; k < n; k++) /* a slot is at most MAX_SLOTS: one byte */
+        p = dnp_heap_put_SLOTS_item(p, &(struct dnp_heap_SLOTS_item){.slot = m[k]});
     H.p = p;
     c->lastn = (uint8_t)n;
     memcpy(c->last, m, n);
@@ -634,20 +644,12 @@ void heap_object(ObjectID obj, ClassID cls, ULONG n, const ObjectID *refs) {
     else
         size = mt_size(obj, ci ? &c->size : NULL);
     ULONG here = n < DNP_HEAP_REFS_PER_RECORD ? n : DNP_HEAP_REFS_PER_RECORD;
-    uint8_t *p = reserve(64 + (size_t)here * 10);
-    *p++ = DNP_HEAP_OBJECT;
-    p = dnp_heap_put_zz(p, (int64_t)(obj - H.prev_obj));
+    uint8_t *p = dnp_heap_put_OBJECT(reserve(64 + (size_t)here * 10),
+                                     &(struct dnp_heap_OBJECT){.addr = (int64_t)(obj - H.prev_obj),
+                                                               .cls = ci, .size = size, .nrefs = n,
+                                                               .n = here});
     H.prev_obj = obj;
-    p = dnp_heap_put(p, ci);
-    p = dnp_heap_put(p, (uint64_t)size);
-    p = dnp_heap_put(p, n);
-    p = dnp_heap_put(p, here);
-    ObjectID prev = obj;
-    for (ULONG k = 0; k < here; k++) {
-        p = dnp_heap_put_zz(p, (int64_t)(refs[k] - prev));
-        prev = refs[k];
-    }
-    H.p = p;
+    H.p = put_refs(p, obj, refs, here);
     if (n > here)
         object_more(obj, n, refs);
     if (n && n <= MAX_SLOTS && c->fcount)
@@ -659,16 +661,9 @@ void heap_object(ObjectID obj, ClassID cls, ULONG n, const ObjectID *refs) {
 
 /* ---- the snapshot ---- */
 
-static void put_text(uint8_t tag, uint64_t id, const char *s) {
+static size_t text_len(const char *s) {
     size_t len = strlen(s);
-    if (len > 4000)
-        len = 4000;
-    uint8_t *p = reserve(32 + len);
-    *p++ = tag;
-    p = dnp_heap_put(p, id);
-    p = dnp_heap_put(p, len);
-    memcpy(p, s, len);
-    H.p = p + len;
+    return len > 4000 ? 4000 : len;
 }
 
 typedef struct gc_job {
@@ -681,6 +676,166 @@ static void *gc_main(void *arg) {
     gc_job *job = arg;
     job->hr = g_agent.info->lpVtbl->ForceGC(g_agent.info);
     return NULL;
+}
+
+/* Forces the GC from a thread of its own and waits for it: 0, or the
+ * pthread_create error. */
+static int force_gc(gc_job *job) {
+    atomic_store(&H.armed, 1);
+    pthread_t t;
+    int prc = spawn(&t, gc_main, job);
+    if (prc == 0) {
+        pthread_setname_np(t, "dnprof-gc");
+        pthread_join(t, NULL);
+    }
+    atomic_store(&H.armed, 0);
+    if (atomic_exchange(&heap_capturing, 0)) /* no GarbageCollectionFinished: cut short */
+        H.partial = 1;
+    return prc;
+}
+
+static void static_put(const char *name, size_t len, ObjectID value, void *ctx) {
+    (void)ctx;
+    if (len > 4000)
+        len = 4000;
+    uint8_t *p = dnp_heap_put_STATIC(reserve(32 + len),
+                                     &(struct dnp_heap_STATIC){.name = name, .name_len = len, .n = 1});
+    H.p = dnp_heap_put_STATIC_item(p, &(struct dnp_heap_STATIC_item){.addr = (int64_t)value});
+}
+
+/* Names, now that the GC is over, from this thread (not the GC's): classes,
+ * stack roots' methods, fields; and the statics. */
+static void write_names(void) {
+    char name[1024];
+    for (size_t i = 1; i <= H.count; i++) {
+        names_class_text(H.classes[i], name, sizeof name);
+        size_t len = text_len(name);
+        H.p = dnp_heap_put_NAME(reserve(32 + len),
+                                &(struct dnp_heap_NAME){.cls = i, .name = name, .name_len = len});
+    }
+    for (size_t i = 0; i < H.nfuncs; i++) {
+        names_function_text(H.funcs[i], name, sizeof name);
+        size_t len = text_len(name);
+        H.p = dnp_heap_put_FUNC(reserve(32 + len), &(struct dnp_heap_FUNC){
+            .function_id = H.funcs[i], .name = name, .name_len = len});
+    }
+    for (size_t i = 1; i <= H.count; i++) {
+        unsigned nf = H.ci[i].fcount;
+        if (!nf)
+            continue;
+        const fslot *fs = H.slots + H.ci[i].fstart;
+        uint8_t *p = dnp_heap_put_LAYOUT(reserve(16 + (size_t)nf * 280),
+                                         &(struct dnp_heap_LAYOUT){.cls = i, .n = nf});
+        for (unsigned k = 0; k < nf; k++) {
+            size_t len = names_field_text(fs[k].owner, fs[k].token, name, 256);
+            p = dnp_heap_put_LAYOUT_item(p, &(struct dnp_heap_LAYOUT_item){
+                .offset = fs[k].off, .name = name, .name_len = len});
+        }
+        H.p = p;
+    }
+    if (!walk_only && H.done)
+        heap_statics_each(H.classes + 1, H.count, static_put, NULL);
+}
+
+/* The non-GC heap (frozen string literals and types): its objects are walked
+ * but held by no root, and live as long as the process. */
+static void write_nongc(void) {
+    if (!AGENT_HAS_INFO(GetNonGCHeapBounds))
+        return;
+    COR_PRF_NONGC_HEAP_RANGE ranges[256];
+    ULONG nr = 0;
+    if (FAILED(INFO_CALL(GetNonGCHeapBounds, 256, &nr, ranges)) || !nr)
+        return;
+    if (nr > 256)
+        nr = 256;
+    uint8_t *p = dnp_heap_put_NONGC(reserve(16 + (size_t)nr * 20), &(struct dnp_heap_NONGC){.n = nr});
+    for (ULONG i = 0; i < nr; i++)
+        p = dnp_heap_put_NONGC_item(p, &(struct dnp_heap_NONGC_item){
+            .start = ranges[i].rangeStart, .length = ranges[i].rangeLength});
+    H.p = p;
+}
+
+/* The END record's status, and why it is not complete in why. */
+static unsigned end_status(int prc, HRESULT hr, char *why, size_t cap) {
+    if (prc != 0) {
+        snprintf(why, cap, "cannot start the GC thread: %s", strerror(prc));
+        return DNP_HEAP_NO_GC;
+    }
+    if (FAILED(hr)) {
+        const char *hn = dnp_hresult_name((uint32_t)hr);
+        snprintf(why, cap, "the runtime refused ForceGC: %s 0x%08x", hn ? hn : "error", (unsigned)hr);
+        return DNP_HEAP_NO_GC;
+    }
+    if (!H.done || !H.saw_walk) {
+        snprintf(why, cap, "the forced GC did not walk the heap");
+        return DNP_HEAP_NO_GC;
+    }
+    if (H.partial) {
+        snprintf(why, cap, "the heap walk was cut short");
+        return DNP_HEAP_PARTIAL;
+    }
+    if (walk_only) {
+        snprintf(why, cap, "walk only (a .walk-only file): the heap was walked, nothing recorded");
+        return DNP_HEAP_PARTIAL;
+    }
+    return DNP_HEAP_COMPLETE;
+}
+
+/* The END record, the file closed, and the reply. 0, or -1. */
+static int finish(const char *path, unsigned status, const char *why, char *reply, size_t cap) {
+    uint64_t gc_ns = H.saw_walk && H.t_walk > H.t_start ? H.t_walk - H.t_start : 0;
+    uint64_t pause_ns = H.t_end > H.t_start ? H.t_end - H.t_start : 0;
+    uint64_t walk_ns = H.t_end > H.t_walk ? H.t_end - H.t_walk : 0;
+    H.p = dnp_heap_put_END(reserve(128 + strlen(why)), &(struct dnp_heap_END){
+        .status = status, .objects = H.objects, .refs = H.refs, .roots = H.roots, .deps = H.deps,
+        .bytes = H.bytes, .gc_ns = gc_ns, .pause_ns = pause_ns, .walk_ns = walk_ns,
+        .message = why, .message_len = strlen(why)});
+    int e = writer_stop();
+    if (e < 0) {
+        snprintf(reply, cap, "error writing the snapshot '%s': %s", path, strerror(-e));
+        return -1;
+    }
+    if (status != DNP_HEAP_COMPLETE && !(walk_only && H.done && H.saw_walk && !H.partial)) {
+        snprintf(reply, cap, "error %s", why);
+        return -1;
+    }
+    snprintf(reply, cap, "ok snapshot %llu %llu %llu %llu", (unsigned long long)H.objects,
+             (unsigned long long)H.bytes, (unsigned long long)pause_ns,
+             (unsigned long long)H.file_bytes);
+    return 0;
+}
+
+/* The walk's state for a new snapshot into path. */
+static void walk_reset(const char *path) {
+    H.done = H.saw_walk = H.partial = 0;
+    size_ok = -1;
+    size_checked = 0;
+    char wo[4200];
+    walk_only = snprintf(wo, sizeof wo, "%s.walk-only", path) < (int)sizeof wo &&
+                access(wo, F_OK) == 0;
+    H.objects = H.refs = H.roots = H.deps = H.bytes = 0;
+    H.prev_obj = H.prev_root = H.prev_key = 0;
+    H.t_start = H.t_walk = H.t_end = 0;
+}
+
+static int snapshot(const char *path, char *reply, size_t cap) {
+    if (classes_reset() < 0) {
+        snprintf(reply, cap, "error out of memory");
+        return -1;
+    }
+    int e = writer_start(path);
+    if (e < 0) {
+        snprintf(reply, cap, "error cannot write the snapshot '%s': %s", path, strerror(-e));
+        return -1;
+    }
+    walk_reset(path);
+    gc_job job = {E_FAIL};
+    int prc = force_gc(&job);
+    write_names();
+    write_nongc();
+    char why[256] = "";
+    unsigned status = end_status(prc, job.hr, why, sizeof why);
+    return finish(path, status, why, reply, cap);
 }
 
 int heap_snapshot(const char *path, char *reply, size_t cap) {
@@ -698,137 +853,7 @@ int heap_snapshot(const char *path, char *reply, size_t cap) {
         snprintf(reply, cap, "error a snapshot is already being taken");
         return -1;
     }
-    int rc = -1;
-    if (classes_reset() < 0) {
-        snprintf(reply, cap, "error out of memory");
-        goto out;
-    }
-    int e = writer_start(path);
-    if (e < 0) {
-        snprintf(reply, cap, "error cannot write the snapshot '%s': %s", path, strerror(-e));
-        goto out;
-    }
-    H.done = H.saw_walk = H.partial = 0;
-    size_ok = -1;
-    size_checked = 0;
-    char wo[4200];
-    walk_only = snprintf(wo, sizeof wo, "%s.walk-only", path) < (int)sizeof wo &&
-                access(wo, F_OK) == 0;
-    H.objects = H.refs = H.roots = H.deps = H.bytes = 0;
-    H.prev_obj = H.prev_root = H.prev_key = 0;
-    H.t_start = H.t_walk = H.t_end = 0;
-    atomic_store(&H.armed, 1);
-
-    gc_job job = {E_FAIL};
-    pthread_t t;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int prc = pthread_create(&t, NULL, gc_main, &job);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (prc == 0) {
-        pthread_setname_np(t, "dnprof-gc");
-        pthread_join(t, NULL);
-    }
-    atomic_store(&H.armed, 0);
-    if (atomic_exchange(&heap_capturing, 0)) /* no GarbageCollectionFinished: cut short */
-        H.partial = 1;
-
-    /* Names, now that the GC is over, from this thread (not the GC's). */
-    char name[1024];
-    for (size_t i = 1; i <= H.count; i++) {
-        names_class_text(H.classes[i], name, sizeof name);
-        put_text(DNP_HEAP_NAME, i, name);
-    }
-    for (size_t i = 0; i < H.nfuncs; i++) {
-        names_function_text(H.funcs[i], name, sizeof name);
-        put_text(DNP_HEAP_FUNC, H.funcs[i], name);
-    }
-    for (size_t i = 1; i <= H.count; i++) {
-        unsigned nf = H.ci[i].fcount;
-        if (!nf)
-            continue;
-        const fslot *fs = H.slots + H.ci[i].fstart;
-        uint8_t *p = reserve(16 + (size_t)nf * 280);
-        *p++ = DNP_HEAP_LAYOUT;
-        p = dnp_heap_put(p, i);
-        p = dnp_heap_put(p, nf);
-        for (unsigned k = 0; k < nf; k++) {
-            size_t len = names_field_text(fs[k].owner, fs[k].token, name, 256);
-            p = dnp_heap_put(p, fs[k].off);
-            p = dnp_heap_put(p, len);
-            memcpy(p, name, len);
-            p += len;
-        }
-        H.p = p;
-    }
-    /* The non-GC heap (frozen string literals and types): its objects are
-     * walked but held by no root, and live as long as the process. */
-    if (AGENT_HAS_INFO(GetNonGCHeapBounds)) {
-        COR_PRF_NONGC_HEAP_RANGE ranges[256];
-        ULONG nr = 0;
-        if (SUCCEEDED(INFO_CALL(GetNonGCHeapBounds, 256, &nr, ranges)) && nr) {
-            if (nr > 256)
-                nr = 256;
-            uint8_t *p = reserve(16 + (size_t)nr * 20);
-            *p++ = DNP_HEAP_NONGC;
-            p = dnp_heap_put(p, nr);
-            for (ULONG i = 0; i < nr; i++) {
-                p = dnp_heap_put(p, (uint64_t)ranges[i].rangeStart);
-                p = dnp_heap_put(p, (uint64_t)ranges[i].rangeLength);
-            }
-            H.p = p;
-        }
-    }
-    unsigned status = DNP_HEAP_COMPLETE;
-    char why[256] = "";
-    if (prc != 0) {
-        status = DNP_HEAP_NO_GC;
-        snprintf(why, sizeof why, "cannot start the GC thread: %s", strerror(prc));
-    } else if (FAILED(job.hr)) {
-        const char *hn = dnp_hresult_name((uint32_t)job.hr);
-        status = DNP_HEAP_NO_GC;
-        snprintf(why, sizeof why, "the runtime refused ForceGC: %s 0x%08x", hn ? hn : "error",
-                 (unsigned)job.hr);
-    } else if (!H.done || !H.saw_walk) {
-        status = DNP_HEAP_NO_GC;
-        snprintf(why, sizeof why, "the forced GC did not walk the heap");
-    } else if (H.partial) {
-        status = DNP_HEAP_PARTIAL;
-        snprintf(why, sizeof why, "the heap walk was cut short");
-    } else if (walk_only) {
-        status = DNP_HEAP_PARTIAL;
-        snprintf(why, sizeof why, "walk only (a .walk-only file): the heap was walked, nothing recorded");
-    }
-    uint64_t gc_ns = H.saw_walk && H.t_walk > H.t_start ? H.t_walk - H.t_start : 0;
-    uint64_t pause_ns = H.t_end > H.t_start ? H.t_end - H.t_start : 0;
-    uint64_t walk_ns = H.t_end > H.t_walk ? H.t_end - H.t_walk : 0;
-    uint8_t *p = reserve(128 + strlen(why));
-    *p++ = DNP_HEAP_END;
-    p = dnp_heap_put(p, status);
-    p = dnp_heap_put(p, H.objects);
-    p = dnp_heap_put(p, H.refs);
-    p = dnp_heap_put(p, H.roots);
-    p = dnp_heap_put(p, H.deps);
-    p = dnp_heap_put(p, H.bytes);
-    p = dnp_heap_put(p, gc_ns);
-    p = dnp_heap_put(p, pause_ns);
-    p = dnp_heap_put(p, walk_ns);
-    p = dnp_heap_put(p, strlen(why));
-    memcpy(p, why, strlen(why));
-    H.p = p + strlen(why);
-    e = writer_stop();
-    if (e < 0) {
-        snprintf(reply, cap, "error writing the snapshot '%s': %s", path, strerror(-e));
-    } else if (status != DNP_HEAP_COMPLETE && !(walk_only && H.done && H.saw_walk && !H.partial)) {
-        snprintf(reply, cap, "error %s", why);
-    } else {
-        snprintf(reply, cap, "ok snapshot %llu %llu %llu %llu", (unsigned long long)H.objects,
-                 (unsigned long long)H.bytes, (unsigned long long)pause_ns,
-                 (unsigned long long)H.file_bytes);
-        rc = 0;
-    }
-out:
+    int rc = snapshot(path, reply, cap);
     atomic_store(&busy, 0);
     return rc;
 }

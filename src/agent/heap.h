@@ -3,7 +3,9 @@
  * (RootReferences2, ObjectReferences, ConditionalWeakTableElementReferences)
  * is streamed to a .dnheap file (heap_format.h) by a writer thread through a
  * fixed pool of buffers: the memory added to the process is bounded whatever
- * the heap's size. Needs COR_PRF_MONITOR_GC in the event mask. */
+ * the heap's size. After the GC, from the snapshot's thread: the names, and
+ * the objects static fields hold (heap_statics.c). Needs COR_PRF_MONITOR_GC in
+ * the event mask. */
 #ifndef DNP_HEAP_H
 #define DNP_HEAP_H
 

@@ -61,6 +61,51 @@ static int cmp_row(const void *a, const void *b) {
     return x->t < y->t ? -1 : x->t > y->t;
 }
 
+/* The options of the heap commands; each command's table says which it takes. */
+typedef struct heap_opts {
+    int json;
+    uint64_t top, max;
+    const char *type, *address;
+} heap_opts;
+
+/* Parses argv with the command's longopts and short options, which must
+ * leave nfiles files (else the usage error files_wanted): 0, 1 after --help
+ * (printed), or minus the exit code after a usage error (said). */
+static int parse_opts(int argc, char **argv, const struct option *longopts, const char *shortopts,
+                      int nfiles, const char *files_wanted, heap_opts *o) {
+    *o = (heap_opts){.top = 30, .max = 5};
+    g_sort = 0;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j': o->json = 1; break;
+        case 's':
+            if (!strcmp(optarg, "retained")) g_sort = 0;
+            else if (!strcmp(optarg, "bytes")) g_sort = 1;
+            else if (!strcmp(optarg, "count")) g_sort = 2;
+            else return -usage_error("heap", "--sort is retained, bytes or count, not '%s'", optarg);
+            break;
+        case 'n':
+            if (cli_parse_u64(optarg, &o->top) != 0)
+                return -usage_error("heap", "--top wants a number, not '%s'", optarg);
+            break;
+        case 't': o->type = optarg; break;
+        case 'a': o->address = optarg; break;
+        case 'm':
+            if (cli_parse_u64(optarg, &o->max) != 0 || !o->max)
+                return -usage_error("heap", "--max wants a number from 1, not '%s'", optarg);
+            break;
+        case 'h': heap_help(); return 1;
+        default: return -cli_bad_option("heap", argv, c);
+        }
+    }
+    if (optind != argc - nfiles)
+        return -usage_error("heap", "%s", files_wanted);
+    return 0;
+}
+
 static int load(const char *path, int flags, dnp_heapgraph *g) {
     char err[1024];
     if (dnp_heapgraph_load(path, flags, g, err, sizeof err) < 0)
@@ -123,34 +168,77 @@ static void print_unreachable(const dnp_heapgraph *g) {
     free(cnt);
 }
 
+static void report_json(const char *path, const dnp_heapgraph *g, const type_row *rows,
+                        uint32_t shown, const uint64_t k[5], uint64_t weak) {
+    printf("{\"file\":");
+    cli_put_json(stdout, path);
+    printf(",\"pid\":%" PRIu64 ",\"objects\":%u,\"bytes\":%" PRIu64 ",\"references\":%" PRIu64
+           ",\"unresolved_references\":%" PRIu64,
+           g->pid, g->n - 1, g->bytes, g->m, g->unresolved);
+    printf(",\"roots\":{\"total\":%u,\"stack\":%" PRIu64 ",\"handle\":%" PRIu64
+           ",\"finalizer\":%" PRIu64 ",\"other\":%" PRIu64 ",\"non_gc_heap\":%" PRIu64
+           ",\"weak\":%" PRIu64 "}",
+           g->nroots, k[DNP_ROOT_STACK], k[DNP_ROOT_HANDLE], k[DNP_ROOT_FINALIZER],
+           k[DNP_ROOT_OTHER], k[DNP_ROOT_NONGC], weak);
+    printf(",\"dependent_handles\":%u", g->ndeps);
+    printf(",\"unreachable\":{\"objects\":%u,\"bytes\":%" PRIu64 "}", g->unreachable,
+           g->unreachable_bytes);
+    printf(",\"gc_ms\":%.3f,\"pause_ms\":%.3f", g->gc_ns / 1e6, g->pause_ns / 1e6);
+    printf(",\"types\":[");
+    for (uint32_t i = 0, s = 0; i < g->ntypes && s < shown; i++) {
+        if (!rows[i].count)
+            continue;
+        printf("%s{\"name\":", s++ ? "," : "");
+        cli_put_json(stdout, g->types[rows[i].t]);
+        printf(",\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"retained\":%" PRIu64 "}",
+               rows[i].count, rows[i].bytes, rows[i].retained);
+    }
+    printf("]}\n");
+}
+
+static void report_text(const char *path, const dnp_heapgraph *g, const type_row *rows,
+                        uint32_t shown, const uint64_t k[5], uint64_t weak) {
+    char a[32], b[32], c1[32], d[32];
+    printf("heap snapshot %s: pid %" PRIu64 ", %s objects, %s\n", cli_short_path(path), g->pid,
+           cli_fmt_count(g->n - 1, a), cli_fmt_bytes(g->bytes, b));
+    printf("roots: %s (stack %s, handle %s, finalizer %s, other %s; %s weak), %s dependent "
+           "handles, %s objects of the non-GC heap\n",
+           cli_fmt_count(g->nroots - k[DNP_ROOT_NONGC], c1), CLI_COUNT(k[DNP_ROOT_STACK]),
+           CLI_COUNT(k[DNP_ROOT_HANDLE]), CLI_COUNT(k[DNP_ROOT_FINALIZER]), CLI_COUNT(k[DNP_ROOT_OTHER]),
+           CLI_COUNT(weak), CLI_COUNT(g->ndeps), CLI_COUNT(k[DNP_ROOT_NONGC]));
+    if (g->unreachable) {
+        printf("unreachable: %s objects, %s (no strong root in the snapshot "
+               "holds them):",
+               cli_fmt_count(g->unreachable, a), cli_fmt_bytes(g->unreachable_bytes, b));
+        print_unreachable(g);
+    } else
+        printf("unreachable: none\n");
+    printf("gc pause: %.1f ms (walk %.1f ms)\n\n", g->pause_ns / 1e6, g->walk_ns / 1e6);
+    printf("%14s %14s %12s  %s\n", "retained", "shallow", "count", "type");
+    for (uint32_t i = 0, s = 0; i < g->ntypes && s < shown; i++) {
+        if (!rows[i].count)
+            continue;
+        s++;
+        printf("%14s %14s %12s  ", cli_fmt_bytes(rows[i].retained, a),
+               cli_fmt_bytes(rows[i].bytes, b), cli_fmt_count(rows[i].count, d));
+        cli_put_text(stdout, g->types[rows[i].t], 0);
+        putchar('\n');
+    }
+    uint32_t nonempty = 0;
+    for (uint32_t i = 0; i < g->ntypes; i++)
+        nonempty += rows[i].count != 0;
+    if (shown < nonempty)
+        printf("(%s more types; --top 0 shows them all)\n", CLI_COUNT(nonempty - shown));
+}
+
 static int heap_report(int argc, char **argv) {
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'j'}, {"sort", required_argument, NULL, 's'},
         {"top", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    int json = 0, c;
-    uint64_t top = 30;
-    g_sort = 0;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":n:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'j': json = 1; break;
-        case 's':
-            if (!strcmp(optarg, "retained")) g_sort = 0;
-            else if (!strcmp(optarg, "bytes")) g_sort = 1;
-            else if (!strcmp(optarg, "count")) g_sort = 2;
-            else return usage_error("heap", "--sort is retained, bytes or count, not '%s'", optarg);
-            break;
-        case 'n':
-            if (cli_parse_u64(optarg, &top) != 0)
-                return usage_error("heap", "--top wants a number, not '%s'", optarg);
-            break;
-        case 'h': heap_help(); return 0;
-        default: return cli_bad_option("heap", argv, c);
-        }
-    }
-    if (optind != argc - 1)
-        return usage_error("heap", "heap report wants one snapshot file");
+    heap_opts o;
+    int prc = parse_opts(argc, argv, longopts, ":n:h", 1, "heap report wants one snapshot file", &o);
+    if (prc)
+        return prc < 0 ? -prc : 0;
     const char *path = argv[optind];
     dnp_heapgraph g;
     type_row *rows;
@@ -161,66 +249,12 @@ static int heap_report(int argc, char **argv) {
     roots_by_kind(&g, k, &weak);
     uint32_t shown = 0;
     for (uint32_t i = 0; i < g.ntypes; i++)
-        if (rows[i].count && (!top || shown < top))
+        if (rows[i].count && (!o.top || shown < o.top))
             shown++;
-    if (json) {
-        printf("{\"file\":");
-        cli_put_json(stdout, path);
-        printf(",\"pid\":%" PRIu64 ",\"objects\":%u,\"bytes\":%" PRIu64 ",\"references\":%" PRIu64
-               ",\"unresolved_references\":%" PRIu64,
-               g.pid, g.n - 1, g.bytes, g.m, g.unresolved);
-        printf(",\"roots\":{\"total\":%u,\"stack\":%" PRIu64 ",\"handle\":%" PRIu64
-               ",\"finalizer\":%" PRIu64 ",\"other\":%" PRIu64 ",\"non_gc_heap\":%" PRIu64
-               ",\"weak\":%" PRIu64 "}",
-               g.nroots, k[DNP_ROOT_STACK], k[DNP_ROOT_HANDLE], k[DNP_ROOT_FINALIZER],
-               k[DNP_ROOT_OTHER], k[DNP_ROOT_NONGC], weak);
-        printf(",\"dependent_handles\":%u", g.ndeps);
-        printf(",\"unreachable\":{\"objects\":%u,\"bytes\":%" PRIu64 "}", g.unreachable,
-               g.unreachable_bytes);
-        printf(",\"gc_ms\":%.3f,\"pause_ms\":%.3f", g.gc_ns / 1e6, g.pause_ns / 1e6);
-        printf(",\"types\":[");
-        for (uint32_t i = 0, s = 0; i < g.ntypes && s < shown; i++) {
-            if (!rows[i].count)
-                continue;
-            printf("%s{\"name\":", s++ ? "," : "");
-            cli_put_json(stdout, g.types[rows[i].t]);
-            printf(",\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"retained\":%" PRIu64 "}",
-                   rows[i].count, rows[i].bytes, rows[i].retained);
-        }
-        printf("]}\n");
-    } else {
-        char a[32], b[32], c1[32], d[32];
-        printf("heap snapshot %s: pid %" PRIu64 ", %s objects, %s\n", cli_short_path(path), g.pid,
-               cli_fmt_count(g.n - 1, a), cli_fmt_bytes(g.bytes, b));
-        printf("roots: %s (stack %s, handle %s, finalizer %s, other %s; %s weak), %s dependent "
-               "handles, %s objects of the non-GC heap\n",
-               cli_fmt_count(g.nroots - k[DNP_ROOT_NONGC], c1), CLI_COUNT(k[DNP_ROOT_STACK]),
-               CLI_COUNT(k[DNP_ROOT_HANDLE]), CLI_COUNT(k[DNP_ROOT_FINALIZER]), CLI_COUNT(k[DNP_ROOT_OTHER]),
-               CLI_COUNT(weak), CLI_COUNT(g.ndeps), CLI_COUNT(k[DNP_ROOT_NONGC]));
-        if (g.unreachable) {
-            printf("unreachable: %s objects, %s (no strong root in the snapshot "
-                   "holds them):",
-                   cli_fmt_count(g.unreachable, a), cli_fmt_bytes(g.unreachable_bytes, b));
-            print_unreachable(&g);
-        } else
-            printf("unreachable: none\n");
-        printf("gc pause: %.1f ms (walk %.1f ms)\n\n", g.pause_ns / 1e6, g.walk_ns / 1e6);
-        printf("%14s %14s %12s  %s\n", "retained", "shallow", "count", "type");
-        for (uint32_t i = 0, s = 0; i < g.ntypes && s < shown; i++) {
-            if (!rows[i].count)
-                continue;
-            s++;
-            printf("%14s %14s %12s  ", cli_fmt_bytes(rows[i].retained, a),
-                   cli_fmt_bytes(rows[i].bytes, b), cli_fmt_count(rows[i].count, d));
-            cli_put_text(stdout, g.types[rows[i].t], 0);
-            putchar('\n');
-        }
-        uint32_t nonempty = 0;
-        for (uint32_t i = 0; i < g.ntypes; i++)
-            nonempty += rows[i].count != 0;
-        if (shown < nonempty)
-            printf("(%s more types; --top 0 shows them all)\n", CLI_COUNT(nonempty - shown));
-    }
+    if (o.json)
+        report_json(path, &g, rows, shown, k, weak);
+    else
+        report_text(path, &g, rows, shown, k, weak);
     free(rows);
     dnp_heapgraph_release(&g);
     return 0;
@@ -276,7 +310,12 @@ static int print_path(const dnp_heapgraph *g, const uint32_t *parent, uint32_t v
     for (uint32_t x = v; x; x = parent[x])
         chain[--i] = x;
     char rt[512];
-    root_text(g, dnp_heapgraph_root_of(g, chain[0]), rt, sizeof rt);
+    const dnp_heap_root *r = dnp_heapgraph_root_of(g, chain[0]);
+    const char *st = !r || (r->flags & DNP_ROOT_WEAK) ? dnp_heapgraph_static_of(g, chain[0]) : NULL;
+    if (st) /* reached through a static (heapgraph.h): its name, not the runtime's array */
+        snprintf(rt, sizeof rt, "static %s", st);
+    else
+        root_text(g, r, rt, sizeof rt);
     if (json) {
         printf("%s{\"length\":%u,\"root\":", first ? "" : ",", len);
         cli_put_json(stdout, rt);
@@ -326,26 +365,13 @@ static int heap_paths(int argc, char **argv) {
         {"json", no_argument, NULL, 'j'},         {"type", required_argument, NULL, 't'},
         {"address", required_argument, NULL, 'a'}, {"max", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-    int json = 0, c;
-    const char *type = NULL, *address = NULL;
-    uint64_t max = 5;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":t:a:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'j': json = 1; break;
-        case 't': type = optarg; break;
-        case 'a': address = optarg; break;
-        case 'm':
-            if (cli_parse_u64(optarg, &max) != 0 || !max)
-                return usage_error("heap", "--max wants a number from 1, not '%s'", optarg);
-            break;
-        case 'h': heap_help(); return 0;
-        default: return cli_bad_option("heap", argv, c);
-        }
-    }
-    if (optind != argc - 1)
-        return usage_error("heap", "heap paths wants one snapshot file");
+    heap_opts o;
+    int prc = parse_opts(argc, argv, longopts, ":t:a:h", 1, "heap paths wants one snapshot file", &o);
+    if (prc)
+        return prc < 0 ? -prc : 0;
+    int json = o.json;
+    const char *type = o.type, *address = o.address;
+    uint64_t max = o.max;
     if (!type == !address)
         return usage_error("heap", "heap paths wants --type NAME or --address ADDR");
     uint64_t want = 0;
@@ -478,44 +504,26 @@ static void put_signed(int64_t v, int bytes, int width) {
     printf("%*s", width, t);
 }
 
-static int heap_diff(int argc, char **argv) {
-    static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
-                                             {"top", required_argument, NULL, 'n'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    int json = 0, c;
-    uint64_t top = 30;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":n:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'j': json = 1; break;
-        case 'n':
-            if (cli_parse_u64(optarg, &top) != 0)
-                return usage_error("heap", "--top wants a number, not '%s'", optarg);
-            break;
-        case 'h': heap_help(); return 0;
-        default: return cli_bad_option("heap", argv, c);
-        }
-    }
-    if (optind != argc - 2)
-        return usage_error("heap", "heap diff wants two snapshot files: BEFORE AFTER");
-    named_row *a, *b;
-    uint32_t na, nb;
-    uint64_t ta[2], tb[2];
-    if (named_rows(argv[optind], &a, &na, ta) < 0)
-        return 1;
-    if (named_rows(argv[optind + 1], &b, &nb, tb) < 0) {
-        for (uint32_t i = 0; i < na; i++)
-            free(a[i].name);
-        free(a);
-        return 1;
-    }
-    /* Merge by name. */
+static void free_named(named_row *r, uint32_t n) {
+    for (uint32_t k = 0; r && k < n; k++)
+        free(r[k].name);
+    free(r);
+}
+
+/* The rows of both, merged by name (both sorted by name): counts of after,
+ * changes from before; names[rows[k].t] each one's name. The number of rows,
+ * or -1 (memory). */
+static int64_t merge_rows(const named_row *a, uint32_t na, const named_row *b, uint32_t nb,
+                          type_row **rows_out, const char ***names_out) {
     type_row *rows = calloc((size_t)na + nb + 1, sizeof *rows);
     const char **names = calloc((size_t)na + nb + 1, sizeof *names);
+    if (!rows || !names) {
+        free(rows);
+        free(names);
+        return -1;
+    }
     uint32_t nr = 0, i = 0, j = 0;
-    while (rows && names && (i < na || j < nb)) {
+    while (i < na || j < nb) {
         int cmp = i >= na ? 1 : j >= nb ? -1 : strcmp(a[i].name, b[j].name);
         type_row *r = &rows[nr];
         names[nr] = cmp <= 0 ? a[i].name : b[j].name;
@@ -524,6 +532,7 @@ static int heap_diff(int argc, char **argv) {
             r->dcount -= (int64_t)a[i].count;
             r->dbytes -= (int64_t)a[i].bytes;
             r->dretained -= (int64_t)a[i].retained;
+            i++;
         }
         if (cmp >= 0) {
             r->count = b[j].count;
@@ -532,77 +541,108 @@ static int heap_diff(int argc, char **argv) {
             r->dcount += (int64_t)b[j].count;
             r->dbytes += (int64_t)b[j].bytes;
             r->dretained += (int64_t)b[j].retained;
-        }
-        if (cmp <= 0)
-            i++;
-        if (cmp >= 0)
             j++;
+        }
         nr++;
     }
-    int rc = 0;
-    if (!rows || !names) {
+    *rows_out = rows;
+    *names_out = names;
+    return nr;
+}
+
+static int changed(const type_row *r) {
+    return r->dcount || r->dbytes || r->dretained;
+}
+
+static void diff_json(char **files, const uint64_t ta[2], const uint64_t tb[2], const type_row *rows,
+                      uint32_t nr, const char **names, uint32_t shown) {
+    printf("{\"before\":");
+    cli_put_json(stdout, files[0]);
+    printf(",\"after\":");
+    cli_put_json(stdout, files[1]);
+    printf(",\"objects\":%" PRId64 ",\"bytes\":%" PRId64 ",\"types\":[",
+           (int64_t)(tb[0] - ta[0]), (int64_t)(tb[1] - ta[1]));
+    for (uint32_t k = 0, s = 0; k < nr && s < shown; k++) {
+        if (!changed(&rows[k]))
+            continue;
+        printf("%s{\"name\":", s++ ? "," : "");
+        cli_put_json(stdout, names[rows[k].t]);
+        printf(",\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"retained\":%" PRIu64
+               ",\"count_change\":%" PRId64 ",\"bytes_change\":%" PRId64
+               ",\"retained_change\":%" PRId64 "}",
+               rows[k].count, rows[k].bytes, rows[k].retained, rows[k].dcount, rows[k].dbytes,
+               rows[k].dretained);
+    }
+    printf("]}\n");
+}
+
+static void diff_text(char **files, const uint64_t ta[2], const uint64_t tb[2], const type_row *rows,
+                      uint32_t nr, const char **names, uint32_t shown) {
+    char x[32], y[32], xb[32], yb[32]; /* a buffer each: one printf reads them all */
+    printf("from %s to %s: objects %s -> %s, bytes %s -> %s\n\n", cli_short_path(files[0]),
+           cli_short_path(files[1]), cli_fmt_count(ta[0], x), cli_fmt_count(tb[0], y),
+           cli_fmt_bytes(ta[1], xb), cli_fmt_bytes(tb[1], yb));
+    printf("%14s %14s %12s  %s\n", "retained +/-", "shallow +/-", "count +/-", "type");
+    for (uint32_t k = 0, s = 0; k < nr && s < shown; k++) {
+        if (!changed(&rows[k]))
+            continue;
+        s++;
+        put_signed(rows[k].dretained, 1, 14);
+        putchar(' ');
+        put_signed(rows[k].dbytes, 1, 14);
+        putchar(' ');
+        put_signed(rows[k].dcount, 0, 12);
+        fputs("  ", stdout);
+        cli_put_text(stdout, names[rows[k].t], 0);
+        putchar('\n');
+    }
+    uint32_t nchanged = 0;
+    for (uint32_t k = 0; k < nr; k++)
+        nchanged += changed(&rows[k]);
+    if (!shown)
+        printf("no type changed\n");
+    else if (shown < nchanged) /* as heap report says it */
+        printf("(%s more types changed; --top 0 shows them all)\n", CLI_COUNT(nchanged - shown));
+}
+
+static int heap_diff(int argc, char **argv) {
+    static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+                                             {"top", required_argument, NULL, 'n'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    heap_opts o;
+    int prc = parse_opts(argc, argv, longopts, ":n:h", 2,
+                         "heap diff wants two snapshot files: BEFORE AFTER", &o);
+    if (prc)
+        return prc < 0 ? -prc : 0;
+    char **files = argv + optind;
+    named_row *a = NULL, *b = NULL;
+    uint32_t na = 0, nb = 0;
+    uint64_t ta[2], tb[2];
+    type_row *rows = NULL;
+    const char **names = NULL;
+    int rc = 1;
+    if (named_rows(files[0], &a, &na, ta) < 0 || named_rows(files[1], &b, &nb, tb) < 0)
+        goto out;
+    int64_t nr = merge_rows(a, na, b, nb, &rows, &names);
+    if (nr < 0) {
         rc = error("out of memory");
         goto out;
     }
     /* The order of the names, kept in rows[].t before sorting. */
-    qsort(rows, nr, sizeof *rows, cmp_growth);
+    qsort(rows, (size_t)nr, sizeof *rows, cmp_growth);
     uint32_t shown = 0;
     for (uint32_t k = 0; k < nr; k++)
-        if ((rows[k].dcount || rows[k].dbytes || rows[k].dretained) && (!top || shown < top))
+        if (changed(&rows[k]) && (!o.top || shown < o.top))
             shown++;
-    if (json) {
-        printf("{\"before\":");
-        cli_put_json(stdout, argv[optind]);
-        printf(",\"after\":");
-        cli_put_json(stdout, argv[optind + 1]);
-        printf(",\"objects\":%" PRId64 ",\"bytes\":%" PRId64 ",\"types\":[",
-               (int64_t)(tb[0] - ta[0]), (int64_t)(tb[1] - ta[1]));
-        for (uint32_t k = 0, s = 0; k < nr && s < shown; k++) {
-            if (!rows[k].dcount && !rows[k].dbytes && !rows[k].dretained)
-                continue;
-            printf("%s{\"name\":", s++ ? "," : "");
-            cli_put_json(stdout, names[rows[k].t]);
-            printf(",\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"retained\":%" PRIu64
-                   ",\"count_change\":%" PRId64 ",\"bytes_change\":%" PRId64
-                   ",\"retained_change\":%" PRId64 "}",
-                   rows[k].count, rows[k].bytes, rows[k].retained, rows[k].dcount, rows[k].dbytes,
-                   rows[k].dretained);
-        }
-        printf("]}\n");
-    } else {
-        char x[32], y[32], xb[32], yb[32]; /* a buffer each: one printf reads them all */
-        printf("from %s to %s: objects %s -> %s, bytes %s -> %s\n\n", cli_short_path(argv[optind]),
-               cli_short_path(argv[optind + 1]), cli_fmt_count(ta[0], x), cli_fmt_count(tb[0], y),
-               cli_fmt_bytes(ta[1], xb), cli_fmt_bytes(tb[1], yb));
-        printf("%14s %14s %12s  %s\n", "retained +/-", "shallow +/-", "count +/-", "type");
-        for (uint32_t k = 0, s = 0; k < nr && s < shown; k++) {
-            if (!rows[k].dcount && !rows[k].dbytes && !rows[k].dretained)
-                continue;
-            s++;
-            put_signed(rows[k].dretained, 1, 14);
-            putchar(' ');
-            put_signed(rows[k].dbytes, 1, 14);
-            putchar(' ');
-            put_signed(rows[k].dcount, 0, 12);
-            fputs("  ", stdout);
-            cli_put_text(stdout, names[rows[k].t], 0);
-            putchar('\n');
-        }
-        uint32_t changed = 0;
-        for (uint32_t k = 0; k < nr; k++)
-            changed += rows[k].dcount || rows[k].dbytes || rows[k].dretained;
-        if (!shown)
-            printf("no type changed\n");
-        else if (shown < changed) /* as heap report says it */
-            printf("(%s more types changed; --top 0 shows them all)\n", CLI_COUNT(changed - shown));
-    }
+    if (o.json)
+        diff_json(files, ta, tb, rows, (uint32_t)nr, names, shown);
+    else
+        diff_text(files, ta, tb, rows, (uint32_t)nr, names, shown);
+    rc = 0;
 out:
-    for (uint32_t k = 0; k < na; k++)
-        free(a[k].name);
-    for (uint32_t k = 0; k < nb; k++)
-        free(b[k].name);
-    free(a);
-    free(b);
+    free_named(a, na);
+    free_named(b, nb);
     free(rows);
     free(names);
     return rc;

@@ -1,6 +1,6 @@
-/* heapgraph.h: a heap snapshot (.dnheap, heap_format.h) loaded as a graph, and
- * what the heap commands compute on it: dominators, retained sizes, shortest
- * paths from the roots.
+/* heapgraph.h: a heap snapshot (.dnheap, heap_format.h) loaded as a graph
+ * (heapload.c), and what the heap commands compute on it (heapgraph.c):
+ * dominators, retained sizes, shortest paths from the roots.
  *
  * Node 0 is the roots' node: its edges go to every object a strong root (not a
  * weak handle) holds. Objects are nodes 1..n-1, in the order of the heap walk.
@@ -21,6 +21,14 @@ typedef struct dnp_heap_root {
     uint8_t flags;  /* DNP_ROOT_PINNING ... */
     uint64_t id;    /* a stack root's FunctionID, a handle's GCHandleID */
 } dnp_heap_root;
+
+/* An object a static field holds (a STATIC record): a root for the paths (it
+ * names the field), not an edge of the roots' node (the dominators stay the
+ * runtime's: the statics' pinned arrays, held by handles, hold them). */
+typedef struct dnp_heap_static {
+    uint32_t node;
+    uint32_t name; /* in static_names */
+} dnp_heap_static;
 
 typedef struct dnp_heapgraph {
     uint64_t pid, start_real_ns;
@@ -49,6 +57,10 @@ typedef struct dnp_heapgraph {
     uint64_t *func_ids;  /* stack roots' methods */
     char **func_names;
     uint32_t nfuncs;
+    dnp_heap_static *statics; /* by node */
+    uint32_t nstatics;
+    char **static_names;      /* "Type.Field" */
+    uint32_t nstatic_names;
     /* dnp_heapgraph_dominators */
     uint32_t *idom;      /* [n], DNP_HG_NONE when unreachable */
     uint64_t *retained;  /* [n] */
@@ -80,8 +92,8 @@ int dnp_heapgraph_dominators(dnp_heapgraph *g, int free_graph);
  * Needs dnp_heapgraph_dominators. Arrays of g->ntypes, to free(). */
 int dnp_heapgraph_by_type(dnp_heapgraph *g, uint64_t **count, uint64_t **bytes, uint64_t **retained);
 
-/* Breadth-first from the roots' node: parent[v] (DNP_HG_NONE: unreachable,
- * 0: held by a root). *order: the nodes in the order reached (for the
+/* Breadth-first from the roots' node, then the objects static fields hold:
+ * parent[v] (DNP_HG_NONE: unreachable, 0: held by a root or a static). *order: the nodes in the order reached (for the
  * shortest first), *norder their number. Arrays to free(). */
 int dnp_heapgraph_bfs(const dnp_heapgraph *g, uint32_t **parent, uint32_t **order, uint32_t *norder);
 
@@ -93,6 +105,9 @@ uint32_t dnp_heapgraph_find(const dnp_heapgraph *g, uint64_t addr);
 
 /* The strongest root that holds node (non-weak first), or NULL. */
 const dnp_heap_root *dnp_heapgraph_root_of(const dnp_heapgraph *g, uint32_t node);
+
+/* The name ("Type.Field") of a static field that holds node, or NULL. */
+const char *dnp_heapgraph_static_of(const dnp_heapgraph *g, uint32_t node);
 
 /* A stack root's method name, or NULL. */
 const char *dnp_heapgraph_func(const dnp_heapgraph *g, uint64_t id);

@@ -101,24 +101,7 @@ static uint64_t field_string(const dnp_heapgraph *g, uint32_t v, uint64_t e, con
     return fbase[g->type[v]] + g->edge_field[e] - 1;
 }
 
-int dnp_export_heapsnapshot(const dnp_heapgraph *g, FILE *out) {
-    wbuf *w = malloc(sizeof *w);
-    if (!w)
-        return -1;
-    w->out = out;
-    w->len = 0;
-    w->err = 0;
-    uint32_t s_kinds = S_TYPES + g->ntypes;
-    uint64_t *s_fields = calloc(g->ntypes + 1, sizeof *s_fields);
-    if (!s_fields) {
-        free(w);
-        return -1;
-    }
-    uint64_t next = s_kinds + DNP_ROOT_NONGC + 1;
-    for (uint32_t t = 0; t < g->ntypes; t++) {
-        s_fields[t] = next;
-        next += g->type_fields && g->type_fields[t] ? g->type_nfields[t] : 0;
-    }
+static void write_meta(wbuf *w, const dnp_heapgraph *g) {
     wstr(w, "{\"snapshot\":{\"meta\":{"
             "\"node_fields\":[\"type\",\"name\",\"id\",\"self_size\",\"edge_count\",\"trace_node_id\","
             "\"detachedness\"],"
@@ -137,7 +120,11 @@ int dnp_export_heapsnapshot(const dnp_heapgraph *g, FILE *out) {
     wnum(w, g->n, 0);
     wstr(w, ",\"edge_count\":");
     wnum(w, g->m, 0);
-    wstr(w, ",\"trace_function_count\":0},\n\"nodes\":[");
+    wstr(w, ",\"trace_function_count\":0},\n");
+}
+
+static void write_nodes(wbuf *w, const dnp_heapgraph *g) {
+    wstr(w, "\"nodes\":[");
     for (uint32_t v = 0; v < g->n; v++) {
         if (v)
             wstr(w, ",\n");
@@ -156,8 +143,12 @@ int dnp_export_heapsnapshot(const dnp_heapgraph *g, FILE *out) {
         wnum(w, 0, ',');
         wnum(w, 0, 0);
     }
-    wstr(w, "],\n\"edges\":[");
-    /* The roots' edges are named after the root that holds them. */
+    wstr(w, "],\n");
+}
+
+/* The roots' edges are named after the root that holds them. */
+static void write_edges(wbuf *w, const dnp_heapgraph *g, uint32_t s_kinds, const uint64_t *s_fields) {
+    wstr(w, "\"edges\":[");
     uint32_t ri = 0;
     for (uint32_t v = 0; v < g->n; v++) {
         int arr = v && is_array(g->types[g->type[v]]);
@@ -190,7 +181,11 @@ int dnp_export_heapsnapshot(const dnp_heapgraph *g, FILE *out) {
             wnum(w, (uint64_t)to * NODE_FIELDS, 0);
         }
     }
-    wstr(w, "],\n\"trace_function_infos\":[],\"trace_tree\":[],\"samples\":[],\"locations\":[],"
+    wstr(w, "],\n");
+}
+
+static void write_strings(wbuf *w, const dnp_heapgraph *g) {
+    wstr(w, "\"trace_function_infos\":[],\"trace_tree\":[],\"samples\":[],\"locations\":[],"
             "\n\"strings\":[\"\",\"(GC roots)\",\"ref\",\"dependent handle\"");
     for (uint32_t t = 0; t < g->ntypes; t++) {
         wstr(w, ",\n");
@@ -209,6 +204,30 @@ int dnp_export_heapsnapshot(const dnp_heapgraph *g, FILE *out) {
         }
     }
     wstr(w, "]}\n");
+}
+
+int dnp_export_heapsnapshot(const dnp_heapgraph *g, FILE *out) {
+    wbuf *w = malloc(sizeof *w);
+    if (!w)
+        return -1;
+    w->out = out;
+    w->len = 0;
+    w->err = 0;
+    uint32_t s_kinds = S_TYPES + g->ntypes;
+    uint64_t *s_fields = calloc(g->ntypes + 1, sizeof *s_fields);
+    if (!s_fields) {
+        free(w);
+        return -1;
+    }
+    uint64_t next = s_kinds + DNP_ROOT_NONGC + 1;
+    for (uint32_t t = 0; t < g->ntypes; t++) {
+        s_fields[t] = next;
+        next += g->type_fields && g->type_fields[t] ? g->type_nfields[t] : 0;
+    }
+    write_meta(w, g);
+    write_nodes(w, g);
+    write_edges(w, g, s_kinds, s_fields);
+    write_strings(w, g);
     free(s_fields);
     wflush(w);
     int rc = w->err ? -1 : 0;

@@ -1,9 +1,10 @@
 /* test_heap.c: heap snapshots against the "heap" scenario, which holds known
  * numbers of objects of its own classes (a static list, a chain of 300,000
  * nodes, an array behind one holder, ConditionalWeakTable values that only
- * dependent handles keep alive) and says how many, and the holder's retained
- * size from the object layouts. The snapshot must say the same: exact counts,
- * exact retained size, a path through a dependent handle; taken by attaching
+ * dependent handles keep alive, a queue in a static class) and says how many,
+ * and the holder's retained size from the object layouts. The snapshot must
+ * say the same: exact counts, exact retained size, a path through a dependent
+ * handle, paths that begin at the static fields that hold them; taken by attaching
  * (and detaching), from an agent loaded by dnprof run, and at exit; with
  * dotnet-gcdump's counts; a damaged snapshot refused clearly by every command. */
 #include <errno.h>
@@ -23,7 +24,7 @@
 #define CHAIN 300000
 
 typedef struct counts {
-    long list, chain, array, cwt, holder_retained, item_size;
+    long list, chain, array, cwt, holder_retained, item_size, cached;
 } counts;
 
 static void sleep_ms(long ms) {
@@ -41,11 +42,12 @@ static pid_t wait_ready(const char *out_path, counts *c) {
         if (ready && h && strchr(ready, '\n')) {
             pid_t pid = (pid_t)atol(ready + 6);
             int n = sscanf(h, "heap counts list=%ld chain=%ld array=%ld cwt=%ld bulk=%*d "
-                              "holder_retained=%ld chain_retained=%*d list_item_size=%ld",
+                              "holder_retained=%ld chain_retained=%*d list_item_size=%ld "
+                              "cwt_value_size=%*d cached=%ld",
                            &c->list, &c->chain, &c->array, &c->cwt, &c->holder_retained,
-                           &c->item_size);
+                           &c->item_size, &c->cached);
             free(text);
-            if (n != 6) {
+            if (n != 7) {
                 fprintf(stderr, "the scenario's counts line is not understood\n");
                 return -1;
             }
@@ -123,14 +125,74 @@ static int check_report(e2e_run *r, const char *snap, const counts *c) {
     return 0;
 }
 
-/* Paths to the ConditionalWeakTable values go through a dependent handle. */
-static int check_paths(e2e_run *r, const char *snap, const counts *c) {
-    const char *args[] = {"heap", "paths", "--json", "--max", "3", "--type",
-                          "Scenarios.HeapCwtValue", snap, NULL};
+/* The step k of path i of a heap paths --json answer, its type, its field. */
+static const jv *step_of(const jv *p, size_t i, size_t k) {
+    return json_at(json_get(json_at(json_get(p, "paths"), i), "steps"), k);
+}
+
+static int type_is(const jv *step, const char *want) {
+    const char *t = json_str(step, "type");
+    if (t && !strcmp(t, want))
+        return 1;
+    fprintf(stderr, "a step of type %s where %s was expected\n", t ? t : "(none)", want);
+    return 0;
+}
+
+/* heap paths --json --max max --type type: NULL unless it parses and finds
+ * want instances, every one reachable. */
+static jv *paths_of(e2e_run *r, const char *snap, const char *type, const char *max, long want) {
+    const char *args[] = {"heap", "paths", "--json", "--max", max, "--type", type, snap, NULL};
     jv *p = run_json(r, args);
+    if (p && ((uint64_t)json_num(p, "instances") != (uint64_t)want ||
+              (uint64_t)json_num(p, "reachable") != (uint64_t)want)) {
+        fprintf(stderr, "%s: %.0f instances, %.0f reachable, where %ld of each were expected\n", type,
+                json_num(p, "instances"), json_num(p, "reachable"), want);
+        json_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* The static class's queue: the path begins at the static field that holds it
+ * (its pinned Object[] of statics is the runtime's, not the program's), then
+ * the queue, its segment, the segment's slots, the item. */
+static int check_static_paths(e2e_run *r, const char *snap, const counts *c) {
+    jv *p = paths_of(r, snap, "Scenarios.HeapCachedItem", "1", c->cached);
     ASSERT_NE(p, NULL);
-    ASSERT_EQ((uint64_t)json_num(p, "instances"), (uint64_t)c->cwt);
-    ASSERT_EQ((uint64_t)json_num(p, "reachable"), (uint64_t)c->cwt);
+    const jv *path = json_at(json_get(p, "paths"), 0);
+    ASSERT_STREQ(json_str(path, "root"), "static Scenarios.HeapCache.Items");
+    const jv *steps = json_get(path, "steps");
+    ASSERT(steps && steps->n == 4);
+    ASSERT(type_is(json_at(steps, 0),
+                   "System.Collections.Concurrent.ConcurrentQueue<Scenarios.HeapCachedItem>"));
+    ASSERT(type_is(json_at(steps, 3), "Scenarios.HeapCachedItem"));
+    json_free(p);
+    /* the text form: [static ...] then the queue */
+    const char *targs[] = {"heap", "paths", "--type", "Scenarios.HeapCachedItem", "--max", "1", snap, NULL};
+    ASSERT(e2e_dnprof(r, targs) == 0 && r->status == 0);
+    char *text = e2e_read_file(r->out, NULL);
+    ASSERT(text);
+    const char *at = strstr(text, "[static Scenarios.HeapCache.Items]\n");
+    int queue_next = at && strstr(at, "System.Collections.Concurrent.ConcurrentQueue") != NULL;
+    if (!queue_next)
+        fprintf(stderr, "heap paths said:\n%s", text);
+    free(text);
+    ASSERT(queue_next);
+    /* an instance field of the static list names both: the static, then the list's array */
+    p = paths_of(r, snap, "Scenarios.HeapListItem", "1", c->list);
+    ASSERT_NE(p, NULL);
+    ASSERT_STREQ(json_str(json_at(json_get(p, "paths"), 0), "root"), "static Scenarios.HeapScenario.s_list");
+    ASSERT(type_is(step_of(p, 0, 0), "System.Collections.Generic.List<Scenarios.HeapListItem>"));
+    ASSERT_STREQ(json_str(step_of(p, 0, 1), "field"), "_items");
+    json_free(p);
+    return 0;
+}
+
+/* Paths to the ConditionalWeakTable values go through a dependent handle from
+ * their keys, which the static list s_keys holds. */
+static int check_paths(e2e_run *r, const char *snap, const counts *c) {
+    jv *p = paths_of(r, snap, "Scenarios.HeapCwtValue", "3", c->cwt);
+    ASSERT_NE(p, NULL);
     const jv *paths = json_get(p, "paths");
     ASSERT(paths && paths->n == 3);
     for (size_t i = 0; i < paths->n; i++) {
@@ -140,7 +202,11 @@ static int check_paths(e2e_run *r, const char *snap, const counts *c) {
         ASSERT(!strcmp(json_str(last, "type"), "Scenarios.HeapCwtValue"));
         ASSERT(!strcmp(json_str(last, "via"), "dependent handle"));
         ASSERT(!strcmp(json_str(json_at(steps, steps->n - 2), "type"), "Scenarios.HeapCwtKey"));
-        ASSERT_CONTAINS(json_str(json_at(paths, i), "root"), "root");
+        /* s_keys -> its List -> the List's array -> a key -> its value */
+        ASSERT_STREQ(json_str(json_at(paths, i), "root"), "static Scenarios.HeapScenario.s_keys");
+        ASSERT_EQ(steps->n, 4);
+        ASSERT(type_is(json_at(steps, 0), "System.Collections.Generic.List<Scenarios.HeapCwtKey>"));
+        ASSERT(type_is(json_at(steps, 1), "Scenarios.HeapCwtKey[]"));
     }
     json_free(p);
     /* the holder's array is in its field Items, each chain node in the previous one's Next */
@@ -302,8 +368,8 @@ TEST(e2e_heap_snapshot_attach) {
     ASSERT(said && strstr(said, "snapshot of pid"));
     free(said);
     ASSERT_EQ(c.chain, CHAIN);
-    if (check_report(&r, snap, &c) || check_paths(&r, snap, &c) || check_heapsnapshot(&r, snap) ||
-        check_report(&r, snap2, &c))
+    if (check_report(&r, snap, &c) || check_paths(&r, snap, &c) || check_static_paths(&r, snap, &c) ||
+        check_heapsnapshot(&r, snap) || check_report(&r, snap2, &c))
         return 1;
     return 0;
 }
@@ -340,8 +406,24 @@ TEST(e2e_heap_snapshot_run) {
     ASSERT_EQ(status, 0);
     dnp_trace *t = e2e_load(r.trace); /* the run's trace is whole too */
     ASSERT_NE(t, NULL);
+    /* and holds the snapshot's GC, the program's only induced one, a gen 2 */
+    size_t induced = 0, induced_gen2 = 0;
+    for (size_t i = 0; i < t->nevents; i++) {
+        const dnp_trace_event *ev = &t->events[i];
+        if (ev->kind != DNP_EV_GarbageCollectionStarted || e2e_field(ev, 1) != 1 /* induced */)
+            continue;
+        induced++;
+        induced_gen2 += (e2e_field(ev, 0) & 4) != 0;
+    }
+    char why[256];
+    int nests = e2e_check_nesting(t, why, sizeof why);
+    if (nests < 0)
+        fprintf(stderr, "%s\n", why);
     dnp_trace_free(t);
-    return check_report(&r, snap, &c);
+    ASSERT_EQ(induced, 1);
+    ASSERT_EQ(induced_gen2, 1);
+    ASSERT_EQ(nests, 0);
+    return check_report(&r, snap, &c) || check_static_paths(&r, snap, &c);
 }
 
 /* dnprof run --heap-at exit. */

@@ -11,6 +11,7 @@
 // the holder (from the x64 object layouts), then "ready PID", then waits for
 // FILE to exist (when wait= is given) and exits, everything still alive.
 using System;
+using System.Collections.Concurrent;
 using System.Collections.Generic;
 using System.IO;
 using System.Runtime.CompilerServices;
@@ -56,6 +57,18 @@ public sealed class HeapCwtValue
     public int Id;
 }
 
+// A static class (no instances) whose static field holds a queue: heap paths
+// names the field (the runtime keeps it in a pinned Object[] a handle holds).
+public sealed class HeapCachedItem
+{
+    public int Id;
+}
+
+public static class HeapCache
+{
+    public static readonly ConcurrentQueue<HeapCachedItem> Items = new();
+}
+
 // Many small objects for the benchmark: an array of them.
 public sealed class HeapBulkItem
 {
@@ -79,7 +92,7 @@ public static class HeapScenario
 
     public static int Run(string[] args)
     {
-        int list = 1000, chain = 300000, array = 5000, cwt = 100, bulk = 0;
+        int list = 1000, chain = 300000, array = 5000, cwt = 100, bulk = 0, cached = 10;
         string? wait = null;
         bool pauses = false;
         foreach (var a in args)
@@ -118,6 +131,8 @@ public static class HeapScenario
             s_keys.Add(key);
             s_table.Add(key, new HeapCwtValue { Id = i });
         }
+        for (int i = 0; i < cached; i++)
+            HeapCache.Items.Enqueue(new HeapCachedItem { Id = i });
         if (bulk > 0)
         {
             s_bulk = new HeapBulkItem[bulk];
@@ -128,7 +143,7 @@ public static class HeapScenario
         long chainRetained = chain * ObjectSize(16);
         Console.WriteLine($"heap counts list={list} chain={chain} array={array} cwt={cwt} bulk={bulk} " +
                           $"holder_retained={holderRetained} chain_retained={chainRetained} " +
-                          $"list_item_size={ObjectSize(4)} cwt_value_size={ObjectSize(4)}");
+                          $"list_item_size={ObjectSize(4)} cwt_value_size={ObjectSize(4)} cached={cached}");
         if (pauses)
         {
             double best = double.MaxValue;
@@ -171,6 +186,7 @@ public static class HeapScenario
         GC.KeepAlive(s_keys);
         GC.KeepAlive(s_table);
         GC.KeepAlive(s_bulk);
+        GC.KeepAlive(HeapCache.Items);
         return 0;
     }
 }
