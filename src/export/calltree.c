@@ -314,18 +314,18 @@ static int tl_feed(tl_state *s, const dnp_trace_event *e, dnp_tl_visit visit, vo
         }
         dnp_tl_frame *f = &th->stack[th->n++];
         memset(f, 0, sizeof *f);
-        f->func = e->v[0];
-        f->name = e->v[1];
+        f->func = e->v[DNP_V(MethodEnter, functionId)];
+        f->name = e->v[DNP_VNAME(MethodEnter, functionId)];
         f->start_ns = e->time_ns;
         return visit(ctx, e->thread, 1, 0, f, (uint32_t)(th->n - 1), e->time_ns);
     }
     case DNP_EV_MethodArgs:
         if (th->n)
-            th->stack[th->n - 1].args = e->v[0];
+            th->stack[th->n - 1].args = e->v[DNP_V(MethodArgs, arguments)];
         return 0;
     case DNP_EV_MethodReturn:
         if (th->n)
-            th->stack[th->n - 1].ret = e->v[0];
+            th->stack[th->n - 1].ret = e->v[DNP_V(MethodReturn, value)];
         return 0;
     case DNP_EV_MethodLeave:
     case DNP_EV_MethodTailcall:
@@ -335,7 +335,7 @@ static int tl_feed(tl_state *s, const dnp_trace_event *e, dnp_tl_visit visit, vo
                   : e->kind == DNP_EV_MethodTailcall ? DNP_TL_TAILCALL
                                                      : DNP_TL_UNWIND;
         size_t k = th->n;
-        while (k > 0 && th->stack[k - 1].func != e->v[0])
+        while (k > 0 && th->stack[k - 1].func != e->v[DNP_V(MethodLeave, functionId)])
             k--;
         if (k == 0) {
             s->st.unmatched++;
@@ -471,7 +471,8 @@ typedef struct ct_builder {
 static int on_call_node(ct_builder *b, const dnp_trace_event *e) {
     if (e->nvalues < DNP_NV_CallNode)
         return 0;
-    uint64_t tid = e->v[0], node = e->v[1];
+    uint64_t tid = e->v[DNP_V(CallNode, osThreadId)], node = e->v[DNP_V(CallNode, node)];
+    uint64_t calls = e->v[DNP_V(CallNode, calls)], name = e->v[DNP_VNAME(CallNode, functionId)];
     uint32_t at;
     if (!dnp_idmap_get(&b->nodes_h, tid, node, &at)) {
         if (b->nrecs == b->caprecs) {
@@ -489,9 +490,9 @@ static int on_call_node(ct_builder *b, const dnp_trace_event *e) {
         b->nrecs++;
     } else {
         const ct_rec *r = &b->recs[at];
-        if (e->v[5] < r->calls || (e->v[5] == r->calls && e->v[6] < r->incl)) {
-            if (!r->name && e->v[4])
-                b->recs[at].name = e->v[4];
+        if (calls < r->calls || (calls == r->calls && e->v[DNP_V(CallNode, inclusiveNs)] < r->incl)) {
+            if (!r->name && name)
+                b->recs[at].name = name;
             b->ct->call_nodes++;
             return 0;
         }
@@ -500,33 +501,42 @@ static int on_call_node(ct_builder *b, const dnp_trace_event *e) {
     /* the calls since its last CallNode cost what the thread measured last */
     for (size_t k = 0; k < b->novh; k++) {
         if (b->ovh[k].tid == tid) {
-            double calls = (double)(e->v[5] - r->calls);
-            r->hook_in += calls * (double)b->ovh[k].inner_ps / 1000.0;
-            r->hook_out += calls * (double)b->ovh[k].outer_ps / 1000.0;
+            double since = (double)(calls - r->calls);
+            r->hook_in += since * (double)b->ovh[k].inner_ps / 1000.0;
+            r->hook_out += since * (double)b->ovh[k].outer_ps / 1000.0;
             break;
         }
     }
     r->os_tid = tid;
     r->node = node;
-    r->parent = e->v[2];
-    r->func = e->v[3];
-    if (e->v[4] || !r->name)
-        r->name = e->v[4];
-    r->calls = e->v[5];
-    r->incl = e->v[6];
-    r->excl = e->v[7];
-    r->tail = e->v[8];
+    r->parent = e->v[DNP_V(CallNode, parent)];
+    r->func = e->v[DNP_V(CallNode, functionId)];
+    if (name || !r->name)
+        r->name = name;
+    r->calls = calls;
+    r->incl = e->v[DNP_V(CallNode, inclusiveNs)];
+    r->excl = e->v[DNP_V(CallNode, exclusiveNs)];
+    r->tail = e->v[DNP_V(CallNode, tailcalls)];
     b->ct->call_nodes++;
     return 0;
 }
 
 /* A SampleNode is a CallNode whose calls are samples and that has no tail
- * calls: same fields in the same places (events.def). */
+ * calls. */
 static int on_sample_node(ct_builder *b, const dnp_trace_event *e) {
     if (e->nvalues < DNP_NV_SampleNode)
         return 0;
-    dnp_trace_event c = *e;
-    c.v[8] = 0;
+    dnp_trace_event c = {.time_ns = e->time_ns, .thread = e->thread, .kind = DNP_EV_CallNode, .nvalues = DNP_NV_CallNode};
+#define SN(cf, sf) c.v[DNP_V(CallNode, cf)] = e->v[DNP_V(SampleNode, sf)]
+    SN(osThreadId, osThreadId);
+    SN(node, node);
+    SN(parent, parent);
+    SN(functionId, functionId);
+    c.v[DNP_VNAME(CallNode, functionId)] = e->v[DNP_VNAME(SampleNode, functionId)];
+    SN(calls, samples);
+    SN(inclusiveNs, inclusiveNs);
+    SN(exclusiveNs, exclusiveNs);
+#undef SN
     b->ct->sample_nodes++;
     b->ct->call_nodes--; /* on_call_node counts it */
     return on_call_node(b, &c);
@@ -709,10 +719,11 @@ static int tl_build_visit(void *ctx, uint32_t thread, int open, int how, const d
 static int note_timeline(ct_builder *b, const dnp_trace_event *e) {
     dnp_calltree *ct = b->ct;
     uint32_t k;
-    if (dnp_idmap_get(&b->func_h, e->v[0], 0, &k)) {
+    uint64_t fn = e->v[DNP_V(MethodEnter, functionId)], sid = e->v[DNP_VNAME(MethodEnter, functionId)];
+    if (dnp_idmap_get(&b->func_h, fn, 0, &k)) {
         uint64_t *name = &ct->tl_funcs[k].name; /* the same whatever the order: the smallest known */
-        if (e->v[1] && (!*name || e->v[1] < *name))
-            *name = e->v[1];
+        if (sid && (!*name || sid < *name))
+            *name = sid;
     } else {
         if (ct->ntl_funcs == b->funcs_cap) {
             size_t cap = b->funcs_cap ? b->funcs_cap * 2 : 256;
@@ -722,8 +733,8 @@ static int note_timeline(ct_builder *b, const dnp_trace_event *e) {
             ct->tl_funcs = grown;
             b->funcs_cap = cap;
         }
-        ct->tl_funcs[ct->ntl_funcs] = (dnp_ct_frame){e->v[0], e->v[1]};
-        if (dnp_idmap_put(&b->func_h, e->v[0], 0, (uint32_t)ct->ntl_funcs) != 0)
+        ct->tl_funcs[ct->ntl_funcs] = (dnp_ct_frame){fn, sid};
+        if (dnp_idmap_put(&b->func_h, fn, 0, (uint32_t)ct->ntl_funcs) != 0)
             return -1;
         ct->ntl_funcs++;
     }
@@ -748,10 +759,10 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
     case DNP_EV_CallsConfig:
         if (e->nvalues >= DNP_NV_CallsConfig) {
             ct->has_config = 1;
-            ct->mode = e->v[0];
-            ct->all_code = e->v[1] != 0;
-            b->include_id = e->v[2];
-            b->exclude_id = e->v[3];
+            ct->mode = e->v[DNP_V(CallsConfig, mode)];
+            ct->all_code = e->v[DNP_V(CallsConfig, allCode)] != 0;
+            b->include_id = e->v[DNP_V(CallsConfig, include)];
+            b->exclude_id = e->v[DNP_V(CallsConfig, exclude)];
         }
         break;
     case DNP_EV_CallNode:
@@ -759,7 +770,7 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
     case DNP_EV_CallsOverhead:
         if (e->nvalues >= DNP_NV_CallsOverhead) {
             size_t k = 0;
-            while (k < b->novh && b->ovh[k].tid != e->v[0])
+            while (k < b->novh && b->ovh[k].tid != e->v[DNP_V(CallsOverhead, osThreadId)])
                 k++;
             if (k == b->novh) {
                 void *grown = realloc(b->ovh, (b->novh + 1) * sizeof *b->ovh);
@@ -767,26 +778,26 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
                     return -1;
                 b->ovh = grown;
                 b->novh++;
-            } else if (e->v[3] < b->ovh[k].wait_ns) {
+            } else if (e->v[DNP_V(CallsOverhead, waitNs)] < b->ovh[k].wait_ns) {
                 break; /* cumulative: an earlier one */
             }
-            b->ovh[k].tid = e->v[0];
-            b->ovh[k].inner_ps = e->v[1];
-            b->ovh[k].outer_ps = e->v[2];
-            b->ovh[k].wait_ns = e->v[3];
+            b->ovh[k].tid = e->v[DNP_V(CallsOverhead, osThreadId)];
+            b->ovh[k].inner_ps = e->v[DNP_V(CallsOverhead, innerPs)];
+            b->ovh[k].outer_ps = e->v[DNP_V(CallsOverhead, outerPs)];
+            b->ovh[k].wait_ns = e->v[DNP_V(CallsOverhead, waitNs)];
         }
         break;
     case DNP_EV_SampleConfig:
         if (e->nvalues >= DNP_NV_SampleConfig) {
-            ct->sample_mode = e->v[0];
-            ct->sample_rate = e->v[1];
-            ct->sample_period_ns = e->v[2];
+            ct->sample_mode = e->v[DNP_V(SampleConfig, mode)];
+            ct->sample_rate = e->v[DNP_V(SampleConfig, rateHz)];
+            ct->sample_period_ns = e->v[DNP_V(SampleConfig, periodNs)];
         }
         break;
     case DNP_EV_SampleStats:
         if (e->nvalues >= DNP_NV_SampleStats) {
-            ct->samples += e->v[0];
-            ct->samples_dropped += e->v[1];
+            ct->samples += e->v[DNP_V(SampleStats, samples)];
+            ct->samples_dropped += e->v[DNP_V(SampleStats, dropped)];
         }
         break;
     case DNP_EV_SampleNode:

@@ -139,6 +139,31 @@ void exc_machine_abandon_top(exc_machine *m, exc_step *out) {
         pop(m, out, EXC_ABANDONED);
 }
 
+void exc_machine_operands(uint16_t kind, const uint64_t *v, uint64_t *fn, uint64_t *object) {
+    *fn = *object = 0;
+    switch (kind) {
+    case DNP_EV_ExceptionThrown:
+        *object = v[DNP_V(ExceptionThrown, objectId)];
+        break;
+    case DNP_EV_ExceptionCatcherEnter:
+        *fn = v[DNP_V(ExceptionCatcherEnter, functionId)];
+        *object = v[DNP_V(ExceptionCatcherEnter, objectId)];
+        break;
+#define FN(ev)                                                               \
+    case DNP_EV_##ev:                                                        \
+        *fn = v[DNP_V(ev, functionId)];                                      \
+        break;
+    FN(ExceptionSearchFunctionEnter)
+    FN(ExceptionSearchFilterEnter)
+    FN(ExceptionSearchCatcherFound)
+    FN(ExceptionUnwindFunctionEnter)
+    FN(ExceptionUnwindFinallyEnter)
+#undef FN
+    default:
+        break;
+    }
+}
+
 void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t object, exc_step *out) {
     out->flags = 0;
     out->nended = 0;

@@ -110,20 +110,20 @@ static void details(dnp_stories_builder *b, const dnp_trace_event *e, thread_sta
     if (d == 0 || !ts->story_at[d - 1])
         return;
     dnp_story *s = SV(b, ts->story_at[d - 1]);
-    if (s->has_details || s->object != e->v[0])
+    if (s->has_details || s->object != e->v[DNP_V(ExceptionDetails, objectId)])
         return;
     s->has_details = 1;
-    s->message_sid = e->v[1];
-    s->hresult = (uint32_t)e->v[2];
-    s->kept_trace = e->v[5] & EXC_DETAIL_KEPT_TRACE;
-    s->stack_sid = e->v[3];
+    s->message_sid = e->v[DNP_V(ExceptionDetails, message)];
+    s->hresult = (uint32_t)e->v[DNP_V(ExceptionDetails, hresult)];
+    s->kept_trace = e->v[DNP_V(ExceptionDetails, flags)] & EXC_DETAIL_KEPT_TRACE;
+    s->stack_sid = e->v[DNP_V(ExceptionDetails, stack)];
     /* The agent followed the object of the catch below across a GC: this is
      * that object thrown again (`throw;` after a collection moved it). */
-    if (exc_machine_details(&ts->m, s->object, e->v[5]) && ts->story_at[d - 2])
+    if (exc_machine_details(&ts->m, s->object, e->v[DNP_V(ExceptionDetails, flags)]) && ts->story_at[d - 2])
         s->rethrow_of = ts->story_at[d - 2];
     /* The agent saw, from the stack, that levels below this one had left their
      * handlers: they were abandoned. */
-    int want = (int)e->v[4];
+    int want = (int)e->v[DNP_V(ExceptionDetails, depth)];
     if (want >= 1 && want < d) {
         exc_level top = ts->m.lv[d - 1];
         size_t top_story = ts->story_at[d - 1];
@@ -240,13 +240,8 @@ static int feed_one(dnp_stories_builder *b, const dnp_trace_event *e, size_t i) 
     }
     if (!exc_machine_is_event(e->kind))
         return 0;
-    uint64_t fn = 0, object = 0;
-    if (e->kind == DNP_EV_ExceptionThrown)
-        object = e->v[0];
-    else if (e->kind == DNP_EV_ExceptionCatcherEnter)
-        fn = e->v[0], object = e->v[2];
-    else if (e->nvalues >= 2)
-        fn = e->v[0];
+    uint64_t fn, object;
+    exc_machine_operands(e->kind, e->v, &fn, &object);
     int d0 = ts->m.depth;
     exc_step *st = &b->st;
     exc_machine_step(&ts->m, e->kind, fn, object, st);
@@ -284,7 +279,7 @@ static int feed_one(dnp_stories_builder *b, const dnp_trace_event *e, size_t i) 
         s->thread = e->thread;
         s->thrown = i;
         s->object = object;
-        s->type_sid = e->nvalues >= 3 ? e->v[2] : 0;
+        s->type_sid = e->kind == DNP_EV_ExceptionThrown ? e->v[DNP_VNAME(ExceptionThrown, classId)] : 0;
         s->t_thrown = s->t_end = e->time_ns;
         for (int k = 0; k < st->nended; k++)
             if (st->ended[k].fate == EXC_RETHROWN && ts->story_at[d0 - 1 - k])

@@ -144,9 +144,9 @@ enum {
  *   DNP_VL_<Event>_<field>    its last (the same, but for entities)
  * (the sequence is turned into a comma list "(T, a), (U, b), " and walked with
  * the event's name by a counted DNP__E<n>, at most DNP_MAX_FIELDS fields). */
-#define DNP_V(ev, field) DNP_V_##ev##_##field
+#define DNP_V(ev, field) ((int)DNP_V_##ev##_##field)
 #define DNP_VNAME(ev, field)                                                 \
-    (DNP_V_##ev##_##field + 1 + 0 * (int)sizeof(char[DNP_VL_##ev##_##field - DNP_V_##ev##_##field == 1 ? 1 : -1]))
+    ((int)DNP_V_##ev##_##field + 1 + 0 * (int)sizeof(char[DNP_VL_##ev##_##field - DNP_V_##ev##_##field == 1 ? 1 : -1]))
 
 #define DNP__CL_A(t, n) (t, n), DNP__CL_B
 #define DNP__CL_B(t, n) (t, n), DNP__CL_A

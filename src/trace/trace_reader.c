@@ -447,7 +447,8 @@ static int fill_threads(dnp_trace *t) {
         const dnp_trace_event *e = &t->events[i];
         uint64_t ord, name;
         if (e->kind == DNP_EV_ThreadAssignedToOSThread) {
-            uint64_t managed = e->v[0], tid = e->v[1];
+            uint64_t managed = e->v[DNP_V(ThreadAssignedToOSThread, managedThreadId)];
+            uint64_t tid = e->v[DNP_V(ThreadAssignedToOSThread, osThreadId)];
             const dnp_trace_thread *own = dnp_trace_thread_get(t, e->thread);
             if (own && own->os_tid == tid && tid)
                 ord = own->ordinal;
@@ -461,12 +462,12 @@ static int fill_threads(dnp_trace *t) {
                     th->name = dnp_trace_string(t, name);
             }
         } else if (e->kind == DNP_EV_ThreadNameChanged) {
-            uint64_t managed = e->v[0];
+            uint64_t managed = e->v[DNP_V(ThreadNameChanged, threadId)], sid = e->v[DNP_V(ThreadNameChanged, name)];
             if (!managed)
                 continue;
-            rc = dnp_u64map_put(&pending_name, managed, e->v[1], NULL);
+            rc = dnp_u64map_put(&pending_name, managed, sid, NULL);
             if (rc == 0 && dnp_u64map_get(&by_managed, managed, &ord) && t->threads[ord - 1].managed_id == managed)
-                t->threads[ord - 1].name = dnp_trace_string(t, e->v[1]);
+                t->threads[ord - 1].name = dnp_trace_string(t, sid);
         }
     }
     dnp_u64map_release(&by_tid);
