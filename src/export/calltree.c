@@ -802,6 +802,12 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
         break;
     case DNP_EV_SampleNode:
         return on_sample_node(b, e);
+    case DNP_EV_AllocSampling:
+        if (e->nvalues >= DNP_NV_AllocSampling && !ct->alloc_source) {
+            ct->alloc_source = e->v[DNP_V(AllocSampling, source)];
+            ct->alloc_mean_bytes = e->v[DNP_V(AllocSampling, meanBytes)];
+        }
+        break;
     case DNP_EV_MethodEnter:
         if (note_timeline(b, e) != 0)
             return -1;
