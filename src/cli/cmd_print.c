@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "dnp_vec.h"
 #include "families.h"
 #include "nesting.h"
 #include "report.h"
@@ -93,7 +94,7 @@ static dnp_nest event_nest(const dnp_trace_event *e) {
 typedef struct open_start {
     size_t *ev;
     dnp_trace_event *e; /* the START events themselves (a stream does not keep them) */
-    size_t n, cap;
+    size_t n, cap, ecap;
 } open_start;
 
 typedef struct borrower {
@@ -103,14 +104,8 @@ typedef struct borrower {
 } borrower;
 
 static int borrow_add(borrows *b, size_t ev, uint64_t sid) {
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        borrow *v = realloc(b->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        b->v = v;
-        b->cap = cap;
-    }
+    if (DNP_VEC_RESERVE(b->v, b->cap, b->n + 1, 256) < 0)
+        return -1;
     b->v[b->n++] = (borrow){ev, sid};
     return 0;
 }
@@ -118,31 +113,13 @@ static int borrow_add(borrows *b, size_t ev, uint64_t sid) {
 /* One event, index i, in its thread's order: a START is remembered; a FINISH
  * gives its name to the START with the same ID that had none. */
 static int borrow_step(borrower *B, const dnp_trace_event *e, size_t i) {
-    if (e->thread >= B->nopen) {
-        size_t n = B->nopen ? B->nopen : 16;
-        while (n <= e->thread)
-            n *= 2;
-        open_start *o = realloc(B->open, n * sizeof *o);
-        if (!o)
-            return -1;
-        memset(o + B->nopen, 0, (n - B->nopen) * sizeof *o);
-        B->open = o;
-        B->nopen = n;
-    }
+    if (DNP_VEC_RESERVE_ZERO(B->open, B->nopen, (size_t)e->thread + 1, 16) < 0)
+        return -1;
     open_start *s = &B->open[e->thread];
     dnp_nest nest = event_nest(e);
     if (nest == DNP_NEST_START) {
-        if (s->n == s->cap) {
-            size_t cap = s->cap ? s->cap * 2 : 32;
-            size_t *grown = realloc(s->ev, cap * sizeof *grown);
-            if (grown)
-                s->ev = grown;
-            dnp_trace_event *ge = grown ? realloc(s->e, cap * sizeof *ge) : NULL;
-            if (!ge)
-                return 0; /* that START borrows nothing */
-            s->e = ge;
-            s->cap = cap;
-        }
+        if (DNP_VEC_RESERVE(s->ev, s->cap, s->n + 1, 32) < 0 || DNP_VEC_RESERVE(s->e, s->ecap, s->n + 1, 32) < 0)
+            return 0; /* that START borrows nothing */
         s->ev[s->n] = i;
         s->e[s->n++] = *e;
     } else if (nest == DNP_NEST_FINISH && s->n > 0) {

@@ -1,6 +1,7 @@
 /* calltree.c: call trees from CallNode events or the enter/leave timeline (calltree.h),
  * built one event at a time from a loaded trace or a stream. */
 #include "calltree.h"
+#include "dnp_vec.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -288,30 +289,15 @@ static int tl_close(tl_thread *th, uint32_t thread, int how, uint64_t now, dnp_t
 }
 
 static int tl_feed(tl_state *s, const dnp_trace_event *e, dnp_tl_visit visit, void *ctx) {
-    if (e->thread >= s->nth) {
-        size_t n = s->nth ? s->nth : 8;
-        while (n <= e->thread)
-            n *= 2;
-        tl_thread *grown = realloc(s->ths, n * sizeof *grown);
-        if (!grown)
-            return -1;
-        memset(grown + s->nth, 0, (n - s->nth) * sizeof *grown);
-        s->ths = grown;
-        s->nth = n;
-    }
+    if (DNP_VEC_RESERVE_ZERO(s->ths, s->nth, (size_t)e->thread + 1, 8) < 0)
+        return -1;
     tl_thread *th = &s->ths[e->thread];
     th->last_ns = e->time_ns;
     switch (e->kind) {
     case DNP_EV_MethodEnter: {
         s->st.events++;
-        if (th->n == th->cap) {
-            size_t cap = th->cap ? th->cap * 2 : 64;
-            dnp_tl_frame *grown = realloc(th->stack, cap * sizeof *grown);
-            if (!grown)
-                return -1;
-            th->stack = grown;
-            th->cap = cap;
-        }
+        if (DNP_VEC_RESERVE(th->stack, th->cap, th->n + 1, 64) < 0)
+            return -1;
         dnp_tl_frame *f = &th->stack[th->n++];
         memset(f, 0, sizeof *f);
         f->func = e->v[DNP_V(MethodEnter, functionId)];
@@ -475,14 +461,8 @@ static int on_call_node(ct_builder *b, const dnp_trace_event *e) {
     uint64_t calls = e->v[DNP_V(CallNode, calls)], name = e->v[DNP_VNAME(CallNode, functionId)];
     uint32_t at;
     if (!dnp_idmap_get(&b->nodes_h, tid, node, &at)) {
-        if (b->nrecs == b->caprecs) {
-            size_t cap = b->caprecs ? b->caprecs * 2 : 256;
-            ct_rec *grown = realloc(b->recs, cap * sizeof *grown);
-            if (!grown)
-                return -1;
-            b->recs = grown;
-            b->caprecs = cap;
-        }
+        if (DNP_VEC_RESERVE(b->recs, b->caprecs, b->nrecs + 1, 256) < 0)
+            return -1;
         at = (uint32_t)b->nrecs;
         if (dnp_idmap_put(&b->nodes_h, tid, node, at) != 0)
             return -1;
@@ -687,16 +667,8 @@ static int tl_build_visit(void *ctx, uint32_t thread, int open, int how, const d
         b->tree_of[thread] = (uint32_t)b->ntl;
     }
     dnp_ct_tree *tr = &b->tl_trees[b->tree_of[thread] - 1];
-    if (depth + 1 > b->nstack_cap[thread]) {
-        size_t cap = b->nstack_cap[thread] ? b->nstack_cap[thread] * 2 : 64;
-        while (cap < depth + 1)
-            cap *= 2;
-        uint32_t *grown = realloc(b->nstack[thread], cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        b->nstack[thread] = grown;
-        b->nstack_cap[thread] = cap;
-    }
+    if (DNP_VEC_RESERVE(b->nstack[thread], b->nstack_cap[thread], depth + 1, 64) < 0)
+        return -1;
     uint32_t *stack = b->nstack[thread];
     if (open) {
         uint32_t parent = depth ? stack[depth - 1] : 0, idx;
@@ -725,30 +697,15 @@ static int note_timeline(ct_builder *b, const dnp_trace_event *e) {
         if (sid && (!*name || sid < *name))
             *name = sid;
     } else {
-        if (ct->ntl_funcs == b->funcs_cap) {
-            size_t cap = b->funcs_cap ? b->funcs_cap * 2 : 256;
-            dnp_ct_frame *grown = realloc(ct->tl_funcs, cap * sizeof *grown);
-            if (!grown)
-                return -1;
-            ct->tl_funcs = grown;
-            b->funcs_cap = cap;
-        }
+        if (DNP_VEC_RESERVE(ct->tl_funcs, b->funcs_cap, ct->ntl_funcs + 1, 256) < 0)
+            return -1;
         ct->tl_funcs[ct->ntl_funcs] = (dnp_ct_frame){fn, sid};
         if (dnp_idmap_put(&b->func_h, fn, 0, (uint32_t)ct->ntl_funcs) != 0)
             return -1;
         ct->ntl_funcs++;
     }
-    if (e->thread >= b->nhas) {
-        size_t n = b->nhas ? b->nhas : 8;
-        while (n <= e->thread)
-            n *= 2;
-        uint8_t *grown = realloc(b->has_tl, n);
-        if (!grown)
-            return -1;
-        memset(grown + b->nhas, 0, n - b->nhas);
-        b->has_tl = grown;
-        b->nhas = n;
-    }
+    if (DNP_VEC_RESERVE_ZERO(b->has_tl, b->nhas, (size_t)e->thread + 1, 8) < 0)
+        return -1;
     b->has_tl[e->thread] = 1;
     return 0;
 }

@@ -1,5 +1,6 @@
 /* stories.c: exception stories from a trace (stories.h). */
 #include "stories.h"
+#include "dnp_vec.h"
 
 #include <stdint.h>
 
@@ -75,14 +76,8 @@ static int add_step(dnp_stories_builder *b, dnp_story *s, const dnp_trace_event 
         s->nsteps++;
         return 0;
     }
-    if (s->nsteps == s->capsteps) {
-        size_t cap = s->capsteps ? s->capsteps * 2 : 16;
-        dnp_story_step *p = realloc(s->steps, cap * sizeof *p);
-        if (!p)
-            return -1;
-        s->steps = p;
-        s->capsteps = cap;
-    }
+    if (DNP_VEC_RESERVE(s->steps, s->capsteps, s->nsteps + 1, 16) < 0)
+        return -1;
     dnp_story_step *st = &s->steps[s->nsteps++];
     memset(st, 0, sizeof *st);
     st->ev = ev;
@@ -263,14 +258,8 @@ static int feed_one(dnp_stories_builder *b, const dnp_trace_event *e, size_t i) 
     if (st->flags & EXC_BEGIN) {
         if (d0 == EXC_MAX_NEST && st->nended == 0)
             memmove(&ts->story_at[0], &ts->story_at[1], (EXC_MAX_NEST - 1) * sizeof ts->story_at[0]);
-        if (out->n == b->cap) {
-            size_t ncap = b->cap ? b->cap * 2 : 256;
-            dnp_story *v = realloc(out->v, ncap * sizeof *v);
-            if (!v)
-                return -1;
-            out->v = v;
-            b->cap = ncap;
-        }
+        if (DNP_VEC_RESERVE(out->v, b->cap, out->n + 1, 256) < 0)
+            return -1;
         dnp_story *s = &out->v[out->n];
         memset(s, 0, sizeof *s);
         s->id = ++b->nid;
