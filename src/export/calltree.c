@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "idmap.h"
+#include "timeline.h"
 
 /* ---- trees ---- */
 
@@ -263,159 +264,6 @@ static int merge_all(dnp_calltree *ct) {
     return rc == 0 ? tree_finish(&ct->all, NULL) : -1;
 }
 
-/* ---- the timeline, one event at a time ----
- *
- * A stack of open frames per thread; the events of one thread must come in time
- * order (the loader's order, or a stream's file order), threads may interleave. */
-
-typedef struct tl_thread {
-    dnp_tl_frame *stack;
-    size_t n, cap;
-    uint64_t last_ns;
-} tl_thread;
-
-typedef struct tl_state {
-    tl_thread *ths; /* by thread number */
-    size_t nth;
-    dnp_tl_stats st;
-} tl_state;
-
-static int tl_close(tl_thread *th, uint32_t thread, int how, uint64_t now, dnp_tl_visit visit, void *ctx) {
-    dnp_tl_frame f = th->stack[--th->n];
-    uint64_t dur = now > f.start_ns ? now - f.start_ns : 0;
-    if (th->n)
-        th->stack[th->n - 1].child_ns += dur;
-    return visit(ctx, thread, 0, how, &f, (uint32_t)th->n, now);
-}
-
-static int tl_feed(tl_state *s, const dnp_trace_event *e, dnp_tl_visit visit, void *ctx) {
-    if (DNP_VEC_RESERVE_ZERO(s->ths, s->nth, (size_t)e->thread + 1, 8) < 0)
-        return -1;
-    tl_thread *th = &s->ths[e->thread];
-    th->last_ns = e->time_ns;
-    switch (e->kind) {
-    case DNP_EV_MethodEnter: {
-        s->st.events++;
-        if (DNP_VEC_RESERVE(th->stack, th->cap, th->n + 1, 64) < 0)
-            return -1;
-        dnp_tl_frame *f = &th->stack[th->n++];
-        memset(f, 0, sizeof *f);
-        f->func = e->v[DNP_V(MethodEnter, functionId)];
-        f->name = e->v[DNP_VNAME(MethodEnter, functionId)];
-        f->start_ns = e->time_ns;
-        return visit(ctx, e->thread, 1, 0, f, (uint32_t)(th->n - 1), e->time_ns);
-    }
-    case DNP_EV_MethodArgs:
-        if (th->n)
-            th->stack[th->n - 1].args = e->v[DNP_V(MethodArgs, arguments)];
-        return 0;
-    case DNP_EV_MethodReturn:
-        if (th->n)
-            th->stack[th->n - 1].ret = e->v[DNP_V(MethodReturn, value)];
-        return 0;
-    case DNP_EV_MethodLeave:
-    case DNP_EV_MethodTailcall:
-    case DNP_EV_MethodUnwind: {
-        s->st.events++;
-        int how = e->kind == DNP_EV_MethodLeave      ? DNP_TL_LEAVE
-                  : e->kind == DNP_EV_MethodTailcall ? DNP_TL_TAILCALL
-                                                     : DNP_TL_UNWIND;
-        size_t k = th->n;
-        while (k > 0 && th->stack[k - 1].func != e->v[DNP_V(MethodLeave, functionId)])
-            k--;
-        if (k == 0) {
-            s->st.unmatched++;
-            return 0;
-        }
-        int rc = 0;
-        while (rc == 0 && th->n > k)
-            rc = tl_close(th, e->thread, DNP_TL_REPAIR, e->time_ns, visit, ctx);
-        return rc == 0 ? tl_close(th, e->thread, how, e->time_ns, visit, ctx) : rc;
-    }
-    default:
-        return 0;
-    }
-}
-
-/* Closes what is still open, thread by thread, at each thread's last event. */
-static int tl_end(tl_state *s, dnp_tl_visit visit, void *ctx) {
-    int rc = 0;
-    for (size_t k = 0; k < s->nth; k++) {
-        s->st.open_at_end += s->ths[k].n;
-        while (rc == 0 && s->ths[k].n)
-            rc = tl_close(&s->ths[k], (uint32_t)k, DNP_TL_END, s->ths[k].last_ns, visit, ctx);
-    }
-    return rc;
-}
-
-static void tl_release(tl_state *s) {
-    for (size_t k = 0; k < s->nth; k++)
-        free(s->ths[k].stack);
-    free(s->ths);
-    memset(s, 0, sizeof *s);
-}
-
-int dnp_timeline_walk(const dnp_trace *t, uint32_t thread, dnp_tl_visit visit, void *ctx,
-                      void (*progress)(void *pctx, uint64_t done, uint64_t total), void *pctx,
-                      dnp_tl_stats *stats) {
-    tl_state s;
-    memset(&s, 0, sizeof s);
-    int rc = 0;
-    for (size_t i = 0; i < t->nevents && rc == 0; i++) {
-        if (progress && (i & 0xFFFFF) == 0)
-            progress(pctx, i, t->nevents);
-        const dnp_trace_event *e = &t->events[i];
-        if (thread && e->thread != thread)
-            continue;
-        rc = tl_feed(&s, e, visit, ctx);
-    }
-    if (rc == 0)
-        rc = tl_end(&s, visit, ctx);
-    if (progress)
-        progress(pctx, t->nevents, t->nevents);
-    if (stats)
-        *stats = s.st;
-    tl_release(&s);
-    return rc;
-}
-
-int dnp_ct_timeline_walk(const dnp_calltree *ct, uint32_t thread, dnp_tl_visit visit, void *ctx,
-                         void (*progress)(void *pctx, uint64_t done, uint64_t total), void *pctx,
-                         dnp_tl_stats *stats) {
-    if (!ct->stream)
-        return dnp_timeline_walk(ct->t, thread, visit, ctx, progress, pctx, stats);
-    dnp_trace_stream *st = ct->stream;
-    if (dnp_trace_stream_rewind(st, thread) != 0)
-        return -1;
-    uint64_t origin = dnp_trace_stream_origin(st), done, total, n = 0;
-    tl_state s;
-    memset(&s, 0, sizeof s);
-    dnp_trace_event e;
-    int rc = 0, got;
-    while (rc == 0 && (got = dnp_trace_stream_next(st, &e)) > 0) {
-        if (progress && (n++ & 0xFFFFF) == 0) {
-            dnp_trace_stream_progress(st, &done, &total);
-            progress(pctx, done, total);
-        }
-        if (thread && e.thread != thread)
-            continue;
-        e.time_ns = e.time_ns > origin ? e.time_ns - origin : 0; /* the loader's times */
-        rc = tl_feed(&s, &e, visit, ctx);
-    }
-    if (rc == 0 && got < 0)
-        rc = -1;
-    if (rc == 0)
-        rc = tl_end(&s, visit, ctx);
-    if (progress) {
-        dnp_trace_stream_progress(st, &done, &total);
-        progress(pctx, total, total);
-    }
-    if (stats)
-        *stats = s.st;
-    tl_release(&s);
-    return rc;
-}
-
 /* ---- the builder: one event at a time ---- */
 
 typedef struct ct_rec {
@@ -432,7 +280,7 @@ typedef struct ct_builder {
     ct_rec *recs;
     size_t nrecs, caprecs;
     /* the timeline, rebuilt as it comes: one tree per thread number, a node stack per thread */
-    tl_state tl;
+    dnp_tl_state tl;
     dnp_idmap tl_h;
     dnp_ct_tree *tl_trees;
     size_t ntl, tl_cap;
@@ -779,7 +627,7 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
     }
     /* every event: a thread's last one closes what is open at the end; once
      * there are CallNodes the timeline's trees will not be used */
-    return b->nrecs ? 0 : tl_feed(&b->tl, e, tl_build_visit, b);
+    return b->nrecs ? 0 : dnp_tl_feed(&b->tl, e, tl_build_visit, b);
 }
 
 static int by_frame_func(const void *x, const void *y) {
@@ -798,7 +646,7 @@ static int builder_finish(ct_builder *b) {
     if (b->nrecs) {
         rc = build_from_nodes(b);
     } else if (ct->timeline_events) {
-        rc = tl_end(&b->tl, tl_build_visit, b);
+        rc = dnp_tl_end(&b->tl, tl_build_visit, b);
         ct->unmatched = b->tl.st.unmatched;
         ct->open_at_end = b->tl.st.open_at_end;
         ct->from_timeline = 1;
@@ -867,7 +715,7 @@ static void builder_release(ct_builder *b) {
     dnp_idmap_release(&b->func_h);
     free(b->recs);
     free(b->ovh);
-    tl_release(&b->tl);
+    dnp_tl_release(&b->tl);
     for (size_t i = 0; i < b->ntl; i++)
         tree_release(&b->tl_trees[i]);
     free(b->tl_trees);
@@ -974,135 +822,6 @@ const dnp_ct_tree *dnp_ct_find_thread(const dnp_calltree *ct, uint64_t number_or
         if (ct->threads[i].os_tid == number_or_tid)
             return &ct->threads[i];
     return NULL;
-}
-
-/* ---- per-function totals ---- */
-
-typedef struct func_ctx {
-    dnp_idmap h;
-    dnp_ct_func *f;
-    uint32_t *active;
-    size_t n, cap;
-} func_ctx;
-
-static int func_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
-    func_ctx *c = ctx;
-    if (n == 0)
-        return 0;
-    const dnp_ct_node *node = &tr->nodes[n];
-    uint32_t k;
-    if (!dnp_idmap_get(&c->h, dnp_ct_frame_key(node->func, node->name), 0, &k)) {
-        if (c->n == c->cap) {
-            size_t cap = c->cap ? c->cap * 2 : 64;
-            dnp_ct_func *f = realloc(c->f, cap * sizeof *f);
-            if (!f)
-                return -1;
-            c->f = f;
-            uint32_t *a = realloc(c->active, cap * sizeof *a);
-            if (!a)
-                return -1;
-            c->active = a;
-            c->cap = cap;
-        }
-        k = (uint32_t)c->n++;
-        memset(&c->f[k], 0, sizeof c->f[k]);
-        c->f[k].func = node->func;
-        c->active[k] = 0;
-        if (dnp_idmap_put(&c->h, dnp_ct_frame_key(node->func, node->name), 0, k) != 0)
-            return -1;
-    }
-    dnp_ct_func *f = &c->f[k];
-    if (enter) {
-        if (!f->name)
-            f->name = node->name;
-        f->calls += node->calls;
-        f->tailcalls += node->tailcalls;
-        f->self_ns += node->self_ns;
-        if (c->active[k]++ == 0) {
-            f->total_ns += node->total_ns;
-            f->outer_calls += node->calls;
-        }
-    } else {
-        c->active[k]--;
-    }
-    return 0;
-}
-
-static int by_self(const void *x, const void *y) {
-    const dnp_ct_func *a = x, *b = y;
-    if (a->self_ns != b->self_ns)
-        return a->self_ns > b->self_ns ? -1 : 1;
-    if (a->total_ns != b->total_ns)
-        return a->total_ns > b->total_ns ? -1 : 1;
-    if (a->calls != b->calls)
-        return a->calls > b->calls ? -1 : 1;
-    return a->func < b->func ? -1 : a->func > b->func;
-}
-
-int dnp_ct_functions(const dnp_ct_tree *tr, dnp_ct_func **out, size_t *n) {
-    func_ctx c;
-    memset(&c, 0, sizeof c);
-    int rc = dnp_ct_walk(tr, func_visit, &c);
-    dnp_idmap_release(&c.h);
-    free(c.active);
-    if (rc != 0) {
-        free(c.f);
-        *out = NULL;
-        *n = 0;
-        errno = ENOMEM;
-        return -1;
-    }
-    if (c.n)
-        qsort(c.f, c.n, sizeof *c.f, by_self);
-    *out = c.f;
-    *n = c.n;
-    return 0;
-}
-
-typedef struct prune_ctx {
-    uint64_t min_ns, cut;
-} prune_ctx;
-
-/* Children are sorted by total, largest first: the ones under the threshold
- * are the end of the list. Cut there before the walk goes down. */
-static int prune_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
-    prune_ctx *p = ctx;
-    if (!enter)
-        return 0;
-    dnp_ct_node *node = (dnp_ct_node *)&tr->nodes[n];
-    uint32_t prev = 0;
-    for (uint32_t c = node->first_child; c; prev = c, c = tr->nodes[c].next_sibling) {
-        if (tr->nodes[c].total_ns >= p->min_ns)
-            continue;
-        if (prev)
-            ((dnp_ct_node *)&tr->nodes[prev])->next_sibling = 0;
-        else
-            node->first_child = 0;
-        for (; c; c = tr->nodes[c].next_sibling) {
-            if (n != 0)
-                node->self_ns += tr->nodes[c].total_ns;
-            p->cut++;
-        }
-        break;
-    }
-    return 0;
-}
-
-static uint64_t prune_tree(dnp_ct_tree *tr, double min_fraction) {
-    if (tr->nnodes == 0)
-        return 0;
-    prune_ctx p = {(uint64_t)((double)tr->nodes[0].total_ns * min_fraction), 0};
-    if (p.min_ns == 0)
-        return 0;
-    dnp_ct_walk(tr, prune_visit, &p);
-    return p.cut;
-}
-
-uint64_t dnp_ct_prune(dnp_calltree *ct, double min_fraction) {
-    uint64_t cut = prune_tree(&ct->all, min_fraction);
-    for (size_t i = 0; i < ct->nthreads; i++)
-        cut += prune_tree(&ct->threads[i], min_fraction);
-    return cut;
 }
 
 /* ---- weighted stacks ---- */
