@@ -221,6 +221,38 @@ static int emit_ready(dnp_stories_builder *b) {
     return 0;
 }
 
+/* A new story: the exception event e (index i) began a level; d0 was the depth
+ * before it, and the levels it ended are in st. */
+static int begin_story(dnp_stories_builder *b, thread_state *ts, const dnp_trace_event *e, size_t i, int d0,
+                       uint64_t object, const exc_step *st) {
+    dnp_stories *out = &b->out;
+    if (d0 == EXC_MAX_NEST && st->nended == 0)
+        memmove(&ts->story_at[0], &ts->story_at[1], (EXC_MAX_NEST - 1) * sizeof ts->story_at[0]);
+    if (DNP_VEC_RESERVE(out->v, b->cap, out->n + 1, 256) < 0)
+        return -1;
+    dnp_story *s = &out->v[out->n];
+    memset(s, 0, sizeof *s);
+    s->id = ++b->nid;
+    out->n++;
+    s->seq = s->id;
+    s->thread = e->thread;
+    s->thrown = i;
+    s->object = object;
+    s->type_sid = e->kind == DNP_EV_ExceptionThrown ? e->v[DNP_VNAME(ExceptionThrown, classId)] : 0;
+    s->t_thrown = s->t_end = e->time_ns;
+    for (int k = 0; k < st->nended; k++)
+        if (st->ended[k].fate == EXC_RETHROWN && ts->story_at[d0 - 1 - k])
+            SV(b, ts->story_at[d0 - 1 - k])->ended_by = s->id;
+    int top = ts->m.depth - 1;
+    ts->story_at[top] = s->id;
+    s->parent = top > 0 ? ts->story_at[top - 1] : 0;
+    s->parent_phase = ts->m.lv[top].parent_phase;
+    if (s->parent && (s->parent_phase == EXC_CATCH || s->parent_phase == EXC_FINALLY) &&
+        !SV(b, s->parent)->ended_by)
+        SV(b, s->parent)->ended_by = s->id; /* if it ends abandoned, this is why */
+    return add_step(b, s, e, i);
+}
+
 static int feed_one(dnp_stories_builder *b, const dnp_trace_event *e, size_t i) {
     dnp_stories *out = &b->out;
     if (e->kind >= DNP_EV_COUNT || dnp_events[e->kind].family != DNP_FAM_EXCEPTIONS)
@@ -255,33 +287,8 @@ static int feed_one(dnp_stories_builder *b, const dnp_trace_event *e, size_t i) 
             return -1;
         end_story(b, sid, &st->ended[k]);
     }
-    if (st->flags & EXC_BEGIN) {
-        if (d0 == EXC_MAX_NEST && st->nended == 0)
-            memmove(&ts->story_at[0], &ts->story_at[1], (EXC_MAX_NEST - 1) * sizeof ts->story_at[0]);
-        if (DNP_VEC_RESERVE(out->v, b->cap, out->n + 1, 256) < 0)
-            return -1;
-        dnp_story *s = &out->v[out->n];
-        memset(s, 0, sizeof *s);
-        s->id = ++b->nid;
-        out->n++;
-        s->seq = s->id;
-        s->thread = e->thread;
-        s->thrown = i;
-        s->object = object;
-        s->type_sid = e->kind == DNP_EV_ExceptionThrown ? e->v[DNP_VNAME(ExceptionThrown, classId)] : 0;
-        s->t_thrown = s->t_end = e->time_ns;
-        for (int k = 0; k < st->nended; k++)
-            if (st->ended[k].fate == EXC_RETHROWN && ts->story_at[d0 - 1 - k])
-                SV(b, ts->story_at[d0 - 1 - k])->ended_by = s->id;
-        int top = ts->m.depth - 1;
-        ts->story_at[top] = s->id;
-        s->parent = top > 0 ? ts->story_at[top - 1] : 0;
-        s->parent_phase = ts->m.lv[top].parent_phase;
-        if (s->parent && (s->parent_phase == EXC_CATCH || s->parent_phase == EXC_FINALLY) &&
-            !SV(b, s->parent)->ended_by)
-            SV(b, s->parent)->ended_by = s->id; /* if it ends abandoned, this is why */
-        return add_step(b, s, e, i);
-    }
+    if (st->flags & EXC_BEGIN)
+        return begin_story(b, ts, e, i, d0, object, st);
     if (target)
         return 0;
     if (ts->m.depth == 0 || !ts->story_at[ts->m.depth - 1])

@@ -303,6 +303,42 @@ static inline uint64_t later(uint64_t now, uint64_t delta) {
     return now + delta < now ? UINT64_MAX : now + delta;
 }
 
+/* An EVENT record's body [q, bend): REC_EVENT with *e filled, REC_NONE for one
+ * skipped, or -ENOMEM. */
+static int parse_event(loader *L, const uint8_t *q, const uint8_t *bend, uint32_t thread, uint64_t *now,
+                       dnp_trace_event *e) {
+    uint64_t kind, delta;
+    if (dnp_varint_get(&q, bend, &kind) < 0 || dnp_varint_get(&q, bend, &delta) < 0) {
+        L->malformed++;
+        return REC_NONE;
+    }
+    *now = later(*now, delta);
+    if (kind >= DNP_EV_COUNT) {
+        L->unknown_kinds++;
+        return REC_NONE;
+    }
+    unsigned nv = dnp_events[kind].nvalues;
+    memset(e->v, 0, sizeof e->v);
+    if (get_values(q, bend, e->v, nv) < nv) {
+        L->short_events++;
+        return REC_NONE;
+    }
+    e->time_ns = *now;
+    e->thread = thread;
+    e->kind = (uint16_t)kind;
+    e->nvalues = (uint8_t)nv;
+    if (L->replay)
+        return REC_EVENT;
+    L->nev++;
+    if (L->keep == KEEP_ALL || kind == DNP_EV_ThreadAssignedToOSThread || kind == DNP_EV_ThreadNameChanged) {
+        dnp_trace_event *kept = push_event(L);
+        if (!kept)
+            return -ENOMEM;
+        *kept = *e;
+    }
+    return REC_EVENT;
+}
+
 /* Parses the record at *pp (of a payload ending at end) and moves past it.
  * Returns REC_EVENT with *e filled (absolute time), REC_NONE for any other
  * record (or one skipped), REC_CORRUPT with *bad_at set to the file offset of a
@@ -322,38 +358,8 @@ static int parse_record(loader *L, const uint8_t **pp, const uint8_t *end, uint3
     uint64_t v[7];
 
     switch (tag) {
-    case DNP_REC_EVENT: {
-        uint64_t kind, delta;
-        if (dnp_varint_get(&q, bend, &kind) < 0 || dnp_varint_get(&q, bend, &delta) < 0) {
-            L->malformed++;
-            break;
-        }
-        *now = later(*now, delta);
-        if (kind >= DNP_EV_COUNT) {
-            L->unknown_kinds++;
-            break;
-        }
-        unsigned nv = dnp_events[kind].nvalues;
-        memset(e->v, 0, sizeof e->v);
-        if (get_values(q, bend, e->v, nv) < nv) {
-            L->short_events++;
-            break;
-        }
-        e->time_ns = *now;
-        e->thread = thread;
-        e->kind = (uint16_t)kind;
-        e->nvalues = (uint8_t)nv;
-        if (L->replay)
-            return REC_EVENT;
-        L->nev++;
-        if (L->keep == KEEP_ALL || kind == DNP_EV_ThreadAssignedToOSThread || kind == DNP_EV_ThreadNameChanged) {
-            dnp_trace_event *kept = push_event(L);
-            if (!kept)
-                return -ENOMEM;
-            *kept = *e;
-        }
-        return REC_EVENT;
-    }
+    case DNP_REC_EVENT:
+        return parse_event(L, q, bend, thread, now, e);
     case DNP_REC_STRING: {
         uint64_t id, len;
         if (L->replay)
