@@ -266,6 +266,72 @@ static void hexnum(const printer *p, const char *fmt, uint64_t v) {
         fputc('"', p->out);
 }
 
+/* An entity field: its name string (or the one borrowed), and its ID. */
+static void put_entity(printer *p, uint64_t borrowed, const dnp_trace_event *e, int f, const char *name,
+                       unsigned at, uint64_t v) {
+    FILE *out = p->out;
+    uint64_t sid = value(e, at + 1);
+    if (!sid)
+        sid = borrowed;
+    const char *s = dnp_trace_string(p->t, sid);
+    if (p->json) { /* the ID, then its name in a key of its own */
+        fprintf(out, "\"0x%llx\",\"%s_name\":", (unsigned long long)v, name);
+        cli_put_json(out, s);
+        return;
+    }
+    if (f != first_entity[e->kind])
+        label(p, name);
+    if (p->ids != IDS_ONLY)
+        cli_put_text(out, s && *s ? s : "?", 0);
+    if (p->ids == IDS_BOTH)
+        fprintf(out, " [0x%llx]", (unsigned long long)v);
+    else if (p->ids == IDS_ONLY)
+        fprintf(out, "0x%llx", (unsigned long long)v);
+}
+
+/* A string field: quoted when it must be; a value list as it is. */
+static void put_str(printer *p, const dnp_trace_event *e, const char *name, uint64_t v) {
+    FILE *out = p->out;
+    const char *s = dnp_trace_string(p->t, v);
+    if (p->json) {
+        cli_put_json(out, s);
+        return;
+    }
+    if (e->kind == DNP_EV_MethodArgs || e->kind == DNP_EV_MethodReturn) { /* a value list: as it is */
+        cli_put_text(out, s ? s : "?", 0);
+        return;
+    }
+    label(p, name);
+    if (!s)
+        s = "";
+    int q = needs_quotes(s);
+    if (q)
+        fputc('"', out);
+    cli_put_text(out, s, q);
+    if (q)
+        fputc('"', out);
+}
+
+/* A managed thread ID, with dnprof's number and the name of that thread. */
+static void put_thread(printer *p, const char *name, uint64_t v) {
+    FILE *out = p->out;
+    const dnp_trace_thread *th = thread_by_managed_id(p->t, v);
+    label(p, name);
+    hexnum(p, "0x%llx", v);
+    if (th && p->json) {
+        fprintf(out, ",\"%s_thread\":%u,\"%s_name\":", name, th->ordinal, name);
+        cli_put_json(out, th->name);
+    } else if (th) {
+        fprintf(out, " (#%u", th->ordinal);
+        if (th->name) {
+            fputs(" \"", out);
+            cli_put_text(out, th->name, 1);
+            fputc('"', out);
+        }
+        fputc(')', out);
+    }
+}
+
 static void put_field(printer *p, uint64_t borrowed, const dnp_trace_event *e, int f) {
     FILE *out = p->out;
     const dnp_event_info *info = &dnp_events[e->kind];
@@ -284,26 +350,9 @@ static void put_field(printer *p, uint64_t borrowed, const dnp_trace_event *e, i
     case DNP_FT_ASSEMBLY:
     case DNP_FT_MODULE:
     case DNP_FT_CLASS:
-    case DNP_FT_FUNCTION: {
-        uint64_t sid = value(e, at + 1);
-        if (!sid)
-            sid = borrowed;
-        const char *s = dnp_trace_string(p->t, sid);
-        if (p->json) { /* the ID, then its name in a key of its own */
-            fprintf(out, "\"0x%llx\",\"%s_name\":", (unsigned long long)v, name);
-            cli_put_json(out, s);
-            break;
-        }
-        if (f != first_entity[e->kind])
-            label(p, name);
-        if (p->ids != IDS_ONLY)
-            cli_put_text(out, s && *s ? s : "?", 0);
-        if (p->ids == IDS_BOTH)
-            fprintf(out, " [0x%llx]", (unsigned long long)v);
-        else if (p->ids == IDS_ONLY)
-            fprintf(out, "0x%llx", (unsigned long long)v);
+    case DNP_FT_FUNCTION:
+        put_entity(p, borrowed, e, f, name, at, v);
         break;
-    }
     case DNP_FT_HR: {
         const char *hr = dnp_hresult_name((uint32_t)v);
         if (hr)
@@ -347,45 +396,12 @@ static void put_field(printer *p, uint64_t borrowed, const dnp_trace_event *e, i
         label(p, name);
         hexnum(p, "0x%08llx", v);
         break;
-    case DNP_FT_STR: {
-        const char *s = dnp_trace_string(p->t, v);
-        if (p->json) {
-            cli_put_json(out, s);
-            break;
-        }
-        if (e->kind == DNP_EV_MethodArgs || e->kind == DNP_EV_MethodReturn) { /* a value list: as it is */
-            cli_put_text(out, s ? s : "?", 0);
-            break;
-        }
-        label(p, name);
-        if (!s)
-            s = "";
-        int q = needs_quotes(s);
-        if (q)
-            fputc('"', out);
-        cli_put_text(out, s, q);
-        if (q)
-            fputc('"', out);
+    case DNP_FT_STR:
+        put_str(p, e, name, v);
         break;
-    }
-    case DNP_FT_THREAD: {
-        const dnp_trace_thread *th = thread_by_managed_id(p->t, v);
-        label(p, name);
-        hexnum(p, "0x%llx", v);
-        if (th && p->json) {
-            fprintf(out, ",\"%s_thread\":%u,\"%s_name\":", name, th->ordinal, name);
-            cli_put_json(out, th->name);
-        } else if (th) {
-            fprintf(out, " (#%u", th->ordinal);
-            if (th->name) {
-                fputs(" \"", out);
-                cli_put_text(out, th->name, 1);
-                fputc('"', out);
-            }
-            fputc(')', out);
-        }
+    case DNP_FT_THREAD:
+        put_thread(p, name, v);
         break;
-    }
     default: /* HEX, ADDR, OBJECT, and any later type */
         label(p, name);
         hexnum(p, "0x%llx", v);
