@@ -613,6 +613,68 @@ static int digits(uint64_t v) {
     return n;
 }
 
+/* The event log of path, in time order, through p (set up by cmd_print);
+ * frees thread_on. */
+static int print_log(printer *p, const char *path, uint8_t *thread_on) {
+    char err[512];
+    /* Streamed (a first pass, then a merge by time), or loaded whole when asked
+     * (DNPROF_NO_STREAM, to compare) or when the file cannot be read twice. */
+    init_tables();
+    borrower B = {NULL, 0, &p->borrowed};
+    timeorder *src = NULL;
+    if (timeorder_open(path, borrow_hook, &B, &src, err, sizeof err) != 0) {
+        borrower_free(&B);
+        free(p->borrowed.v);
+        free(thread_on);
+        error("%s", err);
+        return 1;
+    }
+    borrower_free(&B);
+    borrows_sort(&p->borrowed);
+    const dnp_trace *t = timeorder_trace(src);
+    if (t->status != DNP_TRACE_COMPLETE)
+        warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
+    if (t->lost) {
+        char n[32];
+        warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
+    }
+
+    for (size_t v = 1; v < p->nthread_on; v++) { /* a thread asked for that the trace does not have */
+        if (!thread_on[v] || v <= t->nthreads)
+            continue;
+        error("%s: no thread %zu: its threads are 1 to %zu (print's first column)", path, v, t->nthreads);
+        free(p->borrowed.v);
+        free(thread_on);
+        timeorder_close(src);
+        return 1;
+    }
+    p->t = t;
+    p->out = stdout;
+    uint64_t widest = t->nthreads;
+    if (p->use_tid)
+        for (size_t i = 0; i < t->nthreads; i++)
+            if (t->threads[i].os_tid > widest)
+                widest = t->threads[i].os_tid;
+    p->tcol = digits(widest) < 2 ? 2 : digits(widest);
+
+    int rc = 0;
+    static char buf[1 << 16];
+    setvbuf(stdout, buf, _IOFBF, sizeof buf);
+    int prc = print_all(p, src);
+    if (prc == -2) {
+        error("%s: %s", path, timeorder_error(src));
+        rc = 1;
+    } else if (prc != 0 && errno != EPIPE) {
+        error("cannot write the log: %s", strerror(errno));
+        rc = 1;
+    }
+    free(p->borrowed.v);
+    free(p->nest);
+    free(thread_on);
+    timeorder_close(src);
+    return rc;
+}
+
 int cmd_print(int argc, char **argv) {
     enum { OPT_TID = 256, OPT_THREAD, OPT_JSON, OPT_RAW_IDS, OPT_NO_IDS, OPT_EXCEPTIONS };
     static const struct option longopts[] = {
@@ -676,60 +738,5 @@ int cmd_print(int argc, char **argv) {
         free(thread_on);
         return print_exceptions(path, p.json, stdout);
     }
-    /* Streamed (a first pass, then a merge by time), or loaded whole when asked
-     * (DNPROF_NO_STREAM, to compare) or when the file cannot be read twice. */
-    init_tables();
-    borrower B = {NULL, 0, &p.borrowed};
-    timeorder *src = NULL;
-    if (timeorder_open(path, borrow_hook, &B, &src, err, sizeof err) != 0) {
-        borrower_free(&B);
-        free(p.borrowed.v);
-        free(thread_on);
-        error("%s", err);
-        return 1;
-    }
-    borrower_free(&B);
-    borrows_sort(&p.borrowed);
-    const dnp_trace *t = timeorder_trace(src);
-    if (t->status != DNP_TRACE_COMPLETE)
-        warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
-    if (t->lost) {
-        char n[32];
-        warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
-    }
-
-    for (size_t v = 1; v < p.nthread_on; v++) { /* a thread asked for that the trace does not have */
-        if (!thread_on[v] || v <= t->nthreads)
-            continue;
-        error("%s: no thread %zu: its threads are 1 to %zu (print's first column)", path, v, t->nthreads);
-        free(p.borrowed.v);
-        free(thread_on);
-        timeorder_close(src);
-        return 1;
-    }
-    p.t = t;
-    p.out = stdout;
-    uint64_t widest = t->nthreads;
-    if (p.use_tid)
-        for (size_t i = 0; i < t->nthreads; i++)
-            if (t->threads[i].os_tid > widest)
-                widest = t->threads[i].os_tid;
-    p.tcol = digits(widest) < 2 ? 2 : digits(widest);
-
-    int rc = 0;
-    static char buf[1 << 16];
-    setvbuf(stdout, buf, _IOFBF, sizeof buf);
-    int prc = print_all(&p, src);
-    if (prc == -2) {
-        error("%s: %s", path, timeorder_error(src));
-        rc = 1;
-    } else if (prc != 0 && errno != EPIPE) {
-        error("cannot write the log: %s", strerror(errno));
-        rc = 1;
-    }
-    free(p.borrowed.v);
-    free(p.nest);
-    free(thread_on);
-    timeorder_close(src);
-    return rc;
+    return print_log(&p, path, thread_on);
 }
