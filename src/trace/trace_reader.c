@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "trace_reader.h"
+#include "time_runs.h"
 #include "u64map.h"
 
 #define MAX_STRING_ID (1ull << 28)
@@ -80,128 +81,8 @@ void dnp_trace_free(dnp_trace *t) {
     free(t);
 }
 
-/* ---- stable sorting by time ----
- *
- * Within a chunk, times only grow (deltas are unsigned), so the records of each
- * chunk are a sorted run. A k-way merge of the runs with a heap, ties going to
- * the earlier run, gives the order; the records are then permuted in place along
- * the cycles of that order. Extra memory: 4 bytes per record and 24 per run. */
-
-typedef struct runs {
-    size_t *start; /* run r is [start[r], start[r + 1]) */
-    size_t n, cap; /* entries in start: runs + 1 once closed */
-} runs;
-
-/* Marks that a run starts at index i (a new chunk). Returns 0 or -ENOMEM. */
-static int runs_mark(runs *r, size_t i) {
-    if (r->n && r->start[r->n - 1] == i)
-        return 0; /* the previous run is empty */
-    if (r->n == r->cap) {
-        size_t ncap = r->cap ? r->cap * 2 : 64;
-        size_t *ns = realloc(r->start, ncap * sizeof *ns);
-        if (!ns)
-            return -ENOMEM;
-        r->start = ns;
-        r->cap = ncap;
-    }
-    r->start[r->n++] = i;
-    return 0;
-}
-
-typedef struct heap_item {
-    uint64_t time;
-    size_t run;
-} heap_item;
-
-static inline int heap_before(const heap_item *a, const heap_item *b) {
-    return a->time < b->time || (a->time == b->time && a->run < b->run);
-}
-
-static void heap_down(heap_item *h, size_t n, size_t i) {
-    heap_item x = h[i];
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && heap_before(&h[c + 1], &h[c]))
-            c++;
-        if (!heap_before(&h[c], &x))
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = x;
-}
-
 _Static_assert(offsetof(dnp_trace_event, time_ns) == 0, "sort_runs reads the time first");
 _Static_assert(offsetof(dnp_trace_note, time_ns) == 0, "sort_runs reads the time first");
-#define REC_TIME(recs, size, i) (*(const uint64_t *)((const uint8_t *)(recs) + (i) * (size)))
-
-/* Sorts n records of the given size, whose first member is a uint64_t time and
- * whose runs r are sorted; tmp holds one record. Returns 0 or -ENOMEM. */
-static int sort_runs(void *recs, size_t size, size_t n, runs *r, void *tmp) {
-    if (n < 2)
-        return 0;
-    if (runs_mark(r, n) < 0)
-        return -ENOMEM;
-    size_t nruns = r->n - 1;
-    int sorted = 1;
-    for (size_t k = 1; k < nruns && sorted; k++)
-        sorted = REC_TIME(recs, size, r->start[k] - 1) <= REC_TIME(recs, size, r->start[k]);
-    if (sorted)
-        return 0;
-    if (n > UINT32_MAX)
-        return -ENOMEM;
-
-    uint32_t *perm = malloc(n * sizeof *perm);
-    heap_item *heap = malloc(nruns * sizeof *heap);
-    size_t *pos = malloc(nruns * sizeof *pos);
-    if (!perm || !heap || !pos) {
-        free(perm);
-        free(heap);
-        free(pos);
-        return -ENOMEM;
-    }
-    size_t h = 0;
-    for (size_t k = 0; k < nruns; k++) {
-        pos[k] = r->start[k];
-        heap[h++] = (heap_item){REC_TIME(recs, size, pos[k]), k};
-    }
-    for (size_t i = h / 2; i-- > 0;)
-        heap_down(heap, h, i);
-    for (size_t o = 0; o < n; o++) {
-        size_t k = heap[0].run;
-        perm[o] = (uint32_t)pos[k]++;
-        if (pos[k] < r->start[k + 1])
-            heap[0].time = REC_TIME(recs, size, pos[k]);
-        else
-            heap[0] = heap[--h];
-        heap_down(heap, h, 0);
-    }
-    free(heap);
-    free(pos);
-
-    /* Record perm[j] goes to j: follow each cycle once, marking places done. */
-    uint8_t *rec = recs;
-    for (size_t i = 0; i < n; i++) {
-        if (perm[i] == i)
-            continue;
-        memcpy(tmp, rec + i * size, size);
-        size_t j = i;
-        for (;;) {
-            size_t src = perm[j];
-            perm[j] = (uint32_t)j;
-            if (src == i) {
-                memcpy(rec + j * size, tmp, size);
-                break;
-            }
-            memcpy(rec + j * size, rec + src * size, size);
-            j = src;
-        }
-    }
-    free(perm);
-    return 0;
-}
 
 /* ---- reading: one chunk at a time ----
  *
@@ -221,7 +102,7 @@ typedef struct loader {
     size_t nev;          /* events parsed so far (the first pass) */
     size_t ev_cap, note_cap;
     uint64_t *note_ids;  /* the text string id of each note, parallel to t->notes */
-    runs ev_runs, note_runs;
+    dnp_runs ev_runs, note_runs;
     int have_process;
     uint64_t proc_mono, cmdline_id, runtime_id;
     int have_base;
@@ -525,7 +406,7 @@ static int finish(loader *L) {
     /* The skipped records' notes are at time 0 on no thread; their texts go to
      * the arena and note_ids holds their offsets. */
     size_t nparsed = t->nnotes;
-    if (runs_mark(&L->note_runs, nparsed) < 0)
+    if (dnp_runs_mark(&L->note_runs, nparsed) < 0)
         return -ENOMEM;
     static const char *const skipped[3] = {
         "%" PRIu64 " event%s of kinds this dnprof does not know were skipped: the trace was written by a newer dnprof",
@@ -564,8 +445,8 @@ static int finish(loader *L) {
     }
     dnp_trace_event ev;
     dnp_trace_note note;
-    if (sort_runs(t->events, sizeof *t->events, t->nevents, &L->ev_runs, &ev) < 0 ||
-        sort_runs(t->notes, sizeof *t->notes, t->nnotes, &L->note_runs, &note) < 0 || fill_threads(t) < 0)
+    if (dnp_sort_runs(t->events, sizeof *t->events, t->nevents, &L->ev_runs, &ev) < 0 ||
+        dnp_sort_runs(t->notes, sizeof *t->notes, t->nnotes, &L->note_runs, &note) < 0 || fill_threads(t) < 0)
         return -ENOMEM;
     return 0;
 }
@@ -766,8 +647,8 @@ static int stream_chunk(dnp_trace_stream *S) {
         if (thread > MAX_THREADS)
             return stream_corrupt(S, S->off, "the chunk names an impossible thread");
         if (!S->finished) {
-            if ((thread && ensure_thread(L, thread) < 0) || runs_mark(&L->ev_runs, t->nevents) < 0 ||
-                runs_mark(&L->note_runs, t->nnotes) < 0)
+            if ((thread && ensure_thread(L, thread) < 0) || dnp_runs_mark(&L->ev_runs, t->nevents) < 0 ||
+                dnp_runs_mark(&L->note_runs, t->nnotes) < 0)
                 return stream_fail(S, ENOMEM);
             if (!L->have_base || base < L->min_base) {
                 L->have_base = 1;
