@@ -220,6 +220,9 @@ static int parse_event(loader *L, const uint8_t *q, const uint8_t *bend, uint32_
     return REC_EVENT;
 }
 
+/* The values of a PROCESS record, in order (trace_format.h). */
+enum { PROC_PID, PROC_PPID, PROC_REALTIME_NS, PROC_MONOTONIC_NS, PROC_CMDLINE, PROC_RUNTIME, PROC_ATTACH, PROC_NVALUES };
+
 /* Parses the record at *pp (of a payload ending at end) and moves past it.
  * Returns REC_EVENT with *e filled (absolute time), REC_NONE for any other
  * record (or one skipped), REC_CORRUPT with *bad_at set to the file offset of a
@@ -236,7 +239,7 @@ static int parse_record(loader *L, const uint8_t **pp, const uint8_t *end, uint3
     }
     const uint8_t *q = p, *bend = p + size;
     *pp = bend;
-    uint64_t v[7];
+    uint64_t v[PROC_NVALUES];
 
     switch (tag) {
     case DNP_REC_EVENT:
@@ -269,21 +272,21 @@ static int parse_record(loader *L, const uint8_t **pp, const uint8_t *end, uint3
     case DNP_REC_PROCESS:
         if (L->replay)
             break;
-        if (get_values(q, bend, v, 7) < 7) {
+        if (get_values(q, bend, v, PROC_NVALUES) < PROC_NVALUES) {
             L->malformed++;
             break;
         }
         if (L->have_process)
             break; /* the first one counts */
         L->have_process = 1;
-        if (v[0])
-            t->pid = v[0];
-        t->ppid = v[1];
-        t->start_realtime_ns = v[2];
-        L->proc_mono = v[3];
-        L->cmdline_id = v[4];
-        L->runtime_id = v[5];
-        t->attached = v[6] != 0;
+        if (v[PROC_PID])
+            t->pid = v[PROC_PID];
+        t->ppid = v[PROC_PPID];
+        t->start_realtime_ns = v[PROC_REALTIME_NS];
+        L->proc_mono = v[PROC_MONOTONIC_NS];
+        L->cmdline_id = v[PROC_CMDLINE];
+        L->runtime_id = v[PROC_RUNTIME];
+        t->attached = v[PROC_ATTACH] != 0;
         break;
     case DNP_REC_NOTE:
         if (get_values(q, bend, v, 3) < 3) {
