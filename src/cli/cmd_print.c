@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "dnp_vec.h"
 #include "families.h"
 #include "nesting.h"
 #include "report.h"
@@ -93,7 +94,7 @@ static dnp_nest event_nest(const dnp_trace_event *e) {
 typedef struct open_start {
     size_t *ev;
     dnp_trace_event *e; /* the START events themselves (a stream does not keep them) */
-    size_t n, cap;
+    size_t n, cap, ecap;
 } open_start;
 
 typedef struct borrower {
@@ -103,14 +104,8 @@ typedef struct borrower {
 } borrower;
 
 static int borrow_add(borrows *b, size_t ev, uint64_t sid) {
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        borrow *v = realloc(b->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        b->v = v;
-        b->cap = cap;
-    }
+    if (DNP_VEC_RESERVE(b->v, b->cap, b->n + 1, 256) < 0)
+        return -1;
     b->v[b->n++] = (borrow){ev, sid};
     return 0;
 }
@@ -118,31 +113,13 @@ static int borrow_add(borrows *b, size_t ev, uint64_t sid) {
 /* One event, index i, in its thread's order: a START is remembered; a FINISH
  * gives its name to the START with the same ID that had none. */
 static int borrow_step(borrower *B, const dnp_trace_event *e, size_t i) {
-    if (e->thread >= B->nopen) {
-        size_t n = B->nopen ? B->nopen : 16;
-        while (n <= e->thread)
-            n *= 2;
-        open_start *o = realloc(B->open, n * sizeof *o);
-        if (!o)
-            return -1;
-        memset(o + B->nopen, 0, (n - B->nopen) * sizeof *o);
-        B->open = o;
-        B->nopen = n;
-    }
+    if (DNP_VEC_RESERVE_ZERO(B->open, B->nopen, (size_t)e->thread + 1, 16) < 0)
+        return -1;
     open_start *s = &B->open[e->thread];
     dnp_nest nest = event_nest(e);
     if (nest == DNP_NEST_START) {
-        if (s->n == s->cap) {
-            size_t cap = s->cap ? s->cap * 2 : 32;
-            size_t *grown = realloc(s->ev, cap * sizeof *grown);
-            if (grown)
-                s->ev = grown;
-            dnp_trace_event *ge = grown ? realloc(s->e, cap * sizeof *ge) : NULL;
-            if (!ge)
-                return 0; /* that START borrows nothing */
-            s->e = ge;
-            s->cap = cap;
-        }
+        if (DNP_VEC_RESERVE(s->ev, s->cap, s->n + 1, 32) < 0 || DNP_VEC_RESERVE(s->e, s->ecap, s->n + 1, 32) < 0)
+            return 0; /* that START borrows nothing */
         s->ev[s->n] = i;
         s->e[s->n++] = *e;
     } else if (nest == DNP_NEST_FINISH && s->n > 0) {
@@ -289,6 +266,72 @@ static void hexnum(const printer *p, const char *fmt, uint64_t v) {
         fputc('"', p->out);
 }
 
+/* An entity field: its name string (or the one borrowed), and its ID. */
+static void put_entity(printer *p, uint64_t borrowed, const dnp_trace_event *e, int f, const char *name,
+                       unsigned at, uint64_t v) {
+    FILE *out = p->out;
+    uint64_t sid = value(e, at + 1);
+    if (!sid)
+        sid = borrowed;
+    const char *s = dnp_trace_string(p->t, sid);
+    if (p->json) { /* the ID, then its name in a key of its own */
+        fprintf(out, "\"0x%llx\",\"%s_name\":", (unsigned long long)v, name);
+        cli_put_json(out, s);
+        return;
+    }
+    if (f != first_entity[e->kind])
+        label(p, name);
+    if (p->ids != IDS_ONLY)
+        cli_put_text(out, s && *s ? s : "?", 0);
+    if (p->ids == IDS_BOTH)
+        fprintf(out, " [0x%llx]", (unsigned long long)v);
+    else if (p->ids == IDS_ONLY)
+        fprintf(out, "0x%llx", (unsigned long long)v);
+}
+
+/* A string field: quoted when it must be; a value list as it is. */
+static void put_str(printer *p, const dnp_trace_event *e, const char *name, uint64_t v) {
+    FILE *out = p->out;
+    const char *s = dnp_trace_string(p->t, v);
+    if (p->json) {
+        cli_put_json(out, s);
+        return;
+    }
+    if (e->kind == DNP_EV_MethodArgs || e->kind == DNP_EV_MethodReturn) { /* a value list: as it is */
+        cli_put_text(out, s ? s : "?", 0);
+        return;
+    }
+    label(p, name);
+    if (!s)
+        s = "";
+    int q = needs_quotes(s);
+    if (q)
+        fputc('"', out);
+    cli_put_text(out, s, q);
+    if (q)
+        fputc('"', out);
+}
+
+/* A managed thread ID, with dnprof's number and the name of that thread. */
+static void put_thread(printer *p, const char *name, uint64_t v) {
+    FILE *out = p->out;
+    const dnp_trace_thread *th = thread_by_managed_id(p->t, v);
+    label(p, name);
+    hexnum(p, "0x%llx", v);
+    if (th && p->json) {
+        fprintf(out, ",\"%s_thread\":%u,\"%s_name\":", name, th->ordinal, name);
+        cli_put_json(out, th->name);
+    } else if (th) {
+        fprintf(out, " (#%u", th->ordinal);
+        if (th->name) {
+            fputs(" \"", out);
+            cli_put_text(out, th->name, 1);
+            fputc('"', out);
+        }
+        fputc(')', out);
+    }
+}
+
 static void put_field(printer *p, uint64_t borrowed, const dnp_trace_event *e, int f) {
     FILE *out = p->out;
     const dnp_event_info *info = &dnp_events[e->kind];
@@ -307,26 +350,9 @@ static void put_field(printer *p, uint64_t borrowed, const dnp_trace_event *e, i
     case DNP_FT_ASSEMBLY:
     case DNP_FT_MODULE:
     case DNP_FT_CLASS:
-    case DNP_FT_FUNCTION: {
-        uint64_t sid = value(e, at + 1);
-        if (!sid)
-            sid = borrowed;
-        const char *s = dnp_trace_string(p->t, sid);
-        if (p->json) { /* the ID, then its name in a key of its own */
-            fprintf(out, "\"0x%llx\",\"%s_name\":", (unsigned long long)v, name);
-            cli_put_json(out, s);
-            break;
-        }
-        if (f != first_entity[e->kind])
-            label(p, name);
-        if (p->ids != IDS_ONLY)
-            cli_put_text(out, s && *s ? s : "?", 0);
-        if (p->ids == IDS_BOTH)
-            fprintf(out, " [0x%llx]", (unsigned long long)v);
-        else if (p->ids == IDS_ONLY)
-            fprintf(out, "0x%llx", (unsigned long long)v);
+    case DNP_FT_FUNCTION:
+        put_entity(p, borrowed, e, f, name, at, v);
         break;
-    }
     case DNP_FT_HR: {
         const char *hr = dnp_hresult_name((uint32_t)v);
         if (hr)
@@ -370,45 +396,12 @@ static void put_field(printer *p, uint64_t borrowed, const dnp_trace_event *e, i
         label(p, name);
         hexnum(p, "0x%08llx", v);
         break;
-    case DNP_FT_STR: {
-        const char *s = dnp_trace_string(p->t, v);
-        if (p->json) {
-            cli_put_json(out, s);
-            break;
-        }
-        if (e->kind == DNP_EV_MethodArgs || e->kind == DNP_EV_MethodReturn) { /* a value list: as it is */
-            cli_put_text(out, s ? s : "?", 0);
-            break;
-        }
-        label(p, name);
-        if (!s)
-            s = "";
-        int q = needs_quotes(s);
-        if (q)
-            fputc('"', out);
-        cli_put_text(out, s, q);
-        if (q)
-            fputc('"', out);
+    case DNP_FT_STR:
+        put_str(p, e, name, v);
         break;
-    }
-    case DNP_FT_THREAD: {
-        const dnp_trace_thread *th = thread_by_managed_id(p->t, v);
-        label(p, name);
-        hexnum(p, "0x%llx", v);
-        if (th && p->json) {
-            fprintf(out, ",\"%s_thread\":%u,\"%s_name\":", name, th->ordinal, name);
-            cli_put_json(out, th->name);
-        } else if (th) {
-            fprintf(out, " (#%u", th->ordinal);
-            if (th->name) {
-                fputs(" \"", out);
-                cli_put_text(out, th->name, 1);
-                fputc('"', out);
-            }
-            fputc(')', out);
-        }
+    case DNP_FT_THREAD:
+        put_thread(p, name, v);
         break;
-    }
     default: /* HEX, ADDR, OBJECT, and any later type */
         label(p, name);
         hexnum(p, "0x%llx", v);
@@ -620,6 +613,68 @@ static int digits(uint64_t v) {
     return n;
 }
 
+/* The event log of path, in time order, through p (set up by cmd_print);
+ * frees thread_on. */
+static int print_log(printer *p, const char *path, uint8_t *thread_on) {
+    char err[512];
+    /* Streamed (a first pass, then a merge by time), or loaded whole when asked
+     * (DNPROF_NO_STREAM, to compare) or when the file cannot be read twice. */
+    init_tables();
+    borrower B = {NULL, 0, &p->borrowed};
+    timeorder *src = NULL;
+    if (timeorder_open(path, borrow_hook, &B, &src, err, sizeof err) != 0) {
+        borrower_free(&B);
+        free(p->borrowed.v);
+        free(thread_on);
+        error("%s", err);
+        return 1;
+    }
+    borrower_free(&B);
+    borrows_sort(&p->borrowed);
+    const dnp_trace *t = timeorder_trace(src);
+    if (t->status != DNP_TRACE_COMPLETE)
+        warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
+    if (t->lost) {
+        char n[32];
+        warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
+    }
+
+    for (size_t v = 1; v < p->nthread_on; v++) { /* a thread asked for that the trace does not have */
+        if (!thread_on[v] || v <= t->nthreads)
+            continue;
+        error("%s: no thread %zu: its threads are 1 to %zu (print's first column)", path, v, t->nthreads);
+        free(p->borrowed.v);
+        free(thread_on);
+        timeorder_close(src);
+        return 1;
+    }
+    p->t = t;
+    p->out = stdout;
+    uint64_t widest = t->nthreads;
+    if (p->use_tid)
+        for (size_t i = 0; i < t->nthreads; i++)
+            if (t->threads[i].os_tid > widest)
+                widest = t->threads[i].os_tid;
+    p->tcol = digits(widest) < 2 ? 2 : digits(widest);
+
+    int rc = 0;
+    static char buf[1 << 16];
+    setvbuf(stdout, buf, _IOFBF, sizeof buf);
+    int prc = print_all(p, src);
+    if (prc == -2) {
+        error("%s: %s", path, timeorder_error(src));
+        rc = 1;
+    } else if (prc != 0 && errno != EPIPE) {
+        error("cannot write the log: %s", strerror(errno));
+        rc = 1;
+    }
+    free(p->borrowed.v);
+    free(p->nest);
+    free(thread_on);
+    timeorder_close(src);
+    return rc;
+}
+
 int cmd_print(int argc, char **argv) {
     enum { OPT_TID = 256, OPT_THREAD, OPT_JSON, OPT_RAW_IDS, OPT_NO_IDS, OPT_EXCEPTIONS };
     static const struct option longopts[] = {
@@ -683,60 +738,5 @@ int cmd_print(int argc, char **argv) {
         free(thread_on);
         return print_exceptions(path, p.json, stdout);
     }
-    /* Streamed (a first pass, then a merge by time), or loaded whole when asked
-     * (DNPROF_NO_STREAM, to compare) or when the file cannot be read twice. */
-    init_tables();
-    borrower B = {NULL, 0, &p.borrowed};
-    timeorder *src = NULL;
-    if (timeorder_open(path, borrow_hook, &B, &src, err, sizeof err) != 0) {
-        borrower_free(&B);
-        free(p.borrowed.v);
-        free(thread_on);
-        error("%s", err);
-        return 1;
-    }
-    borrower_free(&B);
-    borrows_sort(&p.borrowed);
-    const dnp_trace *t = timeorder_trace(src);
-    if (t->status != DNP_TRACE_COMPLETE)
-        warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
-    if (t->lost) {
-        char n[32];
-        warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
-    }
-
-    for (size_t v = 1; v < p.nthread_on; v++) { /* a thread asked for that the trace does not have */
-        if (!thread_on[v] || v <= t->nthreads)
-            continue;
-        error("%s: no thread %zu: its threads are 1 to %zu (print's first column)", path, v, t->nthreads);
-        free(p.borrowed.v);
-        free(thread_on);
-        timeorder_close(src);
-        return 1;
-    }
-    p.t = t;
-    p.out = stdout;
-    uint64_t widest = t->nthreads;
-    if (p.use_tid)
-        for (size_t i = 0; i < t->nthreads; i++)
-            if (t->threads[i].os_tid > widest)
-                widest = t->threads[i].os_tid;
-    p.tcol = digits(widest) < 2 ? 2 : digits(widest);
-
-    int rc = 0;
-    static char buf[1 << 16];
-    setvbuf(stdout, buf, _IOFBF, sizeof buf);
-    int prc = print_all(&p, src);
-    if (prc == -2) {
-        error("%s: %s", path, timeorder_error(src));
-        rc = 1;
-    } else if (prc != 0 && errno != EPIPE) {
-        error("cannot write the log: %s", strerror(errno));
-        rc = 1;
-    }
-    free(p.borrowed.v);
-    free(p.nest);
-    free(thread_on);
-    timeorder_close(src);
-    return rc;
+    return print_log(&p, path, thread_on);
 }

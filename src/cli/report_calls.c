@@ -27,6 +27,49 @@ static const char *mode_text(uint64_t mode) {
     }
 }
 
+static const char *sample_mode_word(uint64_t mode) {
+    static const char *const modes[] = {"?", "cpu", "wall", "suspend"};
+    return modes[mode < 4 ? mode : 0];
+}
+
+/* How a trace that is not complete ended, in a few words. */
+static const char *cut_text(dnp_trace_status st) {
+    switch (st) {
+    case DNP_TRACE_OPEN: return "it has no end record: the process did not shut down cleanly";
+    case DNP_TRACE_TRUNCATED: return "the file is cut short inside a chunk";
+    case DNP_TRACE_CORRUPT: return "a chunk fails its checks";
+    default: return "it is not complete";
+    }
+}
+
+#define KEEP_THEM "let the program run to its end (after dnprof attach: end with dnprof detach) to keep them"
+
+/* Why a trace has no call tree, from what it says was recorded (its
+ * CallsConfig, SampleConfig, AllocSampling) and how it ends. */
+static void no_call_data(const dnp_calltree *ct, const char *path) {
+    int cut = ct->t && ct->t->status != DNP_TRACE_COMPLETE;
+    const char *how = cut ? cut_text(ct->t->status) : "";
+    if (ct->sample_mode && cut)
+        error("%s: this trace was recorded with --sample=%s but ends early (%s), before its samples were "
+              "written: " KEEP_THEM, path, sample_mode_word(ct->sample_mode), how);
+    else if (ct->sample_mode)
+        error("%s: this trace was recorded with --sample=%s but holds no samples", path,
+              sample_mode_word(ct->sample_mode));
+    else if (ct->has_config && cut)
+        error("%s: this trace was recorded with --calls but ends early (%s), before its call totals were "
+              "written: " KEEP_THEM, path, how);
+    else if (ct->has_config)
+        error("%s: this trace was recorded with --calls but holds no calls", path);
+    else if (ct->alloc_source)
+        error("%s: this trace holds sampled allocations (recorded with --alloc), not call data: "
+              "dnprof report --alloc %s", path, path);
+    else if (cut)
+        error("%s: this trace has no call data, and ends early (%s): if it was recorded with --calls or "
+              "--sample, " KEEP_THEM, path, how);
+    else
+        error("%s: this trace has no call data: record it with dnprof run --calls or --sample", path);
+}
+
 /* Three significant digits, trailing zeros kept: 45.0, 4.50, 450. */
 static void fmt3(char *buf, double v, const char *unit) {
     v = v >= 99.95 ? v : v >= 9.995 ? (double)(long)(v * 10 + 0.5) / 10 : v; /* the rounding decides the form */
@@ -88,9 +131,8 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
                   out);
     }
     if (ct->sample_nodes) {
-        static const char *const modes[] = {"?", "cpu", "wall", "suspend"};
         fprintf(out, "recorded: sampled stacks (--sample=%s, %llu Hz): times are samples x %s, estimates\n",
-                modes[ct->sample_mode < 4 ? ct->sample_mode : 0], (unsigned long long)ct->sample_rate,
+                sample_mode_word(ct->sample_mode), (unsigned long long)ct->sample_rate,
                 fmt_ns(ct->sample_period_ns, a));
         if (ct->samples_dropped)
             fprintf(out, "note: %s samples were dropped (a thread's buffer was full)\n",
@@ -521,6 +563,37 @@ static int json_tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int ent
     return 0;
 }
 
+/* "recorded": what the trace's config events say was recorded, or null: the
+ * calls options (CallsConfig), the sampling (SampleConfig), the allocation
+ * sampling (AllocSampling). */
+static void put_json_recorded(const dnp_calltree *ct, FILE *out) {
+    if (!ct->has_config && !ct->sample_mode && !ct->alloc_source) {
+        fputs(",\"recorded\":null", out);
+        return;
+    }
+    const char *sep = "";
+    fputs(",\"recorded\":{", out);
+    if (ct->has_config) {
+        fprintf(out, "\"mode\":%llu,\"allCode\":%s,\"include\":", (unsigned long long)ct->mode,
+                ct->all_code ? "true" : "false");
+        dnp_export_json_str(out, ct->include && *ct->include ? ct->include : NULL, 0);
+        fputs(",\"exclude\":", out);
+        dnp_export_json_str(out, ct->exclude && *ct->exclude ? ct->exclude : NULL, 0);
+        sep = ",";
+    }
+    if (ct->sample_mode) {
+        fprintf(out, "%s\"sample\":{\"mode\":\"%s\",\"rateHz\":%llu,\"periodNs\":%llu}", sep,
+                sample_mode_word(ct->sample_mode), (unsigned long long)ct->sample_rate,
+                (unsigned long long)ct->sample_period_ns);
+        sep = ",";
+    }
+    if (ct->alloc_source)
+        fprintf(out, "%s\"alloc\":{\"source\":\"%s\",\"meanBytes\":%llu}", sep,
+                ct->alloc_source == 1 ? "AllocationSampled" : ct->alloc_source == 2 ? "AllocationTick" : "?",
+                (unsigned long long)ct->alloc_mean_bytes);
+    fputc('}', out);
+}
+
 static int put_json(const dnp_calltree *ct, const resolution *r, const dnp_ct_tree *tr, const dnp_ct_func *f,
                     size_t nf, const report_opts *o, FILE *out) {
     const dnp_trace *t = ct->t;
@@ -531,16 +604,7 @@ static int put_json(const dnp_calltree *ct, const resolution *r, const dnp_ct_tr
     dnp_export_json_str(out, t->cmdline, 0);
     fputs(",\"runtime\":", out);
     dnp_export_json_str(out, t->runtime, 0);
-    if (ct->has_config) {
-        fprintf(out, ",\"recorded\":{\"mode\":%llu,\"allCode\":%s,\"include\":", (unsigned long long)ct->mode,
-                ct->all_code ? "true" : "false");
-        dnp_export_json_str(out, ct->include && *ct->include ? ct->include : NULL, 0);
-        fputs(",\"exclude\":", out);
-        dnp_export_json_str(out, ct->exclude && *ct->exclude ? ct->exclude : NULL, 0);
-        fputc('}', out);
-    } else {
-        fputs(",\"recorded\":null", out);
-    }
+    put_json_recorded(ct, out);
     fprintf(out, ",\"hooks\":{\"calls\":%llu,\"innerNs\":%.0f,\"outerNs\":%.0f,\"cpuWaitNs\":%llu}",
             (unsigned long long)ct->hook_calls, ct->hook_inner_ns, ct->hook_outer_ns,
             (unsigned long long)ct->cpu_wait_ns);
@@ -620,7 +684,7 @@ void calls_close(calls_input *in) {
 
 int report_calls(const dnp_calltree *ct, const report_opts *o, FILE *out) {
     if (!dnp_calltree_has_data(ct)) {
-        error("%s: this trace has no call data: record it with dnprof run --calls or --sample", o->path);
+        no_call_data(ct, o->path);
         return 1;
     }
     const dnp_ct_tree *tr = &ct->all;

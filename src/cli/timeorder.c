@@ -1,5 +1,6 @@
 /* timeorder.c: a trace's events in time order, streamed (timeorder.h). */
 #include "timeorder.h"
+#include "dnp_vec.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -46,14 +47,8 @@ static int item_before(const merge_item *a, const merge_item *b) {
 }
 
 static int heap_push(timeorder *o, const merge_item *it) {
-    if (o->nheap == o->capheap) {
-        size_t cap = o->capheap ? o->capheap * 2 : 1024;
-        merge_item *h = realloc(o->heap, cap * sizeof *h);
-        if (!h)
-            return -1;
-        o->heap = h;
-        o->capheap = cap;
-    }
+    if (DNP_VEC_RESERVE(o->heap, o->capheap, o->nheap + 1, 1024) < 0)
+        return -1;
     size_t i = o->nheap++;
     while (i > 0 && item_before(it, &o->heap[(i - 1) / 2])) {
         o->heap[i] = o->heap[(i - 1) / 2];
@@ -148,13 +143,8 @@ static int read_piped(timeorder *o, timeorder_hook hook, void *ctx) {
             o->run++;
         it.run = o->run;
         it.idx = o->idx++;
-        if (o->nall == cap) {
-            cap = cap ? cap * 2 : 4096;
-            merge_item *v = realloc(o->all, cap * sizeof *v);
-            if (!v)
-                break;
-            o->all = v;
-        }
+        if (DNP_VEC_RESERVE(o->all, cap, o->nall + 1, 4096) < 0)
+            break;
         o->all[o->nall++] = it;
     }
     if (rc != 0) {

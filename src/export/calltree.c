@@ -1,6 +1,7 @@
 /* calltree.c: call trees from CallNode events or the enter/leave timeline (calltree.h),
  * built one event at a time from a loaded trace or a stream. */
 #include "calltree.h"
+#include "dnp_vec.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "idmap.h"
+#include "timeline.h"
 
 /* ---- trees ---- */
 
@@ -262,174 +264,6 @@ static int merge_all(dnp_calltree *ct) {
     return rc == 0 ? tree_finish(&ct->all, NULL) : -1;
 }
 
-/* ---- the timeline, one event at a time ----
- *
- * A stack of open frames per thread; the events of one thread must come in time
- * order (the loader's order, or a stream's file order), threads may interleave. */
-
-typedef struct tl_thread {
-    dnp_tl_frame *stack;
-    size_t n, cap;
-    uint64_t last_ns;
-} tl_thread;
-
-typedef struct tl_state {
-    tl_thread *ths; /* by thread number */
-    size_t nth;
-    dnp_tl_stats st;
-} tl_state;
-
-static int tl_close(tl_thread *th, uint32_t thread, int how, uint64_t now, dnp_tl_visit visit, void *ctx) {
-    dnp_tl_frame f = th->stack[--th->n];
-    uint64_t dur = now > f.start_ns ? now - f.start_ns : 0;
-    if (th->n)
-        th->stack[th->n - 1].child_ns += dur;
-    return visit(ctx, thread, 0, how, &f, (uint32_t)th->n, now);
-}
-
-static int tl_feed(tl_state *s, const dnp_trace_event *e, dnp_tl_visit visit, void *ctx) {
-    if (e->thread >= s->nth) {
-        size_t n = s->nth ? s->nth : 8;
-        while (n <= e->thread)
-            n *= 2;
-        tl_thread *grown = realloc(s->ths, n * sizeof *grown);
-        if (!grown)
-            return -1;
-        memset(grown + s->nth, 0, (n - s->nth) * sizeof *grown);
-        s->ths = grown;
-        s->nth = n;
-    }
-    tl_thread *th = &s->ths[e->thread];
-    th->last_ns = e->time_ns;
-    switch (e->kind) {
-    case DNP_EV_MethodEnter: {
-        s->st.events++;
-        if (th->n == th->cap) {
-            size_t cap = th->cap ? th->cap * 2 : 64;
-            dnp_tl_frame *grown = realloc(th->stack, cap * sizeof *grown);
-            if (!grown)
-                return -1;
-            th->stack = grown;
-            th->cap = cap;
-        }
-        dnp_tl_frame *f = &th->stack[th->n++];
-        memset(f, 0, sizeof *f);
-        f->func = e->v[0];
-        f->name = e->v[1];
-        f->start_ns = e->time_ns;
-        return visit(ctx, e->thread, 1, 0, f, (uint32_t)(th->n - 1), e->time_ns);
-    }
-    case DNP_EV_MethodArgs:
-        if (th->n)
-            th->stack[th->n - 1].args = e->v[0];
-        return 0;
-    case DNP_EV_MethodReturn:
-        if (th->n)
-            th->stack[th->n - 1].ret = e->v[0];
-        return 0;
-    case DNP_EV_MethodLeave:
-    case DNP_EV_MethodTailcall:
-    case DNP_EV_MethodUnwind: {
-        s->st.events++;
-        int how = e->kind == DNP_EV_MethodLeave      ? DNP_TL_LEAVE
-                  : e->kind == DNP_EV_MethodTailcall ? DNP_TL_TAILCALL
-                                                     : DNP_TL_UNWIND;
-        size_t k = th->n;
-        while (k > 0 && th->stack[k - 1].func != e->v[0])
-            k--;
-        if (k == 0) {
-            s->st.unmatched++;
-            return 0;
-        }
-        int rc = 0;
-        while (rc == 0 && th->n > k)
-            rc = tl_close(th, e->thread, DNP_TL_REPAIR, e->time_ns, visit, ctx);
-        return rc == 0 ? tl_close(th, e->thread, how, e->time_ns, visit, ctx) : rc;
-    }
-    default:
-        return 0;
-    }
-}
-
-/* Closes what is still open, thread by thread, at each thread's last event. */
-static int tl_end(tl_state *s, dnp_tl_visit visit, void *ctx) {
-    int rc = 0;
-    for (size_t k = 0; k < s->nth; k++) {
-        s->st.open_at_end += s->ths[k].n;
-        while (rc == 0 && s->ths[k].n)
-            rc = tl_close(&s->ths[k], (uint32_t)k, DNP_TL_END, s->ths[k].last_ns, visit, ctx);
-    }
-    return rc;
-}
-
-static void tl_release(tl_state *s) {
-    for (size_t k = 0; k < s->nth; k++)
-        free(s->ths[k].stack);
-    free(s->ths);
-    memset(s, 0, sizeof *s);
-}
-
-int dnp_timeline_walk(const dnp_trace *t, uint32_t thread, dnp_tl_visit visit, void *ctx,
-                      void (*progress)(void *pctx, uint64_t done, uint64_t total), void *pctx,
-                      dnp_tl_stats *stats) {
-    tl_state s;
-    memset(&s, 0, sizeof s);
-    int rc = 0;
-    for (size_t i = 0; i < t->nevents && rc == 0; i++) {
-        if (progress && (i & 0xFFFFF) == 0)
-            progress(pctx, i, t->nevents);
-        const dnp_trace_event *e = &t->events[i];
-        if (thread && e->thread != thread)
-            continue;
-        rc = tl_feed(&s, e, visit, ctx);
-    }
-    if (rc == 0)
-        rc = tl_end(&s, visit, ctx);
-    if (progress)
-        progress(pctx, t->nevents, t->nevents);
-    if (stats)
-        *stats = s.st;
-    tl_release(&s);
-    return rc;
-}
-
-int dnp_ct_timeline_walk(const dnp_calltree *ct, uint32_t thread, dnp_tl_visit visit, void *ctx,
-                         void (*progress)(void *pctx, uint64_t done, uint64_t total), void *pctx,
-                         dnp_tl_stats *stats) {
-    if (!ct->stream)
-        return dnp_timeline_walk(ct->t, thread, visit, ctx, progress, pctx, stats);
-    dnp_trace_stream *st = ct->stream;
-    if (dnp_trace_stream_rewind(st, thread) != 0)
-        return -1;
-    uint64_t origin = dnp_trace_stream_origin(st), done, total, n = 0;
-    tl_state s;
-    memset(&s, 0, sizeof s);
-    dnp_trace_event e;
-    int rc = 0, got;
-    while (rc == 0 && (got = dnp_trace_stream_next(st, &e)) > 0) {
-        if (progress && (n++ & 0xFFFFF) == 0) {
-            dnp_trace_stream_progress(st, &done, &total);
-            progress(pctx, done, total);
-        }
-        if (thread && e.thread != thread)
-            continue;
-        e.time_ns = e.time_ns > origin ? e.time_ns - origin : 0; /* the loader's times */
-        rc = tl_feed(&s, &e, visit, ctx);
-    }
-    if (rc == 0 && got < 0)
-        rc = -1;
-    if (rc == 0)
-        rc = tl_end(&s, visit, ctx);
-    if (progress) {
-        dnp_trace_stream_progress(st, &done, &total);
-        progress(pctx, total, total);
-    }
-    if (stats)
-        *stats = s.st;
-    tl_release(&s);
-    return rc;
-}
-
 /* ---- the builder: one event at a time ---- */
 
 typedef struct ct_rec {
@@ -446,7 +280,7 @@ typedef struct ct_builder {
     ct_rec *recs;
     size_t nrecs, caprecs;
     /* the timeline, rebuilt as it comes: one tree per thread number, a node stack per thread */
-    tl_state tl;
+    dnp_tl_state tl;
     dnp_idmap tl_h;
     dnp_ct_tree *tl_trees;
     size_t ntl, tl_cap;
@@ -465,7 +299,7 @@ typedef struct ct_builder {
     size_t novh;
     /* ExistingThread: OS names by OS thread id (the sampler's, for threads the runtime does not name) */
     struct { uint64_t tid, name; } *osname;
-    size_t nosname;
+    size_t nosname, cosname;
     int failed;
 } ct_builder;
 
@@ -474,17 +308,12 @@ typedef struct ct_builder {
 static int on_call_node(ct_builder *b, const dnp_trace_event *e) {
     if (e->nvalues < DNP_NV_CallNode)
         return 0;
-    uint64_t tid = e->v[0], node = e->v[1];
+    uint64_t tid = e->v[DNP_V(CallNode, osThreadId)], node = e->v[DNP_V(CallNode, node)];
+    uint64_t calls = e->v[DNP_V(CallNode, calls)], name = e->v[DNP_VNAME(CallNode, functionId)];
     uint32_t at;
     if (!dnp_idmap_get(&b->nodes_h, tid, node, &at)) {
-        if (b->nrecs == b->caprecs) {
-            size_t cap = b->caprecs ? b->caprecs * 2 : 256;
-            ct_rec *grown = realloc(b->recs, cap * sizeof *grown);
-            if (!grown)
-                return -1;
-            b->recs = grown;
-            b->caprecs = cap;
-        }
+        if (DNP_VEC_RESERVE(b->recs, b->caprecs, b->nrecs + 1, 256) < 0)
+            return -1;
         at = (uint32_t)b->nrecs;
         if (dnp_idmap_put(&b->nodes_h, tid, node, at) != 0)
             return -1;
@@ -492,9 +321,9 @@ static int on_call_node(ct_builder *b, const dnp_trace_event *e) {
         b->nrecs++;
     } else {
         const ct_rec *r = &b->recs[at];
-        if (e->v[5] < r->calls || (e->v[5] == r->calls && e->v[6] < r->incl)) {
-            if (!r->name && e->v[4])
-                b->recs[at].name = e->v[4];
+        if (calls < r->calls || (calls == r->calls && e->v[DNP_V(CallNode, inclusiveNs)] < r->incl)) {
+            if (!r->name && name)
+                b->recs[at].name = name;
             b->ct->call_nodes++;
             return 0;
         }
@@ -503,33 +332,42 @@ static int on_call_node(ct_builder *b, const dnp_trace_event *e) {
     /* the calls since its last CallNode cost what the thread measured last */
     for (size_t k = 0; k < b->novh; k++) {
         if (b->ovh[k].tid == tid) {
-            double calls = (double)(e->v[5] - r->calls);
-            r->hook_in += calls * (double)b->ovh[k].inner_ps / 1000.0;
-            r->hook_out += calls * (double)b->ovh[k].outer_ps / 1000.0;
+            double since = (double)(calls - r->calls);
+            r->hook_in += since * (double)b->ovh[k].inner_ps / 1000.0;
+            r->hook_out += since * (double)b->ovh[k].outer_ps / 1000.0;
             break;
         }
     }
     r->os_tid = tid;
     r->node = node;
-    r->parent = e->v[2];
-    r->func = e->v[3];
-    if (e->v[4] || !r->name)
-        r->name = e->v[4];
-    r->calls = e->v[5];
-    r->incl = e->v[6];
-    r->excl = e->v[7];
-    r->tail = e->v[8];
+    r->parent = e->v[DNP_V(CallNode, parent)];
+    r->func = e->v[DNP_V(CallNode, functionId)];
+    if (name || !r->name)
+        r->name = name;
+    r->calls = calls;
+    r->incl = e->v[DNP_V(CallNode, inclusiveNs)];
+    r->excl = e->v[DNP_V(CallNode, exclusiveNs)];
+    r->tail = e->v[DNP_V(CallNode, tailcalls)];
     b->ct->call_nodes++;
     return 0;
 }
 
 /* A SampleNode is a CallNode whose calls are samples and that has no tail
- * calls: same fields in the same places (events.def). */
+ * calls. */
 static int on_sample_node(ct_builder *b, const dnp_trace_event *e) {
     if (e->nvalues < DNP_NV_SampleNode)
         return 0;
-    dnp_trace_event c = *e;
-    c.v[8] = 0;
+    dnp_trace_event c = {.time_ns = e->time_ns, .thread = e->thread, .kind = DNP_EV_CallNode, .nvalues = DNP_NV_CallNode};
+#define SN(cf, sf) c.v[DNP_V(CallNode, cf)] = e->v[DNP_V(SampleNode, sf)]
+    SN(osThreadId, osThreadId);
+    SN(node, node);
+    SN(parent, parent);
+    SN(functionId, functionId);
+    c.v[DNP_VNAME(CallNode, functionId)] = e->v[DNP_VNAME(SampleNode, functionId)];
+    SN(calls, samples);
+    SN(inclusiveNs, inclusiveNs);
+    SN(exclusiveNs, exclusiveNs);
+#undef SN
     b->ct->sample_nodes++;
     b->ct->call_nodes--; /* on_call_node counts it */
     return on_call_node(b, &c);
@@ -680,16 +518,8 @@ static int tl_build_visit(void *ctx, uint32_t thread, int open, int how, const d
         b->tree_of[thread] = (uint32_t)b->ntl;
     }
     dnp_ct_tree *tr = &b->tl_trees[b->tree_of[thread] - 1];
-    if (depth + 1 > b->nstack_cap[thread]) {
-        size_t cap = b->nstack_cap[thread] ? b->nstack_cap[thread] * 2 : 64;
-        while (cap < depth + 1)
-            cap *= 2;
-        uint32_t *grown = realloc(b->nstack[thread], cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        b->nstack[thread] = grown;
-        b->nstack_cap[thread] = cap;
-    }
+    if (DNP_VEC_RESERVE(b->nstack[thread], b->nstack_cap[thread], depth + 1, 64) < 0)
+        return -1;
     uint32_t *stack = b->nstack[thread];
     if (open) {
         uint32_t parent = depth ? stack[depth - 1] : 0, idx;
@@ -712,36 +542,43 @@ static int tl_build_visit(void *ctx, uint32_t thread, int open, int how, const d
 static int note_timeline(ct_builder *b, const dnp_trace_event *e) {
     dnp_calltree *ct = b->ct;
     uint32_t k;
-    if (dnp_idmap_get(&b->func_h, e->v[0], 0, &k)) {
+    uint64_t fn = e->v[DNP_V(MethodEnter, functionId)], sid = e->v[DNP_VNAME(MethodEnter, functionId)];
+    if (dnp_idmap_get(&b->func_h, fn, 0, &k)) {
         uint64_t *name = &ct->tl_funcs[k].name; /* the same whatever the order: the smallest known */
-        if (e->v[1] && (!*name || e->v[1] < *name))
-            *name = e->v[1];
+        if (sid && (!*name || sid < *name))
+            *name = sid;
     } else {
-        if (ct->ntl_funcs == b->funcs_cap) {
-            size_t cap = b->funcs_cap ? b->funcs_cap * 2 : 256;
-            dnp_ct_frame *grown = realloc(ct->tl_funcs, cap * sizeof *grown);
-            if (!grown)
-                return -1;
-            ct->tl_funcs = grown;
-            b->funcs_cap = cap;
-        }
-        ct->tl_funcs[ct->ntl_funcs] = (dnp_ct_frame){e->v[0], e->v[1]};
-        if (dnp_idmap_put(&b->func_h, e->v[0], 0, (uint32_t)ct->ntl_funcs) != 0)
+        if (DNP_VEC_RESERVE(ct->tl_funcs, b->funcs_cap, ct->ntl_funcs + 1, 256) < 0)
+            return -1;
+        ct->tl_funcs[ct->ntl_funcs] = (dnp_ct_frame){fn, sid};
+        if (dnp_idmap_put(&b->func_h, fn, 0, (uint32_t)ct->ntl_funcs) != 0)
             return -1;
         ct->ntl_funcs++;
     }
-    if (e->thread >= b->nhas) {
-        size_t n = b->nhas ? b->nhas : 8;
-        while (n <= e->thread)
-            n *= 2;
-        uint8_t *grown = realloc(b->has_tl, n);
-        if (!grown)
-            return -1;
-        memset(grown + b->nhas, 0, n - b->nhas);
-        b->has_tl = grown;
-        b->nhas = n;
-    }
+    if (DNP_VEC_RESERVE_ZERO(b->has_tl, b->nhas, (size_t)e->thread + 1, 8) < 0)
+        return -1;
     b->has_tl[e->thread] = 1;
+    return 0;
+}
+
+/* The sampler's ExistingThread with no managed thread: the OS's name of a
+ * thread, kept for threads that have no managed name (the latest wins). */
+static int note_os_name(ct_builder *b, const dnp_trace_event *e) {
+    if (e->nvalues < DNP_NV_ExistingThread)
+        return 0;
+    uint64_t tid = e->v[DNP_V(ExistingThread, osThreadId)], name = e->v[DNP_V(ExistingThread, name)];
+    if (!tid || !name)
+        return 0;
+    size_t k = 0;
+    while (k < b->nosname && b->osname[k].tid != tid)
+        k++;
+    if (k == b->nosname) {
+        if (DNP_VEC_RESERVE(b->osname, b->cosname, b->nosname + 1, 8) < 0)
+            return -1;
+        b->nosname++;
+    }
+    b->osname[k].tid = tid;
+    b->osname[k].name = name;
     return 0;
 }
 
@@ -751,10 +588,10 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
     case DNP_EV_CallsConfig:
         if (e->nvalues >= DNP_NV_CallsConfig) {
             ct->has_config = 1;
-            ct->mode = e->v[0];
-            ct->all_code = e->v[1] != 0;
-            b->include_id = e->v[2];
-            b->exclude_id = e->v[3];
+            ct->mode = e->v[DNP_V(CallsConfig, mode)];
+            ct->all_code = e->v[DNP_V(CallsConfig, allCode)] != 0;
+            b->include_id = e->v[DNP_V(CallsConfig, include)];
+            b->exclude_id = e->v[DNP_V(CallsConfig, exclude)];
         }
         break;
     case DNP_EV_CallNode:
@@ -762,7 +599,7 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
     case DNP_EV_CallsOverhead:
         if (e->nvalues >= DNP_NV_CallsOverhead) {
             size_t k = 0;
-            while (k < b->novh && b->ovh[k].tid != e->v[0])
+            while (k < b->novh && b->ovh[k].tid != e->v[DNP_V(CallsOverhead, osThreadId)])
                 k++;
             if (k == b->novh) {
                 void *grown = realloc(b->ovh, (b->novh + 1) * sizeof *b->ovh);
@@ -770,44 +607,38 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
                     return -1;
                 b->ovh = grown;
                 b->novh++;
-            } else if (e->v[3] < b->ovh[k].wait_ns) {
+            } else if (e->v[DNP_V(CallsOverhead, waitNs)] < b->ovh[k].wait_ns) {
                 break; /* cumulative: an earlier one */
             }
-            b->ovh[k].tid = e->v[0];
-            b->ovh[k].inner_ps = e->v[1];
-            b->ovh[k].outer_ps = e->v[2];
-            b->ovh[k].wait_ns = e->v[3];
+            b->ovh[k].tid = e->v[DNP_V(CallsOverhead, osThreadId)];
+            b->ovh[k].inner_ps = e->v[DNP_V(CallsOverhead, innerPs)];
+            b->ovh[k].outer_ps = e->v[DNP_V(CallsOverhead, outerPs)];
+            b->ovh[k].wait_ns = e->v[DNP_V(CallsOverhead, waitNs)];
         }
         break;
     case DNP_EV_SampleConfig:
         if (e->nvalues >= DNP_NV_SampleConfig) {
-            ct->sample_mode = e->v[0];
-            ct->sample_rate = e->v[1];
-            ct->sample_period_ns = e->v[2];
+            ct->sample_mode = e->v[DNP_V(SampleConfig, mode)];
+            ct->sample_rate = e->v[DNP_V(SampleConfig, rateHz)];
+            ct->sample_period_ns = e->v[DNP_V(SampleConfig, periodNs)];
         }
         break;
     case DNP_EV_SampleStats:
         if (e->nvalues >= DNP_NV_SampleStats) {
-            ct->samples += e->v[0];
-            ct->samples_dropped += e->v[1];
+            ct->samples += e->v[DNP_V(SampleStats, samples)];
+            ct->samples_dropped += e->v[DNP_V(SampleStats, dropped)];
         }
         break;
     case DNP_EV_SampleNode:
         return on_sample_node(b, e);
     case DNP_EV_ExistingThread:
-        if (e->nvalues >= DNP_NV_ExistingThread && e->v[1] && e->v[2]) {
-            size_t k = 0;
-            while (k < b->nosname && b->osname[k].tid != e->v[1])
-                k++;
-            if (k == b->nosname) {
-                void *grown = realloc(b->osname, (b->nosname + 1) * sizeof *b->osname);
-                if (!grown)
-                    return -1;
-                b->osname = grown;
-                b->nosname++;
-            }
-            b->osname[k].tid = e->v[1];
-            b->osname[k].name = e->v[2]; /* the latest */
+        if (note_os_name(b, e) != 0)
+            return -1;
+        break;
+    case DNP_EV_AllocSampling:
+        if (e->nvalues >= DNP_NV_AllocSampling && !ct->alloc_source) {
+            ct->alloc_source = e->v[DNP_V(AllocSampling, source)];
+            ct->alloc_mean_bytes = e->v[DNP_V(AllocSampling, meanBytes)];
         }
         break;
     case DNP_EV_MethodEnter:
@@ -824,7 +655,7 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
     }
     /* every event: a thread's last one closes what is open at the end; once
      * there are CallNodes the timeline's trees will not be used */
-    return b->nrecs ? 0 : tl_feed(&b->tl, e, tl_build_visit, b);
+    return b->nrecs ? 0 : dnp_tl_feed(&b->tl, e, tl_build_visit, b);
 }
 
 static int by_frame_func(const void *x, const void *y) {
@@ -847,7 +678,7 @@ static int builder_finish(ct_builder *b) {
                 if (b->osname[k].tid == ct->threads[i].os_tid)
                     ct->threads[i].name = dnp_trace_string(t, b->osname[k].name);
     } else if (ct->timeline_events) {
-        rc = tl_end(&b->tl, tl_build_visit, b);
+        rc = dnp_tl_end(&b->tl, tl_build_visit, b);
         ct->unmatched = b->tl.st.unmatched;
         ct->open_at_end = b->tl.st.open_at_end;
         ct->from_timeline = 1;
@@ -917,7 +748,7 @@ static void builder_release(ct_builder *b) {
     free(b->recs);
     free(b->ovh);
     free(b->osname);
-    tl_release(&b->tl);
+    dnp_tl_release(&b->tl);
     for (size_t i = 0; i < b->ntl; i++)
         tree_release(&b->tl_trees[i]);
     free(b->tl_trees);
@@ -1024,135 +855,6 @@ const dnp_ct_tree *dnp_ct_find_thread(const dnp_calltree *ct, uint64_t number_or
         if (ct->threads[i].os_tid == number_or_tid)
             return &ct->threads[i];
     return NULL;
-}
-
-/* ---- per-function totals ---- */
-
-typedef struct func_ctx {
-    dnp_idmap h;
-    dnp_ct_func *f;
-    uint32_t *active;
-    size_t n, cap;
-} func_ctx;
-
-static int func_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
-    func_ctx *c = ctx;
-    if (n == 0)
-        return 0;
-    const dnp_ct_node *node = &tr->nodes[n];
-    uint32_t k;
-    if (!dnp_idmap_get(&c->h, dnp_ct_frame_key(node->func, node->name), 0, &k)) {
-        if (c->n == c->cap) {
-            size_t cap = c->cap ? c->cap * 2 : 64;
-            dnp_ct_func *f = realloc(c->f, cap * sizeof *f);
-            if (!f)
-                return -1;
-            c->f = f;
-            uint32_t *a = realloc(c->active, cap * sizeof *a);
-            if (!a)
-                return -1;
-            c->active = a;
-            c->cap = cap;
-        }
-        k = (uint32_t)c->n++;
-        memset(&c->f[k], 0, sizeof c->f[k]);
-        c->f[k].func = node->func;
-        c->active[k] = 0;
-        if (dnp_idmap_put(&c->h, dnp_ct_frame_key(node->func, node->name), 0, k) != 0)
-            return -1;
-    }
-    dnp_ct_func *f = &c->f[k];
-    if (enter) {
-        if (!f->name)
-            f->name = node->name;
-        f->calls += node->calls;
-        f->tailcalls += node->tailcalls;
-        f->self_ns += node->self_ns;
-        if (c->active[k]++ == 0) {
-            f->total_ns += node->total_ns;
-            f->outer_calls += node->calls;
-        }
-    } else {
-        c->active[k]--;
-    }
-    return 0;
-}
-
-static int by_self(const void *x, const void *y) {
-    const dnp_ct_func *a = x, *b = y;
-    if (a->self_ns != b->self_ns)
-        return a->self_ns > b->self_ns ? -1 : 1;
-    if (a->total_ns != b->total_ns)
-        return a->total_ns > b->total_ns ? -1 : 1;
-    if (a->calls != b->calls)
-        return a->calls > b->calls ? -1 : 1;
-    return a->func < b->func ? -1 : a->func > b->func;
-}
-
-int dnp_ct_functions(const dnp_ct_tree *tr, dnp_ct_func **out, size_t *n) {
-    func_ctx c;
-    memset(&c, 0, sizeof c);
-    int rc = dnp_ct_walk(tr, func_visit, &c);
-    dnp_idmap_release(&c.h);
-    free(c.active);
-    if (rc != 0) {
-        free(c.f);
-        *out = NULL;
-        *n = 0;
-        errno = ENOMEM;
-        return -1;
-    }
-    if (c.n)
-        qsort(c.f, c.n, sizeof *c.f, by_self);
-    *out = c.f;
-    *n = c.n;
-    return 0;
-}
-
-typedef struct prune_ctx {
-    uint64_t min_ns, cut;
-} prune_ctx;
-
-/* Children are sorted by total, largest first: the ones under the threshold
- * are the end of the list. Cut there before the walk goes down. */
-static int prune_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
-    prune_ctx *p = ctx;
-    if (!enter)
-        return 0;
-    dnp_ct_node *node = (dnp_ct_node *)&tr->nodes[n];
-    uint32_t prev = 0;
-    for (uint32_t c = node->first_child; c; prev = c, c = tr->nodes[c].next_sibling) {
-        if (tr->nodes[c].total_ns >= p->min_ns)
-            continue;
-        if (prev)
-            ((dnp_ct_node *)&tr->nodes[prev])->next_sibling = 0;
-        else
-            node->first_child = 0;
-        for (; c; c = tr->nodes[c].next_sibling) {
-            if (n != 0)
-                node->self_ns += tr->nodes[c].total_ns;
-            p->cut++;
-        }
-        break;
-    }
-    return 0;
-}
-
-static uint64_t prune_tree(dnp_ct_tree *tr, double min_fraction) {
-    if (tr->nnodes == 0)
-        return 0;
-    prune_ctx p = {(uint64_t)((double)tr->nodes[0].total_ns * min_fraction), 0};
-    if (p.min_ns == 0)
-        return 0;
-    dnp_ct_walk(tr, prune_visit, &p);
-    return p.cut;
-}
-
-uint64_t dnp_ct_prune(dnp_calltree *ct, double min_fraction) {
-    uint64_t cut = prune_tree(&ct->all, min_fraction);
-    for (size_t i = 0; i < ct->nthreads; i++)
-        cut += prune_tree(&ct->threads[i], min_fraction);
-    return cut;
 }
 
 /* ---- weighted stacks ---- */

@@ -97,6 +97,9 @@ typedef struct dnp_calltree {
     uint64_t sample_mode;      /* SampleConfig: 1 cpu, 2 wall, 3 suspend; 0 none seen */
     uint64_t sample_rate, sample_period_ns;
     uint64_t samples, samples_dropped; /* SampleStats */
+    /* Sampled allocations (--alloc), for saying what a trace holds. */
+    uint64_t alloc_source;     /* AllocSampling: 1 AllocationSampled, 2 AllocationTick; 0 none seen */
+    uint64_t alloc_mean_bytes;
 } dnp_calltree;
 
 /* Builds the trees of t (which must outlive them). Returns 0, or -1 with one

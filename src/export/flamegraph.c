@@ -9,6 +9,7 @@
 
 #include "export.h"
 #include "idmap.h"
+#include "dnp_vec.h"
 
 static const char page_head[] =
     "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -106,7 +107,7 @@ typedef struct flame {
     FILE *out;
     dnp_idmap names; /* function -> index in the name table */
     uint64_t *funcs, *strs;
-    size_t n, cap;
+    size_t n, cap, scap;
     uint32_t *seq; /* node -> its number in depth-first order */
     uint32_t next;
 } flame;
@@ -114,18 +115,8 @@ typedef struct flame {
 static int name_index(flame *f, uint64_t func, uint64_t name, uint32_t *idx) {
     if (dnp_idmap_get(&f->names, dnp_ct_frame_key(func, name), 0, idx))
         return 0;
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 256;
-        uint64_t *a = realloc(f->funcs, cap * sizeof *a);
-        if (!a)
-            return -1;
-        f->funcs = a;
-        uint64_t *b = realloc(f->strs, cap * sizeof *b);
-        if (!b)
-            return -1;
-        f->strs = b;
-        f->cap = cap;
-    }
+    if (DNP_VEC_RESERVE(f->funcs, f->cap, f->n + 1, 256) < 0 || DNP_VEC_RESERVE(f->strs, f->scap, f->n + 1, 256) < 0)
+        return -1;
     *idx = (uint32_t)f->n;
     f->funcs[f->n] = func;
     f->strs[f->n++] = name;

@@ -14,6 +14,7 @@
 
 #include "export.h"
 #include "idmap.h"
+#include "dnp_vec.h"
 
 typedef struct ss_frame {
     uint64_t func, name;
@@ -36,30 +37,16 @@ typedef struct speedscope {
 static int frame_of(speedscope *s, uint64_t func, uint64_t name, uint32_t *idx) {
     if (dnp_idmap_get(&s->map, dnp_ct_frame_key(func, name), 0, idx))
         return 0;
-    if (s->nframes == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 256;
-        ss_frame *grown = realloc(s->frames, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        s->frames = grown;
-        s->cap = cap;
-    }
+    if (DNP_VEC_RESERVE(s->frames, s->cap, s->nframes + 1, 256) < 0)
+        return -1;
     *idx = (uint32_t)s->nframes;
     s->frames[s->nframes++] = (ss_frame){func, name};
     return dnp_idmap_put(&s->map, dnp_ct_frame_key(func, name), 0, *idx);
 }
 
 static int stack_at(speedscope *s, size_t depth) {
-    if (depth < s->nstack)
-        return 0;
-    size_t n = s->nstack ? s->nstack * 2 : 64;
-    while (n <= depth)
-        n *= 2;
-    uint32_t *grown = realloc(s->stack, n * sizeof *grown);
-    if (!grown)
+    if (DNP_VEC_RESERVE(s->stack, s->nstack, depth + 1, 64) < 0)
         return -1;
-    s->stack = grown;
-    s->nstack = n;
     return 0;
 }
 

@@ -23,16 +23,7 @@ const char *const dnp_family_words[DNP_FAM_COUNT] = {
 #undef X
 };
 
-/* ---- the event table ----
- *
- * A FIELDS argument of events.def is a sequence "DNP_F(T, a) DNP_F(U, b)". With
- * DNP_F(t, n) defined as "(t, n)" it becomes "(T, a)(U, b)", which the walkers
- * below turn into one list each (Boost.PP's sequence trick): X_A consumes one
- * "(t, n)" and leaves X_B to consume the next; the walker left at the end is
- * pasted with _END, which expands to nothing. */
-#define DNP__SEQ(walker, seq) DNP__SEQ_(walker##_A seq)
-#define DNP__SEQ_(...) DNP__SEQ_END(__VA_ARGS__)
-#define DNP__SEQ_END(...) __VA_ARGS__##_END
+/* ---- the event table (the walkers of DNP__SEQ, trace_format.h) ---- */
 
 #define DNP__NF_A(t, n) +1 DNP__NF_B
 #define DNP__NF_B(t, n) +1 DNP__NF_A
@@ -51,10 +42,12 @@ const char *const dnp_family_words[DNP_FAM_COUNT] = {
 
 #define DNP_F(type, name) (type, name)
 
-/* Every event fits the fixed arrays of dnp_event_info and dnp_trace_event. */
+/* Every event fits the fixed arrays of dnp_event_info and dnp_trace_event, and
+ * its fields by name (DNP_V) count the values the wire holds. */
 #define DNP_EVENT(name_, family_, nest_, fields_)                                   \
     _Static_assert((0 DNP__SEQ(DNP__NF, fields_)) <= DNP_MAX_FIELDS, #name_ ": too many fields"); \
-    _Static_assert(DNP_NV_##name_ <= DNP_MAX_VALUES, #name_ ": too many values");
+    _Static_assert(DNP_NV_##name_ <= DNP_MAX_VALUES, #name_ ": too many values");     \
+    _Static_assert((int)DNP_VN_##name_ == (int)DNP_NV_##name_, #name_ ": fields by name miscounted");
 #include "events.def"
 #undef DNP_EVENT
 

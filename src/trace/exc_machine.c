@@ -139,6 +139,80 @@ void exc_machine_abandon_top(exc_machine *m, exc_step *out) {
         pop(m, out, EXC_ABANDONED);
 }
 
+void exc_machine_operands(uint16_t kind, const uint64_t *v, uint64_t *fn, uint64_t *object) {
+    *fn = *object = 0;
+    switch (kind) {
+    case DNP_EV_ExceptionThrown:
+        *object = v[DNP_V(ExceptionThrown, objectId)];
+        break;
+    case DNP_EV_ExceptionCatcherEnter:
+        *fn = v[DNP_V(ExceptionCatcherEnter, functionId)];
+        *object = v[DNP_V(ExceptionCatcherEnter, objectId)];
+        break;
+#define FN(ev)                                                               \
+    case DNP_EV_##ev:                                                        \
+        *fn = v[DNP_V(ev, functionId)];                                      \
+        break;
+    FN(ExceptionSearchFunctionEnter)
+    FN(ExceptionSearchFilterEnter)
+    FN(ExceptionSearchCatcherFound)
+    FN(ExceptionUnwindFunctionEnter)
+    FN(ExceptionUnwindFinallyEnter)
+#undef FN
+    default:
+        break;
+    }
+}
+
+/* UnwindFunctionLeave of level l (index at). */
+static void unwind_function_leave(exc_machine *m, int at, exc_level *l, exc_step *out) {
+    if (l->phase == EXC_SEARCH) {
+        /* The first pass ended with no managed catcher (.NET 9+). */
+        filter_verdict(l, 0, out);
+        l->no_catcher = 1;
+        l->phase = EXC_UNWIND;
+        l->fn_open = 0;
+        l->fn = 0;
+        out->flags |= EXC_NO_CATCHER | EXC_STRAY_LEAVE;
+        return;
+    }
+    /* A frame whose catch or finally was running is left: that level is
+     * abandoned, with everything above it, once this one ends. */
+    for (int i = 0; i < at; i++)
+        if ((m->lv[i].phase == EXC_CATCH || m->lv[i].phase == EXC_FINALLY) && m->lv[i].handler == l->fn &&
+            m->lv[i].fate != EXC_RETHROWN)
+            m->lv[i].fate = EXC_ABANDONED;
+    l->fn_open = 0;
+    l->fn = 0;
+    out->flags |= EXC_FRAME_LEFT;
+}
+
+/* CatcherLeave of the top level l: caught; what it ends with it. */
+static void catcher_leave(exc_machine *m, exc_level *l, exc_step *out) {
+    uint8_t parent_phase = l->parent_phase;
+    uint64_t catcher = l->handler;
+    pop(m, out, EXC_CAUGHT);
+    /* Thrown in the catch or finally below and caught in the same method:
+     * by a try inside the block, or by one around it, which replaced the
+     * older exception. The next event tells (settle_replaced). */
+    if (m->depth > 0) {
+        exc_level *b = &m->lv[m->depth - 1];
+        if ((b->phase == EXC_CATCH || b->phase == EXC_FINALLY) && parent_phase == b->phase && catcher &&
+            catcher == b->handler && b->fate != EXC_ABANDONED && b->fate != EXC_RETHROWN)
+            b->replaced = 1;
+    }
+    /* Levels whose handler frame this exception left are over too. */
+    int lowest = -1;
+    for (int i = 0; i < m->depth; i++)
+        if (m->lv[i].fate == EXC_ABANDONED || m->lv[i].fate == EXC_RETHROWN) {
+            lowest = i;
+            break;
+        }
+    if (lowest >= 0)
+        while (m->depth > lowest)
+            pop(m, out, m->lv[m->depth - 1].fate == EXC_RETHROWN ? EXC_RETHROWN : EXC_ABANDONED);
+}
+
 void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t object, exc_step *out) {
     out->flags = 0;
     out->nended = 0;
@@ -210,25 +284,7 @@ void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t objec
         l->fn = fn;
         break;
     case DNP_EV_ExceptionUnwindFunctionLeave:
-        if (l->phase == EXC_SEARCH) {
-            /* The first pass ended with no managed catcher (.NET 9+). */
-            filter_verdict(l, 0, out);
-            l->no_catcher = 1;
-            l->phase = EXC_UNWIND;
-            l->fn_open = 0;
-            l->fn = 0;
-            out->flags |= EXC_NO_CATCHER | EXC_STRAY_LEAVE;
-            break;
-        }
-        /* A frame whose catch or finally was running is left: that level is
-         * abandoned, with everything above it, once this one ends. */
-        for (int i = 0; i < at; i++)
-            if ((m->lv[i].phase == EXC_CATCH || m->lv[i].phase == EXC_FINALLY) && m->lv[i].handler == l->fn &&
-                m->lv[i].fate != EXC_RETHROWN)
-                m->lv[i].fate = EXC_ABANDONED;
-        l->fn_open = 0;
-        l->fn = 0;
-        out->flags |= EXC_FRAME_LEFT;
+        unwind_function_leave(m, at, l, out);
         break;
     case DNP_EV_ExceptionUnwindFinallyEnter:
         l->phase = EXC_FINALLY;
@@ -246,31 +302,9 @@ void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t objec
         if (!l->catcher)
             l->catcher = fn;
         break;
-    case DNP_EV_ExceptionCatcherLeave: {
-        uint8_t parent_phase = l->parent_phase;
-        uint64_t catcher = l->handler;
-        pop(m, out, EXC_CAUGHT);
-        /* Thrown in the catch or finally below and caught in the same method:
-         * by a try inside the block, or by one around it, which replaced the
-         * older exception. The next event tells (settle_replaced). */
-        if (m->depth > 0) {
-            exc_level *b = &m->lv[m->depth - 1];
-            if ((b->phase == EXC_CATCH || b->phase == EXC_FINALLY) && parent_phase == b->phase && catcher &&
-                catcher == b->handler && b->fate != EXC_ABANDONED && b->fate != EXC_RETHROWN)
-                b->replaced = 1;
-        }
-        /* Levels whose handler frame this exception left are over too. */
-        int lowest = -1;
-        for (int i = 0; i < m->depth; i++)
-            if (m->lv[i].fate == EXC_ABANDONED || m->lv[i].fate == EXC_RETHROWN) {
-                lowest = i;
-                break;
-            }
-        if (lowest >= 0)
-            while (m->depth > lowest)
-                pop(m, out, m->lv[m->depth - 1].fate == EXC_RETHROWN ? EXC_RETHROWN : EXC_ABANDONED);
+    case DNP_EV_ExceptionCatcherLeave:
+        catcher_leave(m, l, out);
         break;
-    }
     default:
         break;
     }

@@ -89,6 +89,10 @@ typedef struct exc_step {
 /* The exception events events.def numbers; other kinds are ignored. */
 int exc_machine_is_event(uint16_t kind);
 
+/* The operands exc_machine_step takes, from an exception event's values (v as
+ * dnp_trace_event.v holds them): 0 for what the event does not carry. */
+void exc_machine_operands(uint16_t kind, const uint64_t *v, uint64_t *fn, uint64_t *object);
+
 /* Applies one exception event: fn is the FunctionID of the events that carry
  * one, object the ObjectID of ExceptionThrown and ExceptionCatcherEnter. */
 void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t object, exc_step *out);

@@ -33,13 +33,8 @@ static void close_levels(dnp_nest_state *s, int lowest) {
 
 /* The level of an exception event, after the machine applied it. */
 static int exception_event(dnp_nest_state *s, uint16_t kind, const uint64_t *v) {
-    uint64_t fn = 0, object = 0;
-    if (kind == DNP_EV_ExceptionThrown)
-        object = v[0];
-    else if (kind == DNP_EV_ExceptionCatcherEnter)
-        fn = v[0], object = v[2];
-    else if (dnp_events[kind].nvalues >= 2)
-        fn = v[0];
+    uint64_t fn, object;
+    exc_machine_operands(kind, v, &fn, &object);
     int d0 = s->m.depth;
     exc_step st;
     exc_machine_step(&s->m, kind, fn, object, &st);
@@ -97,7 +92,7 @@ int dnp_nest_apply(dnp_nest_state *s, uint16_t kind, const uint64_t *v) {
     if (exc_machine_is_event(kind))
         return exception_event(s, kind, v);
     if (kind == DNP_EV_ExceptionDetails)
-        exc_machine_details(&s->m, v[0], v[5]);
+        exc_machine_details(&s->m, v[DNP_V(ExceptionDetails, objectId)], v[DNP_V(ExceptionDetails, flags)]);
     int level = s->depth;
     switch (dnp_events[kind].nest) {
     case DNP_NEST_START:
@@ -108,8 +103,9 @@ int dnp_nest_apply(dnp_nest_state *s, uint16_t kind, const uint64_t *v) {
         level = s->depth;
         break;
     case DNP_NEST_TRANSITION: {
-        /* values: function ID, its name, the reason (0 call, 1 return) */
-        int is_return = v[2] == 1;
+        /* the reason: 0 call, 1 return (the same place in both transitions) */
+        _Static_assert(DNP_V(ManagedToUnmanagedTransition, reason) == DNP_V(UnmanagedToManagedTransition, reason), "");
+        int is_return = v[DNP_V(ManagedToUnmanagedTransition, reason)] == 1;
         uint16_t other = kind == DNP_EV_ManagedToUnmanagedTransition
                              ? DNP_EV_UnmanagedToManagedTransition
                              : DNP_EV_ManagedToUnmanagedTransition;

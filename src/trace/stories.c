@@ -1,5 +1,6 @@
 /* stories.c: exception stories from a trace (stories.h). */
 #include "stories.h"
+#include "dnp_vec.h"
 
 #include <stdint.h>
 
@@ -75,14 +76,8 @@ static int add_step(dnp_stories_builder *b, dnp_story *s, const dnp_trace_event 
         s->nsteps++;
         return 0;
     }
-    if (s->nsteps == s->capsteps) {
-        size_t cap = s->capsteps ? s->capsteps * 2 : 16;
-        dnp_story_step *p = realloc(s->steps, cap * sizeof *p);
-        if (!p)
-            return -1;
-        s->steps = p;
-        s->capsteps = cap;
-    }
+    if (DNP_VEC_RESERVE(s->steps, s->capsteps, s->nsteps + 1, 16) < 0)
+        return -1;
     dnp_story_step *st = &s->steps[s->nsteps++];
     memset(st, 0, sizeof *st);
     st->ev = ev;
@@ -110,20 +105,20 @@ static void details(dnp_stories_builder *b, const dnp_trace_event *e, thread_sta
     if (d == 0 || !ts->story_at[d - 1])
         return;
     dnp_story *s = SV(b, ts->story_at[d - 1]);
-    if (s->has_details || s->object != e->v[0])
+    if (s->has_details || s->object != e->v[DNP_V(ExceptionDetails, objectId)])
         return;
     s->has_details = 1;
-    s->message_sid = e->v[1];
-    s->hresult = (uint32_t)e->v[2];
-    s->kept_trace = e->v[5] & EXC_DETAIL_KEPT_TRACE;
-    s->stack_sid = e->v[3];
+    s->message_sid = e->v[DNP_V(ExceptionDetails, message)];
+    s->hresult = (uint32_t)e->v[DNP_V(ExceptionDetails, hresult)];
+    s->kept_trace = e->v[DNP_V(ExceptionDetails, flags)] & EXC_DETAIL_KEPT_TRACE;
+    s->stack_sid = e->v[DNP_V(ExceptionDetails, stack)];
     /* The agent followed the object of the catch below across a GC: this is
      * that object thrown again (`throw;` after a collection moved it). */
-    if (exc_machine_details(&ts->m, s->object, e->v[5]) && ts->story_at[d - 2])
+    if (exc_machine_details(&ts->m, s->object, e->v[DNP_V(ExceptionDetails, flags)]) && ts->story_at[d - 2])
         s->rethrow_of = ts->story_at[d - 2];
     /* The agent saw, from the stack, that levels below this one had left their
      * handlers: they were abandoned. */
-    int want = (int)e->v[4];
+    int want = (int)e->v[DNP_V(ExceptionDetails, depth)];
     if (want >= 1 && want < d) {
         exc_level top = ts->m.lv[d - 1];
         size_t top_story = ts->story_at[d - 1];
@@ -226,6 +221,38 @@ static int emit_ready(dnp_stories_builder *b) {
     return 0;
 }
 
+/* A new story: the exception event e (index i) began a level; d0 was the depth
+ * before it, and the levels it ended are in st. */
+static int begin_story(dnp_stories_builder *b, thread_state *ts, const dnp_trace_event *e, size_t i, int d0,
+                       uint64_t object, const exc_step *st) {
+    dnp_stories *out = &b->out;
+    if (d0 == EXC_MAX_NEST && st->nended == 0)
+        memmove(&ts->story_at[0], &ts->story_at[1], (EXC_MAX_NEST - 1) * sizeof ts->story_at[0]);
+    if (DNP_VEC_RESERVE(out->v, b->cap, out->n + 1, 256) < 0)
+        return -1;
+    dnp_story *s = &out->v[out->n];
+    memset(s, 0, sizeof *s);
+    s->id = ++b->nid;
+    out->n++;
+    s->seq = s->id;
+    s->thread = e->thread;
+    s->thrown = i;
+    s->object = object;
+    s->type_sid = e->kind == DNP_EV_ExceptionThrown ? e->v[DNP_VNAME(ExceptionThrown, classId)] : 0;
+    s->t_thrown = s->t_end = e->time_ns;
+    for (int k = 0; k < st->nended; k++)
+        if (st->ended[k].fate == EXC_RETHROWN && ts->story_at[d0 - 1 - k])
+            SV(b, ts->story_at[d0 - 1 - k])->ended_by = s->id;
+    int top = ts->m.depth - 1;
+    ts->story_at[top] = s->id;
+    s->parent = top > 0 ? ts->story_at[top - 1] : 0;
+    s->parent_phase = ts->m.lv[top].parent_phase;
+    if (s->parent && (s->parent_phase == EXC_CATCH || s->parent_phase == EXC_FINALLY) &&
+        !SV(b, s->parent)->ended_by)
+        SV(b, s->parent)->ended_by = s->id; /* if it ends abandoned, this is why */
+    return add_step(b, s, e, i);
+}
+
 static int feed_one(dnp_stories_builder *b, const dnp_trace_event *e, size_t i) {
     dnp_stories *out = &b->out;
     if (e->kind >= DNP_EV_COUNT || dnp_events[e->kind].family != DNP_FAM_EXCEPTIONS)
@@ -240,13 +267,8 @@ static int feed_one(dnp_stories_builder *b, const dnp_trace_event *e, size_t i) 
     }
     if (!exc_machine_is_event(e->kind))
         return 0;
-    uint64_t fn = 0, object = 0;
-    if (e->kind == DNP_EV_ExceptionThrown)
-        object = e->v[0];
-    else if (e->kind == DNP_EV_ExceptionCatcherEnter)
-        fn = e->v[0], object = e->v[2];
-    else if (e->nvalues >= 2)
-        fn = e->v[0];
+    uint64_t fn, object;
+    exc_machine_operands(e->kind, e->v, &fn, &object);
     int d0 = ts->m.depth;
     exc_step *st = &b->st;
     exc_machine_step(&ts->m, e->kind, fn, object, st);
@@ -265,39 +287,8 @@ static int feed_one(dnp_stories_builder *b, const dnp_trace_event *e, size_t i) 
             return -1;
         end_story(b, sid, &st->ended[k]);
     }
-    if (st->flags & EXC_BEGIN) {
-        if (d0 == EXC_MAX_NEST && st->nended == 0)
-            memmove(&ts->story_at[0], &ts->story_at[1], (EXC_MAX_NEST - 1) * sizeof ts->story_at[0]);
-        if (out->n == b->cap) {
-            size_t ncap = b->cap ? b->cap * 2 : 256;
-            dnp_story *v = realloc(out->v, ncap * sizeof *v);
-            if (!v)
-                return -1;
-            out->v = v;
-            b->cap = ncap;
-        }
-        dnp_story *s = &out->v[out->n];
-        memset(s, 0, sizeof *s);
-        s->id = ++b->nid;
-        out->n++;
-        s->seq = s->id;
-        s->thread = e->thread;
-        s->thrown = i;
-        s->object = object;
-        s->type_sid = e->nvalues >= 3 ? e->v[2] : 0;
-        s->t_thrown = s->t_end = e->time_ns;
-        for (int k = 0; k < st->nended; k++)
-            if (st->ended[k].fate == EXC_RETHROWN && ts->story_at[d0 - 1 - k])
-                SV(b, ts->story_at[d0 - 1 - k])->ended_by = s->id;
-        int top = ts->m.depth - 1;
-        ts->story_at[top] = s->id;
-        s->parent = top > 0 ? ts->story_at[top - 1] : 0;
-        s->parent_phase = ts->m.lv[top].parent_phase;
-        if (s->parent && (s->parent_phase == EXC_CATCH || s->parent_phase == EXC_FINALLY) &&
-            !SV(b, s->parent)->ended_by)
-            SV(b, s->parent)->ended_by = s->id; /* if it ends abandoned, this is why */
-        return add_step(b, s, e, i);
-    }
+    if (st->flags & EXC_BEGIN)
+        return begin_story(b, ts, e, i, d0, object, st);
     if (target)
         return 0;
     if (ts->m.depth == 0 || !ts->story_at[ts->m.depth - 1])

@@ -124,6 +124,61 @@ enum {
 #define DNP_MAX_FIELDS 8
 #define DNP_MAX_VALUES 10
 
+/* A FIELDS argument of events.def is a sequence "DNP_F(T, a) DNP_F(U, b)". With
+ * DNP_F(t, n) defined as "(t, n)" it becomes "(T, a)(U, b)", which a walker
+ * turns into one list (Boost.PP's sequence trick): walker_A consumes one
+ * "(t, n)" and leaves walker_B to consume the next; the walker left at the end
+ * is pasted with _END, which expands to nothing. */
+#define DNP__SEQ(walker, seq) DNP__SEQ_(walker##_A seq)
+#define DNP__SEQ_(...) DNP__SEQ_END(__VA_ARGS__)
+#define DNP__SEQ_END(...) __VA_ARGS__##_END
+
+/* ---- fields by name ----
+ *
+ * DNP_V(Event, field) is the index in dnp_trace_event.v of the field's value
+ * (of its ID, for an entity field); DNP_VNAME(Event, field) that of an entity
+ * field's name string, and does not compile for any other field. So a field
+ * moved in events.def moves every reader with it, and one renamed or removed
+ * breaks the build. Generated as one enum per event:
+ *   DNP_V_<Event>_<field>     the field's first value
+ *   DNP_VL_<Event>_<field>    its last (the same, but for entities)
+ * (the sequence is turned into a comma list "(T, a), (U, b), " and walked with
+ * the event's name by a counted DNP__E<n>, at most DNP_MAX_FIELDS fields). */
+#define DNP_V(ev, field) ((int)DNP_V_##ev##_##field)
+#define DNP_VNAME(ev, field)                                                 \
+    ((int)DNP_V_##ev##_##field + 1 + 0 * (int)sizeof(char[DNP_VL_##ev##_##field - DNP_V_##ev##_##field == 1 ? 1 : -1]))
+
+#define DNP__CL_A(t, n) (t, n), DNP__CL_B
+#define DNP__CL_B(t, n) (t, n), DNP__CL_A
+#define DNP__CL_A_END
+#define DNP__CL_B_END
+#define DNP__CAT(a, b) DNP__CAT_(a, b)
+#define DNP__CAT_(a, b) a##b
+#define DNP__NARG(...) DNP__NARG_(__VA_ARGS__, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define DNP__NARG_(_1, _2, _3, _4, _5, _6, _7, _8, _9, N, ...) N
+#define DNP__EACH(ev, list) DNP__EACH_(ev, list)
+#define DNP__EACH_(ev, ...) DNP__CAT(DNP__E, DNP__NARG(__VA_ARGS__))(ev, __VA_ARGS__)
+#define DNP__E1(ev, ...)
+#define DNP__E2(ev, p, ...) DNP__VITEM(ev, p) DNP__E1(ev, __VA_ARGS__)
+#define DNP__E3(ev, p, ...) DNP__VITEM(ev, p) DNP__E2(ev, __VA_ARGS__)
+#define DNP__E4(ev, p, ...) DNP__VITEM(ev, p) DNP__E3(ev, __VA_ARGS__)
+#define DNP__E5(ev, p, ...) DNP__VITEM(ev, p) DNP__E4(ev, __VA_ARGS__)
+#define DNP__E6(ev, p, ...) DNP__VITEM(ev, p) DNP__E5(ev, __VA_ARGS__)
+#define DNP__E7(ev, p, ...) DNP__VITEM(ev, p) DNP__E6(ev, __VA_ARGS__)
+#define DNP__E8(ev, p, ...) DNP__VITEM(ev, p) DNP__E7(ev, __VA_ARGS__)
+#define DNP__E9(ev, p, ...) DNP__VITEM(ev, p) DNP__E8(ev, __VA_ARGS__)
+#define DNP__TN(t, n) t, n
+#define DNP__VITEM(ev, p) DNP__VITEM_(ev, DNP__TN p)
+#define DNP__VITEM_(ev, ...) DNP__VITEM__(ev, __VA_ARGS__)
+#define DNP__VITEM__(ev, t, n) DNP_V_##ev##_##n, DNP_VL_##ev##_##n = DNP_V_##ev##_##n + DNP_FTV_##t - 1,
+
+#define DNP_F(type, name) (type, name)
+#define DNP_EVENT(name, family, nest, fields)                                \
+    enum { DNP__EACH(name, DNP__SEQ(DNP__CL, fields)) DNP_VN_##name };
+#include "events.def"
+#undef DNP_EVENT
+#undef DNP_F
+
 typedef struct dnp_event_info {
     const char *name;
     dnp_family family;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "trace_reader.h"
+#include "time_runs.h"
 #include "u64map.h"
 
 #define MAX_STRING_ID (1ull << 28)
@@ -80,128 +81,8 @@ void dnp_trace_free(dnp_trace *t) {
     free(t);
 }
 
-/* ---- stable sorting by time ----
- *
- * Within a chunk, times only grow (deltas are unsigned), so the records of each
- * chunk are a sorted run. A k-way merge of the runs with a heap, ties going to
- * the earlier run, gives the order; the records are then permuted in place along
- * the cycles of that order. Extra memory: 4 bytes per record and 24 per run. */
-
-typedef struct runs {
-    size_t *start; /* run r is [start[r], start[r + 1]) */
-    size_t n, cap; /* entries in start: runs + 1 once closed */
-} runs;
-
-/* Marks that a run starts at index i (a new chunk). Returns 0 or -ENOMEM. */
-static int runs_mark(runs *r, size_t i) {
-    if (r->n && r->start[r->n - 1] == i)
-        return 0; /* the previous run is empty */
-    if (r->n == r->cap) {
-        size_t ncap = r->cap ? r->cap * 2 : 64;
-        size_t *ns = realloc(r->start, ncap * sizeof *ns);
-        if (!ns)
-            return -ENOMEM;
-        r->start = ns;
-        r->cap = ncap;
-    }
-    r->start[r->n++] = i;
-    return 0;
-}
-
-typedef struct heap_item {
-    uint64_t time;
-    size_t run;
-} heap_item;
-
-static inline int heap_before(const heap_item *a, const heap_item *b) {
-    return a->time < b->time || (a->time == b->time && a->run < b->run);
-}
-
-static void heap_down(heap_item *h, size_t n, size_t i) {
-    heap_item x = h[i];
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && heap_before(&h[c + 1], &h[c]))
-            c++;
-        if (!heap_before(&h[c], &x))
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = x;
-}
-
 _Static_assert(offsetof(dnp_trace_event, time_ns) == 0, "sort_runs reads the time first");
 _Static_assert(offsetof(dnp_trace_note, time_ns) == 0, "sort_runs reads the time first");
-#define REC_TIME(recs, size, i) (*(const uint64_t *)((const uint8_t *)(recs) + (i) * (size)))
-
-/* Sorts n records of the given size, whose first member is a uint64_t time and
- * whose runs r are sorted; tmp holds one record. Returns 0 or -ENOMEM. */
-static int sort_runs(void *recs, size_t size, size_t n, runs *r, void *tmp) {
-    if (n < 2)
-        return 0;
-    if (runs_mark(r, n) < 0)
-        return -ENOMEM;
-    size_t nruns = r->n - 1;
-    int sorted = 1;
-    for (size_t k = 1; k < nruns && sorted; k++)
-        sorted = REC_TIME(recs, size, r->start[k] - 1) <= REC_TIME(recs, size, r->start[k]);
-    if (sorted)
-        return 0;
-    if (n > UINT32_MAX)
-        return -ENOMEM;
-
-    uint32_t *perm = malloc(n * sizeof *perm);
-    heap_item *heap = malloc(nruns * sizeof *heap);
-    size_t *pos = malloc(nruns * sizeof *pos);
-    if (!perm || !heap || !pos) {
-        free(perm);
-        free(heap);
-        free(pos);
-        return -ENOMEM;
-    }
-    size_t h = 0;
-    for (size_t k = 0; k < nruns; k++) {
-        pos[k] = r->start[k];
-        heap[h++] = (heap_item){REC_TIME(recs, size, pos[k]), k};
-    }
-    for (size_t i = h / 2; i-- > 0;)
-        heap_down(heap, h, i);
-    for (size_t o = 0; o < n; o++) {
-        size_t k = heap[0].run;
-        perm[o] = (uint32_t)pos[k]++;
-        if (pos[k] < r->start[k + 1])
-            heap[0].time = REC_TIME(recs, size, pos[k]);
-        else
-            heap[0] = heap[--h];
-        heap_down(heap, h, 0);
-    }
-    free(heap);
-    free(pos);
-
-    /* Record perm[j] goes to j: follow each cycle once, marking places done. */
-    uint8_t *rec = recs;
-    for (size_t i = 0; i < n; i++) {
-        if (perm[i] == i)
-            continue;
-        memcpy(tmp, rec + i * size, size);
-        size_t j = i;
-        for (;;) {
-            size_t src = perm[j];
-            perm[j] = (uint32_t)j;
-            if (src == i) {
-                memcpy(rec + j * size, tmp, size);
-                break;
-            }
-            memcpy(rec + j * size, rec + src * size, size);
-            j = src;
-        }
-    }
-    free(perm);
-    return 0;
-}
 
 /* ---- reading: one chunk at a time ----
  *
@@ -221,7 +102,7 @@ typedef struct loader {
     size_t nev;          /* events parsed so far (the first pass) */
     size_t ev_cap, note_cap;
     uint64_t *note_ids;  /* the text string id of each note, parallel to t->notes */
-    runs ev_runs, note_runs;
+    dnp_runs ev_runs, note_runs;
     int have_process;
     uint64_t proc_mono, cmdline_id, runtime_id;
     int have_base;
@@ -303,6 +184,45 @@ static inline uint64_t later(uint64_t now, uint64_t delta) {
     return now + delta < now ? UINT64_MAX : now + delta;
 }
 
+/* An EVENT record's body [q, bend): REC_EVENT with *e filled, REC_NONE for one
+ * skipped, or -ENOMEM. */
+static int parse_event(loader *L, const uint8_t *q, const uint8_t *bend, uint32_t thread, uint64_t *now,
+                       dnp_trace_event *e) {
+    uint64_t kind, delta;
+    if (dnp_varint_get(&q, bend, &kind) < 0 || dnp_varint_get(&q, bend, &delta) < 0) {
+        L->malformed++;
+        return REC_NONE;
+    }
+    *now = later(*now, delta);
+    if (kind >= DNP_EV_COUNT) {
+        L->unknown_kinds++;
+        return REC_NONE;
+    }
+    unsigned nv = dnp_events[kind].nvalues;
+    memset(e->v, 0, sizeof e->v);
+    if (get_values(q, bend, e->v, nv) < nv) {
+        L->short_events++;
+        return REC_NONE;
+    }
+    e->time_ns = *now;
+    e->thread = thread;
+    e->kind = (uint16_t)kind;
+    e->nvalues = (uint8_t)nv;
+    if (L->replay)
+        return REC_EVENT;
+    L->nev++;
+    if (L->keep == KEEP_ALL || kind == DNP_EV_ThreadAssignedToOSThread || kind == DNP_EV_ThreadNameChanged) {
+        dnp_trace_event *kept = push_event(L);
+        if (!kept)
+            return -ENOMEM;
+        *kept = *e;
+    }
+    return REC_EVENT;
+}
+
+/* The values of a PROCESS record, in order (trace_format.h). */
+enum { PROC_PID, PROC_PPID, PROC_REALTIME_NS, PROC_MONOTONIC_NS, PROC_CMDLINE, PROC_RUNTIME, PROC_ATTACH, PROC_NVALUES };
+
 /* Parses the record at *pp (of a payload ending at end) and moves past it.
  * Returns REC_EVENT with *e filled (absolute time), REC_NONE for any other
  * record (or one skipped), REC_CORRUPT with *bad_at set to the file offset of a
@@ -319,41 +239,11 @@ static int parse_record(loader *L, const uint8_t **pp, const uint8_t *end, uint3
     }
     const uint8_t *q = p, *bend = p + size;
     *pp = bend;
-    uint64_t v[7];
+    uint64_t v[PROC_NVALUES];
 
     switch (tag) {
-    case DNP_REC_EVENT: {
-        uint64_t kind, delta;
-        if (dnp_varint_get(&q, bend, &kind) < 0 || dnp_varint_get(&q, bend, &delta) < 0) {
-            L->malformed++;
-            break;
-        }
-        *now = later(*now, delta);
-        if (kind >= DNP_EV_COUNT) {
-            L->unknown_kinds++;
-            break;
-        }
-        unsigned nv = dnp_events[kind].nvalues;
-        memset(e->v, 0, sizeof e->v);
-        if (get_values(q, bend, e->v, nv) < nv) {
-            L->short_events++;
-            break;
-        }
-        e->time_ns = *now;
-        e->thread = thread;
-        e->kind = (uint16_t)kind;
-        e->nvalues = (uint8_t)nv;
-        if (L->replay)
-            return REC_EVENT;
-        L->nev++;
-        if (L->keep == KEEP_ALL || kind == DNP_EV_ThreadAssignedToOSThread || kind == DNP_EV_ThreadNameChanged) {
-            dnp_trace_event *kept = push_event(L);
-            if (!kept)
-                return -ENOMEM;
-            *kept = *e;
-        }
-        return REC_EVENT;
-    }
+    case DNP_REC_EVENT:
+        return parse_event(L, q, bend, thread, now, e);
     case DNP_REC_STRING: {
         uint64_t id, len;
         if (L->replay)
@@ -382,21 +272,21 @@ static int parse_record(loader *L, const uint8_t **pp, const uint8_t *end, uint3
     case DNP_REC_PROCESS:
         if (L->replay)
             break;
-        if (get_values(q, bend, v, 7) < 7) {
+        if (get_values(q, bend, v, PROC_NVALUES) < PROC_NVALUES) {
             L->malformed++;
             break;
         }
         if (L->have_process)
             break; /* the first one counts */
         L->have_process = 1;
-        if (v[0])
-            t->pid = v[0];
-        t->ppid = v[1];
-        t->start_realtime_ns = v[2];
-        L->proc_mono = v[3];
-        L->cmdline_id = v[4];
-        L->runtime_id = v[5];
-        t->attached = v[6] != 0;
+        if (v[PROC_PID])
+            t->pid = v[PROC_PID];
+        t->ppid = v[PROC_PPID];
+        t->start_realtime_ns = v[PROC_REALTIME_NS];
+        L->proc_mono = v[PROC_MONOTONIC_NS];
+        L->cmdline_id = v[PROC_CMDLINE];
+        L->runtime_id = v[PROC_RUNTIME];
+        t->attached = v[PROC_ATTACH] != 0;
         break;
     case DNP_REC_NOTE:
         if (get_values(q, bend, v, 3) < 3) {
@@ -447,7 +337,8 @@ static int fill_threads(dnp_trace *t) {
         const dnp_trace_event *e = &t->events[i];
         uint64_t ord, name;
         if (e->kind == DNP_EV_ThreadAssignedToOSThread) {
-            uint64_t managed = e->v[0], tid = e->v[1];
+            uint64_t managed = e->v[DNP_V(ThreadAssignedToOSThread, managedThreadId)];
+            uint64_t tid = e->v[DNP_V(ThreadAssignedToOSThread, osThreadId)];
             const dnp_trace_thread *own = dnp_trace_thread_get(t, e->thread);
             if (own && own->os_tid == tid && tid)
                 ord = own->ordinal;
@@ -461,12 +352,12 @@ static int fill_threads(dnp_trace *t) {
                     th->name = dnp_trace_string(t, name);
             }
         } else if (e->kind == DNP_EV_ThreadNameChanged) {
-            uint64_t managed = e->v[0];
+            uint64_t managed = e->v[DNP_V(ThreadNameChanged, threadId)], sid = e->v[DNP_V(ThreadNameChanged, name)];
             if (!managed)
                 continue;
-            rc = dnp_u64map_put(&pending_name, managed, e->v[1], NULL);
+            rc = dnp_u64map_put(&pending_name, managed, sid, NULL);
             if (rc == 0 && dnp_u64map_get(&by_managed, managed, &ord) && t->threads[ord - 1].managed_id == managed)
-                t->threads[ord - 1].name = dnp_trace_string(t, e->v[1]);
+                t->threads[ord - 1].name = dnp_trace_string(t, sid);
         }
     }
     dnp_u64map_release(&by_tid);
@@ -518,7 +409,7 @@ static int finish(loader *L) {
     /* The skipped records' notes are at time 0 on no thread; their texts go to
      * the arena and note_ids holds their offsets. */
     size_t nparsed = t->nnotes;
-    if (runs_mark(&L->note_runs, nparsed) < 0)
+    if (dnp_runs_mark(&L->note_runs, nparsed) < 0)
         return -ENOMEM;
     static const char *const skipped[3] = {
         "%" PRIu64 " event%s of kinds this dnprof does not know were skipped: the trace was written by a newer dnprof",
@@ -557,8 +448,8 @@ static int finish(loader *L) {
     }
     dnp_trace_event ev;
     dnp_trace_note note;
-    if (sort_runs(t->events, sizeof *t->events, t->nevents, &L->ev_runs, &ev) < 0 ||
-        sort_runs(t->notes, sizeof *t->notes, t->nnotes, &L->note_runs, &note) < 0 || fill_threads(t) < 0)
+    if (dnp_sort_runs(t->events, sizeof *t->events, t->nevents, &L->ev_runs, &ev) < 0 ||
+        dnp_sort_runs(t->notes, sizeof *t->notes, t->nnotes, &L->note_runs, &note) < 0 || fill_threads(t) < 0)
         return -ENOMEM;
     return 0;
 }
@@ -759,8 +650,8 @@ static int stream_chunk(dnp_trace_stream *S) {
         if (thread > MAX_THREADS)
             return stream_corrupt(S, S->off, "the chunk names an impossible thread");
         if (!S->finished) {
-            if ((thread && ensure_thread(L, thread) < 0) || runs_mark(&L->ev_runs, t->nevents) < 0 ||
-                runs_mark(&L->note_runs, t->nnotes) < 0)
+            if ((thread && ensure_thread(L, thread) < 0) || dnp_runs_mark(&L->ev_runs, t->nevents) < 0 ||
+                dnp_runs_mark(&L->note_runs, t->nnotes) < 0)
                 return stream_fail(S, ENOMEM);
             if (!L->have_base || base < L->min_base) {
                 L->have_base = 1;

@@ -208,6 +208,35 @@ static int file_has(const char *path, const char *text) {
     return found;
 }
 
+/* The first cut of the trace at path, ending 16 bytes into a chunk, whose
+ * whole chunks hold the SampleConfig but no SampleNode: written to cut.
+ * Returns 0, or -1 when there is none. */
+static int cut_before_samples(const char *path, const char *cut) {
+    size_t len;
+    char *bytes = e2e_read_file(path, &len);
+    int kind_cfg = e2e_kind("SampleConfig"), kind_node = e2e_kind("SampleNode"), rc = -1;
+    for (size_t off = 32; bytes && off + 24 + 16 <= len && rc != 0;) {
+        uint32_t payload = (uint32_t)(unsigned char)bytes[off + 4] | (uint32_t)(unsigned char)bytes[off + 5] << 8 |
+                           (uint32_t)(unsigned char)bytes[off + 6] << 16 | (uint32_t)(unsigned char)bytes[off + 7] << 24;
+        off += 24 + payload; /* the end of this chunk */
+        if (off + 16 > len)
+            break;
+        FILE *f = fopen(cut, "wb");
+        if (!f || fwrite(bytes, 1, off + 16, f) != off + 16) {
+            if (f)
+                fclose(f);
+            break;
+        }
+        fclose(f);
+        dnp_trace *t = e2e_load(cut);
+        if (t && e2e_count(t, (unsigned)kind_cfg) > 0 && e2e_count(t, (unsigned)kind_node) == 0)
+            rc = 0;
+        dnp_trace_free(t);
+    }
+    free(bytes);
+    return rc;
+}
+
 /* convert --format pprof of a --sample trace, decoded: samples/count and
  * cpu/nanoseconds, the period, each stack's own samples (their sum is the
  * trace's), and the shares of the hot methods as leaves under Rounds. */
@@ -610,5 +639,36 @@ TEST(e2e_sample_agrees_with_calls) {
         ASSERT(share[1][h] > share[0][h] - TOLERANCE && share[1][h] < share[0][h] + TOLERANCE);
         ASSERT(h == 0 || share[1][h] < share[1][h - 1]);
     }
+    return 0;
+}
+
+/* Issue 24: a --sample trace cut short before its samples were written says it
+ * was recorded with --sample and ends early, not "record it with --sample";
+ * and report --json says what was recorded (the sampling), not null. */
+TEST(e2e_sample_cut_short) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_cut_short"), 0);
+    ASSERT_EQ(run_shares(&r, "100", "1"), 0);
+
+    const char *json[] = {"report", "--json", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, json), 0);
+    ASSERT_STATUS(&r, 0);
+    int recorded = file_has(r.out, "\"recorded\":{\"sample\":{\"mode\":\"cpu\",\"rateHz\":100,\"periodNs\":10000000}}");
+    if (!recorded)
+        e2e_show_file("report --json said", r.out);
+    ASSERT(recorded);
+
+    char cut[PATH_MAX + 16];
+    snprintf(cut, sizeof cut, "%s/cut.trace", r.dir);
+    ASSERT_EQ(cut_before_samples(r.trace, cut), 0);
+    const char *report[] = {"report", cut, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, report), 0);
+    ASSERT_STATUS(&r, 1);
+    int said = file_has(r.err, "this trace was recorded with --sample=cpu but ends early") &&
+               file_has(r.err, "before its samples were written: let the program run to its end") &&
+               !file_has(r.err, "record it with");
+    if (!said)
+        e2e_show_file("report of the cut trace said", r.err);
+    ASSERT(said);
     return 0;
 }

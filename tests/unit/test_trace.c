@@ -409,6 +409,17 @@ TEST(trace_event_table) {
     ASSERT_STREQ(dnp_field_type_names[DNP_FT_GC_REASON], "GC_REASON");
     ASSERT_EQ(dnp_field_nvalues[DNP_FT_FUNCTION], 2);
     ASSERT_STREQ(dnp_family_words[DNP_FAM_EXCEPTIONS], "exceptions");
+    /* fields by name: where the table's types put them, an entity's name after its ID */
+    ASSERT_EQ(DNP_V(ReJITError, moduleId), 0);
+    ASSERT_EQ(DNP_VNAME(ReJITError, moduleId), 1);
+    ASSERT_EQ(DNP_V(ReJITError, methodToken), 2);
+    ASSERT_EQ(DNP_V(ReJITError, functionId), 3);
+    ASSERT_EQ(DNP_VNAME(ReJITError, functionId), 4);
+    ASSERT_EQ(DNP_V(ReJITError, hrStatus), 5);
+    ASSERT_EQ(DNP_V(CallNode, calls), 5);
+    ASSERT_EQ(DNP_V(CallNode, tailcalls), 8);
+    ASSERT_EQ(DNP_V(ExceptionCatcherEnter, objectId), 2);
+    ASSERT_EQ(DNP_V(SampleConfig, periodNs), 2);
     return 0;
 }
 
