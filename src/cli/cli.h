@@ -3,7 +3,7 @@
  * Each subcommand is one file (cmd_*.c) with an entry point taking the argv that
  * starts at its own name; dnprof.c holds the table. Helpers: messages (cli.c),
  * trace strings as text or JSON (text.c), finding the agent (agent.c), the
- * session directory (session.c) and launching a program with the agent loaded
+ * session directory (sessiondir.c) and launching a program with the agent loaded
  * (launch.c). */
 #ifndef DNP_CLI_H
 #define DNP_CLI_H
@@ -99,7 +99,7 @@ typedef struct cli_agent {
  * naming every path tried. */
 int cli_agent_find(cli_agent *out, char *err, size_t errlen);
 
-/* ---- the session directory (session.c) ---- */
+/* ---- the session directory (sessiondir.c) ---- */
 typedef struct cli_session_agent {
     long pid;
     char trace[PATH_MAX];
