@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "heap_format.h"
 #include "trace_format.h"
+#include "trace_writer.h"
 
 static void vmessage(const char *prefix, const char *fmt, va_list ap) {
     fflush(stdout);
@@ -162,6 +163,20 @@ const char *cli_short_path(const char *path) {
     if (n > 1 && strncmp(path, cwd, n) == 0 && path[n] == '/' && path[n + 1])
         return path + n + 1;
     return path;
+}
+
+FILE *cli_create_output(const char *path) {
+    int fd = dnp_file_create(path, 0);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        unlink(path);
+        errno = e;
+    }
+    return f;
 }
 
 int cli_abs_path(const char *path, char *out, size_t len) {

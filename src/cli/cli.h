@@ -73,6 +73,11 @@ int cli_not_a_snapshot(const char *path);
  * report read (CallNode, ...), but that no event mask records; the enter/leave
  * hooks come with dnprof run --calls. */
 int cli_events_name_calls(const char *events);
+/* Creates a file the front end writes (an export, a converted snapshot) as the
+ * agent creates a trace (dnp_file_create, docs/agent.md): 0600 whatever the
+ * umask allows beyond it, a symbolic link at path replaced and never written
+ * through. NULL with errno. */
+FILE *cli_create_output(const char *path);
 /* Makes path absolute against the cwd (no symlinks resolved, need not exist).
  * Returns 0, or -1 when the result does not fit. */
 int cli_abs_path(const char *path, char *out, size_t len);
