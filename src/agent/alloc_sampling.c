@@ -33,6 +33,7 @@
 #include "recorder.h"
 #include "session.h"
 #include "stack.h"
+#include "utf16.h"
 
 #define KEYWORD_GC 0x1ull
 #define KEYWORD_ALLOCATION_SAMPLING 0x80000000000ull
@@ -302,7 +303,7 @@ static uint32_t type_sid(uint64_t type_id, const BYTE *name, size_t units) {
         if (units > 511)
             units = 511;
         memcpy(w, name, units * 2);
-        size_t len = names_utf16_to_utf8(w, units, text, sizeof text);
+        size_t len = dnp_utf16_to_utf8(w, units, text, sizeof text);
         sid = rec_string(text, len);
     }
     if (type_id && sid) {

@@ -40,6 +40,7 @@
 #include "calls_internal.h"
 #include "calls_layout.h"
 #include "session.h"
+#include "utf16.h"
 
 #define CALLS_EMIT_MS 100
 #define CALLS_GAP_US 500 /* a gap that may hide a preemption (thread_clock) */
@@ -147,7 +148,7 @@ static int framework_module(ModuleID module) {
     if (!module || !AGENT_HAS_INFO(GetModuleInfo2) ||
         FAILED(INFO_CALL(GetModuleInfo2, module, &base, 1024, &len, w, &assembly, &flags)) || len <= 1)
         return 0;
-    names_utf16_to_utf8(w, len <= 1024 ? len - 1 : (size_t)-1, path, sizeof path);
+    dnp_utf16_name(w, 1024, len, path, sizeof path);
     return strstr(path, "/shared/Microsoft.") != NULL;
 }
 

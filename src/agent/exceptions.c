@@ -28,6 +28,7 @@
 #include "recorder.h"
 #include "session.h"
 #include "stack.h"
+#include "utf16.h"
 
 #define STACK_TEXT_MAX 6144
 #define MESSAGE_MAX_CHARS 1024
@@ -176,7 +177,7 @@ static uint32_t read_message(const uint8_t *obj) {
     if (len < 0)
         return 0;
     char text[MESSAGE_MAX_CHARS * 3 + 8];
-    size_t n = names_utf16_to_utf8((const WCHAR *)(s + L.str_buffer),
+    size_t n = dnp_utf16_to_utf8((const WCHAR *)(s + L.str_buffer),
                                    (size_t)(len > MESSAGE_MAX_CHARS ? MESSAGE_MAX_CHARS : len), text,
                                    sizeof text - 4);
     if (len > MESSAGE_MAX_CHARS) {

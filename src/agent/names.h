@@ -56,8 +56,4 @@ void names_forget_module(ModuleID module);
 /* The name of the class of an object (exceptions, allocations). */
 uint32_t names_object_class(ObjectID object, ClassID *class_out);
 
-/* UTF-16 to UTF-8, replacing invalid sequences with U+FFFD. Writes at most cap-1
- * bytes and a NUL; returns the length written. n == (size_t)-1: up to a NUL. */
-size_t names_utf16_to_utf8(const WCHAR *s, size_t n, char *out, size_t cap);
-
 #endif

@@ -23,6 +23,7 @@
 
 #include "attach_blob.h"
 #include "trace_format.h"
+#include "utf16.h"
 
 #define IPC_MAGIC "DOTNET_IPC_V1"
 #define IPC_HEADER_SIZE 20
@@ -221,36 +222,11 @@ static void msg_u16(msg *m, uint16_t v) {
 
 /* A UTF-8 string as the protocol's string: count with the NUL, UTF-16LE. */
 static void msg_string(msg *m, const char *s) {
-    size_t count_at = m->len;
-    msg_u32(m, 0);
-    uint32_t units = 0;
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        uint32_t c = *p++;
-        int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
-        if (extra)
-            c &= 0x3Fu >> extra;
-        while (extra-- > 0 && (*p & 0xC0) == 0x80)
-            c = c << 6 | (*p++ & 0x3F);
-        if (c >= 0x10000) {
-            c -= 0x10000;
-            msg_u16(m, (uint16_t)(0xD800 + (c >> 10)));
-            msg_u16(m, (uint16_t)(0xDC00 + (c & 0x3FF)));
-            units += 2;
-        } else {
-            msg_u16(m, (uint16_t)c);
-            units++;
-        }
-    }
-    msg_u16(m, 0);
-    units++;
-    if (!m->overflow) {
-        uint8_t *q = m->buf + count_at;
-        q[0] = (uint8_t)units;
-        q[1] = (uint8_t)(units >> 8);
-        q[2] = (uint8_t)(units >> 16);
-        q[3] = (uint8_t)(units >> 24);
-    }
+    static char16_t units[sizeof m->buf / 2];
+    size_t n = dnp_utf8_to_utf16(s, strlen(s), units, sizeof units / sizeof units[0]);
+    msg_u32(m, (uint32_t)n + 1);
+    for (size_t i = 0; i <= n; i++) /* its NUL too */
+        msg_u16(m, units[i]);
 }
 
 static void msg_header(msg *m, uint8_t set, uint8_t id) {
@@ -360,50 +336,15 @@ static int get_string(const uint8_t *b, size_t len, size_t *off, char *out, size
     out[0] = 0;
     if (*off + 4 > len)
         return -1;
-    uint32_t units = get_u32(b + *off);
+    uint32_t n = get_u32(b + *off);
     *off += 4;
-    if (units > (len - *off) / 2)
+    if (n > (len - *off) / 2)
         return -1;
-    size_t o = 0;
-    for (uint32_t i = 0; i < units; i++) {
-        uint32_t c = (uint32_t)b[*off + 2 * i] | (uint32_t)b[*off + 2 * i + 1] << 8;
-        if (c == 0)
-            break;
-        if (c >= 0xD800 && c < 0xDC00 && i + 1 < units) {
-            uint32_t lo = (uint32_t)b[*off + 2 * i + 2] | (uint32_t)b[*off + 2 * i + 3] << 8;
-            if (lo >= 0xDC00 && lo < 0xE000) {
-                c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
-                i++;
-            }
-        }
-        char enc[4];
-        size_t n;
-        if (c < 0x80) {
-            enc[0] = (char)c;
-            n = 1;
-        } else if (c < 0x800) {
-            enc[0] = (char)(0xC0 | c >> 6);
-            enc[1] = (char)(0x80 | (c & 0x3F));
-            n = 2;
-        } else if (c < 0x10000) {
-            enc[0] = (char)(0xE0 | c >> 12);
-            enc[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-            enc[2] = (char)(0x80 | (c & 0x3F));
-            n = 3;
-        } else {
-            enc[0] = (char)(0xF0 | c >> 18);
-            enc[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-            enc[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-            enc[3] = (char)(0x80 | (c & 0x3F));
-            n = 4;
-        }
-        if (o + n >= cap)
-            break;
-        memcpy(out + o, enc, n);
-        o += n;
-    }
-    out[o] = 0;
-    *off += (size_t)units * 2;
+    static char16_t units[sizeof ((msg *)0)->buf / 2];
+    for (uint32_t i = 0; i < n; i++)
+        units[i] = (char16_t)(b[*off + 2 * i] | b[*off + 2 * i + 1] << 8);
+    dnp_utf16_to_utf8(units, dnp_utf16_len(units, n), out, cap);
+    *off += (size_t)n * 2;
     return 0;
 }
 
