@@ -322,32 +322,28 @@ static void function_text(FunctionID fid, sbuf *out) {
     type_args_text(args, nargs > MAX_TYPE_ARGS ? MAX_TYPE_ARGS : nargs, out, 0);
 }
 
-size_t names_function_text(FunctionID fid, char *out, size_t cap) {
-    sbuf b;
-    b.len = 0;
-    b.s[0] = 0;
+/* b's text into out[cap]; its length. */
+static size_t sb_copy(const sbuf *b, char *out, size_t cap) {
     if (cap == 0)
         return 0;
-    if (g_agent.info)
-        function_text(fid, &b);
-    size_t n = b.len < cap - 1 ? b.len : cap - 1;
-    memcpy(out, b.s, n);
+    size_t n = b->len < cap - 1 ? b->len : cap - 1;
+    memcpy(out, b->s, n);
     out[n] = 0;
     return n;
 }
 
+size_t names_function_text(FunctionID fid, char *out, size_t cap) {
+    sbuf b = {.len = 0};
+    if (cap && g_agent.info)
+        function_text(fid, &b);
+    return sb_copy(&b, out, cap);
+}
+
 size_t names_class_text(ClassID cid, char *out, size_t cap) {
-    sbuf b;
-    b.len = 0;
-    b.s[0] = 0;
-    if (cap == 0)
-        return 0;
-    if (g_agent.info)
+    sbuf b = {.len = 0};
+    if (cap && g_agent.info)
         class_text(cid, &b, 0);
-    size_t n = b.len < cap - 1 ? b.len : cap - 1;
-    memcpy(out, b.s, n);
-    out[n] = 0;
-    return n;
+    return sb_copy(&b, out, cap);
 }
 
 size_t names_field_text(ClassID owner, mdFieldDef field, char *out, size_t cap) {

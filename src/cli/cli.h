@@ -39,6 +39,11 @@ void cli_trace_summary(const char *path, const char *who);
 /* A process id argument of cmd; 0, or the usage error's exit code (cmd_detach.c). */
 int cli_parse_pid(const char *cmd, const char *text, pid_t *out);
 
+/* What a subcommand's option parser returns when it printed the help: the
+ * command is done, with exit code 0 (cli_done). */
+#define CLI_HELP_SHOWN (-1)
+#define cli_done(rc) ((rc) == CLI_HELP_SHOWN ? 0 : (rc))
+
 /* Exit codes besides 0 and 1. */
 #define CLI_EXIT_USAGE 2
 #define CLI_EXIT_NOEXEC 127

@@ -155,7 +155,7 @@ typedef struct attach_opts {
     const char *events, *output;
     long long duration_ms; /* -1: until stopped */
     uint64_t flush_ms, timeout_s;
-    int quiet, help;
+    int quiet;
     int alloc;             /* --alloc: sampled allocations */
     int exceptions;        /* --exceptions: stories, with a stack at each throw */
     int sample;            /* --sample: 0 off, 1 cpu, 2 wall, 3 suspend */
@@ -250,7 +250,7 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
                 return usage_error("attach", "--timeout wants seconds from 1 to 600, not '%s'", optarg);
             break;
         case 'q': o->quiet = 1; break;
-        case 'h': o->help = 1; return 0;
+        case 'h': attach_help(); return CLI_HELP_SHOWN;
         default:
             if (c >= OPT_STARTUP_ONLY && c < OPT_STARTUP_ONLY + (int)NSTARTUP)
                 return startup_only_error(startup_only[c - OPT_STARTUP_ONLY].name);
@@ -412,11 +412,8 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
 int cmd_attach(int argc, char **argv) {
     attach_opts o;
     int rc = parse_options(argc, argv, &o);
-    if (rc || o.help) {
-        if (o.help)
-            attach_help();
-        return rc;
-    }
+    if (rc)
+        return cli_done(rc);
     uint32_t families = 0;
     char left_out[256];
     if ((rc = check_events(o.events, &families, left_out, sizeof left_out)) != 0)

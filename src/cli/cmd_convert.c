@@ -115,7 +115,7 @@ typedef struct convert_opts {
     const format *fmt;
     double min_fraction;
     uint64_t thread_id;
-    int alloc, help;
+    int alloc;
     dnp_export_opts eo;
 } convert_opts;
 
@@ -170,7 +170,7 @@ static int parse_options(int argc, char **argv, convert_opts *o) {
         case OPT_THREAD: o->thread = optarg; break;
         case OPT_MIN_PERCENT: min_percent = optarg; break;
         case OPT_ALLOC: o->alloc = 1; break;
-        case 'h': o->help = 1; return 0;
+        case 'h': convert_help(); return CLI_HELP_SHOWN;
         default: return cli_bad_option("convert", argv, c);
         }
     }
@@ -302,11 +302,8 @@ static int write_output(convert_opts *o, const convert_input *ci, const char *ou
 int cmd_convert(int argc, char **argv) {
     convert_opts o;
     int rc = parse_options(argc, argv, &o);
-    if (rc || o.help) {
-        if (o.help)
-            convert_help();
-        return rc;
-    }
+    if (rc)
+        return cli_done(rc);
     if (!o.fmt)
         return heap_convert_heapsnapshot(o.path, o.output);
     if (cli_not_a_snapshot(o.path))

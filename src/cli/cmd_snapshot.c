@@ -65,7 +65,7 @@ static int ask(int fd, pid_t pid, const char *path, unsigned long long fig[4]) {
 typedef struct snapshot_opts {
     const char *output;
     uint64_t timeout_s;
-    int quiet, help;
+    int quiet;
     pid_t pid;
 } snapshot_opts;
 
@@ -90,7 +90,7 @@ static int parse_options(int argc, char **argv, snapshot_opts *o) {
                                    optarg);
             break;
         case 'q': o->quiet = 1; break;
-        case 'h': o->help = 1; return 0;
+        case 'h': snapshot_help(); return CLI_HELP_SHOWN;
         default: return cli_bad_option("snapshot", argv, c);
         }
     }
@@ -181,11 +181,8 @@ static int ask_attached(const snapshot_opts *o, const ipc_proc *proc, const char
 int cmd_snapshot(int argc, char **argv) {
     snapshot_opts o;
     int rc = parse_options(argc, argv, &o);
-    if (rc || o.help) {
-        if (o.help)
-            snapshot_help();
-        return rc;
-    }
+    if (rc)
+        return cli_done(rc);
     ipc_proc proc;
     if (ipc_proc_read(o.pid, &proc) < 0) {
         error("no such process: %d (dnprof ps lists the .NET processes)", (int)o.pid);

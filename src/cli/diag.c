@@ -429,56 +429,51 @@ int ipc_attach_profiler(pid_t pid, uint32_t timeout_ms, const char *clsid, const
     return 0;
 }
 
+/* What an AttachProfiler HRESULT means, and the fix: each text takes the pid
+ * (twice at most) and nothing else. */
+static const struct {
+    uint32_t hr;
+    const char *text;
+} hr_texts[] = {
+    {0x8013136Au, /* CORPROF_E_PROFILER_ALREADY_ACTIVE */
+     "pid %d already has a profiler loaded (CORPROF_E_PROFILER_ALREADY_ACTIVE): the "
+     "runtime takes one at a time; detach it first (dnprof detach %d for dnprof's), or "
+     "if it was loaded at start-up it stays until the program exits"},
+    {0x80131367u, /* CORPROF_E_PROFILER_DETACHING */
+     "pid %d is still detaching a profiler (CORPROF_E_PROFILER_DETACHING); try again in "
+     "a few seconds"},
+    {0x80131379u, /* CORPROF_E_TIMEOUT_WAITING_FOR_CONCURRENT_GC */
+     "the runtime of pid %d timed out waiting for a background GC to finish before "
+     "loading the agent; try again, or give a longer --timeout"},
+    {0x80131371u, /* CORPROF_E_RUNTIME_UNINITIALIZED */
+     "the runtime of pid %d is still starting up; try again in a moment"},
+    {0x8013135Bu, /* not yet available */
+     "the runtime of pid %d is still starting up; try again in a moment"},
+    {0x80131385u, /* unknown command */
+     "the runtime of pid %d does not know AttachProfiler (.NET 5 or later is needed); "
+     "start the program with dnprof run instead"},
+    {0x80131384u, /* bad encoding */
+     "the runtime of pid %d could not read the attach request (bad encoding)"},
+    {0x80070057u, /* E_INVALIDARG: the agent refused the request */
+     "the agent refused the attach request (E_INVALIDARG); the program's stderr says "
+     "why: use the dnprof that came with this agent"},
+};
+
 void ipc_attach_hr_text(uint32_t hr, pid_t pid, const char *agent_path, char *out, size_t cap) {
-    const char *name = dnp_hresult_name(hr);
-    switch (hr) {
-    case 0x8013136Au: /* CORPROF_E_PROFILER_ALREADY_ACTIVE */
-        snprintf(out, cap,
-                 "pid %d already has a profiler loaded (CORPROF_E_PROFILER_ALREADY_ACTIVE): the "
-                 "runtime takes one at a time; detach it first (dnprof detach %d for dnprof's), or "
-                 "if it was loaded at start-up it stays until the program exits",
-                 (int)pid, (int)pid);
-        return;
-    case 0x80131367u: /* CORPROF_E_PROFILER_DETACHING */
-        snprintf(out, cap,
-                 "pid %d is still detaching a profiler (CORPROF_E_PROFILER_DETACHING); try again in "
-                 "a few seconds",
-                 (int)pid);
-        return;
-    case 0x80131379u: /* CORPROF_E_TIMEOUT_WAITING_FOR_CONCURRENT_GC */
-        snprintf(out, cap,
-                 "the runtime of pid %d timed out waiting for a background GC to finish before "
-                 "loading the agent; try again, or give a longer --timeout",
-                 (int)pid);
-        return;
-    case 0x80131371u: /* CORPROF_E_RUNTIME_UNINITIALIZED */
-    case 0x8013135Bu: /* not yet available */
-        snprintf(out, cap, "the runtime of pid %d is still starting up; try again in a moment", (int)pid);
-        return;
-    case 0x80131385u: /* unknown command */
-        snprintf(out, cap,
-                 "the runtime of pid %d does not know AttachProfiler (.NET 5 or later is needed); "
-                 "start the program with dnprof run instead",
-                 (int)pid);
-        return;
-    case 0x80131384u: /* bad encoding */
-        snprintf(out, cap, "the runtime of pid %d could not read the attach request (bad encoding)",
-                 (int)pid);
-        return;
-    case 0x8007007Eu: /* ERROR_MOD_NOT_FOUND */
-    case 0x80070002u: /* ERROR_FILE_NOT_FOUND */
-    case 0x80070005u: /* E_ACCESSDENIED */
+    for (size_t i = 0; i < sizeof hr_texts / sizeof hr_texts[0]; i++)
+        if (hr_texts[i].hr == hr) {
+            snprintf(out, cap, hr_texts[i].text, (int)pid, (int)pid);
+            return;
+        }
+    if (hr == 0x8007007Eu || hr == 0x80070002u || hr == 0x80070005u) {
+        /* ERROR_MOD_NOT_FOUND, ERROR_FILE_NOT_FOUND, E_ACCESSDENIED */
         snprintf(out, cap,
                  "the runtime of pid %d could not load the agent '%s' (0x%08x): the process must be "
                  "able to read it; put it where that user can (DNPROF_AGENT)",
                  (int)pid, agent_path, hr);
         return;
-    case 0x80070057u: /* E_INVALIDARG: the agent refused the request */
-        snprintf(out, cap,
-                 "the agent refused the attach request (E_INVALIDARG); the program's stderr says "
-                 "why: use the dnprof that came with this agent");
-        return;
     }
+    const char *name = dnp_hresult_name(hr);
     snprintf(out, cap, "the runtime of pid %d did not attach the agent: %s 0x%08x", (int)pid,
              name ? name : "error", hr);
 }
