@@ -339,11 +339,42 @@ size_t names_function_text(FunctionID fid, char *out, size_t cap) {
     return sb_copy(&b, out, cap);
 }
 
+size_t names_frames_text(const FunctionID *f, unsigned n, unsigned more, size_t room, char *out, size_t cap) {
+    size_t len = 0;
+    if (cap == 0)
+        return 0;
+    out[0] = 0;
+    for (unsigned i = 0; i < n && len + room < cap; i++) {
+        if (i)
+            out[len++] = '\n';
+        len += names_function_text(f[i], out + len, cap - len);
+    }
+    if (more && len + 32 < cap)
+        len += (size_t)snprintf(out + len, cap - len, "\n... %u more", more);
+    return len;
+}
+
 size_t names_class_text(ClassID cid, char *out, size_t cap) {
     sbuf b = {.len = 0};
     if (cap && g_agent.info)
         class_text(cid, &b, 0);
     return sb_copy(&b, out, cap);
+}
+
+size_t names_field_name(IMetaDataImport *imp, mdFieldDef field, char *out, size_t cap) {
+    WCHAR w[256];
+    ULONG len = 0;
+    mdTypeDef cls = 0;
+    DWORD attr = 0, cplus = 0;
+    PCCOR_SIGNATURE sig = NULL;
+    ULONG nsig = 0, nval = 0;
+    UVCP_CONSTANT val = NULL;
+    if (cap)
+        out[0] = 0;
+    if (FAILED(imp->lpVtbl->GetFieldProps(imp, field, &cls, w, 256, &len, &attr, &sig, &nsig, &cplus, &val,
+                                          &nval)))
+        return 0;
+    return dnp_utf16_name(w, 256, len, out, cap);
 }
 
 size_t names_field_text(ClassID owner, mdFieldDef field, char *out, size_t cap) {
@@ -359,17 +390,7 @@ size_t names_field_text(ClassID owner, mdFieldDef field, char *out, size_t cap) 
     IMetaDataImport *imp = module_import(mod);
     if (!imp)
         return 0;
-    WCHAR w[256];
-    ULONG len = 0;
-    mdTypeDef cls = 0;
-    DWORD attr = 0, cplus = 0;
-    PCCOR_SIGNATURE sig = NULL;
-    ULONG nsig = 0, nval = 0;
-    UVCP_CONSTANT val = NULL;
-    size_t n = 0;
-    if (SUCCEEDED(imp->lpVtbl->GetFieldProps(imp, field, &cls, w, 256, &len, &attr, &sig, &nsig,
-                                             &cplus, &val, &nval)))
-        n = dnp_utf16_name(w, 256, len, out, cap);
+    size_t n = names_field_name(imp, field, out, cap);
     imp->lpVtbl->Release(imp);
     return n;
 }

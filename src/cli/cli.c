@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "families.h"
 #include "heap_format.h"
 #include "trace_format.h"
 #include "trace_writer.h"
@@ -133,6 +134,19 @@ int cli_events_name_calls(const char *events) {
         if (n == 5 && !strncmp(p, "calls", 5))
             return 1;
         p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+int cli_check_events(const char *cmd, const char *events) {
+    if (cli_events_name_calls(events))
+        return usage_error(cmd, "--events calls records nothing by itself: the calls come with "
+                                "dnprof run --calls");
+    char err[512];
+    dnp_event_config cfg;
+    if (dnp_events_parse(events, &cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "dnprof %s: %s\n", cmd, err);
+        return CLI_EXIT_USAGE;
     }
     return 0;
 }

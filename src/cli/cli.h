@@ -78,6 +78,9 @@ int cli_not_a_snapshot(const char *path);
  * report read (CallNode, ...), but that no event mask records; the enter/leave
  * hooks come with dnprof run --calls. */
 int cli_events_name_calls(const char *events);
+/* An --events list of cmd (doctor, env) that records something: 0, or the
+ * usage error's exit code after saying what is wrong. */
+int cli_check_events(const char *cmd, const char *events);
 /* Creates a file the front end writes (an export, a converted snapshot) as the
  * agent creates a trace (dnp_file_create, docs/agent.md): 0600 whatever the
  * umask allows beyond it, a symbolic link at path replaced and never written

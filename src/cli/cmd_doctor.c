@@ -543,15 +543,9 @@ int cmd_doctor(int argc, char **argv) {
         default: return cli_bad_option("doctor", argv, c);
         }
     }
-    if (cli_events_name_calls(events))
-        return usage_error("doctor", "--events calls records nothing by itself: the calls come with "
-                                  "dnprof run --calls");
-    char err[512];
-    dnp_event_config cfg;
-    if (dnp_events_parse(events, &cfg, err, sizeof err) != 0) {
-        fprintf(stderr, "dnprof doctor: %s\n", err);
-        return CLI_EXIT_USAGE;
-    }
+    int bad = cli_check_events("doctor", events);
+    if (bad)
+        return bad;
     char **prog = optind < argc ? argv + optind : NULL;
 
     doctor d;
