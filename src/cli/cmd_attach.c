@@ -411,8 +411,8 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
 
 int cmd_attach(int argc, char **argv) {
     attach_opts o;
-    int rc = parse_options(argc, argv, &o);
-    if (rc)
+    int rc;
+    if ((rc = parse_options(argc, argv, &o)) != 0)
         return cli_done(rc);
     uint32_t families = 0;
     char left_out[256];

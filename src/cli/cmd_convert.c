@@ -301,8 +301,8 @@ static int write_output(convert_opts *o, const convert_input *ci, const char *ou
 
 int cmd_convert(int argc, char **argv) {
     convert_opts o;
-    int rc = parse_options(argc, argv, &o);
-    if (rc)
+    int rc;
+    if ((rc = parse_options(argc, argv, &o)) != 0)
         return cli_done(rc);
     if (!o.fmt)
         return heap_convert_heapsnapshot(o.path, o.output);

@@ -180,8 +180,8 @@ static int ask_attached(const snapshot_opts *o, const ipc_proc *proc, const char
 
 int cmd_snapshot(int argc, char **argv) {
     snapshot_opts o;
-    int rc = parse_options(argc, argv, &o);
-    if (rc)
+    int rc;
+    if ((rc = parse_options(argc, argv, &o)) != 0)
         return cli_done(rc);
     ipc_proc proc;
     if (ipc_proc_read(o.pid, &proc) < 0) {

@@ -23,6 +23,7 @@
 
 #include "attach_blob.h"
 #include "trace_format.h"
+#include "fdio.h"
 #include "utf16.h"
 
 #define IPC_MAGIC "DOTNET_IPC_V1"
@@ -247,17 +248,7 @@ static int msg_finish(msg *m) {
 }
 
 int ipc_write_all(int fd, const void *buf, size_t n) {
-    const uint8_t *p = buf;
-    while (n) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    return dnp_send_all(fd, buf, n);
 }
 
 static int read_all(int fd, uint8_t *p, size_t n, long long deadline) {
