@@ -34,6 +34,7 @@
 #include "recorder.h"
 #include "session.h"
 #include "stack.h"
+#include "utf16.h"
 
 #define KEYWORD_GC 0x1ull
 #define KEYWORD_ALLOCATION_SAMPLING 0x80000000000ull
@@ -303,7 +304,7 @@ static uint32_t type_sid(uint64_t type_id, const BYTE *name, size_t units) {
         if (units > 511)
             units = 511;
         memcpy(w, name, units * 2);
-        size_t len = names_utf16_to_utf8(w, units, text, sizeof text);
+        size_t len = dnp_utf16_to_utf8(w, units, text, sizeof text);
         sid = rec_string(text, len);
     }
     if (type_id && sid) {
@@ -350,14 +351,7 @@ static uint32_t exact_stack_sid(ULONG nframes, const UINT_PTR *frames, uint64_t 
         }
     }
     char text[STACK_TEXT_MAX];
-    size_t len = 0;
-    for (unsigned i = 0; i < s.n && len + 512 < sizeof text; i++) {
-        if (i)
-            text[len++] = '\n';
-        len += names_function_text(s.f[i], text + len, sizeof text - len);
-    }
-    if (s.more && len + 32 < sizeof text)
-        len += (size_t)snprintf(text + len, sizeof text - len, "\n... %u more", s.more);
+    size_t len = names_frames_text(s.f, s.n, s.more, 512, text, sizeof text);
     uint32_t sid = s.n ? rec_string(text, len) : 0;
     t_stacks[slot].key = key;
     t_stacks[slot].sid = sid;

@@ -38,6 +38,7 @@
 #include "calls_internal.h"
 #include "calls_layout.h"
 #include "session.h"
+#include "utf16.h"
 
 #define CALLS_EMIT_MS 100
 #define CALLS_GAP_US 500 /* a gap that may hide a preemption (thread_clock) */

@@ -22,6 +22,7 @@
 #include "calls_internal.h"
 #include "names.h"
 #include "sig.h"
+#include "utf16.h"
 
 #define CALLS_STRING_MAX 100
 #define MAX_RANGES 64
@@ -70,7 +71,7 @@ static void tb_double(tbuf *b, double v, int is_float) {
 
 static void tb_utf16(tbuf *b, const WCHAR *w, size_t n) {
     char tmp[CALLS_STRING_MAX * 4 + 8];
-    size_t len = names_utf16_to_utf8(w, n, tmp, sizeof tmp);
+    size_t len = dnp_utf16_to_utf8(w, n, tmp, sizeof tmp);
     tb_add(b, tmp, len);
 }
 
@@ -117,7 +118,7 @@ static void typedef_name(IMetaDataImport *imp, mdTypeDef td, char *out, size_t c
         snprintf(out, cap, "<typedef 0x%08x>", td);
         return;
     }
-    names_utf16_to_utf8(w, len && len <= 512 ? len - 1 : (size_t)-1, out, cap);
+    dnp_utf16_name(w, 512, len, out, cap);
     char *tick = strchr(out, '`');
     if (tick)
         *tick = 0;
@@ -141,7 +142,7 @@ static int is_system_enum(IMetaDataImport *imp, mdToken ext) {
     } else {
         return 0;
     }
-    names_utf16_to_utf8(w, len && len <= 256 ? len - 1 : (size_t)-1, name, sizeof name);
+    dnp_utf16_name(w, 256, len, name, sizeof name);
     return strcmp(name, "System.Enum") == 0;
 }
 
@@ -175,7 +176,7 @@ static int typedef_fields(IMetaDataImport *imp, mdTypeDef td, field_info *out, i
             continue;
         field_info *f = &out[(*n)++];
         memset(f, 0, sizeof *f);
-        names_utf16_to_utf8(w, len && len <= 128 ? len - 1 : (size_t)-1, f->name, sizeof f->name);
+        dnp_utf16_name(w, 128, len, f->name, sizeof f->name);
         f->flags = attr;
         const uint8_t *p = sig, *end = sig + sig_len;
         sig_type t;
@@ -556,7 +557,7 @@ static void param_name(IMetaDataImport *imp, mdToken method, ULONG seq, char *ou
         FAILED(imp->lpVtbl->GetParamProps(imp, pd, &md, &s, w, 128, &len, &attr, &ctype, &v, &vlen)) ||
         len <= 1)
         return;
-    names_utf16_to_utf8(w, len <= 128 ? len - 1 : (size_t)-1, out, cap);
+    dnp_utf16_name(w, 128, len, out, cap);
 }
 
 int calls_args_text(const calls_fn *f, COR_PRF_ELT_INFO elt, char *out, size_t cap) {

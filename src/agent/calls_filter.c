@@ -10,6 +10,7 @@
 #include "callbacks.h"
 #include "calls.h"
 #include "calls_internal.h"
+#include "utf16.h"
 
 #define FN_CHUNK 1024u
 #define TEXT_MAX 4096
@@ -86,7 +87,7 @@ static int framework_module(ModuleID module) {
     if (!module || !AGENT_HAS_INFO(GetModuleInfo2) ||
         FAILED(INFO_CALL(GetModuleInfo2, module, &base, 1024, &len, w, &assembly, &flags)) || len <= 1)
         return 0;
-    names_utf16_to_utf8(w, len <= 1024 ? len - 1 : (size_t)-1, path, sizeof path);
+    dnp_utf16_name(w, 1024, len, path, sizeof path);
     return strstr(path, "/shared/Microsoft.") != NULL;
 }
 

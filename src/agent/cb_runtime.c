@@ -7,6 +7,7 @@
 #include "callbacks.h"
 #include "inlining.h"
 #include "sampler.h"
+#include "utf16.h"
 
 /* ---- JIT ---- */
 
@@ -92,7 +93,7 @@ HRESULT cb_ThreadAssignedToOSThread(ICorProfilerCallback *self, ThreadID id, DWO
 HRESULT cb_ThreadNameChanged(ICorProfilerCallback *self, ThreadID id, ULONG cch, WCHAR *name) {
     ACTIVE();
     char utf8[1024];
-    size_t len = name ? names_utf16_to_utf8(name, cch, utf8, sizeof utf8) : 0;
+    size_t len = name ? dnp_utf16_to_utf8(name, cch, utf8, sizeof utf8) : 0;
     REC(ThreadNameChanged, id, name ? rec_string(utf8, len) : 0);
     return S_OK;
 }
@@ -252,7 +253,7 @@ HRESULT cb_GetAssemblyReferences(ICorProfilerCallback *self, const WCHAR *path,
     ACTIVE();
     (void)provider;
     char utf8[2048];
-    size_t len = path ? names_utf16_to_utf8(path, (size_t)-1, utf8, sizeof utf8) : 0;
+    size_t len = path ? dnp_utf16_to_utf8(path, DNP_UTF16_NUL, utf8, sizeof utf8) : 0;
     REC(GetAssemblyReferences, path ? rec_string(utf8, len) : 0);
     return S_OK;
 }

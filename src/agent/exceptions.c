@@ -28,6 +28,7 @@
 #include "recorder.h"
 #include "session.h"
 #include "stack.h"
+#include "utf16.h"
 
 #define STACK_TEXT_MAX 6144
 #define MESSAGE_MAX_CHARS 1024
@@ -95,21 +96,14 @@ static int layout_read(ClassID cls, IMetaDataImport *imp) {
     if (FAILED(INFO_CALL(GetClassLayout, cls, fields, 64, &n, &size)))
         return -1;
     for (ULONG i = 0; i < n && i < 64; i++) {
-        WCHAR name[64];
-        ULONG len = 0;
-        mdTypeDef owner = 0;
-        DWORD attr = 0, ctype = 0;
-        PCCOR_SIGNATURE sig = NULL;
-        ULONG sig_len = 0, value_len = 0;
-        UVCP_CONSTANT value = NULL;
-        if (FAILED(imp->lpVtbl->GetFieldProps(imp, fields[i].ridOfField, &owner, name, 64, &len, &attr, &sig,
-                                              &sig_len, &ctype, &value, &value_len)))
+        char name[64];
+        if (!names_field_name(imp, fields[i].ridOfField, name, sizeof name))
             continue;
-        if (wide_is(name, len, "_message"))
+        if (!strcmp(name, "_message"))
             L.off_message = fields[i].ulOffset;
-        else if (wide_is(name, len, "_HResult"))
+        else if (!strcmp(name, "_HResult"))
             L.off_hresult = fields[i].ulOffset;
-        else if (wide_is(name, len, "_stackTrace"))
+        else if (!strcmp(name, "_stackTrace"))
             L.off_stack_trace = fields[i].ulOffset;
     }
     if (!L.off_message || !L.off_hresult)
@@ -176,7 +170,7 @@ static uint32_t read_message(const uint8_t *obj) {
     if (len < 0)
         return 0;
     char text[MESSAGE_MAX_CHARS * 3 + 8];
-    size_t n = names_utf16_to_utf8((const WCHAR *)(s + L.str_buffer),
+    size_t n = dnp_utf16_to_utf8((const WCHAR *)(s + L.str_buffer),
                                    (size_t)(len > MESSAGE_MAX_CHARS ? MESSAGE_MAX_CHARS : len), text,
                                    sizeof text - 4);
     if (len > MESSAGE_MAX_CHARS) {
@@ -219,14 +213,7 @@ static uint32_t stack_string(const snapshot *sp, unsigned *flags) {
         return t_stacks[slot].sid;
 
     char text[STACK_TEXT_MAX];
-    size_t len = 0;
-    for (unsigned i = 0; i < s.n && len + 2 < sizeof text; i++) {
-        if (i)
-            text[len++] = '\n';
-        len += names_function_text(s.f[i], text + len, sizeof text - len);
-    }
-    if (s.more && len + 32 < sizeof text)
-        len += (size_t)snprintf(text + len, sizeof text - len, "\n... %u more", s.more);
+    size_t len = names_frames_text(s.f, s.n, s.more, 2, text, sizeof text);
     if (s.more)
         *flags |= DETAIL_STACK_TRUNCATED;
     uint32_t sid = rec_string(text, len);

@@ -13,6 +13,7 @@
 
 #include "agent.h"
 #include "names.h"
+#include "utf16.h"
 
 /* ICorProfilerFunctionEnum (corprof.idl): IUnknown, then Skip, Reset, Clone,
  * GetCount, Next. */
@@ -181,8 +182,7 @@ static void class_statics(scan *sc, IMetaDataImport *imp, const cls *c, AppDomai
                 base = names_class_text(c->id, sc->name, sizeof sc->name - 300);
                 sc->name[base++] = '.';
             }
-            size_t n = names_utf16_to_utf8(w, len && len <= 256 ? len - 1 : (size_t)-1,
-                                           sc->name + base, sizeof sc->name - base);
+            size_t n = dnp_utf16_name(w, 256, len, sc->name + base, sizeof sc->name - base);
             sc->fn(sc->name, base + n, value, sc->ctx);
             sc->found++;
         }

@@ -15,6 +15,7 @@
 #include "agent.h"
 #include "recorder.h"
 #include "u64map.h"
+#include "utf16.h"
 
 #define MAX_DEPTH 8
 #define MAX_TYPE_ARGS 32
@@ -118,53 +119,11 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
         sb_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
-static void sb_wide(sbuf *b, const WCHAR *w, size_t n) {
+/* A name the runtime wrote into w[wcap], len units with its NUL (dnp_utf16_name). */
+static void sb_wide(sbuf *b, const WCHAR *w, size_t wcap, ULONG len) {
     char tmp[NAME_MAX_BYTES];
-    size_t len = names_utf16_to_utf8(w, n, tmp, sizeof tmp);
-    sb_add(b, tmp, len);
-}
-
-size_t names_utf16_to_utf8(const WCHAR *s, size_t n, char *out, size_t cap) {
-    size_t o = 0;
-    if (cap == 0)
-        return 0;
-    for (size_t i = 0; (n == (size_t)-1 ? s[i] != 0 : i < n); i++) {
-        uint32_t c = s[i];
-        if (c >= 0xD800 && c <= 0xDBFF && (n == (size_t)-1 || i + 1 < n) && s[i + 1] >= 0xDC00 &&
-            s[i + 1] <= 0xDFFF) {
-            c = 0x10000 + ((c - 0xD800) << 10) + (s[i + 1] - 0xDC00);
-            i++;
-        } else if (c >= 0xD800 && c <= 0xDFFF) {
-            c = 0xFFFD;
-        }
-        uint8_t enc[4];
-        size_t k;
-        if (c < 0x80) {
-            enc[0] = (uint8_t)c;
-            k = 1;
-        } else if (c < 0x800) {
-            enc[0] = (uint8_t)(0xC0 | (c >> 6));
-            enc[1] = (uint8_t)(0x80 | (c & 0x3F));
-            k = 2;
-        } else if (c < 0x10000) {
-            enc[0] = (uint8_t)(0xE0 | (c >> 12));
-            enc[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-            enc[2] = (uint8_t)(0x80 | (c & 0x3F));
-            k = 3;
-        } else {
-            enc[0] = (uint8_t)(0xF0 | (c >> 18));
-            enc[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
-            enc[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-            enc[3] = (uint8_t)(0x80 | (c & 0x3F));
-            k = 4;
-        }
-        if (o + k > cap - 1)
-            break;
-        memcpy(out + o, enc, k);
-        o += k;
-    }
-    out[o] = 0;
-    return o;
+    size_t n = dnp_utf16_name(w, wcap, len, tmp, sizeof tmp);
+    sb_add(b, tmp, n);
 }
 
 /* ---- metadata ---- */
@@ -222,7 +181,7 @@ static void typedef_text(IMetaDataImport *imp, mdTypeDef td, sbuf *out, int dept
         }
     }
     char name[1024];
-    size_t n = names_utf16_to_utf8(wname, len && len <= 512 ? len - 1 : (size_t)-1, name, sizeof name);
+    size_t n = dnp_utf16_name(wname, 512, len, name, sizeof name);
     char *tick = memchr(name, '`', n);
     if (tick)
         n = (size_t)(tick - name);
@@ -359,36 +318,63 @@ static void function_text(FunctionID fid, sbuf *out) {
         typedef_text(imp, td, out, 0);
     imp->lpVtbl->Release(imp);
     sb_puts(out, "::");
-    sb_wide(out, wname, len && len <= 512 ? len - 1 : (size_t)-1);
+    sb_wide(out, wname, 512, len);
     type_args_text(args, nargs > MAX_TYPE_ARGS ? MAX_TYPE_ARGS : nargs, out, 0);
 }
 
-size_t names_function_text(FunctionID fid, char *out, size_t cap) {
-    sbuf b;
-    b.len = 0;
-    b.s[0] = 0;
+/* b's text into out[cap]; its length. */
+static size_t sb_copy(const sbuf *b, char *out, size_t cap) {
     if (cap == 0)
         return 0;
-    if (g_agent.info)
-        function_text(fid, &b);
-    size_t n = b.len < cap - 1 ? b.len : cap - 1;
-    memcpy(out, b.s, n);
+    size_t n = b->len < cap - 1 ? b->len : cap - 1;
+    memcpy(out, b->s, n);
     out[n] = 0;
     return n;
 }
 
-size_t names_class_text(ClassID cid, char *out, size_t cap) {
-    sbuf b;
-    b.len = 0;
-    b.s[0] = 0;
+size_t names_function_text(FunctionID fid, char *out, size_t cap) {
+    sbuf b = {.len = 0};
+    if (cap && g_agent.info)
+        function_text(fid, &b);
+    return sb_copy(&b, out, cap);
+}
+
+size_t names_frames_text(const FunctionID *f, unsigned n, unsigned more, size_t room, char *out, size_t cap) {
+    size_t len = 0;
     if (cap == 0)
         return 0;
-    if (g_agent.info)
+    out[0] = 0;
+    for (unsigned i = 0; i < n && len + room < cap; i++) {
+        if (i)
+            out[len++] = '\n';
+        len += names_function_text(f[i], out + len, cap - len);
+    }
+    if (more && len + 32 < cap)
+        len += (size_t)snprintf(out + len, cap - len, "\n... %u more", more);
+    return len;
+}
+
+size_t names_class_text(ClassID cid, char *out, size_t cap) {
+    sbuf b = {.len = 0};
+    if (cap && g_agent.info)
         class_text(cid, &b, 0);
-    size_t n = b.len < cap - 1 ? b.len : cap - 1;
-    memcpy(out, b.s, n);
-    out[n] = 0;
-    return n;
+    return sb_copy(&b, out, cap);
+}
+
+size_t names_field_name(IMetaDataImport *imp, mdFieldDef field, char *out, size_t cap) {
+    WCHAR w[256];
+    ULONG len = 0;
+    mdTypeDef cls = 0;
+    DWORD attr = 0, cplus = 0;
+    PCCOR_SIGNATURE sig = NULL;
+    ULONG nsig = 0, nval = 0;
+    UVCP_CONSTANT val = NULL;
+    if (cap)
+        out[0] = 0;
+    if (FAILED(imp->lpVtbl->GetFieldProps(imp, field, &cls, w, 256, &len, &attr, &sig, &nsig, &cplus, &val,
+                                          &nval)))
+        return 0;
+    return dnp_utf16_name(w, 256, len, out, cap);
 }
 
 size_t names_field_text(ClassID owner, mdFieldDef field, char *out, size_t cap) {
@@ -404,17 +390,7 @@ size_t names_field_text(ClassID owner, mdFieldDef field, char *out, size_t cap) 
     IMetaDataImport *imp = module_import(mod);
     if (!imp)
         return 0;
-    WCHAR w[256];
-    ULONG len = 0;
-    mdTypeDef cls = 0;
-    DWORD attr = 0, cplus = 0;
-    PCCOR_SIGNATURE sig = NULL;
-    ULONG nsig = 0, nval = 0;
-    UVCP_CONSTANT val = NULL;
-    size_t n = 0;
-    if (SUCCEEDED(imp->lpVtbl->GetFieldProps(imp, field, &cls, w, 256, &len, &attr, &sig, &nsig,
-                                             &cplus, &val, &nval)))
-        n = names_utf16_to_utf8(w, len && len <= 256 ? len - 1 : (size_t)-1, out, cap);
+    size_t n = names_field_name(imp, field, out, cap);
     imp->lpVtbl->Release(imp);
     return n;
 }
@@ -435,7 +411,7 @@ static void module_text(ModuleID mid, sbuf *out) {
         return;
     }
     if (len > 1) {
-        sb_wide(out, wname, len <= 1024 ? len - 1 : (size_t)-1);
+        sb_wide(out, wname, 1024, len);
         return;
     }
     /* No file: a dynamic or in-memory module, or a single-file bundle. */
@@ -445,7 +421,7 @@ static void module_text(ModuleID mid, sbuf *out) {
     ModuleID amod = 0;
     sb_puts(out, "<in-memory module of ");
     if (assembly && SUCCEEDED(INFO_CALL(GetAssemblyInfo, assembly, 512, &alen, aname, &ad, &amod)) && alen > 1)
-        sb_wide(out, aname, alen <= 512 ? alen - 1 : (size_t)-1);
+        sb_wide(out, aname, 512, alen);
     else
         sb_puts(out, "an unknown assembly");
     sb_puts(out, ">");
@@ -460,7 +436,7 @@ static void assembly_text(AssemblyID aid, sbuf *out) {
         sb_printf(out, "<assembly 0x%llx>", (unsigned long long)aid);
         return;
     }
-    sb_wide(out, wname, len <= 512 ? len - 1 : (size_t)-1);
+    sb_wide(out, wname, 512, len);
 }
 
 static void appdomain_text(AppDomainID adid, sbuf *out) {
@@ -471,7 +447,7 @@ static void appdomain_text(AppDomainID adid, sbuf *out) {
         sb_printf(out, "<appdomain 0x%llx>", (unsigned long long)adid);
         return;
     }
-    sb_wide(out, wname, len <= 512 ? len - 1 : (size_t)-1);
+    sb_wide(out, wname, 512, len);
 }
 
 /* A small per-thread cache in front of the shared maps, so that the events

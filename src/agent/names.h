@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "com_types.h"
+#include "com.h"
 
 typedef enum names_kind {
     NAMES_APPDOMAIN,
@@ -33,8 +34,17 @@ uint32_t names_get(names_kind kind, UINT_PTR id, int resolve);
  * callers that must look at it (the enter/leave filter). Returns its length. */
 size_t names_function_text(FunctionID fid, char *out, size_t cap);
 
+/* The names of n frames (innermost first), one a line, and "... N more" when
+ * more were left out; a frame is begun only with room bytes left. Returns the
+ * length of the text in out. */
+size_t names_frames_text(const FunctionID *f, unsigned n, unsigned more, size_t room, char *out, size_t cap);
+
 /* The same for a class (System.Int32[], Scenarios.Box<System.String>). */
 size_t names_class_text(ClassID cid, char *out, size_t cap);
+
+/* The name of a field of imp's module as UTF-8 into out; its length (0 when
+ * the metadata has no such field). */
+size_t names_field_name(IMetaDataImport *imp, mdFieldDef field, char *out, size_t cap);
 
 /* The name of a field of a class (its FieldDef in the class's module), for
  * heap snapshots; 0 and "" when unknown. */
@@ -55,9 +65,5 @@ void names_forget_module(ModuleID module);
 
 /* The name of the class of an object (exceptions, allocations). */
 uint32_t names_object_class(ObjectID object, ClassID *class_out);
-
-/* UTF-16 to UTF-8, replacing invalid sequences with U+FFFD. Writes at most cap-1
- * bytes and a NUL; returns the length written. n == (size_t)-1: up to a NUL. */
-size_t names_utf16_to_utf8(const WCHAR *s, size_t n, char *out, size_t cap);
 
 #endif

@@ -24,6 +24,7 @@
 #include "alloc_sampling.h"
 #include "sampler.h"
 #include "session.h"
+#include "utf16.h"
 
 /* ---- IUnknown ---- */
 
@@ -75,7 +76,7 @@ static void runtime_text(char *out, size_t cap) {
                          wver)))
         return;
     char ver[256];
-    names_utf16_to_utf8(wver, len && len <= 128 ? len - 1 : (size_t)-1, ver, sizeof ver);
+    dnp_utf16_name(wver, 128, len, ver, sizeof ver);
     snprintf(out, cap, "%s %u.%u.%u.%u%s%.120s%s", type == 2 ? "CoreCLR" : "CLR", major, minor, build,
              qfe, ver[0] ? " (" : "", ver, ver[0] ? ")" : "");
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "session.h"
 
 static atomic_int session_fd = -1;
@@ -16,16 +17,9 @@ static atomic_int to_stderr = 1; /* no front end, or DNPROF_STDERR=1 */
 static atomic_int copy_fd = -1;  /* agent_say_copy_to */
 static atomic_int front_fd = -1; /* agent_say_front_end */
 
+/* Best effort: a message that cannot be written is lost, nothing else. */
 static void write_line(int fd, const char *line, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, line, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        line += w;
-        n -= (size_t)w;
-    }
+    (void)dnp_write_all(fd, line, n);
 }
 
 void agent_say_copy_to(int fd) {

@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "families.h"
 #include "heap_format.h"
 #include "trace_format.h"
+#include "trace_writer.h"
 
 static void vmessage(const char *prefix, const char *fmt, va_list ap) {
     fflush(stdout);
@@ -136,6 +138,19 @@ int cli_events_name_calls(const char *events) {
     return 0;
 }
 
+int cli_check_events(const char *cmd, const char *events) {
+    if (cli_events_name_calls(events))
+        return usage_error(cmd, "--events calls records nothing by itself: the calls come with "
+                                "dnprof run --calls");
+    char err[512];
+    dnp_event_config cfg;
+    if (dnp_events_parse(events, &cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "dnprof %s: %s\n", cmd, err);
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
 int cli_not_a_snapshot(const char *path) {
     char magic[sizeof DNP_HEAP_MAGIC - 1];
     struct stat st;
@@ -162,6 +177,20 @@ const char *cli_short_path(const char *path) {
     if (n > 1 && strncmp(path, cwd, n) == 0 && path[n] == '/' && path[n + 1])
         return path + n + 1;
     return path;
+}
+
+FILE *cli_create_output(const char *path) {
+    int fd = dnp_file_create(path, 0);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        unlink(path);
+        errno = e;
+    }
+    return f;
 }
 
 int cli_abs_path(const char *path, char *out, size_t len) {

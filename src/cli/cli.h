@@ -3,7 +3,7 @@
  * Each subcommand is one file (cmd_*.c) with an entry point taking the argv that
  * starts at its own name; dnprof.c holds the table. Helpers: messages (cli.c),
  * trace strings as text or JSON (text.c), finding the agent (agent.c), the
- * session directory (session.c) and launching a program with the agent loaded
+ * session directory (sessiondir.c) and launching a program with the agent loaded
  * (launch.c). */
 #ifndef DNP_CLI_H
 #define DNP_CLI_H
@@ -39,6 +39,11 @@ void cli_trace_summary(const char *path, const char *who);
 /* A process id argument of cmd; 0, or the usage error's exit code (cmd_detach.c). */
 int cli_parse_pid(const char *cmd, const char *text, pid_t *out);
 
+/* What a subcommand's option parser returns when it printed the help: the
+ * command is done, with exit code 0 (cli_done). */
+#define CLI_HELP_SHOWN (-1)
+#define cli_done(rc) ((rc) == CLI_HELP_SHOWN ? 0 : (rc))
+
 /* Exit codes besides 0 and 1. */
 #define CLI_EXIT_USAGE 2
 #define CLI_EXIT_NOEXEC 127
@@ -73,6 +78,14 @@ int cli_not_a_snapshot(const char *path);
  * report read (CallNode, ...), but that no event mask records; the enter/leave
  * hooks come with dnprof run --calls. */
 int cli_events_name_calls(const char *events);
+/* An --events list of cmd (doctor, env) that records something: 0, or the
+ * usage error's exit code after saying what is wrong. */
+int cli_check_events(const char *cmd, const char *events);
+/* Creates a file the front end writes (an export, a converted snapshot) as the
+ * agent creates a trace (dnp_file_create, docs/agent.md): 0600 whatever the
+ * umask allows beyond it, a symbolic link at path replaced and never written
+ * through. NULL with errno. */
+FILE *cli_create_output(const char *path);
 /* Makes path absolute against the cwd (no symlinks resolved, need not exist).
  * Returns 0, or -1 when the result does not fit. */
 int cli_abs_path(const char *path, char *out, size_t len);
@@ -99,7 +112,7 @@ typedef struct cli_agent {
  * naming every path tried. */
 int cli_agent_find(cli_agent *out, char *err, size_t errlen);
 
-/* ---- the session directory (session.c) ---- */
+/* ---- the session directory (sessiondir.c) ---- */
 typedef struct cli_session_agent {
     long pid;
     char trace[PATH_MAX];

@@ -155,7 +155,7 @@ typedef struct attach_opts {
     const char *events, *output;
     long long duration_ms; /* -1: until stopped */
     uint64_t flush_ms, timeout_s;
-    int quiet, help;
+    int quiet;
     int alloc;             /* --alloc: sampled allocations */
     int exceptions;        /* --exceptions: stories, with a stack at each throw */
     int sample;            /* --sample: 0 off, 1 cpu, 2 wall, 3 suspend */
@@ -250,7 +250,7 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
                 return usage_error("attach", "--timeout wants seconds from 1 to 600, not '%s'", optarg);
             break;
         case 'q': o->quiet = 1; break;
-        case 'h': o->help = 1; return 0;
+        case 'h': attach_help(); return CLI_HELP_SHOWN;
         default:
             if (c >= OPT_STARTUP_ONLY && c < OPT_STARTUP_ONLY + (int)NSTARTUP)
                 return startup_only_error(startup_only[c - OPT_STARTUP_ONLY].name);
@@ -287,15 +287,10 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
 
 /* ---- before the attach ---- */
 
-/* The process exists, answers on its diagnostics socket, and has no agent yet. */
+/* The process exists and has no agent yet. */
 static int check_target(pid_t pid, ipc_proc *proc) {
-    char err[IPC_ERR_MAX];
     if (ipc_proc_read(pid, proc) < 0)
         return error("no such process: %d (dnprof ps lists the .NET processes you can attach to)", (int)pid);
-    int probe = ipc_connect(pid, err, sizeof err);
-    if (probe < 0)
-        return error("%s", err);
-    close(probe);
     ctl_sweep(proc->uid); /* control sockets that killed agents left behind */
     if (proc->has_agent != 1)
         return 0;
@@ -312,58 +307,19 @@ static int check_target(pid_t pid, ipc_proc *proc) {
                  (int)pid, proc->comm);
 }
 
-/* The trace's absolute path into out, in a directory we can write. */
-static int trace_path(const attach_opts *o, char *out, size_t cap) {
-    char def[64];
-    snprintf(def, sizeof def, "dnprof-%d.trace", (int)o->pid);
-    if (cli_abs_path(o->output ? o->output : def, out, cap) != 0 || strlen(out) >= DNP_BLOB_PATH_MAX)
-        return error("cannot use the trace path '%s': it is too long", o->output ? o->output : def);
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", out);
-    char *slash = strrchr(dir, '/');
-    slash[slash == dir] = 0;
-    if (access(dir, W_OK | X_OK) != 0)
-        return error("cannot write the trace in '%s': %s%s", cli_short_path(dir), strerror(errno),
-                     o->output ? "" : " (use -o to put it elsewhere)");
-    return 0;
-}
-
 /* Asks the runtime of o->pid to load the agent with the configuration blob.
  * 0 once the agent is in (InitializeForAttach returned), or -1 after saying why. */
 static int request_attach(const attach_opts *o, const ipc_proc *proc, const char *out_abs,
                           dnp_attach_blob *blob) {
-    char err[IPC_ERR_MAX];
-    cli_agent agent;
-    if (cli_agent_find(&agent, err, sizeof err) != 0)
-        return error("%s", err);
     memset(blob, 0, sizeof *blob);
     snprintf(blob->events, sizeof blob->events, "%s", o->events && *o->events ? o->events : DNP_EVENTS_DEFAULT);
     snprintf(blob->output, sizeof blob->output, "%s", out_abs);
     blob->flush_ms = (uint32_t)o->flush_ms;
-    blob->trigger_pid = (uint32_t)getpid();
     blob->alloc = (uint32_t)o->alloc;
     blob->exc_stacks = (uint32_t)o->exceptions;
     blob->sample = (uint32_t)o->sample;
     blob->sample_rate = (uint32_t)o->sample_rate;
-    if (ctl_dir(proc->uid, 1, blob->control_dir, sizeof blob->control_dir, err, sizeof err) < 0)
-        return error("%s", err);
-    char log[256];
-    snprintf(log, sizeof log, DNP_CONTROL_LOG_FMT, blob->control_dir, (long)o->pid);
-    unlink(log);
-    static uint8_t wire[DNP_BLOB_MAX];
-    long wire_len = dnp_attach_blob_encode(blob, wire, sizeof wire);
-    if (wire_len < 0)
-        return error("the attach request does not fit (--events or -o too long)");
-    uint32_t hr = 0;
-    if (ipc_attach_profiler(o->pid, (uint32_t)o->timeout_s * 1000, DNP_CLSID_TEXT, agent.path, wire,
-                            (size_t)wire_len, &hr, err, sizeof err) < 0)
-        return error("%s", err);
-    if (hr != 0) {
-        ctl_agent_log(blob->control_dir, o->pid, 0);
-        ipc_attach_hr_text(hr, o->pid, agent.path, err, sizeof err);
-        return error("%s", err);
-    }
-    return 0;
+    return handshake_attach(o->pid, proc->uid, (uint32_t)o->timeout_s, blob);
 }
 
 /* ---- recording ---- */
@@ -427,10 +383,7 @@ static int finish(pid_t pid, int fd, record_end how, int quiet) {
         error("%s", err);
         return 1;
     }
-    if (d == 1)
-        fprintf(stderr, "dnprof: pid %d exited while attached\n", (int)pid);
-    else if (!quiet)
-        fprintf(stderr, "dnprof: detached from pid %d; the agent is unloaded\n", (int)pid);
+    handshake_detached(pid, d, quiet, "while attached");
     return 0;
 }
 
@@ -458,21 +411,19 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
 
 int cmd_attach(int argc, char **argv) {
     attach_opts o;
-    int rc = parse_options(argc, argv, &o);
-    if (rc || o.help) {
-        if (o.help)
-            attach_help();
-        return rc;
-    }
+    int rc;
+    if ((rc = parse_options(argc, argv, &o)) != 0)
+        return cli_done(rc);
     uint32_t families = 0;
     char left_out[256];
     if ((rc = check_events(o.events, &families, left_out, sizeof left_out)) != 0)
         return rc;
 
     ipc_proc proc; /* the process, before anything is created for it */
-    char out_abs[PATH_MAX];
+    char out_abs[PATH_MAX], def[64];
     dnp_attach_blob blob;
-    if (check_target(o.pid, &proc) < 0 || trace_path(&o, out_abs, sizeof out_abs) < 0 ||
+    snprintf(def, sizeof def, "dnprof-%d.trace", (int)o.pid);
+    if (check_target(o.pid, &proc) < 0 || handshake_output(o.output, def, "trace", out_abs, sizeof out_abs) < 0 ||
         request_attach(&o, &proc, out_abs, &blob) < 0)
         return 1;
     /* The recording began as the runtime answered (InitializeForAttach had
@@ -481,12 +432,9 @@ int cmd_attach(int argc, char **argv) {
     long log_offset = 0; /* the agent writes its messages there until it detaches */
     ctl_agent_log_from(blob.control_dir, o.pid, o.quiet, &log_offset, 0);
 
-    char err[IPC_ERR_MAX];
-    int fd = ctl_connect(o.pid, err, sizeof err);
-    if (fd < 0) {
-        error("the agent is in pid %d, but its control socket does not answer: %s", (int)o.pid, err);
+    int fd = handshake_connect(o.pid);
+    if (fd < 0)
         return 1;
-    }
     catch_signals();
     if (!o.quiet)
         say_recording(&o, &proc, families, left_out, out_abs);

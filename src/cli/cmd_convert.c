@@ -15,18 +15,32 @@
 #include "report.h"
 #include "trace_reader.h"
 
+/* What a format takes besides the call tree. */
+enum {
+    FMT_REREAD = 1,   /* reads the trace again, event by event (the evented views) */
+    FMT_WEIGHT = 2,   /* --weight */
+    FMT_THREAD = 4,   /* --thread */
+    FMT_NO_ALLOC = 8, /* no view of sampled allocations: they have no timeline */
+    FMT_COUNTS = 16,  /* a --calls=counts trace (calls, no times) */
+    FMT_TREE = 32,    /* the tree only, never the timeline: its size is the tree's */
+};
+
 typedef struct format {
     const char *name, *ext;
     int (*fn)(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o);
+    unsigned takes;
     const char *summary;
 } format;
 
 static const format formats[] = {
-    {"speedscope", ".speedscope.json", dnp_export_speedscope, "open it at https://www.speedscope.app"},
-    {"chrome", ".chrome.json", dnp_export_chrome, "open it at https://ui.perfetto.dev or chrome://tracing"},
-    {"folded", ".folded", dnp_export_folded, "for flamegraph.pl, speedscope and other flame graph tools"},
-    {"flamegraph", ".html", dnp_export_flamegraph, "a flame graph: open it in a browser, no network needed"},
-    {"pprof", ".pb.gz", dnp_export_pprof, "for go tool pprof, Pyroscope, Grafana (gzip'd profile.proto)"},
+    {"speedscope", ".speedscope.json", dnp_export_speedscope, FMT_REREAD, "open it at https://www.speedscope.app"},
+    {"chrome", ".chrome.json", dnp_export_chrome, FMT_REREAD | FMT_NO_ALLOC,
+     "open it at https://ui.perfetto.dev or chrome://tracing"},
+    {"folded", ".folded", dnp_export_folded, FMT_WEIGHT | FMT_THREAD | FMT_COUNTS | FMT_TREE,
+     "for flamegraph.pl, speedscope and other flame graph tools"},
+    {"flamegraph", ".html", dnp_export_flamegraph, FMT_THREAD | FMT_TREE,
+     "a flame graph: open it in a browser, no network needed"},
+    {"pprof", ".pb.gz", dnp_export_pprof, FMT_COUNTS, "for go tool pprof, Pyroscope, Grafana (gzip'd profile.proto)"},
 };
 
 static void convert_help(void) {
@@ -96,183 +110,220 @@ static int default_output(const char *path, const char *ext, char *out, size_t l
     return 0;
 }
 
-int cmd_convert(int argc, char **argv) {
-    enum { OPT_WEIGHT = 256, OPT_THREAD, OPT_MIN_PERCENT, OPT_ALLOC = 340 };
-    static const struct option longopts[] = {
-        {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
-        {"weight", required_argument, NULL, OPT_WEIGHT}, {"thread", required_argument, NULL, OPT_THREAD},
-        {"min-percent", required_argument, NULL, OPT_MIN_PERCENT}, {"alloc", no_argument, NULL, OPT_ALLOC},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    const char *fmt_name = NULL, *output = NULL, *weight = NULL, *thread = NULL, *min_percent = NULL;
-    int c, alloc = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":f:o:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'f': fmt_name = optarg; break;
-        case 'o': output = optarg; break;
-        case OPT_WEIGHT: weight = optarg; break;
-        case OPT_THREAD: thread = optarg; break;
-        case OPT_MIN_PERCENT: min_percent = optarg; break;
-        case OPT_ALLOC: alloc = 1; break;
-        case 'h': convert_help(); return 0;
-        default: return cli_bad_option("convert", argv, c);
-        }
-    }
-    if (!fmt_name)
-        return usage_error("convert", "which format? --format speedscope, chrome, folded, flamegraph, pprof or heapsnapshot");
-    if (!strcmp(fmt_name, "heapsnapshot")) { /* a heap snapshot, not a trace (cmd_heap.c) */
-        if (optind + 1 != argc)
-            return usage_error("convert", "--format heapsnapshot wants one heap snapshot file (.dnheap)");
-        return heap_convert_heapsnapshot(argv[optind], output);
-    }
-    const format *fmt = NULL;
-    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
-        if (!strcmp(formats[i].name, fmt_name))
-            fmt = &formats[i];
-    if (!fmt)
-        return usage_error("convert", "--format is speedscope, chrome, folded, flamegraph, pprof or heapsnapshot, not '%s'", fmt_name);
-    double min_fraction = 0;
+typedef struct convert_opts {
+    const char *format, *output, *weight, *thread, *path;
+    const format *fmt;
+    double min_fraction;
+    uint64_t thread_id;
+    int alloc;
+    dnp_export_opts eo;
+} convert_opts;
+
+/* The options that go with o->fmt; 0, or the exit code of a usage error. */
+static int check_options(convert_opts *o, const char *min_percent) {
+    const format *fmt = o->fmt;
     if (min_percent) {
         char *end = NULL;
         double p = strtod(min_percent, &end);
         if (!end || *end || end == min_percent || !(p >= 0 && p < 100))
             return usage_error("convert", "--min-percent takes a percentage from 0 to 100, not '%s'",
                                min_percent);
-        min_fraction = p / 100;
+        o->min_fraction = p / 100;
     }
-    dnp_export_opts eo;
-    memset(&eo, 0, sizeof eo);
-    if (weight) {
-        if (fmt->fn != dnp_export_folded)
+    if (o->weight) {
+        if (!(fmt->takes & FMT_WEIGHT))
             return usage_error("convert", "--weight is for --format folded");
-        if (!strcmp(weight, "calls"))
-            eo.weight_calls = 1;
-        else if (strcmp(weight, "time") != 0)
-            return usage_error("convert", "--weight is time or calls, not '%s'", weight);
+        if (!strcmp(o->weight, "calls"))
+            o->eo.weight_calls = 1;
+        else if (strcmp(o->weight, "time") != 0)
+            return usage_error("convert", "--weight is time or calls, not '%s'", o->weight);
     }
-    uint64_t thread_id = 0;
-    if (thread) {
-        if (fmt->fn != dnp_export_folded && fmt->fn != dnp_export_flamegraph)
+    if (o->thread) {
+        if (!(fmt->takes & FMT_THREAD))
             return usage_error("convert", "--thread is for --format folded and flamegraph");
-        if (alloc)
+        if (o->alloc)
             return usage_error("convert", "--thread is for call data; sampled allocations are merged");
-        if (cli_parse_u64(thread, &thread_id) != 0 || thread_id == 0)
-            return usage_error("convert", "--thread wants a thread number or an OS thread id, not '%s'", thread);
+        if (cli_parse_u64(o->thread, &o->thread_id) != 0 || o->thread_id == 0)
+            return usage_error("convert", "--thread wants a thread number or an OS thread id, not '%s'",
+                               o->thread);
     }
+    return 0;
+}
+
+/* Fills o from argv; 0, or the exit code of a usage error. */
+static int parse_options(int argc, char **argv, convert_opts *o) {
+    enum { OPT_WEIGHT = 256, OPT_THREAD, OPT_MIN_PERCENT, OPT_ALLOC = 340 };
+    static const struct option longopts[] = {
+        {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
+        {"weight", required_argument, NULL, OPT_WEIGHT}, {"thread", required_argument, NULL, OPT_THREAD},
+        {"min-percent", required_argument, NULL, OPT_MIN_PERCENT}, {"alloc", no_argument, NULL, OPT_ALLOC},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const char *min_percent = NULL;
+    int c;
+    memset(o, 0, sizeof *o);
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":f:o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'f': o->format = optarg; break;
+        case 'o': o->output = optarg; break;
+        case OPT_WEIGHT: o->weight = optarg; break;
+        case OPT_THREAD: o->thread = optarg; break;
+        case OPT_MIN_PERCENT: min_percent = optarg; break;
+        case OPT_ALLOC: o->alloc = 1; break;
+        case 'h': convert_help(); return CLI_HELP_SHOWN;
+        default: return cli_bad_option("convert", argv, c);
+        }
+    }
+    if (!o->format)
+        return usage_error("convert", "which format? --format speedscope, chrome, folded, flamegraph, pprof or heapsnapshot");
+    if (!strcmp(o->format, "heapsnapshot")) { /* a heap snapshot, not a trace (cmd_heap.c) */
+        if (optind + 1 != argc)
+            return usage_error("convert", "--format heapsnapshot wants one heap snapshot file (.dnheap)");
+        o->path = argv[optind];
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+        if (!strcmp(formats[i].name, o->format))
+            o->fmt = &formats[i];
+    if (!o->fmt)
+        return usage_error("convert", "--format is speedscope, chrome, folded, flamegraph, pprof or heapsnapshot, not '%s'", o->format);
+    int rc = check_options(o, min_percent);
+    if (rc)
+        return rc;
     if (optind >= argc)
         return usage_error("convert", "no trace file given: dnprof convert --format FORMAT [-o OUT] FILE");
     if (optind + 1 < argc)
         return usage_error("convert", "one trace file at a time, not '%s' and '%s'", argv[optind], argv[optind + 1]);
-    const char *path = argv[optind];
-    if (cli_not_a_snapshot(path))
+    o->path = argv[optind];
+    if (o->output && !*o->output)
+        return usage_error("convert", "--output wants a file name, or '-' for stdout");
+    return 0;
+}
+
+typedef struct convert_input {
+    calls_input in;   /* call data, streamed */
+    alloc_profile *ap; /* or sampled allocations: a tree weighted in bytes */
+    const dnp_calltree *ct;
+} convert_input;
+
+/* Opens the call tree the format is written from; 0, or -1 after saying why
+ * (then close it all the same). */
+static int open_input(const convert_opts *o, convert_input *ci) {
+    const char *path = o->path;
+    int alloc = o->alloc;
+    memset(ci, 0, sizeof *ci);
+    if (!alloc) {
+        if (calls_open(path, (o->fmt->takes & FMT_REREAD) != 0, &ci->in) != 0)
+            return -1;
+        ci->ct = ci->in.ct;
+        alloc = !dnp_calltree_has_data(ci->ct) && !ci->ct->timeline_events;
+        if (alloc)
+            calls_close(&ci->in);
+    }
+    if (alloc) {
+        if (alloc_open(path, &ci->ap) != 0)
+            return -1;
+        if (!alloc_has_data(ci->ap))
+            return error("%s: this trace has neither call data nor sampled allocations: record it with dnprof "
+                         "run --calls, --sample or --alloc", path);
+        if (o->fmt->takes & FMT_NO_ALLOC)
+            return error("%s: sampled allocations have no timeline for %s: use speedscope, folded, "
+                         "flamegraph or pprof", path, o->fmt->name);
+        if (!(ci->ct = alloc_calltree(ci->ap)))
+            return error("out of memory");
+        return 0;
+    }
+    if (!dnp_calltree_has_data(ci->ct))
+        return error("%s: this trace has no call data: record it with dnprof run --calls", path);
+    return 0;
+}
+
+static void close_input(convert_input *ci) {
+    if (ci->ap)
+        alloc_free(ci->ap);
+    else
+        calls_close(&ci->in);
+}
+
+/* What the trace's data allows of the options: a --calls=counts trace has no
+ * times, --min-percent prunes, --thread picks a tree. 0 or -1. */
+static int fit_options(convert_opts *o, const convert_input *ci) {
+    const dnp_calltree *ct = ci->ct;
+    const format *fmt = o->fmt;
+    if (!ci->ap && ct->has_config && ct->mode == 4) { /* --calls=counts: calls, no times */
+        if ((fmt->takes & FMT_WEIGHT) && o->weight && !o->eo.weight_calls)
+            return error("%s: recorded with --calls=counts, it has no times: --weight calls", o->path);
+        if (fmt->takes & FMT_WEIGHT)
+            o->eo.weight_calls = 1;
+        else if (!(fmt->takes & FMT_COUNTS))
+            return error("%s: recorded with --calls=counts, it has no times for %s: convert it with --format folded "
+                         "or pprof (weighted by calls), or record it with --calls",
+                         o->path, fmt->name);
+    }
+    if (o->min_fraction > 0)
+        dnp_ct_prune((dnp_calltree *)ct, o->min_fraction); /* ours: calls_open built it */
+    else if (ct->all.nnodes > 200000 && !(ct->timeline_events && !(fmt->takes & FMT_TREE)))
+        fprintf(stderr, "dnprof convert: %s call paths make a large file; --min-percent 0.001 leaves "
+                        "out the paths under 0.001%% of the time\n",
+                cli_fmt_count(ct->all.nnodes - 1, (char[32]){0}));
+    if (o->thread && !(o->eo.tree = dnp_ct_find_thread(ct, o->thread_id)))
+        return error("%s: no thread %s with call data (see dnprof report --json for the threads)", o->path,
+                     o->thread);
+    return 0;
+}
+
+/* Writes the format to output ("-": stdout); 0 or -1 after saying why. */
+static int write_output(convert_opts *o, const convert_input *ci, const char *output) {
+    int to_stdout = !strcmp(output, "-");
+    FILE *out = to_stdout ? stdout : cli_create_output(output);
+    if (!out)
+        return error("cannot create '%s': %s", output, strerror(errno));
+    const dnp_calltree *ct = ci->ct;
+    progress pr = {isatty(STDERR_FILENO) && (ci->in.t ? ci->in.t->nevents >= 1000000 : ct->t->file_bytes >= (64u << 20)), -1};
+    o->eo.progress = show_progress;
+    o->eo.progress_ctx = &pr;
+    errno = 0;
+    int rc = 0;
+    if (o->fmt->fn(ct, out, &o->eo) != 0 && !(to_stdout && errno == EPIPE))
+        rc = error("cannot write '%s': %s", to_stdout ? "stdout" : output, strerror(errno ? errno : EIO));
+    if (pr.on && pr.last >= 0 && pr.last < 100)
+        fputs("\r                     \r", stderr);
+    if (to_stdout)
+        return rc;
+    if (fclose(out) != 0 && rc == 0)
+        rc = error("cannot write '%s': %s", output, strerror(errno));
+    if (rc != 0)
+        unlink(output);
+    else
+        fprintf(stderr, "dnprof: wrote %s: %s\n", cli_short_path(output), o->fmt->summary);
+    return rc;
+}
+
+int cmd_convert(int argc, char **argv) {
+    convert_opts o;
+    int rc;
+    if ((rc = parse_options(argc, argv, &o)) != 0)
+        return cli_done(rc);
+    if (!o.fmt)
+        return heap_convert_heapsnapshot(o.path, o.output);
+    if (cli_not_a_snapshot(o.path))
         return 1;
     char out_path[PATH_MAX];
-    if (output && !*output)
-        return usage_error("convert", "--output wants a file name, or '-' for stdout");
+    const char *output = o.output;
     if (!output) {
-        if (default_output(path, fmt->ext, out_path, sizeof out_path) != 0) {
-            error("cannot name the output after '%s': too long (use -o)", path);
+        if (default_output(o.path, o.fmt->ext, out_path, sizeof out_path) != 0) {
+            error("cannot name the output after '%s': too long (use -o)", o.path);
             return 1;
         }
         output = out_path;
     }
-    int to_stdout = !strcmp(output, "-");
-    if (!to_stdout && !strcmp(output, path)) {
+    if (strcmp(output, "-") && !strcmp(output, o.path)) {
         error("'%s' is the trace itself: give another -o", output);
         return 1;
     }
-
     /* streamed; the evented speedscope and the Chrome timeline read the file again */
-    calls_input in;
-    memset(&in, 0, sizeof in);
-    alloc_profile *ap = NULL;
-    const dnp_calltree *ct = NULL;
-    int rc = 0;
-    if (!alloc) {
-        if (calls_open(path, fmt->fn == dnp_export_speedscope || fmt->fn == dnp_export_chrome, &in) != 0)
-            return 1;
-        ct = in.ct;
-        alloc = !dnp_calltree_has_data(ct) && !in.ct->timeline_events;
-        if (alloc)
-            calls_close(&in);
-    }
-    if (alloc) { /* sampled allocations (--alloc): a tree weighted in bytes */
-        if (alloc_open(path, &ap) != 0)
-            return 1;
-        if (!alloc_has_data(ap)) {
-            error("%s: this trace has neither call data nor sampled allocations: record it with dnprof "
-                  "run --calls, --sample or --alloc", path);
-            rc = 1;
-        } else if (fmt->fn == dnp_export_chrome) {
-            error("%s: sampled allocations have no timeline for chrome: use speedscope, folded, "
-                  "flamegraph or pprof", path);
-            rc = 1;
-        } else if (!(ct = alloc_calltree(ap))) {
-            error("out of memory");
-            rc = 1;
-        }
-    } else if (!dnp_calltree_has_data(ct)) {
-        error("%s: this trace has no call data: record it with dnprof run --calls", path);
-        rc = 1;
-    }
-    if (rc == 0 && !ap && ct->has_config && ct->mode == 4) { /* --calls=counts: calls, no times */
-        if (fmt->fn == dnp_export_folded && weight && !eo.weight_calls) {
-            error("%s: recorded with --calls=counts, it has no times: --weight calls", path);
-            rc = 1;
-        } else if (fmt->fn == dnp_export_folded) {
-            eo.weight_calls = 1;
-        } else if (fmt->fn != dnp_export_pprof) {
-            error("%s: recorded with --calls=counts, it has no times for %s: convert it with --format folded "
-                  "or pprof (weighted by calls), or record it with --calls",
-                  path, fmt->name);
-            rc = 1;
-        }
-    }
-    if (rc == 0 && min_fraction > 0)
-        dnp_ct_prune((dnp_calltree *)ct, min_fraction); /* ours: calls_open built it */
-    else if (rc == 0 && ct->all.nnodes > 200000 && !(ct->timeline_events && fmt->fn != dnp_export_folded &&
-                                                     fmt->fn != dnp_export_flamegraph))
-        fprintf(stderr, "dnprof convert: %s call paths make a large file; --min-percent 0.001 leaves "
-                        "out the paths under 0.001%% of the time\n",
-                cli_fmt_count(ct->all.nnodes - 1, (char[32]){0}));
-    if (rc == 0 && thread) {
-        eo.tree = dnp_ct_find_thread(ct, thread_id);
-        if (!eo.tree) {
-            error("%s: no thread %s with call data (see dnprof report --json for the threads)", path, thread);
-            rc = 1;
-        }
-    }
-    FILE *out = NULL;
-    if (rc == 0) {
-        out = to_stdout ? stdout : fopen(output, "w");
-        if (!out) {
-            error("cannot create '%s': %s", output, strerror(errno));
-            rc = 1;
-        }
-    }
-    if (rc == 0) {
-        progress pr = {isatty(STDERR_FILENO) && (in.t ? in.t->nevents >= 1000000 : ct->t->file_bytes >= (64u << 20)), -1};
-        eo.progress = show_progress;
-        eo.progress_ctx = &pr;
-        errno = 0;
-        if (fmt->fn(ct, out, &eo) != 0 && !(to_stdout && errno == EPIPE)) {
-            error("cannot write '%s': %s", to_stdout ? "stdout" : output, strerror(errno ? errno : EIO));
-            rc = 1;
-        }
-        if (pr.on && pr.last >= 0 && pr.last < 100)
-            fputs("\r                     \r", stderr);
-        if (!to_stdout && fclose(out) != 0 && rc == 0) {
-            error("cannot write '%s': %s", output, strerror(errno));
-            rc = 1;
-        }
-        if (rc != 0 && !to_stdout)
-            unlink(output);
-        else if (!to_stdout)
-            fprintf(stderr, "dnprof: wrote %s: %s\n", cli_short_path(output), fmt->summary);
-    }
-    if (ap)
-        alloc_free(ap);
-    else
-        calls_close(&in);
+    convert_input ci;
+    rc = open_input(&o, &ci) < 0 || fit_options(&o, &ci) < 0 || write_output(&o, &ci, output) < 0;
+    close_input(&ci);
     return rc;
 }

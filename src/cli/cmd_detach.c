@@ -82,10 +82,7 @@ int cmd_detach(int argc, char **argv) {
         error("%s", err);
         return 1;
     }
-    if (rc == 1)
-        fprintf(stderr, "dnprof: pid %d exited before the agent detached\n", (int)pid);
-    else if (!quiet)
-        fprintf(stderr, "dnprof: detached from pid %d; the agent is unloaded\n", (int)pid);
+    handshake_detached(pid, rc, quiet, "before the agent detached");
     /* An agent that dnprof snapshot attached has no trace of the user's: its
      * by-product (snapshot.PID.trace in the control directory) is removed. */
     const char *base = strrchr(trace, '/');

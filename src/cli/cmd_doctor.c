@@ -386,6 +386,50 @@ static int trace_has_initialize(const char *path, char *why, size_t len, uint64_
     return found;
 }
 
+/* Why the agent did not load in the program l ran (root: its agent's file in
+ * the session, n: how many agents wrote one), quoting the runtime and the
+ * agent, and what to change. */
+static void say_not_loaded(const doctor *d, const cli_launch *l, const char *cmd, const cli_session_agent *root,
+                           int n, const char *code, const char *why) {
+    printf("FAIL  the agent did not load in '%s' (pid %ld); the program %s.\n", cmd, (long)l->pid, code);
+    int said = quote_lines(l->captured, "profiler", 0, 0);
+    if (root && root->error[0])
+        printf("  The runtime loaded the agent, but it stepped aside: %s.\n", root->error);
+    else if (root && root->started)
+        printf("  The agent started, but its trace is not usable: %s.\n", why);
+    else if (root)
+        printf("  The runtime loaded the agent, but its Initialize did not finish.\n");
+    else if (n > 0)
+        printf("  The agent loaded only in other processes the program started (below): the program itself "
+               "is not a .NET process, or it runs .NET in a child.\n");
+    else if (said)
+        printf("  The runtime tried to load the agent and failed.\n");
+    else
+        printf("  No .NET runtime in this process tried to load the agent.\n");
+
+    printf("  What the runtime said about profilers:\n");
+    if (!quote_lines(l->captured, "profiler", 0, 16))
+        printf("    (nothing: the program did not start a .NET runtime in this process, profiling is\n"
+               "    disabled for it, or its runtime predates these messages)\n");
+    int hint = explain_runtime(l->captured);
+    printf("  What the agent said:\n");
+    if (!quote_lines(l->captured, "dnprof:", 1, 16))
+        printf("    (nothing)\n");
+    printf("  What to change: ");
+    if (d->fails)
+        printf("fix the FAIL lines above first, then run 'dnprof doctor -- %s' again.\n", cmd);
+    else if (root && root->error[0])
+        printf("act on the agent's reason above (for --events, see 'dnprof run --help').\n");
+    else if (hint >= 0)
+        printf("%s.\n", hresult_hints[hint].change);
+    else if (!said && n == 0)
+        printf("run a .NET program directly ('dnprof doctor -- dotnet app.dll'); a launcher script\n"
+               "  must pass the environment on to it, and must not set DOTNET_EnableDiagnostics=0.\n");
+    else
+        printf("act on the runtime's message above; 'ldd %s' shows libraries the agent cannot find.\n",
+               d->agent.path);
+}
+
 static int run_program(doctor *d, char **prog, const char *events) {
     char cmd[1024];
     cli_fmt_argv(prog, cmd, sizeof cmd);
@@ -447,43 +491,7 @@ static int run_program(doctor *d, char **prog, const char *events) {
                cmd, root->pid, root->runtime[0] ? ", " : "", root->runtime, cli_fmt_count(nevents, count), code,
                cmd);
     } else {
-        printf("FAIL  the agent did not load in '%s' (pid %ld); the program %s.\n", cmd, (long)l.pid, code);
-        int said = quote_lines(l.captured, "profiler", 0, 0);
-        if (root && root->error[0])
-            printf("  The runtime loaded the agent, but it stepped aside: %s.\n", root->error);
-        else if (root && root->started)
-            printf("  The agent started, but its trace is not usable: %s.\n", why);
-        else if (root)
-            printf("  The runtime loaded the agent, but its Initialize did not finish.\n");
-        else if (n > 0)
-            printf("  The agent loaded only in other processes the program started (below): the program itself "
-                   "is not a .NET process, or it runs .NET in a child.\n");
-        else if (said)
-            printf("  The runtime tried to load the agent and failed.\n");
-        else
-            printf("  No .NET runtime in this process tried to load the agent.\n");
-
-        printf("  What the runtime said about profilers:\n");
-        if (!quote_lines(l.captured, "profiler", 0, 16))
-            printf("    (nothing: the program did not start a .NET runtime in this process, profiling is\n"
-                   "    disabled for it, or its runtime predates these messages)\n");
-        int hint = explain_runtime(l.captured);
-        printf("  What the agent said:\n");
-        if (!quote_lines(l.captured, "dnprof:", 1, 16))
-            printf("    (nothing)\n");
-        printf("  What to change: ");
-        if (d->fails)
-            printf("fix the FAIL lines above first, then run 'dnprof doctor -- %s' again.\n", cmd);
-        else if (root && root->error[0])
-            printf("act on the agent's reason above (for --events, see 'dnprof run --help').\n");
-        else if (hint >= 0)
-            printf("%s.\n", hresult_hints[hint].change);
-        else if (!said && n == 0)
-            printf("run a .NET program directly ('dnprof doctor -- dotnet app.dll'); a launcher script\n"
-                   "  must pass the environment on to it, and must not set DOTNET_EnableDiagnostics=0.\n");
-        else
-            printf("act on the runtime's message above; 'ldd %s' shows libraries the agent cannot find.\n",
-                   d->agent.path);
+        say_not_loaded(d, &l, cmd, root, n, code, why);
     }
     for (int i = 0; i < n; i++) {
         const cli_session_agent *a = &agents[i];
@@ -535,15 +543,9 @@ int cmd_doctor(int argc, char **argv) {
         default: return cli_bad_option("doctor", argv, c);
         }
     }
-    if (cli_events_name_calls(events))
-        return usage_error("doctor", "--events calls records nothing by itself: the calls come with "
-                                  "dnprof run --calls");
-    char err[512];
-    dnp_event_config cfg;
-    if (dnp_events_parse(events, &cfg, err, sizeof err) != 0) {
-        fprintf(stderr, "dnprof doctor: %s\n", err);
-        return CLI_EXIT_USAGE;
-    }
+    int bad = cli_check_events("doctor", events);
+    if (bad)
+        return bad;
     char **prog = optind < argc ? argv + optind : NULL;
 
     doctor d;

@@ -665,7 +665,7 @@ int heap_convert_heapsnapshot(const char *path, const char *output) {
     dnp_heapgraph g;
     if (load(path, DNP_HG_ADDR | DNP_HG_FIELDS, &g) < 0)
         return 1;
-    FILE *out = to_stdout ? stdout : fopen(output, "w");
+    FILE *out = to_stdout ? stdout : cli_create_output(output);
     if (!out) {
         error("cannot create '%s': %s", output, strerror(errno));
         dnp_heapgraph_release(&g);

@@ -9,9 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "attach_blob.h"
@@ -45,49 +42,11 @@ static void snapshot_help(void) {
           stdout);
 }
 
-static int connect_unix(const char *path) {
-    struct sockaddr_un a;
-    memset(&a, 0, sizeof a);
-    a.sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof a.sun_path) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    strcpy(a.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    return fd;
-}
-
-/* One command line of any length (ctl_send keeps to short ones). */
-static int send_line(int fd, const char *cmd) {
-    char line[PATH_MAX + 64];
-    int n = snprintf(line, sizeof line, "%s\n", cmd);
-    if (n <= 0 || (size_t)n >= sizeof line)
-        return -1;
-    for (int done = 0; done < n;) {
-        ssize_t w = send(fd, line + done, (size_t)(n - done), MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        done += (int)w;
-    }
-    return 0;
-}
-
 /* Asks the agent on fd for the snapshot; 0 with its reply's figures, or -1. */
 static int ask(int fd, pid_t pid, const char *path, unsigned long long fig[4]) {
     char cmd[PATH_MAX + 32], line[1100];
     snprintf(cmd, sizeof cmd, DNP_CONTROL_SNAPSHOT " %s", path);
-    if (send_line(fd, cmd) < 0)
+    if (ctl_send(fd, cmd) < 0)
         return error("cannot talk to the agent in pid %d", (int)pid);
     /* A snapshot of a big heap takes as long as its GC and the disk. */
     int got = ctl_read_line(fd, line, sizeof line, 3600 * 1000);
@@ -103,27 +62,35 @@ static int ask(int fd, pid_t pid, const char *path, unsigned long long fig[4]) {
     return 0;
 }
 
-int cmd_snapshot(int argc, char **argv) {
+typedef struct snapshot_opts {
+    const char *output;
+    uint64_t timeout_s;
+    int quiet;
+    pid_t pid;
+} snapshot_opts;
+
+/* Fills o from argv; 0, or the exit code of a usage error. */
+static int parse_options(int argc, char **argv, snapshot_opts *o) {
     enum { OPT_TIMEOUT = 256 };
     static const struct option longopts[] = {{"output", required_argument, NULL, 'o'},
                                              {"timeout", required_argument, NULL, OPT_TIMEOUT},
                                              {"quiet", no_argument, NULL, 'q'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    const char *output = NULL;
-    uint64_t timeout_s = 10;
-    int quiet = 0, c;
+    memset(o, 0, sizeof *o);
+    o->timeout_s = 10;
+    int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":o:qh", longopts, NULL)) != -1) {
         switch (c) {
-        case 'o': output = optarg; break;
+        case 'o': o->output = optarg; break;
         case OPT_TIMEOUT:
-            if (cli_parse_u64(optarg, &timeout_s) != 0 || timeout_s == 0 || timeout_s > 600)
+            if (cli_parse_u64(optarg, &o->timeout_s) != 0 || o->timeout_s == 0 || o->timeout_s > 600)
                 return usage_error("snapshot", "--timeout wants seconds from 1 to 600, not '%s'",
                                    optarg);
             break;
-        case 'q': quiet = 1; break;
-        case 'h': snapshot_help(); return 0;
+        case 'q': o->quiet = 1; break;
+        case 'h': snapshot_help(); return CLI_HELP_SHOWN;
         default: return cli_bad_option("snapshot", argv, c);
         }
     }
@@ -131,35 +98,100 @@ int cmd_snapshot(int argc, char **argv) {
         return usage_error("snapshot", optind >= argc
                                            ? "which process? dnprof snapshot PID (dnprof ps lists them)"
                                            : "one process at a time: dnprof snapshot [options] PID");
-    pid_t pid = 0;
-    if (cli_parse_pid("snapshot", argv[optind], &pid) != 0)
+    if (cli_parse_pid("snapshot", argv[optind], &o->pid) != 0)
         return CLI_EXIT_USAGE;
-    if (pid == getpid())
+    if (o->pid == getpid())
         return usage_error("snapshot", "dnprof cannot take a snapshot of itself");
-    if (output && !*output)
+    if (o->output && !*o->output)
         return usage_error("snapshot", "--output wants a file name");
+    return 0;
+}
 
+/* The agent's control socket at fmt in the control directory of proc's user, or -1. */
+static int agent_socket(const ipc_proc *proc, const char *fmt) {
+    char dir[128], sock[256], err[256];
+    if (ctl_dir(proc->uid, 0, dir, sizeof dir, err, sizeof err) != 0)
+        return -1;
+    snprintf(sock, sizeof sock, fmt, dir, (long)proc->pid);
+    return ipc_unix_connect(sock);
+}
+
+/* An agent that an earlier snapshot detached may not be unloaded yet: waits
+ * for it to go (proc read again), so that it is attached anew. 0 or -1. */
+static int wait_detaching(ipc_proc *proc) {
+    char st[512] = "";
+    int fd = agent_socket(proc, DNP_CONTROL_SOCKET_FMT);
+    if (fd < 0)
+        return 0;
+    int rc = 0;
+    if (ctl_send(fd, DNP_CONTROL_STATUS) == 0 && ctl_read_line(fd, st, sizeof st, 5000) == 1 &&
+        !strncmp(st, "ok detaching", 12)) {
+        if (ctl_wait_unloaded(proc->pid, 30000) < 0)
+            rc = error("pid %d: dnprof's agent is detaching but not unloaded after 30 s; try again later",
+                       (int)proc->pid);
+        else
+            ipc_proc_read(proc->pid, proc);
+    }
+    close(fd);
+    return rc;
+}
+
+/* The agent is there (attached, or loaded at start-up): asked on its socket. */
+static int ask_loaded(const ipc_proc *proc, const char *out_abs, unsigned long long fig[4]) {
+    int fd = agent_socket(proc, DNP_CONTROL_SOCKET_FMT);
+    if (fd < 0)
+        fd = agent_socket(proc, DNP_CONTROL_RUN_SOCKET_FMT);
+    if (fd < 0)
+        return error("pid %d (%s) has dnprof's agent loaded, but it takes no snapshots: it was "
+                     "started without gc events (dnprof run --events ... without gc); run the "
+                     "program again with gc in --events",
+                     (int)proc->pid, proc->comm);
+    int rc = ask(fd, proc->pid, out_abs, fig);
+    close(fd);
+    return rc;
+}
+
+/* No agent: one is attached for the snapshot (gc events, its trace a
+ * by-product), asked, and asked to detach. */
+static int ask_attached(const snapshot_opts *o, const ipc_proc *proc, const char *out_abs,
+                        unsigned long long fig[4]) {
+    dnp_attach_blob blob;
+    memset(&blob, 0, sizeof blob);
+    snprintf(blob.events, sizeof blob.events, "gc");
+    if (handshake_attach(o->pid, proc->uid, (uint32_t)o->timeout_s, &blob) < 0)
+        return -1;
+    ctl_agent_log(blob.control_dir, o->pid, o->quiet);
+    int fd = handshake_connect(o->pid);
+    if (fd < 0)
+        return -1;
+    int rc = ask(fd, o->pid, out_abs, fig);
+    /* The detach is asked for, not waited for: the snapshot is complete,
+     * and the runtime unloads the agent on its own a moment later. */
+    char line[512] = "";
+    if (ctl_send(fd, DNP_CONTROL_DETACH) < 0 || ctl_read_line(fd, line, sizeof line, 30000) != 1 ||
+        strncmp(line, "ok", 2) != 0)
+        warning("pid %d: the agent did not agree to detach%s%s; dnprof detach %d asks again",
+                (int)o->pid, strncmp(line, "error ", 6) ? "" : ": ",
+                strncmp(line, "error ", 6) ? "" : line + 6, (int)o->pid);
+    close(fd);
+    unlink(blob.output);
+    return rc;
+}
+
+int cmd_snapshot(int argc, char **argv) {
+    snapshot_opts o;
+    int rc;
+    if ((rc = parse_options(argc, argv, &o)) != 0)
+        return cli_done(rc);
     ipc_proc proc;
-    if (ipc_proc_read(pid, &proc) < 0) {
-        error("no such process: %d (dnprof ps lists the .NET processes)", (int)pid);
+    if (ipc_proc_read(o.pid, &proc) < 0) {
+        error("no such process: %d (dnprof ps lists the .NET processes)", (int)o.pid);
         return 1;
     }
     char out_abs[PATH_MAX], def[64];
-    snprintf(def, sizeof def, "dnprof-%d.dnheap", (int)pid);
-    if (cli_abs_path(output ? output : def, out_abs, sizeof out_abs) != 0 ||
-        strlen(out_abs) >= DNP_BLOB_PATH_MAX) {
-        error("cannot use the snapshot path '%s': it is too long", output ? output : def);
+    snprintf(def, sizeof def, "dnprof-%d.dnheap", (int)o.pid);
+    if (handshake_output(o.output, def, "snapshot", out_abs, sizeof out_abs) < 0)
         return 1;
-    }
-    char out_dir[PATH_MAX];
-    memcpy(out_dir, out_abs, sizeof out_dir);
-    char *slash = strrchr(out_dir, '/');
-    slash[slash == out_dir] = 0;
-    if (access(out_dir, W_OK | X_OK) != 0) {
-        error("cannot write the snapshot in '%s': %s%s", cli_short_path(out_dir), strerror(errno),
-              output ? "" : " (use -o to put it elsewhere)");
-        return 1;
-    }
     /* Replaced, not written through: a symbolic link there is removed first, as
      * dnprof run -o does (the agent opens the path as given). */
     if (unlink(out_abs) != 0 && errno != ENOENT) {
@@ -168,122 +200,16 @@ int cmd_snapshot(int argc, char **argv) {
     }
     long long t0 = ipc_now_ms();
     unsigned long long fig[4];
-    char err[IPC_ERR_MAX];
-
-    if (proc.has_agent == 1) {
-        /* An agent that an earlier snapshot detached may not be unloaded yet:
-         * wait for it to go, then attach anew. */
-        char dir[128], sock[256], st[512] = "";
-        if (ctl_dir(proc.uid, 0, dir, sizeof dir, err, sizeof err) == 0) {
-            snprintf(sock, sizeof sock, DNP_CONTROL_SOCKET_FMT, dir, (long)pid);
-            int fd = connect_unix(sock);
-            if (fd >= 0 && send_line(fd, DNP_CONTROL_STATUS) == 0 &&
-                ctl_read_line(fd, st, sizeof st, 5000) == 1 && !strncmp(st, "ok detaching", 12)) {
-                if (ctl_wait_unloaded(pid, 30000) < 0) {
-                    close(fd);
-                    error("pid %d: dnprof's agent is detaching but not unloaded after 30 s; try "
-                          "again later",
-                          (int)pid);
-                    return 1;
-                }
-                ipc_proc_read(pid, &proc);
-            }
-            if (fd >= 0)
-                close(fd);
-        }
-    }
-    if (proc.has_agent == 1) {
-        /* The agent is there: its socket (attached, or loaded at start-up). */
-        char dir[128], sock[256];
-        int fd = -1;
-        if (ctl_dir(proc.uid, 0, dir, sizeof dir, err, sizeof err) == 0) {
-            snprintf(sock, sizeof sock, DNP_CONTROL_SOCKET_FMT, dir, (long)pid);
-            fd = connect_unix(sock);
-            if (fd < 0) {
-                snprintf(sock, sizeof sock, DNP_CONTROL_RUN_SOCKET_FMT, dir, (long)pid);
-                fd = connect_unix(sock);
-            }
-        }
-        if (fd < 0) {
-            error("pid %d (%s) has dnprof's agent loaded, but it takes no snapshots: it was "
-                  "started without gc events (dnprof run --events ... without gc); run the "
-                  "program again with gc in --events",
-                  (int)pid, proc.comm);
-            return 1;
-        }
-        int rc = ask(fd, pid, out_abs, fig);
-        close(fd);
-        if (rc < 0)
-            return 1;
-    } else {
-        int probe = ipc_connect(pid, err, sizeof err);
-        if (probe < 0) {
-            error("%s", err);
-            return 1;
-        }
-        close(probe);
-        cli_agent agent;
-        if (cli_agent_find(&agent, err, sizeof err) != 0) {
-            error("%s", err);
-            return 1;
-        }
-        dnp_attach_blob blob;
-        memset(&blob, 0, sizeof blob);
-        snprintf(blob.events, sizeof blob.events, "gc");
-        blob.trigger_pid = (uint32_t)getpid();
-        if (ctl_dir(proc.uid, 1, blob.control_dir, sizeof blob.control_dir, err, sizeof err) < 0) {
-            error("%s", err);
-            return 1;
-        }
-        /* The attached agent's own trace is a by-product: kept aside, then removed. */
-        snprintf(blob.output, sizeof blob.output, "%s/snapshot.%ld.trace", blob.control_dir,
-                 (long)pid);
-        char log[256];
-        snprintf(log, sizeof log, DNP_CONTROL_LOG_FMT, blob.control_dir, (long)pid);
-        unlink(log);
-        static uint8_t wire[DNP_BLOB_MAX];
-        long wire_len = dnp_attach_blob_encode(&blob, wire, sizeof wire);
-        if (wire_len < 0) {
-            error("the attach request does not fit");
-            return 1;
-        }
-        uint32_t hr = 0;
-        if (ipc_attach_profiler(pid, (uint32_t)timeout_s * 1000, DNP_CLSID_TEXT, agent.path, wire,
-                                (size_t)wire_len, &hr, err, sizeof err) < 0) {
-            error("%s", err);
-            return 1;
-        }
-        ctl_agent_log(blob.control_dir, pid, quiet && hr == 0); /* its reasons when it failed */
-        if (hr != 0) {
-            ipc_attach_hr_text(hr, pid, agent.path, err, sizeof err);
-            error("%s", err);
-            return 1;
-        }
-        int fd = ctl_connect(pid, err, sizeof err);
-        if (fd < 0) {
-            error("the agent is in pid %d, but its control socket does not answer: %s", (int)pid, err);
-            return 1;
-        }
-        int rc = ask(fd, pid, out_abs, fig);
-        /* The detach is asked for, not waited for: the snapshot is complete,
-         * and the runtime unloads the agent on its own a moment later. */
-        char line[512] = "";
-        if (send_line(fd, DNP_CONTROL_DETACH) < 0 || ctl_read_line(fd, line, sizeof line, 30000) != 1 ||
-            strncmp(line, "ok", 2) != 0)
-            warning("pid %d: the agent did not agree to detach%s%s; dnprof detach %d asks again",
-                    (int)pid, strncmp(line, "error ", 6) ? "" : ": ",
-                    strncmp(line, "error ", 6) ? "" : line + 6, (int)pid);
-        close(fd);
-        unlink(blob.output);
-        if (rc < 0)
-            return 1;
-    }
-    if (!quiet) {
+    if (proc.has_agent == 1 && wait_detaching(&proc) < 0)
+        return 1;
+    if ((proc.has_agent == 1 ? ask_loaded(&proc, out_abs, fig) : ask_attached(&o, &proc, out_abs, fig)) < 0)
+        return 1;
+    if (!o.quiet) {
         char a[32], b[32], s[32];
         fprintf(stderr,
                 "dnprof: snapshot of pid %d (%s): %s objects, %s; GC pause %.1f ms; %s written "
                 "to %s in %.2f s\n",
-                (int)pid, proc.comm, cli_fmt_count(fig[0], a), cli_fmt_bytes(fig[1], b),
+                (int)o.pid, proc.comm, cli_fmt_count(fig[0], a), cli_fmt_bytes(fig[1], b),
                 (double)fig[2] / 1e6, cli_fmt_bytes(fig[3], s), cli_short_path(out_abs),
                 (double)(ipc_now_ms() - t0) / 1000);
     }

@@ -94,7 +94,7 @@ int ctl_connect(pid_t pid, char *err, size_t errlen) {
 }
 
 int ctl_send(int fd, const char *cmd) {
-    char line[64];
+    char line[PATH_MAX + 64]; /* "snapshot PATH" */
     int n = snprintf(line, sizeof line, "%s\n", cmd);
     return n > 0 && (size_t)n < sizeof line ? ipc_write_all(fd, (const uint8_t *)line, (size_t)n) : -1;
 }

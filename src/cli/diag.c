@@ -23,6 +23,8 @@
 
 #include "attach_blob.h"
 #include "trace_format.h"
+#include "fdio.h"
+#include "utf16.h"
 
 #define IPC_MAGIC "DOTNET_IPC_V1"
 #define IPC_HEADER_SIZE 20
@@ -221,36 +223,11 @@ static void msg_u16(msg *m, uint16_t v) {
 
 /* A UTF-8 string as the protocol's string: count with the NUL, UTF-16LE. */
 static void msg_string(msg *m, const char *s) {
-    size_t count_at = m->len;
-    msg_u32(m, 0);
-    uint32_t units = 0;
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        uint32_t c = *p++;
-        int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
-        if (extra)
-            c &= 0x3Fu >> extra;
-        while (extra-- > 0 && (*p & 0xC0) == 0x80)
-            c = c << 6 | (*p++ & 0x3F);
-        if (c >= 0x10000) {
-            c -= 0x10000;
-            msg_u16(m, (uint16_t)(0xD800 + (c >> 10)));
-            msg_u16(m, (uint16_t)(0xDC00 + (c & 0x3FF)));
-            units += 2;
-        } else {
-            msg_u16(m, (uint16_t)c);
-            units++;
-        }
-    }
-    msg_u16(m, 0);
-    units++;
-    if (!m->overflow) {
-        uint8_t *q = m->buf + count_at;
-        q[0] = (uint8_t)units;
-        q[1] = (uint8_t)(units >> 8);
-        q[2] = (uint8_t)(units >> 16);
-        q[3] = (uint8_t)(units >> 24);
-    }
+    static char16_t units[sizeof m->buf / 2];
+    size_t n = dnp_utf8_to_utf16(s, strlen(s), units, sizeof units / sizeof units[0]);
+    msg_u32(m, (uint32_t)n + 1);
+    for (size_t i = 0; i <= n; i++) /* its NUL too */
+        msg_u16(m, units[i]);
 }
 
 static void msg_header(msg *m, uint8_t set, uint8_t id) {
@@ -271,17 +248,7 @@ static int msg_finish(msg *m) {
 }
 
 int ipc_write_all(int fd, const void *buf, size_t n) {
-    const uint8_t *p = buf;
-    while (n) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    return dnp_send_all(fd, buf, n);
 }
 
 static int read_all(int fd, uint8_t *p, size_t n, long long deadline) {
@@ -360,50 +327,15 @@ static int get_string(const uint8_t *b, size_t len, size_t *off, char *out, size
     out[0] = 0;
     if (*off + 4 > len)
         return -1;
-    uint32_t units = get_u32(b + *off);
+    uint32_t n = get_u32(b + *off);
     *off += 4;
-    if (units > (len - *off) / 2)
+    if (n > (len - *off) / 2)
         return -1;
-    size_t o = 0;
-    for (uint32_t i = 0; i < units; i++) {
-        uint32_t c = (uint32_t)b[*off + 2 * i] | (uint32_t)b[*off + 2 * i + 1] << 8;
-        if (c == 0)
-            break;
-        if (c >= 0xD800 && c < 0xDC00 && i + 1 < units) {
-            uint32_t lo = (uint32_t)b[*off + 2 * i + 2] | (uint32_t)b[*off + 2 * i + 3] << 8;
-            if (lo >= 0xDC00 && lo < 0xE000) {
-                c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
-                i++;
-            }
-        }
-        char enc[4];
-        size_t n;
-        if (c < 0x80) {
-            enc[0] = (char)c;
-            n = 1;
-        } else if (c < 0x800) {
-            enc[0] = (char)(0xC0 | c >> 6);
-            enc[1] = (char)(0x80 | (c & 0x3F));
-            n = 2;
-        } else if (c < 0x10000) {
-            enc[0] = (char)(0xE0 | c >> 12);
-            enc[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-            enc[2] = (char)(0x80 | (c & 0x3F));
-            n = 3;
-        } else {
-            enc[0] = (char)(0xF0 | c >> 18);
-            enc[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-            enc[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-            enc[3] = (char)(0x80 | (c & 0x3F));
-            n = 4;
-        }
-        if (o + n >= cap)
-            break;
-        memcpy(out + o, enc, n);
-        o += n;
-    }
-    out[o] = 0;
-    *off += (size_t)units * 2;
+    static char16_t units[sizeof ((msg *)0)->buf / 2];
+    for (uint32_t i = 0; i < n; i++)
+        units[i] = (char16_t)(b[*off + 2 * i] | b[*off + 2 * i + 1] << 8);
+    dnp_utf16_to_utf8(units, dnp_utf16_len(units, n), out, cap);
+    *off += (size_t)n * 2;
     return 0;
 }
 
@@ -488,56 +420,51 @@ int ipc_attach_profiler(pid_t pid, uint32_t timeout_ms, const char *clsid, const
     return 0;
 }
 
+/* What an AttachProfiler HRESULT means, and the fix: each text takes the pid
+ * (twice at most) and nothing else. */
+static const struct {
+    uint32_t hr;
+    const char *text;
+} hr_texts[] = {
+    {0x8013136Au, /* CORPROF_E_PROFILER_ALREADY_ACTIVE */
+     "pid %d already has a profiler loaded (CORPROF_E_PROFILER_ALREADY_ACTIVE): the "
+     "runtime takes one at a time; detach it first (dnprof detach %d for dnprof's), or "
+     "if it was loaded at start-up it stays until the program exits"},
+    {0x80131367u, /* CORPROF_E_PROFILER_DETACHING */
+     "pid %d is still detaching a profiler (CORPROF_E_PROFILER_DETACHING); try again in "
+     "a few seconds"},
+    {0x80131379u, /* CORPROF_E_TIMEOUT_WAITING_FOR_CONCURRENT_GC */
+     "the runtime of pid %d timed out waiting for a background GC to finish before "
+     "loading the agent; try again, or give a longer --timeout"},
+    {0x80131371u, /* CORPROF_E_RUNTIME_UNINITIALIZED */
+     "the runtime of pid %d is still starting up; try again in a moment"},
+    {0x8013135Bu, /* not yet available */
+     "the runtime of pid %d is still starting up; try again in a moment"},
+    {0x80131385u, /* unknown command */
+     "the runtime of pid %d does not know AttachProfiler (.NET 5 or later is needed); "
+     "start the program with dnprof run instead"},
+    {0x80131384u, /* bad encoding */
+     "the runtime of pid %d could not read the attach request (bad encoding)"},
+    {0x80070057u, /* E_INVALIDARG: the agent refused the request */
+     "the agent refused the attach request (E_INVALIDARG); the program's stderr says "
+     "why: use the dnprof that came with this agent"},
+};
+
 void ipc_attach_hr_text(uint32_t hr, pid_t pid, const char *agent_path, char *out, size_t cap) {
-    const char *name = dnp_hresult_name(hr);
-    switch (hr) {
-    case 0x8013136Au: /* CORPROF_E_PROFILER_ALREADY_ACTIVE */
-        snprintf(out, cap,
-                 "pid %d already has a profiler loaded (CORPROF_E_PROFILER_ALREADY_ACTIVE): the "
-                 "runtime takes one at a time; detach it first (dnprof detach %d for dnprof's), or "
-                 "if it was loaded at start-up it stays until the program exits",
-                 (int)pid, (int)pid);
-        return;
-    case 0x80131367u: /* CORPROF_E_PROFILER_DETACHING */
-        snprintf(out, cap,
-                 "pid %d is still detaching a profiler (CORPROF_E_PROFILER_DETACHING); try again in "
-                 "a few seconds",
-                 (int)pid);
-        return;
-    case 0x80131379u: /* CORPROF_E_TIMEOUT_WAITING_FOR_CONCURRENT_GC */
-        snprintf(out, cap,
-                 "the runtime of pid %d timed out waiting for a background GC to finish before "
-                 "loading the agent; try again, or give a longer --timeout",
-                 (int)pid);
-        return;
-    case 0x80131371u: /* CORPROF_E_RUNTIME_UNINITIALIZED */
-    case 0x8013135Bu: /* not yet available */
-        snprintf(out, cap, "the runtime of pid %d is still starting up; try again in a moment", (int)pid);
-        return;
-    case 0x80131385u: /* unknown command */
-        snprintf(out, cap,
-                 "the runtime of pid %d does not know AttachProfiler (.NET 5 or later is needed); "
-                 "start the program with dnprof run instead",
-                 (int)pid);
-        return;
-    case 0x80131384u: /* bad encoding */
-        snprintf(out, cap, "the runtime of pid %d could not read the attach request (bad encoding)",
-                 (int)pid);
-        return;
-    case 0x8007007Eu: /* ERROR_MOD_NOT_FOUND */
-    case 0x80070002u: /* ERROR_FILE_NOT_FOUND */
-    case 0x80070005u: /* E_ACCESSDENIED */
+    for (size_t i = 0; i < sizeof hr_texts / sizeof hr_texts[0]; i++)
+        if (hr_texts[i].hr == hr) {
+            snprintf(out, cap, hr_texts[i].text, (int)pid, (int)pid);
+            return;
+        }
+    if (hr == 0x8007007Eu || hr == 0x80070002u || hr == 0x80070005u) {
+        /* ERROR_MOD_NOT_FOUND, ERROR_FILE_NOT_FOUND, E_ACCESSDENIED */
         snprintf(out, cap,
                  "the runtime of pid %d could not load the agent '%s' (0x%08x): the process must be "
                  "able to read it; put it where that user can (DNPROF_AGENT)",
                  (int)pid, agent_path, hr);
         return;
-    case 0x80070057u: /* E_INVALIDARG: the agent refused the request */
-        snprintf(out, cap,
-                 "the agent refused the attach request (E_INVALIDARG); the program's stderr says "
-                 "why: use the dnprof that came with this agent");
-        return;
     }
+    const char *name = dnp_hresult_name(hr);
     snprintf(out, cap, "the runtime of pid %d did not attach the agent: %s 0x%08x", (int)pid,
              name ? name : "error", hr);
 }

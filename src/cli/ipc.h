@@ -1,8 +1,9 @@
-/* ipc.h: what `dnprof ps`, `attach` and `detach` share, in three files: the
- * target process as /proc shows it (proc.c), the runtime's diagnostics IPC
- * (diag.c: dotnet/diagnostics documentation/design-docs/ipc-protocol.md,
- * RUNTIME-FACTS "Attach over the diagnostics IPC"), and the agent's own control
- * socket (ctl.c, src/agent/control.h).
+/* ipc.h: what `dnprof ps`, `attach`, `detach` and `snapshot` share, in four
+ * files: the target process as /proc shows it (proc.c), the runtime's
+ * diagnostics IPC (diag.c: dotnet/diagnostics
+ * documentation/design-docs/ipc-protocol.md, RUNTIME-FACTS "Attach over the
+ * diagnostics IPC"), the agent's own control socket (ctl.c,
+ * src/agent/control.h), and the attach handshake built on them (handshake.c).
  *
  * Every function that fails puts one line in err naming the pid, the cause and
  * the fix, ready for error("%s", err). */
@@ -87,7 +88,7 @@ int ctl_dir(uid_t uid, int create, char *out, size_t cap, char *err, size_t errl
 /* Connects to the agent attached to pid. -1 with err (no agent attached, ...). */
 int ctl_connect(pid_t pid, char *err, size_t errlen);
 
-/* Sends one command line. 0 or -1. */
+/* Sends one command line (a command and a path at most). 0 or -1. */
 int ctl_send(int fd, const char *cmd);
 
 /* Reads one line (without its newline) within timeout_ms (<0: no limit).
@@ -127,5 +128,32 @@ void ctl_agent_log(const char *dir, pid_t pid, int quiet);
  * writing its messages there until it detaches (never into the program's
  * stderr): dnprof attach prints them after the attach and at the end. */
 void ctl_agent_log_from(const char *dir, pid_t pid, int quiet, long *offset, int remove);
+
+/* ---- the attach handshake (handshake.c): dnprof attach and snapshot ---- */
+struct dnp_attach_blob;
+
+/* Where an agent that is attached writes: given (NULL: def), made absolute, in
+ * a directory this user can write. 0, or -1 after saying why, naming noun
+ * ("trace", "snapshot"). */
+int handshake_output(const char *given, const char *def, const char *noun, char *out, size_t cap);
+
+/* The trace of an agent attached without an output of the user's (blob->output
+ * empty): kept aside in the control directory (dir, pid), removed by its user. */
+#define HANDSHAKE_BYPRODUCT_FMT "%s/snapshot.%ld.trace"
+
+/* Loads the agent into pid (of uid) with blob, whose trigger pid and control
+ * directory it fills in: checks that pid answers on its diagnostics socket,
+ * finds the agent, makes the control directory, removes an earlier agent's log
+ * and sends AttachProfiler, waiting up to timeout_s for the agent's
+ * InitializeForAttach. 0 once the agent is in (its log in the control
+ * directory, for ctl_agent_log), or -1 after saying why. */
+int handshake_attach(pid_t pid, uid_t uid, uint32_t timeout_s, struct dnp_attach_blob *blob);
+
+/* The control socket of the agent just attached to pid, or -1 after saying why. */
+int handshake_connect(pid_t pid);
+
+/* Says how a detach went (ctl_detach's rc: 1 when pid exited first, then
+ * "dnprof: pid N exited <exited>"), unless quiet and well. */
+void handshake_detached(pid_t pid, int rc, int quiet, const char *exited);
 
 #endif

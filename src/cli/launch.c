@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "fdio.h"
 #include "session.h"
 
 #define CAPTURE_MAX (4u << 20)
@@ -82,18 +83,6 @@ static void child_environment(const cli_launch *l) {
         setenv("PAL_OUTPUTDEBUGSTRING", "1", 1);
 }
 
-static void write_all(int fd, const char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
 /* Echoes what the child writes to fd onto our stderr, keeps a copy, and returns
  * once the pipe is closed or the child has exited (then drains the pipe). */
 static void pump_stderr(cli_launch *l, int fd) {
@@ -113,7 +102,7 @@ static void pump_stderr(cli_launch *l, int fd) {
                 break;
             if (exited && (drained += (size_t)n) > CAPTURE_MAX) /* a grandchild writing on */
                 break;
-            write_all(STDERR_FILENO, buf, (size_t)n);
+            (void)dnp_write_all(STDERR_FILENO, buf, (size_t)n);
             if (l->ncaptured + (size_t)n < CAPTURE_MAX) {
                 if (l->ncaptured + (size_t)n + 1 > cap) {
                     size_t want = cap ? cap * 2 : 65536;
@@ -182,7 +171,7 @@ int cli_launch_run(cli_launch *l, char *const argv[]) {
         child_environment(l);
         execvp(argv[0], argv);
         int e = errno;
-        write_all(report[1], (const char *)&e, sizeof e);
+        (void)dnp_write_all(report[1], &e, sizeof e);
         _exit(CLI_EXIT_NOEXEC);
     }
     int fork_errno = errno;

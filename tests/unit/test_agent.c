@@ -79,27 +79,6 @@ TEST(agent_flush_ms) {
     return 0;
 }
 
-TEST(agent_utf16_names) {
-    char out[64];
-    const WCHAR ascii[] = u"System.Object";
-    ASSERT_EQ(names_utf16_to_utf8(ascii, (size_t)-1, out, sizeof out), 13);
-    ASSERT_STREQ(out, "System.Object");
-    const WCHAR mixed[] = u"Grüße-名前-😀";
-    names_utf16_to_utf8(mixed, (size_t)-1, out, sizeof out);
-    ASSERT_STREQ(out, "Grüße-名前-😀");
-    /* A lone surrogate becomes U+FFFD; the count limits what is read. */
-    const WCHAR bad[] = {'a', 0xD800, 'b', 0};
-    names_utf16_to_utf8(bad, 3, out, sizeof out);
-    ASSERT_STREQ(out, "a\xEF\xBF\xBD" "b");
-    names_utf16_to_utf8(ascii, 6, out, sizeof out);
-    ASSERT_STREQ(out, "System");
-    /* Never past the buffer, and never half a character. */
-    char small[5];
-    names_utf16_to_utf8(u"ab名", (size_t)-1, small, sizeof small);
-    ASSERT_STREQ(small, "ab");
-    return 0;
-}
-
 /* Side by side (docs/design-notes.md#side-by-side): the first runtime that asks gets the profiler, a
  * second one in the same process is refused. */
 TEST(agent_pick_first) {

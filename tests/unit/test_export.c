@@ -3,6 +3,7 @@
  * folded stacks against golden files, speedscope and Chrome JSON through a
  * strict parser, the HTML flame graph's data; totals agree everywhere. */
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "calltree.h"
@@ -976,6 +977,50 @@ TEST(export_stream_cli_same_output) {
         if (!getenv("DNPROF_KEEP_TRACES"))
             unlink(path);
     }
+    return 0;
+}
+
+/* Exports are written as traces are (docs/agent.md): 0600 under a umask of
+ * 022, and a symbolic link at the output path is replaced, not written through. */
+TEST(export_cli_output_private) {
+    const char *path = write_calls_trace();
+    ASSERT(path);
+    char out[512], victim[512], cmd[2048];
+    snprintf(out, sizeof out, "%s.folded", path);
+    snprintf(victim, sizeof victim, "%s.victim", path);
+    static const char *const formats[] = {"folded", "speedscope", "chrome", "flamegraph", "pprof"};
+    mode_t old = umask(022);
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        unlink(out);
+        snprintf(cmd, sizeof cmd, "'%s' convert --format %s -o '%s' '%s' 2>/dev/null", DNPROF_BIN, formats[i], out,
+                 path);
+        ASSERT_EQ(system(cmd), 0);
+        struct stat st;
+        ASSERT_EQ(lstat(out, &st), 0);
+        ASSERT(S_ISREG(st.st_mode));
+        ASSERT_EQ(st.st_mode & 07777, 0600);
+    }
+    FILE *v = fopen(victim, "w");
+    ASSERT(v);
+    fputs("not yours\n", v);
+    fclose(v);
+    unlink(out);
+    ASSERT_EQ(symlink(victim, out), 0);
+    snprintf(cmd, sizeof cmd, "'%s' convert --format folded -o '%s' '%s' 2>/dev/null", DNPROF_BIN, out, path);
+    ASSERT_EQ(system(cmd), 0);
+    umask(old);
+    struct stat st;
+    ASSERT_EQ(lstat(out, &st), 0);
+    ASSERT(S_ISREG(st.st_mode)); /* the link replaced */
+    ASSERT_EQ(st.st_mode & 07777, 0600);
+    char got[64] = "";
+    v = fopen(victim, "r");
+    ASSERT(v && fgets(got, sizeof got, v));
+    fclose(v);
+    ASSERT_STREQ(got, "not yours\n"); /* and not followed */
+    unlink(victim);
+    unlink(out);
+    unlink(path);
     return 0;
 }
 #endif

@@ -1,4 +1,4 @@
-/* session.c: the session directory of a `dnprof run`, where every agent of the
+/* sessiondir.c: the session directory of a `dnprof run`, where every agent of the
  * run writes agent.<pid> to say where its trace is (trace/session.h). */
 #include <dirent.h>
 #include <errno.h>
