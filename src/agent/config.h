@@ -1,5 +1,5 @@
 /* config.h: what the agent is asked to do. At start-up it comes from the
- * environment (session.h names the variables); after an attach, from the blob the
+ * environment (src/common/settings.def is the table of the variables); after an attach, from the blob the
  * trigger sent (attach.c). */
 #ifndef DNP_CONFIG_H
 #define DNP_CONFIG_H
@@ -13,7 +13,6 @@ typedef struct agent_config {
     char session[4096];  /* session directory, "" for none */
     unsigned flush_ms;   /* background flush period, 0 for the default */
     /* method enter/leave (calls.c) */
-    char calls_bad[64];  /* a DNPROF_CALLS value that is no mode (said once by calls.c), or "" */
     int calls;           /* 0 off, 1 counts and times (fast path), 2 with arguments (slow path),
                             3 counts, times and every call in order (fast path, timeline),
                             4 counts and call paths only (no clock) */
@@ -49,7 +48,7 @@ void config_cmdline(char *out, size_t cap);
 /* DNPROF_SAMPLE's text ("cpu", "wall", "suspend"; "" or "0" off) as agent_config.sample. */
 int config_sample_mode(const char *text);
 
-/* DNPROF_FLUSH_MS, or 0 for the default (said once when the value is bad). */
+/* DNPROF_FLUSH_MS, 0 when unset; a bad value is said and the default used. */
 unsigned config_flush_ms(void);
 
 /* DNPROF_SESSION: the front end's session directory, NULL or "" for none. */

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "callbacks.h"
+#include "settings.h"
 #include "symbols.h"
 
 #define SAMPLER_SIGNAL SIGPROF
@@ -1255,7 +1256,7 @@ int sampler_start(const agent_config *cfg) {
     if (!cfg->sample || S.thread_running)
         return 0;
     S.mode = cfg->sample;
-    S.rate = cfg->sample_rate ? cfg->sample_rate : 100;
+    S.rate = cfg->sample_rate ? cfg->sample_rate : dnp_setting_default(DNP_SET_SAMPLE_RATE);
     S.period_ns = 1000000000ull / S.rate;
     S.nnodes = 1; /* 0 is every tree's root */
     S.nslots = 0;
