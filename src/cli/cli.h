@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "settings.h"
+
 #ifndef DNPROF_VERSION
 #define DNPROF_VERSION "0.0.0"
 #endif
@@ -91,7 +93,7 @@ void cli_put_json(FILE *out, const char *s);
 /* ---- the agent (agent.c) ---- */
 typedef struct cli_agent {
     char path[PATH_MAX]; /* absolute, symlinks resolved */
-    const char *how;     /* "DNPROF_AGENT", "next to dnprof", ... */
+    const char *how;     /* DNP_ENV_AGENT, "next to dnprof", ... */
 } cli_agent;
 
 /* Finds libdnprof.so: $DNPROF_AGENT, else next to the dnprof executable, else
@@ -119,6 +121,11 @@ int cli_session_create(char *dir, size_t len);
 int cli_session_read(const char *dir, cli_session_agent **out);
 /* Removes dir and the files in it. */
 void cli_session_remove(const char *dir);
+
+/* ---- settings (src/common/settings.def) ---- */
+/* Sets the variable of setting id to value, which must be one of its values
+ * (else a bug: said, -1). cmd_env.c. */
+int cli_setting_set(int id, const char *value);
 
 /* ---- launching a program with the agent (launch.c) ---- */
 typedef struct cli_launch {
