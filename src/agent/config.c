@@ -99,7 +99,7 @@ int config_say_stderr(void) {
     return (int)v;
 }
 
-/* The path of the snapshot at exit (DNPROF_HEAP_AT=exit), %p expanded; a
+/* The path of the snapshot at exit (DNP_ENV_HEAP_AT=exit), %p expanded; a
  * process it was not meant for (a child the program started) gets its own file
  * beside the root's. "" when none was asked. */
 static void heap_path(char *path, size_t cap) {
@@ -148,11 +148,11 @@ static const struct {
 
 /* agent_config.sample and .calls are the table's words by index. */
 _Static_assert(SAMPLER_OFF == 0 && SAMPLER_CPU == 1 && SAMPLER_WALL == 2 && SAMPLER_SUSPEND == 3,
-               "DNPROF_SAMPLE's words in settings.def are 0|cpu|wall|suspend");
+               "the SAMPLE row's words in settings.def are 0|cpu|wall|suspend");
 _Static_assert(CALLS_MODE_TIMES == 1 && CALLS_MODE_ARGS == 2 && CALLS_MODE_TIMELINE == 3 && CALLS_MODE_COUNTS == 4,
-               "DNPROF_CALLS's words in settings.def are 0|1|args|timeline|counts");
+               "the CALLS row's words in settings.def are 0|1|args|timeline|counts");
 
-/* A DNPROF_ variable the table does not know (a typo: DNPROF_SAMPEL) is said,
+/* A DNPROF_ variable the table does not know (a typo) is said,
  * not silently ignored. */
 static void say_unknown(void) {
     extern char **environ;

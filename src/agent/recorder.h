@@ -16,7 +16,7 @@
 typedef struct recorder_options {
     const char *path;     /* the trace file */
     int exclusive;        /* fail rather than replace an existing file */
-    unsigned flush_ms;    /* background flush period while events come; 0: DNPROF_FLUSH_MS's default */
+    unsigned flush_ms;    /* background flush period while events come; 0: DNP_ENV_FLUSH_MS's default */
 } recorder_options;
 
 /* Opens the trace and starts the background writer. 0, or -1 after saying why. */

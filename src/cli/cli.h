@@ -96,7 +96,7 @@ typedef struct cli_agent {
     const char *how;     /* DNP_ENV_AGENT, "next to dnprof", ... */
 } cli_agent;
 
-/* Finds libdnprof.so: $DNPROF_AGENT, else next to the dnprof executable, else
+/* Finds libdnprof.so: DNP_ENV_AGENT, else next to the dnprof executable, else
  * ../lib/dnprof/ and ../lib/ from there. Returns 0, or -1 with one line in err
  * naming every path tried. */
 int cli_agent_find(cli_agent *out, char *err, size_t errlen);
@@ -131,10 +131,10 @@ int cli_setting_set(int id, const char *value);
 typedef struct cli_launch {
     /* in */
     const char *agent;    /* absolute path of libdnprof.so */
-    const char *events;   /* DNPROF_EVENTS */
+    const char *events;   /* DNP_ENV_EVENTS */
     const char *output;   /* absolute trace path, may hold %p; NULL: ./dnprof-<pid>.trace */
-    const char *flush_ms; /* DNPROF_FLUSH_MS, NULL to leave it alone */
-    const char *session;  /* DNPROF_SESSION directory */
+    const char *flush_ms; /* DNP_ENV_FLUSH_MS, NULL to leave it alone */
+    const char *session;  /* DNP_ENV_SESSION directory */
     int debug_strings;    /* PAL_OUTPUTDEBUGSTRING=1: the runtime says why a load failed */
     int capture_stderr;   /* echo the child's stderr and keep a copy in captured */
     /* out */

@@ -22,7 +22,7 @@ typedef enum {
 } dnp_setting_reader;
 
 typedef struct dnp_setting {
-    const char *name; /* "DNPROF_FLUSH_MS" */
+    const char *name; /* DNP_ENV_FLUSH_MS */
     dnp_setting_type type;
     dnp_setting_reader reader;
     const char *def, *on_bad; /* as text; "" for none */
@@ -55,18 +55,18 @@ int dnp_setting_find(const char *name, size_t len);
 int dnp_setting_parse(int id, const char *text, unsigned *value);
 
 /* The one line that says text is not a valid value of id, and what is used:
- * "DNPROF_FLUSH_MS='abc' is not a period from 1 to 59999 ms; using 50 ms". */
+ * NAME='abc' is not a period from 1 to 59999 ms; using 50 ms (tests/unit/test_settings.c). */
 void dnp_setting_bad_text(int id, const char *text, char *out, size_t cap);
 
 /* What id takes, for lists and messages: "1-59999 ms", "0|cpu|wall|suspend",
  * "0|1", "path", "text". */
 void dnp_setting_values(int id, char *out, size_t cap);
 
-/* The word of an ENUM's value ("wall" for DNPROF_SAMPLE's 2), into out; "" when
+/* The word of an ENUM's value ("wall" for DNP_ENV_SAMPLE's 2), into out; "" when
  * the value has no word. */
 const char *dnp_setting_word(int id, unsigned value, char *out, size_t cap);
 
-/* The value of id's default (50 for DNPROF_FLUSH_MS): where a value of 0 means
+/* The value of id's default (50 for DNP_ENV_FLUSH_MS): where a value of 0 means
  * "the default", this is the one place it comes from. */
 unsigned dnp_setting_default(int id);
 

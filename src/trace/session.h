@@ -14,7 +14,7 @@
 #define DNP_ENV_PROFILER "CORECLR_PROFILER"
 #define DNP_ENV_PROFILER_PATH "CORECLR_PROFILER_PATH"
 
-/* DNPROF_EVENTS, DNPROF_OUTPUT, ...: every DNPROF_ variable is a row of
+/* dnprof's own variables: every one is a row of
  * src/common/settings.def; its name is DNP_ENV_<row>, its row DNP_SET_<row>. */
 #include "settings.h"
 
