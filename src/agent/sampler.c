@@ -1178,7 +1178,7 @@ static void *sampler_main(void *arg) {
             scan_threads();
             if (S.mode == SAMPLER_CPU && !noted && S.perf) {
                 noted = 1;
-                rec_note(0, "cpu sampling by %s", S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or DNPROF_SAMPLE_TIMERS=1): tick-grained");
+                rec_note(0, "cpu sampling by %s", S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or " DNP_ENV_SAMPLE_TIMERS "=1): tick-grained");
             }
             next_scan = now + SCAN_MS * 1000000ull;
         }
@@ -1272,7 +1272,7 @@ int sampler_start(const agent_config *cfg) {
     S.dirty = calloc(MAX_NODES, sizeof *S.dirty);
     S.cache = calloc(IP_CACHE, sizeof *S.cache);
     S.fd_slot = calloc(MAX_FDS, sizeof *S.fd_slot);
-    /* DNPROF_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work
+    /* DNP_ENV_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work
      * (cheaper in some VMs, tick-grained: docs/sampling.md) */
     S.perf = cfg->sample_timers ? -1 : 0;
     S.perf_exclude_kernel = 0;

@@ -684,7 +684,7 @@ int cmd_print(int argc, char **argv) {
         return print_exceptions(path, p.json, stdout);
     }
     /* Streamed (a first pass, then a merge by time), or loaded whole when asked
-     * (DNPROF_NO_STREAM, to compare) or when the file cannot be read twice. */
+     * (DNP_ENV_NO_STREAM, to compare) or when the file cannot be read twice. */
     init_tables();
     borrower B = {NULL, 0, &p.borrowed};
     timeorder *src = NULL;
