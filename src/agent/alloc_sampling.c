@@ -81,8 +81,8 @@ typedef struct agg_table {
 
 static agg_table g_agg[AGG_TABLES];
 static atomic_uint g_next_table;
-static int g_each; /* DNPROF_ALLOC_EACH=1: one AllocSample per sample */
-static int g_forced_tick; /* DNPROF_ALLOC_SOURCE=tick */
+static int g_each; /* DNP_ENV_ALLOC_EACH=1: one AllocSample per sample */
+static int g_forced_tick; /* DNP_ENV_ALLOC_SOURCE=tick */
 static __thread int t_table = -1;
 static atomic_uint g_gen;           /* a new session (a new trace after an attach): caches are stale */
 static __thread unsigned t_gen;

@@ -798,9 +798,6 @@ int calls_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high
         G.mode = 0;
         return 0;
     }
-    if (cfg->calls_bad[0])
-        agent_say("%s='%s' is not a calls mode (1, counts, timeline, args); recording counts and times (1)",
-                  DNP_ENV_CALLS, cfg->calls_bad);
     calls_filter_set(cfg->all_code, cfg->include, cfg->exclude);
     G.events = G.mode == CALLS_MODE_ARGS || G.mode == CALLS_MODE_TIMELINE;
     G.timed = G.mode != CALLS_MODE_COUNTS;

@@ -11,7 +11,7 @@
 /* agent_config.calls: what is recorded. */
 enum {
     CALLS_MODE_OFF = 0,
-    CALLS_MODE_TIMES = 1,    /* DNPROF_CALLS=1: counts and times per call path */
+    CALLS_MODE_TIMES = 1,    /* DNP_ENV_CALLS=1: counts and times per call path */
     CALLS_MODE_ARGS = 2,     /* args: and every call with its arguments (slow path) */
     CALLS_MODE_TIMELINE = 3, /* timeline: and every enter and leave */
     CALLS_MODE_COUNTS = 4,   /* counts: counts and call paths, no clock */

@@ -1,20 +1,24 @@
-/* config.c: the agent's environment. */
+/* config.c: the agent's environment: the one place of the agent that reads
+ * it, each variable through its row of the settings table (settings.def). */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "calls.h"
 #include "recorder.h"
+#include "sampler.h"
 #include "say.h"
-#include "session.h"
+#include "settings.h"
 
 void config_output_path(char *out, size_t cap, int *exclusive) {
-    const char *tmpl = getenv(DNP_ENV_OUTPUT);
-    const char *root = getenv(DNP_ENV_ROOT_PID);
+    const char *tmpl = dnp_setting_getenv(DNP_SET_OUTPUT);
+    const char *root = dnp_setting_getenv(DNP_SET_ROOT_PID);
     int pid = (int)getpid();
     *exclusive = 0;
     if (!tmpl || !*tmpl) {
@@ -67,43 +71,41 @@ void config_cmdline(char *out, size_t cap) {
     out[n] = 0;
 }
 
-unsigned config_flush_ms(void) {
-    const char *s = getenv(DNP_ENV_FLUSH_MS);
-    if (!s || !*s)
-        return 0;
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < 1 || v >= 60000) {
-        agent_say(DNP_ENV_FLUSH_MS "='%.40s' is not a period from 1 to 59999 ms; the default, %u ms, "
-                  "is used",
-                  s, RECORDER_FLUSH_MS);
-        return 0;
+/* A setting's value from the environment; a bad value is said, once, in the
+ * table's one shape, and the table's on_bad used. */
+static unsigned setting_value(int id) {
+    const char *text = dnp_setting_getenv(id);
+    unsigned v;
+    if (dnp_setting_parse(id, text, &v) < 0) {
+        char msg[512];
+        dnp_setting_bad_text(id, text, msg, sizeof msg);
+        agent_say("%s", msg);
     }
-    return (unsigned)v;
+    return v;
+}
+
+unsigned config_flush_ms(void) {
+    const char *s = dnp_setting_getenv(DNP_SET_FLUSH_MS);
+    return s && *s ? setting_value(DNP_SET_FLUSH_MS) : 0;
 }
 
 const char *config_session_dir(void) {
-    return getenv(DNP_ENV_SESSION);
+    return dnp_setting_getenv(DNP_SET_SESSION);
 }
 
 int config_say_stderr(void) {
-    const char *s = getenv(DNP_ENV_STDERR);
-    return s && *s && strcmp(s, "0") != 0;
+    unsigned v;
+    dnp_setting_parse(DNP_SET_STDERR, dnp_setting_getenv(DNP_SET_STDERR), &v); /* said by config_from_env */
+    return (int)v;
 }
 
-static void copy_env(char *out, size_t cap, const char *name) {
-    const char *v = getenv(name);
-    snprintf(out, cap, "%s", v ? v : "");
-}
-
-/* The path of the snapshot at exit (DNPROF_HEAP_AT=exit), %p expanded; a
+/* The path of the snapshot at exit (DNP_ENV_HEAP_AT=exit), %p expanded; a
  * process it was not meant for (a child the program started) gets its own file
  * beside the root's. "" when none was asked. */
 static void heap_path(char *path, size_t cap) {
-    const char *at = getenv(DNP_ENV_HEAP_AT), *out = getenv(DNP_ENV_HEAP_OUTPUT);
+    const char *out = dnp_setting_getenv(DNP_SET_HEAP_OUTPUT);
     path[0] = 0;
-    if (!at || strcmp(at, "exit") != 0 || !out || !*out || cap < 32)
+    if (setting_value(DNP_SET_HEAP_AT) != 1 || !out || !*out || cap < 32)
         return;
     size_t n = 0;
     int has_pid = 0;
@@ -117,52 +119,73 @@ static void heap_path(char *path, size_t cap) {
         }
     }
     path[n] = 0;
-    const char *root = getenv(DNP_ENV_ROOT_PID);
+    const char *root = dnp_setting_getenv(DNP_SET_ROOT_PID);
     if (!has_pid && root && atol(root) != (long)getpid() && n + 24 < cap)
         snprintf(path + n, cap - n, ".%ld", (long)getpid());
 }
 
+/* The settings that go straight into a field of agent_config: text into a
+ * char array, a value into an int or an unsigned. The others: OUTPUT and
+ * ROOT_PID (config_output_path), HEAP_AT and HEAP_OUTPUT (heap_path), STDERR
+ * (config_say_stderr, before the messages have a place), and the front end's own. */
+#define TEXT(sym, member) {DNP_SET_##sym, offsetof(agent_config, member), sizeof(((agent_config *)0)->member), 1}
+#define VALUE(sym, member)                                                                                   \
+    {DNP_SET_##sym, offsetof(agent_config, member),                                                        \
+     sizeof(int) + 0 * sizeof(char[sizeof(((agent_config *)0)->member) == sizeof(int) ? 1 : -1]), 0}
+static const struct {
+    int id;
+    size_t offset, size;
+    int text;
+} fields[] = {
+    TEXT(EVENTS, events),       TEXT(SESSION, session),      VALUE(FLUSH_MS, flush_ms),
+    VALUE(CALLS, calls),        TEXT(INCLUDE, include),      TEXT(EXCLUDE, exclude),
+    VALUE(ALL_CODE, all_code),  VALUE(ALLOC, alloc),         VALUE(ALLOC_SOURCE, alloc_tick),
+    VALUE(ALLOC_EACH, alloc_each), VALUE(EXC_STACKS, exc_stacks), VALUE(SAMPLE, sample),
+    VALUE(SAMPLE_RATE, sample_rate), VALUE(SAMPLE_TIMERS, sample_timers),
+};
+#undef TEXT
+#undef VALUE
+
+/* agent_config.sample and .calls are the table's words by index. */
+_Static_assert(SAMPLER_OFF == 0 && SAMPLER_CPU == 1 && SAMPLER_WALL == 2 && SAMPLER_SUSPEND == 3,
+               "the SAMPLE row's words in settings.def are 0|cpu|wall|suspend");
+_Static_assert(CALLS_MODE_TIMES == 1 && CALLS_MODE_ARGS == 2 && CALLS_MODE_TIMELINE == 3 && CALLS_MODE_COUNTS == 4,
+               "the CALLS row's words in settings.def are 0|1|args|timeline|counts");
+
+/* A DNPROF_ variable the table does not know (a typo) is said,
+ * not silently ignored. */
+static void say_unknown(void) {
+    extern char **environ;
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "DNPROF_", 7) != 0)
+            continue;
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+        if (dnp_setting_find(*e, len) < 0)
+            agent_say("unknown setting %.*s ignored; dnprof env --list lists them", (int)(len < 80 ? len : 80), *e);
+    }
+}
+
 void config_from_env(agent_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
-    copy_env(cfg->events, sizeof cfg->events, DNP_ENV_EVENTS);
+    say_unknown();
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        char *at = (char *)cfg + fields[i].offset;
+        if (fields[i].text) {
+            const char *v = dnp_setting_getenv(fields[i].id);
+            snprintf(at, fields[i].size, "%s", v ? v : "");
+        } else {
+            *(int *)(void *)at = (int)setting_value(fields[i].id);
+        }
+    }
+    setting_value(DNP_SET_STDERR); /* a bad value is said here, once */
+    setting_value(DNP_SET_ROOT_PID);
     config_output_path(cfg->output, sizeof cfg->output, &cfg->exclusive);
-    copy_env(cfg->session, sizeof cfg->session, DNP_ENV_SESSION);
-    cfg->flush_ms = config_flush_ms();
-    const char *calls = getenv(DNP_ENV_CALLS);
-    if (calls && *calls && strcmp(calls, "0") != 0)
-        cfg->calls = strcmp(calls, "args") == 0       ? 2
-                     : strcmp(calls, "timeline") == 0 ? 3
-                     : strcmp(calls, "counts") == 0   ? 4
-                                                      : 1;
-    if (calls && *calls && strcmp(calls, "0") != 0 && strcmp(calls, "1") != 0 && strcmp(calls, "counts") != 0 &&
-        strcmp(calls, "timeline") != 0 && strcmp(calls, "args") != 0)
-        snprintf(cfg->calls_bad, sizeof cfg->calls_bad, "%s", calls);
-    const char *all = getenv(DNP_ENV_ALL_CODE);
-    cfg->all_code = all && *all && strcmp(all, "0") != 0;
-    copy_env(cfg->include, sizeof cfg->include, DNP_ENV_INCLUDE);
-    copy_env(cfg->exclude, sizeof cfg->exclude, DNP_ENV_EXCLUDE);
-    const char *alloc = getenv(DNP_ENV_ALLOC);
-    cfg->alloc = alloc && *alloc && strcmp(alloc, "0") != 0;
-    const char *source = getenv(DNP_ENV_ALLOC_SOURCE), *each = getenv(DNP_ENV_ALLOC_EACH);
-    cfg->alloc_tick = source && strcmp(source, "tick") == 0;
-    cfg->alloc_each = each && strcmp(each, "1") == 0;
-    const char *stacks = getenv(DNP_ENV_EXC_STACKS);
-    cfg->exc_stacks = stacks && strcmp(stacks, "1") == 0;
     heap_path(cfg->heap_at_exit, sizeof cfg->heap_at_exit);
-    cfg->sample = config_sample_mode(getenv(DNP_ENV_SAMPLE));
-    const char *rate = getenv(DNP_ENV_SAMPLE_RATE);
-    long r = rate ? strtol(rate, NULL, 10) : 0;
-    cfg->sample_rate = r > 0 && r <= 100000 ? (unsigned)r : 0;
-    const char *timers = getenv("DNPROF_SAMPLE_TIMERS");
-    cfg->sample_timers = timers && *timers == '1';
 }
 
 int config_sample_mode(const char *text) {
-    if (!text || !*text || strcmp(text, "0") == 0)
-        return 0;
-    if (strcmp(text, "wall") == 0)
-        return 2;
-    if (strcmp(text, "suspend") == 0)
-        return 3;
-    return 1;
+    unsigned v;
+    dnp_setting_parse(DNP_SET_SAMPLE, text, &v);
+    return (int)v;
 }

@@ -1,5 +1,5 @@
 /* config.h: what the agent is asked to do. At start-up it comes from the
- * environment (session.h names the variables); after an attach, from the blob the
+ * environment (src/common/settings.def is the table of the variables); after an attach, from the blob the
  * trigger sent (attach.c). */
 #ifndef DNP_CONFIG_H
 #define DNP_CONFIG_H
@@ -13,7 +13,6 @@ typedef struct agent_config {
     char session[4096];  /* session directory, "" for none */
     unsigned flush_ms;   /* background flush period, 0 for the default */
     /* method enter/leave (calls.c) */
-    char calls_bad[64];  /* a DNPROF_CALLS value that is no mode (said once by calls.c), or "" */
     int calls;           /* 0 off, 1 counts and times (fast path), 2 with arguments (slow path),
                             3 counts, times and every call in order (fast path, timeline),
                             4 counts and call paths only (no clock) */
@@ -22,9 +21,9 @@ typedef struct agent_config {
     char exclude[1024];  /* comma-separated globs of functions not to hook */
     /* sampled allocations (alloc_sampling.c, dnprof run/attach --alloc) */
     int alloc;           /* 1: record sampled allocations with their stacks */
-    int alloc_tick;      /* DNPROF_ALLOC_SOURCE=tick: AllocationTick even where AllocationSampled exists */
-    int alloc_each;      /* DNPROF_ALLOC_EACH=1: one AllocSample per sample, not sums */
-    /* exception stories (exceptions.c, issue 10 item 2): from DNPROF_EXCEPTION_STACKS
+    int alloc_tick;      /* DNP_ENV_ALLOC_SOURCE=tick: AllocationTick even where AllocationSampled exists */
+    int alloc_each;      /* DNP_ENV_ALLOC_EACH=1: one AllocSample per sample, not sums */
+    /* exception stories (exceptions.c, issue 10 item 2): from DNP_ENV_EXC_STACKS
        at start-up, from the attach blob after an attach; never read elsewhere */
     int exc_stacks;      /* a stack snapshot at each throw */
     /* heap snapshot at exit (heap.c, dnprof run --heap-at exit) */
@@ -32,30 +31,30 @@ typedef struct agent_config {
     /* sampling (sampler.c, docs/sampling.md) */
     int sample;           /* SAMPLER_OFF, _CPU, _WALL or _SUSPEND (sampler.h) */
     unsigned sample_rate; /* samples per second per thread, 0 for the default (100) */
-    int sample_timers;    /* DNPROF_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work */
+    int sample_timers;    /* DNP_ENV_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work */
 } agent_config;
 
 /* Fills cfg from the environment. */
 void config_from_env(agent_config *cfg);
 
-/* The trace path for this process: DNPROF_OUTPUT with %p expanded, made unique
- * for a child process of the one it was meant for (DNPROF_ROOT_PID), or
+/* The trace path for this process: DNP_ENV_OUTPUT with %p expanded, made unique
+ * for a child process of the one it was meant for (DNP_ENV_ROOT_PID), or
  * dnprof-<pid>.trace in the working directory. *exclusive: must not exist yet. */
 void config_output_path(char *out, size_t cap, int *exclusive);
 
 /* The process's command line, arguments separated by spaces. */
 void config_cmdline(char *out, size_t cap);
 
-/* DNPROF_SAMPLE's text ("cpu", "wall", "suspend"; "" or "0" off) as agent_config.sample. */
+/* DNP_ENV_SAMPLE's text ("cpu", "wall", "suspend"; "" or "0" off) as agent_config.sample. */
 int config_sample_mode(const char *text);
 
-/* DNPROF_FLUSH_MS, or 0 for the default (said once when the value is bad). */
+/* DNP_ENV_FLUSH_MS, 0 when unset; a bad value is said and the default used. */
 unsigned config_flush_ms(void);
 
-/* DNPROF_SESSION: the front end's session directory, NULL or "" for none. */
+/* DNP_ENV_SESSION: the front end's session directory, NULL or "" for none. */
 const char *config_session_dir(void);
 
-/* DNPROF_STDERR: the agent's messages go to stderr even with a front end. */
+/* DNP_ENV_STDERR: the agent's messages go to stderr even with a front end. */
 int config_say_stderr(void);
 
 #endif

@@ -40,7 +40,7 @@
 #define DETAIL_STACK_TRUNCATED EXC_DETAIL_TRUNCATED
 #define DETAIL_SAME_AS_CATCH EXC_DETAIL_SAME_AS_CATCH
 
-static int g_stacks; /* DNPROF_EXCEPTION_STACKS=1 and the mask bit was added */
+static int g_stacks; /* DNP_ENV_EXC_STACKS=1 and the mask bit was added */
 
 static struct {
     pthread_mutex_t mu;

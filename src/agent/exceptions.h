@@ -13,7 +13,7 @@
 #include "config.h"
 
 /* Adds what exception details need to the event mask (before SetEventMask):
- * the stack snapshot bit when cfg->exc_stacks (DNPROF_EXCEPTION_STACKS=1 at
+ * the stack snapshot bit when cfg->exc_stacks (DNP_ENV_EXC_STACKS=1 at
  * start-up, attach --exceptions after an attach). */
 void exceptions_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high);
 

@@ -22,6 +22,7 @@
 
 #include "clock.h"
 #include "say.h"
+#include "settings.h"
 #include "trace_writer.h"
 
 #define THREAD_BUF_SIZE (64u * 1024u)
@@ -556,7 +557,7 @@ int recorder_open(const recorder_options *opt) {
         say_session_line("error", err);
         return -1;
     }
-    R.flush_ms = opt->flush_ms ? opt->flush_ms : RECORDER_FLUSH_MS;
+    R.flush_ms = opt->flush_ms ? opt->flush_ms : dnp_setting_default(DNP_SET_FLUSH_MS);
     R.max_age_ns = (uint64_t)R.flush_ms * 1500000u; /* 1.5 periods */
     if (atomic_load(&R.gen) > 1)
         strings_redefine();

@@ -12,12 +12,11 @@
 #include "trace_format.h"
 
 /* The default flush period: a kill -9 loses about this much of the recording. */
-#define RECORDER_FLUSH_MS 50u
 
 typedef struct recorder_options {
     const char *path;     /* the trace file */
     int exclusive;        /* fail rather than replace an existing file */
-    unsigned flush_ms;    /* background flush period while events come; 0: RECORDER_FLUSH_MS */
+    unsigned flush_ms;    /* background flush period while events come; 0: DNP_ENV_FLUSH_MS's default */
 } recorder_options;
 
 /* Opens the trace and starts the background writer. 0, or -1 after saying why. */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "callbacks.h"
+#include "settings.h"
 #include "symbols.h"
 
 sampler_state sampler_s;
@@ -39,7 +40,7 @@ static void *sampler_main(void *arg) {
             sampler_scan_threads();
             if (S.mode == SAMPLER_CPU && !noted && S.perf) {
                 noted = 1;
-                rec_note(0, "cpu sampling by %s", S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or DNPROF_SAMPLE_TIMERS=1): tick-grained");
+                rec_note(0, "cpu sampling by %s", S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or " DNP_ENV_SAMPLE_TIMERS "=1): tick-grained");
             }
             next_scan = now + SCAN_MS * 1000000ull;
         }
@@ -119,7 +120,7 @@ int sampler_start(const agent_config *cfg) {
     if (!cfg->sample || S.thread_running)
         return 0;
     S.mode = cfg->sample;
-    S.rate = cfg->sample_rate ? cfg->sample_rate : 100;
+    S.rate = cfg->sample_rate ? cfg->sample_rate : dnp_setting_default(DNP_SET_SAMPLE_RATE);
     S.period_ns = 1000000000ull / S.rate;
     S.nnodes = 1; /* 0 is every tree's root */
     S.nslots = 0;
@@ -137,7 +138,7 @@ int sampler_start(const agent_config *cfg) {
     S.fd_slot = calloc(MAX_FDS, sizeof *S.fd_slot);
     S.named = calloc(NAMED_MAX, sizeof *S.named);
     S.nnamed = 0;
-    /* DNPROF_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work
+    /* DNP_ENV_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work
      * (cheaper in some VMs, tick-grained: docs/sampling.md) */
     S.perf = cfg->sample_timers ? -1 : 0;
     S.perf_exclude_kernel = 0;

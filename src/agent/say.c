@@ -13,7 +13,7 @@
 #include "session.h"
 
 static atomic_int session_fd = -1;
-static atomic_int to_stderr = 1; /* no front end, or DNPROF_STDERR=1 */
+static atomic_int to_stderr = 1; /* no front end, or DNP_ENV_STDERR=1 */
 static atomic_int copy_fd = -1;  /* agent_say_copy_to */
 static atomic_int front_fd = -1; /* agent_say_front_end */
 

@@ -5,7 +5,7 @@
  * end runs the program (dnprof run: a session directory, trace/session.h), every
  * message goes to this process's session file, agent.<pid>, as a "say" line, and
  * the front end prints it; the program's stderr stays the program's. Without a
- * front end, or when asked (DNPROF_STDERR=1), messages go to stderr instead. The session
+ * front end, or when asked (DNP_ENV_STDERR=1), messages go to stderr instead. The session
  * file also carries the agent's state for the front end (pid, trace, started,
  * error, complete). */
 #ifndef DNP_SAY_H

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "settings.h"
 
 #define AGENT_NAME "libdnprof.so"
 
@@ -22,11 +23,11 @@ static int resolve(const char *path, const char *how, cli_agent *out) {
 }
 
 int cli_agent_find(cli_agent *out, char *err, size_t errlen) {
-    const char *env = getenv("DNPROF_AGENT");
+    const char *env = dnp_setting_getenv(DNP_SET_AGENT);
     if (env && *env) {
-        if (is_file(env) && resolve(env, "DNPROF_AGENT", out) == 0)
+        if (is_file(env) && resolve(env, DNP_ENV_AGENT, out) == 0)
             return 0;
-        snprintf(err, errlen, "cannot find the agent at '%s' (DNPROF_AGENT); set DNPROF_AGENT to the path of %s",
+        snprintf(err, errlen, "cannot find the agent at '%s' (" DNP_ENV_AGENT "); set " DNP_ENV_AGENT " to the path of %s",
                  env, AGENT_NAME);
         return -1;
     }
@@ -34,7 +35,7 @@ int cli_agent_find(cli_agent *out, char *err, size_t errlen) {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) {
-        snprintf(err, errlen, "cannot find the agent: /proc/self/exe is unreadable; set DNPROF_AGENT to the path of %s",
+        snprintf(err, errlen, "cannot find the agent: /proc/self/exe is unreadable; set " DNP_ENV_AGENT " to the path of %s",
                  AGENT_NAME);
         return -1;
     }
@@ -56,7 +57,7 @@ int cli_agent_find(cli_agent *out, char *err, size_t errlen) {
         if (is_file(tried[i]) && resolve(tried[i], places[i].how, out) == 0)
             return 0;
     }
-    snprintf(err, errlen, "cannot find the agent %s (tried %s, %s, %s); set DNPROF_AGENT to its path",
+    snprintf(err, errlen, "cannot find the agent %s (tried %s, %s, %s); set " DNP_ENV_AGENT " to its path",
              AGENT_NAME, tried[0], tried[1], tried[2]);
     return -1;
 }

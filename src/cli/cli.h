@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "settings.h"
+
 #ifndef DNPROF_VERSION
 #define DNPROF_VERSION "0.0.0"
 #endif
@@ -104,10 +106,10 @@ void cli_put_json(FILE *out, const char *s);
 /* ---- the agent (agent.c) ---- */
 typedef struct cli_agent {
     char path[PATH_MAX]; /* absolute, symlinks resolved */
-    const char *how;     /* "DNPROF_AGENT", "next to dnprof", ... */
+    const char *how;     /* DNP_ENV_AGENT, "next to dnprof", ... */
 } cli_agent;
 
-/* Finds libdnprof.so: $DNPROF_AGENT, else next to the dnprof executable, else
+/* Finds libdnprof.so: DNP_ENV_AGENT, else next to the dnprof executable, else
  * ../lib/dnprof/ and ../lib/ from there. Returns 0, or -1 with one line in err
  * naming every path tried. */
 int cli_agent_find(cli_agent *out, char *err, size_t errlen);
@@ -133,14 +135,19 @@ int cli_session_read(const char *dir, cli_session_agent **out);
 /* Removes dir and the files in it. */
 void cli_session_remove(const char *dir);
 
+/* ---- settings (src/common/settings.def) ---- */
+/* Sets the variable of setting id to value, which must be one of its values
+ * (else a bug: said, -1). cmd_env.c. */
+int cli_setting_set(int id, const char *value);
+
 /* ---- launching a program with the agent (launch.c) ---- */
 typedef struct cli_launch {
     /* in */
     const char *agent;    /* absolute path of libdnprof.so */
-    const char *events;   /* DNPROF_EVENTS */
+    const char *events;   /* DNP_ENV_EVENTS */
     const char *output;   /* absolute trace path, may hold %p; NULL: ./dnprof-<pid>.trace */
-    const char *flush_ms; /* DNPROF_FLUSH_MS, NULL to leave it alone */
-    const char *session;  /* DNPROF_SESSION directory */
+    const char *flush_ms; /* DNP_ENV_FLUSH_MS, NULL to leave it alone */
+    const char *session;  /* DNP_ENV_SESSION directory */
     int debug_strings;    /* PAL_OUTPUTDEBUGSTRING=1: the runtime says why a load failed */
     int capture_stderr;   /* echo the child's stderr and keep a copy in captured */
     /* out */

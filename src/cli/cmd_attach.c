@@ -40,8 +40,8 @@ static void attach_help(void) {
           "                        functions and ccw need flags the runtime accepts only at\n"
           "                        start-up: use dnprof run for them. gc needs a program\n"
           "                        without background GC (DOTNET_gcConcurrent=0, or server GC)\n"
-          "      --exceptions      each exception's story: adds exceptions,threads to the\n"
-          "                        events and a stack snapshot at each throw (then\n"
+          "      --exceptions      each exception's story: records exceptions,threads (added\n"
+          "                        to --events) and a stack snapshot at each throw (then\n"
           "                        'dnprof print --exceptions', 'dnprof report --exceptions')\n"
           "  -o, --output FILE     the trace file, replaced if it exists (default:\n"
           "                        dnprof-<pid>.trace in the current directory); the program\n"
@@ -51,7 +51,8 @@ static void attach_help(void) {
           "                        request; the runtime then takes about 0.3 s to unload)\n"
           "      --flush-ms N      how often the agent writes its buffers out, in ms\n"
           "      --alloc           sampled allocations by type and call path, through the\n"
-          "                        runtime's own sampling (cheap; dnprof report --alloc)\n"
+          "                        runtime's own sampling (cheap; dnprof report --alloc);\n"
+          "                        without --events, with the threads' names only\n"
           "      --sample[=MODE]   sample every thread's stack, HZ times a second, without\n"
           "                        stopping the runtime (docs/sampling.md); MODE cpu (the\n"
           "                        default), wall or suspend; read with dnprof report\n"
@@ -222,28 +223,28 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
             break;
         case OPT_ALLOC: o->alloc = 1; break;
         case OPT_EXCEPTIONS: o->exceptions = 1; break;
-        case OPT_SAMPLE:
-            if (!optarg || strcmp(optarg, "cpu") == 0)
-                o->sample = o->sample ? o->sample : 1;
-            else if (strcmp(optarg, "wall") == 0)
-                o->sample = 2;
-            else if (strcmp(optarg, "suspend") == 0)
-                o->sample = 3;
-            else
+        case OPT_SAMPLE: {
+            unsigned mode = o->sample ? (unsigned)o->sample : 1;
+            if (optarg && (dnp_setting_parse(DNP_SET_SAMPLE, optarg, &mode) < 0 || mode == 0))
                 return usage_error("attach", "--sample takes cpu, wall or suspend, not '%s'", optarg);
+            o->sample = (int)mode;
             break;
+        }
         case OPT_CPU: o->sample = 1; break;
         case OPT_WALL: o->sample = 2; break;
         case OPT_RATE:
-            if (cli_parse_u64(optarg, &o->sample_rate) != 0 || o->sample_rate == 0 || o->sample_rate > 10000)
-                return usage_error("attach", "--rate wants samples per second from 1 to 10000, not '%s'", optarg);
+            if (cli_parse_u64(optarg, &o->sample_rate) != 0 || o->sample_rate < dnp_settings[DNP_SET_SAMPLE_RATE].min ||
+                o->sample_rate > dnp_settings[DNP_SET_SAMPLE_RATE].max)
+                return usage_error("attach", "--rate wants samples per second from %u to %u, not '%s'",
+                                   dnp_settings[DNP_SET_SAMPLE_RATE].min, dnp_settings[DNP_SET_SAMPLE_RATE].max, optarg);
             if (!o->sample)
                 o->sample = 1;
             break;
         case OPT_FLUSH:
-            if (cli_parse_u64(optarg, &o->flush_ms) != 0 || o->flush_ms == 0 || o->flush_ms >= 60000)
-                return usage_error("attach", "--flush-ms wants milliseconds from 1 to 59999, not '%s'",
-                                   optarg);
+            if (cli_parse_u64(optarg, &o->flush_ms) != 0 || o->flush_ms < dnp_settings[DNP_SET_FLUSH_MS].min ||
+                o->flush_ms > dnp_settings[DNP_SET_FLUSH_MS].max)
+                return usage_error("attach", "--flush-ms wants milliseconds from %u to %u, not '%s'",
+                                   dnp_settings[DNP_SET_FLUSH_MS].min, dnp_settings[DNP_SET_FLUSH_MS].max, optarg);
             break;
         case OPT_TIMEOUT:
             if (cli_parse_u64(optarg, &o->timeout_s) != 0 || o->timeout_s == 0 || o->timeout_s > 600)
@@ -270,16 +271,18 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
         return usage_error("attach", "--events calls: the runtime installs enter/leave hooks only when a "
                                      "program starts: record calls with dnprof run --calls, or sample a running "
                                      "program (dnprof attach --sample)");
-    if (o->sample && !o->events)
-        o->events = "threads"; /* the threads' names; nothing else unless asked */
+    /* As dnprof run's modes: a flag records what it asks for and what that
+     * needs, never the default families (their gc heap walk) by surprise. */
+    if ((o->sample || o->alloc) && !o->events)
+        o->events = "threads"; /* the threads' names; alloc sites carry their own */
     if (o->exceptions) {
         /* As dnprof run --exceptions: the exception events, the threads' names,
          * and the stacks, which the agent takes from the blob. */
         static char exc_events[DNP_BLOB_EVENTS_MAX];
         if (o->events && strlen(o->events) > DNP_BLOB_EVENTS_MAX - 32)
             return usage_error("attach", "--events is too long");
-        snprintf(exc_events, sizeof exc_events, "%s,exceptions,threads",
-                 o->events && *o->events ? o->events : DNP_EVENTS_DEFAULT);
+        snprintf(exc_events, sizeof exc_events, "%s%sexceptions,threads", o->events && *o->events ? o->events : "",
+                 o->events && *o->events ? "," : "");
         o->events = exc_events;
     }
     return 0;
@@ -391,11 +394,11 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
                           const char *left_out, const char *out_abs) {
     char fams[256];
     dnp_families_format(families & ~(1u << DNP_FAM_RUNTIME), fams, sizeof fams);
-    static const char *const modes[] = {"", "cpu", "wall", "suspend"};
-    char what[64] = "";
+    char what[64] = "", mode[16];
     if (o->sample)
-        snprintf(what, sizeof what, ", stack samples (%s, %llu Hz)", modes[o->sample & 3],
-                 (unsigned long long)(o->sample_rate ? o->sample_rate : 100));
+        snprintf(what, sizeof what, ", stack samples (%s, %llu Hz)",
+                 dnp_setting_word(DNP_SET_SAMPLE, (unsigned)o->sample, mode, sizeof mode),
+                 (unsigned long long)(o->sample_rate ? o->sample_rate : dnp_setting_default(DNP_SET_SAMPLE_RATE)));
     if (o->alloc)
         snprintf(what + strlen(what), sizeof what - strlen(what), ", sampled allocations");
     fprintf(stderr, "dnprof: attached to pid %d (%s): recording %s%s into %s", (int)o->pid, proc->comm, fams,

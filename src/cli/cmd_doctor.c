@@ -347,7 +347,7 @@ static const struct {
      "check that the agent file exists and that 'ldd' on it finds every library"},
     {0x8007000Bu, "the agent is built for another architecture", "use an agent built for this machine"},
     {0x80040111u, "the library does not answer to dnprof's CLSID",
-     "point DNPROF_AGENT at dnprof's own libdnprof.so, not another profiler"},
+     "point " DNP_ENV_AGENT " at dnprof's own libdnprof.so, not another profiler"},
     {0x80004002u, "the runtime found no ICorProfilerCallback3 or later in the agent",
      "rebuild the agent; this one is not a working dnprof agent"},
     {0x80070057u, "CORECLR_PROFILER is not a CLSID in braces", "let dnprof set CORECLR_PROFILER"},

@@ -1,7 +1,9 @@
 /* cmd_env.c: `dnprof env`: the exports that load the agent into every .NET
  * program started from a shell, like DNProfiler's profiling_on.bat (docs/design-notes.md#activation):
  *   eval "$(dnprof env)"      (sh, bash, zsh)
- *   dnprof env --shell fish | source */
+ *   dnprof env --shell fish | source
+ * and `dnprof env --list`, every setting of the table (settings.def); and the
+ * front end's one writer of a setting into the environment (cli_setting_set). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@ static void env_help(void) {
           "                      (default: dnprof-<pid>.trace in each program's working\n"
           "                      directory)\n"
           "      --shell SHELL   sh (also bash, zsh) or fish (default: sh)\n"
+          "      --list          every DNPROF_ variable: its values, default and meaning\n"
           "  -h, --help          print this help\n"
           "\n"
           "examples:\n"
@@ -46,6 +49,30 @@ static void put_quoted(const char *s, int fish) {
     putchar('\'');
 }
 
+int cli_setting_set(int id, const char *value) {
+    unsigned v;
+    if (dnp_setting_parse(id, value, &v) < 0) { /* a bug of the front end's, not the person's */
+        char msg[512];
+        dnp_setting_bad_text(id, value, msg, sizeof msg);
+        return error("%s", msg);
+    }
+    if (setenv(dnp_settings[id].name, value, 1) != 0)
+        return error("cannot set %s: out of memory", dnp_settings[id].name);
+    return 0;
+}
+
+/* dnprof env --list: "NAME (type, values; default D; read by R)", then the help. */
+static int list_settings(void) {
+    for (int i = 0; i < DNP_SET_COUNT; i++) {
+        const dnp_setting *s = &dnp_settings[i];
+        char values[256];
+        dnp_setting_values(i, values, sizeof values);
+        printf("%s (%s, %s; default %s; read by %s)\n    %s\n", s->name, dnp_setting_type_words[s->type], values,
+               *s->def ? s->def : "none", dnp_setting_reader_words[s->reader], s->help);
+    }
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 static void put_export(const char *name, const char *value, int fish) {
     printf(fish ? "set -gx %s " : "export %s=", name);
     put_quoted(value, fish);
@@ -53,25 +80,28 @@ static void put_export(const char *name, const char *value, int fish) {
 }
 
 int cmd_env(int argc, char **argv) {
-    enum { OPT_SHELL = 256 };
+    enum { OPT_SHELL = 256, OPT_LIST };
     static const struct option longopts[] = {
         {"events", required_argument, NULL, 'e'}, {"output", required_argument, NULL, 'o'},
-        {"shell", required_argument, NULL, OPT_SHELL}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"shell", required_argument, NULL, OPT_SHELL}, {"list", no_argument, NULL, OPT_LIST},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *events = NULL, *output = NULL, *shell = "sh";
-    int c;
+    int c, list = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":e:o:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'e': events = optarg; break;
         case 'o': output = optarg; break;
         case OPT_SHELL: shell = optarg; break;
+        case OPT_LIST: list = 1; break;
         case 'h': env_help(); return 0;
         default: return cli_bad_option("env", argv, c);
         }
     }
     if (optind < argc)
         return usage_error("env", "unexpected argument '%s'", argv[optind]);
+    if (list)
+        return list_settings();
     int fish;
     if (!strcmp(shell, "fish"))
         fish = 1;

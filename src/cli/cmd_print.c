@@ -618,7 +618,7 @@ static int digits(uint64_t v) {
 static int print_log(printer *p, const char *path, uint8_t *thread_on) {
     char err[512];
     /* Streamed (a first pass, then a merge by time), or loaded whole when asked
-     * (DNPROF_NO_STREAM, to compare) or when the file cannot be read twice. */
+     * (DNP_ENV_NO_STREAM, to compare) or when the file cannot be read twice. */
     init_tables();
     borrower B = {NULL, 0, &p->borrowed};
     timeorder *src = NULL;

@@ -53,7 +53,8 @@ static void run_help(void) {
           "      --alloc         sampled allocations: bytes by type and by allocating call\n"
           "                      path, from the runtime's own sampling (about one sample\n"
           "                      per 100 KiB; cheap enough for production; read them with\n"
-          "                      dnprof report --alloc, dnprof convert)\n"
+          "                      dnprof report --alloc, dnprof convert); without --events,\n"
+          "                      with the threads' names only (no gc events, no heap walk)\n"
           "      --sample[=MODE] sample the stacks of every thread, HZ times a second, with\n"
           "                      signals and no stop of the runtime (docs/sampling.md); MODE\n"
           "                      cpu (the default: by CPU time used), wall (by elapsed time,\n"
@@ -190,10 +191,196 @@ static void report(const cli_launch *l, char *const argv[], int quiet) {
     free(agents);
 }
 
-int cmd_run(int argc, char **argv) {
-    enum { OPT_FLUSH = 256, OPT_EXCEPTIONS = 300, OPT_CALLS = 320, OPT_TIMELINE, OPT_ARGS, OPT_INCLUDE, OPT_EXCLUDE,
-           OPT_ALL_CODE, OPT_ALLOC = 340, OPT_HEAP_AT, OPT_HEAP_OUTPUT, OPT_SAMPLE, OPT_RATE, OPT_CPU,
-           OPT_WALL };
+/* ---- options and modes ---- */
+
+typedef struct run_opts {
+    const char *events, *output, *flush_ms;
+    const char *sample, *rate;                /* --sample[=MODE], --cpu, --wall; --rate */
+    int exceptions, alloc, quiet;
+    int calls, all_code;                      /* calls: 0, 1 --calls, 2 --timeline, 3 --args, 4 --calls=counts */
+    char include[1024], exclude[1024];
+    const char *heap_at, *heap_output;        /* heap snapshot (docs/heap.md) */
+    char heap_path[PATH_MAX];                 /* --heap-output made absolute */
+    char events_buf[1100];
+} run_opts;
+
+/* One mode of dnprof run: whether it was asked for, the event families it
+ * needs when --events is not given (NULL: it does not choose them), those it
+ * adds to an explicit --events too, and what it sets in the agent's
+ * environment (0, or the exit code of a usage error). A flag that asks for one
+ * thing records that thing and what it needs, never a heap walk by surprise. */
+typedef struct run_mode {
+    const char *name;
+    int (*asked)(const run_opts *o);
+    const char *needs, *adds;
+    int (*apply)(run_opts *o);
+} run_mode;
+
+static int sample_asked(const run_opts *o) { return o->sample != NULL; }
+static int exceptions_asked(const run_opts *o) { return o->exceptions; }
+static int alloc_asked(const run_opts *o) { return o->alloc; }
+static int calls_asked(const run_opts *o) { return o->calls != 0; }
+static int heap_asked(const run_opts *o) { return o->heap_at != NULL; }
+
+static int sample_apply(run_opts *o) {
+    unsigned hz = dnp_setting_default(DNP_SET_SAMPLE_RATE);
+    const dnp_setting *r = &dnp_settings[DNP_SET_SAMPLE_RATE];
+    if (o->rate && dnp_setting_parse(DNP_SET_SAMPLE_RATE, o->rate, &hz) < 0)
+        return usage_error("run", "--rate wants samples per second from %u to %u, not '%s'", r->min, r->max,
+                           o->rate);
+    char text[32];
+    snprintf(text, sizeof text, "%u", hz);
+    return cli_setting_set(DNP_SET_SAMPLE, o->sample) || cli_setting_set(DNP_SET_SAMPLE_RATE, text) ? 1 : 0;
+}
+
+static int exceptions_apply(run_opts *o) {
+    (void)o;
+    return cli_setting_set(DNP_SET_EXC_STACKS, "1") ? 1 : 0;
+}
+
+static int alloc_apply(run_opts *o) {
+    (void)o;
+    return cli_setting_set(DNP_SET_ALLOC, "1") ? 1 : 0;
+}
+
+static int calls_apply(run_opts *o) {
+    static const char *const words[] = {NULL, "1", "timeline", "args", "counts"};
+    if (cli_setting_set(DNP_SET_CALLS, words[o->calls]) || (o->include[0] && cli_setting_set(DNP_SET_INCLUDE, o->include)) ||
+        (o->exclude[0] && cli_setting_set(DNP_SET_EXCLUDE, o->exclude)) ||
+        (o->all_code && cli_setting_set(DNP_SET_ALL_CODE, "1")))
+        return 1;
+    return 0;
+}
+
+static int heap_apply(run_opts *o) {
+    if (o->heap_output && !*o->heap_output)
+        return usage_error("run", "--heap-output wants a file name");
+    char *hp = o->heap_path;
+    if (cli_abs_path(o->heap_output ? o->heap_output : "dnprof-%p.dnheap", hp, sizeof o->heap_path) != 0)
+        return error("cannot use the snapshot path '%s': it is too long", o->heap_output), 1;
+    /* Replaced, not written through a symbolic link, as -o (the agent opens it as given). */
+    if (!strstr(hp, "%p") && unlink(hp) != 0 && errno != ENOENT)
+        return error("cannot replace '%s': %s", o->heap_output, strerror(errno)), 1;
+    return cli_setting_set(DNP_SET_HEAP_AT, o->heap_at) || cli_setting_set(DNP_SET_HEAP_OUTPUT, hp) ? 1 : 0;
+}
+
+/* In this order: the events of the first modes come first. The gc family makes
+ * the runtime walk the heap after every GC and report each moved range: it
+ * would weigh on the times --calls measures (docs/calls.md) and fill an --alloc
+ * or --exceptions trace with what it did not ask for. The heap snapshot needs
+ * it, also where --calls left it out. */
+static const run_mode run_modes[] = {
+    {"sample", sample_asked, "threads", NULL, sample_apply},          /* the threads' names */
+    {"exceptions", exceptions_asked, "exceptions,threads", "exceptions,threads", exceptions_apply},
+    {"alloc", alloc_asked, "threads", NULL, alloc_apply},             /* sites carry their names */
+    {"calls", calls_asked, "default,-gc", NULL, calls_apply},
+    {"heap", heap_asked, NULL, "gc", heap_apply},
+};
+#define NMODES (sizeof run_modes / sizeof run_modes[0])
+
+/* Appends the comma-separated words of add to buf, each once. 0 or -1 (too long). */
+static int add_families(char *buf, size_t cap, const char *add) {
+    for (const char *p = add; p && *p;) {
+        size_t n = strcspn(p, ",");
+        int have = 0;
+        for (const char *q = buf; *q;) {
+            size_t m = strcspn(q, ",");
+            have |= m == n && strncmp(q, p, n) == 0;
+            q += m + (q[m] == ',');
+        }
+        size_t len = strlen(buf);
+        if (!have && len + n + 2 > cap)
+            return -1;
+        if (!have)
+            snprintf(buf + len, cap - len, "%s%.*s", len ? "," : "", (int)n, p);
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+/* The events to record: --events, or without it what the modes asked for
+ * need; then what they add (NULL, nothing asked: the default, which has it). */
+static int choose_events(run_opts *o) {
+    char *buf = o->events_buf;
+    size_t cap = sizeof o->events_buf;
+    buf[0] = 0;
+    if (o->events && !*o->events)
+        o->events = NULL;
+    if (o->events && strlen(o->events) > 1000)
+        return usage_error("run", "--events is too long");
+    if (o->events)
+        snprintf(buf, cap, "%s", o->events);
+    for (size_t i = 0; i < NMODES && !o->events; i++)
+        if (run_modes[i].asked(o))
+            add_families(buf, cap, run_modes[i].needs);
+    for (size_t i = 0; i < NMODES && buf[0]; i++)
+        if (run_modes[i].asked(o) && add_families(buf, cap, run_modes[i].adds) < 0)
+            return usage_error("run", "--events is too long");
+    if (buf[0])
+        o->events = buf;
+    return 0;
+}
+
+static int add_pattern(run_opts *o, int include, const char *pat) {
+    char *list = include ? o->include : o->exclude;
+    const char *flag = include ? "--include" : "--exclude";
+    if (!*pat || strchr(pat, ','))
+        return usage_error("run", "%s wants one pattern such as 'MyApp.*' (repeat the flag for more), not '%s'", flag,
+                           pat);
+    size_t len = strlen(list);
+    if (len + 1 + strlen(pat) >= sizeof o->include)
+        return usage_error("run", "the %s patterns add up to more than %zu characters", flag, sizeof o->include - 1);
+    snprintf(list + len, sizeof o->include - len, "%s%s", len ? "," : "", pat);
+    return 0;
+}
+
+enum { OPT_FLUSH = 256, OPT_EXCEPTIONS = 300, OPT_CALLS = 320, OPT_TIMELINE, OPT_ARGS, OPT_INCLUDE, OPT_EXCLUDE,
+       OPT_ALL_CODE, OPT_ALLOC = 340, OPT_HEAP_AT, OPT_HEAP_OUTPUT, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL,
+       OPT_HELP_ASKED = 1000 };
+
+/* One option into o: 0, or an exit code. */
+static int take_option(run_opts *o, int c, char **argv) {
+    unsigned mode;
+    switch (c) {
+    case 'e': o->events = optarg; return 0;
+    case 'o': o->output = optarg; return 0;
+    case OPT_FLUSH: o->flush_ms = optarg; return 0;
+    case OPT_EXCEPTIONS: o->exceptions = 1; return 0;
+    case OPT_CALLS:
+        if (optarg && strcmp(optarg, "counts") != 0)
+            return usage_error("run", "--calls takes no value or 'counts' (--calls=counts), not '%s'", optarg);
+        o->calls = !o->calls || (o->calls == 4 && !optarg) ? (optarg ? 4 : 1) : o->calls;
+        return 0;
+    case OPT_TIMELINE: o->calls = o->calls == 3 ? 3 : 2; return 0;
+    case OPT_ARGS: o->calls = 3; return 0;
+    case OPT_INCLUDE:
+    case OPT_EXCLUDE: return add_pattern(o, c == OPT_INCLUDE, optarg);
+    case OPT_ALL_CODE: o->all_code = 1; return 0;
+    case OPT_ALLOC: o->alloc = 1; return 0;
+    case OPT_HEAP_AT:
+        if (strcmp(optarg, "exit") != 0)
+            return usage_error("run", "--heap-at takes exit (a snapshot as the program ends), "
+                                      "not '%s'; dnprof snapshot PID takes one at any time",
+                               optarg);
+        o->heap_at = optarg;
+        return 0;
+    case OPT_HEAP_OUTPUT: o->heap_output = optarg; return 0;
+    case OPT_SAMPLE:
+        o->sample = optarg ? optarg : o->sample ? o->sample : "cpu";
+        if (dnp_setting_parse(DNP_SET_SAMPLE, o->sample, &mode) < 0 || mode == 0)
+            return usage_error("run", "--sample takes cpu, wall or suspend, not '%s'", o->sample);
+        return 0;
+    case OPT_RATE: o->rate = optarg; return 0;
+    case OPT_CPU: o->sample = "cpu"; return 0;
+    case OPT_WALL: o->sample = "wall"; return 0;
+    case 'q': o->quiet = 1; return 0;
+    case 'h': run_help(); return OPT_HELP_ASKED;
+    default: return cli_bad_option("run", argv, c);
+    }
+}
+
+/* Fills o from argv and checks what goes together; 0, or an exit code. */
+static int parse_run_options(int argc, char **argv, run_opts *o) {
     static const struct option longopts[] = {
         {"events", required_argument, NULL, 'e'}, {"output", required_argument, NULL, 'o'},
         {"flush-ms", required_argument, NULL, OPT_FLUSH}, {"quiet", no_argument, NULL, 'q'},
@@ -207,164 +394,34 @@ int cmd_run(int argc, char **argv) {
         {"sample", optional_argument, NULL, OPT_SAMPLE}, {"rate", required_argument, NULL, OPT_RATE},
         {"cpu", no_argument, NULL, OPT_CPU}, {"wall", no_argument, NULL, OPT_WALL},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-    const char *sample = NULL, *rate = NULL;
-    const char *events = NULL, *output = NULL, *flush_ms = NULL;
-    int exceptions = 0;
-    char exc_events[1100];
-    int calls = 0, all_code = 0; /* calls: 0, 1 --calls, 2 --timeline, 3 --args, 4 --calls=counts */
-    char include[1024] = "", exclude[1024] = "";
-    int quiet = 0, alloc = 0, c;
-    const char *heap_at = NULL, *heap_output = NULL; /* heap snapshot (docs/heap.md) */
-    char heap_events[1100];
-    while ((c = getopt_long(argc, argv, "+:e:o:qh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'e': events = optarg; break;
-        case 'o': output = optarg; break;
-        case OPT_FLUSH: flush_ms = optarg; break;
-        case OPT_EXCEPTIONS: exceptions = 1; break;
-        case OPT_CALLS:
-            if (optarg && strcmp(optarg, "counts") != 0)
-                return usage_error("run", "--calls takes no value or 'counts' (--calls=counts), not '%s'",
-                                   optarg);
-            calls = !calls || (calls == 4 && !optarg) ? (optarg ? 4 : 1) : calls;
-            break;
-        case OPT_TIMELINE: calls = calls == 3 ? 3 : 2; break;
-        case OPT_ARGS: calls = 3; break;
-        case OPT_INCLUDE:
-        case OPT_EXCLUDE: {
-            char *list = c == OPT_INCLUDE ? include : exclude;
-            const char *flag = c == OPT_INCLUDE ? "--include" : "--exclude";
-            if (!*optarg || strchr(optarg, ','))
-                return usage_error("run", "%s wants one pattern such as 'MyApp.*' (repeat the flag for more), not '%s'",
-                                   flag, optarg);
-            size_t len = strlen(list);
-            if (len + 1 + strlen(optarg) >= sizeof include)
-                return usage_error("run", "the %s patterns add up to more than %zu characters", flag,
-                                   sizeof include - 1);
-            snprintf(list + len, sizeof include - len, "%s%s", len ? "," : "", optarg);
-            break;
-        }
-        case OPT_ALL_CODE: all_code = 1; break;
-        case OPT_ALLOC: alloc = 1; break;
-        case OPT_HEAP_AT:
-            if (strcmp(optarg, "exit") != 0)
-                return usage_error("run", "--heap-at takes exit (a snapshot as the program ends), "
-                                          "not '%s'; dnprof snapshot PID takes one at any time",
-                                   optarg);
-            heap_at = optarg;
-            break;
-        case OPT_HEAP_OUTPUT: heap_output = optarg; break;
-        case OPT_SAMPLE:
-            sample = optarg ? optarg : sample ? sample : "cpu";
-            if (strcmp(sample, "cpu") != 0 && strcmp(sample, "wall") != 0 && strcmp(sample, "suspend") != 0)
-                return usage_error("run", "--sample takes cpu, wall or suspend, not '%s'", sample);
-            break;
-        case OPT_RATE: rate = optarg; break;
-        case OPT_CPU: sample = "cpu"; break;
-        case OPT_WALL: sample = "wall"; break;
-        case 'q': quiet = 1; break;
-        case 'h': run_help(); return 0;
-        default: return cli_bad_option("run", argv, c);
-        }
-    }
+    int c, rc;
+    while ((c = getopt_long(argc, argv, "+:e:o:qh", longopts, NULL)) != -1)
+        if ((rc = take_option(o, c, argv)) != 0)
+            return rc;
     if (optind >= argc)
         return usage_error("run", "no program given: dnprof run [options] -- PROGRAM [ARGS...]");
-    if (cli_events_name_calls(events))
+    if (cli_events_name_calls(o->events))
         return usage_error("run", "--events calls records nothing by itself: the calls come with --calls "
                                   "(or --calls=counts, --timeline, --args)");
-    char **prog = argv + optind;
-
-    if (rate && !sample)
-        sample = "cpu";
-    if (sample && (calls || include[0] || exclude[0] || all_code))
+    if (o->rate && !o->sample)
+        o->sample = "cpu";
+    if (o->sample && (o->calls || o->include[0] || o->exclude[0] || o->all_code))
         return usage_error("run", "--sample and --calls (--timeline, --args, --include, --exclude, --all-code) "
                                   "measure the same time two ways: use one at a time");
-    if (sample) {
-        uint64_t hz = 100;
-        if (rate && (cli_parse_u64(rate, &hz) != 0 || hz == 0 || hz > 10000))
-            return usage_error("run", "--rate wants samples per second from 1 to 10000, not '%s'", rate);
-        char text[32];
-        snprintf(text, sizeof text, "%llu", (unsigned long long)hz);
-        setenv(DNP_ENV_SAMPLE, sample, 1);
-        setenv(DNP_ENV_SAMPLE_RATE, text, 1);
-        if (!events)
-            events = "threads"; /* the threads' names; nothing else unless asked */
-    }
-    if (exceptions) {
-        /* The exception events, and the threads' names for the stories. */
-        if (events && strlen(events) > 1000)
-            return usage_error("run", "--events is too long");
-        snprintf(exc_events, sizeof exc_events, "%s%sexceptions,threads", events && *events ? events : "",
-                 events && *events ? "," : "");
-        events = exc_events;
-        setenv(DNP_ENV_EXC_STACKS, "1", 1);
-    }
-    if (alloc)
-        setenv(DNP_ENV_ALLOC, "1", 1);
-    if (!calls && (include[0] || exclude[0] || all_code))
-        calls = 1;
-    if (calls) {
-        static const char *const modes[] = {NULL, "1", "timeline", "args", "counts"};
-        setenv(DNP_ENV_CALLS, modes[calls], 1);
-        /* The gc family makes the runtime walk the heap after every GC and
-         * report each moved range: it would weigh on the times measured
-         * (docs/calls.md). Asked for by name, it is recorded. */
-        if (!events)
-            events = "default,-gc";
-        if (include[0])
-            setenv(DNP_ENV_INCLUDE, include, 1);
-        if (exclude[0])
-            setenv(DNP_ENV_EXCLUDE, exclude, 1);
-        if (all_code)
-            setenv(DNP_ENV_ALL_CODE, "1", 1);
-    }
-    if (heap_output && !heap_at)
+    if (!o->calls && (o->include[0] || o->exclude[0] || o->all_code))
+        o->calls = 1;
+    if (o->heap_output && !o->heap_at)
         return usage_error("run", "--heap-output goes with --heap-at exit");
-    if (heap_at) {
-        /* The GC's heap walk needs the gc events, also where --calls left them
-         * out of its default (after the calls block, which sets that default). */
-        char hp[PATH_MAX];
-        if (heap_output && !*heap_output)
-            return usage_error("run", "--heap-output wants a file name");
-        if (cli_abs_path(heap_output ? heap_output : "dnprof-%p.dnheap", hp, sizeof hp) != 0) {
-            error("cannot use the snapshot path '%s': it is too long", heap_output);
-            return 1;
-        }
-        /* Replaced, not written through a symbolic link, as -o (the agent opens it as given). */
-        if (!strstr(hp, "%p") && unlink(hp) != 0 && errno != ENOENT) {
-            error("cannot replace '%s': %s", heap_output, strerror(errno));
-            return 1;
-        }
-        if (events && strlen(events) > 1000)
-            return usage_error("run", "--events is too long");
-        if (events && *events) {
-            snprintf(heap_events, sizeof heap_events, "%s,gc", events);
-            events = heap_events;
-        }
-        setenv(DNP_ENV_HEAP_AT, heap_at, 1);
-        setenv(DNP_ENV_HEAP_OUTPUT, hp, 1);
-    }
-    char err[512];
-    dnp_event_config cfg;
-    if (dnp_events_parse(events, &cfg, err, sizeof err) != 0) {
-        fprintf(stderr, "dnprof run: %s\n", err);
-        return CLI_EXIT_USAGE;
-    }
-    uint64_t ms;
-    if (flush_ms && (cli_parse_u64(flush_ms, &ms) != 0 || ms == 0 || ms >= 60000))
-        return usage_error("run", "--flush-ms wants milliseconds from 1 to 59999, not '%s'", flush_ms);
+    return 0;
+}
 
-    cli_agent agent;
-    if (cli_agent_find(&agent, err, sizeof err) != 0) {
-        error("%s", err);
-        return 1;
-    }
+/* ---- the trace's place, the run, the report ---- */
 
-    char out_abs[PATH_MAX];
+/* -o made absolute into out_abs and replaced (unlinked), and the trace's
+ * directory writable. 0 or 1. */
+static int prepare_output(const char *output, char *out_abs, size_t cap) {
     if (output) {
-        if (!*output)
-            return usage_error("run", "--output wants a file name");
-        if (cli_abs_path(output, out_abs, sizeof out_abs) != 0) {
+        if (cli_abs_path(output, out_abs, cap) != 0) {
             error("cannot use the trace path '%s': it is too long", output);
             return 1;
         }
@@ -375,7 +432,7 @@ int cmd_run(int argc, char **argv) {
     }
     char dir[PATH_MAX] = ".";
     if (output) { /* out_abs is absolute: it has a slash */
-        memcpy(dir, out_abs, sizeof dir);
+        snprintf(dir, sizeof dir, "%s", out_abs);
         char *slash = strrchr(dir, '/');
         slash[slash == dir] = 0;
     }
@@ -384,23 +441,48 @@ int cmd_run(int argc, char **argv) {
               output ? "" : " (use -o to put it elsewhere)");
         return 1;
     }
+    return 0;
+}
 
+/* The root process's heap snapshot (%p: its pid), said. */
+static void report_heap(const char *tmpl, long pid) {
+    char hp[PATH_MAX], text[32];
+    size_t n = 0;
+    snprintf(text, sizeof text, "%ld", pid);
+    for (const char *q = tmpl; *q && n + strlen(text) + 1 < sizeof hp; q++) {
+        if (q[0] == '%' && q[1] == 'p') {
+            memcpy(hp + n, text, strlen(text));
+            n += strlen(text);
+            q++;
+        } else {
+            hp[n++] = *q;
+        }
+    }
+    hp[n] = 0;
+    if (access(hp, F_OK) == 0)
+        fprintf(stderr, "dnprof: heap snapshot %s (dnprof heap report %s)\n", cli_short_path(hp), cli_short_path(hp));
+    else
+        error("no heap snapshot was taken at exit (%s): the program ended without the "
+              "runtime's Shutdown, or the agent said why above",
+              cli_short_path(hp));
+}
+
+/* Runs prog with the agent and reports; dnprof run's exit code. */
+static int launch(const run_opts *o, const char *agent, const char *out_abs, char **prog) {
     const char *off[CLI_DISABLING_MAX];
     int noff = cli_disabling_vars(off);
     for (int i = 0; i < noff; i++)
-        warning("%s=%s is set: the runtime will not load the agent (unset %s)", off[i], getenv(off[i]),
-                off[i]);
+        warning("%s=%s is set: the runtime will not load the agent (unset %s)", off[i], getenv(off[i]), off[i]);
 
     char session[PATH_MAX];
     if (cli_session_create(session, sizeof session) != 0)
         return 1;
-
     cli_launch l;
     memset(&l, 0, sizeof l);
-    l.agent = agent.path;
-    l.events = events && *events ? events : DNP_EVENTS_DEFAULT;
-    l.output = output ? out_abs : NULL;
-    l.flush_ms = flush_ms;
+    l.agent = agent;
+    l.events = o->events && *o->events ? o->events : DNP_EVENTS_DEFAULT;
+    l.output = o->output ? out_abs : NULL;
+    l.flush_ms = o->flush_ms;
     l.session = session;
     if (cli_launch_run(&l, prog) != 0) {
         cli_session_remove(session);
@@ -411,34 +493,46 @@ int cmd_run(int argc, char **argv) {
         cli_session_remove(session);
         return CLI_EXIT_NOEXEC;
     }
-
-    if (WIFSIGNALED(l.status) && !quiet && WTERMSIG(l.status) != SIGINT && WTERMSIG(l.status) != SIGPIPE)
+    if (WIFSIGNALED(l.status) && !o->quiet && WTERMSIG(l.status) != SIGINT && WTERMSIG(l.status) != SIGPIPE)
         error("'%s' was killed by signal %d (%s)", prog[0], WTERMSIG(l.status), strsignal(WTERMSIG(l.status)));
-    report(&l, prog, quiet);
-    if (heap_at && !quiet) {
-        /* The root process's snapshot (%p: its pid). */
-        char hp[PATH_MAX], pid[32];
-        const char *tmpl = getenv("DNPROF_HEAP_OUTPUT");
-        size_t n = 0;
-        snprintf(pid, sizeof pid, "%ld", (long)l.pid);
-        for (const char *q = tmpl ? tmpl : ""; *q && n + strlen(pid) + 1 < sizeof hp; q++) {
-            if (q[0] == '%' && q[1] == 'p') {
-                memcpy(hp + n, pid, strlen(pid));
-                n += strlen(pid);
-                q++;
-            } else {
-                hp[n++] = *q;
-            }
-        }
-        hp[n] = 0;
-        if (access(hp, F_OK) == 0)
-            fprintf(stderr, "dnprof: heap snapshot %s (dnprof heap report %s)\n", cli_short_path(hp),
-                    cli_short_path(hp));
-        else
-            error("no heap snapshot was taken at exit (%s): the program ended without the "
-                  "runtime's Shutdown, or the agent said why above",
-                  cli_short_path(hp));
-    }
+    report(&l, prog, o->quiet);
+    if (o->heap_at && !o->quiet)
+        report_heap(o->heap_path, (long)l.pid);
     cli_session_remove(session);
     return cli_exit_code(l.status);
+}
+
+int cmd_run(int argc, char **argv) {
+    static run_opts o; /* the environment keeps pointers into it until the exec */
+    memset(&o, 0, sizeof o);
+    int rc = parse_run_options(argc, argv, &o);
+    if (rc)
+        return rc == OPT_HELP_ASKED ? 0 : rc;
+    char **prog = argv + optind;
+    if ((rc = choose_events(&o)) != 0)
+        return rc;
+    for (size_t i = 0; i < NMODES; i++)
+        if (run_modes[i].asked(&o) && (rc = run_modes[i].apply(&o)) != 0)
+            return rc;
+    char err[512];
+    dnp_event_config cfg;
+    if (dnp_events_parse(o.events, &cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "dnprof run: %s\n", err);
+        return CLI_EXIT_USAGE;
+    }
+    unsigned ms;
+    const dnp_setting *f = &dnp_settings[DNP_SET_FLUSH_MS];
+    if (o.flush_ms && dnp_setting_parse(DNP_SET_FLUSH_MS, o.flush_ms, &ms) < 0)
+        return usage_error("run", "--flush-ms wants milliseconds from %u to %u, not '%s'", f->min, f->max, o.flush_ms);
+    if (o.output && !*o.output)
+        return usage_error("run", "--output wants a file name");
+    cli_agent agent;
+    if (cli_agent_find(&agent, err, sizeof err) != 0) {
+        error("%s", err);
+        return 1;
+    }
+    char out_abs[PATH_MAX];
+    if (prepare_output(o.output, out_abs, sizeof out_abs) != 0)
+        return 1;
+    return launch(&o, agent.path, out_abs, prog);
 }

@@ -63,22 +63,22 @@ static void child_environment(const cli_launch *l) {
     unsetenv("CORECLR_PROFILER_PATH_32");
     unsetenv("CORECLR_PROFILER_PATH_ARM64");
     unsetenv("CORECLR_PROFILER_PATH_ARM32");
-    setenv(DNP_ENV_EVENTS, l->events, 1);
+    cli_setting_set(DNP_SET_EVENTS, l->events);
     if (l->output) {
-        setenv(DNP_ENV_OUTPUT, l->output, 1);
+        cli_setting_set(DNP_SET_OUTPUT, l->output);
         if (strstr(l->output, "%p")) { /* the parent could not remove it */
             trace_path(l->output, self, buf, sizeof buf);
             unlink(buf);
         }
     } else {
         trace_path(NULL, self, buf, sizeof buf);
-        setenv(DNP_ENV_OUTPUT, buf, 1);
+        cli_setting_set(DNP_SET_OUTPUT, buf);
     }
     snprintf(buf, sizeof buf, "%ld", (long)self);
-    setenv(DNP_ENV_ROOT_PID, buf, 1);
-    setenv(DNP_ENV_SESSION, l->session, 1);
+    cli_setting_set(DNP_SET_ROOT_PID, buf);
+    cli_setting_set(DNP_SET_SESSION, l->session);
     if (l->flush_ms)
-        setenv(DNP_ENV_FLUSH_MS, l->flush_ms, 1);
+        cli_setting_set(DNP_SET_FLUSH_MS, l->flush_ms);
     if (l->debug_strings)
         setenv("PAL_OUTPUTDEBUGSTRING", "1", 1);
 }

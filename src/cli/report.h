@@ -22,7 +22,7 @@ typedef struct report_opts {
 } report_opts;
 
 /* The call trees of a trace, for report and convert: streamed (memory bounded by
- * the trees, not the events), or, when DNPROF_NO_STREAM is set in the
+ * the trees, not the events), or, when DNP_ENV_NO_STREAM is set in the
  * environment (the in-memory path, for comparison) or when the trees' timeline
  * must be read again (reread) from a file that cannot be (a pipe), loaded
  * whole. */
@@ -43,7 +43,7 @@ void calls_close(calls_input *in);
 int report_calls(const struct dnp_calltree *ct, const report_opts *o, FILE *out);
 
 /* ---- exceptions (issue 4, report_exceptions.c): return the exit code ----
- * Both read the trace at path as a stream (DNPROF_NO_STREAM: loaded whole),
+ * Both read the trace at path as a stream (DNP_ENV_NO_STREAM: loaded whole),
  * memory bounded by the stories, and warn when it is not complete. */
 int report_exceptions(const char *path, int json, unsigned top, FILE *out); /* top: rows per table, 0 all */
 /* Each exception's story in order (dnprof print --exceptions); --json: one object a line. */

@@ -69,7 +69,7 @@ static int feed(alloc_profile *p, const dnp_trace_event *e) {
     }
     uint64_t type, size, weight, stack, n;
     double objects;
-    if (e->kind == DNP_EV_AllocSample) { /* one sample (DNPROF_ALLOC_EACH=1) */
+    if (e->kind == DNP_EV_AllocSample) { /* one sample (DNP_ENV_ALLOC_EACH=1) */
         type = e->v[0], size = e->v[1], weight = e->v[2], stack = e->v[4], n = 1;
         objects = size ? (double)weight / (double)size : 1.0;
     } else if (e->kind == DNP_EV_AllocSite) { /* samples added up since the last of its key */

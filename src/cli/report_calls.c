@@ -11,6 +11,7 @@
 #include "export.h"
 #include "idmap.h"
 #include "report.h"
+#include "settings.h"
 
 #define NAME_MAX_LEN 2048
 
@@ -640,8 +641,7 @@ static int put_json(const dnp_calltree *ct, const resolution *r, const dnp_ct_tr
 int calls_open(const char *path, int reread, calls_input *in) {
     char err[512];
     memset(in, 0, sizeof *in);
-    const char *no = getenv("DNPROF_NO_STREAM");
-    if (!(no && *no && strcmp(no, "0") != 0)) {
+    if (!dnp_setting_env_value(DNP_SET_NO_STREAM)) {
         if (dnp_trace_stream_open(path, &in->s, err, sizeof err) != 0) {
             error("%s", err);
             return 1;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "settings.h"
+
 typedef struct merge_item {
     dnp_trace_event e;
     size_t run, idx;
@@ -167,8 +169,7 @@ int timeorder_open(const char *path, timeorder_hook hook, void *ctx, timeorder *
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    const char *no = getenv("DNPROF_NO_STREAM");
-    int whole = no && *no && strcmp(no, "0") != 0;
+    int whole = dnp_setting_env_value(DNP_SET_NO_STREAM) != 0;
     if (!whole) {
         if (dnp_trace_stream_open(path, &o->s, err, errlen) != 0) {
             free(o);

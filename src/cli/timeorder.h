@@ -9,7 +9,7 @@
  * merges the runs with a heap and hands an event out once no run still unread
  * starts earlier. The agent flushes every thread's buffer each flush period, so
  * the heap holds about one flush period of events. Loaded whole instead when
- * DNPROF_NO_STREAM is set (to compare); a pipe, which cannot be read twice, is
+ * DNP_ENV_NO_STREAM is set (to compare); a pipe, which cannot be read twice, is
  * read once, every event kept and sorted. Either way the times are the loader's (since the trace began) and
  * each event has an index: in file order when streamed, in the loaded trace
  * when loaded. */

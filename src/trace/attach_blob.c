@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "settings.h"
 #include "trace_format.h"
 
 static void put_u16(uint8_t *p, uint16_t v) {
@@ -52,33 +53,44 @@ static void put_number(blob_out *o, uint16_t tag, uint32_t v) {
         put_field(o, tag, b, 4);
 }
 
-/* Every field of the blob, once: its tag, whether it is text or a u32, where it
- * lives in dnp_attach_blob, and its name in messages. */
+/* Every field of the blob, once: its tag, the setting it carries (its row of
+ * settings.def, which gives its type and bounds) or -1 for the blob's own,
+ * whether it is text or a u32, where it lives in dnp_attach_blob, and its name
+ * in messages. */
 typedef struct blob_field {
     uint16_t tag;
+    int setting;
     uint8_t text;  /* 1: text, its buffer of size bytes; 0: u32 */
     size_t offset, size;
     const char *name;
 } blob_field;
 
-#define TEXT_FIELD(tag, member, name) {tag, 1, offsetof(dnp_attach_blob, member), sizeof(((dnp_attach_blob *)0)->member), name}
-/* (the array of size -1 stops the build if member is not 4 bytes) */
+#define SIZE_OF(member) sizeof(((dnp_attach_blob *)0)->member)
+/* The blob's own fields: text, or a u32 (the array of size -1 stops the build
+ * if member is not 4 bytes). */
+#define TEXT_FIELD(tag, member, name) {tag, -1, 1, offsetof(dnp_attach_blob, member), SIZE_OF(member), name}
 #define U32_FIELD(tag, member, name)                                                                       \
-    {tag, 0, offsetof(dnp_attach_blob, member),                                                            \
-     sizeof(uint32_t) + 0 * sizeof(char[sizeof(((dnp_attach_blob *)0)->member) == 4 ? 1 : -1]), name}
+    {tag, -1, 0, offsetof(dnp_attach_blob, member),                                                        \
+     sizeof(uint32_t) + 0 * sizeof(char[SIZE_OF(member) == 4 ? 1 : -1]), name}
+/* A setting's field: text for a string or a path, else a u32; settings_checked
+ * holds the table to that. */
+#define SETTING_FIELD(tag, sym, member, name)                                                              \
+    {tag, DNP_SET_##sym, SIZE_OF(member) != 4, offsetof(dnp_attach_blob, member), SIZE_OF(member), name}
 
 static const blob_field fields[] = {
-    TEXT_FIELD(DNP_BLOB_EVENTS, events, "events"),
-    TEXT_FIELD(DNP_BLOB_OUTPUT, output, "output path"),
-    U32_FIELD(DNP_BLOB_FLUSH_MS, flush_ms, "flush period"),
+    SETTING_FIELD(DNP_BLOB_EVENTS, EVENTS, events, "events"),
+    SETTING_FIELD(DNP_BLOB_OUTPUT, OUTPUT, output, "output path"),
+    SETTING_FIELD(DNP_BLOB_FLUSH_MS, FLUSH_MS, flush_ms, "flush period"),
     TEXT_FIELD(DNP_BLOB_CONTROL_DIR, control_dir, "control directory"),
     U32_FIELD(DNP_BLOB_TRIGGER_PID, trigger_pid, "trigger pid"),
-    U32_FIELD(DNP_BLOB_ALLOC, alloc, "alloc setting"),
-    U32_FIELD(DNP_BLOB_EXC_STACKS, exc_stacks, "exception stacks flag"),
-    U32_FIELD(DNP_BLOB_SAMPLE, sample, "sampling mode"),
-    U32_FIELD(DNP_BLOB_SAMPLE_RATE, sample_rate, "sampling rate"),
+    SETTING_FIELD(DNP_BLOB_ALLOC, ALLOC, alloc, "alloc setting"),
+    SETTING_FIELD(DNP_BLOB_EXC_STACKS, EXC_STACKS, exc_stacks, "exception stacks flag"),
+    SETTING_FIELD(DNP_BLOB_SAMPLE, SAMPLE, sample, "sampling mode"),
+    SETTING_FIELD(DNP_BLOB_SAMPLE_RATE, SAMPLE_RATE, sample_rate, "sampling rate"),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
+
+static int settings_checked(char *err, size_t errlen);
 
 static const blob_field *field_of(unsigned tag) {
     for (size_t i = 0; i < NFIELDS; i++)
@@ -89,7 +101,7 @@ static const blob_field *field_of(unsigned tag) {
 
 long dnp_attach_blob_encode(const dnp_attach_blob *b, uint8_t *buf, size_t cap) {
     blob_out o = {buf, cap < DNP_BLOB_MAX ? cap : DNP_BLOB_MAX, DNP_BLOB_HEADER_SIZE, 0};
-    if (o.cap < DNP_BLOB_HEADER_SIZE)
+    if (o.cap < DNP_BLOB_HEADER_SIZE || settings_checked(NULL, 0) < 0)
         return -1;
     for (size_t i = 0; i < NFIELDS; i++) {
         const char *at = (const char *)b + fields[i].offset;
@@ -135,10 +147,40 @@ static int get_text(const uint8_t *p, size_t n, char *dst, size_t cap, unsigned 
     return 0;
 }
 
+/* A setting's u32 outside its row's values (0 is its default): 1 with err. */
+static int out_of_bounds(const blob_field *f, const dnp_attach_blob *b, char *err, size_t errlen) {
+    if (f->setting < 0 || f->text)
+        return 0;
+    const dnp_setting *s = &dnp_settings[f->setting];
+    uint32_t v = *(const uint32_t *)(const void *)((const char *)b + f->offset);
+    unsigned max = s->type == DNP_SETTING_BOOL ? 1 : s->max;
+    if (v == 0 || (v >= s->min && v <= max))
+        return 0;
+    char values[128];
+    dnp_setting_values(f->setting, values, sizeof values);
+    fail(err, errlen, "the %s %u is out of range for %s (%s)", f->name, (unsigned)v, s->name, values);
+    return 1;
+}
+
+/* The table's types are those of the blob's fields: text for a string or a
+ * path, a u32 for the others (once, on the first parse or encode). */
+static int settings_checked(char *err, size_t errlen) {
+    for (size_t i = 0; i < NFIELDS; i++) {
+        if (fields[i].setting < 0)
+            continue;
+        dnp_setting_type t = dnp_settings[fields[i].setting].type;
+        if ((t == DNP_SETTING_STRING || t == DNP_SETTING_PATH) != fields[i].text)
+            return fail(err, errlen, "the %s field is not of its setting's type", fields[i].name);
+    }
+    return 0;
+}
+
 int dnp_attach_blob_parse(const void *data, size_t len, dnp_attach_blob *out, char *err,
                           size_t errlen) {
     const uint8_t *p = data;
     memset(out, 0, sizeof *out);
+    if (settings_checked(err, errlen) < 0)
+        return -1;
     if (!p || len == 0)
         return fail(err, errlen, "no client data (the request did not come from dnprof attach)");
     if (len < DNP_BLOB_HEADER_SIZE || memcmp(p, DNP_BLOB_MAGIC, 4) != 0)
@@ -193,12 +235,8 @@ int dnp_attach_blob_parse(const void *data, size_t len, dnp_attach_blob *out, ch
     if (out->control_dir[0] != '/')
         return fail(err, errlen, "the control directory is %s",
                     out->control_dir[0] ? "not absolute" : "missing");
-    if (out->sample > 3)
-        return fail(err, errlen, "the sampling mode %u is unknown (1-3)", (unsigned)out->sample);
-    if (out->sample_rate > 10000)
-        return fail(err, errlen, "the sampling rate %u Hz is out of range (1-10000)", (unsigned)out->sample_rate);
-    if (out->flush_ms >= 60000)
-        return fail(err, errlen, "the flush period %u ms is out of range (1-59999)",
-                    (unsigned)out->flush_ms);
+    for (size_t i = 0; i < NFIELDS; i++)
+        if (out_of_bounds(&fields[i], out, err, errlen))
+            return -1;
     return 0;
 }

@@ -123,6 +123,25 @@ static int parse_hex(const char *s, size_t len, uint32_t *out) {
     return 0;
 }
 
+/* A hex mask is taken as it is. */
+static int events_from_mask(const char *s, size_t tlen, dnp_event_config *out, char *err, size_t errlen) {
+    uint32_t mask;
+    if (parse_hex(s, tlen, &mask) < 0) {
+        if (err && errlen) {
+            int shown = tlen > 64 ? 64 : (int)tlen;
+            snprintf(err, errlen, "bad event mask '%.*s': a hex mask is 0x and 1 to 8 hex digits, such as 0x1A7FFFF",
+                     shown, s);
+        }
+        return -1;
+    }
+    out->mask = mask;
+    out->families = dnp_families_from_mask(mask);
+    out->mask_high = 0;
+    out->named = 0;
+    out->from_mask = 1;
+    return 0;
+}
+
 int dnp_events_parse(const char *text, dnp_event_config *out, char *err, size_t errlen) {
     if (!text)
         text = DNP_EVENTS_DEFAULT;
@@ -137,24 +156,8 @@ int dnp_events_parse(const char *text, dnp_event_config *out, char *err, size_t 
         tlen = strlen(s);
     }
 
-    /* A hex mask is taken as it is. */
-    if (tlen > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-        uint32_t mask;
-        if (parse_hex(s, tlen, &mask) < 0) {
-            if (err && errlen) {
-                int shown = tlen > 64 ? 64 : (int)tlen;
-                snprintf(err, errlen, "bad event mask '%.*s': a hex mask is 0x and 1 to 8 hex digits, such as 0x1A7FFFF",
-                         shown, s);
-            }
-            return -1;
-        }
-        out->mask = mask;
-        out->families = dnp_families_from_mask(mask);
-        out->mask_high = 0;
-        out->named = 0;
-        out->from_mask = 1;
-        return 0;
-    }
+    if (tlen > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+        return events_from_mask(s, tlen, out, err, errlen);
 
     uint32_t families = 0, named = 0;
     int first = 1;

@@ -1,7 +1,7 @@
 /* families.h: event families, the words people use for them, the runtime's
  * event-mask bits each one sets (COR_PRF_MONITOR_*, docs/design-notes.md#event-mask),
  * and what of them an attached profiler may have. Shared by the agent
- * (DNPROF_EVENTS, the attach blob) and the front end (--events). The flags
+ * (DNP_ENV_EVENTS, the attach blob) and the front end (--events). The flags
  * themselves are in one table, src/com/flags/prof_flags.def. */
 #ifndef DNP_FAMILIES_H
 #define DNP_FAMILIES_H

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "settings.h"
+
 typedef struct thread_state {
     exc_machine m;
     size_t story_at[EXC_MAX_NEST]; /* story index + 1 of each level */
@@ -508,8 +510,7 @@ int dnp_stories_read(const char *path, int keep_steps, dnp_stories *out, dnp_tra
     memset(out, 0, sizeof *out);
     *stream = NULL;
     *loaded = NULL;
-    const char *no = getenv("DNPROF_NO_STREAM");
-    if (no && *no && strcmp(no, "0") != 0) {
+    if (dnp_setting_env_value(DNP_SET_NO_STREAM)) {
         if (dnp_trace_load(path, loaded, err, errlen) != 0)
             return -1;
         if (dnp_stories_build(*loaded, out) != 0) {

@@ -97,7 +97,7 @@ dnp_stories_builder *dnp_stories_begin_ordered(int keep_steps, const dnp_trace *
 void dnp_stories_abort(dnp_stories_builder *b);
 
 /* The stories of the trace at path, streamed (memory bounded by the stories),
- * or loaded whole when the environment sets DNPROF_NO_STREAM. *t gets the
+ * or loaded whole when the environment sets DNP_ENV_NO_STREAM. *t gets the
  * stream's trace (no events; the caller closes *stream), or the loaded one.
  * 0, or -1 with one line in err. */
 int dnp_stories_read(const char *path, int keep_steps, dnp_stories *out, dnp_trace_stream **stream,

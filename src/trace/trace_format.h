@@ -68,7 +68,7 @@ typedef enum dnp_field_type {
         DNP_FT_COUNT
 } dnp_field_type;
 
-/* Event families: the words of --events and DNPROF_EVENTS (families.c). */
+/* Event families: the words of --events and DNP_ENV_EVENTS (families.c). */
 #define DNP_FAMILIES(X)                                                      \
     X(RUNTIME, "runtime")                                                    \
     X(APPDOMAINS, "appdomains")                                              \

@@ -2,6 +2,7 @@
 #include "e2e.h"
 #include "json_check.h"
 #include "nesting.h"
+#include "settings.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -83,6 +84,25 @@ int e2e_setup(e2e_run *r, const char *test) {
     return 0;
 }
 
+/* The harness's own DNPROF_ variables (DNPROF_BIN, DNPROF_SCENARIOS, ...) are
+ * not settings: the agent would say each is unknown (settings.def). The child
+ * gets the settings only, and what a test passes in env. */
+static void drop_harness_variables(void) {
+    extern char **environ;
+    for (size_t i = 0; environ[i] != NULL;) {
+        const char *eq = strchr(environ[i], '=');
+        size_t n = eq != NULL ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+        char name[256];
+        if (strncmp(environ[i], "DNPROF_", 7) != 0 || dnp_setting_find(environ[i], n) >= 0 || n >= sizeof name) {
+            i++;
+            continue;
+        }
+        memcpy(name, environ[i], n);
+        name[n] = '\0';
+        unsetenv(name); /* environ[i] is now the next one */
+    }
+}
+
 /* In the child: never returns. */
 static void child_exec(char *const argv[], const char *const env[], const char *dir,
                        const char *out_path, int out_pipe, const char *err_path) {
@@ -98,6 +118,7 @@ static void child_exec(char *const argv[], const char *const env[], const char *
     int nfd = open("/dev/null", O_RDONLY);
     if (nfd >= 0)
         dup2(nfd, STDIN_FILENO);
+    drop_harness_variables();
     for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
         char name[256];
         const char *eq = strchr(env[i], '=');

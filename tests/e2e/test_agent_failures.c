@@ -430,3 +430,70 @@ TEST(e2e_run_messages_to_front_end) {
     ASSERT_EQ(count_lines(r.err, said), 0);
     return 0;
 }
+
+/* ---- settings the table does not know ---- */
+
+/* A DNPROF_ variable that is no setting (a typo) is said once, by name, and
+ * the program runs as it would (settings.def). */
+TEST(e2e_agent_unknown_setting) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_agent_unknown_setting"), 0);
+    char output[PATH_MAX + 32];
+    snprintf(output, sizeof output, DNP_ENV_OUTPUT "=%s", r.trace);
+    const char *said = "unknown setting DNPROF_SAMPEL ignored; dnprof env --list lists them";
+    ASSERT_EQ(run_exitcode(&r, "DNPROF_SAMPEL=cpu", output), 0);
+    ASSERT(program_unchanged(&r));
+    ASSERT(one_dnprof_line(&r, said));
+    dnp_trace *t = e2e_load(r.trace); /* it records all the same */
+    ASSERT_NE(t, NULL);
+    ASSERT_EQ(e2e_count(t, DNP_EV_SampleConfig), 0); /* and did not sample */
+    dnp_trace_free(t);
+
+    /* Under dnprof run: said once, through dnprof run. */
+    const char *bin = e2e_env("DNPROF_BIN");
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(bin != NULL && dll != NULL);
+    const char *argv[] = {bin, "run", "-o", r.trace, "--", e2e_dotnet(), dll, "exitcode", NULL};
+    const char *env[] = {"DNPROF_SAMPEL=cpu", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, env), 0);
+    ASSERT(program_unchanged(&r));
+    if (count_lines(r.err, said) != 1)
+        e2e_show_file("dnprof run stderr", r.err);
+    ASSERT_EQ(count_lines(r.err, said), 1);
+
+    /* A known setting is taken without a word. */
+    ASSERT_EQ(run_exitcode(&r, DNP_ENV_SAMPLE "=0", output), 0);
+    ASSERT(program_unchanged(&r));
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT_NE(err, NULL);
+    ASSERT_EQ(strstr(err, "dnprof:"), NULL);
+    free(err);
+    return 0;
+}
+
+/* dnprof env --list: every setting of the table, with its bounds and default. */
+TEST(e2e_env_list) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_env_list"), 0);
+    const char *args[] = {"env", "--list", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT_NE(out, NULL);
+    int missing = 0;
+    for (int i = 0; i < DNP_SET_COUNT; i++) {
+        char head[128];
+        snprintf(head, sizeof head, "%s (", dnp_settings[i].name);
+        if (!strstr(out, head) || !strstr(out, dnp_settings[i].help)) {
+            fprintf(stderr, "e2e: dnprof env --list lacks %s\n", dnp_settings[i].name);
+            missing++;
+        }
+    }
+    int rate = strstr(out, "DNPROF_SAMPLE_RATE (unsigned, 1-10000 Hz; default 100; read by agent)") != NULL;
+    if (missing || !rate)
+        e2e_show_file("dnprof env --list", r.out);
+    free(out);
+    ASSERT_EQ(missing, 0);
+    ASSERT(rate);
+    return 0;
+}

@@ -817,3 +817,70 @@ TEST(e2e_attach_messages_to_front_end) {
     ASSERT(!leaked);
     return 0;
 }
+
+/* issue 24 item 4: attach --alloc and --exceptions without --events record
+ * what they ask for and what it needs, not the default families: no gc events
+ * (on a server-GC service those are a heap walk after every GC). An explicit
+ * --events still wins: the control case records the GCs the rounds make. */
+static size_t gc_family_events(const dnp_trace *t) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->nevents; i++)
+        n += t->events[i].kind < DNP_EV_COUNT && dnp_events[t->events[i].kind].family == DNP_FAM_GC;
+    return n;
+}
+
+TEST(e2e_attach_modes_record_no_gc) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_attach_modes_record_no_gc"), 0);
+    static const struct {
+        const char *args[3];
+        int n, want_gc;
+        unsigned want_kind; /* what the mode records */
+    } cases[] = {
+        {{"--alloc", NULL, NULL}, 1, 0, DNP_EV_AllocSite},
+        {{"--exceptions", NULL, NULL}, 1, 0, DNP_EV_ExceptionDetails},
+        {{"--alloc", "--events", "default"}, 3, 1, DNP_EV_AllocSite},
+    };
+    const char *env[] = {"DOTNET_gcConcurrent=0", NULL}; /* so that an attached agent can have gc */
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        scen s;
+        ASSERT_EQ(scen_start(&s, &r, env), 0);
+        int ok = scen_expect(&s, "ready", 60000) == 0;
+        char trace[PATH_MAX], pidtext[32], line[32];
+        snprintf(trace, sizeof trace, "%s/modes%zu.trace", r.dir, c);
+        snprintf(pidtext, sizeof pidtext, "%d", (int)s.pid);
+        attaching a = {0};
+        ok = ok && attach_start(&a, &r, s.pid, trace, cases[c].n, cases[c].args) == 0;
+        for (int round = 0; round < 6 && ok; round++) { /* each collects garbage */
+            snprintf(line, sizeof line, "work %d", round);
+            char done[32];
+            snprintf(done, sizeof done, "done %d", round);
+            ok = scen_say(&s, line) == 0 && scen_expect(&s, done, 30000) == 0;
+        }
+        ok = ok && run_dnprof(&r, "detach", pidtext, NULL, NULL) == 0 && r.status == 0;
+        int status = -1;
+        if (a.pid > 0)
+            e2e_wait(a.pid, 60000, &status);
+        int code = ok ? scen_quit(&s) : -1;
+        scen_kill(&s);
+        ASSERT(ok);
+        ASSERT_EQ(status, 0);
+        ASSERT_EQ(code, 3);
+        dnp_trace *t = NULL;
+        char err[256];
+        ASSERT_EQ(dnp_trace_load(trace, &t, err, sizeof err), 0);
+        size_t gc = gc_family_events(t), gcs = e2e_count(t, DNP_EV_GarbageCollectionStarted);
+        size_t got = e2e_count(t, cases[c].want_kind);
+        fprintf(stderr, "e2e: attach %s%s%s: %zu events, %zu gc-family (%zu GCs), %zu of what it asked for\n",
+                cases[c].args[0], cases[c].n > 1 ? " --events " : "", cases[c].n > 1 ? cases[c].args[2] : "",
+                t->nevents, gc, gcs, got);
+        dnp_trace_free(t);
+        ASSERT_GE(got, 1);
+        if (cases[c].want_gc) {
+            ASSERT_GE(gcs, 6);
+        } else {
+            ASSERT_EQ(gc, 0);
+        }
+    }
+    return 0;
+}

@@ -70,10 +70,13 @@ TEST(agent_output_pid_template) {
 TEST(agent_flush_ms) {
     env(DNP_ENV_FLUSH_MS, "50");
     ASSERT_EQ(config_flush_ms(), 50);
+    /* A bad value is the table's default (said once). */
     env(DNP_ENV_FLUSH_MS, "-3");
-    ASSERT_EQ(config_flush_ms(), 0);
+    ASSERT_EQ(config_flush_ms(), dnp_setting_default(DNP_SET_FLUSH_MS));
     env(DNP_ENV_FLUSH_MS, "junk");
-    ASSERT_EQ(config_flush_ms(), 0);
+    ASSERT_EQ(config_flush_ms(), dnp_setting_default(DNP_SET_FLUSH_MS));
+    env(DNP_ENV_FLUSH_MS, "60000");
+    ASSERT_EQ(config_flush_ms(), dnp_setting_default(DNP_SET_FLUSH_MS));
     env(DNP_ENV_FLUSH_MS, NULL);
     ASSERT_EQ(config_flush_ms(), 0);
     return 0;

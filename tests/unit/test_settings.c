@@ -1,0 +1,128 @@
+/* test_settings.c: the table of DNPROF_ variables (settings.def): its one
+ * parser, its one message shape, and docs/settings.md, which shows every row
+ * as the table has it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "settings.h"
+#include "test.h"
+
+TEST(settings_parse_values) {
+    unsigned v;
+    ASSERT_EQ(dnp_setting_parse(DNP_SET_FLUSH_MS, "20", &v), 0);
+    ASSERT_EQ(v, 20);
+    ASSERT_EQ(dnp_setting_parse(DNP_SET_FLUSH_MS, NULL, &v), 0);
+    ASSERT_EQ(v, 50);
+    ASSERT_EQ(dnp_setting_parse(DNP_SET_FLUSH_MS, "60000", &v), -1);
+    ASSERT_EQ(v, 50);
+    ASSERT_EQ(dnp_setting_parse(DNP_SET_FLUSH_MS, "20ms", &v), -1);
+    ASSERT_EQ(dnp_setting_parse(DNP_SET_FLUSH_MS, "-5", &v), -1);
+    /* One bound of the sampling rate, for the front end and the agent. */
+    ASSERT_EQ(dnp_setting_parse(DNP_SET_SAMPLE_RATE, "10000", &v), 0);
+    ASSERT_EQ(dnp_setting_parse(DNP_SET_SAMPLE_RATE, "10001", &v), -1);
+    ASSERT_EQ(v, 100);
+    ASSERT_EQ(dnp_setting_parse(DNP_SET_SAMPLE, "wall", &v), 0);
+    ASSERT_EQ(v, 2);
+    ASSERT_EQ(dnp_setting_parse(DNP_SET_SAMPLE, "walls", &v), -1);
+    ASSERT_EQ(v, 1); /* cpu, as before the table */
+    ASSERT_EQ(dnp_setting_parse(DNP_SET_CALLS, "counts", &v), 0);
+    ASSERT_EQ(v, 4);
+    ASSERT_EQ(dnp_setting_parse(DNP_SET_CALLS, "bogus", &v), -1);
+    ASSERT_EQ(v, 1);
+    ASSERT_EQ(dnp_setting_parse(DNP_SET_ALLOC, "1", &v), 0);
+    ASSERT_EQ(v, 1);
+    ASSERT_EQ(dnp_setting_parse(DNP_SET_ALLOC, "", &v), 0);
+    ASSERT_EQ(v, 0);
+    ASSERT_EQ(dnp_setting_parse(DNP_SET_ALLOC, "yes", &v), -1);
+    ASSERT_EQ(v, 0);
+    char w[16];
+    ASSERT_STREQ(dnp_setting_word(DNP_SET_SAMPLE, 3, w, sizeof w), "suspend");
+    ASSERT_STREQ(dnp_setting_word(DNP_SET_SAMPLE, 9, w, sizeof w), "");
+    return 0;
+}
+
+TEST(settings_bad_value_message) {
+    char msg[512];
+    dnp_setting_bad_text(DNP_SET_FLUSH_MS, "abc", msg, sizeof msg);
+    ASSERT_STREQ(msg, "DNPROF_FLUSH_MS='abc' is not a period from 1 to 59999 ms; using 50 ms");
+    dnp_setting_bad_text(DNP_SET_CALLS, "bogus", msg, sizeof msg);
+    ASSERT_STREQ(msg, "DNPROF_CALLS='bogus' is not a calls mode (0, 1, args, timeline, counts); using 1");
+    return 0;
+}
+
+TEST(settings_find) {
+    ASSERT_EQ(dnp_setting_find("DNPROF_SAMPLE=cpu", 13), DNP_SET_SAMPLE);
+    ASSERT_EQ(dnp_setting_find("DNPROF_SAMPEL", 13), -1);
+    for (int i = 0; i < DNP_SET_COUNT; i++) {
+        ASSERT_EQ(strncmp(dnp_settings[i].name, "DNPROF_", 7), 0);
+        ASSERT_EQ(dnp_setting_find(dnp_settings[i].name, strlen(dnp_settings[i].name)), i);
+        unsigned v;
+        /* every default and every on_bad is a value of its own setting */
+        ASSERT_EQ(dnp_setting_parse(i, dnp_settings[i].def, &v), 0);
+        ASSERT_EQ(dnp_setting_parse(i, dnp_settings[i].on_bad, &v), 0);
+    }
+    return 0;
+}
+
+static char *read_doc(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    if (s)
+        s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* s with each '|' escaped for a Markdown table cell. */
+static const char *cell(const char *s, char *out, size_t cap) {
+    size_t n = 0;
+    for (; *s && n + 3 < cap; s++) {
+        if (*s == '|')
+            out[n++] = '\\';
+        out[n++] = *s;
+    }
+    out[n] = 0;
+    return out;
+}
+
+/* The row of docs/settings.md for setting i. */
+static void doc_row(int i, char *row, size_t cap) {
+    const dnp_setting *s = &dnp_settings[i];
+    char values[256], v[300], h[600];
+    dnp_setting_values(i, values, sizeof values);
+    snprintf(row, cap, "| `%s` | %s | %s | %s | %s | %s |\n", s->name, dnp_setting_type_words[s->type],
+             cell(values, v, sizeof v), *s->def ? s->def : "none", dnp_setting_reader_words[s->reader],
+             cell(s->help, h, sizeof h));
+}
+
+#ifdef DNPROF_SOURCE_DIR
+TEST(settings_docs_table) {
+    char *doc = read_doc(DNPROF_SOURCE_DIR "/docs/settings.md");
+    ASSERT_NE(doc, NULL);
+    int missing = 0, rows = 0;
+    for (int i = 0; i < DNP_SET_COUNT; i++) {
+        char row[1024];
+        doc_row(i, row, sizeof row);
+        if (!strstr(doc, row)) {
+            fprintf(stderr, "docs/settings.md lacks the row:\n%s", row);
+            missing++;
+        }
+    }
+    /* and no row the table does not have */
+    for (const char *p = doc; (p = strstr(p, "\n| `DNPROF_")) != NULL; p++)
+        rows++;
+    free(doc);
+    ASSERT_EQ(missing, 0);
+    ASSERT_EQ(rows, DNP_SET_COUNT);
+    return 0;
+}
+#endif
