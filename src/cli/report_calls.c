@@ -127,8 +127,9 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
         }
         fputc('\n', out);
         if (!ct->all_code)
-            fputs("note: recorded without --all-code: inlined methods and precompiled (ReadyToRun) methods "
-                  "are not seen; their time counts as their callers'\n",
+            fputs("note: recorded without --all-code: code the filter leaves out (by default the framework's) is "
+                  "not hooked, and its time counts as its callers'; hooked methods are kept from inlining "
+                  "and precompiled code, so their counts are exact\n",
                   out);
     }
     if (ct->sample_nodes) {
