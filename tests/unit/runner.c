@@ -77,6 +77,34 @@ void dnp_test_fail_str(const char *file, int line, const char *a, const char *op
     fputc('\n', stderr);
 }
 
+char *test_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *s = malloc(cap);
+    for (size_t got; s && (got = fread(s + n, 1, cap - n - 1, f)) > 0;) {
+        n += got;
+        if (n + 1 == cap) {
+            char *grown = realloc(s, cap * 2);
+            if (!grown) {
+                free(s);
+                s = NULL;
+                break;
+            }
+            s = grown;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (s) {
+        s[n] = 0;
+        if (len)
+            *len = n;
+    }
+    return s;
+}
+
 int main(int argc, char **argv) {
     const char *prefix = argc > 1 ? argv[1] : "";
     int ran = 0, failed = 0, skipped = 0;

@@ -157,4 +157,8 @@ void dnp_test_fail_str(const char *file, int line, const char *a, const char *op
 #define ASSERT_EQ_U64(a, b) ASSERT_EQ((uint64_t)(a), (uint64_t)(b))
 #define ASSERT_STR_EQ(a, b) ASSERT_STREQ(a, b)
 
+/* The whole file at path, NUL-terminated (runner.c); its length in *len when
+ * len is not NULL. NULL if it cannot be read. The caller frees it. */
+char *test_read_file(const char *path, size_t *len);
+
 #endif

@@ -5,27 +5,9 @@
 #include "test.h"
 #include "trace_format.h"
 
-static char *read_doc(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 TEST(trace_docs_event_table) {
     static const char *nest[] = {"", "start", "finish", "transition"};
-    char *doc = read_doc(DNPROF_SOURCE_DIR "/docs/trace-format.md");
+    char *doc = test_read_file(DNPROF_SOURCE_DIR "/docs/trace-format.md", NULL);
     ASSERT_NE(doc, NULL);
     for (int k = 0; k < DNP_EV_COUNT; k++) {
         const dnp_event_info *e = &dnp_events[k];

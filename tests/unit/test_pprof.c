@@ -21,16 +21,6 @@ static const char *tmp_path(const char *name) {
     return path[k];
 }
 
-static uint8_t *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    uint8_t *b = malloc(1 << 22);
-    *len = b ? fread(b, 1, 1 << 22, f) : 0;
-    fclose(f);
-    return b;
-}
-
 TEST(pprof_encode_roundtrip) {
     dnp_pprof_type types[2] = {{"samples", "count"}, {"alloc_space", "bytes"}};
     dnp_pprof *p = dnp_pprof_new(types, 2, &types[1], 102400);
@@ -72,7 +62,7 @@ TEST(pprof_encode_roundtrip) {
     ASSERT_EQ(dnp_pprof_write(p, f), 0);
     fclose(f);
     dnp_pprof_free(p);
-    uint8_t *gz = slurp(out, &len);
+    uint8_t *gz = (uint8_t *)test_read_file(out, &len);
     ASSERT(gz != NULL && len > 18 && gz[0] == 0x1f && gz[1] == 0x8b); /* gzip */
     ASSERT_EQ(pd_decode_gzip(gz, len, &pr), 0);
     ASSERT_EQ(pr.nsamples, 3);
@@ -112,7 +102,7 @@ TEST(pprof_calls_tree) {
     ASSERT_EQ(dnp_export_pprof(ct, fo, NULL), 0);
     fclose(fo);
     size_t len;
-    uint8_t *gz = slurp(out, &len);
+    uint8_t *gz = (uint8_t *)test_read_file(out, &len);
     pd_profile pr;
     ASSERT(gz != NULL && pd_decode_gzip(gz, len, &pr) == 0);
     ASSERT_STREQ(pd_str(&pr, pr.type[0]), "calls");
@@ -200,7 +190,7 @@ TEST(pprof_alloc_report_and_export) {
     ASSERT_NE(said, NULL);
     free(said);
     size_t len;
-    uint8_t *gz = slurp(out, &len);
+    uint8_t *gz = (uint8_t *)test_read_file(out, &len);
     pd_profile pr;
     ASSERT(gz != NULL && pd_decode_gzip(gz, len, &pr) == 0);
     ASSERT_STREQ(pd_str(&pr, pr.type[1]), "alloc_space");

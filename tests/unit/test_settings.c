@@ -64,24 +64,6 @@ TEST(settings_find) {
     return 0;
 }
 
-static char *read_doc(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 /* s with each '|' escaped for a Markdown table cell. */
 static const char *cell(const char *s, char *out, size_t cap) {
     size_t n = 0;
@@ -106,7 +88,7 @@ static void doc_row(int i, char *row, size_t cap) {
 
 #ifdef DNPROF_SOURCE_DIR
 TEST(settings_docs_table) {
-    char *doc = read_doc(DNPROF_SOURCE_DIR "/docs/settings.md");
+    char *doc = test_read_file(DNPROF_SOURCE_DIR "/docs/settings.md", NULL);
     ASSERT_NE(doc, NULL);
     int missing = 0, rows = 0;
     for (int i = 0; i < DNP_SET_COUNT; i++) {
