@@ -61,21 +61,6 @@ static pid_t wait_ready(const char *out_path, counts *c) {
     return -1;
 }
 
-static jv *run_json(e2e_run *r, const char *const args[]) {
-    if (e2e_dnprof(r, args) != 0 || r->status != 0) {
-        e2e_show_file("dnprof said", r->err);
-        return NULL;
-    }
-    size_t len;
-    char *text = e2e_read_file(r->out, &len);
-    char err[256];
-    jv *v = text ? json_parse(text, len, err, sizeof err) : NULL;
-    if (!v)
-        fprintf(stderr, "not JSON: %s\n", err);
-    free(text);
-    return v;
-}
-
 static const jv *type_of(const jv *report, const char *name) {
     const jv *types = json_get(report, "types");
     for (size_t i = 0; types && i < types->n; i++)
@@ -95,7 +80,7 @@ static const jv *type_of(const jv *report, const char *name) {
 /* The report agrees with what the program holds. */
 static int check_report(e2e_run *r, const char *snap, const counts *c) {
     const char *args[] = {"heap", "report", "--json", "--top", "0", snap, NULL};
-    jv *rep = run_json(r, args);
+    jv *rep = e2e_dnprof_json(r, args);
     ASSERT_NE(rep, NULL);
     EXPECT_COUNT(rep, "Scenarios.HeapListItem", c->list);
     EXPECT_COUNT(rep, "Scenarios.HeapChainNode", c->chain);
@@ -142,7 +127,7 @@ static int type_is(const jv *step, const char *want) {
  * want instances, every one reachable. */
 static jv *paths_of(e2e_run *r, const char *snap, const char *type, const char *max, long want) {
     const char *args[] = {"heap", "paths", "--json", "--max", max, "--type", type, snap, NULL};
-    jv *p = run_json(r, args);
+    jv *p = e2e_dnprof_json(r, args);
     if (p && ((uint64_t)json_num(p, "instances") != (uint64_t)want ||
               (uint64_t)json_num(p, "reachable") != (uint64_t)want)) {
         fprintf(stderr, "%s: %.0f instances, %.0f reachable, where %ld of each were expected\n", type,
@@ -212,7 +197,7 @@ static int check_paths(e2e_run *r, const char *snap, const counts *c) {
     /* the holder's array is in its field Items, each chain node in the previous one's Next */
     const char *hargs[] = {"heap", "paths", "--json", "--max", "1", "--type",
                            "Scenarios.HeapArrayItem[]", snap, NULL};
-    p = run_json(r, hargs);
+    p = e2e_dnprof_json(r, hargs);
     ASSERT_NE(p, NULL);
     const jv *steps = json_get(json_at(json_get(p, "paths"), 0), "steps");
     ASSERT(steps && steps->n >= 2);
@@ -223,7 +208,7 @@ static int check_paths(e2e_run *r, const char *snap, const counts *c) {
     json_free(p);
     const char *cargs[] = {"heap", "paths", "--json", "--max", "3", "--type",
                            "Scenarios.HeapChainNode", snap, NULL};
-    p = run_json(r, cargs);
+    p = e2e_dnprof_json(r, cargs);
     ASSERT_NE(p, NULL);
     steps = json_get(json_at(json_get(p, "paths"), 2), "steps");
     ASSERT(steps && steps->n >= 3);
@@ -632,7 +617,7 @@ TEST(e2e_heap_gcdump_agrees) {
     char *gtext = e2e_read_file(r.out, NULL);
     ASSERT(gtext);
     const char *rargs[] = {"heap", "report", "--json", "--top", "0", snap, NULL};
-    jv *rep = run_json(&r, rargs);
+    jv *rep = e2e_dnprof_json(&r, rargs);
     ASSERT_NE(rep, NULL);
     static const char *const mine[] = {"Scenarios.HeapListItem", "Scenarios.HeapChainNode",
                                        "Scenarios.HeapArrayItem", "Scenarios.HeapHolder",
@@ -670,7 +655,7 @@ TEST(e2e_heap_diff) {
     ASSERT(e2e_dnprof(&r, runa) == 0 && r.status == 0);
     ASSERT(e2e_dnprof(&r, runb) == 0 && r.status == 0);
     const char *args[] = {"heap", "diff", "--json", "--top", "0", a, b, NULL};
-    jv *d = run_json(&r, args);
+    jv *d = e2e_dnprof_json(&r, args);
     ASSERT_NE(d, NULL);
     const jv *li = type_of(d, "Scenarios.HeapListItem");
     const jv *cn = type_of(d, "Scenarios.HeapChainNode");
@@ -719,7 +704,7 @@ TEST(e2e_heap_devtools_loads) {
     const char *conv[] = {"convert", "--format", "heapsnapshot", "-o", hs, snap, NULL};
     ASSERT(e2e_dnprof(&r, conv) == 0 && r.status == 0);
     const char *rargs[] = {"heap", "report", "--json", "--top", "0", snap, NULL};
-    jv *rep = run_json(&r, rargs);
+    jv *rep = e2e_dnprof_json(&r, rargs);
     ASSERT_NE(rep, NULL);
     const char *argv[] = {node, "--experimental-websocket", script, hs, chromium, NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
