@@ -319,7 +319,7 @@ static const char *status_name(dnp_trace_status s) {
     return "?";
 }
 
-dnp_trace *e2e_load(const char *path) {
+static dnp_trace *load_checked(const char *path, int kind, size_t min) {
     struct stat st;
     if (stat(path, &st) != 0) {
         fprintf(stderr, "e2e: no trace at '%s' (%s): did the agent load?\n", path, strerror(errno));
@@ -331,9 +331,11 @@ dnp_trace *e2e_load(const char *path) {
         fprintf(stderr, "e2e: cannot load '%s' (%lld bytes): %s\n", path, (long long)st.st_size, err);
         return NULL;
     }
-    if (e2e_count(t, DNP_EV_Initialize) == 0 || t->nevents < E2E_MIN_EVENTS) {
-        fprintf(stderr, "e2e: '%s' was not recorded: %zu events, %zu Initialize, status %s %s\n", path,
-                t->nevents, e2e_count(t, DNP_EV_Initialize), status_name(t->status), t->status_text);
+    size_t n = kind < 0 ? t->nevents : e2e_count(t, (unsigned)kind);
+    if (e2e_count(t, DNP_EV_Initialize) == 0 || n < min) {
+        fprintf(stderr, "e2e: '%s' was not recorded: %zu events (%zu %s, %zu wanted), %zu Initialize, status %s %s\n",
+                path, t->nevents, n, kind < 0 ? "in all" : dnp_events[kind].name, min,
+                e2e_count(t, DNP_EV_Initialize), status_name(t->status), t->status_text);
         for (size_t i = 0; i < t->nnotes && i < 5; i++)
             fprintf(stderr, "  note: %s\n", t->notes[i].text);
         dnp_trace_free(t);
@@ -341,6 +343,10 @@ dnp_trace *e2e_load(const char *path) {
     }
     return t;
 }
+
+dnp_trace *e2e_load(const char *path) { return load_checked(path, -1, E2E_MIN_EVENTS); }
+
+dnp_trace *e2e_load_of(const char *path, unsigned kind, size_t min) { return load_checked(path, (int)kind, min); }
 
 int e2e_value_index(unsigned kind, unsigned field) {
     if (kind >= DNP_EV_COUNT || field >= dnp_events[kind].nfields)

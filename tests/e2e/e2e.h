@@ -91,6 +91,12 @@ void e2e_show_file(const char *what, const char *path);
  * NULL, with the reason on stderr, otherwise. */
 dnp_trace *e2e_load(const char *path);
 
+/* The same for a mode whose trace is aggregated (an --alloc trace holds one
+ * AllocSite per type and stack, not an event per allocation, so its length
+ * depends on how many threads the runtime started): it holds an Initialize
+ * event and at least min events of kind. */
+dnp_trace *e2e_load_of(const char *path, unsigned kind, size_t min);
+
 /* The index in ev->v of field number field of kind (entity fields take two). */
 int e2e_value_index(unsigned kind, unsigned field);
 

@@ -125,7 +125,7 @@ TEST(e2e_alloc_shares) {
     ASSERT_EQ(run_alloc(&r, NULL), 0);
     truth tr;
     ASSERT_EQ(read_truth(r.out, &tr), 0);
-    dnp_trace *t = e2e_load(r.trace);
+    dnp_trace *t = e2e_load_of(r.trace, DNP_EV_AllocSite, 2);
     ASSERT_NE(t, NULL);
     long cfg = -1;
     for (size_t i = 0; i < t->nevents && cfg < 0; i++)
@@ -290,7 +290,7 @@ static int check_older(const char *test, const char *env_name) {
         e2e_show_file("stderr", r.err);
         return -1;
     }
-    dnp_trace *t = e2e_load(r.trace);
+    dnp_trace *t = e2e_load_of(r.trace, DNP_EV_AllocSite, 2);
     if (!t)
         return -1;
     int source = 0;

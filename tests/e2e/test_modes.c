@@ -17,8 +17,9 @@ static size_t gc_family_events(const dnp_trace *t) {
     return n;
 }
 
-/* dnprof run FLAGS -o trace -- dotnet Scenarios.dll ARGS; the trace loaded. */
-static dnp_trace *run_flags(e2e_run *r, const char *const flags[], const char *const args[]) {
+/* dnprof run FLAGS -o trace -- dotnet Scenarios.dll ARGS; the trace loaded,
+ * holding at least one event of want_kind. */
+static dnp_trace *run_flags(e2e_run *r, const char *const flags[], const char *const args[], unsigned want_kind) {
     const char *bin = e2e_env("DNPROF_BIN"), *dll = e2e_env("DNPROF_SCENARIOS");
     if (!bin || !dll)
         return NULL;
@@ -40,11 +41,11 @@ static dnp_trace *run_flags(e2e_run *r, const char *const flags[], const char *c
         e2e_show_file("dnprof run stderr", r->err);
         return NULL;
     }
-    return e2e_load(r->trace);
+    return e2e_load_of(r->trace, want_kind, 1);
 }
 
 static int check(e2e_run *r, const char *const flags[], const char *const args[], unsigned want_kind, int want_gc) {
-    dnp_trace *t = run_flags(r, flags, args);
+    dnp_trace *t = run_flags(r, flags, args, want_kind);
     ASSERT_NE(t, NULL);
     size_t gc = gc_family_events(t), gcs = e2e_count(t, DNP_EV_GarbageCollectionStarted);
     size_t got = e2e_count(t, want_kind);
