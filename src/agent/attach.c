@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "attach_blob.h"
+#include "settings.h"
 #include "callbacks.h"
 #include "catchup.h"
 #include "control.h"
@@ -62,6 +63,8 @@ static HRESULT initialize(IUnknown *unk, const dnp_attach_blob *blob) {
     cfg.exc_stacks = blob->exc_stacks != 0; /* not the target's environment */
     cfg.sample = (int)blob->sample;
     cfg.sample_rate = blob->sample_rate;
+    cfg.locks = (int)blob->locks;
+    cfg.lock_slice_us = dnp_setting_default(DNP_SET_LOCKS_SLICE_US);
     g_trigger_pid = blob->trigger_pid;
     HRESULT hr = agent_start(unk, &cfg, 1);
     if (FAILED(hr)) {

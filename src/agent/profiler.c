@@ -22,6 +22,7 @@
 #include "heap.h"
 #include "exceptions.h"
 #include "alloc_sampling.h"
+#include "locks.h"
 #include "eventpipe.h"
 #include "sampler.h"
 #include "session.h"
@@ -107,6 +108,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     exceptions_configure(cfg, &mask, &high);
     ep_reset();
     alloc_configure(cfg, &mask, &high);
+    locks_configure(cfg, &mask, &high);
     sampler_configure(cfg, &mask, &high);
     names_init();
     say_session_line("trace", cfg->output);

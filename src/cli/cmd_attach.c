@@ -53,6 +53,9 @@ static void attach_help(void) {
           "      --alloc           sampled allocations by type and call path, through the\n"
           "                        runtime's own sampling (cheap; dnprof report --alloc);\n"
           "                        without --events, with the threads' names only\n"
+          "      --locks           lock contention: time waited by waiting stack, locked\n"
+          "                        type and owner thread, and (.NET 9+) WaitHandle waits\n"
+          "                        (dnprof report --locks, docs/waits.md)\n"
           "      --sample[=MODE]   sample every thread's stack, HZ times a second, without\n"
           "                        stopping the runtime (docs/sampling.md); MODE cpu (the\n"
           "                        default), wall or suspend; read with dnprof report\n"
@@ -158,6 +161,7 @@ typedef struct attach_opts {
     uint64_t flush_ms, timeout_s;
     int quiet;
     int alloc;             /* --alloc: sampled allocations */
+    int locks;             /* --locks: lock contention */
     int exceptions;        /* --exceptions: stories, with a stack at each throw */
     int sample;            /* --sample: 0 off, 1 cpu, 2 wall, 3 suspend */
     uint64_t sample_rate;  /* --rate, 0 for the default */
@@ -176,14 +180,14 @@ static const struct {
 };
 #define NSTARTUP (sizeof startup_only / sizeof startup_only[0])
 
-enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_ALLOC, OPT_EXCEPTIONS, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL,
+enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_ALLOC, OPT_EXCEPTIONS, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL, OPT_LOCKS,
        OPT_STARTUP_ONLY = 512 };
 
 static const struct option attach_options[] = {
     {"events", required_argument, NULL, 'e'},   {"output", required_argument, NULL, 'o'},
     {"duration", required_argument, NULL, 'd'}, {"flush-ms", required_argument, NULL, OPT_FLUSH},
     {"timeout", required_argument, NULL, OPT_TIMEOUT}, {"alloc", no_argument, NULL, OPT_ALLOC},
-    {"exceptions", no_argument, NULL, OPT_EXCEPTIONS},
+    {"exceptions", no_argument, NULL, OPT_EXCEPTIONS}, {"locks", no_argument, NULL, OPT_LOCKS},
     {"sample", optional_argument, NULL, OPT_SAMPLE}, {"rate", required_argument, NULL, OPT_RATE},
     {"cpu", no_argument, NULL, OPT_CPU},        {"wall", no_argument, NULL, OPT_WALL},
     {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
@@ -222,6 +226,7 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
                                    optarg);
             break;
         case OPT_ALLOC: o->alloc = 1; break;
+        case OPT_LOCKS: o->locks = 1; break;
         case OPT_EXCEPTIONS: o->exceptions = 1; break;
         case OPT_SAMPLE: {
             unsigned mode = o->sample ? (unsigned)o->sample : 1;
@@ -273,8 +278,8 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
                                      "program (dnprof attach --sample)");
     /* As dnprof run's modes: a flag records what it asks for and what that
      * needs, never the default families (their gc heap walk) by surprise. */
-    if ((o->sample || o->alloc) && !o->events)
-        o->events = "threads"; /* the threads' names; alloc sites carry their own */
+    if ((o->sample || o->alloc || o->locks) && !o->events)
+        o->events = "threads"; /* the threads' names (lock owners); alloc sites carry their own */
     if (o->exceptions) {
         /* As dnprof run --exceptions: the exception events, the threads' names,
          * and the stacks, which the agent takes from the blob. */
@@ -319,6 +324,7 @@ static int request_attach(const attach_opts *o, const ipc_proc *proc, const char
     snprintf(blob->output, sizeof blob->output, "%s", out_abs);
     blob->flush_ms = (uint32_t)o->flush_ms;
     blob->alloc = (uint32_t)o->alloc;
+    blob->locks = (uint32_t)o->locks;
     blob->exc_stacks = (uint32_t)o->exceptions;
     blob->sample = (uint32_t)o->sample;
     blob->sample_rate = (uint32_t)o->sample_rate;
@@ -401,6 +407,8 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
                  (unsigned long long)(o->sample_rate ? o->sample_rate : dnp_setting_default(DNP_SET_SAMPLE_RATE)));
     if (o->alloc)
         snprintf(what + strlen(what), sizeof what - strlen(what), ", sampled allocations");
+    if (o->locks)
+        snprintf(what + strlen(what), sizeof what - strlen(what), ", lock contention");
     fprintf(stderr, "dnprof: attached to pid %d (%s): recording %s%s into %s", (int)o->pid, proc->comm, fams,
             what, cli_short_path(out_abs));
     if (o->duration_ms >= 0)

@@ -55,6 +55,10 @@ static void run_help(void) {
           "                      per 100 KiB; cheap enough for production; read them with\n"
           "                      dnprof report --alloc, dnprof convert); without --events,\n"
           "                      with the threads' names only (no gc events, no heap walk)\n"
+          "      --locks         lock contention: the time threads waited for locks, by\n"
+          "                      waiting stack, locked type and owner thread, and (.NET 9+)\n"
+          "                      waits on WaitHandles; cheap enough for production (read\n"
+          "                      with dnprof report --locks, dnprof convert; docs/waits.md)\n"
           "      --sample[=MODE] sample the stacks of every thread, HZ times a second, with\n"
           "                      signals and no stop of the runtime (docs/sampling.md); MODE\n"
           "                      cpu (the default: by CPU time used), wall (by elapsed time,\n"
@@ -197,6 +201,7 @@ typedef struct run_opts {
     const char *events, *output, *flush_ms;
     const char *sample, *rate;                /* --sample[=MODE], --cpu, --wall; --rate */
     int exceptions, alloc, quiet;
+    int locks;                                /* --locks */
     int calls, all_code;                      /* calls: 0, 1 --calls, 2 --timeline, 3 --args, 4 --calls=counts */
     char include[1024], exclude[1024];
     const char *heap_at, *heap_output;        /* heap snapshot (docs/heap.md) */
@@ -221,6 +226,7 @@ static int exceptions_asked(const run_opts *o) { return o->exceptions; }
 static int alloc_asked(const run_opts *o) { return o->alloc; }
 static int calls_asked(const run_opts *o) { return o->calls != 0; }
 static int heap_asked(const run_opts *o) { return o->heap_at != NULL; }
+static int locks_asked(const run_opts *o) { return o->locks; }
 
 static int sample_apply(run_opts *o) {
     unsigned hz = dnp_setting_default(DNP_SET_SAMPLE_RATE);
@@ -241,6 +247,11 @@ static int exceptions_apply(run_opts *o) {
 static int alloc_apply(run_opts *o) {
     (void)o;
     return cli_setting_set(DNP_SET_ALLOC, "1") ? 1 : 0;
+}
+
+static int locks_apply(run_opts *o) {
+    (void)o;
+    return cli_setting_set(DNP_SET_LOCKS, "1") ? 1 : 0;
 }
 
 static int calls_apply(run_opts *o) {
@@ -275,6 +286,7 @@ static const run_mode run_modes[] = {
     {"alloc", alloc_asked, "threads", NULL, alloc_apply},             /* sites carry their names */
     {"calls", calls_asked, "default,-gc", NULL, calls_apply},
     {"heap", heap_asked, NULL, "gc", heap_apply},
+    {"locks", locks_asked, "threads", NULL, locks_apply},             /* the owners' and waiters' names */
 };
 #define NMODES (sizeof run_modes / sizeof run_modes[0])
 
@@ -336,6 +348,7 @@ static int add_pattern(run_opts *o, int include, const char *pat) {
 
 enum { OPT_FLUSH = 256, OPT_EXCEPTIONS = 300, OPT_CALLS = 320, OPT_TIMELINE, OPT_ARGS, OPT_INCLUDE, OPT_EXCLUDE,
        OPT_ALL_CODE, OPT_ALLOC = 340, OPT_HEAP_AT, OPT_HEAP_OUTPUT, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL,
+       OPT_LOCKS = 360,
        OPT_HELP_ASKED = 1000 };
 
 /* One option into o: 0, or an exit code. */
@@ -357,6 +370,7 @@ static int take_option(run_opts *o, int c, char **argv) {
     case OPT_EXCLUDE: return add_pattern(o, c == OPT_INCLUDE, optarg);
     case OPT_ALL_CODE: o->all_code = 1; return 0;
     case OPT_ALLOC: o->alloc = 1; return 0;
+    case OPT_LOCKS: o->locks = 1; return 0;
     case OPT_HEAP_AT:
         if (strcmp(optarg, "exit") != 0)
             return usage_error("run", "--heap-at takes exit (a snapshot as the program ends), "
@@ -388,7 +402,7 @@ static int parse_run_options(int argc, char **argv, run_opts *o) {
         {"calls", optional_argument, NULL, OPT_CALLS}, {"timeline", no_argument, NULL, OPT_TIMELINE},
         {"args", no_argument, NULL, OPT_ARGS}, {"include", required_argument, NULL, OPT_INCLUDE},
         {"exclude", required_argument, NULL, OPT_EXCLUDE}, {"all-code", no_argument, NULL, OPT_ALL_CODE},
-        {"alloc", no_argument, NULL, OPT_ALLOC},
+        {"alloc", no_argument, NULL, OPT_ALLOC},        {"locks", no_argument, NULL, OPT_LOCKS},
         {"heap-at", required_argument, NULL, OPT_HEAP_AT},
         {"heap-output", required_argument, NULL, OPT_HEAP_OUTPUT},
         {"sample", optional_argument, NULL, OPT_SAMPLE}, {"rate", required_argument, NULL, OPT_RATE},

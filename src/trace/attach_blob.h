@@ -34,6 +34,8 @@ enum {
     /* sampling (dnprof attach --sample, docs/sampling.md) */
     DNP_BLOB_SAMPLE = 8,      /* u32: agent_config.sample (1 cpu, 2 wall, 3 suspend) */
     DNP_BLOB_SAMPLE_RATE = 9, /* u32: samples per second per thread */
+    /* lock contention (dnprof attach --locks, docs/waits.md) */
+    DNP_BLOB_LOCKS = 10,      /* u32: agent_config.locks (1 contention and waits, 2 contention only) */
 };
 
 #define DNP_BLOB_EVENTS_MAX 1024
@@ -67,6 +69,8 @@ typedef struct dnp_attach_blob {
     /* sampling */
     uint32_t sample;      /* 0: off */
     uint32_t sample_rate; /* 0: the default */
+    /* lock contention */
+    uint32_t locks;       /* 0: off */
 } dnp_attach_blob;
 
 /* Encodes b into buf. Returns the blob's size, or -1 when a string is too long

@@ -1,0 +1,369 @@
+/* locks.c: lock contention and waits by waiting stack (locks.h, docs/waits.md).
+ *
+ * Payloads (dotnet/runtime src/coreclr/vm/ClrEtwAll.man, little-endian, packed):
+ *   ContentionStart (81) V1: u8 ContentionFlags, u16 ClrInstanceID
+ *                        V2 (.NET 8+): then ptr LockID, ptr AssociatedObjectID,
+ *                        u64 LockOwnerThreadID
+ *   ContentionStop (91)  V0: u8 ContentionFlags, u16 ClrInstanceID
+ *                        V1: then double DurationNs
+ *   WaitHandleWaitStart (301, .NET 9+, verbose): u8 WaitSource (0 unknown,
+ *                        1 Monitor.Wait), ptr AssociatedObjectID, u16 ClrInstanceID
+ *   WaitHandleWaitStop (302): u16 ClrInstanceID
+ *
+ * Both halves of a wait come on the waiting thread: the start keeps its stack,
+ * type and owner in a __thread slot, the stop adds the wait up. No malloc, no
+ * lock on the way but the striped table's spin lock at the stop.
+ *
+ * Which lock: a Monitor's contention is raised by the runtime's native lock
+ * (AwareLock) in cooperative mode, so the locked object (AssociatedObjectID)
+ * cannot move during the callback and is named (GetClassFromObject, names.c).
+ * A System.Threading.Lock's, and every WaitHandle wait, is raised from managed
+ * code through a QCall (NativeRuntimeEventSource), in preemptive mode: a GC may
+ * move the object under the callback, so it is not read; the innermost managed
+ * frame tells the two apart (a thread's cache by stack). */
+#include "locks.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "agent.h"
+#include "callbacks.h"
+#include "eventpipe.h"
+#include "names.h"
+#include "recorder.h"
+#include "stack.h"
+
+#define EVENT_CONTENTION_START 81u
+#define EVENT_CONTENTION_STOP 91u
+#define EVENT_WAIT_START 301u
+#define EVENT_WAIT_STOP 302u
+#define COR_PRF_ENABLE_STACK_SNAPSHOT 0x10000000u
+
+enum { KIND_MONITOR = 0, KIND_LOCK = 1, KIND_WAIT_HANDLE = 2, KIND_MONITOR_WAIT = 3 };
+
+#define SLICES_PER_SECOND 1000u
+
+/* Aggregation, as alloc_sampling.c's: striped tables, a thread using one,
+ * written out when a second old or FLUSH_WAITS waits full, when a key finds no
+ * room near its place, and all at stop and exit. Bounded: AGG_TABLES * AGG_SLOTS. */
+#define AGG_TABLES 64
+#define AGG_SLOTS 256
+#define AGG_PROBES 8
+#define FLUSH_WAITS 4096
+#define FLUSH_NS 1000000000ull
+
+typedef struct agg_slot {
+    uint32_t stack, type, kind, used;
+    uint64_t owner, count, wait_ns, max_ns;
+} agg_slot;
+
+typedef struct agg_table {
+    atomic_flag lock;
+    unsigned pending;
+    uint64_t last_flush;
+    agg_slot s[AGG_SLOTS];
+} agg_table;
+
+static agg_table g_agg[AGG_TABLES];
+static atomic_uint g_next_table;
+static __thread int t_table = -1;
+
+static int g_mode;             /* 1 contention and waits, 2 contention only */
+static int g_major;            /* the runtime's major version */
+static uint64_t g_slice_ns;    /* a wait this long is also a LockWait */
+static atomic_uint g_gen;      /* a new session: per-thread caches and pending waits are stale */
+static atomic_uint g_start_version;
+static atomic_uint_fast64_t g_waits, g_slices, g_dropped, g_unmatched;
+static atomic_uint_fast64_t g_slice_second;
+static atomic_uint g_slice_count;
+
+/* A wait begun and not ended on this thread. */
+typedef struct pending {
+    uint64_t start, owner;
+    uint32_t stack, type, kind;
+    uint32_t on; /* 1 waiting, 2 a wait inside a contention (left to it) */
+} pending;
+
+static __thread pending t_contention, t_wait;
+static __thread unsigned t_gen;
+static __thread uint32_t t_lock_type; /* "System.Threading.Lock" */
+
+#define PATH_SLOTS 256
+#define TYPE_SLOTS 64
+/* by stack string number: raised from managed code (1), or by the runtime (2) */
+static __thread struct {
+    uint32_t stack, how;
+} t_paths[PATH_SLOTS];
+static __thread struct {
+    uint64_t class_id;
+    unsigned epoch;
+    uint32_t sid;
+} t_types[TYPE_SLOTS];
+
+static int runtime_major(void) {
+    USHORT id = 0, major = 0, minor = 0, build = 0, qfe = 0;
+    COR_PRF_RUNTIME_TYPE type = 0;
+    ULONG len = 0;
+    if (FAILED(INFO_CALL(GetRuntimeInformation, &id, &type, &major, &minor, &build, &qfe, 0, &len, NULL)))
+        return 0;
+    return major;
+}
+
+static void on_event(const ep_event *e);
+static void on_started(void);
+
+static ep_consumer g_consumer = {"lock contention", 0, 0, on_event, on_started, locks_flush_all};
+
+void locks_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
+    if (!cfg->locks)
+        return;
+    g_mode = cfg->locks;
+    g_major = runtime_major();
+    g_slice_ns = (uint64_t)cfg->lock_slice_us * 1000u;
+    int waits = g_mode == 1 && g_major >= 9; /* WaitHandleWaitStart/Stop: .NET 9+, verbose only */
+    g_consumer.keywords = EP_KEYWORD_CONTENTION | (waits ? EP_KEYWORD_WAIT_HANDLE : 0);
+    g_consumer.level = waits ? COR_PRF_EVENTPIPE_VERBOSE : COR_PRF_EVENTPIPE_INFORMATIONAL;
+    if (ep_want(&g_consumer, mask_high) == 0)
+        *mask |= COR_PRF_ENABLE_STACK_SNAPSHOT; /* the waiting stacks */
+}
+
+static void on_started(void) {
+    atomic_fetch_add(&g_gen, 1); /* string numbers are the trace's: cached ones belong to an old one */
+    atomic_store(&g_start_version, 0);
+    atomic_store(&g_waits, 0);
+    atomic_store(&g_slices, 0);
+    atomic_store(&g_dropped, 0);
+    atomic_store(&g_unmatched, 0);
+    REC(LockConfig, (uint64_t)g_major, (uint64_t)g_mode, g_slice_ns);
+}
+
+static void table_lock(agg_table *t) {
+    while (atomic_flag_test_and_set_explicit(&t->lock, memory_order_acquire)) {
+    }
+}
+
+static void table_unlock(agg_table *t) {
+    atomic_flag_clear_explicit(&t->lock, memory_order_release);
+}
+
+/* Writes out a locked table's sums and empties it. */
+static void table_flush(agg_table *t, uint64_t now) {
+    for (unsigned i = 0; i < AGG_SLOTS; i++) {
+        agg_slot *a = &t->s[i];
+        if (!a->used)
+            continue;
+        REC(LockSite, a->stack, a->type, a->owner, a->kind, a->count, a->wait_ns, a->max_ns);
+        memset(a, 0, sizeof *a);
+    }
+    t->pending = 0;
+    t->last_flush = now;
+}
+
+void locks_flush_all(void) {
+    uint64_t now = recorder_now();
+    for (unsigned i = 0; i < AGG_TABLES; i++) {
+        agg_table *t = &g_agg[i];
+        table_lock(t);
+        if (t->pending)
+            table_flush(t, now);
+        table_unlock(t);
+    }
+    REC(LockStats, atomic_load(&g_start_version), atomic_load(&g_waits), atomic_load(&g_slices),
+        atomic_load(&g_dropped), atomic_load(&g_unmatched));
+}
+
+static void aggregate(const pending *p, uint64_t wait_ns) {
+    if (t_table < 0)
+        t_table = (int)(atomic_fetch_add(&g_next_table, 1) % AGG_TABLES);
+    agg_table *t = &g_agg[t_table];
+    uint64_t h = ((uint64_t)p->stack * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)p->type * 0xc2b2ae3d27d4eb4full) ^
+                 (p->owner * 0x165667b19e3779f9ull) ^ p->kind;
+    unsigned at = (unsigned)(h >> 32) & (AGG_SLOTS - 1);
+    uint64_t now = recorder_now();
+    table_lock(t);
+    agg_slot *a = NULL;
+    for (int round = 0; round < 2 && !a; round++) {
+        for (unsigned i = 0; i < AGG_PROBES; i++) {
+            agg_slot *c = &t->s[(at + i) & (AGG_SLOTS - 1)];
+            if (!c->used || (c->stack == p->stack && c->type == p->type && c->owner == p->owner && c->kind == p->kind)) {
+                a = c;
+                break;
+            }
+        }
+        if (!a)
+            table_flush(t, now); /* no room near: out with all of it */
+    }
+    if (a) {
+        a->used = 1;
+        a->stack = p->stack;
+        a->type = p->type;
+        a->owner = p->owner;
+        a->kind = p->kind;
+        a->count++;
+        a->wait_ns += wait_ns;
+        if (wait_ns > a->max_ns)
+            a->max_ns = wait_ns;
+        t->pending++;
+    }
+    if (!t->last_flush)
+        t->last_flush = now;
+    if (t->pending >= FLUSH_WAITS || now - t->last_flush >= FLUSH_NS)
+        table_flush(t, now);
+    table_unlock(t);
+}
+
+/* A long wait on its own, for the timeline: at most SLICES_PER_SECOND a second
+ * (the rest are in the sums only, and counted). */
+static void slice(const pending *p, uint64_t wait_ns, uint64_t now) {
+    if (wait_ns < g_slice_ns)
+        return;
+    uint64_t second = now / 1000000000ull;
+    uint_fast64_t seen = atomic_load_explicit(&g_slice_second, memory_order_relaxed);
+    if (seen != second && atomic_compare_exchange_strong(&g_slice_second, &seen, second))
+        atomic_store(&g_slice_count, 0);
+    if (atomic_fetch_add(&g_slice_count, 1) >= SLICES_PER_SECOND) {
+        atomic_fetch_add(&g_dropped, 1);
+        return;
+    }
+    atomic_fetch_add(&g_slices, 1);
+    REC(LockWait, p->stack, p->type, p->owner, p->kind, wait_ns);
+}
+
+/* 1 when the innermost managed frame is the runtime's managed event source (the
+ * event was raised from managed code: preemptive mode), 2 when it is not, 0
+ * when the stack cannot be told. Cached per thread by stack. */
+static unsigned raised_from(uint32_t stack, int *in_monitor) {
+    unsigned slot = (stack * 2654435761u >> 24) & (PATH_SLOTS - 1);
+    *in_monitor = 0;
+    if (stack && t_paths[slot].stack == stack)
+        return t_paths[slot].how & 3;
+    stack_snapshot s;
+    if (!stack || stack_take(&s) != 0 || !s.n)
+        return 0;
+    char text[1024];
+    names_function_text(s.f[0], text, sizeof text);
+    unsigned how = strncmp(text, "System.Diagnostics.Tracing.NativeRuntimeEventSource::", 53) == 0 ? 1 : 2;
+    for (unsigned i = 0; i < s.n && i < 12 && how == 1 && !*in_monitor; i++) {
+        names_function_text(s.f[i], text, sizeof text);
+        *in_monitor = strncmp(text, "System.Threading.Monitor::", 26) == 0;
+    }
+    t_paths[slot].stack = stack;
+    t_paths[slot].how = how | (unsigned)*in_monitor << 2;
+    return how;
+}
+
+/* The name of the object's class, read only from a callback in cooperative
+ * mode (how == 2); cached per thread by ClassID with names.c's class epoch. */
+static uint32_t object_type(uint64_t object) {
+    ClassID cid = 0;
+    if (!object || FAILED(INFO_CALL(GetClassFromObject, (ObjectID)object, &cid)) || !cid)
+        return 0;
+    unsigned slot = (unsigned)((cid >> 4) ^ (cid >> 12)) & (TYPE_SLOTS - 1);
+    unsigned epoch = names_epoch(NAMES_CLASS);
+    if (t_types[slot].class_id == cid && t_types[slot].epoch == epoch && t_types[slot].sid)
+        return t_types[slot].sid;
+    uint32_t sid = names_get(NAMES_CLASS, cid, 1);
+    t_types[slot].class_id = cid;
+    t_types[slot].epoch = epoch;
+    t_types[slot].sid = sid;
+    return sid;
+}
+
+static void contention_start(const ep_event *e) {
+    ep_reader r = ep_read(e);
+    ep_get(&r, 1);
+    ep_get(&r, 2);
+    uint64_t object = 0, owner = 0;
+    if (e->version >= 2) {
+        ep_get_ptr(&r); /* LockID: the runtime's own (an AwareLock, a Lock's wait handle) */
+        object = ep_get_ptr(&r);
+        owner = ep_get(&r, 8);
+        if (r.bad)
+            object = owner = 0;
+    }
+    unsigned v = atomic_load_explicit(&g_start_version, memory_order_relaxed);
+    while (e->version > v && !atomic_compare_exchange_weak(&g_start_version, &v, e->version)) {
+    }
+    pending *p = &t_contention;
+    p->stack = stack_sid_here(e->nframes, e->frames);
+    int in_monitor = 0;
+    unsigned how = raised_from(p->stack, &in_monitor);
+    p->kind = how == 1 && !in_monitor ? KIND_LOCK : KIND_MONITOR;
+    if (how == 2)
+        p->type = object_type(object);
+    else if (p->kind == KIND_LOCK) /* its AssociatedObjectID is the Lock itself */
+        p->type = t_lock_type ? t_lock_type : (t_lock_type = rec_string("System.Threading.Lock", 21));
+    else
+        p->type = 0;
+    p->owner = owner;
+    p->on = 1;
+    p->start = recorder_now();
+}
+
+static void wait_start(const ep_event *e) {
+    ep_reader r = ep_read(e);
+    uint64_t source = ep_get(&r, 1);
+    pending *p = &t_wait;
+    if (t_contention.on) { /* the lock's own wait (Monitor.Enter_Slowpath on .NET 10): counted as contention */
+        p->on = 2;
+        return;
+    }
+    p->stack = stack_sid_here(e->nframes, e->frames);
+    p->kind = source == 1 ? KIND_MONITOR_WAIT : KIND_WAIT_HANDLE;
+    p->type = 0; /* raised from managed code: the object is not read */
+    p->owner = 0;
+    p->on = 1;
+    p->start = recorder_now();
+}
+
+static void stop(pending *p, uint64_t runtime_ns) {
+    uint64_t now = recorder_now();
+    if (p->on != 1) {
+        if (!p->on)
+            atomic_fetch_add_explicit(&g_unmatched, 1, memory_order_relaxed);
+        p->on = 0;
+        return;
+    }
+    p->on = 0;
+    uint64_t wait_ns = runtime_ns ? runtime_ns : now - p->start;
+    atomic_fetch_add_explicit(&g_waits, 1, memory_order_relaxed);
+    aggregate(p, wait_ns);
+    slice(p, wait_ns, now);
+}
+
+static void on_event(const ep_event *e) {
+    unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
+    if (t_gen != gen) {
+        memset(&t_contention, 0, sizeof t_contention);
+        memset(&t_wait, 0, sizeof t_wait);
+        memset(t_paths, 0, sizeof t_paths);
+        memset(t_types, 0, sizeof t_types);
+        t_lock_type = 0;
+        t_gen = gen;
+    }
+    switch (e->id) {
+    case EVENT_CONTENTION_START: contention_start(e); break;
+    case EVENT_CONTENTION_STOP: {
+        uint64_t ns = 0;
+        if (e->version >= 1) {
+            ep_reader r = ep_read(e);
+            ep_get(&r, 3);
+            uint64_t bits = ep_get(&r, 8);
+            double d;
+            memcpy(&d, &bits, sizeof d);
+            ns = !r.bad && d > 0 && d < 1e18 ? (uint64_t)d : 0;
+        }
+        stop(&t_contention, ns);
+        break;
+    }
+    case EVENT_WAIT_START:
+        if (g_mode == 1)
+            wait_start(e);
+        break;
+    case EVENT_WAIT_STOP:
+        if (g_mode == 1)
+            stop(&t_wait, 0);
+        break;
+    default: break;
+    }
+}

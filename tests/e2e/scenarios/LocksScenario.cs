@@ -1,0 +1,253 @@
+// LocksScenario: threads that contend on one lock with known hold times and
+// measure their own waits, for lock contention (dnprof run/attach --locks).
+//
+//   dotnet Scenarios.dll locks [monitor|lock|both|none|bench] [THREADS] [ROUNDS] [HOLD_US] [wait FILE]
+//
+// monitor: THREADS threads (default 4) take one Gate object ROUNDS times each
+// (default 100) with `lock`, holding it HOLD_US microseconds (default 1000,
+// a sleep); lock: the same on a System.Threading.Lock; both (the default): one
+// then the other; none: one thread takes a lock many times and never contends.
+// Each acquisition first tries Monitor.TryEnter (Lock.TryEnter); when that fails
+// the acquisition is contended, and the thread times its wait (a Stopwatch around
+// the lock statement). It prints, per kind:
+//   monitor waited_ns=N contended=C long=L threads=T owners=tid,tid,...
+// where waited_ns sums the contended waits, long counts those of 200 us or more
+// (too long for the runtime's spinning to have taken the lock: the runtime
+// raised ContentionStart for each), and owners the OS thread ids (gettid) of
+// the threads that held the lock. "bench": THREADS threads contend for SECONDS
+// (ROUNDS) on a lock held ~HOLD_US of busy work, and print the contended
+// acquisitions per second and the process CPU time ("cpu ms=", for
+// bench/bench_locks.c). With "wait FILE" it prints "ready" first and waits up to
+// 60 s for FILE; after the work it prints "done" and, when FILE.after is
+// given by the test (the attach test), waits for it and contends once more,
+// printing "after ok" (the program carries on after a detach).
+using System;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.IO;
+using System.Linq;
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+using System.Threading;
+
+namespace Scenarios;
+
+public static class LocksScenario
+{
+    public sealed class Gate
+    {
+        public long Count;
+    }
+
+    [DllImport("libc", EntryPoint = "gettid")]
+    private static extern int GetTid();
+
+    // Added to with Interlocked only: no lock of the scenario's own but the one it contends on.
+    private sealed class Tally
+    {
+        public long WaitedTicks, Contended, Long, Acquired;
+        public readonly int[] Owners = new int[256];
+        public int NOwners;
+
+        public void Owner(int tid) => Owners[Interlocked.Increment(ref NOwners) - 1] = tid;
+    }
+
+    private static readonly long LongTicks = Stopwatch.Frequency / 5000; // 200 us
+
+    private static void Hold(int holdUs)
+    {
+        if (holdUs >= 1000)
+        {
+            Thread.Sleep(holdUs / 1000);
+            return;
+        }
+        var sw = Stopwatch.StartNew();
+        while (sw.ElapsedTicks * 1_000_000 / Stopwatch.Frequency < holdUs)
+            Thread.SpinWait(20);
+    }
+
+    private static void Count(Tally t, long ticks, bool contended)
+    {
+        Interlocked.Increment(ref t.Acquired);
+        if (!contended)
+            return;
+        Interlocked.Increment(ref t.Contended);
+        Interlocked.Add(ref t.WaitedTicks, ticks);
+        if (ticks >= LongTicks)
+            Interlocked.Increment(ref t.Long);
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void ContendMonitor(Gate gate, Tally t, int rounds, int holdUs)
+    {
+        t.Owner(GetTid());
+        for (int i = 0; i < rounds; i++)
+        {
+            bool taken = false;
+            Monitor.TryEnter(gate, ref taken);
+            long ticks = 0;
+            if (!taken)
+            {
+                long start = Stopwatch.GetTimestamp();
+                Monitor.Enter(gate);
+                ticks = Stopwatch.GetTimestamp() - start;
+            }
+            try
+            {
+                gate.Count++;
+                Hold(holdUs);
+            }
+            finally
+            {
+                Monitor.Exit(gate);
+            }
+            Count(t, ticks, !taken);
+            Thread.Yield();
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void ContendLock(Lock gate, Tally t, int rounds, int holdUs)
+    {
+        t.Owner(GetTid());
+        for (int i = 0; i < rounds; i++)
+        {
+            bool taken = gate.TryEnter();
+            long ticks = 0;
+            if (!taken)
+            {
+                long start = Stopwatch.GetTimestamp();
+                gate.Enter();
+                ticks = Stopwatch.GetTimestamp() - start;
+            }
+            try
+            {
+                Hold(holdUs);
+            }
+            finally
+            {
+                gate.Exit();
+            }
+            Count(t, ticks, !taken);
+            Thread.Yield();
+        }
+    }
+
+    private static Tally RunThreads(int threads, Action<Tally> body)
+    {
+        var t = new Tally();
+        var all = new Thread[threads];
+        for (int i = 0; i < threads; i++)
+        {
+            all[i] = new Thread(() => body(t)) { Name = "contender " + i };
+            all[i].Start();
+        }
+        foreach (var th in all)
+            th.Join();
+        return t;
+    }
+
+    private static void Print(string kind, Tally t, int threads)
+    {
+        long ns = t.WaitedTicks * 1_000_000_000 / Stopwatch.Frequency;
+        Console.WriteLine($"{kind} waited_ns={ns} contended={t.Contended} long={t.Long} threads={threads} " +
+                          $"acquired={t.Acquired} owners={string.Join(",", t.Owners.Take(t.NOwners).OrderBy(x => x))}");
+    }
+
+    // Never contends: one thread, one lock.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void NoContention()
+    {
+        var gate = new Gate();
+        for (int i = 0; i < 100_000; i++)
+            lock (gate)
+                gate.Count++;
+        Console.WriteLine($"none acquired={gate.Count}");
+    }
+
+    private static void Work(string mode, int threads, int rounds, int holdUs)
+    {
+        if (mode == "none")
+        {
+            NoContention();
+            return;
+        }
+        if (mode == "monitor" || mode == "both")
+        {
+            var gate = new Gate();
+            Print("monitor", RunThreads(threads, t => ContendMonitor(gate, t, rounds, holdUs)), threads);
+        }
+        if (mode == "lock" || mode == "both")
+        {
+            var gate = new Lock();
+            Print("lock", RunThreads(threads, t => ContendLock(gate, t, rounds, holdUs)), threads);
+        }
+    }
+
+    // About `rate` contended acquisitions a second: THREADS threads take one lock
+    // held for HOLD_US of busy work, for SECONDS.
+    private static void Bench(int threads, int seconds, int holdUs)
+    {
+        var gate = new Gate();
+        long stop = Stopwatch.GetTimestamp() + seconds * Stopwatch.Frequency;
+        var t = RunThreads(threads, tally =>
+        {
+            long contended = 0, acquired = 0;
+            while (Stopwatch.GetTimestamp() < stop)
+            {
+                bool taken = false;
+                Monitor.TryEnter(gate, ref taken);
+                if (!taken)
+                {
+                    Monitor.Enter(gate);
+                    contended++;
+                }
+                gate.Count++;
+                Hold(holdUs);
+                Monitor.Exit(gate);
+                acquired++;
+                Hold(holdUs);
+            }
+            Interlocked.Add(ref tally.Contended, contended);
+            Interlocked.Add(ref tally.Acquired, acquired);
+        });
+        var cpu = Process.GetCurrentProcess().TotalProcessorTime.TotalMilliseconds;
+        Console.WriteLine($"bench contended={t.Contended} acquired={t.Acquired} per_s={t.Contended / seconds} " +
+                          $"acquired_per_s={t.Acquired / seconds} cpu ms={cpu:F0}");
+    }
+
+    public static int Run(string[] args)
+    {
+        int w = Array.IndexOf(args, "wait");
+        string? go = w >= 0 && w + 1 < args.Length ? args[w + 1] : null;
+        var rest = w >= 0 ? args[..w] : args;
+        string mode = rest.Length > 0 ? rest[0] : "both";
+        int threads = rest.Length > 1 ? int.Parse(rest[1]) : 4;
+        int rounds = rest.Length > 2 ? int.Parse(rest[2]) : 100;
+        int holdUs = rest.Length > 3 ? int.Parse(rest[3]) : 1000;
+        if (go != null)
+        {
+            Console.WriteLine("ready");
+            Console.Out.Flush();
+            for (int i = 0; i < 1200 && !File.Exists(go); i++)
+                Thread.Sleep(50);
+        }
+        if (mode == "bench")
+        {
+            Bench(threads, rounds, holdUs);
+            return 0;
+        }
+        Work(mode, threads, rounds, holdUs);
+        Console.WriteLine("done");
+        Console.Out.Flush();
+        if (go != null)
+        {
+            string after = go + ".after";
+            for (int i = 0; i < 1200 && !File.Exists(after); i++)
+                Thread.Sleep(50);
+            Work(mode, threads, Math.Max(1, rounds / 4), holdUs);
+            Console.WriteLine("after ok");
+        }
+        return 0;
+    }
+}
