@@ -23,6 +23,7 @@ enum {
     FMT_NO_ALLOC = 8, /* no view of sampled allocations: they have no timeline */
     FMT_COUNTS = 16,  /* a --calls=counts trace (calls, no times) */
     FMT_TREE = 32,    /* the tree only, never the timeline: its size is the tree's */
+    FMT_SLICES = 64,  /* takes the lock waits as slices of a timeline */
 };
 
 typedef struct format {
@@ -34,7 +35,7 @@ typedef struct format {
 
 static const format formats[] = {
     {"speedscope", ".speedscope.json", dnp_export_speedscope, FMT_REREAD, "open it at https://www.speedscope.app"},
-    {"chrome", ".chrome.json", dnp_export_chrome, FMT_REREAD | FMT_NO_ALLOC,
+    {"chrome", ".chrome.json", dnp_export_chrome, FMT_REREAD | FMT_NO_ALLOC | FMT_SLICES,
      "open it at https://ui.perfetto.dev or chrome://tracing"},
     {"folded", ".folded", dnp_export_folded, FMT_WEIGHT | FMT_THREAD | FMT_COUNTS | FMT_TREE,
      "for flamegraph.pl, speedscope and other flame graph tools"},
@@ -49,7 +50,9 @@ static void convert_help(void) {
           "Writes the call tree of a trace recorded with 'dnprof run --calls' (or the\n"
           "exact timeline of every call, with --timeline or --args), or the sampled\n"
           "allocations of one recorded with --alloc (bytes by allocating path, the type\n"
-          "as the leaf frame), in a format that a profile viewer opens:\n"
+          "as the leaf frame), or the lock waits of one recorded with --locks (the time\n"
+          "waited by waiting path, the lock as the leaf frame; chrome: each long wait a\n"
+          "slice on its thread), in a format that a profile viewer opens:\n"
           "\n",
           stdout);
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
@@ -70,6 +73,10 @@ static void convert_help(void) {
           "                       stays with their caller); for big traces: 0.001\n"
           "      --alloc          the sampled allocations, when the trace has call data too\n"
           "                       (without call data they are taken anyway); not for chrome\n"
+          "      --locks          the lock waits, when the trace has call data or sampled\n"
+          "                       allocations too (without them they are taken anyway);\n"
+          "                       chrome: the waits as slices, with the calls' timeline\n"
+          "                       when the trace has one\n"
           "  -h, --help           print this help\n"
           "\n"
           "examples:\n"
@@ -115,7 +122,7 @@ typedef struct convert_opts {
     const format *fmt;
     double min_fraction;
     uint64_t thread_id;
-    int alloc;
+    int alloc, locks;
     dnp_export_opts eo;
 } convert_opts;
 
@@ -138,11 +145,15 @@ static int check_options(convert_opts *o, const char *min_percent) {
         else if (strcmp(o->weight, "time") != 0)
             return usage_error("convert", "--weight is time or calls, not '%s'", o->weight);
     }
+    if (o->alloc && o->locks)
+        return usage_error("convert", "--alloc or --locks: one profile at a time");
     if (o->thread) {
         if (!(fmt->takes & FMT_THREAD))
             return usage_error("convert", "--thread is for --format folded and flamegraph");
         if (o->alloc)
             return usage_error("convert", "--thread is for call data; sampled allocations are merged");
+        if (o->locks)
+            return usage_error("convert", "--thread is for call data; lock waits are merged");
         if (cli_parse_u64(o->thread, &o->thread_id) != 0 || o->thread_id == 0)
             return usage_error("convert", "--thread wants a thread number or an OS thread id, not '%s'",
                                o->thread);
@@ -152,12 +163,12 @@ static int check_options(convert_opts *o, const char *min_percent) {
 
 /* Fills o from argv; 0, or the exit code of a usage error. */
 static int parse_options(int argc, char **argv, convert_opts *o) {
-    enum { OPT_WEIGHT = 256, OPT_THREAD, OPT_MIN_PERCENT, OPT_ALLOC = 340 };
+    enum { OPT_WEIGHT = 256, OPT_THREAD, OPT_MIN_PERCENT, OPT_ALLOC = 340, OPT_LOCKS = 360 };
     static const struct option longopts[] = {
         {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
         {"weight", required_argument, NULL, OPT_WEIGHT}, {"thread", required_argument, NULL, OPT_THREAD},
         {"min-percent", required_argument, NULL, OPT_MIN_PERCENT}, {"alloc", no_argument, NULL, OPT_ALLOC},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+        {"locks", no_argument, NULL, OPT_LOCKS}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     const char *min_percent = NULL;
     int c;
     memset(o, 0, sizeof *o);
@@ -170,6 +181,7 @@ static int parse_options(int argc, char **argv, convert_opts *o) {
         case OPT_THREAD: o->thread = optarg; break;
         case OPT_MIN_PERCENT: min_percent = optarg; break;
         case OPT_ALLOC: o->alloc = 1; break;
+        case OPT_LOCKS: o->locks = 1; break;
         case 'h': convert_help(); return CLI_HELP_SHOWN;
         default: return cli_bad_option("convert", argv, c);
         }
@@ -203,46 +215,77 @@ static int parse_options(int argc, char **argv, convert_opts *o) {
 typedef struct convert_input {
     calls_input in;   /* call data, streamed */
     alloc_profile *ap; /* or sampled allocations: a tree weighted in bytes */
+    locks_profile *lp; /* or lock waits: a tree weighted in ns waited, the slices of a timeline */
     const dnp_calltree *ct;
 } convert_input;
 
+/* The lock waits of the trace: the tree weighted by the time waited, and for a
+ * timeline the waits as slices (beside the calls' timeline when ci has one). */
+static int open_locks(convert_opts *o, convert_input *ci) {
+    if (locks_open(o->path, &ci->lp) != 0)
+        return -1;
+    if (!locks_has_data(ci->lp))
+        return error("%s: this trace has no lock data: record it with dnprof run --locks (or dnprof attach PID "
+                     "--locks)", o->path);
+    size_t slices = o->fmt->takes & FMT_SLICES ? locks_slices(ci->lp, &o->eo) : 0;
+    if (ci->ct)
+        return 0; /* the calls' timeline, and the waits on it */
+    if (!(ci->ct = locks_calltree(ci->lp)))
+        return error("out of memory");
+    if (ci->ct->all.nnodes <= 1 && !slices)
+        return error("%s: no contention was recorded (dnprof report --locks says so): nothing to convert", o->path);
+    return 0;
+}
+
+static int open_alloc(const convert_opts *o, convert_input *ci, int or_locks) {
+    if (alloc_open(o->path, &ci->ap) != 0)
+        return -1;
+    if (!alloc_has_data(ci->ap)) {
+        if (or_locks) { /* neither calls nor allocations: lock waits, if any */
+            alloc_free(ci->ap);
+            ci->ap = NULL;
+            return open_locks((convert_opts *)o, ci);
+        }
+        return error("%s: this trace has neither call data nor sampled allocations: record it with dnprof "
+                     "run --calls, --sample or --alloc", o->path);
+    }
+    if (o->fmt->takes & FMT_NO_ALLOC)
+        return error("%s: sampled allocations have no timeline for %s: use speedscope, folded, "
+                     "flamegraph or pprof", o->path, o->fmt->name);
+    if (!(ci->ct = alloc_calltree(ci->ap)))
+        return error("out of memory");
+    return 0;
+}
+
 /* Opens the call tree the format is written from; 0, or -1 after saying why
  * (then close it all the same). */
-static int open_input(const convert_opts *o, convert_input *ci) {
-    const char *path = o->path;
-    int alloc = o->alloc;
+static int open_input(convert_opts *o, convert_input *ci) {
     memset(ci, 0, sizeof *ci);
-    if (!alloc) {
-        if (calls_open(path, (o->fmt->takes & FMT_REREAD) != 0, &ci->in) != 0)
-            return -1;
-        ci->ct = ci->in.ct;
-        alloc = !dnp_calltree_has_data(ci->ct) && !ci->ct->timeline_events;
-        if (alloc)
-            calls_close(&ci->in);
-    }
-    if (alloc) {
-        if (alloc_open(path, &ci->ap) != 0)
-            return -1;
-        if (!alloc_has_data(ci->ap))
-            return error("%s: this trace has neither call data nor sampled allocations: record it with dnprof "
-                         "run --calls, --sample or --alloc", path);
-        if (o->fmt->takes & FMT_NO_ALLOC)
-            return error("%s: sampled allocations have no timeline for %s: use speedscope, folded, "
-                         "flamegraph or pprof", path, o->fmt->name);
-        if (!(ci->ct = alloc_calltree(ci->ap)))
-            return error("out of memory");
-        return 0;
+    if (o->alloc)
+        return open_alloc(o, ci, 0);
+    if (calls_open(o->path, (o->fmt->takes & FMT_REREAD) != 0, &ci->in) != 0)
+        return -1;
+    ci->ct = ci->in.ct;
+    int calls = dnp_calltree_has_data(ci->ct) || ci->ct->timeline_events;
+    if (o->locks && calls && ci->ct->timeline_events && (o->fmt->takes & FMT_SLICES))
+        return open_locks(o, ci);
+    if (o->locks || !calls) {
+        calls_close(&ci->in);
+        memset(&ci->in, 0, sizeof ci->in);
+        ci->ct = NULL;
+        return o->locks ? open_locks(o, ci) : open_alloc(o, ci, 1);
     }
     if (!dnp_calltree_has_data(ci->ct))
-        return error("%s: this trace has no call data: record it with dnprof run --calls", path);
+        return error("%s: this trace has no call data: record it with dnprof run --calls", o->path);
     return 0;
 }
 
 static void close_input(convert_input *ci) {
     if (ci->ap)
         alloc_free(ci->ap);
-    else
-        calls_close(&ci->in);
+    if (ci->lp)
+        locks_free(ci->lp);
+    calls_close(&ci->in);
 }
 
 /* What the trace's data allows of the options: a --calls=counts trace has no
@@ -250,7 +293,7 @@ static void close_input(convert_input *ci) {
 static int fit_options(convert_opts *o, const convert_input *ci) {
     const dnp_calltree *ct = ci->ct;
     const format *fmt = o->fmt;
-    if (!ci->ap && ct->has_config && ct->mode == 4) { /* --calls=counts: calls, no times */
+    if (!ci->ap && !ci->lp && ct->has_config && ct->mode == 4) { /* --calls=counts: calls, no times */
         if ((fmt->takes & FMT_WEIGHT) && o->weight && !o->eo.weight_calls)
             return error("%s: recorded with --calls=counts, it has no times: --weight calls", o->path);
         if (fmt->takes & FMT_WEIGHT)

@@ -31,6 +31,9 @@ static void report_help(void) {
           "      --exceptions     the exceptions report instead\n"
           "      --alloc          the sampled allocations report instead (dnprof run --alloc):\n"
           "                       estimated bytes and objects by type, top allocating paths\n"
+          "      --locks          the lock contention report instead (dnprof run --locks):\n"
+          "                       time waited by lock type, waiting site and owner thread,\n"
+          "                       the top contended stacks; \"no contention\" when none\n"
           "  -h, --help           print this help\n"
           "\n"
           "examples:\n"
@@ -43,18 +46,18 @@ static void report_help(void) {
 }
 
 int cmd_report(int argc, char **argv) {
-    enum { OPT_TOP = 256, OPT_TREE, OPT_THRESHOLD, OPT_THREAD, OPT_JSON, OPT_EXCEPTIONS, OPT_ALLOC = 340 };
+    enum { OPT_TOP = 256, OPT_TREE, OPT_THRESHOLD, OPT_THREAD, OPT_JSON, OPT_EXCEPTIONS, OPT_ALLOC = 340, OPT_LOCKS = 360 };
     static const struct option longopts[] = {
         {"top", required_argument, NULL, OPT_TOP},   {"tree", no_argument, NULL, OPT_TREE},
         {"threshold", required_argument, NULL, OPT_THRESHOLD}, {"thread", required_argument, NULL, OPT_THREAD},
         {"json", no_argument, NULL, OPT_JSON},       {"exceptions", no_argument, NULL, OPT_EXCEPTIONS},
-        {"alloc", no_argument, NULL, OPT_ALLOC},
+        {"alloc", no_argument, NULL, OPT_ALLOC},     {"locks", no_argument, NULL, OPT_LOCKS},
         {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
     report_opts o;
     memset(&o, 0, sizeof o);
     o.top = 20;
     o.threshold = 0.5;
-    int exceptions = 0, alloc = 0, threshold_given = 0, top_given = 0, c;
+    int exceptions = 0, alloc = 0, locks = 0, threshold_given = 0, top_given = 0, c;
     uint64_t v;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -83,6 +86,7 @@ int cmd_report(int argc, char **argv) {
         case OPT_JSON: o.json = 1; break;
         case OPT_EXCEPTIONS: exceptions = 1; break;
         case OPT_ALLOC: alloc = 1; break;
+        case OPT_LOCKS: locks = 1; break;
         case 'h': report_help(); return 0;
         default: return cli_bad_option("report", argv, c);
         }
@@ -97,8 +101,19 @@ int cmd_report(int argc, char **argv) {
     if (cli_not_a_snapshot(o.path))
         return 1;
 
-    if (alloc && exceptions)
-        return usage_error("report", "--alloc or --exceptions, one report at a time");
+    if (alloc + exceptions + locks > 1)
+        return usage_error("report", "--alloc, --exceptions or --locks: one report at a time");
+    if (locks) {
+        if (o.tree || o.has_thread)
+            return usage_error("report", "--tree and --thread are for the calls report; for the "
+                                         "waits as a tree: dnprof convert --format flamegraph");
+        locks_profile *p;
+        if (locks_open(o.path, &p) != 0)
+            return 1;
+        int rc = report_locks(p, &o, stdout);
+        locks_free(p);
+        return rc;
+    }
     if (alloc) {
         if (o.tree || o.has_thread)
             return usage_error("report", "--tree and --thread are for the calls report; for the "

@@ -62,4 +62,22 @@ const struct dnp_calltree *alloc_calltree(alloc_profile *p);
 /* By type and by allocating path; o->top, o->json. Returns the exit code. */
 int report_alloc(alloc_profile *p, const report_opts *o, FILE *out);
 
+/* ---- lock contention (issue 17, report_locks.c) ---- */
+typedef struct locks_profile locks_profile;
+struct dnp_export_opts;
+/* Reads path's LockSite and LockWait events (streamed) and warns when the trace
+ * is not complete. Returns 0, or 1 (the exit code) after saying why. */
+int locks_open(const char *path, locks_profile **out);
+void locks_free(locks_profile *p);
+/* The trace was recorded with --locks (it may hold no contention). */
+int locks_has_data(const locks_profile *p);
+/* The waiting stacks as a call tree weighted in nanoseconds waited (the lock as
+ * the leaf frame), owned by p; NULL when out of memory. */
+const struct dnp_calltree *locks_calltree(locks_profile *p);
+/* Hands the recorded waits (LockWait) to the Chrome export as slices; their count. */
+size_t locks_slices(locks_profile *p, struct dnp_export_opts *eo);
+/* Totals, by lock, by waiting site, by owner, the top stacks; o->top, o->json.
+ * Returns the exit code ("no contention" is not an error). */
+int report_locks(locks_profile *p, const report_opts *o, FILE *out);
+
 #endif

@@ -90,6 +90,8 @@ typedef struct dnp_calltree {
     const char *const *own_names; /* names numbered from DNP_CT_OWN_NAMES (not owned) */
     size_t nown_names;
     void *weighted;            /* the builder's state until dnp_ct_weighted_finish */
+    const char *count_type;    /* a weighted tree's count and weight as pprof's sample types */
+    const char *weight_type;   /* ("contentions", "delay" for --locks); NULL: by unit */
     /* Sampled stacks (dnprof run --sample): SampleNode events make the trees
      * as CallNodes do, a node's calls being its samples and its times the
      * samples times the period (an estimate). */

@@ -94,6 +94,43 @@ static void put_thread_name(chrome *c, uint64_t tid, const char *label) {
     fputs("}}", c->out);
 }
 
+/* The caller's slices (lock waits), each thread named once. */
+static int write_slices(chrome *c, const dnp_export_opts *o) {
+    const dnp_trace *t = c->ct->t;
+    uint8_t *named = calloc(t->nthreads + 2, 1);
+    if (!named)
+        return -1;
+    char label[512];
+    for (size_t i = 0; i < o->nslices; i++) {
+        const dnp_export_slice *s = &o->slices[i];
+        uint64_t tid = tid_of(t, s->thread);
+        if (s->thread <= t->nthreads && !named[s->thread] && !c->ct->timeline_events) {
+            named[s->thread] = 1;
+            const dnp_trace_thread *th = dnp_trace_thread_get(t, s->thread);
+            dnp_ct_tree tr = {0};
+            tr.thread = s->thread;
+            tr.os_tid = th ? th->os_tid : 0;
+            tr.name = th ? th->name : NULL;
+            dnp_export_thread_label(&tr, label, sizeof label);
+            put_thread_name(c, tid, label);
+        }
+        fprintf(c->out, ",\n{\"ph\":\"X\",\"cat\":\"%s\",\"pid\":%llu,\"tid\":%llu", s->cat, (unsigned long long)c->pid,
+                (unsigned long long)tid);
+        put_us(c->out, "ts", s->start_ns);
+        put_us(c->out, "dur", s->dur_ns);
+        fputs(",\"name\":", c->out);
+        dnp_export_json_str(c->out, s->name, 0);
+        fputs(",\"args\":{", c->out);
+        if (o->slice_args)
+            o->slice_args(o->slice_ctx, c->out, s);
+        fputs("}}", c->out);
+        if (ferror(c->out))
+            break;
+    }
+    free(named);
+    return ferror(c->out) ? -1 : 0;
+}
+
 int dnp_export_chrome(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o) {
     const dnp_trace *t = ct->t;
     chrome c;
@@ -137,6 +174,8 @@ int dnp_export_chrome(const dnp_calltree *ct, FILE *out, const dnp_export_opts *
                 o->progress(o->progress_ctx, i + 1, ct->nthreads);
         }
     }
+    if (rc == 0 && o && o->nslices)
+        rc = write_slices(&c, o);
     fputs("\n]}\n", out);
     if (fflush(out) != 0 || ferror(out))
         rc = -1;

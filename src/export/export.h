@@ -20,6 +20,16 @@
 #include "calltree.h"
 #include "jsonstr.h"
 
+/* A slice of the Chrome timeline besides the calls (a lock wait, ...): on the
+ * trace's thread number thread, from start_ns (the trace's clock) for dur_ns;
+ * a, b, c are the caller's, for its args writer. */
+typedef struct dnp_export_slice {
+    uint32_t thread;
+    uint64_t start_ns, dur_ns;
+    const char *cat, *name; /* not owned */
+    uint64_t a, b, c;
+} dnp_export_slice;
+
 typedef struct dnp_export_opts {
     int weight_calls;           /* folded: N is calls, not self ns */
     const dnp_ct_tree *tree;    /* folded, flamegraph: this tree; NULL: all threads merged */
@@ -27,6 +37,12 @@ typedef struct dnp_export_opts {
     /* Called now and then on long work, with work done and the total. */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
+    /* chrome: these slices too, each on its thread; slice_args writes the
+     * members of its "args" object (NULL: none). */
+    const dnp_export_slice *slices;
+    size_t nslices;
+    void (*slice_args)(void *ctx, FILE *out, const dnp_export_slice *s);
+    void *slice_ctx;
 } dnp_export_opts;
 
 int dnp_export_folded(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o);

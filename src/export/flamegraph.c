@@ -85,7 +85,7 @@ static const char page_tail[] =
     "cv.addEventListener('mousemove',function(ev){var n=at(ev);if(n<0){tip.style.display='none';return;}\n"
     " var raw=n?D.raws[T.f[n]]:'';tip.innerHTML='';var b=document.createElement('b');b.textContent=name(n);tip.appendChild(b);\n"
     " if(raw&&raw!==name(n)){var d=document.createElement('div');d.className='raw';d.textContent=raw;tip.appendChild(d);}\n"
-    " var l=document.createElement('div');l.textContent='total '+fmt(T.t[n])+' ('+pct(T.t[n])+'), self '+fmt(T.s[n])+' ('+pct(T.s[n])+')'+(n?(D.unit==='bytes'?', objects (estimate) ':D.unit?', samples ':', calls ')+num(T.c[n]):'');\n"
+    " var l=document.createElement('div');l.textContent='total '+fmt(T.t[n])+' ('+pct(T.t[n])+'), self '+fmt(T.s[n])+' ('+pct(T.s[n])+')'+(n?(D.count?', '+D.count+' ':D.unit==='bytes'?', objects (estimate) ':D.unit?', samples ':', calls ')+num(T.c[n]):'');\n"
     " tip.appendChild(l);tip.style.display='block';\n"
     " var tx=ev.clientX+14,ty=ev.clientY+14;if(tx+tip.offsetWidth>window.innerWidth)tx=Math.max(0,ev.clientX-tip.offsetWidth-14);\n"
     " if(ty+tip.offsetHeight>window.innerHeight)ty=Math.max(0,ev.clientY-tip.offsetHeight-14);tip.style.left=tx+'px';tip.style.top=ty+'px';});\n"
@@ -162,6 +162,8 @@ int dnp_export_flamegraph(const dnp_calltree *ct, FILE *out, const dnp_export_op
     dnp_export_json_str(out, title && *title ? title : "dnprof", 1);
     if (ct->unit)
         fprintf(out, ",\"unit\":\"%s\"", ct->unit);
+    if (ct->count_type)
+        fprintf(out, ",\"count\":\"%s\"", ct->count_type);
     fputs(",\"trees\":[", out);
     int rc;
     if (o && o->tree) {

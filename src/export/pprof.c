@@ -421,7 +421,10 @@ static int tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
 int dnp_export_pprof(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o) {
     int bytes = ct->unit && strcmp(ct->unit, "bytes") == 0;
     dnp_pprof_type types[2];
-    if (bytes) {
+    if (ct->weight_type && ct->count_type) { /* --locks: as Go's mutex profile */
+        types[0] = (dnp_pprof_type){ct->count_type, "count"};
+        types[1] = (dnp_pprof_type){ct->weight_type, ct->unit ? ct->unit : "nanoseconds"};
+    } else if (bytes) {
         types[0] = (dnp_pprof_type){"alloc_objects", "count"}; /* samples, see docs/alloc.md */
         types[1] = (dnp_pprof_type){"alloc_space", "bytes"};
     } else if (ct->sample_nodes && ct->sample_period_ns) {

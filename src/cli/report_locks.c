@@ -1,0 +1,738 @@
+/* report_locks.c: lock contention (dnprof run/attach --locks, docs/waits.md):
+ * the time threads waited for locks, by locked type, by waiting site, by the
+ * thread that held the lock, and the top waiting stacks; the same as a call
+ * tree weighted in nanoseconds waited (the lock as the leaf frame) for the
+ * exports, and the long waits as slices of the Chrome timeline.
+ *
+ * The trace is streamed: memory is bounded by the distinct (stack, lock, owner)
+ * keys and the LockWait slices (at most 1,000 a second of recording). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calltree.h"
+#include "cli.h"
+#include "export.h"
+#include "idmap.h"
+#include "prettyname.h"
+#include "report.h"
+#include "trace_reader.h"
+
+enum { KIND_MONITOR, KIND_LOCK, KIND_WAIT_HANDLE, KIND_MONITOR_WAIT, NKINDS };
+static const char *const kind_names[NKINDS] = {"monitor", "lock", "waithandle", "monitor-wait"};
+static const char *const kind_labels[NKINDS] = {"Monitor", "System.Threading.Lock", "WaitHandle wait",
+                                                "Monitor.Wait"};
+#define CONTENTION(kind) ((kind) <= KIND_LOCK)
+
+typedef struct lk_owner {
+    uint64_t owner, count, wait_ns;
+} lk_owner;
+
+/* One waiting stack on one lock type of one kind, every owner's waits. */
+typedef struct lk_path {
+    uint64_t stack, type;
+    uint32_t kind;
+    uint64_t count, wait_ns, max_ns;
+    lk_owner *owners;
+    size_t nowners, cap_owners;
+    const char *site; /* the first frame outside the runtime's lock code, raw; NULL: none */
+} lk_path;
+
+typedef struct lk_sum {
+    uint64_t key, type; /* by lock: type; by owner: owner; by site: index of a path with the site */
+    uint32_t kind;
+    uint64_t count, wait_ns, max_ns;
+} lk_sum;
+
+struct locks_profile {
+    const char *path;
+    dnp_trace_stream *s;
+    const dnp_trace *t;
+    int configured;                 /* a LockConfig was seen */
+    uint64_t major, mode, slice_ns;
+    uint64_t start_version, slices_dropped, unmatched;
+    uint64_t count[2], wait_ns[2], max_ns[2]; /* [0] contention, [1] other waits */
+    lk_path *paths;
+    size_t npaths, cap_paths;
+    dnp_idmap path_h;
+    lk_sum *types, *sites, *owners;
+    size_t ntypes, nsites, nowners;
+    dnp_export_slice *slices;
+    size_t nslices, cap_slices;
+    dnp_calltree *ct;
+    char **names;
+    size_t nnames, cap_names;
+    dnp_idmap name_h;
+};
+
+static int grow(void **p, size_t *cap, size_t n, size_t size) {
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 64;
+    void *q = realloc(*p, c * size);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static int add_owner(lk_path *p, uint64_t owner, uint64_t count, uint64_t wait_ns) {
+    for (size_t i = 0; i < p->nowners; i++)
+        if (p->owners[i].owner == owner) {
+            p->owners[i].count += count;
+            p->owners[i].wait_ns += wait_ns;
+            return 0;
+        }
+    if (grow((void **)&p->owners, &p->cap_owners, p->nowners, sizeof *p->owners) != 0)
+        return -1;
+    p->owners[p->nowners++] = (lk_owner){owner, count, wait_ns};
+    return 0;
+}
+
+static int add_site(locks_profile *p, const uint64_t *v) {
+    uint64_t stack = v[0], type = v[1], owner = v[2], kind = v[3] < NKINDS ? v[3] : KIND_WAIT_HANDLE;
+    uint32_t i;
+    if (!dnp_idmap_get(&p->path_h, stack | kind << 40, type, &i)) {
+        if (grow((void **)&p->paths, &p->cap_paths, p->npaths, sizeof *p->paths) != 0)
+            return -1;
+        i = (uint32_t)p->npaths++;
+        memset(&p->paths[i], 0, sizeof p->paths[i]);
+        p->paths[i].stack = stack;
+        p->paths[i].type = type;
+        p->paths[i].kind = (uint32_t)kind;
+        if (dnp_idmap_put(&p->path_h, stack | kind << 40, type, i) != 0)
+            return -1;
+    }
+    lk_path *a = &p->paths[i];
+    a->count += v[4];
+    a->wait_ns += v[5];
+    if (v[6] > a->max_ns)
+        a->max_ns = v[6];
+    int c = CONTENTION(kind) ? 0 : 1;
+    p->count[c] += v[4];
+    p->wait_ns[c] += v[5];
+    if (v[6] > p->max_ns[c])
+        p->max_ns[c] = v[6];
+    return add_owner(a, owner, v[4], v[5]);
+}
+
+static int feed(locks_profile *p, const dnp_trace_event *e) {
+    switch (e->kind) {
+    case DNP_EV_LockConfig:
+        p->configured = 1;
+        p->major = e->v[0], p->mode = e->v[1], p->slice_ns = e->v[2];
+        return 0;
+    case DNP_EV_LockStats: /* cumulative: the last counts */
+        p->start_version = e->v[0], p->slices_dropped = e->v[3], p->unmatched = e->v[4];
+        return 0;
+    case DNP_EV_LockSite: return add_site(p, e->v);
+    case DNP_EV_LockWait: {
+        if (grow((void **)&p->slices, &p->cap_slices, p->nslices, sizeof *p->slices) != 0)
+            return -1;
+        uint64_t wait = e->v[4], kind = e->v[3] < NKINDS ? e->v[3] : KIND_WAIT_HANDLE;
+        dnp_export_slice *s = &p->slices[p->nslices++];
+        memset(s, 0, sizeof *s);
+        s->thread = e->thread;
+        s->start_ns = e->time_ns > wait ? e->time_ns - wait : 0;
+        s->dur_ns = wait;
+        s->cat = CONTENTION(kind) ? "lock contention" : "waits";
+        s->a = e->v[0] | kind << 40; /* stack, kind */
+        s->b = e->v[1];             /* type */
+        s->c = e->v[2];             /* owner */
+        return 0;
+    }
+    default: return 0;
+    }
+}
+
+/* ---- sites, types, owners ---- */
+
+/* The runtime's own lock and wait code, above the frame that waited. */
+static int internal_frame(const char *f, size_t n) {
+    static const char *const prefixes[] = {
+        "System.Threading.Monitor::", "System.Threading.Lock::", "System.Diagnostics.Tracing.NativeRuntimeEventSource::",
+        "System.Threading.WaitHandle::", "System.Threading.WaitSubsystem", "System.Threading.LowLevel",
+        "System.Threading.EventWaitHandle::", "System.Threading.ManualResetEventSlim::", "System.Threading.SemaphoreSlim::",
+        "System.Threading.Lock+"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+        size_t k = strlen(prefixes[i]);
+        if (n >= k && !strncmp(f, prefixes[i], k))
+            return 1;
+    }
+    return 0;
+}
+
+static const char *str(const locks_profile *p, uint64_t id, const char *none) {
+    const char *s = dnp_trace_string(p->t, id);
+    return s && *s ? s : none;
+}
+
+/* The first frame of a stack outside the runtime's lock code (the last frame
+ * when all are), as a pointer into the trace's string; its length in *len. */
+static const char *site_of(const locks_profile *p, uint64_t stack, size_t *len) {
+    const char *text = dnp_trace_string(p->t, stack), *last = NULL;
+    *len = 0;
+    for (const char *f = text; f && *f;) {
+        const char *end = strchr(f, '\n');
+        size_t n = end ? (size_t)(end - f) : strlen(f);
+        last = f, *len = n;
+        if (!internal_frame(f, n))
+            return f;
+        f = end ? end + 1 : NULL;
+    }
+    return last;
+}
+
+static int by_wait(const void *x, const void *y) {
+    const lk_sum *a = x, *b = y;
+    if (a->wait_ns != b->wait_ns)
+        return a->wait_ns < b->wait_ns ? 1 : -1;
+    return a->key != b->key ? (a->key > b->key) - (a->key < b->key) : (a->type > b->type) - (a->type < b->type);
+}
+
+static int path_by_wait(const void *x, const void *y) {
+    const lk_path *a = x, *b = y;
+    if (a->wait_ns != b->wait_ns)
+        return a->wait_ns < b->wait_ns ? 1 : -1;
+    return a->stack != b->stack ? (a->stack > b->stack) - (a->stack < b->stack) : (a->type > b->type) - (a->type < b->type);
+}
+
+/* Adds one path's figures to the sum of key in arr (linear: few keys). */
+static int sum_into(lk_sum **arr, size_t *n, size_t *cap, uint64_t key, uint64_t type, uint32_t kind, uint64_t count,
+                    uint64_t wait, uint64_t max) {
+    for (size_t i = 0; i < *n; i++) {
+        lk_sum *s = &(*arr)[i];
+        if (s->key == key && s->type == type && s->kind == kind) {
+            s->count += count, s->wait_ns += wait;
+            if (max > s->max_ns)
+                s->max_ns = max;
+            return 0;
+        }
+    }
+    if (grow((void **)arr, cap, *n, sizeof **arr) != 0)
+        return -1;
+    (*arr)[(*n)++] = (lk_sum){key, type, kind, count, wait, max};
+    return 0;
+}
+
+static uint64_t text_hash(const char *s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The site of path i: the index of the first path with the same site text and
+ * class (contention or other waits), found by the text's hash. */
+static int site_key(locks_profile *p, dnp_idmap *m, size_t i, uint64_t *key) {
+    size_t len;
+    const char *site = site_of(p, p->paths[i].stack, &len);
+    uint64_t h = text_hash(site ? site : "", len), cls = CONTENTION(p->paths[i].kind) ? 0 : 1;
+    for (uint64_t probe = 0;; probe++) {
+        uint32_t j;
+        if (!dnp_idmap_get(m, h, cls | probe << 1, &j)) {
+            *key = i;
+            return dnp_idmap_put(m, h, cls | probe << 1, (uint32_t)i);
+        }
+        size_t n;
+        const char *other = site_of(p, p->paths[j].stack, &n);
+        if (n == len && (!len || !memcmp(other, site, len))) {
+            *key = j;
+            return 0;
+        }
+    }
+}
+
+static int summarize(locks_profile *p) {
+    size_t ct = 0, cs = 0, co = 0;
+    if (p->npaths)
+        qsort(p->paths, p->npaths, sizeof *p->paths, path_by_wait);
+    dnp_idmap sites;
+    memset(&sites, 0, sizeof sites);
+    uint32_t *slot = calloc(p->npaths + 1, sizeof *slot); /* by a site's first path: its index in p->sites */
+    int rc = slot ? 0 : -1;
+    for (size_t i = 0; i < p->npaths && rc == 0; i++) {
+        lk_path *a = &p->paths[i];
+        uint64_t key = 0;
+        uint32_t cls = CONTENTION(a->kind) ? 0 : 1;
+        rc = site_key(p, &sites, i, &key);
+        if (rc == 0)
+            rc = sum_into(&p->types, &p->ntypes, &ct, a->type, 0, a->kind, a->count, a->wait_ns, a->max_ns);
+        if (rc == 0 && key == i && grow((void **)&p->sites, &cs, p->nsites, sizeof *p->sites) == 0) {
+            slot[i] = (uint32_t)p->nsites;
+            p->sites[p->nsites++] = (lk_sum){key, 0, cls, 0, 0, 0};
+        } else if (rc == 0 && key == i) {
+            rc = -1;
+        }
+        if (rc == 0) {
+            lk_sum *st = &p->sites[slot[key]];
+            st->count += a->count, st->wait_ns += a->wait_ns;
+            if (a->max_ns > st->max_ns)
+                st->max_ns = a->max_ns;
+        }
+        for (size_t k = 0; k < a->nowners && CONTENTION(a->kind) && rc == 0; k++)
+            if (a->owners[k].owner)
+                rc = sum_into(&p->owners, &p->nowners, &co, a->owners[k].owner, 0, 0, a->owners[k].count,
+                              a->owners[k].wait_ns, 0);
+    }
+    dnp_idmap_release(&sites);
+    free(slot);
+    if (rc != 0)
+        return -1;
+    if (p->ntypes)
+        qsort(p->types, p->ntypes, sizeof *p->types, by_wait);
+    if (p->nsites)
+        qsort(p->sites, p->nsites, sizeof *p->sites, by_wait);
+    if (p->nowners)
+        qsort(p->owners, p->nowners, sizeof *p->owners, by_wait);
+    return 0;
+}
+
+int locks_open(const char *path, locks_profile **out) {
+    char err[512];
+    *out = NULL;
+    locks_profile *p = calloc(1, sizeof *p);
+    if (!p)
+        return error("out of memory"), 1;
+    p->path = path;
+    if (dnp_trace_stream_open(path, &p->s, err, sizeof err) != 0) {
+        error("%s", err);
+        free(p);
+        return 1;
+    }
+    p->t = dnp_trace_stream_trace(p->s);
+    dnp_trace_event e;
+    int got, rc = 0;
+    while (rc == 0 && (got = dnp_trace_stream_next(p->s, &e)) > 0)
+        rc = feed(p, &e);
+    if (rc == 0 && got >= 0)
+        rc = summarize(p);
+    uint64_t origin = dnp_trace_stream_origin(p->s); /* slices on the trace's clock, as the calls' timeline */
+    for (size_t i = 0; i < p->nslices; i++)
+        p->slices[i].start_ns = p->slices[i].start_ns > origin ? p->slices[i].start_ns - origin : 0;
+    if (rc != 0 || got < 0) {
+        error("%s: %s", path, rc != 0 ? "out of memory" : dnp_trace_stream_error(p->s));
+        locks_free(p);
+        return 1;
+    }
+    if (p->t->status != DNP_TRACE_COMPLETE)
+        warning("%s: %s", path, p->t->status_text[0] ? p->t->status_text : "the trace is not complete");
+    *out = p;
+    return 0;
+}
+
+void locks_free(locks_profile *p) {
+    if (!p)
+        return;
+    dnp_calltree_free(p->ct);
+    for (size_t i = 0; i < p->nnames; i++)
+        free(p->names[i]);
+    free(p->names);
+    dnp_idmap_release(&p->name_h);
+    dnp_idmap_release(&p->path_h);
+    for (size_t i = 0; i < p->npaths; i++)
+        free(p->paths[i].owners);
+    free(p->paths);
+    free(p->types);
+    free(p->sites);
+    free(p->owners);
+    free(p->slices);
+    dnp_trace_stream_close(p->s);
+    free(p);
+}
+
+int locks_has_data(const locks_profile *p) {
+    return p && p->configured;
+}
+
+/* ---- names ---- */
+
+/* The trace's thread whose OS thread id is tid, or NULL. */
+static const dnp_trace_thread *thread_of_tid(const locks_profile *p, uint64_t tid) {
+    for (size_t i = 0; tid && i < p->t->nthreads; i++)
+        if (p->t->threads[i].os_tid == tid)
+            return &p->t->threads[i];
+    return NULL;
+}
+
+/* "thread 5 (contender 0, tid 4242)", or "tid 4242" when the trace does not know it. */
+static const char *owner_label(const locks_profile *p, uint64_t owner, char *buf, size_t len) {
+    const dnp_trace_thread *th = thread_of_tid(p, owner);
+    if (!th)
+        snprintf(buf, len, "tid %llu", (unsigned long long)owner);
+    else if (th->name && *th->name)
+        snprintf(buf, len, "thread %u (%s, tid %llu)", th->ordinal, th->name, (unsigned long long)owner);
+    else
+        snprintf(buf, len, "thread %u (tid %llu)", th->ordinal, (unsigned long long)owner);
+    return buf;
+}
+
+static const char *type_label(const locks_profile *p, uint64_t type, uint32_t kind) {
+    if (kind == KIND_WAIT_HANDLE || kind == KIND_MONITOR_WAIT)
+        return kind_labels[kind];
+    return str(p, type, "[type not known]");
+}
+
+static const char *pretty(const char *raw, size_t n, char *out, size_t cap) {
+    char frame[2048];
+    snprintf(frame, sizeof frame, "%.*s", (int)(n < sizeof frame ? n : sizeof frame - 1), raw);
+    dnp_pretty_name(frame, out, cap);
+    return out;
+}
+
+/* The frames of a stack (innermost first, one a line) as a JSON array. */
+static void json_frames(FILE *out, const char *text, int raw) {
+    fputc('[', out);
+    for (int first = 1; text && *text; first = 0) {
+        const char *end = strchr(text, '\n');
+        size_t len = end ? (size_t)(end - text) : strlen(text);
+        char frame[2048], shown[2048];
+        snprintf(frame, sizeof frame, "%.*s", (int)(len < sizeof frame ? len : sizeof frame - 1), text);
+        fputs(first ? "" : ",", out);
+        dnp_export_json_str(out, raw ? frame : pretty(text, len, shown, sizeof shown), 0);
+        text = end ? end + 1 : NULL;
+    }
+    fputc(']', out);
+}
+
+static double pct(uint64_t part, uint64_t whole) {
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/* "1.32 s", "650 ms", "3.4 us" */
+static const char *fmt_ns(uint64_t ns, char *buf) {
+    if (ns >= 10000000000ull)
+        snprintf(buf, 32, "%.1f s", (double)ns / 1e9);
+    else if (ns >= 1000000000ull)
+        snprintf(buf, 32, "%.2f s", (double)ns / 1e9);
+    else if (ns >= 1000000ull)
+        snprintf(buf, 32, "%.3g ms", (double)ns / 1e6);
+    else if (ns >= 1000ull)
+        snprintf(buf, 32, "%.3g us", (double)ns / 1e3);
+    else
+        snprintf(buf, 32, "%llu ns", (unsigned long long)ns);
+    return buf;
+}
+
+/* What the runtime could not say, one sentence each (NULL: nothing). */
+static const char *version_note(const locks_profile *p) {
+    if (p->count[0] && p->start_version && p->start_version < 2)
+        return "the runtime's ContentionStart is version 1 (before .NET 8): it does not say which lock was "
+               "waited for or which thread held it";
+    return NULL;
+}
+
+static const char *waits_note(const locks_profile *p) {
+    if (p->mode == 2)
+        return "waits on WaitHandles and Monitor.Wait were not asked for (DNPROF_LOCKS=contention)";
+    if (p->major && p->major < 9)
+        return "waits on WaitHandles and Monitor.Wait are not recorded: the runtime raises their events from .NET 9";
+    return NULL;
+}
+
+/* ---- JSON ---- */
+
+static void json_sums(FILE *out, const locks_profile *p, const char *name, const lk_sum *a, size_t n, int what) {
+    char buf[512];
+    fprintf(out, ",\"%s\":[", name);
+    for (size_t i = 0; i < n; i++) {
+        const lk_sum *s = &a[i];
+        fputs(i ? ",\n{" : "\n{", out);
+        uint64_t whole = p->wait_ns[what == 1 ? (CONTENTION(s->kind) ? 0 : 1) : what == 2 ? (int)s->kind : 0];
+        if (what == 1) { /* locks */
+            fputs("\"type\":", out);
+            dnp_export_json_str(out, type_label(p, s->key, s->kind), 0);
+            fprintf(out, ",\"kind\":\"%s\",\"maxNs\":%llu,", kind_names[s->kind], (unsigned long long)s->max_ns);
+        } else if (what == 2) { /* sites: kind is the class */
+            size_t len;
+            const char *site = site_of(p, p->paths[s->key].stack, &len);
+            fputs("\"site\":", out);
+            dnp_export_json_str(out, site ? pretty(site, len, buf, sizeof buf) : "[no managed stack]", 0);
+            fprintf(out, ",\"class\":\"%s\",\"maxNs\":%llu,", s->kind ? "wait" : "contention", (unsigned long long)s->max_ns);
+        } else { /* owners */
+            const dnp_trace_thread *th = thread_of_tid(p, s->key);
+            fprintf(out, "\"tid\":%llu,\"thread\":", (unsigned long long)s->key);
+            dnp_export_json_str(out, owner_label(p, s->key, buf, sizeof buf), 0);
+            fprintf(out, ",\"known\":%s,", th ? "true" : "false");
+        }
+        fprintf(out, "\"waits\":%llu,\"waitNs\":%llu,\"share\":%.4f}", (unsigned long long)s->count,
+                (unsigned long long)s->wait_ns, whole ? (double)s->wait_ns / (double)whole : 0.0);
+    }
+    fputc(']', out);
+}
+
+static void json_path(FILE *out, const locks_profile *p, const lk_path *a) {
+    const char *text = dnp_trace_string(p->t, a->stack);
+    fputs("{\"type\":", out);
+    dnp_export_json_str(out, type_label(p, a->type, a->kind), 0);
+    fprintf(out, ",\"kind\":\"%s\",\"stack\":", kind_names[a->kind]);
+    json_frames(out, text, 0);
+    uint64_t whole = p->wait_ns[CONTENTION(a->kind) ? 0 : 1];
+    fprintf(out, ",\"waits\":%llu,\"waitNs\":%llu,\"maxNs\":%llu,\"share\":%.4f,\"owners\":[",
+            (unsigned long long)a->count, (unsigned long long)a->wait_ns, (unsigned long long)a->max_ns,
+            whole ? (double)a->wait_ns / (double)whole : 0.0);
+    for (size_t k = 0, shown = 0; k < a->nowners; k++) {
+        if (!a->owners[k].owner)
+            continue;
+        fprintf(out, "%s{\"tid\":%llu,\"waits\":%llu,\"waitNs\":%llu}", shown++ ? "," : "",
+                (unsigned long long)a->owners[k].owner, (unsigned long long)a->owners[k].count,
+                (unsigned long long)a->owners[k].wait_ns);
+    }
+    fputs("],\"raw\":", out);
+    json_frames(out, text, 1);
+    fputc('}', out);
+}
+
+static int report_json(const locks_profile *p, const report_opts *o, FILE *out) {
+    fputs("{\"trace\":", out);
+    dnp_export_json_str(out, p->path, 0);
+    fprintf(out, ",\"runtimeMajor\":%llu,\"startVersion\":%llu,\"ownersKnown\":%s,\"waitsRecorded\":%s",
+            (unsigned long long)p->major, (unsigned long long)p->start_version,
+            p->start_version >= 2 ? "true" : "false", waits_note(p) ? "false" : "true");
+    for (int c = 0; c < 2; c++)
+        fprintf(out, ",\"%s\":{\"waits\":%llu,\"waitNs\":%llu,\"maxNs\":%llu}", c ? "waits" : "contention",
+                (unsigned long long)p->count[c], (unsigned long long)p->wait_ns[c], (unsigned long long)p->max_ns[c]);
+    fprintf(out, ",\"noContention\":%s,\"slices\":%zu,\"slicesDropped\":%llu,\"sliceNs\":%llu",
+            p->count[0] ? "false" : "true", p->nslices, (unsigned long long)p->slices_dropped,
+            (unsigned long long)p->slice_ns);
+    const char *notes[2] = {version_note(p), waits_note(p)};
+    fputs(",\"notes\":[", out);
+    for (int i = 0, n = 0; i < 2; i++)
+        if (notes[i]) {
+            fputs(n++ ? "," : "", out);
+            dnp_export_json_str(out, notes[i], 0);
+        }
+    fputc(']', out);
+    json_sums(out, p, "locks", p->types, p->ntypes, 1);
+    json_sums(out, p, "sites", p->sites, p->nsites, 2);
+    json_sums(out, p, "owners", p->owners, p->nowners, 0);
+    fputs(",\"paths\":[", out);
+    size_t n = o->top < p->npaths ? o->top : p->npaths;
+    for (size_t i = 0; i < n; i++) {
+        fputs(i ? ",\n" : "\n", out);
+        json_path(out, p, &p->paths[i]);
+    }
+    fputs("]}\n", out);
+    return ferror(out) ? 1 : 0;
+}
+
+/* ---- text ---- */
+
+static void print_stack(FILE *out, const char *text) {
+    if (!text || !*text) {
+        fputs("        [no managed stack]\n", out);
+        return;
+    }
+    unsigned shown = 0;
+    while (text && *text && shown < 12) {
+        const char *end = strchr(text, '\n');
+        size_t len = end ? (size_t)(end - text) : strlen(text);
+        char name[2048];
+        fprintf(out, "        %s\n", pretty(text, len, name, sizeof name));
+        text = end ? end + 1 : NULL;
+        shown++;
+    }
+    if (text && *text)
+        fputs("        ...\n", out);
+}
+
+/* One class (0 contention, 1 other waits): by lock, by site, then the top paths. */
+static void print_class(FILE *out, const locks_profile *p, int cls, unsigned top) {
+    char a[32], b[32], c[32], buf[2048];
+    uint64_t whole = p->wait_ns[cls];
+    fprintf(out, "\n%s:\n%7s %10s %9s %10s  %s\n", cls ? "by what was waited on" : "by lock (the type of the locked object)",
+            "share", "waited", "waits", "longest", cls ? "wait" : "lock");
+    for (size_t i = 0, n = 0; i < p->ntypes && n < top; i++) {
+        const lk_sum *s = &p->types[i];
+        if ((CONTENTION(s->kind) ? 0 : 1) != cls)
+            continue;
+        n++;
+        fprintf(out, "%6.2f%% %10s %9s %10s  %s", pct(s->wait_ns, whole), fmt_ns(s->wait_ns, a), cli_fmt_count(s->count, b),
+                fmt_ns(s->max_ns, c), type_label(p, s->key, s->kind));
+        if (cls || !strcmp(type_label(p, s->key, s->kind), kind_labels[s->kind]))
+            fputc('\n', out);
+        else
+            fprintf(out, " (%s)\n", kind_labels[s->kind]);
+    }
+    fprintf(out, "\nby waiting site (the frame that waited):\n%7s %10s %9s %10s  %s\n", "share", "waited", "waits",
+            "longest", "site");
+    for (size_t i = 0, n = 0; i < p->nsites && n < top; i++) {
+        const lk_sum *s = &p->sites[i];
+        if ((int)s->kind != cls)
+            continue;
+        n++;
+        size_t len;
+        const char *site = site_of(p, p->paths[s->key].stack, &len);
+        fprintf(out, "%6.2f%% %10s %9s %10s  %s\n", pct(s->wait_ns, whole), fmt_ns(s->wait_ns, a),
+                cli_fmt_count(s->count, b), fmt_ns(s->max_ns, c),
+                site ? pretty(site, len, buf, sizeof buf) : "[no managed stack]");
+    }
+    if (!cls && p->nowners) {
+        fprintf(out, "\nby owner (the thread that held the lock):\n%7s %10s %9s  %s\n", "share", "waited", "waits", "owner");
+        for (size_t i = 0; i < p->nowners && i < top; i++) {
+            const lk_sum *s = &p->owners[i];
+            fprintf(out, "%6.2f%% %10s %9s  %s\n", pct(s->wait_ns, whole), fmt_ns(s->wait_ns, a), cli_fmt_count(s->count, b),
+                    owner_label(p, s->key, buf, sizeof buf));
+        }
+    }
+    fprintf(out, "\ntop %s stacks (innermost frame first):\n", cls ? "waiting" : "contended");
+    for (size_t i = 0, n = 0; i < p->npaths && n < (top < 10 ? top : 10); i++) {
+        const lk_path *w = &p->paths[i];
+        if ((CONTENTION(w->kind) ? 0 : 1) != cls)
+            continue;
+        n++;
+        size_t owners = 0;
+        for (size_t k = 0; k < w->nowners; k++)
+            owners += w->owners[k].owner != 0;
+        fprintf(out, "\n%6.2f%% %s in %s waits (longest %s)  %s", pct(w->wait_ns, whole), fmt_ns(w->wait_ns, a),
+                cli_fmt_count(w->count, b), fmt_ns(w->max_ns, c), type_label(p, w->type, w->kind));
+        if (owners)
+            fprintf(out, ", held by %zu thread%s", owners, owners == 1 ? "" : "s");
+        fputc('\n', out);
+        print_stack(out, dnp_trace_string(p->t, w->stack));
+    }
+}
+
+static void print_header(FILE *out, const locks_profile *p) {
+    char a[32], b[32], c[32];
+    const char *path = cli_short_path(p->path);
+    if (!p->count[0])
+        fprintf(out, "%s: no contention: no thread waited for a lock while it was recorded\n", path);
+    else
+        fprintf(out, "%s: lock contention: %s waits, %s waited in all (longest %s)\n", path, cli_fmt_count(p->count[0], a),
+                fmt_ns(p->wait_ns[0], b), fmt_ns(p->max_ns[0], c));
+    if (p->count[1])
+        fprintf(out, "other waits (WaitHandle, Monitor.Wait): %s waits, %s waited in all\n", cli_fmt_count(p->count[1], a),
+                fmt_ns(p->wait_ns[1], b));
+    const char *notes[2] = {version_note(p), waits_note(p)};
+    for (int i = 0; i < 2; i++)
+        if (notes[i])
+            fprintf(out, "note: %s\n", notes[i]);
+    if (p->unmatched)
+        fprintf(out, "note: %s waits had begun before recording did: not counted\n", cli_fmt_count(p->unmatched, a));
+}
+
+int report_locks(locks_profile *p, const report_opts *o, FILE *out) {
+    if (!locks_has_data(p))
+        return error("%s: this trace has no lock data: record it with dnprof run --locks (or dnprof attach PID --locks)",
+                     p->path);
+    if (o->json)
+        return report_json(p, o, out);
+    print_header(out, p);
+    if (p->count[0])
+        print_class(out, p, 0, o->top);
+    if (p->count[1]) {
+        fputs("\n---- other waits ----\n", out);
+        print_class(out, p, 1, o->top);
+    }
+    return ferror(out) ? 1 : 0;
+}
+
+/* ---- the call tree: the waiting stacks weighted by the time waited ---- */
+
+/* The own-name number of s[0..n), added if new; 0 on failure. */
+static uint64_t own_name(locks_profile *p, const char *s, size_t n) {
+    uint64_t h = text_hash(s, n);
+    uint32_t i;
+    uint64_t probe = 0;
+    for (;; probe++) {
+        if (!dnp_idmap_get(&p->name_h, h, n | probe << 32, &i))
+            break;
+        if (strlen(p->names[i]) == n && memcmp(p->names[i], s, n) == 0)
+            return DNP_CT_OWN_NAMES + i;
+    }
+    char *copy = grow((void **)&p->names, &p->cap_names, p->nnames, sizeof *p->names) == 0 ? malloc(n + 1) : NULL;
+    if (!copy)
+        return 0;
+    memcpy(copy, s, n);
+    copy[n] = 0;
+    i = (uint32_t)p->nnames++;
+    p->names[i] = copy;
+    return dnp_idmap_put(&p->name_h, h, n | probe << 32, i) == 0 ? DNP_CT_OWN_NAMES + i : 0;
+}
+
+static int add_path(locks_profile *p, dnp_calltree *ct, const lk_path *w, dnp_ct_frame **frames, size_t *cap) {
+    const char *text = str(p, w->stack, "[no managed stack]");
+    size_t n = 1;
+    for (const char *c = text; *c; c++)
+        n += *c == '\n';
+    if (n + 1 > *cap) {
+        dnp_ct_frame *f = realloc(*frames, (n + 1) * sizeof *f);
+        if (!f)
+            return -1;
+        *frames = f;
+        *cap = n + 1;
+    }
+    size_t at = n;
+    for (const char *line = text;;) { /* innermost first in the trace; outermost first in the tree */
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        uint64_t id = own_name(p, line, len);
+        (*frames)[--at] = (dnp_ct_frame){id, id};
+        if (!end)
+            break;
+        line = end + 1;
+    }
+    char leaf[1100];
+    snprintf(leaf, sizeof leaf, "[%s %.1000s]", CONTENTION(w->kind) ? "lock" : "wait", type_label(p, w->type, w->kind));
+    uint64_t id = own_name(p, leaf, strlen(leaf));
+    (*frames)[n] = (dnp_ct_frame){id, id};
+    return dnp_ct_weighted_add(ct, *frames, n + 1, w->wait_ns, w->count ? w->count : 1);
+}
+
+const dnp_calltree *locks_calltree(locks_profile *p) {
+    if (p->ct)
+        return p->ct;
+    dnp_calltree *ct = dnp_ct_weighted_new(p->t, "nanoseconds");
+    if (!ct)
+        return NULL;
+    ct->count_type = "contentions";
+    ct->weight_type = "delay";
+    dnp_ct_frame *frames = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    for (size_t k = 0; k < p->npaths && rc == 0; k++)
+        rc = add_path(p, ct, &p->paths[k], &frames, &cap);
+    free(frames);
+    ct->own_names = (const char *const *)p->names;
+    ct->nown_names = p->nnames;
+    if (rc == 0)
+        rc = dnp_ct_weighted_finish(ct);
+    if (rc != 0) {
+        dnp_calltree_free(ct);
+        return NULL;
+    }
+    p->ct = ct;
+    return ct;
+}
+
+/* ---- the timeline: each recorded wait a slice on its thread ---- */
+
+static void slice_args(void *ctx, FILE *out, const dnp_export_slice *s) {
+    locks_profile *p = ctx;
+    uint32_t kind = (uint32_t)(s->a >> 40);
+    char buf[512];
+    fputs("\"lock\":", out);
+    dnp_export_json_str(out, type_label(p, s->b, kind), 0);
+    fprintf(out, ",\"kind\":\"%s\",\"waitedNs\":%llu", kind_names[kind < NKINDS ? kind : 0], (unsigned long long)s->dur_ns);
+    if (s->c) {
+        fputs(",\"owner\":", out);
+        dnp_export_json_str(out, owner_label(p, s->c, buf, sizeof buf), 0);
+    }
+    fputs(",\"stack\":", out);
+    json_frames(out, dnp_trace_string(p->t, s->a & ((1ull << 40) - 1)), 0);
+}
+
+size_t locks_slices(locks_profile *p, dnp_export_opts *eo) {
+    for (size_t i = 0; i < p->nslices; i++) {
+        dnp_export_slice *s = &p->slices[i];
+        uint32_t kind = (uint32_t)(s->a >> 40);
+        s->name = CONTENTION(kind) ? type_label(p, s->b, kind) : kind_labels[kind < NKINDS ? kind : KIND_WAIT_HANDLE];
+    }
+    eo->slices = p->slices;
+    eo->nslices = p->nslices;
+    eo->slice_args = slice_args;
+    eo->slice_ctx = p;
+    return p->nslices;
+}
