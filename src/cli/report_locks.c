@@ -294,7 +294,10 @@ int locks_open(const char *path, locks_profile **out) {
     *out = NULL;
     locks_profile *p = calloc(1, sizeof *p);
     if (!p)
-        return error("out of memory"), 1;
+    {
+        error("out of memory");
+        return 1;
+    }
     p->path = path;
     if (dnp_trace_stream_open(path, &p->s, err, sizeof err) != 0) {
         error("%s", err);
@@ -614,9 +617,11 @@ static void print_header(FILE *out, const locks_profile *p) {
 }
 
 int report_locks(locks_profile *p, const report_opts *o, FILE *out) {
-    if (!locks_has_data(p))
-        return error("%s: this trace has no lock data: record it with dnprof run --locks (or dnprof attach PID --locks)",
-                     p->path);
+    if (!locks_has_data(p)) {
+        error("%s: this trace has no lock data: record it with dnprof run --locks (or dnprof attach PID --locks)",
+              p->path);
+        return 1;
+    }
     if (o->json)
         return report_json(p, o, out);
     print_header(out, p);

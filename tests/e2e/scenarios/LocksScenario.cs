@@ -106,6 +106,7 @@ public static class LocksScenario
         }
     }
 
+#if NET9_0_OR_GREATER
     [MethodImpl(MethodImplOptions.NoInlining)]
     private static void ContendLock(Lock gate, Tally t, int rounds, int holdUs)
     {
@@ -132,6 +133,7 @@ public static class LocksScenario
             Thread.Yield();
         }
     }
+#endif
 
     private static Tally RunThreads(int threads, Action<Tally> body)
     {
@@ -177,11 +179,16 @@ public static class LocksScenario
             var gate = new Gate();
             Print("monitor", RunThreads(threads, t => ContendMonitor(gate, t, rounds, holdUs)), threads);
         }
+#if NET9_0_OR_GREATER
         if (mode == "lock" || mode == "both")
         {
             var gate = new Lock();
             Print("lock", RunThreads(threads, t => ContendLock(gate, t, rounds, holdUs)), threads);
         }
+#else
+        if (mode == "lock" || mode == "both")
+            Console.WriteLine("lock unsupported (System.Threading.Lock is .NET 9+)");
+#endif
     }
 
     // About `rate` contended acquisitions a second: THREADS threads take one lock
