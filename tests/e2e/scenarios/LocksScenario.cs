@@ -14,10 +14,11 @@
 // where waited_ns sums the contended waits, long counts those of 200 us or more
 // (too long for the runtime's spinning to have taken the lock: the runtime
 // raised ContentionStart for each), and owners the OS thread ids (gettid) of
-// the threads that held the lock. "bench": THREADS threads contend for SECONDS
-// (ROUNDS) on a lock held ~HOLD_US of busy work, and print the contended
-// acquisitions per second and the process CPU time ("cpu ms=", for
-// bench/bench_locks.c). With "wait FILE" it prints "ready" first and waits up to
+// the threads that held the lock. "bench": THREADS threads take a lock ROUNDS
+// times each, held HOLD_US of busy work (a negative HOLD_US: a sleep that long)
+// and GAP_US, default HOLD_US, of busy work between two, and print the contended acquisitions
+// per second, the work's wall time ("wall ms=") and the process CPU time ("cpu
+// ms="), for bench/bench_locks.c. With "wait FILE" it prints "ready" first and waits up to
 // 60 s for FILE; after the work it prints "done" and, when FILE.after is
 // given by the test (the attach test), waits for it and contends once more,
 // printing "after ok" (the program carries on after a detach).
@@ -56,6 +57,12 @@ public static class LocksScenario
 
     private static void Hold(int holdUs)
     {
+        if (holdUs <= 0)
+        {
+            if (holdUs < 0) // a blocking hold of -holdUs microseconds (the bench)
+                Thread.Sleep(TimeSpan.FromTicks(-holdUs * 10L));
+            return;
+        }
         if (holdUs >= 1000)
         {
             Thread.Sleep(holdUs / 1000);
@@ -191,16 +198,17 @@ public static class LocksScenario
 #endif
     }
 
-    // About `rate` contended acquisitions a second: THREADS threads take one lock
-    // held for HOLD_US of busy work, for SECONDS.
-    private static void Bench(int threads, int seconds, int holdUs)
+    // THREADS threads take one lock ROUNDS times each, holding it HOLD_US of busy
+    // work and working GAP_US outside it. Prints the contended acquisitions, the wall time of the work and
+    // the process CPU time (for bench/bench_locks.c).
+    private static void Bench(int threads, int rounds, int holdUs, int gapUs)
     {
         var gate = new Gate();
-        long stop = Stopwatch.GetTimestamp() + seconds * Stopwatch.Frequency;
+        var sw = Stopwatch.StartNew();
         var t = RunThreads(threads, tally =>
         {
-            long contended = 0, acquired = 0;
-            while (Stopwatch.GetTimestamp() < stop)
+            long contended = 0;
+            for (int i = 0; i < rounds; i++)
             {
                 bool taken = false;
                 Monitor.TryEnter(gate, ref taken);
@@ -212,15 +220,14 @@ public static class LocksScenario
                 gate.Count++;
                 Hold(holdUs);
                 Monitor.Exit(gate);
-                acquired++;
-                Hold(holdUs);
+                Hold(gapUs);
             }
             Interlocked.Add(ref tally.Contended, contended);
-            Interlocked.Add(ref tally.Acquired, acquired);
         });
+        double wall = sw.Elapsed.TotalMilliseconds;
         var cpu = Process.GetCurrentProcess().TotalProcessorTime.TotalMilliseconds;
-        Console.WriteLine($"bench contended={t.Contended} acquired={t.Acquired} per_s={t.Contended / seconds} " +
-                          $"acquired_per_s={t.Acquired / seconds} cpu ms={cpu:F0}");
+        Console.WriteLine($"bench contended={t.Contended} acquired={gate.Count} contended_per_s={t.Contended * 1000 / wall:F0} " +
+                          $"wall ms={wall:F0} cpu ms={cpu:F0}");
     }
 
     public static int Run(string[] args)
@@ -241,7 +248,7 @@ public static class LocksScenario
         }
         if (mode == "bench")
         {
-            Bench(threads, rounds, holdUs);
+            Bench(threads, rounds, holdUs, rest.Length > 4 ? int.Parse(rest[4]) : holdUs);
             return 0;
         }
         Work(mode, threads, rounds, holdUs);
