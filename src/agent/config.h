@@ -24,7 +24,7 @@ typedef struct agent_config {
     int alloc_tick;      /* DNP_ENV_ALLOC_SOURCE=tick: AllocationTick even where AllocationSampled exists */
     int alloc_each;      /* DNP_ENV_ALLOC_EACH=1: one AllocSample per sample, not sums */
     /* lock contention (locks.c, dnprof run/attach --locks) */
-    int locks;            /* 0 off, 1 contention and waits, 2 contention only (the LOCKS row's words) */
+    int locks;            /* 0 off, 1 contention, 2 contention and waits (the LOCKS row's words) */
     unsigned lock_slice_us; /* DNP_ENV_LOCKS_SLICE_US: a wait this long is also a LockWait (0: all) */
     /* exception stories (exceptions.c, issue 10 item 2): from DNP_ENV_EXC_STACKS
        at start-up, from the attach blob after an attach; never read elsewhere */

@@ -68,7 +68,7 @@ static agg_table g_agg[AGG_TABLES];
 static atomic_uint g_next_table;
 static __thread int t_table = -1;
 
-static int g_mode;             /* 1 contention and waits, 2 contention only */
+static int g_mode;             /* 1 contention, 2 contention and waits (--locks=waits) */
 static int g_major;            /* the runtime's major version */
 static uint64_t g_slice_ns;    /* a wait this long is also a LockWait */
 static atomic_uint g_gen;      /* a new session: per-thread caches and pending waits are stale */
@@ -120,7 +120,7 @@ void locks_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_hig
     g_mode = cfg->locks;
     g_major = runtime_major();
     g_slice_ns = (uint64_t)cfg->lock_slice_us * 1000u;
-    int waits = g_mode == 1 && g_major >= 9; /* WaitHandleWaitStart/Stop: .NET 9+, verbose only */
+    int waits = g_mode == 2 && g_major >= 9; /* WaitHandleWaitStart/Stop: .NET 9+, verbose only */
     g_consumer.keywords = EP_KEYWORD_CONTENTION | (waits ? EP_KEYWORD_WAIT_HANDLE : 0);
     g_consumer.level = waits ? COR_PRF_EVENTPIPE_VERBOSE : COR_PRF_EVENTPIPE_INFORMATIONAL;
     if (ep_want(&g_consumer, mask_high) == 0)
@@ -357,11 +357,11 @@ static void on_event(const ep_event *e) {
         break;
     }
     case EVENT_WAIT_START:
-        if (g_mode == 1)
+        if (g_mode == 2)
             wait_start(e);
         break;
     case EVENT_WAIT_STOP:
-        if (g_mode == 1)
+        if (g_mode == 2)
             stop(&t_wait, 0);
         break;
     default: break;

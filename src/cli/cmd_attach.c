@@ -53,9 +53,9 @@ static void attach_help(void) {
           "      --alloc           sampled allocations by type and call path, through the\n"
           "                        runtime's own sampling (cheap; dnprof report --alloc);\n"
           "                        without --events, with the threads' names only\n"
-          "      --locks           lock contention: time waited by waiting stack, locked\n"
-          "                        type and owner thread, and (.NET 9+) WaitHandle waits\n"
-          "                        (dnprof report --locks, docs/waits.md)\n"
+          "      --locks[=waits]   lock contention: time waited by waiting stack, locked\n"
+          "                        type and owner thread (dnprof report --locks,\n"
+          "                        docs/waits.md); =waits: WaitHandle waits too (.NET 9+)\n"
           "      --sample[=MODE]   sample every thread's stack, HZ times a second, without\n"
           "                        stopping the runtime (docs/sampling.md); MODE cpu (the\n"
           "                        default), wall or suspend; read with dnprof report\n"
@@ -161,7 +161,7 @@ typedef struct attach_opts {
     uint64_t flush_ms, timeout_s;
     int quiet;
     int alloc;             /* --alloc: sampled allocations */
-    int locks;             /* --locks: lock contention */
+    int locks;             /* --locks: lock contention (1), =waits: and waits (2) */
     int exceptions;        /* --exceptions: stories, with a stack at each throw */
     int sample;            /* --sample: 0 off, 1 cpu, 2 wall, 3 suspend */
     uint64_t sample_rate;  /* --rate, 0 for the default */
@@ -187,7 +187,7 @@ static const struct option attach_options[] = {
     {"events", required_argument, NULL, 'e'},   {"output", required_argument, NULL, 'o'},
     {"duration", required_argument, NULL, 'd'}, {"flush-ms", required_argument, NULL, OPT_FLUSH},
     {"timeout", required_argument, NULL, OPT_TIMEOUT}, {"alloc", no_argument, NULL, OPT_ALLOC},
-    {"exceptions", no_argument, NULL, OPT_EXCEPTIONS}, {"locks", no_argument, NULL, OPT_LOCKS},
+    {"exceptions", no_argument, NULL, OPT_EXCEPTIONS}, {"locks", optional_argument, NULL, OPT_LOCKS},
     {"sample", optional_argument, NULL, OPT_SAMPLE}, {"rate", required_argument, NULL, OPT_RATE},
     {"cpu", no_argument, NULL, OPT_CPU},        {"wall", no_argument, NULL, OPT_WALL},
     {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
@@ -226,7 +226,11 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
                                    optarg);
             break;
         case OPT_ALLOC: o->alloc = 1; break;
-        case OPT_LOCKS: o->locks = 1; break;
+        case OPT_LOCKS:
+            if (optarg && strcmp(optarg, "waits") != 0)
+                return usage_error("attach", "--locks takes no value or 'waits' (--locks=waits), not '%s'", optarg);
+            o->locks = optarg || o->locks == 2 ? 2 : 1;
+            break;
         case OPT_EXCEPTIONS: o->exceptions = 1; break;
         case OPT_SAMPLE: {
             unsigned mode = o->sample ? (unsigned)o->sample : 1;

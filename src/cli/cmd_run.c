@@ -56,9 +56,11 @@ static void run_help(void) {
           "                      dnprof report --alloc, dnprof convert); without --events,\n"
           "                      with the threads' names only (no gc events, no heap walk)\n"
           "      --locks         lock contention: the time threads waited for locks, by\n"
-          "                      waiting stack, locked type and owner thread, and (.NET 9+)\n"
-          "                      waits on WaitHandles; cheap enough for production (read\n"
-          "                      with dnprof report --locks, dnprof convert; docs/waits.md)\n"
+          "                      waiting stack, locked type and owner thread; cheap enough\n"
+          "                      for production (read with dnprof report --locks, dnprof\n"
+          "                      convert; docs/waits.md)\n"
+          "      --locks=waits   also waits on WaitHandles and Monitor.Wait (.NET 9+; costs\n"
+          "                      more: the runtime raises them from managed code)\n"
           "      --sample[=MODE] sample the stacks of every thread, HZ times a second, with\n"
           "                      signals and no stop of the runtime (docs/sampling.md); MODE\n"
           "                      cpu (the default: by CPU time used), wall (by elapsed time,\n"
@@ -201,7 +203,7 @@ typedef struct run_opts {
     const char *events, *output, *flush_ms;
     const char *sample, *rate;                /* --sample[=MODE], --cpu, --wall; --rate */
     int exceptions, alloc, quiet;
-    int locks;                                /* --locks */
+    int locks;                                /* --locks: 1, --locks=waits: 2 */
     int calls, all_code;                      /* calls: 0, 1 --calls, 2 --timeline, 3 --args, 4 --calls=counts */
     char include[1024], exclude[1024];
     const char *heap_at, *heap_output;        /* heap snapshot (docs/heap.md) */
@@ -250,8 +252,7 @@ static int alloc_apply(run_opts *o) {
 }
 
 static int locks_apply(run_opts *o) {
-    (void)o;
-    return cli_setting_set(DNP_SET_LOCKS, "1") ? 1 : 0;
+    return cli_setting_set(DNP_SET_LOCKS, o->locks == 2 ? "waits" : "1") ? 1 : 0;
 }
 
 static int calls_apply(run_opts *o) {
@@ -370,7 +371,11 @@ static int take_option(run_opts *o, int c, char **argv) {
     case OPT_EXCLUDE: return add_pattern(o, c == OPT_INCLUDE, optarg);
     case OPT_ALL_CODE: o->all_code = 1; return 0;
     case OPT_ALLOC: o->alloc = 1; return 0;
-    case OPT_LOCKS: o->locks = 1; return 0;
+    case OPT_LOCKS:
+        if (optarg && strcmp(optarg, "waits") != 0)
+            return usage_error("run", "--locks takes no value or 'waits' (--locks=waits), not '%s'", optarg);
+        o->locks = optarg || o->locks == 2 ? 2 : 1;
+        return 0;
     case OPT_HEAP_AT:
         if (strcmp(optarg, "exit") != 0)
             return usage_error("run", "--heap-at takes exit (a snapshot as the program ends), "
@@ -402,7 +407,7 @@ static int parse_run_options(int argc, char **argv, run_opts *o) {
         {"calls", optional_argument, NULL, OPT_CALLS}, {"timeline", no_argument, NULL, OPT_TIMELINE},
         {"args", no_argument, NULL, OPT_ARGS}, {"include", required_argument, NULL, OPT_INCLUDE},
         {"exclude", required_argument, NULL, OPT_EXCLUDE}, {"all-code", no_argument, NULL, OPT_ALL_CODE},
-        {"alloc", no_argument, NULL, OPT_ALLOC},        {"locks", no_argument, NULL, OPT_LOCKS},
+        {"alloc", no_argument, NULL, OPT_ALLOC},        {"locks", optional_argument, NULL, OPT_LOCKS},
         {"heap-at", required_argument, NULL, OPT_HEAP_AT},
         {"heap-output", required_argument, NULL, OPT_HEAP_OUTPUT},
         {"sample", optional_argument, NULL, OPT_SAMPLE}, {"rate", required_argument, NULL, OPT_RATE},

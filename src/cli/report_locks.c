@@ -427,8 +427,8 @@ static const char *version_note(const locks_profile *p) {
 }
 
 static const char *waits_note(const locks_profile *p) {
-    if (p->mode == 2)
-        return "waits on WaitHandles and Monitor.Wait were not asked for (DNPROF_LOCKS=contention)";
+    if (p->mode != 2)
+        return "waits on WaitHandles and Monitor.Wait were not asked for (dnprof run --locks=waits records them, .NET 9+)";
     if (p->major && p->major < 9)
         return "waits on WaitHandles and Monitor.Wait are not recorded: the runtime raises their events from .NET 9";
     return NULL;

@@ -35,7 +35,7 @@ enum {
     DNP_BLOB_SAMPLE = 8,      /* u32: agent_config.sample (1 cpu, 2 wall, 3 suspend) */
     DNP_BLOB_SAMPLE_RATE = 9, /* u32: samples per second per thread */
     /* lock contention (dnprof attach --locks, docs/waits.md) */
-    DNP_BLOB_LOCKS = 10,      /* u32: agent_config.locks (1 contention and waits, 2 contention only) */
+    DNP_BLOB_LOCKS = 10,      /* u32: agent_config.locks (1 contention, 2 and waits) */
 };
 
 #define DNP_BLOB_EVENTS_MAX 1024

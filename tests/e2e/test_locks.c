@@ -207,7 +207,7 @@ TEST(e2e_locks_truth) {
     ASSERT_EQ(e2e_setup(&r, "e2e_locks_truth"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
     ASSERT(dll && bin);
-    const char *argv[] = {bin, "run", "--quiet", "--locks", "-o", r.trace, "--", e2e_dotnet(), dll, "locks", "both", "4", "50", "1000", NULL};
+    const char *argv[] = {bin, "run", "--quiet", "--locks=waits", "-o", r.trace, "--", e2e_dotnet(), dll, "locks", "both", "4", "50", "1000", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
     ASSERT_STATUS(&r, 0);
     char *out = e2e_read_file(r.out, NULL);
@@ -221,6 +221,8 @@ TEST(e2e_locks_truth) {
          check_owners_sites(rep, &mon, &lock) == 0 && json_num(rep, "startVersion") >= 2;
     double monitor_ns = json_num(lock_entry(rep, "Scenarios.LocksScenario+Gate", "monitor"), "waitNs");
     double all_ns = json_num(json_get(rep, "contention"), "waitNs");
+    /* --locks=waits: the main thread's Thread.Join, apart from the contention */
+    ok = ok && json_num(json_get(rep, "waits"), "waits") >= 1 && json_get(rep, "waitsRecorded")->b;
     json_free(rep);
     ASSERT(ok);
     ASSERT_EQ(check_pprof(&r, monitor_ns), 0);
@@ -365,7 +367,7 @@ static int check_older(const char *test, const char *env_name, int major) {
     const char *app = e2e_env(env_name), *bin = e2e_env("DNPROF_BIN");
     if (!app || !bin)
         return -1;
-    const char *argv[] = {bin, "run", "--quiet", "--locks", "-o", r.trace, "--", app, "monitor", "4", "40", "1000", NULL};
+    const char *argv[] = {bin, "run", "--quiet", "--locks=waits", "-o", r.trace, "--", app, "monitor", "4", "40", "1000", NULL};
     if (e2e_exec(&r, (char *const *)argv, NULL) != 0 || r.status != 0) {
         e2e_show_file("stderr", r.err);
         return -1;
