@@ -1,0 +1,138 @@
+/* test_locks_report.c: `dnprof report --locks` and `convert` on synthetic
+ * traces, for what no installed runtime shows: a runtime whose ContentionStart
+ * is version 1 (no lock, no owner: the report says so instead of showing
+ * nothing), sums of LockSites flushed in pieces, the waiting site past the
+ * runtime's own lock frames, an owner the trace knows by its OS thread id and
+ * one it does not, and the folded export weighted by the time waited. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "synth.h"
+#include "test.h"
+#include "trace_format.h"
+
+#ifdef DNPROF_BIN
+static char *run(const char *args, const char *path) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' %s '%s' 2>&1", DNPROF_BIN, args, path);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return NULL;
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = malloc(cap);
+    while (buf && n + 1 < cap && (got = fread(buf + n, 1, cap - 1 - n, p)) > 0)
+        n += got;
+    pclose(p);
+    if (buf)
+        buf[n] = 0;
+    return buf;
+}
+
+/* version: ContentionStart's; owner tids 4242 (thread 2 of the trace) and 9999 (unknown). */
+static int write_trace(const char *path, unsigned version, int contended) {
+    synth *w = synth_open(path, 4321, "locks-synth");
+    if (!w)
+        return -1;
+    synth_thread(w, 1, 4241);
+    synth_thread(w, 2, 4242);
+    uint64_t stack = synth_string(w, "System.Threading.Monitor::Enter_Slowpath\nApp.Cache::Get\nApp.Program::Main");
+    uint64_t type = synth_string(w, "App.Cache");
+    uint64_t cfg[] = {7, 1, 1000000};
+    synth_event(w, 1, 10, DNP_EV_LockConfig, cfg);
+    if (contended) {
+        uint64_t owner = version >= 2 ? 4242 : 0, lock = version >= 2 ? type : 0;
+        uint64_t a[] = {stack, lock, owner, 0, 30, 300000000, 20000000};
+        uint64_t b[] = {stack, lock, owner, 0, 10, 100000000, 40000000}; /* the same key, a later flush */
+        uint64_t c[] = {stack, lock, version >= 2 ? 9999 : 0, 0, 5, 50000000, 10000000};
+        synth_event(w, 1, 100, DNP_EV_LockSite, a);
+        synth_event(w, 1, 200, DNP_EV_LockSite, b);
+        synth_event(w, 1, 300, DNP_EV_LockSite, c);
+        uint64_t slice[] = {stack, lock, owner, 0, 40000000};
+        synth_event(w, 2, 50000000, DNP_EV_LockWait, slice);
+    }
+    uint64_t stats[] = {version, contended ? 45 : 0, contended ? 1 : 0, 0, 0};
+    synth_event(w, 1, 400, DNP_EV_LockStats, stats);
+    return synth_close(w, 1);
+}
+
+TEST(locks_report_v2_owner_site_sums) {
+    char path[] = "/tmp/dnprof-locks-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT(fd >= 0);
+    close(fd);
+    ASSERT_EQ(write_trace(path, 2, 1), 0);
+    char *text = run("report --locks", path);
+    ASSERT_NE(text, NULL);
+    int ok = strstr(text, "lock contention: 45 waits, 450 ms waited in all (longest 40 ms)") &&
+             strstr(text, "App.Cache (Monitor)") && strstr(text, "App.Cache::Get") &&
+             strstr(text, "thread 2 (tid 4242)") && strstr(text, "tid 9999") && !strstr(text, "version 1");
+    if (!ok)
+        fprintf(stderr, "%s\n", text);
+    free(text);
+    ASSERT(ok);
+    text = run("report --locks --json", path);
+    ASSERT_NE(text, NULL);
+    ok = strstr(text, "\"site\":\"App.Cache::Get\",\"class\":\"contention\",\"maxNs\":40000000,\"waits\":45,"
+                      "\"waitNs\":450000000") != NULL &&
+         strstr(text, "\"tid\":4242,\"thread\":\"thread 2 (tid 4242)\",\"known\":true,\"waits\":40") != NULL &&
+         strstr(text, "\"ownersKnown\":true") != NULL;
+    if (!ok)
+        fprintf(stderr, "%s\n", text);
+    free(text);
+    ASSERT(ok);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "convert --format folded -o - ");
+    text = run(cmd, path);
+    ok = text && strstr(text, "App.Program::Main;App.Cache::Get;System.Threading.Monitor::Enter_Slowpath;[lock App.Cache] "
+                              "450000000\n");
+    if (!ok)
+        fprintf(stderr, "%s\n", text ? text : "");
+    free(text);
+    unlink(path);
+    ASSERT(ok);
+    return 0;
+}
+
+TEST(locks_report_v1_says_what_is_missing) {
+    char path[] = "/tmp/dnprof-locks-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT(fd >= 0);
+    close(fd);
+    ASSERT_EQ(write_trace(path, 1, 1), 0);
+    char *text = run("report --locks", path);
+    int ok = text && strstr(text, "note: the runtime's ContentionStart is version 1 (before .NET 8)") &&
+             strstr(text, "[type not known]") && !strstr(text, "by owner");
+    if (!ok)
+        fprintf(stderr, "%s\n", text ? text : "");
+    free(text);
+    ASSERT(ok);
+    text = run("report --locks --json", path);
+    ok = text && strstr(text, "\"ownersKnown\":false") && strstr(text, "\"owners\":[]");
+    free(text);
+    unlink(path);
+    ASSERT(ok);
+    return 0;
+}
+
+TEST(locks_report_no_contention) {
+    char path[] = "/tmp/dnprof-locks-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT(fd >= 0);
+    close(fd);
+    ASSERT_EQ(write_trace(path, 2, 0), 0);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' report --locks '%s' >/dev/null 2>&1", DNPROF_BIN, path);
+    int status = system(cmd);
+    char *text = run("report --locks", path);
+    int ok = status == 0 && text && strstr(text, ": no contention: no thread waited for a lock");
+    free(text);
+    text = run("convert --format pprof -o /dev/null", path);
+    ok = ok && text && strstr(text, "no contention was recorded");
+    free(text);
+    unlink(path);
+    ASSERT(ok);
+    return 0;
+}
+#endif
