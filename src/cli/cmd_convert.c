@@ -221,9 +221,12 @@ typedef struct convert_input {
 
 /* The lock waits of the trace: the tree weighted by the time waited, and for a
  * timeline the waits as slices (beside the calls' timeline when ci has one). */
-static int open_locks(convert_opts *o, convert_input *ci) {
+static int open_locks(convert_opts *o, convert_input *ci, int asked) {
     if (locks_open(o->path, &ci->lp) != 0)
         return -1;
+    if (!locks_has_data(ci->lp) && !asked)
+        return error("%s: this trace has neither call data, sampled allocations nor lock data: record it with "
+                     "dnprof run --calls, --sample, --alloc or --locks", o->path);
     if (!locks_has_data(ci->lp))
         return error("%s: this trace has no lock data: record it with dnprof run --locks (or dnprof attach PID "
                      "--locks)", o->path);
@@ -244,7 +247,7 @@ static int open_alloc(const convert_opts *o, convert_input *ci, int or_locks) {
         if (or_locks) { /* neither calls nor allocations: lock waits, if any */
             alloc_free(ci->ap);
             ci->ap = NULL;
-            return open_locks((convert_opts *)o, ci);
+            return open_locks((convert_opts *)o, ci, 0);
         }
         return error("%s: this trace has neither call data nor sampled allocations: record it with dnprof "
                      "run --calls, --sample or --alloc", o->path);
@@ -268,12 +271,12 @@ static int open_input(convert_opts *o, convert_input *ci) {
     ci->ct = ci->in.ct;
     int calls = dnp_calltree_has_data(ci->ct) || ci->ct->timeline_events;
     if (o->locks && calls && ci->ct->timeline_events && (o->fmt->takes & FMT_SLICES))
-        return open_locks(o, ci);
+        return open_locks(o, ci, 1);
     if (o->locks || !calls) {
         calls_close(&ci->in);
         memset(&ci->in, 0, sizeof ci->in);
         ci->ct = NULL;
-        return o->locks ? open_locks(o, ci) : open_alloc(o, ci, 1);
+        return o->locks ? open_locks(o, ci, 1) : open_alloc(o, ci, 1);
     }
     if (!dnp_calltree_has_data(ci->ct))
         return error("%s: this trace has no call data: record it with dnprof run --calls", o->path);

@@ -484,7 +484,7 @@ TEST(e2e_field_print_filters) {
     const char *conv[] = {"convert", "-f", "folded", "-o", "-", r.trace, NULL};
     ASSERT_EQ(e2e_dnprof(&r, conv), 0);
     ASSERT_STATUS(&r, 1);
-    ASSERT(file_has(r.err, "--calls, --sample or --alloc"));
+    ASSERT(file_has(r.err, "--calls, --sample, --alloc or --locks"));
     return 0;
 }
 
