@@ -397,3 +397,49 @@ TEST(e2e_locks_older_runtimes) {
     ASSERT_EQ(check_older("e2e_locks_older_runtimes.net9", "DNPROF_LOCKS_NET9", 9), 0);
     return 0;
 }
+
+/* --locks with the calls' --timeline: convert --locks --format chrome lays each
+ * long wait on the calls' timeline, inside the ContendMonitor call of its own
+ * thread (one clock for both). */
+TEST(e2e_locks_on_calls_timeline) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_locks_on_calls_timeline"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    const char *argv[] = {bin, "run", "--quiet", "--timeline", "--include", "Scenarios.LocksScenario*", "--locks", "-o",
+                          r.trace, "--", e2e_dotnet(), dll, "locks", "monitor", "4", "20", "1000", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    char path[PATH_MAX + 16], err[256];
+    snprintf(path, sizeof path, "%s/both.chrome.json", r.dir);
+    const char *conv[] = {"convert", "--locks", "--format", "chrome", "-o", path, r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, conv) == 0 && r.status == 0);
+    size_t len;
+    char *text = e2e_read_file(path, &len);
+    jv *doc = text ? json_parse(text, len, err, sizeof err) : NULL;
+    free(text);
+    const jv *events = json_get(doc, "traceEvents");
+    size_t slices = 0, inside = 0, calls = 0;
+    for (size_t i = 0; events && i < events->n; i++) {
+        const jv *s = json_at(events, i);
+        const char *cat = json_str(s, "cat");
+        calls += cat && !strcmp(cat, "calls");
+        if (!cat || strcmp(cat, "lock contention") != 0)
+            continue;
+        slices++;
+        double ts = json_num(s, "ts"), end = ts + json_num(s, "dur"), tid = json_num(s, "tid");
+        for (size_t k = 0; k < events->n; k++) {
+            const jv *c = json_at(events, k);
+            const char *ccat = json_str(c, "cat"), *name = json_str(c, "name");
+            if (ccat && !strcmp(ccat, "calls") && name && strstr(name, "ContendMonitor") && json_num(c, "tid") == tid &&
+                json_num(c, "ts") <= ts && end <= json_num(c, "ts") + json_num(c, "dur") + 0.002) {
+                inside++;
+                break;
+            }
+        }
+    }
+    json_free(doc);
+    fprintf(stderr, "e2e: %zu calls, %zu lock slices, %zu inside their thread's ContendMonitor\n", calls, slices, inside);
+    ASSERT(calls > 0 && slices > 0 && inside == slices);
+    return 0;
+}
