@@ -158,6 +158,15 @@ int ipc_connect(pid_t pid, char *err, size_t errlen) {
                  (int)pid, p.comm, (unsigned)p.uid);
         return -1;
     }
+    ipc_where w;
+    if (ipc_where_of(pid, &w) < 0 || (w.container && access(w.root, X_OK) != 0)) {
+        snprintf(err, errlen,
+                 "pid %d (%s): dnprof may not look into its %s (/proc/%d/%s: %s): run dnprof as root, or "
+                 "give it CAP_SYS_PTRACE",
+                 (int)pid, p.comm, w.denied ? "namespaces" : "container", (int)pid, w.denied ? "ns" : "root",
+                 strerror(w.denied ? EACCES : errno));
+        return -1;
+    }
     char path[PATH_MAX];
     if (ipc_socket_path(pid, path, sizeof path) < 0) {
         char value[64];
@@ -167,6 +176,12 @@ int ipc_connect(pid_t pid, char *err, size_t errlen) {
                      "pid %d (%s) runs .NET with %s=0: its diagnostics channel, through which a "
                      "profiler attaches, is off; restart it without %s, or start it with dnprof run",
                      (int)pid, p.comm, var, var);
+        else if (p.has_coreclr == 1 && w.container)
+            snprintf(err, errlen,
+                     "pid %d (%s, pid %d in its container) runs .NET but its /tmp (%s/tmp) holds no "
+                     "diagnostics socket: it was started with DOTNET_EnableDiagnostics=0, or its TMPDIR "
+                     "is not readable from here; restart it without that setting",
+                     (int)pid, p.comm, (int)w.inner, w.root);
         else if (p.has_coreclr == 1)
             snprintf(err, errlen,
                      "pid %d (%s) runs .NET but has no diagnostics socket (started with "
