@@ -364,6 +364,8 @@ static int attach_shares_in(e2e_run *r, const char *rate, const char *cpu_second
         return -1;
     snprintf(pid, sizeof pid, "%s", text); /* in a container, its own pid: not the one to attach to */
     free(text);
+    char text_pid[32];
+    snprintf(text_pid, sizeof text_pid, "%s", pid);
     if (contained) {
         char row[64], inside[32];
         snprintf(row, sizeof row, "%-8d %-24s ", (int)host, "Scenarios");
@@ -375,6 +377,14 @@ static int attach_shares_in(e2e_run *r, const char *rate, const char *cpu_second
             return -1;
         }
         snprintf(pid, sizeof pid, "%d", (int)host);
+        const char *doctor[] = {"doctor", pid, NULL};
+        snprintf(inside, sizeof inside, "pid %ld inside", strtol(text_pid, NULL, 10));
+        if (e2e_dnprof(r, doctor) != 0 || r->status != 0 || !file_has(r->out, inside) ||
+            !file_has(r->out, "can work")) {
+            fprintf(stderr, "e2e: dnprof doctor %s does not say that attach can work, in a container\n", pid);
+            e2e_show_file("dnprof doctor", r->out);
+            return -1;
+        }
     }
     const char *aargv[] = {bin, "attach", pid, "--sample", "--rate", rate, "-o", r->trace, NULL};
     pid_t att = e2e_spawn((char *const *)aargv, NULL, r->dir, r->out, NULL, r->err);
