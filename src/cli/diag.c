@@ -159,7 +159,7 @@ int ipc_connect(pid_t pid, char *err, size_t errlen) {
         return -1;
     }
     ipc_where w;
-    if ((ipc_where_of(pid, &w) < 0 || (w.container && access(w.root, X_OK) != 0)) && p.has_coreclr != 0) {
+    if ((ipc_where_of(pid, &w) < 0 || (w.container && access(w.root, X_OK) != 0)) && p.has_coreclr == 1) {
         snprintf(err, errlen,
                  "pid %d (%s): dnprof may not look into its %s (/proc/%d/%s: %s): run dnprof as root, or "
                  "give it CAP_SYS_PTRACE",
