@@ -1,11 +1,14 @@
 /* test_fuzz.c: what the fuzzers (tests/fuzz, docs/testing.md#fuzzing) found,
  * kept as unit tests of the normal build: each committed input of
  * tests/fuzz/corpus/<reader> is read again (every crash, hang and oversized
- * allocation a fuzzer found is one of them), and each fix has a test of its own. */
+ * allocation a fuzzer found is one of them), and each fix has a test of its own
+ * on a file made here, byte by byte. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "attach_blob.h"
@@ -14,6 +17,133 @@
 #include "heapgraph.h"
 #include "test.h"
 #include "trace_reader.h"
+
+/* ---- a trace made byte by byte ---- */
+
+typedef struct rawbuf {
+    uint8_t b[4096];
+    size_t n;
+} rawbuf;
+
+static void raw_put(rawbuf *r, const void *p, size_t n) {
+    if (r->n + n <= sizeof r->b) {
+        memcpy(r->b + r->n, p, n);
+        r->n += n;
+    }
+}
+
+static void raw_header(rawbuf *r) {
+    uint8_t h[DNP_TRACE_HEADER_SIZE] = {0};
+    memcpy(h, DNP_TRACE_MAGIC, 8);
+    h[8] = DNP_TRACE_MAJOR;
+    dnp_put_u32le(h + 12, DNP_TRACE_HEADER_SIZE);
+    dnp_put_u64le(h + 16, 4242);
+    raw_put(r, h, sizeof h);
+}
+
+/* A chunk of thread with payload p (its CRC right), claiming plen bytes
+ * (0: the payload's own size). */
+static void raw_chunk(rawbuf *r, uint32_t thread, const uint8_t *p, uint32_t n, uint32_t plen) {
+    uint8_t h[DNP_CHUNK_HEADER_SIZE] = {0};
+    dnp_put_u32le(h, DNP_CHUNK_MAGIC);
+    dnp_put_u32le(h + 4, plen ? plen : n);
+    dnp_put_u32le(h + 8, dnp_crc32(p, n));
+    dnp_put_u32le(h + 12, thread);
+    raw_put(r, h, sizeof h);
+    raw_put(r, p, n);
+}
+
+static const char *raw_write(const rawbuf *r) {
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/dnprof-fuzz-test-XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return NULL;
+    ssize_t w = write(fd, r->b, r->n);
+    close(fd);
+    return w == (ssize_t)r->n ? path : NULL;
+}
+
+/* A THREAD record (or a chunk) naming thread 524288 in a file of a few hundred
+ * bytes made the reader grow its table of threads to 524288 (16 MiB), and the
+ * front end its tables by thread after it (fuzz_trace, an allocation over
+ * -malloc_limit_mb): an ordinal is now at most the file's size / 4. */
+TEST(fuzz_trace_thread_ordinal_bounded_by_file) {
+    rawbuf r = {.n = 0};
+    raw_header(&r);
+    uint8_t rec[16], *p = rec;
+    *p++ = DNP_REC_THREAD;
+    uint8_t body[12], *q = dnp_varint_put(body, 1u << 19);
+    q = dnp_varint_put(q, 77);
+    *p++ = (uint8_t)(q - body);
+    memcpy(p, body, (size_t)(q - body));
+    p += q - body;
+    raw_chunk(&r, 0, rec, (uint32_t)(p - rec), 0);
+    const char *path = raw_write(&r);
+    ASSERT(path);
+    char err[256];
+    dnp_trace *t = NULL;
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
+    ASSERT_EQ(t->nthreads, 0); /* the record is refused, not believed */
+
+    rawbuf c = {.n = 0};
+    raw_header(&c);
+    raw_chunk(&c, 1u << 19, rec, 0, 0);
+    FILE *f = fopen(path, "wb");
+    ASSERT(f);
+    ASSERT_EQ(fwrite(c.b, 1, c.n, f), c.n);
+    fclose(f);
+    dnp_trace_free(t);
+    t = NULL;
+    ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
+    ASSERT_EQ(t->status, DNP_TRACE_CORRUPT);
+    ASSERT_EQ(t->nthreads, 0);
+    ASSERT(strstr(t->status_text, "impossible thread"));
+    dnp_trace_free(t);
+    unlink(path);
+    return 0;
+}
+
+/* Loads path in a child whose data segment may grow by 8 MiB at most: the exit
+ * code is 0 when the load worked and said the trace is cut short, 2 when it
+ * failed (out of memory), 3 for any other status. */
+static int load_in_8mib(const char *path) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        long pages = 0, data = 0;
+        FILE *f = fopen("/proc/self/statm", "r");
+        if (!f || fscanf(f, "%ld %*s %*s %*s %*s %ld", &pages, &data) != 2)
+            _exit(4);
+        fclose(f);
+        struct rlimit lim;
+        lim.rlim_cur = lim.rlim_max = (rlim_t)data * (rlim_t)sysconf(_SC_PAGESIZE) + (8u << 20);
+        if (setrlimit(RLIMIT_DATA, &lim) != 0)
+            _exit(4);
+        char err[256];
+        dnp_trace *t = NULL;
+        if (dnp_trace_load(path, &t, err, sizeof err) != 0)
+            _exit(2);
+        _exit(t->status == DNP_TRACE_TRUNCATED && t->bytes_read == DNP_TRACE_HEADER_SIZE ? 0 : 3);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+        return -1;
+    return WEXITSTATUS(st);
+}
+
+/* A chunk claiming 16 MiB in a file of 60 bytes: the file is cut short there,
+ * and the reader says so without making room for 16 MiB first (it did, in a
+ * file or a pipe alike: any fuzzer input could cost 16 MiB). */
+TEST(fuzz_trace_payload_length_past_the_file) {
+    rawbuf r = {.n = 0};
+    raw_header(&r);
+    raw_chunk(&r, 0, (const uint8_t *)"\x06\x01\x05", 3, DNP_CHUNK_MAX_PAYLOAD);
+    const char *path = raw_write(&r);
+    ASSERT(path);
+    ASSERT_EQ(load_in_8mib(path), 0);
+    unlink(path);
+    return 0;
+}
 
 /* ---- every committed input of the fuzzers, read again ---- */
 
