@@ -104,31 +104,51 @@ TEST(fuzz_trace_thread_ordinal_bounded_by_file) {
     return 0;
 }
 
-/* Loads path in a child whose data segment may grow by 8 MiB at most: the exit
- * code is 0 when the load worked and said the trace is cut short, 2 when it
- * failed (out of memory), 3 for any other status. */
-static int load_in_8mib(const char *path) {
+/* Limits this process's data segment to what it uses now and 8 MiB more. */
+static int limit_8mib(void) {
+    long pages = 0, data = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%ld %*s %*s %*s %*s %ld", &pages, &data) != 2)
+        return -1;
+    fclose(f);
+    struct rlimit lim;
+    lim.rlim_cur = lim.rlim_max = (rlim_t)data * (rlim_t)sysconf(_SC_PAGESIZE) + (8u << 20);
+    return setrlimit(RLIMIT_DATA, &lim);
+}
+
+/* Runs fn(arg, err) in a child that may allocate 8 MiB at most (a reader that
+ * believes a length field fails there with "out of memory"): its return (0 or
+ * 1) and its line in err, or -1. */
+static int in_8mib(int (*fn)(const void *arg, char *err, size_t errlen), const void *arg, char *err,
+                   size_t errlen) {
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
     pid_t pid = fork();
     if (pid == 0) {
-        long pages = 0, data = 0;
-        FILE *f = fopen("/proc/self/statm", "r");
-        if (!f || fscanf(f, "%ld %*s %*s %*s %*s %ld", &pages, &data) != 2)
-            _exit(4);
-        fclose(f);
-        struct rlimit lim;
-        lim.rlim_cur = lim.rlim_max = (rlim_t)data * (rlim_t)sysconf(_SC_PAGESIZE) + (8u << 20);
-        if (setrlimit(RLIMIT_DATA, &lim) != 0)
-            _exit(4);
-        char err[256];
-        dnp_trace *t = NULL;
-        if (dnp_trace_load(path, &t, err, sizeof err) != 0)
-            _exit(2);
-        _exit(t->status == DNP_TRACE_TRUNCATED && t->bytes_read == DNP_TRACE_HEADER_SIZE ? 0 : 3);
+        close(fds[0]);
+        char line[512] = "";
+        int rc = limit_8mib() == 0 ? fn(arg, line, sizeof line) : 3;
+        ssize_t w = write(fds[1], line, strlen(line));
+        (void)w;
+        _exit(rc);
     }
+    close(fds[1]);
+    ssize_t n = pid > 0 ? read(fds[0], err, errlen - 1) : -1;
+    err[n > 0 ? n : 0] = 0;
+    close(fds[0]);
     int st = 0;
     if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
         return -1;
     return WEXITSTATUS(st);
+}
+
+/* 0 when the trace at arg loads and is said to be cut short after its header. */
+static int load_cut_trace(const void *arg, char *err, size_t errlen) {
+    dnp_trace *t = NULL;
+    if (dnp_trace_load(arg, &t, err, errlen) != 0)
+        return 2;
+    return t->status == DNP_TRACE_TRUNCATED && t->bytes_read == DNP_TRACE_HEADER_SIZE ? 0 : 1;
 }
 
 /* A chunk claiming 16 MiB in a file of 60 bytes: the file is cut short there,
@@ -140,8 +160,73 @@ TEST(fuzz_trace_payload_length_past_the_file) {
     raw_chunk(&r, 0, (const uint8_t *)"\x06\x01\x05", 3, DNP_CHUNK_MAX_PAYLOAD);
     const char *path = raw_write(&r);
     ASSERT(path);
-    ASSERT_EQ(load_in_8mib(path), 0);
+    char err[512];
+    ASSERT_EQ(in_8mib(load_cut_trace, path, err, sizeof err), 0);
     unlink(path);
+    return 0;
+}
+
+/* ---- a heap snapshot made record by record ---- */
+
+/* 0 when the snapshot at arg does not load (the reader's line in err). */
+static int heap_refused(const void *arg, char *err, size_t errlen) {
+    dnp_heapgraph g;
+    if (dnp_heapgraph_load(arg, DNP_HG_ADDR | DNP_HG_FIELDS, &g, err, errlen) < 0)
+        return 0;
+    dnp_heapgraph_release(&g);
+    return 1;
+}
+
+/* A snapshot of one chunk of records [buf, p) at path (a mkstemp template),
+ * loaded in 8 MiB: 0 when refused, with the reader's line in err. */
+static int heap_load_records(char *path, const uint8_t *buf, const uint8_t *p, char *err, size_t errlen) {
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f)
+        return -2;
+    uint8_t hdr[DNP_HEAP_HEADER_SIZE] = {0};
+    memcpy(hdr, DNP_HEAP_MAGIC, 8);
+    dnp_put_u32le(hdr + 8, DNP_HEAP_VERSION);
+    dnp_put_u32le(hdr + 12, DNP_HEAP_HEADER_SIZE);
+    uint32_t h[3] = {DNP_HEAP_CHUNK_MAGIC, (uint32_t)(p - buf), dnp_crc32(buf, (size_t)(p - buf))};
+    fwrite(hdr, sizeof hdr, 1, f);
+    fwrite(h, sizeof h, 1, f);
+    fwrite(buf, 1, (size_t)(p - buf), f);
+    fclose(f);
+    int rc = in_8mib(heap_refused, path, err, errlen);
+    unlink(path);
+    return rc;
+}
+
+static uint8_t *heap_end(uint8_t *p, uint64_t objects, uint64_t refs) {
+    return dnp_heap_put_END(p, &(struct dnp_heap_END){.status = DNP_HEAP_COMPLETE, .objects = objects,
+                                                      .refs = refs, .message = "", .message_len = 0});
+}
+
+/* An END record saying 100 million objects in a file of 60 bytes: the reader
+ * sized its arrays by it (2 GB) before it found one object (found by fuzzing
+ * the seed's END record, as fuzz_heap does; its 512 MiB -malloc_limit_mb
+ * stops the load). */
+TEST(fuzz_heap_end_counts_bounded_by_file) {
+    uint8_t buf[256], *p = buf;
+    char path[] = "/tmp/dnprof-fuzz-heap-XXXXXX", err[512];
+    p = dnp_heap_put_OBJECT(p, &(struct dnp_heap_OBJECT){.addr = 0x1000, .cls = 0, .size = 24});
+    p = heap_end(p, 100000000, 0);
+    ASSERT_EQ(heap_load_records(path, buf, p, err, sizeof err), 0);
+    ASSERT_CONTAINS(err, "can hold");
+    return 0;
+}
+
+/* A class index of ten million in a NAME record grew the class tables to ten
+ * million entries (170 MB, zeroed) for a file of 60 bytes. */
+TEST(fuzz_heap_class_index_bounded_by_file) {
+    uint8_t buf[256], *p = buf;
+    char path[] = "/tmp/dnprof-fuzz-heap-XXXXXX", err[512];
+    p = dnp_heap_put_OBJECT(p, &(struct dnp_heap_OBJECT){.addr = 0x1000, .cls = 1, .size = 24});
+    p = dnp_heap_put_NAME(p, &(struct dnp_heap_NAME){.cls = 9999999, .name = "A", .name_len = 1});
+    p = heap_end(p, 1, 0);
+    ASSERT_EQ(heap_load_records(path, buf, p, err, sizeof err), 0);
+    ASSERT_CONTAINS(err, "class index");
     return 0;
 }
 
