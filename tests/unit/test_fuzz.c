@@ -15,6 +15,7 @@
 #include "control_line.h"
 #include "heap_format.h"
 #include "heapgraph.h"
+#include "pprof.h"
 #include "test.h"
 #include "trace_reader.h"
 
@@ -204,9 +205,8 @@ static uint8_t *heap_end(uint8_t *p, uint64_t objects, uint64_t refs) {
 }
 
 /* An END record saying 100 million objects in a file of 60 bytes: the reader
- * sized its arrays by it (2 GB) before it found one object (found by fuzzing
- * the seed's END record, as fuzz_heap does; its 512 MiB -malloc_limit_mb
- * stops the load). */
+ * sized its arrays by it (2 GB) before it found one object (the seed with its
+ * END record changed: fuzz_heap's 512 MiB -malloc_limit_mb stops the load). */
 TEST(fuzz_heap_end_counts_bounded_by_file) {
     uint8_t buf[256], *p = buf;
     char path[] = "/tmp/dnprof-fuzz-heap-XXXXXX", err[512];
@@ -227,6 +227,22 @@ TEST(fuzz_heap_class_index_bounded_by_file) {
     p = heap_end(p, 1, 0);
     ASSERT_EQ(heap_load_records(path, buf, p, err, sizeof err), 0);
     ASSERT_CONTAINS(err, "class index");
+    return 0;
+}
+
+/* A trace whose call tree has no samples: the pprof encoder copied its empty
+ * sample list from a NULL pointer (memcpy(dst, NULL, 0), UBSan's nonnull: the
+ * build-asan run of this test, and fuzz_trace, which found it). */
+TEST(fuzz_pprof_without_samples) {
+    const dnp_pprof_type types[] = {{"calls", "count"}};
+    dnp_pprof *p = dnp_pprof_new(types, 1, NULL, 0);
+    ASSERT(p);
+    uint8_t *out = NULL;
+    size_t len = 0;
+    ASSERT_EQ(dnp_pprof_encode(p, &out, &len), 0);
+    ASSERT_GT(len, 0);
+    free(out);
+    dnp_pprof_free(p);
     return 0;
 }
 
