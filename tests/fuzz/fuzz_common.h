@@ -3,9 +3,8 @@
  * The readers take a path: the input is written to a memfd once per run and
  * read back through /proc/self/fd/N, a regular file that can be read twice (the
  * streamed reports rewind it). The front end's commands are called in process,
- * as dnprof.c calls them, with stdout on /dev/null and stderr quiet while they
- * run; the sanitizers report on a copy of the real stderr, so a crash is still
- * shown in full. FUZZ_VERBOSE=1 in the environment keeps the commands' stderr. */
+ * as dnprof.c calls them, with stdout on /dev/null and their messages quiet
+ * (fz_quiet); FUZZ_VERBOSE=1 in the environment keeps the messages. */
 #ifndef DNP_FUZZ_COMMON_H
 #define DNP_FUZZ_COMMON_H
 
@@ -19,26 +18,26 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-void __sanitizer_set_report_fd(void *fd);
-
 static struct {
-    int file_fd, devnull, saved_err, verbose;
+    int file_fd, verbose;
+    FILE *devnull, *real_stderr;
     char path[64];
-} fz = {-1, -1, -1, 0, ""};
+} fz = {-1, 0, NULL, NULL, ""};
 
 /* Once, from LLVMFuzzerInitialize. */
 static void fz_init(void) {
     fz.file_fd = memfd_create("fuzz-input", MFD_CLOEXEC);
-    fz.devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-    fz.saved_err = dup(STDERR_FILENO);
-    if (fz.file_fd < 0 || fz.devnull < 0 || fz.saved_err < 0) {
+    fz.devnull = fopen("/dev/null", "we");
+    fz.real_stderr = stderr;
+    int out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (fz.file_fd < 0 || !fz.devnull || out < 0) {
         perror("fuzz: setting up");
         abort();
     }
     snprintf(fz.path, sizeof fz.path, "/proc/self/fd/%d", fz.file_fd);
-    __sanitizer_set_report_fd((void *)(intptr_t)fz.saved_err);
     fflush(stdout);
-    dup2(fz.devnull, STDOUT_FILENO);
+    dup2(out, STDOUT_FILENO);
+    close(out);
     const char *v = getenv("FUZZ_VERBOSE");
     fz.verbose = v && *v == '1';
 }
@@ -78,10 +77,12 @@ static void fz_set_file(const uint8_t *data, size_t size) {
     }
 }
 
+/* The commands' messages (fprintf(stderr, ...)) go nowhere while they run: the
+ * stream is swapped, not fd 2, which libFuzzer (its own copy of stderr, taken at
+ * start) and the sanitizers (fd 2) still write their reports to. */
 static void fz_quiet(int on) {
-    fflush(stderr);
     if (!fz.verbose)
-        dup2(on ? fz.devnull : fz.saved_err, STDERR_FILENO);
+        stderr = on ? fz.devnull : fz.real_stderr;
 }
 
 /* A front-end command, as dnprof.c's run_command calls it (getopt reset). */

@@ -9,7 +9,8 @@
 # docs/testing.md#fuzzing. FUZZ_ARGS adds libFuzzer options.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-build=${1:?usage: run.sh BUILD_DIR [HARNESS...]}
+[ $# -ge 1 ] || { echo "usage: run.sh BUILD_DIR [HARNESS...]" >&2; exit 2; }
+build=$(cd "$1" && pwd) || exit 2
 shift
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=(trace heap attach_blob control)
