@@ -164,6 +164,15 @@ TEST(fuzz_trace_payload_length_past_the_file) {
     char err[512];
     ASSERT_EQ(in_8mib(load_cut_trace, path, err, sizeof err), 0);
     unlink(path);
+    /* The same from a pipe, whose size the reader cannot know beforehand. */
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    ASSERT_EQ(write(fds[1], r.b, r.n), (ssize_t)r.n);
+    close(fds[1]);
+    char pipe_path[64];
+    snprintf(pipe_path, sizeof pipe_path, "/proc/self/fd/%d", fds[0]);
+    ASSERT_EQ(in_8mib(load_cut_trace, pipe_path, err, sizeof err), 0);
+    close(fds[0]);
     return 0;
 }
 
