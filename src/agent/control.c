@@ -21,6 +21,7 @@
 #include "agent.h"
 #include "eventpipe.h"
 #include "attach_blob.h"
+#include "control_line.h"
 #include "heap.h"
 #include "recorder.h"
 #include "sampler.h"
@@ -32,8 +33,7 @@
 
 typedef struct client {
     int fd;
-    size_t len;
-    char buf[4352]; /* a command and a path */
+    dnp_ctl_buf in; /* what it sent, up to its next line end */
 } client;
 
 static struct {
@@ -67,7 +67,7 @@ static void client_close(client *c) {
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
-    c->len = 0;
+    c->in.len = 0;
 }
 
 static void do_detach(int fd) {
@@ -103,46 +103,36 @@ static void do_detach(int fd) {
     say_to(fd, "ok detaching");
 }
 
-static void do_line(client *c, const char *line) {
-    if (strcmp(line, DNP_CONTROL_DETACH) == 0)
+static int do_line(void *ctx, dnp_ctl_cmd cmd, const char *arg, const char *line) {
+    client *c = ctx;
+    (void)line;
+    if (cmd == DNP_CTL_DETACH)
         do_detach(c->fd);
-    else if (strcmp(line, DNP_CONTROL_STATUS) == 0)
+    else if (cmd == DNP_CTL_STATUS)
         say_to(c->fd, "ok %s %llu %s", C.detach_requested ? "detaching" : "recording",
                (unsigned long long)recorder_events(), g_agent.config.output);
-    else if (strncmp(line, DNP_CONTROL_SNAPSHOT " /", sizeof DNP_CONTROL_SNAPSHOT + 1) == 0) {
+    else if (cmd == DNP_CTL_SNAPSHOT) {
         char reply[1024];
         if (C.detach_requested)
             snprintf(reply, sizeof reply, "error the agent is detaching; try again once it is gone");
         else
-            heap_snapshot(line + sizeof DNP_CONTROL_SNAPSHOT, reply, sizeof reply);
+            heap_snapshot(arg, reply, sizeof reply);
         say_to(c->fd, "%s", reply);
     } else
         say_to(c->fd, "error unknown command (%s, %s or %s PATH)", DNP_CONTROL_DETACH,
                DNP_CONTROL_STATUS, DNP_CONTROL_SNAPSHOT);
+    return c->fd < 0;
 }
 
 static void client_read(client *c) {
-    ssize_t n = recv(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len, MSG_DONTWAIT);
+    ssize_t n = recv(c->fd, dnp_ctl_tail(&c->in), dnp_ctl_room(&c->in), MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     if (n <= 0) {
         client_close(c);
         return;
     }
-    c->len += (size_t)n;
-    c->buf[c->len] = 0;
-    char *nl;
-    while (c->fd >= 0 && (nl = memchr(c->buf, '\n', c->len)) != NULL) {
-        *nl = 0;
-        if (nl > c->buf && nl[-1] == '\r')
-            nl[-1] = 0;
-        do_line(c, c->buf);
-        size_t used = (size_t)(nl + 1 - c->buf);
-        memmove(c->buf, nl + 1, c->len - used);
-        c->len -= used;
-        c->buf[c->len] = 0;
-    }
-    if (c->len == sizeof c->buf - 1) { /* a line longer than any command */
+    if (dnp_ctl_feed(&c->in, (size_t)n, do_line, c) < 0) { /* a line longer than any command */
         say_to(c->fd, "error line too long");
         client_close(c);
     }
@@ -162,7 +152,7 @@ static void client_accept(void) {
     for (int i = 0; i < MAX_CLIENTS; i++) {
         if (C.clients[i].fd < 0) {
             C.clients[i].fd = fd;
-            C.clients[i].len = 0;
+            C.clients[i].in.len = 0;
             return;
         }
     }

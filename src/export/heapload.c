@@ -162,7 +162,7 @@ static uint32_t lookup(const loader *L, uint64_t addr) {
 
 /* Room for class idx in the per-class arrays. */
 static int class_room(loader *L, uint64_t idx) {
-    if (idx > 10000000)
+    if (idx > 10000000 || idx > L->r.size / 3) /* a CLASS record (3 bytes) for each index */
         return fail(&L->r, "corrupt: class index %llu", (unsigned long long)idx);
     if (idx < L->nclasses)
         return 0;
@@ -531,6 +531,14 @@ static int read_end(loader *L) {
     if (e->objects >= UINT32_MAX - 1 || e->refs + e->roots + e->deps >= UINT32_MAX)
         return fail(r, "too large for this dnprof (%llu objects, %llu references)",
                     (unsigned long long)e->objects, (unsigned long long)e->refs);
+    /* The arrays are sized by these counts: no more than the file can hold (an
+     * object takes 6 bytes at least, a root or a dependent handle 3, a
+     * reference 1), not what a damaged count says (docs/testing.md). */
+    if (e->objects > r->size / 6 || e->roots > r->size / 3 || e->deps > r->size / 3 || e->refs > r->size)
+        return fail(r, "corrupt: the end record counts %llu objects, %llu roots and %llu references, more "
+                       "than %llu bytes can hold",
+                    (unsigned long long)e->objects, (unsigned long long)e->roots, (unsigned long long)e->refs,
+                    (unsigned long long)r->size);
     return 0;
 }
 

@@ -66,7 +66,7 @@ static void grow(buf *b, size_t more) {
 
 static void put_bytes(buf *b, const void *p, size_t n) {
     grow(b, n);
-    if (b->failed)
+    if (b->failed || n == 0) /* n 0: p may be NULL (a profile without samples) */
         return;
     memcpy(b->p + b->n, p, n);
     b->n += n;

@@ -109,6 +109,7 @@ typedef struct loader {
     uint64_t min_base, origin;
     int seen_end;
     uint64_t unknown_kinds, short_events, malformed;
+    uint32_t max_thread; /* the largest thread ordinal the file can hold (thread_limit) */
 } loader;
 
 enum { REC_NONE = 0, REC_EVENT = 1, REC_CORRUPT = 2 };
@@ -261,7 +262,7 @@ static int parse_record(loader *L, const uint8_t **pp, const uint8_t *end, uint3
     case DNP_REC_THREAD:
         if (L->replay)
             break;
-        if (get_values(q, bend, v, 2) < 2 || v[0] == 0 || v[0] > MAX_THREADS) {
+        if (get_values(q, bend, v, 2) < 2 || v[0] == 0 || v[0] > L->max_thread) {
             L->malformed++;
             break;
         }
@@ -499,6 +500,40 @@ static ssize_t read_full(dnp_trace_stream *S, void *buf, size_t len) {
     return (ssize_t)got;
 }
 
+/* Reads a chunk's payload into S->buf; how many bytes were there, or -1. The
+ * buffer grows with what arrives, not to what plen claims (docs/testing.md). */
+static ssize_t read_payload(dnp_trace_stream *S, uint32_t plen) {
+    size_t got = 0;
+    if (S->regular && plen > S->t->file_bytes - S->consumed)
+        plen = S->consumed < S->t->file_bytes ? (uint32_t)(S->t->file_bytes - S->consumed) : 0;
+    while (got < plen) {
+        if (S->cap < plen && S->cap - got == 0) {
+            size_t ncap = S->cap ? S->cap * 2 : 65536;
+            ncap = ncap < plen ? ncap : plen;
+            uint8_t *nb = realloc(S->buf, ncap);
+            if (!nb)
+                return errno = ENOMEM, -1;
+            S->buf = nb;
+            S->cap = ncap;
+        }
+        size_t want = (S->cap < plen ? S->cap : plen) - got;
+        ssize_t n = read_full(S, S->buf + got, want);
+        if (n < 0)
+            return -1;
+        got += (size_t)n;
+        if ((size_t)n < want)
+            break;
+    }
+    return (ssize_t)got;
+}
+
+/* The largest thread ordinal a file this size holds: threads are 1, 2, ...,
+ * each with a THREAD record (4 bytes or more); a pipe's size is what was read. */
+static uint32_t thread_limit(const dnp_trace_stream *S, uint32_t plen) {
+    uint64_t bytes = S->regular ? S->t->file_bytes : S->off + DNP_CHUNK_HEADER_SIZE + (uint64_t)plen;
+    return bytes / 4 < MAX_THREADS ? (uint32_t)(bytes / 4) : MAX_THREADS;
+}
+
 /* Skips len bytes; returns how many were there, or -1. */
 static int64_t skip_bytes(dnp_trace_stream *S, uint64_t len) {
     if (S->regular) {
@@ -630,24 +665,15 @@ static int stream_chunk(dnp_trace_stream *S) {
             S->off += DNP_CHUNK_HEADER_SIZE + (uint64_t)plen;
             continue;
         }
-        if (plen > S->cap) {
-            size_t ncap = S->cap ? S->cap : 65536;
-            while (ncap < plen)
-                ncap *= 2;
-            uint8_t *nb = realloc(S->buf, ncap);
-            if (!nb)
-                return stream_fail(S, ENOMEM);
-            S->buf = nb;
-            S->cap = ncap;
-        }
-        n = read_full(S, S->buf, plen);
+        n = read_payload(S, plen);
         if (n < 0)
             return stream_fail(S, errno);
         if ((size_t)n < plen)
             return stream_end(S, END_TRUNCATED);
         if (dnp_crc32(S->buf, plen) != crc)
             return S->finished ? stream_fail(S, ESTALE) : stream_corrupt(S, S->off, "the chunk fails its checksum");
-        if (thread > MAX_THREADS)
+        L->max_thread = thread_limit(S, plen);
+        if (thread > L->max_thread)
             return stream_corrupt(S, S->off, "the chunk names an impossible thread");
         if (!S->finished) {
             if ((thread && ensure_thread(L, thread) < 0) || dnp_runs_mark(&L->ev_runs, t->nevents) < 0 ||
