@@ -62,6 +62,8 @@ static HRESULT initialize(IUnknown *unk, const dnp_attach_blob *blob) {
     cfg.exc_stacks = blob->exc_stacks != 0; /* not the target's environment */
     cfg.sample = (int)blob->sample;
     cfg.sample_rate = blob->sample_rate;
+    cfg.gc = blob->gc != 0;
+    cfg.threadpool = blob->threadpool != 0;
     g_trigger_pid = blob->trigger_pid;
     HRESULT hr = agent_start(unk, &cfg, 1);
     if (FAILED(hr)) {

@@ -22,6 +22,8 @@
 #include "heap.h"
 #include "exceptions.h"
 #include "alloc_sampling.h"
+#include "gc_stats.h"
+#include "threadpool.h"
 #include "eventpipe.h"
 #include "sampler.h"
 #include "session.h"
@@ -107,6 +109,8 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     exceptions_configure(cfg, &mask, &high);
     ep_reset();
     alloc_configure(cfg, &mask, &high);
+    gc_stats_configure(cfg, &high);   /* --gc */
+    threadpool_configure(cfg, &high); /* --threadpool */
     sampler_configure(cfg, &mask, &high);
     names_init();
     say_session_line("trace", cfg->output);

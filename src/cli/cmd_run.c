@@ -55,6 +55,14 @@ static void run_help(void) {
           "                      per 100 KiB; cheap enough for production; read them with\n"
           "                      dnprof report --alloc, dnprof convert); without --events,\n"
           "                      with the threads' names only (no gc events, no heap walk)\n"
+          "      --gc            every collection: generation, reason, type, time to suspend,\n"
+          "                      pause, heap by generation before and after, bytes promoted,\n"
+          "                      from the runtime's GC events (cheap: a few events per GC;\n"
+          "                      dnprof report --gc; docs/waits.md); without --events, with\n"
+          "                      the threads' names only\n"
+          "      --threadpool    the thread pool's changes of its worker count, starvation\n"
+          "                      among them (dnprof report --threadpool; with --wall, where\n"
+          "                      the pool's threads were blocked)\n"
           "      --sample[=MODE] sample the stacks of every thread, HZ times a second, with\n"
           "                      signals and no stop of the runtime (docs/sampling.md); MODE\n"
           "                      cpu (the default: by CPU time used), wall (by elapsed time,\n"
@@ -197,6 +205,7 @@ typedef struct run_opts {
     const char *events, *output, *flush_ms;
     const char *sample, *rate;                /* --sample[=MODE], --cpu, --wall; --rate */
     int exceptions, alloc, quiet;
+    int gc, threadpool;                       /* --gc, --threadpool (docs/waits.md) */
     int calls, all_code;                      /* calls: 0, 1 --calls, 2 --timeline, 3 --args, 4 --calls=counts */
     char include[1024], exclude[1024];
     const char *heap_at, *heap_output;        /* heap snapshot (docs/heap.md) */
@@ -221,6 +230,10 @@ static int exceptions_asked(const run_opts *o) { return o->exceptions; }
 static int alloc_asked(const run_opts *o) { return o->alloc; }
 static int calls_asked(const run_opts *o) { return o->calls != 0; }
 static int heap_asked(const run_opts *o) { return o->heap_at != NULL; }
+static int gc_asked(const run_opts *o) { return o->gc; }
+static int threadpool_asked(const run_opts *o) { return o->threadpool; }
+static int gc_apply(run_opts *o) { (void)o; return cli_setting_set(DNP_SET_GC, "1") ? 1 : 0; }
+static int threadpool_apply(run_opts *o) { (void)o; return cli_setting_set(DNP_SET_THREADPOOL, "1") ? 1 : 0; }
 
 static int sample_apply(run_opts *o) {
     unsigned hz = dnp_setting_default(DNP_SET_SAMPLE_RATE);
@@ -275,6 +288,9 @@ static const run_mode run_modes[] = {
     {"alloc", alloc_asked, "threads", NULL, alloc_apply},             /* sites carry their names */
     {"calls", calls_asked, "default,-gc", NULL, calls_apply},
     {"heap", heap_asked, NULL, "gc", heap_apply},
+    /* GC statistics and the thread pool come from the runtime's events, not the gc family */
+    {"gc", gc_asked, "threads", NULL, gc_apply},
+    {"threadpool", threadpool_asked, "threads", NULL, threadpool_apply},
 };
 #define NMODES (sizeof run_modes / sizeof run_modes[0])
 
@@ -336,7 +352,7 @@ static int add_pattern(run_opts *o, int include, const char *pat) {
 
 enum { OPT_FLUSH = 256, OPT_EXCEPTIONS = 300, OPT_CALLS = 320, OPT_TIMELINE, OPT_ARGS, OPT_INCLUDE, OPT_EXCLUDE,
        OPT_ALL_CODE, OPT_ALLOC = 340, OPT_HEAP_AT, OPT_HEAP_OUTPUT, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL,
-       OPT_HELP_ASKED = 1000 };
+       OPT_GC = 400, OPT_THREADPOOL, OPT_HELP_ASKED = 1000 };
 
 /* One option into o: 0, or an exit code. */
 static int take_option(run_opts *o, int c, char **argv) {
@@ -357,6 +373,8 @@ static int take_option(run_opts *o, int c, char **argv) {
     case OPT_EXCLUDE: return add_pattern(o, c == OPT_INCLUDE, optarg);
     case OPT_ALL_CODE: o->all_code = 1; return 0;
     case OPT_ALLOC: o->alloc = 1; return 0;
+    case OPT_GC: o->gc = 1; return 0;
+    case OPT_THREADPOOL: o->threadpool = 1; return 0;
     case OPT_HEAP_AT:
         if (strcmp(optarg, "exit") != 0)
             return usage_error("run", "--heap-at takes exit (a snapshot as the program ends), "
@@ -389,6 +407,7 @@ static int parse_run_options(int argc, char **argv, run_opts *o) {
         {"args", no_argument, NULL, OPT_ARGS}, {"include", required_argument, NULL, OPT_INCLUDE},
         {"exclude", required_argument, NULL, OPT_EXCLUDE}, {"all-code", no_argument, NULL, OPT_ALL_CODE},
         {"alloc", no_argument, NULL, OPT_ALLOC},
+        {"gc", no_argument, NULL, OPT_GC}, {"threadpool", no_argument, NULL, OPT_THREADPOOL},
         {"heap-at", required_argument, NULL, OPT_HEAP_AT},
         {"heap-output", required_argument, NULL, OPT_HEAP_OUTPUT},
         {"sample", optional_argument, NULL, OPT_SAMPLE}, {"rate", required_argument, NULL, OPT_RATE},

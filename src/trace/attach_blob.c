@@ -87,6 +87,8 @@ static const blob_field fields[] = {
     SETTING_FIELD(DNP_BLOB_EXC_STACKS, EXC_STACKS, exc_stacks, "exception stacks flag"),
     SETTING_FIELD(DNP_BLOB_SAMPLE, SAMPLE, sample, "sampling mode"),
     SETTING_FIELD(DNP_BLOB_SAMPLE_RATE, SAMPLE_RATE, sample_rate, "sampling rate"),
+    SETTING_FIELD(DNP_BLOB_GC, GC, gc, "gc setting"),
+    SETTING_FIELD(DNP_BLOB_THREADPOOL, THREADPOOL, threadpool, "threadpool setting"),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 

@@ -34,6 +34,9 @@ enum {
     /* sampling (dnprof attach --sample, docs/sampling.md) */
     DNP_BLOB_SAMPLE = 8,      /* u32: agent_config.sample (1 cpu, 2 wall, 3 suspend) */
     DNP_BLOB_SAMPLE_RATE = 9, /* u32: samples per second per thread */
+    /* GC pauses and thread-pool starvation (dnprof attach --gc, --threadpool; docs/waits.md) */
+    DNP_BLOB_GC = 20,         /* u32: 1 for GC statistics */
+    DNP_BLOB_THREADPOOL = 21, /* u32: 1 for the thread pool's adjustments */
 };
 
 #define DNP_BLOB_EVENTS_MAX 1024
@@ -67,6 +70,9 @@ typedef struct dnp_attach_blob {
     /* sampling */
     uint32_t sample;      /* 0: off */
     uint32_t sample_rate; /* 0: the default */
+    /* GC pauses and thread-pool starvation */
+    uint32_t gc;          /* 1: GC statistics */
+    uint32_t threadpool;  /* 1: the thread pool's adjustments */
 } dnp_attach_blob;
 
 /* Encodes b into buf. Returns the blob's size, or -1 when a string is too long
