@@ -31,6 +31,10 @@ static void report_help(void) {
           "      --exceptions     the exceptions report instead\n"
           "      --alloc          the sampled allocations report instead (dnprof run --alloc):\n"
           "                       estimated bytes and objects by type, top allocating paths\n"
+          "      --gc             the GC report instead (dnprof run --gc): a line per\n"
+          "                       collection, then pauses by generation and reason\n"
+          "      --threadpool     the thread-pool report instead (dnprof run --threadpool):\n"
+          "                       starvation, and with --wall where the pool's threads waited\n"
           "  -h, --help           print this help\n"
           "\n"
           "examples:\n"
@@ -43,17 +47,20 @@ static void report_help(void) {
 }
 
 int cmd_report(int argc, char **argv) {
-    enum { OPT_TOP = 256, OPT_TREE, OPT_THRESHOLD, OPT_THREAD, OPT_JSON, OPT_EXCEPTIONS, OPT_ALLOC = 340 };
+    enum { OPT_TOP = 256, OPT_TREE, OPT_THRESHOLD, OPT_THREAD, OPT_JSON, OPT_EXCEPTIONS, OPT_ALLOC = 340,
+           OPT_GC = 400, OPT_THREADPOOL };
     static const struct option longopts[] = {
         {"top", required_argument, NULL, OPT_TOP},   {"tree", no_argument, NULL, OPT_TREE},
         {"threshold", required_argument, NULL, OPT_THRESHOLD}, {"thread", required_argument, NULL, OPT_THREAD},
         {"json", no_argument, NULL, OPT_JSON},       {"exceptions", no_argument, NULL, OPT_EXCEPTIONS},
         {"alloc", no_argument, NULL, OPT_ALLOC},
+        {"gc", no_argument, NULL, OPT_GC},           {"threadpool", no_argument, NULL, OPT_THREADPOOL},
         {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
     report_opts o;
     memset(&o, 0, sizeof o);
     o.top = 20;
     o.threshold = 0.5;
+    int gc = 0, threadpool = 0;
     int exceptions = 0, alloc = 0, threshold_given = 0, top_given = 0, c;
     uint64_t v;
     opterr = 0;
@@ -83,6 +90,8 @@ int cmd_report(int argc, char **argv) {
         case OPT_JSON: o.json = 1; break;
         case OPT_EXCEPTIONS: exceptions = 1; break;
         case OPT_ALLOC: alloc = 1; break;
+        case OPT_GC: gc = 1; break;
+        case OPT_THREADPOOL: threadpool = 1; break;
         case 'h': report_help(); return 0;
         default: return cli_bad_option("report", argv, c);
         }
@@ -97,8 +106,14 @@ int cmd_report(int argc, char **argv) {
     if (cli_not_a_snapshot(o.path))
         return 1;
 
-    if (alloc && exceptions)
-        return usage_error("report", "--alloc or --exceptions, one report at a time");
+    if (alloc + exceptions + gc + threadpool > 1)
+        return usage_error("report", "--alloc, --exceptions, --gc or --threadpool: one report at a time");
+    if ((gc || threadpool) && (o.tree || o.has_thread))
+        return usage_error("report", "--tree and --thread are for the calls report, not --gc or --threadpool");
+    if (gc)
+        return report_gc(o.path, o.json, stdout);
+    if (threadpool)
+        return report_threadpool(o.path, o.json, top_given ? o.top : 5, stdout);
     if (alloc) {
         if (o.tree || o.has_thread)
             return usage_error("report", "--tree and --thread are for the calls report; for the "

@@ -62,4 +62,9 @@ const struct dnp_calltree *alloc_calltree(alloc_profile *p);
 /* By type and by allocating path; o->top, o->json. Returns the exit code. */
 int report_alloc(alloc_profile *p, const report_opts *o, FILE *out);
 
+/* ---- GC pauses and thread-pool starvation (issue 17, report_gc.c, report_threadpool.c) ----
+ * Both stream the trace at path and return the exit code. */
+int report_gc(const char *path, int json, FILE *out);
+int report_threadpool(const char *path, int json, unsigned top, FILE *out); /* top: stacks shown */
+
 #endif

@@ -1,7 +1,7 @@
 // StarveScenario: a starved thread pool, for dnprof run/attach --threadpool.
 // `dotnet Scenarios.dll starve [TASKS] [MS]` queues TASKS work items (default
-// 24) that each block their pool thread in Thread.Sleep(MS) (default 1500) and
-// then in .Result on a task that another such item completes, with the pool's
+// 12) that each block their pool thread in Thread.Sleep(MS) (default 2000) and
+// then in .Result on a task that a thread of its own completes after MS, with the pool's
 // minimum left as it is (the processor count), so the pool is starved and the
 // runtime injects threads. It prints the pool's thread count before and at
 // its largest ("threads start=A max=B"), which bounds the injections.
@@ -16,19 +16,20 @@ public static class StarveScenario
 {
     public static int Run(string[] args)
     {
-        int tasks = args.Length > 0 && int.TryParse(args[0], out int t) ? t : 24;
-        int ms = args.Length > 1 && int.TryParse(args[1], out int m) ? m : 1500;
+        int tasks = args.Length > 0 && int.TryParse(args[0], out int t) ? t : 12;
+        int ms = args.Length > 1 && int.TryParse(args[1], out int m) ? m : 2000;
         int start = ThreadPool.ThreadCount, max = start;
         var watch = Stopwatch.StartNew();
         var gate = new TaskCompletionSource<int>();
         var work = new Task[tasks];
         for (int i = 0; i < tasks; i++)
             work[i] = Task.Run(() => Block(ms, gate.Task));
-        var release = Task.Run(() =>
+        var release = new Thread(() =>
         {
             Thread.Sleep(ms);
             gate.SetResult(1);
         });
+        release.Start();
         while (!Task.WaitAll(work, 50))
             max = Math.Max(max, ThreadPool.ThreadCount);
         max = Math.Max(max, ThreadPool.ThreadCount);
