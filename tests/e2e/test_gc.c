@@ -1,0 +1,257 @@
+/* test_gc.c: GC statistics and thread-pool starvation (dnprof run/attach --gc,
+ * --threadpool; docs/waits.md) on the real runtime. The gc scenario induces
+ * GC.Collect(0), (1) and (2) N times each and times every call itself: the
+ * report must count each exactly by generation with reason "induced", have as
+ * many collections in all as the runtime counted (GC.CollectionCount), and give
+ * each induced collection a pause above zero and within the program's own
+ * timing of its GC.Collect. The starve scenario blocks the pool's threads: the
+ * report must show the runtime's starvation injections, no more of them than
+ * the threads the program saw, and with --wall where the threads were blocked. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "e2e.h"
+#include "json_check.h"
+#include "test.h"
+
+#define ROUNDS 5
+#define MAX_COLLECTS (3 * ROUNDS)
+/* The pause is measured inside GC.Collect, by another clock read: a few
+ * microseconds of slack for where each clock is read. */
+#define CLOCK_SLACK_MS 0.02
+
+typedef struct gc_truth {
+    double ms[MAX_COLLECTS];
+    int gen[MAX_COLLECTS];
+    int n, induced[3], count[3];
+} gc_truth;
+
+static int read_truth(const char *path, gc_truth *t) {
+    memset(t, 0, sizeof *t);
+    char *out = e2e_read_file(path, NULL);
+    if (!out)
+        return -1;
+    for (const char *p = strstr(out, "collect gen="); p && t->n < MAX_COLLECTS; p = strstr(p + 1, "collect gen=")) {
+        if (p > out && p[-1] != '\n')
+            continue;
+        t->gen[t->n] = atoi(p + strlen("collect gen="));
+        const char *m = strstr(p, "ms=");
+        t->ms[t->n++] = m ? strtod(m + 3, NULL) : 0;
+    }
+    const char *i = strstr(out, "induced gen0="), *c = strstr(out, "collections gen0=");
+    int rc = i && c && sscanf(i, "induced gen0=%d gen1=%d gen2=%d", &t->induced[0], &t->induced[1],
+                              &t->induced[2]) == 3 &&
+                     sscanf(c, "collections gen0=%d gen1=%d gen2=%d", &t->count[0], &t->count[1], &t->count[2]) == 3
+                 ? 0
+                 : -1;
+    if (rc != 0 || t->n != MAX_COLLECTS)
+        fprintf(stderr, "e2e: the gc scenario did not print its collections:\n%s\n", out), rc = -1;
+    free(out);
+    return rc;
+}
+
+/* The report's JSON held up against the program's truth; attached: the
+ * recording began after start-up, so only the induced ones are counted. */
+static int check_gc_report(e2e_run *r, const gc_truth *t, int attached) {
+    const char *args[] = {"report", "--gc", "--json", r->trace, NULL};
+    jv *j = e2e_dnprof_json(r, args);
+    if (!j)
+        return -1;
+    const jv *gcs = json_get(j, "gcs");
+    int rc = gcs && gcs->type == JV_ARR ? 0 : -1;
+    int induced[3] = {0, 0, 0}, by_gen[3] = {0, 0, 0}, k = 0;
+    for (size_t i = 0; rc == 0 && i < gcs->n; i++) {
+        const jv *g = json_at(gcs, i);
+        int gen = (int)json_num(g, "generation");
+        const char *reason = json_str(g, "reason"), *type = json_str(g, "type");
+        double pause = json_num(g, "pauseNs") / 1e6;
+        if (gen >= 0 && gen <= 2)
+            by_gen[gen]++;
+        if (!reason || strcmp(reason, "induced") != 0 || gen < 0 || gen > 2)
+            continue;
+        induced[gen]++;
+        if (k < t->n && (gen != t->gen[k] || !type || strcmp(type, "blocking") != 0 || !(pause > 0) ||
+                         pause > t->ms[k] + CLOCK_SLACK_MS)) {
+            fprintf(stderr, "e2e: induced collection %d: gen %d %s, pause %.3f ms; the program: gen %d, "
+                            "GC.Collect took %.3f ms\n", k + 1, gen, type ? type : "?", pause, t->gen[k], t->ms[k]);
+            rc = -1;
+        }
+        const jv *before = json_get(g, "before"), *after = json_get(g, "after");
+        if (!before || before->type != JV_OBJ || !after || after->type != JV_OBJ || json_num(after, "total") <= 0) {
+            fprintf(stderr, "e2e: induced collection %d has no heap sizes before and after\n", k + 1);
+            rc = -1;
+        }
+        k++;
+    }
+    for (int g = 0; g < 3; g++) {
+        if (induced[g] != t->induced[g]) {
+            fprintf(stderr, "e2e: report: %d induced gen%d collections, the program made %d\n", induced[g], g,
+                    t->induced[g]);
+            rc = -1;
+        }
+        /* GC.CollectionCount(0) counts every collection, (1) those of gen 1 and 2, (2) of gen 2 */
+        int runtime = g == 0 ? t->count[0] - t->count[1] : g == 1 ? t->count[1] - t->count[2] : t->count[2];
+        if (!attached && by_gen[g] != runtime) {
+            fprintf(stderr, "e2e: report: %d gen%d collections, the runtime counted %d\n", by_gen[g], g, runtime);
+            rc = -1;
+        }
+    }
+    if (rc != 0)
+        e2e_show_file("report", r->out);
+    json_free(j);
+    return rc;
+}
+
+TEST(e2e_gc_induced) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_gc_induced"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    const char *argv[] = {bin, "run", "--quiet", "--gc", "-o", r.trace, "--", e2e_dotnet(), dll, "gc", "5", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    gc_truth t;
+    ASSERT_EQ(read_truth(r.out, &t), 0);
+    dnp_trace *tr = e2e_load_of(r.trace, DNP_EV_GcCollection, MAX_COLLECTS);
+    ASSERT_NE(tr, NULL);
+    dnp_trace_free(tr);
+    ASSERT_EQ(check_gc_report(&r, &t, 0), 0);
+    /* the text report: one line per collection and the table by generation and reason */
+    const char *args[] = {"report", "--gc", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char *text = e2e_read_file(r.out, NULL);
+    ASSERT_NE(text, NULL);
+    int ok = strstr(text, "p99 ms") && strstr(text, "induced") && strstr(text, "of the time");
+    if (!ok)
+        fprintf(stderr, "%s\n", text);
+    free(text);
+    ASSERT(ok);
+    return 0;
+}
+
+/* A trace without --gc: the report says how to record one, and fails. */
+TEST(e2e_gc_report_without_gc) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_gc_report_without_gc"), 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "hello", "threads"), 0);
+    ASSERT_STATUS(&r, 0);
+    const char *args[] = {"report", "--gc", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_NE(r.status, 0);
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT_NE(err, NULL);
+    int ok = strstr(err, "dnprof run --gc") != NULL;
+    free(err);
+    ASSERT(ok);
+    return 0;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* dnprof attach PID --gc: the runtime's GC events flow to an attached agent
+ * (background GC on, as by default), the induced collections counted exactly. */
+TEST(e2e_gc_attach) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_gc_attach"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    char go[PATH_MAX + 8], out[PATH_MAX + 16], err[PATH_MAX + 16], aerr[PATH_MAX + 16];
+    snprintf(go, sizeof go, "%s/go", r.dir);
+    snprintf(out, sizeof out, "%s/scenario.out", r.dir);
+    snprintf(err, sizeof err, "%s/scenario.err", r.dir);
+    snprintf(aerr, sizeof aerr, "%s/attach.err", r.dir);
+    const char *env[] = {"CORECLR_ENABLE_PROFILING", "DOTNET_EnableDiagnostics=1", NULL};
+    const char *argv[] = {e2e_dotnet(), dll, "gc", "5", "wait", go, NULL};
+    pid_t pid = e2e_spawn((char *const *)argv, env, r.dir, out, NULL, err);
+    ASSERT_GT(pid, 0);
+    int ready = 0;
+    for (int i = 0; i < 600 && !ready; i++) {
+        char *o = access(out, R_OK) == 0 ? e2e_read_file(out, NULL) : NULL;
+        ready = o && strstr(o, "ready\n");
+        free(o);
+        if (!ready)
+            sleep_ms(50);
+    }
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+    const char *aargv[] = {bin, "attach", "--gc", "-q", "-o", r.trace, pidtext, NULL};
+    pid_t apid = ready ? e2e_spawn((char *const *)aargv, NULL, r.dir, r.out, NULL, aerr) : -1;
+    struct stat st;
+    int in = 0;
+    for (int i = 0; i < 400 && apid > 0 && !in; i++) {
+        in = stat(r.trace, &st) == 0 && st.st_size > 0;
+        if (!in)
+            sleep_ms(50);
+    }
+    sleep_ms(300);
+    FILE *f = fopen(go, "w");
+    if (f)
+        fclose(f);
+    int status = -1, astatus = -1;
+    e2e_wait(pid, E2E_TIMEOUT_MS, &status);
+    if (apid > 0)
+        e2e_wait(apid, 30000, &astatus);
+    if (!ready || !in || status != 0) {
+        e2e_show_file("scenario stderr", err);
+        e2e_show_file("attach stderr", aerr);
+    }
+    ASSERT(ready && in);
+    ASSERT_EQ(status, 0);
+    gc_truth t;
+    ASSERT_EQ(read_truth(out, &t), 0);
+    dnp_trace *tr = NULL;
+    char lerr[256];
+    ASSERT_EQ(dnp_trace_load(r.trace, &tr, lerr, sizeof lerr), 0);
+    ASSERT(tr->attached);
+    ASSERT_GE(e2e_count(tr, DNP_EV_GcCollection), MAX_COLLECTS);
+    dnp_trace_free(tr);
+    ASSERT_EQ(check_gc_report(&r, &t, 1), 0);
+    return 0;
+}
+
+/* The starve scenario under --threadpool --wall: starvation shown, with the stacks. */
+TEST(e2e_threadpool_starvation) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_threadpool_starvation"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    const char *argv[] = {bin, "run", "--quiet", "--threadpool", "--wall", "-o", r.trace, "--", e2e_dotnet(), dll,
+                          "starve", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT_NE(out, NULL);
+    int start = -1, max = -1;
+    const char *p = strstr(out, "threads start=");
+    int got = p && sscanf(p, "threads start=%d max=%d", &start, &max) == 2;
+    free(out);
+    ASSERT(got);
+    const char *args[] = {"report", "--threadpool", "--json", r.trace, NULL};
+    jv *j = e2e_dnprof_json(&r, args);
+    ASSERT_NE(j, NULL);
+    double starved = json_num(j, "starvation");
+    const jv *stacks = json_get(j, "stacks");
+    int blocked_in_sleep = 0;
+    for (size_t i = 0; stacks && i < stacks->n; i++) {
+        const jv *frames = json_get(json_at(stacks, i), "stack");
+        for (size_t k = 0; frames && k < frames->n; k++)
+            blocked_in_sleep |= json_at(frames, k)->type == JV_STR && strstr(json_at(frames, k)->str, "StarveScenario");
+    }
+    fprintf(stderr, "e2e: starve: %.0f starvation injections, the pool grew to %d threads\n", starved, max);
+    json_free(j);
+    ASSERT_GE(starved, 1);
+    ASSERT(starved <= max);
+    ASSERT(blocked_in_sleep);
+    return 0;
+}
