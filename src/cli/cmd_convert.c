@@ -21,6 +21,7 @@ enum {
     FMT_WEIGHT = 2,   /* --weight */
     FMT_THREAD = 4,   /* --thread */
     FMT_NO_ALLOC = 8, /* no view of sampled allocations: they have no timeline */
+    FMT_EVENTS = 64,  /* shows the runtime's events too (GC pauses): taken without call data */
     FMT_COUNTS = 16,  /* a --calls=counts trace (calls, no times) */
     FMT_TREE = 32,    /* the tree only, never the timeline: its size is the tree's */
 };
@@ -34,7 +35,7 @@ typedef struct format {
 
 static const format formats[] = {
     {"speedscope", ".speedscope.json", dnp_export_speedscope, FMT_REREAD, "open it at https://www.speedscope.app"},
-    {"chrome", ".chrome.json", dnp_export_chrome, FMT_REREAD | FMT_NO_ALLOC,
+    {"chrome", ".chrome.json", dnp_export_chrome, FMT_REREAD | FMT_NO_ALLOC | FMT_EVENTS,
      "open it at https://ui.perfetto.dev or chrome://tracing"},
     {"folded", ".folded", dnp_export_folded, FMT_WEIGHT | FMT_THREAD | FMT_COUNTS | FMT_TREE,
      "for flamegraph.pl, speedscope and other flame graph tools"},
@@ -217,6 +218,8 @@ static int open_input(const convert_opts *o, convert_input *ci) {
             return -1;
         ci->ct = ci->in.ct;
         alloc = !dnp_calltree_has_data(ci->ct) && !ci->ct->timeline_events;
+        if (alloc && (o->fmt->takes & FMT_EVENTS))
+            return 0; /* the GC track, whatever else the trace holds */
         if (alloc)
             calls_close(&ci->in);
     }

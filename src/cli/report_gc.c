@@ -37,24 +37,9 @@ typedef struct gc_data {
     int pending_before, pending_after;
 } gc_data;
 
-static const char *const reasons[] = {
-    "small-object allocation", "induced", "low memory", "empty", "large-object allocation",
-    "out of space (small objects)", "out of space (large objects)", "induced, not forced", "GC stress",
-    "low memory, blocking", "induced, compacting", "low memory (host)", "provisional mode full GC",
-    "low memory (host), blocking", "background GC tuning (small objects)", "background GC tuning (large objects)",
-    "background GC stepping", "induced, aggressive"};
-static const char *const reason_ids[] = {
-    "alloc_small", "induced", "low_memory", "empty", "alloc_large", "oos_small", "oos_large",
-    "induced_not_forced", "gc_stress", "low_memory_blocking", "induced_compacting", "low_memory_host",
-    "pm_full_gc", "low_memory_host_blocking", "bgc_tuning_soh", "bgc_tuning_loh", "bgc_stepping",
-    "induced_aggressive"};
-#define NREASONS (sizeof reasons / sizeof reasons[0])
-
-static const char *reason_name(uint64_t r) { return r < NREASONS ? reasons[r] : "other"; }
-static const char *reason_id(uint64_t r) { return r < NREASONS ? reason_ids[r] : "other"; }
-static const char *type_name(uint64_t t) {
-    return t == 0 ? "blocking" : t == 1 ? "background" : t == 2 ? "foreground" : "other";
-}
+static const char *reason_name(uint64_t r) { return dnp_gc_start_reason(r); }
+static const char *reason_id(uint64_t r) { return dnp_gc_start_reason_id(r); }
+static const char *type_name(uint64_t t) { return dnp_gc_type_name(t); }
 
 static int feed(gc_data *d, const dnp_trace_event *e) {
     if (e->time_ns > d->last)

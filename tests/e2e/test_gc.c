@@ -133,6 +133,69 @@ TEST(e2e_gc_induced) {
         fprintf(stderr, "%s\n", text);
     free(text);
     ASSERT(ok);
+    /* the timeline: a GC track with a slice per collection, generation and reason in its arguments */
+    char chrome[PATH_MAX + 16];
+    snprintf(chrome, sizeof chrome, "%s/gc.chrome.json", r.dir);
+    const char *cargs[] = {"convert", "--format", "chrome", "-o", chrome, r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, cargs), 0);
+    ASSERT_STATUS(&r, 0);
+    size_t len = 0;
+    char *json = e2e_read_file(chrome, &len);
+    ASSERT_NE(json, NULL);
+    char jerr[256];
+    jv *j = json_parse(json, len, jerr, sizeof jerr);
+    free(json);
+    ASSERT_NE(j, NULL);
+    const jv *events = json_get(j, "traceEvents");
+    int slices = 0, induced2 = 0;
+    for (size_t i = 0; events && i < events->n; i++) {
+        const jv *e = json_at(events, i);
+        const char *cat = json_str(e, "cat");
+        if (!cat || strcmp(cat, "gc") != 0)
+            continue;
+        slices++;
+        const jv *a = json_get(e, "args");
+        induced2 += json_num(a, "generation") == 2 && json_str(a, "reason") && strcmp(json_str(a, "reason"), "induced") == 0;
+    }
+    json_free(j);
+    ASSERT_EQ(slices, t.count[0]);
+    ASSERT_EQ(induced2, t.induced[2]);
+    return 0;
+}
+
+/* .NET 8 and 9 (self-contained builds of the sample, which calls GC.Collect()
+ * once): the same events there, every figure of that collection known. */
+static int check_older(const char *test, const char *env_name) {
+    e2e_run r;
+    if (e2e_setup(&r, test) != 0)
+        return -1;
+    const char *app = e2e_env(env_name), *bin = e2e_env("DNPROF_BIN");
+    if (!app || !bin)
+        return -1;
+    const char *argv[] = {bin, "run", "--quiet", "--gc", "-o", r.trace, "--", app, NULL};
+    if (e2e_exec(&r, (char *const *)argv, NULL) != 0 || r.status != 0)
+        return e2e_show_file("stderr", r.err), -1;
+    const char *args[] = {"report", "--gc", "--json", r.trace, NULL};
+    jv *j = e2e_dnprof_json(&r, args);
+    if (!j)
+        return -1;
+    const jv *gcs = json_get(j, "gcs"), *missing = json_get(j, "missing");
+    int induced = 0;
+    for (size_t i = 0; gcs && i < gcs->n; i++) {
+        const jv *g = json_at(gcs, i);
+        induced += json_num(g, "generation") == 2 && json_str(g, "reason") && !strcmp(json_str(g, "reason"), "induced") &&
+                   json_num(g, "pauseNs") > 0 && json_get(g, "before")->type == JV_OBJ;
+    }
+    int rc = induced == 1 && json_num(missing, "pause") == 0 && json_num(missing, "after") == 0 ? 0 : -1;
+    if (rc != 0)
+        fprintf(stderr, "e2e: %s: %d induced gen2 collections with a pause and sizes, want 1\n", env_name, induced);
+    json_free(j);
+    return rc;
+}
+
+TEST(e2e_gc_older_runtimes) {
+    ASSERT_EQ(check_older("e2e_gc_older_runtimes.net8", "DNPROF_SAMPLE_NET8"), 0);
+    ASSERT_EQ(check_older("e2e_gc_older_runtimes.net9", "DNPROF_SAMPLE_NET9"), 0);
     return 0;
 }
 
