@@ -241,7 +241,7 @@ TEST(e2e_gc_attach) {
     int ready = 0;
     for (int i = 0; i < 600 && !ready; i++) {
         char *o = access(out, R_OK) == 0 ? e2e_read_file(out, NULL) : NULL;
-        ready = o && strstr(o, "ready\n");
+        ready = o && strstr(o, "ready pid=");
         free(o);
         if (!ready)
             sleep_ms(50);
@@ -316,5 +316,135 @@ TEST(e2e_threadpool_starvation) {
     ASSERT_GE(starved, 1);
     ASSERT(starved <= max);
     ASSERT(blocked_in_sleep);
+    return 0;
+}
+
+/* ---- against dotnet-trace ---- */
+
+/* The pauses of one collection may differ by where each tool reads its clock
+ * (the event's timestamp, the agent's clock at delivery): a tenth of a
+ * millisecond and 10%. */
+#define AGREE_SLACK_MS 0.1
+#define AGREE_SHARE 0.10
+
+typedef struct peer_gc {
+    int number, gen, induced;
+    double pause;
+} peer_gc;
+
+/* GcPauses' lines: "gc N gen G reason R type T pause MS". */
+static int read_peer(const char *path, peer_gc *g, int cap) {
+    char *text = e2e_read_file(path, NULL);
+    if (!text)
+        return -1;
+    int n = 0;
+    for (const char *p = strstr(text, "gc "); p && n < cap; p = strstr(p + 1, "\ngc ")) {
+        if (*p == '\n')
+            p++;
+        char reason[64] = "", type[64] = "";
+        if (sscanf(p, "gc %d gen %d reason %63s type %63s pause %lf", &g[n].number, &g[n].gen, reason, type,
+                   &g[n].pause) == 5) {
+            g[n].induced = strcmp(reason, "Induced") == 0;
+            n++;
+        }
+    }
+    free(text);
+    return n;
+}
+
+/* One run under both: dnprof run --gc, and dotnet-trace collect -p PID with the
+ * runtime provider's GC keyword at Informational; TraceEvent's GC analysis
+ * (PerfView's GCStats) reads dotnet-trace's file. The same collections, each
+ * of the same generation and reason, and pauses that agree. */
+TEST(e2e_gc_agrees_dotnet_trace) {
+    const char *dt = getenv("DNPROF_DOTNET_TRACE"), *reader = getenv("DNPROF_GC_PAUSES");
+    if (!dt || !reader)
+        E2E_SKIP("dotnet-trace is not installed (tools/install-deps installs it): dnprof's GC pauses are not compared with its events");
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_gc_agrees_dotnet_trace"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    char go[PATH_MAX + 8], out[PATH_MAX + 16], err[PATH_MAX + 16], net[PATH_MAX + 16], derr[PATH_MAX + 16];
+    snprintf(go, sizeof go, "%s/go", r.dir);
+    snprintf(out, sizeof out, "%s/scenario.out", r.dir);
+    snprintf(err, sizeof err, "%s/scenario.err", r.dir);
+    snprintf(net, sizeof net, "%s/gc.nettrace", r.dir);
+    snprintf(derr, sizeof derr, "%s/dotnet-trace.err", r.dir);
+    const char *argv[] = {bin, "run", "--quiet", "--gc", "-o", r.trace, "--", e2e_dotnet(), dll, "gc", "5", "wait", go, NULL};
+    pid_t pid = e2e_spawn((char *const *)argv, NULL, r.dir, out, NULL, err);
+    ASSERT_GT(pid, 0);
+    long target = 0;
+    for (int i = 0; i < 600 && !target; i++) {
+        char *o = access(out, R_OK) == 0 ? e2e_read_file(out, NULL) : NULL;
+        const char *at = o ? strstr(o, "ready pid=") : NULL;
+        target = at ? atol(at + strlen("ready pid=")) : 0;
+        free(o);
+        if (!target)
+            sleep_ms(50);
+    }
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%ld", target);
+    const char *dargv[] = {dt, "collect", "-p", pidtext, "--providers", "Microsoft-Windows-DotNETRuntime:0x1:4", "-o", net, NULL};
+    char dout[PATH_MAX + 16];
+    snprintf(dout, sizeof dout, "%s/dotnet-trace.out", r.dir);
+    pid_t dpid = target ? e2e_spawn((char *const *)dargv, NULL, r.dir, dout, NULL, derr) : -1;
+    int in = 0; /* dotnet-trace names its output once its session runs */
+    for (int i = 0; i < 400 && dpid > 0 && !in; i++) {
+        char *o = access(dout, R_OK) == 0 ? e2e_read_file(dout, NULL) : NULL;
+        in = o && strstr(o, "Output File");
+        free(o);
+        if (!in)
+            sleep_ms(50);
+    }
+    sleep_ms(500);
+    FILE *f = fopen(go, "w");
+    if (f)
+        fclose(f);
+    int status = -1, dstatus = -1;
+    e2e_wait(pid, E2E_TIMEOUT_MS, &status);
+    if (dpid > 0)
+        e2e_wait(dpid, 30000, &dstatus);
+    if (!target || !in || status != 0) {
+        e2e_show_file("scenario stderr", err);
+        e2e_show_file("dotnet-trace stderr", derr);
+    }
+    ASSERT(target && in);
+    ASSERT_EQ(status, 0);
+    const char *rargv[] = {e2e_dotnet(), reader, net, NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)rargv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    peer_gc peer[64];
+    int npeer = read_peer(r.out, peer, 64);
+    const char *args[] = {"report", "--gc", "--json", r.trace, NULL};
+    jv *j = e2e_dnprof_json(&r, args);
+    ASSERT_NE(j, NULL);
+    const jv *gcs = json_get(j, "gcs");
+    int matched = 0, bad = 0;
+    for (size_t i = 0; gcs && i < gcs->n; i++) {
+        const jv *g = json_at(gcs, i);
+        int number = (int)json_num(g, "number");
+        double pause = json_num(g, "pauseNs") / 1e6;
+        for (int k = 0; k < npeer; k++) {
+            if (peer[k].number != number)
+                continue;
+            matched++;
+            const char *reason = json_str(g, "reason");
+            int induced = reason && strcmp(reason, "induced") == 0;
+            double d = pause > peer[k].pause ? pause - peer[k].pause : peer[k].pause - pause;
+            if (peer[k].gen != (int)json_num(g, "generation") || peer[k].induced != induced ||
+                d > AGREE_SLACK_MS + AGREE_SHARE * peer[k].pause) {
+                fprintf(stderr, "e2e: GC %d: dnprof gen %d %s pause %.4f ms; dotnet-trace gen %d %s pause %.4f ms\n",
+                        number, (int)json_num(g, "generation"), reason ? reason : "?", pause, peer[k].gen,
+                        peer[k].induced ? "induced" : "not induced", peer[k].pause);
+                bad++;
+            }
+        }
+    }
+    fprintf(stderr, "e2e: %d collections in dnprof's report, %d in dotnet-trace's, %d matched\n",
+            gcs ? (int)gcs->n : -1, npeer, matched);
+    json_free(j);
+    ASSERT_GE(npeer, MAX_COLLECTS);
+    ASSERT_EQ(matched, npeer);
+    ASSERT_EQ(bad, 0);
     return 0;
 }

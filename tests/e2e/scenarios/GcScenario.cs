@@ -5,7 +5,7 @@
 // it prints one line per call ("collect gen=G ms=T") and the counts it
 // induced ("induced gen0=N gen1=N gen2=N"), so that a test can hold the
 // report's collections and pauses up against them. With "wait FILE" it first
-// prints "ready" and waits up to 60 s for FILE to exist (an attach test
+// prints "ready pid=PID" and waits up to 60 s for FILE to exist (an attach test
 // attaches meanwhile).
 using System;
 using System.Collections.Generic;
@@ -24,7 +24,7 @@ public static class GcScenario
         int n = args.Length > 0 && int.TryParse(args[0], out int v) ? v : 5;
         if (args.Length > 2 && args[1] == "wait")
         {
-            Console.WriteLine("ready");
+            Console.WriteLine($"ready pid={Environment.ProcessId}");
             Console.Out.Flush();
             for (int i = 0; i < 600 && !File.Exists(args[2]); i++)
                 Thread.Sleep(100);
