@@ -24,8 +24,8 @@
  * to finish its marking, and ends (GCEnd, HeapStats) outside any; the
  * collections of the young generations it lets run meanwhile (foreground) have
  * suspensions of their own. A suspension is the pause of the GCs that started
- * in it; one in which none started (a background GC's later ones) is its open
- * background GC's. Suspensions for anything else (the debugger, a profiler's
+ * in it (restart_end: split between them); one in which none started (a
+ * background GC's later ones) is its open background GC's. Suspensions for anything else (the debugger, a profiler's
  * SuspendRuntime) are not GC pauses. The state is a handful of collections in
  * flight under a spin lock: a few events per GC, no allocation. */
 #include "gc_stats.h"
@@ -129,17 +129,17 @@ static void record(const gc_rec *g) {
 static int complete(const gc_rec *g) {
     if (!(g->seen & SEEN_END) || !(g->seen & SEEN_HEAP_STATS))
         return 0;
-    if (g->type == TYPE_BACKGROUND)
-        return 1;
+    /* not while the suspension it started in lasts (also a background GC that ends in it) */
     return !g->susp || (g->seen & SEEN_RESTART) || !S.in_susp || S.susp_seq != g->susp;
 }
 
-/* Moves the complete collections (or, with all, every ended one) into out; under the lock. */
+/* Moves the complete collections into out (all 1: every ended one too, 2:
+ * every one); under the lock. */
 static unsigned take(gc_rec *out, int all) {
     unsigned n = 0;
     for (unsigned i = 0; i < IN_FLIGHT; i++) {
         gc_rec *g = &S.r[i];
-        if (g->used && (complete(g) || (all && (g->seen & SEEN_END)))) {
+        if (g->used && (complete(g) || (all && (g->seen & SEEN_END)) || all == 2)) {
             out[n++] = *g;
             g->used = 0;
         }
@@ -185,39 +185,50 @@ static void gc_start(ep_reader *r, uint64_t now, gc_rec *out, unsigned *nout) {
     g->start = now;
     g->seen = SEEN_START;
     if (S.in_susp) {
+        int first = 1; /* only the first GC of a suspension waited for it */
+        for (unsigned i = 0; i < IN_FLIGHT; i++)
+            first &= !(S.r[i].used && &S.r[i] != g && S.r[i].susp == S.susp_seq);
         g->susp = S.susp_seq;
-        if (S.susp_end) {
+        g->seen |= first ? 0 : SEEN_SUSPEND;
+        if (S.susp_end && first) {
             g->suspend_ns = S.susp_end - S.susp_begin;
             g->seen |= SEEN_SUSPEND;
         }
     }
 }
 
-/* The suspension ends: its time is the pause of the GCs that started in it
- * (not the background one when a blocking one did too), else of the open
- * background GC. */
+/* The suspension ends: its time is the pause of the GCs that started in it,
+ * each from its start (the first from the suspension's) to the next one's
+ * start or the resumption (a background GC's first phase runs suspended and
+ * the collection of the young generations it starts with begins later in the
+ * same suspension); a suspension in which none started is the open
+ * background GC's (its final marking). */
 static void restart_end(uint64_t now) {
     if (!S.in_susp)
         return;
     S.in_susp = 0;
-    uint64_t d = now - S.susp_begin;
-    int blocking = 0, any = 0;
+    gc_rec *in[IN_FLIGHT];
+    unsigned n = 0;
     for (unsigned i = 0; i < IN_FLIGHT; i++)
-        blocking |= S.r[i].used && S.r[i].susp == S.susp_seq && S.r[i].type != TYPE_BACKGROUND;
-    for (unsigned i = 0; i < IN_FLIGHT; i++) {
-        gc_rec *g = &S.r[i];
-        if (g->used && g->susp == S.susp_seq && (!blocking || g->type != TYPE_BACKGROUND)) {
-            g->pause_ns += d;
-            g->seen |= SEEN_RESTART;
-            any = 1;
+        if (S.r[i].used && S.r[i].susp == S.susp_seq)
+            in[n++] = &S.r[i];
+    for (unsigned i = 1; i < n; i++) /* by start: at most IN_FLIGHT */
+        for (unsigned k = i; k > 0 && in[k]->start < in[k - 1]->start; k--) {
+            gc_rec *t = in[k];
+            in[k] = in[k - 1];
+            in[k - 1] = t;
         }
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t from = i ? in[i]->start : S.susp_begin, to = i + 1 < n ? in[i + 1]->start : now;
+        in[i]->pause_ns += to > from ? to - from : 0;
+        in[i]->seen |= SEEN_RESTART;
     }
-    for (unsigned i = 0; i < IN_FLIGHT && !any; i++) {
+    for (unsigned i = 0; i < IN_FLIGHT && !n; i++) {
         gc_rec *g = &S.r[i];
         if (g->used && g->type == TYPE_BACKGROUND && !(g->seen & SEEN_END)) {
-            g->pause_ns += d;
+            g->pause_ns += now - S.susp_begin;
             g->seen |= SEEN_RESTART;
-            any = 1;
+            n = 1;
         }
     }
 }
@@ -314,11 +325,12 @@ static void on_event(const ep_event *e) {
         record(&out[i]);
 }
 
-/* At stop and exit: the collections that ended, whatever is missing. */
+/* At stop and exit: every collection in flight, whatever is missing (a
+ * background GC may still run as the process exits: no GCEnd, no sizes after). */
 static void flush(void) {
     gc_rec out[IN_FLIGHT];
     lock();
-    unsigned n = take(out, 1);
+    unsigned n = take(out, 2);
     unlock();
     for (unsigned i = 0; i < n; i++)
         record(&out[i]);

@@ -199,6 +199,53 @@ TEST(e2e_gc_older_runtimes) {
     return 0;
 }
 
+/* Background GCs (a small gen0 budget and a 100 MB live set make the runtime
+ * collect gen2 in the background): each with its pauses (the suspensions of its
+ * first and final phases), a pause below its length (it runs concurrently,
+ * unless the runtime kept it suspended), and every collection the runtime
+ * counted, the one still running at exit too. */
+TEST(e2e_gc_background) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_gc_background"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    const char *env[] = {"DOTNET_GCgen0size=0x100000", "DOTNET_gcConcurrent=1", NULL};
+    const char *argv[] = {bin, "run", "--quiet", "--gc", "-o", r.trace, "--", e2e_dotnet(), dll, "gc", "1", "background", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, env), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT_NE(out, NULL);
+    int count0 = -1;
+    for (const char *p = strstr(out, "collections gen0="); p; p = strstr(p + 1, "collections gen0="))
+        count0 = atoi(p + strlen("collections gen0=")); /* the last: after the background ones */
+    free(out);
+    const char *args[] = {"report", "--gc", "--json", r.trace, NULL};
+    jv *j = e2e_dnprof_json(&r, args);
+    ASSERT_NE(j, NULL);
+    const jv *gcs = json_get(j, "gcs");
+    int background = 0, bad = 0;
+    for (size_t i = 0; gcs && i < gcs->n; i++) {
+        const jv *g = json_at(gcs, i);
+        const char *type = json_str(g, "type");
+        if (!type || strcmp(type, "background") != 0)
+            continue;
+        background++;
+        double pause = json_num(g, "pauseNs"), len = json_num(g, "durationNs");
+        if (!(pause > 0) || (len > 0 && pause > len * 1.5 + 5e6)) {
+            fprintf(stderr, "e2e: background GC %.0f: pause %.0f ns, length %.0f ns\n", json_num(g, "number"), pause, len);
+            bad++;
+        }
+    }
+    fprintf(stderr, "e2e: %d collections reported (the runtime counted %d), %d in the background\n",
+            gcs ? (int)gcs->n : -1, count0, background);
+    ASSERT_EQ(gcs ? (int)gcs->n : -1, count0);
+    ASSERT_EQ(json_num(json_get(j, "missing"), "pause"), 0);
+    json_free(j);
+    ASSERT_GE(background, 1);
+    ASSERT_EQ(bad, 0);
+    return 0;
+}
+
 /* A trace without --gc: the report says how to record one, and fails. */
 TEST(e2e_gc_report_without_gc) {
     e2e_run r;

@@ -45,8 +45,34 @@ public static class GcScenario
             }
         }
         Console.WriteLine($"induced gen0={induced[0]} gen1={induced[1]} gen2={induced[2]} total ms={total:F3}");
+        if (Array.IndexOf(args, "background") >= 0)
+            Background(n);
         Console.WriteLine($"collections gen0={GC.CollectionCount(0)} gen1={GC.CollectionCount(1)} gen2={GC.CollectionCount(2)}");
         return 0;
+    }
+
+    // "background": N more gen2 collections that may run in the background
+    // (GC.Collect(2, Forced, blocking: false)), each waited for by polling
+    // GC.CollectionCount(2); prints "background gen2=N".
+    private static void Background(int n)
+    {
+        var live = new List<byte[]>(); // a heap worth marking concurrently
+        for (int i = 0; i < 100000; i++)
+            live.Add(new byte[1000]);
+        for (int i = 0; i < n; i++)
+        {
+            Garbage(i);
+            int before = GC.CollectionCount(2);
+            GC.Collect(2, GCCollectionMode.Forced, blocking: false);
+            for (int w = 0; w < 2000 && GC.CollectionCount(2) == before; w++)
+            {
+                Garbage(w);
+                Thread.Sleep(1);
+            }
+        }
+        GC.KeepAlive(live);
+        Console.WriteLine($"background gen2={n}");
+        Console.WriteLine($"collections gen0={GC.CollectionCount(0)} gen1={GC.CollectionCount(1)} gen2={GC.CollectionCount(2)}");
     }
 
     // Some survivors and some garbage, so that every collection has work.
