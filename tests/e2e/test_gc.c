@@ -358,8 +358,11 @@ TEST(e2e_threadpool_starvation) {
         for (size_t k = 0; frames && k < frames->n; k++)
             blocked_in_sleep |= json_at(frames, k)->type == JV_STR && strstr(json_at(frames, k)->str, "StarveScenario");
     }
+    const char *around = json_str(j, "stacksAround");
+    int at_starvation = around && strcmp(around, "starvation") == 0;
     fprintf(stderr, "e2e: starve: %.0f starvation injections, the pool grew to %d threads\n", starved, max);
     json_free(j);
+    ASSERT(at_starvation); /* the samples of the second before each injection */
     ASSERT_GE(starved, 1);
     ASSERT(starved <= max);
     ASSERT(blocked_in_sleep);
