@@ -4,7 +4,9 @@
 // then in .Result on a task that a thread of its own completes after MS, with the pool's
 // minimum left as it is (the processor count), so the pool is starved and the
 // runtime injects threads. It prints the pool's thread count before and at
-// its largest ("threads start=A max=B"), which bounds the injections.
+// its largest ("threads start=A max=B"), which bounds the injections. With
+// "TASKS MS wait FILE" it first prints "ready pid=PID" and waits up to 60 s for
+// FILE (an attach test attaches meanwhile).
 using System;
 using System.Diagnostics;
 using System.Threading;
@@ -18,6 +20,13 @@ public static class StarveScenario
     {
         int tasks = args.Length > 0 && int.TryParse(args[0], out int t) ? t : 12;
         int ms = args.Length > 1 && int.TryParse(args[1], out int m) ? m : 2000;
+        if (args.Length > 3 && args[2] == "wait")
+        {
+            Console.WriteLine($"ready pid={Environment.ProcessId}");
+            Console.Out.Flush();
+            for (int i = 0; i < 600 && !System.IO.File.Exists(args[3]); i++)
+                Thread.Sleep(100);
+        }
         int start = ThreadPool.ThreadCount, max = start;
         var watch = Stopwatch.StartNew();
         var gate = new TaskCompletionSource<int>();
