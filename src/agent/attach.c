@@ -65,6 +65,8 @@ static HRESULT initialize(IUnknown *unk, const dnp_attach_blob *blob) {
     cfg.sample_rate = blob->sample_rate;
     cfg.locks = (int)blob->locks;
     cfg.lock_slice_us = dnp_setting_default(DNP_SET_LOCKS_SLICE_US);
+    cfg.gc = blob->gc != 0;
+    cfg.threadpool = blob->threadpool != 0;
     g_trigger_pid = blob->trigger_pid;
     HRESULT hr = agent_start(unk, &cfg, 1);
     if (FAILED(hr)) {

@@ -296,7 +296,7 @@ HRESULT cb_EventPipeEventDelivered(ICorProfilerCallback *self, EVENTPIPE_PROVIDE
                                        ULONG nframes, UINT_PTR *frames) {
     ACTIVE();
     (void)meta_len, (void)meta, (void)activity, (void)related, (void)thread;
-    ep_event e = {event_id, event_version, data, data_len, nframes, frames};
+    ep_event e = {event_id, event_version, data, data_len, nframes, frames, provider};
     if (ep_deliver(&e))
         return S_OK;
     REC(EventPipeEventDelivered, provider, event_id, event_version);

@@ -143,6 +143,7 @@ static const struct {
     VALUE(ALLOC_EACH, alloc_each), VALUE(EXC_STACKS, exc_stacks), VALUE(SAMPLE, sample),
     VALUE(SAMPLE_RATE, sample_rate), VALUE(SAMPLE_TIMERS, sample_timers),
     VALUE(LOCKS, locks), VALUE(LOCKS_SLICE_US, lock_slice_us),
+    VALUE(GC, gc),              VALUE(THREADPOOL, threadpool),
 };
 #undef TEXT
 #undef VALUE

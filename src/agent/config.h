@@ -35,6 +35,9 @@ typedef struct agent_config {
     int sample;           /* SAMPLER_OFF, _CPU, _WALL or _SUSPEND (sampler.h) */
     unsigned sample_rate; /* samples per second per thread, 0 for the default (100) */
     int sample_timers;    /* DNP_ENV_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work */
+    /* GC pauses and thread-pool starvation (gc_stats.c, threadpool.c, dnprof run/attach --gc, --threadpool) */
+    int gc;               /* 1: one GcCollection per collection */
+    int threadpool;       /* 1: the thread pool's adjustments (starvation) */
 } agent_config;
 
 /* Fills cfg from the environment. */

@@ -85,9 +85,41 @@ int ep_running(const ep_consumer *c) {
     return 0;
 }
 
+/* Whether p is "Microsoft-Windows-DotNETRuntime" (the runtime's provider, or the
+ * managed NativeRuntimeEventSource of that name): by name once, then by handle
+ * from a small table (a provider it cannot ask about counts as the runtime's). */
+static int runtime_provider(EVENTPIPE_PROVIDER p) {
+    /* handle | 1 when it is the runtime's: a provider is an aligned object */
+    static _Atomic(uintptr_t) seen[8];
+    for (unsigned i = 0; i < 8; i++) {
+        uintptr_t v = atomic_load_explicit(&seen[i], memory_order_relaxed);
+        if (v && (v & ~(uintptr_t)1) == (uintptr_t)p)
+            return (int)(v & 1);
+    }
+    static const WCHAR want[] = u"Microsoft-Windows-DotNETRuntime";
+    WCHAR name[64];
+    ULONG n = 0;
+    int runtime = 1;
+    if (AGENT_HAS_INFO(EventPipeGetProviderInfo) &&
+        SUCCEEDED(INFO_CALL(EventPipeGetProviderInfo, p, 64, &n, name))) {
+        size_t k = 0;
+        while (k < 63 && k < n && want[k] && name[k] == want[k])
+            k++;
+        runtime = !want[k] && (k >= n || name[k] == 0);
+    }
+    for (unsigned i = 0; i < 8 && !((uintptr_t)p & 1); i++) {
+        uintptr_t empty = 0;
+        if (atomic_compare_exchange_strong(&seen[i], &empty, (uintptr_t)p | (uintptr_t)runtime))
+            break;
+    }
+    return runtime;
+}
+
 int ep_deliver(const ep_event *e) {
     if (!atomic_load_explicit(&g_on, memory_order_relaxed))
         return 0;
+    if (!runtime_provider(e->provider))
+        return 1;
     for (unsigned i = 0; i < g_nwant; i++)
         g_want[i]->event(e);
     return 1;

@@ -34,6 +34,7 @@ typedef struct ep_event {
     ULONG len;
     ULONG nframes;         /* 0 on .NET 10's in-process sessions */
     const UINT_PTR *frames;
+    EVENTPIPE_PROVIDER provider; /* ep_deliver hands consumers the runtime provider's events only */
 } ep_event;
 
 typedef struct ep_consumer {
@@ -60,8 +61,10 @@ int ep_start(void);
 /* Whether c's events flow (c asked and the session runs). */
 int ep_running(const ep_consumer *c);
 
-/* From EventPipeEventDelivered: hands the event to every consumer; 1 when the
- * session is ours (the event is not logged as such), 0 otherwise. */
+/* From EventPipeEventDelivered: hands the event to every consumer when it is
+ * the runtime provider's (the session also gets EventPipe's own, such as its
+ * ProcessInfo, id 1 like GCStart, as it ends); 1 when the session is ours (the
+ * event is not logged as such), 0 otherwise. */
 int ep_deliver(const ep_event *e);
 
 /* At Shutdown or detach: stops the session, then flushes every consumer. */

@@ -23,6 +23,8 @@
 #include "exceptions.h"
 #include "alloc_sampling.h"
 #include "locks.h"
+#include "gc_stats.h"
+#include "threadpool.h"
 #include "eventpipe.h"
 #include "sampler.h"
 #include "session.h"
@@ -109,6 +111,8 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     ep_reset();
     alloc_configure(cfg, &mask, &high);
     locks_configure(cfg, &mask, &high);
+    gc_stats_configure(cfg, &high);   /* --gc */
+    threadpool_configure(cfg, &high); /* --threadpool */
     sampler_configure(cfg, &mask, &high);
     names_init();
     say_session_line("trace", cfg->output);

@@ -57,6 +57,11 @@ static void attach_help(void) {
           "      --locks[=waits]   lock contention: time waited by waiting stack, locked\n"
           "                        type and owner thread (dnprof report --locks,\n"
           "                        docs/waits.md); =waits: WaitHandle waits too (.NET 9+)\n"
+          "      --gc              every collection: generation, reason, type, pause, heap\n"
+          "                        sizes, from the runtime's GC events (works with\n"
+          "                        background GC, unlike the gc family; dnprof report --gc)\n"
+          "      --threadpool      the thread pool's worker-count changes, starvation among\n"
+          "                        them (dnprof report --threadpool)\n"
           "      --sample[=MODE]   sample every thread's stack, HZ times a second, without\n"
           "                        stopping the runtime (docs/sampling.md); MODE cpu (the\n"
           "                        default), wall or suspend; read with dnprof report\n"
@@ -164,6 +169,7 @@ typedef struct attach_opts {
     int alloc;             /* --alloc: sampled allocations */
     int locks;             /* --locks: lock contention (1), =waits: and waits (2) */
     int exceptions;        /* --exceptions: stories, with a stack at each throw */
+    int gc, threadpool;    /* --gc, --threadpool: the runtime's GC and thread-pool events */
     int sample;            /* --sample: 0 off, 1 cpu, 2 wall, 3 suspend */
     uint64_t sample_rate;  /* --rate, 0 for the default */
     pid_t pid;
@@ -182,7 +188,7 @@ static const struct {
 #define NSTARTUP (sizeof startup_only / sizeof startup_only[0])
 
 enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_ALLOC, OPT_EXCEPTIONS, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL, OPT_LOCKS,
-       OPT_STARTUP_ONLY = 512 };
+       OPT_GC = 400, OPT_THREADPOOL, OPT_STARTUP_ONLY = 512 };
 
 static const struct option attach_options[] = {
     {"events", required_argument, NULL, 'e'},   {"output", required_argument, NULL, 'o'},
@@ -191,6 +197,7 @@ static const struct option attach_options[] = {
     {"exceptions", no_argument, NULL, OPT_EXCEPTIONS}, {"locks", optional_argument, NULL, OPT_LOCKS},
     {"sample", optional_argument, NULL, OPT_SAMPLE}, {"rate", required_argument, NULL, OPT_RATE},
     {"cpu", no_argument, NULL, OPT_CPU},        {"wall", no_argument, NULL, OPT_WALL},
+    {"gc", no_argument, NULL, OPT_GC},          {"threadpool", no_argument, NULL, OPT_THREADPOOL},
     {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
 };
 #define NOPTIONS (sizeof attach_options / sizeof attach_options[0])
@@ -233,6 +240,8 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
             o->locks = optarg || o->locks == 2 ? 2 : 1;
             break;
         case OPT_EXCEPTIONS: o->exceptions = 1; break;
+        case OPT_GC: o->gc = 1; break;
+        case OPT_THREADPOOL: o->threadpool = 1; break;
         case OPT_SAMPLE: {
             unsigned mode = o->sample ? (unsigned)o->sample : 1;
             if (optarg && (dnp_setting_parse(DNP_SET_SAMPLE, optarg, &mode) < 0 || mode == 0))
@@ -283,7 +292,7 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
                                      "program (dnprof attach --sample)");
     /* As dnprof run's modes: a flag records what it asks for and what that
      * needs, never the default families (their gc heap walk) by surprise. */
-    if ((o->sample || o->alloc || o->locks) && !o->events)
+    if ((o->sample || o->alloc || o->locks || o->gc || o->threadpool) && !o->events)
         o->events = "threads"; /* the threads' names (lock owners); alloc sites carry their own */
     if (o->exceptions) {
         /* As dnprof run --exceptions: the exception events, the threads' names,
@@ -337,6 +346,8 @@ static int request_attach(const attach_opts *o, const ipc_proc *proc, const char
     blob->exc_stacks = (uint32_t)o->exceptions;
     blob->sample = (uint32_t)o->sample;
     blob->sample_rate = (uint32_t)o->sample_rate;
+    blob->gc = (uint32_t)o->gc;
+    blob->threadpool = (uint32_t)o->threadpool;
     return handshake_attach(o->pid, proc->uid, (uint32_t)o->timeout_s, blob);
 }
 
@@ -409,7 +420,7 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
                           const char *left_out, const char *out_abs) {
     char fams[256];
     dnp_families_format(families & ~(1u << DNP_FAM_RUNTIME), fams, sizeof fams);
-    char what[64] = "", mode[16];
+    char what[128] = "", mode[16];
     if (o->sample)
         snprintf(what, sizeof what, ", stack samples (%s, %llu Hz)",
                  dnp_setting_word(DNP_SET_SAMPLE, (unsigned)o->sample, mode, sizeof mode),
@@ -418,6 +429,10 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
         snprintf(what + strlen(what), sizeof what - strlen(what), ", sampled allocations");
     if (o->locks)
         snprintf(what + strlen(what), sizeof what - strlen(what), ", lock contention");
+    if (o->gc)
+        snprintf(what + strlen(what), sizeof what - strlen(what), ", GC statistics");
+    if (o->threadpool)
+        snprintf(what + strlen(what), sizeof what - strlen(what), ", thread-pool adjustments");
     fprintf(stderr, "dnprof: attached to pid %d (%s): recording %s%s into %s", (int)o->pid, proc->comm, fams,
             what, cli_short_path(out_abs));
     if (o->duration_ms >= 0)

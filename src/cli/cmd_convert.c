@@ -24,6 +24,7 @@ enum {
     FMT_COUNTS = 16,  /* a --calls=counts trace (calls, no times) */
     FMT_TREE = 32,    /* the tree only, never the timeline: its size is the tree's */
     FMT_SLICES = 64,  /* takes the lock waits as slices of a timeline */
+    FMT_EVENTS = 128, /* shows the runtime's events too (GC pauses): taken without call data */
 };
 
 typedef struct format {
@@ -35,7 +36,7 @@ typedef struct format {
 
 static const format formats[] = {
     {"speedscope", ".speedscope.json", dnp_export_speedscope, FMT_REREAD, "open it at https://www.speedscope.app"},
-    {"chrome", ".chrome.json", dnp_export_chrome, FMT_REREAD | FMT_NO_ALLOC | FMT_SLICES,
+    {"chrome", ".chrome.json", dnp_export_chrome, FMT_REREAD | FMT_NO_ALLOC | FMT_SLICES | FMT_EVENTS,
      "open it at https://ui.perfetto.dev or chrome://tracing"},
     {"folded", ".folded", dnp_export_folded, FMT_WEIGHT | FMT_THREAD | FMT_COUNTS | FMT_TREE,
      "for flamegraph.pl, speedscope and other flame graph tools"},
@@ -272,6 +273,12 @@ static int open_input(convert_opts *o, convert_input *ci) {
     int calls = dnp_calltree_has_data(ci->ct) || ci->ct->timeline_events;
     if (o->locks && calls && ci->ct->timeline_events && (o->fmt->takes & FMT_SLICES))
         return open_locks(o, ci, 1);
+    if (!calls && !o->locks && (o->fmt->takes & FMT_EVENTS)) {
+        /* the runtime's events (the GC track), with the lock waits as slices where there are some */
+        if (locks_open(o->path, &ci->lp) == 0 && locks_has_data(ci->lp))
+            locks_slices(ci->lp, &o->eo);
+        return 0;
+    }
     if (o->locks || !calls) {
         calls_close(&ci->in);
         memset(&ci->in, 0, sizeof ci->in);

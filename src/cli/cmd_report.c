@@ -34,6 +34,10 @@ static void report_help(void) {
           "      --locks          the lock contention report instead (dnprof run --locks):\n"
           "                       time waited by lock type, waiting site and owner thread,\n"
           "                       the top contended stacks; \"no contention\" when none\n"
+          "      --gc             the GC report instead (dnprof run --gc): a line per\n"
+          "                       collection, then pauses by generation and reason\n"
+          "      --threadpool     the thread-pool report instead (dnprof run --threadpool):\n"
+          "                       starvation, and with --wall where the pool's threads waited\n"
           "  -h, --help           print this help\n"
           "\n"
           "examples:\n"
@@ -45,19 +49,68 @@ static void report_help(void) {
           stdout);
 }
 
+/* The report that the flags ask for, of the trace at o->path: the exit code. */
+static int dispatch(report_opts *o, int exceptions, int alloc, int locks, int gc, int threadpool, int top_given) {
+    if (alloc + exceptions + locks + gc + threadpool > 1)
+        return usage_error("report", "--alloc, --exceptions, --locks, --gc or --threadpool: one report at a time");
+    if (locks) {
+        if (o->tree || o->has_thread)
+            return usage_error("report", "--tree and --thread are for the calls report; for the "
+                                         "waits as a tree: dnprof convert --format flamegraph");
+        locks_profile *p;
+        if (locks_open(o->path, &p) != 0)
+            return 1;
+        int rc = report_locks(p, o, stdout);
+        locks_free(p);
+        return rc;
+    }
+    if ((gc || threadpool) && (o->tree || o->has_thread))
+        return usage_error("report", "--tree and --thread are for the calls report, not --gc or --threadpool");
+    if (gc)
+        return report_gc(o->path, o->json, stdout);
+    if (threadpool)
+        return report_threadpool(o->path, o->json, top_given ? o->top : 5, stdout);
+    if (alloc) {
+        if (o->tree || o->has_thread)
+            return usage_error("report", "--tree and --thread are for the calls report; for the "
+                                         "allocations as a tree: dnprof convert --format flamegraph");
+        alloc_profile *p;
+        if (alloc_open(o->path, &p) != 0)
+            return 1;
+        int rc = report_alloc(p, o, stdout);
+        alloc_free(p);
+        return rc;
+    }
+    if (!exceptions) { /* streamed: memory bounded by the call trees, not the events */
+        calls_input in;
+        if (calls_open(o->path, 0, &in) != 0)
+            return 1;
+        int rc = report_calls(in.ct, o, stdout);
+        calls_close(&in);
+        return rc;
+    }
+    if (o->tree || o->has_thread)
+        return usage_error("report", "--tree and --thread are for the calls report; for one thread's "
+                                     "exceptions: dnprof print --exceptions");
+    /* streamed too: memory bounded by the stories */
+    return report_exceptions(o->path, o->json, top_given ? o->top : 0, stdout);
+}
+
 int cmd_report(int argc, char **argv) {
-    enum { OPT_TOP = 256, OPT_TREE, OPT_THRESHOLD, OPT_THREAD, OPT_JSON, OPT_EXCEPTIONS, OPT_ALLOC = 340, OPT_LOCKS = 360 };
+    enum { OPT_TOP = 256, OPT_TREE, OPT_THRESHOLD, OPT_THREAD, OPT_JSON, OPT_EXCEPTIONS, OPT_ALLOC = 340, OPT_LOCKS = 360,
+           OPT_GC = 400, OPT_THREADPOOL };
     static const struct option longopts[] = {
         {"top", required_argument, NULL, OPT_TOP},   {"tree", no_argument, NULL, OPT_TREE},
         {"threshold", required_argument, NULL, OPT_THRESHOLD}, {"thread", required_argument, NULL, OPT_THREAD},
         {"json", no_argument, NULL, OPT_JSON},       {"exceptions", no_argument, NULL, OPT_EXCEPTIONS},
         {"alloc", no_argument, NULL, OPT_ALLOC},     {"locks", no_argument, NULL, OPT_LOCKS},
+        {"gc", no_argument, NULL, OPT_GC},           {"threadpool", no_argument, NULL, OPT_THREADPOOL},
         {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
     report_opts o;
     memset(&o, 0, sizeof o);
     o.top = 20;
     o.threshold = 0.5;
-    int exceptions = 0, alloc = 0, locks = 0, threshold_given = 0, top_given = 0, c;
+    int exceptions = 0, alloc = 0, locks = 0, gc = 0, threadpool = 0, threshold_given = 0, top_given = 0, c;
     uint64_t v;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -87,6 +140,8 @@ int cmd_report(int argc, char **argv) {
         case OPT_EXCEPTIONS: exceptions = 1; break;
         case OPT_ALLOC: alloc = 1; break;
         case OPT_LOCKS: locks = 1; break;
+        case OPT_GC: gc = 1; break;
+        case OPT_THREADPOOL: threadpool = 1; break;
         case 'h': report_help(); return 0;
         default: return cli_bad_option("report", argv, c);
         }
@@ -101,41 +156,5 @@ int cmd_report(int argc, char **argv) {
     if (cli_not_a_snapshot(o.path))
         return 1;
 
-    if (alloc + exceptions + locks > 1)
-        return usage_error("report", "--alloc, --exceptions or --locks: one report at a time");
-    if (locks) {
-        if (o.tree || o.has_thread)
-            return usage_error("report", "--tree and --thread are for the calls report; for the "
-                                         "waits as a tree: dnprof convert --format flamegraph");
-        locks_profile *p;
-        if (locks_open(o.path, &p) != 0)
-            return 1;
-        int rc = report_locks(p, &o, stdout);
-        locks_free(p);
-        return rc;
-    }
-    if (alloc) {
-        if (o.tree || o.has_thread)
-            return usage_error("report", "--tree and --thread are for the calls report; for the "
-                                         "allocations as a tree: dnprof convert --format flamegraph");
-        alloc_profile *p;
-        if (alloc_open(o.path, &p) != 0)
-            return 1;
-        int rc = report_alloc(p, &o, stdout);
-        alloc_free(p);
-        return rc;
-    }
-    if (!exceptions) { /* streamed: memory bounded by the call trees, not the events */
-        calls_input in;
-        if (calls_open(o.path, 0, &in) != 0)
-            return 1;
-        int rc = report_calls(in.ct, &o, stdout);
-        calls_close(&in);
-        return rc;
-    }
-    if (o.tree || o.has_thread)
-        return usage_error("report", "--tree and --thread are for the calls report; for one thread's "
-                                     "exceptions: dnprof print --exceptions");
-    /* streamed too: memory bounded by the stories */
-    return report_exceptions(o.path, o.json, top_given ? o.top : 0, stdout);
+    return dispatch(&o, exceptions, alloc, locks, gc, threadpool, top_given);
 }

@@ -61,6 +61,14 @@ static void run_help(void) {
           "                      convert; docs/waits.md)\n"
           "      --locks=waits   also waits on WaitHandles and Monitor.Wait (.NET 9+; costs\n"
           "                      more: the runtime raises them from managed code)\n"
+          "      --gc            every collection: generation, reason, type, time to suspend,\n"
+          "                      pause, heap by generation before and after, bytes promoted,\n"
+          "                      from the runtime's GC events (cheap: a few events per GC;\n"
+          "                      dnprof report --gc; docs/waits.md); without --events, with\n"
+          "                      the threads' names only\n"
+          "      --threadpool    the thread pool's changes of its worker count, starvation\n"
+          "                      among them (dnprof report --threadpool; with --wall, where\n"
+          "                      the pool's threads were blocked)\n"
           "      --sample[=MODE] sample the stacks of every thread, HZ times a second, with\n"
           "                      signals and no stop of the runtime (docs/sampling.md); MODE\n"
           "                      cpu (the default: by CPU time used), wall (by elapsed time,\n"
@@ -204,6 +212,7 @@ typedef struct run_opts {
     const char *sample, *rate;                /* --sample[=MODE], --cpu, --wall; --rate */
     int exceptions, alloc, quiet;
     int locks;                                /* --locks: 1, --locks=waits: 2 */
+    int gc, threadpool;                       /* --gc, --threadpool (docs/waits.md) */
     int calls, all_code;                      /* calls: 0, 1 --calls, 2 --timeline, 3 --args, 4 --calls=counts */
     char include[1024], exclude[1024];
     const char *heap_at, *heap_output;        /* heap snapshot (docs/heap.md) */
@@ -229,6 +238,10 @@ static int alloc_asked(const run_opts *o) { return o->alloc; }
 static int calls_asked(const run_opts *o) { return o->calls != 0; }
 static int heap_asked(const run_opts *o) { return o->heap_at != NULL; }
 static int locks_asked(const run_opts *o) { return o->locks; }
+static int gc_asked(const run_opts *o) { return o->gc; }
+static int threadpool_asked(const run_opts *o) { return o->threadpool; }
+static int gc_apply(run_opts *o) { (void)o; return cli_setting_set(DNP_SET_GC, "1") ? 1 : 0; }
+static int threadpool_apply(run_opts *o) { (void)o; return cli_setting_set(DNP_SET_THREADPOOL, "1") ? 1 : 0; }
 
 static int sample_apply(run_opts *o) {
     unsigned hz = dnp_setting_default(DNP_SET_SAMPLE_RATE);
@@ -288,6 +301,9 @@ static const run_mode run_modes[] = {
     {"calls", calls_asked, "default,-gc", NULL, calls_apply},
     {"heap", heap_asked, NULL, "gc", heap_apply},
     {"locks", locks_asked, "threads", NULL, locks_apply},             /* the owners' and waiters' names */
+    /* GC statistics and the thread pool come from the runtime's events, not the gc family */
+    {"gc", gc_asked, "threads", NULL, gc_apply},
+    {"threadpool", threadpool_asked, "threads", NULL, threadpool_apply},
 };
 #define NMODES (sizeof run_modes / sizeof run_modes[0])
 
@@ -349,8 +365,7 @@ static int add_pattern(run_opts *o, int include, const char *pat) {
 
 enum { OPT_FLUSH = 256, OPT_EXCEPTIONS = 300, OPT_CALLS = 320, OPT_TIMELINE, OPT_ARGS, OPT_INCLUDE, OPT_EXCLUDE,
        OPT_ALL_CODE, OPT_ALLOC = 340, OPT_HEAP_AT, OPT_HEAP_OUTPUT, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL,
-       OPT_LOCKS = 360,
-       OPT_HELP_ASKED = 1000 };
+       OPT_LOCKS = 360, OPT_GC = 400, OPT_THREADPOOL, OPT_HELP_ASKED = 1000 };
 
 /* One option into o: 0, or an exit code. */
 static int take_option(run_opts *o, int c, char **argv) {
@@ -376,6 +391,8 @@ static int take_option(run_opts *o, int c, char **argv) {
             return usage_error("run", "--locks takes no value or 'waits' (--locks=waits), not '%s'", optarg);
         o->locks = optarg || o->locks == 2 ? 2 : 1;
         return 0;
+    case OPT_GC: o->gc = 1; return 0;
+    case OPT_THREADPOOL: o->threadpool = 1; return 0;
     case OPT_HEAP_AT:
         if (strcmp(optarg, "exit") != 0)
             return usage_error("run", "--heap-at takes exit (a snapshot as the program ends), "
@@ -408,6 +425,7 @@ static int parse_run_options(int argc, char **argv, run_opts *o) {
         {"args", no_argument, NULL, OPT_ARGS}, {"include", required_argument, NULL, OPT_INCLUDE},
         {"exclude", required_argument, NULL, OPT_EXCLUDE}, {"all-code", no_argument, NULL, OPT_ALL_CODE},
         {"alloc", no_argument, NULL, OPT_ALLOC},        {"locks", optional_argument, NULL, OPT_LOCKS},
+        {"gc", no_argument, NULL, OPT_GC}, {"threadpool", no_argument, NULL, OPT_THREADPOOL},
         {"heap-at", required_argument, NULL, OPT_HEAP_AT},
         {"heap-output", required_argument, NULL, OPT_HEAP_OUTPUT},
         {"sample", optional_argument, NULL, OPT_SAMPLE}, {"rate", required_argument, NULL, OPT_RATE},

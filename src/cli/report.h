@@ -79,5 +79,9 @@ size_t locks_slices(locks_profile *p, struct dnp_export_opts *eo);
 /* Totals, by lock, by waiting site, by owner, the top stacks; o->top, o->json.
  * Returns the exit code ("no contention" is not an error). */
 int report_locks(locks_profile *p, const report_opts *o, FILE *out);
+/* ---- GC pauses and thread-pool starvation (issue 17, report_gc.c, report_threadpool.c) ----
+ * Both stream the trace at path and return the exit code. */
+int report_gc(const char *path, int json, FILE *out);
+int report_threadpool(const char *path, int json, unsigned top, FILE *out); /* top: stacks shown */
 
 #endif

@@ -131,6 +131,51 @@ static int write_slices(chrome *c, const dnp_export_opts *o) {
     return ferror(c->out) ? -1 : 0;
 }
 
+/* GC pauses (dnprof run --gc) on a track of their own: a slice per collection,
+ * its pause for a blocking one (the event's time is the pause's end), its
+ * whole length for a background one, generation and reason in its arguments. */
+#define GC_TRACK_TID 1 /* no thread of a process but init's first has the id 1 */
+
+static void put_gc(chrome *c, const dnp_trace_event *e, uint64_t at, int *named) {
+    uint64_t number = e->v[0], gen = e->v[1], reason = e->v[2], type = e->v[3], duration = e->v[5];
+    uint64_t suspend = e->v[6], pause = e->v[7], len = type == 1 ? duration : pause;
+    if (!*named) {
+        *named = 1;
+        fprintf(c->out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%llu,\"tid\":%d,\"args\":{\"name\":\"GC\"}}",
+                (unsigned long long)c->pid, GC_TRACK_TID);
+    }
+    fprintf(c->out, ",\n{\"ph\":\"X\",\"cat\":\"gc\",\"pid\":%llu,\"tid\":%d", (unsigned long long)c->pid,
+            GC_TRACK_TID);
+    put_us(c->out, "ts", at > len ? at - len : 0);
+    put_us(c->out, "dur", len);
+    fprintf(c->out, ",\"name\":\"GC #%llu gen%llu %s\",\"args\":{\"number\":%llu,\"generation\":%llu,"
+                    "\"reason\":\"%s\",\"type\":\"%s\",\"pauseMs\":%.3f,\"suspendMs\":%.3f,\"durationMs\":%.3f}}",
+            (unsigned long long)number, (unsigned long long)gen, dnp_gc_start_reason_id(reason), (unsigned long long)number,
+            (unsigned long long)gen, dnp_gc_start_reason(reason), dnp_gc_type_name(type), (double)pause / 1e6,
+            (double)suspend / 1e6, (double)duration / 1e6);
+}
+
+static int gc_track(chrome *c) {
+    int named = 0;
+    const dnp_trace *t = c->ct->t;
+    dnp_trace_stream *s = c->ct->stream;
+    if (!s) {
+        for (size_t i = 0; t && i < t->nevents; i++)
+            if (t->events[i].kind == DNP_EV_GcCollection)
+                put_gc(c, &t->events[i], t->events[i].time_ns, &named);
+        return 0;
+    }
+    if (dnp_trace_stream_rewind(s, 0) != 0)
+        return -1;
+    uint64_t origin = dnp_trace_stream_origin(s);
+    dnp_trace_event e;
+    int got;
+    while ((got = dnp_trace_stream_next(s, &e)) > 0)
+        if (e.kind == DNP_EV_GcCollection)
+            put_gc(c, &e, e.time_ns > origin ? e.time_ns - origin : 0, &named);
+    return got < 0 ? -1 : 0;
+}
+
 int dnp_export_chrome(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o) {
     const dnp_trace *t = ct->t;
     chrome c;
@@ -176,6 +221,8 @@ int dnp_export_chrome(const dnp_calltree *ct, FILE *out, const dnp_export_opts *
     }
     if (rc == 0 && o && o->nslices)
         rc = write_slices(&c, o);
+    if (rc == 0)
+        rc = gc_track(&c);
     fputs("\n]}\n", out);
     if (fflush(out) != 0 || ferror(out))
         rc = -1;

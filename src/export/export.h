@@ -50,6 +50,11 @@ int dnp_export_speedscope(const dnp_calltree *ct, FILE *out, const dnp_export_op
 int dnp_export_chrome(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o);
 int dnp_export_flamegraph(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o);
 
+/* GCStart's reason and type as words (gc_names.c): "induced", "alloc_small", "blocking". */
+const char *dnp_gc_start_reason(uint64_t reason);
+const char *dnp_gc_start_reason_id(uint64_t reason);
+const char *dnp_gc_type_name(uint64_t type);
+
 /* ---- helpers shared with the report ---- */
 
 /* The name to show for a function: pretty, or "<function 0x...>" when unknown. */

@@ -88,6 +88,8 @@ static const blob_field fields[] = {
     SETTING_FIELD(DNP_BLOB_SAMPLE, SAMPLE, sample, "sampling mode"),
     SETTING_FIELD(DNP_BLOB_SAMPLE_RATE, SAMPLE_RATE, sample_rate, "sampling rate"),
     SETTING_FIELD(DNP_BLOB_LOCKS, LOCKS, locks, "locks mode"),
+    SETTING_FIELD(DNP_BLOB_GC, GC, gc, "gc setting"),
+    SETTING_FIELD(DNP_BLOB_THREADPOOL, THREADPOOL, threadpool, "threadpool setting"),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 

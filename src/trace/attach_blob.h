@@ -36,6 +36,9 @@ enum {
     DNP_BLOB_SAMPLE_RATE = 9, /* u32: samples per second per thread */
     /* lock contention (dnprof attach --locks, docs/waits.md) */
     DNP_BLOB_LOCKS = 10,      /* u32: agent_config.locks (1 contention, 2 and waits) */
+    /* GC pauses and thread-pool starvation (dnprof attach --gc, --threadpool; docs/waits.md) */
+    DNP_BLOB_GC = 20,         /* u32: 1 for GC statistics */
+    DNP_BLOB_THREADPOOL = 21, /* u32: 1 for the thread pool's adjustments */
 };
 
 #define DNP_BLOB_EVENTS_MAX 1024
@@ -71,6 +74,9 @@ typedef struct dnp_attach_blob {
     uint32_t sample_rate; /* 0: the default */
     /* lock contention */
     uint32_t locks;       /* 0: off */
+    /* GC pauses and thread-pool starvation */
+    uint32_t gc;          /* 1: GC statistics */
+    uint32_t threadpool;  /* 1: the thread pool's adjustments */
 } dnp_attach_blob;
 
 /* Encodes b into buf. Returns the blob's size, or -1 when a string is too long

@@ -1,0 +1,344 @@
+/* report_gc.c: GC statistics (dnprof run/attach --gc; docs/waits.md): a line
+ * per collection, then by generation and reason the count and the pauses'
+ * p50/p95/p99/max, and the share of the recorded time the program was paused.
+ *
+ * The trace is streamed; memory is one small record per collection. Figures an
+ * event the runtime did not send would give are shown as "-" and said, never as
+ * zero (GcCollection's seen bits, events.def). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "export.h"
+#include "report.h"
+#include "trace_reader.h"
+
+#define NGENS 5
+#define SEEN_SUSPEND 0x4u
+#define SEEN_RESTART 0x8u
+#define SEEN_HEAP_STATS 0x10u
+#define SEEN_HISTORY 0x20u
+
+typedef struct gc_row {
+    uint64_t time, number, gen, reason, type, seen, duration, suspend, pause;
+    uint64_t before[NGENS], after[NGENS], promoted;
+    int has_before, has_after;
+} gc_row;
+
+typedef struct gc_data {
+    gc_row *rows;
+    size_t n, cap;
+    uint64_t first, last, origin; /* GcConfig (or the first event) to the last event */
+    int configured;
+    uint64_t major;
+    gc_row pending;               /* GcSizes come before their GcCollection */
+    uint64_t pending_number;
+    int pending_before, pending_after;
+} gc_data;
+
+static const char *reason_name(uint64_t r) { return dnp_gc_start_reason(r); }
+static const char *reason_id(uint64_t r) { return dnp_gc_start_reason_id(r); }
+static const char *type_name(uint64_t t) { return dnp_gc_type_name(t); }
+
+static int feed(gc_data *d, const dnp_trace_event *e) {
+    if (e->time_ns > d->last)
+        d->last = e->time_ns;
+    if (e->kind == DNP_EV_GcConfig) {
+        d->configured = 1;
+        d->major = e->v[0];
+        if (!d->first)
+            d->first = e->time_ns;
+    } else if (e->kind == DNP_EV_GcSizes) {
+        if (e->v[0] != d->pending_number)
+            d->pending_before = d->pending_after = 0;
+        d->pending_number = e->v[0];
+        uint64_t *to = e->v[1] == 0 ? d->pending.before : d->pending.after;
+        memcpy(to, &e->v[2], NGENS * sizeof *to);
+        if (e->v[1] == 0)
+            d->pending_before = 1;
+        else
+            d->pending_after = 1, d->pending.promoted = e->v[7];
+    } else if (e->kind == DNP_EV_GcCollection) {
+        if (d->n == d->cap) {
+            size_t c = d->cap ? d->cap * 2 : 256;
+            gc_row *r = realloc(d->rows, c * sizeof *r);
+            if (!r)
+                return -1;
+            d->rows = r, d->cap = c;
+        }
+        gc_row *r = &d->rows[d->n++];
+        memset(r, 0, sizeof *r);
+        r->time = e->time_ns;
+        r->number = e->v[0], r->gen = e->v[1], r->reason = e->v[2], r->type = e->v[3], r->seen = e->v[4];
+        r->duration = e->v[5], r->suspend = e->v[6], r->pause = e->v[7];
+        if (d->pending_number == r->number) {
+            r->has_before = d->pending_before, r->has_after = d->pending_after;
+            memcpy(r->before, d->pending.before, sizeof r->before);
+            memcpy(r->after, d->pending.after, sizeof r->after);
+            r->promoted = d->pending.promoted;
+        }
+        d->pending_before = d->pending_after = 0;
+        d->pending_number = 0;
+    }
+    return 0;
+}
+
+static int has_pause(const gc_row *r) { return (r->seen & SEEN_RESTART) != 0; }
+static uint64_t sum5(const uint64_t *v) { return v[0] + v[1] + v[2] + v[3] + v[4]; }
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest rank of sorted v[0..n). */
+static uint64_t pctl(const uint64_t *v, size_t n, double p) {
+    if (!n)
+        return 0;
+    size_t k = (size_t)(p / 100.0 * (double)n + 0.999999);
+    return v[(k ? k : 1) - 1 < n ? (k ? k : 1) - 1 : n - 1];
+}
+
+typedef struct gc_group {
+    int gen, reason; /* -1: all */
+    size_t count, paused;
+    uint64_t p50, p95, p99, max, total;
+} gc_group;
+
+/* The pauses of the rows of gen and reason (-1: any) into g. */
+static int group(const gc_data *d, int gen, int reason, gc_group *g) {
+    memset(g, 0, sizeof *g);
+    g->gen = gen, g->reason = reason;
+    uint64_t *v = malloc((d->n ? d->n : 1) * sizeof *v);
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < d->n; i++) {
+        const gc_row *r = &d->rows[i];
+        if ((gen >= 0 && r->gen != (uint64_t)gen) || (reason >= 0 && r->reason != (uint64_t)reason))
+            continue;
+        g->count++;
+        if (has_pause(r)) {
+            v[g->paused++] = r->pause;
+            g->total += r->pause;
+        }
+    }
+    qsort(v, g->paused, sizeof *v, cmp_u64);
+    g->p50 = pctl(v, g->paused, 50), g->p95 = pctl(v, g->paused, 95), g->p99 = pctl(v, g->paused, 99);
+    g->max = g->paused ? v[g->paused - 1] : 0;
+    free(v);
+    return 0;
+}
+
+/* Every (generation, reason) that occurs, then each generation, then all: into *out. */
+static int groups(const gc_data *d, gc_group **out, size_t *n) {
+    gc_group *g = calloc(3 * 32 + 8, sizeof *g);
+    if (!g)
+        return -1;
+    size_t k = 0, per_gen[3] = {0, 0, 0};
+    for (int gen = 0; gen <= 2; gen++)
+        for (int reason = 0; reason < 32; reason++) {
+            int any = 0;
+            for (size_t i = 0; i < d->n && !any; i++)
+                any = d->rows[i].gen == (uint64_t)gen && (d->rows[i].reason == (uint64_t)reason ||
+                                                          (reason == 31 && d->rows[i].reason >= 31));
+            if (any && group(d, gen, reason, &g[k++]) < 0)
+                return free(g), -1;
+            per_gen[gen] += any;
+        }
+    for (int gen = 0; gen <= 2; gen++) /* a generation of more than one reason: its own line too */
+        if (per_gen[gen] > 1 && group(d, gen, -1, &g[k++]) < 0)
+            return free(g), -1;
+    if (group(d, -1, -1, &g[k++]) < 0)
+        return free(g), -1;
+    *out = g, *n = k;
+    return 0;
+}
+
+static const char *ms(uint64_t ns, char *buf) {
+    snprintf(buf, 24, "%.3f", (double)ns / 1e6);
+    return buf;
+}
+
+static uint64_t span(const gc_data *d) {
+    uint64_t from = d->first ? d->first : d->origin;
+    return d->last > from ? d->last - from : 0;
+}
+
+static void json_gens(FILE *out, const char *key, const uint64_t *v, int have) {
+    if (!have) {
+        fprintf(out, ",\"%s\":null", key);
+        return;
+    }
+    fprintf(out, ",\"%s\":{\"gen0\":%llu,\"gen1\":%llu,\"gen2\":%llu,\"loh\":%llu,\"poh\":%llu,\"total\":%llu}", key,
+            (unsigned long long)v[0], (unsigned long long)v[1], (unsigned long long)v[2], (unsigned long long)v[3],
+            (unsigned long long)v[4], (unsigned long long)sum5(v));
+}
+
+static void json_row(FILE *out, const gc_data *d, const gc_row *r) {
+    fprintf(out, "{\"number\":%llu,\"timeNs\":%llu,\"generation\":%llu,\"reason\":\"%s\",\"reasonId\":%llu,"
+                 "\"type\":\"%s\",\"durationNs\":%llu",
+            (unsigned long long)r->number, (unsigned long long)(r->time - d->origin), (unsigned long long)r->gen,
+            reason_id(r->reason), (unsigned long long)r->reason, type_name(r->type), (unsigned long long)r->duration);
+    if (r->seen & SEEN_SUSPEND)
+        fprintf(out, ",\"suspendNs\":%llu", (unsigned long long)r->suspend);
+    else
+        fputs(",\"suspendNs\":null", out);
+    if (has_pause(r))
+        fprintf(out, ",\"pauseNs\":%llu", (unsigned long long)r->pause);
+    else
+        fputs(",\"pauseNs\":null", out);
+    json_gens(out, "before", r->before, r->has_before);
+    json_gens(out, "after", r->after, r->has_after);
+    if (r->has_after)
+        fprintf(out, ",\"promoted\":%llu}", (unsigned long long)r->promoted);
+    else
+        fputs(",\"promoted\":null}", out);
+}
+
+static void json_group(FILE *out, const gc_group *g, uint64_t wall) {
+    fputc('{', out);
+    if (g->gen >= 0)
+        fprintf(out, "\"generation\":%d,", g->gen);
+    if (g->reason >= 0)
+        fprintf(out, "\"reason\":\"%s\",", reason_id((uint64_t)g->reason));
+    fprintf(out, "\"count\":%zu,\"paused\":%zu,\"totalPauseNs\":%llu", g->count, g->paused,
+            (unsigned long long)g->total);
+    if (g->paused)
+        fprintf(out, ",\"p50Ns\":%llu,\"p95Ns\":%llu,\"p99Ns\":%llu,\"maxNs\":%llu,\"pausedShare\":%.6f",
+                (unsigned long long)g->p50, (unsigned long long)g->p95, (unsigned long long)g->p99,
+                (unsigned long long)g->max, wall ? (double)g->total / (double)wall : 0.0);
+    fputc('}', out);
+}
+
+/* What the runtime did not say, for every collection that lacks it. */
+static void missing(const gc_data *d, size_t *no_pause, size_t *no_before, size_t *no_after) {
+    *no_pause = *no_before = *no_after = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        *no_pause += !has_pause(&d->rows[i]);
+        *no_before += !d->rows[i].has_before;
+        *no_after += !d->rows[i].has_after;
+    }
+}
+
+static int write_json(const gc_data *d, const char *path, const gc_group *g, size_t ng, FILE *out) {
+    uint64_t wall = span(d);
+    size_t np, nb, na;
+    missing(d, &np, &nb, &na);
+    fputs("{\"trace\":", out);
+    dnp_export_json_str(out, path, 0);
+    fprintf(out, ",\"source\":\"runtime GC events (EventPipe)\",\"runtimeMajor\":%llu,\"recordedNs\":%llu,"
+                 "\"collections\":%zu,\"missing\":{\"pause\":%zu,\"before\":%zu,\"after\":%zu},\"gcs\":[",
+            (unsigned long long)d->major, (unsigned long long)wall, d->n, np, nb, na);
+    for (size_t i = 0; i < d->n; i++) {
+        fputs(i ? ",\n" : "\n", out);
+        json_row(out, d, &d->rows[i]);
+    }
+    fputs("],\"groups\":[", out);
+    for (size_t i = 0; i < ng; i++) {
+        fputs(i ? ",\n" : "\n", out);
+        json_group(out, &g[i], wall);
+    }
+    fputs("]}\n", out);
+    return ferror(out) ? 1 : 0;
+}
+
+static void text_row(FILE *out, const gc_data *d, const gc_row *r) {
+    char a[24], b[24], c[32], e[32], f[32];
+    fprintf(out, "%6llu %8.3f %3llu  %-10s %-24.24s %8s %9s %10s %10s %10s\n", (unsigned long long)r->number,
+            (double)(r->time - d->origin) / 1e9, (unsigned long long)r->gen, type_name(r->type),
+            reason_name(r->reason), r->seen & SEEN_SUSPEND ? ms(r->suspend, a) : "-",
+            has_pause(r) ? ms(r->pause, b) : "-", r->has_before ? cli_fmt_bytes(sum5(r->before), c) : "-",
+            r->has_after ? cli_fmt_bytes(sum5(r->after), e) : "-", r->has_after ? cli_fmt_bytes(r->promoted, f) : "-");
+}
+
+static void text_groups(FILE *out, const gc_group *g, size_t ng, uint64_t wall) {
+    fprintf(out, "\n%-4s %-24s %6s %9s %9s %9s %9s %10s %7s\n", "gen", "reason", "count", "p50 ms", "p95 ms",
+            "p99 ms", "max ms", "paused ms", "of time");
+    for (size_t i = 0; i < ng; i++) {
+        char gen[8], a[24], b[24], c[24], e[24], f[24];
+        snprintf(gen, sizeof gen, "%d", g[i].gen);
+        const char *reason = g[i].reason >= 0 ? reason_name((uint64_t)g[i].reason) : "(all reasons)";
+        if (g[i].gen < 0)
+            snprintf(gen, sizeof gen, "all"), reason = "";
+        if (!g[i].paused) {
+            fprintf(out, "%-4s %-24.24s %6zu %9s %9s %9s %9s %10s %7s\n", gen, reason, g[i].count, "-", "-", "-",
+                    "-", "-", "-");
+            continue;
+        }
+        fprintf(out, "%-4s %-24.24s %6zu %9s %9s %9s %9s %10s %6.2f%%\n", gen, reason, g[i].count, ms(g[i].p50, a),
+                ms(g[i].p95, b), ms(g[i].p99, c), ms(g[i].max, e), ms(g[i].total, f),
+                wall ? 100.0 * (double)g[i].total / (double)wall : 0.0);
+    }
+}
+
+static int write_text(const gc_data *d, const char *path, const gc_group *g, size_t ng, FILE *out) {
+    uint64_t wall = span(d);
+    const gc_group *all = &g[ng - 1];
+    char a[24], b[24];
+    fprintf(out, "%s: %zu collections in %.3f s recorded (the runtime's GC events%s%llu)\n", cli_short_path(path),
+            d->n, (double)wall / 1e9, d->major ? ", .NET " : "", (unsigned long long)d->major);
+    if (all->paused)
+        fprintf(out, "paused %s ms in all, %.2f%% of the time; longest pause %s ms\n", ms(all->total, a),
+                wall ? 100.0 * (double)all->total / (double)wall : 0.0, ms(all->max, b));
+    if (d->n) {
+        fprintf(out, "\n%6s %8s %3s  %-10s %-24s %8s %9s %10s %10s %10s\n", "#", "at s", "gen", "type", "reason",
+                "susp ms", "pause ms", "before", "after", "promoted");
+        for (size_t i = 0; i < d->n; i++)
+            text_row(out, d, &d->rows[i]);
+        text_groups(out, g, ng, wall);
+    }
+    size_t np, nb, na;
+    missing(d, &np, &nb, &na);
+    if (np)
+        fprintf(out, "\n%zu collections without a pause (\"-\"): the runtime's suspension events did not come "
+                     "(or the recording began or ended inside one)\n", np);
+    if (nb)
+        fprintf(out, "%zu collections without the heap before (\"-\"): no GCPerHeapHistory event from this "
+                     "runtime for them\n", nb);
+    if (na)
+        fprintf(out, "%zu collections without the heap after (\"-\"): no GCHeapStats event for them\n", na);
+    fputs("\npause: from the runtime's suspension (GCSuspendEEBegin) to its resumption (GCRestartEEEnd); "
+          "docs/waits.md\n", out);
+    return ferror(out) ? 1 : 0;
+}
+
+int report_gc(const char *path, int json, FILE *out) {
+    char err[512];
+    dnp_trace_stream *s = NULL;
+    if (dnp_trace_stream_open(path, &s, err, sizeof err) != 0)
+        return error("%s", err), 1;
+    gc_data d;
+    memset(&d, 0, sizeof d);
+    dnp_trace_event e;
+    int got, rc = 0;
+    while (rc == 0 && (got = dnp_trace_stream_next(s, &e)) > 0)
+        rc = feed(&d, &e);
+    d.origin = dnp_trace_stream_origin(s);
+    if (rc != 0 || got < 0) {
+        error("%s: %s", path, rc != 0 ? "out of memory" : dnp_trace_stream_error(s));
+        free(d.rows);
+        dnp_trace_stream_close(s);
+        return 1;
+    }
+    const dnp_trace *t = dnp_trace_stream_trace(s);
+    if (t->status != DNP_TRACE_COMPLETE)
+        warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
+    if (!d.configured && !d.n) {
+        error("%s: this trace has no GC statistics: record them with dnprof run --gc (or dnprof attach PID --gc)",
+              path);
+        dnp_trace_stream_close(s);
+        return 1;
+    }
+    gc_group *g = NULL;
+    size_t ng = 0;
+    rc = groups(&d, &g, &ng);
+    if (rc == 0)
+        rc = json ? write_json(&d, path, g, ng, out) : write_text(&d, path, g, ng, out);
+    else
+        rc = (error("out of memory"), 1);
+    free(g);
+    free(d.rows);
+    dnp_trace_stream_close(s);
+    return rc;
+}

@@ -1,0 +1,312 @@
+/* report_threadpool.c: thread-pool starvation (dnprof run/attach --threadpool;
+ * docs/waits.md): the runtime's changes of the pool's worker count, those it
+ * made because the pool was starved listed with their time, and, when the
+ * trace has wall-clock samples (--sample=wall), the stacks the pool's threads
+ * spent their sampled time in, blocked or not (the samples of the whole
+ * recording: a sample tree has no time). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calltree.h"
+#include "cli.h"
+#include "export.h"
+#include "idmap.h"
+#include "prettyname.h"
+#include "report.h"
+#include "trace_reader.h"
+
+#define REASON_STARVATION 6u
+#define MAX_STACKS 256
+#define STACK_FRAMES 8
+
+static const char *const reasons[] = {"warm-up", "initializing", "random move", "climbing move", "change point",
+                                      "stabilizing", "starvation", "thread timed out", "cooperative blocking"};
+#define NREASONS (sizeof reasons / sizeof reasons[0])
+
+typedef struct tp_adjust {
+    uint64_t time, threads, reason, milli;
+} tp_adjust;
+
+typedef struct tp_stack {
+    uint64_t func[STACK_FRAMES], name[STACK_FRAMES]; /* managed frames, leaf first */
+    unsigned n;
+    uint64_t ns;
+} tp_stack;
+
+/* A node of a pool thread's sampled tree (SampleNode), for the samples taken
+ * around the starvation: its latest cumulative self samples and when. */
+typedef struct tp_node {
+    uint64_t tid, node, parent, func, name;
+    uint64_t last_t, last_v;
+    int64_t around; /* self samples in the windows before each starvation */
+} tp_node;
+
+typedef struct tp_data {
+    tp_adjust *a;
+    size_t n, cap, starved;
+    uint64_t origin, major, by_reason[NREASONS + 1];
+    int configured;
+    tp_stack stacks[MAX_STACKS];
+    size_t nstacks, pool_threads;
+    uint64_t pool_ns;
+    int around;         /* the stacks are those of the windows before the starvation */
+} tp_data;
+
+#define WINDOW_NS 1000000000ull /* "around then": the second before each injection */
+
+static int read_events(const char *path, tp_data *d) {
+    char err[512];
+    dnp_trace_stream *s = NULL;
+    if (dnp_trace_stream_open(path, &s, err, sizeof err) != 0)
+        return error("%s", err), 1;
+    dnp_trace_event e;
+    int got;
+    while ((got = dnp_trace_stream_next(s, &e)) > 0) {
+        if (!d->origin)
+            d->origin = dnp_trace_stream_origin(s);
+        if (e.kind == DNP_EV_ThreadPoolConfig) {
+            d->configured = 1;
+            d->major = e.v[0];
+        } else if (e.kind == DNP_EV_ThreadPoolAdjustment) {
+            d->by_reason[e.v[1] < NREASONS ? e.v[1] : NREASONS]++;
+            if (e.v[1] != REASON_STARVATION)
+                continue;
+            if (d->n == d->cap) {
+                size_t c = d->cap ? d->cap * 2 : 64;
+                tp_adjust *a = realloc(d->a, c * sizeof *a);
+                if (!a)
+                    return dnp_trace_stream_close(s), error("out of memory"), 1;
+                d->a = a, d->cap = c;
+            }
+            d->a[d->n++] = (tp_adjust){e.time_ns, e.v[0], e.v[1], e.v[2]};
+            d->starved++;
+        }
+    }
+    int rc = got < 0 ? error("%s: %s", path, dnp_trace_stream_error(s)), 1 : 0;
+    dnp_trace_stream_close(s);
+    return rc;
+}
+
+static int pool_thread(const char *name) {
+    return name && (strstr(name, "TP Worker") || strstr(name, "ThreadPool") || strstr(name, "Thread Pool"));
+}
+
+/* A path (frames leaf first) and its weight into the table of stacks. */
+static void add_stack(tp_data *d, const tp_stack *k, uint64_t ns) {
+    d->pool_ns += ns;
+    size_t j = 0;
+    while (j < d->nstacks && (d->stacks[j].n != k->n || memcmp(d->stacks[j].func, k->func, sizeof k->func) != 0 ||
+                              memcmp(d->stacks[j].name, k->name, sizeof k->name) != 0))
+        j++;
+    if (j == d->nstacks) {
+        if (d->nstacks == MAX_STACKS)
+            return;
+        d->stacks[d->nstacks++] = *k;
+        d->stacks[j].ns = 0;
+    }
+    d->stacks[j].ns += ns;
+}
+
+/* Each node of a pool thread's tree with self time (the whole recording). */
+static void add_leaves(tp_data *d, const dnp_ct_tree *tr) {
+    for (uint32_t i = 1; i < tr->nnodes; i++) {
+        if (!tr->nodes[i].self_ns)
+            continue;
+        tp_stack k;
+        memset(&k, 0, sizeof k);
+        for (int native = 0; native < 2 && !k.n; native++) /* managed frames (the native ones below are
+                                                               the wait itself); else what there is */
+            for (uint32_t at = i; at && k.n < STACK_FRAMES; at = tr->nodes[at].parent)
+                if (tr->nodes[at].func || native)
+                    k.func[k.n] = tr->nodes[at].func, k.name[k.n++] = tr->nodes[at].name;
+        add_stack(d, &k, tr->nodes[i].self_ns);
+    }
+}
+
+/* Moves a node's cumulative count from (last_t, last_v) to (t, v): a window
+ * (T - WINDOW_NS, T] of a starvation at T counts v(<= T) - v(<= T - WINDOW_NS),
+ * the latest snapshot at or before each end standing for it. */
+static void node_move(const tp_data *d, tp_node *n, uint64_t t, uint64_t v) {
+    for (size_t k = 0; k < d->n; k++) {
+        uint64_t end = d->a[k].time, start = end > WINDOW_NS ? end - WINDOW_NS : 0;
+        if (start >= n->last_t && start < t)
+            n->around -= (int64_t)n->last_v;
+        if (end >= n->last_t && end < t)
+            n->around += (int64_t)n->last_v;
+    }
+    n->last_t = t, n->last_v = v;
+}
+
+static int is_pool_tid(const dnp_calltree *ct, uint64_t tid) {
+    for (size_t i = 0; i < ct->nthreads; i++)
+        if (ct->threads[i].os_tid == tid)
+            return pool_thread(ct->threads[i].name);
+    return 0;
+}
+
+/* The pool threads' self samples in the second before each starvation, from
+ * the SampleNode snapshots (cumulative, written every half second or so). */
+static int around_starvation(const char *path, tp_data *d, const dnp_calltree *ct) {
+    char err[512];
+    dnp_trace_stream *s = NULL;
+    if (dnp_trace_stream_open(path, &s, err, sizeof err) != 0)
+        return -1;
+    tp_node *nodes = NULL;
+    size_t n = 0, cap = 0;
+    dnp_idmap map = {0};
+    dnp_trace_event e;
+    int got, rc = 0;
+    while (rc == 0 && (got = dnp_trace_stream_next(s, &e)) > 0) {
+        if (e.kind != DNP_EV_SampleNode || !is_pool_tid(ct, e.v[0]))
+            continue;
+        uint32_t i;
+        if (!dnp_idmap_get(&map, e.v[0], e.v[1], &i)) {
+            if (n == cap) {
+                size_t c = cap ? cap * 2 : 1024;
+                tp_node *m = realloc(nodes, c * sizeof *m);
+                if (!m) {
+                    rc = -1;
+                    break;
+                }
+                nodes = m, cap = c;
+            }
+            i = (uint32_t)n++;
+            nodes[i] = (tp_node){e.v[0], e.v[1], e.v[2], e.v[3], e.v[4], 0, 0, 0};
+            if (dnp_idmap_put(&map, e.v[0], e.v[1], i) != 0)
+                rc = -1;
+        }
+        node_move(d, &nodes[i], e.time_ns, e.v[8]);
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        node_move(d, &nodes[i], UINT64_MAX, nodes[i].last_v);
+        if (nodes[i].around <= 0)
+            continue;
+        tp_stack k;
+        memset(&k, 0, sizeof k);
+        for (int native = 0; native < 2 && !k.n; native++) { /* managed frames; else what there is */
+            uint32_t at = (uint32_t)i;
+            for (int hops = 0; hops < 4096 && k.n < STACK_FRAMES; hops++) {
+                if (nodes[at].func || native)
+                    k.func[k.n] = nodes[at].func, k.name[k.n++] = nodes[at].name;
+                if (!nodes[at].parent || !dnp_idmap_get(&map, nodes[at].tid, nodes[at].parent, &at))
+                    break;
+            }
+        }
+        add_stack(d, &k, (uint64_t)nodes[i].around * (ct->sample_period_ns ? ct->sample_period_ns : 10000000));
+    }
+    free(nodes);
+    dnp_idmap_release(&map);
+    dnp_trace_stream_close(s);
+    return rc || got < 0 ? -1 : 0;
+}
+
+static int by_ns(const void *x, const void *y) {
+    const tp_stack *a = x, *b = y;
+    return (a->ns < b->ns) - (a->ns > b->ns);
+}
+
+static void print_stacks(const tp_data *d, const dnp_calltree *ct, unsigned top, int json, FILE *out) {
+    for (size_t i = 0; i < d->nstacks && i < top; i++) {
+        const tp_stack *k = &d->stacks[i];
+        if (json)
+            fprintf(out, "%s{\"sampledNs\":%llu,\"share\":%.4f,\"stack\":[", i ? ",\n" : "\n",
+                    (unsigned long long)k->ns, d->pool_ns ? (double)k->ns / (double)d->pool_ns : 0.0);
+        else
+            fprintf(out, "\n%6.2f%% %.1f ms sampled\n", d->pool_ns ? 100.0 * (double)k->ns / (double)d->pool_ns : 0.0,
+                    (double)k->ns / 1e6);
+        for (unsigned f = 0; f < k->n; f++) {
+            char raw[2048], name[2048];
+            dnp_pretty_name(dnp_ct_raw_name(ct, k->func[f], k->name[f], raw, sizeof raw), name, sizeof name);
+            if (json) {
+                fputs(f ? "," : "", out);
+                dnp_export_json_str(out, name, 0);
+            } else {
+                fprintf(out, "        %s\n", name);
+            }
+        }
+        if (json)
+            fputs("]}", out);
+    }
+}
+
+/* The pool threads' sampled stacks, or a line saying what would record them. */
+static int stacks(const char *path, tp_data *d, unsigned top, int json, FILE *out) {
+    calls_input in;
+    if (calls_open(path, 0, &in) != 0)
+        return 1;
+    const dnp_calltree *ct = in.ct;
+    int wall = ct->sample_mode == 2;
+    for (size_t i = 0; wall && i < ct->nthreads; i++)
+        d->pool_threads += pool_thread(ct->threads[i].name);
+    if (wall && d->n && around_starvation(path, d, ct) == 0 && d->nstacks)
+        d->around = 1;
+    if (!d->around)
+        d->nstacks = 0, d->pool_ns = 0;
+    for (size_t i = 0; wall && !d->around && i < ct->nthreads; i++)
+        if (pool_thread(ct->threads[i].name))
+            add_leaves(d, &ct->threads[i]);
+    qsort(d->stacks, d->nstacks, sizeof *d->stacks, by_ns);
+    if (json) {
+        fprintf(out, ",\"wallSamples\":%s,\"poolThreads\":%zu,\"stacksAround\":\"%s\",\"stacks\":[",
+                wall ? "true" : "false", d->pool_threads, d->around ? "starvation" : "recording");
+        print_stacks(d, ct, top, 1, out);
+        fputs("]", out);
+    } else if (!wall) {
+        fputs("\nwhere the pool's threads were blocked: not recorded; record wall-clock samples too "
+              "(dnprof run --threadpool --sample=wall)\n", out);
+    } else if (!d->nstacks) {
+        fputs("\nno wall-clock samples of the pool's threads (.NET TP Worker) in this trace\n", out);
+    } else {
+        fprintf(out, "\nwhere the pool's %zu threads spent their sampled time (wall clock, %s; "
+                     "innermost managed frame first):\n", d->pool_threads,
+                d->around ? "in the second before each starvation" : "the whole recording");
+        print_stacks(d, ct, top, 0, out);
+    }
+    calls_close(&in);
+    return 0;
+}
+
+int report_threadpool(const char *path, int json, unsigned top, FILE *out) {
+    tp_data *d = calloc(1, sizeof *d);
+    if (!d)
+        return error("out of memory"), 1;
+    int rc = read_events(path, d);
+    if (rc == 0 && !d->configured) {
+        error("%s: this trace has no thread-pool events: record them with dnprof run --threadpool "
+              "(or dnprof attach PID --threadpool)", path);
+        rc = 1;
+    }
+    if (rc == 0 && json) {
+        fputs("{\"trace\":", out);
+        dnp_export_json_str(out, path, 0);
+        fprintf(out, ",\"runtimeMajor\":%llu,\"starvation\":%zu,\"adjustments\":{", (unsigned long long)d->major,
+                d->starved);
+        for (size_t r = 0; r <= NREASONS; r++)
+            fprintf(out, "%s\"%s\":%llu", r ? "," : "", r < NREASONS ? reasons[r] : "other",
+                    (unsigned long long)d->by_reason[r]);
+        fputs("},\"starved\":[", out);
+        for (size_t i = 0; i < d->n; i++)
+            fprintf(out, "%s{\"timeNs\":%llu,\"newWorkerThreads\":%llu}", i ? "," : "",
+                    (unsigned long long)(d->a[i].time - d->origin), (unsigned long long)d->a[i].threads);
+        fputs("]", out);
+    } else if (rc == 0) {
+        fprintf(out, "%s: %zu thread injections because the pool was starved", cli_short_path(path), d->starved);
+        uint64_t all = 0;
+        for (size_t r = 0; r <= NREASONS; r++)
+            all += d->by_reason[r];
+        fprintf(out, " (%llu changes of the worker count in all)\n", (unsigned long long)all);
+        if (!d->starved)
+            fputs("no starvation: the pool never had to inject threads for want of them\n", out);
+        for (size_t i = 0; i < d->n; i++)
+            fprintf(out, "  at %8.3f s: starved, workers now %llu\n", (double)(d->a[i].time - d->origin) / 1e9,
+                    (unsigned long long)d->a[i].threads);
+    }
+    if (rc == 0)
+        rc = stacks(path, d, top, json, out);
+    if (rc == 0 && json)
+        fputs("}\n", out);
+    free(d->a);
+    free(d);
+    return rc || ferror(out) ? 1 : 0;
+}

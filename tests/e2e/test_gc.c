@@ -1,0 +1,566 @@
+/* test_gc.c: GC statistics and thread-pool starvation (dnprof run/attach --gc,
+ * --threadpool; docs/waits.md) on the real runtime. The gc scenario induces
+ * GC.Collect(0), (1) and (2) N times each and times every call itself: the
+ * report must count each exactly by generation with reason "induced", have as
+ * many collections in all as the runtime counted (GC.CollectionCount), and give
+ * each induced collection a pause above zero and within the program's own
+ * timing of its GC.Collect. The starve scenario blocks the pool's threads: the
+ * report must show the runtime's starvation injections, no more of them than
+ * the threads the program saw, and with --wall where the threads were blocked. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "e2e.h"
+#include "json_check.h"
+#include "test.h"
+
+#define ROUNDS 5
+#define MAX_COLLECTS (3 * ROUNDS)
+/* The pause is measured inside GC.Collect, by another clock read: a few
+ * microseconds of slack for where each clock is read. */
+#define CLOCK_SLACK_MS 0.02
+
+typedef struct gc_truth {
+    double ms[MAX_COLLECTS];
+    int gen[MAX_COLLECTS];
+    int n, induced[3], count[3];
+} gc_truth;
+
+static int read_truth(const char *path, gc_truth *t) {
+    memset(t, 0, sizeof *t);
+    char *out = e2e_read_file(path, NULL);
+    if (!out)
+        return -1;
+    for (const char *p = strstr(out, "collect gen="); p && t->n < MAX_COLLECTS; p = strstr(p + 1, "collect gen=")) {
+        if (p > out && p[-1] != '\n')
+            continue;
+        t->gen[t->n] = atoi(p + strlen("collect gen="));
+        const char *m = strstr(p, "ms=");
+        t->ms[t->n++] = m ? strtod(m + 3, NULL) : 0;
+    }
+    const char *i = strstr(out, "induced gen0="), *c = strstr(out, "collections gen0=");
+    int rc = i && c && sscanf(i, "induced gen0=%d gen1=%d gen2=%d", &t->induced[0], &t->induced[1],
+                              &t->induced[2]) == 3 &&
+                     sscanf(c, "collections gen0=%d gen1=%d gen2=%d", &t->count[0], &t->count[1], &t->count[2]) == 3
+                 ? 0
+                 : -1;
+    if (rc != 0 || t->n != MAX_COLLECTS)
+        fprintf(stderr, "e2e: the gc scenario did not print its collections:\n%s\n", out), rc = -1;
+    free(out);
+    return rc;
+}
+
+/* The report's JSON held up against the program's truth; attached: the
+ * recording began after start-up, so only the induced ones are counted. */
+static int check_gc_report(e2e_run *r, const gc_truth *t, int attached) {
+    const char *args[] = {"report", "--gc", "--json", r->trace, NULL};
+    jv *j = e2e_dnprof_json(r, args);
+    if (!j)
+        return -1;
+    const jv *gcs = json_get(j, "gcs");
+    int rc = gcs && gcs->type == JV_ARR ? 0 : -1;
+    int induced[3] = {0, 0, 0}, by_gen[3] = {0, 0, 0}, k = 0;
+    for (size_t i = 0; rc == 0 && i < gcs->n; i++) {
+        const jv *g = json_at(gcs, i);
+        int gen = (int)json_num(g, "generation");
+        const char *reason = json_str(g, "reason"), *type = json_str(g, "type");
+        double pause = json_num(g, "pauseNs") / 1e6;
+        if (gen >= 0 && gen <= 2)
+            by_gen[gen]++;
+        if (!reason || strcmp(reason, "induced") != 0 || gen < 0 || gen > 2)
+            continue;
+        induced[gen]++;
+        if (k < t->n && (gen != t->gen[k] || !type || strcmp(type, "blocking") != 0 || !(pause > 0) ||
+                         pause > t->ms[k] + CLOCK_SLACK_MS)) {
+            fprintf(stderr, "e2e: induced collection %d: gen %d %s, pause %.3f ms; the program: gen %d, "
+                            "GC.Collect took %.3f ms\n", k + 1, gen, type ? type : "?", pause, t->gen[k], t->ms[k]);
+            rc = -1;
+        }
+        const jv *before = json_get(g, "before"), *after = json_get(g, "after");
+        if (!before || before->type != JV_OBJ || !after || after->type != JV_OBJ || json_num(after, "total") <= 0) {
+            fprintf(stderr, "e2e: induced collection %d has no heap sizes before and after\n", k + 1);
+            rc = -1;
+        }
+        k++;
+    }
+    for (int g = 0; g < 3; g++) {
+        if (induced[g] != t->induced[g]) {
+            fprintf(stderr, "e2e: report: %d induced gen%d collections, the program made %d\n", induced[g], g,
+                    t->induced[g]);
+            rc = -1;
+        }
+        /* GC.CollectionCount(0) counts every collection, (1) those of gen 1 and 2, (2) of gen 2 */
+        int runtime = g == 0 ? t->count[0] - t->count[1] : g == 1 ? t->count[1] - t->count[2] : t->count[2];
+        if (!attached && by_gen[g] != runtime) {
+            fprintf(stderr, "e2e: report: %d gen%d collections, the runtime counted %d\n", by_gen[g], g, runtime);
+            rc = -1;
+        }
+    }
+    if (rc != 0)
+        e2e_show_file("report", r->out);
+    json_free(j);
+    return rc;
+}
+
+TEST(e2e_gc_induced) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_gc_induced"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    const char *argv[] = {bin, "run", "--quiet", "--gc", "-o", r.trace, "--", e2e_dotnet(), dll, "gc", "5", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    gc_truth t;
+    ASSERT_EQ(read_truth(r.out, &t), 0);
+    dnp_trace *tr = e2e_load_of(r.trace, DNP_EV_GcCollection, MAX_COLLECTS);
+    ASSERT_NE(tr, NULL);
+    dnp_trace_free(tr);
+    ASSERT_EQ(check_gc_report(&r, &t, 0), 0);
+    /* the text report: one line per collection and the table by generation and reason */
+    const char *args[] = {"report", "--gc", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char *text = e2e_read_file(r.out, NULL);
+    ASSERT_NE(text, NULL);
+    int ok = strstr(text, "p99 ms") && strstr(text, "induced") && strstr(text, "of the time");
+    if (!ok)
+        fprintf(stderr, "%s\n", text);
+    free(text);
+    ASSERT(ok);
+    /* the timeline: a GC track with a slice per collection, generation and reason in its arguments */
+    char chrome[PATH_MAX + 16];
+    snprintf(chrome, sizeof chrome, "%s/gc.chrome.json", r.dir);
+    const char *cargs[] = {"convert", "--format", "chrome", "-o", chrome, r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, cargs), 0);
+    ASSERT_STATUS(&r, 0);
+    size_t len = 0;
+    char *json = e2e_read_file(chrome, &len);
+    ASSERT_NE(json, NULL);
+    char jerr[256];
+    jv *j = json_parse(json, len, jerr, sizeof jerr);
+    free(json);
+    ASSERT_NE(j, NULL);
+    const jv *events = json_get(j, "traceEvents");
+    int slices = 0, induced2 = 0;
+    for (size_t i = 0; events && i < events->n; i++) {
+        const jv *e = json_at(events, i);
+        const char *cat = json_str(e, "cat");
+        if (!cat || strcmp(cat, "gc") != 0)
+            continue;
+        slices++;
+        const jv *a = json_get(e, "args");
+        induced2 += json_num(a, "generation") == 2 && json_str(a, "reason") && strcmp(json_str(a, "reason"), "induced") == 0;
+    }
+    json_free(j);
+    ASSERT_EQ(slices, t.count[0]);
+    ASSERT_EQ(induced2, t.induced[2]);
+    return 0;
+}
+
+/* .NET 8 and 9 (self-contained builds of the sample, which calls GC.Collect()
+ * once): the same events there, every figure of that collection known. */
+static int check_older(const char *test, const char *env_name) {
+    e2e_run r;
+    if (e2e_setup(&r, test) != 0)
+        return -1;
+    const char *app = e2e_env(env_name), *bin = e2e_env("DNPROF_BIN");
+    if (!app || !bin)
+        return -1;
+    const char *argv[] = {bin, "run", "--quiet", "--gc", "-o", r.trace, "--", app, NULL};
+    if (e2e_exec(&r, (char *const *)argv, NULL) != 0 || r.status != 0)
+        return e2e_show_file("stderr", r.err), -1;
+    const char *args[] = {"report", "--gc", "--json", r.trace, NULL};
+    jv *j = e2e_dnprof_json(&r, args);
+    if (!j)
+        return -1;
+    const jv *gcs = json_get(j, "gcs"), *missing = json_get(j, "missing");
+    int induced = 0;
+    for (size_t i = 0; gcs && i < gcs->n; i++) {
+        const jv *g = json_at(gcs, i);
+        induced += json_num(g, "generation") == 2 && json_str(g, "reason") && !strcmp(json_str(g, "reason"), "induced") &&
+                   json_num(g, "pauseNs") > 0 && json_get(g, "before")->type == JV_OBJ;
+    }
+    int rc = induced == 1 && json_num(missing, "pause") == 0 && json_num(missing, "after") == 0 ? 0 : -1;
+    if (rc != 0)
+        fprintf(stderr, "e2e: %s: %d induced gen2 collections with a pause and sizes, want 1\n", env_name, induced);
+    json_free(j);
+    return rc;
+}
+
+TEST(e2e_gc_older_runtimes) {
+    ASSERT_EQ(check_older("e2e_gc_older_runtimes.net8", "DNPROF_SAMPLE_NET8"), 0);
+    ASSERT_EQ(check_older("e2e_gc_older_runtimes.net9", "DNPROF_SAMPLE_NET9"), 0);
+    return 0;
+}
+
+/* Background GCs (a small gen0 budget and a 100 MB live set make the runtime
+ * collect gen2 in the background): each with its pauses (the suspensions of its
+ * first and final phases), a pause below its length (it runs concurrently,
+ * unless the runtime kept it suspended), and every collection the runtime
+ * counted, the one still running at exit too. */
+TEST(e2e_gc_background) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_gc_background"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    const char *env[] = {"DOTNET_GCgen0size=0x100000", "DOTNET_gcConcurrent=1", NULL};
+    const char *argv[] = {bin, "run", "--quiet", "--gc", "-o", r.trace, "--", e2e_dotnet(), dll, "gc", "1", "background", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, env), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT_NE(out, NULL);
+    int count0 = -1;
+    for (const char *p = strstr(out, "collections gen0="); p; p = strstr(p + 1, "collections gen0="))
+        count0 = atoi(p + strlen("collections gen0=")); /* the last: after the background ones */
+    free(out);
+    const char *args[] = {"report", "--gc", "--json", r.trace, NULL};
+    jv *j = e2e_dnprof_json(&r, args);
+    ASSERT_NE(j, NULL);
+    const jv *gcs = json_get(j, "gcs");
+    int background = 0, bad = 0;
+    for (size_t i = 0; gcs && i < gcs->n; i++) {
+        const jv *g = json_at(gcs, i);
+        const char *type = json_str(g, "type");
+        if (!type || strcmp(type, "background") != 0)
+            continue;
+        background++;
+        double pause = json_num(g, "pauseNs"), len = json_num(g, "durationNs");
+        if (!(pause > 0) || (len > 0 && pause > len * 1.5 + 5e6)) {
+            fprintf(stderr, "e2e: background GC %.0f: pause %.0f ns, length %.0f ns\n", json_num(g, "number"), pause, len);
+            bad++;
+        }
+    }
+    fprintf(stderr, "e2e: %d collections reported (the runtime counted %d), %d in the background\n",
+            gcs ? (int)gcs->n : -1, count0, background);
+    ASSERT_EQ(gcs ? (int)gcs->n : -1, count0);
+    ASSERT_EQ(json_num(json_get(j, "missing"), "pause"), 0);
+    json_free(j);
+    ASSERT_GE(background, 1);
+    ASSERT_EQ(bad, 0);
+    return 0;
+}
+
+/* A trace without --gc: the report says how to record one, and fails. */
+TEST(e2e_gc_report_without_gc) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_gc_report_without_gc"), 0);
+    ASSERT_EQ(e2e_run_scenario(&r, "hello", "threads"), 0);
+    ASSERT_STATUS(&r, 0);
+    const char *args[] = {"report", "--gc", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_NE(r.status, 0);
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT_NE(err, NULL);
+    int ok = strstr(err, "dnprof run --gc") != NULL;
+    free(err);
+    ASSERT(ok);
+    return 0;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* dnprof attach PID --gc: the runtime's GC events flow to an attached agent
+ * (background GC on, as by default), the induced collections counted exactly. */
+TEST(e2e_gc_attach) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_gc_attach"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    char go[PATH_MAX + 8], out[PATH_MAX + 16], err[PATH_MAX + 16], aerr[PATH_MAX + 16];
+    snprintf(go, sizeof go, "%s/go", r.dir);
+    snprintf(out, sizeof out, "%s/scenario.out", r.dir);
+    snprintf(err, sizeof err, "%s/scenario.err", r.dir);
+    snprintf(aerr, sizeof aerr, "%s/attach.err", r.dir);
+    const char *env[] = {"CORECLR_ENABLE_PROFILING", "DOTNET_EnableDiagnostics=1", NULL};
+    const char *argv[] = {e2e_dotnet(), dll, "gc", "5", "wait", go, NULL};
+    pid_t pid = e2e_spawn((char *const *)argv, env, r.dir, out, NULL, err);
+    ASSERT_GT(pid, 0);
+    int ready = 0;
+    for (int i = 0; i < 600 && !ready; i++) {
+        char *o = access(out, R_OK) == 0 ? e2e_read_file(out, NULL) : NULL;
+        ready = o && strstr(o, "ready pid=");
+        free(o);
+        if (!ready)
+            sleep_ms(50);
+    }
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+    const char *aargv[] = {bin, "attach", "--gc", "-q", "-o", r.trace, pidtext, NULL};
+    pid_t apid = ready ? e2e_spawn((char *const *)aargv, NULL, r.dir, r.out, NULL, aerr) : -1;
+    struct stat st;
+    int in = 0;
+    for (int i = 0; i < 400 && apid > 0 && !in; i++) {
+        in = stat(r.trace, &st) == 0 && st.st_size > 0;
+        if (!in)
+            sleep_ms(50);
+    }
+    sleep_ms(300);
+    FILE *f = fopen(go, "w");
+    if (f)
+        fclose(f);
+    int status = -1, astatus = -1;
+    e2e_wait(pid, E2E_TIMEOUT_MS, &status);
+    if (apid > 0)
+        e2e_wait(apid, 30000, &astatus);
+    if (!ready || !in || status != 0) {
+        e2e_show_file("scenario stderr", err);
+        e2e_show_file("attach stderr", aerr);
+    }
+    ASSERT(ready && in);
+    ASSERT_EQ(status, 0);
+    gc_truth t;
+    ASSERT_EQ(read_truth(out, &t), 0);
+    dnp_trace *tr = NULL;
+    char lerr[256];
+    ASSERT_EQ(dnp_trace_load(r.trace, &tr, lerr, sizeof lerr), 0);
+    ASSERT(tr->attached);
+    ASSERT_GE(e2e_count(tr, DNP_EV_GcCollection), MAX_COLLECTS);
+    dnp_trace_free(tr);
+    ASSERT_EQ(check_gc_report(&r, &t, 1), 0);
+    return 0;
+}
+
+/* The starve scenario under --threadpool --wall: starvation shown, with the stacks. */
+TEST(e2e_threadpool_starvation) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_threadpool_starvation"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    const char *argv[] = {bin, "run", "--quiet", "--threadpool", "--wall", "-o", r.trace, "--", e2e_dotnet(), dll,
+                          "starve", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT_NE(out, NULL);
+    int start = -1, max = -1;
+    const char *p = strstr(out, "threads start=");
+    int got = p && sscanf(p, "threads start=%d max=%d", &start, &max) == 2;
+    free(out);
+    ASSERT(got);
+    const char *args[] = {"report", "--threadpool", "--json", r.trace, NULL};
+    jv *j = e2e_dnprof_json(&r, args);
+    ASSERT_NE(j, NULL);
+    double starved = json_num(j, "starvation");
+    const jv *stacks = json_get(j, "stacks");
+    int blocked_in_sleep = 0;
+    for (size_t i = 0; stacks && i < stacks->n; i++) {
+        const jv *frames = json_get(json_at(stacks, i), "stack");
+        for (size_t k = 0; frames && k < frames->n; k++)
+            blocked_in_sleep |= json_at(frames, k)->type == JV_STR && strstr(json_at(frames, k)->str, "StarveScenario");
+    }
+    const char *around = json_str(j, "stacksAround");
+    int at_starvation = around && strcmp(around, "starvation") == 0;
+    fprintf(stderr, "e2e: starve: %.0f starvation injections, the pool grew to %d threads\n", starved, max);
+    json_free(j);
+    ASSERT(at_starvation); /* the samples of the second before each injection */
+    ASSERT_GE(starved, 1);
+    ASSERT(starved <= max);
+    ASSERT(blocked_in_sleep);
+    return 0;
+}
+
+/* ---- against dotnet-trace ---- */
+
+/* The pauses of one collection may differ by where each tool reads its clock
+ * (the event's timestamp, the agent's clock at delivery): a tenth of a
+ * millisecond and 10%. */
+#define AGREE_SLACK_MS 0.1
+#define AGREE_SHARE 0.10
+
+typedef struct peer_gc {
+    int number, gen, induced;
+    double pause;
+} peer_gc;
+
+/* GcPauses' lines: "gc N gen G reason R type T pause MS". */
+static int read_peer(const char *path, peer_gc *g, int cap) {
+    char *text = e2e_read_file(path, NULL);
+    if (!text)
+        return -1;
+    int n = 0;
+    for (const char *p = strstr(text, "gc "); p && n < cap; p = strstr(p + 1, "\ngc ")) {
+        if (*p == '\n')
+            p++;
+        char reason[64] = "", type[64] = "";
+        if (sscanf(p, "gc %d gen %d reason %63s type %63s pause %lf", &g[n].number, &g[n].gen, reason, type,
+                   &g[n].pause) == 5) {
+            g[n].induced = strcmp(reason, "Induced") == 0;
+            n++;
+        }
+    }
+    free(text);
+    return n;
+}
+
+/* One run under both: dnprof run --gc, and dotnet-trace collect -p PID with the
+ * runtime provider's GC keyword at Informational; TraceEvent's GC analysis
+ * (PerfView's GCStats) reads dotnet-trace's file. The same collections, each
+ * of the same generation and reason, and pauses that agree. */
+TEST(e2e_gc_agrees_dotnet_trace) {
+    const char *dt = getenv("DNPROF_DOTNET_TRACE"), *reader = getenv("DNPROF_GC_PAUSES");
+    if (!dt || !reader)
+        E2E_SKIP("dotnet-trace is not installed (tools/install-deps installs it): dnprof's GC pauses are not compared with its events");
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_gc_agrees_dotnet_trace"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    char go[PATH_MAX + 8], out[PATH_MAX + 16], err[PATH_MAX + 16], net[PATH_MAX + 16], derr[PATH_MAX + 16];
+    snprintf(go, sizeof go, "%s/go", r.dir);
+    snprintf(out, sizeof out, "%s/scenario.out", r.dir);
+    snprintf(err, sizeof err, "%s/scenario.err", r.dir);
+    snprintf(net, sizeof net, "%s/gc.nettrace", r.dir);
+    snprintf(derr, sizeof derr, "%s/dotnet-trace.err", r.dir);
+    const char *argv[] = {bin, "run", "--quiet", "--gc", "-o", r.trace, "--", e2e_dotnet(), dll, "gc", "5", "wait", go, NULL};
+    pid_t pid = e2e_spawn((char *const *)argv, NULL, r.dir, out, NULL, err);
+    ASSERT_GT(pid, 0);
+    long target = 0;
+    for (int i = 0; i < 600 && !target; i++) {
+        char *o = access(out, R_OK) == 0 ? e2e_read_file(out, NULL) : NULL;
+        const char *at = o ? strstr(o, "ready pid=") : NULL;
+        target = at ? atol(at + strlen("ready pid=")) : 0;
+        free(o);
+        if (!target)
+            sleep_ms(50);
+    }
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%ld", target);
+    const char *dargv[] = {dt, "collect", "-p", pidtext, "--providers", "Microsoft-Windows-DotNETRuntime:0x1:4", "-o", net, NULL};
+    char dout[PATH_MAX + 16];
+    snprintf(dout, sizeof dout, "%s/dotnet-trace.out", r.dir);
+    pid_t dpid = target ? e2e_spawn((char *const *)dargv, NULL, r.dir, dout, NULL, derr) : -1;
+    int in = 0; /* dotnet-trace names its output once its session runs */
+    for (int i = 0; i < 400 && dpid > 0 && !in; i++) {
+        char *o = access(dout, R_OK) == 0 ? e2e_read_file(dout, NULL) : NULL;
+        in = o && strstr(o, "Output File");
+        free(o);
+        if (!in)
+            sleep_ms(50);
+    }
+    sleep_ms(500);
+    FILE *f = fopen(go, "w");
+    if (f)
+        fclose(f);
+    int status = -1, dstatus = -1;
+    e2e_wait(pid, E2E_TIMEOUT_MS, &status);
+    if (dpid > 0)
+        e2e_wait(dpid, 30000, &dstatus);
+    if (!target || !in || status != 0) {
+        e2e_show_file("scenario stderr", err);
+        e2e_show_file("dotnet-trace stderr", derr);
+    }
+    ASSERT(target && in);
+    ASSERT_EQ(status, 0);
+    const char *rargv[] = {e2e_dotnet(), reader, net, NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)rargv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    peer_gc peer[64];
+    int npeer = read_peer(r.out, peer, 64);
+    const char *args[] = {"report", "--gc", "--json", r.trace, NULL};
+    jv *j = e2e_dnprof_json(&r, args);
+    ASSERT_NE(j, NULL);
+    const jv *gcs = json_get(j, "gcs");
+    int matched = 0, bad = 0;
+    for (size_t i = 0; gcs && i < gcs->n; i++) {
+        const jv *g = json_at(gcs, i);
+        int number = (int)json_num(g, "number");
+        double pause = json_num(g, "pauseNs") / 1e6;
+        for (int k = 0; k < npeer; k++) {
+            if (peer[k].number != number)
+                continue;
+            matched++;
+            const char *reason = json_str(g, "reason");
+            int induced = reason && strcmp(reason, "induced") == 0;
+            double d = pause > peer[k].pause ? pause - peer[k].pause : peer[k].pause - pause;
+            if (peer[k].gen != (int)json_num(g, "generation") || peer[k].induced != induced ||
+                d > AGREE_SLACK_MS + AGREE_SHARE * peer[k].pause) {
+                fprintf(stderr, "e2e: GC %d: dnprof gen %d %s pause %.4f ms; dotnet-trace gen %d %s pause %.4f ms\n",
+                        number, (int)json_num(g, "generation"), reason ? reason : "?", pause, peer[k].gen,
+                        peer[k].induced ? "induced" : "not induced", peer[k].pause);
+                bad++;
+            }
+        }
+    }
+    fprintf(stderr, "e2e: %d collections in dnprof's report, %d in dotnet-trace's, %d matched\n",
+            gcs ? (int)gcs->n : -1, npeer, matched);
+    json_free(j);
+    ASSERT_GE(npeer, MAX_COLLECTS);
+    ASSERT_EQ(matched, npeer);
+    ASSERT_EQ(bad, 0);
+    return 0;
+}
+
+/* dnprof attach PID --threadpool to a program that then starves its pool. */
+TEST(e2e_threadpool_attach) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_threadpool_attach"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    char go[PATH_MAX + 8], out[PATH_MAX + 16], err[PATH_MAX + 16], aerr[PATH_MAX + 16];
+    snprintf(go, sizeof go, "%s/go", r.dir);
+    snprintf(out, sizeof out, "%s/scenario.out", r.dir);
+    snprintf(err, sizeof err, "%s/scenario.err", r.dir);
+    snprintf(aerr, sizeof aerr, "%s/attach.err", r.dir);
+    const char *env[] = {"CORECLR_ENABLE_PROFILING", "DOTNET_EnableDiagnostics=1", NULL};
+    const char *argv[] = {e2e_dotnet(), dll, "starve", "12", "2000", "wait", go, NULL};
+    pid_t pid = e2e_spawn((char *const *)argv, env, r.dir, out, NULL, err);
+    ASSERT_GT(pid, 0);
+    int ready = 0;
+    for (int i = 0; i < 600 && !ready; i++) {
+        char *o = access(out, R_OK) == 0 ? e2e_read_file(out, NULL) : NULL;
+        ready = o && strstr(o, "ready pid=");
+        free(o);
+        if (!ready)
+            sleep_ms(50);
+    }
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+    const char *aargv[] = {bin, "attach", "--threadpool", "-q", "-o", r.trace, pidtext, NULL};
+    pid_t apid = ready ? e2e_spawn((char *const *)aargv, NULL, r.dir, r.out, NULL, aerr) : -1;
+    struct stat st;
+    int in = 0;
+    for (int i = 0; i < 400 && apid > 0 && !in; i++) {
+        in = stat(r.trace, &st) == 0 && st.st_size > 0;
+        if (!in)
+            sleep_ms(50);
+    }
+    sleep_ms(300);
+    FILE *f = fopen(go, "w");
+    if (f)
+        fclose(f);
+    int status = -1, astatus = -1;
+    e2e_wait(pid, E2E_TIMEOUT_MS, &status);
+    if (apid > 0)
+        e2e_wait(apid, 30000, &astatus);
+    if (!ready || !in || status != 0) {
+        e2e_show_file("scenario stderr", err);
+        e2e_show_file("attach stderr", aerr);
+    }
+    ASSERT(ready && in);
+    ASSERT_EQ(status, 0);
+    char *o = e2e_read_file(out, NULL);
+    ASSERT_NE(o, NULL);
+    int start = -1, max = -1;
+    const char *p = strstr(o, "threads start=");
+    int got = p && sscanf(p, "threads start=%d max=%d", &start, &max) == 2;
+    free(o);
+    ASSERT(got);
+    const char *args[] = {"report", "--threadpool", "--json", r.trace, NULL};
+    jv *j = e2e_dnprof_json(&r, args);
+    ASSERT_NE(j, NULL);
+    double starved = json_num(j, "starvation");
+    json_free(j);
+    fprintf(stderr, "e2e: starve by attach: %.0f starvation injections, the pool grew to %d threads\n", starved, max);
+    ASSERT_GE(starved, 1);
+    ASSERT(starved <= max);
+    return 0;
+}
