@@ -35,6 +35,7 @@
 #include "session.h"
 #include "stack.h"
 #include "utf16.h"
+#include "windows.h"
 
 #define KEYWORD_GC 0x1ull
 #define KEYWORD_ALLOCATION_SAMPLING 0x80000000000ull
@@ -146,6 +147,8 @@ int alloc_start(void) {
     }
     g_session = session;
     REC(AllocSampling, g_source, MEAN_BYTES);
+    window_register_flush(alloc_flush_all); /* windows.h: each window's sums, whole */
+    window_register_event(DNP_EV_AllocSite);
     return 0;
 }
 

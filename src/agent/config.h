@@ -32,6 +32,10 @@ typedef struct agent_config {
     int sample;           /* SAMPLER_OFF, _CPU, _WALL or _SUSPEND (sampler.h) */
     unsigned sample_rate; /* samples per second per thread, 0 for the default (100) */
     int sample_timers;    /* DNP_ENV_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work */
+    /* windows (windows.c, dnprof run --every, docs/production.md) */
+    unsigned every_ms;        /* a window's length, 0: no windows */
+    char window_dir[4096];    /* where they go, %p not yet expanded; "": the session directory */
+    unsigned window_keep;     /* windows that may wait for a reader */
 } agent_config;
 
 /* Fills cfg from the environment. */
