@@ -4,7 +4,7 @@
  * STRING records of the strings they name (numbered for the window alone),
  * guarded by one mutex that modules take for the time of one event. The window
  * thread sleeps to each window's end, calls the flush functions, takes the
- * buffers, writes them as window-NNNNNN.trace (written under a .tmp name and
+ * buffers, writes them as window-PID-NNNNNN.trace (written under a .tmp name and
  * renamed: a reader never sees half a window) and keeps the directory bounded. */
 #include "windows.h"
 
@@ -187,7 +187,7 @@ static void take(window_data *d) {
 }
 
 static void window_path(char *out, size_t cap, uint64_t index, const char *suffix) {
-    snprintf(out, cap, "%s/window-%06llu.trace%s", W.dir, (unsigned long long)index, suffix);
+    snprintf(out, cap, "%s/window-%ld-%06llu.trace%s", W.dir, (long)getpid(), (unsigned long long)index, suffix);
 }
 
 /* The meta chunk: the window's strings, the process (started when the window

@@ -1,7 +1,7 @@
 /* windows.h: continuous profiling (dnprof run --every, DNP_ENV_EVERY,
  * docs/production.md). Every window the agent writes what it added up during
  * that window, and nothing else, as a small complete trace of its own,
- * window-NNNNNN.trace, in the window directory: its own strings, a PROCESS
+ * window-PID-NNNNNN.trace, in the window directory: its own strings, a PROCESS
  * record whose start is the window's, a Window event (index, start, duration,
  * windows dropped so far), then the window's events. The front end (or
  * `dnprof push`) reads each file, ships it and deletes it. The agent never
