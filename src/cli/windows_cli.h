@@ -94,7 +94,8 @@ typedef struct window_follow {
     /* state and counts */
     pyroscope_sink *pyro;
     uint64_t windows, profiles, files, bad, agent_dropped, agent_lost;
-    uint64_t sent, unsent;
+    uint64_t sent, unsent;                /* profiles */
+    uint64_t windows_sent, windows_unsent; /* windows: unsent when any of its profiles was not sent */
     sink_failures file_fail, push_fail;
     uint64_t last_end_ns; /* the last window's end: the next should start there */
     uint64_t gaps;        /* windows that did not start where the one before ended */

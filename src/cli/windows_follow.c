@@ -136,6 +136,7 @@ static void take_window(window_follow *f, const char *path) {
         f->gaps++;
     f->last_pid = w.pid;
     f->last_end_ns = w.start_ns + w.duration_ns;
+    uint64_t unsent = f->unsent;
     for (int i = 0; i < w.nprof; i++) {
         f->profiles++;
         if (f->out_dir)
@@ -150,6 +151,8 @@ static void take_window(window_follow *f, const char *path) {
             }
         }
     }
+    if (f->pyro && w.nprof)
+        f->unsent > unsent ? f->windows_unsent++ : f->windows_sent++;
     window_file_free(&w);
 }
 
@@ -183,10 +186,12 @@ void window_follow_close(window_follow *f) {
             fprintf(stderr, "%s%s%s\n", f->file_fail.total ? " (not written: " : "", text, f->file_fail.total ? ")" : "");
         }
         if (f->pyro) {
-            fprintf(stderr, "dnprof: pyroscope %s: %s profiles sent", f->push.pyroscope, CLI_COUNT(f->sent));
+            fprintf(stderr, "dnprof: pyroscope %s: %s windows sent (%s profiles)", f->push.pyroscope,
+                    CLI_COUNT(f->windows_sent), CLI_COUNT(f->sent));
             sink_failures_text(&f->push_fail, text, sizeof text);
-            if (f->unsent)
-                fprintf(stderr, ", %s not sent: %s", CLI_COUNT(f->unsent), text);
+            if (f->windows_unsent)
+                fprintf(stderr, ", %s windows not sent (%s profiles: %s)", CLI_COUNT(f->windows_unsent),
+                        CLI_COUNT(f->unsent), text);
             fputc('\n', stderr);
         }
     }

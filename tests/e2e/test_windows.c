@@ -1,0 +1,301 @@
+/* test_windows.c: continuous profiling (dnprof run --every, dnprof push,
+ * docs/production.md) against the truth of the "sample" scenario
+ * (SampleScenario.cs: three hot methods do 60/30/10% of the work).
+ *
+ * Every profile is decoded by `go tool pprof -raw` (Debian's golang-go), a
+ * decoder that shares nothing with dnprof's encoder: its sample types, its
+ * samples, its time and duration. Pushes go to a loopback stand-in of
+ * Pyroscope's ingest API (ingest/ingest_server.py), which keeps each request's
+ * query and body. Shares are checked over all windows together, within four
+ * binomial standard deviations (at least 5 points): a 1 s window holds too
+ * few samples on a loaded 2-CPU machine for a share of its own. Each test
+ * fails when the agent is not loaded (no windows, no profiles, no requests). */
+#include <dirent.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "e2e.h"
+#include "test.h"
+
+static const char *const HOT[3] = {"Scenarios.SampleScenario::HotSixty", "Scenarios.SampleScenario::HotThirty",
+                                   "Scenarios.SampleScenario::HotTen"};
+static const double TRUTH[3] = {60, 30, 10};
+
+/* ---- go tool pprof -raw ---- */
+
+typedef struct raw_profile {
+    char types[256];       /* "samples/count cpu/nanoseconds[dflt]" */
+    double time_s, duration_s;
+    int64_t period;
+    double hot[3];         /* the last value of the samples whose leaf is HOT[i] */
+    double total;          /* of all samples */
+    size_t nsamples;
+} raw_profile;
+
+static const char *go_tool(char *buf, size_t cap) {
+    return e2e_which("go", NULL, buf, cap);
+}
+
+/* "2026-12-02 01:51:25.12861201 +0000 UTC" as unix seconds. */
+static double parse_time(const char *s) {
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    double sec = 0;
+    if (sscanf(s, "%d-%d-%d %d:%d:%lf", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &sec) != 6)
+        return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return (double)timegm(&tm) + sec;
+}
+
+/* The leaf's location of a sample line "  25  250000000: 1 2 3", and its last value. */
+static int sample_line(const char *line, double *last, long *leaf) {
+    const char *colon = strchr(line, ':');
+    if (!colon)
+        return -1;
+    char vals[256];
+    snprintf(vals, sizeof vals, "%.*s", (int)(colon - line), line);
+    char *sp = strrchr(vals, ' ');
+    *last = atof(sp ? sp + 1 : vals);
+    *leaf = strtol(colon + 1, NULL, 10);
+    return 0;
+}
+
+/* Decodes path with go tool pprof -raw. 0, or -1 with why on stderr. */
+static int raw_read(const char *go, const char *path, raw_profile *out) {
+    memset(out, 0, sizeof *out);
+    char cmd[PATH_MAX * 3];
+    snprintf(cmd, sizeof cmd, "'%s' tool pprof -raw '%s' 2>/dev/null", go, path);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    char line[4096];
+    enum { HEAD, SAMPLES, LOCATIONS, REST } at = HEAD;
+    long leaves[4096];
+    double lasts[4096];
+    size_t n = 0;
+    static char names[4096][160];
+    size_t nnames = 0;
+    while (fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = 0;
+        if (!strncmp(line, "Time: ", 6))
+            out->time_s = parse_time(line + 6);
+        else if (!strncmp(line, "Period: ", 8))
+            out->period = atoll(line + 8);
+        else if (!strcmp(line, "Samples:"))
+            at = SAMPLES;
+        else if (!strcmp(line, "Locations"))
+            at = LOCATIONS;
+        else if (!strcmp(line, "Mappings"))
+            at = REST;
+        else if (at == SAMPLES && !out->types[0])
+            snprintf(out->types, sizeof out->types, "%.200s", line);
+        else if (at == SAMPLES && n < 4096 && sample_line(line, &lasts[n], &leaves[n]) == 0)
+            n++;
+        else if (at == LOCATIONS && nnames < 4096) {
+            long id = strtol(line, NULL, 10);
+            const char *m = strstr(line, " M=");
+            const char *name = m ? strchr(m + 1, ' ') : NULL;
+            const char *end = name ? strstr(name, " :") : NULL;
+            if (id > 0 && (size_t)id < 4096 && name && end) {
+                int len = (int)(end - name - 1) < 159 ? (int)(end - name - 1) : 159;
+                memcpy(names[id], name + 1, (size_t)len);
+                names[id][len] = 0;
+                nnames = (size_t)id + 1 > nnames ? (size_t)id + 1 : nnames;
+            }
+        }
+    }
+    int rc = pclose(p);
+    /* -raw prints the duration cut to four characters ("960." for 960ms): -top's header has it whole */
+    snprintf(cmd, sizeof cmd, "'%s' tool pprof -top '%s' 2>/dev/null", go, path);
+    FILE *q = rc == 0 ? popen(cmd, "r") : NULL;
+    while (q && fgets(line, sizeof line, q)) {
+        char *d = strstr(line, "Duration: ");
+        if (d && !out->duration_s) {
+            char *unit;
+            double v = strtod(d + 10, &unit);
+            out->duration_s = !strncmp(unit, "ms", 2) ? v / 1e3 : !strncmp(unit, "us", 2) ? v / 1e6 : *unit == 'm' ? v * 60 : v;
+        }
+    }
+    if (q && pclose(q) != 0)
+        rc = -1;
+    if (rc != 0 || !out->types[0]) {
+        fprintf(stderr, "go tool pprof -raw %s failed (%d) or printed no samples\n", path, rc);
+        return -1;
+    }
+    out->nsamples = n;
+    for (size_t i = 0; i < n; i++) {
+        out->total += lasts[i];
+        for (int h = 0; h < 3; h++)
+            if (leaves[i] > 0 && (size_t)leaves[i] < nnames && !strcmp(names[leaves[i]], HOT[h]))
+                out->hot[h] += lasts[i];
+    }
+    return 0;
+}
+
+/* The shares of the three hot methods in hot[] (their sum: 100) against the
+ * truth; n: the samples they hold. 0, or -1 saying which is off. */
+static int shares_ok(const double hot[3], double period_ns) {
+    double sum = hot[0] + hot[1] + hot[2];
+    double n = sum / period_ns;
+    if (n < 100) {
+        fprintf(stderr, "only %.0f samples of the hot methods in all windows\n", n);
+        return -1;
+    }
+    double tol = fmax(5.0, 4 * 100 * 0.5 / sqrt(n));
+    for (int h = 0; h < 3; h++) {
+        double share = 100 * hot[h] / sum;
+        fprintf(stderr, "%s: %.1f%% (truth %.0f%%, tolerance %.1f, %.0f samples)\n", HOT[h], share, TRUTH[h], tol, n);
+        if (fabs(share - TRUTH[h]) > tol)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- the files sink ---- */
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in dir starting with prefix, sorted; *n of them. */
+static size_t list_files(const char *dir, const char *prefix, char names[][256], size_t cap) {
+    DIR *d = opendir(dir);
+    size_t n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL)
+        if (!strncmp(de->d_name, prefix, strlen(prefix)) && n < cap)
+            snprintf(names[n++], 256, "%s", de->d_name);
+    if (d)
+        closedir(d);
+    char *ptrs[64];
+    for (size_t i = 0; i < n && i < 64; i++)
+        ptrs[i] = strdup(names[i]);
+    qsort(ptrs, n < 64 ? n : 64, sizeof *ptrs, by_name);
+    for (size_t i = 0; i < n && i < 64; i++) {
+        snprintf(names[i], 256, "%s", ptrs[i]);
+        free(ptrs[i]);
+    }
+    return n;
+}
+
+TEST(e2e_windows_files) {
+    char go[PATH_MAX];
+    if (!go_tool(go, sizeof go))
+        E2E_SKIP("go is not installed (tools/install-deps, or: apt-get install golang-go)");
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_windows_files"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT_NE(dll, NULL);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/profiles", r.dir);
+    const char *argv[] = {bin, "run", "--every", "1s", "-o", dir, "--", e2e_dotnet(), dll, "sample", "shares", "5", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    static char names[64][256];
+    size_t n = list_files(dir, "cpu-", names, 64);
+    if (n < 3)
+        e2e_show_file("dnprof run said", r.err);
+    ASSERT_GE(n, 3);
+    double hot[3] = {0, 0, 0}, prev_end = 0;
+    raw_profile rp;
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX + 300];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        ASSERT_EQ(raw_read(go, path, &rp), 0);
+        ASSERT_STREQ(rp.types, "samples/count cpu/nanoseconds[dflt]");
+        ASSERT_EQ(rp.period, 10000000);
+        ASSERT_GT(rp.time_s, 1.7e9);
+        ASSERT_GT(rp.duration_s, 0);
+        ASSERT_LT(rp.duration_s, 2.5);
+        /* contiguous: each window starts where the last ended (-top prints the duration to 10 us or 10 ms) */
+        if (i > 0 && fabs(rp.time_s - prev_end) > 0.006) {
+            fprintf(stderr, "%s starts at %.6f, the window before ended at %.6f\n", names[i], rp.time_s, prev_end);
+            return 1;
+        }
+        prev_end = rp.time_s + rp.duration_s;
+        for (int h = 0; h < 3; h++)
+            hot[h] += rp.hot[h];
+    }
+    ASSERT_EQ(shares_ok(hot, 1e7), 0);
+    /* the summary counts them */
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT_NE(err, NULL);
+    char want[64];
+    snprintf(want, sizeof want, "%zu files in", n);
+    int said = strstr(err, want) != NULL;
+    free(err);
+    ASSERT_EQ(said, 1);
+    return 0;
+}
+
+/* --keep 2: only the newest two files stay. */
+TEST(e2e_windows_keep) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_windows_keep"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT_NE(dll, NULL);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/profiles", r.dir);
+    const char *argv[] = {bin, "run", "--every", "500ms", "-o", dir, "--keep", "2", "--",
+                          e2e_dotnet(), dll, "sample", "shares", "3", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    static char names[64][256];
+    size_t n = list_files(dir, "cpu-", names, 64);
+    ASSERT_EQ(n, 2);
+    /* the newest: the two highest window numbers of all that were written */
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT_NE(err, NULL);
+    unsigned long written = 0;
+    const char *at = strstr(err, "dnprof: profiles: ");
+    if (at)
+        written = strtoul(at + 18, NULL, 10);
+    free(err);
+    ASSERT_GE(written, 4);
+    unsigned long last = strtoul(strrchr(names[1], '-') + 1, NULL, 10);
+    unsigned long before = strtoul(strrchr(names[0], '-') + 1, NULL, 10);
+    ASSERT_LT(before, last);
+    ASSERT_GE(last, written); /* a window without samples has no file: numbers may skip */
+    return 0;
+}
+
+/* No reader: at most DNPROF_WINDOW_KEEP windows wait, the oldest are deleted,
+ * and the last window counts them. */
+TEST(e2e_windows_bounded) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_windows_bounded"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT_NE(dll, NULL);
+    char dir[PATH_MAX + 32], wdir[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s/w", r.dir);
+    snprintf(wdir, sizeof wdir, "DNPROF_WINDOW_DIR=%s", dir);
+    const char *env[] = {"DNPROF_EVERY=200", "DNPROF_WINDOW_KEEP=3", wdir, NULL};
+    const char *argv[] = {bin, "run", "--quiet", "--sample", "-o", r.trace, "--", e2e_dotnet(), dll, "sample", "shares", "2", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, env), 0);
+    ASSERT_STATUS(&r, 0);
+    static char names[64][256];
+    size_t n = list_files(dir, "window-", names, 64);
+    ASSERT_EQ(n, 3);
+    char path[PATH_MAX + 600];
+    snprintf(path, sizeof path, "%s/%s", dir, names[n - 1]);
+    dnp_trace *t = NULL;
+    char why[256];
+    ASSERT_EQ(dnp_trace_load(path, &t, why, sizeof why), 0);
+    long w = e2e_kind("Window");
+    ASSERT_GE(w, 0);
+    ASSERT_GT(t->nevents, 0);
+    ASSERT_EQ(t->events[0].kind, w);
+    uint64_t index = t->events[0].v[0], dropped = t->events[0].v[3];
+    dnp_trace_free(t);
+    fprintf(stderr, "last window %llu, %llu dropped before it\n", (unsigned long long)index, (unsigned long long)dropped);
+    ASSERT_GE(index, 6);
+    ASSERT_EQ(dropped, index - 4); /* window k was written after k - 1 - 3 had been dropped */
+    return 0;
+}
