@@ -360,42 +360,21 @@ static int add_pattern(run_opts *o, int include, const char *pat) {
 
 enum { OPT_FLUSH = 256, OPT_EXCEPTIONS = 300, OPT_CALLS = 320, OPT_TIMELINE, OPT_ARGS, OPT_INCLUDE, OPT_EXCLUDE,
        OPT_ALL_CODE, OPT_ALLOC = 340, OPT_HEAP_AT, OPT_HEAP_OUTPUT, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL,
-       OPT_EVERY = 400, OPT_KEEP, OPT_PYROSCOPE, OPT_LABEL, OPT_SERVICE, OPT_PUSH_TIMEOUT,
+       OPT_EVERY = 400, OPT_KEEP, /* then the sinks' options in windows_cli.h's order */
+       OPT_PYROSCOPE = OPT_KEEP + WOPT_PYROSCOPE, OPT_LABEL = OPT_KEEP + WOPT_LABEL,
+       OPT_SERVICE = OPT_KEEP + WOPT_SERVICE, OPT_PUSH_TIMEOUT = OPT_KEEP + WOPT_PUSH_TIMEOUT,
        OPT_HELP_ASKED = 1000 };
 
 /* --every and its sinks' options: 0, or an exit code. */
 static int take_every_option(run_opts *o, int c) {
-    window_follow *f = &o->wf;
     long long ms;
-    uint64_t n;
-    switch (c) {
-    case OPT_EVERY:
-        if ((ms = cli_parse_duration(optarg)) < 100 || ms > 86400000)
-            return usage_error("run", "--every wants a window length from 100ms to 24h (10s, 1m), not '%s'", optarg);
-        o->every = optarg;
-        snprintf(o->every_ms, sizeof o->every_ms, "%lld", ms);
-        return 0;
-    case OPT_KEEP:
-        if (cli_parse_u64(optarg, &n) != 0 || n == 0 || n > 1000000)
-            return usage_error("run", "--keep wants a number of files from 1 to 1000000, not '%s'", optarg);
-        f->keep = (unsigned)n;
-        return 0;
-    case OPT_PYROSCOPE: f->push.pyroscope = optarg; return 0;
-    case OPT_LABEL:
-        if (push_label_ok(optarg) != 0)
-            return usage_error("run", "--label wants NAME=VALUE (NAME of letters, digits, _ and .; VALUE without , { } \"), "
-                                      "not '%s'", optarg);
-        if (f->push.nlabels == WINDOW_MAX_LABELS)
-            return usage_error("run", "at most %d --label", WINDOW_MAX_LABELS);
-        f->push.labels[f->push.nlabels++] = optarg;
-        return 0;
-    case OPT_SERVICE: f->push.service = optarg; return 0;
-    default:
-        if ((ms = cli_parse_duration(optarg)) < 100 || ms > 600000)
-            return usage_error("run", "--push-timeout wants a time from 100ms to 10m, not '%s'", optarg);
-        f->push.timeout_ms = (long)ms;
-        return 0;
-    }
+    if (c != OPT_EVERY)
+        return window_take_option("run", &o->wf, c - OPT_KEEP, optarg);
+    if ((ms = cli_parse_duration(optarg)) < 100 || ms > 86400000)
+        return usage_error("run", "--every wants a window length from 100ms to 24h (10s, 1m), not '%s'", optarg);
+    o->every = optarg;
+    snprintf(o->every_ms, sizeof o->every_ms, "%lld", ms);
+    return 0;
 }
 
 /* One option into o: 0, or an exit code. */
@@ -452,17 +431,10 @@ static int check_every(run_opts *o) {
         return usage_error("run", "--every cuts --sample, --alloc and --exceptions into windows; not --calls");
     if (!o->sample && !o->alloc && !o->exceptions)
         o->sample = "cpu";
-    if (!o->output && !f->push.pyroscope)
-        return usage_error("run", "--every wants somewhere to put the windows: -o DIR and/or --pyroscope URL");
-    if (f->keep && !o->output)
-        return usage_error("run", "--keep goes with -o DIR");
-    if (!f->push.timeout_ms)
-        f->push.timeout_ms = 10000;
-    f->push.retries = 2;
     f->out_dir = o->output;
     o->output = NULL; /* the trace goes into the session directory, and with it */
     f->quiet = o->quiet;
-    return 0;
+    return window_check_options("run", f);
 }
 
 /* Fills o from argv and checks what goes together; 0, or an exit code. */

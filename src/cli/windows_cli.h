@@ -102,6 +102,14 @@ typedef struct window_follow {
     long last_pid;
 } window_follow;
 
+/* The sinks' options of run and push, in this order: --keep N, --pyroscope
+ * URL, --label K=V, --service NAME, --push-timeout TIME. */
+enum { WOPT_KEEP, WOPT_PYROSCOPE, WOPT_LABEL, WOPT_SERVICE, WOPT_PUSH_TIMEOUT };
+/* One of them into f: 0, or the usage error's exit code (cmd: "run", "push"). */
+int window_take_option(const char *cmd, window_follow *f, int which, const char *arg);
+/* What the options need of each other, and their defaults: 0 or an exit code. */
+int window_check_options(const char *cmd, window_follow *f);
+
 /* Opens the sinks (-1 after saying why). */
 int window_follow_open(window_follow *f);
 /* Takes every complete window in dir, oldest first: into the sinks, then

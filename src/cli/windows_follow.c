@@ -31,6 +31,46 @@ void sink_failures_text(const sink_failures *f, char *out, size_t cap) {
         n += (size_t)snprintf(out + n, cap - n, "%s%s %s", i ? ", " : "", CLI_COUNT(f->count[i]), f->why[i]);
 }
 
+int window_take_option(const char *cmd, window_follow *f, int which, const char *arg) {
+    long long ms;
+    uint64_t n;
+    switch (which) {
+    case WOPT_KEEP:
+        if (cli_parse_u64(arg, &n) != 0 || n == 0 || n > 1000000)
+            return usage_error(cmd, "--keep wants a number of files from 1 to 1000000, not '%s'", arg);
+        f->keep = (unsigned)n;
+        return 0;
+    case WOPT_PYROSCOPE: f->push.pyroscope = arg; return 0;
+    case WOPT_LABEL:
+        if (push_label_ok(arg) != 0)
+            return usage_error(cmd, "--label wants NAME=VALUE (NAME of letters, digits, _ and .; VALUE without , { } \"), "
+                                    "not '%s'", arg);
+        if (f->push.nlabels == WINDOW_MAX_LABELS)
+            return usage_error(cmd, "at most %d --label", WINDOW_MAX_LABELS);
+        f->push.labels[f->push.nlabels++] = arg;
+        return 0;
+    case WOPT_SERVICE: f->push.service = arg; return 0;
+    default:
+        if ((ms = cli_parse_duration(arg)) < 100 || ms > 600000)
+            return usage_error(cmd, "--push-timeout wants a time from 100ms to 10m, not '%s'", arg);
+        f->push.timeout_ms = (long)ms;
+        return 0;
+    }
+}
+
+int window_check_options(const char *cmd, window_follow *f) {
+    if (!f->out_dir && !f->push.pyroscope)
+        return usage_error(cmd, "the windows want somewhere to go: -o DIR and/or --pyroscope URL");
+    if (f->keep && !f->out_dir)
+        return usage_error(cmd, "--keep goes with -o DIR");
+    if (!f->push.pyroscope && (f->push.nlabels || f->push.service || f->push.timeout_ms))
+        return usage_error(cmd, "--label, --service and --push-timeout go with --pyroscope");
+    if (!f->push.timeout_ms)
+        f->push.timeout_ms = 10000;
+    f->push.retries = 2;
+    return 0;
+}
+
 int window_follow_open(window_follow *f) {
     if (f->out_dir && mkdir(f->out_dir, 0700) != 0 && errno != EEXIST)
         return error("cannot create the profile directory '%s': %s", f->out_dir, strerror(errno));

@@ -299,3 +299,238 @@ TEST(e2e_windows_bounded) {
     ASSERT_EQ(dropped, index - 4); /* window k was written after k - 1 - 3 had been dropped */
     return 0;
 }
+
+/* ---- pushing: the loopback ingest server ---- */
+
+typedef struct ingest {
+    pid_t pid;
+    int port;
+    char dir[PATH_MAX];
+} ingest;
+
+/* Starts ingest_server.py in mode (ok, 500, slow, close); 0 or -1. */
+static int ingest_start(e2e_run *r, const char *mode, ingest *s) {
+    const char *script = e2e_env("DNPROF_INGEST_SERVER");
+    if (!script)
+        return -1;
+    char port_file[PATH_MAX + 16];
+    snprintf(s->dir, sizeof s->dir, "%.3900s/ingest-%s", r->dir, mode);
+    snprintf(port_file, sizeof port_file, "%s.port", s->dir);
+    const char *argv[] = {"python3", script, "--dir", s->dir, "--port-file", port_file, "--mode", mode,
+                          "--delay", "3", "--lifetime", "100", NULL};
+    char out[PATH_MAX + 16], err[PATH_MAX + 16];
+    snprintf(out, sizeof out, "%s.out", s->dir);
+    snprintf(err, sizeof err, "%s.err", s->dir);
+    s->pid = e2e_spawn((char *const *)argv, NULL, r->dir, out, NULL, err);
+    if (s->pid < 0)
+        return -1;
+    for (int i = 0; i < 200; i++) {
+        FILE *f = fopen(port_file, "r");
+        if (f) {
+            int ok = fscanf(f, "%d", &s->port) == 1;
+            fclose(f);
+            if (ok)
+                return 0;
+        }
+        struct timespec t = {0, 50000000L};
+        nanosleep(&t, NULL);
+    }
+    e2e_show_file("the ingest server said", err);
+    return -1;
+}
+
+static void ingest_stop(ingest *s) {
+    int status;
+    if (s->pid > 0) {
+        kill(s->pid, SIGTERM);
+        e2e_wait(s->pid, 5000, &status);
+    }
+    s->pid = 0;
+}
+
+typedef struct request {
+    unsigned long long from, until;
+    char format[16], spy[32], path[64], auth[128], body[PATH_MAX], name[512];
+} request;
+
+/* The requests the server logged, at most cap. */
+static size_t ingest_requests(const ingest *s, request *out, size_t cap) {
+    char log[PATH_MAX + 16];
+    snprintf(log, sizeof log, "%s/requests.log", s->dir);
+    FILE *f = fopen(log, "r");
+    size_t n = 0;
+    char line[8192];
+    while (f && n < cap && fgets(line, sizeof line, f)) {
+        request *q = &out[n];
+        int k;
+        if (sscanf(line, "REQ %d %llu %llu %15s %31s %63s %127s %4095s %511[^\n]", &k, &q->from, &q->until, q->format,
+                   q->spy, q->path, q->auth, q->body, q->name) == 9)
+            n++;
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static int by_from(const void *a, const void *b) {
+    const request *x = a, *y = b;
+    return x->from < y->from ? -1 : x->from > y->from;
+}
+
+/* What the run said contains text. */
+static int said(const e2e_run *r, const char *text) {
+    char *err = e2e_read_file(r->err, NULL);
+    int yes = err && strstr(err, text);
+    if (!yes)
+        e2e_show_file("dnprof said", r->err);
+    free(err);
+    return yes;
+}
+
+/* dnprof run --every 1s --pyroscope: one request per window, with the
+ * service, the labels, the token, contiguous from/until, and bodies that
+ * go tool pprof decodes into the program's shares. */
+TEST(e2e_push_pyroscope) {
+    char go[PATH_MAX];
+    if (!go_tool(go, sizeof go))
+        E2E_SKIP("go is not installed (tools/install-deps, or: apt-get install golang-go)");
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_push_pyroscope"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT_NE(dll, NULL);
+    ingest s;
+    ASSERT_EQ(ingest_start(&r, "ok", &s), 0);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", s.port);
+    const char *env[] = {"DNPROF_PUSH_TOKEN=t0k-e2e", NULL};
+    const char *argv[] = {bin, "run", "--every", "1s", "--pyroscope", url, "--label", "env=e2e", "--label", "zone=a",
+                          "--", e2e_dotnet(), dll, "sample", "shares", "4", NULL};
+    int ran = e2e_exec(&r, (char *const *)argv, env);
+    ingest_stop(&s);
+    ASSERT_EQ(ran, 0);
+    ASSERT_STATUS(&r, 0);
+    static request q[256];
+    size_t n = ingest_requests(&s, q, 256);
+    ASSERT_GE(n, 3);
+    qsort(q, n, sizeof *q, by_from);
+    double hot[3] = {0, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        ASSERT_STREQ(q[i].path, "/ingest");
+        ASSERT_STREQ(q[i].format, "pprof");
+        ASSERT_STREQ(q[i].spy, "dotnetspy");
+        ASSERT_STREQ(q[i].name, "Scenarios{env=e2e,zone=a}");
+        ASSERT_STREQ(q[i].auth, "Bearer_t0k-e2e");
+        ASSERT_GT(q[i].from, 1700000000ull);
+        ASSERT_LE(q[i].until - q[i].from, 2);
+        if (i > 0)
+            ASSERT_EQ(q[i].from, q[i - 1].until); /* contiguous */
+        raw_profile rp;
+        ASSERT_EQ(raw_read(go, q[i].body, &rp), 0);
+        ASSERT_STREQ(rp.types, "samples/count cpu/nanoseconds[dflt]");
+        ASSERT_LT(fabs(rp.time_s - (double)q[i].from), 1.0);
+        for (int h = 0; h < 3; h++)
+            hot[h] += rp.hot[h];
+    }
+    ASSERT_EQ(shares_ok(hot, 1e7), 0);
+    char want[64];
+    snprintf(want, sizeof want, "%zu windows sent", n);
+    ASSERT_EQ(said(&r, want), 1);
+    return 0;
+}
+
+/* The backend down, answering 500, too slow, or closing the connection: the
+ * program runs as it would (its output, its exit code), and the summary
+ * counts the windows not sent and says why. */
+TEST(e2e_push_faults) {
+    static const char *const modes[] = {"down", "500", "slow", "close"};
+    static const char *const why[] = {"connection refused", "HTTP 500", "timed out", "not sent"};
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_push_faults"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT_NE(dll, NULL);
+    for (int m = 0; m < 4; m++) {
+        ingest s = {0};
+        char url[64] = "http://127.0.0.1:1"; /* nobody listens there: refused */
+        if (m > 0) {
+            ASSERT_EQ(ingest_start(&r, modes[m], &s), 0);
+            snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
+        }
+        const char *argv[] = {bin, "run", "--every", "1s", "--pyroscope", url, "--push-timeout", "500ms",
+                              "--", e2e_dotnet(), dll, "sample", "shares", "1.5", NULL};
+        int ran = e2e_exec(&r, (char *const *)argv, NULL);
+        ingest_stop(&s);
+        fprintf(stderr, "backend %s:\n", modes[m]);
+        ASSERT_EQ(ran, 0);
+        ASSERT_STATUS(&r, 0);
+        char *out = e2e_read_file(r.out, NULL);
+        int program_ran = out && strstr(out, "shares 60 30 10") != NULL; /* its own output, as without dnprof */
+        free(out);
+        ASSERT_EQ(program_ran, 1);
+        ASSERT_EQ(said(&r, "windows not sent"), 1);
+        ASSERT_EQ(said(&r, why[m]), 1);
+        ASSERT_EQ(said(&r, " 0 windows sent"), 1);
+        if (m == 1) { /* each profile tried three times: once and two retries */
+            static request q[512];
+            size_t n = ingest_requests(&s, q, 512);
+            char *err = e2e_read_file(r.err, NULL);
+            const char *at = err ? strstr(err, "windows not sent (") : NULL;
+            unsigned long profiles = at ? strtoul(at + strlen("windows not sent ("), NULL, 10) : 0;
+            free(err);
+            ASSERT_GE(profiles, 1);
+            ASSERT_EQ(n, 3 * profiles);
+        }
+    }
+    return 0;
+}
+
+/* dnprof push as a sidecar: the agent loaded through the environment (as
+ * dnprof env sets it up) writes windows into a directory; push follows it
+ * and ships them, and deletes what it shipped. */
+TEST(e2e_push_sidecar) {
+    char go[PATH_MAX];
+    if (!go_tool(go, sizeof go))
+        E2E_SKIP("go is not installed (tools/install-deps, or: apt-get install golang-go)");
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_push_sidecar"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT_NE(dll, NULL);
+    ingest s;
+    ASSERT_EQ(ingest_start(&r, "ok", &s), 0);
+    char wdir[PATH_MAX + 16], wenv[PATH_MAX + 64], url[64], pout[PATH_MAX + 16], perr[PATH_MAX + 16];
+    snprintf(wdir, sizeof wdir, "%s/windows", r.dir);
+    ASSERT_EQ(mkdir(wdir, 0700), 0);
+    snprintf(wenv, sizeof wenv, "DNPROF_WINDOW_DIR=%s", wdir);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
+    snprintf(pout, sizeof pout, "%s/push.out", r.dir);
+    snprintf(perr, sizeof perr, "%s/push.err", r.dir);
+    const char *pargv[] = {bin, "push", "--pyroscope", url, "--service", "sidecar-app", wdir, NULL};
+    pid_t push = e2e_spawn((char *const *)pargv, NULL, r.dir, pout, NULL, perr);
+    ASSERT_GT(push, 0);
+    const char *env[] = {"DNPROF_EVERY=1000", wenv, NULL};
+    const char *argv[] = {bin, "run", "--quiet", "--sample", "-o", r.trace, "--", e2e_dotnet(), dll, "sample", "shares", "3", NULL};
+    int ran = e2e_exec(&r, (char *const *)argv, env);
+    struct timespec t = {1, 0};
+    nanosleep(&t, NULL); /* the last window, written at the program's end */
+    kill(push, SIGTERM);
+    int pstatus;
+    e2e_wait(push, 30000, &pstatus);
+    ingest_stop(&s);
+    ASSERT_EQ(ran, 0);
+    ASSERT_STATUS(&r, 0);
+    ASSERT_EQ(pstatus, 0);
+    static request q[256];
+    size_t n = ingest_requests(&s, q, 256);
+    ASSERT_GE(n, 3);
+    double hot[3] = {0, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        ASSERT_STREQ(q[i].name, "sidecar-app{}");
+        raw_profile rp;
+        ASSERT_EQ(raw_read(go, q[i].body, &rp), 0);
+        for (int h = 0; h < 3; h++)
+            hot[h] += rp.hot[h];
+    }
+    ASSERT_EQ(shares_ok(hot, 1e7), 0);
+    static char names[64][256];
+    ASSERT_EQ(list_files(wdir, "window-", names, 64), 0); /* shipped, deleted */
+    return 0;
+}
