@@ -62,6 +62,9 @@ static HRESULT initialize(IUnknown *unk, const dnp_attach_blob *blob) {
     cfg.exc_stacks = blob->exc_stacks != 0; /* not the target's environment */
     cfg.sample = (int)blob->sample;
     cfg.sample_rate = blob->sample_rate;
+    cfg.every_ms = blob->every_ms; /* windows (windows.h) */
+    snprintf(cfg.window_dir, sizeof cfg.window_dir, "%s", blob->window_dir);
+    cfg.window_keep = blob->window_keep;
     g_trigger_pid = blob->trigger_pid;
     HRESULT hr = agent_start(unk, &cfg, 1);
     if (FAILED(hr)) {

@@ -87,6 +87,9 @@ static const blob_field fields[] = {
     SETTING_FIELD(DNP_BLOB_EXC_STACKS, EXC_STACKS, exc_stacks, "exception stacks flag"),
     SETTING_FIELD(DNP_BLOB_SAMPLE, SAMPLE, sample, "sampling mode"),
     SETTING_FIELD(DNP_BLOB_SAMPLE_RATE, SAMPLE_RATE, sample_rate, "sampling rate"),
+    SETTING_FIELD(DNP_BLOB_EVERY, EVERY, every_ms, "window period"),
+    SETTING_FIELD(DNP_BLOB_WINDOW_DIR, WINDOW_DIR, window_dir, "window directory"),
+    SETTING_FIELD(DNP_BLOB_WINDOW_KEEP, WINDOW_KEEP, window_keep, "windows kept"),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 

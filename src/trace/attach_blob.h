@@ -34,6 +34,10 @@ enum {
     /* sampling (dnprof attach --sample, docs/sampling.md) */
     DNP_BLOB_SAMPLE = 8,      /* u32: agent_config.sample (1 cpu, 2 wall, 3 suspend) */
     DNP_BLOB_SAMPLE_RATE = 9, /* u32: samples per second per thread */
+    /* continuous profiling (dnprof attach --every, docs/production.md) */
+    DNP_BLOB_EVERY = 10,       /* u32: a window's length in ms, 0 none */
+    DNP_BLOB_WINDOW_DIR = 11,  /* text: where the windows go */
+    DNP_BLOB_WINDOW_KEEP = 12, /* u32: windows that may wait for a reader */
 };
 
 #define DNP_BLOB_EVENTS_MAX 1024
@@ -67,6 +71,10 @@ typedef struct dnp_attach_blob {
     /* sampling */
     uint32_t sample;      /* 0: off */
     uint32_t sample_rate; /* 0: the default */
+    /* windows */
+    uint32_t every_ms;    /* 0: no windows */
+    char window_dir[DNP_BLOB_PATH_MAX];
+    uint32_t window_keep; /* 0: the default */
 } dnp_attach_blob;
 
 /* Encodes b into buf. Returns the blob's size, or -1 when a string is too long

@@ -534,3 +534,66 @@ TEST(e2e_push_sidecar) {
     ASSERT_EQ(list_files(wdir, "window-", names, 64), 0); /* shipped, deleted */
     return 0;
 }
+
+/* dnprof attach --every: windows of a program that was running already. */
+TEST(e2e_windows_attach) {
+    char go[PATH_MAX];
+    if (!go_tool(go, sizeof go))
+        E2E_SKIP("go is not installed (tools/install-deps, or: apt-get install golang-go)");
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_windows_attach"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT_NE(dll, NULL);
+    char pidfile[PATH_MAX + 16], gofile[PATH_MAX + 32], pout[PATH_MAX + 16], perr[PATH_MAX + 16], dir[PATH_MAX + 16];
+    snprintf(pidfile, sizeof pidfile, "%s/pid", r.dir);
+    snprintf(gofile, sizeof gofile, "%s.go", pidfile);
+    snprintf(pout, sizeof pout, "%s/program.out", r.dir);
+    snprintf(perr, sizeof perr, "%s/program.err", r.dir);
+    snprintf(dir, sizeof dir, "%s/profiles", r.dir);
+    const char *pargv[] = {e2e_dotnet(), dll, "sample", "shares", "4", pidfile, NULL};
+    pid_t prog = e2e_spawn((char *const *)pargv, NULL, r.dir, pout, NULL, perr);
+    ASSERT_GT(prog, 0);
+    char pid[32] = "";
+    for (int i = 0; i < 300 && !pid[0]; i++) {
+        FILE *f = fopen(pidfile, "r");
+        if (f) {
+            if (!fgets(pid, sizeof pid, f))
+                pid[0] = 0;
+            fclose(f);
+        }
+        struct timespec t = {0, 100000000L};
+        if (!pid[0])
+            nanosleep(&t, NULL);
+    }
+    pid[strcspn(pid, "\n")] = 0;
+    ASSERT_NE(pid[0], 0);
+    const char *argv[] = {bin, "attach", pid, "--every", "1s", "-o", dir, "--duration", "4s", NULL};
+    pid_t att = e2e_spawn((char *const *)argv, NULL, r.dir, r.out, NULL, r.err);
+    ASSERT_GT(att, 0);
+    struct timespec t = {1, 0};
+    nanosleep(&t, NULL);
+    FILE *g = fopen(gofile, "w");
+    ASSERT_NE(g, NULL);
+    fclose(g);
+    int astatus, pstatus;
+    e2e_wait(att, 60000, &astatus);
+    e2e_wait(prog, 60000, &pstatus);
+    ASSERT_EQ(astatus, 0);
+    ASSERT_EQ(pstatus, 0);
+    static char names[64][256];
+    size_t n = list_files(dir, "cpu-", names, 64);
+    if (n < 2)
+        e2e_show_file("dnprof attach said", r.err);
+    ASSERT_GE(n, 2);
+    double hot[3] = {0, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX + 300];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        raw_profile rp;
+        ASSERT_EQ(raw_read(go, path, &rp), 0);
+        for (int h = 0; h < 3; h++)
+            hot[h] += rp.hot[h];
+    }
+    ASSERT_EQ(shares_ok(hot, 1e7), 0);
+    return 0;
+}
