@@ -50,6 +50,20 @@ for c in "${configs[@]}"; do
 done
 echo "requests received by the ingest server: $(wc -l < "$tmp/ingest/requests.log")"
 
+# The front end's CPU per window: windows of the server workload (500 ms each,
+# nobody reading them), then dnprof push --once over them, timed.
+mkdir -p "$tmp/w"
+DNPROF_EVERY=500 DNPROF_WINDOW_KEEP=100000 DNPROF_WINDOW_DIR="$tmp/w" \
+  "$dnprof" run -q --sample --alloc -o "$tmp/w.trace" -- dotnet "$dll" sample bench server "$times" > /dev/null 2>&1
+nw=$(ls "$tmp/w" | grep -c '^window-')
+bytes=$(du -sk "$tmp/w" | awk '{print $1}')
+cp -r "$tmp/w" "$tmp/w2"
+TIMEFORMAT='%3U %3S' # getrusage's microseconds, not time(1)'s 10 ms
+{ time "$dnprof" push --once -q --pyroscope "$url" "$tmp/w" || true; } 2> "$tmp/t1"
+{ time "$dnprof" push --once -q -o "$tmp/files" "$tmp/w2" || true; } 2> "$tmp/t2"
+read -r u1 s1 < <(tail -1 "$tmp/t1"); read -r u2 s2 < <(tail -1 "$tmp/t2")
+echo "front end: $nw windows ($bytes KB on disk); push to the ingest server $(echo "($u1 + $s1) * 1000 / $nw" | bc -l | xargs printf %.2f) ms CPU per window; to files $(echo "($u2 + $s2) * 1000 / $nw" | bc -l | xargs printf %.2f) ms"
+
 # The long run: the program's RSS every 5 s while windows are cut and pushed.
 echo "long run: --every 1s --alloc --sample --pyroscope, ${long} s; the program's RSS (MB) every 5 s:"
 "$dnprof" run -q --every 1s --sample --alloc --pyroscope "$url" -- dotnet "$dll" sample shares 1000 > /dev/null 2>&1 &
