@@ -33,7 +33,7 @@ typedef struct raw_profile {
     char types[256];       /* "samples/count cpu/nanoseconds[dflt]" */
     double time_s, duration_s;
     int64_t period;
-    double hot[3];         /* the last value of the samples whose leaf is HOT[i] */
+    double hot[3];         /* the last value of the samples whose leaf is HOT[i] (or the names asked for) */
     double total;          /* of all samples */
     size_t nsamples;
 } raw_profile;
@@ -67,8 +67,16 @@ static int sample_line(const char *line, double *last, long *leaf) {
     return 0;
 }
 
-/* Decodes path with go tool pprof -raw. 0, or -1 with why on stderr. */
+static int raw_read_of(const char *go, const char *path, const char *const leaf[3], raw_profile *out);
+
+/* Decodes path with go tool pprof -raw, hot[] for the hot methods. */
 static int raw_read(const char *go, const char *path, raw_profile *out) {
+    return raw_read_of(go, path, HOT, out);
+}
+
+/* Decodes path with go tool pprof -raw, hot[i] the last value of the samples
+ * whose leaf is leaf[i]. 0, or -1 with why on stderr. */
+static int raw_read_of(const char *go, const char *path, const char *const leaf[3], raw_profile *out) {
     memset(out, 0, sizeof *out);
     char cmd[PATH_MAX * 3];
     snprintf(cmd, sizeof cmd, "'%s' tool pprof -raw '%s' 2>/dev/null", go, path);
@@ -133,7 +141,7 @@ static int raw_read(const char *go, const char *path, raw_profile *out) {
     for (size_t i = 0; i < n; i++) {
         out->total += lasts[i];
         for (int h = 0; h < 3; h++)
-            if (leaves[i] > 0 && (size_t)leaves[i] < nnames && !strcmp(names[leaves[i]], HOT[h]))
+            if (leaves[i] > 0 && (size_t)leaves[i] < nnames && !strcmp(names[leaves[i]], leaf[h]))
                 out->hot[h] += lasts[i];
     }
     return 0;
@@ -595,5 +603,66 @@ TEST(e2e_windows_attach) {
             hot[h] += rp.hot[h];
     }
     ASSERT_EQ(shares_ok(hot, 1e7), 0);
+    return 0;
+}
+
+/* --every with --alloc and --exceptions: an alloc profile per window whose
+ * bytes by type are the program's own shares, and an exception profile that
+ * counts the one exception the program throws. */
+TEST(e2e_windows_alloc_exceptions) {
+    char go[PATH_MAX];
+    if (!go_tool(go, sizeof go))
+        E2E_SKIP("go is not installed (tools/install-deps, or: apt-get install golang-go)");
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_windows_alloc_exceptions"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT_NE(dll, NULL);
+    char dir[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/alloc", r.dir);
+    const char *argv[] = {bin, "run", "--every", "100ms", "--alloc", "-o", dir, "--", e2e_dotnet(), dll, "alloc", "300", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT_NE(out, NULL);
+    const char *b = strstr(out, "Scenarios.Blob bytes="), *d = strstr(out, "Scenarios.Dot bytes=");
+    double blob = b ? atof(b + 21) : 0, dot = d ? atof(d + 20) : 0;
+    free(out);
+    ASSERT_GT(blob, 0);
+    ASSERT_GT(dot, 0);
+    static char names[64][256];
+    size_t n = list_files(dir, "alloc-", names, 64);
+    ASSERT_GE(n, 1); /* the program may take less than 200 ms on an idle machine */
+    static const char *const TYPES[3] = {"Scenarios.Blob", "Scenarios.Dot", "-"};
+    double bytes[2] = {0, 0};
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX + 300];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        raw_profile rp;
+        ASSERT_EQ(raw_read_of(go, path, TYPES, &rp), 0);
+        ASSERT_STREQ(rp.types, "alloc_samples/count alloc_size/bytes[dflt]");
+        bytes[0] += rp.hot[0];
+        bytes[1] += rp.hot[1];
+    }
+    double share = 100 * bytes[0] / (bytes[0] + bytes[1]), truth = 100 * blob / (blob + dot);
+    fprintf(stderr, "Scenarios.Blob: %.1f%% of the bytes in %zu windows (truth %.1f%%)\n", share, n, truth);
+    ASSERT_LT(fabs(share - truth), 3.0); /* test_alloc.c: over 4 standard errors at 300 MB */
+
+    snprintf(dir, sizeof dir, "%s/exceptions", r.dir);
+    const char *eargv[] = {bin, "run", "--every", "500ms", "--exceptions", "-o", dir, "--", e2e_dotnet(), dll, "exceptions", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)eargv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    n = list_files(dir, "exception-", names, 64);
+    ASSERT_GE(n, 1);
+    static const char *const EXC[3] = {"System.InvalidOperationException", "-", "-"};
+    double thrown = 0;
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX + 300];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        raw_profile rp;
+        ASSERT_EQ(raw_read_of(go, path, EXC, &rp), 0);
+        ASSERT_STREQ(rp.types, "exception/count");
+        thrown += rp.hot[0];
+    }
+    ASSERT_EQ(thrown, 1); /* the program throws one */
     return 0;
 }
