@@ -110,8 +110,10 @@ int cmd_push(int argc, char **argv) {
         struct timespec t = {0, 200000000L};
         nanosleep(&t, NULL);
     }
-    if (!once)
+    if (!once) {
+        f.ended = 1; /* stopped: a failing backend is not waited for */
         window_follow_pass(&f, dir);
+    }
     window_follow_close(&f);
     return f.unsent || f.bad ? 1 : 0;
 }

@@ -38,6 +38,7 @@ void run_windows_finish(run_windows *rw) {
     atomic_store(&rw->stop, 1);
     pthread_join(rw->thread, NULL);
     rw->running = 0;
+    rw->f.ended = 1;
     window_follow_pass(&rw->f, rw->dir); /* the last windows, written at the program's end */
     window_follow_close(&rw->f);
 }

@@ -206,7 +206,8 @@ static int post_once(pyroscope_sink *s, const char *url, const window_profile *p
     return status >= 500 || status == 429 || status == 408 ? 1 : -1;
 }
 
-int pyroscope_send(pyroscope_sink *s, const window_file *w, const window_profile *p, char *why, size_t whylen) {
+int pyroscope_send(pyroscope_sink *s, const window_file *w, const window_profile *p, int retries, char *why,
+                   size_t whylen) {
     char service[256], name[2600], url[8192];
     if (s->cfg.service)
         snprintf(service, sizeof service, "%s", s->cfg.service);
@@ -225,7 +226,7 @@ int pyroscope_send(pyroscope_sink *s, const window_file *w, const window_profile
              from, until);
     s->c.free_fn(esc);
     int rc = post_once(s, url, p, why, whylen);
-    for (int i = 0; rc == 1 && i < s->cfg.retries; i++) {
+    for (int i = 0; rc == 1 && i < retries; i++) {
         struct timespec back = {0, 250000000L << i}; /* 0.25 s, 0.5 s: backoff */
         while (back.tv_nsec >= 1000000000L) {
             back.tv_sec++;

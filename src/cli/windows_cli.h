@@ -78,9 +78,10 @@ int push_label_ok(const char *kv);
  * the secrets (DNP_ENV_PUSH_TOKEN or _FILE, DNP_ENV_PUSH_BASIC or _FILE,
  * DNP_ENV_PUSH_TENANT). NULL with one line in err. */
 pyroscope_sink *pyroscope_open(const push_config *c, char *err, size_t errlen);
-/* Sends one profile of a window; 0, or -1 with why it was not sent (after the
- * retries) in why. */
-int pyroscope_send(pyroscope_sink *s, const window_file *w, const window_profile *p, char *why, size_t whylen);
+/* Sends one profile of a window, with up to retries more tries (backoff
+ * 0.25 s, 0.5 s, ...); 0, or -1 with why it was not sent in why. */
+int pyroscope_send(pyroscope_sink *s, const window_file *w, const window_profile *p, int retries, char *why,
+                   size_t whylen);
 void pyroscope_close(pyroscope_sink *s);
 
 /* ---- following a directory (windows_follow.c) ---- */
@@ -100,6 +101,8 @@ typedef struct window_follow {
     uint64_t last_end_ns; /* the last window's end: the next should start there */
     uint64_t gaps;        /* windows that did not start where the one before ended */
     long last_pid;
+    int failing;          /* the last window was not sent: no retries until one is */
+    int ended;            /* the program has ended: a failing backend is not waited for */
 } window_follow;
 
 /* The sinks' options of run and push, in this order: --keep N, --pyroscope

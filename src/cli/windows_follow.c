@@ -182,11 +182,17 @@ static void take_window(window_follow *f, const char *path) {
         if (f->out_dir)
             write_file(f, &w, &w.prof[i]);
         if (f->pyro) {
-            char why[256];
-            if (pyroscope_send(f->pyro, &w, &w.prof[i], why, sizeof why) == 0) {
+            /* Retries while the backend works; one try while it fails; none
+             * once the program has ended and it was failing (dnprof would
+             * keep a finished program's container waiting). */
+            char why[256] = "not tried: the backend was failing as the program ended";
+            if (!(f->ended && f->failing) &&
+                pyroscope_send(f->pyro, &w, &w.prof[i], f->failing ? 0 : f->push.retries, why, sizeof why) == 0) {
                 f->sent++;
+                f->failing = 0;
             } else {
                 f->unsent++;
+                f->failing = 1;
                 sink_failures_add(&f->push_fail, why);
             }
         }

@@ -477,7 +477,8 @@ TEST(e2e_push_faults) {
         ASSERT_EQ(said(&r, "windows not sent"), 1);
         ASSERT_EQ(said(&r, why[m]), 1);
         ASSERT_EQ(said(&r, " 0 windows sent"), 1);
-        if (m == 1) { /* each profile tried three times: once and two retries */
+        if (m == 1) { /* the first profile not sent tried three times, the later ones once
+                       * (the backend was failing), none after the program's end */
             static request q[512];
             size_t n = ingest_requests(&s, q, 512);
             char *err = e2e_read_file(r.err, NULL);
@@ -485,7 +486,8 @@ TEST(e2e_push_faults) {
             unsigned long profiles = at ? strtoul(at + strlen("windows not sent ("), NULL, 10) : 0;
             free(err);
             ASSERT_GE(profiles, 1);
-            ASSERT_EQ(n, 3 * profiles);
+            ASSERT_GE(n, 3);
+            ASSERT_LE(n, profiles + 2);
         }
     }
     return 0;
