@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -666,5 +667,81 @@ TEST(e2e_windows_alloc_exceptions) {
         thrown += rp.hot[0];
     }
     ASSERT_EQ(thrown, 1); /* the program throws one */
+    return 0;
+}
+
+/* The front end killed (kill -9) while the program runs: the program runs on
+ * to its end, and the agent, with nobody reading its windows, keeps at most
+ * DNPROF_WINDOW_KEEP of them and counts the others as dropped. */
+TEST(e2e_windows_front_end_killed) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_windows_front_end_killed"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT_NE(dll, NULL);
+    char pidfile[PATH_MAX + 16], gofile[PATH_MAX + 32], tmpdir[PATH_MAX + 16], dir[PATH_MAX + 16];
+    snprintf(pidfile, sizeof pidfile, "%s/pid", r.dir);
+    snprintf(gofile, sizeof gofile, "%s.go", pidfile);
+    snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", r.dir); /* the session directory goes there */
+    snprintf(dir, sizeof dir, "%s/profiles", r.dir);
+    const char *env[] = {tmpdir, "DNPROF_WINDOW_KEEP=3", NULL};
+    const char *argv[] = {bin, "run", "--every", "200ms", "-o", dir, "--", e2e_dotnet(), dll, "sample", "shares", "2",
+                          pidfile, NULL};
+    pid_t front = e2e_spawn((char *const *)argv, env, r.dir, r.out, NULL, r.err);
+    ASSERT_GT(front, 0);
+    long prog = 0;
+    for (int i = 0; i < 300 && !prog; i++) {
+        FILE *f = fopen(pidfile, "r");
+        if (f) {
+            if (fscanf(f, "%ld", &prog) != 1)
+                prog = 0;
+            fclose(f);
+        }
+        struct timespec t = {0, 100000000L};
+        if (!prog)
+            nanosleep(&t, NULL);
+    }
+    ASSERT_GT(prog, 0);
+    kill(front, SIGKILL); /* the front end only: the program is not in danger */
+    int fstatus;
+    waitpid(front, &fstatus, 0);
+    FILE *g = fopen(gofile, "w");
+    ASSERT_NE(g, NULL);
+    fclose(g);
+    /* the program runs on to its end (then it is a zombie of whoever reaps it, or gone) */
+    char stat[64], st[512];
+    snprintf(stat, sizeof stat, "/proc/%ld/stat", prog);
+    int alive = 1;
+    for (int i = 0; i < 600 && alive; i++) {
+        FILE *f = fopen(stat, "r");
+        alive = f && fgets(st, sizeof st, f) && strstr(st, ") Z ") == NULL;
+        if (f)
+            fclose(f);
+        struct timespec t = {0, 100000000L};
+        if (alive)
+            nanosleep(&t, NULL);
+    }
+    ASSERT_EQ(alive, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    int ran = out && strstr(out, "shares 60 30 10") != NULL;
+    free(out);
+    ASSERT_EQ(ran, 1);
+    /* the session directory dnprof left: at most 3 windows, the rest dropped and counted */
+    static char sessions[64][256], names[64][256];
+    ASSERT_EQ(list_files(r.dir, "dnprof-session.", sessions, 64), 1);
+    char sdir[PATH_MAX + 300];
+    snprintf(sdir, sizeof sdir, "%s/%s", r.dir, sessions[0]);
+    size_t n = list_files(sdir, "window-", names, 64);
+    ASSERT_GE(n, 1);
+    ASSERT_LE(n, 3);
+    char path[PATH_MAX + 600];
+    snprintf(path, sizeof path, "%s/%s", sdir, names[n - 1]);
+    dnp_trace *t = NULL;
+    char why[256];
+    ASSERT_EQ(dnp_trace_load(path, &t, why, sizeof why), 0);
+    uint64_t index = t->events[0].v[0], dropped = t->events[0].v[3];
+    dnp_trace_free(t);
+    fprintf(stderr, "last window %llu, %llu dropped before it\n", (unsigned long long)index, (unsigned long long)dropped);
+    ASSERT_GE(index, 5);
+    ASSERT_GE(dropped, 1);
     return 0;
 }
