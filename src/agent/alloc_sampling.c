@@ -21,24 +21,20 @@
  * DoStackSnapshot of the allocating thread, made inside the callback. */
 #include "alloc_sampling.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent.h"
-#include "arch/arch.h"
 #include "callbacks.h"
+#include "eventpipe.h"
 #include "names.h"
 #include "recorder.h"
-#include "session.h"
 #include "stack.h"
 #include "utf16.h"
 #include "windows.h"
 
-#define KEYWORD_GC 0x1ull
-#define KEYWORD_ALLOCATION_SAMPLING 0x80000000000ull
 #define EVENT_ALLOCATION_TICK 10u
 #define EVENT_ALLOCATION_SAMPLED 303u
 #define COR_PRF_ENABLE_STACK_SNAPSHOT 0x10000000u
@@ -47,14 +43,9 @@
 #define SOURCE_SAMPLED 1u
 #define SOURCE_TICK 2u
 
-#define STACK_TEXT_MAX 8192
 #define TYPE_SLOTS 256
-#define STACK_SLOTS 1024
 
-static int g_wanted;        /* --alloc asked for and the runtime can do it */
-static atomic_int g_on;     /* the session runs: EventPipe events are samples */
-static unsigned g_source;   /* SOURCE_* */
-static EVENTPIPE_SESSION g_session;
+static unsigned g_source; /* SOURCE_* */
 
 /* Aggregation: samples add up per (type, stack, kind) in striped tables, each
  * thread using one (threads share a table when there are more of them than
@@ -85,7 +76,7 @@ static atomic_uint g_next_table;
 static int g_each; /* DNP_ENV_ALLOC_EACH=1: one AllocSample per sample */
 static int g_forced_tick; /* DNP_ENV_ALLOC_SOURCE=tick */
 static __thread int t_table = -1;
-static atomic_uint g_gen;           /* a new session (a new trace after an attach): caches are stale */
+static atomic_uint g_gen; /* a new session (a new trace after an attach): the type cache is stale */
 static __thread unsigned t_gen;
 
 static __thread struct {
@@ -93,11 +84,6 @@ static __thread struct {
     unsigned epoch; /* names_epoch(NAMES_CLASS) when named */
     uint32_t sid;
 } t_types[TYPE_SLOTS];
-
-static __thread struct {
-    uint64_t key;
-    uint32_t sid;
-} t_stacks[STACK_SLOTS];
 
 static int runtime_major(void) {
     USHORT id = 0, major = 0, minor = 0, build = 0, qfe = 0;
@@ -108,52 +94,32 @@ static int runtime_major(void) {
     return major;
 }
 
+static void on_event(const ep_event *e);
+static void on_started(void);
+
+static ep_consumer g_consumer = {"sampled allocations", 0, 0, on_event, on_started, alloc_flush_all};
+
 void alloc_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
-    g_wanted = 0;
     if (!cfg->alloc)
         return;
-    if (!AGENT_HAS_INFO(EventPipeStartSession) || !AGENT_HAS_INFO(SetEventMask2)) {
-        agent_say("sampled allocations need .NET 5 or later (ICorProfilerInfo12); recording the rest");
-        rec_note(1, "sampled allocations not recorded: the runtime has no in-process EventPipe");
-        return;
-    }
-    g_wanted = 1;
     g_forced_tick = cfg->alloc_tick;
     g_each = cfg->alloc_each;
-    *mask |= COR_PRF_ENABLE_STACK_SNAPSHOT; /* the stacks, when the events carry none */
-    *mask_high |= COR_PRF_HIGH_MONITOR_EVENT_PIPE;
+    g_source = runtime_major() >= 10 && !g_forced_tick ? SOURCE_SAMPLED : SOURCE_TICK;
+    g_consumer.keywords = g_source == SOURCE_SAMPLED ? EP_KEYWORD_ALLOCATION_SAMPLING : EP_KEYWORD_GC;
+    g_consumer.level = g_source == SOURCE_SAMPLED ? COR_PRF_EVENTPIPE_INFORMATIONAL : COR_PRF_EVENTPIPE_VERBOSE;
+    if (ep_want(&g_consumer, mask_high) == 0)
+        *mask |= COR_PRF_ENABLE_STACK_SNAPSHOT; /* the stacks, when the events carry none */
 }
 
-int alloc_start(void) {
-    if (!g_wanted)
-        return 0;
-    int major = runtime_major();
-    g_source = major >= 10 && !g_forced_tick ? SOURCE_SAMPLED : SOURCE_TICK;
-    static const WCHAR provider[] = u"Microsoft-Windows-DotNETRuntime";
-    COR_PRF_EVENTPIPE_PROVIDER_CONFIG pc = {
-        provider, g_source == SOURCE_SAMPLED ? KEYWORD_ALLOCATION_SAMPLING : KEYWORD_GC,
-        g_source == SOURCE_SAMPLED ? COR_PRF_EVENTPIPE_INFORMATIONAL : COR_PRF_EVENTPIPE_VERBOSE, NULL};
-    EVENTPIPE_SESSION session = 0;
+static void on_started(void) {
     atomic_fetch_add(&g_gen, 1); /* string numbers are the trace's: cached ones belong to an old one */
-    /* on before the session starts: its first events may come before it returns */
-    atomic_store(&g_on, 1);
-    HRESULT hr = INFO_CALL(EventPipeStartSession, 1, &pc, 0, &session);
-    if (FAILED(hr)) {
-        atomic_store(&g_on, 0);
-        agent_say("the runtime refused the EventPipe session for sampled allocations (0x%08x); "
-                  "recording the rest", (unsigned)hr);
-        rec_note(1, "sampled allocations not recorded: EventPipeStartSession failed 0x%08x", (unsigned)hr);
-        return -1;
-    }
-    g_session = session;
     REC(AllocSampling, g_source, MEAN_BYTES);
     window_register_flush(alloc_flush_all); /* windows.h: each window's sums, whole */
     window_register_event(DNP_EV_AllocSite);
-    return 0;
 }
 
 int alloc_enabled(void) {
-    return atomic_load_explicit(&g_on, memory_order_relaxed);
+    return ep_running(&g_consumer);
 }
 
 static void table_lock(agg_table *t) {
@@ -227,54 +193,6 @@ static void aggregate(uint32_t type, uint32_t stack, uint64_t kind, uint64_t siz
     table_unlock(t);
 }
 
-void alloc_stop(void) {
-    if (!atomic_exchange(&g_on, 0))
-        return;
-    if (g_session && g_agent.info)
-        INFO_CALL(EventPipeStopSession, g_session);
-    g_session = 0;
-    alloc_flush_all();
-}
-
-/* ---- the payload ---- */
-
-typedef struct reader {
-    const BYTE *p;
-    ULONG len, pos;
-    int bad;
-} reader;
-
-static uint64_t get(reader *r, unsigned n) {
-    if (r->bad || r->len - r->pos < n) {
-        r->bad = 1;
-        return 0;
-    }
-    uint64_t v = 0;
-    for (unsigned i = 0; i < n; i++)
-        v |= (uint64_t)r->p[r->pos + i] << (8 * i);
-    r->pos += n;
-    return v;
-}
-
-/* Skips the UTF-16 string at the reader; returns where it starts and its length
- * in code units. */
-static const BYTE *get_wstr(reader *r, size_t *units) {
-    const BYTE *s = r->p + r->pos;
-    size_t n = 0;
-    while (r->len - r->pos >= 2) {
-        int end = r->p[r->pos] == 0 && r->p[r->pos + 1] == 0;
-        r->pos += 2;
-        if (end) {
-            *units = n;
-            return s;
-        }
-        n++;
-    }
-    r->bad = 1;
-    *units = 0;
-    return s;
-}
-
 /* A name from names.c that did not resolve (names.c's fallbacks are "<class 0x...>"
  * and the like, whole or as a generic argument). */
 static int unresolved(const char *text, size_t len) {
@@ -318,161 +236,37 @@ static uint32_t type_sid(uint64_t type_id, const BYTE *name, size_t units) {
     return sid;
 }
 
-typedef stack_snapshot snapshot;
-
-/* The stack's string number: from the event's frames when the runtime gives
- * them, else from a snapshot of this thread (the runtime's in-process sessions
- * deliver no frames on .NET 10). Innermost frame first. *key_out: the key of
- * the frames found (the same frames, the same key). */
-static uint32_t exact_stack_sid(ULONG nframes, const UINT_PTR *frames, uint64_t *key_out) {
-    *key_out = 0;
-    snapshot s;
-    s.n = s.more = 0;
-    uint64_t key = 0xcbf29ce484222325ull;
-    if (nframes && frames) {
-        for (ULONG i = 0; i < nframes && i < STACK_MAX_FRAMES; i++)
-            key = (key ^ (uint64_t)frames[i]) * 0x100000001b3ull;
-        key ^= nframes;
-    } else {
-        if (stack_take(&s) != 0 || !s.n)
-            return 0;
-        for (unsigned i = 0; i < s.n; i++)
-            key = (key ^ (uint64_t)s.f[i]) * 0x100000001b3ull;
-        key ^= (uint64_t)s.n << 32 | s.more;
-    }
-    key = (key * 0x9e3779b97f4a7c15ull) | 1;
-    *key_out = key;
-    unsigned slot = (unsigned)(key >> 40) & (STACK_SLOTS - 1);
-    if (t_stacks[slot].key == key)
-        return t_stacks[slot].sid;
-    if (nframes && frames) {
-        for (ULONG i = 0; i < nframes; i++) {
-            FunctionID fid = 0;
-            if (FAILED(INFO_CALL(GetFunctionFromIP, (LPCBYTE)frames[i], &fid)) || !fid)
-                continue; /* a stub or native frame */
-            stack_push(&s, fid);
-        }
-    }
-    char text[STACK_TEXT_MAX];
-    size_t len = names_frames_text(s.f, s.n, s.more, 512, text, sizeof text);
-    uint32_t sid = s.n ? rec_string(text, len) : 0;
-    t_stacks[slot].key = key;
-    t_stacks[slot].sid = sid;
-    return sid;
-}
-
-/* ---- the fast way to a stack seen before ----
- *
- * DoStackSnapshot costs about as much as the runtime's event. Most samples come
- * from a stack seen before, so the agent first walks its own thread's frame
- * pointers (return addresses, ~100 ns) and looks the walk up in a per-thread
- * cache of what the snapshot gave for it. That walk alone cannot be the stack:
- * the JIT gives some methods no frame record, and their callers are missing from
- * it, so two stacks can walk the same (a virtual call in a frameless method).
- * So the walk is only a key: a new key takes a snapshot, and every VERIFY_EVERY
- * hits of a key a snapshot checks it; a key seen to stand for two stacks is
- * marked and always snapshot from then on. */
-#define VERIFY_EVERY 16
-#define WALK_MAX 128
-
-static __thread uintptr_t t_stack_lo, t_stack_hi; /* this thread's stack; 0: not known yet */
-
-static __thread struct {
-    uint64_t key, exact; /* the walk's key; the snapshot's key */
-    uint32_t sid;
-    uint16_t hits;
-    uint8_t ambiguous;
-} t_walks[STACK_SLOTS];
-
-/* The return addresses of this thread's frames by frame pointer, from here out,
- * every read within the thread's own stack. Needs this file and the callback
- * that calls it built with frame pointers (CMakeLists.txt); libcoreclr keeps them. */
-static ULONG fp_walk(UINT_PTR *ips, ULONG cap) {
-    if (!t_stack_hi) {
-        pthread_attr_t a;
-        void *addr = NULL;
-        size_t size = 0;
-        if (pthread_getattr_np(pthread_self(), &a) != 0)
-            return 0;
-        pthread_attr_getstack(&a, &addr, &size);
-        pthread_attr_destroy(&a);
-        t_stack_lo = (uintptr_t)addr;
-        t_stack_hi = t_stack_lo + size;
-    }
-    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-    ULONG n = 0;
-    while (n < cap && fp >= t_stack_lo && fp <= t_stack_hi - 16 && (fp & 7) == 0) {
-        uintptr_t next = ((const uintptr_t *)fp)[ARCH_FRAME_NEXT], ret = ((const uintptr_t *)fp)[ARCH_FRAME_RET];
-        if (!ret)
-            break;
-        ips[n++] = ret;
-        if (next <= fp)
-            break;
-        fp = next;
-    }
-    return n;
-}
-
-static uint32_t stack_sid(ULONG nframes, const UINT_PTR *frames) {
-    uint64_t exact;
-    if (nframes && frames)
-        return exact_stack_sid(nframes, frames, &exact);
-    UINT_PTR ips[WALK_MAX];
-    ULONG n = fp_walk(ips, WALK_MAX);
-    if (n < 4) /* no walk to speak of: the snapshot, uncached by walk */
-        return exact_stack_sid(0, NULL, &exact);
-    uint64_t key = 0x9ae16a3b2f90404full ^ n;
-    for (ULONG i = 0; i < n; i++)
-        key = (key ^ (uint64_t)ips[i]) * 0x100000001b3ull;
-    key = (key * 0x9e3779b97f4a7c15ull) | 1;
-    unsigned slot = (unsigned)(key >> 40) & (STACK_SLOTS - 1);
-    if (t_walks[slot].key == key && !t_walks[slot].ambiguous && ++t_walks[slot].hits % VERIFY_EVERY != 0)
-        return t_walks[slot].sid;
-    uint32_t sid = exact_stack_sid(0, NULL, &exact);
-    if (t_walks[slot].key == key) {
-        if (t_walks[slot].exact != exact)
-            t_walks[slot].ambiguous = 1;
-    } else {
-        t_walks[slot].key = key;
-        t_walks[slot].exact = exact;
-        t_walks[slot].sid = sid;
-        t_walks[slot].hits = 0;
-        t_walks[slot].ambiguous = 0;
-    }
-    return sid;
-}
-
-void alloc_event(DWORD event_id, DWORD event_version, ULONG data_len, const BYTE *data, ULONG nframes,
-                 const UINT_PTR *frames) {
-    reader r = {data, data_len, 0, 0};
+static void on_event(const ep_event *e) {
+    ep_reader r = ep_read(e);
+    DWORD event_id = e->id, event_version = e->version;
     uint64_t kind, type_id, size = 0, weight;
     const BYTE *name;
     size_t units;
     if (g_source == SOURCE_SAMPLED && event_id == EVENT_ALLOCATION_SAMPLED) {
-        kind = get(&r, 4);
-        get(&r, 2);
-        type_id = get(&r, sizeof(void *));
-        name = get_wstr(&r, &units);
-        if (!r.bad && r.len - r.pos >= 4 + sizeof(void *) + 16)
-            get(&r, 4); /* HeapIndex (the design draft's layout) */
-        get(&r, sizeof(void *));
-        size = get(&r, 8);
-        uint64_t offset = get(&r, 8);
+        kind = ep_get(&r, 4);
+        ep_get(&r, 2);
+        type_id = ep_get_ptr(&r);
+        name = ep_get_wstr(&r, &units);
+        if (ep_left(&r) >= 4 + sizeof(void *) + 16)
+            ep_get(&r, 4); /* HeapIndex (the design draft's layout) */
+        ep_get_ptr(&r);
+        size = ep_get(&r, 8);
+        uint64_t offset = ep_get(&r, 8);
         if (r.bad)
             return;
         /* the runtime's upscaling: s*q/p + sum(size - offset), p = 1/mean */
         weight = (MEAN_BYTES - 1) + (size > offset ? size - offset : 0);
     } else if (g_source == SOURCE_TICK && event_id == EVENT_ALLOCATION_TICK && event_version >= 2) {
-        get(&r, 4);
-        kind = get(&r, 4);
-        get(&r, 2);
-        weight = get(&r, 8);
-        type_id = get(&r, sizeof(void *));
-        name = get_wstr(&r, &units);
-        get(&r, 4);
+        ep_get(&r, 4);
+        kind = ep_get(&r, 4);
+        ep_get(&r, 2);
+        weight = ep_get(&r, 8);
+        type_id = ep_get_ptr(&r);
+        name = ep_get_wstr(&r, &units);
+        ep_get(&r, 4);
         if (event_version >= 4) {
-            get(&r, sizeof(void *));
-            size = get(&r, 8);
+            ep_get_ptr(&r);
+            size = ep_get(&r, 8);
         }
         if (r.bad)
             return;
@@ -482,12 +276,10 @@ void alloc_event(DWORD event_id, DWORD event_version, ULONG data_len, const BYTE
     unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
     if (t_gen != gen) {
         memset(t_types, 0, sizeof t_types);
-        memset(t_stacks, 0, sizeof t_stacks);
-        memset(t_walks, 0, sizeof t_walks);
         t_gen = gen;
     }
     uint32_t type = type_sid(type_id, name, units);
-    uint32_t stack = stack_sid(nframes, frames);
+    uint32_t stack = stack_sid_here(e->nframes, e->frames);
     if (g_each)
         REC(AllocSample, type, size, weight, kind, stack);
     else

@@ -15,24 +15,14 @@
 #include "com_types.h"
 #include "config.h"
 
-/* Before SetEventMask: adds the EventPipe bit when cfg asks for --alloc. */
+/* Before SetEventMask: when cfg asks for --alloc, joins the agent's EventPipe
+ * session (eventpipe.h), which starts, stops and flushes it from then on. */
 void alloc_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high);
 
-/* After SetEventMask: starts the EventPipe session. 0, or -1 after saying why
- * (the rest of the trace is recorded anyway). */
-int alloc_start(void);
-
-/* Whether sampled allocations are on (the EventPipe events are ours). */
+/* Whether sampled allocations are on (asked for, and the session runs). */
 int alloc_enabled(void);
 
-/* From EventPipeEventDelivered: records the sample the event describes. */
-void alloc_event(DWORD event_id, DWORD event_version, ULONG data_len, const BYTE *data,
-                 ULONG nframes, const UINT_PTR *frames);
-
-/* At Shutdown or detach: stops the session, writes out what was added up. */
-void alloc_stop(void);
-
-/* Writes out every sum not yet written (the process is about to end). */
+/* Writes out every sum not yet written (at stop, at exit, at a window's end). */
 void alloc_flush_all(void);
 
 #endif

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc_sampling.h"
+#include "eventpipe.h"
 #include "callbacks.h"
 #include "inlining.h"
 #include "sampler.h"
@@ -296,10 +296,9 @@ HRESULT cb_EventPipeEventDelivered(ICorProfilerCallback *self, EVENTPIPE_PROVIDE
                                        ULONG nframes, UINT_PTR *frames) {
     ACTIVE();
     (void)meta_len, (void)meta, (void)activity, (void)related, (void)thread;
-    if (alloc_enabled()) {
-        alloc_event(event_id, event_version, data_len, data, nframes, frames);
+    ep_event e = {event_id, event_version, data, data_len, nframes, frames};
+    if (ep_deliver(&e))
         return S_OK;
-    }
     REC(EventPipeEventDelivered, provider, event_id, event_version);
     return S_OK;
 }

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "alloc_sampling.h"
+#include "eventpipe.h"
 #include "attach_blob.h"
 #include "heap.h"
 #include "recorder.h"
@@ -90,7 +90,7 @@ static void do_detach(int fd) {
      * runtime: it stops first. */
     windows_stop(); /* the last window, while the sampler still answers */
     sampler_stop();
-    alloc_stop();
+    ep_stop();
     recorder_flush_all();
     HRESULT hr = INFO_CALL(RequestProfilerDetach, DETACH_EXPECTED_MS);
     if (FAILED(hr)) {

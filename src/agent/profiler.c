@@ -22,6 +22,7 @@
 #include "heap.h"
 #include "exceptions.h"
 #include "alloc_sampling.h"
+#include "eventpipe.h"
 #include "sampler.h"
 #include "session.h"
 #include "utf16.h"
@@ -105,6 +106,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     }
     inlining_configure(cfg, &mask);
     exceptions_configure(cfg, &mask, &high);
+    ep_reset();
     alloc_configure(cfg, &mask, &high);
     sampler_configure(cfg, &mask, &high);
     names_init();
@@ -158,7 +160,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
         REC(InitializeForAttach, (uint64_t)g_agent.info_version, mask, high);
     else
         REC(Initialize, (uint64_t)g_agent.info_version, mask, high);
-    alloc_start();
+    ep_start(); /* a session that cannot start said why; the rest records */
     sampler_start(cfg); /* a sampler that cannot start said why; the rest records */
     if (g_agent.events.families & (1u << DNP_FAM_EXCEPTIONS))
         window_register_event(DNP_EV_ExceptionThrown); /* exceptions by type, per window */
@@ -171,8 +173,8 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
  * skips it): whatever is buffered is written when the library is unloaded or the
  * process exits normally. */
 __attribute__((destructor)) static void agent_at_exit(void) {
-    if (atomic_load(&g_agent.active) && alloc_enabled())
-        alloc_flush_all();
+    if (atomic_load(&g_agent.active))
+        ep_flush_all();
     if (atomic_load(&g_agent.active))
         recorder_flush_all();
 }
@@ -198,7 +200,7 @@ HRESULT cb_Shutdown(ICorProfilerCallback *self) {
     if (!g_agent.attached)
         control_stop(NULL); /* the run-mode socket (heap snapshots) */
     calls_shutdown();
-    alloc_stop();
+    ep_stop();
     REC0(Shutdown);
     atomic_store(&g_agent.active, 0);
     recorder_close();

@@ -27,6 +27,8 @@ int cmd_report(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_env(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+/* dnprof doctor PID (doctor_pid.c): whether one can attach to pid; the exit status. */
+int doctor_pid(pid_t pid);
 int cmd_ps(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_detach(int argc, char **argv);

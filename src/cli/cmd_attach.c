@@ -30,7 +30,8 @@ static void attach_help(void) {
           "'dnprof detach PID' from elsewhere. Then the agent detaches and the runtime\n"
           "unloads it: the program runs on as before, and can be attached to again.\n"
           "The trace starts with what already existed (app domains, assemblies, modules,\n"
-          "threads). 'dnprof ps' lists the processes you can attach to.\n"
+          "threads). 'dnprof ps' lists the processes you can attach to. A program in a\n"
+          "container is attached to by the pid the host sees, as root (docs/containers.md).\n"
           "\n"
           "options:\n"
           "  -e, --events LIST     what to record (default: default). An attached profiler\n"
@@ -347,11 +348,15 @@ static int check_target(pid_t pid, ipc_proc *proc) {
     if (ipc_proc_read(pid, proc) < 0)
         return error("no such process: %d (dnprof ps lists the .NET processes you can attach to)", (int)pid);
     ctl_sweep(proc->uid); /* control sockets that killed agents left behind */
+    if (proc->has_agent == 1) {
+        /* an earlier snapshot's agent, or a detach, on its way out */
+        if (ctl_wait_detaching(pid, proc->uid, 30000) > 0 && ipc_proc_read(pid, proc) < 0)
+            return error("no such process: %d (it exited)", (int)pid);
+    }
     if (proc->has_agent != 1)
         return 0;
-    char dir[128], sock[256], e2[256];
-    int attached = ctl_dir(proc->uid, 0, dir, sizeof dir, e2, sizeof e2) == 0 &&
-                   snprintf(sock, sizeof sock, DNP_CONTROL_SOCKET_FMT, dir, (long)pid) > 0 &&
+    char sock[PATH_MAX];
+    int attached = ctl_socket_path(pid, proc->uid, DNP_CONTROL_SOCKET_FMT, sock, sizeof sock) == 0 &&
                    ctl_socket_live(sock, pid) != 0;
     if (attached)
         return error("pid %d (%s) already has dnprof's agent attached: stop that recording first "
@@ -494,7 +499,7 @@ static int attach_and_record(const attach_opts *op, uint32_t families, const cha
     int finished = finish(o.pid, fd, record(fd, until), o.quiet);
     run_windows_finish(rw); /* the agent wrote its last window before it detached */
     ctl_agent_log_from(blob.control_dir, o.pid, o.quiet, &log_offset, 1);
-    if (finished != 0)
+    if (handshake_bring_back(o.pid, blob.output, out_abs) != 0 || finished != 0)
         return 1;
     if (!o.quiet && !o.every_ms)
         cli_trace_summary(out_abs, NULL);

@@ -508,6 +508,7 @@ static int run_program(doctor *d, char **prog, const char *events) {
 
 static void doctor_help(void) {
     fputs("usage: dnprof doctor [--events LIST] [-- PROGRAM [ARGS...]]\n"
+          "       dnprof doctor PID\n"
           "\n"
           "Checks, one line each (ok, warn, FAIL), what the runtime needs to load dnprof's\n"
           "agent: the agent file, that it loads on this machine, the CORECLR_ variables\n"
@@ -516,6 +517,10 @@ static void doctor_help(void) {
           "Given a program, also runs it as 'dnprof run' would, with the runtime's own\n"
           "diagnostics on (PAL_OUTPUTDEBUGSTRING=1), and says whether the agent loaded in\n"
           "it and, if not, why, quoting the runtime and the agent, and what to change.\n"
+          "\n"
+          "Given a PID, says whether dnprof attach and snapshot can work on that running\n"
+          "program: its container (by the host's pid), its diagnostics socket, its\n"
+          "runtime, the control directory the agent uses, an agent already in it.\n"
           "\n"
           "options:\n"
           "  -e, --events LIST   what the agent records while the program runs (as for run)\n"
@@ -526,7 +531,8 @@ static void doctor_help(void) {
           "\n"
           "examples:\n"
           "  dnprof doctor\n"
-          "  dnprof doctor -- dotnet app.dll\n",
+          "  dnprof doctor -- dotnet app.dll\n"
+          "  dnprof doctor 4242\n",
           stdout);
 }
 
@@ -547,6 +553,13 @@ int cmd_doctor(int argc, char **argv) {
     if (bad)
         return bad;
     char **prog = optind < argc ? argv + optind : NULL;
+    /* dnprof doctor PID: whether one can attach to it (doctor_pid.c) */
+    if (prog && optind == argc - 1 && argv[optind][0] >= '0' && argv[optind][0] <= '9' && strcmp(argv[optind - 1], "--")) {
+        pid_t pid;
+        if (cli_parse_pid("doctor", argv[optind], &pid) != 0)
+            return CLI_EXIT_USAGE;
+        return doctor_pid(pid);
+    }
 
     doctor d;
     memset(&d, 0, sizeof d);

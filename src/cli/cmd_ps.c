@@ -16,9 +16,11 @@ static void ps_help(void) {
     fputs("usage: dnprof ps [options]\n"
           "\n"
           "Lists the running .NET processes you can attach to (dnprof attach PID): those of\n"
-          "your user with a diagnostics socket. For each: its pid, its name (the managed\n"
-          "entry assembly, or the executable), whether a dnprof agent is in it, and its\n"
-          "command line.\n"
+          "your user with a diagnostics socket, and as root those in containers too. For\n"
+          "each: its pid (the host's), its name (the managed entry assembly, or the\n"
+          "executable), whether a dnprof agent is in it, its pid inside its container\n"
+          "(\"-\" when it is in none), and its command line. attach, snapshot and detach\n"
+          "take the pid of the first column (docs/containers.md).\n"
           "\n"
           "options:\n"
           "  -h, --help   print this help\n"
@@ -26,6 +28,30 @@ static void ps_help(void) {
           "A .NET process that is not listed was started with DOTNET_EnableDiagnostics=0,\n"
           "belongs to another user, or keeps its socket in a TMPDIR dnprof cannot see.\n",
           stdout);
+}
+
+/* Adds the .NET processes that live in other containers (another mount
+ * namespace: their sockets are in their own /tmp) to pids. */
+static void scan_containers(pid_t *pids, size_t *n, size_t cap) {
+    DIR *d = opendir("/proc");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && *n < cap) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (pid <= 0 || *end)
+            continue;
+        ipc_where w;
+        if (ipc_where_of((pid_t)pid, &w) != 0 || !w.container || ipc_proc_maps_has((pid_t)pid, "/libcoreclr.so") != 1)
+            continue;
+        size_t i = 0;
+        while (i < *n && pids[i] != (pid_t)pid)
+            i++;
+        if (i == *n)
+            pids[(*n)++] = (pid_t)pid;
+    }
+    closedir(d);
 }
 
 static int cmp_pid(const void *a, const void *b) {
@@ -75,6 +101,7 @@ int cmd_ps(int argc, char **argv) {
     if (tmp && *tmp && strcmp(tmp, "/tmp") != 0)
         scan_dir(tmp, pids, &n, sizeof pids / sizeof pids[0]);
     scan_dir("/tmp", pids, &n, sizeof pids / sizeof pids[0]);
+    scan_containers(pids, &n, sizeof pids / sizeof pids[0]);
     qsort(pids, n, sizeof pids[0], cmp_pid);
 
     int shown = 0;
@@ -91,17 +118,19 @@ int cmd_ps(int argc, char **argv) {
         if (ipc_process_info_get(pids[i], &info, err, sizeof err) < 0)
             continue; /* not answering: not a process one can attach to now */
         if (!shown++)
-            printf("%-8s %-24s %-8s %s\n", "PID", "NAME", "DNPROF", "COMMAND");
+            printf("%-8s %-24s %-8s %-9s %s\n", "PID", "NAME", "DNPROF", "CONTAINER", "COMMAND");
         const char *name = info.entry[0] ? info.entry : p.comm;
         const char *agent = p.has_agent != 1 ? "" : "loaded";
-        char dir[128], cerr[256];
-        if (p.has_agent == 1 && ctl_dir(p.uid, 0, dir, sizeof dir, cerr, sizeof cerr) == 0) {
-            char sock[256];
-            snprintf(sock, sizeof sock, DNP_CONTROL_SOCKET_FMT, dir, (long)pids[i]);
-            if (ctl_socket_live(sock, pids[i]) == 1)
-                agent = "attached";
-        }
-        printf("%-8d %-24s %-8s ", (int)pids[i], name, agent);
+        char sock[PATH_MAX];
+        if (p.has_agent == 1 && ctl_socket_path(pids[i], p.uid, DNP_CONTROL_SOCKET_FMT, sock, sizeof sock) == 0 &&
+            ctl_socket_live(sock, pids[i]) == 1)
+            agent = "attached";
+        ipc_where w;
+        ipc_where_of(pids[i], &w);
+        char inside[24] = "-";
+        if (w.container || w.inner != pids[i])
+            snprintf(inside, sizeof inside, "pid %d", (int)w.inner);
+        printf("%-8d %-24s %-8s %-9s ", (int)pids[i], name, agent, inside);
         cli_put_text(stdout, info.cmdline, 0);
         putchar('\n');
     }

@@ -24,7 +24,8 @@ static void snapshot_help(void) {
           "every ConditionalWeakTable dependent handle, streamed to FILE as the GC walks the\n"
           "heap. If dnprof's agent is not in the process it is attached for the snapshot and\n"
           "detached again (the runtime unloads it a moment after dnprof returns); if it is\n"
-          "(dnprof run, dnprof attach), it is asked and stays.\n"
+          "(dnprof run, dnprof attach), it is asked and stays. A program in a container\n"
+          "is reached by the pid the host sees, as root (docs/containers.md).\n"
           "Read the snapshot with 'dnprof heap report|paths|diff' or convert it for a\n"
           "browser's DevTools with 'dnprof convert --format heapsnapshot'.\n"
           "\n"
@@ -109,31 +110,22 @@ static int parse_options(int argc, char **argv, snapshot_opts *o) {
 
 /* The agent's control socket at fmt in the control directory of proc's user, or -1. */
 static int agent_socket(const ipc_proc *proc, const char *fmt) {
-    char dir[128], sock[256], err[256];
-    if (ctl_dir(proc->uid, 0, dir, sizeof dir, err, sizeof err) != 0)
+    char sock[PATH_MAX];
+    if (ctl_socket_path(proc->pid, proc->uid, fmt, sock, sizeof sock) != 0)
         return -1;
-    snprintf(sock, sizeof sock, fmt, dir, (long)proc->pid);
     return ipc_unix_connect(sock);
 }
 
 /* An agent that an earlier snapshot detached may not be unloaded yet: waits
  * for it to go (proc read again), so that it is attached anew. 0 or -1. */
 static int wait_detaching(ipc_proc *proc) {
-    char st[512] = "";
-    int fd = agent_socket(proc, DNP_CONTROL_SOCKET_FMT);
-    if (fd < 0)
-        return 0;
-    int rc = 0;
-    if (ctl_send(fd, DNP_CONTROL_STATUS) == 0 && ctl_read_line(fd, st, sizeof st, 5000) == 1 &&
-        !strncmp(st, "ok detaching", 12)) {
-        if (ctl_wait_unloaded(proc->pid, 30000) < 0)
-            rc = error("pid %d: dnprof's agent is detaching but not unloaded after 30 s; try again later",
-                       (int)proc->pid);
-        else
-            ipc_proc_read(proc->pid, proc);
-    }
-    close(fd);
-    return rc;
+    int w = ctl_wait_detaching(proc->pid, proc->uid, 30000);
+    if (w < 0)
+        return error("pid %d: dnprof's agent is detaching but not unloaded after 30 s; try again later",
+                     (int)proc->pid);
+    if (w > 0)
+        ipc_proc_read(proc->pid, proc);
+    return 0;
 }
 
 /* The agent is there (attached, or loaded at start-up): asked on its socket. */
@@ -146,9 +138,12 @@ static int ask_loaded(const ipc_proc *proc, const char *out_abs, unsigned long l
                      "started without gc events (dnprof run --events ... without gc); run the "
                      "program again with gc in --events",
                      (int)proc->pid, proc->comm);
-    int rc = ask(fd, proc->pid, out_abs, fig);
+    char written[PATH_MAX];
+    int rc = handshake_written_path(proc->pid, proc->uid, out_abs, "snapshot.dnheap", written, sizeof written);
+    if (rc == 0)
+        rc = ask(fd, proc->pid, written, fig);
     close(fd);
-    return rc;
+    return rc == 0 ? handshake_bring_back(proc->pid, written, out_abs) : rc;
 }
 
 /* No agent: one is attached for the snapshot (gc events, its trace a
@@ -164,7 +159,12 @@ static int ask_attached(const snapshot_opts *o, const ipc_proc *proc, const char
     int fd = handshake_connect(o->pid);
     if (fd < 0)
         return -1;
-    int rc = ask(fd, o->pid, out_abs, fig);
+    char written[PATH_MAX];
+    int rc = handshake_written_path(o->pid, proc->uid, out_abs, "snapshot.dnheap", written, sizeof written);
+    if (rc == 0)
+        rc = ask(fd, o->pid, written, fig);
+    if (rc == 0)
+        rc = handshake_bring_back(o->pid, written, out_abs);
     /* The detach is asked for, not waited for: the snapshot is complete,
      * and the runtime unloads the agent on its own a moment later. */
     char line[512] = "";
@@ -174,7 +174,7 @@ static int ask_attached(const snapshot_opts *o, const ipc_proc *proc, const char
                 (int)o->pid, strncmp(line, "error ", 6) ? "" : ": ",
                 strncmp(line, "error ", 6) ? "" : line + 6, (int)o->pid);
     close(fd);
-    unlink(blob.output);
+    handshake_remove(o->pid, blob.output);
     return rc;
 }
 

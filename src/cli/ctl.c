@@ -21,9 +21,10 @@
 
 /* ---- the agent's control socket ---- */
 
-int ctl_dir(uid_t uid, int create, char *out, size_t cap, char *err, size_t errlen) {
-    int n = snprintf(out, cap, "/tmp/dnprof-%u", (unsigned)uid);
-    if (n < 0 || (size_t)n >= cap || (size_t)n >= DNP_BLOB_DIR_MAX) {
+int ctl_dir(const ipc_where *w, uid_t uid, int create, char *out, size_t cap, char *err, size_t errlen) {
+    char inside[64];
+    int n = snprintf(inside, sizeof inside, "/tmp/dnprof-%u", (unsigned)uid);
+    if (n < 0 || (size_t)n >= DNP_BLOB_DIR_MAX || ipc_outside(w, inside, out, cap) < 0) {
         snprintf(err, errlen, "control directory path too long");
         return -1;
     }
@@ -54,14 +55,26 @@ int ctl_dir(uid_t uid, int create, char *out, size_t cap, char *err, size_t errl
     return 0;
 }
 
+int ctl_socket_path(pid_t pid, uid_t uid, const char *fmt, char *out, size_t cap) {
+    ipc_where w;
+    ipc_where_of(pid, &w);
+    char dir[PATH_MAX], err[256];
+    if (ctl_dir(&w, uid, 0, dir, sizeof dir, err, sizeof err) < 0)
+        return -1;
+    int n = snprintf(out, cap, fmt, dir, (long)w.inner);
+    return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
 int ctl_connect(pid_t pid, char *err, size_t errlen) {
     ipc_proc p;
+    ipc_where w;
     if (ipc_proc_read(pid, &p) < 0) {
         snprintf(err, errlen, "no such process: %d", (int)pid);
         return -1;
     }
-    char dir[128], path[256];
-    if (ctl_dir(p.uid, 0, dir, sizeof dir, err, errlen) < 0) {
+    ipc_where_of(pid, &w);
+    char dir[PATH_MAX], path[PATH_MAX + 64];
+    if (ctl_dir(&w, p.uid, 0, dir, sizeof dir, err, errlen) < 0) {
         if (p.has_agent == 1)
             snprintf(err, errlen,
                      "pid %d (%s) has dnprof's agent loaded at start-up (dnprof run), not attached: "
@@ -71,7 +84,7 @@ int ctl_connect(pid_t pid, char *err, size_t errlen) {
             snprintf(err, errlen, "no dnprof agent is attached to pid %d (%s)", (int)pid, p.comm);
         return -1;
     }
-    snprintf(path, sizeof path, DNP_CONTROL_SOCKET_FMT, dir, (long)pid);
+    snprintf(path, sizeof path, DNP_CONTROL_SOCKET_FMT, dir, (long)w.inner);
     int stale = ctl_socket_live(path, pid) == 0;
     if (stale)
         unlink(path); /* a dead agent's, or one of an earlier process with this pid */
@@ -218,6 +231,21 @@ int ctl_detach(pid_t pid, int fd, int timeout_ms, uint64_t *events, char *err, s
     return 0;
 }
 
+int ctl_wait_detaching(pid_t pid, uid_t uid, int timeout_ms) {
+    char sock[PATH_MAX], st[512] = "";
+    if (ctl_socket_path(pid, uid, DNP_CONTROL_SOCKET_FMT, sock, sizeof sock) != 0)
+        return 0;
+    int fd = ipc_unix_connect(sock);
+    if (fd < 0)
+        return 0;
+    int detaching = ctl_send(fd, DNP_CONTROL_STATUS) == 0 && ctl_read_line(fd, st, sizeof st, 5000) == 1 &&
+                    !strncmp(st, "ok detaching", 12);
+    close(fd);
+    if (!detaching)
+        return 0;
+    return ctl_wait_unloaded(pid, timeout_ms) == 0 ? 1 : -1;
+}
+
 int ctl_wait_unloaded(pid_t pid, int timeout_ms) {
     long long deadline = ipc_now_ms() + timeout_ms;
     for (;;) {
@@ -258,7 +286,7 @@ int ctl_socket_live(const char *path, pid_t pid) {
 
 int ctl_sweep(uid_t uid) {
     char dir[128], err[256];
-    if (ctl_dir(uid, 0, dir, sizeof dir, err, sizeof err) < 0)
+    if (ctl_dir(NULL, uid, 0, dir, sizeof dir, err, sizeof err) < 0)
         return 0;
     DIR *d = opendir(dir);
     if (!d)
@@ -290,8 +318,12 @@ void ctl_agent_log(const char *dir, pid_t pid, int quiet) {
 }
 
 void ctl_agent_log_from(const char *dir, pid_t pid, int quiet, long *offset, int remove) {
-    char path[256];
-    snprintf(path, sizeof path, DNP_CONTROL_LOG_FMT, dir, (long)pid);
+    ipc_where w;
+    ipc_where_of(pid, &w);
+    char host_dir[PATH_MAX], path[PATH_MAX + 64];
+    if (ipc_outside(&w, dir, host_dir, sizeof host_dir) < 0)
+        return;
+    snprintf(path, sizeof path, DNP_CONTROL_LOG_FMT, host_dir, (long)w.inner);
     FILE *f = fopen(path, "re");
     if (!f)
         return;

@@ -78,22 +78,25 @@ static int find_in_dir(const char *dir, pid_t pid, unsigned long long start, cha
 
 int ipc_socket_path(pid_t pid, char *out, size_t cap) {
     ipc_proc p;
+    ipc_where w;
     if (ipc_proc_read(pid, &p) < 0)
         return -1;
+    ipc_where_of(pid, &w);
     char theirs[PATH_MAX] = "";
     const char *dirs[3];
     int n = 0;
     if (ipc_proc_env(pid, "TMPDIR", theirs, sizeof theirs) == 0 && theirs[0])
         dirs[n++] = theirs;
     const char *ours = getenv("TMPDIR");
-    if (ours && *ours)
+    if (ours && *ours && !w.container)
         dirs[n++] = ours;
     dirs[n++] = "/tmp";
     int found = -1;
     for (int i = 0; i < n; i++) {
-        char candidate[PATH_MAX];
+        char candidate[PATH_MAX], dir[PATH_MAX];
         int exact = 0;
-        if (find_in_dir(dirs[i], pid, p.start, candidate, sizeof candidate, &exact) < 0)
+        if (ipc_outside(&w, dirs[i], dir, sizeof dir) < 0 ||
+            find_in_dir(dir, w.inner, p.start, candidate, sizeof candidate, &exact) < 0)
             continue;
         if (found < 0 || exact)
             snprintf(out, cap, "%s", candidate);
@@ -108,19 +111,26 @@ int ipc_unix_connect(const char *path) {
     struct sockaddr_un addr;
     memset(&addr, 0, sizeof addr);
     addr.sun_family = AF_UNIX;
+    int via = -1; /* an O_PATH descriptor, for a path too long for sun_path */
     if (strlen(path) >= sizeof addr.sun_path) {
-        errno = ENAMETOOLONG;
-        return -1;
+        via = open(path, O_PATH | O_CLOEXEC);
+        if (via < 0)
+            return -1;
+        snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d", via);
+    } else {
+        memcpy(addr.sun_path, path, strlen(path) + 1);
     }
-    memcpy(addr.sun_path, path, strlen(path) + 1);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
         int e = errno;
         close(fd);
+        fd = -1;
         errno = e;
-        return -1;
+    }
+    if (via >= 0) {
+        int e = errno;
+        close(via);
+        errno = e;
     }
     return fd;
 }
@@ -148,6 +158,15 @@ int ipc_connect(pid_t pid, char *err, size_t errlen) {
                  (int)pid, p.comm, (unsigned)p.uid);
         return -1;
     }
+    ipc_where w;
+    if ((ipc_where_of(pid, &w) < 0 || (w.container && access(w.root, X_OK) != 0)) && p.has_coreclr == 1) {
+        snprintf(err, errlen,
+                 "pid %d (%s): dnprof may not look into its %s (/proc/%d/%s: %s): run dnprof as root, or "
+                 "give it CAP_SYS_PTRACE",
+                 (int)pid, p.comm, w.denied ? "namespaces" : "container", (int)pid, w.denied ? "ns" : "root",
+                 strerror(w.denied ? EACCES : errno));
+        return -1;
+    }
     char path[PATH_MAX];
     if (ipc_socket_path(pid, path, sizeof path) < 0) {
         char value[64];
@@ -157,6 +176,12 @@ int ipc_connect(pid_t pid, char *err, size_t errlen) {
                      "pid %d (%s) runs .NET with %s=0: its diagnostics channel, through which a "
                      "profiler attaches, is off; restart it without %s, or start it with dnprof run",
                      (int)pid, p.comm, var, var);
+        else if (p.has_coreclr == 1 && w.container)
+            snprintf(err, errlen,
+                     "pid %d (%s, pid %d in its container) runs .NET but its /tmp (%s/tmp) holds no "
+                     "diagnostics socket: it was started with DOTNET_EnableDiagnostics=0, or its TMPDIR "
+                     "is not readable from here; restart it without that setting",
+                     (int)pid, p.comm, (int)w.inner, w.root);
         else if (p.has_coreclr == 1)
             snprintf(err, errlen,
                      "pid %d (%s) runs .NET but has no diagnostics socket (started with "

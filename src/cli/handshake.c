@@ -10,9 +10,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include "attach_blob.h"
 #include "cli.h"
 #include "session.h"
+
+/* The control directory in the target's container, open (-1: not in one). */
+static int g_ctl_dir_fd = -1;
+
+/* Holds the control directory dir (from here) of a process in a container
+ * open: when the program and its container end first, their file system
+ * lives on through this descriptor until the trace is out. */
+static void hold(const ipc_where *w, const char *dir) {
+    if (w->container && g_ctl_dir_fd < 0)
+        g_ctl_dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
 
 int handshake_output(const char *given, const char *def, const char *noun, char *out, size_t cap) {
     const char *path = given ? given : def;
@@ -39,13 +52,24 @@ static int request(pid_t pid, uint32_t timeout_s, const dnp_attach_blob *blob) {
     long wire_len = dnp_attach_blob_encode(blob, wire, sizeof wire);
     if (wire_len < 0)
         return error("the attach request does not fit (--events or -o too long)");
+    /* In a container the agent is copied into the control directory there: the
+     * runtime loads it by the path it sees. The copy goes once loaded (the
+     * mapping stays) or refused. */
+    ipc_where w;
+    ipc_where_of(pid, &w);
+    char placed[PATH_MAX], placed_here[PATH_MAX];
+    if (ipc_place_agent(&w, agent.path, blob->control_dir, placed, sizeof placed, err, sizeof err) < 0)
+        return error("%s", err);
     uint32_t hr = 0;
-    if (ipc_attach_profiler(pid, timeout_s * 1000, DNP_CLSID_TEXT, agent.path, wire, (size_t)wire_len, &hr,
-                            err, sizeof err) < 0)
+    int rc = ipc_attach_profiler(pid, timeout_s * 1000, DNP_CLSID_TEXT, placed, wire, (size_t)wire_len, &hr, err,
+                                 sizeof err);
+    if (w.container && ipc_outside(&w, placed, placed_here, sizeof placed_here) == 0)
+        unlink(placed_here);
+    if (rc < 0)
         return error("%s", err);
     if (hr != 0) {
         ctl_agent_log(blob->control_dir, pid, 0); /* the agent's reasons */
-        ipc_attach_hr_text(hr, pid, agent.path, err, sizeof err);
+        ipc_attach_hr_text(hr, pid, placed, err, sizeof err);
         return error("%s", err);
     }
     return 0;
@@ -58,14 +82,62 @@ int handshake_attach(pid_t pid, uid_t uid, uint32_t timeout_s, dnp_attach_blob *
         return error("%s", err);
     close(probe);
     blob->trigger_pid = (uint32_t)getpid();
-    if (ctl_dir(uid, 1, blob->control_dir, sizeof blob->control_dir, err, sizeof err) < 0)
+    ipc_where w;
+    ipc_where_of(pid, &w);
+    char dir[PATH_MAX];
+    if (ctl_dir(&w, uid, 1, dir, sizeof dir, err, sizeof err) < 0)
         return error("%s", err);
-    if (!blob->output[0]) /* a by-product, kept aside in the control directory */
-        snprintf(blob->output, sizeof blob->output, HANDSHAKE_BYPRODUCT_FMT, blob->control_dir, (long)pid);
-    char log[256];
-    snprintf(log, sizeof log, DNP_CONTROL_LOG_FMT, blob->control_dir, (long)pid);
+    snprintf(blob->control_dir, sizeof blob->control_dir, "%s", ipc_inside(&w, dir));
+    /* The agent writes where the program sees: in a container, in the control
+     * directory there, and the file comes out at the end (handshake_bring_back). */
+    if (!blob->output[0] || w.container)
+        snprintf(blob->output, sizeof blob->output, HANDSHAKE_BYPRODUCT_FMT, blob->control_dir, (long)w.inner);
+    char log[PATH_MAX + 64];
+    snprintf(log, sizeof log, DNP_CONTROL_LOG_FMT, dir, (long)w.inner);
     unlink(log); /* an earlier agent's */
+    hold(&w, dir);
     return request(pid, timeout_s, blob);
+}
+
+int handshake_written_path(pid_t pid, uid_t uid, const char *dest, const char *name, char *out, size_t cap) {
+    ipc_where w;
+    ipc_where_of(pid, &w);
+    if (!w.container) {
+        snprintf(out, cap, "%s", dest);
+        return 0;
+    }
+    char dir[PATH_MAX], err[IPC_ERR_MAX];
+    if (ctl_dir(&w, uid, 1, dir, sizeof dir, err, sizeof err) < 0)
+        return error("%s", err);
+    hold(&w, dir);
+    int n = snprintf(out, cap, "%s/%s.%ld", ipc_inside(&w, dir), name, (long)w.inner);
+    return n < 0 || (size_t)n >= cap ? error("the path in pid %d's container is too long", (int)pid) : 0;
+}
+
+void handshake_remove(pid_t pid, const char *written) {
+    ipc_where w;
+    ipc_where_of(pid, &w);
+    char here[PATH_MAX];
+    if (!w.container) {
+        unlink(written);
+    } else if (g_ctl_dir_fd >= 0) {
+        const char *name = strrchr(written, '/');
+        unlinkat(g_ctl_dir_fd, name ? name + 1 : written, 0);
+    } else if (ipc_outside(&w, written, here, sizeof here) == 0) {
+        unlink(here);
+    }
+}
+
+int handshake_bring_back(pid_t pid, const char *written, const char *dest) {
+    if (g_ctl_dir_fd < 0 || !strcmp(written, dest))
+        return 0; /* not in a container: the agent wrote dest itself */
+    (void)pid;
+    const char *name = strrchr(written, '/');
+    name = name ? name + 1 : written;
+    char err[IPC_ERR_MAX];
+    if (ipc_fetch_at(g_ctl_dir_fd, name, dest, err, sizeof err) < 0)
+        return error("%s (from pid %d's container)", err, (int)pid);
+    return 0;
 }
 
 int handshake_connect(pid_t pid) {

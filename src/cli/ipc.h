@@ -45,15 +45,48 @@ long long ipc_proc_start_epoch(const ipc_proc *p);
 /* Monotonic milliseconds. */
 long long ipc_now_ms(void);
 
+/* ---- a process in another container (container.c, docs/containers.md) ---- */
+typedef struct ipc_where {
+    pid_t pid;      /* as this dnprof sees it (the host's) */
+    pid_t inner;    /* as the process sees itself: its sockets and logs are named by it */
+    int container;  /* another mount namespace: its files are under root */
+    int denied;     /* its namespaces could not be read (another user's, no CAP_SYS_PTRACE) */
+    char root[32];  /* "/proc/<pid>/root" in a container, "" otherwise */
+} ipc_where;
+
+/* Where pid lives. 0, or -1 when its namespaces cannot be read (w then says
+ * "here", which is right for every process of one's own outside containers). */
+int ipc_where_of(pid_t pid, ipc_where *w);
+
+/* The path, from here, of the file the process sees at inside. 0, or -1 when
+ * it does not fit. */
+int ipc_outside(const ipc_where *w, const char *inside, char *out, size_t cap);
+
+/* The path as the process sees it of outside (a path from ipc_outside). */
+const char *ipc_inside(const ipc_where *w, const char *outside);
+
+/* The agent's path as the process will load it: agent itself outside
+ * containers; else a copy made in dir_inside (the control directory, as the
+ * process sees it). 0, or -1 with err naming the cause and the fix. */
+int ipc_place_agent(const ipc_where *w, const char *agent, const char *dir_inside, char *out, size_t cap,
+                    char *err, size_t errlen);
+
+/* Moves the file name in the directory dirfd (one in a container, held open)
+ * to dest (here), copying across file systems. 0, or -1 with err. */
+int ipc_fetch_at(int dirfd, const char *name, const char *dest, char *err, size_t errlen);
+
 /* ---- the diagnostics IPC (diag.c) ---- */
-/* A connected unix stream socket to path, or -1 with errno. */
+/* A connected unix stream socket to path, or -1 with errno. A path longer than
+ * a socket address holds (one through /proc/<pid>/root) is reached through an
+ * O_PATH descriptor of it. */
 int ipc_unix_connect(const char *path);
 /* Sends all n bytes (no SIGPIPE); 0 or -1. */
 int ipc_write_all(int fd, const void *buf, size_t n);
 
-/* The runtime's socket for pid: $TMPDIR of the process, ours, or /tmp;
- * dotnet-diagnostic-<pid>-<key>-socket, the key matching the process's start
- * time when several are there. 0, or -1 when there is none. */
+/* The runtime's socket for pid: $TMPDIR of the process, ours (outside
+ * containers), or /tmp, through /proc/<pid>/root in a container;
+ * dotnet-diagnostic-<pid inside>-<key>-socket, the key matching the process's
+ * start time when several are there. 0, or -1 when there is none. */
 int ipc_socket_path(pid_t pid, char *out, size_t cap);
 
 /* Connects to pid's diagnostics socket; -1 with err saying why: no such
@@ -80,10 +113,17 @@ int ipc_attach_profiler(pid_t pid, uint32_t timeout_ms, const char *clsid, const
 void ipc_attach_hr_text(uint32_t hr, pid_t pid, const char *agent_path, char *out, size_t cap);
 
 /* ---- the agent's control socket (ctl.c) ---- */
-/* The private control directory for processes of uid: /tmp/dnprof-<uid>.
+/* The private control directory for processes of uid: /tmp/dnprof-<uid> as
+ * they see it, into out as seen from here (through w's root; w NULL: here).
  * create: made (0700, given to uid when we are root) if missing. Checked to be
  * a directory of uid that no one else can enter. 0, or -1 with err. */
-int ctl_dir(uid_t uid, int create, char *out, size_t cap, char *err, size_t errlen);
+int ctl_dir(const ipc_where *w, uid_t uid, int create, char *out, size_t cap, char *err, size_t errlen);
+
+/* The path from here of the agent's socket in pid (of uid): fmt, one of
+ * DNP_CONTROL_SOCKET_FMT and DNP_CONTROL_RUN_SOCKET_FMT, in pid's control
+ * directory and with its pid as it sees itself. 0, or -1 when there is no
+ * control directory. */
+int ctl_socket_path(pid_t pid, uid_t uid, const char *fmt, char *out, size_t cap);
 
 /* Connects to the agent attached to pid. -1 with err (no agent attached, ...). */
 int ctl_connect(pid_t pid, char *err, size_t errlen);
@@ -104,6 +144,12 @@ int ctl_status(int fd, char *out, size_t cap, char *err, size_t errlen);
  * Shutdown, or cut short), -1 with err. *events: what the agent recorded. */
 int ctl_detach(pid_t pid, int fd, int timeout_ms, uint64_t *events, char *err, size_t errlen);
 
+/* An agent in pid (of uid) that is detaching (an earlier snapshot's, a
+ * detach asked for): waits up to timeout_ms for the runtime to unload it.
+ * 1 when it was detaching and is gone, 0 when none was detaching, -1 when it
+ * is still there. */
+int ctl_wait_detaching(pid_t pid, uid_t uid, int timeout_ms);
+
 /* Waits until libdnprof.so is no longer mapped in pid (or pid is gone), up to
  * timeout_ms. 0 when unloaded, -1 on timeout. */
 int ctl_wait_unloaded(pid_t pid, int timeout_ms);
@@ -120,7 +166,7 @@ int ctl_socket_live(const char *path, pid_t pid);
 int ctl_sweep(uid_t uid);
 
 /* Prints what the agent said while attaching (its log in the control directory
- * dir), unless quiet, and removes the log. */
+ * dir, as pid sees it), unless quiet, and removes the log. */
 void ctl_agent_log(const char *dir, pid_t pid, int quiet);
 
 /* The same from byte *offset on (NULL: the start), advancing *offset past the
@@ -148,6 +194,20 @@ int handshake_output(const char *given, const char *def, const char *noun, char 
  * InitializeForAttach. 0 once the agent is in (its log in the control
  * directory, for ctl_agent_log), or -1 after saying why. */
 int handshake_attach(pid_t pid, uid_t uid, uint32_t timeout_s, struct dnp_attach_blob *blob);
+
+/* Where the agent in pid (of uid) is to write a file for dest: dest itself;
+ * in a container, NAME.<pid inside> in the control directory there, as the
+ * process sees it (handshake_bring_back brings it out). 0, or -1 after saying
+ * why. */
+int handshake_written_path(pid_t pid, uid_t uid, const char *dest, const char *name, char *out, size_t cap);
+
+/* Removes written, a file the agent in pid wrote (a by-product). */
+void handshake_remove(pid_t pid, const char *written);
+
+/* A process in a container wrote written (a path as it sees it, the blob's
+ * output or a snapshot's) in its own file system: moved to dest. Outside
+ * containers, nothing to do. 0, or -1 after saying why. */
+int handshake_bring_back(pid_t pid, const char *written, const char *dest);
 
 /* The control socket of the agent just attached to pid, or -1 after saying why. */
 int handshake_connect(pid_t pid);

@@ -53,6 +53,10 @@ int ipc_proc_maps_has(pid_t pid, const char *name) {
         any = 1;
         size_t len = strcspn(line, "\n");
         line[len] = 0;
+        /* a file removed while mapped (the agent copied into a container, removed once loaded) */
+        static const char deleted[] = " (deleted)";
+        if (len >= sizeof deleted - 1 && strcmp(line + len - (sizeof deleted - 1), deleted) == 0)
+            line[len -= sizeof deleted - 1] = 0;
         found = len >= nlen && strcmp(line + len - nlen, name) == 0;
     }
     fclose(f);

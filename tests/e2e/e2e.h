@@ -59,6 +59,17 @@ pid_t e2e_spawn(char *const argv[], const char *const env[], const char *dir,
  * Sets *status to the exit code or 128 + signal. Returns 0, or -1 on timeout. */
 int e2e_wait(pid_t pid, int timeout_ms, int *status);
 
+/* Starts argv as a container runtime would, in PID and mount namespaces of
+ * its own (unshare --pid --mount --fork --mount-proc), with a private /tmp
+ * and the file hide (the agent) hidden under /dev/null. Returns unshare's pid
+ * (for e2e_wait) and sets *host_pid to the program's pid as the host sees it;
+ * -1 when it did not start. */
+pid_t e2e_spawn_contained(char *const argv[], const char *const env[], const char *dir, const char *out_path,
+                          const char *err_path, const char *hide, pid_t *host_pid);
+
+/* Whether e2e_spawn_contained can work here (root, or namespaces allowed). */
+int e2e_can_contain(void);
+
 /* e2e_spawn + e2e_wait with r's out and err files. */
 int e2e_exec(e2e_run *r, char *const argv[], const char *const env[]);
 
@@ -87,7 +98,8 @@ char *e2e_read_file(const char *path, size_t *len);
 void e2e_show_file(const char *what, const char *path);
 
 /* Loads a trace and checks that the agent did record it: the file exists and
- * loads, and it holds an Initialize event and at least E2E_MIN_EVENTS events.
+ * loads, and it holds an Initialize (or InitializeForAttach) event and at
+ * least E2E_MIN_EVENTS events.
  * NULL, with the reason on stderr, otherwise. */
 dnp_trace *e2e_load(const char *path);
 

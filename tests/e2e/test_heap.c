@@ -359,6 +359,77 @@ TEST(e2e_heap_snapshot_attach) {
     return 0;
 }
 
+/* From the host into a container (its own pids, its own /tmp, the agent's
+ * file hidden): snapshot by the host's pid has the program's exact counts;
+ * attach, then detach from another dnprof, by the host's pid, brings the
+ * trace out; the program runs on and ends as usual. */
+TEST(e2e_container_snapshot_detach) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_container_snapshot_detach"), 0);
+    if (!e2e_can_contain())
+        E2E_SKIP("unshare cannot make PID and mount namespaces here (needs root or user namespaces)");
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN"), *agent = e2e_env("DNPROF_AGENT");
+    ASSERT(dll && bin && agent);
+    char go[PATH_MAX], out[PATH_MAX], errp[PATH_MAX], snap[PATH_MAX], waitarg[PATH_MAX + 8];
+    snprintf(go, sizeof go, "%s/go", r.dir);
+    snprintf(out, sizeof out, "%s/program.out", r.dir);
+    snprintf(errp, sizeof errp, "%s/program.err", r.dir);
+    snprintf(snap, sizeof snap, "%s/c.dnheap", r.dir);
+    snprintf(waitarg, sizeof waitarg, "wait=%s", go);
+    const char *argv[] = {e2e_dotnet(), dll, "heap", waitarg, NULL};
+    const char *env[] = {"CORECLR_ENABLE_PROFILING", NULL};
+    pid_t host = 0;
+    pid_t child = e2e_spawn_contained((char *const *)argv, env, r.dir, out, errp, agent, &host);
+    ASSERT_GT(child, 0);
+    counts c;
+    pid_t inside = wait_ready(out, &c);
+    int ok = inside > 0 && inside != host; /* it knows itself by another pid */
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)host);
+    const char *args[] = {"snapshot", "-o", snap, pidtext, NULL};
+    ok = ok && e2e_dnprof(&r, args) == 0 && r.status == 0;
+    if (!ok)
+        e2e_show_file("dnprof snapshot said", r.err);
+    /* attach, and detach from elsewhere */
+    const char *att[] = {bin, "attach", pidtext, "-o", r.trace, NULL};
+    pid_t a = ok ? e2e_spawn((char *const *)att, NULL, r.dir, r.out, NULL, r.err) : -1;
+    int said = 0;
+    for (int i = 0; a > 0 && i < 1500 && !said; i++, sleep_ms(20)) {
+        char *text = e2e_read_file(r.err, NULL);
+        said = text && strstr(text, "attached to pid");
+        free(text);
+    }
+    const char *det[] = {"detach", pidtext, NULL};
+    e2e_run d = r;
+    snprintf(d.out, sizeof d.out, "%s/detach.out", r.dir);
+    snprintf(d.err, sizeof d.err, "%s/detach.err", r.dir);
+    ok = ok && said && e2e_dnprof(&d, det) == 0 && d.status == 0;
+    int ast = -1;
+    if (a > 0)
+        e2e_wait(a, 60000, &ast);
+    if (!ok || ast != 0) {
+        e2e_show_file("dnprof attach said", r.err);
+        e2e_show_file("dnprof detach said", d.err);
+    }
+    int detached = 0;
+    for (int i = 0; ok && i < 1000 && !detached; i++, sleep_ms(20))
+        detached = !agent_loaded(host);
+    touch(go);
+    int status = -1;
+    e2e_wait(child, E2E_TIMEOUT_MS, &status);
+    ASSERT(ok);
+    ASSERT_EQ(ast, 0);
+    ASSERT(detached);
+    ASSERT_EQ(status, 0); /* the program ran on and ended as usual */
+    dnp_trace *t = e2e_load_of(r.trace, DNP_EV_InitializeForAttach, 1);
+    ASSERT_NE(t, NULL); /* the trace came out of the container */
+    dnp_trace_free(t);
+    ASSERT_EQ(c.chain, CHAIN);
+    if (check_report(&r, snap, &c))
+        return 1;
+    return 0;
+}
+
 /* An agent loaded by dnprof run is asked, and stays. */
 TEST(e2e_heap_snapshot_run) {
     e2e_run r;

@@ -337,8 +337,11 @@ static int wait_file(const char *path, const char *text, int timeout_ms) {
     return -1;
 }
 
-/* The scenario started bare, dnprof attached to it with --sample, then it works. */
-static int attach_shares(e2e_run *r, const char *rate, const char *cpu_seconds) {
+/* The scenario started bare, dnprof attached to it with --sample, then it
+ * works. contained: the scenario runs in namespaces of its own (a container:
+ * its own pids, its own /tmp, the agent's file hidden), and dnprof, outside,
+ * attaches by the host's pid. */
+static int attach_shares_in(e2e_run *r, const char *rate, const char *cpu_seconds, int contained) {
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
     if (!dll || !bin)
         return -1;
@@ -349,7 +352,9 @@ static int attach_shares(e2e_run *r, const char *rate, const char *cpu_seconds) 
     snprintf(serr, sizeof serr, "%s/scenario.err", r->dir);
     const char *sargv[] = {e2e_dotnet(), dll, "sample", "shares", cpu_seconds, ready, NULL};
     const char *const env[] = {"CORECLR_ENABLE_PROFILING", NULL};
-    pid_t scen = e2e_spawn((char *const *)sargv, env, r->dir, sout, NULL, serr);
+    pid_t host = 0;
+    pid_t scen = contained ? e2e_spawn_contained((char *const *)sargv, env, r->dir, sout, serr, e2e_env("DNPROF_AGENT"), &host)
+                           : e2e_spawn((char *const *)sargv, env, r->dir, sout, NULL, serr);
     if (scen < 0 || wait_file(ready, NULL, 30000) != 0)
         return -1;
     char pid[32];
@@ -357,8 +362,30 @@ static int attach_shares(e2e_run *r, const char *rate, const char *cpu_seconds) 
     char *text = e2e_read_file(ready, &len);
     if (!text)
         return -1;
-    snprintf(pid, sizeof pid, "%s", text);
+    snprintf(pid, sizeof pid, "%s", text); /* in a container, its own pid: not the one to attach to */
     free(text);
+    char text_pid[32];
+    snprintf(text_pid, sizeof text_pid, "%s", pid);
+    if (contained) {
+        char row[64], inside[32];
+        snprintf(row, sizeof row, "%-8d %-24s ", (int)host, "Scenarios");
+        snprintf(inside, sizeof inside, " pid %ld ", strtol(pid, NULL, 10));
+        const char *ps[] = {"ps", NULL};
+        if (e2e_dnprof(r, ps) != 0 || r->status != 0 || !file_has(r->out, row) || !file_has(r->out, inside)) {
+            fprintf(stderr, "e2e: dnprof ps does not list host pid %d as '%s' with '%s'\n", (int)host, row, inside);
+            e2e_show_file("dnprof ps", r->out);
+            return -1;
+        }
+        snprintf(pid, sizeof pid, "%d", (int)host);
+        const char *doctor[] = {"doctor", pid, NULL};
+        snprintf(inside, sizeof inside, "pid %ld inside", strtol(text_pid, NULL, 10));
+        if (e2e_dnprof(r, doctor) != 0 || r->status != 0 || !file_has(r->out, inside) ||
+            !file_has(r->out, "can work")) {
+            fprintf(stderr, "e2e: dnprof doctor %s does not say that attach can work, in a container\n", pid);
+            e2e_show_file("dnprof doctor", r->out);
+            return -1;
+        }
+    }
     const char *aargv[] = {bin, "attach", pid, "--sample", "--rate", rate, "-o", r->trace, NULL};
     pid_t att = e2e_spawn((char *const *)aargv, NULL, r->dir, r->out, NULL, r->err);
     if (att < 0 || wait_file(r->err, "attached to pid", 30000) != 0) {
@@ -375,6 +402,25 @@ static int attach_shares(e2e_run *r, const char *rate, const char *cpu_seconds) 
         e2e_show_file("dnprof attach said", r->err);
         return -1;
     }
+    return 0;
+}
+
+static int attach_shares(e2e_run *r, const char *rate, const char *cpu_seconds) {
+    return attach_shares_in(r, rate, cpu_seconds, 0);
+}
+
+/* From the host into a container: dnprof ps lists the program by the host's
+ * pid with its pid inside; attach --sample by the host's pid gets the
+ * program's shares, the trace comes out to the host, and the program runs on
+ * to its end. */
+TEST(e2e_container_attach_sample) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "container_attach_sample"), 0);
+    if (!e2e_can_contain())
+        E2E_SKIP("unshare cannot make PID and mount namespaces here (needs root or user namespaces)");
+    ASSERT_EQ(attach_shares_in(&r, "1000", "2.5", 1), 0);
+    ASSERT_EQ(check_shares(r.trace, 1000000, "1 kHz by attach, into a container"), 0);
+    ASSERT(file_has(r.err, "attached to pid"));
     return 0;
 }
 

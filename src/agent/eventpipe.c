@@ -1,0 +1,113 @@
+/* eventpipe.c: one in-process EventPipe session for every consumer (eventpipe.h). */
+#include "eventpipe.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "agent.h"
+#include "recorder.h"
+#include "stack.h"
+
+#define MAX_CONSUMERS 8
+
+static ep_consumer *g_want[MAX_CONSUMERS];
+static unsigned g_nwant;
+static atomic_int g_on; /* the session runs: its events are ours */
+static EVENTPIPE_SESSION g_session;
+
+int ep_want(ep_consumer *c, uint32_t *mask_high) {
+    if (!AGENT_HAS_INFO(EventPipeStartSession) || !AGENT_HAS_INFO(SetEventMask2)) {
+        agent_say("%s need .NET 5 or later (ICorProfilerInfo12's EventPipe); recording the rest", c->what);
+        rec_note(1, "%s not recorded: the runtime has no in-process EventPipe", c->what);
+        return -1;
+    }
+    for (unsigned i = 0; i < g_nwant; i++)
+        if (g_want[i] == c)
+            return 0;
+    if (g_nwant == MAX_CONSUMERS)
+        return -1; /* a programming error: MAX_CONSUMERS is the number of modules */
+    g_want[g_nwant++] = c;
+    *mask_high |= COR_PRF_HIGH_MONITOR_EVENT_PIPE;
+    return 0;
+}
+
+void ep_reset(void) {
+    g_nwant = 0;
+}
+
+/* "sampled allocations, lock contention": every consumer's what. */
+static void whats(char *out, size_t cap) {
+    size_t n = 0;
+    out[0] = 0;
+    for (unsigned i = 0; i < g_nwant && n < cap; i++) {
+        int k = snprintf(out + n, cap - n, "%s%s", i ? ", " : "", g_want[i]->what);
+        n += k > 0 ? (size_t)k : 0;
+    }
+}
+
+int ep_start(void) {
+    if (!g_nwant)
+        return 0;
+    static const WCHAR provider[] = u"Microsoft-Windows-DotNETRuntime";
+    COR_PRF_EVENTPIPE_PROVIDER_CONFIG pc = {provider, 0, 0, NULL};
+    for (unsigned i = 0; i < g_nwant; i++) {
+        pc.keywords |= g_want[i]->keywords;
+        if (g_want[i]->level > pc.loggingLevel)
+            pc.loggingLevel = g_want[i]->level;
+    }
+    stack_cache_invalidate(); /* string numbers are the trace's: cached ones belong to an old one */
+    /* on before the session starts: its first events may come before it returns */
+    atomic_store(&g_on, 1);
+    EVENTPIPE_SESSION session = 0;
+    HRESULT hr = INFO_CALL(EventPipeStartSession, 1, &pc, 0, &session);
+    if (FAILED(hr)) {
+        atomic_store(&g_on, 0);
+        char what[256];
+        whats(what, sizeof what);
+        agent_say("the runtime refused the EventPipe session for %s (0x%08x); recording the rest", what,
+                  (unsigned)hr);
+        rec_note(1, "%s not recorded: EventPipeStartSession failed 0x%08x", what, (unsigned)hr);
+        return -1;
+    }
+    g_session = session;
+    for (unsigned i = 0; i < g_nwant; i++)
+        if (g_want[i]->started)
+            g_want[i]->started();
+    return 0;
+}
+
+int ep_running(const ep_consumer *c) {
+    if (!atomic_load_explicit(&g_on, memory_order_relaxed))
+        return 0;
+    for (unsigned i = 0; i < g_nwant; i++)
+        if (g_want[i] == c)
+            return 1;
+    return 0;
+}
+
+int ep_deliver(const ep_event *e) {
+    if (!atomic_load_explicit(&g_on, memory_order_relaxed))
+        return 0;
+    for (unsigned i = 0; i < g_nwant; i++)
+        g_want[i]->event(e);
+    return 1;
+}
+
+void ep_flush_all(void) {
+    if (!atomic_load(&g_on))
+        return;
+    for (unsigned i = 0; i < g_nwant; i++)
+        if (g_want[i]->flush)
+            g_want[i]->flush();
+}
+
+void ep_stop(void) {
+    if (!atomic_exchange(&g_on, 0))
+        return;
+    if (g_session && g_agent.info)
+        INFO_CALL(EventPipeStopSession, g_session);
+    g_session = 0;
+    for (unsigned i = 0; i < g_nwant; i++)
+        if (g_want[i]->flush)
+            g_want[i]->flush();
+}
