@@ -33,6 +33,7 @@
 #include "recorder.h"
 #include "stack.h"
 #include "utf16.h"
+#include "windows.h"
 
 #define EVENT_ALLOCATION_TICK 10u
 #define EVENT_ALLOCATION_SAMPLED 303u
@@ -113,6 +114,8 @@ void alloc_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_hig
 static void on_started(void) {
     atomic_fetch_add(&g_gen, 1); /* string numbers are the trace's: cached ones belong to an old one */
     REC(AllocSampling, g_source, MEAN_BYTES);
+    window_register_flush(alloc_flush_all); /* windows.h: each window's sums, whole */
+    window_register_event(DNP_EV_AllocSite);
 }
 
 int alloc_enabled(void) {

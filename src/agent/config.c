@@ -144,6 +144,7 @@ static const struct {
     VALUE(SAMPLE_RATE, sample_rate), VALUE(SAMPLE_TIMERS, sample_timers),
     VALUE(LOCKS, locks), VALUE(LOCKS_SLICE_US, lock_slice_us),
     VALUE(GC, gc),              VALUE(THREADPOOL, threadpool),
+    VALUE(EVERY, every_ms),     TEXT(WINDOW_DIR, window_dir), VALUE(WINDOW_KEEP, window_keep),
 };
 #undef TEXT
 #undef VALUE

@@ -38,6 +38,10 @@ typedef struct agent_config {
     /* GC pauses and thread-pool starvation (gc_stats.c, threadpool.c, dnprof run/attach --gc, --threadpool) */
     int gc;               /* 1: one GcCollection per collection */
     int threadpool;       /* 1: the thread pool's adjustments (starvation) */
+    /* windows (windows.c, dnprof run --every, docs/production.md) */
+    unsigned every_ms;        /* a window's length, 0: no windows */
+    char window_dir[4096];    /* where they go, %p not yet expanded; "": the session directory */
+    unsigned window_keep;     /* windows that may wait for a reader */
 } agent_config;
 
 /* Fills cfg from the environment. */

@@ -25,6 +25,7 @@
 #include "heap.h"
 #include "recorder.h"
 #include "sampler.h"
+#include "windows.h"
 
 #define MAX_CLIENTS 8
 /* The runtime checks that every thread left the agent after this long (at
@@ -87,6 +88,7 @@ static void do_detach(int fd) {
     /* Everything recorded so far goes to the file now: a detach that the
      * runtime takes long to complete loses nothing. The sampler calls the
      * runtime: it stops first. */
+    windows_stop(); /* the last window, while the sampler still answers */
     sampler_stop();
     ep_stop();
     recorder_flush_all();

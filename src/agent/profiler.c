@@ -29,6 +29,7 @@
 #include "sampler.h"
 #include "session.h"
 #include "utf16.h"
+#include "windows.h"
 
 /* ---- IUnknown ---- */
 
@@ -167,6 +168,9 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
         REC(Initialize, (uint64_t)g_agent.info_version, mask, high);
     ep_start(); /* a session that cannot start said why; the rest records */
     sampler_start(cfg); /* a sampler that cannot start said why; the rest records */
+    if (g_agent.events.families & (1u << DNP_FAM_EXCEPTIONS))
+        window_register_event(DNP_EV_ExceptionThrown); /* exceptions by type, per window */
+    windows_start(cfg, cmdline, runtime, attached);
     say_session_line("started", runtime);
     return S_OK;
 }
@@ -196,6 +200,7 @@ HRESULT cb_Initialize(ICorProfilerCallback *self, IUnknown *pICorProfilerInfoUnk
 
 HRESULT cb_Shutdown(ICorProfilerCallback *self) {
     ACTIVE();
+    windows_stop(); /* the last window, while the sampler still answers */
     sampler_stop();
     heap_at_shutdown();
     if (!g_agent.attached)

@@ -24,6 +24,7 @@
 #include "say.h"
 #include "settings.h"
 #include "trace_writer.h"
+#include "windows.h"
 
 #define THREAD_BUF_SIZE (64u * 1024u)
 #define FLUSH_IDLE_MS 1000u /* the writer's sleep when nothing comes */
@@ -277,6 +278,8 @@ void rec_event(dnp_event_kind kind, const uint64_t *vals, unsigned n) {
     v[0] = (uint64_t)kind;
     memcpy(v + 2, vals, n * sizeof *vals);
     thread_append(DNP_REC_EVENT, v, n + 2, NULL, 0);
+    if (window_tapped(kind)) /* continuous profiling: this kind goes into the window too */
+        window_event(kind, vals, n);
 }
 
 void rec_note(unsigned level, const char *fmt, ...) {
@@ -319,6 +322,48 @@ static struct {
 } S[STR_SHARDS];
 static atomic_uint next_string_id;
 static pthread_once_t strings_once = PTHREAD_ONCE_INIT;
+
+/* The strings by number, for rec_string_text (windows.c copies the ones a
+ * window refers to). Their bytes are the shards' own, freed only at unload. */
+static struct {
+    pthread_mutex_t mu;
+    char **bytes;
+    uint32_t *lens;
+    size_t cap;
+} B = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void by_id_put(uint32_t id, char *bytes, uint32_t len) {
+    pthread_mutex_lock(&B.mu);
+    if (id >= B.cap) {
+        size_t cap = B.cap ? B.cap : 1024;
+        while (cap <= id)
+            cap *= 2;
+        char **b = realloc(B.bytes, cap * sizeof *b);
+        if (b)
+            B.bytes = b;
+        uint32_t *l = b ? realloc(B.lens, cap * sizeof *l) : NULL;
+        if (l)
+            B.lens = l;
+        if (b && l) {
+            memset(B.bytes + B.cap, 0, (cap - B.cap) * sizeof *B.bytes);
+            B.cap = cap;
+        }
+    }
+    if (id < B.cap) {
+        B.bytes[id] = bytes;
+        B.lens[id] = len;
+    }
+    pthread_mutex_unlock(&B.mu);
+}
+
+int rec_string_text(uint32_t id, void (*fn)(void *ctx, const char *s, size_t len), void *ctx) {
+    pthread_mutex_lock(&B.mu);
+    int found = id < B.cap && B.bytes[id];
+    if (found)
+        fn(ctx, B.bytes[id], B.lens[id]);
+    pthread_mutex_unlock(&B.mu);
+    return found ? 0 : -1;
+}
 
 static void strings_init(void) {
     for (int i = 0; i < STR_SHARDS; i++)
@@ -383,6 +428,7 @@ uint32_t rec_string(const char *s, size_t len) {
     id = atomic_fetch_add(&next_string_id, 1) + 1;
     S[shard].slots[j] = (str_entry){h, id, (uint32_t)len, copy};
     S[shard].count++;
+    by_id_put(id, copy, (uint32_t)len);
     /* Defined in the meta stream while the shard is held: no other thread can
      * use this number before its definition is buffered. */
     uint64_t v[2] = {id, len};
@@ -417,6 +463,13 @@ static void strings_free(void) {
         S[i].slots = NULL;
         S[i].cap = S[i].count = 0;
     }
+    pthread_mutex_lock(&B.mu);
+    free(B.bytes);
+    free(B.lens);
+    B.bytes = NULL;
+    B.lens = NULL;
+    B.cap = 0;
+    pthread_mutex_unlock(&B.mu);
 }
 
 /* ---- flushing ---- */

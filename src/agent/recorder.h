@@ -51,6 +51,10 @@ void rec_note(unsigned level, const char *fmt, ...) __attribute__((format(printf
  * the first time it is seen. 0 for NULL or on failure. */
 uint32_t rec_string(const char *s, size_t len);
 
+/* Calls fn with the bytes of string number id (under a lock: fn copies what it
+ * keeps and records nothing). 0, or -1 when no such string was interned. */
+int rec_string_text(uint32_t id, void (*fn)(void *ctx, const char *s, size_t len), void *ctx);
+
 /* Events recorded so far. */
 uint64_t recorder_events(void);
 

@@ -54,6 +54,8 @@ static void *sampler_main(void *arg) {
             sampler_drain();
             sampler_find_stacks();
         }
+        if (atomic_load(&S.window_asked))
+            sampler_window_emit(); /* a window ends (sampler_window.c) */
         if (now >= next_emit) {
             /* A node that keeps changing is written once per period: periods
              * that grow with the run keep an hour's trace to a few hundred
@@ -176,6 +178,7 @@ int sampler_start(const agent_config *cfg) {
         return -1;
     }
     S.thread_running = 1;
+    sampler_window_join();
     return 0;
 }
 

@@ -68,6 +68,7 @@ typedef struct anode {
     uint32_t name;
     uint8_t dirty;
     uint64_t samples, self;
+    uint64_t win_samples, win_self; /* what the last window's end had seen (sampler_window.c) */
 } anode;
 
 typedef struct ipent {
@@ -139,6 +140,7 @@ typedef struct sampler_state {
     uint64_t samples, dropped, truncated, threads;
     uint64_t fixed; /* samples whose caller came from the stack, not the frame pointer */
     uint64_t scans, maps_reads, resolves, cpu_ns; /* the sampler's own work, for a note */
+    atomic_int window_asked; /* a window ends: the sampler thread adds its samples (sampler_window.c) */
 } sampler_state;
 
 extern sampler_state sampler_s;
@@ -170,6 +172,11 @@ int sampler_leaf_slot(uint64_t ip);
 void sampler_aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n, uint32_t w);
 void sampler_drain(void);
 void sampler_emit_dirty(void);
+
+/* Windows (sampler_window.c): the flush function joins the window thread's
+ * list; the sampler thread answers a window's end with sampler_window_emit. */
+void sampler_window_join(void);
+void sampler_window_emit(void);
 
 /* Suspend mode (sampler_suspend.c): one round of the runtime's stack walks. */
 void sampler_suspend_sample(void);

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "families.h"
 #include "ipc.h"
+#include "run_windows.h"
 #include "session.h"
 
 static void attach_help(void) {
@@ -67,6 +68,11 @@ static void attach_help(void) {
           "                        default), wall or suspend; read with dnprof report\n"
           "      --rate HZ         samples per second and thread (default 100, at most 10000)\n"
           "      --cpu, --wall     --sample=cpu, --sample=wall\n"
+          "      --every TIME      continuous profiling, as dnprof run --every: every TIME\n"
+          "                        one pprof per type to -o DIR and/or --pyroscope URL\n"
+          "                        (with --keep N, --label K=V, --service NAME,\n"
+          "                        --push-timeout TIME; docs/production.md); alone, --every\n"
+          "                        samples CPU time; the trace itself is not kept\n"
           "      --timeout SECONDS how long the runtime may take to load the agent (default 10)\n"
           "  -q, --quiet           print nothing but errors\n"
           "  -h, --help            print this help\n"
@@ -79,6 +85,7 @@ static void attach_help(void) {
           "  dnprof attach 4242 --duration 30s -o app.trace\n"
           "  dnprof attach 4242 --sample --duration 30s -o app.trace && dnprof report app.trace\n"
           "  dnprof attach 4242 --events classes,jit,exceptions     (Ctrl-C to stop)\n"
+          "  dnprof attach 4242 --every 10s --pyroscope http://pyroscope:4040 --label env=prod\n"
           "  dnprof print app.trace\n",
           stdout);
 }
@@ -173,6 +180,8 @@ typedef struct attach_opts {
     int sample;            /* --sample: 0 off, 1 cpu, 2 wall, 3 suspend */
     uint64_t sample_rate;  /* --rate, 0 for the default */
     pid_t pid;
+    unsigned every_ms;     /* --every: windows (run_windows.h), 0 none */
+    window_follow wf;      /* their sinks */
 } attach_opts;
 
 /* dnprof run's options that only a profiler loaded at start-up can have: the
@@ -188,7 +197,9 @@ static const struct {
 #define NSTARTUP (sizeof startup_only / sizeof startup_only[0])
 
 enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_ALLOC, OPT_EXCEPTIONS, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL, OPT_LOCKS,
-       OPT_GC = 400, OPT_THREADPOOL, OPT_STARTUP_ONLY = 512 };
+       OPT_GC = 380, OPT_THREADPOOL,
+       OPT_EVERY = 400, OPT_WIN = 410, /* + the sinks' options of windows_cli.h */
+       OPT_STARTUP_ONLY = 512 };
 
 static const struct option attach_options[] = {
     {"events", required_argument, NULL, 'e'},   {"output", required_argument, NULL, 'o'},
@@ -199,6 +210,11 @@ static const struct option attach_options[] = {
     {"cpu", no_argument, NULL, OPT_CPU},        {"wall", no_argument, NULL, OPT_WALL},
     {"gc", no_argument, NULL, OPT_GC},          {"threadpool", no_argument, NULL, OPT_THREADPOOL},
     {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
+    {"every", required_argument, NULL, OPT_EVERY}, {"keep", required_argument, NULL, OPT_WIN + WOPT_KEEP},
+    {"pyroscope", required_argument, NULL, OPT_WIN + WOPT_PYROSCOPE},
+    {"label", required_argument, NULL, OPT_WIN + WOPT_LABEL},
+    {"service", required_argument, NULL, OPT_WIN + WOPT_SERVICE},
+    {"push-timeout", required_argument, NULL, OPT_WIN + WOPT_PUSH_TIMEOUT},
 };
 #define NOPTIONS (sizeof attach_options / sizeof attach_options[0])
 
@@ -212,6 +228,38 @@ static int startup_only_error(const char *name) {
     return CLI_EXIT_USAGE;
 }
 
+/* --every and its sinks' options: 0 or an exit code; -1 for another option. */
+static int take_window_option(attach_opts *o, int c) {
+    if (c >= OPT_WIN && c <= OPT_WIN + WOPT_PUSH_TIMEOUT)
+        return window_take_option("attach", &o->wf, c - OPT_WIN, optarg);
+    if (c != OPT_EVERY)
+        return -1;
+    long long ms = cli_parse_duration(optarg);
+    if (ms < 100 || ms > 86400000)
+        return usage_error("attach", "--every wants a window length from 100ms to 24h (10s, 1m), not '%s'", optarg);
+    o->every_ms = (unsigned)ms;
+    return 0;
+}
+
+/* --every: the sinks, and what is windowed (alone: CPU samples); -o is then
+ * the profiles' directory. 0 or an exit code. */
+static int check_every(attach_opts *o) {
+    window_follow *f = &o->wf;
+    if (!o->every_ms)
+        return f->keep || f->push.pyroscope || f->push.nlabels || f->push.service || f->push.timeout_ms
+                   ? usage_error("attach", "--keep, --pyroscope, --label, --service and --push-timeout go with --every")
+                   : 0;
+    if (!o->sample && !o->alloc && !o->exceptions) {
+        o->sample = 1;
+        if (!o->events)
+            o->events = "threads";
+    }
+    f->out_dir = o->output;
+    o->output = NULL;
+    f->quiet = o->quiet;
+    return window_check_options("attach", f);
+}
+
 /* Fills o from argv; 0, or the exit code of a usage error. */
 static int parse_options(int argc, char **argv, attach_opts *o) {
     static struct option longopts[NOPTIONS + NSTARTUP + 1];
@@ -223,7 +271,7 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
     memset(o, 0, sizeof *o);
     o->duration_ms = -1;
     o->timeout_s = 10;
-    int c;
+    int c, rc;
     while ((c = getopt_long(argc, argv, ":e:o:d:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'e': o->events = optarg; break;
@@ -272,6 +320,11 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
         case 'q': o->quiet = 1; break;
         case 'h': attach_help(); return CLI_HELP_SHOWN;
         default:
+            if ((rc = take_window_option(o, c)) >= 0) {
+                if (rc)
+                    return rc;
+                break;
+            }
             if (c >= OPT_STARTUP_ONLY && c < OPT_STARTUP_ONLY + (int)NSTARTUP)
                 return startup_only_error(startup_only[c - OPT_STARTUP_ONLY].name);
             return cli_bad_option("attach", argv, c);
@@ -348,6 +401,9 @@ static int request_attach(const attach_opts *o, const ipc_proc *proc, const char
     blob->sample_rate = (uint32_t)o->sample_rate;
     blob->gc = (uint32_t)o->gc;
     blob->threadpool = (uint32_t)o->threadpool;
+    blob->every_ms = o->every_ms;
+    if (o->every_ms) /* the windows go beside the trace, in the directory dnprof follows */
+        snprintf(blob->window_dir, sizeof blob->window_dir, "%.*s", (int)(strrchr(out_abs, '/') - out_abs), out_abs);
     return handshake_attach(o->pid, proc->uid, (uint32_t)o->timeout_s, blob);
 }
 
@@ -444,20 +500,13 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
                 left_out);
 }
 
-int cmd_attach(int argc, char **argv) {
-    attach_opts o;
-    int rc;
-    if ((rc = parse_options(argc, argv, &o)) != 0)
-        return cli_done(rc);
-    uint32_t families = 0;
-    char left_out[256];
-    if ((rc = check_events(o.events, &families, left_out, sizeof left_out)) != 0)
-        return rc;
-
+/* Attaches, records (following the windows, with --every) and detaches: the exit code. */
+static int attach_and_record(const attach_opts *op, uint32_t families, const char *left_out, const char *def,
+                             const char *wdir, run_windows *rw) {
+    attach_opts o = *op;
     ipc_proc proc; /* the process, before anything is created for it */
-    char out_abs[PATH_MAX], def[64];
+    char out_abs[PATH_MAX];
     dnp_attach_blob blob;
-    snprintf(def, sizeof def, "dnprof-%d.trace", (int)o.pid);
     if (check_target(o.pid, &proc) < 0 || handshake_output(o.output, def, "trace", out_abs, sizeof out_abs) < 0 ||
         request_attach(&o, &proc, out_abs, &blob) < 0)
         return 1;
@@ -473,11 +522,40 @@ int cmd_attach(int argc, char **argv) {
     catch_signals();
     if (!o.quiet)
         say_recording(&o, &proc, families, left_out, out_abs);
+    if (o.every_ms && run_windows_start(rw, wdir) != 0)
+        o.every_ms = 0; /* said why; the recording goes on into the trace */
     int finished = finish(o.pid, fd, record(fd, until), o.quiet);
+    run_windows_finish(rw); /* the agent wrote its last window before it detached */
     ctl_agent_log_from(blob.control_dir, o.pid, o.quiet, &log_offset, 1);
     if (handshake_bring_back(o.pid, blob.output, out_abs) != 0 || finished != 0)
         return 1;
-    if (!o.quiet)
+    if (!o.quiet && !o.every_ms)
         cli_trace_summary(out_abs, NULL);
     return 0;
+}
+
+int cmd_attach(int argc, char **argv) {
+    static attach_opts o;
+    int rc;
+    if ((rc = parse_options(argc, argv, &o)) != 0 || (rc = check_every(&o)) != 0)
+        return cli_done(rc);
+    uint32_t families = 0;
+    char left_out[256];
+    if ((rc = check_events(o.events, &families, left_out, sizeof left_out)) != 0)
+        return rc;
+    char def[64];
+    snprintf(def, sizeof def, "dnprof-%d.trace", (int)o.pid);
+    static char wdir[PATH_MAX], in_wdir[PATH_MAX + 80];
+    static run_windows rw;
+    if (o.every_ms) { /* the trace and the windows in a private directory, removed at the end */
+        if (cli_session_create(wdir, sizeof wdir) != 0)
+            return 1;
+        snprintf(in_wdir, sizeof in_wdir, "%s/%s", wdir, def);
+        o.output = in_wdir;
+        rw.f = o.wf;
+    }
+    rc = attach_and_record(&o, families, left_out, def, wdir, &rw);
+    if (o.every_ms)
+        cli_session_remove(wdir);
+    return rc;
 }

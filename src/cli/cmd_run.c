@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "families.h"
+#include "run_windows.h"
 #include "session.h"
 #include "trace_reader.h"
 
@@ -80,6 +81,18 @@ static void run_help(void) {
           "                      with dnprof heap report); adds gc to the events\n"
           "      --heap-output FILE  the snapshot file, with --heap-at; %p in it becomes the\n"
           "                      pid (default: dnprof-<pid>.dnheap in the current directory)\n"
+          "      --every TIME    continuous profiling (docs/production.md): every TIME (10s,\n"
+          "                      500ms, 1m) what --sample, --alloc and --exceptions added\n"
+          "                      up becomes one pprof per type (cpu or wall, alloc,\n"
+          "                      exception), written to -o DIR and/or pushed; alone,\n"
+          "                      --every samples CPU time; the trace itself is not kept\n"
+          "      --keep N        with --every -o DIR: the newest N files of each type only\n"
+          "      --pyroscope URL with --every: push each window to Grafana Pyroscope's\n"
+          "                      ingest API; secrets from DNPROF_PUSH_TOKEN, DNPROF_PUSH_BASIC\n"
+          "                      or DNPROF_PUSH_TENANT (or their _FILE), never arguments\n"
+          "      --label K=V     a label of every profile pushed; repeatable\n"
+          "      --service NAME  the service_name pushed (default: the program's name)\n"
+          "      --push-timeout TIME  per request (default 10s); 2 retries with backoff\n"
           "  -q, --quiet         print no summary at the end\n"
           "  -h, --help          print this help\n"
           "\n"
@@ -88,6 +101,8 @@ static void run_help(void) {
           "  dnprof run --events classes,jit,exceptions -o app.trace -- dotnet app.dll\n"
           "  dnprof run --calls --include 'MyApp.*' -o app.trace -- dotnet app.dll\n"
           "  dnprof run --sample --rate 1000 -o app.trace -- dotnet app.dll\n"
+          "  dnprof run --every 10s --alloc -o profiles/ --keep 60 -- dotnet app.dll\n"
+          "  dnprof run --every 15s --pyroscope http://pyroscope:4040 --label env=prod -- dotnet app.dll\n"
           "  dnprof print app.trace\n",
           stdout);
 }
@@ -218,6 +233,9 @@ typedef struct run_opts {
     const char *heap_at, *heap_output;        /* heap snapshot (docs/heap.md) */
     char heap_path[PATH_MAX];                 /* --heap-output made absolute */
     char events_buf[1100];
+    const char *every;                        /* --every: continuous profiling (run_windows.c) */
+    char every_ms[24];
+    window_follow wf;                         /* -o DIR, --keep, --pyroscope, --label, --service */
 } run_opts;
 
 /* One mode of dnprof run: whether it was asked for, the event families it
@@ -242,6 +260,11 @@ static int gc_asked(const run_opts *o) { return o->gc; }
 static int threadpool_asked(const run_opts *o) { return o->threadpool; }
 static int gc_apply(run_opts *o) { (void)o; return cli_setting_set(DNP_SET_GC, "1") ? 1 : 0; }
 static int threadpool_apply(run_opts *o) { (void)o; return cli_setting_set(DNP_SET_THREADPOOL, "1") ? 1 : 0; }
+static int every_asked(const run_opts *o) { return o->every != NULL; }
+
+static int every_apply(run_opts *o) {
+    return cli_setting_set(DNP_SET_EVERY, o->every_ms) ? 1 : 0;
+}
 
 static int sample_apply(run_opts *o) {
     unsigned hz = dnp_setting_default(DNP_SET_SAMPLE_RATE);
@@ -304,6 +327,7 @@ static const run_mode run_modes[] = {
     /* GC statistics and the thread pool come from the runtime's events, not the gc family */
     {"gc", gc_asked, "threads", NULL, gc_apply},
     {"threadpool", threadpool_asked, "threads", NULL, threadpool_apply},
+    {"every", every_asked, NULL, NULL, every_apply},                  /* windows of the modes above */
 };
 #define NMODES (sizeof run_modes / sizeof run_modes[0])
 
@@ -365,7 +389,23 @@ static int add_pattern(run_opts *o, int include, const char *pat) {
 
 enum { OPT_FLUSH = 256, OPT_EXCEPTIONS = 300, OPT_CALLS = 320, OPT_TIMELINE, OPT_ARGS, OPT_INCLUDE, OPT_EXCLUDE,
        OPT_ALL_CODE, OPT_ALLOC = 340, OPT_HEAP_AT, OPT_HEAP_OUTPUT, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL,
-       OPT_LOCKS = 360, OPT_GC = 400, OPT_THREADPOOL, OPT_HELP_ASKED = 1000 };
+       OPT_LOCKS = 360, OPT_GC = 380, OPT_THREADPOOL,
+       OPT_EVERY = 400, OPT_KEEP, /* then the sinks' options in windows_cli.h's order */
+       OPT_PYROSCOPE = OPT_KEEP + WOPT_PYROSCOPE, OPT_LABEL = OPT_KEEP + WOPT_LABEL,
+       OPT_SERVICE = OPT_KEEP + WOPT_SERVICE, OPT_PUSH_TIMEOUT = OPT_KEEP + WOPT_PUSH_TIMEOUT,
+       OPT_HELP_ASKED = 1000 };
+
+/* --every and its sinks' options: 0, or an exit code. */
+static int take_every_option(run_opts *o, int c) {
+    long long ms;
+    if (c != OPT_EVERY)
+        return window_take_option("run", &o->wf, c - OPT_KEEP, optarg);
+    if ((ms = cli_parse_duration(optarg)) < 100 || ms > 86400000)
+        return usage_error("run", "--every wants a window length from 100ms to 24h (10s, 1m), not '%s'", optarg);
+    o->every = optarg;
+    snprintf(o->every_ms, sizeof o->every_ms, "%lld", ms);
+    return 0;
+}
 
 /* One option into o: 0, or an exit code. */
 static int take_option(run_opts *o, int c, char **argv) {
@@ -409,10 +449,29 @@ static int take_option(run_opts *o, int c, char **argv) {
     case OPT_RATE: o->rate = optarg; return 0;
     case OPT_CPU: o->sample = "cpu"; return 0;
     case OPT_WALL: o->sample = "wall"; return 0;
+    case OPT_EVERY: case OPT_KEEP: case OPT_PYROSCOPE: case OPT_LABEL: case OPT_SERVICE:
+    case OPT_PUSH_TIMEOUT: return take_every_option(o, c);
     case 'q': o->quiet = 1; return 0;
     case 'h': run_help(); return OPT_HELP_ASKED;
     default: return cli_bad_option("run", argv, c);
     }
+}
+
+/* --every: what it windows, where the windows go (-o is then a directory). */
+static int check_every(run_opts *o) {
+    window_follow *f = &o->wf;
+    if (!o->every)
+        return f->keep || f->push.pyroscope || f->push.nlabels || f->push.service || f->push.timeout_ms
+                   ? usage_error("run", "--keep, --pyroscope, --label, --service and --push-timeout go with --every")
+                   : 0;
+    if (o->calls)
+        return usage_error("run", "--every cuts --sample, --alloc and --exceptions into windows; not --calls");
+    if (!o->sample && !o->alloc && !o->exceptions)
+        o->sample = "cpu";
+    f->out_dir = o->output;
+    o->output = NULL; /* the trace goes into the session directory, and with it */
+    f->quiet = o->quiet;
+    return window_check_options("run", f);
 }
 
 /* Fills o from argv and checks what goes together; 0, or an exit code. */
@@ -430,6 +489,10 @@ static int parse_run_options(int argc, char **argv, run_opts *o) {
         {"heap-output", required_argument, NULL, OPT_HEAP_OUTPUT},
         {"sample", optional_argument, NULL, OPT_SAMPLE}, {"rate", required_argument, NULL, OPT_RATE},
         {"cpu", no_argument, NULL, OPT_CPU}, {"wall", no_argument, NULL, OPT_WALL},
+        {"every", required_argument, NULL, OPT_EVERY}, {"keep", required_argument, NULL, OPT_KEEP},
+        {"pyroscope", required_argument, NULL, OPT_PYROSCOPE}, {"label", required_argument, NULL, OPT_LABEL},
+        {"service", required_argument, NULL, OPT_SERVICE},
+        {"push-timeout", required_argument, NULL, OPT_PUSH_TIMEOUT},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     int c, rc;
     while ((c = getopt_long(argc, argv, "+:e:o:qh", longopts, NULL)) != -1)
@@ -449,7 +512,7 @@ static int parse_run_options(int argc, char **argv, run_opts *o) {
         o->calls = 1;
     if (o->heap_output && !o->heap_at)
         return usage_error("run", "--heap-output goes with --heap-at exit");
-    return 0;
+    return check_every(o);
 }
 
 /* ---- the trace's place, the run, the report ---- */
@@ -521,7 +584,20 @@ static int launch(const run_opts *o, const char *agent, const char *out_abs, cha
     l.output = o->output ? out_abs : NULL;
     l.flush_ms = o->flush_ms;
     l.session = session;
-    if (cli_launch_run(&l, prog) != 0) {
+    char in_session[PATH_MAX + 32];
+    static run_windows rw;
+    if (o->every) {
+        snprintf(in_session, sizeof in_session, "%s/dnprof-%%p.trace", session);
+        l.output = in_session;
+        rw.f = o->wf;
+        if (run_windows_start(&rw, session) != 0) {
+            cli_session_remove(session);
+            return 1;
+        }
+    }
+    int ran = cli_launch_run(&l, prog);
+    run_windows_finish(&rw);
+    if (ran != 0) {
         cli_session_remove(session);
         return 1;
     }
@@ -532,7 +608,7 @@ static int launch(const run_opts *o, const char *agent, const char *out_abs, cha
     }
     if (WIFSIGNALED(l.status) && !o->quiet && WTERMSIG(l.status) != SIGINT && WTERMSIG(l.status) != SIGPIPE)
         error("'%s' was killed by signal %d (%s)", prog[0], WTERMSIG(l.status), strsignal(WTERMSIG(l.status)));
-    report(&l, prog, o->quiet);
+    report(&l, prog, o->quiet || o->every);
     if (o->heap_at && !o->quiet)
         report_heap(o->heap_path, (long)l.pid);
     cli_session_remove(session);

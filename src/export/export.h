@@ -43,6 +43,11 @@ typedef struct dnp_export_opts {
     size_t nslices;
     void (*slice_args)(void *ctx, FILE *out, const dnp_export_slice *s);
     void *slice_ctx;
+    /* pprof: when the profile was taken and for how long, in ns (time 0: the
+     * trace's start, no duration), and its two sample types' names (NULL: the
+     * defaults; continuous profiling names them as Pyroscope does) */
+    int64_t time_ns, duration_ns;
+    const char *type_names[2];
 } dnp_export_opts;
 
 int dnp_export_folded(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o);

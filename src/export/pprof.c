@@ -438,6 +438,9 @@ int dnp_export_pprof(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o
         types[0] = (dnp_pprof_type){"calls", "count"};
         types[1] = (dnp_pprof_type){"time", "nanoseconds"};
     }
+    for (int i = 0; i < 2; i++)
+        if (o && o->type_names[i])
+            types[i].type = o->type_names[i];
     int sampled = !bytes && ct->sample_nodes && ct->sample_period_ns;
     dnp_pprof *p = dnp_pprof_new(types, 2, &types[1], sampled ? (int64_t)ct->sample_period_ns : 1);
     if (!p) {
@@ -445,7 +448,9 @@ int dnp_export_pprof(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o
         return -1;
     }
     dnp_pprof_set_default(p, 1);
-    if (ct->t && ct->t->start_realtime_ns)
+    if (o && o->time_ns)
+        dnp_pprof_set_time(p, o->time_ns, o->duration_ns);
+    else if (ct->t && ct->t->start_realtime_ns)
         dnp_pprof_set_time(p, (int64_t)ct->t->start_realtime_ns, 0);
     tree_walk w = {ct, p, NULL, 0, NULL, ct->unit != NULL, sampled ? ct->sample_period_ns : 0};
     int rc = dnp_ct_walk(o && o->tree ? o->tree : &ct->all, tree_visit, &w);

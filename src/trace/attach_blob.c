@@ -90,6 +90,9 @@ static const blob_field fields[] = {
     SETTING_FIELD(DNP_BLOB_LOCKS, LOCKS, locks, "locks mode"),
     SETTING_FIELD(DNP_BLOB_GC, GC, gc, "gc setting"),
     SETTING_FIELD(DNP_BLOB_THREADPOOL, THREADPOOL, threadpool, "threadpool setting"),
+    SETTING_FIELD(DNP_BLOB_EVERY, EVERY, every_ms, "window period"),
+    SETTING_FIELD(DNP_BLOB_WINDOW_DIR, WINDOW_DIR, window_dir, "window directory"),
+    SETTING_FIELD(DNP_BLOB_WINDOW_KEEP, WINDOW_KEEP, window_keep, "windows kept"),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 

@@ -39,6 +39,10 @@ enum {
     /* GC pauses and thread-pool starvation (dnprof attach --gc, --threadpool; docs/waits.md) */
     DNP_BLOB_GC = 20,         /* u32: 1 for GC statistics */
     DNP_BLOB_THREADPOOL = 21, /* u32: 1 for the thread pool's adjustments */
+    /* continuous profiling (dnprof attach --every, docs/production.md) */
+    DNP_BLOB_EVERY = 30,       /* u32: a window's length in ms, 0 none */
+    DNP_BLOB_WINDOW_DIR = 31,  /* text: where the windows go */
+    DNP_BLOB_WINDOW_KEEP = 32, /* u32: windows that may wait for a reader */
 };
 
 #define DNP_BLOB_EVENTS_MAX 1024
@@ -77,6 +81,10 @@ typedef struct dnp_attach_blob {
     /* GC pauses and thread-pool starvation */
     uint32_t gc;          /* 1: GC statistics */
     uint32_t threadpool;  /* 1: the thread pool's adjustments */
+    /* windows */
+    uint32_t every_ms;    /* 0: no windows */
+    char window_dir[DNP_BLOB_PATH_MAX];
+    uint32_t window_keep; /* 0: the default */
 } dnp_attach_blob;
 
 /* Encodes b into buf. Returns the blob's size, or -1 when a string is too long

@@ -44,7 +44,7 @@ public static class SampleScenario
             case "tight": return Tight(args);
             case "alloc": return Alloc(args);
             case "harm": return Harm();
-            case "bench": return Bench(args.Length > 1 ? args[1] : "cpu");
+            case "bench": return Bench(args.Length > 1 ? args[1] : "cpu", args.Length > 2 ? int.Parse(args[2]) : 1);
         }
         Console.Error.WriteLine("usage: Scenarios sample shares CPU_SECONDS [READY_FILE] | native LIB SECONDS | harm");
         return 2;
@@ -234,13 +234,13 @@ public static class SampleScenario
         return 0;
     }
 
-    private static int Bench(string what)
+    private static int Bench(string what, int times)
     {
         var sw = Stopwatch.StartNew();
         long s = 0;
         if (what == "cpu")
         {
-            for (int k = 0; k < 1500; k++)
+            for (int k = 0; k < 1500 * times; k++) // times: longer runs (bench/bench_windows.sh)
             {
                 s += HotSixty(6 * Round);
                 s += HotThirty(3 * Round);
@@ -249,7 +249,7 @@ public static class SampleScenario
         }
         else
         {
-            const int Workers = 64, Requests = 20000;
+            int Workers = 64, Requests = 20000 * times;
             var queue = new System.Collections.Concurrent.BlockingCollection<int>();
             var threads = new Thread[Workers];
             long done = 0;
