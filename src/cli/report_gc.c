@@ -15,6 +15,7 @@
 #include "trace_reader.h"
 
 #define NGENS 5
+#define SEEN_END 0x2u
 #define SEEN_SUSPEND 0x4u
 #define SEEN_RESTART 0x8u
 #define SEEN_HEAP_STATS 0x10u
@@ -212,6 +213,13 @@ static void json_group(FILE *out, const gc_group *g, uint64_t wall) {
 }
 
 /* What the runtime did not say, for every collection that lacks it. */
+static size_t unfinished(const gc_data *d) {
+    size_t n = 0;
+    for (size_t i = 0; i < d->n; i++)
+        n += !(d->rows[i].seen & SEEN_END);
+    return n;
+}
+
 static void missing(const gc_data *d, size_t *no_pause, size_t *no_before, size_t *no_after) {
     *no_pause = *no_before = *no_after = 0;
     for (size_t i = 0; i < d->n; i++) {
@@ -228,8 +236,9 @@ static int write_json(const gc_data *d, const char *path, const gc_group *g, siz
     fputs("{\"trace\":", out);
     dnp_export_json_str(out, path, 0);
     fprintf(out, ",\"source\":\"runtime GC events (EventPipe)\",\"runtimeMajor\":%llu,\"recordedNs\":%llu,"
-                 "\"collections\":%zu,\"missing\":{\"pause\":%zu,\"before\":%zu,\"after\":%zu},\"gcs\":[",
-            (unsigned long long)d->major, (unsigned long long)wall, d->n, np, nb, na);
+                 "\"collections\":%zu,\"unfinished\":%zu,\"missing\":{\"pause\":%zu,\"before\":%zu,\"after\":%zu},"
+                 "\"gcs\":[",
+            (unsigned long long)d->major, (unsigned long long)wall, d->n, unfinished(d), np, nb, na);
     for (size_t i = 0; i < d->n; i++) {
         fputs(i ? ",\n" : "\n", out);
         json_row(out, d, &d->rows[i]);
@@ -272,6 +281,37 @@ static void text_groups(FILE *out, const gc_group *g, size_t ng, uint64_t wall) 
     }
 }
 
+/* "gen0 1.2 MiB, gen1 0 B, ..." */
+static void put_gens(FILE *out, const char *label, const uint64_t *v, int have) {
+    static const char *const names[NGENS] = {"gen0", "gen1", "gen2", "LOH", "POH"};
+    char b[32];
+    fprintf(out, "  %-7s", label);
+    if (!have) {
+        fputs(" -\n", out);
+        return;
+    }
+    for (int k = 0; k < NGENS; k++)
+        fprintf(out, "%s %s %s", k ? "," : "", names[k], cli_fmt_bytes(v[k], b));
+    fputc('\n', out);
+}
+
+/* The heap by generation around the longest pause and the last collection. */
+static void text_heaps(FILE *out, const gc_data *d) {
+    const gc_row *longest = NULL, *last = d->n ? &d->rows[d->n - 1] : NULL;
+    for (size_t i = 0; i < d->n; i++)
+        if (has_pause(&d->rows[i]) && (!longest || d->rows[i].pause > longest->pause))
+            longest = &d->rows[i];
+    const gc_row *show[2] = {longest, last != longest ? last : NULL};
+    for (int k = 0; k < 2; k++) {
+        if (!show[k])
+            continue;
+        fprintf(out, "\nheap by generation, %s (#%llu, gen %llu):\n", k ? "the last collection" : "the longest pause",
+                (unsigned long long)show[k]->number, (unsigned long long)show[k]->gen);
+        put_gens(out, "before", show[k]->before, show[k]->has_before);
+        put_gens(out, "after", show[k]->after, show[k]->has_after);
+    }
+}
+
 static int write_text(const gc_data *d, const char *path, const gc_group *g, size_t ng, FILE *out) {
     uint64_t wall = span(d);
     const gc_group *all = &g[ng - 1];
@@ -287,20 +327,31 @@ static int write_text(const gc_data *d, const char *path, const gc_group *g, siz
         for (size_t i = 0; i < d->n; i++)
             text_row(out, d, &d->rows[i]);
         text_groups(out, g, ng, wall);
+        text_heaps(out, d);
     }
     size_t np, nb, na;
     missing(d, &np, &nb, &na);
+    size_t nu = unfinished(d);
+    if (nu)
+        fprintf(out, "\n%zu collections still running when the recording ended (a background GC at exit, or a "
+                     "detach): their figures after it are \"-\"\n", nu);
     if (np)
-        fprintf(out, "\n%zu collections without a pause (\"-\"): the runtime's suspension events did not come "
-                     "(or the recording began or ended inside one)\n", np);
+        fprintf(out, "%s%zu collections without a pause (\"-\"): the runtime's suspension events did not come "
+                     "(or the recording began or ended inside one)\n", nu ? "" : "\n", np);
     if (nb)
-        fprintf(out, "%zu collections without the heap before (\"-\"): no GCPerHeapHistory event from this "
-                     "runtime for them\n", nb);
+        fprintf(out, "%zu collections without the heap before (\"-\"): no GCPerHeapHistory event for them "
+                     "(or the recording began or ended inside them)\n", nb);
     if (na)
-        fprintf(out, "%zu collections without the heap after (\"-\"): no GCHeapStats event for them\n", na);
+        fprintf(out, "%zu collections without the heap after (\"-\"): no GCHeapStats event for them (or the "
+                     "recording ended inside them)\n", na);
     fputs("\npause: from the runtime's suspension (GCSuspendEEBegin) to its resumption (GCRestartEEEnd); "
           "docs/waits.md\n", out);
     return ferror(out) ? 1 : 0;
+}
+
+static int by_number(const void *x, const void *y) {
+    const gc_row *a = x, *b = y;
+    return (a->number > b->number) - (a->number < b->number);
 }
 
 int report_gc(const char *path, int json, FILE *out) {
@@ -330,6 +381,8 @@ int report_gc(const char *path, int json, FILE *out) {
         dnp_trace_stream_close(s);
         return 1;
     }
+    if (d.n) /* by number: a background GC is written when it ends, after those it let run */
+        qsort(d.rows, d.n, sizeof *d.rows, by_number);
     gc_group *g = NULL;
     size_t ng = 0;
     rc = groups(&d, &g, &ng);
