@@ -104,15 +104,16 @@ int main(int argc, char **argv) {
     double mw[WAYS], mc[WAYS];
     printf("%s threads x %s contended acquisitions (a yield held, %s us of work between), %d runs each, "
            "interleaved; medians\n", g_threads, g_rounds, g_gap, runs);
-    printf("%-22s %10s %8s %10s %8s %14s\n", "", "wall ms", "x bare", "CPU ms", "x bare", "contentions/s");
+    printf("%-22s %10s %8s %10s %8s %10s %8s %14s\n", "", "wall ms", "x bare", "CPU ms", "x bare", "CPU min", "x bare",
+           "contentions/s");
     for (int w = 0; w < WAYS; w++) {
         qsort(wall[w], (size_t)runs, sizeof wall[w][0], bench_cmp_double);
         qsort(cpu[w], (size_t)runs, sizeof cpu[w][0], bench_cmp_double);
         qsort(rate[w], (size_t)runs, sizeof rate[w][0], bench_cmp_double);
         mw[w] = wall[w][runs / 2];
         mc[w] = cpu[w][runs / 2];
-        printf("%-22s %10.0f %8.3f %10.0f %8.3f %14.0f\n", names[w], mw[w], mw[w] / mw[BARE], mc[w], mc[w] / mc[BARE],
-               rate[w][runs / 2]);
+        printf("%-22s %10.0f %8.3f %10.0f %8.3f %10.0f %8.3f %14.0f\n", names[w], mw[w], mw[w] / mw[BARE], mc[w],
+               mc[w] / mc[BARE], cpu[w][0], cpu[w][0] / cpu[BARE][0], rate[w][runs / 2]);
     }
     printf("--locks: wall %+.1f%%, CPU %+.1f%% over bare; dotnet-trace: wall %+.1f%%, CPU %+.1f%% over bare\n",
            100 * (mw[LOCKS] / mw[BARE] - 1), 100 * (mc[LOCKS] / mc[BARE] - 1), 100 * (mw[DOTNET_TRACE] / mw[BARE] - 1),

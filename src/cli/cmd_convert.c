@@ -83,7 +83,8 @@ static void convert_help(void) {
           "examples:\n"
           "  dnprof convert --format speedscope app.trace        # writes app.speedscope.json\n"
           "  dnprof convert --format flamegraph -o app.html app.trace\n"
-          "  dnprof convert --format folded -o - app.trace | flamegraph.pl > app.svg\n",
+          "  dnprof convert --format folded -o - app.trace | flamegraph.pl > app.svg\n"
+          "  dnprof convert --format chrome locks.trace    # a --locks trace: each long wait a slice\n",
           stdout);
 }
 

@@ -45,6 +45,7 @@ static void report_help(void) {
           "  dnprof report app.trace\n"
           "  dnprof report --tree --threshold 2 app.trace\n"
           "  dnprof report --json app.trace | jq '.functions[:5]'\n"
+          "  dnprof run --locks -o app.trace -- dotnet app.dll; dnprof report --locks app.trace\n"
           "  dnprof convert --format flamegraph app.trace   (see dnprof convert --help)\n",
           stdout);
 }

@@ -443,3 +443,32 @@ TEST(e2e_locks_on_calls_timeline) {
     ASSERT(calls > 0 && slices > 0 && inside == slices);
     return 0;
 }
+
+/* Added up in the agent: thousands of contentions a second make a LockSite per
+ * (stack, lock, owner) per table and second, not an event per wait; waits
+ * under DNPROF_LOCKS_SLICE_US (1 ms) are not LockWaits. */
+TEST(e2e_locks_bounded) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_locks_bounded"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    const char *argv[] = {bin, "run", "--quiet", "--locks", "-o", r.trace, "--", e2e_dotnet(), dll, "locks", "bench", "4", "2000", "-1", "20", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    dnp_trace *t = e2e_load_of(r.trace, DNP_EV_LockSite, 1);
+    ASSERT_NE(t, NULL);
+    uint64_t waits = 0, long_waits = 0;
+    for (size_t i = 0; i < t->nevents; i++)
+        if (t->events[i].kind == DNP_EV_LockSite)
+            waits += t->events[i].v[4];
+    size_t sites = e2e_count(t, DNP_EV_LockSite), slices = e2e_count(t, DNP_EV_LockWait);
+    for (size_t i = 0; i < t->nevents; i++)
+        long_waits += t->events[i].kind == DNP_EV_LockWait && t->events[i].v[4] >= 1000000;
+    dnp_trace_free(t);
+    fprintf(stderr, "e2e: %llu waits in %zu LockSites, %zu LockWaits (%llu of 1 ms or more)\n", (unsigned long long)waits,
+            sites, slices, (unsigned long long)long_waits);
+    ASSERT(waits >= 1000);
+    ASSERT(sites * 10 <= waits);
+    ASSERT_EQ(long_waits, slices);
+    return 0;
+}
