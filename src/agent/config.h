@@ -32,6 +32,7 @@ typedef struct agent_config {
     int sample;           /* SAMPLER_OFF, _CPU, _WALL or _SUSPEND (sampler.h) */
     unsigned sample_rate; /* samples per second per thread, 0 for the default (100) */
     int sample_timers;    /* DNP_ENV_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work */
+    int sample_unwind;    /* native frames by their unwind tables (unwind.h); DNP_ENV_SAMPLE_UNWIND=0: not */
 } agent_config;
 
 /* Fills cfg from the environment. */

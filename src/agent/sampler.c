@@ -19,6 +19,7 @@
 #include "callbacks.h"
 #include "settings.h"
 #include "symbols.h"
+#include "unwind.h"
 
 sampler_state sampler_s;
 
@@ -38,6 +39,8 @@ static void *sampler_main(void *arg) {
         now = sampler_now_ns();
         if (S.mode != SAMPLER_SUSPEND && (now >= next_scan || atomic_exchange(&S.rescan, 0))) {
             sampler_scan_threads();
+            if (S.unwind)
+                unwind_refresh(); /* libraries loaded since: their unwind tables */
             if (S.mode == SAMPLER_CPU && !noted && S.perf) {
                 noted = 1;
                 rec_note(0, "cpu sampling by %s", S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or " DNP_ENV_SAMPLE_TIMERS "=1): tick-grained");
@@ -126,6 +129,8 @@ int sampler_start(const agent_config *cfg) {
     S.nslots = 0;
     S.ndirty = 0;
     S.samples = S.dropped = S.truncated = S.threads = S.fixed = 0;
+    S.guessed = S.stopped = S.native_cfi = 0;
+    S.unwind = cfg->sample_unwind && cfg->sample != SAMPLER_SUSPEND;
     atomic_store(&S.stop, 0);
     if (S.mode == SAMPLER_SUSPEND && !AGENT_HAS_INFO(SuspendRuntime)) {
         agent_say("--sample=suspend needs ICorProfilerInfo10 (.NET Core 3.0 or later); no samples");
@@ -153,7 +158,10 @@ int sampler_start(const agent_config *cfg) {
     S.cache_born = sampler_now_ns();
     S.waiting_name = rec_string("[waiting]", 9);
     S.unknown_name = rec_string("[unknown]", 9);
+    S.stopped_name = rec_string("[unwinding stopped]", 19);
     sampler_exec_refresh();
+    if (S.unwind)
+        unwind_refresh(); /* before the first signal: every library loaded so far */
     if (S.mode != SAMPLER_SUSPEND && sampler_handler_install() != 0) {
         release_memory();
         return -1;
@@ -199,6 +207,8 @@ void sampler_stop(void) {
              "%llu callers found at the stack pointer (prologue, epilogue, frameless code)",
              (double)S.cpu_ns / 1e6, (unsigned long long)S.scans, (unsigned long long)S.maps_reads,
              (unsigned long long)S.resolves, (unsigned long long)S.fixed);
+    sampler_unwind_note();
     release_memory();
     symbols_release();
+    unwind_release();
 }

@@ -199,6 +199,7 @@ static int leaf_caller(frames *st, const srec *r, uint64_t func, uint32_t name, 
                 push(st, 0, via);
             push(st, c->func, c->name);
             S.fixed++;
+            S.guessed++; /* a word on the stack, not an unwind table's rule */
             return 1;
         }
         if (r->flags & REC_FP_FOUND)
@@ -224,6 +225,7 @@ static int leaf_caller(frames *st, const srec *r, uint64_t func, uint32_t name, 
         const ipent *c = sampler_resolve(r->top - 1);
         push(st, func, name);
         push(st, c->func, c->name);
+        S.guessed++;
         return 1;
     }
     return 0;
@@ -250,7 +252,8 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         S.resolving_pc = 0;
         uint64_t func = e->func; /* copied: a later lookup may clear the cache */
         uint32_t name = e->name;
-        if (k == 0 && leaf_caller(&st, r, func, name, !e->managed && e->mapped, &n))
+        /* a native leaf unwound by its tables has its callers: no guess */
+        if (k == 0 && !(r->flags & REC_NATIVE_CFI) && leaf_caller(&st, r, func, name, !e->managed && e->mapped, &n))
             continue;
         uint32_t m = st.m;
         if (m && !func && !st.funcs[m - 1] && st.names[m - 1] == name)
@@ -259,6 +262,9 @@ static void aggregate_record(uint32_t tid, const srec *r) {
             continue; /* an OSR method's patchpoint call in its Tier0 code: one frame */
         push(&st, func, name);
     }
+    sampler_unwind_counts(r->flags);
+    if (r->flags & REC_UNW_STOP)
+        push(&st, 0, S.stopped_name); /* the stack above is not known: said, not guessed */
     sampler_aggregate(tid, st.funcs, st.names, st.m, r->weight ? r->weight : 1);
 }
 

@@ -35,7 +35,13 @@
 #define CACHE_MS 2000          /* how long a resolved address is trusted (code unloads) */
 #define MAX_FDS 65536          /* perf event fds the handler can map to a slot */
 
-enum { REC_WAITING = 1, REC_UNWALKED = 2, REC_FP_FOUND = 4 };
+enum {
+    REC_WAITING = 1,
+    REC_UNWALKED = 2,
+    REC_FP_FOUND = 4,
+    REC_NATIVE_CFI = 8, /* the leaf is native code, unwound by its tables (unwind.h): no guess at its caller */
+    REC_UNW_STOP = 16   /* the walk stopped in native code its tables do not cover: marked */
+};
 
 typedef struct srec {
     uint32_t n, flags;
@@ -95,6 +101,7 @@ typedef struct named {
 
 typedef struct sampler_state {
     int mode;
+    int unwind; /* native frames by their unwind tables (unwind.h) */
     unsigned rate;
     uint64_t period_ns;
     atomic_int running; /* the handler works only while set */
@@ -134,10 +141,11 @@ typedef struct sampler_state {
     uint32_t exec_gen; /* bumped by every read */
     uint64_t exec_pc_quiet; /* no reading for an unlisted PC before then */
 
-    uint32_t waiting_name, unknown_name;
+    uint32_t waiting_name, unknown_name, stopped_name;
     int resolving_pc; /* resolve() is naming an interrupted PC */
     uint64_t samples, dropped, truncated, threads;
     uint64_t fixed; /* samples whose caller came from the stack, not the frame pointer */
+    uint64_t guessed, stopped, native_cfi; /* native leaves whose caller was guessed; walks stopped; leaves unwound */
     uint64_t scans, maps_reads, resolves, cpu_ns; /* the sampler's own work, for a note */
 } sampler_state;
 
@@ -170,6 +178,10 @@ int sampler_leaf_slot(uint64_t ip);
 void sampler_aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n, uint32_t w);
 void sampler_drain(void);
 void sampler_emit_dirty(void);
+
+/* The trace's note on native unwinding (sampler_unwind.c). */
+void sampler_unwind_note(void);
+void sampler_unwind_counts(uint32_t flags);
 
 /* Suspend mode (sampler_suspend.c): one round of the runtime's stack walks. */
 void sampler_suspend_sample(void);
