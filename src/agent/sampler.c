@@ -39,8 +39,6 @@ static void *sampler_main(void *arg) {
         now = sampler_now_ns();
         if (S.mode != SAMPLER_SUSPEND && (now >= next_scan || atomic_exchange(&S.rescan, 0))) {
             sampler_scan_threads();
-            if (S.unwind)
-                unwind_refresh(); /* libraries loaded since: their unwind tables */
             if (S.mode == SAMPLER_CPU && !noted && S.perf) {
                 noted = 1;
                 rec_note(0, "cpu sampling by %s", S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or " DNP_ENV_SAMPLE_TIMERS "=1): tick-grained");
@@ -54,6 +52,8 @@ static void *sampler_main(void *arg) {
         if (now - S.cache_born >= CACHE_MS * 1000000ull || atomic_exchange(&S.stale, 0))
             sampler_cache_clear(now);
         if (S.mode != SAMPLER_SUSPEND) {
+            if (S.unwind) /* libraries loaded since: their unwind tables (one look when none was) */
+                unwind_refresh();
             sampler_drain();
             sampler_find_stacks();
         }
