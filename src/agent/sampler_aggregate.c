@@ -262,8 +262,9 @@ static void aggregate_record(uint32_t tid, const srec *r) {
             continue; /* an OSR method's patchpoint call in its Tier0 code: one frame */
         push(&st, func, name);
     }
+    sampler_gc_frame(st.funcs, st.names, &st.m, MAX_DEPTH + 4, r->gc);
     sampler_unwind_counts(r->flags);
-    if (r->flags & REC_UNW_STOP)
+    if ((r->flags & REC_UNW_STOP) && st.m < MAX_DEPTH + 4)
         push(&st, 0, S.stopped_name); /* the stack above is not known: said, not guessed */
     sampler_aggregate(tid, st.funcs, st.names, st.m, r->weight ? r->weight : 1);
 }

@@ -45,6 +45,7 @@ enum {
 
 typedef struct srec {
     uint32_t n, flags;
+    uint32_t gc;     /* a collection ran on the thread: its generation + 1 (sampler_runtime.c) */
     uint32_t weight; /* periods it stands for: 1 + the timer's overruns */
     uint64_t top; /* the word at the stack pointer: maybe the leaf's return address */
     uint64_t extra;  /* bit k: ip[k] was found by the OSR scan, not by the chain */
@@ -142,6 +143,7 @@ typedef struct sampler_state {
     uint64_t exec_pc_quiet; /* no reading for an unlisted PC before then */
 
     uint32_t waiting_name, unknown_name, stopped_name;
+    uint32_t gc_names[3]; /* "[GC gen0]".. made when first needed */
     int resolving_pc; /* resolve() is naming an interrupted PC */
     uint64_t samples, dropped, truncated, threads;
     uint64_t fixed; /* samples whose caller came from the stack, not the frame pointer */
@@ -182,6 +184,12 @@ void sampler_emit_dirty(void);
 /* The trace's note on native unwinding (sampler_unwind.c). */
 void sampler_unwind_note(void);
 void sampler_unwind_counts(uint32_t flags);
+
+/* The runtime's work as frames (sampler_runtime.c). */
+struct agent_config;
+void sampler_runtime_configure(const struct agent_config *cfg, uint32_t *mask_high);
+uint32_t sampler_gc_now(int tid); /* async-signal-safe */
+void sampler_gc_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint32_t gc);
 
 /* Suspend mode (sampler_suspend.c): one round of the runtime's stack walks. */
 void sampler_suspend_sample(void);

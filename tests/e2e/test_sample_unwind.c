@@ -62,25 +62,32 @@ static void count_line(const char *line, size_t len, lib_share *libs, size_t nli
     }
 }
 
+/* The folded export of a --sample run of the scenario, NUL-terminated (free it). */
+static char *folded_run(e2e_run *r, const char *what, const char *seconds, size_t *len) {
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    if (!dll)
+        return NULL;
+    const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r->trace, "--", e2e_dotnet(),
+                          dll, "unwind", what, seconds, NULL};
+    if (e2e_dnprof(r, args) != 0 || r->status != 0)
+        return NULL;
+    dnp_trace *t = e2e_load(r->trace);
+    if (!t)
+        return NULL;
+    dnp_trace_free(t);
+    char folded[PATH_MAX + 16];
+    snprintf(folded, sizeof folded, "%s.folded", r->trace);
+    const char *conv[] = {"convert", "--format", "folded", "-o", folded, r->trace, NULL};
+    if (e2e_dnprof(r, conv) != 0 || r->status != 0)
+        return NULL;
+    return e2e_read_file(folded, len);
+}
+
 TEST(e2e_sample_unwind_native_callers) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "sample_unwind_native_callers"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS");
-    ASSERT(dll);
-    const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(),
-                          dll, "unwind", "calls", "3", NULL};
-    ASSERT_EQ(e2e_dnprof(&r, args), 0);
-    ASSERT_STATUS(&r, 0);
-    dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t);
-    dnp_trace_free(t);
-    char folded[PATH_MAX + 16];
-    snprintf(folded, sizeof folded, "%s.folded", r.trace);
-    const char *conv[] = {"convert", "--format", "folded", "-o", folded, r.trace, NULL};
-    ASSERT_EQ(e2e_dnprof(&r, conv), 0);
-    ASSERT_STATUS(&r, 0);
     size_t len;
-    char *text = e2e_read_file(folded, &len);
+    char *text = folded_run(&r, "calls", "3", &len);
     ASSERT(text);
     lib_share libs[] = {{"libcrypto.so", METHODS[0], 0, 0, 0},
                         {"libSystem.IO.Compression.Native.so", METHODS[1], 0, 0, 0}};
@@ -100,5 +107,41 @@ TEST(e2e_sample_unwind_native_callers) {
         ASSERT_GE(l->under / l->all, WHOLE);
         ASSERT_LE(l->sibling / l->all, STALE);
     }
+    return 0;
+}
+
+/* Induced full collections (GC.Collect(2, Forced, blocking)) run on the thread
+ * that asks: its samples while the collection runs are the collection's, and
+ * read Collect > System.GC::Collect > [GC gen2] > libcoreclr's frames. */
+TEST(e2e_sample_gc_frames) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_gc_frames"), 0);
+    size_t len;
+    char *text = folded_run(&r, "gc", "2", &len);
+    ASSERT(text);
+    double in_collect = 0, gc_in_collect = 0, gc = 0, gc_under = 0;
+    for (char *line = text; line < text + len;) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = nl ? (size_t)(nl - line) : (size_t)(text + len - line);
+        const char *sp = line + n;
+        while (sp > line && sp[-1] != ' ')
+            sp--;
+        double w = sp > line ? atof(sp) / 1e6 : 0;
+        size_t stack = sp > line ? (size_t)(sp - 1 - line) : 0;
+        int collect = has_frame(line, stack, "System.GC::Collect");
+        int marked = has_frame(line, stack, "[GC gen2]");
+        in_collect += collect ? w : 0;
+        gc_in_collect += collect && marked ? w : 0;
+        gc += marked ? w : 0;
+        gc_under += marked && has_frame(line, stack, "Scenarios.UnwindScenario::Collect") ? w : 0;
+        line += n + 1;
+    }
+    free(text);
+    fprintf(stderr, "gc: %.0f samples in GC.Collect, %.1f%% under [GC gen2]; %.0f [GC gen2] samples, %.1f%% under Collect\n",
+            in_collect, in_collect > 0 ? 100 * gc_in_collect / in_collect : 0, gc, gc > 0 ? 100 * gc_under / gc : 0);
+    /* the scenario is collections for 2 s of CPU: most of its samples */
+    ASSERT_GT(in_collect, 500);
+    ASSERT_GE(gc_in_collect / in_collect, 0.9);
+    ASSERT_GE(gc_under / gc, WHOLE);
     return 0;
 }
