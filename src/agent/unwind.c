@@ -88,8 +88,12 @@ int unwind_step(const unw_index *ix, unw_frame *f, int leaf, uint64_t lo, uint64
         return UNW_BAD_STACK;
     if (unwind_read(cfa + (uint64_t)(8 * (int64_t)w->ra_w), lo, limit, safe, &ra) != 0)
         return UNW_BAD_STACK;
-    if (fp_rule == UNW_R_AT) {
-        if (unwind_read(cfa + (uint64_t)(8 * (int64_t)w->fp_w), lo, limit, safe, &fp) != 0)
+    uint64_t fp_at = cfa + (uint64_t)(8 * (int64_t)w->fp_w);
+    if (fp_rule == UNW_R_AT && fp_at < f->sp) {
+        /* an epilogue after its pop: compilers do not say the register is
+         * restored, but the slot is below SP, so the register is the caller's */
+    } else if (fp_rule == UNW_R_AT) {
+        if (unwind_read(fp_at, lo, limit, safe, &fp) != 0)
             return UNW_BAD_STACK;
     } else if (fp_rule != UNW_R_SAME) {
         fp = 0; /* not known: a later step that needs it stops */
