@@ -97,7 +97,7 @@ void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_h
     *mask_high |= 0x4u;  /* COR_PRF_HIGH_MONITOR_DYNAMIC_FUNCTION_UNLOADS */
     if (cfg->sample == SAMPLER_SUSPEND)
         *mask |= 0x10000000u; /* COR_PRF_ENABLE_STACK_SNAPSHOT */
-    sampler_runtime_configure(cfg, mask_high);
+    sampler_runtime_configure(cfg, mask, mask_high);
 }
 
 static void release_memory(void) {
@@ -161,6 +161,7 @@ int sampler_start(const agent_config *cfg) {
     S.unknown_name = rec_string("[unknown]", 9);
     S.stopped_name = rec_string("[unwinding stopped]", 19);
     memset(S.gc_names, 0, sizeof S.gc_names);
+    S.jit_name = 0;
     sampler_exec_refresh();
     if (S.unwind)
         unwind_refresh(); /* before the first signal: every library loaded so far */

@@ -263,6 +263,7 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         push(&st, func, name);
     }
     sampler_gc_frame(st.funcs, st.names, &st.m, MAX_DEPTH + 4, r->gc);
+    sampler_jit_frame(st.funcs, st.names, &st.m, MAX_DEPTH + 4, r->jit);
     sampler_unwind_counts(r->flags);
     if ((r->flags & REC_UNW_STOP) && st.m < MAX_DEPTH + 4)
         push(&st, 0, S.stopped_name); /* the stack above is not known: said, not guessed */

@@ -46,6 +46,7 @@ enum {
 typedef struct srec {
     uint32_t n, flags;
     uint32_t gc;     /* a collection ran on the thread: its generation + 1 (sampler_runtime.c) */
+    uint64_t jit;    /* the method the thread was compiling, 0 none */
     uint32_t weight; /* periods it stands for: 1 + the timer's overruns */
     uint64_t top; /* the word at the stack pointer: maybe the leaf's return address */
     uint64_t extra;  /* bit k: ip[k] was found by the OSR scan, not by the chain */
@@ -143,6 +144,7 @@ typedef struct sampler_state {
     uint64_t exec_pc_quiet; /* no reading for an unlisted PC before then */
 
     uint32_t waiting_name, unknown_name, stopped_name;
+    uint32_t jit_name;
     uint32_t gc_names[3]; /* "[GC gen0]".. made when first needed */
     int resolving_pc; /* resolve() is naming an interrupted PC */
     uint64_t samples, dropped, truncated, threads;
@@ -187,7 +189,9 @@ void sampler_unwind_counts(uint32_t flags);
 
 /* The runtime's work as frames (sampler_runtime.c). */
 struct agent_config;
-void sampler_runtime_configure(const struct agent_config *cfg, uint32_t *mask_high);
+void sampler_runtime_configure(const struct agent_config *cfg, uint32_t *mask, uint32_t *mask_high);
+uint64_t sampler_jit_now(int tid); /* async-signal-safe */
+void sampler_jit_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint64_t fid);
 uint32_t sampler_gc_now(int tid); /* async-signal-safe */
 void sampler_gc_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint32_t gc);
 

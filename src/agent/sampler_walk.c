@@ -200,6 +200,7 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
     if (S.mode == SAMPLER_WALL && arch_at_syscall(&g))
         flags |= REC_WAITING;
     r->gc = sampler_gc_now(atomic_load_explicit(&s->tid, memory_order_relaxed));
+    r->jit = sampler_jit_now(atomic_load_explicit(&s->tid, memory_order_relaxed));
     r->n = n;
     r->flags = flags;
     r->weight = weight;
