@@ -109,10 +109,8 @@ int unwind_step(const unw_index *ix, unw_frame *f, int leaf, uint64_t lo, uint64
 int unwind_native(const unw_index *ix, uint64_t *ip, uint32_t *n, uint32_t max, unw_frame *f, int leaf,
                   uint64_t lo, uint64_t limit, int safe) {
     for (;;) {
-        if (!leaf && !unwind_find(ix, f->pc - 1))
-            return UNW_NOT_NATIVE;
         if (*n >= max)
-            return UNW_DEPTH;
+            return unwind_find(ix, leaf ? f->pc : f->pc - 1) ? UNW_DEPTH : UNW_NOT_NATIVE;
         int rc = unwind_step(ix, f, leaf, lo, limit, safe);
         if (rc != UNW_OK)
             return rc;

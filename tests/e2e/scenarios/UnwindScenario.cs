@@ -9,6 +9,9 @@
 //       libcrypto is Hash's, inside the compression library Deflate's.
 //   unwind gc CPU_SECONDS      Collect: induced full collections (GC.Collect) of a
 //       heap of small objects, until CPU_SECONDS of CPU
+//   unwind bench ROUNDS        a fixed amount of the same work (bench/bench_unwind.c):
+//       ROUNDS of 8 hashes of 1 MiB, 2 deflates of 256 KiB, a managed loop;
+//       prints "bench MS ms", the work's own time
 using System;
 using System.Diagnostics;
 using System.IO;
@@ -31,6 +34,8 @@ public static class UnwindScenario
             return Calls(seconds);
         if (what == "gc")
             return Gc(seconds);
+        if (what == "bench")
+            return Bench((int)seconds);
         Console.Error.WriteLine("usage: Scenarios unwind calls|gc CPU_SECONDS");
         return 2;
     }
@@ -90,6 +95,30 @@ public static class UnwindScenario
             cpu.Refresh();
         }
         Console.WriteLine($"unwind calls {rounds} rounds {(sink != 1 ? "done" : "?")}");
+        return 0;
+    }
+
+    private static int Bench(int rounds)
+    {
+        var sw = Stopwatch.StartNew();
+        var outBuf = new MemoryStream(1 << 20);
+        for (int r = 0; r < rounds; r++)
+        {
+            for (int i = 0; i < 8; i++)
+                sink += SHA256.HashData(data)[0];
+            for (int i = 0; i < 2; i++)
+            {
+                outBuf.SetLength(0);
+                using (var z = new DeflateStream(outBuf, CompressionLevel.Optimal, true))
+                    z.Write(data, 0, 256 << 10);
+                sink += outBuf.Length;
+            }
+            long x = r;
+            for (int i = 0; i < 5000000; i++)
+                x = x * 6364136223846793005L + 1442695040888963407L;
+            sink += x;
+        }
+        Console.WriteLine($"bench {sw.Elapsed.TotalMilliseconds:F1} ms {sink % 7}");
         return 0;
     }
 
