@@ -52,7 +52,9 @@ static void *sampler_main(void *arg) {
         if (now - S.cache_born >= CACHE_MS * 1000000ull || atomic_exchange(&S.stale, 0))
             sampler_cache_clear(now);
         if (S.mode != SAMPLER_SUSPEND) {
-            if (S.unwind) /* libraries loaded since: their unwind tables (one look when none was) */
+            if (S.unwind) /* the tables of libraries loaded since (one look when none was); the first
+                           * time every library's, here rather than on the thread that starts the
+                           * runtime: its start-up does not wait for them */
                 unwind_refresh();
             sampler_drain();
             sampler_find_stacks();
@@ -163,8 +165,6 @@ int sampler_start(const agent_config *cfg) {
     memset(S.gc_names, 0, sizeof S.gc_names);
     S.jit_name = 0;
     sampler_exec_refresh();
-    if (S.unwind)
-        unwind_refresh(); /* before the first signal: every library loaded so far */
     if (S.mode != SAMPLER_SUSPEND && sampler_handler_install() != 0) {
         release_memory();
         return -1;
