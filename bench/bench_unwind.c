@@ -8,7 +8,7 @@
  *      interleaved, RUNS times each, median of the work's own time and of the
  *      process's CPU time (wait4):
  *        bare      no profiler
- *        fp100     --sample at 100 Hz, native unwinding off (DNPROF_SAMPLE_UNWIND=0)
+ *        fp100     --sample at 100 Hz, native unwinding off (DNP_ENV_SAMPLE_UNWIND=0)
  *        cfi100    --sample at 100 Hz (native frames by their unwind tables)
  *        cfi1k     --sample at 1 kHz
  *        perf100   perf record --call-graph dwarf -F 100 (if perf works), and
