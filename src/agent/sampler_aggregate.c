@@ -237,11 +237,15 @@ static void aggregate_record(uint32_t tid, const srec *r) {
     if (r->flags & REC_WAITING)
         push(&st, 0, S.waiting_name);
     uint32_t n = r->n;
+    int patchpoint = 0; /* the frame before was an OSR method's patchpoint call (one frame with the method) */
     for (uint32_t k = 0; k < n && k < MAX_DEPTH; k++) {
         /* a return address points after its call: resolve the call itself;
          * one that is not after a call ends the stack (the frame pointer
          * chain went through code that does not keep one) */
-        int osr = k < 64 && (r->extra >> k & 1);
+        int osr = k < 64 && (r->extra >> k & 1), after_patchpoint = patchpoint;
+        patchpoint = 0;
+        if (osr && !after_patchpoint)
+            continue; /* a word the OSR scan found that follows no OSR frame: a stale frame's, not a caller */
         if (k && !sampler_is_return_address(r->ip[k])) {
             if (osr)
                 continue; /* a word the OSR scan found that is no return address */
@@ -258,8 +262,10 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         uint32_t m = st.m;
         if (m && !func && !st.funcs[m - 1] && st.names[m - 1] == name)
             continue; /* "[libcoreclr.so]" once for a run of its unnamed frames */
-        if (m && func && st.funcs[m - 1] == func && k + 1 < 64 && (r->extra >> (k + 1) & 1))
+        if (m && func && st.funcs[m - 1] == func && k + 1 < 64 && (r->extra >> (k + 1) & 1)) {
+            patchpoint = 1;
             continue; /* an OSR method's patchpoint call in its Tier0 code: one frame */
+        }
         push(&st, func, name);
     }
     sampler_gc_frame(st.funcs, st.names, &st.m, MAX_DEPTH + 4, r->gc);
