@@ -150,3 +150,61 @@ TEST(e2e_sample_gc_frames) {
     ASSERT_GE(gc_under / gc, WHOLE);
     return 0;
 }
+
+/* An ASP.NET Core service (tests/e2e/web): GET /work serializes a payload to
+ * JSON (Holdout.Service::Serialize), which returns, then hashes it with SHA-256
+ * (Holdout.Service::Hash, OpenSSL). Every sample inside libcrypto is Hash's,
+ * none Serialize's, whatever Kestrel's and the thread pool's frames between. */
+TEST(e2e_sample_unwind_web) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_unwind_web"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    char web[PATH_MAX];
+    const char *slash = strrchr(dll, '/');
+    ASSERT(slash);
+    /* <build>/tests/e2e/scenarios/Scenarios.dll -> <build>/tests/e2e/web/Web.dll */
+    int dir = (int)(slash - dll);
+    while (dir > 0 && dll[dir - 1] != '/')
+        dir--;
+    snprintf(web, sizeof web, "%.*sweb/Web.dll", dir, dll);
+    const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(),
+                          web, "3", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t);
+    dnp_trace_free(t);
+    char folded[PATH_MAX + 16];
+    snprintf(folded, sizeof folded, "%s.folded", r.trace);
+    const char *conv[] = {"convert", "--format", "folded", "-o", folded, r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, conv), 0);
+    size_t len;
+    char *text = e2e_read_file(folded, &len);
+    ASSERT(text);
+    double all = 0, under = 0, stale = 0;
+    for (char *line = text; line < text + len;) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = nl ? (size_t)(nl - line) : (size_t)(text + len - line);
+        const char *sp = line + n;
+        while (sp > line && sp[-1] != ' ')
+            sp--;
+        const char *leaf = sp > line ? sp - 1 : line;
+        while (leaf > line && leaf[-1] != ';')
+            leaf--;
+        if (sp > line && memmem(leaf, (size_t)(sp - 1 - leaf), "libcrypto.so", 12)) {
+            double w = atof(sp) / 1e6;
+            all += w;
+            under += has_frame(line, (size_t)(sp - 1 - line), "Holdout.Service::Hash") ? w : 0;
+            stale += has_frame(line, (size_t)(sp - 1 - line), "Holdout.Service::Serialize") ? w : 0;
+        }
+        line += n + 1;
+    }
+    free(text);
+    fprintf(stderr, "web: %.0f samples in libcrypto, %.1f%% under Hash, %.2f%% under Serialize\n", all,
+            all > 0 ? 100 * under / all : 0, all > 0 ? 100 * stale / all : 0);
+    ASSERT_GT(all, 300); /* hashing is most of the service's 3 s of CPU */
+    ASSERT_GE(under / all, WHOLE);
+    ASSERT_LE(stale / all, STALE);
+    return 0;
+}
