@@ -238,6 +238,7 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         push(&st, 0, S.waiting_name);
     uint32_t n = r->n;
     int patchpoint = 0; /* the frame before was an OSR method's patchpoint call (one frame with the method) */
+    uint32_t jit_top = 0; /* frames up to the outermost of the JIT's own code */
     for (uint32_t k = 0; k < n && k < MAX_DEPTH; k++) {
         /* a return address points after its call: resolve the call itself;
          * one that is not after a call ends the stack (the frame pointer
@@ -256,6 +257,7 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         S.resolving_pc = 0;
         uint64_t func = e->func; /* copied: a later lookup may clear the cache */
         uint32_t name = e->name;
+        int jit_code = e->jit_code;
         /* a native leaf unwound by its tables has its callers: no guess */
         if (k == 0 && !(r->flags & REC_NATIVE_CFI) && leaf_caller(&st, r, func, name, !e->managed && e->mapped, &n))
             continue;
@@ -267,9 +269,10 @@ static void aggregate_record(uint32_t tid, const srec *r) {
             continue; /* an OSR method's patchpoint call in its Tier0 code: one frame */
         }
         push(&st, func, name);
+        jit_top = jit_code ? st.m : jit_top;
     }
     sampler_gc_frame(st.funcs, st.names, &st.m, MAX_DEPTH + 4, r->gc);
-    sampler_jit_frame(st.funcs, st.names, &st.m, MAX_DEPTH + 4, r->jit);
+    sampler_jit_frame(st.funcs, st.names, &st.m, MAX_DEPTH + 4, r->jit, jit_top);
     sampler_unwind_counts(r->flags);
     if ((r->flags & REC_UNW_STOP) && st.m < MAX_DEPTH + 4)
         push(&st, 0, S.stopped_name); /* the stack above is not known: said, not guessed */

@@ -86,6 +86,7 @@ typedef struct ipent {
     uint8_t call;     /* ip + 1 follows a call instruction: 0 not known yet, 1 yes, 2 no */
     uint8_t code;     /* ip lies in an executable mapping */
     uint8_t resolved; /* func and name are known */
+    uint8_t jit_code; /* native code of the JIT (libclrjit): where [JIT] goes on a thread with no managed frame */
     int8_t slot;      /* as an interrupted PC: arch_return_slot / 8, -1 none, -2 not known yet */
     uint32_t exec_gen; /* the list of executable mappings that said "not code" */
 } ipent;
@@ -191,7 +192,7 @@ void sampler_unwind_counts(uint32_t flags);
 struct agent_config;
 void sampler_runtime_configure(const struct agent_config *cfg, uint32_t *mask, uint32_t *mask_high);
 uint64_t sampler_jit_now(int tid); /* async-signal-safe */
-void sampler_jit_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint64_t fid);
+void sampler_jit_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint64_t fid, uint32_t jit_top);
 uint32_t sampler_gc_now(int tid); /* async-signal-safe */
 void sampler_gc_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint32_t gc);
 

@@ -137,7 +137,7 @@ uint64_t sampler_jit_now(int tid) {
     return d ? atomic_load_explicit(&j->func[(d < JIT_NEST ? d : JIT_NEST) - 1], memory_order_relaxed) : 0;
 }
 
-void sampler_jit_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint64_t fid) {
+void sampler_jit_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint64_t fid, uint32_t jit_top) {
     if (!fid || *m + 2 > cap)
         return;
     if (!S.jit_name)
@@ -147,6 +147,10 @@ void sampler_jit_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t c
         at++;
     if (at == 0)
         return; /* a managed leaf: not the JIT's work */
+    if (at == *m) /* no managed frame (the tiering thread): above the JIT's own frames, if any */
+        at = jit_top;
+    if (at == 0)
+        return;
     for (uint32_t k = *m + 1; k > at + 1; k--) {
         funcs[k] = funcs[k - 2];
         names[k] = names[k - 2];

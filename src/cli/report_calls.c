@@ -738,9 +738,13 @@ int report_calls(const dnp_calltree *ct, const report_opts *o, FILE *out) {
             free(byt);
         } else if (byt) {
             memcpy(byt, f, nf * sizeof *byt);
-            qsort(byt, nf, sizeof *byt, by_total);
-            put_func_table(ct, &res, byt, nf, o->top, total,
-                           "top functions by total time (with what they call; recursion counted once)", out);
+            size_t roots = ct->sample_nodes ? report_drop_roots(tr, byt, nf) : 0, nb = nf - roots;
+            qsort(byt, nb, sizeof *byt, by_total);
+            put_func_table(ct, &res, byt, nb, o->top, total,
+                           roots ? "top functions by total time (with what they call; recursion counted once; "
+                                   "without the native frames that start every thread)"
+                                 : "top functions by total time (with what they call; recursion counted once)",
+                           out);
             free(byt);
         }
         put_paths(ct, &res, tr, o->top, out);
