@@ -101,6 +101,20 @@ TEST(e2e_sample_unwind_native_callers) {
         line += n + 1;
     }
     free(text);
+    /* the report's "by total" table leaves out the frames that start every
+     * thread, which the stacks (and the folded export) hold */
+    const char *rep[] = {"report", "--top", "40", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, rep), 0);
+    ASSERT_STATUS(&r, 0);
+    char *report = e2e_read_file(r.out, NULL);
+    ASSERT(report);
+    const char *by_total = strstr(report, "top functions by total time");
+    const char *paths = by_total ? strstr(by_total, "hottest call paths") : NULL;
+    ASSERT(by_total && paths && strstr(by_total, "without the native frames that start every thread"));
+    const char *start = strstr(by_total, "libc.so.6!__libc_start_main");
+    ASSERT(!start || start > paths);
+    ASSERT(strstr(by_total, "Scenarios.UnwindScenario::Hash") < paths);
+    free(report);
     for (int i = 0; i < 3; i++) {
         lib_share *l = &libs[i];
         fprintf(stderr, "%s: %.0f ms of samples, %.1f%% under %s, %.2f%% under a sibling\n", l->lib, l->all / 1e6,
