@@ -226,9 +226,7 @@ static int run_cfa(cur *c, const cie *ci, cstate *s, const cstate *init, rows *r
         case 0x0b:
             if (!depth)
                 return -1;
-            { /* the CFA is not part of the state remembered... but GCC and LLVM expect it to be */
-                *s = stack[--depth];
-            }
+            *s = stack[--depth]; /* the CFA rule too, as GCC's and LLVM's unwinders restore it */
             continue;
         case 0x0c: s->cfa_reg = (int64_t)uleb(c); s->cfa_off = (int64_t)uleb(c); continue;
         case 0x0d: s->cfa_reg = (int64_t)uleb(c); continue;
