@@ -511,12 +511,17 @@ static int by_lo(const void *x, const void *y) {
     return a->lo < b->lo ? -1 : a->lo > b->lo;
 }
 
-/* Waits until no handler holds the index it read before the last publish. */
-static void quiesce(void) {
-    for (int i = 0; i < 100000 && atomic_load(&unwind_readers); i++) {
+/* Waits until no handler holds the index it read before the last publish:
+ * 1, or 0 after 100 ms (a thread stopped inside its handler: what it may
+ * still read is then kept, not freed). */
+static int quiesce(void) {
+    for (int i = 0; i < 10000; i++) {
+        if (!atomic_load(&unwind_readers))
+            return 1;
         struct timespec ts = {0, 10000};
         nanosleep(&ts, NULL);
     }
+    return 0;
 }
 
 void unwind_refresh(void) {
@@ -548,7 +553,8 @@ void unwind_refresh(void) {
     }
     qsort(ix->lib, ix->n, sizeof ix->lib[0], by_lo);
     const unw_index *old = atomic_exchange(&unwind_index_ptr, ix);
-    quiesce();
+    if (!quiesce())
+        return; /* the old index and the gone tables stay: a handler may still read them */
     free((void *)old);
     for (uint32_t i = 0; i < ngone; i++) {
         unw_lib_free(gone[i]);
@@ -558,7 +564,11 @@ void unwind_refresh(void) {
 
 void unwind_release(void) {
     const unw_index *old = atomic_exchange(&unwind_index_ptr, NULL);
-    quiesce();
+    if (!quiesce()) { /* a handler still inside: the tables stay, forgotten */
+        g_nlibs = 0;
+        g_adds = g_subs = ~0ull;
+        return;
+    }
     free((void *)old);
     for (uint32_t i = 0; i < g_nlibs; i++) {
         unw_lib_free(g_libs[i]);
