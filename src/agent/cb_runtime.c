@@ -21,6 +21,7 @@
 
 HRESULT cb_JITCompilationStarted(ICorProfilerCallback *self, FunctionID id, BOOL safe) {
     ACTIVE();
+    sampler_jit_started(id); /* [JIT] frames of sampled stacks */
     RECORDED(JIT);
     REC(JITCompilationStarted, FUNCTION(id, 1), (uint64_t)(safe != 0));
     return S_OK;
@@ -29,6 +30,7 @@ HRESULT cb_JITCompilationStarted(ICorProfilerCallback *self, FunctionID id, BOOL
 HRESULT cb_JITCompilationFinished(ICorProfilerCallback *self, FunctionID id, HRESULT hr,
                                       BOOL safe) {
     ACTIVE();
+    sampler_jit_finished();
     RECORDED(JIT);
     REC(JITCompilationFinished, FUNCTION(id, 1), HR(hr), (uint64_t)(safe != 0));
     return S_OK;
@@ -267,6 +269,7 @@ HRESULT cb_ModuleInMemorySymbolsUpdated(ICorProfilerCallback *self, ModuleID mod
 HRESULT cb_DynamicMethodJITCompilationStarted(ICorProfilerCallback *self, FunctionID id,
                                                   BOOL safe, LPCBYTE il, ULONG il_len) {
     ACTIVE();
+    sampler_jit_started(id);
     RECORDED(JIT);
     (void)il;
     REC(DynamicMethodJITCompilationStarted, FUNCTION(id, 1), (uint64_t)(safe != 0), il_len);
@@ -276,6 +279,7 @@ HRESULT cb_DynamicMethodJITCompilationStarted(ICorProfilerCallback *self, Functi
 HRESULT cb_DynamicMethodJITCompilationFinished(ICorProfilerCallback *self, FunctionID id,
                                                    HRESULT hr, BOOL safe) {
     ACTIVE();
+    sampler_jit_finished();
     RECORDED(JIT);
     REC(DynamicMethodJITCompilationFinished, FUNCTION(id, 1), HR(hr), (uint64_t)(safe != 0));
     return S_OK;

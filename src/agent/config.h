@@ -42,6 +42,7 @@ typedef struct agent_config {
     unsigned every_ms;        /* a window's length, 0: no windows */
     char window_dir[4096];    /* where they go, %p not yet expanded; "": the session directory */
     unsigned window_keep;     /* windows that may wait for a reader */
+    int sample_unwind;    /* native frames by their unwind tables (unwind.h); DNP_ENV_SAMPLE_UNWIND=0: not */
 } agent_config;
 
 /* Fills cfg from the environment. */

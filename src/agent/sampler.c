@@ -19,6 +19,7 @@
 #include "callbacks.h"
 #include "settings.h"
 #include "symbols.h"
+#include "unwind.h"
 
 sampler_state sampler_s;
 
@@ -51,6 +52,10 @@ static void *sampler_main(void *arg) {
         if (now - S.cache_born >= CACHE_MS * 1000000ull || atomic_exchange(&S.stale, 0))
             sampler_cache_clear(now);
         if (S.mode != SAMPLER_SUSPEND) {
+            if (S.unwind) /* the tables of libraries loaded since (one look when none was); the first
+                           * time every library's, here rather than on the thread that starts the
+                           * runtime: its start-up does not wait for them */
+                unwind_refresh();
             sampler_drain();
             sampler_find_stacks();
         }
@@ -96,6 +101,7 @@ void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_h
     *mask_high |= 0x4u;  /* COR_PRF_HIGH_MONITOR_DYNAMIC_FUNCTION_UNLOADS */
     if (cfg->sample == SAMPLER_SUSPEND)
         *mask |= 0x10000000u; /* COR_PRF_ENABLE_STACK_SNAPSHOT */
+    sampler_runtime_configure(cfg, mask, mask_high);
 }
 
 static void release_memory(void) {
@@ -128,6 +134,8 @@ int sampler_start(const agent_config *cfg) {
     S.nslots = 0;
     S.ndirty = 0;
     S.samples = S.dropped = S.truncated = S.threads = S.fixed = 0;
+    S.guessed = S.stopped = S.native_cfi = 0;
+    S.unwind = cfg->sample_unwind && cfg->sample != SAMPLER_SUSPEND;
     atomic_store(&S.stop, 0);
     if (S.mode == SAMPLER_SUSPEND && !AGENT_HAS_INFO(SuspendRuntime)) {
         agent_say("--sample=suspend needs ICorProfilerInfo10 (.NET Core 3.0 or later); no samples");
@@ -155,6 +163,9 @@ int sampler_start(const agent_config *cfg) {
     S.cache_born = sampler_now_ns();
     S.waiting_name = rec_string("[waiting]", 9);
     S.unknown_name = rec_string("[unknown]", 9);
+    S.stopped_name = rec_string("[unwinding stopped]", 19);
+    memset(S.gc_names, 0, sizeof S.gc_names);
+    S.jit_name = 0;
     sampler_exec_refresh();
     if (S.mode != SAMPLER_SUSPEND && sampler_handler_install() != 0) {
         release_memory();
@@ -202,6 +213,8 @@ void sampler_stop(void) {
              "%llu callers found at the stack pointer (prologue, epilogue, frameless code)",
              (double)S.cpu_ns / 1e6, (unsigned long long)S.scans, (unsigned long long)S.maps_reads,
              (unsigned long long)S.resolves, (unsigned long long)S.fixed);
+    sampler_unwind_note();
     release_memory();
     symbols_release();
+    unwind_release();
 }

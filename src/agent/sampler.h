@@ -33,6 +33,11 @@ void sampler_thread_started(void);
  * resolved afresh from the sampler's next tick. Lock-free. */
 void sampler_code_unloaded(void);
 
+/* JITCompilationStarted / Finished on the compiling thread: its samples in
+ * between read "method > [JIT] > the JIT's frames" (sampler_runtime.c). */
+void sampler_jit_started(uint64_t function_id);
+void sampler_jit_finished(void);
+
 /* Native code without frame pointers: among nw words at sp (the stack below
  * limit), the first that points further up the stack at a frame whose saved
  * frame pointer points further up still and whose return address can be one

@@ -199,6 +199,7 @@ static int leaf_caller(frames *st, const srec *r, uint64_t func, uint32_t name, 
                 push(st, 0, via);
             push(st, c->func, c->name);
             S.fixed++;
+            S.guessed++; /* a word on the stack, not an unwind table's rule */
             return 1;
         }
         if (r->flags & REC_FP_FOUND)
@@ -224,6 +225,7 @@ static int leaf_caller(frames *st, const srec *r, uint64_t func, uint32_t name, 
         const ipent *c = sampler_resolve(r->top - 1);
         push(st, func, name);
         push(st, c->func, c->name);
+        S.guessed++;
         return 1;
     }
     return 0;
@@ -235,11 +237,16 @@ static void aggregate_record(uint32_t tid, const srec *r) {
     if (r->flags & REC_WAITING)
         push(&st, 0, S.waiting_name);
     uint32_t n = r->n;
+    int patchpoint = 0; /* the frame before was an OSR method's patchpoint call (one frame with the method) */
+    uint32_t jit_top = 0; /* frames up to the outermost of the JIT's own code */
     for (uint32_t k = 0; k < n && k < MAX_DEPTH; k++) {
         /* a return address points after its call: resolve the call itself;
          * one that is not after a call ends the stack (the frame pointer
          * chain went through code that does not keep one) */
-        int osr = k < 64 && (r->extra >> k & 1);
+        int osr = k < 64 && (r->extra >> k & 1), after_patchpoint = patchpoint;
+        patchpoint = 0;
+        if (osr && !after_patchpoint)
+            continue; /* a word the OSR scan found that follows no OSR frame: a stale frame's, not a caller */
         if (k && !sampler_is_return_address(r->ip[k])) {
             if (osr)
                 continue; /* a word the OSR scan found that is no return address */
@@ -250,15 +257,25 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         S.resolving_pc = 0;
         uint64_t func = e->func; /* copied: a later lookup may clear the cache */
         uint32_t name = e->name;
-        if (k == 0 && leaf_caller(&st, r, func, name, !e->managed && e->mapped, &n))
+        int jit_code = e->jit_code;
+        /* a native leaf unwound by its tables has its callers: no guess */
+        if (k == 0 && !(r->flags & REC_NATIVE_CFI) && leaf_caller(&st, r, func, name, !e->managed && e->mapped, &n))
             continue;
         uint32_t m = st.m;
         if (m && !func && !st.funcs[m - 1] && st.names[m - 1] == name)
             continue; /* "[libcoreclr.so]" once for a run of its unnamed frames */
-        if (m && func && st.funcs[m - 1] == func && k + 1 < 64 && (r->extra >> (k + 1) & 1))
+        if (m && func && st.funcs[m - 1] == func && k + 1 < 64 && (r->extra >> (k + 1) & 1)) {
+            patchpoint = 1;
             continue; /* an OSR method's patchpoint call in its Tier0 code: one frame */
+        }
         push(&st, func, name);
+        jit_top = jit_code ? st.m : jit_top;
     }
+    sampler_gc_frame(st.funcs, st.names, &st.m, MAX_DEPTH + 4, r->gc);
+    sampler_jit_frame(st.funcs, st.names, &st.m, MAX_DEPTH + 4, r->jit, jit_top);
+    sampler_unwind_counts(r->flags);
+    if ((r->flags & REC_UNW_STOP) && st.m < MAX_DEPTH + 4)
+        push(&st, 0, S.stopped_name); /* the stack above is not known: said, not guessed */
     sampler_aggregate(tid, st.funcs, st.names, st.m, r->weight ? r->weight : 1);
 }
 

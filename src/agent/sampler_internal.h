@@ -35,10 +35,18 @@
 #define CACHE_MS 2000          /* how long a resolved address is trusted (code unloads) */
 #define MAX_FDS 65536          /* perf event fds the handler can map to a slot */
 
-enum { REC_WAITING = 1, REC_UNWALKED = 2, REC_FP_FOUND = 4 };
+enum {
+    REC_WAITING = 1,
+    REC_UNWALKED = 2,
+    REC_FP_FOUND = 4,
+    REC_NATIVE_CFI = 8, /* the leaf is native code, unwound by its tables (unwind.h): no guess at its caller */
+    REC_UNW_STOP = 16   /* the walk stopped in native code its tables do not cover: marked */
+};
 
 typedef struct srec {
     uint32_t n, flags;
+    uint32_t gc;     /* a collection ran on the thread: its generation + 1 (sampler_runtime.c) */
+    uint64_t jit;    /* the method the thread was compiling, 0 none */
     uint32_t weight; /* periods it stands for: 1 + the timer's overruns */
     uint64_t top; /* the word at the stack pointer: maybe the leaf's return address */
     uint64_t extra;  /* bit k: ip[k] was found by the OSR scan, not by the chain */
@@ -79,6 +87,7 @@ typedef struct ipent {
     uint8_t call;     /* ip + 1 follows a call instruction: 0 not known yet, 1 yes, 2 no */
     uint8_t code;     /* ip lies in an executable mapping */
     uint8_t resolved; /* func and name are known */
+    uint8_t jit_code; /* native code of the JIT (libclrjit): where [JIT] goes on a thread with no managed frame */
     int8_t slot;      /* as an interrupted PC: arch_return_slot / 8, -1 none, -2 not known yet */
     uint32_t exec_gen; /* the list of executable mappings that said "not code" */
 } ipent;
@@ -96,6 +105,7 @@ typedef struct named {
 
 typedef struct sampler_state {
     int mode;
+    int unwind; /* native frames by their unwind tables (unwind.h) */
     unsigned rate;
     uint64_t period_ns;
     atomic_int running; /* the handler works only while set */
@@ -135,10 +145,13 @@ typedef struct sampler_state {
     uint32_t exec_gen; /* bumped by every read */
     uint64_t exec_pc_quiet; /* no reading for an unlisted PC before then */
 
-    uint32_t waiting_name, unknown_name;
+    uint32_t waiting_name, unknown_name, stopped_name;
+    uint32_t jit_name;
+    uint32_t gc_names[3]; /* "[GC gen0]".. made when first needed */
     int resolving_pc; /* resolve() is naming an interrupted PC */
     uint64_t samples, dropped, truncated, threads;
     uint64_t fixed; /* samples whose caller came from the stack, not the frame pointer */
+    uint64_t guessed, stopped, native_cfi; /* native leaves whose caller was guessed; walks stopped; leaves unwound */
     uint64_t scans, maps_reads, resolves, cpu_ns; /* the sampler's own work, for a note */
     atomic_int window_asked; /* a window ends: the sampler thread adds its samples (sampler_window.c) */
 } sampler_state;
@@ -177,6 +190,17 @@ void sampler_emit_dirty(void);
  * list; the sampler thread answers a window's end with sampler_window_emit. */
 void sampler_window_join(void);
 void sampler_window_emit(void);
+/* The trace's note on native unwinding (sampler_unwind.c). */
+void sampler_unwind_note(void);
+void sampler_unwind_counts(uint32_t flags);
+
+/* The runtime's work as frames (sampler_runtime.c). */
+struct agent_config;
+void sampler_runtime_configure(const struct agent_config *cfg, uint32_t *mask, uint32_t *mask_high);
+uint64_t sampler_jit_now(int tid); /* async-signal-safe */
+void sampler_jit_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint64_t fid, uint32_t jit_top);
+uint32_t sampler_gc_now(int tid); /* async-signal-safe */
+void sampler_gc_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint32_t gc);
 
 /* Suspend mode (sampler_suspend.c): one round of the runtime's stack walks. */
 void sampler_suspend_sample(void);

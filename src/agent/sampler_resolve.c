@@ -150,6 +150,7 @@ const ipent *sampler_resolve(uint64_t ip) {
         return e;
     }
     e->mapped = 1; /* executable memory: its bytes can be read */
+    e->jit_code = strstr(buf, "libclrjit.so") != NULL;
     e->name = rec_string(buf, strlen(buf));
     return e;
 }

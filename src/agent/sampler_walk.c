@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "arch/arch.h"
+#include "arch_unwind.h"
+#include "unwind.h"
 
 /* Copies len bytes at addr without faulting on unmapped memory: 0 or -1.
  * A system call, so async-signal-safe (errno is restored by the handler). */
@@ -89,8 +91,23 @@ static void osr_scan(srec *r, uint32_t *n, uint64_t fp, uint64_t next, int safe,
     }
 }
 
-/* The frame-pointer chain from fp into r->ip[n..]: the new count. */
-static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64_t limit, int safe) {
+/* Native frames from u (a return address, the last of r->ip) by their unwind
+ * tables: 1 when the walk goes on by frame pointers from u->fp (managed code
+ * again), 0 when it ended (marked when it stopped in native code). */
+static int cross_native(srec *r, uint32_t *n, unw_frame *u, const unw_index *ix, uint64_t sp, uint64_t limit,
+                        int safe, uint32_t *flags) {
+    int how = unwind_native(ix, r->ip, n, MAX_DEPTH, u, 0, sp, limit, safe);
+    if (how == UNW_NOT_NATIVE)
+        return 1;
+    if (how == UNW_NO_ROW || how == UNW_BAD_STACK)
+        *flags |= REC_UNW_STOP;
+    return 0;
+}
+
+/* The frame-pointer chain from fp into r->ip[n..]: the new count. A return
+ * address into native code with unwind tables (ix) goes on by them. */
+static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64_t limit, int safe,
+                           const unw_index *ix, uint32_t *flags) {
     unsigned budget = SCAN_WORDS;
     while (n < MAX_DEPTH && fp >= sp && fp <= limit - 16 && !(fp & 7)) {
         uint64_t f[ARCH_FRAME_WORDS];
@@ -98,6 +115,13 @@ static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64
             break;
         uint64_t next = f[ARCH_FRAME_NEXT];
         r->ip[n++] = f[ARCH_FRAME_RET];
+        if (ix && unwind_find(ix, f[ARCH_FRAME_RET] - 1)) {
+            unw_frame u = {f[ARCH_FRAME_RET], fp + ARCH_UNW_SP_ABOVE_FRAME, next};
+            if (!cross_native(r, &n, &u, ix, sp, limit, safe, flags) || u.fp <= fp)
+                break;
+            fp = u.fp;
+            continue;
+        }
         if (next <= fp || next > limit - 16)
             break;
         if (n < MAX_DEPTH && n < 64 && budget && next >= fp + 32)
@@ -134,6 +158,7 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
      * STACK_GUESS above the stack pointer. */
     int safe = !known;
     uint64_t limit = known ? hi : sp + STACK_GUESS;
+    const unw_index *ix = S.unwind ? unwind_enter() : NULL;
     if (!sp || (sp & 7) || limit < sp + 16) {
         flags |= REC_UNWALKED;
     } else {
@@ -142,7 +167,21 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
         r->top = nw ? r->words[0] : 0;
         if (!nw)
             flags |= REC_UNWALKED;
-        if (nw && !(fp >= sp && fp <= limit - 16 && !(fp & 7))) {
+        int chain = nw != 0;
+        if (nw && ix && unwind_find(ix, g.pc)) {
+            /* native code with unwind tables: exact from the leaf on */
+            unw_frame u = {g.pc, sp, fp};
+            flags |= REC_NATIVE_CFI;
+            int how = unwind_native(ix, r->ip, &n, MAX_DEPTH, &u, 1, sp, limit, safe);
+            if (how == UNW_NO_ROW || how == UNW_BAD_STACK)
+                flags |= REC_UNW_STOP;
+            fp = u.fp;
+            chain = how == UNW_NOT_NATIVE;
+            if (chain && !(fp >= u.sp && fp <= limit - 16 && !(fp & 7))) {
+                flags |= REC_UNW_STOP; /* managed code again, but no frame pointer of its own */
+                chain = 0;
+            }
+        } else if (nw && !(fp >= sp && fp <= limit - 16 && !(fp & 7))) {
             /* Native code built without frame pointers uses that register as
              * it likes, but saves its caller's (callee-saved) on the stack: the
              * first word above SP that points further up the stack at a frame
@@ -152,12 +191,16 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
             if (sampler_saved_fp(r->words, nw, sp, limit, safe, &fp) >= 0)
                 flags |= REC_FP_FOUND;
         }
-        r->fpoff = nw && fp >= sp && fp <= limit - 16 && !(fp & 7) && fp - sp < (1ull << 31) ? (uint32_t)(fp - sp) : 0;
-        if (nw)
-            n = walk_chain(r, n, fp, sp, limit, safe);
+        r->fpoff = chain && fp >= sp && fp <= limit - 16 && !(fp & 7) && fp - sp < (1ull << 31) ? (uint32_t)(fp - sp) : 0;
+        if (chain)
+            n = walk_chain(r, n, fp, sp, limit, safe, ix, &flags);
     }
+    if (ix)
+        unwind_leave();
     if (S.mode == SAMPLER_WALL && arch_at_syscall(&g))
         flags |= REC_WAITING;
+    r->gc = sampler_gc_now(atomic_load_explicit(&s->tid, memory_order_relaxed));
+    r->jit = sampler_jit_now(atomic_load_explicit(&s->tid, memory_order_relaxed));
     r->n = n;
     r->flags = flags;
     r->weight = weight;

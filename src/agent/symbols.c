@@ -3,6 +3,7 @@
  * files and allocate. */
 
 #include "symbols.h"
+#include "unwind.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -142,13 +143,6 @@ int symbols_name(uintptr_t ip, char *out, size_t cap) {
     mod = mod ? mod + 1 : info.dli_fname;
     if (!*mod)
         mod = "main";
-    /* The dynamic symbol, when it really covers ip (dladdr gives the closest
-     * exported one below ip, however far). */
-    if (info.dli_sname && info.dli_saddr && es && ip >= (uintptr_t)info.dli_saddr &&
-        ip < (uintptr_t)info.dli_saddr + (es->st_size ? es->st_size : 1)) {
-        snprintf(out, cap, "%s!%s", mod, info.dli_sname);
-        return 1;
-    }
     struct link_map *lm = NULL;
     Dl_info info2;
     uintptr_t base = (uintptr_t)info.dli_fbase;
@@ -158,9 +152,20 @@ int symbols_name(uintptr_t ip, char *out, size_t cap) {
         if (path[0] != '/' && lm->l_name && !lm->l_name[0])
             path = "/proc/self/exe"; /* the program itself, named by argv[0] */
     }
+    /* .symtab where the file has one (local functions too), else the dynamic
+     * symbol when it really covers ip (dladdr gives the closest exported one
+     * below ip, however far), else the function's start by its unwind table
+     * (the offset a disassembler or addr2line takes), else the module alone. */
     const char *name = symtab_lookup(module_for(base, path), ip);
+    uint64_t start;
+    const unw_lib *l;
     if (name)
         snprintf(out, cap, "%s!%s", mod, name);
+    else if (info.dli_sname && info.dli_saddr && es && ip >= (uintptr_t)info.dli_saddr &&
+             ip < (uintptr_t)info.dli_saddr + (es->st_size ? es->st_size : 1))
+        snprintf(out, cap, "%s!%s", mod, info.dli_sname);
+    else if ((l = unwind_lib_of(ip)) && l->bias == base && unwind_func_start(l, ip, &start) == 0)
+        snprintf(out, cap, "[%s+0x%llx]", mod, (unsigned long long)start);
     else
         snprintf(out, cap, "[%s]", mod);
     return 1;

@@ -7,7 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Writes "module!symbol" (or "[module]" when no symbol covers ip, "[anonymous code]"
+/* Writes "module!symbol" (.symtab, else .dynsym; "[module+0xSTART]" when no
+ * symbol covers ip but an unwind table says where its function starts,
+ * "[module]" when nothing does, "[anonymous code]"
  * outside every module: JIT stubs and other anonymous code) into out. Returns 1
  * when ip lies in a loaded module (its code is mapped), else 0. */
 int symbols_name(uintptr_t ip, char *out, size_t cap);

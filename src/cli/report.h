@@ -42,6 +42,13 @@ void calls_close(calls_input *in);
  * saying why (no call data, no such thread, output failed). */
 int report_calls(const struct dnp_calltree *ct, const report_opts *o, FILE *out);
 
+/* The native frames that start every thread (no time of their own, never
+ * under a managed frame: the host, libc's start), taken out of f (report_roots.c):
+ * how many. For the "by total" table of sampled stacks. */
+struct dnp_ct_tree;
+struct dnp_ct_func;
+size_t report_drop_roots(const struct dnp_ct_tree *tr, struct dnp_ct_func *f, size_t nf);
+
 /* ---- exceptions (issue 4, report_exceptions.c): return the exit code ----
  * Both read the trace at path as a stream (DNP_ENV_NO_STREAM: loaded whole),
  * memory bounded by the stories, and warn when it is not complete. */

@@ -374,6 +374,12 @@ static int by_node_self(const void *x, const void *y) {
     return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
 }
 
+/* One frame identity for every report (calltree.h): a managed function by
+ * its id, native code by library and symbol (its name). */
+static int same_frame(const dnp_ct_node *a, const dnp_ct_node *b) {
+    return dnp_ct_frame_key(a->func, a->name) == dnp_ct_frame_key(b->func, b->name);
+}
+
 /* The path from the root to n, " > " between frames, runs of one function as "F (xN)". */
 static void put_path(const dnp_calltree *ct, const dnp_ct_tree *tr, uint32_t n, FILE *out) {
     uint32_t depth = tr->nodes[n].depth;
@@ -385,13 +391,13 @@ static void put_path(const dnp_calltree *ct, const dnp_ct_tree *tr, uint32_t n, 
     /* runs of the same function */
     uint32_t nruns = 0;
     for (uint32_t k = 0; k < depth; k++)
-        if (k == 0 || tr->nodes[chain[k]].func != tr->nodes[chain[k - 1]].func)
+        if (k == 0 || !same_frame(&tr->nodes[chain[k]], &tr->nodes[chain[k - 1]]))
             nruns++;
     uint32_t run = 0;
     char name[NAME_MAX_LEN];
     for (uint32_t k = 0; k < depth;) {
         uint32_t j = k;
-        while (j < depth && tr->nodes[chain[j]].func == tr->nodes[chain[k]].func)
+        while (j < depth && same_frame(&tr->nodes[chain[j]], &tr->nodes[chain[k]]))
             j++;
         if (nruns > 12 && run == 3)
             fputs(" > ...", out);
@@ -732,9 +738,13 @@ int report_calls(const dnp_calltree *ct, const report_opts *o, FILE *out) {
             free(byt);
         } else if (byt) {
             memcpy(byt, f, nf * sizeof *byt);
-            qsort(byt, nf, sizeof *byt, by_total);
-            put_func_table(ct, &res, byt, nf, o->top, total,
-                           "top functions by total time (with what they call; recursion counted once)", out);
+            size_t roots = ct->sample_nodes ? report_drop_roots(tr, byt, nf) : 0, nb = nf - roots;
+            qsort(byt, nb, sizeof *byt, by_total);
+            put_func_table(ct, &res, byt, nb, o->top, total,
+                           roots ? "top functions by total time (with what they call; recursion counted once; "
+                                   "without the native frames that start every thread)"
+                                 : "top functions by total time (with what they call; recursion counted once)",
+                           out);
             free(byt);
         }
         put_paths(ct, &res, tr, o->top, out);

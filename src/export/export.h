@@ -65,6 +65,11 @@ const char *dnp_gc_type_name(uint64_t type);
 /* The name to show for a function: pretty, or "<function 0x...>" when unknown. */
 const char *dnp_export_name(const dnp_calltree *ct, uint64_t func, uint64_t name, char *buf, size_t len);
 
+/* The library of a native frame's name ("libc.so.6" of "libc.so.6!memset" or
+ * "[libc.so.6+0x16e040]") into out: its length, 0 when the name is no native
+ * library's (managed code, [waiting], [anonymous code]). frame_lib.c. */
+size_t dnp_frame_library(const char *name, char *out, size_t cap);
+
 /* s as a JSON string (jsonstr.h); html_safe: for JSON inside a <script>. */
 static inline void dnp_export_json_str(FILE *out, const char *s, int html_safe) {
     dnp_json_str(out, s, html_safe ? DNP_JSON_HTML_SAFE : 0);

@@ -6,11 +6,14 @@
  *             12 period, 14 default_sample_type
  *   ValueType 1 type, 2 unit (string indexes)
  *   Sample    1 location_id (packed), 2 value (packed)
- *   Location  1 id, 4 line (Line: 1 function_id)
- *   Function  1 id, 2 name, 3 system_name (string indexes)
+ *   Mapping   1 id, 5 filename, 7 has_functions: one per native library
+ *   Location  1 id, 2 mapping_id (native frames), 4 line (Line: 1 function_id)
+ *   Function  1 id, 2 name, 3 system_name, 4 filename (string indexes)
  * Samples are encoded as they are added; strings, functions and locations are
  * interned and written at the end. */
 #include "pprof.h"
+
+#include "export.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -41,7 +44,10 @@ struct dnp_pprof {
     uint64_t *func_of_str; /* string index -> function id (0: none) */
     size_t nfuncs;
     uint64_t *func_name; /* function id - 1 -> string index */
+    uint32_t *func_map;  /* function id - 1 -> mapping id (0: none) */
     size_t cap_funcs;
+    uint64_t *map_file;  /* mapping id - 1 -> its library's string index */
+    size_t nmaps, cap_maps;
 
     buf samples; /* encoded Sample fields of the Profile */
     int failed;
@@ -171,6 +177,29 @@ static uint64_t str_index(dnp_pprof *p, const char *s) {
     return idx;
 }
 
+/* The mapping of a native frame's library (frame_lib.c), made if new: 0 none. */
+static uint32_t mapping_of(dnp_pprof *p, const char *name) {
+    char lib[256];
+    if (!dnp_frame_library(name, lib, sizeof lib))
+        return 0;
+    uint64_t s = str_index(p, lib);
+    for (size_t i = 0; i < p->nmaps; i++)
+        if (p->map_file[i] == s)
+            return (uint32_t)i + 1;
+    if (p->nmaps == p->cap_maps) {
+        size_t cap = p->cap_maps ? p->cap_maps * 2 : 16;
+        uint64_t *m = realloc(p->map_file, cap * sizeof *m);
+        if (!m) {
+            p->failed = 1;
+            return 0;
+        }
+        p->map_file = m;
+        p->cap_maps = cap;
+    }
+    p->map_file[p->nmaps++] = s;
+    return (uint32_t)p->nmaps;
+}
+
 /* The function (and location: the same id) of a name. */
 static uint64_t func_id(dnp_pprof *p, const char *name) {
     uint64_t s = str_index(p, name && *name ? name : "[unknown]");
@@ -181,14 +210,18 @@ static uint64_t func_id(dnp_pprof *p, const char *name) {
     if (p->nfuncs == p->cap_funcs) {
         size_t cap = p->cap_funcs ? p->cap_funcs * 2 : 256;
         uint64_t *fn = realloc(p->func_name, cap * sizeof *fn);
-        if (!fn) {
+        if (fn)
+            p->func_name = fn;
+        uint32_t *fm = fn ? realloc(p->func_map, cap * sizeof *fm) : NULL;
+        if (!fm) {
             p->failed = 1;
             return 0;
         }
-        p->func_name = fn;
+        p->func_map = fm;
         p->cap_funcs = cap;
     }
-    p->func_name[p->nfuncs++] = s;
+    p->func_name[p->nfuncs] = s;
+    p->func_map[p->nfuncs++] = mapping_of(p, p->strs[s]);
     return p->func_of_str[s] = p->nfuncs;
 }
 
@@ -281,9 +314,17 @@ int dnp_pprof_encode(dnp_pprof *p, uint8_t **out, size_t *len) {
     for (size_t i = 0; i < p->ntypes; i++)
         put_value_type(&b, 1, p, &p->types[i], &m);
     put_bytes(&b, p->samples.p, p->samples.n);
+    for (size_t i = 0; i < p->nmaps; i++) {
+        put_uint(&m, 1, i + 1);
+        put_uint(&m, 5, p->map_file[i]);
+        put_uint(&m, 7, 1);
+        put_msg(&b, 3, &m);
+    }
     for (size_t i = 0; i < p->nfuncs; i++) {
         uint64_t id = i + 1;
         put_uint(&m, 1, id);
+        if (p->func_map[i])
+            put_uint(&m, 2, p->func_map[i]);
         put_uint(&line, 1, id);
         put_msg(&m, 4, &line);
         put_msg(&b, 4, &m);
@@ -292,6 +333,8 @@ int dnp_pprof_encode(dnp_pprof *p, uint8_t **out, size_t *len) {
         put_uint(&m, 1, i + 1);
         put_uint(&m, 2, p->func_name[i]);
         put_uint(&m, 3, p->func_name[i]);
+        if (p->func_map[i])
+            put_uint(&m, 4, p->map_file[p->func_map[i] - 1]);
         put_msg(&b, 5, &m);
     }
     for (size_t i = 0; i < p->nstrs; i++)
@@ -364,6 +407,8 @@ void dnp_pprof_free(dnp_pprof *p) {
     free(p->slots);
     free(p->func_of_str);
     free(p->func_name);
+    free(p->func_map);
+    free(p->map_file);
     free(p->samples.p);
     free(p);
 }

@@ -162,7 +162,11 @@ static void write_frames(speedscope *s, const dnp_calltree *ct) {
         fputs(i ? ",\n{\"name\":" : "\n{\"name\":", out);
         dnp_export_json_str(out, dnp_export_name(ct, s->frames[i].func, s->frames[i].name, buf, sizeof buf), 0);
         const char *r = dnp_ct_raw_name(ct, s->frames[i].func, s->frames[i].name, raw, sizeof raw);
-        if (strcmp(r, buf) != 0) { /* speedscope shows "file" under the name */
+        char lib[256];
+        if (dnp_frame_library(r, lib, sizeof lib)) { /* native code: its library */
+            fputs(",\"file\":", out);
+            dnp_export_json_str(out, lib, 0);
+        } else if (strcmp(r, buf) != 0) { /* speedscope shows "file" under the name */
             fputs(",\"file\":", out);
             dnp_export_json_str(out, r, 0);
         }

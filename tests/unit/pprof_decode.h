@@ -13,7 +13,7 @@
 #define PD_MAX 4096
 
 typedef struct pd_sample {
-    uint64_t loc[64];
+    uint64_t loc[256]; /* a sampled stack: up to 128 frames and what the sampler adds, native frames to the root */
     size_t nloc;
     int64_t val[8];
     size_t nval;
@@ -118,7 +118,7 @@ static int pd_decode_raw(const uint8_t *p, size_t len, pd_profile *pr) {
                 int t = pd_field(&m, mend, &g, &w, &bb);
                 if (t < 0)
                     return -1;
-                if (g == 1 && t == 2 && pd_packed(bb, w, s->loc, 64, &s->nloc) != 0)
+                if (g == 1 && t == 2 && pd_packed(bb, w, s->loc, sizeof s->loc / sizeof s->loc[0], &s->nloc) != 0)
                     return -1;
                 if (g == 2 && t == 2 && pd_packed(bb, w, (uint64_t *)s->val, 8, &s->nval) != 0)
                     return -1;

@@ -1,12 +1,14 @@
 /* test_pprof.c: the pprof encoder decoded back by an independent decoder
  * (pprof_decode.h); a --calls tree and a synthetic --alloc trace as pprof,
- * their values adding up to the trees' totals; the alloc report of known samples. */
+ * their values adding up to the trees' totals; the alloc report of known samples;
+ * native frames' libraries (frame_lib.c) as pprof Mappings. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "calltree.h"
+#include "export.h"
 #include "pprof.h"
 #include "pprof_decode.h"
 #include "synth.h"
@@ -233,5 +235,89 @@ TEST(pprof_alloc_report_no_samples) {
     free(said);
     unlink(path);
     ASSERT(ok);
+    return 0;
+}
+
+/* ---- native frames' libraries (src/export/frame_lib.c) and their Mappings ---- */
+
+static const char *lib_of(const char *name) {
+    static char buf[256];
+    return dnp_frame_library(name, buf, sizeof buf) ? buf : "";
+}
+
+TEST(frame_library_of_names) {
+    ASSERT_STR_EQ(lib_of("libcrypto.so.3!SHA256_Update"), "libcrypto.so.3");
+    ASSERT_STR_EQ(lib_of("[libcoreclr.so+0x5fc990]"), "libcoreclr.so");
+    ASSERT_STR_EQ(lib_of("[dotnet+0x6bb0]"), "dotnet");
+    ASSERT_STR_EQ(lib_of("[libc.so.6]"), "libc.so.6");
+    ASSERT_STR_EQ(lib_of("Scenarios.UnwindScenario::Hash"), "");
+    ASSERT_STR_EQ(lib_of("System.Collections.Generic.List`1<T>::Add"), "");
+    ASSERT_STR_EQ(lib_of("[waiting]"), "");
+    ASSERT_STR_EQ(lib_of("[anonymous code]"), "");
+    ASSERT_STR_EQ(lib_of("[GC gen2]"), "");
+    ASSERT_STR_EQ(lib_of("[JIT]"), "");
+    ASSERT_STR_EQ(lib_of(""), "");
+    return 0;
+}
+
+/* The Mappings (field 3: id, filename) and each Location's mapping_id (field 2). */
+static int read_mappings(const uint8_t *p, size_t len, uint64_t file[8], size_t *nmaps, uint64_t loc_map[16]) {
+    const uint8_t *end = p + len;
+    *nmaps = 0;
+    while (p < end) {
+        unsigned f, g;
+        uint64_t v, w, id = 0, val = 0;
+        const uint8_t *b = NULL, *bb;
+        int wt = pd_field(&p, end, &f, &v, &b);
+        if (wt < 0)
+            return -1;
+        if (wt != 2 || (f != 3 && f != 4))
+            continue;
+        for (const uint8_t *m = b; m < b + v;) {
+            if (pd_field(&m, b + v, &g, &w, &bb) < 0)
+                return -1;
+            if (g == 1)
+                id = w;
+            else if ((f == 3 && g == 5) || (f == 4 && g == 2))
+                val = w;
+        }
+        if (f == 3 && *nmaps < 8)
+            file[(*nmaps)++] = val;
+        else if (f == 4 && id < 16)
+            loc_map[id] = val;
+    }
+    return 0;
+}
+
+TEST(pprof_native_frames_mapped) {
+    dnp_pprof_type types[2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
+    dnp_pprof *p = dnp_pprof_new(types, 2, &types[1], 1000000);
+    ASSERT(p);
+    const char *a[] = {"libcrypto.so.3!SHA256_Update", "Ns.Type::Hash", "[libcoreclr.so+0x10]"};
+    const char *b[] = {"[libcrypto.so.3+0x29db40]", "Ns.Type::Hash"};
+    int64_t v[2] = {1, 1000000};
+    ASSERT_EQ(dnp_pprof_add(p, a, 3, v), 0);
+    ASSERT_EQ(dnp_pprof_add(p, b, 2, v), 0);
+    uint8_t *raw;
+    size_t len;
+    ASSERT_EQ(dnp_pprof_encode(p, &raw, &len), 0);
+    pd_profile *pr = calloc(1, sizeof *pr);
+    ASSERT(pr);
+    ASSERT_EQ(pd_decode_raw(raw, len, pr), 0);
+    uint64_t file[8], loc_map[16] = {0};
+    size_t nmaps;
+    ASSERT_EQ(read_mappings(raw, len, file, &nmaps, loc_map), 0);
+    ASSERT_EQ(nmaps, 2); /* libcrypto.so.3, libcoreclr.so: one each */
+    ASSERT_STR_EQ(pr->strs[file[0]], "libcrypto.so.3");
+    ASSERT_STR_EQ(pr->strs[file[1]], "libcoreclr.so");
+    /* locations are the functions in order: both libcrypto frames in mapping 1 */
+    ASSERT_EQ(loc_map[1], 1);
+    ASSERT_EQ(loc_map[2], 0);
+    ASSERT_EQ(loc_map[3], 2);
+    ASSERT_EQ(loc_map[4], 1);
+    pd_free(pr);
+    free(pr);
+    free(raw);
+    dnp_pprof_free(p);
     return 0;
 }

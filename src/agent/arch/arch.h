@@ -10,6 +10,9 @@
  *   arch_frame.h  ARCH_FRAME_NEXT, ARCH_FRAME_RET: a frame record's layout
  *   arch_elt.h    ARCH_FAST_FN, ARCH_GPR_ONLY, arch_thread_pointer(),
  *                 arch_counter_ordered_gpr(): what the enter fast path needs
+ *   arch_unwind.h ARCH_DW_SP, ARCH_DW_FP, ARCH_DW_RA (DWARF numbers), the rules
+ *                 at a function's entry, ARCH_UNW_SP_ABOVE_FRAME: what the
+ *                 native unwinder (unwind_cfi.c, unwind.c) needs
  *   clock.c       arch_counter_usable()
  *   context.c     arch_context_regs(), arch_at_syscall()
  *   insn.c        arch_follows_call(), arch_return_slot()
@@ -24,6 +27,10 @@
  *   - the context: uc_mcontext.pc, .sp, .regs[29] (fp), .regs[30] (lr); a
  *     system call is `svc #0` just before pc, its result in x0.
  *   - the frame record: saved x29 at [fp], x30 at [fp+8], as on x86-64.
+ *   - arch_unwind.h: sp 31, x29 29, the return-address column 30 (x30); at
+ *     entry CFA = sp + 0 and the return address is in x30 itself (unwind.c
+ *     then needs arch_regs.lr for a leaf: ARCH_DW_LR and a UNW_R_SAME return
+ *     address, and the frame record's caller SP is not fp + 16 on arm64).
  *   - insn.c: a return address follows `bl`/`blr` (the 4 bytes before it).
  *     arch_return_slot answers for code that keeps its return address on the
  *     stack; a leaf that has not saved lr yet has its caller in arch_regs.lr,

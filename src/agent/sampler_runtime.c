@@ -1,0 +1,163 @@
+/* sampler_runtime.c: the runtime's own work as frames of the sampled stacks
+ * (docs/sampling.md, "Runtime work"). A sample taken on the thread that runs
+ * a garbage collection, while it runs, gets a frame "[GC gen N]" between the
+ * managed code that triggered it and the runtime's native frames. The
+ * collections come from the agent's EventPipe session (eventpipe.h): GCStart
+ * and GCEnd, delivered on the thread that collects. A sample taken while the
+ * thread compiles a method (JITCompilationStarted .. Finished) reads
+ * "method > [JIT] > the JIT's frames", under the code that needed the method:
+ * the compiling threads' methods are kept in a small table by thread id,
+ * written by the thread itself and read by its own signal handler. */
+#include "sampler_internal.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "callbacks.h"
+#include "eventpipe.h"
+#include "names.h"
+
+atomic_uint sampler_gc_state; /* generation + 1 while a collection runs, else 0 */
+atomic_int sampler_gc_tid;    /* the thread that runs it */
+
+enum { EV_GC_START = 1, EV_GC_END = 2 }; /* GCStart_V2, GCEnd_V1 (ClrEtwAll.man) */
+
+static atomic_int g_jit_on;
+
+static void on_event(const ep_event *e) {
+    if (e->id != EV_GC_START && e->id != EV_GC_END)
+        return;
+    ep_reader r = ep_read(e);
+    ep_get(&r, 4); /* Count */
+    uint32_t depth = (uint32_t)ep_get(&r, 4);
+    if (r.bad)
+        return;
+    if (e->id == EV_GC_START) {
+        atomic_store(&sampler_gc_tid, (int)gettid());
+        atomic_store(&sampler_gc_state, (depth < 3 ? depth : 2) + 1);
+    } else if (atomic_load(&sampler_gc_tid) == (int)gettid()) {
+        atomic_store(&sampler_gc_state, 0);
+    }
+}
+
+static ep_consumer g_gc = {"[GC] frames of sampled stacks", EP_KEYWORD_GC, COR_PRF_EVENTPIPE_INFORMATIONAL, on_event,
+                           NULL, NULL};
+
+void sampler_runtime_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
+    atomic_store(&sampler_gc_state, 0);
+    atomic_store(&g_jit_on, cfg->sample == SAMPLER_CPU || cfg->sample == SAMPLER_WALL);
+    if (atomic_load(&g_jit_on))
+        *mask |= 0x20u; /* COR_PRF_MONITOR_JIT_COMPILATION: one callback per method compiled */
+    if (cfg->sample == SAMPLER_CPU || cfg->sample == SAMPLER_WALL)
+        ep_want(&g_gc, mask_high); /* without it (before .NET 5), no [GC] frames: said once by ep_want */
+}
+
+uint32_t sampler_gc_now(int tid) {
+    uint32_t gc = atomic_load_explicit(&sampler_gc_state, memory_order_relaxed);
+    return gc && atomic_load_explicit(&sampler_gc_tid, memory_order_relaxed) == tid ? gc : 0;
+}
+
+void sampler_gc_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint32_t gc) {
+    if (!gc || gc > 3 || *m >= cap)
+        return;
+    if (!S.gc_names[gc - 1]) {
+        char buf[16];
+        int n = snprintf(buf, sizeof buf, "[GC gen%u]", gc - 1);
+        S.gc_names[gc - 1] = rec_string(buf, (size_t)n);
+    }
+    uint32_t at = 0; /* above the native frames of the leaf: under the managed frame that triggered it */
+    while (at < *m && !funcs[at])
+        at++;
+    if (at == 0)
+        return; /* a managed leaf: not the collection's own work */
+    for (uint32_t k = *m; k > at; k--) {
+        funcs[k] = funcs[k - 1];
+        names[k] = names[k - 1];
+    }
+    funcs[at] = 0;
+    names[at] = S.gc_names[gc - 1];
+    (*m)++;
+}
+
+/* ---- [JIT] ---- */
+
+#define JIT_THREADS 4096u /* threads that ever compiled; past that, no [JIT] frames for new ones */
+#define JIT_NEST 4u
+
+typedef struct jit_thread {
+    atomic_int tid;
+    atomic_uint depth;
+    atomic_ullong func[JIT_NEST];
+} jit_thread;
+
+static jit_thread g_jit[JIT_THREADS];
+
+/* The entry of tid; claimed when claim and tid has none. Async-signal-safe. */
+static jit_thread *jit_entry(int tid, int claim) {
+    uint32_t h = ((uint32_t)tid * 0x9E3779B1u) % JIT_THREADS;
+    for (uint32_t i = 0; i < 64; i++, h = (h + 1) % JIT_THREADS) {
+        int t = atomic_load_explicit(&g_jit[h].tid, memory_order_acquire);
+        if (t == tid)
+            return &g_jit[h];
+        if (!t) {
+            int zero = 0;
+            if (!claim)
+                return NULL;
+            if (atomic_compare_exchange_strong(&g_jit[h].tid, &zero, tid) || zero == tid)
+                return &g_jit[h];
+        }
+    }
+    return NULL;
+}
+
+void sampler_jit_started(uint64_t function_id) {
+    if (!atomic_load_explicit(&g_jit_on, memory_order_relaxed))
+        return;
+    jit_thread *j = jit_entry((int)gettid(), 1);
+    if (!j)
+        return;
+    unsigned d = atomic_load_explicit(&j->depth, memory_order_relaxed);
+    if (d < JIT_NEST)
+        atomic_store_explicit(&j->func[d], function_id, memory_order_relaxed);
+    atomic_store_explicit(&j->depth, d + 1, memory_order_release); /* after func: the handler reads depth first */
+}
+
+void sampler_jit_finished(void) {
+    if (!atomic_load_explicit(&g_jit_on, memory_order_relaxed))
+        return;
+    jit_thread *j = jit_entry((int)gettid(), 0);
+    unsigned d = j ? atomic_load_explicit(&j->depth, memory_order_relaxed) : 0;
+    if (d)
+        atomic_store_explicit(&j->depth, d - 1, memory_order_release);
+}
+
+uint64_t sampler_jit_now(int tid) {
+    jit_thread *j = atomic_load_explicit(&g_jit_on, memory_order_relaxed) ? jit_entry(tid, 0) : NULL;
+    unsigned d = j ? atomic_load_explicit(&j->depth, memory_order_acquire) : 0;
+    return d ? atomic_load_explicit(&j->func[(d < JIT_NEST ? d : JIT_NEST) - 1], memory_order_relaxed) : 0;
+}
+
+void sampler_jit_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint64_t fid, uint32_t jit_top) {
+    if (!fid || *m + 2 > cap)
+        return;
+    if (!S.jit_name)
+        S.jit_name = rec_string("[JIT]", 5);
+    uint32_t at = 0; /* above the JIT's native frames: under the code that needed the method */
+    while (at < *m && !funcs[at])
+        at++;
+    if (at == 0)
+        return; /* a managed leaf: not the JIT's work */
+    if (at == *m) /* no managed frame (the tiering thread): above the JIT's own frames, if any */
+        at = jit_top;
+    if (at == 0)
+        return;
+    for (uint32_t k = *m + 1; k > at + 1; k--) {
+        funcs[k] = funcs[k - 2];
+        names[k] = names[k - 2];
+    }
+    funcs[at] = 0;
+    names[at] = S.jit_name;
+    funcs[at + 1] = fid;
+    names[at + 1] = names_get(NAMES_FUNCTION, fid, 1);
+    *m += 2;
+}

@@ -1,0 +1,30 @@
+/* sampler_unwind.c: what the sampler says of its native unwinding (unwind.h):
+ * the counts of each record's walk, and the trace's closing note (tables,
+ * their memory, walks that stopped, callers still guessed). Sampler thread. */
+#include "sampler_internal.h"
+
+#include "callbacks.h"
+#include "settings.h"
+#include "unwind.h"
+
+void sampler_unwind_counts(uint32_t flags) {
+    if (flags & REC_NATIVE_CFI)
+        S.native_cfi++;
+    if (flags & REC_UNW_STOP)
+        S.stopped++;
+}
+
+void sampler_unwind_note(void) {
+    if (!S.unwind) {
+        rec_note(0, "native unwinding off (" DNP_ENV_SAMPLE_UNWIND "=0): native code walked by frame pointers only");
+        return;
+    }
+    uint32_t libs, bad;
+    uint64_t rows, bytes, ns;
+    unwind_totals(&libs, &rows, &bytes, &ns, &bad);
+    rec_note(0, "native unwinding: %u libraries' unwind tables, %llu rows, %.1f KiB, parsed in %.1f ms "
+             "(%u FDEs the parser stops at); %llu native leaves unwound by them, %llu walks stopped in native code "
+             "without a row (marked [unwinding stopped]), %llu native callers guessed from the stack",
+             libs, (unsigned long long)rows, (double)bytes / 1024, (double)ns / 1e6, bad,
+             (unsigned long long)S.native_cfi, (unsigned long long)S.stopped, (unsigned long long)S.guessed);
+}

@@ -1,0 +1,120 @@
+/* unwind.c: the signal handler's steps through native code (unwind.h). It
+ * only reads the tables unwind_cfi.c published and the interrupted stack,
+ * inside the thread's bounds (or through process_vm_readv before they are
+ * known). It never allocates, locks or calls the runtime. */
+#include "unwind.h"
+
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+_Atomic(const unw_index *) unwind_index_ptr;
+atomic_uint unwind_readers;
+
+const unw_index *unwind_enter(void) {
+    atomic_fetch_add(&unwind_readers, 1);
+    const unw_index *ix = atomic_load(&unwind_index_ptr);
+    if (!ix)
+        atomic_fetch_sub(&unwind_readers, 1);
+    return ix;
+}
+
+void unwind_leave(void) {
+    atomic_fetch_sub(&unwind_readers, 1);
+}
+
+const unw_lib *unwind_find(const unw_index *ix, uint64_t pc) {
+    if (!ix || !ix->n)
+        return NULL;
+    uint32_t lo = 0, hi = ix->n;
+    while (lo < hi) { /* the first library starting after pc */
+        uint32_t mid = (lo + hi) / 2;
+        if (ix->lib[mid]->lo <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return NULL;
+    const unw_lib *l = ix->lib[lo - 1];
+    return pc < l->hi ? l : NULL;
+}
+
+const unw_row *unwind_row(const unw_lib *l, uint64_t pc) {
+    if (!l || pc < l->bias || pc - l->bias > UINT32_MAX)
+        return NULL;
+    uint32_t a = (uint32_t)(pc - l->bias), lo = 0, hi = l->nrows;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (l->rows[mid].pc <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? &l->rows[lo - 1] : NULL;
+}
+
+int unwind_read(uint64_t a, uint64_t lo, uint64_t limit, int safe, uint64_t *out) {
+    if (a < lo || a > limit - 8 || (a & 7))
+        return -1;
+    if (!safe) {
+        *out = *(const uint64_t *)(uintptr_t)a;
+        return 0;
+    }
+    struct iovec local = {out, 8}, remote = {(void *)(uintptr_t)a, 8};
+    return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L) == 8 ? 0 : -1;
+}
+
+int unwind_step(const unw_index *ix, unw_frame *f, int leaf, uint64_t lo, uint64_t limit, int safe) {
+    /* a return address is looked up by the call before it */
+    uint64_t look = leaf ? f->pc : f->pc - 1;
+    const unw_lib *l = unwind_find(ix, look);
+    if (!l)
+        return UNW_NOT_NATIVE;
+    const unw_row *w = unwind_row(l, look);
+    if (!w || w->cfa_reg == UNW_CFA_NONE)
+        return UNW_NO_ROW;
+    unsigned ra_rule = w->rules & 15, fp_rule = w->rules >> 4;
+    if (ra_rule == UNW_R_UNDEF)
+        return UNW_END;
+    if (ra_rule != UNW_R_AT)
+        return UNW_NO_ROW;
+    uint64_t base = w->cfa_reg == UNW_CFA_SP ? f->sp : f->fp;
+    if (w->cfa_reg == UNW_CFA_FP && (base < lo || base >= limit))
+        return UNW_BAD_STACK;
+    uint64_t cfa = base + (uint64_t)(int64_t)w->cfa_off, ra, fp = f->fp;
+    if (cfa <= f->sp || cfa > limit)
+        return UNW_BAD_STACK;
+    if (unwind_read(cfa + (uint64_t)(8 * (int64_t)w->ra_w), lo, limit, safe, &ra) != 0)
+        return UNW_BAD_STACK;
+    uint64_t fp_at = cfa + (uint64_t)(8 * (int64_t)w->fp_w);
+    if (fp_rule == UNW_R_AT && fp_at < f->sp) {
+        /* an epilogue after its pop: compilers do not say the register is
+         * restored, but the slot is below SP, so the register is the caller's */
+    } else if (fp_rule == UNW_R_AT) {
+        if (unwind_read(fp_at, lo, limit, safe, &fp) != 0)
+            return UNW_BAD_STACK;
+    } else if (fp_rule != UNW_R_SAME) {
+        fp = 0; /* not known: a later step that needs it stops */
+    }
+    if (ra < 4096)
+        return UNW_END;
+    f->pc = ra;
+    f->sp = cfa;
+    f->fp = fp;
+    return UNW_OK;
+}
+
+int unwind_native(const unw_index *ix, uint64_t *ip, uint32_t *n, uint32_t max, unw_frame *f, int leaf,
+                  uint64_t lo, uint64_t limit, int safe) {
+    for (;;) {
+        if (*n >= max)
+            return unwind_find(ix, leaf ? f->pc : f->pc - 1) ? UNW_DEPTH : UNW_NOT_NATIVE;
+        int rc = unwind_step(ix, f, leaf, lo, limit, safe);
+        if (rc != UNW_OK)
+            return rc;
+        ip[(*n)++] = f->pc;
+        leaf = 0;
+    }
+}

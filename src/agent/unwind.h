@@ -1,0 +1,108 @@
+/* unwind.h: native frames by their unwind tables (docs/sampling.md, "Native
+ * code"). The call-frame information compilers emit (.eh_frame, found through
+ * .eh_frame_hdr) is parsed off the signal path, when a library is first seen
+ * (unwind_cfi.c), into one compact table per library: sorted rows of (start of
+ * a pc range -> how to find the CFA, the return address and the caller's frame
+ * pointer). The signal handler only reads those tables, and the stack only
+ * inside the thread's bounds (unwind.c). The machine's DWARF numbers are
+ * arch_unwind.h's. */
+#ifndef DNP_UNWIND_H
+#define DNP_UNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { UNW_CFA_SP = 0, UNW_CFA_FP = 1, UNW_CFA_NONE = 2 }; /* NONE: no row covers the pc */
+enum { UNW_R_SAME = 0, UNW_R_AT = 1, UNW_R_UNDEF = 2, UNW_R_UNKNOWN = 3 };
+
+typedef struct unw_row {
+    uint32_t pc;      /* from the library's load bias; the row holds up to the next row */
+    int32_t cfa_off;  /* CFA = (SP or FP) + cfa_off */
+    uint8_t cfa_reg;  /* UNW_CFA_* */
+    uint8_t rules;    /* the return address's rule | the frame pointer's << 4 (UNW_R_*) */
+    int8_t ra_w, fp_w; /* UNW_R_AT: saved at CFA + 8 * w */
+} unw_row;
+
+typedef struct unw_lib {
+    uint64_t lo, hi;   /* the absolute addresses its FDEs cover */
+    uint64_t bias;     /* l_addr */
+    uint64_t hdr;      /* where its .eh_frame_hdr is mapped (with bias, its identity) */
+    unw_row *rows;
+    uint32_t nrows;
+    uint32_t *funcs;   /* function starts (the FDEs' initial locations), from bias, sorted */
+    uint32_t nfuncs;
+    uint32_t fdes, bad_fdes; /* FDEs read; of which stopped at what the parser does not know */
+    uint64_t parse_ns;
+    uint8_t seen;      /* found by the last dl_iterate_phdr */
+    char name[80];     /* the file's base name */
+} unw_lib;
+
+typedef struct unw_index {
+    uint32_t n;
+    const unw_lib *lib[]; /* by lo */
+} unw_index;
+
+/* The registers a step reads and writes. */
+typedef struct unw_frame {
+    uint64_t pc, sp, fp;
+} unw_frame;
+
+/* What a walk through native code ended on. */
+enum {
+    UNW_OK = 0,
+    UNW_NOT_NATIVE, /* a pc in no table (managed code, stubs): go on by frame pointers from fp */
+    UNW_NO_ROW,     /* native code that no row covers, or a rule the walk cannot follow: stopped */
+    UNW_BAD_STACK,  /* the rule points outside the stack, or does not move up: stopped */
+    UNW_END,        /* the outermost frame (its return address is undefined) */
+    UNW_DEPTH       /* the record is full */
+};
+
+/* ---- the parser (unwind_cfi.c), sampler thread only ---- */
+
+/* The rows of one object whose .eh_frame_hdr is mapped at hdr, reading only
+ * inside [lo, hi) (the segment that holds it). 0, or -1 when the header is not
+ * one this parser reads (out is then empty). */
+int unw_parse(const uint8_t *hdr, uint64_t seg_lo, uint64_t seg_hi, uint64_t bias, unw_lib *out);
+void unw_lib_free(unw_lib *l);
+
+/* The loaded objects (dl_iterate_phdr): new ones parsed, gone ones dropped,
+ * the index the handler reads published again. Cheap when nothing was loaded
+ * or unloaded since the last call. Sampler thread only. */
+void unwind_refresh(void);
+/* Forgets every table (the sampler's stop; no handler may run). */
+void unwind_release(void);
+/* The table of the object that holds pc, on the sampler thread; NULL none. */
+const unw_lib *unwind_lib_of(uint64_t pc);
+/* The start of the function that holds pc, from bias (its FDE): 0 or -1. */
+int unwind_func_start(const unw_lib *l, uint64_t pc, uint64_t *off);
+/* Figures for the trace's note: objects, rows, bytes, parse time. */
+void unwind_totals(uint32_t *libs, uint64_t *rows, uint64_t *bytes, uint64_t *ns, uint32_t *bad);
+
+/* ---- the walk (unwind.c), async-signal-safe ---- */
+
+/* The index, held until unwind_leave (the sampler thread frees no table while
+ * a handler holds it); NULL when there are no tables. */
+const unw_index *unwind_enter(void);
+void unwind_leave(void);
+
+/* The table's library of pc, NULL none. */
+const unw_lib *unwind_find(const unw_index *ix, uint64_t pc);
+/* The row that holds pc in l, NULL none. */
+const unw_row *unwind_row(const unw_lib *l, uint64_t pc);
+
+/* One step from f (leaf: f->pc is an interrupted pc, else a return address)
+ * to its caller, reading the stack only inside [lo, limit) (safe: through
+ * process_vm_readv). UNW_OK, or why not. */
+int unwind_step(const unw_index *ix, unw_frame *f, int leaf, uint64_t lo, uint64_t limit, int safe);
+
+/* Steps from f (its pc already ip[n - 1]) through native code, appending each
+ * caller to ip[] (at most max), up to the first frame that is not native code
+ * with a table (UNW_NOT_NATIVE: *f is that frame's, its pc the last one
+ * appended) or to why it stopped. *n is updated. */
+int unwind_native(const unw_index *ix, uint64_t *ip, uint32_t *n, uint32_t max, unw_frame *f, int leaf,
+                  uint64_t lo, uint64_t limit, int safe);
+
+/* Reads one word at a, inside [lo, limit): 0 or -1. */
+int unwind_read(uint64_t a, uint64_t lo, uint64_t limit, int safe, uint64_t *out);
+
+#endif

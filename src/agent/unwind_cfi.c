@@ -1,0 +1,617 @@
+/* unwind_cfi.c: the call-frame information of the loaded objects, parsed into
+ * compact tables (unwind.h), on the sampler thread only: never in a signal
+ * handler. The subset compilers and assemblers emit: .eh_frame through
+ * .eh_frame_hdr's binary-search table; CIE and FDE ('z', 'R', 'P', 'L', 'S'
+ * augmentations); DW_CFA_def_cfa*, offset*, restore*, undefined, same_value,
+ * register, advance_loc*, set_loc, remember/restore_state, GNU_args_size; the
+ * DW_EH_PE pointer encodings. Only the CFA, the return address and the frame
+ * pointer are followed; a rule the walk could not follow (a CFA by expression
+ * or by another register, as in PLT entries and stack realignment) becomes a
+ * row that stops the walk. Reads stay inside the segment that holds the header. */
+#include "unwind.h"
+
+#include <link.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "arch_unwind.h"
+
+/* ---- reading ---- */
+
+typedef struct cur {
+    const uint8_t *p, *end;
+    int bad;
+} cur;
+
+static uint64_t rd(cur *c, unsigned n) {
+    if (c->bad || (size_t)(c->end - c->p) < n) {
+        c->bad = 1;
+        return 0;
+    }
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++)
+        v |= (uint64_t)c->p[i] << (8 * i);
+    c->p += n;
+    return v;
+}
+
+static uint64_t uleb(cur *c) {
+    uint64_t v = 0;
+    for (unsigned s = 0; s < 64; s += 7) {
+        uint64_t b = rd(c, 1);
+        v |= (b & 0x7f) << s;
+        if (!(b & 0x80))
+            return v;
+    }
+    c->bad = 1;
+    return 0;
+}
+
+static int64_t sleb(cur *c) {
+    uint64_t v = 0;
+    unsigned s = 0;
+    uint64_t b;
+    do {
+        b = rd(c, 1);
+        v |= (b & 0x7f) << s;
+        s += 7;
+    } while ((b & 0x80) && s < 64 && !c->bad);
+    if (s < 64 && (b & 0x40))
+        v |= ~0ull << s;
+    return (int64_t)v;
+}
+
+/* A DW_EH_PE-encoded pointer; base for datarel (the header's start). */
+static uint64_t enc_ptr(cur *c, uint8_t enc, uint64_t datarel) {
+    if (enc == 0xff)
+        return 0;
+    uint64_t at = (uint64_t)(uintptr_t)c->p, v;
+    switch (enc & 0x0f) {
+    case 0x00: v = rd(c, 8); break;
+    case 0x01: v = uleb(c); break;
+    case 0x02: v = rd(c, 2); break;
+    case 0x03: v = rd(c, 4); break;
+    case 0x04: v = rd(c, 8); break;
+    case 0x09: v = (uint64_t)sleb(c); break;
+    case 0x0a: v = (uint64_t)(int64_t)(int16_t)rd(c, 2); break;
+    case 0x0b: v = (uint64_t)(int64_t)(int32_t)rd(c, 4); break;
+    case 0x0c: v = rd(c, 8); break;
+    default: c->bad = 1; return 0;
+    }
+    switch (enc & 0x70) {
+    case 0x00: break;
+    case 0x10: v += at; break;
+    case 0x30: v += datarel; break;
+    default: c->bad = 1; return 0; /* textrel, funcrel, aligned: not emitted on Linux */
+    }
+    if (enc & 0x80) /* indirect: the personality; its value is not needed */
+        v = 0;
+    return v;
+}
+
+/* ---- the rules ---- */
+
+typedef struct rule {
+    uint8_t kind; /* UNW_R_* */
+    int64_t off;
+} rule;
+
+typedef struct cstate {
+    int64_t cfa_reg; /* DWARF number, -1 by expression */
+    int64_t cfa_off;
+    rule ra, fp;
+} cstate;
+
+typedef struct cie {
+    uint64_t code_align;
+    int64_t data_align;
+    uint64_t ra_reg;
+    uint8_t fde_enc, has_z;
+    const uint8_t *insn, *insn_end;
+} cie;
+
+typedef struct rows {
+    unw_row *r;
+    size_t n, cap;
+    int oom;
+} rows;
+
+static unw_row to_row(const cstate *s, uint32_t pc) {
+    unw_row w;
+    memset(&w, 0, sizeof w);
+    w.pc = pc;
+    w.cfa_reg = s->cfa_reg == ARCH_DW_SP ? UNW_CFA_SP : s->cfa_reg == ARCH_DW_FP ? UNW_CFA_FP : UNW_CFA_NONE;
+    if (s->cfa_off < INT32_MIN || s->cfa_off > INT32_MAX)
+        w.cfa_reg = UNW_CFA_NONE;
+    w.cfa_off = w.cfa_reg == UNW_CFA_NONE ? 0 : (int32_t)s->cfa_off;
+    uint8_t ra = s->ra.kind, fp = s->fp.kind;
+    if (ra == UNW_R_AT && (s->ra.off % 8 || s->ra.off / 8 < INT8_MIN || s->ra.off / 8 > INT8_MAX))
+        ra = UNW_R_UNKNOWN;
+    if (fp == UNW_R_AT && (s->fp.off % 8 || s->fp.off / 8 < INT8_MIN || s->fp.off / 8 > INT8_MAX))
+        fp = UNW_R_UNKNOWN;
+    w.rules = (uint8_t)(ra | fp << 4);
+    w.ra_w = ra == UNW_R_AT ? (int8_t)(s->ra.off / 8) : 0;
+    w.fp_w = fp == UNW_R_AT ? (int8_t)(s->fp.off / 8) : 0;
+    return w;
+}
+
+static int same_rules(const unw_row *a, const unw_row *b) {
+    return a->cfa_reg == b->cfa_reg && a->cfa_off == b->cfa_off && a->rules == b->rules && a->ra_w == b->ra_w &&
+           a->fp_w == b->fp_w;
+}
+
+/* Appends a row starting at pc: replaces a row at the same pc, is dropped
+ * before the last (overlapping FDEs) or when it says what the last one says. */
+static void emit(rows *rs, unw_row w) {
+    if (rs->n && w.pc < rs->r[rs->n - 1].pc)
+        return;
+    if (rs->n && w.pc == rs->r[rs->n - 1].pc) {
+        rs->r[--rs->n] = w;
+        if (rs->n && same_rules(&rs->r[rs->n - 1], &w))
+            return;
+        rs->n++;
+        return;
+    }
+    if (rs->n && same_rules(&rs->r[rs->n - 1], &w))
+        return;
+    if (rs->n == rs->cap) {
+        size_t cap = rs->cap ? rs->cap * 2 : 1024;
+        unw_row *g = realloc(rs->r, cap * sizeof *g);
+        if (!g) {
+            rs->oom = 1;
+            return;
+        }
+        rs->r = g;
+        rs->cap = cap;
+    }
+    rs->r[rs->n++] = w;
+}
+
+static void set_rule(cstate *s, uint64_t reg, uint8_t kind, int64_t off) {
+    rule r = {kind, off};
+    if (reg == ARCH_DW_RA)
+        s->ra = r;
+    else if (reg == ARCH_DW_FP)
+        s->fp = r;
+}
+
+static void restore_rule(cstate *s, const cstate *init, uint64_t reg) {
+    if (reg == ARCH_DW_RA)
+        s->ra = init->ra;
+    else if (reg == ARCH_DW_FP)
+        s->fp = init->fp;
+}
+
+#define STATE_STACK 16
+
+/* Runs one CFA program. With rs, each advance emits the row of the range
+ * that ends (loc is the FDE's pc as an offset from bias, end its end). 0, or
+ * -1 at an instruction it does not know (the rest of the FDE then stops walks). */
+static int run_cfa(cur *c, const cie *ci, cstate *s, const cstate *init, rows *rs, uint64_t *loc, uint64_t end,
+                   uint64_t bias) {
+    cstate stack[STATE_STACK];
+    unsigned depth = 0;
+    while (c->p < c->end && !c->bad) {
+        uint8_t op = (uint8_t)rd(c, 1), lo6 = op & 0x3f;
+        uint64_t adv = 0, reg;
+        int64_t off;
+        switch (op >> 6) {
+        case 1: adv = lo6 * ci->code_align; goto advance;
+        case 2: set_rule(s, lo6, UNW_R_AT, (int64_t)uleb(c) * ci->data_align); continue;
+        case 3: restore_rule(s, init, lo6); continue;
+        default: break;
+        }
+        switch (op) {
+        case 0x00: continue; /* nop */
+        case 0x01: { /* set_loc */
+            uint64_t to = enc_ptr(c, ci->fde_enc, 0) - bias;
+            adv = to > *loc ? to - *loc : 0;
+            goto advance;
+        }
+        case 0x02: adv = rd(c, 1) * ci->code_align; goto advance;
+        case 0x03: adv = rd(c, 2) * ci->code_align; goto advance;
+        case 0x04: adv = rd(c, 4) * ci->code_align; goto advance;
+        case 0x05: reg = uleb(c); set_rule(s, reg, UNW_R_AT, (int64_t)uleb(c) * ci->data_align); continue;
+        case 0x06: restore_rule(s, init, uleb(c)); continue;
+        case 0x07: set_rule(s, uleb(c), UNW_R_UNDEF, 0); continue;
+        case 0x08: set_rule(s, uleb(c), UNW_R_SAME, 0); continue;
+        case 0x09: reg = uleb(c); uleb(c); set_rule(s, reg, UNW_R_UNKNOWN, 0); continue; /* register */
+        case 0x0a:
+            if (depth == STATE_STACK)
+                return -1;
+            stack[depth++] = *s;
+            continue;
+        case 0x0b:
+            if (!depth)
+                return -1;
+            *s = stack[--depth]; /* the CFA rule too, as GCC's and LLVM's unwinders restore it */
+            continue;
+        case 0x0c: s->cfa_reg = (int64_t)uleb(c); s->cfa_off = (int64_t)uleb(c); continue;
+        case 0x0d: s->cfa_reg = (int64_t)uleb(c); continue;
+        case 0x0e: s->cfa_off = (int64_t)uleb(c); continue;
+        case 0x0f: c->p += uleb(c); s->cfa_reg = -1; continue; /* def_cfa_expression */
+        case 0x10: reg = uleb(c); c->p += uleb(c); set_rule(s, reg, UNW_R_UNKNOWN, 0); continue;
+        case 0x11: reg = uleb(c); set_rule(s, reg, UNW_R_AT, sleb(c) * ci->data_align); continue;
+        case 0x12: s->cfa_reg = (int64_t)uleb(c); s->cfa_off = sleb(c) * ci->data_align; continue;
+        case 0x13: s->cfa_off = sleb(c) * ci->data_align; continue;
+        case 0x14: reg = uleb(c); uleb(c); set_rule(s, reg, UNW_R_UNKNOWN, 0); continue; /* val_offset */
+        case 0x15: reg = uleb(c); sleb(c); set_rule(s, reg, UNW_R_UNKNOWN, 0); continue;
+        case 0x16: reg = uleb(c); c->p += uleb(c); set_rule(s, reg, UNW_R_UNKNOWN, 0); continue;
+        case 0x2e: uleb(c); continue; /* GNU_args_size */
+        case 0x2f: reg = uleb(c); off = -(int64_t)uleb(c) * ci->data_align; set_rule(s, reg, UNW_R_AT, off); continue;
+        default: return -1;
+        }
+    advance:
+        if (rs && *loc < end && adv) {
+            emit(rs, to_row(s, (uint32_t)*loc));
+        }
+        *loc += adv;
+    }
+    if (c->p > c->end)
+        c->bad = 1;
+    return c->bad ? -1 : 0;
+}
+
+/* The CIE at p (inside [seg, end)). 0 or -1. */
+static int read_cie(const uint8_t *p, const uint8_t *end, cie *ci, cstate *init) {
+    cur c = {p, end, 0};
+    uint64_t len = rd(&c, 4);
+    if (len == 0xffffffffu)
+        len = rd(&c, 8);
+    if (c.bad || len > (uint64_t)(end - c.p) || len < 4)
+        return -1;
+    const uint8_t *e = c.p + len;
+    c.end = e;
+    if (rd(&c, 4) != 0)
+        return -1; /* not a CIE */
+    unsigned ver = (unsigned)rd(&c, 1);
+    const char *aug = (const char *)c.p;
+    while (c.p < e && *c.p)
+        c.p++;
+    if (c.p >= e)
+        return -1;
+    c.p++;
+    memset(ci, 0, sizeof *ci);
+    if (aug[0] == 'e' && aug[1] == 'h')
+        rd(&c, 8);
+    ci->code_align = uleb(&c);
+    ci->data_align = sleb(&c);
+    ci->ra_reg = ver == 1 ? rd(&c, 1) : uleb(&c);
+    ci->fde_enc = 0; /* absptr */
+    if (aug[0] == 'z') {
+        ci->has_z = 1;
+        uint64_t alen = uleb(&c);
+        const uint8_t *after = c.p + alen;
+        for (const char *a = aug + 1; *a && !c.bad; a++) {
+            if (*a == 'R')
+                ci->fde_enc = (uint8_t)rd(&c, 1);
+            else if (*a == 'L')
+                rd(&c, 1);
+            else if (*a == 'P')
+                enc_ptr(&c, (uint8_t)rd(&c, 1), 0);
+            else if (*a != 'S' && *a != 'B' && *a != 'G')
+                break;
+        }
+        c.p = after;
+    } else if (aug[0]) {
+        return -1;
+    }
+    if (c.bad || c.p > e || ci->ra_reg != ARCH_DW_RA)
+        return -1;
+    ci->insn = c.p;
+    ci->insn_end = e;
+    init->cfa_reg = ARCH_DW_SP;
+    init->cfa_off = ARCH_UNW_INIT_CFA_OFF;
+    init->ra.kind = UNW_R_AT;
+    init->ra.off = ARCH_UNW_INIT_RA_OFF;
+    init->fp.kind = UNW_R_SAME;
+    init->fp.off = 0;
+    cur ic = {ci->insn, ci->insn_end, 0};
+    uint64_t loc = 0;
+    cstate dummy = *init;
+    if (run_cfa(&ic, ci, init, &dummy, NULL, &loc, 0, 0) != 0)
+        return -1;
+    return 0;
+}
+
+/* The FDE at p: its rows into rs, its start into *start. 0, or -1 when it
+ * stopped at what the parser does not know (its rows up to there are kept,
+ * the rest stop the walk). */
+static int read_fde(const uint8_t *p, const uint8_t *seg, const uint8_t *end, uint64_t bias, rows *rs,
+                    uint64_t *start, uint64_t *stop) {
+    cur c = {p, end, 0};
+    uint64_t len = rd(&c, 4);
+    if (len == 0xffffffffu)
+        len = rd(&c, 8);
+    if (c.bad || len > (uint64_t)(end - c.p) || len < 8)
+        return -1;
+    const uint8_t *e = c.p + len, *idp = c.p;
+    c.end = e;
+    uint64_t back = rd(&c, 4);
+    if (back == 0 || back > (uint64_t)(idp - seg))
+        return -1;
+    cie ci;
+    cstate init;
+    if (read_cie(idp - back, end, &ci, &init) != 0)
+        return -1;
+    uint64_t pc = enc_ptr(&c, ci.fde_enc, 0);
+    uint64_t range = enc_ptr(&c, (uint8_t)(ci.fde_enc & 0x0f), 0);
+    if (c.bad || pc < bias || pc - bias + range > UINT32_MAX || !range)
+        return -1;
+    if (ci.has_z)
+        c.p += uleb(&c);
+    if (c.p > e)
+        return -1;
+    uint64_t loc = pc - bias, fend = loc + range;
+    *start = loc;
+    *stop = fend;
+    cstate s = init;
+    int rc = run_cfa(&c, &ci, &s, &init, rs, &loc, fend, bias);
+    if (loc < fend)
+        emit(rs, to_row(&s, (uint32_t)loc));
+    if (rc != 0 && loc < fend) { /* what follows is not known: no row */
+        cstate none = s;
+        none.cfa_reg = -1;
+        emit(rs, to_row(&none, (uint32_t)loc));
+    }
+    cstate gap = s;
+    gap.cfa_reg = -1; /* past its end: no row until the next FDE */
+    emit(rs, to_row(&gap, (uint32_t)fend));
+    return rc;
+}
+
+static int by_u32(const void *x, const void *y) {
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int unw_parse(const uint8_t *hdr, uint64_t seg_lo, uint64_t seg_hi, uint64_t bias, unw_lib *out) {
+    uint64_t t0 = now_ns();
+    memset(out, 0, sizeof *out);
+    const uint8_t *seg = (const uint8_t *)(uintptr_t)seg_lo, *end = (const uint8_t *)(uintptr_t)seg_hi;
+    if (hdr < seg || hdr + 4 > end)
+        return -1;
+    cur c = {hdr, end, 0};
+    unsigned ver = (unsigned)rd(&c, 1);
+    uint8_t ptr_enc = (uint8_t)rd(&c, 1), cnt_enc = (uint8_t)rd(&c, 1), tab_enc = (uint8_t)rd(&c, 1);
+    uint64_t base = (uint64_t)(uintptr_t)hdr;
+    enc_ptr(&c, ptr_enc, base); /* .eh_frame itself: the table says where each FDE is */
+    uint64_t count = enc_ptr(&c, cnt_enc, base);
+    /* the binary-search table: (initial location, FDE address), datarel sdata4 */
+    if (c.bad || ver != 1 || tab_enc != 0x3b || count == 0 || count > (uint64_t)(end - c.p) / 8)
+        return -1;
+    rows rs = {NULL, 0, 0, 0};
+    uint32_t *funcs = malloc(count * sizeof *funcs);
+    if (!funcs)
+        return -1;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    uint32_t nf = 0;
+    for (uint64_t i = 0; i < count && !rs.oom; i++) {
+        enc_ptr(&c, tab_enc, base);
+        uint64_t fde = enc_ptr(&c, tab_enc, base);
+        const uint8_t *fp = (const uint8_t *)(uintptr_t)fde;
+        uint64_t start = 0, stop = 0;
+        out->fdes++;
+        if (c.bad || fp < seg || fp + 8 > end) {
+            out->bad_fdes++;
+            continue;
+        }
+        if (read_fde(fp, seg, end, bias, &rs, &start, &stop) != 0)
+            out->bad_fdes++;
+        if (stop > start) {
+            funcs[nf++] = (uint32_t)start;
+            lo = start + bias < lo ? start + bias : lo;
+            hi = stop + bias > hi ? stop + bias : hi;
+        }
+    }
+    if (rs.oom || !rs.n || !nf) {
+        free(rs.r);
+        free(funcs);
+        return -1;
+    }
+    qsort(funcs, nf, sizeof *funcs, by_u32);
+    unw_row *fit = realloc(rs.r, rs.n * sizeof *fit);
+    out->rows = fit ? fit : rs.r;
+    out->nrows = (uint32_t)rs.n;
+    out->funcs = funcs;
+    out->nfuncs = nf;
+    out->lo = lo;
+    out->hi = hi;
+    out->bias = bias;
+    out->hdr = base;
+    out->parse_ns = now_ns() - t0;
+    return 0;
+}
+
+void unw_lib_free(unw_lib *l) {
+    free(l->rows);
+    free(l->funcs);
+    memset(l, 0, sizeof *l);
+}
+
+/* ---- the loaded objects ---- */
+
+#define MAX_LIBS 512
+
+static unw_lib *g_libs[MAX_LIBS];
+static uint32_t g_nlibs;
+static unsigned long long g_adds = ~0ull, g_subs = ~0ull;
+extern _Atomic(const unw_index *) unwind_index_ptr; /* unwind.c */
+extern atomic_uint unwind_readers;
+
+static unw_lib *lib_known(uint64_t bias, uint64_t hdr) {
+    for (uint32_t i = 0; i < g_nlibs; i++)
+        if (g_libs[i]->bias == bias && g_libs[i]->hdr == hdr)
+            return g_libs[i];
+    return NULL;
+}
+
+static int on_object(struct dl_phdr_info *info, size_t size, void *data) {
+    int *first = data;
+    if (*first) {
+        *first = 0;
+        if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs &&
+            info->dlpi_adds == g_adds && info->dlpi_subs == g_subs)
+            return 1; /* nothing loaded or unloaded since the last look */
+        if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+            g_adds = info->dlpi_adds;
+            g_subs = info->dlpi_subs;
+        }
+    }
+    const ElfW(Phdr) *eh = NULL;
+    for (unsigned i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+            eh = &info->dlpi_phdr[i];
+    if (!eh)
+        return 0;
+    uint64_t hdr = info->dlpi_addr + eh->p_vaddr;
+    unw_lib *known = lib_known(info->dlpi_addr, hdr);
+    if (known) {
+        known->seen = 1;
+        return 0;
+    }
+    if (g_nlibs == MAX_LIBS)
+        return 0;
+    /* the loaded segment that holds the header: reads stay inside it */
+    uint64_t seg_lo = 0, seg_hi = 0;
+    for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        uint64_t a = info->dlpi_addr + p->p_vaddr;
+        if (p->p_type == PT_LOAD && hdr >= a && hdr < a + p->p_memsz && (p->p_flags & PF_R)) {
+            seg_lo = a;
+            seg_hi = a + p->p_filesz;
+        }
+    }
+    unw_lib *l = calloc(1, sizeof *l);
+    if (!l)
+        return 0;
+    if (!seg_hi || unw_parse((const uint8_t *)(uintptr_t)hdr, seg_lo, seg_hi, info->dlpi_addr, l) != 0) {
+        /* no table this parser reads: remembered, so as not to parse it again */
+        l->bias = info->dlpi_addr;
+        l->hdr = hdr;
+    }
+    const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "main";
+    const char *slash = strrchr(name, '/');
+    strncpy(l->name, slash ? slash + 1 : name, sizeof l->name - 1);
+    l->seen = 1;
+    g_libs[g_nlibs++] = l;
+    return 0;
+}
+
+static int by_lo(const void *x, const void *y) {
+    const unw_lib *a = *(const unw_lib *const *)x, *b = *(const unw_lib *const *)y;
+    return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* Waits until no handler holds the index it read before the last publish:
+ * 1, or 0 after 100 ms (a thread stopped inside its handler: what it may
+ * still read is then kept, not freed). */
+static int quiesce(void) {
+    for (int i = 0; i < 10000; i++) {
+        if (!atomic_load(&unwind_readers))
+            return 1;
+        struct timespec ts = {0, 10000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+void unwind_refresh(void) {
+    int first = 1;
+    for (uint32_t i = 0; i < g_nlibs; i++)
+        g_libs[i]->seen = 0;
+    uint32_t before = g_nlibs;
+    if (dl_iterate_phdr(on_object, &first) == 1)
+        return; /* nothing changed: every library is still there */
+    unw_index *ix = malloc(sizeof *ix + MAX_LIBS * sizeof ix->lib[0]);
+    if (!ix)
+        return;
+    unw_lib *gone[MAX_LIBS];
+    uint32_t ngone = 0, keep = 0;
+    ix->n = 0;
+    for (uint32_t i = 0; i < g_nlibs; i++) {
+        if (!g_libs[i]->seen) {
+            gone[ngone++] = g_libs[i];
+            continue;
+        }
+        g_libs[keep++] = g_libs[i];
+        if (g_libs[i]->nrows)
+            ix->lib[ix->n++] = g_libs[i];
+    }
+    g_nlibs = keep;
+    if (!ngone && keep == before) {
+        free(ix); /* a reload that changed nothing we read */
+        return;
+    }
+    qsort(ix->lib, ix->n, sizeof ix->lib[0], by_lo);
+    const unw_index *old = atomic_exchange(&unwind_index_ptr, ix);
+    if (!quiesce())
+        return; /* the old index and the gone tables stay: a handler may still read them */
+    free((void *)old);
+    for (uint32_t i = 0; i < ngone; i++) {
+        unw_lib_free(gone[i]);
+        free(gone[i]);
+    }
+}
+
+void unwind_release(void) {
+    const unw_index *old = atomic_exchange(&unwind_index_ptr, NULL);
+    if (!quiesce()) { /* a handler still inside: the tables stay, forgotten */
+        g_nlibs = 0;
+        g_adds = g_subs = ~0ull;
+        return;
+    }
+    free((void *)old);
+    for (uint32_t i = 0; i < g_nlibs; i++) {
+        unw_lib_free(g_libs[i]);
+        free(g_libs[i]);
+    }
+    g_nlibs = 0;
+    g_adds = g_subs = ~0ull;
+}
+
+const unw_lib *unwind_lib_of(uint64_t pc) {
+    return unwind_find(atomic_load(&unwind_index_ptr), pc);
+}
+
+int unwind_func_start(const unw_lib *l, uint64_t pc, uint64_t *off) {
+    if (!l || pc < l->bias || pc - l->bias > UINT32_MAX || !l->nfuncs)
+        return -1;
+    uint32_t a = (uint32_t)(pc - l->bias);
+    size_t lo = 0, hi = l->nfuncs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (l->funcs[mid] <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return -1;
+    *off = l->funcs[lo - 1];
+    return 0;
+}
+
+void unwind_totals(uint32_t *libs, uint64_t *rows, uint64_t *bytes, uint64_t *ns, uint32_t *bad) {
+    *libs = 0;
+    *rows = *bytes = *ns = 0;
+    *bad = 0;
+    for (uint32_t i = 0; i < g_nlibs; i++) {
+        const unw_lib *l = g_libs[i];
+        if (!l->nrows)
+            continue;
+        (*libs)++;
+        *rows += l->nrows;
+        *bytes += (uint64_t)l->nrows * sizeof(unw_row) + (uint64_t)l->nfuncs * 4u + sizeof *l;
+        *ns += l->parse_ns;
+        *bad += l->bad_fdes;
+    }
+}

@@ -1,0 +1,224 @@
+/* test_sample_unwind.c: native frames by their unwind tables (docs/sampling.md,
+ * "Native code") against the truth of the "unwind" scenario (UnwindScenario.cs).
+ *
+ * Hash, Deflate and Loop run one after the other, each returning before the
+ * next starts: every sample inside OpenSSL's libcrypto is Hash's (SHA-256),
+ * every sample inside libSystem.IO.Compression.Native Deflate's. libcrypto and
+ * the compression library keep no frame pointers: without their unwind tables
+ * a sample there has no managed caller at all. The stacks are read from the
+ * folded export (root first, ';' between frames), so the export is tested too. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+#include "test.h"
+
+#define WHOLE 0.95   /* a native library's samples that must be under their caller */
+#define STALE 0.01   /* at most under a sibling that had already returned */
+
+typedef struct lib_share {
+    const char *lib, *caller;
+    int siblings; /* the other methods of the round had returned: none may be above */
+    double all, under, sibling;
+} lib_share;
+
+static const char *const METHODS[3] = {"Scenarios.UnwindScenario::Hash", "Scenarios.UnwindScenario::Deflate",
+                                       "Scenarios.UnwindScenario::Loop"};
+
+/* Whether the folded stack line (up to its weight) has the frame. */
+static int has_frame(const char *line, size_t len, const char *frame) {
+    size_t n = strlen(frame);
+    for (const char *p = line; p + n <= line + len; p++) {
+        p = memmem(p, (size_t)(line + len - p), frame, n);
+        if (!p)
+            return 0;
+        if ((p == line || p[-1] == ';') && (p[n] == ';' || p[n] == ' '))
+            return 1;
+    }
+    return 0;
+}
+
+/* Adds a folded line to the shares of the library its leaf is in. */
+static void count_line(const char *line, size_t len, lib_share *libs, size_t nlibs) {
+    const char *sp = line + len;
+    while (sp > line && sp[-1] != ' ')
+        sp--;
+    if (sp == line)
+        return;
+    double w = atof(sp);
+    const char *leaf = sp - 1;
+    while (leaf > line && leaf[-1] != ';')
+        leaf--;
+    size_t leaf_len = (size_t)(sp - 1 - leaf);
+    for (size_t i = 0; i < nlibs; i++) {
+        if (!memmem(leaf, leaf_len, libs[i].lib, strlen(libs[i].lib)))
+            continue;
+        libs[i].all += w;
+        if (has_frame(line, (size_t)(sp - 1 - line), libs[i].caller))
+            libs[i].under += w;
+        for (int m = 0; m < 3 && libs[i].siblings; m++)
+            if (strcmp(METHODS[m], libs[i].caller) != 0 && has_frame(line, (size_t)(sp - 1 - line), METHODS[m]))
+                libs[i].sibling += w;
+    }
+}
+
+/* The folded export of a --sample run of the scenario, NUL-terminated (free it). */
+static char *folded_run(e2e_run *r, const char *what, const char *seconds, size_t *len) {
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    if (!dll)
+        return NULL;
+    const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r->trace, "--", e2e_dotnet(),
+                          dll, "unwind", what, seconds, NULL};
+    if (e2e_dnprof(r, args) != 0 || r->status != 0)
+        return NULL;
+    dnp_trace *t = e2e_load(r->trace);
+    if (!t)
+        return NULL;
+    dnp_trace_free(t);
+    char folded[PATH_MAX + 16];
+    snprintf(folded, sizeof folded, "%s.folded", r->trace);
+    const char *conv[] = {"convert", "--format", "folded", "-o", folded, r->trace, NULL};
+    if (e2e_dnprof(r, conv) != 0 || r->status != 0)
+        return NULL;
+    return e2e_read_file(folded, len);
+}
+
+TEST(e2e_sample_unwind_native_callers) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_unwind_native_callers"), 0);
+    size_t len;
+    char *text = folded_run(&r, "calls", "3", &len);
+    ASSERT(text);
+    /* the JIT's own time reads "method > [JIT] > libclrjit.so's frames" */
+    lib_share libs[] = {{"libcrypto.so", METHODS[0], 1, 0, 0, 0},
+                        {"libSystem.IO.Compression.Native.so", METHODS[1], 1, 0, 0, 0},
+                        {"libclrjit.so", "[JIT]", 0, 0, 0, 0}};
+    for (char *line = text; line < text + len;) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = nl ? (size_t)(nl - line) : (size_t)(text + len - line);
+        count_line(line, n, libs, 3);
+        line += n + 1;
+    }
+    free(text);
+    /* the report's "by total" table leaves out the frames that start every
+     * thread, which the stacks (and the folded export) hold */
+    const char *rep[] = {"report", "--top", "40", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, rep), 0);
+    ASSERT_STATUS(&r, 0);
+    char *report = e2e_read_file(r.out, NULL);
+    ASSERT(report);
+    const char *by_total = strstr(report, "top functions by total time");
+    const char *paths = by_total ? strstr(by_total, "hottest call paths") : NULL;
+    ASSERT(by_total && paths && strstr(by_total, "without the native frames that start every thread"));
+    const char *start = strstr(by_total, "libc.so.6!__libc_start_main");
+    ASSERT(!start || start > paths);
+    ASSERT(strstr(by_total, "Scenarios.UnwindScenario::Hash") < paths);
+    free(report);
+    for (int i = 0; i < 3; i++) {
+        lib_share *l = &libs[i];
+        fprintf(stderr, "%s: %.0f ms of samples, %.1f%% under %s, %.2f%% under a sibling\n", l->lib, l->all / 1e6,
+                l->all > 0 ? 100 * l->under / l->all : 0, l->caller, l->all > 0 ? 100 * l->sibling / l->all : 0);
+        /* a third of 3 s of CPU each, at 1 kHz: hundreds of samples; the
+         * JIT's start-up work tens */
+        ASSERT_GT(l->all / 1e6, l->siblings ? 150 : 10);
+        ASSERT_GE(l->under / l->all, WHOLE);
+        ASSERT_LE(l->sibling / l->all, STALE);
+    }
+    return 0;
+}
+
+/* Induced full collections (GC.Collect(2, Forced, blocking)) run on the thread
+ * that asks: its samples while the collection runs are the collection's, and
+ * read Collect > System.GC::Collect > [GC gen2] > libcoreclr's frames
+ * (System.GC::Collect when the JIT did not inline it into Collect). */
+TEST(e2e_sample_gc_frames) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_gc_frames"), 0);
+    size_t len;
+    char *text = folded_run(&r, "gc", "2", &len);
+    ASSERT(text);
+    double in_collect = 0, gc_in_collect = 0, gc = 0, gc_under = 0;
+    for (char *line = text; line < text + len;) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = nl ? (size_t)(nl - line) : (size_t)(text + len - line);
+        const char *sp = line + n;
+        while (sp > line && sp[-1] != ' ')
+            sp--;
+        double w = sp > line ? atof(sp) / 1e6 : 0;
+        size_t stack = sp > line ? (size_t)(sp - 1 - line) : 0;
+        int collect = has_frame(line, stack, "Scenarios.UnwindScenario::Collect");
+        int marked = has_frame(line, stack, "[GC gen2]");
+        in_collect += collect ? w : 0;
+        gc_in_collect += collect && marked ? w : 0;
+        gc += marked ? w : 0;
+        gc_under += marked && has_frame(line, stack, "Scenarios.UnwindScenario::Collect") ? w : 0;
+        line += n + 1;
+    }
+    free(text);
+    fprintf(stderr, "gc: %.0f samples in Collect, %.1f%% under [GC gen2]; %.0f [GC gen2] samples, %.1f%% under Collect\n",
+            in_collect, in_collect > 0 ? 100 * gc_in_collect / in_collect : 0, gc, gc > 0 ? 100 * gc_under / gc : 0);
+    /* the scenario is collections for 2 s of CPU: most of its samples */
+    ASSERT_GT(in_collect, 500);
+    ASSERT_GE(gc_in_collect / in_collect, 0.9);
+    ASSERT_GE(gc_under / gc, WHOLE);
+    return 0;
+}
+
+/* An ASP.NET Core service (tests/e2e/web): GET /work serializes a payload to
+ * JSON (Holdout.Service::Serialize), which returns, then hashes it with SHA-256
+ * (Holdout.Service::Hash, OpenSSL). Every sample inside libcrypto is Hash's,
+ * none Serialize's, whatever Kestrel's and the thread pool's frames between. */
+TEST(e2e_sample_unwind_web) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_unwind_web"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    char web[PATH_MAX];
+    const char *slash = strrchr(dll, '/');
+    ASSERT(slash);
+    /* <build>/tests/e2e/scenarios/Scenarios.dll -> <build>/tests/e2e/web/Web.dll */
+    int dir = (int)(slash - dll);
+    while (dir > 0 && dll[dir - 1] != '/')
+        dir--;
+    snprintf(web, sizeof web, "%.*sweb/Web.dll", dir, dll);
+    const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(),
+                          web, "3", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t);
+    dnp_trace_free(t);
+    char folded[PATH_MAX + 16];
+    snprintf(folded, sizeof folded, "%s.folded", r.trace);
+    const char *conv[] = {"convert", "--format", "folded", "-o", folded, r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, conv), 0);
+    size_t len;
+    char *text = e2e_read_file(folded, &len);
+    ASSERT(text);
+    double all = 0, under = 0, stale = 0;
+    for (char *line = text; line < text + len;) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = nl ? (size_t)(nl - line) : (size_t)(text + len - line);
+        const char *sp = line + n;
+        while (sp > line && sp[-1] != ' ')
+            sp--;
+        const char *leaf = sp > line ? sp - 1 : line;
+        while (leaf > line && leaf[-1] != ';')
+            leaf--;
+        if (sp > line && memmem(leaf, (size_t)(sp - 1 - leaf), "libcrypto.so", 12)) {
+            double w = atof(sp) / 1e6;
+            all += w;
+            under += has_frame(line, (size_t)(sp - 1 - line), "Holdout.Service::Hash") ? w : 0;
+            stale += has_frame(line, (size_t)(sp - 1 - line), "Holdout.Service::Serialize") ? w : 0;
+        }
+        line += n + 1;
+    }
+    free(text);
+    fprintf(stderr, "web: %.0f samples in libcrypto, %.1f%% under Hash, %.2f%% under Serialize\n", all,
+            all > 0 ? 100 * under / all : 0, all > 0 ? 100 * stale / all : 0);
+    ASSERT_GT(all, 300); /* hashing is most of the service's 3 s of CPU */
+    ASSERT_GE(under / all, WHOLE);
+    ASSERT_LE(stale / all, STALE);
+    return 0;
+}

@@ -1,0 +1,127 @@
+/* test_unwind.c: the unwind tables (src/agent/unwind_cfi.c) of this very
+ * program and of libc, and walks by them (unwind.c) from a real context: the
+ * functions below are compiled without frame pointers at -O2, so only their
+ * call-frame information finds their callers. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include "arch/arch.h"
+#include "test.h"
+#include "unwind.h"
+
+#define DEPTH 32
+
+static uint64_t g_pcs[DEPTH];
+static uint32_t g_n;
+static int g_how;
+
+/* The walk from right here (getcontext's return address in this function). */
+__attribute__((noinline)) static void walk_here(void) {
+    ucontext_t uc;
+    if (getcontext(&uc) != 0)
+        return;
+    arch_regs g;
+    arch_context_regs(&uc, &g);
+    unw_frame f = {g.pc, g.sp, g.fp};
+    const unw_index *ix = unwind_enter();
+    g_n = 0;
+    g_pcs[g_n++] = f.pc;
+    /* the stack's top is not known: process_vm_readv, 1 MiB at most */
+    g_how = ix ? unwind_native(ix, g_pcs, &g_n, DEPTH, &f, 0, g.sp, g.sp + (1u << 20), 1) : -1;
+    if (ix)
+        unwind_leave();
+    __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void middle(void) {
+    walk_here();
+    __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void outer(void) {
+    middle();
+    __asm__ volatile("" ::: "memory");
+}
+
+/* The function (its FDE's start) that holds a return address. */
+static uint64_t func_of(uint64_t ret) {
+    const unw_lib *l = unwind_lib_of(ret - 1);
+    uint64_t off;
+    return l && unwind_func_start(l, ret - 1, &off) == 0 ? l->bias + off : 0;
+}
+
+TEST(unwind_tables_of_self_and_libc) {
+    unwind_refresh();
+    const unw_lib *self = unwind_lib_of((uintptr_t)&middle), *libc = unwind_lib_of((uintptr_t)&qsort);
+    ASSERT(self && libc);
+    ASSERT(self != libc);
+    ASSERT_GT(self->nrows, 100);
+    ASSERT_GT(libc->nrows, 1000);
+    ASSERT(strncmp(libc->name, "libc.so", 7) == 0);
+    /* at a function's first instruction: CFA = SP + 8, the return address at CFA - 8 */
+    const unw_row *w = unwind_row(self, (uintptr_t)&middle);
+    ASSERT(w);
+    ASSERT_EQ(w->cfa_reg, UNW_CFA_SP);
+    ASSERT_EQ(w->cfa_off, 8);
+    ASSERT_EQ(w->rules & 15, UNW_R_AT);
+    ASSERT_EQ(w->ra_w, -1);
+    uint64_t off;
+    ASSERT_EQ(unwind_func_start(self, (uintptr_t)&middle + 1, &off), 0);
+    ASSERT_EQ(self->bias + off, (uintptr_t)&middle);
+    unwind_release();
+    ASSERT(unwind_lib_of((uintptr_t)&middle) == NULL);
+    return 0;
+}
+
+TEST(unwind_walks_own_frames) {
+    unwind_refresh();
+    outer();
+    ASSERT_GE(g_n, 4);
+    ASSERT_EQ(func_of(g_pcs[0]), (uintptr_t)&walk_here);
+    ASSERT_EQ(func_of(g_pcs[1]), (uintptr_t)&middle);
+    ASSERT_EQ(func_of(g_pcs[2]), (uintptr_t)&outer);
+    /* on to the program's entry, through libc's __libc_start_main: its
+     * outermost frame ends the walk (the return address is undefined), or the
+     * 1 MiB bound */
+    ASSERT(g_how == UNW_END || g_how == UNW_BAD_STACK || g_how == UNW_NOT_NATIVE);
+    unwind_release();
+    return 0;
+}
+
+static int by_value(const void *a, const void *b) {
+    static int walked;
+    if (!walked) {
+        walked = 1;
+        walk_here();
+    }
+    return *(const int *)a - *(const int *)b;
+}
+
+__attribute__((noinline)) static void sort_some(void) {
+    int v[64];
+    for (int i = 0; i < 64; i++)
+        v[i] = (i * 37) % 64;
+    qsort(v, 64, sizeof v[0], by_value);
+    __asm__ volatile("" ::: "memory");
+}
+
+/* Through libc, built without frame pointers: qsort calls the comparator. */
+TEST(unwind_walks_through_libc) {
+    unwind_refresh();
+    sort_some();
+    const unw_lib *libc = unwind_lib_of((uintptr_t)&qsort);
+    ASSERT(libc);
+    int in_libc = 0, found = 0;
+    for (uint32_t k = 1; k < g_n && !found; k++) {
+        if (unwind_lib_of(g_pcs[k] - 1) == libc)
+            in_libc++;
+        found = func_of(g_pcs[k]) == (uintptr_t)&sort_some;
+    }
+    ASSERT_EQ(func_of(g_pcs[0]), (uintptr_t)&walk_here);
+    ASSERT_GT(in_libc, 0);
+    ASSERT(found);
+    unwind_release();
+    return 0;
+}
