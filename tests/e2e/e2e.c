@@ -25,6 +25,12 @@ const char *e2e_env(const char *name) {
     return v;
 }
 
+int e2e_timeout_ms(void) {
+    const char *v = getenv("DNPROF_E2E_SLOWDOWN");
+    int k = v != NULL ? atoi(v) : 1;
+    return 90000 * (k >= 1 && k <= 100 ? k : 1);
+}
+
 const char *e2e_dotnet(void) {
     const char *v = getenv("DNPROF_DOTNET");
     return v != NULL && *v != '\0' ? v : "dotnet";

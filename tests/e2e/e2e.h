@@ -8,6 +8,13 @@
  *   DNPROF_SAMPLE_HELLO samples/hello, built: hello.dll
  *   DNPROF_E2E_SCRATCH a directory the tests may fill; each test empties its own
  *   DNPROF_DOTNET     the dotnet host (optional, "dotnet" from PATH otherwise)
+ *   DNPROF_E2E_SLOWDOWN how many times slower than natively the program runs
+ *                     (optional, 1): the children's timeout grows with it
+ *
+ * The same tests run an arm64 build under qemu-user (tests/e2e/arm64.cmake):
+ * DNPROF_DOTNET is then qemu-aarch64, DNPROF_SCENARIOS the self-contained
+ * linux-arm64 Scenarios program and DNPROF_AGENT the arm64 agent, so that every
+ * `dotnet Scenarios.dll NAME` of a test becomes `qemu-aarch64 Scenarios NAME`.
  *
  * Helpers that fail print one line on stderr saying why, and return -1 or NULL,
  * so that a test only needs ASSERT_EQ(helper(...), 0). The comparisons of
@@ -26,8 +33,9 @@
 #include "trace_reader.h"
 
 /* Every child gets this long, then its process group is killed (CTest's own
- * timeout is 120 s per test). */
-#define E2E_TIMEOUT_MS 90000
+ * timeout is 120 s per test): 90 s, times DNPROF_E2E_SLOWDOWN. */
+#define E2E_TIMEOUT_MS e2e_timeout_ms()
+int e2e_timeout_ms(void);
 
 /* A trace with fewer events than this was not really recorded. */
 #define E2E_MIN_EVENTS 20
