@@ -1,0 +1,85 @@
+/* test_arm64.c: the arm64 port under emulation (tests/e2e/arm64.cmake,
+ * docs/arm64.md). The e2e.arm64.* tests are the ordinary ones run with the
+ * arm64 agent and program under qemu-aarch64; these two say that the tools
+ * are there, and that the traces read here were written by an arm64 agent in
+ * an arm64 program and read by this machine's dnprof, and which of its
+ * documented paths the agent took (clock, sampling) under the emulator. */
+#include <elf.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "e2e.h"
+#include "json_check.h"
+#include "test.h"
+
+/* qemu-aarch64 and the cross compiler, as CMake found them (arm64.cmake). */
+TEST(e2e_arm64_tools) {
+    const char *names[] = {"DNPROF_QEMU_AARCH64", "DNPROF_AARCH64_CC"};
+    const char *what[] = {"qemu-aarch64 (Debian: qemu-user)", "aarch64-linux-gnu-gcc (Debian: gcc-aarch64-linux-gnu)"};
+    for (int i = 0; i < 2; i++) {
+        const char *v = getenv(names[i]);
+        if (v == NULL || *v == '\0' || strstr(v, "NOTFOUND") != NULL || access(v, X_OK) != 0)
+            E2E_SKIP("%s is not installed: the arm64 end-to-end tests are left out (tools/install-deps "
+                     "installs it; then configure the build again)", what[i]);
+    }
+    return 0;
+}
+
+/* The ELF machine of a file (e_machine), or -1. */
+static int elf_machine(const char *path) {
+    unsigned char h[EI_NIDENT + 4];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, h, sizeof h);
+    close(fd);
+    if (n < (ssize_t)sizeof h || memcmp(h, ELFMAG, SELFMAG) != 0 || h[EI_DATA] != ELFDATA2LSB)
+        return -1;
+    return h[18] | h[19] << 8;
+}
+
+/* The first note of t that starts with prefix, or NULL. */
+static const char *note_starting(const dnp_trace *t, const char *prefix) {
+    for (size_t i = 0; i < t->nnotes; i++)
+        if (t->notes[i].text != NULL && strncmp(t->notes[i].text, prefix, strlen(prefix)) == 0)
+            return t->notes[i].text;
+    return NULL;
+}
+
+TEST(e2e_arm64_machines) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_arm64_machines"), 0);
+    const char *bin = e2e_env("DNPROF_BIN"), *agent = e2e_env("DNPROF_AGENT"), *app = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(bin && agent && app);
+    /* an arm64 agent and program, this machine's dnprof */
+    ASSERT_EQ(elf_machine(agent), EM_AARCH64);
+    ASSERT_EQ(elf_machine(app), EM_AARCH64);
+    ASSERT_EQ(elf_machine(bin), elf_machine("/proc/self/exe"));
+
+    /* which documented path it took (docs/arm64.md): under qemu-user the
+     * host's clocksource is not arch_sys_counter, and perf_event_open is not
+     * emulated */
+    const char *modes[] = {"--calls", "--sample"}, *notes[] = {"calls: clock ", "cpu sampling by "};
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {bin, "run", "--quiet", modes[i], "-o", r.trace, "--", e2e_dotnet(), app, "hello", NULL};
+        ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+        ASSERT_STATUS(&r, 0);
+        dnp_trace *t = e2e_load(r.trace);
+        ASSERT_NE(t, NULL);
+        ASSERT_GE(e2e_count(t, DNP_EV_ModuleLoadFinished), 1);
+        const char *note = note_starting(t, notes[i]);
+        fprintf(stderr, "e2e: the arm64 agent, %s: %s\n", modes[i], note ? note : "no note");
+        ASSERT_NE(note, NULL);
+        dnp_trace_free(t);
+    }
+
+    /* this machine's front end reads the arm64 agent's trace as any other */
+    const char *report[] = {"report", "--json", r.trace, NULL};
+    struct jv *v = e2e_dnprof_json(&r, report);
+    ASSERT_NE(v, NULL);
+    json_free(v);
+    return 0;
+}
