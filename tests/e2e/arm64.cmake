@@ -16,11 +16,13 @@ set(DNPROF_E2E_ARM64_TESTS
   e2e_arm64_machines
   e2e_calls_exact
   e2e_calls_counts
-  e2e_sample_shares_100hz
+  e2e_sample_shares_1khz
   e2e_stories_all
   e2e_heap_snapshot_run
   e2e_attach_cycles
-  e2e_alloc_shares)
+  e2e_alloc_shares
+  e2e_sample_short_method_callers
+  e2e_calls_args)
 
 find_program(DNPROF_QEMU_AARCH64_EXE qemu-aarch64)
 find_program(DNPROF_AARCH64_CC_EXE aarch64-linux-gnu-gcc)
