@@ -10,6 +10,9 @@
  *   DNPROF_DOTNET     the dotnet host (optional, "dotnet" from PATH otherwise)
  *   DNPROF_E2E_SLOWDOWN how many times slower than natively the program runs
  *                     (optional, 1): the children's timeout grows with it
+ *   DNPROF_E2E_WORK_SCALE how many times longer a CPU-bound workload runs
+ *                     (optional, 1; e2e_work_seconds): under emulation the
+ *                     runtime's start-up and JIT take much of a short budget
  *
  * The same tests run an arm64 build under qemu-user (tests/e2e/arm64.cmake):
  * DNPROF_DOTNET is then qemu-aarch64, DNPROF_SCENARIOS the self-contained
@@ -94,6 +97,9 @@ int e2e_dnprof(e2e_run *r, const char *const args[]);
 /* `dnprof ARGS...` that must exit 0 and print one JSON value: parsed (json_free
  * it), or NULL with what dnprof said. */
 struct jv *e2e_dnprof_json(e2e_run *r, const char *const args[]);
+
+/* A workload's CPU seconds, times DNPROF_E2E_WORK_SCALE, as text in buf. */
+const char *e2e_work_seconds(const char *seconds, char *buf, size_t cap);
 
 /* The dotnet host to run Scenarios.dll with. */
 const char *e2e_dotnet(void);
