@@ -2,7 +2,8 @@
  * docs/arm64.md). The e2e.arm64.* tests are the ordinary ones run with the
  * arm64 agent and program under qemu-aarch64; these two say that the tools
  * are there, and that the traces read here were written by an arm64 agent in
- * an arm64 program and read by this machine's dnprof, and which of its
+ * an arm64 program and read by this machine's dnprof (and by the arm64 one
+ * under qemu, to the same text), and which of its
  * documented paths the agent took (clock, sampling) under the emulator. */
 #include <elf.h>
 #include <fcntl.h>
@@ -81,5 +82,25 @@ TEST(e2e_arm64_machines) {
     struct jv *v = e2e_dnprof_json(&r, report);
     ASSERT_NE(v, NULL);
     json_free(v);
+
+    /* and the arm64 front end, under qemu, reads it to the same text */
+    const char *arm64_bin = e2e_env("DNPROF_ARM64_BIN");
+    ASSERT_NE(arm64_bin, NULL);
+    ASSERT_EQ(elf_machine(arm64_bin), EM_AARCH64);
+    char *texts[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {i ? e2e_dotnet() : bin, i ? arm64_bin : "print", i ? "print" : r.trace,
+                              i ? r.trace : NULL, NULL};
+        ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+        ASSERT_STATUS(&r, 0);
+        texts[i] = e2e_read_file(r.out, NULL);
+        ASSERT_NE(texts[i], NULL);
+    }
+    int same = strcmp(texts[0], texts[1]) == 0, long_enough = strlen(texts[0]) > 1000;
+    if (!same)
+        fprintf(stderr, "e2e: dnprof print differs between the x86-64 and the arm64 front end\n");
+    free(texts[0]);
+    free(texts[1]);
+    ASSERT(same && long_enough);
     return 0;
 }
