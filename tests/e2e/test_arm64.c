@@ -104,3 +104,32 @@ TEST(e2e_arm64_machines) {
     ASSERT(same && long_enough);
     return 0;
 }
+
+static int file_has(const char *path, const char *text) {
+    char *s = e2e_read_file(path, NULL);
+    int has = s != NULL && strstr(s, text) != NULL;
+    if (s != NULL && !has)
+        fprintf(stderr, "e2e: '%s' lacks \"%s\"\n", path, text);
+    free(s);
+    return has;
+}
+
+/* doctor with the arm64 agent: right for the arm64 program under qemu (it says
+ * so, runs it, and the agent loads), a FAIL naming the way without one. */
+TEST(e2e_arm64_doctor) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_arm64_doctor"), 0);
+    const char *app = e2e_env("DNPROF_SCENARIOS");
+    ASSERT_NE(app, NULL);
+    const char *with[] = {"doctor", "--", e2e_dotnet(), app, "hello", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, with), 0);
+    ASSERT_STATUS(&r, 0);
+    ASSERT(file_has(r.out, "so the program runs under emulation"));
+    ASSERT(file_has(r.out, "ok    the agent loaded in"));
+    const char *without[] = {"doctor", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, without), 0);
+    ASSERT_NE(r.status, 0);
+    ASSERT(file_has(r.out, "FAIL  the agent is built for arm64"));
+    ASSERT(file_has(r.out, "qemu-aarch64 ./App"));
+    return 0;
+}
