@@ -824,7 +824,7 @@ int calls_install(void) {
         rec_note(0, "calls: clock " ARCH_COUNTER_NAME " at %.6f GHz, calibrated against CLOCK_MONOTONIC",
                  1.0 / g_clock.ns_per_tick);
     else
-        rec_note(0, "calls: clock CLOCK_MONOTONIC (no invariant TSC)");
+        rec_note(0, "calls: clock CLOCK_MONOTONIC (" ARCH_COUNTER_NAME " not trusted for time here)");
     if (G.mode == CALLS_MODE_TIMES && g_clock.tsc) {
         g_elt_enter = dnp_elt_enter_timed;
         g_elt_leave = dnp_elt_leave_timed;

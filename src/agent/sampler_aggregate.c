@@ -210,7 +210,7 @@ static int leaf_caller(frames *st, const srec *r, uint64_t func, uint32_t name, 
          * the frame pointer is the caller's: the chain gives the caller's
          * caller, and the caller's return address is on the stack near SP. */
         int slot = sampler_leaf_slot(r->ip[0]);
-        uint64_t ra = slot >= 0 && (uint32_t)slot < r->nwords ? r->words[slot] : 0;
+        uint64_t ra = slot >= 0 && (uint32_t)slot < r->nwords ? r->words[slot] : slot == SLOT_TOP ? r->top : 0;
         if (ra && (*n < 2 || ra != r->ip[1]) && sampler_is_return_address(ra)) {
             const ipent *c = sampler_resolve(ra - 1);
             push(st, func, name);
@@ -223,10 +223,12 @@ static int leaf_caller(frames *st, const srec *r, uint64_t func, uint32_t name, 
         /* a native leaf that keeps no frame (libc): its caller's return
          * address is at the stack pointer when it pushed nothing */
         const ipent *c = sampler_resolve(r->top - 1);
-        push(st, func, name);
-        push(st, c->func, c->name);
-        S.guessed++;
-        return 1;
+        if (c->name != name) { /* not the leaf's own (a stale lr after one of its calls) */
+            push(st, func, name);
+            push(st, c->func, c->name);
+            S.guessed++;
+            return 1;
+        }
     }
     return 0;
 }

@@ -43,12 +43,15 @@ enum {
     REC_UNW_STOP = 16   /* the walk stopped in native code its tables do not cover: marked */
 };
 
+/* ipent.slot: the leaf's return address is srec.top (ARCH_RETURN_IN_LR). */
+#define SLOT_TOP (-3)
+
 typedef struct srec {
     uint32_t n, flags;
     uint32_t gc;     /* a collection ran on the thread: its generation + 1 (sampler_runtime.c) */
     uint64_t jit;    /* the method the thread was compiling, 0 none */
     uint32_t weight; /* periods it stands for: 1 + the timer's overruns */
-    uint64_t top; /* the word at the stack pointer: maybe the leaf's return address */
+    uint64_t top; /* maybe the leaf's return address (arch_leaf_return: the word at SP, or lr) */
     uint64_t extra;  /* bit k: ip[k] was found by the OSR scan, not by the chain */
     uint32_t nwords;
     uint32_t fpoff; /* where the chain starts (the frame pointer, or one saved at SP), above SP, in bytes; 0 none */
@@ -88,7 +91,7 @@ typedef struct ipent {
     uint8_t code;     /* ip lies in an executable mapping */
     uint8_t resolved; /* func and name are known */
     uint8_t jit_code; /* native code of the JIT (libclrjit): where [JIT] goes on a thread with no managed frame */
-    int8_t slot;      /* as an interrupted PC: arch_return_slot / 8, -1 none, -2 not known yet */
+    int8_t slot;      /* as an interrupted PC: arch_return_slot / 8, -1 none, -2 not known yet, SLOT_TOP */
     uint32_t exec_gen; /* the list of executable mappings that said "not code" */
 } ipent;
 

@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "arch/arch.h"
 #include "callbacks.h"
+#include "memread.h"
 #include "symbols.h"
 
 uint64_t sampler_now_ns(void) {
@@ -156,12 +156,11 @@ const ipent *sampler_resolve(uint64_t ip) {
 }
 
 /* Whether addr follows a call instruction. The bytes are read through
- * process_vm_readv: an address inside a module's span may still be unmapped
+ * memread: an address inside a module's span may still be unmapped
  * (the gaps between its segments). */
 static int after_call(uint64_t addr) {
     uint8_t b[8];
-    struct iovec local = {b, sizeof b}, remote = {(void *)(uintptr_t)(addr - 8), sizeof b};
-    if (addr < 8 || process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof b)
+    if (addr < 8 || memread(addr - 8, b, sizeof b) != (ssize_t)sizeof b)
         return 0;
     return arch_follows_call(b);
 }
@@ -188,13 +187,11 @@ int sampler_leaf_slot(uint64_t ip) {
         return e->slot;
     uint8_t code[64];
     size_t want = sizeof code, page_left = 4096 - (ip & 4095);
-    struct iovec local = {code, want}, remote = {(void *)(uintptr_t)ip, want};
-    ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-    if (got <= 0 && page_left < want) { /* the next page is not mapped */
-        local.iov_len = remote.iov_len = page_left;
-        got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-    }
+    ssize_t got = memread(ip, code, want);
+    if (got <= 0 && page_left < want) /* the next page is not mapped */
+        got = memread(ip, code, page_left);
     int at = got > 0 ? arch_return_slot(code, (size_t)got) : -1;
-    e->slot = (int8_t)(at >= 0 && at % 8 == 0 && at / 8 < (int)SP_WORDS ? at / 8 : -1);
+    e->slot = at == ARCH_RETURN_IN_LR ? SLOT_TOP
+              : (int8_t)(at >= 0 && at % 8 == 0 && at / 8 < (int)SP_WORDS ? at / 8 : -1);
     return e->slot;
 }

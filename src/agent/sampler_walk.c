@@ -1,24 +1,20 @@
 /* sampler_walk.c: the stack walk of the signal handler (sampler.h). It walks
  * the interrupted stack by frame pointers (arch_frame.h), reading only inside
- * the thread's stack mapping (or through process_vm_readv before that is
- * known), and appends the raw addresses to the slot's single-producer ring. It
+ * the thread's stack mapping (or through memread before that is known), and appends the raw addresses to the slot's single-producer ring. It
  * never allocates, locks or calls the runtime. */
 #include "sampler_internal.h"
 
 #include <string.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 #include "arch/arch.h"
 #include "arch_unwind.h"
 #include "unwind.h"
+#include "memread.h"
 
 /* Copies len bytes at addr without faulting on unmapped memory: 0 or -1.
- * A system call, so async-signal-safe (errno is restored by the handler). */
+ * System calls, so async-signal-safe (errno is restored by the handler). */
 static int safe_read(uint64_t addr, void *out, size_t len) {
-    struct iovec local = {out, len}, remote = {(void *)(uintptr_t)addr, len};
-    return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L) == (long)len ? 0 : -1;
+    return memread(addr, out, len) == (ssize_t)len ? 0 : -1;
 }
 
 /* n words at addr: loads inside the known stack, or safe_read. */
@@ -115,7 +111,7 @@ static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64
             break;
         uint64_t next = f[ARCH_FRAME_NEXT];
         r->ip[n++] = f[ARCH_FRAME_RET];
-        if (ix && unwind_find(ix, f[ARCH_FRAME_RET] - 1)) {
+        if (ARCH_UNW_SP_ABOVE_FRAME >= 0 && ix && unwind_find(ix, f[ARCH_FRAME_RET] - 1)) {
             unw_frame u = {f[ARCH_FRAME_RET], fp + ARCH_UNW_SP_ABOVE_FRAME, next};
             if (!cross_native(r, &n, &u, ix, sp, limit, safe, flags) || u.fp <= fp)
                 break;
@@ -154,7 +150,7 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
         atomic_store_explicit(&s->probe_sp, sp, memory_order_relaxed);
     /* Before the stack's bounds are known (the thread's first samples, until
      * the sampler thread has read /proc/self/maps), the same walk reads through
-     * process_vm_readv, which fails instead of faulting, no further than
+     * memread, which fails instead of faulting, no further than
      * STACK_GUESS above the stack pointer. */
     int safe = !known;
     uint64_t limit = known ? hi : sp + STACK_GUESS;
@@ -164,7 +160,7 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
     } else {
         uint32_t nw = copy_words(r, sp, hi, safe);
         r->nwords = nw;
-        r->top = nw ? r->words[0] : 0;
+        r->top = arch_leaf_return(&g, nw ? r->words[0] : 0);
         if (!nw)
             flags |= REC_UNWALKED;
         int chain = nw != 0;

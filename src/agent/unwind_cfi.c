@@ -304,7 +304,7 @@ static int read_cie(const uint8_t *p, const uint8_t *end, cie *ci, cstate *init)
     ci->insn_end = e;
     init->cfa_reg = ARCH_DW_SP;
     init->cfa_off = ARCH_UNW_INIT_CFA_OFF;
-    init->ra.kind = UNW_R_AT;
+    init->ra.kind = ARCH_UNW_INIT_RA_KIND;
     init->ra.off = ARCH_UNW_INIT_RA_OFF;
     init->fp.kind = UNW_R_SAME;
     init->fp.off = 0;

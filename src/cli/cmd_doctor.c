@@ -78,7 +78,46 @@ static int read_elf(const char *path, unsigned *cls, unsigned *type, unsigned *m
     return 0;
 }
 
-static void check_agent(doctor *d) {
+static int find_in_path(const char *name, char *out, size_t len);
+
+/* The word of the command that is an ELF program for machine (the program a
+ * qemu-user emulator runs: `qemu-aarch64 ./App`), or NULL. */
+static const char *program_for(char **prog, unsigned machine, char *buf, size_t len) {
+    for (size_t i = 0; prog && prog[i]; i++) {
+        unsigned cls, type, m;
+        const char *path = prog[i];
+        if (!strchr(path, '/') && (i > 0 || find_in_path(path, buf, len) != 0))
+            continue;
+        if (!strchr(path, '/'))
+            path = buf;
+        if (read_elf(path, &cls, &type, &m) == 0 && m == machine && (type == ET_EXEC || type == ET_DYN))
+            return prog[i];
+    }
+    return NULL;
+}
+
+/* An agent for another machine than this one: right for a program of that
+ * machine run under emulation (docs/arm64.md), which the run below tries;
+ * else a FAIL. It cannot be dlopen()ed here. */
+static void check_foreign_agent(doctor *d, char **prog, unsigned cls, unsigned machine, unsigned my_machine) {
+    const char *m = machine_name(machine), *mine = machine_name(my_machine);
+    char buf[PATH_MAX];
+    const char *app = cls == ELFCLASS64 ? program_for(prog, machine, buf, sizeof buf) : NULL;
+    if (!app) {
+        say(d, FAIL, "the agent is built for %s%s, this machine runs %s: use an agent built for this machine, "
+            "or run a program built for %s under emulation ('dnprof doctor -- qemu-%s ./App'; docs/arm64.md)",
+            m ? m : "another machine", cls == ELFCLASS32 ? " (32-bit)" : "", mine ? mine : "another",
+            m ? m : "its machine", machine == EM_AARCH64 ? "aarch64" : "<machine>");
+        return;
+    }
+    say(d, OK, "the agent is built for %s, as the program %s is: this machine runs %s, so the program runs "
+        "under emulation (timings are the emulator's, docs/arm64.md)", m ? m : "another machine", app,
+        mine ? mine : "another");
+    say(d, OK, "the agent cannot be loaded here to check its exports (another machine's code): the run below "
+        "shows whether the program's runtime loads it");
+}
+
+static void check_agent(doctor *d, char **prog) {
     char err[1024];
     if (cli_agent_find(&d->agent, err, sizeof err) != 0) {
         say(d, FAIL, "%s", err);
@@ -107,9 +146,7 @@ static void check_agent(doctor *d) {
     }
     if (read_elf("/proc/self/exe", &my_cls, &my_type, &my_machine) == 0 &&
         (cls != my_cls || machine != my_machine)) {
-        const char *m = machine_name(machine), *mine = machine_name(my_machine);
-        say(d, FAIL, "the agent is built for %s%s, this machine runs %s: use an agent built for this machine",
-            m ? m : "another machine", cls == ELFCLASS32 ? " (32-bit)" : "", mine ? mine : "another");
+        check_foreign_agent(d, prog, cls, machine, my_machine);
         return;
     }
     if (type != ET_DYN) {
@@ -563,7 +600,7 @@ int cmd_doctor(int argc, char **argv) {
 
     doctor d;
     memset(&d, 0, sizeof d);
-    check_agent(&d);
+    check_agent(&d, prog);
     check_environment(&d, prog != NULL);
     check_dotnet(&d);
     int rc = prog ? run_program(&d, prog, events) : d.fails + d.shell_fails ? 1 : 0;

@@ -25,6 +25,21 @@ const char *e2e_env(const char *name) {
     return v;
 }
 
+int e2e_timeout_ms(void) {
+    const char *v = getenv("DNPROF_E2E_SLOWDOWN");
+    int k = v != NULL ? atoi(v) : 1;
+    return 90000 * (k >= 1 && k <= 100 ? k : 1);
+}
+
+const char *e2e_work_seconds(const char *seconds, char *buf, size_t cap) {
+    const char *v = getenv("DNPROF_E2E_WORK_SCALE");
+    double k = v != NULL ? atof(v) : 1;
+    if (!(k > 1 && k <= 100))
+        return seconds;
+    snprintf(buf, cap, "%g", atof(seconds) * k);
+    return buf;
+}
+
 const char *e2e_dotnet(void) {
     const char *v = getenv("DNPROF_DOTNET");
     return v != NULL && *v != '\0' ? v : "dotnet";

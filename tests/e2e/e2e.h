@@ -8,6 +8,16 @@
  *   DNPROF_SAMPLE_HELLO samples/hello, built: hello.dll
  *   DNPROF_E2E_SCRATCH a directory the tests may fill; each test empties its own
  *   DNPROF_DOTNET     the dotnet host (optional, "dotnet" from PATH otherwise)
+ *   DNPROF_E2E_SLOWDOWN how many times slower than natively the program runs
+ *                     (optional, 1): the children's timeout grows with it
+ *   DNPROF_E2E_WORK_SCALE how many times longer a CPU-bound workload runs
+ *                     (optional, 1; e2e_work_seconds): under emulation the
+ *                     runtime's start-up and JIT take much of a short budget
+ *
+ * The same tests run an arm64 build under qemu-user (tests/e2e/arm64.cmake):
+ * DNPROF_DOTNET is then qemu-aarch64, DNPROF_SCENARIOS the self-contained
+ * linux-arm64 Scenarios program and DNPROF_AGENT the arm64 agent, so that every
+ * `dotnet Scenarios.dll NAME` of a test becomes `qemu-aarch64 Scenarios NAME`.
  *
  * Helpers that fail print one line on stderr saying why, and return -1 or NULL,
  * so that a test only needs ASSERT_EQ(helper(...), 0). The comparisons of
@@ -26,8 +36,9 @@
 #include "trace_reader.h"
 
 /* Every child gets this long, then its process group is killed (CTest's own
- * timeout is 120 s per test). */
-#define E2E_TIMEOUT_MS 90000
+ * timeout is 120 s per test): 90 s, times DNPROF_E2E_SLOWDOWN. */
+#define E2E_TIMEOUT_MS e2e_timeout_ms()
+int e2e_timeout_ms(void);
 
 /* A trace with fewer events than this was not really recorded. */
 #define E2E_MIN_EVENTS 20
@@ -86,6 +97,9 @@ int e2e_dnprof(e2e_run *r, const char *const args[]);
 /* `dnprof ARGS...` that must exit 0 and print one JSON value: parsed (json_free
  * it), or NULL with what dnprof said. */
 struct jv *e2e_dnprof_json(e2e_run *r, const char *const args[]);
+
+/* A workload's CPU seconds, times DNPROF_E2E_WORK_SCALE, as text in buf. */
+const char *e2e_work_seconds(const char *seconds, char *buf, size_t cap);
 
 /* The dotnet host to run Scenarios.dll with. */
 const char *e2e_dotnet(void);

@@ -182,8 +182,9 @@ static int run_shares(e2e_run *r, const char *rate, const char *cpu_seconds) {
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     if (!dll)
         return -1;
+    char secs[32];
     const char *args[] = {"run", "--quiet", "--sample", "--rate", rate, "-o", r->trace, "--", e2e_dotnet(),
-                          dll, "sample", "shares", cpu_seconds, NULL};
+                          dll, "sample", "shares", e2e_work_seconds(cpu_seconds, secs, sizeof secs), NULL};
     if (e2e_dnprof(r, args) != 0 || r->status != 0) {
         fprintf(stderr, "dnprof run --sample --rate %s: exit %d\n", rate, r->status);
         e2e_show_file("dnprof run said", r->err);

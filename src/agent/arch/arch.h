@@ -19,33 +19,16 @@
  *   elt.c         arch_elt_caller_sp()
  *   elt.S         the ELT3 stubs calls_internal.h lists, on calls_layout.h
  *
- * A new architecture (arm64, say) is a new directory with these files, and a
- * line in CMakeLists.txt:
- *   - the counter: cntvct_el0 (an isb before it for the ordered read); whether
- *     the kernel keeps time with it (clocksource arch_sys_counter). Its rate is
- *     measured against CLOCK_MONOTONIC by clock.c, as the TSC's is.
- *   - the context: uc_mcontext.pc, .sp, .regs[29] (fp), .regs[30] (lr); a
- *     system call is `svc #0` just before pc, its result in x0.
- *   - the frame record: saved x29 at [fp], x30 at [fp+8], as on x86-64.
- *   - arch_unwind.h: sp 31, x29 29, the return-address column 30 (x30); at
- *     entry CFA = sp + 0 and the return address is in x30 itself (unwind.c
- *     then needs arch_regs.lr for a leaf: ARCH_DW_LR and a UNW_R_SAME return
- *     address, and the frame record's caller SP is not fp + 16 on arm64).
- *   - insn.c: a return address follows `bl`/`blr` (the 4 bytes before it).
- *     arch_return_slot answers for code that keeps its return address on the
- *     stack; a leaf that has not saved lr yet has its caller in arch_regs.lr,
- *     which the sampler does not record today (the record would need a word
- *     for it, filled from lr by take_sample).
- *   - elt.c: where the runtime's PROFILE_PLATFORM_SPECIFIC_DATA keeps the
- *     caller's SP (dotnet/runtime vm/arm64/asmconstants.h).
- *   - elt.S: the JIT's profiler-hook contract for the machine (which registers
- *     carry the client ID and caller SP, which are live), the same stubs.
- *   - arch_elt.h: arch_thread_pointer() from tpidr_el0. Where the compiler
- *     has no no_caller_saved_registers, the fast stubs save the caller-saved
- *     registers around calls_fast_enter_*, or simply jump to the full stubs
- *     (dnp_elt_enter_timed = dnp_elt_enter): slower, the same trees.
- * The x86-64 decoder's unit tests (tests/unit/test_sampler.c) are x86-64's:
- * another machine brings its own. */
+ * Two are written: x86_64 and aarch64 (docs/arm64.md). A new architecture is
+ * a new directory with these files, and a line in CMakeLists.txt. What arm64
+ * needed of the interface: a link register (arch_regs.lr, arch_leaf_return,
+ * ARCH_RETURN_IN_LR), since a call does not push the return address; fast
+ * stubs may simply be the full ones (arch_elt.h) where the compiler cannot
+ * build C that saves every register it uses.
+ * Native unwinding (unwind.c) takes each machine's DWARF register numbers and
+ * its rules at a function's entry from arch_unwind.h.
+ * Each machine's decoder has its own unit tests (tests/unit/test_sampler.c
+ * for x86-64, test_arch_aarch64.c for arm64), built for that machine only. */
 #ifndef DNP_ARCH_H
 #define DNP_ARCH_H
 
@@ -73,6 +56,11 @@ typedef struct arch_regs {
 /* The interrupted registers of a signal handler's ucontext_t. Async-signal-safe. */
 void arch_context_regs(const void *ucontext, arch_regs *r);
 
+/* The return address of a leaf that keeps no frame, as the handler sees it:
+ * on x86-64 the word at the stack pointer (top), on arm64 the link register.
+ * Async-signal-safe. */
+uint64_t arch_leaf_return(const arch_regs *r, uint64_t top);
+
 /* Whether the thread was in a system call when interrupted (the code at pc is
  * mapped). Async-signal-safe. */
 int arch_at_syscall(const arch_regs *r);
@@ -88,7 +76,11 @@ int arch_follows_call(const uint8_t b[8]);
  * that keeps no frame, up to the instruction that decides. Returns the byte
  * offset from the interrupted stack pointer (>= 0), or -1 when the frame
  * pointer is the function's own or when code it does not know (a branch, a
- * call) comes first: the frame-pointer chain is then taken as it is. */
+ * call) comes first: the frame-pointer chain is then taken as it is; or
+ * ARCH_RETURN_IN_LR when the return address has not left the link register
+ * (before the frame record is stored, after it is loaded back): the one
+ * arch_leaf_return gave. */
+#define ARCH_RETURN_IN_LR (-2)
 int arch_return_slot(const uint8_t *code, size_t len);
 
 /* ---- the runtime's ELT data (elt.c) ---- */

@@ -13,7 +13,8 @@
 #define ARCH_DW_LR -1 /* no link register: the return address is always on the stack */
 
 #define ARCH_UNW_INIT_CFA_OFF 8 /* CFA = SP + 8 at a function's entry */
-#define ARCH_UNW_INIT_RA_OFF -8 /* the return address at CFA - 8 */
+#define ARCH_UNW_INIT_RA_KIND UNW_R_AT /* the return address: on the stack, */
+#define ARCH_UNW_INIT_RA_OFF -8        /* at CFA - 8 */
 
 /* A frame record's caller's stack pointer, from its frame pointer: managed
  * code's frame record is the top of its frame (push rbp; mov rbp, rsp), so
