@@ -38,6 +38,9 @@ static void report_help(void) {
           "                       collection, then pauses by generation and reason\n"
           "      --threadpool     the thread-pool report instead (dnprof run --threadpool):\n"
           "                       starvation, and with --wall where the pool's threads waited\n"
+          "      --waits          where the time waited went, on one page: lock contention,\n"
+          "                       GC pauses, starvation, blocked stacks from --sample=wall;\n"
+          "                       a line for each part not recorded, with its flag\n"
           "  -h, --help           print this help\n"
           "\n"
           "examples:\n"
@@ -51,9 +54,14 @@ static void report_help(void) {
 }
 
 /* The report that the flags ask for, of the trace at o->path: the exit code. */
-static int dispatch(report_opts *o, int exceptions, int alloc, int locks, int gc, int threadpool, int top_given) {
-    if (alloc + exceptions + locks + gc + threadpool > 1)
-        return usage_error("report", "--alloc, --exceptions, --locks, --gc or --threadpool: one report at a time");
+static int dispatch(report_opts *o, int exceptions, int alloc, int locks, int gc, int threadpool, int waits,
+                    int top_given) {
+    if (alloc + exceptions + locks + gc + threadpool + waits > 1)
+        return usage_error("report", "--alloc, --exceptions, --locks, --gc, --threadpool or --waits: one report at a time");
+    if (waits && (o->tree || o->has_thread))
+        return usage_error("report", "--tree and --thread are for the calls report, not --waits");
+    if (waits)
+        return report_waits(o->path, o->json, top_given ? o->top : 5, stdout);
     if (locks) {
         if (o->tree || o->has_thread)
             return usage_error("report", "--tree and --thread are for the calls report; for the "
@@ -99,19 +107,20 @@ static int dispatch(report_opts *o, int exceptions, int alloc, int locks, int gc
 
 int cmd_report(int argc, char **argv) {
     enum { OPT_TOP = 256, OPT_TREE, OPT_THRESHOLD, OPT_THREAD, OPT_JSON, OPT_EXCEPTIONS, OPT_ALLOC = 340, OPT_LOCKS = 360,
-           OPT_GC = 400, OPT_THREADPOOL };
+           OPT_GC = 400, OPT_THREADPOOL, OPT_WAITS };
     static const struct option longopts[] = {
         {"top", required_argument, NULL, OPT_TOP},   {"tree", no_argument, NULL, OPT_TREE},
         {"threshold", required_argument, NULL, OPT_THRESHOLD}, {"thread", required_argument, NULL, OPT_THREAD},
         {"json", no_argument, NULL, OPT_JSON},       {"exceptions", no_argument, NULL, OPT_EXCEPTIONS},
         {"alloc", no_argument, NULL, OPT_ALLOC},     {"locks", no_argument, NULL, OPT_LOCKS},
         {"gc", no_argument, NULL, OPT_GC},           {"threadpool", no_argument, NULL, OPT_THREADPOOL},
+        {"waits", no_argument, NULL, OPT_WAITS},
         {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
     report_opts o;
     memset(&o, 0, sizeof o);
     o.top = 20;
     o.threshold = 0.5;
-    int exceptions = 0, alloc = 0, locks = 0, gc = 0, threadpool = 0, threshold_given = 0, top_given = 0, c;
+    int exceptions = 0, alloc = 0, locks = 0, gc = 0, threadpool = 0, waits = 0, threshold_given = 0, top_given = 0, c;
     uint64_t v;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -143,6 +152,7 @@ int cmd_report(int argc, char **argv) {
         case OPT_LOCKS: locks = 1; break;
         case OPT_GC: gc = 1; break;
         case OPT_THREADPOOL: threadpool = 1; break;
+        case OPT_WAITS: waits = 1; break;
         case 'h': report_help(); return 0;
         default: return cli_bad_option("report", argv, c);
         }
@@ -157,5 +167,5 @@ int cmd_report(int argc, char **argv) {
     if (cli_not_a_snapshot(o.path))
         return 1;
 
-    return dispatch(&o, exceptions, alloc, locks, gc, threadpool, top_given);
+    return dispatch(&o, exceptions, alloc, locks, gc, threadpool, waits, top_given);
 }

@@ -89,6 +89,10 @@ int report_locks(locks_profile *p, const report_opts *o, FILE *out);
 /* ---- GC pauses and thread-pool starvation (issue 17, report_gc.c, report_threadpool.c) ----
  * Both stream the trace at path and return the exit code. */
 int report_gc(const char *path, int json, FILE *out);
+/* Where the time waited went (report_waits.c): locks, GC pauses, starvation and
+ * blocked stacks from wall samples, each part that is not recorded named with
+ * its flag; top: the stacks shown. The exit code. */
+int report_waits(const char *path, int json, unsigned top, FILE *out);
 int report_threadpool(const char *path, int json, unsigned top, FILE *out); /* top: stacks shown */
 
 #endif

@@ -241,6 +241,54 @@ TEST(e2e_locks_truth) {
     return 0;
 }
 
+/* report --waits on one page: the lock contention against the program's own
+ * waits and the same as report --locks says, GC pauses and blocked stacks
+ * recorded, starvation named as not recorded with its flag. */
+TEST(e2e_waits_page) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_waits_page"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll && bin);
+    const char *argv[] = {bin, "run", "--quiet", "--locks", "--gc", "--sample=wall", "-o", r.trace, "--",
+                          e2e_dotnet(), dll, "locks", "both", "4", "50", "1000", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    truth mon, lock;
+    int ok = read_truth(out, "monitor", &mon) == 0 && read_truth(out, "lock", &lock) == 0;
+    free(out);
+    ASSERT(ok);
+    jv *locks = report_json(&r, r.trace);
+    ASSERT_NE(locks, NULL);
+    double locks_ns = json_num(json_get(locks, "contention"), "waitNs");
+    json_free(locks);
+    const char *args[] = {"report", "--waits", "--json", r.trace, NULL};
+    jv *w = e2e_dnprof_json(&r, args);
+    ASSERT_NE(w, NULL);
+    const jv *l = json_get(w, "locks"), *gc = json_get(w, "gc"), *tp = json_get(w, "threadpool"),
+             *bl = json_get(w, "blocked");
+    ok = l && gc && tp && bl;
+    double ns = ok ? json_num(l, "waitNs") : 0;
+    fprintf(stderr, "e2e: waits: locks %.1f ms (report --locks %.1f ms; program: monitor %.1f ms, lock %.1f ms), "
+                    "blocked %.1f ms\n", ns / 1e6, locks_ns / 1e6, mon.waited_ns / 1e6, lock.waited_ns / 1e6,
+            ok ? json_num(bl, "waitingNs") / 1e6 : 0);
+    ok = ok && json_get(l, "recorded")->b && ns == locks_ns && ns >= (1 - WAIT_TOLERANCE) * mon.waited_ns &&
+         ns <= (1 + WAIT_TOLERANCE) * (mon.waited_ns + lock.waited_ns) && json_get(gc, "recorded")->b &&
+         !json_get(tp, "recorded")->b && json_get(bl, "recorded")->b && json_num(bl, "waitingNs") > 0;
+    json_free(w);
+    ASSERT(ok);
+    const char *text[] = {"report", "--waits", r.trace, NULL};
+    ASSERT(e2e_dnprof(&r, text) == 0 && r.status == 0);
+    char *page = e2e_read_file(r.out, NULL);
+    ok = page && strstr(page, "thread-pool starvation: not recorded (dnprof run --threadpool)") &&
+         strstr(page, "Scenarios.LocksScenario::ContendMonitor");
+    if (!ok)
+        e2e_show_file("dnprof report --waits", r.out);
+    free(page);
+    ASSERT(ok);
+    return 0;
+}
+
 /* A program that never contends: "no contention", exit 0; a trace without
  * --locks: an error that says how to record one. */
 TEST(e2e_locks_no_contention) {
