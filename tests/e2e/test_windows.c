@@ -108,9 +108,12 @@ static int raw_read_of(const char *go, const char *path, const char *const leaf[
         else if (at == SAMPLES && n < 4096 && sample_line(line, &lasts[n], &leaves[n]) == 0)
             n++;
         else if (at == LOCATIONS && nnames < 4096) {
+            /* "  ID: 0xADDR [M=N] NAME [FILE]:LINE s=0": managed frames have no mapping */
             long id = strtol(line, NULL, 10);
-            const char *m = strstr(line, " M=");
-            const char *name = m ? strchr(m + 1, ' ') : NULL;
+            const char *addr = strstr(line, ": 0x");
+            const char *name = addr ? strchr(addr + 2, ' ') : NULL;
+            if (name && !strncmp(name, " M=", 3))
+                name = strchr(name + 1, ' ');
             const char *end = name ? strstr(name, " :") : NULL;
             if (id > 0 && (size_t)id < 4096 && name && end) {
                 int len = (int)(end - name - 1) < 159 ? (int)(end - name - 1) : 159;
