@@ -37,6 +37,15 @@ static uint64_t rd(cur *c, unsigned n) {
     return v;
 }
 
+/* Skips n bytes, or marks the cursor bad when fewer are left (a hostile
+ * length never moves the pointer past the end). */
+static void skip(cur *c, uint64_t n) {
+    if (c->bad || n > (uint64_t)(c->end - c->p))
+        c->bad = 1;
+    else
+        c->p += n;
+}
+
 static uint64_t uleb(cur *c) {
     uint64_t v = 0;
     for (unsigned s = 0; s < 64; s += 7) {
@@ -189,6 +198,13 @@ static void restore_rule(cstate *s, const cstate *init, uint64_t reg) {
 /* Runs one CFA program. With rs, each advance emits the row of the range
  * that ends (loc is the FDE's pc as an offset from bias, end its end). 0, or
  * -1 at an instruction it does not know (the rest of the FDE then stops walks). */
+/* A factored offset times the CIE's data alignment, in the wrapping arithmetic
+ * of uint64_t (a hostile table's product overflows; its rule is then
+ * nonsense, which set_rule and the walk refuse, but never undefined). */
+static int64_t scaled(uint64_t v, int64_t align) {
+    return (int64_t)(v * (uint64_t)align);
+}
+
 static int run_cfa(cur *c, const cie *ci, cstate *s, const cstate *init, rows *rs, uint64_t *loc, uint64_t end,
                    uint64_t bias) {
     cstate stack[STATE_STACK];
@@ -199,7 +215,7 @@ static int run_cfa(cur *c, const cie *ci, cstate *s, const cstate *init, rows *r
         int64_t off;
         switch (op >> 6) {
         case 1: adv = lo6 * ci->code_align; goto advance;
-        case 2: set_rule(s, lo6, UNW_R_AT, (int64_t)uleb(c) * ci->data_align); continue;
+        case 2: set_rule(s, lo6, UNW_R_AT, scaled(uleb(c), ci->data_align)); continue;
         case 3: restore_rule(s, init, lo6); continue;
         default: break;
         }
@@ -213,7 +229,7 @@ static int run_cfa(cur *c, const cie *ci, cstate *s, const cstate *init, rows *r
         case 0x02: adv = rd(c, 1) * ci->code_align; goto advance;
         case 0x03: adv = rd(c, 2) * ci->code_align; goto advance;
         case 0x04: adv = rd(c, 4) * ci->code_align; goto advance;
-        case 0x05: reg = uleb(c); set_rule(s, reg, UNW_R_AT, (int64_t)uleb(c) * ci->data_align); continue;
+        case 0x05: reg = uleb(c); set_rule(s, reg, UNW_R_AT, scaled(uleb(c), ci->data_align)); continue;
         case 0x06: restore_rule(s, init, uleb(c)); continue;
         case 0x07: set_rule(s, uleb(c), UNW_R_UNDEF, 0); continue;
         case 0x08: set_rule(s, uleb(c), UNW_R_SAME, 0); continue;
@@ -231,16 +247,16 @@ static int run_cfa(cur *c, const cie *ci, cstate *s, const cstate *init, rows *r
         case 0x0c: s->cfa_reg = (int64_t)uleb(c); s->cfa_off = (int64_t)uleb(c); continue;
         case 0x0d: s->cfa_reg = (int64_t)uleb(c); continue;
         case 0x0e: s->cfa_off = (int64_t)uleb(c); continue;
-        case 0x0f: c->p += uleb(c); s->cfa_reg = -1; continue; /* def_cfa_expression */
-        case 0x10: reg = uleb(c); c->p += uleb(c); set_rule(s, reg, UNW_R_UNKNOWN, 0); continue;
-        case 0x11: reg = uleb(c); set_rule(s, reg, UNW_R_AT, sleb(c) * ci->data_align); continue;
-        case 0x12: s->cfa_reg = (int64_t)uleb(c); s->cfa_off = sleb(c) * ci->data_align; continue;
-        case 0x13: s->cfa_off = sleb(c) * ci->data_align; continue;
+        case 0x0f: skip(c, uleb(c)); s->cfa_reg = -1; continue; /* def_cfa_expression */
+        case 0x10: reg = uleb(c); skip(c, uleb(c)); set_rule(s, reg, UNW_R_UNKNOWN, 0); continue;
+        case 0x11: reg = uleb(c); set_rule(s, reg, UNW_R_AT, scaled((uint64_t)sleb(c), ci->data_align)); continue;
+        case 0x12: s->cfa_reg = (int64_t)uleb(c); s->cfa_off = scaled((uint64_t)sleb(c), ci->data_align); continue;
+        case 0x13: s->cfa_off = scaled((uint64_t)sleb(c), ci->data_align); continue;
         case 0x14: reg = uleb(c); uleb(c); set_rule(s, reg, UNW_R_UNKNOWN, 0); continue; /* val_offset */
         case 0x15: reg = uleb(c); sleb(c); set_rule(s, reg, UNW_R_UNKNOWN, 0); continue;
-        case 0x16: reg = uleb(c); c->p += uleb(c); set_rule(s, reg, UNW_R_UNKNOWN, 0); continue;
+        case 0x16: reg = uleb(c); skip(c, uleb(c)); set_rule(s, reg, UNW_R_UNKNOWN, 0); continue;
         case 0x2e: uleb(c); continue; /* GNU_args_size */
-        case 0x2f: reg = uleb(c); off = -(int64_t)uleb(c) * ci->data_align; set_rule(s, reg, UNW_R_AT, off); continue;
+        case 0x2f: reg = uleb(c); off = scaled(0 - uleb(c), ci->data_align); set_rule(s, reg, UNW_R_AT, off); continue;
         default: return -1;
         }
     advance:
@@ -283,6 +299,8 @@ static int read_cie(const uint8_t *p, const uint8_t *end, cie *ci, cstate *init)
     if (aug[0] == 'z') {
         ci->has_z = 1;
         uint64_t alen = uleb(&c);
+        if (c.bad || alen > (uint64_t)(c.end - c.p))
+            return -1;
         const uint8_t *after = c.p + alen;
         for (const char *a = aug + 1; *a && !c.bad; a++) {
             if (*a == 'R')
@@ -341,8 +359,8 @@ static int read_fde(const uint8_t *p, const uint8_t *seg, const uint8_t *end, ui
     if (c.bad || pc < bias || pc - bias + range > UINT32_MAX || !range)
         return -1;
     if (ci.has_z)
-        c.p += uleb(&c);
-    if (c.p > e)
+        skip(&c, uleb(&c));
+    if (c.bad || c.p > e)
         return -1;
     uint64_t loc = pc - bias, fend = loc + range;
     *start = loc;

@@ -146,12 +146,27 @@ int ipc_place_agent(const ipc_where *w, const char *agent, const char *dir_insid
 }
 
 int ipc_fetch_at(int dirfd, const char *name, const char *dest, char *err, size_t errlen) {
-    if (renameat(dirfd, name, AT_FDCWD, dest) == 0)
-        return 0;
-    char from[64];
-    snprintf(from, sizeof from, "/proc/self/fd/%d/%s", dirfd, name);
-    if (strlen(name) > 40 || errno != EXDEV || copy_file(from, dest, 0600) != 0) {
-        snprintf(err, errlen, "cannot bring '%s' out to '%s': %s", name, dest, strerror(errno));
+    /* copied into dest, not renamed over it: dest may be a device (-o /dev/stdout) */
+    int in = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    int out = in < 0 ? -1 : open(dest, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int e = errno, bad = in < 0 || out < 0;
+    char buf[1 << 16];
+    ssize_t got;
+    while (!bad && (got = read(in, buf, sizeof buf)) != 0) {
+        if (got < 0 && errno == EINTR)
+            continue;
+        for (ssize_t done = 0, w; !bad && got > 0 && done < got; done += w > 0 ? w : 0)
+            if ((w = write(out, buf + done, (size_t)(got - done))) < 0 && errno != EINTR)
+                bad = 1, e = errno;
+        if (got < 0)
+            bad = 1, e = errno;
+    }
+    if (in >= 0)
+        close(in);
+    if (out >= 0 && close(out) != 0 && !bad)
+        bad = 1, e = errno;
+    if (bad) {
+        snprintf(err, errlen, "cannot bring '%s' out to '%s': %s", name, dest, strerror(e));
         return -1;
     }
     unlinkat(dirfd, name, 0);

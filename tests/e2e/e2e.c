@@ -203,9 +203,24 @@ static pid_t first_child(pid_t pid) {
 pid_t e2e_spawn_contained(char *const argv[], const char *const env[], const char *dir, const char *out_path,
                           const char *err_path, const char *hide, pid_t *host_pid) {
     *host_pid = 0;
+    /* A private TMPDIR (a tmpfs the host does not see at that path), and a
+     * private /tmp too unless the build tree lives under /tmp (a clone in
+     * /tmp: hiding /tmp would hide the program and its files). */
+    /* Short: the runtime cuts a socket's path at what sun_path holds (108). One
+     * empty directory of the host serves every test: each container mounts its
+     * own tmpfs there, seen only inside it. */
+    static const char tmp[] = "/var/tmp/dnprof-e2e-container";
+    mkdir("/var/tmp", 01777);
+    mkdir(tmp, 0700);
+    const char *scratch = getenv("DNPROF_E2E_SCRATCH");
+    int keep_tmp = (scratch && !strncmp(scratch, "/tmp/", 5)) || (dir && !strncmp(dir, "/tmp/", 5)) ||
+                   (argv[1] && !strncmp(argv[1], "/tmp/", 5));
     const char *wrap[64] = {"unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c",
-                            "mount -t tmpfs tmpfs /tmp && mount --bind /dev/null \"$0\" && exec \"$@\"", hide};
-    size_t n = 9;
+                            "mount -t tmpfs tmpfs \"$1\" && export TMPDIR=\"$1\" && "
+                            "{ [ \"$2\" = keep ] || mount -t tmpfs tmpfs /tmp; } && "
+                            "mount --bind /dev/null \"$0\" && shift 2 && exec \"$@\"",
+                            hide, tmp, keep_tmp ? "keep" : "hide"};
+    size_t n = 11;
     for (size_t i = 0; argv[i] && n < 63; i++)
         wrap[n++] = argv[i];
     wrap[n] = NULL;

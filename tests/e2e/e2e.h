@@ -71,8 +71,9 @@ pid_t e2e_spawn(char *const argv[], const char *const env[], const char *dir,
 int e2e_wait(pid_t pid, int timeout_ms, int *status);
 
 /* Starts argv as a container runtime would, in PID and mount namespaces of
- * its own (unshare --pid --mount --fork --mount-proc), with a private /tmp
- * and the file hide (the agent) hidden under /dev/null. Returns unshare's pid
+ * its own (unshare --pid --mount --fork --mount-proc), with a private TMPDIR
+ * (a tmpfs at /var/tmp/dnprof-e2e-container, seen there only), a private /tmp unless the build
+ * tree is under /tmp, and the file hide (the agent) hidden under /dev/null. Returns unshare's pid
  * (for e2e_wait) and sets *host_pid to the program's pid as the host sees it;
  * -1 when it did not start. */
 pid_t e2e_spawn_contained(char *const argv[], const char *const env[], const char *dir, const char *out_path,

@@ -3,6 +3,7 @@
  * functions below are compiled without frame pointers at -O2, so only their
  * call-frame information finds their callers. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ucontext.h>
@@ -125,3 +126,42 @@ TEST(unwind_walks_through_libc) {
     unwind_release();
     return 0;
 }
+
+#ifdef DNPROF_SOURCE_DIR
+/* A reproducer of fuzz_unwind (tests/fuzz/corpus/unwind), framed as the
+ * harness frames it: the table it builds, if any, stays sorted and every
+ * lookup in it. */
+static int parse_reproducer(const char *name) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/fuzz/corpus/unwind/%s", DNPROF_SOURCE_DIR, name);
+    size_t size = 0;
+    char *data = test_read_file(path, &size);
+    ASSERT_NE(data, NULL);
+    ASSERT_GT(size, 8);
+    uint8_t *buf = malloc(size); /* exact size, as the harness has it */
+    ASSERT_NE(buf, NULL);
+    memcpy(buf, data, size);
+    free(data);
+    uint64_t lo = (uint64_t)(uintptr_t)buf, bias = lo > (1ull << 24) ? lo - (1ull << 24) : 0;
+    unw_lib l;
+    if (unw_parse(buf, lo, lo + size, bias, &l) == 0) {
+        for (uint32_t i = 1; i < l.nrows; i++)
+            ASSERT(l.rows[i].pc >= l.rows[i - 1].pc);
+        const unw_row *r = unwind_row(&l, l.lo);
+        ASSERT(!r || (r >= l.rows && r < l.rows + l.nrows));
+        unw_lib_free(&l);
+    }
+    free(buf);
+    return 0;
+}
+
+/* fuzz_unwind's finds: a factored offset whose product with the data
+ * alignment overflowed int64_t (now wrapping unsigned arithmetic, the rule
+ * refused); an augmentation length that moved the cursor past the end of the
+ * data (now checked against what is left). */
+TEST(unwind_hostile_offsets) {
+    ASSERT_EQ(parse_reproducer("crash-scaled-offset-overflow"), 0);
+    ASSERT_EQ(parse_reproducer("crash-augmentation-length"), 0);
+    return 0;
+}
+#endif
