@@ -207,7 +207,7 @@ TEST(e2e_windows_files) {
     ASSERT_NE(dll, NULL);
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/profiles", r.dir);
-    const char *argv[] = {bin, "run", "--every", "1s", "-o", dir, "--", e2e_dotnet(), dll, "sample", "shares", "5", NULL};
+    const char *argv[] = {bin, "run", "--every", "1s", "-o", dir, "--", e2e_dotnet(), dll, "sample", "shares", "6", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
     ASSERT_STATUS(&r, 0);
     static char names[64][256];
@@ -256,7 +256,7 @@ TEST(e2e_windows_keep) {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/profiles", r.dir);
     const char *argv[] = {bin, "run", "--every", "500ms", "-o", dir, "--keep", "2", "--",
-                          e2e_dotnet(), dll, "sample", "shares", "3", NULL};
+                          e2e_dotnet(), dll, "sample", "shares", "6", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
     ASSERT_STATUS(&r, 0);
     static char names[64][256];
@@ -416,7 +416,7 @@ TEST(e2e_push_pyroscope) {
     snprintf(url, sizeof url, "http://127.0.0.1:%d/", s.port);
     const char *env[] = {"DNPROF_PUSH_TOKEN=t0k-e2e", NULL};
     const char *argv[] = {bin, "run", "--every", "1s", "--pyroscope", url, "--label", "env=e2e", "--label", "zone=a",
-                          "--", e2e_dotnet(), dll, "sample", "shares", "4", NULL};
+                          "--", e2e_dotnet(), dll, "sample", "shares", "6", NULL};
     int ran = e2e_exec(&r, (char *const *)argv, env);
     ingest_stop(&s);
     ASSERT_EQ(ran, 0);
@@ -497,6 +497,19 @@ TEST(e2e_push_faults) {
     return 0;
 }
 
+/* The window files still in dir (push deletes those it shipped). */
+static int windows_left(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += !strncmp(e->d_name, "window-", 7) && strstr(e->d_name, ".trace") != NULL;
+    closedir(d);
+    return n;
+}
+
 /* dnprof push as a sidecar: the agent loaded through the environment (as
  * dnprof env sets it up) writes windows into a directory; push follows it
  * and ships them, and deletes what it shipped. */
@@ -521,10 +534,15 @@ TEST(e2e_push_sidecar) {
     pid_t push = e2e_spawn((char *const *)pargv, NULL, r.dir, pout, NULL, perr);
     ASSERT_GT(push, 0);
     const char *env[] = {"DNPROF_EVERY=1000", wenv, NULL};
-    const char *argv[] = {bin, "run", "--quiet", "--sample", "-o", r.trace, "--", e2e_dotnet(), dll, "sample", "shares", "3", NULL};
+    /* 6 s of CPU on two threads: about 3 s, at least three windows of 1 s on a quiet machine */
+    const char *argv[] = {bin, "run", "--quiet", "--sample", "-o", r.trace, "--", e2e_dotnet(), dll, "sample", "shares", "6", NULL};
     int ran = e2e_exec(&r, (char *const *)argv, env);
-    struct timespec t = {1, 0};
-    nanosleep(&t, NULL); /* the last window, written at the program's end */
+    /* the last window is written at the program's end: push ships it and
+     * deletes it; wait for the directory to be empty (20 s at most) */
+    for (int waited = 0; waited < 20000 && windows_left(wdir) > 0; waited += 100) {
+        struct timespec t = {0, 100 * 1000000L};
+        nanosleep(&t, NULL);
+    }
     kill(push, SIGTERM);
     int pstatus;
     e2e_wait(push, 30000, &pstatus);
