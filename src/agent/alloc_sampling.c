@@ -85,15 +85,6 @@ static __thread struct {
     uint32_t sid;
 } t_types[TYPE_SLOTS];
 
-static int runtime_major(void) {
-    USHORT id = 0, major = 0, minor = 0, build = 0, qfe = 0;
-    COR_PRF_RUNTIME_TYPE type = 0;
-    ULONG len = 0;
-    if (FAILED(INFO_CALL(GetRuntimeInformation, &id, &type, &major, &minor, &build, &qfe, 0, &len, NULL)))
-        return 0;
-    return major;
-}
-
 static void on_event(const ep_event *e);
 static void on_started(void);
 
@@ -104,7 +95,7 @@ void alloc_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_hig
         return;
     g_forced_tick = cfg->alloc_tick;
     g_each = cfg->alloc_each;
-    g_source = runtime_major() >= 10 && !g_forced_tick ? SOURCE_SAMPLED : SOURCE_TICK;
+    g_source = ep_runtime_major() >= 10 && !g_forced_tick ? SOURCE_SAMPLED : SOURCE_TICK;
     g_consumer.keywords = g_source == SOURCE_SAMPLED ? EP_KEYWORD_ALLOCATION_SAMPLING : EP_KEYWORD_GC;
     g_consumer.level = g_source == SOURCE_SAMPLED ? COR_PRF_EVENTPIPE_INFORMATIONAL : COR_PRF_EVENTPIPE_VERBOSE;
     if (ep_want(&g_consumer, mask_high) == 0)

@@ -15,6 +15,15 @@ static unsigned g_nwant;
 static atomic_int g_on; /* the session runs: its events are ours */
 static EVENTPIPE_SESSION g_session;
 
+int ep_runtime_major(void) {
+    USHORT id = 0, major = 0, minor = 0, build = 0, qfe = 0;
+    COR_PRF_RUNTIME_TYPE type = 0;
+    ULONG len = 0;
+    if (FAILED(INFO_CALL(GetRuntimeInformation, &id, &type, &major, &minor, &build, &qfe, 0, &len, NULL)))
+        return 0;
+    return major;
+}
+
 int ep_want(ep_consumer *c, uint32_t *mask_high) {
     if (!AGENT_HAS_INFO(EventPipeStartSession) || !AGENT_HAS_INFO(SetEventMask2)) {
         agent_say("%s need .NET 5 or later (ICorProfilerInfo12's EventPipe); recording the rest", c->what);

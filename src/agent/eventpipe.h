@@ -51,6 +51,10 @@ typedef struct ep_consumer {
  * has no in-process EventPipe: before .NET 5). */
 int ep_want(ep_consumer *c, uint32_t *mask_high);
 
+/* The runtime's major version (8, 9, 10: which events and payload versions
+ * come), 0 when the runtime does not say. */
+int ep_runtime_major(void);
+
 /* Forgets every consumer (a new attach configures the agent again). */
 void ep_reset(void);
 

@@ -80,15 +80,6 @@ static void flush(void);
 static ep_consumer g_consumer = {"GC statistics", EP_KEYWORD_GC, COR_PRF_EVENTPIPE_INFORMATIONAL, on_event,
                                  on_started, flush};
 
-int gc_runtime_major(void) {
-    USHORT id = 0, major = 0, minor = 0, build = 0, qfe = 0;
-    COR_PRF_RUNTIME_TYPE type = 0;
-    ULONG len = 0;
-    if (FAILED(INFO_CALL(GetRuntimeInformation, &id, &type, &major, &minor, &build, &qfe, 0, &len, NULL)))
-        return 0;
-    return major;
-}
-
 void gc_stats_configure(const agent_config *cfg, uint32_t *mask_high) {
     if (!cfg->gc)
         return;
@@ -104,7 +95,7 @@ int gc_stats_enabled(void) {
 }
 
 static void on_started(void) {
-    REC(GcConfig, (uint64_t)gc_runtime_major(), EP_KEYWORD_GC);
+    REC(GcConfig, (uint64_t)ep_runtime_major(), EP_KEYWORD_GC);
 }
 
 static void lock(void) {

@@ -22,7 +22,5 @@ void gc_stats_configure(const agent_config *cfg, uint32_t *mask_high);
 /* Whether GC statistics are on (asked for, and the session runs). */
 int gc_stats_enabled(void);
 
-/* The runtime's major version (GetRuntimeInformation), 0 if unknown. */
-int gc_runtime_major(void);
 
 #endif

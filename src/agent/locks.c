@@ -100,15 +100,6 @@ static __thread struct {
     uint32_t sid;
 } t_types[TYPE_SLOTS];
 
-static int runtime_major(void) {
-    USHORT id = 0, major = 0, minor = 0, build = 0, qfe = 0;
-    COR_PRF_RUNTIME_TYPE type = 0;
-    ULONG len = 0;
-    if (FAILED(INFO_CALL(GetRuntimeInformation, &id, &type, &major, &minor, &build, &qfe, 0, &len, NULL)))
-        return 0;
-    return major;
-}
-
 static void on_event(const ep_event *e);
 static void on_started(void);
 
@@ -118,7 +109,7 @@ void locks_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_hig
     if (!cfg->locks)
         return;
     g_mode = cfg->locks;
-    g_major = runtime_major();
+    g_major = ep_runtime_major();
     g_slice_ns = (uint64_t)cfg->lock_slice_us * 1000u;
     int waits = g_mode == 2 && g_major >= 9; /* WaitHandleWaitStart/Stop: .NET 9+, verbose only */
     g_consumer.keywords = EP_KEYWORD_CONTENTION | (waits ? EP_KEYWORD_WAIT_HANDLE : 0);

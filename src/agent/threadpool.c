@@ -31,7 +31,7 @@ void threadpool_configure(const agent_config *cfg, uint32_t *mask_high) {
 }
 
 static void on_started(void) {
-    REC(ThreadPoolConfig, (uint64_t)gc_runtime_major());
+    REC(ThreadPoolConfig, (uint64_t)ep_runtime_major());
 }
 
 static void on_event(const ep_event *e) {
