@@ -22,5 +22,4 @@ void gc_stats_configure(const agent_config *cfg, uint32_t *mask_high);
 /* Whether GC statistics are on (asked for, and the session runs). */
 int gc_stats_enabled(void);
 
-
 #endif
