@@ -41,9 +41,12 @@
 /* ---- finding the socket ---- */
 
 /* The socket of pid in dir: the one whose key is the process's start time, else
- * the newest. *exact tells which. 0, or -1 when dir holds none. */
-static int find_in_dir(const char *dir, pid_t pid, unsigned long long start, char *out, size_t cap,
-                       int *exact) {
+ * the newest made since the process started (started: seconds since the epoch,
+ * 0 if unknown). A socket older than the process is a dead runtime's whose pid
+ * was used again: it is never chosen. *exact tells which. 0, or -1 when dir
+ * holds none. */
+static int find_in_dir(const char *dir, pid_t pid, unsigned long long start, long long started,
+                       char *out, size_t cap, int *exact) {
     DIR *d = opendir(dir);
     if (!d)
         return -1;
@@ -66,6 +69,8 @@ static int find_in_dir(const char *dir, pid_t pid, unsigned long long start, cha
             stat(full, &st) != 0 || !S_ISSOCK(st.st_mode))
             continue;
         *exact = start && key == start;
+        if (!*exact && started > 0 && (long long)st.st_mtime + 2 < started)
+            continue;
         if (found < 0 || *exact || st.st_mtime > newest) {
             snprintf(out, cap, "%s", full);
             newest = st.st_mtime;
@@ -91,12 +96,13 @@ int ipc_socket_path(pid_t pid, char *out, size_t cap) {
     if (ours && *ours && !w.container)
         dirs[n++] = ours;
     dirs[n++] = "/tmp";
+    long long started = ipc_proc_start_epoch(&p);
     int found = -1;
     for (int i = 0; i < n; i++) {
         char candidate[PATH_MAX], dir[PATH_MAX];
         int exact = 0;
         if (ipc_outside(&w, dirs[i], dir, sizeof dir) < 0 ||
-            find_in_dir(dir, w.inner, p.start, candidate, sizeof candidate, &exact) < 0)
+            find_in_dir(dir, w.inner, p.start, started, candidate, sizeof candidate, &exact) < 0)
             continue;
         if (found < 0 || exact)
             snprintf(out, cap, "%s", candidate);

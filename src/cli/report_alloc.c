@@ -63,18 +63,20 @@ static int grow(void **p, size_t *cap, size_t n, size_t size) {
 
 static int feed(alloc_profile *p, const dnp_trace_event *e) {
     if (e->kind == DNP_EV_AllocSampling) {
-        p->source = e->v[0];
-        p->mean = e->v[1];
+        p->source = e->v[DNP_V(AllocSampling, source)];
+        p->mean = e->v[DNP_V(AllocSampling, meanBytes)];
         return 0;
     }
     uint64_t type, size, weight, stack, n;
     double objects;
     if (e->kind == DNP_EV_AllocSample) { /* one sample (DNP_ENV_ALLOC_EACH=1) */
-        type = e->v[0], size = e->v[1], weight = e->v[2], stack = e->v[4], n = 1;
+        type = e->v[DNP_V(AllocSample, typeName)], size = e->v[DNP_V(AllocSample, objectSize)];
+        weight = e->v[DNP_V(AllocSample, weightBytes)], stack = e->v[DNP_V(AllocSample, stack)], n = 1;
         objects = size ? (double)weight / (double)size : 1.0;
     } else if (e->kind == DNP_EV_AllocSite) { /* samples added up since the last of its key */
-        type = e->v[0], stack = e->v[1], n = e->v[3], weight = e->v[4], size = e->v[5];
-        objects = (double)e->v[6] / 1000.0;
+        type = e->v[DNP_V(AllocSite, typeName)], stack = e->v[DNP_V(AllocSite, stack)], n = e->v[DNP_V(AllocSite, samples)];
+        weight = e->v[DNP_V(AllocSite, weightBytes)], size = e->v[DNP_V(AllocSite, objectBytes)];
+        objects = (double)e->v[DNP_V(AllocSite, objectsMilli)] / 1000.0;
     } else {
         return 0;
     }

@@ -47,19 +47,21 @@ static int feed(gc_data *d, const dnp_trace_event *e) {
         d->last = e->time_ns;
     if (e->kind == DNP_EV_GcConfig) {
         d->configured = 1;
-        d->major = e->v[0];
+        d->major = e->v[DNP_V(GcConfig, runtimeMajor)];
         if (!d->first)
             d->first = e->time_ns;
     } else if (e->kind == DNP_EV_GcSizes) {
-        if (e->v[0] != d->pending_number)
+        uint64_t number = e->v[DNP_V(GcSizes, number)], phase = e->v[DNP_V(GcSizes, phase)];
+        if (number != d->pending_number)
             d->pending_before = d->pending_after = 0;
-        d->pending_number = e->v[0];
-        uint64_t *to = e->v[1] == 0 ? d->pending.before : d->pending.after;
-        memcpy(to, &e->v[2], NGENS * sizeof *to);
-        if (e->v[1] == 0)
+        d->pending_number = number;
+        uint64_t *to = phase == 0 ? d->pending.before : d->pending.after;
+        _Static_assert(DNP_V(GcSizes, poh) - DNP_V(GcSizes, gen0) == NGENS - 1, "GcSizes: gen0..poh in a row");
+        memcpy(to, &e->v[DNP_V(GcSizes, gen0)], NGENS * sizeof *to);
+        if (phase == 0)
             d->pending_before = 1;
         else
-            d->pending_after = 1, d->pending.promoted = e->v[7];
+            d->pending_after = 1, d->pending.promoted = e->v[DNP_V(GcSizes, promoted)];
     } else if (e->kind == DNP_EV_GcCollection) {
         if (d->n == d->cap) {
             size_t c = d->cap ? d->cap * 2 : 256;
@@ -71,8 +73,10 @@ static int feed(gc_data *d, const dnp_trace_event *e) {
         gc_row *r = &d->rows[d->n++];
         memset(r, 0, sizeof *r);
         r->time = e->time_ns;
-        r->number = e->v[0], r->gen = e->v[1], r->reason = e->v[2], r->type = e->v[3], r->seen = e->v[4];
-        r->duration = e->v[5], r->suspend = e->v[6], r->pause = e->v[7];
+        r->number = e->v[DNP_V(GcCollection, number)], r->gen = e->v[DNP_V(GcCollection, generation)];
+        r->reason = e->v[DNP_V(GcCollection, reason)], r->type = e->v[DNP_V(GcCollection, type)];
+        r->seen = e->v[DNP_V(GcCollection, seen)], r->duration = e->v[DNP_V(GcCollection, durationNs)];
+        r->suspend = e->v[DNP_V(GcCollection, suspendNs)], r->pause = e->v[DNP_V(GcCollection, pauseNs)];
         if (d->pending_number == r->number) {
             r->has_before = d->pending_before, r->has_after = d->pending_after;
             memcpy(r->before, d->pending.before, sizeof r->before);

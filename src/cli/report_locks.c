@@ -90,8 +90,12 @@ static int add_owner(lk_path *p, uint64_t owner, uint64_t count, uint64_t wait_n
     return 0;
 }
 
-static int add_site(locks_profile *p, const uint64_t *v) {
-    uint64_t stack = v[0], type = v[1], owner = v[2], kind = v[3] < NKINDS ? v[3] : KIND_WAIT_HANDLE;
+static int add_site(locks_profile *p, const dnp_trace_event *e) {
+#define F(field) e->v[DNP_V(LockSite, field)]
+    uint64_t stack = F(stack), type = F(lockType), owner = F(owner);
+    uint64_t kind = F(kind) < NKINDS ? F(kind) : KIND_WAIT_HANDLE;
+    uint64_t count = F(count), wait_ns = F(waitNs), max_ns = F(maxNs);
+#undef F
     uint32_t i;
     if (!dnp_idmap_get(&p->path_h, stack | kind << 40, type, &i)) {
         if (grow((void **)&p->paths, &p->cap_paths, p->npaths, sizeof *p->paths) != 0)
@@ -105,41 +109,44 @@ static int add_site(locks_profile *p, const uint64_t *v) {
             return -1;
     }
     lk_path *a = &p->paths[i];
-    a->count += v[4];
-    a->wait_ns += v[5];
-    if (v[6] > a->max_ns)
-        a->max_ns = v[6];
+    a->count += count;
+    a->wait_ns += wait_ns;
+    if (max_ns > a->max_ns)
+        a->max_ns = max_ns;
     int c = CONTENTION(kind) ? 0 : 1;
-    p->count[c] += v[4];
-    p->wait_ns[c] += v[5];
-    if (v[6] > p->max_ns[c])
-        p->max_ns[c] = v[6];
-    return add_owner(a, owner, v[4], v[5]);
+    p->count[c] += count;
+    p->wait_ns[c] += wait_ns;
+    if (max_ns > p->max_ns[c])
+        p->max_ns[c] = max_ns;
+    return add_owner(a, owner, count, wait_ns);
 }
 
 static int feed(locks_profile *p, const dnp_trace_event *e) {
     switch (e->kind) {
     case DNP_EV_LockConfig:
         p->configured = 1;
-        p->major = e->v[0], p->mode = e->v[1], p->slice_ns = e->v[2];
+        p->major = e->v[DNP_V(LockConfig, runtimeMajor)], p->mode = e->v[DNP_V(LockConfig, mode)];
+        p->slice_ns = e->v[DNP_V(LockConfig, sliceNs)];
         return 0;
     case DNP_EV_LockStats: /* cumulative: the last counts */
-        p->start_version = e->v[0], p->slices_dropped = e->v[3], p->unmatched = e->v[4];
+        p->start_version = e->v[DNP_V(LockStats, startVersion)];
+        p->slices_dropped = e->v[DNP_V(LockStats, slicesDropped)], p->unmatched = e->v[DNP_V(LockStats, unmatched)];
         return 0;
-    case DNP_EV_LockSite: return add_site(p, e->v);
+    case DNP_EV_LockSite: return add_site(p, e);
     case DNP_EV_LockWait: {
         if (grow((void **)&p->slices, &p->cap_slices, p->nslices, sizeof *p->slices) != 0)
             return -1;
-        uint64_t wait = e->v[4], kind = e->v[3] < NKINDS ? e->v[3] : KIND_WAIT_HANDLE;
+        uint64_t wait = e->v[DNP_V(LockWait, waitNs)], kind = e->v[DNP_V(LockWait, kind)];
+        kind = kind < NKINDS ? kind : KIND_WAIT_HANDLE;
         dnp_export_slice *s = &p->slices[p->nslices++];
         memset(s, 0, sizeof *s);
         s->thread = e->thread;
         s->start_ns = e->time_ns > wait ? e->time_ns - wait : 0;
         s->dur_ns = wait;
         s->cat = CONTENTION(kind) ? "lock contention" : "waits";
-        s->a = e->v[0] | kind << 40; /* stack, kind */
-        s->b = e->v[1];             /* type */
-        s->c = e->v[2];             /* owner */
+        s->a = e->v[DNP_V(LockWait, stack)] | kind << 40;
+        s->b = e->v[DNP_V(LockWait, lockType)];
+        s->c = e->v[DNP_V(LockWait, owner)];
         return 0;
     }
     default: return 0;

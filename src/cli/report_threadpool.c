@@ -67,10 +67,11 @@ static int read_events(const char *path, tp_data *d) {
             d->origin = dnp_trace_stream_origin(s);
         if (e.kind == DNP_EV_ThreadPoolConfig) {
             d->configured = 1;
-            d->major = e.v[0];
+            d->major = e.v[DNP_V(ThreadPoolConfig, runtimeMajor)];
         } else if (e.kind == DNP_EV_ThreadPoolAdjustment) {
-            d->by_reason[e.v[1] < NREASONS ? e.v[1] : NREASONS]++;
-            if (e.v[1] != REASON_STARVATION)
+            uint64_t reason = e.v[DNP_V(ThreadPoolAdjustment, reason)];
+            d->by_reason[reason < NREASONS ? reason : NREASONS]++;
+            if (reason != REASON_STARVATION)
                 continue;
             if (d->n == d->cap) {
                 size_t c = d->cap ? d->cap * 2 : 64;
@@ -79,7 +80,8 @@ static int read_events(const char *path, tp_data *d) {
                     return dnp_trace_stream_close(s), error("out of memory"), 1;
                 d->a = a, d->cap = c;
             }
-            d->a[d->n++] = (tp_adjust){e.time_ns, e.v[0], e.v[1], e.v[2]};
+            d->a[d->n++] = (tp_adjust){e.time_ns, e.v[DNP_V(ThreadPoolAdjustment, newWorkerThreads)], reason,
+                                        e.v[DNP_V(ThreadPoolAdjustment, throughputMilli)]};
             d->starved++;
         }
     }
@@ -158,10 +160,11 @@ static int around_starvation(const char *path, tp_data *d, const dnp_calltree *c
     dnp_trace_event e;
     int got, rc = 0;
     while (rc == 0 && (got = dnp_trace_stream_next(s, &e)) > 0) {
-        if (e.kind != DNP_EV_SampleNode || !is_pool_tid(ct, e.v[0]))
+#define F(field) e.v[DNP_V(SampleNode, field)]
+        if (e.kind != DNP_EV_SampleNode || !is_pool_tid(ct, F(osThreadId)))
             continue;
         uint32_t i;
-        if (!dnp_idmap_get(&map, e.v[0], e.v[1], &i)) {
+        if (!dnp_idmap_get(&map, F(osThreadId), F(node), &i)) {
             if (n == cap) {
                 size_t c = cap ? cap * 2 : 1024;
                 tp_node *m = realloc(nodes, c * sizeof *m);
@@ -172,11 +175,13 @@ static int around_starvation(const char *path, tp_data *d, const dnp_calltree *c
                 nodes = m, cap = c;
             }
             i = (uint32_t)n++;
-            nodes[i] = (tp_node){e.v[0], e.v[1], e.v[2], e.v[3], e.v[4], 0, 0, 0};
-            if (dnp_idmap_put(&map, e.v[0], e.v[1], i) != 0)
+            nodes[i] = (tp_node){F(osThreadId), F(node), F(parent), F(functionId),
+                                 e.v[DNP_VNAME(SampleNode, functionId)], 0, 0, 0};
+            if (dnp_idmap_put(&map, F(osThreadId), F(node), i) != 0)
                 rc = -1;
         }
-        node_move(d, &nodes[i], e.time_ns, e.v[8]);
+        node_move(d, &nodes[i], e.time_ns, F(selfSamples));
+#undef F
     }
     for (size_t i = 0; rc == 0 && i < n; i++) {
         node_move(d, &nodes[i], UINT64_MAX, nodes[i].last_v);

@@ -90,20 +90,21 @@ static void feed(waits *w, const dnp_trace *t, const dnp_trace_event *e) {
     switch (e->kind) {
     case DNP_EV_LockConfig: w->locks = 1; break;
     case DNP_EV_LockSite: {
-        uint64_t kind = e->v[3], count = e->v[4], ns = e->v[5];
+        uint64_t kind = e->v[DNP_V(LockSite, kind)], count = e->v[DNP_V(LockSite, count)];
+        uint64_t ns = e->v[DNP_V(LockSite, waitNs)], stack = e->v[DNP_V(LockSite, stack)];
         if (kind >= KIND_WAIT_HANDLE) {
             w->wait_n += count, w->wait_ns += ns;
             break;
         }
         w->lock_n += count, w->lock_ns += ns;
-        site *s = add_site(w->lsites, &w->nl, e->v[0], ns, count);
+        site *s = add_site(w->lsites, &w->nl, stack, ns, count);
         if (s && !s->text[0])
-            stack_text(dnp_trace_string(t, e->v[0]), s->text, sizeof s->text);
+            stack_text(dnp_trace_string(t, stack), s->text, sizeof s->text);
         break;
     }
     case DNP_EV_GcConfig: w->gc = 1; break;
     case DNP_EV_GcCollection: {
-        uint64_t gen = e->v[1], pause = e->v[7];
+        uint64_t gen = e->v[DNP_V(GcCollection, generation)], pause = e->v[DNP_V(GcCollection, pauseNs)];
         w->gcs++;
         w->pause_ns += pause;
         if (pause > w->max_pause_ns)
@@ -112,7 +113,7 @@ static void feed(waits *w, const dnp_trace *t, const dnp_trace_event *e) {
         break;
     }
     case DNP_EV_ThreadPoolConfig: w->threadpool = 1; break;
-    case DNP_EV_ThreadPoolAdjustment: w->starved += e->v[1] == REASON_STARVATION; break;
+    case DNP_EV_ThreadPoolAdjustment: w->starved += e->v[DNP_V(ThreadPoolAdjustment, reason)] == REASON_STARVATION; break;
     default: break;
     }
 }

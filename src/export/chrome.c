@@ -137,8 +137,10 @@ static int write_slices(chrome *c, const dnp_export_opts *o) {
 #define GC_TRACK_TID 1 /* no thread of a process but init's first has the id 1 */
 
 static void put_gc(chrome *c, const dnp_trace_event *e, uint64_t at, int *named) {
-    uint64_t number = e->v[0], gen = e->v[1], reason = e->v[2], type = e->v[3], duration = e->v[5];
-    uint64_t suspend = e->v[6], pause = e->v[7], len = type == 1 ? duration : pause;
+#define F(field) e->v[DNP_V(GcCollection, field)]
+    uint64_t number = F(number), gen = F(generation), reason = F(reason), type = F(type), duration = F(durationNs);
+    uint64_t suspend = F(suspendNs), pause = F(pauseNs), len = type == 1 ? duration : pause;
+#undef F
     if (!*named) {
         *named = 1;
         fprintf(c->out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%llu,\"tid\":%d,\"args\":{\"name\":\"GC\"}}",

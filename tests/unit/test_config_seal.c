@@ -42,3 +42,49 @@ TEST(agent_config_sealed) {
     return 0;
 }
 #endif
+
+/* issue 16 item 2: the front end reads an event's values by name
+ * (e->v[DNP_V(Event, field)]), never by position, so that a field moved in
+ * events.def moves every reader with it and one removed breaks the build. */
+#ifdef DNPROF_SOURCE_DIR
+static int positional_reads(const char *sub, int *files) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", DNPROF_SOURCE_DIR, sub);
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int bad = 0;
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        size_t n = strlen(de->d_name);
+        if (n < 3 || strcmp(de->d_name + n - 2, ".c") != 0)
+            continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        (*files)++;
+        char line[4096];
+        for (int ln = 1; fgets(line, sizeof line, f); ln++)
+            for (const char *p = line; (p = strstr(p, "v[")) != NULL; p += 2)
+                if (p >= line + 2 && (p[-1] == '.' || (p[-1] == '>' && p[-2] == '-')) && p[2] >= '0' &&
+                    p[2] <= '9') {
+                    fprintf(stderr, "%s:%d reads an event's value by position: use DNP_V(Event, field)\n%s",
+                            path, ln, line);
+                    bad++;
+                    break;
+                }
+        fclose(f);
+    }
+    closedir(d);
+    return bad;
+}
+
+TEST(event_fields_by_name) {
+    int files = 0;
+    ASSERT_EQ(positional_reads("src/cli", &files), 0);
+    ASSERT_EQ(positional_reads("src/export", &files), 0);
+    ASSERT_GT(files, 30);
+    return 0;
+}
+#endif
