@@ -126,6 +126,7 @@ typedef struct convert_opts {
     uint64_t thread_id;
     int alloc, locks;
     dnp_export_opts eo;
+    const dnp_calltree *no_calls; /* the trace's empty call trees, while the other data is looked for */
 } convert_opts;
 
 /* The options that go with o->fmt; 0, or the exit code of a usage error. */
@@ -226,6 +227,8 @@ typedef struct convert_input {
 static int open_locks(convert_opts *o, convert_input *ci, int asked) {
     if (locks_open(o->path, &ci->lp) != 0)
         return -1;
+    if (!locks_has_data(ci->lp) && !asked && o->no_calls && calls_say_why_none(o->no_calls, o->path))
+        return -1;
     if (!locks_has_data(ci->lp) && !asked)
         return error("%s: this trace has neither call data, sampled allocations nor lock data: record it with "
                      "dnprof run --calls, --sample, --alloc or --locks", o->path);
@@ -281,10 +284,14 @@ static int open_input(convert_opts *o, convert_input *ci) {
         return 0;
     }
     if (o->locks || !calls) {
-        calls_close(&ci->in);
+        calls_input was = ci->in;
         memset(&ci->in, 0, sizeof ci->in);
         ci->ct = NULL;
-        return o->locks ? open_locks(o, ci, 1) : open_alloc(o, ci, 1);
+        o->no_calls = was.ct;
+        int rc = o->locks ? open_locks(o, ci, 1) : open_alloc(o, ci, 1);
+        o->no_calls = NULL;
+        calls_close(&was);
+        return rc;
     }
     if (!dnp_calltree_has_data(ci->ct))
         return error("%s: this trace has no call data: record it with dnprof run --calls", o->path);

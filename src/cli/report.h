@@ -38,6 +38,11 @@ typedef struct calls_input {
 int calls_open(const char *path, int reread, calls_input *in);
 void calls_close(calls_input *in);
 
+/* When ct has no call data and the trace says why (recorded with --sample or
+ * --calls and cut short or empty, or holding allocations instead), says so in
+ * one line and returns 1; else 0, and says nothing. */
+int calls_say_why_none(const struct dnp_calltree *ct, const char *path);
+
 /* Writes the calls report of ct to out. Returns the exit code: 0, or 1 after
  * saying why (no call data, no such thread, output failed). */
 int report_calls(const struct dnp_calltree *ct, const report_opts *o, FILE *out);

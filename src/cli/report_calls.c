@@ -47,7 +47,7 @@ static const char *cut_text(dnp_trace_status st) {
 
 /* Why a trace has no call tree, from what it says was recorded (its
  * CallsConfig, SampleConfig, AllocSampling) and how it ends. */
-static void no_call_data(const dnp_calltree *ct, const char *path) {
+int calls_say_why_none(const dnp_calltree *ct, const char *path) {
     int cut = ct->t && ct->t->status != DNP_TRACE_COMPLETE;
     const char *how = cut ? cut_text(ct->t->status) : "";
     if (ct->sample_mode && cut)
@@ -68,6 +68,12 @@ static void no_call_data(const dnp_calltree *ct, const char *path) {
         error("%s: this trace has no call data, and ends early (%s): if it was recorded with --calls or "
               "--sample, " KEEP_THEM, path, how);
     else
+        return 0;
+    return 1;
+}
+
+static void no_call_data(const dnp_calltree *ct, const char *path) {
+    if (!calls_say_why_none(ct, path))
         error("%s: this trace has no call data: record it with dnprof run --calls or --sample", path);
 }
 
@@ -127,10 +133,12 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
         }
         fputc('\n', out);
         if (!ct->all_code)
-            fputs("note: recorded without --all-code: code the filter leaves out (by default the framework's) is "
-                  "not hooked, and its time counts as its callers'; hooked methods are kept from inlining "
-                  "and precompiled code, so their counts are exact\n",
-                  out);
+            fprintf(out,
+                    "note: recorded without --all-code: code the filter leaves out (by default the framework's) is "
+                    "not hooked, and its time counts as its callers'; hooked methods are kept from inlining "
+                    "and precompiled code, so their counts are exact%s\n",
+                    ct->include && *ct->include ? ", but for framework methods named by --include (marked +: "
+                                                  "a lower bound)" : "");
     }
     if (ct->sample_nodes) {
         fprintf(out, "recorded: sampled stacks (--sample=%s, %llu Hz): times are samples x %s, estimates\n",
@@ -313,6 +321,31 @@ static void put_res_note(resolution *r, FILE *out) {
 /* What a node's count counts: calls (--calls) or samples (--sample). */
 #define CALLS_UNIT(ct) ((ct)->sample_nodes ? "samples" : "calls")
 
+/* Whether a hooked method's count may fall short: a framework method that
+ * --include named (without --all-code) is also called from framework code
+ * precompiled with it inlined, before any profiler ran (docs/calls.md). Its
+ * count is a lower bound: "+" after it in the text, "callsLowerBound" in the
+ * JSON. Every other hooked method is kept from inlining: its count is exact. */
+static int count_lower_bound(const dnp_calltree *ct, uint64_t func, uint64_t name_id) {
+    if (ct->sample_nodes || !ct->has_config || ct->all_code || !ct->include || !*ct->include)
+        return 0;
+    char name[NAME_MAX_LEN];
+    const char *s = dnp_export_name(ct, func, name_id, name, sizeof name);
+    static const char *const framework[] = {"System.", "Microsoft.", "Internal.", "Interop"};
+    for (size_t i = 0; i < sizeof framework / sizeof *framework; i++)
+        if (strncmp(s, framework[i], strlen(framework[i])) == 0)
+            return 1;
+    return 0;
+}
+
+/* A count, "+" after it when it is a lower bound. */
+static const char *fmt_count_mark(uint64_t n, int lower, char *buf) {
+    cli_fmt_count(n, buf);
+    if (lower)
+        strcat(buf, "+");
+    return buf;
+}
+
 static void put_func_table(const dnp_calltree *ct, resolution *r, const dnp_ct_func *f, size_t n, unsigned top,
                            uint64_t total, const char *title, FILE *out) {
     char a[32], b[32], c[32], name[NAME_MAX_LEN];
@@ -322,16 +355,17 @@ static void put_func_table(const dnp_calltree *ct, resolution *r, const dnp_ct_f
         fprintf(out, "%14s  %s\n", CALLS_UNIT(ct), "function");
     else
         fprintf(out, "%10s %6s %10s %6s %14s  %s\n", "self", "%", "total", "%", CALLS_UNIT(ct), "function");
-    int marked = 0;
+    int marked = 0, lower_marked = 0;
     for (size_t i = 0; i < n && i < top; i++) {
-        int below = res_func_below(r, &f[i]);
+        int below = res_func_below(r, &f[i]), lower = count_lower_bound(ct, f[i].func, f[i].name);
         marked |= below;
+        lower_marked |= lower;
         if (counts)
-            fprintf(out, "%14s  ", cli_fmt_count(f[i].calls, c));
+            fprintf(out, "%14s  ", fmt_count_mark(f[i].calls, lower, c));
         else
             fprintf(out, "%10s %5.1f%% %10s %5.1f%% %14s  ", fmt_mark(f[i].self_ns, below, a),
                     pct(f[i].self_ns, total), fmt_mark(f[i].total_ns, below, b), pct(f[i].total_ns, total),
-                    cli_fmt_count(f[i].calls, c));
+                    fmt_count_mark(f[i].calls, lower, c));
         cli_put_text(out, dnp_export_name(ct, f[i].func, f[i].name, name, sizeof name), 0);
         fputc('\n', out);
     }
@@ -340,6 +374,10 @@ static void put_func_table(const dnp_calltree *ct, resolution *r, const dnp_ct_f
                 "", n - top);
     if (marked)
         put_res_note(r, out);
+    if (lower_marked)
+        fputs("+ a lower bound: a framework method named by --include is also called, unseen, from framework "
+              "code precompiled with it inlined; --all-code makes its count exact\n",
+              out);
 }
 
 static int by_total(const void *x, const void *y) {
@@ -634,8 +672,11 @@ static int put_json(const dnp_calltree *ct, const resolution *r, const dnp_ct_tr
     for (size_t i = 0; i < nf; i++) {
         fputs(i ? ",\n{" : "\n{", out);
         json_func_fields(ct, f[i].func, f[i].name, out);
-        fprintf(out, ",\"calls\":%llu,\"tailcalls\":%llu,\"selfNs\":%llu,\"totalNs\":%llu,\"belowResolution\":%s}",
-                (unsigned long long)f[i].calls, (unsigned long long)f[i].tailcalls, (unsigned long long)f[i].self_ns,
+        fprintf(out,
+                ",\"calls\":%llu,\"callsLowerBound\":%s,\"tailcalls\":%llu,\"selfNs\":%llu,\"totalNs\":%llu,"
+                "\"belowResolution\":%s}",
+                (unsigned long long)f[i].calls, count_lower_bound(ct, f[i].func, f[i].name) ? "true" : "false",
+                (unsigned long long)f[i].tailcalls, (unsigned long long)f[i].self_ns,
                 (unsigned long long)f[i].total_ns, res_func_below(r, &f[i]) ? "true" : "false");
     }
     fputs("],\n\"tree\":", out);

@@ -718,5 +718,14 @@ TEST(e2e_sample_cut_short) {
     if (!said)
         e2e_show_file("report of the cut trace said", r.err);
     ASSERT(said);
+    /* convert says the same, not "record it with --calls, --sample, ..." */
+    const char *convert[] = {"convert", "--format", "pprof", "-o", "cut.pb.gz", cut, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, convert), 0);
+    ASSERT_STATUS(&r, 1);
+    said = file_has(r.err, "this trace was recorded with --sample=cpu but ends early") &&
+           !file_has(r.err, "record it with");
+    if (!said)
+        e2e_show_file("convert of the cut trace said", r.err);
+    ASSERT(said);
     return 0;
 }
