@@ -1,12 +1,93 @@
-/* test_demo.c: the README's quick start demo (samples/hello/demo.sh, the demo
- * target) shows what it says: the program's output, the summary, the head of
- * the log, the hot method with its exact call count, and the exception's throw
- * and catch sites. */
+/* test_demo.c: first contact (issue 24). The README's quick start demo
+ * (samples/hello/demo.sh, the demo target) shows what it says: the program's
+ * output, the summary, the head of the log, the hot method with its exact call
+ * count, and the exception's throw and catch sites, as the README prints them;
+ * the README's families are run --help's; and a missing peer tool makes its
+ * test a skip with one line naming the install, not a failure. */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "e2e.h"
 #include "test.h"
+
+/* A line of output with its numbers as "#" (a run that starts with a digit:
+ * counts, times, percentages, pids, hex addresses) and its runs of spaces as
+ * one (the columns' widths follow the numbers), into out. */
+static void normalize(const char *line, size_t len, char *out, size_t cap) {
+    size_t o = 0;
+    for (size_t i = 0; i < len && o + 2 < cap;) {
+        if (isdigit((unsigned char)line[i])) {
+            while (i < len && (isxdigit((unsigned char)line[i]) || line[i] == 'x' || line[i] == '.' || line[i] == ','))
+                i++;
+            out[o++] = '#';
+        } else if (isspace((unsigned char)line[i])) {
+            while (i < len && isspace((unsigned char)line[i]))
+                i++;
+            if (o > 0)
+                out[o++] = ' ';
+        } else {
+            out[o++] = line[i++];
+        }
+    }
+    while (o > 0 && out[o - 1] == ' ')
+        o--;
+    out[o] = 0;
+}
+
+/* Whether text has a line that normalizes to want. */
+static int has_line(const char *text, const char *want) {
+    char norm[1024];
+    for (const char *l = text; *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) : strlen(l);
+        normalize(l, len, norm, sizeof norm);
+        if (strcmp(norm, want) == 0)
+            return 1;
+        l += len + (nl != NULL);
+    }
+    return 0;
+}
+
+/* The README's quick start shows what the demo printed: each of its lines is
+ * a line of this run's output but for its numbers (times, counts, ids vary from
+ * run to run) and for the lines that name the build's paths (the commands and
+ * the headers that repeat them) or this machine's clock (docs/calls.md: rdtsc,
+ * or CLOCK_MONOTONIC where rdtsc is not trusted, and the hooks' cost measured
+ * with it). Returns the number of README lines not found; -1: no block. */
+static int readme_lines_missing(const char *src, const char *out) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/README.md", src);
+    char *readme = e2e_read_file(path, NULL);
+    if (!readme)
+        return -1;
+    const char *start = strstr(readme, "```\n$ build/dnprof run --calls --exceptions");
+    const char *end = start ? strstr(start + 4, "```") : NULL;
+    if (!start || !end) {
+        free(readme);
+        return -1;
+    }
+    int missing = 0, checked = 0;
+    char norm[1024];
+    for (const char *l = start + 4; l < end;) {
+        const char *nl = memchr(l, '\n', (size_t)(end - l));
+        size_t len = nl ? (size_t)(nl - l) : (size_t)(end - l);
+        normalize(l, len, norm, sizeof norm);
+        l += len + (nl != NULL);
+        if (!norm[0] || !strcmp(norm, "...") || strstr(norm, "build/") || !strncmp(norm, "# note: calls: clock", 20) ||
+            !strncmp(norm, "note: times are net of the enter/leave hooks' own cost", 54))
+            continue;
+        checked++;
+        if (!has_line(out, norm)) {
+            fprintf(stderr, "e2e: the README shows a line the demo did not print: %s\n", norm);
+            missing++;
+        }
+    }
+    free(readme);
+    fprintf(stderr, "e2e: %d of the README's demo lines checked against this run, %d not printed\n", checked, missing);
+    return checked >= 30 ? missing : -1;
+}
 
 TEST(e2e_demo_shows_findings) {
     e2e_run r;
@@ -40,11 +121,124 @@ TEST(e2e_demo_shows_findings) {
     const char *catcher = strstr(site, "by catch site");
     ASSERT_NE(catcher, NULL);
     ASSERT_CONTAINS(catcher, "Hello.Program::Main\n");
+    int missing = readme_lines_missing(src, out);
     free(out);
+    ASSERT_EQ(missing, 0);
     char *err = e2e_read_file(r.err, NULL); /* run's summary line goes to stderr */
     ASSERT_NE(err, NULL);
     ASSERT_CONTAINS(err, "events, ");
     ASSERT_CONTAINS(err, ", complete\n");
     free(err);
+    return 0;
+}
+
+/* The README's list of event families is run --help's (made from the
+ * families' table, trace/families.c), word for word and in order. */
+TEST(e2e_readme_families_are_run_help_s) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_readme_families"), 0);
+    const char *src = e2e_env("DNPROF_SOURCE_DIR");
+    ASSERT(src);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/README.md", src);
+    char *readme = e2e_read_file(path, NULL);
+    ASSERT_NE(readme, NULL);
+    const char *list = strstr(readme, "`--events` takes families: `");
+    ASSERT_NE(list, NULL);
+    list += strlen("`--events` takes families: `");
+    const char *close = strchr(list, '`');
+    ASSERT_NE(close, NULL);
+    char words[512] = "";
+    normalize(list, (size_t)(close - list), words, sizeof words);
+    free(readme);
+    const char *help[] = {"run", "--help", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, help), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT_NE(out, NULL);
+    const char *fam = strstr(out, "Families:\n");
+    const char *also = fam ? strstr(fam, "also all, default") : NULL;
+    ASSERT_NE(also, NULL);
+    fam += strlen("Families:\n");
+    char listed[512] = "";
+    size_t n = 0;
+    for (const char *c = fam; c < also && n + 1 < sizeof listed; c++)
+        if (*c != ',')
+            listed[n++] = *c;
+    listed[n] = 0;
+    char norm_listed[512];
+    normalize(listed, strlen(listed), norm_listed, sizeof norm_listed);
+    free(out);
+    ASSERT_STR_EQ(words, norm_listed);
+    return 0;
+}
+
+/* The README's test command on a machine without a peer tool: the test that
+ * compares with it is skipped (CTest's skip code, 77), not failed, and says in
+ * one line what to install; with DNPROF_E2E_NO_SKIP set (.ci/run) it fails. The
+ * tool is hidden: a node that does not exist for the DevTools test, a HOME and
+ * PATH without dotnet-gcdump for the gcdump test. */
+/* The test runner itself (argv), with the harness's DNPROF_ variables that
+ * e2e_exec drops for a program, and env on top. */
+static int run_test(e2e_run *r, const char *const argv[], const char *const env[]) {
+    extern char **environ;
+    const char *all[256];
+    size_t n = 0;
+    for (size_t i = 0; environ[i] != NULL && n < 200; i++)
+        if (strncmp(environ[i], "DNPROF_", 7) == 0)
+            all[n++] = environ[i];
+    for (size_t i = 0; env[i] != NULL && n < 255; i++)
+        all[n++] = env[i];
+    all[n] = NULL;
+    return e2e_exec(r, (char *const *)argv, all);
+}
+
+static int peer_missing(e2e_run *r, const char *test, const char *const env[], const char *install) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return -1;
+    self[n] = 0;
+    const char *argv[] = {self, test, NULL};
+    if (run_test(r, argv, env) != 0)
+        return -1;
+    char *err = e2e_read_file(r->err, NULL);
+    if (!err)
+        return -1;
+    int lines = 0, named = 0;
+    for (const char *l = err; *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) : strlen(l);
+        lines++;
+        named += memmem(l, len, install, strlen(install)) != NULL && memmem(l, len, "is not installed", 16) != NULL;
+        l += len + (nl != NULL);
+    }
+    fprintf(stderr, "e2e: %s with its tool hidden: exit %d, %d line(s) on stderr, %d naming '%s'\n", test, r->status,
+            lines, named, install);
+    if (named != 1 || lines != 1)
+        e2e_show_file("it said", r->err);
+    free(err);
+    return named == 1 && lines == 1 ? r->status : -1;
+}
+
+TEST(e2e_peer_tool_missing_is_a_skip) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_peer_tool_missing"), 0);
+    char home[4200];
+    snprintf(home, sizeof home, "HOME=%s", r.dir);
+    const char *no_node[] = {"DNPROF_NODE=/nonexistent/node", "DNPROF_E2E_NO_SKIP", NULL};
+    ASSERT_EQ(peer_missing(&r, "e2e_heap_devtools_loads", no_node, "apt-get install chromium nodejs"), 77);
+    const char *no_gcdump[] = {home, "PATH=/usr/bin:/bin", "DNPROF_E2E_NO_SKIP", NULL};
+    ASSERT_EQ(peer_missing(&r, "e2e_heap_gcdump_agrees", no_gcdump, "dotnet tool install -g dotnet-gcdump"), 77);
+    /* CI installs every tool: there a missing one is a failure */
+    const char *ci[] = {"DNPROF_NODE=/nonexistent/node", "DNPROF_E2E_NO_SKIP=1", NULL};
+    const char *argv[] = {"/proc/self/exe", "e2e_heap_devtools_loads", NULL};
+    ASSERT_EQ(run_test(&r, argv, ci), 0);
+    ASSERT_EQ(r.status, 1);
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT_NE(err, NULL);
+    int said = strstr(err, "FAILED (DNPROF_E2E_NO_SKIP): /nonexistent/node is not installed") != NULL;
+    free(err);
+    ASSERT(said);
     return 0;
 }
