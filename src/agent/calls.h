@@ -7,14 +7,15 @@
 
 #include "com.h"
 #include "config.h"
+#include "settings.h"
 
 /* agent_config.calls: what is recorded. */
 enum {
-    CALLS_MODE_OFF = 0,
-    CALLS_MODE_TIMES = 1,    /* DNP_ENV_CALLS=1: counts and times per call path */
-    CALLS_MODE_ARGS = 2,     /* args: and every call with its arguments (slow path) */
-    CALLS_MODE_TIMELINE = 3, /* timeline: and every enter and leave */
-    CALLS_MODE_COUNTS = 4,   /* counts: counts and call paths, no clock */
+    CALLS_MODE_OFF = DNP_CALLS_OFF,
+    CALLS_MODE_TIMES = DNP_CALLS_TIMES,       /* DNP_ENV_CALLS=1: counts and times per call path */
+    CALLS_MODE_ARGS = DNP_CALLS_ARGS,         /* args: and every call with its arguments (slow path) */
+    CALLS_MODE_TIMELINE = DNP_CALLS_TIMELINE, /* timeline: and every enter and leave */
+    CALLS_MODE_COUNTS = DNP_CALLS_COUNTS,     /* counts: counts and call paths, no clock */
 };
 
 /* Adds to the event mask what cfg->calls needs (before SetEventMask). 0, or -1

@@ -150,11 +150,8 @@ static const struct {
 #undef TEXT
 #undef VALUE
 
-/* agent_config.sample and .calls are the table's words by index. */
-_Static_assert(SAMPLER_OFF == 0 && SAMPLER_CPU == 1 && SAMPLER_WALL == 2 && SAMPLER_SUSPEND == 3,
-               "the SAMPLE row's words in settings.def are 0|cpu|wall|suspend");
-_Static_assert(CALLS_MODE_TIMES == 1 && CALLS_MODE_ARGS == 2 && CALLS_MODE_TIMELINE == 3 && CALLS_MODE_COUNTS == 4,
-               "the CALLS row's words in settings.def are 0|1|args|timeline|counts");
+/* agent_config.sample and .calls are the table's words by index
+ * (DNP_SAMPLE_*, DNP_CALLS_* in settings.h). */
 
 /* A DNPROF_ variable the table does not know (a typo) is said,
  * not silently ignored. */

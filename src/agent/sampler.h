@@ -15,8 +15,10 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "settings.h"
 
-enum { SAMPLER_OFF, SAMPLER_CPU, SAMPLER_WALL, SAMPLER_SUSPEND };
+enum { SAMPLER_OFF = DNP_SAMPLE_OFF, SAMPLER_CPU = DNP_SAMPLE_CPU, SAMPLER_WALL = DNP_SAMPLE_WALL,
+       SAMPLER_SUSPEND = DNP_SAMPLE_SUSPEND };
 
 /* Adds to the event mask what sampling needs (suspend mode: stack snapshots). */
 void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high);

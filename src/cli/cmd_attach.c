@@ -65,8 +65,11 @@ static void attach_help(void) {
           "                        them (dnprof report --threadpool)\n"
           "      --sample[=MODE]   sample every thread's stack, HZ times a second, without\n"
           "                        stopping the runtime (docs/sampling.md); MODE cpu (the\n"
-          "                        default), wall or suspend; read with dnprof report\n"
-          "      --rate HZ         samples per second and thread (default 100, at most 10000)\n"
+          "                        default), wall or suspend; read with dnprof report\n",
+          stdout);
+    printf("      --rate HZ         samples per second and thread (default %u, at most %u)\n",
+           dnp_setting_default(DNP_SET_SAMPLE_RATE), dnp_settings[DNP_SET_SAMPLE_RATE].max);
+    fputs(
           "      --cpu, --wall     --sample=cpu, --sample=wall\n"
           "      --every TIME      continuous profiling, as dnprof run --every: every TIME\n"
           "                        one pprof per type to -o DIR and/or --pyroscope URL\n"

@@ -23,8 +23,8 @@ static void on_signal(int sig) {
 static void push_help(void) {
     fputs("usage: dnprof push [options] DIR\n"
           "\n"
-          "Follows DIR, where agents loaded with DNPROF_EVERY write their windows\n"
-          "(window-PID-NNNNNN.trace; DNPROF_WINDOW_DIR names it), and ships each window,\n"
+          "Follows DIR, where agents loaded with " DNP_ENV_EVERY " write their windows\n"
+          "(window-PID-NNNNNN.trace; " DNP_ENV_WINDOW_DIR " names it), and ships each window,\n"
           "as one pprof per profile type (cpu or wall, alloc, exception), to the sinks\n"
           "below; a window shipped is deleted. Runs until Ctrl-C or SIGTERM, then ships\n"
           "what is there and says what was sent and what was not (docs/production.md).\n"
@@ -33,8 +33,8 @@ static void push_help(void) {
           "  -o, --output DIR        write the profiles into DIR (TYPE-PID-NNNNNN.pb.gz)\n"
           "      --keep N            with -o: the newest N files of each type and process\n"
           "      --pyroscope URL     push to Grafana Pyroscope's ingest API; secrets from\n"
-          "                          DNPROF_PUSH_TOKEN, DNPROF_PUSH_BASIC, DNPROF_PUSH_TENANT\n"
-          "                          (or DNPROF_PUSH_TOKEN_FILE, DNPROF_PUSH_BASIC_FILE)\n"
+          "                          " DNP_ENV_PUSH_TOKEN ", " DNP_ENV_PUSH_BASIC ", " DNP_ENV_PUSH_TENANT "\n"
+          "                          (or " DNP_ENV_PUSH_TOKEN_FILE ", " DNP_ENV_PUSH_BASIC_FILE ")\n"
           "      --label K=V         a label of every profile pushed; repeatable\n"
           "      --service NAME      the service_name (default: each program's name)\n"
           "      --push-timeout TIME per request (default 10s); 2 retries with backoff\n"
@@ -44,7 +44,7 @@ static void push_help(void) {
           "\n"
           "example (a container: the program loads the agent through dnprof env):\n"
           "  eval \"$(dnprof env --events threads)\"\n"
-          "  export DNPROF_SAMPLE=cpu DNPROF_EVERY=15000 DNPROF_WINDOW_DIR=/profiles\n"
+          "  export " DNP_ENV_SAMPLE "=cpu " DNP_ENV_EVERY "=15000 " DNP_ENV_WINDOW_DIR "=/profiles\n"
           "  dnprof push --pyroscope http://pyroscope:4040 --label env=prod /profiles\n",
           stdout);
 }
@@ -83,7 +83,7 @@ static int parse(int argc, char **argv, window_follow *f, int *once, const char 
     *dir = argv[optind];
     struct stat st;
     if (stat(*dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return usage_error("push", "'%s' is not a directory (the agent's DNPROF_WINDOW_DIR)", *dir);
+        return usage_error("push", "'%s' is not a directory (the agent's " DNP_ENV_WINDOW_DIR ")", *dir);
     return window_check_options("push", f);
 }
 

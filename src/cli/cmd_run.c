@@ -31,8 +31,11 @@ static void run_help(void) {
     fputs("                      also all, default, -NAME to leave one out (all,-gc), or a\n"
           "                      COR_PRF_MONITOR mask in hex (0x1A7FFFF)\n"
           "  -o, --output FILE   the trace file, replaced if it exists; %p in it becomes the\n"
-          "                      pid (default: dnprof-<pid>.trace in the current directory)\n"
-          "      --flush-ms N    how often the agent writes its buffers out, in ms (1-59999)\n"
+          "                      pid (default: dnprof-<pid>.trace in the current directory)\n",
+          stdout);
+    printf("      --flush-ms N    how often the agent writes its buffers out, in ms (%u-%u)\n",
+           dnp_settings[DNP_SET_FLUSH_MS].min, dnp_settings[DNP_SET_FLUSH_MS].max);
+    fputs(
           "      --exceptions    every exception's story: the exception events, its message\n"
           "                      and HResult, and a stack snapshot at each throw (read the\n"
           "                      stories with dnprof print --exceptions or dnprof report\n"
@@ -76,8 +79,11 @@ static void run_help(void) {
           "                      running or waiting) or suspend (the runtime's own stack walks,\n"
           "                      stopping it every time); read with dnprof report, convert;\n"
           "                      native code is walked by its unwind tables (.eh_frame),\n"
-          "                      collections and compilations show as [GC genN] and [JIT]\n"
-          "      --rate HZ       samples per second and thread (default 100, at most 10000)\n"
+          "                      collections and compilations show as [GC genN] and [JIT]\n",
+          stdout);
+    printf("      --rate HZ       samples per second and thread (default %u, at most %u)\n",
+           dnp_setting_default(DNP_SET_SAMPLE_RATE), dnp_settings[DNP_SET_SAMPLE_RATE].max);
+    fputs(
           "      --cpu, --wall   --sample=cpu, --sample=wall\n"
           "      --heap-at exit  a heap snapshot as the program ends (docs/heap.md; read it\n"
           "                      with dnprof heap report); adds gc to the events\n"
@@ -90,8 +96,8 @@ static void run_help(void) {
           "                      --every samples CPU time; the trace itself is not kept\n"
           "      --keep N        with --every -o DIR: the newest N files of each type only\n"
           "      --pyroscope URL with --every: push each window to Grafana Pyroscope's\n"
-          "                      ingest API; secrets from DNPROF_PUSH_TOKEN, DNPROF_PUSH_BASIC\n"
-          "                      or DNPROF_PUSH_TENANT (or their _FILE), never arguments\n"
+          "                      ingest API; secrets from " DNP_ENV_PUSH_TOKEN ", " DNP_ENV_PUSH_BASIC "\n"
+          "                      or " DNP_ENV_PUSH_TENANT " (or their _FILE), never arguments\n"
           "      --label K=V     a label of every profile pushed; repeatable\n"
           "      --service NAME  the service_name pushed (default: the program's name)\n"
           "      --push-timeout TIME  per request (default 10s); 2 retries with backoff\n"

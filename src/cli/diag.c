@@ -25,6 +25,7 @@
 #include "trace_format.h"
 #include "fdio.h"
 #include "utf16.h"
+#include "settings.h"
 
 #define IPC_MAGIC "DOTNET_IPC_V1"
 #define IPC_HEADER_SIZE 20
@@ -491,7 +492,7 @@ void ipc_attach_hr_text(uint32_t hr, pid_t pid, const char *agent_path, char *ou
         /* ERROR_MOD_NOT_FOUND, ERROR_FILE_NOT_FOUND, E_ACCESSDENIED */
         snprintf(out, cap,
                  "the runtime of pid %d could not load the agent '%s' (0x%08x): the process must be "
-                 "able to read it; put it where that user can (DNPROF_AGENT)",
+                 "able to read it; put it where that user can (" DNP_ENV_AGENT ")",
                  (int)pid, agent_path, hr);
         return;
     }

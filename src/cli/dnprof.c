@@ -34,7 +34,7 @@ static const struct cmd_struct commands[] = {
     {"attach", cmd_attach, 0, "record a running .NET program, then detach and leave it as it was"},
     {"detach", cmd_detach, 0, "stop an attached recording and unload the agent"},
     {"snapshot", cmd_snapshot, 0, "take a heap snapshot of a running .NET program"},
-    {"push", cmd_push, 0, "ship the windows of agents loaded with DNPROF_EVERY to Pyroscope or files"},
+    {"push", cmd_push, 0, "ship the windows of agents loaded with " DNP_ENV_EVERY " to Pyroscope or files"},
     {"heap", cmd_heap, CMD_STDOUT, "report, paths and diff of heap snapshots: what holds the memory"},
 };
 

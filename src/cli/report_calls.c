@@ -16,21 +16,25 @@
 #define NAME_MAX_LEN 2048
 
 /* A --calls=counts trace: no times, so no time columns (they would all say 0). */
-#define COUNTS_ONLY(ct) ((ct)->has_config && (ct)->mode == 4)
+#define COUNTS_ONLY(ct) ((ct)->has_config && (ct)->mode == DNP_CALLS_COUNTS)
 
 static const char *mode_text(uint64_t mode) {
     switch (mode) {
-    case 1: return "counts and times (--calls)";
-    case 2: return "counts, times, arguments and return values (--args)";
-    case 3: return "counts, times and the timeline of every call (--timeline)";
-    case 4: return "call counts and call paths, no times (--calls=counts)";
+    case DNP_CALLS_TIMES: return "counts and times (--calls)";
+    case DNP_CALLS_ARGS: return "counts, times, arguments and return values (--args)";
+    case DNP_CALLS_TIMELINE: return "counts, times and the timeline of every call (--timeline)";
+    case DNP_CALLS_COUNTS: return "call counts and call paths, no times (--calls=counts)";
     default: return NULL;
     }
 }
 
+/* The --sample word of a trace's mode (settings.def's SAMPLE row). */
 static const char *sample_mode_word(uint64_t mode) {
-    static const char *const modes[] = {"?", "cpu", "wall", "suspend"};
-    return modes[mode < 4 ? mode : 0];
+    static char word[3][16];
+    static int next;
+    char *w = word[next++ % 3];
+    dnp_setting_word(DNP_SET_SAMPLE, mode < 16 ? (unsigned)mode : 0, w, sizeof word[0]);
+    return *w && mode != DNP_SAMPLE_OFF ? w : "?";
 }
 
 /* How a trace that is not complete ended, in a few words. */

@@ -15,6 +15,7 @@
 #include "prettyname.h"
 #include "report.h"
 #include "trace_reader.h"
+#include "settings.h"
 
 #define REASON_STARVATION 6u
 #define MAX_STACKS 256
@@ -241,7 +242,7 @@ static int stacks(const char *path, tp_data *d, unsigned top, int json, FILE *ou
     if (calls_open(path, 0, &in) != 0)
         return 1;
     const dnp_calltree *ct = in.ct;
-    int wall = ct->sample_mode == 2;
+    int wall = ct->sample_mode == DNP_SAMPLE_WALL;
     for (size_t i = 0; wall && i < ct->nthreads; i++)
         d->pool_threads += pool_thread(ct->threads[i].name);
     if (wall && d->n && around_starvation(path, d, ct) == 0 && d->nstacks)

@@ -15,6 +15,7 @@
 #include "prettyname.h"
 #include "report.h"
 #include "trace_reader.h"
+#include "settings.h"
 
 #define MAX_SITES 512
 #define FRAMES_SHOWN 3
@@ -168,7 +169,7 @@ static int read_samples(const char *path, waits *w) {
     calls_input in;
     if (calls_open(path, 0, &in) != 0)
         return 1;
-    w->wall = in.ct->sample_mode == 2;
+    w->wall = in.ct->sample_mode == DNP_SAMPLE_WALL;
     for (size_t i = 0; w->wall && i < in.ct->nthreads; i++)
         blocked_tree(w, in.ct, &in.ct->threads[i]);
     calls_close(&in);

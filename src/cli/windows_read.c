@@ -16,6 +16,7 @@
 #include "report.h"
 #include "trace_reader.h"
 #include "windows_cli.h"
+#include "settings.h"
 
 long long cli_parse_duration(const char *text) {
     if (!text || !isdigit((unsigned char)text[0]))
@@ -141,7 +142,7 @@ static int sampled_profile(const dnp_trace *t, const window_file *w, window_prof
         dnp_export_opts o = {0};
         o.time_ns = (int64_t)w->start_ns;
         o.duration_ns = (int64_t)w->duration_ns;
-        rc = export_mem(ct, &o, out, ct->sample_mode == 1 ? "cpu" : "wall") == 0 ? 1 : -1;
+        rc = export_mem(ct, &o, out, ct->sample_mode == DNP_SAMPLE_CPU ? "cpu" : "wall") == 0 ? 1 : -1;
         if (rc < 0)
             snprintf(err, errlen, "out of memory");
     }

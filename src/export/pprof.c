@@ -14,6 +14,7 @@
 #include "pprof.h"
 
 #include "export.h"
+#include "settings.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -475,7 +476,7 @@ int dnp_export_pprof(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o
     } else if (ct->sample_nodes && ct->sample_period_ns) {
         /* dnprof run --sample: samples, and the time they stand for */
         types[0] = (dnp_pprof_type){"samples", "count"};
-        types[1] = (dnp_pprof_type){ct->sample_mode == 1 ? "cpu" : "wall", "nanoseconds"};
+        types[1] = (dnp_pprof_type){ct->sample_mode == DNP_SAMPLE_CPU ? "cpu" : "wall", "nanoseconds"};
     } else if (ct->unit) {
         types[0] = (dnp_pprof_type){"samples", "count"};
         types[1] = (dnp_pprof_type){"cpu", ct->unit};
