@@ -11,7 +11,11 @@ the repository root on the files to convert (default: tests/unit/*.c tests/e2e/*
   [if (r.status != N) e2e_show_file(...);] ASSERT_EQ(r.status, N)  -> ASSERT_STATUS(&r, N)
       (r an e2e_run: the failure shows the command's stderr and stdout)
 
-An ASSERT whose expression is anything else (&&, ||, !, ?:, a call, several
+  ASSERT(a && b == c);        -> ASSERT(a); ASSERT_EQ(b, c);  (a statement of its own,
+      one assertion per operand of a top-level &&, each converted as above: the
+      failure names the operand that failed and prints both sides of it)
+
+An ASSERT whose expression is anything else (||, !, ?:, a call, several
 comparisons) is left alone. Lines marked `/* assert: keep */` are left alone."""
 import glob
 import re
@@ -60,6 +64,48 @@ def split_top(expr):
                 return None  # an assignment
         i += 1
     return found
+
+
+def split_and(expr):
+    """The operands of expr's top-level && chain (two or more), or None when it
+    has none or holds a top-level ||, ?: or ','."""
+    parts, depth, start, i, n = [], 0, 0, 0, len(expr)
+    while i < n:
+        c = expr[i]
+        if c in "\"'":
+            q = c
+            i += 1
+            while i < n and expr[i] != q:
+                i += 2 if expr[i] == "\\" else 1
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0:
+            two = expr[i:i + 2]
+            if two == "||" or c in "?,":
+                return None
+            if two == "&&":
+                parts.append(expr[start:i].strip())
+                start = i + 2
+                i += 2
+                continue
+        i += 1
+    parts.append(expr[start:].strip())
+    return parts if len(parts) > 1 and all(parts) else None
+
+
+def standalone(text, start, close):
+    """Whether the ASSERT at start (its ')' at close) is a statement of its own:
+    alone on its line(s), ended by ';', not the body of an unbraced if, for,
+    while or else, and not in a macro."""
+    line_start = text.rfind("\n", 0, start) + 1
+    if text[line_start:start].strip() or text[close + 1:close + 2] != ";":
+        return False
+    if "\\\n" in text[start:close] or text[close + 2:close + 3] == "\\":
+        return False
+    prev = text[:line_start].rstrip()
+    return not (prev.endswith(")") or prev.endswith("else") or prev.endswith("\\"))
 
 
 def call_args(expr, fname):
@@ -154,7 +200,13 @@ def convert(text):
         elif m.group(1) == "_STR_EQ":
             new = "ASSERT_STREQ(%s)" % inner
         else:
-            new = convert_expr(inner)
+            e = " ".join(inner.split())
+            parts = split_and(e) if standalone(text, m.start(), close) else None
+            if parts:
+                indent = line[:len(line) - len(line.lstrip())]
+                new = (";\n" + indent).join(convert_expr(x) or "ASSERT(%s)" % x for x in parts)
+            else:
+                new = convert_expr(inner)
         out.append(text[i:m.start()])
         out.append(new if new else text[m.start():close + 1])
         i = close + 1

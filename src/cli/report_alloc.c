@@ -16,6 +16,7 @@
 #include "prettyname.h"
 #include "report.h"
 #include "trace_reader.h"
+#include "dnp_vec.h"
 
 typedef struct alloc_type {
     uint64_t name;                  /* string number */
@@ -49,18 +50,6 @@ struct alloc_profile {
     dnp_idmap name_h;               /* (hash, length) -> own name index */
 };
 
-static int grow(void **p, size_t *cap, size_t n, size_t size) {
-    if (n < *cap)
-        return 0;
-    size_t c = *cap ? *cap * 2 : 64;
-    void *q = realloc(*p, c * size);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 static int feed(alloc_profile *p, const dnp_trace_event *e) {
     if (e->kind == DNP_EV_AllocSampling) {
         p->source = e->v[DNP_V(AllocSampling, source)];
@@ -82,7 +71,7 @@ static int feed(alloc_profile *p, const dnp_trace_event *e) {
     }
     uint32_t i;
     if (!dnp_idmap_get(&p->type_h, type, 0, &i)) {
-        if (grow((void **)&p->types, &p->cap_types, p->ntypes, sizeof *p->types) != 0)
+        if (DNP_VEC_RESERVE(p->types, p->cap_types, p->ntypes + 1, 64) != 0)
             return -1;
         i = (uint32_t)p->ntypes++;
         memset(&p->types[i], 0, sizeof p->types[i]);
@@ -96,7 +85,7 @@ static int feed(alloc_profile *p, const dnp_trace_event *e) {
     ty->objects += objects;
     ty->sampled_bytes += size;
     if (!dnp_idmap_get(&p->site_h, stack, type, &i)) {
-        if (grow((void **)&p->sites, &p->cap_sites, p->nsites, sizeof *p->sites) != 0)
+        if (DNP_VEC_RESERVE(p->sites, p->cap_sites, p->nsites + 1, 64) != 0)
             return -1;
         i = (uint32_t)p->nsites++;
         memset(&p->sites[i], 0, sizeof p->sites[i]);
@@ -204,7 +193,7 @@ static uint64_t own_name(alloc_profile *p, const char *s, size_t n) {
         if (strlen(p->names[i]) == n && memcmp(p->names[i], s, n) == 0)
             return DNP_CT_OWN_NAMES + i;
     }
-    if (grow((void **)&p->names, &p->cap_names, p->nnames, sizeof *p->names) != 0)
+    if (DNP_VEC_RESERVE(p->names, p->cap_names, p->nnames + 1, 64) != 0)
         return 0;
     char *copy = malloc(n + 1);
     if (!copy)

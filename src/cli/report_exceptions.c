@@ -12,6 +12,7 @@
 #include "report.h"
 #include "stories.h"
 #include "timeorder.h"
+#include "dnp_vec.h"
 
 static const char *or_q(const char *s) {
     return s && *s ? s : "?";
@@ -275,14 +276,8 @@ static group *group_of(groups *g, const char *key) {
     for (size_t i = 0; i < g->n; i++)
         if (!strcmp(g->v[i].key, key))
             return &g->v[i];
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 32;
-        group *v = realloc(g->v, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        g->v = v;
-        g->cap = cap;
-    }
+    if (DNP_VEC_RESERVE(g->v, g->cap, g->n + 1, 32) != 0)
+        return NULL;
     char *copy = strdup(key); /* a throw site may live in a story that goes */
     if (!copy)
         return NULL;

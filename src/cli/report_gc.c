@@ -13,6 +13,7 @@
 #include "export.h"
 #include "report.h"
 #include "trace_reader.h"
+#include "dnp_vec.h"
 
 #define NGENS 5
 #define SEEN_END 0x2u
@@ -63,13 +64,8 @@ static int feed(gc_data *d, const dnp_trace_event *e) {
         else
             d->pending_after = 1, d->pending.promoted = e->v[DNP_V(GcSizes, promoted)];
     } else if (e->kind == DNP_EV_GcCollection) {
-        if (d->n == d->cap) {
-            size_t c = d->cap ? d->cap * 2 : 256;
-            gc_row *r = realloc(d->rows, c * sizeof *r);
-            if (!r)
-                return -1;
-            d->rows = r, d->cap = c;
-        }
+        if (DNP_VEC_RESERVE(d->rows, d->cap, d->n + 1, 256) != 0)
+            return -1;
         gc_row *r = &d->rows[d->n++];
         memset(r, 0, sizeof *r);
         r->time = e->time_ns;

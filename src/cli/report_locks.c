@@ -17,6 +17,7 @@
 #include "prettyname.h"
 #include "report.h"
 #include "trace_reader.h"
+#include "dnp_vec.h"
 
 enum { KIND_MONITOR, KIND_LOCK, KIND_WAIT_HANDLE, KIND_MONITOR_WAIT, NKINDS };
 static const char *const kind_names[NKINDS] = {"monitor", "lock", "waithandle", "monitor-wait"};
@@ -65,18 +66,6 @@ struct locks_profile {
     dnp_idmap name_h;
 };
 
-static int grow(void **p, size_t *cap, size_t n, size_t size) {
-    if (n < *cap)
-        return 0;
-    size_t c = *cap ? *cap * 2 : 64;
-    void *q = realloc(*p, c * size);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 static int add_owner(lk_path *p, uint64_t owner, uint64_t count, uint64_t wait_ns) {
     for (size_t i = 0; i < p->nowners; i++)
         if (p->owners[i].owner == owner) {
@@ -84,7 +73,7 @@ static int add_owner(lk_path *p, uint64_t owner, uint64_t count, uint64_t wait_n
             p->owners[i].wait_ns += wait_ns;
             return 0;
         }
-    if (grow((void **)&p->owners, &p->cap_owners, p->nowners, sizeof *p->owners) != 0)
+    if (DNP_VEC_RESERVE(p->owners, p->cap_owners, p->nowners + 1, 64) != 0)
         return -1;
     p->owners[p->nowners++] = (lk_owner){owner, count, wait_ns};
     return 0;
@@ -98,7 +87,7 @@ static int add_site(locks_profile *p, const dnp_trace_event *e) {
 #undef F
     uint32_t i;
     if (!dnp_idmap_get(&p->path_h, stack | kind << 40, type, &i)) {
-        if (grow((void **)&p->paths, &p->cap_paths, p->npaths, sizeof *p->paths) != 0)
+        if (DNP_VEC_RESERVE(p->paths, p->cap_paths, p->npaths + 1, 64) != 0)
             return -1;
         i = (uint32_t)p->npaths++;
         memset(&p->paths[i], 0, sizeof p->paths[i]);
@@ -134,7 +123,7 @@ static int feed(locks_profile *p, const dnp_trace_event *e) {
         return 0;
     case DNP_EV_LockSite: return add_site(p, e);
     case DNP_EV_LockWait: {
-        if (grow((void **)&p->slices, &p->cap_slices, p->nslices, sizeof *p->slices) != 0)
+        if (DNP_VEC_RESERVE(p->slices, p->cap_slices, p->nslices + 1, 64) != 0)
             return -1;
         uint64_t wait = e->v[DNP_V(LockWait, waitNs)], kind = e->v[DNP_V(LockWait, kind)];
         kind = kind < NKINDS ? kind : KIND_WAIT_HANDLE;
@@ -217,7 +206,7 @@ static int sum_into(lk_sum **arr, size_t *n, size_t *cap, uint64_t key, uint64_t
             return 0;
         }
     }
-    if (grow((void **)arr, cap, *n, sizeof **arr) != 0)
+    if (DNP_VEC_RESERVE(*arr, *cap, *n + 1, 64) != 0)
         return -1;
     (*arr)[(*n)++] = (lk_sum){key, type, kind, count, wait, max};
     return 0;
@@ -266,7 +255,7 @@ static int summarize(locks_profile *p) {
         rc = site_key(p, &sites, i, &key);
         if (rc == 0)
             rc = sum_into(&p->types, &p->ntypes, &ct, a->type, 0, a->kind, a->count, a->wait_ns, a->max_ns);
-        if (rc == 0 && key == i && grow((void **)&p->sites, &cs, p->nsites, sizeof *p->sites) == 0) {
+        if (rc == 0 && key == i && DNP_VEC_RESERVE(p->sites, cs, p->nsites + 1, 64) == 0) {
             slot[i] = (uint32_t)p->nsites;
             p->sites[p->nsites++] = (lk_sum){key, 0, cls, 0, 0, 0};
         } else if (rc == 0 && key == i) {
@@ -654,7 +643,7 @@ static uint64_t own_name(locks_profile *p, const char *s, size_t n) {
         if (strlen(p->names[i]) == n && memcmp(p->names[i], s, n) == 0)
             return DNP_CT_OWN_NAMES + i;
     }
-    char *copy = grow((void **)&p->names, &p->cap_names, p->nnames, sizeof *p->names) == 0 ? malloc(n + 1) : NULL;
+    char *copy = DNP_VEC_RESERVE(p->names, p->cap_names, p->nnames + 1, 64) == 0 ? malloc(n + 1) : NULL;
     if (!copy)
         return 0;
     memcpy(copy, s, n);

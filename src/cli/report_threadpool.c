@@ -16,6 +16,7 @@
 #include "report.h"
 #include "trace_reader.h"
 #include "settings.h"
+#include "dnp_vec.h"
 
 #define REASON_STARVATION 6u
 #define MAX_STACKS 256
@@ -74,13 +75,8 @@ static int read_events(const char *path, tp_data *d) {
             d->by_reason[reason < NREASONS ? reason : NREASONS]++;
             if (reason != REASON_STARVATION)
                 continue;
-            if (d->n == d->cap) {
-                size_t c = d->cap ? d->cap * 2 : 64;
-                tp_adjust *a = realloc(d->a, c * sizeof *a);
-                if (!a)
-                    return dnp_trace_stream_close(s), error("out of memory"), 1;
-                d->a = a, d->cap = c;
-            }
+            if (DNP_VEC_RESERVE(d->a, d->cap, d->n + 1, 64) != 0)
+                return dnp_trace_stream_close(s), error("out of memory"), 1;
             d->a[d->n++] = (tp_adjust){e.time_ns, e.v[DNP_V(ThreadPoolAdjustment, newWorkerThreads)], reason,
                                         e.v[DNP_V(ThreadPoolAdjustment, throughputMilli)]};
             d->starved++;
@@ -166,14 +162,9 @@ static int around_starvation(const char *path, tp_data *d, const dnp_calltree *c
             continue;
         uint32_t i;
         if (!dnp_idmap_get(&map, F(osThreadId), F(node), &i)) {
-            if (n == cap) {
-                size_t c = cap ? cap * 2 : 1024;
-                tp_node *m = realloc(nodes, c * sizeof *m);
-                if (!m) {
-                    rc = -1;
-                    break;
-                }
-                nodes = m, cap = c;
+            if (DNP_VEC_RESERVE(nodes, cap, n + 1, 1024) != 0) {
+                rc = -1;
+                break;
             }
             i = (uint32_t)n++;
             nodes[i] = (tp_node){F(osThreadId), F(node), F(parent), F(functionId),

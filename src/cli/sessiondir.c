@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "session.h"
+#include "dnp_vec.h"
 
 int cli_session_create(char *dir, size_t len) {
     const char *tmp = getenv("TMPDIR");
@@ -91,14 +92,9 @@ int cli_session_read(const char *dir, cli_session_agent **out) {
         FILE *f = fopen(path, "r");
         if (!f)
             continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 4;
-            cli_session_agent *grown = realloc(list, cap * sizeof *list);
-            if (!grown) {
-                fclose(f);
-                break;
-            }
-            list = grown;
+        if (DNP_VEC_RESERVE(list, cap, n + 1, 4) != 0) {
+            fclose(f);
+            break;
         }
         cli_session_agent *a = &list[n++];
         memset(a, 0, sizeof *a);

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "windows_cli.h"
+#include "dnp_vec.h"
 
 void sink_failures_add(sink_failures *f, const char *why) {
     f->total++;
@@ -101,14 +102,8 @@ static char **list_dir(const char *dir, const char *prefix, const char *suffix, 
         size_t l = strlen(de->d_name);
         if (l < lp + ls || strncmp(de->d_name, prefix, lp) || strcmp(de->d_name + l - ls, suffix))
             continue;
-        if (*n == cap) {
-            size_t c = cap ? cap * 2 : 32;
-            char **p = realloc(names, c * sizeof *p);
-            if (!p)
-                break;
-            names = p;
-            cap = c;
-        }
+        if (DNP_VEC_RESERVE(names, cap, *n + 1, 32) != 0)
+            break;
         if ((names[*n] = strdup(de->d_name)) != NULL)
             (*n)++;
     }

@@ -389,14 +389,8 @@ static uint32_t thread_of_tid(const dnp_trace *t, uint64_t tid) {
 }
 
 static int add_tree(dnp_ct_tree **trees, size_t *n, size_t *cap, dnp_ct_tree **out) {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 8;
-        dnp_ct_tree *grown = realloc(*trees, c * sizeof *grown);
-        if (!grown)
-            return -1;
-        *trees = grown;
-        *cap = c;
-    }
+    if (DNP_VEC_RESERVE(*trees, *cap, *n + 1, 8) != 0)
+        return -1;
     *out = &(*trees)[*n];
     if (tree_init(*out) != 0)
         return -1;

@@ -1,5 +1,6 @@
 /* time_runs.c: stable sorting of records by time (time_runs.h). */
 #include "time_runs.h"
+#include "dnp_vec.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -9,14 +10,8 @@
 int dnp_runs_mark(dnp_runs *r, size_t i) {
     if (r->n && r->start[r->n - 1] == i)
         return 0; /* the previous run is empty */
-    if (r->n == r->cap) {
-        size_t ncap = r->cap ? r->cap * 2 : 64;
-        size_t *ns = realloc(r->start, ncap * sizeof *ns);
-        if (!ns)
-            return -ENOMEM;
-        r->start = ns;
-        r->cap = ncap;
-    }
+    if (DNP_VEC_RESERVE(r->start, r->cap, r->n + 1, 64) != 0)
+        return -ENOMEM;
     r->start[r->n++] = i;
     return 0;
 }

@@ -299,7 +299,8 @@ TEST(e2e_attach_output_symlink) {
     ASSERT_EQ(e2e_setup(&r, "e2e_attach_output_symlink"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     const char *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll != NULL && bin != NULL);
+    ASSERT_NE(dll, NULL);
+    ASSERT_NE(bin, NULL);
     char victim[PATH_MAX];
     ASSERT_EQ(plant_link(&r, victim, sizeof victim), 0);
     const char *plain[] = {DNP_ENV_ENABLE, DNP_ENV_PROFILER, DNP_ENV_PROFILER_PATH, DNP_ENV_SESSION, NULL};
@@ -350,7 +351,8 @@ TEST(e2e_run_disk_full_messages) {
     ASSERT_EQ(e2e_setup(&r, "e2e_run_disk_full_messages"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     const char *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll != NULL && bin != NULL);
+    ASSERT_NE(dll, NULL);
+    ASSERT_NE(bin, NULL);
     char prog_err[PATH_MAX + 16];
     snprintf(prog_err, sizeof prog_err, "%s/program.err", r.dir);
     const char *argv[] = {bin, "run", "-o", r.trace, "--events", "all", "--flush-ms", "2", "--", "/bin/sh",
@@ -404,7 +406,8 @@ TEST(e2e_run_messages_to_front_end) {
     ASSERT_EQ(e2e_setup(&r, "e2e_run_messages_to_front_end"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     const char *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll != NULL && bin != NULL);
+    ASSERT_NE(dll, NULL);
+    ASSERT_NE(bin, NULL);
     char prog_err[PATH_MAX + 16];
     snprintf(prog_err, sizeof prog_err, "%s/program.err", r.dir);
     const char *argv[] = {bin, "run", "-o", r.trace, "--", "/bin/sh", "-c", "exec \"$0\" \"$1\" exitcode 2>\"$2\"",
@@ -452,7 +455,8 @@ TEST(e2e_agent_unknown_setting) {
     /* Under dnprof run: said once, through dnprof run. */
     const char *bin = e2e_env("DNPROF_BIN");
     const char *dll = e2e_env("DNPROF_SCENARIOS");
-    ASSERT(bin != NULL && dll != NULL);
+    ASSERT_NE(bin, NULL);
+    ASSERT_NE(dll, NULL);
     const char *argv[] = {bin, "run", "-o", r.trace, "--", e2e_dotnet(), dll, "exitcode", NULL};
     const char *env[] = {"DNPROF_SAMPEL=cpu", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, env), 0);

@@ -109,7 +109,8 @@ TEST(e2e_collectible_alc) {
     ASSERT_NE(t, NULL);
     long a_load = e2e_expect(t, DNP_EV_AssemblyLoadFinished, "PluginA", "Plugin");
     long b_load = e2e_expect(t, DNP_EV_AssemblyLoadFinished, "PluginB", "Plugin");
-    ASSERT(a_load >= 0 && b_load >= 0);
+    ASSERT_GE(a_load, 0);
+    ASSERT_GE(b_load, 0);
     ASSERT_LT(a_load, b_load);
     ASSERT_GE(e2e_expect(t, DNP_EV_ClassLoadFinished, "PluginA.Widget", "Plugin"), 0);
     ASSERT_GE(e2e_expect(t, DNP_EV_ClassLoadFinished, "PluginB.Gadget", "Plugin"), 0);

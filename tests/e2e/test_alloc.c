@@ -141,7 +141,8 @@ TEST(e2e_alloc_shares) {
     char pb[PATH_MAX + 8];
     snprintf(pb, sizeof pb, "%s/alloc.pb.gz", r.dir);
     const char *conv[] = {"convert", "--format", "pprof", "-o", pb, r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, conv) == 0 && r.status == 0);
+    ASSERT_EQ(e2e_dnprof(&r, conv), 0);
+    ASSERT_STATUS(&r, 0);
     size_t len;
     char *gz = e2e_read_file(pb, &len);
     ASSERT_NE(gz, NULL);
@@ -162,13 +163,15 @@ TEST(e2e_alloc_shares) {
     pd_free(&pr);
     double want = 100 * tr.blob / (tr.blob + tr.dot);
     fprintf(stderr, "e2e: pprof: Blob under MakeBlobs %.2f%% of %.0f bytes\n", 100 * blob / all, all);
-    ASSERT(all > 0 && fabs(100 * blob / all - want) <= SHARE_TOLERANCE);
+    ASSERT_GT(all, 0);
+    ASSERT_LE(fabs(100 * blob / all - want), SHARE_TOLERANCE);
 
     /* the call-tree exports carry bytes */
     char folded[PATH_MAX + 8];
     snprintf(folded, sizeof folded, "%s/alloc.folded", r.dir);
     const char *fold[] = {"convert", "--format", "folded", "-o", folded, r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, fold) == 0 && r.status == 0);
+    ASSERT_EQ(e2e_dnprof(&r, fold), 0);
+    ASSERT_STATUS(&r, 0);
     char *text = e2e_read_file(folded, NULL);
     ASSERT_NE(text, NULL);
     ok = strstr(text, "Scenarios.AllocScenario::Run;Scenarios.AllocScenario::MakeBlobs;Scenarios.Blob ") != NULL;
@@ -197,7 +200,8 @@ TEST(e2e_alloc_tick) {
     size_t each = e2e_count(t, DNP_EV_AllocSample), sites = e2e_count(t, DNP_EV_AllocSite);
     dnp_trace_free(t);
     ASSERT(tick);
-    ASSERT(each >= MIN_SAMPLES && sites == 0);
+    ASSERT_GE(each, MIN_SAMPLES);
+    ASSERT_EQ(sites, 0);
     ASSERT_EQ(check_report(&r, &tr), 0);
     return 0;
 }
@@ -213,7 +217,8 @@ TEST(e2e_alloc_attach) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_alloc_attach"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
+    ASSERT(dll);
+    ASSERT(bin);
     char go[PATH_MAX + 8], out[PATH_MAX + 16], err[PATH_MAX + 16], aout[PATH_MAX + 16], aerr[PATH_MAX + 16];
     snprintf(go, sizeof go, "%s/go", r.dir);
     snprintf(out, sizeof out, "%s/scenario.out", r.dir);
@@ -256,7 +261,8 @@ TEST(e2e_alloc_attach) {
         e2e_show_file("scenario stderr", err);
         e2e_show_file("attach stderr", aerr);
     }
-    ASSERT(ready && in);
+    ASSERT(ready);
+    ASSERT(in);
     ASSERT_EQ(status, 0);
     truth tr;
     ASSERT_EQ(read_truth(out, &tr), 0);
@@ -339,7 +345,8 @@ TEST(e2e_alloc_ambiguous_walks) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_alloc_ambiguous_walks"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
+    ASSERT(dll);
+    ASSERT(bin);
     const char *argv[] = {bin, "run", "--quiet", "--alloc", "-o", r.trace, "--", e2e_dotnet(), dll, "alloc", ALLOC_MB, "virtual", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
     ASSERT_STATUS(&r, 0);
@@ -349,9 +356,11 @@ TEST(e2e_alloc_ambiguous_walks) {
     double left = lb ? strtod(lb + strlen("Scenarios.LeftPath bytes="), NULL) : 0;
     double right = rb ? strtod(rb + strlen("Scenarios.RightPath bytes="), NULL) : 0;
     free(out);
-    ASSERT(left > 0 && right > 0);
+    ASSERT_GT(left, 0);
+    ASSERT_GT(right, 0);
     const char *args[] = {"report", "--alloc", "--json", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, args) == 0 && r.status == 0);
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
     char *json = e2e_read_file(r.out, NULL);
     ASSERT_NE(json, NULL);
     double want = 100 * left / (left + right), got_left = path_share(json, "LeftPath"),
@@ -359,7 +368,8 @@ TEST(e2e_alloc_ambiguous_walks) {
     free(json);
     fprintf(stderr, "e2e: via LeftPath %.2f%% (truth %.2f%%), via RightPath %.2f%% (truth %.2f%%)\n", got_left, want,
             got_right, 100 - want);
-    ASSERT(fabs(got_left - want) <= SHARE_TOLERANCE && fabs(got_right - (100 - want)) <= SHARE_TOLERANCE);
+    ASSERT_LE(fabs(got_left - want), SHARE_TOLERANCE);
+    ASSERT_LE(fabs(got_right - (100 - want)), SHARE_TOLERANCE);
     return 0;
 }
 
@@ -373,7 +383,8 @@ TEST(e2e_alloc_generic_names) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_alloc_generic_names"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
+    ASSERT(dll);
+    ASSERT(bin);
     /* --events default: the event log's ClassLoad events are checked below
      * (--alloc alone records the threads' names only). */
     const char *argv[] = {bin, "run", "--quiet", "--alloc", "--events", "default", "-o", r.trace, "--", e2e_dotnet(),
@@ -388,9 +399,12 @@ TEST(e2e_alloc_generic_names) {
     double arrays = ab ? strtod(ab + strlen("pair array bytes="), NULL) : 0;
     double dicts = db ? strtod(db + strlen("dictionary bytes="), NULL) : 0;
     free(out);
-    ASSERT(pairs > 0 && arrays > 0 && dicts > 0);
+    ASSERT_GT(pairs, 0);
+    ASSERT_GT(arrays, 0);
+    ASSERT_GT(dicts, 0);
     const char *args[] = {"report", "--alloc", "--json", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, args) == 0 && r.status == 0);
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
     char *json = e2e_read_file(r.out, NULL);
     ASSERT_NE(json, NULL);
     const char *pair = "Scenarios.Pair<System.String, System.Int32>";
@@ -406,13 +420,17 @@ TEST(e2e_alloc_generic_names) {
         fprintf(stderr, "%.3000s\n", json);
     free(json);
     ASSERT(!runtime_form);
-    ASSERT(got_pair >= 0 && got_array >= 0 && got_entry > 0);
-    ASSERT(fabs(got_pair - want_pair) <= 5.0 && fabs(got_array - want_array) <= 5.0);
+    ASSERT_GE(got_pair, 0);
+    ASSERT_GE(got_array, 0);
+    ASSERT_GT(got_entry, 0);
+    ASSERT_LE(fabs(got_pair - want_pair), 5.0);
+    ASSERT_LE(fabs(got_array - want_array), 5.0);
 
     /* the event log names the element type as the report does (the exact
      * Pair<String, Int32> raises no ClassLoad of its own: its code is shared) */
     const char *print[] = {"print", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, print) == 0 && r.status == 0);
+    ASSERT_EQ(e2e_dnprof(&r, print), 0);
+    ASSERT_STATUS(&r, 0);
     char *log = e2e_read_file(r.out, NULL);
     ASSERT_NE(log, NULL);
     char line[256];

@@ -54,7 +54,9 @@ TEST(e2e_arm64_machines) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_arm64_machines"), 0);
     const char *bin = e2e_env("DNPROF_BIN"), *agent = e2e_env("DNPROF_AGENT"), *app = e2e_env("DNPROF_SCENARIOS");
-    ASSERT(bin && agent && app);
+    ASSERT(bin);
+    ASSERT(agent);
+    ASSERT(app);
     /* an arm64 agent and program, this machine's dnprof */
     ASSERT_EQ(elf_machine(agent), EM_AARCH64);
     ASSERT_EQ(elf_machine(app), EM_AARCH64);
@@ -77,7 +79,7 @@ TEST(e2e_arm64_machines) {
         fprintf(stderr, "e2e: the arm64 agent, %s: %s\n", modes[i], note ? note : "no note");
         ASSERT_NE(note, NULL);
         if (emulated) /* the fallbacks docs/arm64.md names */
-            ASSERT(strstr(note, emulated_path[i]) != NULL);
+            ASSERT_CONTAINS(note, emulated_path[i]);
         dnp_trace_free(t);
     }
 
@@ -105,7 +107,8 @@ TEST(e2e_arm64_machines) {
         fprintf(stderr, "e2e: dnprof print differs between the x86-64 and the arm64 front end\n");
     free(texts[0]);
     free(texts[1]);
-    ASSERT(same && long_enough);
+    ASSERT(same);
+    ASSERT(long_enough);
     return 0;
 }
 

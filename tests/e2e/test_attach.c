@@ -742,8 +742,10 @@ TEST(e2e_attach_duration) {
     ASSERT(complete);
     ASSERT_GT(n, 100000); /* it recorded the throwing program */
     ASSERT_GT(detached, last);
-    ASSERT(span >= DURATION_MS - 100 && span <= DURATION_MS + SPAN_SLACK_MS);
-    ASSERT(wall >= DURATION_MS && wall <= DURATION_MS + DURATION_SLACK_MS);
+    ASSERT_GE(span, DURATION_MS - 100);
+    ASSERT_LE(span, DURATION_MS + SPAN_SLACK_MS);
+    ASSERT_GE(wall, DURATION_MS);
+    ASSERT_LE(wall, DURATION_MS + DURATION_SLACK_MS);
     return 0;
 }
 
@@ -795,7 +797,8 @@ TEST(e2e_attach_exception_stacks_from_blob) {
         ASSERT_GT(details, thrown);
         const char *stack = dnp_trace_string(t, e2e_field(&t->events[details], 3));
         if (cases[c].want_stack) {
-            ASSERT(stack != NULL && strstr(stack, "Scenarios.AttachScenario::Work") != NULL);
+            ASSERT_NE(stack, NULL);
+            ASSERT_CONTAINS(stack, "Scenarios.AttachScenario::Work");
         } else {
             if (stack)
                 fprintf(stderr, "e2e: case %zu: a stack came from the target's environment:\n%s\n", c, stack);

@@ -487,7 +487,11 @@ TEST(e2e_calls_shares) {
     double driver = truth_of(text, "driver"), no_top = truth_of(text, "driver-no-top");
     double no_calls = truth_of(text, "driver-no-calls");
     free(text);
-    ASSERT(loop > 0 && loop_empty > 0 && driver > 0 && no_top > 0 && no_calls > 0);
+    ASSERT_GT(loop, 0);
+    ASSERT_GT(loop_empty, 0);
+    ASSERT_GT(driver, 0);
+    ASSERT_GT(no_top, 0);
+    ASSERT_GT(no_calls, 0);
     share sh[4] = {
         {"Loop's self time, of Loop's", 100 * loop_empty / loop, {0}, {0}},
         {"Chain's total time, of Loop's", 100 * (loop - loop_empty) / loop, {0}, {0}},
@@ -519,7 +523,8 @@ TEST(e2e_calls_shares) {
                     report_fn(rep, "Scenarios.CallsScenario::Mid", &ms, &mt, &mc) == 0;
         json_free(rep);
         ASSERT(found);
-        ASSERT(lt > 0 && dt > 0);
+        ASSERT_GT(lt, 0);
+        ASSERT_GT(dt, 0);
         ASSERT_EQ((uint64_t)cc, 5000000);
         ASSERT_EQ((uint64_t)tc, 3000000);
         double got[4] = {100 * ls / lt, 100 * ct / lt, 100 * ds / dt, 100 * tt / dt};
@@ -582,7 +587,8 @@ TEST(e2e_calls_osr) {
     ASSERT_EQ((uint64_t)hc, 1);
     ASSERT_EQ((uint64_t)lc, 1000);
     ASSERT_GE(hs, 0.9 * ht);
-    ASSERT(ht / 1e6 >= 0.7 * cpu_ms && ht / 1e6 <= 1.5 * cpu_ms);
+    ASSERT_GE(ht / 1e6, 0.7 * cpu_ms);
+    ASSERT_LE(ht / 1e6, 1.5 * cpu_ms);
     return 0;
 }
 

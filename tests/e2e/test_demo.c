@@ -94,7 +94,9 @@ TEST(e2e_demo_shows_findings) {
     ASSERT_EQ(e2e_setup(&r, "e2e_demo_shows_findings"), 0);
     const char *src = e2e_env("DNPROF_SOURCE_DIR"), *bin = e2e_env("DNPROF_BIN"),
                *dll = e2e_env("DNPROF_SAMPLE_HELLO");
-    ASSERT(src && bin && dll);
+    ASSERT(src);
+    ASSERT(bin);
+    ASSERT(dll);
     char script[4096];
     snprintf(script, sizeof script, "%s/samples/hello/demo.sh", src);
     const char *argv[] = {"sh", script, bin, e2e_dotnet(), dll, r.trace, NULL};
@@ -169,7 +171,7 @@ TEST(e2e_readme_families_are_run_help_s) {
     char norm_listed[512];
     normalize(listed, strlen(listed), norm_listed, sizeof norm_listed);
     free(out);
-    ASSERT_STR_EQ(words, norm_listed);
+    ASSERT_STREQ(words, norm_listed);
     return 0;
 }
 
@@ -234,7 +236,7 @@ TEST(e2e_peer_tool_missing_is_a_skip) {
     const char *ci[] = {"DNPROF_NODE=/nonexistent/node", "DNPROF_E2E_NO_SKIP=1", NULL};
     const char *argv[] = {"/proc/self/exe", "e2e_heap_devtools_loads", NULL};
     ASSERT_EQ(run_test(&r, argv, ci), 0);
-    ASSERT_EQ(r.status, 1);
+    ASSERT_STATUS(&r, 1);
     char *err = e2e_read_file(r.err, NULL);
     ASSERT_NE(err, NULL);
     int said = strstr(err, "FAILED (DNPROF_E2E_NO_SKIP): /nonexistent/node is not installed") != NULL;

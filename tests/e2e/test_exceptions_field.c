@@ -70,7 +70,10 @@ TEST(e2e_stories_replaced_in_finally) {
     const dnp_story *b = find(&s, "Scenarios.ReplacementException", "replacement", 0);
     const dnp_story *f = find(&s, "System.FormatException", NULL, 0);
     const dnp_story *g = find(&s, "System.AggregateException", "after", 0);
-    ASSERT(a && b && f && g);
+    ASSERT(a);
+    ASSERT(b);
+    ASSERT(f);
+    ASSERT(g);
     ASSERT_EQ(a->no_catcher, 1);
     ASSERT_EQ(a->fate, EXC_ABANDONED); /* not "unhandled: the process died" */
     ASSERT_EQ(a->ended_by, b->id);
@@ -125,12 +128,14 @@ TEST(e2e_stories_dispatch_rethrow) {
     size_t again = 0;
     for (const dnp_story *x = find(&s, "Scenarios.DispatchedException", "from a task", first->id); x;
          x = x->id < s.n ? find(&s, "Scenarios.DispatchedException", "from a task", x->id) : NULL) {
-        ASSERT(x->rethrow_of != 0 && x->rethrow_of < x->id);
+        ASSERT_NE(x->rethrow_of, 0);
+        ASSERT_LT(x->rethrow_of, x->id);
         ASSERT_EQ(x->kept_trace, 1);
         again++;
         last = x;
     }
-    ASSERT(again >= 1 && last != NULL);
+    ASSERT_GE(again, 1);
+    ASSERT_NE(last, NULL);
     ASSERT_STREQ(last->catcher, "Scenarios.StoriesScenario::Dispatch");
     dnp_stories_free(&s);
     dnp_trace_free(t);
@@ -210,7 +215,8 @@ TEST(e2e_print_deep_recursion_linear) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_print_deep_recursion_linear"), 0);
     const char *bin = e2e_env("DNPROF_BIN"), *dll = e2e_env("DNPROF_SCENARIOS");
-    ASSERT(bin && dll);
+    ASSERT(bin);
+    ASSERT(dll);
     const char *argv[] = {bin, "run", "--quiet", "--timeline", "-o", r.trace, "--", e2e_dotnet(), dll,
                           "stories", "deep", "5000", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);

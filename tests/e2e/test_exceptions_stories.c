@@ -91,7 +91,8 @@ TEST(e2e_stories_all) {
     ASSERT_STREQ(x->catcher, "Scenarios.StoriesScenario::Across");
     ASSERT_EQ(x->hresult, 0x80041234u);
     ASSERT_STREQ(x->throw_site, "Scenarios.StoriesScenario::AcrossC");
-    ASSERT(x->stack && strstr(x->stack, "Scenarios.StoriesScenario::AcrossB\nScenarios.StoriesScenario::AcrossA\n"));
+    ASSERT(x->stack);
+    ASSERT_CONTAINS(x->stack, "Scenarios.StoriesScenario::AcrossB\nScenarios.StoriesScenario::AcrossA\n");
     ASSERT_EQ(x->finallys, 2);
     ASSERT_EQ(x->searched, 4);
     ASSERT_GT(x->t_end, x->t_thrown);
@@ -107,7 +108,8 @@ TEST(e2e_stories_all) {
     /* A filter that throws: the filter counts as false, the runtime takes its exception. */
     const dnp_story *victim = find(&s, "Scenarios.FilterVictimException", NULL, 0);
     const dnp_story *inf = find(&s, "System.NotSupportedException", "thrown in a filter", 0);
-    ASSERT(victim && inf);
+    ASSERT(victim);
+    ASSERT(inf);
     ASSERT_EQ(victim->fate, EXC_CAUGHT);
     ASSERT_EQ(filter_verdicts(t, victim, v, sizeof v), 1);
     ASSERT_STREQ(v, "F");
@@ -118,7 +120,8 @@ TEST(e2e_stories_all) {
     /* A finally that throws replaces the exception unwinding through it. */
     const dnp_story *orig = find(&s, "System.ApplicationException", "abandoned in a finally", 0);
     const dnp_story *repl = find(&s, "System.TimeoutException", "thrown in a finally", 0);
-    ASSERT(orig && repl);
+    ASSERT(orig);
+    ASSERT(repl);
     ASSERT_EQ(orig->fate, EXC_ABANDONED);
     ASSERT_EQ(orig->ended_by, repl->id);
     ASSERT_EQ(repl->parent, orig->id);
@@ -128,14 +131,16 @@ TEST(e2e_stories_all) {
     /* A catch that throws, caught by the same method and by the caller. */
     orig = find(&s, "System.Collections.Generic.KeyNotFoundException", "abandoned in a catch", 0);
     repl = find(&s, "System.NotImplementedException", "thrown in a catch", 0);
-    ASSERT(orig && repl);
+    ASSERT(orig);
+    ASSERT(repl);
     ASSERT_EQ(repl->parent, orig->id);
     ASSERT_EQ(repl->parent_phase, EXC_CATCH);
     ASSERT_EQ(repl->fate, EXC_CAUGHT);
     ASSERT_EQ(orig->fate, EXC_ABANDONED);
     orig = find(&s, "System.DivideByZeroException", NULL, 0);
     repl = find(&s, "System.InvalidCastException", NULL, 0);
-    ASSERT(orig && repl);
+    ASSERT(orig);
+    ASSERT(repl);
     ASSERT_EQ(orig->fate, EXC_ABANDONED);
     ASSERT_EQ(orig->ended_by, repl->id);
     ASSERT_STREQ(repl->catcher, "Scenarios.StoriesScenario::CatchEscapes");
@@ -143,7 +148,8 @@ TEST(e2e_stories_all) {
     /* ... and one caught inside the catch: the outer catch goes on and ends. */
     orig = find(&s, "System.OverflowException", NULL, 0);
     repl = find(&s, "System.RankException", NULL, 0);
-    ASSERT(orig && repl);
+    ASSERT(orig);
+    ASSERT(repl);
     ASSERT_EQ(orig->fate, EXC_CAUGHT);
     ASSERT_EQ(repl->fate, EXC_CAUGHT);
     ASSERT_EQ(repl->parent, orig->id);
@@ -172,8 +178,10 @@ TEST(e2e_stories_all) {
     ASSERT_NE(orig, NULL);
     repl = find(&s, "Scenarios.AsyncStoryException", "thrown in an async method", orig->id);
     ASSERT_NE(repl, NULL);
-    ASSERT(orig->catcher && strstr(orig->catcher, "<AsyncThrower>"));
-    ASSERT(repl->catcher && strstr(repl->catcher, "<AsyncCaller>"));
+    ASSERT(orig->catcher);
+    ASSERT_CONTAINS(orig->catcher, "<AsyncThrower>");
+    ASSERT(repl->catcher);
+    ASSERT_CONTAINS(repl->catcher, "<AsyncCaller>");
     ASSERT_EQ(repl->rethrow_of, orig->id);
     ASSERT_EQ(repl->fate, EXC_CAUGHT);
     x = find(&s, "System.AggregateException", NULL, 0);
@@ -185,7 +193,8 @@ TEST(e2e_stories_all) {
     /* Thrown and caught inside the framework: first chance, internal. */
     orig = find(&s, "System.FormatException", NULL, 0);
     repl = find(&s, "System.ArgumentException", "not a number is not a valid value for Int32.", 0);
-    ASSERT(orig && repl);
+    ASSERT(orig);
+    ASSERT(repl);
     ASSERT_EQ(orig->internal, 1);
     ASSERT_EQ(repl->internal, 1);
     ASSERT_STREQ(repl->catcher, "System.ComponentModel.TypeConverter::IsValid");
@@ -248,7 +257,9 @@ TEST(e2e_stories_unhandled) {
     ASSERT_EQ(last->kind, DNP_EV_ExceptionUnwindFunctionEnter);
     ASSERT_STREQ(dnp_story_function(t, last), "System.Threading.Thread::StartCallback");
     const dnp_trace_thread *th = dnp_trace_thread_get(t, x->thread);
-    ASSERT(th && th->name && !strcmp(th->name, "stories-doomed"));
+    ASSERT(th);
+    ASSERT(th->name);
+    ASSERT(!strcmp(th->name, "stories-doomed"));
     dnp_stories_free(&s);
     dnp_trace_free(t);
     return 0;
@@ -283,7 +294,10 @@ TEST(e2e_stories_threads) {
         if (!x->type || strcmp(x->type, "Scenarios.WorkerException") != 0)
             continue;
         int k = 0;
-        ASSERT(x->message && sscanf(x->message, "worker %d", &k) == 1 && k >= 1 && k <= THREADS);
+        ASSERT(x->message);
+        ASSERT_EQ(sscanf(x->message, "worker %d", &k), 1);
+        ASSERT_GE(k, 1);
+        ASSERT_LE(k, THREADS);
         if (!thread_of[k])
             thread_of[k] = x->thread;
         ASSERT_EQ(x->thread, thread_of[k]); /* one thread per worker, all its stories there */

@@ -310,7 +310,8 @@ TEST(e2e_field_heap_diff) {
     ASSERT_NE(v, NULL);
     double objects = json_num(v, "objects"), bytes = json_num(v, "bytes");
     json_free(v);
-    ASSERT(objects > 1000 && bytes > objects * 24);
+    ASSERT_GT(objects, 1000);
+    ASSERT_GT(bytes, objects * 24);
 
     const char *diff[] = {"heap", "diff", a, b, NULL};
     ASSERT_EQ(e2e_dnprof(&r, diff), 0);

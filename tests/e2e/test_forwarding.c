@@ -29,9 +29,13 @@ TEST(e2e_type_forwarding) {
     long target = e2e_expect(t, DNP_EV_AssemblyLoadFinished, "ForwardTarget", "Forward");
     long cls = e2e_expect(t, DNP_EV_ClassLoadFinished, "Fwd.Widget", "Fwd");
     long where = e2e_expect(t, DNP_EV_JITCompilationFinished, "Fwd.Widget::Where", "Fwd");
-    ASSERT(lib >= 0 && target >= 0 && cls >= 0 && where >= 0);
+    ASSERT_GE(lib, 0);
+    ASSERT_GE(target, 0);
+    ASSERT_GE(cls, 0);
+    ASSERT_GE(where, 0);
     /* The class loads once its real home has: the forwarder is followed first. */
-    ASSERT(lib < target && target < cls);
+    ASSERT_LT(lib, target);
+    ASSERT_LT(target, cls);
     dnp_trace_free(t);
     return 0;
 }

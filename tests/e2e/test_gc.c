@@ -112,7 +112,8 @@ TEST(e2e_gc_induced) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_gc_induced"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
+    ASSERT(dll);
+    ASSERT(bin);
     const char *argv[] = {bin, "run", "--quiet", "--gc", "-o", r.trace, "--", e2e_dotnet(), dll, "gc", "5", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
     ASSERT_STATUS(&r, 0);
@@ -217,7 +218,8 @@ TEST(e2e_gc_background) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_gc_background"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
+    ASSERT(dll);
+    ASSERT(bin);
     const char *env[] = {"DOTNET_GCgen0size=0x100000", "DOTNET_gcConcurrent=1", NULL};
     const char *argv[] = {bin, "run", "--quiet", "--gc", "-o", r.trace, "--", e2e_dotnet(), dll, "gc", "1", "background", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, env), 0);
@@ -284,7 +286,8 @@ TEST(e2e_gc_attach) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_gc_attach"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
+    ASSERT(dll);
+    ASSERT(bin);
     char go[PATH_MAX + 8], out[PATH_MAX + 16], err[PATH_MAX + 16], aerr[PATH_MAX + 16];
     snprintf(go, sizeof go, "%s/go", r.dir);
     snprintf(out, sizeof out, "%s/scenario.out", r.dir);
@@ -325,7 +328,8 @@ TEST(e2e_gc_attach) {
         e2e_show_file("scenario stderr", err);
         e2e_show_file("attach stderr", aerr);
     }
-    ASSERT(ready && in);
+    ASSERT(ready);
+    ASSERT(in);
     ASSERT_EQ(status, 0);
     gc_truth t;
     ASSERT_EQ(read_truth(out, &t), 0);
@@ -344,7 +348,8 @@ TEST(e2e_threadpool_starvation) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_threadpool_starvation"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
+    ASSERT(dll);
+    ASSERT(bin);
     const char *argv[] = {bin, "run", "--quiet", "--threadpool", "--wall", "-o", r.trace, "--", e2e_dotnet(), dll,
                           "starve", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
@@ -373,7 +378,7 @@ TEST(e2e_threadpool_starvation) {
     json_free(j);
     ASSERT(at_starvation); /* the samples of the second before each injection */
     ASSERT_GE(starved, 1);
-    ASSERT(starved <= max);
+    ASSERT_LE(starved, max);
     ASSERT(blocked_in_sleep);
     return 0;
 }
@@ -426,7 +431,8 @@ TEST(e2e_gc_agrees_dotnet_trace) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_gc_agrees_dotnet_trace"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
+    ASSERT(dll);
+    ASSERT(bin);
     char go[PATH_MAX + 8], out[PATH_MAX + 16], err[PATH_MAX + 16], net[PATH_MAX + 16], derr[PATH_MAX + 16];
     snprintf(go, sizeof go, "%s/go", r.dir);
     snprintf(out, sizeof out, "%s/scenario.out", r.dir);
@@ -471,7 +477,8 @@ TEST(e2e_gc_agrees_dotnet_trace) {
         e2e_show_file("scenario stderr", err);
         e2e_show_file("dotnet-trace stderr", derr);
     }
-    ASSERT(target && in);
+    ASSERT(target);
+    ASSERT(in);
     ASSERT_EQ(status, 0);
     const char *rargv[] = {e2e_dotnet(), reader, net, NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)rargv, NULL), 0);
@@ -519,7 +526,8 @@ TEST(e2e_threadpool_attach) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_threadpool_attach"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
+    ASSERT(dll);
+    ASSERT(bin);
     char go[PATH_MAX + 8], out[PATH_MAX + 16], err[PATH_MAX + 16], aerr[PATH_MAX + 16];
     snprintf(go, sizeof go, "%s/go", r.dir);
     snprintf(out, sizeof out, "%s/scenario.out", r.dir);
@@ -560,7 +568,8 @@ TEST(e2e_threadpool_attach) {
         e2e_show_file("scenario stderr", err);
         e2e_show_file("attach stderr", aerr);
     }
-    ASSERT(ready && in);
+    ASSERT(ready);
+    ASSERT(in);
     ASSERT_EQ(status, 0);
     char *o = e2e_read_file(out, NULL);
     ASSERT_NE(o, NULL);
@@ -576,6 +585,6 @@ TEST(e2e_threadpool_attach) {
     json_free(j);
     fprintf(stderr, "e2e: starve by attach: %.0f starvation injections, the pool grew to %d threads\n", starved, max);
     ASSERT_GE(starved, 1);
-    ASSERT(starved <= max);
+    ASSERT_LE(starved, max);
     return 0;
 }

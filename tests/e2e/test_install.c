@@ -37,7 +37,10 @@ TEST(e2e_installed_runs_alone) {
     ASSERT_EQ(e2e_setup(&r, "e2e_installed_runs_alone"), 0);
     const char *cmake = e2e_env("DNPROF_CMAKE"), *build = e2e_env("DNPROF_BUILD_DIR");
     const char *source = e2e_env("DNPROF_SOURCE_DIR"), *dll = e2e_env("DNPROF_SAMPLE_HELLO");
-    ASSERT(cmake && build && source && dll);
+    ASSERT(cmake);
+    ASSERT(build);
+    ASSERT(source);
+    ASSERT(dll);
 
     /* A directory outside both trees. */
     const char *tmpdir = getenv("TMPDIR");
@@ -46,7 +49,8 @@ TEST(e2e_installed_runs_alone) {
     ASSERT_NE(mkdtemp(top), NULL);
     if (inside(top, build) || inside(top, source))
         snprintf(top, sizeof top, "/tmp"), fprintf(stderr, "e2e: TMPDIR is inside the trees\n");
-    ASSERT(!inside(top, build) && !inside(top, source));
+    ASSERT(!inside(top, build));
+    ASSERT(!inside(top, source));
 
     char stage[PATH_MAX + 16], prefix[PATH_MAX + 16], app[PATH_MAX + 16];
     snprintf(stage, sizeof stage, "%s/stage", top);

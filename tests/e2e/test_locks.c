@@ -211,7 +211,8 @@ TEST(e2e_locks_truth) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_locks_truth"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
+    ASSERT(dll);
+    ASSERT(bin);
     const char *argv[] = {bin, "run", "--quiet", "--locks=waits", "-o", r.trace, "--", e2e_dotnet(), dll, "locks", "both", "4", "50", "1000", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
     ASSERT_STATUS(&r, 0);
@@ -237,7 +238,8 @@ TEST(e2e_locks_truth) {
     ASSERT_EQ(check_chrome(&r, &both, all_ns), 0);
     /* the text report says the same totals */
     const char *args[] = {"report", "--locks", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, args) == 0 && r.status == 0);
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
     char *text = e2e_read_file(r.out, NULL);
     ok = text && strstr(text, "lock contention: ") && strstr(text, "Scenarios.LocksScenario+Gate (Monitor)") &&
          strstr(text, "Scenarios.LocksScenario::ContendLock");
@@ -253,7 +255,8 @@ TEST(e2e_waits_page) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_waits_page"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
+    ASSERT(dll);
+    ASSERT(bin);
     const char *argv[] = {bin, "run", "--quiet", "--locks", "--gc", "--sample=wall", "-o", r.trace, "--",
                           e2e_dotnet(), dll, "locks", "both", "4", "50", "1000", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
@@ -283,7 +286,8 @@ TEST(e2e_waits_page) {
     json_free(w);
     ASSERT(ok);
     const char *text[] = {"report", "--waits", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, text) == 0 && r.status == 0);
+    ASSERT_EQ(e2e_dnprof(&r, text), 0);
+    ASSERT_STATUS(&r, 0);
     char *page = e2e_read_file(r.out, NULL);
     ok = page && strstr(page, "thread-pool starvation: not recorded (dnprof run --threadpool)") &&
          strstr(page, "Scenarios.LocksScenario::ContendMonitor");
@@ -300,12 +304,13 @@ TEST(e2e_locks_no_contention) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_locks_no_contention"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
+    ASSERT(dll);
+    ASSERT(bin);
     const char *argv[] = {bin, "run", "--quiet", "--locks", "-o", r.trace, "--", e2e_dotnet(), dll, "locks", "none", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
     ASSERT_STATUS(&r, 0);
     const char *args[] = {"report", "--locks", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, args) == 0);
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
     ASSERT_STATUS(&r, 0);
     char *text = e2e_read_file(r.out, NULL);
     int ok = text && strstr(text, ": no contention: ");
@@ -326,7 +331,8 @@ TEST(e2e_locks_no_contention) {
     ASSERT_EQ(e2e_exec(&r, (char *const *)plain, NULL), 0);
     ASSERT_STATUS(&r, 0);
     const char *args2[] = {"report", "--locks", other, NULL};
-    ASSERT(e2e_dnprof(&r, args2) == 0 && r.status == 1);
+    ASSERT_EQ(e2e_dnprof(&r, args2), 0);
+    ASSERT_STATUS(&r, 1);
     char *err = e2e_read_file(r.err, NULL);
     ok = err && strstr(err, "no lock data: record it with dnprof run --locks");
     free(err);
@@ -364,7 +370,8 @@ TEST(e2e_locks_attach) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_locks_attach"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
+    ASSERT(dll);
+    ASSERT(bin);
     char go[PATH_MAX + 8], after[PATH_MAX + 16], out[PATH_MAX + 16], err[PATH_MAX + 16], aerr[PATH_MAX + 16];
     snprintf(go, sizeof go, "%s/go", r.dir);
     snprintf(after, sizeof after, "%s/go.after", r.dir);
@@ -395,7 +402,10 @@ TEST(e2e_locks_attach) {
         e2e_show_file("attach stderr", aerr);
         e2e_show_file("detach stderr", r.err);
     }
-    ASSERT(ready && in && done && detached);
+    ASSERT(ready);
+    ASSERT(in);
+    ASSERT(done);
+    ASSERT(detached);
     ASSERT_EQ(status, 0);
     char *text = e2e_read_file(out, NULL);
     truth mon;
@@ -458,7 +468,8 @@ TEST(e2e_locks_on_calls_timeline) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_locks_on_calls_timeline"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
+    ASSERT(dll);
+    ASSERT(bin);
     const char *argv[] = {bin, "run", "--quiet", "--timeline", "--include", "Scenarios.LocksScenario*", "--locks", "-o",
                           r.trace, "--", e2e_dotnet(), dll, "locks", "monitor", "4", "20", "1000", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
@@ -466,7 +477,8 @@ TEST(e2e_locks_on_calls_timeline) {
     char path[PATH_MAX + 16], err[256];
     snprintf(path, sizeof path, "%s/both.chrome.json", r.dir);
     const char *conv[] = {"convert", "--locks", "--format", "chrome", "-o", path, r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, conv) == 0 && r.status == 0);
+    ASSERT_EQ(e2e_dnprof(&r, conv), 0);
+    ASSERT_STATUS(&r, 0);
     size_t len;
     char *text = e2e_read_file(path, &len);
     jv *doc = text ? json_parse(text, len, err, sizeof err) : NULL;
@@ -493,7 +505,9 @@ TEST(e2e_locks_on_calls_timeline) {
     }
     json_free(doc);
     fprintf(stderr, "e2e: %zu calls, %zu lock slices, %zu inside their thread's ContendMonitor\n", calls, slices, inside);
-    ASSERT(calls > 0 && slices > 0 && inside == slices);
+    ASSERT_GT(calls, 0);
+    ASSERT_GT(slices, 0);
+    ASSERT_EQ(inside, slices);
     return 0;
 }
 
@@ -504,7 +518,8 @@ TEST(e2e_locks_bounded) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_locks_bounded"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll && bin);
+    ASSERT(dll);
+    ASSERT(bin);
     const char *argv[] = {bin, "run", "--quiet", "--locks", "-o", r.trace, "--", e2e_dotnet(), dll, "locks", "bench", "4", "2000", "-1", "20", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
     ASSERT_STATUS(&r, 0);
@@ -520,8 +535,8 @@ TEST(e2e_locks_bounded) {
     dnp_trace_free(t);
     fprintf(stderr, "e2e: %llu waits in %zu LockSites, %zu LockWaits (%llu of 1 ms or more)\n", (unsigned long long)waits,
             sites, slices, (unsigned long long)long_waits);
-    ASSERT(waits >= 1000);
-    ASSERT(sites * 10 <= waits);
+    ASSERT_GE(waits, 1000);
+    ASSERT_LE(sites * 10, waits);
     ASSERT_EQ(long_waits, slices);
     return 0;
 }

@@ -51,7 +51,8 @@ TEST(e2e_sigkill) {
     ASSERT_EQ(e2e_setup(&r, "e2e_sigkill"), 0);
     const char *agent = e2e_env("DNPROF_AGENT");
     const char *dll = e2e_env("DNPROF_SCENARIOS");
-    ASSERT(agent != NULL && dll != NULL);
+    ASSERT_NE(agent, NULL);
+    ASSERT_NE(dll, NULL);
     char profiler_path[PATH_MAX + 32], output[PATH_MAX + 32];
     snprintf(profiler_path, sizeof profiler_path, DNP_ENV_PROFILER_PATH "=%s", agent);
     snprintf(output, sizeof output, DNP_ENV_OUTPUT "=%s", r.trace);
@@ -165,7 +166,8 @@ TEST(e2e_children) {
     ASSERT_NE(root, NULL);
     dnp_trace *kid = e2e_load(child);
     ASSERT_NE(kid, NULL);
-    ASSERT(root->pid != 0 && kid->pid != 0);
+    ASSERT_NE(root->pid, 0);
+    ASSERT_NE(kid->pid, 0);
     ASSERT_NE(root->pid, kid->pid);
     ASSERT_EQ(kid->ppid, root->pid);
     char expect[PATH_MAX + 64];

@@ -102,23 +102,28 @@ TEST(e2e_report_calls) {
     ASSERT_STREQ(json_str(rep, "source"), "CallNode");
     const jv *fib = function(rep, "Scenarios.CallsScenario::Fib");
     const jv *rec = function(rep, "Scenarios.CallsScenario::Recurse");
-    ASSERT(fib && rec);
+    ASSERT(fib);
+    ASSERT(rec);
     ASSERT_EQ((uint64_t)json_num(fib, "calls"), 21891);
     ASSERT_EQ((uint64_t)json_num(rec, "calls"), 1010);
-    ASSERT(json_num(fib, "selfNs") > 0 && json_num(fib, "selfNs") <= json_num(fib, "totalNs"));
+    ASSERT_GT(json_num(fib, "selfNs"), 0);
+    ASSERT_LE(json_num(fib, "selfNs"), json_num(fib, "totalNs"));
     /* self times add up to the total (the agent reads its clock for each separately:
      * a few ns apart at most per path), and the tree's root is that total */
     const jv *fs = json_get(rep, "functions");
     double self = 0, total = json_num(rep, "totalNs");
     for (size_t i = 0; i < fs->n; i++)
         self += json_num(json_at(fs, i), "selfNs");
-    ASSERT(total > 0 && self <= total && total - self <= total / 1000 + 1000);
+    ASSERT_GT(total, 0);
+    ASSERT_LE(self, total);
+    ASSERT_LE(total - self, total / 1000 + 1000);
     ASSERT_EQ((uint64_t)json_num(json_get(rep, "tree"), "totalNs"), (uint64_t)total);
     /* the hooks' own cost was measured by the agent and taken out (issue 11) */
     const jv *hooks = json_get(rep, "hooks");
     ASSERT_NE(hooks, NULL);
     ASSERT_GE(json_num(hooks, "calls"), 21891 + 1010);
-    ASSERT(json_num(hooks, "innerNs") > 0 && json_num(hooks, "outerNs") > 0);
+    ASSERT_GT(json_num(hooks, "innerNs"), 0);
+    ASSERT_GT(json_num(hooks, "outerNs"), 0);
     /* Fib's few ns per call are less than the hooks' cost taken out of them: marked */
     ASSERT_EQ(below_resolution(fib), 1);
     ASSERT_EQ(below_resolution(function(rep, "Scenarios.Program::Main")), 0);
@@ -153,7 +158,8 @@ TEST(e2e_report_resolution) {
     ASSERT_NE(rep, NULL);
     const jv *hot = function(rep, "Scenarios.CallsScenario::OsrHot");
     const jv *leaf = function(rep, "Scenarios.CallsScenario::OsrLeaf");
-    ASSERT(hot && leaf);
+    ASSERT(hot);
+    ASSERT(leaf);
     ASSERT_EQ((uint64_t)json_num(leaf, "calls"), 1000);
     ASSERT_GT(json_num(json_get(rep, "hooks"), "innerNs"), 0);
     fprintf(stderr, "e2e: OsrHot total %.0f ns, OsrLeaf total %.0f ns for 1000 calls\n", json_num(hot, "totalNs"),
@@ -264,12 +270,14 @@ TEST(e2e_report_async_names) {
     int machines = 0;
     for (size_t i = 0; fs && i < fs->n; i++) {
         const char *raw = json_str(json_at(fs, i), "raw"), *name = json_str(json_at(fs, i), "name");
-        ASSERT(raw && name);
+        ASSERT(raw);
+        ASSERT(name);
         if (strstr(raw, ">d__") && strstr(raw, "::MoveNext")) {
             size_t n = strlen(name);
             if (n < 8 || strcmp(name + n - 8, " (async)") != 0)
                 fprintf(stderr, "e2e: '%s' is shown as '%s'\n", raw, name);
-            ASSERT(n >= 8 && !strcmp(name + n - 8, " (async)"));
+            ASSERT_GE(n, 8);
+            ASSERT(!strcmp(name + n - 8, " (async)"));
             machines++;
         }
     }
@@ -288,7 +296,8 @@ TEST(e2e_report_timeline) {
     jv *doc = dnprof_json(&r, ss, path);
     ASSERT_NE(doc, NULL);
     const jv *profiles = json_get(doc, "profiles");
-    ASSERT(profiles && profiles->n > 0);
+    ASSERT(profiles);
+    ASSERT_GT(profiles->n, 0);
     size_t opens = 0;
     for (size_t p = 0; p < profiles->n; p++) {
         const jv *pr = json_at(profiles, p);

@@ -37,7 +37,8 @@ TEST(e2e_sample_hello) {
         fprintf(stderr, "e2e: no ExceptionThrown of System.InvalidOperationException\n");
     if (!named)
         fprintf(stderr, "e2e: no ThreadNameChanged to \"hello-worker\"\n");
-    ASSERT(thrown && named);
+    ASSERT(thrown);
+    ASSERT(named);
     ASSERT_GE(e2e_count(t, DNP_EV_GarbageCollectionStarted), 1);
     ASSERT_GE(e2e_count(t, DNP_EV_GarbageCollectionFinished), 1);
     /* The log a person reads is indented right: every thread back at level 0. */

@@ -308,13 +308,15 @@ TEST(e2e_sample_shares_1khz) {
     ASSERT_EQ(check_shares(r.trace, 1000000, "1 kHz from start-up"), 0);
     /* the same front end as --calls: report and the exports */
     const char *report[] = {"report", r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, report) == 0 && r.status == 0);
+    ASSERT_EQ(e2e_dnprof(&r, report), 0);
+    ASSERT_STATUS(&r, 0);
     ASSERT(file_has(r.out, "samples in"));
     ASSERT(file_has(r.out, "Scenarios.SampleScenario::HotSixty"));
     char folded[PATH_MAX + 16];
     snprintf(folded, sizeof folded, "%s/out.folded", r.dir);
     const char *convert[] = {"convert", "--format", "folded", "-o", folded, r.trace, NULL};
-    ASSERT(e2e_dnprof(&r, convert) == 0 && r.status == 0);
+    ASSERT_EQ(e2e_dnprof(&r, convert), 0);
+    ASSERT_STATUS(&r, 0);
     ASSERT(file_has(folded, "Scenarios.SampleScenario::Rounds;Scenarios.SampleScenario::HotSixty "));
     ASSERT_EQ(check_pprof(&r, 1000000), 0);
     return 0;
@@ -447,7 +449,8 @@ TEST(e2e_sample_native_frames) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "sample_native_frames"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *lib = e2e_env("DNPROF_TEST_NATIVE");
-    ASSERT(dll && lib);
+    ASSERT(dll);
+    ASSERT(lib);
     const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(),
                           dll, "sample", "native", lib, "3", NULL};
     ASSERT_EQ(e2e_dnprof(&r, args), 0);
@@ -468,7 +471,8 @@ TEST(e2e_sample_native_frames) {
     fprintf(stderr, "native: %.0f%% of the samples in dnp_native_spin, %.0f%% of those under NativeWork\n",
             all > 0 ? 100 * spin / all : 0, spin > 0 ? 100 * spin_walked / spin : 0);
     /* half the work is native: well above a quarter of the samples */
-    ASSERT(all > 0 && spin / all > 0.25);
+    ASSERT_GT(all, 0);
+    ASSERT_GT(spin / all, 0.25);
     /* stacks are whole; see the note in check_shares */
     ASSERT_GT(spin_walked / spin, WHOLE);
     free(ns.r);
@@ -585,7 +589,8 @@ TEST(e2e_sample_no_harm) {
     ASSERT_STATUS(&r, 7);
     size_t blen;
     char *want = e2e_read_file(r.out, &blen);
-    ASSERT(want && strstr(want, "total "));
+    ASSERT(want);
+    ASSERT_CONTAINS(want, "total ");
     static const char *const modes[] = {"--sample=wall", "--sample=cpu"};
     for (int m = 0; m < 2; m++) {
         const char *args[] = {"run", "--quiet", modes[m], "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(),
@@ -658,7 +663,8 @@ TEST(e2e_sample_agrees_with_calls) {
          * --calls, the main thread's time blocked in Join is its own wall time,
          * and on a loaded machine it outweighs each worker's CPU work. */
         const char *report[] = {"report", r.trace, NULL};
-        ASSERT(e2e_dnprof(&r, report) == 0 && r.status == 0);
+        ASSERT_EQ(e2e_dnprof(&r, report), 0);
+        ASSERT_STATUS(&r, 0);
         size_t len;
         char *text = e2e_read_file(r.out, &len);
         ASSERT(text);
@@ -684,7 +690,8 @@ TEST(e2e_sample_agrees_with_calls) {
     fprintf(stderr, "--calls %.1f %.1f %.1f, --sample %.1f %.1f %.1f\n", share[0][0], share[0][1], share[0][2],
             share[1][0], share[1][1], share[1][2]);
     for (int h = 0; h < 3; h++) {
-        ASSERT(share[1][h] > share[0][h] - TOLERANCE && share[1][h] < share[0][h] + TOLERANCE);
+        ASSERT_GT(share[1][h], share[0][h] - TOLERANCE);
+        ASSERT_LT(share[1][h], share[0][h] + TOLERANCE);
         ASSERT(h == 0 || share[1][h] < share[1][h - 1]);
     }
     return 0;
@@ -696,7 +703,17 @@ TEST(e2e_sample_agrees_with_calls) {
 TEST(e2e_sample_cut_short) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "sample_cut_short"), 0);
-    ASSERT_EQ(run_shares(&r, "100", "1"), 0);
+    char cut[PATH_MAX + 16];
+    snprintf(cut, sizeof cut, "%s/cut.trace", r.dir);
+    /* A loaded machine may write the sampling's configuration and its samples
+     * in one chunk (the writer's thread late): then the trace has no place to
+     * cut between them, and the run is made again, at most three times. */
+    int cuttable = 0;
+    for (int attempt = 0; attempt < 3 && !cuttable; attempt++) {
+        ASSERT_EQ(run_shares(&r, "100", "1"), 0);
+        cuttable = cut_before_samples(r.trace, cut) == 0;
+    }
+    ASSERT(cuttable);
 
     const char *json[] = {"report", "--json", r.trace, NULL};
     ASSERT_EQ(e2e_dnprof(&r, json), 0);
@@ -706,9 +723,6 @@ TEST(e2e_sample_cut_short) {
         e2e_show_file("report --json said", r.out);
     ASSERT(recorded);
 
-    char cut[PATH_MAX + 16];
-    snprintf(cut, sizeof cut, "%s/cut.trace", r.dir);
-    ASSERT_EQ(cut_before_samples(r.trace, cut), 0);
     const char *report[] = {"report", cut, NULL};
     ASSERT_EQ(e2e_dnprof(&r, report), 0);
     ASSERT_STATUS(&r, 1);

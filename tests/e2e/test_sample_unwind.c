@@ -110,10 +110,12 @@ TEST(e2e_sample_unwind_native_callers) {
     ASSERT(report);
     const char *by_total = strstr(report, "top functions by total time");
     const char *paths = by_total ? strstr(by_total, "hottest call paths") : NULL;
-    ASSERT(by_total && paths && strstr(by_total, "without the native frames that start every thread"));
+    ASSERT(by_total);
+    ASSERT(paths);
+    ASSERT_CONTAINS(by_total, "without the native frames that start every thread");
     const char *start = strstr(by_total, "libc.so.6!__libc_start_main");
     ASSERT(!start || start > paths);
-    ASSERT(strstr(by_total, "Scenarios.UnwindScenario::Hash") < paths);
+    ASSERT_LT(strstr(by_total, "Scenarios.UnwindScenario::Hash"), paths);
     free(report);
     for (int i = 0; i < 3; i++) {
         lib_share *l = &libs[i];

@@ -121,6 +121,7 @@ TEST(agent_clock) {
     struct timespec pause = {0, 20 * 1000000};
     nanosleep(&pause, NULL);
     uint64_t dt = clock_ticks_to_ns(clock_ticks() - t0), dn = clock_mono_ns() - n0;
-    ASSERT(dt > dn * 99 / 100 && dt < dn * 101 / 100);
+    ASSERT_GT(dt, dn * 99 / 100);
+    ASSERT_LT(dt, dn * 101 / 100);
     return 0;
 }

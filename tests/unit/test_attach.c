@@ -93,7 +93,8 @@ TEST(trace_attach_blob_truncated) {
              * required fields are all before it; this sample ends with the
              * trigger pid, so a cut before the control dir's end must fail. */
             if (rc == 0) {
-                ASSERT(out.output[0] == '/' && out.control_dir[0] == '/');
+                ASSERT_EQ(out.output[0], '/');
+                ASSERT_EQ(out.control_dir[0], '/');
             }
         }
     }
@@ -263,7 +264,8 @@ TEST(trace_attach_blob_fuzz) {
         if (rc == 0) {
             accepted++;
             ASSERT(terminated(&out));
-            ASSERT(out.output[0] == '/' && out.control_dir[0] == '/');
+            ASSERT_EQ(out.output[0], '/');
+            ASSERT_EQ(out.control_dir[0], '/');
         } else {
             ASSERT_NE(err[0], 0);
         }

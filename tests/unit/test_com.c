@@ -317,8 +317,10 @@ TEST(com_guid_roundtrip) {
     memset(buf, 'x', sizeof buf);
     dnp_guid_format(&g, buf);
     ASSERT_STREQ(buf, "{176FBED1-A55C-4796-98CA-A9DA0EF883E7}");
-    ASSERT(dnp_guid_parse(buf, &h) == 0 && dnp_guid_equal(&g, &h));
-    ASSERT(dnp_guid_parse("176FBED1-A55C-4796-98CA-A9DA0EF883E7", &h) == 0 && dnp_guid_equal(&g, &h));
+    ASSERT_EQ(dnp_guid_parse(buf, &h), 0);
+    ASSERT(dnp_guid_equal(&g, &h));
+    ASSERT_EQ(dnp_guid_parse("176FBED1-A55C-4796-98CA-A9DA0EF883E7", &h), 0);
+    ASSERT(dnp_guid_equal(&g, &h));
     ASSERT_EQ(dnp_guid_parse("{00000000-0000-0000-0000-000000000000}", &h), 0);
     dnp_guid_format(&h, buf);
     ASSERT_STREQ(buf, "{00000000-0000-0000-0000-000000000000}");

@@ -48,12 +48,15 @@ TEST(common_u64map_against_array) {
             }
     }
     dnp_u64map_clear(&m);
-    ASSERT(m.n == 0 && !dnp_u64map_get(&m, 0, NULL));
+    ASSERT_EQ(m.n, 0);
+    ASSERT(!dnp_u64map_get(&m, 0, NULL));
     ASSERT_EQ(dnp_u64map_put(&m, 0, UINT64_MAX, NULL), 0); /* any key, any value */
     uint64_t got = 0;
-    ASSERT(dnp_u64map_get(&m, 0, &got) == 1 && got == UINT64_MAX);
+    ASSERT_EQ(dnp_u64map_get(&m, 0, &got), 1);
+    ASSERT_EQ(got, UINT64_MAX);
     dnp_u64map_release(&m);
-    ASSERT(!dnp_u64map_get(&m, 0, NULL) && !dnp_u64map_del(&m, 0, NULL));
+    ASSERT(!dnp_u64map_get(&m, 0, NULL));
+    ASSERT(!dnp_u64map_del(&m, 0, NULL));
     return 0;
 }
 

@@ -252,7 +252,9 @@ TEST(export_tree_from_call_nodes) {
     ASSERT_EQ(t1->nnodes, 6);
     ASSERT_EQ(t1->nodes[0].total_ns, 1000);
     uint32_t main_ = child(t1, 0, F_MAIN), work = child(t1, main_, F_WORK), lambda = child(t1, main_, F_LAMBDA);
-    ASSERT(main_ && work && lambda);
+    ASSERT(main_);
+    ASSERT(work);
+    ASSERT(lambda);
     ASSERT_EQ(t1->nodes[work].calls, 10);
     ASSERT_EQ(t1->nodes[work].total_ns, 600);
     ASSERT_EQ(t1->nodes[work].self_ns, 200);
@@ -260,7 +262,8 @@ TEST(export_tree_from_call_nodes) {
     ASSERT_EQ(t1->nodes[lambda].total_ns, 300);
     ASSERT_EQ(t1->nodes[main_].first_child, work); /* the heavier child first */
     uint32_t fib = child(t1, work, F_FIB), fib2 = child(t1, fib, F_FIB);
-    ASSERT(fib && fib2);
+    ASSERT(fib);
+    ASSERT(fib2);
     ASSERT_EQ(t1->nodes[fib2].depth, 4);
     ASSERT_EQ(t1->nodes[fib2].tailcalls, 5);
     /* a name that came only with the last CallNode */
@@ -280,7 +283,9 @@ TEST(export_tree_from_call_nodes) {
     ASSERT_EQ(nf, 5);
     ASSERT_EQ(f[0].func, F_WORK); /* sorted by self time */
     const dnp_ct_func *w = func_of(f, nf, F_WORK), *fb = func_of(f, nf, F_FIB), *m = func_of(f, nf, F_MAIN);
-    ASSERT(w && fb && m);
+    ASSERT(w);
+    ASSERT(fb);
+    ASSERT(m);
     ASSERT_EQ(w->calls, 14);
     ASSERT_EQ(w->self_ns, 600);
     ASSERT_EQ(w->total_ns, 1000);
@@ -415,7 +420,9 @@ TEST(export_tree_from_timeline) {
     ASSERT_EQ(tr->os_tid, 2001);
     ASSERT_EQ(tr->nodes[0].total_ns, 100 + 30 + 20 + 20);
     uint32_t m = child(tr, 0, F_MAIN), w = child(tr, m, F_WORK), fb = child(tr, m, F_FIB);
-    ASSERT(m && w && fb);
+    ASSERT(m);
+    ASSERT(w);
+    ASSERT(fb);
     ASSERT_EQ(tr->nodes[m].total_ns, 100);
     ASSERT_EQ(tr->nodes[m].self_ns, 50);
     ASSERT_EQ(tr->nodes[w].calls, 2);
@@ -424,7 +431,11 @@ TEST(export_tree_from_timeline) {
     ASSERT_EQ(tr->nodes[fb].total_ns, 10);
     uint32_t a = child(tr, 0, 0xA), b = child(tr, a, 0xB), c = child(tr, 0, 0xC), d = child(tr, c, 0xD),
              e = child(tr, 0, 0xE);
-    ASSERT(a && b && c && d && e);
+    ASSERT(a);
+    ASSERT(b);
+    ASSERT(c);
+    ASSERT(d);
+    ASSERT(e);
     ASSERT_EQ(tr->nodes[a].self_ns, 20);
     ASSERT_EQ(tr->nodes[d].total_ns, 10);
     ASSERT_EQ(tr->nodes[c].self_ns, 10);
@@ -514,7 +525,8 @@ TEST(export_speedscope_sampled) {
     ASSERT_STREQ(json_str(doc, "$schema"), "https://www.speedscope.app/file-format-schema.json");
     ASSERT_STREQ(json_str(doc, "name"), "dotnet calls.dll");
     const jv *frames = json_get(json_get(doc, "shared"), "frames");
-    ASSERT(frames && frames->type == JV_ARR);
+    ASSERT(frames);
+    ASSERT_EQ(frames->type, JV_ARR);
     ASSERT_EQ(frames->n, 5);
     int async_seen = 0;
     for (size_t i = 0; i < frames->n; i++) {
@@ -527,7 +539,8 @@ TEST(export_speedscope_sampled) {
     }
     ASSERT(async_seen);
     const jv *profiles = json_get(doc, "profiles");
-    ASSERT(profiles && profiles->n == 3); /* all threads, then each */
+    ASSERT(profiles);
+    ASSERT_EQ(profiles->n, 3); /* all threads, then each */
     ASSERT_STREQ(json_str(json_at(profiles, 0), "name"), "all threads");
     ASSERT_STREQ(json_str(json_at(profiles, 1), "name"), "thread 1 (tid 1001)");
     uint64_t want[3] = {1500, 1000, 500};
@@ -536,12 +549,16 @@ TEST(export_speedscope_sampled) {
         ASSERT_STREQ(json_str(pr, "type"), "sampled");
         ASSERT_STREQ(json_str(pr, "unit"), "nanoseconds");
         const jv *samples = json_get(pr, "samples"), *weights = json_get(pr, "weights");
-        ASSERT(samples && weights && samples->n == weights->n);
+        ASSERT(samples);
+        ASSERT(weights);
+        ASSERT_EQ(samples->n, weights->n);
         uint64_t sum = 0;
         for (size_t i = 0; i < weights->n; i++) {
             sum += (uint64_t)json_at(weights, i)->num;
             const jv *st = json_at(samples, i);
-            ASSERT(st && st->type == JV_ARR && st->n > 0);
+            ASSERT(st);
+            ASSERT_EQ(st->type, JV_ARR);
+            ASSERT_GT(st->n, 0);
             for (size_t k = 0; k < st->n; k++)
                 ASSERT(check_frame(frames, json_at(st, k)));
         }
@@ -572,18 +589,22 @@ TEST(export_speedscope_evented) {
     ASSERT_NE(doc, NULL);
     const jv *frames = json_get(json_get(doc, "shared"), "frames");
     const jv *profiles = json_get(doc, "profiles");
-    ASSERT(frames && profiles && profiles->n == 1);
+    ASSERT(frames);
+    ASSERT(profiles);
+    ASSERT_EQ(profiles->n, 1);
     const jv *pr = json_at(profiles, 0);
     ASSERT_STREQ(json_str(pr, "type"), "evented");
     const jv *events = json_get(pr, "events");
-    ASSERT(events && events->n == 2 * 9);
+    ASSERT(events);
+    ASSERT_EQ(events->n, 2 * 9);
     /* balanced, in time order, each close the frame last opened */
     int stack[32], depth = 0;
     double at = -1;
     for (size_t i = 0; i < events->n; i++) {
         const jv *ev = json_at(events, i);
         const char *type = json_str(ev, "type");
-        ASSERT(type && check_frame(frames, json_get(ev, "frame")));
+        ASSERT(type);
+        ASSERT(check_frame(frames, json_get(ev, "frame")));
         int fr = (int)json_num(ev, "frame");
         ASSERT_GE(json_num(ev, "at"), at);
         at = json_num(ev, "at");
@@ -592,7 +613,8 @@ TEST(export_speedscope_evented) {
             stack[depth++] = fr;
         } else {
             ASSERT_STREQ(type, "C");
-            ASSERT(depth > 0 && stack[depth - 1] == fr);
+            ASSERT_GT(depth, 0);
+            ASSERT_EQ(stack[depth - 1], fr);
             depth--;
         }
     }
@@ -641,7 +663,8 @@ TEST(export_chrome) {
         fprintf(stderr, "chrome: %s\n", err);
     ASSERT_NE(doc, NULL);
     const jv *events = json_get(doc, "traceEvents");
-    ASSERT(events && events->type == JV_ARR);
+    ASSERT(events);
+    ASSERT_EQ(events->type, JV_ARR);
     double dur = 0;
     ASSERT_EQ(count_x(events, 1001, &dur), 5);
     ASSERT_EQ(count_x(events, 1002, &dur), 2);
@@ -652,8 +675,10 @@ TEST(export_chrome) {
             named++;
         /* the laid-out children of Main sit inside it: Main 0-1 us, Work 0-0.6, lambda 0.6-0.9 */
         if (!strcmp(json_str(ev, "ph"), "X") && !strcmp(json_str(ev, "name"), "lambda in Ns.P::Main")) {
-            ASSERT(json_num(ev, "ts") > 0.599 && json_num(ev, "ts") < 0.601);
-            ASSERT(json_num(ev, "dur") > 0.299 && json_num(ev, "dur") < 0.301);
+            ASSERT_GT(json_num(ev, "ts"), 0.599);
+            ASSERT_LT(json_num(ev, "ts"), 0.601);
+            ASSERT_GT(json_num(ev, "dur"), 0.299);
+            ASSERT_LT(json_num(ev, "dur"), 0.301);
             ASSERT_STREQ(json_str(json_get(ev, "args"), "raw"), "Ns.P+<>c::<Main>b__0_0");
         }
     }
@@ -685,7 +710,8 @@ TEST(export_chrome) {
         const jv *args = json_get(ev, "args");
         if (!strcmp(json_str(ev, "name"), "Ns.P::Main")) {
             ASSERT_STREQ(json_str(args, "arguments"), "x=1");
-            ASSERT(json_num(ev, "dur") > 0.0999 && json_num(ev, "dur") < 0.1001);
+            ASSERT_GT(json_num(ev, "dur"), 0.0999);
+            ASSERT_LT(json_num(ev, "dur"), 0.1001);
             main_seen = 1;
         }
         if (!strcmp(json_str(ev, "name"), "Ns.P::Work") && json_str(args, "return")) {
@@ -695,7 +721,8 @@ TEST(export_chrome) {
         if (!strcmp(json_str(ev, "name"), "Ns.P::E"))
             ASSERT_STREQ(json_str(args, "end"), "open at end");
     }
-    ASSERT(main_seen && work_seen);
+    ASSERT(main_seen);
+    ASSERT(work_seen);
     json_free(doc);
     free(text);
     dnp_calltree_free(ct);
@@ -714,8 +741,10 @@ TEST(export_flamegraph_html) {
     char *html = export_text(dnp_export_flamegraph, ct, NULL, &len);
     ASSERT_NE(html, NULL);
     ASSERT_EQ(strncmp(html, "<!DOCTYPE html>", 15), 0);
-    ASSERT(strstr(html, "http://") == NULL && strstr(html, "https://") == NULL); /* nothing from the network */
-    ASSERT(strstr(html, "<script src") == NULL && strstr(html, "<link") == NULL);
+    ASSERT_EQ(strstr(html, "http://"), NULL);
+    ASSERT_EQ(strstr(html, "https://"), NULL); /* nothing from the network */
+    ASSERT_EQ(strstr(html, "<script src"), NULL);
+    ASSERT_EQ(strstr(html, "<link"), NULL);
     const char *open = "<script type=\"application/json\" id=\"data\">";
     char *start = strstr(html, open);
     ASSERT_NE(start, NULL);
@@ -729,15 +758,23 @@ TEST(export_flamegraph_html) {
     ASSERT_NE(doc, NULL);
     ASSERT_STREQ(json_str(doc, "title"), "dotnet calls.dll");
     const jv *trees = json_get(doc, "trees"), *names = json_get(doc, "names"), *raws = json_get(doc, "raws");
-    ASSERT(trees && trees->n == 3 && names && raws && names->n == 5 && raws->n == 5);
+    ASSERT(trees);
+    ASSERT_EQ(trees->n, 3);
+    ASSERT(names);
+    ASSERT(raws);
+    ASSERT_EQ(names->n, 5);
+    ASSERT_EQ(raws->n, 5);
     const jv *n = json_get(json_at(trees, 0), "n");
-    ASSERT(n && n->n == 5 * 8);
+    ASSERT(n);
+    ASSERT_EQ(n->n, 5 * 8);
     ASSERT_EQ((uint64_t)json_at(n, 2)->num, 1500); /* the root's total */
     /* parents come before their children; self times add up to the total */
     uint64_t self = 0;
     for (size_t k = 1; k < 8; k++) {
-        ASSERT(json_at(n, 5 * k)->num >= 0 && json_at(n, 5 * k)->num < (double)k);
-        ASSERT(json_at(n, 5 * k + 1)->num >= 0 && json_at(n, 5 * k + 1)->num < 5);
+        ASSERT_GE(json_at(n, 5 * k)->num, 0);
+        ASSERT_LT(json_at(n, 5 * k)->num, (double)k);
+        ASSERT_GE(json_at(n, 5 * k + 1)->num, 0);
+        ASSERT_LT(json_at(n, 5 * k + 1)->num, 5);
         self += (uint64_t)json_at(n, 5 * k + 3)->num;
     }
     ASSERT_EQ(self, 1500);
@@ -909,13 +946,16 @@ static int compare_paths(const char *path, int sort_chrome) {
 
 TEST(export_stream_same_output) {
     const char *path = write_calls_trace();
-    ASSERT(path && compare_paths(path, 0));
+    ASSERT(path);
+    ASSERT(compare_paths(path, 0));
     unlink(path);
     path = write_timeline_trace();
-    ASSERT(path && compare_paths(path, 0));
+    ASSERT(path);
+    ASSERT(compare_paths(path, 0));
     unlink(path);
     path = write_threads_timeline_trace();
-    ASSERT(path && compare_paths(path, 1));
+    ASSERT(path);
+    ASSERT(compare_paths(path, 1));
     unlink(path);
     return 0;
 }
@@ -960,7 +1000,9 @@ TEST(export_stream_cli_same_output) {
         ASSERT(path);
         for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
             char *a = run_dnprof(cmds[i], path, 1), *b = run_dnprof(cmds[i], path, 0);
-            ASSERT(a && b && strlen(a) > 20);
+            ASSERT(a);
+            ASSERT(b);
+            ASSERT_GT(strlen(a), 20);
             if (w == 2 && strstr(cmds[i], "chrome")) {
                 char *sa = sorted_lines(a), *sb = sorted_lines(b);
                 free(a);
@@ -1015,7 +1057,8 @@ TEST(export_cli_output_private) {
     ASSERT_EQ(st.st_mode & 07777, 0600);
     char got[64] = "";
     v = fopen(victim, "r");
-    ASSERT(v && fgets(got, sizeof got, v));
+    ASSERT(v);
+    ASSERT(fgets(got, sizeof got, v));
     fclose(v);
     ASSERT_STREQ(got, "not yours\n"); /* and not followed */
     unlink(victim);

@@ -24,8 +24,10 @@ TEST(families_default) {
         ASSERT_EQ(c.mask, DEFAULT_MASK);
         ASSERT_EQ(c.mask_high, 0);
     }
-    ASSERT(!(c.families & FAM(ALLOC)) && !(c.families & FAM(REMOTING)));
-    ASSERT(parse(DNP_EVENTS_DEFAULT, &c, err, sizeof err) == 0 && c.families == DEFAULT);
+    ASSERT(!(c.families & FAM(ALLOC)));
+    ASSERT(!(c.families & FAM(REMOTING)));
+    ASSERT_EQ(parse(DNP_EVENTS_DEFAULT, &c, err, sizeof err), 0);
+    ASSERT_EQ(c.families, DEFAULT);
     return 0;
 }
 
@@ -94,7 +96,8 @@ TEST(families_hex) {
         ASSERT_CONTAINS(err, "bad event mask");
     }
     ASSERT_EQ(parse("gc,0x10", &c, err, sizeof err), -1);
-    ASSERT(strstr(err, "'0x10'") && strstr(err, "whole setting"));
+    ASSERT_CONTAINS(err, "'0x10'");
+    ASSERT_CONTAINS(err, "whole setting");
     return 0;
 }
 

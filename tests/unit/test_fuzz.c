@@ -99,7 +99,7 @@ TEST(fuzz_trace_thread_ordinal_bounded_by_file) {
     ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
     ASSERT_EQ(t->status, DNP_TRACE_CORRUPT);
     ASSERT_EQ(t->nthreads, 0);
-    ASSERT(strstr(t->status_text, "impossible thread"));
+    ASSERT_CONTAINS(t->status_text, "impossible thread");
     dnp_trace_free(t);
     unlink(path);
     return 0;

@@ -150,7 +150,10 @@ TEST(heap_dominators_long_chain) {
     g.edges = malloc((size_t)g.m * sizeof *g.edges);
     g.size = malloc((size_t)n * sizeof *g.size);
     g.type = calloc(n, sizeof *g.type);
-    ASSERT(g.off && g.edges && g.size && g.type);
+    ASSERT(g.off);
+    ASSERT(g.edges);
+    ASSERT(g.size);
+    ASSERT(g.type);
     for (uint32_t v = 0; v < n; v++) {
         g.off[v] = v;
         g.edges[v] = v + 1 < n ? v + 1 : 1; /* the last one points back at the first */
@@ -282,7 +285,8 @@ static int refs_across_chunks(uint32_t version) {
     for (long cut = whole - 1; cut > 0; cut = cut * 2 / 3) {
         ASSERT_EQ(truncate(path, cut), 0);
         ASSERT_LT(dnp_heapgraph_load(path, 0, &g, err, sizeof err), 0);
-        ASSERT(strstr(err, path) && (strstr(err, "truncated") || strstr(err, "not a dnprof")));
+        ASSERT_CONTAINS(err, path);
+        ASSERT((strstr(err, "truncated") || strstr(err, "not a dnprof")));
     }
     unlink(path);
     return 0;

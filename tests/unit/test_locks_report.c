@@ -60,7 +60,7 @@ static int write_trace(const char *path, unsigned version, int contended) {
 TEST(locks_report_v2_owner_site_sums) {
     char path[] = "/tmp/dnprof-locks-XXXXXX";
     int fd = mkstemp(path);
-    ASSERT(fd >= 0);
+    ASSERT_GE(fd, 0);
     close(fd);
     ASSERT_EQ(write_trace(path, 2, 1), 0);
     char *text = run("report --locks", path);
@@ -98,7 +98,7 @@ TEST(locks_report_v2_owner_site_sums) {
 TEST(locks_report_v1_says_what_is_missing) {
     char path[] = "/tmp/dnprof-locks-XXXXXX";
     int fd = mkstemp(path);
-    ASSERT(fd >= 0);
+    ASSERT_GE(fd, 0);
     close(fd);
     ASSERT_EQ(write_trace(path, 1, 1), 0);
     char *text = run("report --locks", path);
@@ -119,7 +119,7 @@ TEST(locks_report_v1_says_what_is_missing) {
 TEST(locks_report_no_contention) {
     char path[] = "/tmp/dnprof-locks-XXXXXX";
     int fd = mkstemp(path);
-    ASSERT(fd >= 0);
+    ASSERT_GE(fd, 0);
     close(fd);
     ASSERT_EQ(write_trace(path, 2, 0), 0);
     char cmd[2048];

@@ -34,7 +34,8 @@ TEST(nesting_assembly_load) {
     ASSERT_EQ(apply(&s, DNP_EV_ModuleLoadFinished), 1);
     ASSERT_EQ(apply(&s, DNP_EV_ModuleAttachedToAssembly), 1);
     ASSERT_EQ(apply(&s, DNP_EV_AssemblyLoadFinished), 0);
-    ASSERT(s.depth == 0 && s.unmatched == 0);
+    ASSERT_EQ(s.depth, 0);
+    ASSERT_EQ(s.unmatched, 0);
     return 0;
 }
 
@@ -54,7 +55,8 @@ TEST(nesting_catching_frame_resumes) {
     ASSERT_EQ(apply(&s, DNP_EV_ExceptionUnwindFunctionEnter), 0); /* the catching frame */
     ASSERT_EQ(apply(&s, DNP_EV_ExceptionCatcherEnter), 1);
     ASSERT_EQ(apply(&s, DNP_EV_ExceptionCatcherLeave), 0);
-    ASSERT(s.depth == 0 && s.unmatched == 0);
+    ASSERT_EQ(s.depth, 0);
+    ASSERT_EQ(s.unmatched, 0);
     return 0;
 }
 
@@ -64,14 +66,16 @@ TEST(nesting_transitions) {
     ASSERT_EQ(transition(&s, DNP_EV_UnmanagedToManagedTransition, 0), 1);  /* callback */
     ASSERT_EQ(transition(&s, DNP_EV_ManagedToUnmanagedTransition, 1), 1);  /* it returns */
     ASSERT_EQ(transition(&s, DNP_EV_UnmanagedToManagedTransition, 1), 0);  /* back in managed */
-    ASSERT(s.depth == 0 && s.unmatched == 0);
+    ASSERT_EQ(s.depth, 0);
+    ASSERT_EQ(s.unmatched, 0);
     return 0;
 }
 
 TEST(nesting_never_negative) {
     dnp_nest_state s = {0};
     ASSERT_EQ(apply(&s, DNP_EV_ClassLoadFinished), 0);
-    ASSERT(s.depth == 0 && s.unmatched == 1);
+    ASSERT_EQ(s.depth, 0);
+    ASSERT_EQ(s.unmatched, 1);
     /* A FINISH closes what was left open above its START. */
     apply(&s, DNP_EV_AssemblyLoadStarted);
     apply(&s, DNP_EV_ClassLoadStarted);
@@ -113,7 +117,9 @@ TEST(nesting_rethrow_closes) {
         exc(&s, DNP_EV_ExceptionCatcherEnter, 0x200, obj);
         ASSERT_EQ(exc(&s, DNP_EV_ExceptionCatcherLeave, 0, 0), 0);
     }
-    ASSERT(s.depth == 0 && s.unmatched == 0 && s.skipped == 0);
+    ASSERT_EQ(s.depth, 0);
+    ASSERT_EQ(s.unmatched, 0);
+    ASSERT_EQ(s.skipped, 0);
     return 0;
 }
 
@@ -128,6 +134,8 @@ TEST(nesting_no_catcher_pass) {
     ASSERT_EQ(exc(&s, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0), 0);
     ASSERT_EQ(exc(&s, DNP_EV_ExceptionUnwindFunctionEnter, 0x100, 0), 0);
     ASSERT_EQ(exc(&s, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0), 0);
-    ASSERT(s.depth == 0 && s.unmatched == 0 && s.skipped == 0);
+    ASSERT_EQ(s.depth, 0);
+    ASSERT_EQ(s.unmatched, 0);
+    ASSERT_EQ(s.skipped, 0);
     return 0;
 }

@@ -65,7 +65,10 @@ TEST(pprof_encode_roundtrip) {
     fclose(f);
     dnp_pprof_free(p);
     uint8_t *gz = (uint8_t *)test_read_file(out, &len);
-    ASSERT(gz != NULL && len > 18 && gz[0] == 0x1f && gz[1] == 0x8b); /* gzip */
+    ASSERT_NE(gz, NULL);
+    ASSERT_GT(len, 18);
+    ASSERT_EQ(gz[0], 0x1f);
+    ASSERT_EQ(gz[1], 0x8b); /* gzip */
     ASSERT_EQ(pd_decode_gzip(gz, len, &pr), 0);
     ASSERT_EQ(pr.nsamples, 3);
     pd_free(&pr);
@@ -106,7 +109,8 @@ TEST(pprof_calls_tree) {
     size_t len;
     uint8_t *gz = (uint8_t *)test_read_file(out, &len);
     pd_profile pr;
-    ASSERT(gz != NULL && pd_decode_gzip(gz, len, &pr) == 0);
+    ASSERT_NE(gz, NULL);
+    ASSERT_EQ(pd_decode_gzip(gz, len, &pr), 0);
     ASSERT_STREQ(pd_str(&pr, pr.type[0]), "calls");
     ASSERT_STREQ(pd_str(&pr, pr.type[1]), "time");
     ASSERT_STREQ(pd_str(&pr, pr.unit[1]), "nanoseconds");
@@ -194,7 +198,8 @@ TEST(pprof_alloc_report_and_export) {
     size_t len;
     uint8_t *gz = (uint8_t *)test_read_file(out, &len);
     pd_profile pr;
-    ASSERT(gz != NULL && pd_decode_gzip(gz, len, &pr) == 0);
+    ASSERT_NE(gz, NULL);
+    ASSERT_EQ(pd_decode_gzip(gz, len, &pr), 0);
     ASSERT_STREQ(pd_str(&pr, pr.type[1]), "alloc_space");
     ASSERT_STREQ(pd_str(&pr, pr.unit[1]), "bytes");
     ASSERT_EQ(pr.nsamples, 2);
@@ -246,17 +251,17 @@ static const char *lib_of(const char *name) {
 }
 
 TEST(frame_library_of_names) {
-    ASSERT_STR_EQ(lib_of("libcrypto.so.3!SHA256_Update"), "libcrypto.so.3");
-    ASSERT_STR_EQ(lib_of("[libcoreclr.so+0x5fc990]"), "libcoreclr.so");
-    ASSERT_STR_EQ(lib_of("[dotnet+0x6bb0]"), "dotnet");
-    ASSERT_STR_EQ(lib_of("[libc.so.6]"), "libc.so.6");
-    ASSERT_STR_EQ(lib_of("Scenarios.UnwindScenario::Hash"), "");
-    ASSERT_STR_EQ(lib_of("System.Collections.Generic.List`1<T>::Add"), "");
-    ASSERT_STR_EQ(lib_of("[waiting]"), "");
-    ASSERT_STR_EQ(lib_of("[anonymous code]"), "");
-    ASSERT_STR_EQ(lib_of("[GC gen2]"), "");
-    ASSERT_STR_EQ(lib_of("[JIT]"), "");
-    ASSERT_STR_EQ(lib_of(""), "");
+    ASSERT_STREQ(lib_of("libcrypto.so.3!SHA256_Update"), "libcrypto.so.3");
+    ASSERT_STREQ(lib_of("[libcoreclr.so+0x5fc990]"), "libcoreclr.so");
+    ASSERT_STREQ(lib_of("[dotnet+0x6bb0]"), "dotnet");
+    ASSERT_STREQ(lib_of("[libc.so.6]"), "libc.so.6");
+    ASSERT_STREQ(lib_of("Scenarios.UnwindScenario::Hash"), "");
+    ASSERT_STREQ(lib_of("System.Collections.Generic.List`1<T>::Add"), "");
+    ASSERT_STREQ(lib_of("[waiting]"), "");
+    ASSERT_STREQ(lib_of("[anonymous code]"), "");
+    ASSERT_STREQ(lib_of("[GC gen2]"), "");
+    ASSERT_STREQ(lib_of("[JIT]"), "");
+    ASSERT_STREQ(lib_of(""), "");
     return 0;
 }
 
@@ -308,8 +313,8 @@ TEST(pprof_native_frames_mapped) {
     size_t nmaps;
     ASSERT_EQ(read_mappings(raw, len, file, &nmaps, loc_map), 0);
     ASSERT_EQ(nmaps, 2); /* libcrypto.so.3, libcoreclr.so: one each */
-    ASSERT_STR_EQ(pr->strs[file[0]], "libcrypto.so.3");
-    ASSERT_STR_EQ(pr->strs[file[1]], "libcoreclr.so");
+    ASSERT_STREQ(pr->strs[file[0]], "libcrypto.so.3");
+    ASSERT_STREQ(pr->strs[file[1]], "libcoreclr.so");
     /* locations are the functions in order: both libcrypto frames in mapping 1 */
     ASSERT_EQ(loc_map[1], 1);
     ASSERT_EQ(loc_map[2], 0);

@@ -110,7 +110,8 @@ TEST(print_memory_bounded) {
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         long streamed = peak_mib(cmds[i], path, 0), whole = peak_mib(cmds[i], path, 1);
         fprintf(stderr, "%s: %ld MiB streamed, %ld MiB loaded whole\n", cmds[i], streamed, whole);
-        ASSERT(streamed > 0 && whole > 0);
+        ASSERT_GT(streamed, 0);
+        ASSERT_GT(whole, 0);
         ASSERT_GT(whole, 3 * streamed); /* ~100 bytes an event when loaded whole */
 #ifndef __SANITIZE_ADDRESS__
         ASSERT_LT(streamed, 40); /* (ASan's shadow memory and quarantine weigh more) */
@@ -128,7 +129,9 @@ TEST(print_streamed_same_as_loaded) {
     for (size_t a = 0; a < sizeof args / sizeof args[0]; a++) {
         char *streamed = run_print(args[a], path, 0), *whole = run_print(args[a], path, 1),
              *piped = run_print(args[a], path, 2);
-        ASSERT(streamed && whole && piped);
+        ASSERT(streamed);
+        ASSERT(whole);
+        ASSERT(piped);
         int same = strcmp(streamed, whole) == 0 && strcmp(piped, whole) == 0;
         free(piped);
         if (!same)

@@ -82,7 +82,8 @@ TEST(report_gc_percentiles_and_missing) {
     ASSERT_EQ(json_num(all, "maxNs"), 4000000);
     ASSERT_EQ(json_num(all, "totalPauseNs"), 10000000);
     double share = json_num(all, "pausedShare"); /* 10 ms over the 5 s recorded */
-    ASSERT(share > 0.0019 && share < 0.0021);
+    ASSERT_GT(share, 0.0019);
+    ASSERT_LT(share, 0.0021);
     json_free(j);
     free(json);
     char *text = run("report --gc", path);

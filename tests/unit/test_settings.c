@@ -112,13 +112,13 @@ TEST(settings_docs_table) {
 /* The mode values both halves act on are the words' indices in the table. */
 TEST(settings_mode_values_are_the_words) {
     char w[32];
-    ASSERT_STR_EQ(dnp_setting_word(DNP_SET_SAMPLE, DNP_SAMPLE_CPU, w, sizeof w), "cpu");
-    ASSERT_STR_EQ(dnp_setting_word(DNP_SET_SAMPLE, DNP_SAMPLE_WALL, w, sizeof w), "wall");
-    ASSERT_STR_EQ(dnp_setting_word(DNP_SET_SAMPLE, DNP_SAMPLE_SUSPEND, w, sizeof w), "suspend");
-    ASSERT_STR_EQ(dnp_setting_word(DNP_SET_CALLS, DNP_CALLS_TIMES, w, sizeof w), "1");
-    ASSERT_STR_EQ(dnp_setting_word(DNP_SET_CALLS, DNP_CALLS_ARGS, w, sizeof w), "args");
-    ASSERT_STR_EQ(dnp_setting_word(DNP_SET_CALLS, DNP_CALLS_TIMELINE, w, sizeof w), "timeline");
-    ASSERT_STR_EQ(dnp_setting_word(DNP_SET_CALLS, DNP_CALLS_COUNTS, w, sizeof w), "counts");
+    ASSERT_STREQ(dnp_setting_word(DNP_SET_SAMPLE, DNP_SAMPLE_CPU, w, sizeof w), "cpu");
+    ASSERT_STREQ(dnp_setting_word(DNP_SET_SAMPLE, DNP_SAMPLE_WALL, w, sizeof w), "wall");
+    ASSERT_STREQ(dnp_setting_word(DNP_SET_SAMPLE, DNP_SAMPLE_SUSPEND, w, sizeof w), "suspend");
+    ASSERT_STREQ(dnp_setting_word(DNP_SET_CALLS, DNP_CALLS_TIMES, w, sizeof w), "1");
+    ASSERT_STREQ(dnp_setting_word(DNP_SET_CALLS, DNP_CALLS_ARGS, w, sizeof w), "args");
+    ASSERT_STREQ(dnp_setting_word(DNP_SET_CALLS, DNP_CALLS_TIMELINE, w, sizeof w), "timeline");
+    ASSERT_STREQ(dnp_setting_word(DNP_SET_CALLS, DNP_CALLS_COUNTS, w, sizeof w), "counts");
     unsigned v;
     ASSERT_EQ(dnp_setting_parse(DNP_SET_SAMPLE, "wall", &v), 0);
     ASSERT_EQ(v, DNP_SAMPLE_WALL);

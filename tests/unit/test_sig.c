@@ -6,12 +6,18 @@ TEST(sig_compressed_integers) {
     static const uint8_t b[] = {0x03, 0x7F, 0x80, 0x80, 0xAE, 0x57, 0xC0, 0x00, 0x40, 0x00, 0xDF, 0xFF, 0xFF, 0xFF};
     const uint8_t *p = b, *end = b + sizeof b;
     uint32_t v;
-    ASSERT(sig_uint(&p, end, &v) == 0 && v == 0x03);
-    ASSERT(sig_uint(&p, end, &v) == 0 && v == 0x7F);
-    ASSERT(sig_uint(&p, end, &v) == 0 && v == 0x80);
-    ASSERT(sig_uint(&p, end, &v) == 0 && v == 0x2E57);
-    ASSERT(sig_uint(&p, end, &v) == 0 && v == 0x4000);
-    ASSERT(sig_uint(&p, end, &v) == 0 && v == 0x1FFFFFFF);
+    ASSERT_EQ(sig_uint(&p, end, &v), 0);
+    ASSERT_EQ(v, 0x03);
+    ASSERT_EQ(sig_uint(&p, end, &v), 0);
+    ASSERT_EQ(v, 0x7F);
+    ASSERT_EQ(sig_uint(&p, end, &v), 0);
+    ASSERT_EQ(v, 0x80);
+    ASSERT_EQ(sig_uint(&p, end, &v), 0);
+    ASSERT_EQ(v, 0x2E57);
+    ASSERT_EQ(sig_uint(&p, end, &v), 0);
+    ASSERT_EQ(v, 0x4000);
+    ASSERT_EQ(sig_uint(&p, end, &v), 0);
+    ASSERT_EQ(v, 0x1FFFFFFF);
     ASSERT_EQ(p, end);
     ASSERT_EQ(sig_uint(&p, end, &v), -1);
     static const uint8_t cut[] = {0xC0, 0x00};
@@ -25,9 +31,12 @@ TEST(sig_tokens) {
     static const uint8_t b[] = {0x08, 0x49, 0x0E, 0x03};
     const uint8_t *p = b, *end = b + sizeof b;
     uint32_t t;
-    ASSERT(sig_token(&p, end, &t) == 0 && t == 0x02000002);
-    ASSERT(sig_token(&p, end, &t) == 0 && t == 0x01000012);
-    ASSERT(sig_token(&p, end, &t) == 0 && t == 0x1b000003);
+    ASSERT_EQ(sig_token(&p, end, &t), 0);
+    ASSERT_EQ(t, 0x02000002);
+    ASSERT_EQ(sig_token(&p, end, &t), 0);
+    ASSERT_EQ(t, 0x01000012);
+    ASSERT_EQ(sig_token(&p, end, &t), 0);
+    ASSERT_EQ(t, 0x1b000003);
     ASSERT_EQ(sig_token(&p, end, &t), -1);
     return 0;
 }
@@ -57,12 +66,19 @@ TEST(sig_instance_byref_arrays_classes) {
     ASSERT_EQ(sig_parse_method(b, sizeof b, &m), 0);
     ASSERT(m.hasthis);
     ASSERT_EQ(m.ret.elem, SIG_VOID);
-    ASSERT(m.params[0].byref && m.params[0].elem == SIG_I4);
-    ASSERT(m.params[1].elem == SIG_SZARRAY && m.params[1].inner == SIG_I4);
-    ASSERT(m.params[2].elem == SIG_CLASS && m.params[2].token == 0x02000005);
-    ASSERT(m.params[3].elem == SIG_VALUETYPE && m.params[3].token == 0x01000003);
-    ASSERT(m.params[4].elem == SIG_ARRAY && m.params[4].inner == SIG_STRING && m.params[4].number == 2);
-    ASSERT(m.params[5].elem == SIG_PTR && m.params[5].inner == SIG_I4);
+    ASSERT(m.params[0].byref);
+    ASSERT_EQ(m.params[0].elem, SIG_I4);
+    ASSERT_EQ(m.params[1].elem, SIG_SZARRAY);
+    ASSERT_EQ(m.params[1].inner, SIG_I4);
+    ASSERT_EQ(m.params[2].elem, SIG_CLASS);
+    ASSERT_EQ(m.params[2].token, 0x02000005);
+    ASSERT_EQ(m.params[3].elem, SIG_VALUETYPE);
+    ASSERT_EQ(m.params[3].token, 0x01000003);
+    ASSERT_EQ(m.params[4].elem, SIG_ARRAY);
+    ASSERT_EQ(m.params[4].inner, SIG_STRING);
+    ASSERT_EQ(m.params[4].number, 2);
+    ASSERT_EQ(m.params[5].elem, SIG_PTR);
+    ASSERT_EQ(m.params[5].inner, SIG_I4);
     return 0;
 }
 
@@ -74,10 +90,15 @@ TEST(sig_generics_and_modifiers) {
     ASSERT_EQ(sig_parse_method(b, sizeof b, &m), 0);
     ASSERT_EQ(m.generic_params, 1);
     ASSERT_EQ(m.nparams, 4);
-    ASSERT(m.ret.elem == SIG_MVAR && m.ret.number == 0);
+    ASSERT_EQ(m.ret.elem, SIG_MVAR);
+    ASSERT_EQ(m.ret.number, 0);
     ASSERT_EQ(m.params[0].elem, SIG_MVAR);
-    ASSERT(m.params[1].elem == SIG_CLASS && m.params[1].generic && m.params[1].token == 0x01000001 && m.params[1].number == 1);
-    ASSERT(m.params[2].elem == SIG_VAR && m.params[2].number == 0);
+    ASSERT_EQ(m.params[1].elem, SIG_CLASS);
+    ASSERT(m.params[1].generic);
+    ASSERT_EQ(m.params[1].token, 0x01000001);
+    ASSERT_EQ(m.params[1].number, 1);
+    ASSERT_EQ(m.params[2].elem, SIG_VAR);
+    ASSERT_EQ(m.params[2].number, 0);
     ASSERT_EQ(m.params[3].elem, SIG_I4);
     return 0;
 }

@@ -487,7 +487,8 @@ TEST(stories_streamed_same) {
     dnp_trace *none = NULL;
     unsetenv("DNPROF_NO_STREAM");
     ASSERT_EQ(dnp_stories_read(path, 1, &streamed, &st, &none, err, sizeof err), 0);
-    ASSERT(st != NULL && none == NULL);
+    ASSERT_NE(st, NULL);
+    ASSERT_EQ(none, NULL);
     ASSERT_EQ(whole.n, 101);
     ASSERT_EQ(streamed.n, whole.n);
     for (size_t i = 0; i < whole.n; i++) {

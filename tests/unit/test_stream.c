@@ -280,10 +280,12 @@ TEST(stream_equals_loader) {
     ASSERT_STREQ(t->threads[0].name, "Worker");
     ASSERT_EQ(t->threads[0].managed_id, 0xAA);
     ASSERT_STREQ(t->cmdline, "dotnet small.dll");
-    ASSERT(t->nnotes == 1 && !strcmp(t->notes[0].text, "a note"));
+    ASSERT_EQ(t->nnotes, 1);
+    ASSERT(!strcmp(t->notes[0].text, "a note"));
     uint64_t done, total;
     dnp_trace_stream_progress(s, &done, &total);
-    ASSERT(done == total && total == t->file_bytes);
+    ASSERT_EQ(done, total);
+    ASSERT_EQ(total, t->file_bytes);
     dnp_trace_stream_close(s);
     unlink(path);
     return 0;
@@ -294,7 +296,8 @@ TEST(stream_truncated_at_every_offset) {
     ASSERT_EQ(write_small(path, 1), 0);
     size_t size;
     uint8_t *full = get_bytes(path, &size);
-    ASSERT(full && size > 200);
+    ASSERT(full);
+    ASSERT_GT(size, 200);
     for (size_t len = 0; len <= size; len++) {
         ASSERT_EQ(put_bytes(cut, full, len), 0);
         if (!agree(cut)) {
@@ -356,7 +359,8 @@ TEST(stream_damaged) {
     dnp_trace *t;
     char err[256];
     ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
-    ASSERT(t->status == DNP_TRACE_CORRUPT && strstr(t->status_text, "a record runs past its chunk"));
+    ASSERT_EQ(t->status, DNP_TRACE_CORRUPT);
+    ASSERT_CONTAINS(t->status_text, "a record runs past its chunk");
     dnp_trace_free(t);
     free(more);
     free(buf);
@@ -403,14 +407,17 @@ TEST(stream_pipe) {
             ASSERT(!dnp_trace_stream_rereadable(s));
             streamed a = {0};
             ASSERT_EQ(drain(s, &a, 1), 0);
-            ASSERT(same_trace(whole, dnp_trace_stream_trace(s)) && same_events(whole, &a, 0));
+            ASSERT(same_trace(whole, dnp_trace_stream_trace(s)));
+            ASSERT(same_events(whole, &a, 0));
             ASSERT_EQ(dnp_trace_stream_rewind(s, 0), -1);
             ASSERT_CONTAINS(dnp_trace_stream_error(s), "not a regular file");
             free(a.ev);
             dnp_trace_stream_close(s);
         }
         int status;
-        ASSERT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT(WIFEXITED(status));
+        ASSERT_EQ(WEXITSTATUS(status), 0);
     }
     dnp_trace_free(whole);
     free(buf);

@@ -309,7 +309,8 @@ TEST(trace_rec_encode) {
     for (unsigned i = 0; i < 2 + DNP_MAX_VALUES; i++)
         vals[i] = UINT64_MAX; /* the worst case fits DNP_REC_MAX */
     size_t n = dnp_rec_encode(out, DNP_REC_EVENT, vals, 2 + DNP_MAX_VALUES, NULL, 0);
-    ASSERT(n > 0 && n <= DNP_REC_MAX);
+    ASSERT_GT(n, 0);
+    ASSERT_LE(n, DNP_REC_MAX);
     ASSERT_EQ(dnp_rec_encode(out, DNP_REC_EVENT, vals, 3 + DNP_MAX_VALUES, NULL, 0), 0);
 
     for (int round = 0; round < 500; round++) {
@@ -383,12 +384,14 @@ TEST(trace_event_table) {
     ASSERT_STREQ(dnp_events[DNP_EV_EventPipeProviderCreated].name, "EventPipeProviderCreated");
     for (int k = 0; k < DNP_EV_COUNT; k++) {
         const dnp_event_info *e = &dnp_events[k];
-        ASSERT(e->name && *e->name);
+        ASSERT(e->name);
+        ASSERT(*e->name);
         ASSERT_LE(e->nfields, DNP_MAX_FIELDS);
         unsigned nv = 0;
         for (unsigned f = 0; f < e->nfields; f++) {
             ASSERT_LT(e->field_types[f], DNP_FT_COUNT);
-            ASSERT(e->field_names[f] && *e->field_names[f]);
+            ASSERT(e->field_names[f]);
+            ASSERT(*e->field_names[f]);
             nv += dnp_field_nvalues[e->field_types[f]];
         }
         ASSERT_EQ(e->nvalues, nv);
@@ -400,9 +403,11 @@ TEST(trace_event_table) {
     const dnp_event_info *r = &dnp_events[DNP_EV_ReJITError];
     ASSERT_EQ(r->nfields, 4);
     ASSERT_EQ(r->nvalues, 6);
-    ASSERT(r->field_types[0] == DNP_FT_MODULE && r->field_types[3] == DNP_FT_HR);
+    ASSERT_EQ(r->field_types[0], DNP_FT_MODULE);
+    ASSERT_EQ(r->field_types[3], DNP_FT_HR);
     ASSERT_STREQ(r->field_names[2], "functionId");
-    ASSERT(dnp_events[DNP_EV_Shutdown].nfields == 0 && dnp_events[DNP_EV_Shutdown].nvalues == 0);
+    ASSERT_EQ(dnp_events[DNP_EV_Shutdown].nfields, 0);
+    ASSERT_EQ(dnp_events[DNP_EV_Shutdown].nvalues, 0);
     ASSERT_EQ(dnp_events[DNP_EV_GarbageCollectionStarted].nest, DNP_NEST_START);
     ASSERT_EQ(dnp_events[DNP_EV_ManagedToUnmanagedTransition].nest, DNP_NEST_TRANSITION);
     ASSERT_EQ(dnp_events[DNP_EV_ObjectAllocated].family, DNP_FAM_ALLOC);
@@ -503,16 +508,19 @@ TEST(trace_roundtrip) {
             ASSERT_GE(e->time_ns, t->events[i - 1].time_ns);
     }
     /* ties at 1500 keep the order of the file: thread 1's chunk, then 2, then 3 */
-    ASSERT(t->events[4].kind == DNP_EV_ModuleLoadFinished && t->events[5].kind == DNP_EV_GarbageCollectionStarted &&
-           t->events[6].kind == DNP_EV_ExceptionCatcherEnter);
+    ASSERT_EQ(t->events[4].kind, DNP_EV_ModuleLoadFinished);
+    ASSERT_EQ(t->events[5].kind, DNP_EV_GarbageCollectionStarted);
+    ASSERT_EQ(t->events[6].kind, DNP_EV_ExceptionCatcherEnter);
 
     ASSERT_EQ(t->nthreads, 3);
     for (uint32_t o = 1; o <= 3; o++) {
         const dnp_trace_thread *th = dnp_trace_thread_get(t, o);
-        ASSERT(th && th->ordinal == o);
+        ASSERT(th);
+        ASSERT_EQ(th->ordinal, o);
         ASSERT_EQ(th->os_tid, 4241 + o);
     }
-    ASSERT(dnp_trace_thread_get(t, 0) == NULL && dnp_trace_thread_get(t, 4) == NULL);
+    ASSERT_EQ(dnp_trace_thread_get(t, 0), NULL);
+    ASSERT_EQ(dnp_trace_thread_get(t, 4), NULL);
     ASSERT_EQ(t->threads[0].managed_id, 0xAAAA);
     ASSERT_EQ(t->threads[0].name, NULL);
     ASSERT_EQ(t->threads[1].managed_id, 0xBBBB);
@@ -537,7 +545,8 @@ TEST(trace_truncated_at_every_offset) {
     ASSERT_GT(nchunks, 0);
     size_t size;
     uint8_t *full = read_bytes(path, &size);
-    ASSERT(full && size == ends[nchunks - 1]);
+    ASSERT(full);
+    ASSERT_EQ(size, ends[nchunks - 1]);
     const char *cut = tmp_path("cut.dnptrace");
     for (size_t len = DNP_TRACE_HEADER_SIZE; len <= size; len++) {
         ASSERT_EQ(write_bytes(cut, full, len), 0);
@@ -675,12 +684,17 @@ TEST(trace_bad_files) {
     /* a header alone: a trace with nothing yet */
     ASSERT_EQ(write_chunks(path, NULL, NULL, NULL, 0, 1), 0);
     ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
-    ASSERT(t->status == DNP_TRACE_OPEN && t->nevents == 0 && t->minor == 7 && t->pid == 99);
+    ASSERT_EQ(t->status, DNP_TRACE_OPEN);
+    ASSERT_EQ(t->nevents, 0);
+    ASSERT_EQ(t->minor, 7);
+    ASSERT_EQ(t->pid, 99);
     dnp_trace_free(t);
 
     const char *missing = tmp_path("no-such-file.dnptrace");
     ASSERT_EQ(dnp_trace_load(missing, &t, err, sizeof err), -1);
-    ASSERT(strstr(err, "cannot open") && strstr(err, missing) && strstr(err, "No such file"));
+    ASSERT_CONTAINS(err, "cannot open");
+    ASSERT_CONTAINS(err, missing);
+    ASSERT_CONTAINS(err, "No such file");
 
     ASSERT_EQ(dnp_trace_load("/", &t, err, sizeof err), -1);
     ASSERT_CONTAINS(err, "'/'");
@@ -833,7 +847,8 @@ TEST(trace_writer_errors) {
     char err[512];
     dnp_writer *w = dnp_writer_open("/nonexistent-dir/x.dnptrace", 0, 1, err, sizeof err);
     ASSERT_EQ(w, NULL);
-    ASSERT(strstr(err, "'/nonexistent-dir/x.dnptrace'") && strstr(err, "No such file"));
+    ASSERT_CONTAINS(err, "'/nonexistent-dir/x.dnptrace'");
+    ASSERT_CONTAINS(err, "No such file");
 
     const char *path = tmp_path("excl.dnptrace");
     w = dnp_writer_open(path, 1, 1, err, sizeof err);
@@ -850,13 +865,15 @@ TEST(trace_writer_errors) {
     dnp_writer_free(NULL);
     w = dnp_writer_open(path, 1, 1, err, sizeof err);
     ASSERT_EQ(w, NULL);
-    ASSERT(strstr(err, "already exists") && strstr(err, path));
+    ASSERT_CONTAINS(err, "already exists");
+    ASSERT_CONTAINS(err, path);
     w = dnp_writer_open(path, 0, 1, err, sizeof err); /* replaces it */
     ASSERT(w);
     dnp_writer_free(w);
     dnp_trace *t;
     ASSERT_EQ(dnp_trace_load(path, &t, err, sizeof err), 0);
-    ASSERT(t->status == DNP_TRACE_OPEN && t->file_bytes == DNP_TRACE_HEADER_SIZE);
+    ASSERT_EQ(t->status, DNP_TRACE_OPEN);
+    ASSERT_EQ(t->file_bytes, DNP_TRACE_HEADER_SIZE);
     dnp_trace_free(t);
 
     /* a full disk, made with a file size limit: the first failure sticks */
@@ -988,7 +1005,8 @@ TEST(trace_writer_threads) {
     uint64_t next[MT_THREADS + 1] = {0};
     for (size_t i = 0; i < t->nevents; i++) {
         const dnp_trace_event *e = &t->events[i];
-        ASSERT(e->thread >= 1 && e->thread <= MT_THREADS);
+        ASSERT_GE(e->thread, 1);
+        ASSERT_LE(e->thread, MT_THREADS);
         ASSERT_EQ(e->v[0], e->thread);
         ASSERT_EQ(e->v[1], next[e->thread]++); /* each thread's events in order */
         if (i)
@@ -1078,7 +1096,8 @@ TEST(trace_fuzz) {
             }
             dnp_trace_free(t);
         } else {
-            ASSERT(t == NULL && err[0]);
+            ASSERT_EQ(t, NULL);
+            ASSERT(err[0]);
         }
     }
     free(valid);

@@ -59,11 +59,12 @@ TEST(unwind_tables_of_self_and_libc) {
     /* a libc function that no sanitizer intercepts (&qsort is ASan's own under DNPROF_SANITIZE) */
     const unw_lib *self = unwind_lib_of((uintptr_t)&middle),
                   *libc = unwind_lib_of((uintptr_t)&gnu_get_libc_version);
-    ASSERT(self && libc);
-    ASSERT(self != libc);
+    ASSERT(self);
+    ASSERT(libc);
+    ASSERT_NE(self, libc);
     ASSERT_GT(self->nrows, 100);
     ASSERT_GT(libc->nrows, 1000);
-    ASSERT(strncmp(libc->name, "libc.so", 7) == 0);
+    ASSERT_EQ(strncmp(libc->name, "libc.so", 7), 0);
     /* at a function's first instruction: CFA = SP + 8, the return address at CFA - 8 */
     const unw_row *w = unwind_row(self, (uintptr_t)&middle);
     ASSERT(w);
@@ -75,7 +76,7 @@ TEST(unwind_tables_of_self_and_libc) {
     ASSERT_EQ(unwind_func_start(self, (uintptr_t)&middle + 1, &off), 0);
     ASSERT_EQ(self->bias + off, (uintptr_t)&middle);
     unwind_release();
-    ASSERT(unwind_lib_of((uintptr_t)&middle) == NULL);
+    ASSERT_EQ(unwind_lib_of((uintptr_t)&middle), NULL);
     return 0;
 }
 
@@ -149,7 +150,7 @@ static int parse_reproducer(const char *name) {
     unw_lib l;
     if (unw_parse(buf, lo, lo + size, bias, &l) == 0) {
         for (uint32_t i = 1; i < l.nrows; i++)
-            ASSERT(l.rows[i].pc >= l.rows[i - 1].pc);
+            ASSERT_GE(l.rows[i].pc, l.rows[i - 1].pc);
         const unw_row *r = unwind_row(&l, l.lo);
         ASSERT(!r || (r >= l.rows && r < l.rows + l.nrows));
         unw_lib_free(&l);
