@@ -38,6 +38,16 @@ typedef struct agg {
     agg_table t[AGG_TABLES];
 } agg;
 
+/* Defines a module's tables `name` of slot type T, whose functions T##_same,
+ * T##_add and T##_write (agg's same, add and write) the module defines. */
+#define AGG_DEFINE(name, T, flush)                                               \
+    static T name##_slots[AGG_TABLES * AGG_SLOTS];                               \
+    static int T##_same(const void *slot, const void *key);                      \
+    static void T##_add(void *slot, const void *key);                            \
+    static void T##_write(const void *slot);                                     \
+    static agg name = {.slots = name##_slots, .slot_size = sizeof(T), .flush_at = (flush), \
+                       .same = T##_same, .add = T##_add, .write = T##_write}
+
 /* Adds key, whose hash is h, into this thread's table. */
 void agg_add(agg *g, uint64_t h, const void *key);
 

@@ -59,12 +59,7 @@ typedef struct site {
     uint64_t samples, weight, size, objects_milli;
 } site;
 
-static site g_sites[AGG_TABLES * AGG_SLOTS];
-static int site_same(const void *slot, const void *key);
-static void site_add(void *slot, const void *key);
-static void site_write(const void *slot);
-static agg g_agg = {.slots = g_sites, .slot_size = sizeof(site), .flush_at = FLUSH_SAMPLES,
-                    .same = site_same, .add = site_add, .write = site_write};
+AGG_DEFINE(g_agg, site, FLUSH_SAMPLES);
 
 static int g_each; /* DNP_ENV_ALLOC_EACH=1: one AllocSample per sample */
 static int g_forced_tick; /* DNP_ENV_ALLOC_SOURCE=tick */

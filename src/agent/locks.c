@@ -54,12 +54,7 @@ typedef struct site {
     uint64_t owner, count, wait_ns, max_ns;
 } site;
 
-static site g_sites[AGG_TABLES * AGG_SLOTS];
-static int site_same(const void *slot, const void *key);
-static void site_add(void *slot, const void *key);
-static void site_write(const void *slot);
-static agg g_agg = {.slots = g_sites, .slot_size = sizeof(site), .flush_at = FLUSH_WAITS,
-                    .same = site_same, .add = site_add, .write = site_write};
+AGG_DEFINE(g_agg, site, FLUSH_WAITS);
 
 static int g_mode;             /* 1 contention, 2 contention and waits (--locks=waits) */
 static int g_major;            /* the runtime's major version */
