@@ -34,10 +34,7 @@ static double run_once(const char *dll, const char *mb, const char *agent, int w
         dup2(fd[1], 1);
         close(fd[0]);
         if (way != BARE) {
-            setenv(DNP_ENV_ENABLE, "1", 1);
-            setenv(DNP_ENV_PROFILER, DNP_CLSID_TEXT, 1);
-            setenv(DNP_ENV_PROFILER_PATH, agent, 1);
-            setenv(DNP_ENV_OUTPUT, trace, 1);
+            bench_agent_env(agent, trace);
             setenv(DNP_ENV_EVENTS, "threads", 1);
             if (way == ALLOC)
                 setenv(DNP_ENV_ALLOC, "1", 1);

@@ -77,10 +77,7 @@ static double run_once(const char *agent, const char *dll, const char *what, int
          * differs from run to run. */
         setenv("DOTNET_TieredCompilation", "0", 1);
         if (config != BARE) {
-            setenv(DNP_ENV_ENABLE, "1", 1);
-            setenv(DNP_ENV_PROFILER, DNP_CLSID_TEXT, 1);
-            setenv(DNP_ENV_PROFILER_PATH, config >= CALLS_BASE ? base_agent : agent, 1);
-            setenv(DNP_ENV_OUTPUT, "/tmp/bench_calls.%p.trace", 1);
+            bench_agent_env(config >= CALLS_BASE ? base_agent : agent, "/tmp/bench_calls.%p.trace");
         }
         if (config == CALLS || config == FILTERED || config == CALLS_BASE)
             setenv(DNP_ENV_CALLS, "1", 1);
@@ -92,13 +89,8 @@ static double run_once(const char *agent, const char *dll, const char *what, int
         _exit(127);
     }
     close(fds[1]);
-    char out[512] = "";
-    size_t n = 0;
-    ssize_t got;
-    while (n < sizeof out - 1 && (got = read(fds[0], out + n, sizeof out - 1 - n)) > 0)
-        n += (size_t)got;
-    out[n] = 0;
-    close(fds[0]);
+    char out[512];
+    bench_read_out(fds[0], out, sizeof out);
     int status = 0;
     waitpid(pid, &status, 0);
     char name[32];

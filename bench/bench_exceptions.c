@@ -24,10 +24,7 @@ static double run_once(const char *dll, const char *n, const char *agent, const 
         dup2(fd[1], 1);
         close(fd[0]);
         if (agent) {
-            setenv(DNP_ENV_ENABLE, "1", 1);
-            setenv(DNP_ENV_PROFILER, DNP_CLSID_TEXT, 1);
-            setenv(DNP_ENV_PROFILER_PATH, agent, 1);
-            setenv(DNP_ENV_OUTPUT, trace, 1);
+            bench_agent_env(agent, trace);
             setenv(DNP_ENV_EVENTS, "exceptions,threads", 1);
             setenv(DNP_ENV_EXC_STACKS, "1", 1);
         }

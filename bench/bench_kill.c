@@ -75,7 +75,7 @@ static void *work(void *arg) {
 
 static void child(const char *path) {
     recorder_options opt = {.path = path, .exclusive = 0, .flush_ms = 0};
-    const char *env = getenv("DNPROF_FLUSH_MS");
+    const char *env = getenv(DNP_ENV_FLUSH_MS);
     if (env)
         opt.flush_ms = (unsigned)atoi(env);
     if (recorder_open(&opt) < 0)

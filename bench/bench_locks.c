@@ -43,10 +43,7 @@ static int run_once(const char *dll, const char *agent, int way, const char *tra
         dup2(fd[1], 1);
         close(fd[0]);
         if (way == AGENT || way == LOCKS || way == WAITS) {
-            setenv(DNP_ENV_ENABLE, "1", 1);
-            setenv(DNP_ENV_PROFILER, DNP_CLSID_TEXT, 1);
-            setenv(DNP_ENV_PROFILER_PATH, agent, 1);
-            setenv(DNP_ENV_OUTPUT, trace, 1);
+            bench_agent_env(agent, trace);
             setenv(DNP_ENV_EVENTS, "threads", 1);
             if (way != AGENT)
                 setenv(DNP_ENV_LOCKS, way == LOCKS ? "1" : "waits", 1);
@@ -61,12 +58,7 @@ static int run_once(const char *dll, const char *agent, int way, const char *tra
     }
     close(fd[1]);
     char buf[8192];
-    size_t len = 0;
-    ssize_t r;
-    while ((r = read(fd[0], buf + len, sizeof buf - 1 - len)) > 0)
-        len += (size_t)r;
-    close(fd[0]);
-    buf[len] = 0;
+    bench_read_out(fd[0], buf, sizeof buf);
     int status = 0;
     waitpid(pid, &status, 0);
     const char *w = strstr(buf, "wall ms="), *c = strstr(buf, "cpu ms="), *k = strstr(buf, "contended_per_s=");

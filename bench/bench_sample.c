@@ -31,12 +31,6 @@ enum { BARE, AGENT, CPU100, CPU1K, TIMERS1K, WALL100, SUSP100, DTRACE, NCONFIG }
 static const char *const config_names[NCONFIG] = {"bare",    "agent",   "cpu100",  "cpu1k",
                                                   "timers1k", "wall100", "susp100", "dtrace"};
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 typedef struct result {
     double work_ms, cpu_ms, wall_ms;
 } result;
@@ -46,7 +40,7 @@ static int run_once(const char *agent, const char *dll, const char *what, int co
     int fds[2];
     if (pipe(fds) != 0)
         exit(1);
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     pid_t pid = fork();
     if (pid == 0) {
         dup2(fds[1], 1);
@@ -58,16 +52,13 @@ static int run_once(const char *agent, const char *dll, const char *what, int co
         setenv("DOTNET_TieredCompilation", "0", 1);
         if (config != BARE && config != DTRACE) {
             static const char *const modes[NCONFIG] = {NULL, NULL, "cpu", "cpu", "cpu", "wall", "suspend", NULL};
-            setenv(DNP_ENV_ENABLE, "1", 1);
-            setenv(DNP_ENV_PROFILER, DNP_CLSID_TEXT, 1);
-            setenv(DNP_ENV_PROFILER_PATH, agent, 1);
-            setenv(DNP_ENV_OUTPUT, "/tmp/bench_sample.%p.trace", 1);
+            bench_agent_env(agent, "/tmp/bench_sample.%p.trace");
             setenv(DNP_ENV_EVENTS, "threads", 1); /* what dnprof run --sample asks for */
             if (modes[config]) {
                 setenv(DNP_ENV_SAMPLE, modes[config], 1);
                 setenv(DNP_ENV_SAMPLE_RATE, config == CPU1K || config == TIMERS1K ? "1000" : "100", 1);
                 if (config == TIMERS1K)
-                    setenv("DNPROF_SAMPLE_TIMERS", "1", 1);
+                    setenv(DNP_ENV_SAMPLE_TIMERS, "1", 1);
             }
         }
         if (!what)
@@ -80,19 +71,13 @@ static int run_once(const char *agent, const char *dll, const char *what, int co
         _exit(127);
     }
     close(fds[1]);
-    char out[8192] = "";
-    size_t n = 0;
-    ssize_t got;
-    while (n < sizeof out - 1 && (got = read(fds[0], out + n, sizeof out - 1 - n)) > 0)
-        n += (size_t)got;
-    out[n] = 0;
-    close(fds[0]);
+    char out[8192];
+    bench_read_out(fds[0], out, sizeof out);
     int status = 0;
     struct rusage ru;
     wait4(pid, &status, 0, &ru);
-    res->wall_ms = now_ms() - t0;
-    res->cpu_ms = (double)ru.ru_utime.tv_sec * 1e3 + (double)ru.ru_utime.tv_usec / 1e3 +
-                  (double)ru.ru_stime.tv_sec * 1e3 + (double)ru.ru_stime.tv_usec / 1e3;
+    res->wall_ms = bench_now_ms() - t0;
+    res->cpu_ms = bench_cpu_ms(&ru);
     char trace[64];
     snprintf(trace, sizeof trace, "/tmp/bench_sample.%d.trace", (int)pid);
     unlink(trace);
@@ -117,11 +102,6 @@ static int run_once(const char *agent, const char *dll, const char *what, int co
     return 0;
 }
 
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 int main(int argc, char **argv) {
     if (argc < 3) {
@@ -150,11 +130,12 @@ int main(int argc, char **argv) {
                 }
             }
         printf("%s (median of %d runs; workload time, process CPU time):\n", workloads[w], runs);
-        double base = ok[BARE] ? median(work[BARE], ok[BARE]) : 0, base_cpu = ok[BARE] ? median(cpu[BARE], ok[BARE]) : 0;
+        double base = ok[BARE] ? bench_median(work[BARE], ok[BARE]) : 0;
+        double base_cpu = ok[BARE] ? bench_median(cpu[BARE], ok[BARE]) : 0;
         for (int c = 0; c < NCONFIG; c++) {
             if (!ok[c])
                 continue;
-            double m = median(work[c], ok[c]), mc = median(cpu[c], ok[c]);
+            double m = bench_median(work[c], ok[c]), mc = bench_median(cpu[c], ok[c]);
             printf("  %-8s %9.1f ms %+6.1f%%   cpu %9.1f ms %+6.1f%%\n", config_names[c], m,
                    base ? 100 * (m / base - 1) : 0, mc, base_cpu ? 100 * (mc / base_cpu - 1) : 0);
         }
@@ -169,7 +150,7 @@ int main(int argc, char **argv) {
                 st[c][n[c]++] = res.wall_ms;
         }
     if (n[0] && n[1] && n[2]) {
-        double b = median(st[0], n[0]), a = median(st[1], n[1]), s = median(st[2], n[2]);
+        double b = bench_median(st[0], n[0]), a = bench_median(st[1], n[1]), s = bench_median(st[2], n[2]);
         printf("start-up (hello, fork to exit, median of %d): bare %.1f ms, agent %.1f ms (x%.2f), cpu100 %.1f ms "
                "(x%.2f)\n",
                n[0], b, a, a / b, s, s / b);

@@ -26,12 +26,8 @@ static double run_once(char **argv, const char *agent, const char *trace) {
     if (pid == 0) {
         int null = open("/dev/null", O_WRONLY);
         dup2(null, 1);
-        if (agent) {
-            setenv(DNP_ENV_ENABLE, "1", 1);
-            setenv(DNP_ENV_PROFILER, DNP_CLSID_TEXT, 1);
-            setenv(DNP_ENV_PROFILER_PATH, agent, 1);
-            setenv(DNP_ENV_OUTPUT, trace, 1);
-        }
+        if (agent)
+            bench_agent_env(agent, trace);
         execvp(argv[0], argv);
         _exit(127);
     }

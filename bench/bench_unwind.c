@@ -33,12 +33,6 @@
 #include "settings.h"
 #include "unwind.h"
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* ---- 1. in this process ---- */
 
 #define ITERS 200000
@@ -54,14 +48,14 @@ __attribute__((noinline)) static void time_walk(void) {
     uint64_t ip[128];
     const unw_index *ix = unwind_enter();
     uint32_t n = 0;
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     for (int i = 0; i < ITERS; i++) {
         unw_frame f = {g.pc, g.sp, g.fp};
         n = 1;
         ip[0] = f.pc;
         unwind_native(ix, ip, &n, 128, &f, 0, g.sp, g_top, 0);
     }
-    double ms = now_ms() - t0;
+    double ms = bench_now_ms() - t0;
     unwind_leave();
     g_frames = n;
     g_ns_per_frame = ms * 1e6 / ((double)ITERS * (n > 1 ? n - 1 : 1));
@@ -116,9 +110,9 @@ static void in_process(const char *const *lib_paths, int nlibs) {
         else
             printf("(%s: %s)\n", lib_paths[i], dlerror());
     }
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     unwind_refresh();
-    double parse = now_ms() - t0;
+    double parse = bench_now_ms() - t0;
     uint32_t libs, bad;
     uint64_t rows, bytes, ns;
     unwind_totals(&libs, &rows, &bytes, &ns, &bad);
@@ -168,10 +162,7 @@ static int run_once(const char *agent, const char *dll, const char *rounds, int 
         if (null >= 0)
             dup2(null, 2);
         if (config != BARE && config != PERF100) {
-            setenv(DNP_ENV_ENABLE, "1", 1);
-            setenv(DNP_ENV_PROFILER, DNP_CLSID_TEXT, 1);
-            setenv(DNP_ENV_PROFILER_PATH, agent, 1);
-            setenv(DNP_ENV_OUTPUT, "/tmp/bench_unwind.%p.trace", 1);
+            bench_agent_env(agent, "/tmp/bench_unwind.%p.trace");
             setenv(DNP_ENV_EVENTS, "threads", 1);
             setenv(DNP_ENV_SAMPLE, "cpu", 1);
             setenv(DNP_ENV_SAMPLE_RATE, config == CFI1K ? "1000" : "100", 1);
@@ -184,18 +175,12 @@ static int run_once(const char *agent, const char *dll, const char *rounds, int 
         _exit(127);
     }
     close(fds[1]);
-    char out[4096] = "";
-    size_t n = 0;
-    ssize_t got;
-    while (n < sizeof out - 1 && (got = read(fds[0], out + n, sizeof out - 1 - n)) > 0)
-        n += (size_t)got;
-    out[n] = 0;
-    close(fds[0]);
+    char out[4096];
+    bench_read_out(fds[0], out, sizeof out);
     int status = 0;
     struct rusage ru;
     wait4(pid, &status, 0, &ru);
-    res->cpu_ms = (double)ru.ru_utime.tv_sec * 1e3 + (double)ru.ru_utime.tv_usec / 1e3 +
-                  (double)ru.ru_stime.tv_sec * 1e3 + (double)ru.ru_stime.tv_usec / 1e3;
+    res->cpu_ms = bench_cpu_ms(&ru);
     char trace[64];
     snprintf(trace, sizeof trace, "/tmp/bench_unwind.%d.trace", (int)pid);
     unlink(trace);
@@ -204,9 +189,9 @@ static int run_once(const char *agent, const char *dll, const char *rounds, int 
         struct stat st;
         if (stat("/tmp/bench_unwind.perf", &st) == 0)
             res->data_mb = (double)st.st_size / 1e6;
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         int rc = system("perf report -q -i /tmp/bench_unwind.perf --stdio -g none > /dev/null 2>&1");
-        res->report_ms = rc == 0 ? now_ms() - t0 : 0;
+        res->report_ms = rc == 0 ? bench_now_ms() - t0 : 0;
         unlink("/tmp/bench_unwind.perf");
     }
     char *line = strstr(out, "bench ");
@@ -215,11 +200,6 @@ static int run_once(const char *agent, const char *dll, const char *rounds, int 
         return -1;
     }
     return 0;
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* The runtime's native libraries and OpenSSL's libcrypto, to read their
@@ -271,15 +251,16 @@ int main(int argc, char **argv) {
             mb[c][got[c]++] = res.data_mb;
         }
     printf("\n%d runs, %s rounds each, medians\n| config | work time | process CPU | |\n|---|---|---|---|\n", runs, rounds);
-    double w0 = got[BARE] ? median(work[BARE], got[BARE]) : 0, c0 = got[BARE] ? median(cpu[BARE], got[BARE]) : 0;
+    double w0 = got[BARE] ? bench_median(work[BARE], got[BARE]) : 0;
+    double c0 = got[BARE] ? bench_median(cpu[BARE], got[BARE]) : 0;
     for (int c = 0; c < NCONFIG; c++) {
         if (!got[c])
             continue;
-        double w = median(work[c], got[c]), p = median(cpu[c], got[c]);
+        double w = bench_median(work[c], got[c]), p = bench_median(cpu[c], got[c]);
         printf("| %s | %.1f ms (%+.1f%%) | %.1f ms (%+.1f%%) |", names[c], w, w0 ? 100 * (w / w0 - 1) : 0, p,
                c0 ? 100 * (p / c0 - 1) : 0);
         if (c == PERF100)
-            printf(" perf.data %.1f MB, perf report %.0f ms |", median(mb[c], got[c]), median(rep[c], got[c]));
+            printf(" perf.data %.1f MB, perf report %.0f ms |", bench_median(mb[c], got[c]), bench_median(rep[c], got[c]));
         else
             printf(" |");
         printf("\n");

@@ -1,14 +1,19 @@
-/* bench_util.h: what the benchmarks share: sorting their figures, and the
- * number a scenario program prints after a key on its stdout. */
+/* bench_util.h: what the benchmarks share: the clock, sorting their figures
+ * and their median, a scenario child's environment and output, and the number
+ * a scenario program prints after a key on its stdout. */
 #ifndef DNP_BENCH_UTIL_H
 #define DNP_BENCH_UTIL_H
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "session.h"
 
 /* qsort's comparison of doubles, ascending. */
 static inline int bench_cmp_double(const void *a, const void *b) {
@@ -16,17 +21,51 @@ static inline int bench_cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The monotonic clock in ms. */
+static inline double bench_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The median of v[0..n) (n >= 1), which it sorts. */
+static inline double bench_median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* A child's user and system CPU time in ms, from wait4's rusage. */
+static inline double bench_cpu_ms(const struct rusage *ru) {
+    return (double)ru->ru_utime.tv_sec * 1e3 + (double)ru->ru_utime.tv_usec / 1e3 +
+           (double)ru->ru_stime.tv_sec * 1e3 + (double)ru->ru_stime.tv_usec / 1e3;
+}
+
+/* In a forked child: the runtime loads the agent, which records to trace
+ * (a path; "%p" stands for the pid). */
+static inline void bench_agent_env(const char *agent, const char *trace) {
+    setenv(DNP_ENV_ENABLE, "1", 1);
+    setenv(DNP_ENV_PROFILER, DNP_CLSID_TEXT, 1);
+    setenv(DNP_ENV_PROFILER_PATH, agent, 1);
+    setenv(DNP_ENV_OUTPUT, trace, 1);
+}
+
+/* Reads fd to its end (or until out, of size cap, is full), closes it, and
+ * ends out with a NUL. */
+static inline void bench_read_out(int fd, char *out, size_t cap) {
+    size_t n = 0;
+    ssize_t got;
+    while (n < cap - 1 && (got = read(fd, out + n, cap - 1 - n)) > 0)
+        n += (size_t)got;
+    out[n] = 0;
+    close(fd);
+}
+
 /* Reads the child's stdout from fd to its end, reaps pid, and returns the
  * number printed after key; -1 with a line naming who when the child failed
  * or never printed key. */
 static inline double bench_child_number(int fd, pid_t pid, const char *key, const char *who) {
     char buf[4096];
-    size_t len = 0;
-    ssize_t r;
-    while ((r = read(fd, buf + len, sizeof buf - 1 - len)) > 0)
-        len += (size_t)r;
-    close(fd);
-    buf[len] = 0;
+    bench_read_out(fd, buf, sizeof buf);
     int status = 0;
     waitpid(pid, &status, 0);
     const char *at = strstr(buf, key);

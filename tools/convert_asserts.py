@@ -25,6 +25,15 @@ OPS = ["==", "!=", "<=", ">=", "<", ">"]
 NAMES = {"==": "EQ", "!=": "NE", "<": "LT", "<=": "LE", ">": "GT", ">=": "GE"}
 
 
+def skip_literal(text, i):
+    """Index just past the string or character literal that opens at i."""
+    q, n = text[i], len(text)
+    i += 1
+    while i < n and text[i] != q:
+        i += 2 if text[i] == "\\" else 1
+    return i + 1
+
+
 def split_top(expr):
     """The top-level tokens of interest in expr: [(pos, op)], or None when expr
     holds something that makes it not a plain comparison (&&, ||, ?, =, ',')."""
@@ -35,11 +44,7 @@ def split_top(expr):
     while i < n:
         c = expr[i]
         if c in "\"'":
-            q = c
-            i += 1
-            while i < n and expr[i] != q:
-                i += 2 if expr[i] == "\\" else 1
-            i += 1
+            i = skip_literal(expr, i)
             continue
         if c in "([{":
             depth += 1
@@ -164,11 +169,9 @@ def find_close(text, open_pos):
     while i < n:
         c = text[i]
         if c in "\"'":
-            q = c
-            i += 1
-            while i < n and text[i] != q:
-                i += 2 if text[i] == "\\" else 1
-        elif c == "(":
+            i = skip_literal(text, i)
+            continue
+        if c == "(":
             depth += 1
         elif c == ")":
             depth -= 1

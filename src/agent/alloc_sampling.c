@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "agg.h"
 #include "callbacks.h"
 #include "eventpipe.h"
 #include "names.h"
@@ -47,35 +48,21 @@
 
 static unsigned g_source; /* SOURCE_* */
 
-/* Aggregation: samples add up per (type, stack, kind) in striped tables, each
- * thread using one (threads share a table when there are more of them than
- * tables; its spin lock is held for an add, not for a walk or a lookup). A
- * table is written out as AllocSite events by the thread that finds it a
- * second old or FLUSH_SAMPLES samples full, and all of them at Shutdown, at a
- * detach and at exit. Bounded: AGG_TABLES * AGG_SLOTS slots in all. */
-#define AGG_TABLES 64
-#define AGG_SLOTS 256
-#define AGG_PROBES 8
+/* Aggregation: samples add up per (type, stack, kind) in striped tables (agg.h),
+ * written out as AllocSite events by the thread that finds its table a second
+ * old or FLUSH_SAMPLES samples full, and all of them at Shutdown, at a detach
+ * and at exit. */
 #define FLUSH_SAMPLES 4096
-#define FLUSH_NS 1000000000ull
 
-typedef struct agg_slot {
-    uint32_t type, stack, kind, used;
+typedef struct site {
+    uint32_t used, type, stack, kind;
     uint64_t samples, weight, size, objects_milli;
-} agg_slot;
+} site;
 
-typedef struct agg_table {
-    atomic_flag lock;
-    unsigned pending;
-    uint64_t last_flush;
-    agg_slot s[AGG_SLOTS];
-} agg_table;
+AGG_DEFINE(g_agg, site, FLUSH_SAMPLES);
 
-static agg_table g_agg[AGG_TABLES];
-static atomic_uint g_next_table;
 static int g_each; /* DNP_ENV_ALLOC_EACH=1: one AllocSample per sample */
 static int g_forced_tick; /* DNP_ENV_ALLOC_SOURCE=tick */
-static __thread int t_table = -1;
 static atomic_uint g_gen; /* a new session (a new trace after an attach): the type cache is stale */
 static __thread unsigned t_gen;
 
@@ -113,75 +100,38 @@ int alloc_enabled(void) {
     return ep_running(&g_consumer);
 }
 
-static void table_lock(agg_table *t) {
-    while (atomic_flag_test_and_set_explicit(&t->lock, memory_order_acquire)) {
-    }
+/* A site's key is a site holding one sample. */
+static int site_same(const void *slot, const void *key) {
+    const site *a = slot, *k = key;
+    return a->type == k->type && a->stack == k->stack && a->kind == k->kind;
 }
 
-static void table_unlock(agg_table *t) {
-    atomic_flag_clear_explicit(&t->lock, memory_order_release);
+static void site_add(void *slot, const void *key) {
+    site *a = slot;
+    const site *k = key;
+    a->used = 1;
+    a->type = k->type;
+    a->stack = k->stack;
+    a->kind = k->kind;
+    a->samples++;
+    a->weight += k->weight;
+    a->size += k->size;
+    a->objects_milli += k->size ? k->weight * 1000 / k->size : 1000;
 }
 
-/* Writes out a locked table's sums and empties it. */
-static void table_flush(agg_table *t, uint64_t now) {
-    for (unsigned i = 0; i < AGG_SLOTS; i++) {
-        agg_slot *a = &t->s[i];
-        if (!a->used)
-            continue;
-        REC(AllocSite, a->type, a->stack, a->kind, a->samples, a->weight, a->size, a->objects_milli);
-        memset(a, 0, sizeof *a);
-    }
-    t->pending = 0;
-    t->last_flush = now;
+static void site_write(const void *slot) {
+    const site *a = slot;
+    REC(AllocSite, a->type, a->stack, a->kind, a->samples, a->weight, a->size, a->objects_milli);
 }
 
 void alloc_flush_all(void) {
-    uint64_t now = recorder_now();
-    for (unsigned i = 0; i < AGG_TABLES; i++) {
-        agg_table *t = &g_agg[i];
-        table_lock(t);
-        if (t->pending)
-            table_flush(t, now);
-        table_unlock(t);
-    }
+    agg_flush_all(&g_agg);
 }
 
 static void aggregate(uint32_t type, uint32_t stack, uint64_t kind, uint64_t size, uint64_t weight) {
-    if (t_table < 0)
-        t_table = (int)(atomic_fetch_add(&g_next_table, 1) % AGG_TABLES);
-    agg_table *t = &g_agg[t_table];
+    site k = {1, type, stack, (uint32_t)kind, 1, weight, size, 0};
     uint64_t h = ((uint64_t)type * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)stack * 0xc2b2ae3d27d4eb4full) ^ kind;
-    unsigned at = (unsigned)(h >> 32) & (AGG_SLOTS - 1);
-    uint64_t now = recorder_now();
-    table_lock(t);
-    agg_slot *a = NULL;
-    for (int round = 0; round < 2 && !a; round++) {
-        for (unsigned p = 0; p < AGG_PROBES; p++) {
-            agg_slot *c = &t->s[(at + p) & (AGG_SLOTS - 1)];
-            if (!c->used || (c->type == type && c->stack == stack && c->kind == kind)) {
-                a = c;
-                break;
-            }
-        }
-        if (!a)
-            table_flush(t, now); /* no room near: out with all of it */
-    }
-    if (a) {
-        a->used = 1;
-        a->type = type;
-        a->stack = stack;
-        a->kind = (uint32_t)kind;
-        a->samples++;
-        a->weight += weight;
-        a->size += size;
-        a->objects_milli += size ? weight * 1000 / size : 1000;
-        t->pending++;
-    }
-    if (!t->last_flush)
-        t->last_flush = now;
-    if (t->pending >= FLUSH_SAMPLES || now - t->last_flush >= FLUSH_NS)
-        table_flush(t, now);
-    table_unlock(t);
+    agg_add(&g_agg, h, &k);
 }
 
 /* A name from names.c that did not resolve (names.c's fallbacks are "<class 0x...>"

@@ -33,6 +33,22 @@
         rec_event(DNP_EV_##kind, NULL, 0);                                       \
     } while (0)
 
+/* A callback that records its event and does nothing else: params is its
+ * parameter list (callback.def's, self first), the rest the event's values. */
+#define CB_REC(name, params, ...)                                                \
+    HRESULT cb_##name params {                                                   \
+        ACTIVE();                                                                \
+        REC(name, __VA_ARGS__);                                                  \
+        return S_OK;                                                             \
+    }
+/* The same for a callback that has no parameter but self and an event with no values. */
+#define CB_REC0(name)                                                            \
+    HRESULT cb_##name(ICorProfilerCallback *self) {                              \
+        ACTIVE();                                                                \
+        REC0(name);                                                              \
+        return S_OK;                                                             \
+    }
+
 /* An entity field: its ID and the number of its name (resolve: 0 = cache only). */
 #define ENT(kind, id, resolve) (uint64_t)(id), (uint64_t)names_get(kind, (id), (resolve))
 #define APPDOMAIN(id, r) ENT(NAMES_APPDOMAIN, id, r)

@@ -194,16 +194,18 @@ void calls_thread_free(calls_thread *t) {
     free(t);
 }
 
-static calls_thread *thread_alloc(void) {
+calls_thread *calls_thread_alloc(uint32_t cap, uint32_t hash_mask, uint32_t dirty_cap) {
     calls_thread *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
-    t->cap = 256;
+    t->cap = cap;
     t->stack = malloc(t->cap * sizeof *t->stack);
+    /* a whole first chunk, even for a tree that never grows past node 1: the
+     * enter fast path may read any node of it (elt.S); untouched pages */
     t->chunks[0] = calloc(NODE_CHUNK, sizeof(cnode));
-    t->hash_mask = 1023;
+    t->hash_mask = hash_mask;
     t->hash = calloc(t->hash_mask + 1, sizeof *t->hash);
-    t->dirty_cap = 1024;
+    t->dirty_cap = dirty_cap;
     t->dirty = malloc(t->dirty_cap * sizeof *t->dirty);
     if (!t->stack || !t->chunks[0] || !t->hash || !t->dirty) {
         calls_thread_free(t);
@@ -226,7 +228,7 @@ static calls_thread *thread_new(void) {
     pthread_once(&t_key_once, make_key);
     if (!t_key_made)
         return NULL;
-    calls_thread *t = thread_alloc();
+    calls_thread *t = calls_thread_alloc(256, 1023, 1024);
     if (!t) {
         t_calls_dead = 1;
         return NULL;
@@ -687,11 +689,16 @@ static void slow_enter(FunctionIDOrClientID id, COR_PRF_ELT_INFO elt) {
     REC(MethodArgs, rec_string(text, strlen(text)));
 }
 
+/* A slow-path leave or tailcall begun: the thread's state, NULL when there is nothing to record. */
+static calls_thread *slow_leave_begin(const calls_fn *fn, COR_PRF_ELT_INFO elt, uint64_t *now) {
+    uintptr_t csp = slow_caller_sp(elt);
+    return csp ? leave_begin(fn, csp, now) : NULL;
+}
+
 static void slow_leave(FunctionIDOrClientID id, COR_PRF_ELT_INFO elt) {
     const calls_fn *fn = (const calls_fn *)id.clientID;
     uint64_t now;
-    uintptr_t csp = slow_caller_sp(elt);
-    calls_thread *t = csp ? leave_begin(fn, csp, &now) : NULL;
+    calls_thread *t = slow_leave_begin(fn, elt, &now);
     if (!t)
         return;
     /* MethodReturn comes before its MethodLeave. */
@@ -705,8 +712,7 @@ static void slow_leave(FunctionIDOrClientID id, COR_PRF_ELT_INFO elt) {
 static void slow_tailcall(FunctionIDOrClientID id, COR_PRF_ELT_INFO elt) {
     const calls_fn *fn = (const calls_fn *)id.clientID;
     uint64_t now;
-    uintptr_t csp = slow_caller_sp(elt);
-    calls_thread *t = csp ? leave_begin(fn, csp, &now) : NULL;
+    calls_thread *t = slow_leave_begin(fn, elt, &now);
     if (!t)
         return;
     leave_end(t, now, 1);

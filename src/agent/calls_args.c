@@ -560,6 +560,30 @@ static void param_name(IMetaDataImport *imp, mdToken method, ULONG seq, char *ou
     dnp_utf16_name(w, 128, len, out, cap);
 }
 
+/* A call's method: its metadata, signature and generic arguments. */
+typedef struct call_ctx {
+    mdctx md;
+    sig_method sig;
+    ClassID class_args[16], method_args[16];
+    mdToken token;
+} call_ctx;
+
+/* The context for the frame that the runtime's `what` gave (hr); -1 after
+ * saying why into b. */
+static int call_context(tbuf *b, const char *what, HRESULT hr, const calls_fn *f, COR_PRF_FRAME_INFO frame,
+                        call_ctx *c) {
+    if (FAILED(hr)) {
+        tb_printf(b, "? (%s 0x%08x)", what, (unsigned)hr);
+        return -1;
+    }
+    c->token = 0;
+    if (method_context(f, frame, &c->md, &c->sig, c->class_args, c->method_args, &c->token) < 0) {
+        tb_puts(b, "? (no signature)");
+        return -1;
+    }
+    return 0;
+}
+
 int calls_args_text(const calls_fn *f, COR_PRF_ELT_INFO elt, char *out, size_t cap) {
     tbuf b = {out, 0, cap};
     if (cap)
@@ -571,20 +595,11 @@ int calls_args_text(const calls_fn *f, COR_PRF_ELT_INFO elt, char *out, size_t c
     ULONG size = sizeof u;
     COR_PRF_FRAME_INFO frame = 0;
     HRESULT hr = INFO_CALL(GetFunctionEnter3Info, f->id, elt, &frame, &size, &u.info);
-    if (FAILED(hr)) {
-        tb_printf(&b, "? (GetFunctionEnter3Info 0x%08x)", (unsigned)hr);
+    call_ctx c;
+    if (call_context(&b, "GetFunctionEnter3Info", hr, f, frame, &c) < 0)
         return -1;
-    }
-    mdctx md;
-    sig_method sig;
-    ClassID cargs[16], margs[16];
-    mdToken token = 0;
-    if (method_context(f, frame, &md, &sig, cargs, margs, &token) < 0) {
-        tb_puts(&b, "? (no signature)");
-        return -1;
-    }
     ULONG r = 0;
-    if (sig.hasthis) {
+    if (c.sig.hasthis) {
         tb_puts(&b, "this=");
         if (r < u.info.numRanges) {
             ObjectID o = 0;
@@ -596,18 +611,18 @@ int calls_args_text(const calls_fn *f, COR_PRF_ELT_INFO elt, char *out, size_t c
             tb_puts(&b, "?");
         }
     }
-    for (uint32_t i = 0; i < sig.nparams && i < SIG_MAX_PARAMS; i++) {
+    for (uint32_t i = 0; i < c.sig.nparams && i < SIG_MAX_PARAMS; i++) {
         char name[128];
-        param_name(md.imp, token, i + 1, name, sizeof name);
+        param_name(c.md.imp, c.token, i + 1, name, sizeof name);
         tb_printf(&b, "%s%s=", b.len ? ", " : "", name);
         if (r >= u.info.numRanges || r >= MAX_RANGES) {
             tb_puts(&b, "?");
             continue;
         }
         const COR_PRF_FUNCTION_ARGUMENT_RANGE *rg = &u.info.ranges[r++];
-        value_text(&b, &md, &sig.params[i], (const uint8_t *)rg->startAddress, rg->length);
+        value_text(&b, &c.md, &c.sig.params[i], (const uint8_t *)rg->startAddress, rg->length);
     }
-    md.imp->lpVtbl->Release(md.imp);
+    c.md.imp->lpVtbl->Release(c.md.imp);
     return 0;
 }
 
@@ -618,24 +633,15 @@ int calls_return_text(const calls_fn *f, COR_PRF_ELT_INFO elt, char *out, size_t
     COR_PRF_FRAME_INFO frame = 0;
     COR_PRF_FUNCTION_ARGUMENT_RANGE rg = {0, 0};
     HRESULT hr = INFO_CALL(GetFunctionLeave3Info, f->id, elt, &frame, &rg);
-    if (FAILED(hr)) {
-        tb_printf(&b, "? (GetFunctionLeave3Info 0x%08x)", (unsigned)hr);
+    call_ctx c;
+    if (call_context(&b, "GetFunctionLeave3Info", hr, f, frame, &c) < 0)
         return -1;
-    }
-    mdctx md;
-    sig_method sig;
-    ClassID cargs[16], margs[16];
-    mdToken token = 0;
-    if (method_context(f, frame, &md, &sig, cargs, margs, &token) < 0) {
-        tb_puts(&b, "? (no signature)");
-        return -1;
-    }
-    if (sig.ret.elem == SIG_VOID && !sig.ret.byref)
+    if (c.sig.ret.elem == SIG_VOID && !c.sig.ret.byref)
         tb_puts(&b, "void");
     else if (!rg.startAddress)
         tb_puts(&b, "?");
     else
-        value_text(&b, &md, &sig.ret, (const uint8_t *)rg.startAddress, rg.length);
-    md.imp->lpVtbl->Release(md.imp);
+        value_text(&b, &c.md, &c.sig.ret, (const uint8_t *)rg.startAddress, rg.length);
+    c.md.imp->lpVtbl->Release(c.md.imp);
     return 0;
 }

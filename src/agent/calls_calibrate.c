@@ -28,28 +28,7 @@ static int cmp_u64(const void *a, const void *b) {
 
 /* A tree of two nodes for the dummy function, the thread's own. */
 static calls_thread *scratch_new(void) {
-    calls_thread *t = calloc(1, sizeof *t);
-    if (!t)
-        return NULL;
-    t->cap = 4;
-    t->stack = malloc(t->cap * sizeof *t->stack);
-    /* node_at() never goes past node 1 here, but the enter fast path may read
-     * any node of a thread's first chunk (elt.S): a whole chunk, whose
-     * pages are never touched */
-    t->chunks[0] = calloc(NODE_CHUNK, sizeof(cnode));
-    t->hash_mask = 15;
-    t->hash = calloc(t->hash_mask + 1, sizeof *t->hash);
-    t->dirty_cap = 4;
-    t->dirty = malloc(t->dirty_cap * sizeof *t->dirty);
-    t->sched_fd = -1;
-    t->nnodes = 1;
-    t->countdown = CALLS_EMIT_COUNT;
-    t->busy_ticks = UINT64_MAX;
-    if (!t->stack || !t->chunks[0] || !t->hash || !t->dirty) {
-        calls_thread_free(t);
-        return NULL;
-    }
-    return t;
+    return calls_thread_alloc(4, 15, 4);
 }
 
 /* Measures the hooks' cost on this thread (batches of pairs, the median), into

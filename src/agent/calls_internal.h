@@ -85,6 +85,9 @@ static inline cnode *node_at(calls_thread *t, uint32_t i) {
 
 /* Makes t (NULL: none) the thread's state, for both paths. */
 void calls_thread_bind(calls_thread *t);
+/* A thread's state with room for cap frames, hash_mask + 1 hash slots and
+ * dirty_cap dirty nodes, and its root node; NULL when out of memory. */
+calls_thread *calls_thread_alloc(uint32_t cap, uint32_t hash_mask, uint32_t dirty_cap);
 /* Frees t and its scratch tree (NULL-tolerant). */
 void calls_thread_free(calls_thread *t);
 /* The stubs in use; whether they are the fast timed ones (the calibration's). */

@@ -14,25 +14,16 @@
 
 #include "callbacks.h"
 
-/* ICorProfilerModuleEnum and ICorProfilerThreadEnum (corprof.idl): IUnknown,
- * then Skip, Reset, Clone, GetCount, Next. */
-#define DNP_ENUM_VTBL(T, Item)                                                  \
-    DNP_IUNKNOWN_SLOTS(T)                                                       \
-    HRESULT (*Skip)(T * self, ULONG celt);                                      \
-    HRESULT (*Reset)(T * self);                                                 \
-    HRESULT (*Clone)(T * self, T **ppEnum);                                     \
-    HRESULT (*GetCount)(T * self, ULONG *pcelt);                                \
-    HRESULT (*Next)(T * self, ULONG celt, Item ids[], ULONG *pceltFetched);
-
+/* ICorProfilerModuleEnum and ICorProfilerThreadEnum (corprof.idl; com.h). */
 typedef struct module_enum_vtbl {
-    DNP_ENUM_VTBL(ICorProfilerModuleEnum, ModuleID)
+    DNP_ENUM_SLOTS(ICorProfilerModuleEnum, ModuleID)
 } module_enum_vtbl;
 struct ICorProfilerModuleEnum {
     const module_enum_vtbl *lpVtbl;
 };
 
 typedef struct thread_enum_vtbl {
-    DNP_ENUM_VTBL(ICorProfilerThreadEnum, ThreadID)
+    DNP_ENUM_SLOTS(ICorProfilerThreadEnum, ThreadID)
 } thread_enum_vtbl;
 struct ICorProfilerThreadEnum {
     const thread_enum_vtbl *lpVtbl;

@@ -9,6 +9,31 @@
 
 /* ---- exceptions ---- */
 
+/* A step into a function (or a catcher found in one) and a step out: recorded,
+ * then the state machine moves. */
+#define STEP_IN(name)                                                            \
+    HRESULT cb_##name(ICorProfilerCallback *self, FunctionID id) {               \
+        ACTIVE();                                                                \
+        REC(name, FUNCTION(id, 1));                                              \
+        exceptions_step(DNP_EV_##name, id, 0);                                   \
+        return S_OK;                                                             \
+    }
+#define STEP_OUT(name)                                                           \
+    HRESULT cb_##name(ICorProfilerCallback *self) {                              \
+        ACTIVE();                                                                \
+        REC0(name);                                                              \
+        exceptions_step(DNP_EV_##name, 0, 0);                                    \
+        return S_OK;                                                             \
+    }
+/* The OS handler's: recorded only (their argument is unused by the runtime). */
+#define OS_HANDLER(name)                                                         \
+    HRESULT cb_##name(ICorProfilerCallback *self, UINT_PTR unused) {             \
+        ACTIVE();                                                                \
+        (void)unused;                                                            \
+        REC0(name);                                                              \
+        return S_OK;                                                             \
+    }
+
 HRESULT cb_ExceptionThrown(ICorProfilerCallback *self, ObjectID object) {
     ACTIVE();
     ClassID cls = 0;
@@ -18,54 +43,15 @@ HRESULT cb_ExceptionThrown(ICorProfilerCallback *self, ObjectID object) {
     return S_OK;
 }
 
-HRESULT cb_ExceptionSearchFunctionEnter(ICorProfilerCallback *self, FunctionID id) {
-    ACTIVE();
-    REC(ExceptionSearchFunctionEnter, FUNCTION(id, 1));
-    exceptions_step(DNP_EV_ExceptionSearchFunctionEnter, id, 0);
-    return S_OK;
-}
-HRESULT cb_ExceptionSearchFunctionLeave(ICorProfilerCallback *self) {
-    ACTIVE();
-    REC0(ExceptionSearchFunctionLeave);
-    exceptions_step(DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
-    return S_OK;
-}
-HRESULT cb_ExceptionSearchFilterEnter(ICorProfilerCallback *self, FunctionID id) {
-    ACTIVE();
-    REC(ExceptionSearchFilterEnter, FUNCTION(id, 1));
-    exceptions_step(DNP_EV_ExceptionSearchFilterEnter, id, 0);
-    return S_OK;
-}
-HRESULT cb_ExceptionSearchFilterLeave(ICorProfilerCallback *self) {
-    ACTIVE();
-    REC0(ExceptionSearchFilterLeave);
-    exceptions_step(DNP_EV_ExceptionSearchFilterLeave, 0, 0);
-    return S_OK;
-}
-HRESULT cb_ExceptionSearchCatcherFound(ICorProfilerCallback *self, FunctionID id) {
-    ACTIVE();
-    REC(ExceptionSearchCatcherFound, FUNCTION(id, 1));
-    exceptions_step(DNP_EV_ExceptionSearchCatcherFound, id, 0);
-    return S_OK;
-}
-HRESULT cb_ExceptionOSHandlerEnter(ICorProfilerCallback *self, UINT_PTR unused) {
-    ACTIVE();
-    (void)unused;
-    REC0(ExceptionOSHandlerEnter);
-    return S_OK;
-}
-HRESULT cb_ExceptionOSHandlerLeave(ICorProfilerCallback *self, UINT_PTR unused) {
-    ACTIVE();
-    (void)unused;
-    REC0(ExceptionOSHandlerLeave);
-    return S_OK;
-}
-HRESULT cb_ExceptionUnwindFunctionEnter(ICorProfilerCallback *self, FunctionID id) {
-    ACTIVE();
-    REC(ExceptionUnwindFunctionEnter, FUNCTION(id, 1));
-    exceptions_step(DNP_EV_ExceptionUnwindFunctionEnter, id, 0);
-    return S_OK;
-}
+STEP_IN(ExceptionSearchFunctionEnter)
+STEP_OUT(ExceptionSearchFunctionLeave)
+STEP_IN(ExceptionSearchFilterEnter)
+STEP_OUT(ExceptionSearchFilterLeave)
+STEP_IN(ExceptionSearchCatcherFound)
+OS_HANDLER(ExceptionOSHandlerEnter)
+OS_HANDLER(ExceptionOSHandlerLeave)
+STEP_IN(ExceptionUnwindFunctionEnter)
+
 HRESULT cb_ExceptionUnwindFunctionLeave(ICorProfilerCallback *self) {
     ACTIVE();
     REC0(ExceptionUnwindFunctionLeave);
@@ -75,18 +61,10 @@ HRESULT cb_ExceptionUnwindFunctionLeave(ICorProfilerCallback *self) {
         calls_unwind_leave();
     return S_OK;
 }
-HRESULT cb_ExceptionUnwindFinallyEnter(ICorProfilerCallback *self, FunctionID id) {
-    ACTIVE();
-    REC(ExceptionUnwindFinallyEnter, FUNCTION(id, 1));
-    exceptions_step(DNP_EV_ExceptionUnwindFinallyEnter, id, 0);
-    return S_OK;
-}
-HRESULT cb_ExceptionUnwindFinallyLeave(ICorProfilerCallback *self) {
-    ACTIVE();
-    REC0(ExceptionUnwindFinallyLeave);
-    exceptions_step(DNP_EV_ExceptionUnwindFinallyLeave, 0, 0);
-    return S_OK;
-}
+
+STEP_IN(ExceptionUnwindFinallyEnter)
+STEP_OUT(ExceptionUnwindFinallyLeave)
+
 HRESULT cb_ExceptionCatcherEnter(ICorProfilerCallback *self, FunctionID id, ObjectID object) {
     ACTIVE();
     ClassID cls = 0;
@@ -95,20 +73,8 @@ HRESULT cb_ExceptionCatcherEnter(ICorProfilerCallback *self, FunctionID id, Obje
     exceptions_step(DNP_EV_ExceptionCatcherEnter, id, object);
     return S_OK;
 }
-HRESULT cb_ExceptionCatcherLeave(ICorProfilerCallback *self) {
-    ACTIVE();
-    REC0(ExceptionCatcherLeave);
-    exceptions_step(DNP_EV_ExceptionCatcherLeave, 0, 0);
-    return S_OK;
-}
-HRESULT cb_ExceptionCLRCatcherFound(ICorProfilerCallback *self) {
-    ACTIVE();
-    REC0(ExceptionCLRCatcherFound);
-    return S_OK;
-}
-HRESULT cb_ExceptionCLRCatcherExecute(ICorProfilerCallback *self) {
-    ACTIVE();
-    REC0(ExceptionCLRCatcherExecute);
-    return S_OK;
-}
+
+STEP_OUT(ExceptionCatcherLeave)
+CB_REC0(ExceptionCLRCatcherFound)
+CB_REC0(ExceptionCLRCatcherExecute)
 

@@ -8,64 +8,46 @@
 
 /* ---- GC and the heap ---- */
 
-static uint64_t sum_ulong(const ULONG *a, ULONG n) {
-    uint64_t s = 0;
-    for (ULONG i = 0; a && i < n; i++)
-        s += a[i];
-    return s;
-}
+/* The total of n lengths (ULONG in the V1 callbacks, SIZE_T in their V2 twins). */
+#define SUM_OF(T)                                                                \
+    static uint64_t sum_##T(const T *a, ULONG n) {                               \
+        uint64_t s = 0;                                                          \
+        for (ULONG i = 0; a && i < n; i++)                                       \
+            s += a[i];                                                           \
+        return s;                                                                \
+    }
+SUM_OF(ULONG)
+SUM_OF(SIZE_T)
 
-static uint64_t sum_size(const SIZE_T *a, ULONG n) {
-    uint64_t s = 0;
-    for (ULONG i = 0; a && i < n; i++)
-        s += a[i];
-    return s;
-}
+/* Moved and surviving object ranges: their count and total length. */
+#define MOVED(name, T)                                                           \
+    HRESULT cb_##name(ICorProfilerCallback *self, ULONG n, ObjectID *old_start,  \
+                      ObjectID *new_start, T *len) {                             \
+        ACTIVE();                                                                \
+        (void)old_start;                                                         \
+        (void)new_start;                                                         \
+        REC(name, n, sum_##T(len, n));                                           \
+        return S_OK;                                                             \
+    }
+#define SURVIVING(name, T)                                                       \
+    HRESULT cb_##name(ICorProfilerCallback *self, ULONG n, ObjectID *start, T *len) { \
+        ACTIVE();                                                                \
+        (void)start;                                                             \
+        REC(name, n, sum_##T(len, n));                                           \
+        return S_OK;                                                             \
+    }
+MOVED(MovedReferences, ULONG)
+MOVED(MovedReferences2, SIZE_T)
+SURVIVING(SurvivingReferences, ULONG)
+SURVIVING(SurvivingReferences2, SIZE_T)
 
-HRESULT cb_MovedReferences(ICorProfilerCallback *self, ULONG n, ObjectID *old_start,
-                               ObjectID *new_start, ULONG *len) {
-    ACTIVE();
-    (void)old_start;
-    (void)new_start;
-    REC(MovedReferences, n, sum_ulong(len, n));
-    return S_OK;
-}
-
-HRESULT cb_MovedReferences2(ICorProfilerCallback *self, ULONG n, ObjectID *old_start,
-                                ObjectID *new_start, SIZE_T *len) {
-    ACTIVE();
-    (void)old_start;
-    (void)new_start;
-    REC(MovedReferences2, n, sum_size(len, n));
-    return S_OK;
-}
-
-HRESULT cb_SurvivingReferences(ICorProfilerCallback *self, ULONG n, ObjectID *start, ULONG *len) {
-    ACTIVE();
-    (void)start;
-    REC(SurvivingReferences, n, sum_ulong(len, n));
-    return S_OK;
-}
-
-HRESULT cb_SurvivingReferences2(ICorProfilerCallback *self, ULONG n, ObjectID *start,
-                                    SIZE_T *len) {
-    ACTIVE();
-    (void)start;
-    REC(SurvivingReferences2, n, sum_size(len, n));
-    return S_OK;
-}
-
-HRESULT cb_ObjectAllocated(ICorProfilerCallback *self, ObjectID object, ClassID cls) {
-    ACTIVE();
-    REC(ObjectAllocated, object, CLASS(cls, 1));
-    return S_OK;
-}
+CB_REC(ObjectAllocated, (ICorProfilerCallback *self, ObjectID object, ClassID cls), object, CLASS(cls, 1))
 
 HRESULT cb_ObjectsAllocatedByClass(ICorProfilerCallback *self, ULONG n, ClassID *classes,
                                        ULONG *counts) {
     ACTIVE();
     (void)classes;
-    REC(ObjectsAllocatedByClass, n, sum_ulong(counts, n));
+    REC(ObjectsAllocatedByClass, n, sum_ULONG(counts, n));
     return S_OK;
 }
 
@@ -131,17 +113,9 @@ HRESULT cb_FinalizeableObjectQueued(ICorProfilerCallback *self, DWORD flags, Obj
     return S_OK;
 }
 
-HRESULT cb_HandleCreated(ICorProfilerCallback *self, GCHandleID handle, ObjectID object) {
-    ACTIVE();
-    REC(HandleCreated, handle, object);
-    return S_OK;
-}
+CB_REC(HandleCreated, (ICorProfilerCallback *self, GCHandleID handle, ObjectID object), handle, object)
 
-HRESULT cb_HandleDestroyed(ICorProfilerCallback *self, GCHandleID handle) {
-    ACTIVE();
-    REC(HandleDestroyed, handle);
-    return S_OK;
-}
+CB_REC(HandleDestroyed, (ICorProfilerCallback *self, GCHandleID handle), handle)
 
 HRESULT cb_ConditionalWeakTableElementReferences(ICorProfilerCallback *self, ULONG n,
                                                      ObjectID *keys, ObjectID *values,

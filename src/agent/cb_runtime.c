@@ -73,17 +73,9 @@ HRESULT cb_JITInlining(ICorProfilerCallback *self, FunctionID caller, FunctionID
 
 /* ---- threads ---- */
 
-HRESULT cb_ThreadCreated(ICorProfilerCallback *self, ThreadID id) {
-    ACTIVE();
-    REC(ThreadCreated, id);
-    return S_OK;
-}
+CB_REC(ThreadCreated, (ICorProfilerCallback *self, ThreadID id), id)
 
-HRESULT cb_ThreadDestroyed(ICorProfilerCallback *self, ThreadID id) {
-    ACTIVE();
-    REC(ThreadDestroyed, id);
-    return S_OK;
-}
+CB_REC(ThreadDestroyed, (ICorProfilerCallback *self, ThreadID id), id)
 
 HRESULT cb_ThreadAssignedToOSThread(ICorProfilerCallback *self, ThreadID id, DWORD os) {
     ACTIVE();
@@ -102,104 +94,42 @@ HRESULT cb_ThreadNameChanged(ICorProfilerCallback *self, ThreadID id, ULONG cch,
 
 /* ---- remoting: .NET Framework only; recorded if a runtime ever raises them ---- */
 
-HRESULT cb_RemotingClientInvocationStarted(ICorProfilerCallback *self) {
-    ACTIVE();
-    REC0(RemotingClientInvocationStarted);
-    return S_OK;
-}
-HRESULT cb_RemotingClientSendingMessage(ICorProfilerCallback *self, GUID *cookie, BOOL async) {
-    ACTIVE();
-    (void)cookie;
-    REC(RemotingClientSendingMessage, (uint64_t)(async != 0));
-    return S_OK;
-}
-HRESULT cb_RemotingClientReceivingReply(ICorProfilerCallback *self, GUID *cookie, BOOL async) {
-    ACTIVE();
-    (void)cookie;
-    REC(RemotingClientReceivingReply, (uint64_t)(async != 0));
-    return S_OK;
-}
-HRESULT cb_RemotingClientInvocationFinished(ICorProfilerCallback *self) {
-    ACTIVE();
-    REC0(RemotingClientInvocationFinished);
-    return S_OK;
-}
-HRESULT cb_RemotingServerReceivingMessage(ICorProfilerCallback *self, GUID *cookie, BOOL async) {
-    ACTIVE();
-    (void)cookie;
-    REC(RemotingServerReceivingMessage, (uint64_t)(async != 0));
-    return S_OK;
-}
-HRESULT cb_RemotingServerInvocationStarted(ICorProfilerCallback *self) {
-    ACTIVE();
-    REC0(RemotingServerInvocationStarted);
-    return S_OK;
-}
-HRESULT cb_RemotingServerInvocationReturned(ICorProfilerCallback *self) {
-    ACTIVE();
-    REC0(RemotingServerInvocationReturned);
-    return S_OK;
-}
-HRESULT cb_RemotingServerSendingReply(ICorProfilerCallback *self, GUID *cookie, BOOL async) {
-    ACTIVE();
-    (void)cookie;
-    REC(RemotingServerSendingReply, (uint64_t)(async != 0));
-    return S_OK;
-}
+/* A message sent or received: whether it is asynchronous (the cookie is not recorded). */
+#define REMOTING_MESSAGE(name)                                                   \
+    HRESULT cb_##name(ICorProfilerCallback *self, GUID *cookie, BOOL async) {    \
+        ACTIVE();                                                                \
+        (void)cookie;                                                            \
+        REC(name, (uint64_t)(async != 0));                                       \
+        return S_OK;                                                             \
+    }
+
+CB_REC0(RemotingClientInvocationStarted)
+REMOTING_MESSAGE(RemotingClientSendingMessage)
+REMOTING_MESSAGE(RemotingClientReceivingReply)
+CB_REC0(RemotingClientInvocationFinished)
+REMOTING_MESSAGE(RemotingServerReceivingMessage)
+CB_REC0(RemotingServerInvocationStarted)
+CB_REC0(RemotingServerInvocationReturned)
+REMOTING_MESSAGE(RemotingServerSendingReply)
 
 /* ---- transitions ---- */
 
-HRESULT cb_UnmanagedToManagedTransition(ICorProfilerCallback *self, FunctionID id,
-                                            COR_PRF_TRANSITION_REASON reason) {
-    ACTIVE();
-    REC(UnmanagedToManagedTransition, FUNCTION(id, 1), (uint64_t)(uint32_t)reason);
-    return S_OK;
-}
+CB_REC(UnmanagedToManagedTransition, (ICorProfilerCallback *self, FunctionID id, COR_PRF_TRANSITION_REASON reason),
+       FUNCTION(id, 1), (uint64_t)(uint32_t)reason)
 
-HRESULT cb_ManagedToUnmanagedTransition(ICorProfilerCallback *self, FunctionID id,
-                                            COR_PRF_TRANSITION_REASON reason) {
-    ACTIVE();
-    REC(ManagedToUnmanagedTransition, FUNCTION(id, 1), (uint64_t)(uint32_t)reason);
-    return S_OK;
-}
+CB_REC(ManagedToUnmanagedTransition, (ICorProfilerCallback *self, FunctionID id, COR_PRF_TRANSITION_REASON reason),
+       FUNCTION(id, 1), (uint64_t)(uint32_t)reason)
 
 /* ---- suspensions ---- */
 
-HRESULT cb_RuntimeSuspendStarted(ICorProfilerCallback *self, COR_PRF_SUSPEND_REASON reason) {
-    ACTIVE();
-    REC(RuntimeSuspendStarted, (uint64_t)(uint32_t)reason);
-    return S_OK;
-}
-HRESULT cb_RuntimeSuspendFinished(ICorProfilerCallback *self) {
-    ACTIVE();
-    REC0(RuntimeSuspendFinished);
-    return S_OK;
-}
-HRESULT cb_RuntimeSuspendAborted(ICorProfilerCallback *self) {
-    ACTIVE();
-    REC0(RuntimeSuspendAborted);
-    return S_OK;
-}
-HRESULT cb_RuntimeResumeStarted(ICorProfilerCallback *self) {
-    ACTIVE();
-    REC0(RuntimeResumeStarted);
-    return S_OK;
-}
-HRESULT cb_RuntimeResumeFinished(ICorProfilerCallback *self) {
-    ACTIVE();
-    REC0(RuntimeResumeFinished);
-    return S_OK;
-}
-HRESULT cb_RuntimeThreadSuspended(ICorProfilerCallback *self, ThreadID id) {
-    ACTIVE();
-    REC(RuntimeThreadSuspended, id);
-    return S_OK;
-}
-HRESULT cb_RuntimeThreadResumed(ICorProfilerCallback *self, ThreadID id) {
-    ACTIVE();
-    REC(RuntimeThreadResumed, id);
-    return S_OK;
-}
+CB_REC(RuntimeSuspendStarted, (ICorProfilerCallback *self, COR_PRF_SUSPEND_REASON reason),
+       (uint64_t)(uint32_t)reason)
+CB_REC0(RuntimeSuspendFinished)
+CB_REC0(RuntimeSuspendAborted)
+CB_REC0(RuntimeResumeStarted)
+CB_REC0(RuntimeResumeFinished)
+CB_REC(RuntimeThreadSuspended, (ICorProfilerCallback *self, ThreadID id), id)
+CB_REC(RuntimeThreadResumed, (ICorProfilerCallback *self, ThreadID id), id)
 
 /* ---- COM interop ---- */
 
@@ -221,12 +151,8 @@ HRESULT cb_COMClassicVTableDestroyed(ICorProfilerCallback *self, ClassID cls, RE
 
 /* ---- ReJIT, dynamic methods, EventPipe (Callback4..10) ---- */
 
-HRESULT cb_ReJITCompilationStarted(ICorProfilerCallback *self, FunctionID id, ReJITID rejit,
-                                       BOOL safe) {
-    ACTIVE();
-    REC(ReJITCompilationStarted, FUNCTION(id, 1), rejit, (uint64_t)(safe != 0));
-    return S_OK;
-}
+CB_REC(ReJITCompilationStarted, (ICorProfilerCallback *self, FunctionID id, ReJITID rejit, BOOL safe),
+       FUNCTION(id, 1), rejit, (uint64_t)(safe != 0))
 
 HRESULT cb_GetReJITParameters(ICorProfilerCallback *self, ModuleID module, mdMethodDef method,
                                   ICorProfilerFunctionControl *control) {
@@ -236,19 +162,11 @@ HRESULT cb_GetReJITParameters(ICorProfilerCallback *self, ModuleID module, mdMet
     return S_OK;
 }
 
-HRESULT cb_ReJITCompilationFinished(ICorProfilerCallback *self, FunctionID id, ReJITID rejit,
-                                        HRESULT hr, BOOL safe) {
-    ACTIVE();
-    REC(ReJITCompilationFinished, FUNCTION(id, 1), rejit, HR(hr), (uint64_t)(safe != 0));
-    return S_OK;
-}
+CB_REC(ReJITCompilationFinished, (ICorProfilerCallback *self, FunctionID id, ReJITID rejit, HRESULT hr, BOOL safe),
+       FUNCTION(id, 1), rejit, HR(hr), (uint64_t)(safe != 0))
 
-HRESULT cb_ReJITError(ICorProfilerCallback *self, ModuleID module, mdMethodDef method,
-                          FunctionID id, HRESULT hr) {
-    ACTIVE();
-    REC(ReJITError, MODULE(module, 1), method, FUNCTION(id, 1), HR(hr));
-    return S_OK;
-}
+CB_REC(ReJITError, (ICorProfilerCallback *self, ModuleID module, mdMethodDef method, FunctionID id, HRESULT hr),
+       MODULE(module, 1), method, FUNCTION(id, 1), HR(hr))
 
 HRESULT cb_GetAssemblyReferences(ICorProfilerCallback *self, const WCHAR *path,
                                      ICorProfilerAssemblyReferenceProvider *provider) {
@@ -260,11 +178,7 @@ HRESULT cb_GetAssemblyReferences(ICorProfilerCallback *self, const WCHAR *path,
     return S_OK;
 }
 
-HRESULT cb_ModuleInMemorySymbolsUpdated(ICorProfilerCallback *self, ModuleID module) {
-    ACTIVE();
-    REC(ModuleInMemorySymbolsUpdated, MODULE(module, 1));
-    return S_OK;
-}
+CB_REC(ModuleInMemorySymbolsUpdated, (ICorProfilerCallback *self, ModuleID module), MODULE(module, 1))
 
 HRESULT cb_DynamicMethodJITCompilationStarted(ICorProfilerCallback *self, FunctionID id,
                                                   BOOL safe, LPCBYTE il, ULONG il_len) {
@@ -307,11 +221,7 @@ HRESULT cb_EventPipeEventDelivered(ICorProfilerCallback *self, EVENTPIPE_PROVIDE
     return S_OK;
 }
 
-HRESULT cb_EventPipeProviderCreated(ICorProfilerCallback *self, EVENTPIPE_PROVIDER provider) {
-    ACTIVE();
-    REC(EventPipeProviderCreated, provider);
-    return S_OK;
-}
+CB_REC(EventPipeProviderCreated, (ICorProfilerCallback *self, EVENTPIPE_PROVIDER provider), provider)
 
 HRESULT cb_LoadAsNotificationOnly(ICorProfilerCallback *self, BOOL *pbNotificationOnly) {
     (void)self;

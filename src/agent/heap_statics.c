@@ -15,16 +15,9 @@
 #include "names.h"
 #include "utf16.h"
 
-/* ICorProfilerFunctionEnum (corprof.idl): IUnknown, then Skip, Reset, Clone,
- * GetCount, Next. */
+/* ICorProfilerFunctionEnum (corprof.idl). */
 typedef struct function_enum_vtbl {
-    DNP_IUNKNOWN_SLOTS(ICorProfilerFunctionEnum)
-    HRESULT (*Skip)(ICorProfilerFunctionEnum *self, ULONG celt);
-    HRESULT (*Reset)(ICorProfilerFunctionEnum *self);
-    HRESULT (*Clone)(ICorProfilerFunctionEnum *self, ICorProfilerFunctionEnum **ppEnum);
-    HRESULT (*GetCount)(ICorProfilerFunctionEnum *self, ULONG *pcelt);
-    HRESULT (*Next)(ICorProfilerFunctionEnum *self, ULONG celt, COR_PRF_FUNCTION ids[],
-                    ULONG *pceltFetched);
+    DNP_ENUM_SLOTS(ICorProfilerFunctionEnum, COR_PRF_FUNCTION)
 } function_enum_vtbl;
 struct ICorProfilerFunctionEnum {
     const function_enum_vtbl *lpVtbl;

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "agg.h"
 #include "callbacks.h"
 #include "eventpipe.h"
 #include "names.h"
@@ -43,30 +44,17 @@ enum { KIND_MONITOR = 0, KIND_LOCK = 1, KIND_WAIT_HANDLE = 2, KIND_MONITOR_WAIT 
 
 #define SLICES_PER_SECOND 1000u
 
-/* Aggregation, as alloc_sampling.c's: striped tables, a thread using one,
- * written out when a second old or FLUSH_WAITS waits full, when a key finds no
- * room near its place, and all at stop and exit. Bounded: AGG_TABLES * AGG_SLOTS. */
-#define AGG_TABLES 64
-#define AGG_SLOTS 256
-#define AGG_PROBES 8
+/* Aggregation, as alloc_sampling.c's: striped tables (agg.h), written out when
+ * a second old or FLUSH_WAITS waits full, when a key finds no room near its
+ * place, and all at stop and exit. */
 #define FLUSH_WAITS 4096
-#define FLUSH_NS 1000000000ull
 
-typedef struct agg_slot {
-    uint32_t stack, type, kind, used;
+typedef struct site {
+    uint32_t used, stack, type, kind;
     uint64_t owner, count, wait_ns, max_ns;
-} agg_slot;
+} site;
 
-typedef struct agg_table {
-    atomic_flag lock;
-    unsigned pending;
-    uint64_t last_flush;
-    agg_slot s[AGG_SLOTS];
-} agg_table;
-
-static agg_table g_agg[AGG_TABLES];
-static atomic_uint g_next_table;
-static __thread int t_table = -1;
+AGG_DEFINE(g_agg, site, FLUSH_WAITS);
 
 static int g_mode;             /* 1 contention, 2 contention and waits (--locks=waits) */
 static int g_major;            /* the runtime's major version */
@@ -128,79 +116,42 @@ static void on_started(void) {
     REC(LockConfig, (uint64_t)g_major, (uint64_t)g_mode, g_slice_ns);
 }
 
-static void table_lock(agg_table *t) {
-    while (atomic_flag_test_and_set_explicit(&t->lock, memory_order_acquire)) {
-    }
+/* A site's key is a site holding one wait. */
+static int site_same(const void *slot, const void *key) {
+    const site *a = slot, *k = key;
+    return a->stack == k->stack && a->type == k->type && a->owner == k->owner && a->kind == k->kind;
 }
 
-static void table_unlock(agg_table *t) {
-    atomic_flag_clear_explicit(&t->lock, memory_order_release);
+static void site_add(void *slot, const void *key) {
+    site *a = slot;
+    const site *k = key;
+    a->used = 1;
+    a->stack = k->stack;
+    a->type = k->type;
+    a->owner = k->owner;
+    a->kind = k->kind;
+    a->count++;
+    a->wait_ns += k->wait_ns;
+    if (k->wait_ns > a->max_ns)
+        a->max_ns = k->wait_ns;
 }
 
-/* Writes out a locked table's sums and empties it. */
-static void table_flush(agg_table *t, uint64_t now) {
-    for (unsigned i = 0; i < AGG_SLOTS; i++) {
-        agg_slot *a = &t->s[i];
-        if (!a->used)
-            continue;
-        REC(LockSite, a->stack, a->type, a->owner, a->kind, a->count, a->wait_ns, a->max_ns);
-        memset(a, 0, sizeof *a);
-    }
-    t->pending = 0;
-    t->last_flush = now;
+static void site_write(const void *slot) {
+    const site *a = slot;
+    REC(LockSite, a->stack, a->type, a->owner, a->kind, a->count, a->wait_ns, a->max_ns);
 }
 
 void locks_flush_all(void) {
-    uint64_t now = recorder_now();
-    for (unsigned i = 0; i < AGG_TABLES; i++) {
-        agg_table *t = &g_agg[i];
-        table_lock(t);
-        if (t->pending)
-            table_flush(t, now);
-        table_unlock(t);
-    }
+    agg_flush_all(&g_agg);
     REC(LockStats, atomic_load(&g_start_version), atomic_load(&g_waits), atomic_load(&g_slices),
         atomic_load(&g_dropped), atomic_load(&g_unmatched));
 }
 
 static void aggregate(const pending *p, uint64_t wait_ns) {
-    if (t_table < 0)
-        t_table = (int)(atomic_fetch_add(&g_next_table, 1) % AGG_TABLES);
-    agg_table *t = &g_agg[t_table];
+    site k = {1, p->stack, p->type, p->kind, p->owner, 1, wait_ns, wait_ns};
     uint64_t h = ((uint64_t)p->stack * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)p->type * 0xc2b2ae3d27d4eb4full) ^
                  (p->owner * 0x165667b19e3779f9ull) ^ p->kind;
-    unsigned at = (unsigned)(h >> 32) & (AGG_SLOTS - 1);
-    uint64_t now = recorder_now();
-    table_lock(t);
-    agg_slot *a = NULL;
-    for (int round = 0; round < 2 && !a; round++) {
-        for (unsigned i = 0; i < AGG_PROBES; i++) {
-            agg_slot *c = &t->s[(at + i) & (AGG_SLOTS - 1)];
-            if (!c->used || (c->stack == p->stack && c->type == p->type && c->owner == p->owner && c->kind == p->kind)) {
-                a = c;
-                break;
-            }
-        }
-        if (!a)
-            table_flush(t, now); /* no room near: out with all of it */
-    }
-    if (a) {
-        a->used = 1;
-        a->stack = p->stack;
-        a->type = p->type;
-        a->owner = p->owner;
-        a->kind = p->kind;
-        a->count++;
-        a->wait_ns += wait_ns;
-        if (wait_ns > a->max_ns)
-            a->max_ns = wait_ns;
-        t->pending++;
-    }
-    if (!t->last_flush)
-        t->last_flush = now;
-    if (t->pending >= FLUSH_WAITS || now - t->last_flush >= FLUSH_NS)
-        table_flush(t, now);
-    table_unlock(t);
+    agg_add(&g_agg, h, &k);
 }
 
 /* A long wait on its own, for the timeline: at most SLICES_PER_SECOND a second

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bg_thread.h"
 #include "clock.h"
 #include "say.h"
 #include "settings.h"
@@ -638,11 +639,7 @@ void recorder_close(void) {
     if (atomic_load(&R.state) == ST_CLOSED)
         return;
     if (R.flusher_running) {
-        pthread_mutex_lock(&R.stop_mu);
-        R.stop = 1;
-        pthread_cond_signal(&R.stop_cv);
-        pthread_mutex_unlock(&R.stop_mu);
-        pthread_join(R.flusher, NULL);
+        bg_thread_stop(R.flusher, &R.stop_mu, &R.stop_cv, &R.stop);
         R.flusher_running = 0;
     }
     recorder_flush_all();

@@ -5,14 +5,9 @@
 
 #include "callbacks.h"
 
-/* ICorProfilerThreadEnum (corprof.idl): IUnknown, Skip, Reset, Clone, GetCount, Next. */
+/* ICorProfilerThreadEnum (corprof.idl). */
 typedef struct thread_enum_vtbl {
-    DNP_IUNKNOWN_SLOTS(ICorProfilerThreadEnum)
-    HRESULT (*Skip)(ICorProfilerThreadEnum *self, ULONG celt);
-    HRESULT (*Reset)(ICorProfilerThreadEnum *self);
-    HRESULT (*Clone)(ICorProfilerThreadEnum *self, ICorProfilerThreadEnum **ppEnum);
-    HRESULT (*GetCount)(ICorProfilerThreadEnum *self, ULONG *pcelt);
-    HRESULT (*Next)(ICorProfilerThreadEnum *self, ULONG celt, ThreadID ids[], ULONG *pceltFetched);
+    DNP_ENUM_SLOTS(ICorProfilerThreadEnum, ThreadID)
 } thread_enum_vtbl;
 struct ICorProfilerThreadEnum {
     const thread_enum_vtbl *lpVtbl;

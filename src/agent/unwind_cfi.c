@@ -270,16 +270,25 @@ static int run_cfa(cur *c, const cie *ci, cstate *s, const cstate *init, rows *r
     return c->bad ? -1 : 0;
 }
 
+/* Opens the CIE or FDE at p (inside [seg, end)): c reads its body, after its
+ * length, which is at least min bytes. 0 or -1. */
+static int entry_open(cur *c, const uint8_t *p, const uint8_t *end, uint64_t min) {
+    *c = (cur){p, end, 0};
+    uint64_t len = rd(c, 4);
+    if (len == 0xffffffffu)
+        len = rd(c, 8);
+    if (c->bad || len > (uint64_t)(end - c->p) || len < min)
+        return -1;
+    c->end = c->p + len;
+    return 0;
+}
+
 /* The CIE at p (inside [seg, end)). 0 or -1. */
 static int read_cie(const uint8_t *p, const uint8_t *end, cie *ci, cstate *init) {
-    cur c = {p, end, 0};
-    uint64_t len = rd(&c, 4);
-    if (len == 0xffffffffu)
-        len = rd(&c, 8);
-    if (c.bad || len > (uint64_t)(end - c.p) || len < 4)
+    cur c;
+    if (entry_open(&c, p, end, 4) < 0)
         return -1;
-    const uint8_t *e = c.p + len;
-    c.end = e;
+    const uint8_t *e = c.end;
     if (rd(&c, 4) != 0)
         return -1; /* not a CIE */
     unsigned ver = (unsigned)rd(&c, 1);
@@ -339,14 +348,10 @@ static int read_cie(const uint8_t *p, const uint8_t *end, cie *ci, cstate *init)
  * the rest stop the walk). */
 static int read_fde(const uint8_t *p, const uint8_t *seg, const uint8_t *end, uint64_t bias, rows *rs,
                     uint64_t *start, uint64_t *stop) {
-    cur c = {p, end, 0};
-    uint64_t len = rd(&c, 4);
-    if (len == 0xffffffffu)
-        len = rd(&c, 8);
-    if (c.bad || len > (uint64_t)(end - c.p) || len < 8)
+    cur c;
+    if (entry_open(&c, p, end, 8) < 0)
         return -1;
-    const uint8_t *e = c.p + len, *idp = c.p;
-    c.end = e;
+    const uint8_t *e = c.end, *idp = c.p;
     uint64_t back = rd(&c, 4);
     if (back == 0 || back > (uint64_t)(idp - seg))
         return -1;

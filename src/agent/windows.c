@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bg_thread.h"
 #include "recorder.h"
 #include "say.h"
 #include "trace_writer.h"
@@ -404,11 +405,7 @@ int windows_start(const agent_config *cfg, const char *cmdline, const char *runt
 void windows_stop(void) {
     if (!W.running)
         return;
-    pthread_mutex_lock(&W.stop_mu);
-    W.stop = 1;
-    pthread_cond_broadcast(&W.stop_cv);
-    pthread_mutex_unlock(&W.stop_mu);
-    pthread_join(W.thread, NULL);
+    bg_thread_stop(W.thread, &W.stop_mu, &W.stop_cv, &W.stop);
     W.running = 0;
     atomic_store(&W.on, 0);
     rec_note(0, "windows: %llu written, %llu dropped (no reader took them), %llu not written",

@@ -28,6 +28,16 @@ typedef struct ICorProfilerAssemblyReferenceProvider ICorProfilerAssemblyReferen
     ULONG (*AddRef)(T * self);                                             \
     ULONG (*Release)(T * self);
 
+/* An ICorProfiler*Enum's slots (corprof.idl): IUnknown's, then Skip, Reset,
+ * Clone, GetCount and Next, whose items are E. */
+#define DNP_ENUM_SLOTS(T, E)                                                   \
+    DNP_IUNKNOWN_SLOTS(T)                                                      \
+    HRESULT (*Skip)(T * self, ULONG celt);                                     \
+    HRESULT (*Reset)(T * self);                                                \
+    HRESULT (*Clone)(T * self, T ** ppEnum);                                   \
+    HRESULT (*GetCount)(T * self, ULONG *pcelt);                               \
+    HRESULT (*Next)(T * self, ULONG celt, E ids[], ULONG *pceltFetched);
+
 typedef struct IUnknownVtbl {
     DNP_IUNKNOWN_SLOTS(IUnknown)
 } IUnknownVtbl;

@@ -3,39 +3,6 @@
  * frameless body moves the stack pointer until the return address is found. */
 #include "arch/arch.h"
 
-/* Whether addr follows a call instruction: e8 rel32, or ff /2 in any of its
- * forms (by register, [reg], [rip+disp32], [reg+disp8/32], with SIB, with a
- * REX prefix). */
-int arch_follows_call(const uint8_t b[8]) {
-    if (b[3] == 0xe8)
-        return 1;
-    for (unsigned len = 2; len <= 8; len++) {
-        unsigned i = 8 - len, rex = (b[i] & 0xf0) == 0x40;
-        if (i + rex + 1 >= 8 || b[i + rex] != 0xff)
-            continue;
-        uint8_t modrm = b[i + rex + 1];
-        unsigned mod = modrm >> 6, rm = modrm & 7, n = 2 + rex;
-        if (((modrm >> 3) & 7) != 2)
-            continue;
-        if (mod != 3 && rm == 4) {
-            if (i + rex + 2 >= 8)
-                continue;
-            n++;
-            if (mod == 0 && (b[i + rex + 2] & 7) == 5)
-                n += 4;
-        }
-        if (mod == 0 && rm == 5)
-            n += 4;
-        else if (mod == 1)
-            n += 1;
-        else if (mod == 2)
-            n += 4;
-        if (n == len)
-            return 1;
-    }
-    return 0;
-}
-
 /* Length of the ModRM operand at m (ModRM, SIB, displacement); 0 when it runs
  * past end. */
 static size_t modrm_len(const uint8_t *m, const uint8_t *end) {
@@ -57,6 +24,23 @@ static size_t modrm_len(const uint8_t *m, const uint8_t *end) {
     else if (mod == 2)
         n += 4;
     return m + n <= end ? n : 0;
+}
+
+/* Whether addr follows a call instruction: e8 rel32, or ff /2 in any of its
+ * forms (by register, [reg], [rip+disp32], [reg+disp8/32], with SIB, with a
+ * REX prefix). */
+int arch_follows_call(const uint8_t b[8]) {
+    if (b[3] == 0xe8)
+        return 1;
+    for (unsigned len = 2; len <= 8; len++) {
+        unsigned i = 8 - len, rex = (b[i] & 0xf0) == 0x40;
+        if (i + rex + 1 >= 8 || b[i + rex] != 0xff)
+            continue;
+        const uint8_t *m = b + i + rex + 1; /* ModRM: ends the instruction at b + 8 */
+        if (((m[0] >> 3) & 7) == 2 && 1 + rex + modrm_len(m, b + 8) == len)
+            return 1;
+    }
+    return 0;
 }
 
 enum { DECIDED_NOT = -1, GO_ON = -2, NOT_STACK = -3 };
