@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "calltree.h"
+#include "ct_text.h"
 #include "cli.h"
 #include "export.h"
 #include "idmap.h"
@@ -45,9 +46,7 @@ struct alloc_profile {
     dnp_idmap type_h, site_h;
     /* the call tree, made on demand */
     dnp_calltree *ct;
-    char **names;                   /* frame names of the tree (own names) */
-    size_t nnames, cap_names;
-    dnp_idmap name_h;               /* (hash, length) -> own name index */
+    dnp_ct_names nm;                /* frame names of the tree (own names) */
 };
 
 static int feed(alloc_profile *p, const dnp_trace_event *e) {
@@ -153,10 +152,7 @@ void alloc_free(alloc_profile *p) {
     if (!p)
         return;
     dnp_calltree_free(p->ct);
-    for (size_t i = 0; i < p->nnames; i++)
-        free(p->names[i]);
-    free(p->names);
-    dnp_idmap_release(&p->name_h);
+    dnp_ct_names_release(&p->nm);
     dnp_idmap_release(&p->type_h);
     dnp_idmap_release(&p->site_h);
     free(p->types);
@@ -176,88 +172,21 @@ static const char *str(const alloc_profile *p, uint64_t id, const char *none) {
 
 /* ---- the call tree ---- */
 
-static uint64_t name_hash(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h;
-}
-
-/* The own-name number of s[0..n), added if new; 0 on failure. */
-static uint64_t own_name(alloc_profile *p, const char *s, size_t n) {
-    uint64_t h = name_hash(s, n);
-    uint32_t i;
-    for (uint64_t probe = 0;; probe++) { /* (hash, n + probe << 32): a collision moves on */
-        if (!dnp_idmap_get(&p->name_h, h, n | probe << 32, &i))
-            break;
-        if (strlen(p->names[i]) == n && memcmp(p->names[i], s, n) == 0)
-            return DNP_CT_OWN_NAMES + i;
-    }
-    if (DNP_VEC_RESERVE(p->names, p->cap_names, p->nnames + 1, 64) != 0)
-        return 0;
-    char *copy = malloc(n + 1);
-    if (!copy)
-        return 0;
-    memcpy(copy, s, n);
-    copy[n] = 0;
-    i = (uint32_t)p->nnames++;
-    p->names[i] = copy;
-    uint64_t probe = 0;
-    uint32_t dummy;
-    while (dnp_idmap_get(&p->name_h, h, n | probe << 32, &dummy))
-        probe++;
-    if (dnp_idmap_put(&p->name_h, h, n | probe << 32, i) != 0)
-        return 0;
-    return DNP_CT_OWN_NAMES + i;
-}
-
 const dnp_calltree *alloc_calltree(alloc_profile *p) {
     if (p->ct)
         return p->ct;
     dnp_calltree *ct = dnp_ct_weighted_new(p->t, "bytes");
     if (!ct)
         return NULL;
-    dnp_ct_frame *frames = NULL;
-    size_t cap = 0;
     int rc = 0;
     for (size_t k = 0; k < p->nsites && rc == 0; k++) {
         const alloc_site *s = &p->sites[k];
-        const char *text = str(p, s->stack, "[no managed stack]");
-        /* lines innermost first; the tree wants outermost first, the type last */
-        size_t n = 1;
-        for (const char *c = text; *c; c++)
-            n += *c == '\n';
-        if (n + 1 > cap) {
-            cap = n + 1;
-            dnp_ct_frame *f = realloc(frames, cap * sizeof *f);
-            if (!f) {
-                rc = -1;
-                break;
-            }
-            frames = f;
-        }
-        size_t at = n;
-        const char *line = text;
-        for (;;) {
-            const char *end = strchr(line, '\n');
-            size_t len = end ? (size_t)(end - line) : strlen(line);
-            uint64_t id = own_name(p, line, len);
-            frames[--at] = (dnp_ct_frame){id, id};
-            if (!end)
-                break;
-            line = end + 1;
-        }
-        const char *type = str(p, s->type, "[unknown type]");
-        uint64_t tid = own_name(p, type, strlen(type));
-        frames[n] = (dnp_ct_frame){tid, tid};
         uint64_t objects = (uint64_t)(s->objects + 0.5);
-        rc = dnp_ct_weighted_add(ct, frames, n + 1, s->bytes, objects ? objects : 1);
+        rc = dnp_ct_text_add(ct, &p->nm, str(p, s->stack, "[no managed stack]"), str(p, s->type, "[unknown type]"),
+                             s->bytes, objects ? objects : 1);
     }
-    free(frames);
-    ct->own_names = (const char *const *)p->names;
-    ct->nown_names = p->nnames;
     if (rc == 0)
-        rc = dnp_ct_weighted_finish(ct);
+        rc = dnp_ct_text_finish(ct, &p->nm);
     if (rc != 0) {
         dnp_calltree_free(ct);
         return NULL;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "calltree.h"
+#include "ct_text.h"
 #include "cli.h"
 #include "export.h"
 #include "idmap.h"
@@ -61,9 +62,7 @@ struct locks_profile {
     dnp_export_slice *slices;
     size_t nslices, cap_slices;
     dnp_calltree *ct;
-    char **names;
-    size_t nnames, cap_names;
-    dnp_idmap name_h;
+    dnp_ct_names nm; /* frame names of the tree (own names) */
 };
 
 static int add_owner(lk_path *p, uint64_t owner, uint64_t count, uint64_t wait_ns) {
@@ -212,19 +211,12 @@ static int sum_into(lk_sum **arr, size_t *n, size_t *cap, uint64_t key, uint64_t
     return 0;
 }
 
-static uint64_t text_hash(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h;
-}
-
 /* The site of path i: the index of the first path with the same site text and
  * class (contention or other waits), found by the text's hash. */
 static int site_key(locks_profile *p, dnp_idmap *m, size_t i, uint64_t *key) {
     size_t len;
     const char *site = site_of(p, p->paths[i].stack, &len);
-    uint64_t h = text_hash(site ? site : "", len), cls = CONTENTION(p->paths[i].kind) ? 0 : 1;
+    uint64_t h = dnp_text_hash(site ? site : "", len), cls = CONTENTION(p->paths[i].kind) ? 0 : 1;
     for (uint64_t probe = 0;; probe++) {
         uint32_t j;
         if (!dnp_idmap_get(m, h, cls | probe << 1, &j)) {
@@ -325,10 +317,7 @@ void locks_free(locks_profile *p) {
     if (!p)
         return;
     dnp_calltree_free(p->ct);
-    for (size_t i = 0; i < p->nnames; i++)
-        free(p->names[i]);
-    free(p->names);
-    dnp_idmap_release(&p->name_h);
+    dnp_ct_names_release(&p->nm);
     dnp_idmap_release(&p->path_h);
     for (size_t i = 0; i < p->npaths; i++)
         free(p->paths[i].owners);
@@ -632,54 +621,11 @@ int report_locks(locks_profile *p, const report_opts *o, FILE *out) {
 
 /* ---- the call tree: the waiting stacks weighted by the time waited ---- */
 
-/* The own-name number of s[0..n), added if new; 0 on failure. */
-static uint64_t own_name(locks_profile *p, const char *s, size_t n) {
-    uint64_t h = text_hash(s, n);
-    uint32_t i;
-    uint64_t probe = 0;
-    for (;; probe++) {
-        if (!dnp_idmap_get(&p->name_h, h, n | probe << 32, &i))
-            break;
-        if (strlen(p->names[i]) == n && memcmp(p->names[i], s, n) == 0)
-            return DNP_CT_OWN_NAMES + i;
-    }
-    char *copy = DNP_VEC_RESERVE(p->names, p->cap_names, p->nnames + 1, 64) == 0 ? malloc(n + 1) : NULL;
-    if (!copy)
-        return 0;
-    memcpy(copy, s, n);
-    copy[n] = 0;
-    i = (uint32_t)p->nnames++;
-    p->names[i] = copy;
-    return dnp_idmap_put(&p->name_h, h, n | probe << 32, i) == 0 ? DNP_CT_OWN_NAMES + i : 0;
-}
-
-static int add_path(locks_profile *p, dnp_calltree *ct, const lk_path *w, dnp_ct_frame **frames, size_t *cap) {
-    const char *text = str(p, w->stack, "[no managed stack]");
-    size_t n = 1;
-    for (const char *c = text; *c; c++)
-        n += *c == '\n';
-    if (n + 1 > *cap) {
-        dnp_ct_frame *f = realloc(*frames, (n + 1) * sizeof *f);
-        if (!f)
-            return -1;
-        *frames = f;
-        *cap = n + 1;
-    }
-    size_t at = n;
-    for (const char *line = text;;) { /* innermost first in the trace; outermost first in the tree */
-        const char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line) : strlen(line);
-        uint64_t id = own_name(p, line, len);
-        (*frames)[--at] = (dnp_ct_frame){id, id};
-        if (!end)
-            break;
-        line = end + 1;
-    }
+static int add_path(locks_profile *p, dnp_calltree *ct, const lk_path *w) {
     char leaf[1100];
     snprintf(leaf, sizeof leaf, "[%s %.1000s]", CONTENTION(w->kind) ? "lock" : "wait", type_label(p, w->type, w->kind));
-    uint64_t id = own_name(p, leaf, strlen(leaf));
-    (*frames)[n] = (dnp_ct_frame){id, id};
-    return dnp_ct_weighted_add(ct, *frames, n + 1, w->wait_ns, w->count ? w->count : 1);
+    return dnp_ct_text_add(ct, &p->nm, str(p, w->stack, "[no managed stack]"), leaf, w->wait_ns,
+                           w->count ? w->count : 1);
 }
 
 const dnp_calltree *locks_calltree(locks_profile *p) {
@@ -690,16 +636,11 @@ const dnp_calltree *locks_calltree(locks_profile *p) {
         return NULL;
     ct->count_type = "contentions";
     ct->weight_type = "delay";
-    dnp_ct_frame *frames = NULL;
-    size_t cap = 0;
     int rc = 0;
     for (size_t k = 0; k < p->npaths && rc == 0; k++)
-        rc = add_path(p, ct, &p->paths[k], &frames, &cap);
-    free(frames);
-    ct->own_names = (const char *const *)p->names;
-    ct->nown_names = p->nnames;
+        rc = add_path(p, ct, &p->paths[k]);
     if (rc == 0)
-        rc = dnp_ct_weighted_finish(ct);
+        rc = dnp_ct_text_finish(ct, &p->nm);
     if (rc != 0) {
         dnp_calltree_free(ct);
         return NULL;
