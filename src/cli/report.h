@@ -38,6 +38,15 @@ typedef struct calls_input {
 int calls_open(const char *path, int reread, calls_input *in);
 void calls_close(calls_input *in);
 
+/* What a report adds up, one event at a time: 0, or non-zero when out of memory. */
+typedef int (*report_feed)(void *ctx, const dnp_trace *t, const dnp_trace_event *e);
+
+/* Streams path's events into feed. Returns 0, or 1 after saying why (the file
+ * cannot be read, a damaged chunk, out of memory). keep: the stream, left open
+ * for the caller to close (its trace holds the strings), or NULL to close it
+ * here. warn: say when the trace is not complete (once per command). */
+int report_read_events(const char *path, report_feed feed, void *ctx, dnp_trace_stream **keep, int warn);
+
 /* When ct has no call data and the trace says why (recorded with --sample or
  * --calls and cut short or empty, or holding allocations instead), says so in
  * one line and returns 1; else 0, and says nothing. */

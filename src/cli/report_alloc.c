@@ -49,7 +49,9 @@ struct alloc_profile {
     dnp_ct_names nm;                /* frame names of the tree (own names) */
 };
 
-static int feed(alloc_profile *p, const dnp_trace_event *e) {
+static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
+    alloc_profile *p = ctx;
+    (void)t;
     if (e->kind == DNP_EV_AllocSampling) {
         p->source = e->v[DNP_V(AllocSampling, source)];
         p->mean = e->v[DNP_V(AllocSampling, meanBytes)];
@@ -115,31 +117,16 @@ static int by_site_bytes(const void *x, const void *y) {
 }
 
 int alloc_open(const char *path, alloc_profile **out) {
-    char err[512];
     *out = NULL;
     alloc_profile *p = calloc(1, sizeof *p);
-    if (!p) {
-        error("out of memory");
-        return 1;
-    }
+    if (!p)
+        return error("out of memory"), 1;
     p->path = path;
-    if (dnp_trace_stream_open(path, &p->s, err, sizeof err) != 0) {
-        error("%s", err);
-        free(p);
-        return 1;
-    }
-    dnp_trace_event e;
-    int got, rc = 0;
-    while (rc == 0 && (got = dnp_trace_stream_next(p->s, &e)) > 0)
-        rc = feed(p, &e);
-    if (rc != 0 || got < 0) {
-        error("%s: %s", path, rc != 0 ? "out of memory" : dnp_trace_stream_error(p->s));
+    if (report_read_events(path, feed, p, &p->s, 1) != 0) {
         alloc_free(p);
         return 1;
     }
     p->t = dnp_trace_stream_trace(p->s);
-    if (p->t->status != DNP_TRACE_COMPLETE)
-        warning("%s: %s", path, p->t->status_text[0] ? p->t->status_text : "the trace is not complete");
     if (p->ntypes)
         qsort(p->types, p->ntypes, sizeof *p->types, by_type_bytes);
     if (p->nsites)

@@ -43,7 +43,9 @@ static const char *reason_name(uint64_t r) { return dnp_gc_start_reason(r); }
 static const char *reason_id(uint64_t r) { return dnp_gc_start_reason_id(r); }
 static const char *type_name(uint64_t t) { return dnp_gc_type_name(t); }
 
-static int feed(gc_data *d, const dnp_trace_event *e) {
+static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
+    gc_data *d = ctx;
+    (void)t;
     if (e->time_ns > d->last)
         d->last = e->time_ns;
     if (e->kind == DNP_EV_GcConfig) {
@@ -355,26 +357,14 @@ static int by_number(const void *x, const void *y) {
 }
 
 int report_gc(const char *path, int json, FILE *out) {
-    char err[512];
     dnp_trace_stream *s = NULL;
-    if (dnp_trace_stream_open(path, &s, err, sizeof err) != 0)
-        return error("%s", err), 1;
     gc_data d;
     memset(&d, 0, sizeof d);
-    dnp_trace_event e;
-    int got, rc = 0;
-    while (rc == 0 && (got = dnp_trace_stream_next(s, &e)) > 0)
-        rc = feed(&d, &e);
-    d.origin = dnp_trace_stream_origin(s);
-    if (rc != 0 || got < 0) {
-        error("%s: %s", path, rc != 0 ? "out of memory" : dnp_trace_stream_error(s));
+    if (report_read_events(path, feed, &d, &s, 1) != 0) {
         free(d.rows);
-        dnp_trace_stream_close(s);
         return 1;
     }
-    const dnp_trace *t = dnp_trace_stream_trace(s);
-    if (t->status != DNP_TRACE_COMPLETE)
-        warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
+    d.origin = dnp_trace_stream_origin(s);
     if (!d.configured && !d.n) {
         error("%s: this trace has no GC statistics: record them with dnprof run --gc (or dnprof attach PID --gc)",
               path);
@@ -385,7 +375,7 @@ int report_gc(const char *path, int json, FILE *out) {
         qsort(d.rows, d.n, sizeof *d.rows, by_number);
     gc_group *g = NULL;
     size_t ng = 0;
-    rc = groups(&d, &g, &ng);
+    int rc = groups(&d, &g, &ng);
     if (rc == 0)
         rc = json ? write_json(&d, path, g, ng, out) : write_text(&d, path, g, ng, out);
     else

@@ -109,7 +109,9 @@ static int add_site(locks_profile *p, const dnp_trace_event *e) {
     return add_owner(a, owner, count, wait_ns);
 }
 
-static int feed(locks_profile *p, const dnp_trace_event *e) {
+static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
+    locks_profile *p = ctx;
+    p->t = t;
     switch (e->kind) {
     case DNP_EV_LockConfig:
         p->configured = 1;
@@ -278,37 +280,21 @@ static int summarize(locks_profile *p) {
 }
 
 int locks_open(const char *path, locks_profile **out) {
-    char err[512];
     *out = NULL;
     locks_profile *p = calloc(1, sizeof *p);
     if (!p)
-    {
-        error("out of memory");
-        return 1;
-    }
+        return error("out of memory"), 1;
     p->path = path;
-    if (dnp_trace_stream_open(path, &p->s, err, sizeof err) != 0) {
-        error("%s", err);
-        free(p);
-        return 1;
-    }
-    p->t = dnp_trace_stream_trace(p->s);
-    dnp_trace_event e;
-    int got, rc = 0;
-    while (rc == 0 && (got = dnp_trace_stream_next(p->s, &e)) > 0)
-        rc = feed(p, &e);
-    if (rc == 0 && got >= 0)
-        rc = summarize(p);
-    uint64_t origin = dnp_trace_stream_origin(p->s); /* slices on the trace's clock, as the calls' timeline */
-    for (size_t i = 0; i < p->nslices; i++)
-        p->slices[i].start_ns = p->slices[i].start_ns > origin ? p->slices[i].start_ns - origin : 0;
-    if (rc != 0 || got < 0) {
-        error("%s: %s", path, rc != 0 ? "out of memory" : dnp_trace_stream_error(p->s));
+    if (report_read_events(path, feed, p, &p->s, 1) != 0 || summarize(p) != 0) {
+        if (p->s)
+            error("%s: out of memory", path);
         locks_free(p);
         return 1;
     }
-    if (p->t->status != DNP_TRACE_COMPLETE)
-        warning("%s: %s", path, p->t->status_text[0] ? p->t->status_text : "the trace is not complete");
+    p->t = dnp_trace_stream_trace(p->s);
+    uint64_t origin = dnp_trace_stream_origin(p->s); /* slices on the trace's clock, as the calls' timeline */
+    for (size_t i = 0; i < p->nslices; i++)
+        p->slices[i].start_ns = p->slices[i].start_ns > origin ? p->slices[i].start_ns - origin : 0;
     *out = p;
     return 0;
 }

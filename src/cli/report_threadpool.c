@@ -57,34 +57,33 @@ typedef struct tp_data {
 
 #define WINDOW_NS 1000000000ull /* "around then": the second before each injection */
 
-static int read_events(const char *path, tp_data *d) {
-    char err[512];
-    dnp_trace_stream *s = NULL;
-    if (dnp_trace_stream_open(path, &s, err, sizeof err) != 0)
-        return error("%s", err), 1;
-    dnp_trace_event e;
-    int got;
-    while ((got = dnp_trace_stream_next(s, &e)) > 0) {
-        if (!d->origin)
-            d->origin = dnp_trace_stream_origin(s);
-        if (e.kind == DNP_EV_ThreadPoolConfig) {
-            d->configured = 1;
-            d->major = e.v[DNP_V(ThreadPoolConfig, runtimeMajor)];
-        } else if (e.kind == DNP_EV_ThreadPoolAdjustment) {
-            uint64_t reason = e.v[DNP_V(ThreadPoolAdjustment, reason)];
-            d->by_reason[reason < NREASONS ? reason : NREASONS]++;
-            if (reason != REASON_STARVATION)
-                continue;
-            if (DNP_VEC_RESERVE(d->a, d->cap, d->n + 1, 64) != 0)
-                return dnp_trace_stream_close(s), error("out of memory"), 1;
-            d->a[d->n++] = (tp_adjust){e.time_ns, e.v[DNP_V(ThreadPoolAdjustment, newWorkerThreads)], reason,
-                                        e.v[DNP_V(ThreadPoolAdjustment, throughputMilli)]};
-            d->starved++;
-        }
+static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
+    tp_data *d = ctx;
+    (void)t;
+    if (e->kind == DNP_EV_ThreadPoolConfig) {
+        d->configured = 1;
+        d->major = e->v[DNP_V(ThreadPoolConfig, runtimeMajor)];
+    } else if (e->kind == DNP_EV_ThreadPoolAdjustment) {
+        uint64_t reason = e->v[DNP_V(ThreadPoolAdjustment, reason)];
+        d->by_reason[reason < NREASONS ? reason : NREASONS]++;
+        if (reason != REASON_STARVATION)
+            return 0;
+        if (DNP_VEC_RESERVE(d->a, d->cap, d->n + 1, 64) != 0)
+            return -1;
+        d->a[d->n++] = (tp_adjust){e->time_ns, e->v[DNP_V(ThreadPoolAdjustment, newWorkerThreads)], reason,
+                                   e->v[DNP_V(ThreadPoolAdjustment, throughputMilli)]};
+        d->starved++;
     }
-    int rc = got < 0 ? error("%s: %s", path, dnp_trace_stream_error(s)), 1 : 0;
+    return 0;
+}
+
+static int read_events(const char *path, tp_data *d) {
+    dnp_trace_stream *s = NULL;
+    if (report_read_events(path, feed, d, &s, 0) != 0)
+        return 1;
+    d->origin = dnp_trace_stream_origin(s);
     dnp_trace_stream_close(s);
-    return rc;
+    return 0;
 }
 
 static int pool_thread(const char *name) {

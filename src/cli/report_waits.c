@@ -84,7 +84,8 @@ static void stack_text(const char *stack, char *out, size_t cap) {
     }
 }
 
-static void feed(waits *w, const dnp_trace *t, const dnp_trace_event *e) {
+static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
+    waits *w = ctx;
     if (!w->first_ns)
         w->first_ns = e->time_ns;
     w->last_ns = e->time_ns;
@@ -117,20 +118,11 @@ static void feed(waits *w, const dnp_trace *t, const dnp_trace_event *e) {
     case DNP_EV_ThreadPoolAdjustment: w->starved += e->v[DNP_V(ThreadPoolAdjustment, reason)] == REASON_STARVATION; break;
     default: break;
     }
+    return 0;
 }
 
 static int read_events(const char *path, waits *w) {
-    char err[512];
-    dnp_trace_stream *s = NULL;
-    if (dnp_trace_stream_open(path, &s, err, sizeof err) != 0)
-        return error("%s", err), 1;
-    dnp_trace_event e;
-    int got;
-    while ((got = dnp_trace_stream_next(s, &e)) > 0)
-        feed(w, dnp_trace_stream_trace(s), &e);
-    int rc = got < 0 ? error("%s: %s", path, dnp_trace_stream_error(s)), 1 : 0;
-    dnp_trace_stream_close(s);
-    return rc;
+    return report_read_events(path, feed, w, NULL, 0);
 }
 
 /* The wall-clock samples' [waiting] time, by the managed frames above it. */
