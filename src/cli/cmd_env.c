@@ -27,6 +27,7 @@ static void env_help(void) {
           "                      directory)\n"
           "      --shell SHELL   sh (also bash, zsh) or fish (default: sh)\n"
           "      --list          every DNPROF_ variable: its values, default and meaning\n"
+          "      --markdown      with --list: as the table of docs/settings.md\n"
           "  -h, --help          print this help\n"
           "\n"
           "examples:\n"
@@ -61,8 +62,18 @@ int cli_setting_set(int id, const char *value) {
     return 0;
 }
 
-/* dnprof env --list: "NAME (type, values; default D; read by R)", then the help. */
-static int list_settings(void) {
+/* dnprof env --list: "NAME (type, values; default D; read by R)", then the help;
+ * with --markdown, the table of docs/settings.md. */
+static int list_settings(int markdown) {
+    if (markdown) {
+        fputs("| variable | type | values | default | read by | meaning |\n|---|---|---|---|---|---|\n", stdout);
+        for (int i = 0; i < DNP_SET_COUNT; i++) {
+            char row[2048];
+            dnp_setting_doc_row(i, row, sizeof row);
+            fputs(row, stdout);
+        }
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
     for (int i = 0; i < DNP_SET_COUNT; i++) {
         const dnp_setting *s = &dnp_settings[i];
         char values[256];
@@ -80,13 +91,13 @@ static void put_export(const char *name, const char *value, int fish) {
 }
 
 int cmd_env(int argc, char **argv) {
-    enum { OPT_SHELL = 256, OPT_LIST };
+    enum { OPT_SHELL = 256, OPT_LIST, OPT_MARKDOWN };
     static const struct option longopts[] = {
         {"events", required_argument, NULL, 'e'}, {"output", required_argument, NULL, 'o'},
         {"shell", required_argument, NULL, OPT_SHELL}, {"list", no_argument, NULL, OPT_LIST},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+        {"markdown", no_argument, NULL, OPT_MARKDOWN}, {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *events = NULL, *output = NULL, *shell = "sh";
-    int c, list = 0;
+    int c, list = 0, markdown = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":e:o:h", longopts, NULL)) != -1) {
         switch (c) {
@@ -94,14 +105,17 @@ int cmd_env(int argc, char **argv) {
         case 'o': output = optarg; break;
         case OPT_SHELL: shell = optarg; break;
         case OPT_LIST: list = 1; break;
+        case OPT_MARKDOWN: markdown = 1; break;
         case 'h': env_help(); return 0;
         default: return cli_bad_option("env", argv, c);
         }
     }
     if (optind < argc)
         return usage_error("env", "unexpected argument '%s'", argv[optind]);
+    if (markdown && !list)
+        return usage_error("env", "--markdown goes with --list");
     if (list)
-        return list_settings();
+        return list_settings(markdown);
     int fish;
     if (!strcmp(shell, "fish"))
         fish = 1;

@@ -157,3 +157,24 @@ unsigned dnp_setting_env_value(int id) {
     dnp_setting_parse(id, dnp_setting_getenv(id), &v);
     return v;
 }
+
+/* s with each '|' escaped for a Markdown table cell. */
+static const char *md_cell(const char *s, char *out, size_t cap) {
+    size_t n = 0;
+    for (; *s && n + 3 < cap; s++) {
+        if (*s == '|')
+            out[n++] = '\\';
+        out[n++] = *s;
+    }
+    out[n] = 0;
+    return out;
+}
+
+void dnp_setting_doc_row(int id, char *out, size_t cap) {
+    const dnp_setting *s = &dnp_settings[id];
+    char values[256], v[300], h[600];
+    dnp_setting_values(id, values, sizeof values);
+    snprintf(out, cap, "| `%s` | %s | %s | %s | %s | %s |\n", s->name, dnp_setting_type_words[s->type],
+             md_cell(values, v, sizeof v), *s->def ? s->def : "none", dnp_setting_reader_words[s->reader],
+             md_cell(s->help, h, sizeof h));
+}

@@ -69,6 +69,12 @@ void dnp_setting_bad_text(int id, const char *text, char *out, size_t cap);
  * "0|1", "path", "text". */
 void dnp_setting_values(int id, char *out, size_t cap);
 
+/* Setting id's row of the Markdown table in docs/settings.md ("| `NAME` |
+ * type | values | default | read by | meaning |" and a newline), into out:
+ * dnprof env --list --markdown prints the table, a unit test holds the docs
+ * to it. */
+void dnp_setting_doc_row(int id, char *out, size_t cap);
+
 /* The word of an ENUM's value ("wall" for DNP_ENV_SAMPLE's 2), into out; "" when
  * the value has no word. */
 const char *dnp_setting_word(int id, unsigned value, char *out, size_t cap);

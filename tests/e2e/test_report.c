@@ -281,8 +281,17 @@ TEST(e2e_report_async_names) {
             machines++;
         }
     }
-    ASSERT_NE(function(rep, "Scenarios.CallsScenario::AsyncStep (async)"), NULL);
-    ASSERT_GT(machines, 0);
+    /* against what the program did: 20 calls of AsyncStep, whose state machine
+     * runs twice each (to the await of Task.Yield, then resumed after it) */
+    const jv *step = function(rep, "Scenarios.CallsScenario::AsyncStep");
+    const jv *machine = function(rep, "Scenarios.CallsScenario::AsyncStep (async)");
+    ASSERT_NE(step, NULL);
+    ASSERT_NE(machine, NULL);
+    ASSERT_EQ((uint64_t)json_num(step, "calls"), 20);
+    ASSERT_EQ((uint64_t)json_num(machine, "calls"), 40);
+    ASSERT_CONTAINS(json_str(machine, "raw"), "Scenarios.CallsScenario+<AsyncStep>d__");
+    ASSERT_EQ((uint64_t)json_num(function(rep, "Scenarios.CallsScenario::Async"), "calls"), 1);
+    ASSERT_EQ(machines, 1);
     json_free(rep);
     return 0;
 }

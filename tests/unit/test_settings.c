@@ -64,28 +64,6 @@ TEST(settings_find) {
     return 0;
 }
 
-/* s with each '|' escaped for a Markdown table cell. */
-static const char *cell(const char *s, char *out, size_t cap) {
-    size_t n = 0;
-    for (; *s && n + 3 < cap; s++) {
-        if (*s == '|')
-            out[n++] = '\\';
-        out[n++] = *s;
-    }
-    out[n] = 0;
-    return out;
-}
-
-/* The row of docs/settings.md for setting i. */
-static void doc_row(int i, char *row, size_t cap) {
-    const dnp_setting *s = &dnp_settings[i];
-    char values[256], v[300], h[600];
-    dnp_setting_values(i, values, sizeof values);
-    snprintf(row, cap, "| `%s` | %s | %s | %s | %s | %s |\n", s->name, dnp_setting_type_words[s->type],
-             cell(values, v, sizeof v), *s->def ? s->def : "none", dnp_setting_reader_words[s->reader],
-             cell(s->help, h, sizeof h));
-}
-
 #ifdef DNPROF_SOURCE_DIR
 TEST(settings_docs_table) {
     char *doc = test_read_file(DNPROF_SOURCE_DIR "/docs/settings.md", NULL);
@@ -93,7 +71,7 @@ TEST(settings_docs_table) {
     int missing = 0, rows = 0;
     for (int i = 0; i < DNP_SET_COUNT; i++) {
         char row[1024];
-        doc_row(i, row, sizeof row);
+        dnp_setting_doc_row(i, row, sizeof row);
         if (!strstr(doc, row)) {
             fprintf(stderr, "docs/settings.md lacks the row:\n%s", row);
             missing++;
