@@ -40,3 +40,11 @@ ssize_t memread(uint64_t addr, void *out, size_t len) {
     long n = syscall(SYS_pread64, fd, out, len, (off_t)addr);
     return n > 0 ? (ssize_t)n : -1;
 }
+
+const char *memread_path(void) {
+    uint64_t probe = 0x646e70726f66ull, copy = 0;
+    memread((uint64_t)(uintptr_t)&probe, &copy, sizeof copy);
+    if (atomic_load_explicit(&g_no_vm_readv, memory_order_relaxed))
+        return "/proc/self/mem (process_vm_readv is not there)";
+    return "process_vm_readv";
+}

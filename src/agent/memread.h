@@ -13,4 +13,9 @@
  * /proc/self/mem. Async-signal-safe; errno may change. */
 ssize_t memread(uint64_t addr, void *out, size_t len);
 
+/* Which way memread reads, for the trace's notes (docs/arm64.md: qemu-user has
+ * no process_vm_readv): a read of its own is made first if none was. Not for
+ * the signal handler. */
+const char *memread_path(void);
+
 #endif

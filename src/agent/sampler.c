@@ -20,6 +20,7 @@
 #include "settings.h"
 #include "symbols.h"
 #include "unwind.h"
+#include "memread.h"
 
 sampler_state sampler_s;
 
@@ -214,6 +215,7 @@ void sampler_stop(void) {
              (double)S.cpu_ns / 1e6, (unsigned long long)S.scans, (unsigned long long)S.maps_reads,
              (unsigned long long)S.resolves, (unsigned long long)S.fixed);
     sampler_unwind_note();
+    rec_note(0, "sampler memory reads: %s", memread_path());
     release_memory();
     symbols_release();
     unwind_release();

@@ -80,6 +80,13 @@ TEST(e2e_arm64_machines) {
         ASSERT_NE(note, NULL);
         if (emulated) /* the fallbacks docs/arm64.md names */
             ASSERT_CONTAINS(note, emulated_path[i]);
+        if (i == 1) { /* and how the sampler reads its own memory: qemu-user has no process_vm_readv */
+            const char *reads = note_starting(t, "sampler memory reads: ");
+            fprintf(stderr, "e2e: the arm64 agent, --sample: %s\n", reads ? reads : "no note");
+            ASSERT_NE(reads, NULL);
+            if (emulated)
+                ASSERT_CONTAINS(reads, "/proc/self/mem");
+        }
         dnp_trace_free(t);
     }
 
