@@ -26,13 +26,11 @@ enum { BARE, AGENT, ALLOC, WAYS };
 static const char *g_mode; /* "work" or NULL */
 
 static double run_once(const char *dll, const char *mb, const char *agent, int way, const char *trace) {
-    int fd[2];
-    if (pipe(fd) != 0)
+    int fd;
+    pid_t pid = bench_fork_piped(&fd);
+    if (pid < 0)
         return -1;
-    pid_t pid = fork();
     if (pid == 0) {
-        dup2(fd[1], 1);
-        close(fd[0]);
         if (way != BARE) {
             bench_agent_env(agent, trace);
             setenv(DNP_ENV_EVENTS, "threads", 1);
@@ -42,8 +40,7 @@ static double run_once(const char *dll, const char *mb, const char *agent, int w
         execlp("dotnet", "dotnet", dll, "alloc", mb, g_mode, (char *)NULL);
         _exit(127);
     }
-    close(fd[1]);
-    return bench_child_number(fd[0], pid, "cpu ms=", "bench_alloc");
+    return bench_child_number(fd, pid, "cpu ms=", "bench_alloc");
 }
 
 

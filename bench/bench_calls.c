@@ -64,14 +64,11 @@ static const char *base_agent; /* NULL: no base configurations */
 
 /* The workload's time in ms as the program prints it ("fib 2178309 123.4 ms"). */
 static double run_once(const char *agent, const char *dll, const char *what, int config) {
-    int fds[2];
-    if (pipe(fds) != 0)
+    int fd;
+    pid_t pid = bench_fork_piped(&fd);
+    if (pid < 0)
         exit(1);
-    pid_t pid = fork();
     if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
         /* Optimized code from the first call in every configuration: with tiered
          * compilation the workload would run partly at tier 0, for a time that
          * differs from run to run. */
@@ -88,9 +85,8 @@ static double run_once(const char *agent, const char *dll, const char *what, int
         execlp("dotnet", "dotnet", dll, "calls", "bench", what, (char *)NULL);
         _exit(127);
     }
-    close(fds[1]);
     char out[512];
-    bench_read_out(fds[0], out, sizeof out);
+    bench_read_out(fd, out, sizeof out);
     int status = 0;
     waitpid(pid, &status, 0);
     char name[32];

@@ -16,13 +16,11 @@
 
 /* Runs the scenario, returns its ns per exception (-1 on failure). */
 static double run_once(const char *dll, const char *n, const char *agent, const char *trace) {
-    int fd[2];
-    if (pipe(fd) != 0)
+    int fd;
+    pid_t pid = bench_fork_piped(&fd);
+    if (pid < 0)
         return -1;
-    pid_t pid = fork();
     if (pid == 0) {
-        dup2(fd[1], 1);
-        close(fd[0]);
         if (agent) {
             bench_agent_env(agent, trace);
             setenv(DNP_ENV_EVENTS, "exceptions,threads", 1);
@@ -31,8 +29,7 @@ static double run_once(const char *dll, const char *n, const char *agent, const 
         execlp("dotnet", "dotnet", dll, "stories", "bench", n, (char *)NULL);
         _exit(127);
     }
-    close(fd[1]);
-    return bench_child_number(fd[0], pid, "ns per exception: ", "bench_exceptions");
+    return bench_child_number(fd, pid, "ns per exception: ", "bench_exceptions");
 }
 
 

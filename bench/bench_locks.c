@@ -35,13 +35,11 @@ static const char *g_threads = "4", *g_rounds = "10000", *g_gap = "20";
  * contended acquisitions a second into *rate. 0, or -1 on failure. */
 static int run_once(const char *dll, const char *agent, int way, const char *trace, double *wall, double *cpu,
                     double *rate) {
-    int fd[2];
-    if (pipe(fd) != 0)
+    int fd;
+    pid_t pid = bench_fork_piped(&fd);
+    if (pid < 0)
         return -1;
-    pid_t pid = fork();
     if (pid == 0) {
-        dup2(fd[1], 1);
-        close(fd[0]);
         if (way == AGENT || way == LOCKS || way == WAITS) {
             bench_agent_env(agent, trace);
             setenv(DNP_ENV_EVENTS, "threads", 1);
@@ -56,9 +54,8 @@ static int run_once(const char *dll, const char *agent, int way, const char *tra
             execlp("dotnet", "dotnet", dll, "locks", "bench", g_threads, g_rounds, "-1", g_gap, (char *)NULL);
         _exit(127);
     }
-    close(fd[1]);
     char buf[8192];
-    bench_read_out(fd[0], buf, sizeof buf);
+    bench_read_out(fd, buf, sizeof buf);
     int status = 0;
     waitpid(pid, &status, 0);
     const char *w = strstr(buf, "wall ms="), *c = strstr(buf, "cpu ms="), *k = strstr(buf, "contended_per_s=");

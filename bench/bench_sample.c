@@ -37,15 +37,12 @@ typedef struct result {
 
 /* One run; what = NULL runs "hello" (start-up). */
 static int run_once(const char *agent, const char *dll, const char *what, int config, result *res) {
-    int fds[2];
-    if (pipe(fds) != 0)
-        exit(1);
+    int fd;
     double t0 = bench_now_ms();
-    pid_t pid = fork();
+    pid_t pid = bench_fork_piped(&fd);
+    if (pid < 0)
+        exit(1);
     if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
         int null = open("/dev/null", O_WRONLY);
         if (null >= 0)
             dup2(null, 2);
@@ -70,9 +67,8 @@ static int run_once(const char *agent, const char *dll, const char *what, int co
             execlp("dotnet", "dotnet", dll, "sample", "bench", what, (char *)NULL);
         _exit(127);
     }
-    close(fds[1]);
     char out[8192];
-    bench_read_out(fds[0], out, sizeof out);
+    bench_read_out(fd, out, sizeof out);
     int status = 0;
     struct rusage ru;
     wait4(pid, &status, 0, &ru);

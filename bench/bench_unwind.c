@@ -150,14 +150,11 @@ typedef struct result {
 } result;
 
 static int run_once(const char *agent, const char *dll, const char *rounds, int config, result *res) {
-    int fds[2];
-    if (pipe(fds) != 0)
+    int fd;
+    pid_t pid = bench_fork_piped(&fd);
+    if (pid < 0)
         exit(1);
-    pid_t pid = fork();
     if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
         int null = open("/dev/null", O_WRONLY);
         if (null >= 0)
             dup2(null, 2);
@@ -174,9 +171,8 @@ static int run_once(const char *agent, const char *dll, const char *rounds, int 
         execlp("dotnet", "dotnet", dll, "unwind", "bench", rounds, (char *)NULL);
         _exit(127);
     }
-    close(fds[1]);
     char out[4096];
-    bench_read_out(fds[0], out, sizeof out);
+    bench_read_out(fd, out, sizeof out);
     int status = 0;
     struct rusage ru;
     wait4(pid, &status, 0, &ru);

@@ -49,6 +49,28 @@ static inline void bench_agent_env(const char *agent, const char *trace) {
     setenv(DNP_ENV_OUTPUT, trace, 1);
 }
 
+/* Forks a child whose stdout is a pipe to the parent: 0 in the child, the
+ * child's pid in the parent (*fd: the pipe's read end), -1 on failure. */
+static inline pid_t bench_fork_piped(int *fd) {
+    int p[2];
+    if (pipe(p) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(p[1], 1);
+        close(p[0]);
+        close(p[1]);
+        return 0;
+    }
+    close(p[1]);
+    if (pid < 0) {
+        close(p[0]);
+        return -1;
+    }
+    *fd = p[0];
+    return pid;
+}
+
 /* Reads fd to its end (or until out, of size cap, is full), closes it, and
  * ends out with a NUL. */
 static inline void bench_read_out(int fd, char *out, size_t cap) {
