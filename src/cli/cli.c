@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,4 +237,14 @@ void cli_print_families(FILE *out, const char *indent) {
         col += w;
     }
     fputc('\n', out);
+}
+
+void cli_on_stop_signals(void (*fn)(int)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fn;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }

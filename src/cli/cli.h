@@ -56,6 +56,10 @@ int cli_parse_pid(const char *cmd, const char *text, pid_t *out);
 /* ---- messages (cli.c), all on stderr ---- */
 /* "dnprof: <message>"; returns -1. */
 int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* fn handles SIGINT, SIGTERM and SIGHUP: Ctrl-C, kill, a closed terminal each
+ * end a recording or a follower cleanly (fn only notes the signal). */
+void cli_on_stop_signals(void (*fn)(int));
 /* "dnprof: warning: <message>". */
 void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "dnprof <cmd>: <message> (see dnprof <cmd> --help)"; returns CLI_EXIT_USAGE. */

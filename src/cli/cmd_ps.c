@@ -30,6 +30,15 @@ static void ps_help(void) {
           stdout);
 }
 
+/* pid into pids (n of them), once. */
+static void add_pid(pid_t *pids, size_t *n, pid_t pid) {
+    size_t i = 0;
+    while (i < *n && pids[i] != pid)
+        i++;
+    if (i == *n)
+        pids[(*n)++] = pid;
+}
+
 /* Adds the .NET processes that live in other containers (another mount
  * namespace: their sockets are in their own /tmp) to pids. */
 static void scan_containers(pid_t *pids, size_t *n, size_t cap) {
@@ -45,11 +54,7 @@ static void scan_containers(pid_t *pids, size_t *n, size_t cap) {
         ipc_where w;
         if (ipc_where_of((pid_t)pid, &w) != 0 || !w.container || ipc_proc_maps_has((pid_t)pid, "/libcoreclr.so") != 1)
             continue;
-        size_t i = 0;
-        while (i < *n && pids[i] != (pid_t)pid)
-            i++;
-        if (i == *n)
-            pids[(*n)++] = (pid_t)pid;
+        add_pid(pids, n, (pid_t)pid);
     }
     closedir(d);
 }
@@ -73,11 +78,7 @@ static void scan_dir(const char *dir, pid_t *pids, size_t *n, size_t cap) {
         long pid = strtol(e->d_name + strlen(prefix), &end, 10);
         if (pid <= 0 || *end != '-')
             continue;
-        size_t i = 0;
-        while (i < *n && pids[i] != (pid_t)pid)
-            i++;
-        if (i == *n)
-            pids[(*n)++] = (pid_t)pid;
+        add_pid(pids, n, (pid_t)pid);
     }
     closedir(d);
 }

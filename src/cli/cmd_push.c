@@ -97,12 +97,7 @@ int cmd_push(int argc, char **argv) {
         return cli_done(rc);
     if (window_follow_open(&f) != 0)
         return 1;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    cli_on_stop_signals(on_signal);
     while (!g_stop) {
         window_follow_pass(&f, dir);
         if (once)
