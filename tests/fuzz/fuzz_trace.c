@@ -1,7 +1,9 @@
 /* fuzz_trace.c: the trace reader (src/trace/trace_reader.c), loaded whole and
  * streamed, down to what the front end makes of a trace: print (text, --json,
- * --exceptions), report (calls, tree, --json, --exceptions, --alloc) and every
- * convert format, streamed and then in memory (DNP_ENV_NO_STREAM). Seeds:
+ * --exceptions), report (calls, tree, --json, --exceptions, --alloc, --locks,
+ * --gc, --threadpool, --waits), every convert format (and --locks), streamed
+ * and then in memory (DNP_ENV_NO_STREAM), and the continuous profiling
+ * window's reader (windows_read.c: a window is a small trace). Seeds:
  * tests/fuzz/corpus/trace; dictionary: tests/fuzz/trace.dict. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include "fuzz_common.h"
 #include "settings.h"
 #include "trace_reader.h"
+#include "windows_cli.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
@@ -39,6 +42,9 @@ static void read_api(void) {
                 ;
     }
     dnp_trace_stream_close(s);
+    window_file w;
+    if (window_file_read(fz.path, &w, err, sizeof err) == 0)
+        window_file_free(&w);
 }
 
 #define P fz.path
@@ -51,6 +57,14 @@ static char *const streamed[][8] = {
     {"report", "--tree", "--threshold", "0", "--json", P, NULL},
     {"report", "--exceptions", "--json", P, NULL},
     {"report", "--alloc", P, NULL},
+    {"report", "--locks", P, NULL},
+    {"report", "--locks", "--json", P, NULL},
+    {"report", "--gc", P, NULL},
+    {"report", "--gc", "--json", P, NULL},
+    {"report", "--threadpool", P, NULL},
+    {"report", "--waits", P, NULL},
+    {"convert", "--locks", "-f", "chrome", "-o", "-", P, NULL},
+    {"convert", "--locks", "-f", "pprof", "-o", "-", P, NULL},
     {"convert", "-f", "speedscope", "-o", "-", P, NULL},
     {"convert", "-f", "chrome", "-o", "-", P, NULL},
     {"convert", "-f", "folded", "-o", "-", P, NULL},
