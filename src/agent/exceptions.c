@@ -29,6 +29,7 @@
 #include "session.h"
 #include "stack.h"
 #include "utf16.h"
+#include "eventpipe.h"
 
 #define STACK_TEXT_MAX 6144
 #define MESSAGE_MAX_CHARS 1024
@@ -68,6 +69,18 @@ void exceptions_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mas
     g_stacks = cfg->exc_stacks && (g_agent.events.families >> DNP_FAM_EXCEPTIONS & 1);
     if (g_stacks)
         *mask |= COR_PRF_ENABLE_STACK_SNAPSHOT;
+}
+
+/* .NET 9 and 10's exception handling calls a profiler's filter and catch
+ * callbacks in preemptive mode while it holds the thrown object in an
+ * unreported local: a collection then can move it under the funclet
+ * (dotnet/runtime#132462, fixed for .NET 11). Nothing a profiler does closes
+ * that window; the trace says so (docs/exceptions.md). */
+void exceptions_note_runtime(void) {
+    int major = (g_agent.events.families >> DNP_FAM_EXCEPTIONS & 1) ? ep_runtime_major() : 0;
+    if (major == 9 || major == 10)
+        rec_note(0, "exceptions: .NET %d's exception handling has a GC hole that exception monitoring can expose "
+                 "(dotnet/runtime#132462, fixed for .NET 11): docs/exceptions.md", major);
 }
 
 /* ---- the layout of System.Exception ---- */

@@ -23,6 +23,10 @@ void exceptions_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mas
  * (0: the stray Leave that ends a first pass with no catcher). */
 int exceptions_step(uint16_t kind, FunctionID fn, ObjectID object);
 
+/* Notes in the trace what the runtime's exception handling risks under a
+ * profiler that monitors exceptions (after the recorder opened). */
+void exceptions_note_runtime(void);
+
 /* At ExceptionThrown, after its event: moves the state machine and records
  * ExceptionDetails. */
 void exceptions_thrown(ObjectID object);

@@ -129,6 +129,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     say_session_line("cmdline", cmdline);
     rec_process(recorder_now(), (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec,
                 cmdline, runtime, attached);
+    exceptions_note_runtime();
 
     HRESULT hr = AGENT_HAS_INFO(SetEventMask2) ? INFO_CALL(SetEventMask2, mask, high)
                                                : INFO_CALL(SetEventMask, mask);

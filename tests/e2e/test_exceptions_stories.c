@@ -11,7 +11,7 @@
 #include "test.h"
 
 /* `dnprof run --quiet --exceptions -o trace -- dotnet Scenarios.dll stories WHAT [N...]`. */
-static int run_stories(e2e_run *r, const char *what, const char *a1, const char *a2) {
+static int run_stories_env(e2e_run *r, const char *what, const char *a1, const char *a2, const char *const env[]) {
     const char *bin = e2e_env("DNPROF_BIN"), *dll = e2e_env("DNPROF_SCENARIOS");
     if (!bin || !dll)
         return -1;
@@ -33,7 +33,11 @@ static int run_stories(e2e_run *r, const char *what, const char *a1, const char 
     if (a2)
         argv[n++] = a2;
     argv[n] = NULL;
-    return e2e_exec(r, (char *const *)argv, NULL);
+    return e2e_exec(r, (char *const *)argv, env);
+}
+
+static int run_stories(e2e_run *r, const char *what, const char *a1, const char *a2) {
+    return run_stories_env(r, what, a1, a2, NULL);
 }
 
 /* The first story of this type (and message, if given) from index from. */
@@ -269,7 +273,13 @@ TEST(e2e_stories_threads) {
     enum { THREADS = 8, EACH = 10000 };
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_stories_threads"), 0);
-    ASSERT_EQ(run_stories(&r, "threads", "8", "10000"), 0);
+    /* .NET 9 and 10 can lose the thrown object to a collection that runs
+     * while a profiler's catch or filter callback does (dotnet/runtime#132462):
+     * 80,000 throws on 8 threads on a loaded machine met it in 2 to 9 runs of
+     * 18. A gen0 budget of 256 MiB makes collections rare enough here that
+     * this test measures dnprof, not that hole (docs/exceptions.md). */
+    const char *rare_gcs[] = {"DOTNET_GCgen0size=0x10000000", NULL};
+    ASSERT_EQ(run_stories_env(&r, "threads", "8", "10000", rare_gcs), 0);
     ASSERT_STATUS(&r, 0);
     char *out = e2e_read_file(r.out, NULL);
     ASSERT_NE(out, NULL);
