@@ -275,7 +275,7 @@ TEST(e2e_stories_threads) {
     ASSERT_EQ(e2e_setup(&r, "e2e_stories_threads"), 0);
     /* .NET 9 and 10 can lose the thrown object to a collection that runs
      * while a profiler's catch or filter callback does (dotnet/runtime#132462):
-     * 80,000 throws on 8 threads on a loaded machine met it in 2 to 9 runs of
+     * 80,000 throws on 8 threads on a loaded machine met it in 1 to 8 runs of
      * 18. A gen0 budget of 256 MiB makes collections rare enough here that
      * this test measures dnprof, not that hole (docs/exceptions.md). */
     const char *rare_gcs[] = {"DOTNET_GCgen0size=0x10000000", NULL};
