@@ -170,6 +170,20 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     sampler_start(cfg); /* a sampler that cannot start said why; the rest records */
     if (g_agent.events.families & (1u << DNP_FAM_EXCEPTIONS))
         window_register_event(DNP_EV_ExceptionThrown); /* exceptions by type, per window */
+    if (cfg->every_ms) {
+        /* What dnprof top shows besides (docs/top.md): throw sites, each
+         * collection, lock waits by site; only what was asked for. */
+        if (cfg->exc_stacks)
+            window_register_event(DNP_EV_ExceptionDetails);
+        if (cfg->gc) {
+            window_register_event(DNP_EV_GcSizes);
+            window_register_event(DNP_EV_GcCollection);
+        }
+        if (cfg->locks) {
+            window_register_event(DNP_EV_LockSite);
+            window_register_flush(locks_flush_all); /* each window's waits, whole */
+        }
+    }
     windows_start(cfg, cmdline, runtime, attached);
     say_session_line("started", runtime);
     return S_OK;
