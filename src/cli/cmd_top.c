@@ -95,7 +95,7 @@ static int parse_options(int argc, char **argv, top_opts *o) {
     o->timeout_s = 10;
     const dnp_setting *rs = &dnp_settings[DNP_SET_SAMPLE_RATE];
     int c;
-    while ((c = getopt_long(argc, argv, "+:d:bn:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":d:bn:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'd':
             if ((o->interval_ms = cli_parse_duration(optarg)) < 200 || o->interval_ms > 60000)
@@ -273,10 +273,12 @@ static int open_output(top_run *r, FILE *tty, FILE *out) {
     return 0;
 }
 
-static void close_output(top_run *r, const char *line) {
+/* Closes the screen (showing line a moment) and says line on stderr, unless
+ * said says that the attach machinery says it itself. */
+static void close_output(top_run *r, const char *line, int said) {
     if (r->v)
         top_view_close(r->v, line);
-    else if (line && !r->o->quiet)
+    if (line && !said && !r->o->quiet)
         fprintf(stderr, "%s\n", line);
     r->v = NULL;
 }
@@ -339,7 +341,8 @@ static int top_attach(const top_opts *o, const char *session) {
         how = watch(&r);
     char line[256];
     end_line(&r, how, line, sizeof line);
-    close_output(&r, line[0] ? line : NULL);
+    /* attach_end says that the program exited, or was detached from elsewhere */
+    close_output(&r, line[0] ? line : NULL, how == WATCH_EXITED || how == WATCH_DETACHED);
     record_end re = how == WATCH_EXITED ? END_EXITED : how == WATCH_DETACHED ? END_DETACHED_ELSEWHERE : END_STOP;
     if (attach_end(&ao, &a, re) != 0)
         rc = 1;
@@ -464,7 +467,7 @@ static int top_startup(const top_opts *o, const char *session) {
         how = watch(&r);
     char line[256];
     end_line(&r, how, line, sizeof line);
-    close_output(&r, NULL);
+    close_output(&r, NULL, 1);
     restore_fds(saved);
     if (line[0] && how != WATCH_EXITED && !o->quiet)
         fprintf(stderr, "%s\n", line);

@@ -121,6 +121,7 @@ void top_view_draw(top_view *v, const top_model *m, const char *status);
  * terminal became too small (said on close). */
 int top_view_key(top_view *v, int ms);
 int top_view_frozen(const top_view *v);
+/* Shows last_line (when given) in place of the keys for a moment, and closes. */
 void top_view_close(top_view *v, const char *last_line);
 
 #endif

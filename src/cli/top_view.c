@@ -232,6 +232,4 @@ void top_view_close(top_view *v, const char *last_line) {
     endwin();
     delscreen(v->scr);
     free(v);
-    if (last_line)
-        fprintf(stderr, "%s\n", last_line);
 }
