@@ -467,7 +467,7 @@ static int top_startup(const top_opts *o, const char *session) {
         how = watch(&r);
     char line[256];
     end_line(&r, how, line, sizeof line);
-    close_output(&r, NULL, 1);
+    close_output(&r, line[0] ? line : NULL, 1);
     restore_fds(saved);
     if (line[0] && how != WATCH_EXITED && !o->quiet)
         fprintf(stderr, "%s\n", line);
