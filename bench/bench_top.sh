@@ -38,6 +38,9 @@ for c in bare top; do
 done
 b=$(awk '{print $1}' "$tmp/r.bare" | med); t=$(awk '{print $1}' "$tmp/r.top" | med)
 echo "program CPU under top: $(echo "($t - $b) * 100 / $b" | bc -l | xargs printf %+.2f)%"
+pairs=$(paste -d' ' <(awk '{print $1}' "$tmp/r.bare") <(awk '{print $1}' "$tmp/r.top"))
+echo "median of the pairs' differences (each top run against the bare run before it): $(echo "$pairs" |
+  awk '{print ($2 - $1) * 100 / $1}' | med | xargs printf %+.2f)%"
 echo "each run (bare, top): $(paste -d' ' <(awk '{print $1}' "$tmp/r.bare") <(awk '{print $1}' "$tmp/r.top") | tr '\n' ';')"
 
 # The long run: both sides' RSS (MB) every 10 s while top watches by attach.

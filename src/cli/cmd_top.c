@@ -56,7 +56,7 @@ static void top_help(void) {
           "      --log FILE        from start-up: the program's stdout and stderr (default:\n"
           "                        none on the screen, stderr in batch mode)\n"
           "      --timeout SECONDS how long the runtime may take to load the agent (default 10)\n"
-          "  -q, --quiet           print nothing but errors (batch mode)\n"
+          "  -q, --quiet           no lines of its own on stderr but errors (detached, exited)\n"
           "  -h, --help            print this help\n"
           "\n"
           "keys: c CPU by method, a allocations by type, e exceptions by type, t throw\n"
@@ -213,7 +213,7 @@ static void on_window(void *ctx, const char *path) {
             top_view_draw(r->v, &r->m, NULL);
     } else if (r->o->json) {
         top_print_json(r->out, &r->m, &r->show);
-    } else if (!r->o->quiet || r->o->count) {
+    } else {
         top_print_text(r->out, &r->m, &r->show);
     }
 }

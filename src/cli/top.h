@@ -73,6 +73,7 @@ typedef struct top_model {
     /* from /proc */
     double cpu_pct;            /* of one CPU, over the last interval (-1: not yet) */
     long threads;
+    long pool_threads;         /* the runtime's thread-pool workers (.NET TP Worker), -1 unknown */
     uint64_t rss;
     unsigned long long last_ticks;
     double last_wall;

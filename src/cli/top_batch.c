@@ -42,8 +42,8 @@ void top_header(const top_model *m, char lines[4][512]) {
     if (m->cpu_pct >= 0)
         snprintf(cpu, sizeof cpu, "cpu %.1f%%", m->cpu_pct);
     top_fmt_bytes((uint64_t)rate(iv->alloc_bytes, iv->duration_ns), alloc, sizeof alloc);
-    snprintf(lines[1], 512, "%s  threads %ld  rss %s  exceptions %.1f/s  alloc %s/s", cpu, m->threads, rss,
-             rate(iv->exceptions, iv->duration_ns), alloc);
+    snprintf(lines[1], 512, "%s  threads %ld (pool %ld)  rss %s  exceptions %.1f/s  alloc %s/s", cpu, m->threads,
+             m->pool_threads, rss, rate(iv->exceptions, iv->duration_ns), alloc);
     if (!m->gc_on && !m->all.gc_seen) {
         snprintf(lines[2], 512, "gc: n/a");
     } else {
@@ -199,8 +199,10 @@ void top_print_json(FILE *out, const top_model *m, const top_show *s) {
         fprintf(out, ",\"cpu_percent\":%.2f", m->cpu_pct);
     else
         fputs(",\"cpu_percent\":null", out);
-    fprintf(out, ",\"threads\":%ld,\"rss_bytes\":%" PRIu64 ",\"windows_dropped\":%" PRIu64 ",\"events_lost\":%" PRIu64,
-            m->threads, m->rss, m->cur.dropped, m->cur.lost);
+    fprintf(out,
+            ",\"threads\":%ld,\"pool_threads\":%ld,\"rss_bytes\":%" PRIu64 ",\"windows_dropped\":%" PRIu64
+            ",\"events_lost\":%" PRIu64,
+            m->threads, m->pool_threads, m->rss, m->cur.dropped, m->cur.lost);
     if (m->have_heap)
         fprintf(out, ",\"heap_bytes\":{\"gen0\":%" PRIu64 ",\"gen1\":%" PRIu64 ",\"gen2\":%" PRIu64 ",\"loh\":%" PRIu64
                      ",\"poh\":%" PRIu64 "}",

@@ -1,6 +1,7 @@
 /* top_model.c: the data of `dnprof top` (top.h): bounded tables of names and
  * counts, one window file read into an interval and added to the tables since
  * the start, and the header's figures from /proc. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,7 @@ void top_model_init(top_model *m, long pid) {
     m->pid = pid;
     m->cpu_pct = -1;
     m->threads = -1;
+    m->pool_threads = -1;
 }
 
 static void interval_free(top_interval *iv) {
@@ -317,6 +319,31 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The threads named as the runtime names its thread pool's workers. */
+static long pool_threads(long pid) {
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%ld/task", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    long n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char comm[64] = "";
+        snprintf(path, sizeof path, "/proc/%ld/task/%.20s/comm", pid, de->d_name);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fgets(comm, sizeof comm, f) && !strncmp(comm, ".NET TP Worker", 14))
+                n++;
+            fclose(f);
+        }
+    }
+    closedir(d);
+    return n;
+}
+
 int top_model_proc(top_model *m) {
     char path[64], buf[4096];
     snprintf(path, sizeof path, "/proc/%ld/stat", m->pid);
@@ -357,6 +384,7 @@ int top_model_proc(top_model *m) {
         }
         fclose(f);
     }
+    m->pool_threads = pool_threads(m->pid);
     return 0;
 }
 
