@@ -108,8 +108,9 @@ void top_fmt_bytes(uint64_t n, char *buf, size_t cap);
 void top_print_text(FILE *out, const top_model *m, const top_show *s);
 /* One JSON object on one line. */
 void top_print_json(FILE *out, const top_model *m, const top_show *s);
-/* The header's lines (process, CPU, GC) into lines[3], for both. */
-void top_header(const top_model *m, char lines[4][512]);
+/* The header's lines (process; CPU, threads, memory, rates; GC; heap; locks), for both. */
+#define TOP_HEADER_LINES 5
+void top_header(const top_model *m, char lines[TOP_HEADER_LINES][512]);
 
 /* ---- the screen (top_view.c) ---- */
 typedef struct top_view top_view;

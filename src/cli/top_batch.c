@@ -32,7 +32,7 @@ static double rate(uint64_t n, uint64_t duration_ns) {
     return duration_ns ? (double)n / secs(duration_ns) : 0;
 }
 
-void top_header(const top_model *m, char lines[4][512]) {
+void top_header(const top_model *m, char lines[TOP_HEADER_LINES][512]) {
     const top_interval *iv = &m->cur;
     char rss[32], heap[5][32], alloc[32];
     top_fmt_bytes(m->rss, rss, sizeof rss);
@@ -46,23 +46,26 @@ void top_header(const top_model *m, char lines[4][512]) {
              m->pool_threads, rss, rate(iv->exceptions, iv->duration_ns), alloc);
     if (!m->gc_on && !m->all.gc_seen) {
         snprintf(lines[2], 512, "gc: n/a");
+        snprintf(lines[3], 512, "heap: n/a");
     } else {
+        snprintf(lines[2], 512,
+                 "gc: %" PRIu64 " collections (gen0 %" PRIu64 ", gen1 %" PRIu64 ", gen2 %" PRIu64
+                 "), paused %.1f ms, max %.1f",
+                 iv->gcs, iv->gc_gen[0], iv->gc_gen[1], iv->gc_gen[2], secs(iv->gc_pause_ns) * 1e3,
+                 secs(iv->gc_pause_max_ns) * 1e3);
         for (int g = 0; g < 5; g++)
             top_fmt_bytes(m->heap[g], heap[g], sizeof heap[g]);
-        int n = snprintf(lines[2], 512, "gc: %" PRIu64 " collections (gen0 %" PRIu64 ", gen1 %" PRIu64 ", gen2 %" PRIu64
-                                        ")  pause %.1f ms (max %.1f ms)",
-                         iv->gcs, iv->gc_gen[0], iv->gc_gen[1], iv->gc_gen[2], secs(iv->gc_pause_ns) * 1e3,
-                         secs(iv->gc_pause_max_ns) * 1e3);
-        if (m->have_heap && n > 0 && n < 512)
-            snprintf(lines[2] + n, 512 - (size_t)n, "  heap %s/%s/%s loh %s", heap[0], heap[1], heap[2], heap[3]);
-        else if (n > 0 && n < 512)
-            snprintf(lines[2] + n, 512 - (size_t)n, "  heap: no GC yet");
+        if (m->have_heap)
+            snprintf(lines[3], 512, "heap (last GC): gen0 %s, gen1 %s, gen2 %s, loh %s, poh %s", heap[0],
+                     heap[1], heap[2], heap[3], heap[4]);
+        else
+            snprintf(lines[3], 512, "heap: no GC seen yet");
     }
     if (m->locks_on || m->all.locks_seen)
-        snprintf(lines[3], 512, "locks: %.1f contentions/s, %.1f ms waited", rate(iv->lock_count, iv->duration_ns),
+        snprintf(lines[4], 512, "locks: %.1f contentions/s, %.1f ms waited", rate(iv->lock_count, iv->duration_ns),
                  secs(iv->lock_wait_ns) * 1e3);
     else
-        snprintf(lines[3], 512, "locks: n/a (top --locks)");
+        snprintf(lines[4], 512, "locks: n/a (top --locks)");
 }
 
 static const char *const TABLE_NAME[TOP_NTABLES] = {"methods by CPU", "allocations by type", "exceptions by type",
@@ -101,7 +104,8 @@ static void print_table(FILE *out, const top_model *m, int table, const top_show
             for (size_t k = 0; k < m->all.t[TOP_CPU].n; k++)
                 if (!strcmp(m->all.t[TOP_CPU].rows[k].name, r->name))
                     since = m->all.t[TOP_CPU].rows[k].a;
-            fprintf(out, "%6.1f%% %6.1f%% %6.1f%%  %s\n", top_pct(r->a, whole), top_pct(r->b, whole),
+            /* a library folded from several addresses may count a sample twice in its total */
+            fprintf(out, "%6.1f%% %6.1f%% %6.1f%%  %s\n", top_pct(r->a, whole), top_pct(r->b < whole ? r->b : whole, whole),
                     top_pct(since, m->all.samples), r->name);
             break;
         }
@@ -122,7 +126,7 @@ static void print_table(FILE *out, const top_model *m, int table, const top_show
 }
 
 void top_print_text(FILE *out, const top_model *m, const top_show *s) {
-    char h[4][512], when[32] = "";
+    char h[TOP_HEADER_LINES][512], when[32] = "";
     top_header(m, h);
     time_t t = (time_t)(m->cur.start_ns / 1000000000ull + m->cur.duration_ns / 1000000000ull);
     struct tm tm;
@@ -130,7 +134,7 @@ void top_print_text(FILE *out, const top_model *m, const top_show *s) {
         strftime(when, sizeof when, "%H:%M:%S", &tm);
     fprintf(out, "dnprof top - %s  interval %" PRIu64 " (%.2f s, %" PRIu64 " samples)%s\n", when, m->intervals,
             secs(m->cur.duration_ns), m->cur.samples, m->cur.dropped ? "  [windows dropped]" : "");
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < TOP_HEADER_LINES; i++)
         fprintf(out, "%s\n", h[i]);
     print_table(out, m, TOP_CPU, s);
     if (s->table != TOP_CPU)

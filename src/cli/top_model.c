@@ -223,6 +223,17 @@ static void take_event(top_model *m, const dnp_trace *t, const dnp_trace_event *
     }
 }
 
+/* Native code without a symbol ("[libcoreclr.so+0x49a4e0]") as its library
+ * ("[libcoreclr.so]"): a live view adds up by library what it cannot name. */
+static const char *fold_native(const char *name, char *buf, size_t cap) {
+    size_t n = strlen(name);
+    const char *plus = strstr(name, "+0x");
+    if (name[0] != '[' || !plus || n < 2 || name[n - 1] != ']')
+        return name;
+    snprintf(buf, cap, "%.*s]", (int)(plus - name), name);
+    return buf;
+}
+
 /* The window's samples, per method: self and total (recursion once). */
 static int take_samples(top_model *m, const dnp_trace *t, char *err, size_t errlen) {
     dnp_calltree *ct = NULL;
@@ -235,9 +246,10 @@ static int take_samples(top_model *m, const dnp_trace *t, char *err, size_t errl
     if (ct->sample_nodes && period && dnp_ct_functions(&ct->all, &f, &n) == 0) {
         iv->period_ns = period;
         for (size_t i = 0; i < n; i++) {
-            char buf[1024];
+            char buf[1024], folded[1024];
             uint64_t self = (f[i].self_ns + period / 2) / period;
-            const char *name = dnp_export_name(ct, f[i].func, f[i].name, buf, sizeof buf);
+            const char *name = fold_native(dnp_export_name(ct, f[i].func, f[i].name, buf, sizeof buf), folded,
+                                           sizeof folded);
             iv->samples += self;
             if (self || f[i].outer_calls)
                 top_table_add(&iv->t[TOP_CPU], name, self, f[i].outer_calls);

@@ -82,7 +82,7 @@ static void draw_help(void) {
         "  i   the last interval, or everything since the start",
         "  f   freeze the screen (the data goes on being read)",
         "  ?   this help; any key closes it",
-        "  q   quit (Ctrl-C too): detach, the program runs on",
+        "  q   quit (Ctrl-C too): by attach, detach and leave the program running",
     };
     erase();
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
@@ -129,7 +129,7 @@ static void draw_rows(top_view *v, const top_model *m, int y0) {
         switch (table) {
         case TOP_CPU:
             snprintf(line, sizeof line, "%6.1f%% %6.1f%% %6.1f%% %7llu  %.*s", top_pct(r->a, whole),
-                     top_pct(r->b, whole), top_pct(since_self(m, r->name), m->all.samples), (unsigned long long)r->a,
+                     top_pct(r->b < whole ? r->b : whole, whole), top_pct(since_self(m, r->name), m->all.samples), (unsigned long long)r->a,
                      namew, r->name);
             break;
         case TOP_ALLOC:
@@ -169,23 +169,24 @@ void top_view_draw(top_view *v, const top_model *m, const char *status) {
         refresh();
         return;
     }
-    char h[4][512], title[256];
+    char h[TOP_HEADER_LINES][512], title[256];
     if (m && m->intervals) {
         top_header(m, h);
         put_line(0, h[0], A_BOLD | pair(v, 1));
         put_line(1, h[1], A_NORMAL);
         put_line(2, h[2], m->gc_on || m->all.gc_seen ? A_NORMAL : A_DIM);
-        put_line(3, h[3], m->locks_on ? A_NORMAL : A_DIM);
+        put_line(3, h[3], m->gc_on || m->all.gc_seen ? A_NORMAL : A_DIM);
+        put_line(4, h[4], m->locks_on ? A_NORMAL : A_DIM);
         snprintf(title, sizeof title, "%s - %s%s  (interval %llu, %.2f s, %llu samples)%s", TITLE[v->show.table],
                  v->show.since_start ? "since start" : "last interval", v->frozen ? " [frozen]" : "",
                  (unsigned long long)m->intervals, (double)m->cur.duration_ns / 1e9,
                  (unsigned long long)m->cur.samples, m->cur.dropped ? " [windows dropped]" : "");
-        put_line(5, title, A_BOLD | pair(v, 2));
-        draw_rows(v, m, 6);
+        put_line(TOP_HEADER_LINES + 1, title, A_BOLD | pair(v, 2));
+        draw_rows(v, m, TOP_HEADER_LINES + 2);
     } else {
         put_line(0, "dnprof top: waiting for the first interval...", A_BOLD);
     }
-    const char *keys = "c cpu  a alloc  e exceptions  t sites  l locks  s sort  i since  f freeze  ? help  q quit";
+    const char *keys = "c:cpu a:alloc e:exceptions t:sites l:locks s:sort i:since f:freeze ?:help q:quit";
     attron(A_REVERSE);
     mvhline(LINES - 1, 0, ' ', COLS);
     mvaddnstr(LINES - 1, 0, v->status[0] ? v->status : keys, COLS);
