@@ -390,10 +390,18 @@ static int startup_settings(const top_opts *o) {
 static int redirect_program(const top_opts *o, int saved[3]) {
     for (int i = 0; i < 3; i++)
         saved[i] = dup(i);
-    const char *to = o->log ? o->log : o->batch ? NULL : "/dev/null";
-    int fd = to ? open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600) : dup(STDERR_FILENO);
+    int fd = -1;
+    if (o->log) { /* 0600, a symbolic link replaced, as every file dnprof writes */
+        FILE *f = cli_create_output(o->log);
+        if (!f)
+            return error("cannot write the program's output to '%s': %s", o->log, strerror(errno));
+        fd = dup(fileno(f));
+        fclose(f);
+    } else {
+        fd = o->batch ? dup(STDERR_FILENO) : open("/dev/null", O_WRONLY | O_CLOEXEC);
+    }
     if (fd < 0)
-        return error("cannot write the program's output to '%s': %s", to, strerror(errno));
+        return error("cannot redirect the program's output: %s", strerror(errno));
     if (!o->batch) {
         int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (nul >= 0) {
