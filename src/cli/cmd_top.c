@@ -193,6 +193,7 @@ typedef struct top_run {
     atomic_int *prog_done;      /* start-up: the program has ended */
     uint64_t shown;
     int bad_said;
+    int out_gone;               /* batch: stdout's reader left (| head): quit, detach */
 } top_run;
 
 static void on_window(void *ctx, const char *path) {
@@ -216,6 +217,8 @@ static void on_window(void *ctx, const char *path) {
     } else {
         top_print_text(r->out, &r->m, &r->show);
     }
+    if (!r->v && ferror(r->out))
+        r->out_gone = 1;
 }
 
 /* What the control socket says: -1 nothing, else how the recording ended. */
@@ -236,7 +239,7 @@ static int control_said(int fd) {
 static watch_end watch(top_run *r) {
     long long next_pass = 0;
     for (;;) {
-        if (g_signal)
+        if (g_signal || r->out_gone)
             return WATCH_QUIT;
         int said = control_said(r->ctl_fd);
         int ended = said >= 0 || (r->prog_done && atomic_load(r->prog_done));
@@ -322,6 +325,10 @@ static int top_attach(const top_opts *o, const char *session) {
     if (attach_begin(&ao, def, &a) != 0)
         return 1;
     catch_signals();
+    /* A reader that leaves (dnprof top -b PID | head) ends top as q does:
+     * detached, not killed with the agent left in. (Not from start-up: the
+     * program would inherit the ignored signal.) */
+    signal(SIGPIPE, SIG_IGN);
     static top_run r;
     memset(&r, 0, sizeof r);
     r.o = o;
