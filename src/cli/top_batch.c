@@ -149,18 +149,25 @@ void top_print_text(FILE *out, const top_model *m, const top_show *s) {
 
 /* ---- JSON ---- */
 
+/* The total of a table's second column, for shares: samples (a method's
+ * total is in samples too), objects, time waited. */
+static uint64_t table_whole_b(const top_interval *iv, int table) {
+    return table == TOP_ALLOC ? iv->alloc_objects : table == TOP_LOCKS ? iv->lock_wait_ns : table_whole(iv, table);
+}
+
 static void json_rows(FILE *out, const char *key, const top_interval *iv, int table, unsigned max, const char *fa,
                       const char *fb) {
     const top_row *rows[64];
     size_t n = top_table_sorted(&iv->t[table], 0, rows, max < 64 ? max : 64);
-    uint64_t whole = table_whole(iv, table);
+    uint64_t whole = table_whole(iv, table), whole_b = table_whole_b(iv, table);
     fprintf(out, ",\"%s\":[", key);
     for (size_t i = 0; i < n; i++) {
         fprintf(out, "%s{\"name\":", i ? "," : "");
         dnp_json_str(out, rows[i]->name, 0);
         fprintf(out, ",\"%s\":%" PRIu64 ",\"%s_percent\":%.2f", fa, rows[i]->a, fa, top_pct(rows[i]->a, whole));
         if (fb)
-            fprintf(out, ",\"%s\":%" PRIu64 ",\"%s_percent\":%.2f", fb, rows[i]->b, fb, top_pct(rows[i]->b, whole));
+            fprintf(out, ",\"%s\":%" PRIu64 ",\"%s_percent\":%.2f", fb, rows[i]->b, fb,
+                    top_pct(rows[i]->b < whole_b ? rows[i]->b : whole_b, whole_b));
         fputc('}', out);
     }
     fputc(']', out);

@@ -10,6 +10,7 @@
 
 #include "calltree.h"
 #include "export.h"
+#include "lock_site.h"
 #include "prettyname.h"
 #include "top.h"
 #include "trace_reader.h"
@@ -203,10 +204,11 @@ static void take_event(top_model *m, const dnp_trace *t, const dnp_trace_event *
         break;
     }
     case DNP_EV_LockSite: {
-        const char *stack = dnp_trace_string(t, e->v[DNP_V(LockSite, stack)]);
+        size_t len = 0;
+        const char *site = lock_site(dnp_trace_string(t, e->v[DNP_V(LockSite, stack)]), &len);
         uint64_t count = e->v[DNP_V(LockSite, count)], ns = e->v[DNP_V(LockSite, waitNs)];
-        if (stack && *stack)
-            first_frame(stack, name, sizeof name);
+        if (site && len)
+            first_frame(site, name, sizeof name); /* as report --locks names the site */
         else
             snprintf(name, sizeof name, "[unknown site]");
         iv->locks_seen = 1;
