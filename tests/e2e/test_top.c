@@ -435,3 +435,39 @@ TEST(e2e_top_errors) {
         E2E_SKIP("tmux is not installed (tools/install-deps, or: apt-get install tmux)");
     return rc;
 }
+
+/* ---- from start-up ---- */
+
+/* dnprof top -- PROGRAM: the same intervals from the start; after -n COUNT
+ * the program runs on to its end (its output in --log), and top's exit code
+ * is the program's. */
+TEST(e2e_top_startup) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_top_startup"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT_NE(dll, NULL);
+    char log[PATH_MAX + 16];
+    snprintf(log, sizeof log, "%s/program.log", r.dir);
+    const char *args[] = {"top", "-n", "2", "--json", "--log", log, "--", e2e_dotnet(), dll, "top", "run", "5", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    size_t len;
+    char *text = e2e_read_file(r.out, &len);
+    ASSERT_NE(text, NULL);
+    int objects = 0, hot = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char err[256];
+        jv *o = json_parse(line, strlen(line), err, sizeof err);
+        if (!o)
+            continue;
+        objects++;
+        hot += strstr(line, HOT[0]) != NULL;
+        json_free(o);
+    }
+    free(text);
+    ASSERT_EQ(objects, 2);
+    ASSERT_GE(hot, 1); /* recorded */
+    ASSERT_EQ(file_has(log, "thrown "), 1); /* it ran to its end, its output in the log */
+    ASSERT_EQ(file_has(r.err, "runs on to its end"), 1);
+    return 0;
+}
