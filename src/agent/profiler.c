@@ -86,6 +86,27 @@ static void runtime_text(char *out, size_t cap) {
              qfe, ver[0] ? " (" : "", ver, ver[0] ? ")" : "");
 }
 
+/* What goes into the windows besides what the modules add themselves
+ * (windows.h): exceptions by type; with windows, what dnprof top shows besides
+ * (docs/top.md): throw sites, each collection, lock waits by site; only what
+ * was asked for. */
+static void join_windows(const agent_config *cfg) {
+    if (g_agent.events.families & (1u << DNP_FAM_EXCEPTIONS))
+        window_register_event(DNP_EV_ExceptionThrown); /* exceptions by type, per window */
+    if (!cfg->every_ms)
+        return;
+    if (cfg->exc_stacks)
+        window_register_event(DNP_EV_ExceptionDetails);
+    if (cfg->gc) {
+        window_register_event(DNP_EV_GcSizes);
+        window_register_event(DNP_EV_GcCollection);
+    }
+    if (cfg->locks) {
+        window_register_event(DNP_EV_LockSite);
+        window_register_flush(locks_flush_all); /* each window's waits, whole */
+    }
+}
+
 HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     if (get_info(unk) < 0) {
         agent_say("this runtime offers no ICorProfilerInfo3 or later; dnprof needs .NET Core 3.1 "
@@ -169,8 +190,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
         REC(Initialize, (uint64_t)g_agent.info_version, mask, high);
     ep_start(); /* a session that cannot start said why; the rest records */
     sampler_start(cfg); /* a sampler that cannot start said why; the rest records */
-    if (g_agent.events.families & (1u << DNP_FAM_EXCEPTIONS))
-        window_register_event(DNP_EV_ExceptionThrown); /* exceptions by type, per window */
+    join_windows(cfg);
     windows_start(cfg, cmdline, runtime, attached);
     say_session_line("started", runtime);
     return S_OK;

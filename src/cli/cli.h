@@ -35,6 +35,7 @@ int cmd_detach(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_heap(int argc, char **argv);
 int cmd_push(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 /* `dnprof convert --format heapsnapshot FILE` (cmd_heap.c); output NULL: FILE.heapsnapshot. */
 int heap_convert_heapsnapshot(const char *path, const char *output);
 

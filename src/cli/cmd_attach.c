@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attach.h"
 #include "attach_blob.h"
 #include "cli.h"
 #include "families.h"
@@ -164,22 +165,6 @@ static void catch_signals(void) {
 }
 
 /* ---- options ---- */
-
-typedef struct attach_opts {
-    const char *events, *output;
-    long long duration_ms; /* -1: until stopped */
-    uint64_t flush_ms, timeout_s;
-    int quiet;
-    int alloc;             /* --alloc: sampled allocations */
-    int locks;             /* --locks: lock contention (1), =waits: and waits (2) */
-    int exceptions;        /* --exceptions: stories, with a stack at each throw */
-    int gc, threadpool;    /* --gc, --threadpool: the runtime's GC and thread-pool events */
-    int sample;            /* --sample: 0 off, 1 cpu, 2 wall, 3 suspend */
-    uint64_t sample_rate;  /* --rate, 0 for the default */
-    pid_t pid;
-    unsigned every_ms;     /* --every: windows (run_windows.h), 0 none */
-    window_follow wf;      /* their sinks */
-} attach_opts;
 
 /* dnprof run's options that only a profiler loaded at start-up can have: the
  * runtime installs enter/leave hooks (COR_PRF_MONITOR_ENTERLEAVE) only then.
@@ -406,8 +391,6 @@ static int request_attach(const attach_opts *o, const ipc_proc *proc, const char
 
 /* ---- recording ---- */
 
-typedef enum { END_STOP, END_EXITED, END_DETACHED_ELSEWHERE } record_end;
-
 /* Waits for a signal, the end (until, monotonic ms; -1: none), a detach from
  * elsewhere, or the process's end, whichever comes first. */
 static record_end record(int fd, long long until) {
@@ -497,37 +480,48 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
                 left_out);
 }
 
+int attach_begin(const attach_opts *o, const char *def, attach_live *a) {
+    memset(a, 0, sizeof *a);
+    a->fd = -1;
+    if (check_target(o->pid, &a->proc) < 0 ||
+        handshake_output(o->output, def, "trace", a->out_abs, sizeof a->out_abs) < 0 ||
+        request_attach(o, &a->proc, a->out_abs, &a->blob) < 0)
+        return -1;
+    /* the agent writes its messages there until it detaches */
+    ctl_agent_log_from(a->blob.control_dir, o->pid, o->quiet, &a->log_offset, 0);
+    a->fd = handshake_connect(o->pid);
+    return a->fd < 0 ? -1 : 0;
+}
+
+int attach_end(const attach_opts *o, attach_live *a, record_end how) {
+    int finished = finish(o->pid, a->fd, how, o->quiet);
+    a->fd = -1;
+    ctl_agent_log_from(a->blob.control_dir, o->pid, o->quiet, &a->log_offset, 1);
+    return handshake_bring_back(o->pid, a->blob.output, a->out_abs) != 0 || finished != 0 ? 1 : 0;
+}
+
 /* Attaches, records (following the windows, with --every) and detaches: the exit code. */
 static int attach_and_record(const attach_opts *op, uint32_t families, const char *left_out, const char *def,
                              const char *wdir, run_windows *rw) {
     attach_opts o = *op;
-    ipc_proc proc; /* the process, before anything is created for it */
-    char out_abs[PATH_MAX];
-    dnp_attach_blob blob;
-    if (check_target(o.pid, &proc) < 0 || handshake_output(o.output, def, "trace", out_abs, sizeof out_abs) < 0 ||
-        request_attach(&o, &proc, out_abs, &blob) < 0)
+    static attach_live a;
+    if (attach_begin(&o, def, &a) != 0)
         return 1;
     /* The recording began as the runtime answered (InitializeForAttach had
      * returned): a duration is the recording's length, counted from here. */
     long long until = o.duration_ms >= 0 ? ipc_now_ms() + o.duration_ms : -1;
-    long log_offset = 0; /* the agent writes its messages there until it detaches */
-    ctl_agent_log_from(blob.control_dir, o.pid, o.quiet, &log_offset, 0);
-
-    int fd = handshake_connect(o.pid);
-    if (fd < 0)
-        return 1;
     catch_signals();
     if (!o.quiet)
-        say_recording(&o, &proc, families, left_out, out_abs);
+        say_recording(&o, &a.proc, families, left_out, a.out_abs);
     if (o.every_ms && run_windows_start(rw, wdir) != 0)
         o.every_ms = 0; /* said why; the recording goes on into the trace */
-    int finished = finish(o.pid, fd, record(fd, until), o.quiet);
+    record_end how = record(a.fd, until);
+    int rc = attach_end(&o, &a, how);
     run_windows_finish(rw); /* the agent wrote its last window before it detached */
-    ctl_agent_log_from(blob.control_dir, o.pid, o.quiet, &log_offset, 1);
-    if (handshake_bring_back(o.pid, blob.output, out_abs) != 0 || finished != 0)
+    if (rc != 0)
         return 1;
     if (!o.quiet && !o.every_ms)
-        cli_trace_summary(out_abs, NULL);
+        cli_trace_summary(a.out_abs, NULL);
     return 0;
 }
 

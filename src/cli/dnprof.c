@@ -32,6 +32,7 @@ static const struct cmd_struct commands[] = {
     {"doctor", cmd_doctor, 0, "check why the agent did (or did not) load"},
     {"ps", cmd_ps, CMD_STDOUT, "list the running .NET processes you can attach to"},
     {"attach", cmd_attach, 0, "record a running .NET program, then detach and leave it as it was"},
+    {"top", cmd_top, 0, "a live view of a running .NET program: CPU by method, allocations, exceptions, GC"},
     {"detach", cmd_detach, 0, "stop an attached recording and unload the agent"},
     {"snapshot", cmd_snapshot, 0, "take a heap snapshot of a running .NET program"},
     {"push", cmd_push, 0, "ship the windows of agents loaded with " DNP_ENV_EVERY " to Pyroscope or files"},

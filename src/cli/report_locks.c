@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "export.h"
 #include "idmap.h"
+#include "lock_site.h"
 #include "prettyname.h"
 #include "report.h"
 #include "trace_reader.h"
@@ -145,21 +146,6 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
 
 /* ---- sites, types, owners ---- */
 
-/* The runtime's own lock and wait code, above the frame that waited. */
-static int internal_frame(const char *f, size_t n) {
-    static const char *const prefixes[] = {
-        "System.Threading.Monitor::", "System.Threading.Lock::", "System.Diagnostics.Tracing.NativeRuntimeEventSource::",
-        "System.Threading.WaitHandle::", "System.Threading.WaitSubsystem", "System.Threading.LowLevel",
-        "System.Threading.EventWaitHandle::", "System.Threading.ManualResetEventSlim::", "System.Threading.SemaphoreSlim::",
-        "System.Threading.Lock+"};
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
-        size_t k = strlen(prefixes[i]);
-        if (n >= k && !strncmp(f, prefixes[i], k))
-            return 1;
-    }
-    return 0;
-}
-
 static const char *str(const locks_profile *p, uint64_t id, const char *none) {
     const char *s = dnp_trace_string(p->t, id);
     return s && *s ? s : none;
@@ -168,17 +154,7 @@ static const char *str(const locks_profile *p, uint64_t id, const char *none) {
 /* The first frame of a stack outside the runtime's lock code (the last frame
  * when all are), as a pointer into the trace's string; its length in *len. */
 static const char *site_of(const locks_profile *p, uint64_t stack, size_t *len) {
-    const char *text = dnp_trace_string(p->t, stack), *last = NULL;
-    *len = 0;
-    for (const char *f = text; f && *f;) {
-        const char *end = strchr(f, '\n');
-        size_t n = end ? (size_t)(end - f) : strlen(f);
-        last = f, *len = n;
-        if (!internal_frame(f, n))
-            return f;
-        f = end ? end + 1 : NULL;
-    }
-    return last;
+    return lock_site(dnp_trace_string(p->t, stack), len);
 }
 
 static int by_wait(const void *x, const void *y) {

@@ -118,6 +118,9 @@ int window_follow_open(window_follow *f);
 /* Takes every complete window in dir, oldest first: into the sinks, then
  * deleted. Returns the number taken. */
 int window_follow_pass(window_follow *f, const char *dir);
+/* Calls fn with the path of every complete window in dir, oldest first, and
+ * deletes each after it (dnprof top reads them so). Returns how many. */
+int window_each(const char *dir, void (*fn)(void *ctx, const char *path), void *ctx);
 /* The closing summary on stderr, and the sinks closed. */
 void window_follow_close(window_follow *f);
 

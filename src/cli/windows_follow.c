@@ -197,17 +197,25 @@ static void take_window(window_follow *f, const char *path) {
     window_file_free(&w);
 }
 
-int window_follow_pass(window_follow *f, const char *dir) {
+int window_each(const char *dir, void (*fn)(void *ctx, const char *path), void *ctx) {
     size_t n;
     char **names = list_dir(dir, "window-", ".trace", &n);
     for (size_t i = 0; i < n; i++) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        take_window(f, path);
+        fn(ctx, path);
         unlink(path);
     }
     free_list(names, n);
     return (int)n;
+}
+
+static void take_window_of(void *f, const char *path) {
+    take_window(f, path);
+}
+
+int window_follow_pass(window_follow *f, const char *dir) {
+    return window_each(dir, take_window_of, f);
 }
 
 void window_follow_close(window_follow *f) {

@@ -2,8 +2,9 @@
  * streamed, down to what the front end makes of a trace: print (text, --json,
  * --exceptions), report (calls, tree, --json, --exceptions, --alloc, --locks,
  * --gc, --threadpool, --waits), every convert format (and --locks), streamed
- * and then in memory (DNP_ENV_NO_STREAM), and the continuous profiling
- * window's reader (windows_read.c: a window is a small trace). Seeds:
+ * and then in memory (DNP_ENV_NO_STREAM), the continuous profiling window's
+ * reader (windows_read.c: a window is a small trace) and what `dnprof top`
+ * makes of a window (its model, text and JSON). Seeds:
  * tests/fuzz/corpus/trace; dictionary: tests/fuzz/trace.dict. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "cli.h"
 #include "fuzz_common.h"
 #include "settings.h"
+#include "top.h"
 #include "trace_reader.h"
 #include "windows_cli.h"
 
@@ -45,6 +47,25 @@ static void read_api(void) {
     window_file w;
     if (window_file_read(fz.path, &w, err, sizeof err) == 0)
         window_file_free(&w);
+}
+
+/* The input as a window of dnprof top: twice (since the start adds them up). */
+static void top_window(void) {
+    static top_model m;
+    char err[256];
+    top_model_init(&m, 0);
+    top_show s = {0};
+    s.rows = 5;
+    for (int i = 0; i < 2; i++)
+        if (top_model_window(&m, fz.path, err, sizeof err) == 0) {
+            FILE *out = fopen("/dev/null", "w");
+            if (out) {
+                top_print_text(out, &m, &s);
+                top_print_json(out, &m, &s);
+                fclose(out);
+            }
+        }
+    top_model_free(&m);
 }
 
 #define P fz.path
@@ -89,6 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(fixed);
     fz_quiet(1);
     read_api();
+    top_window();
     for (size_t i = 0; i < sizeof streamed / sizeof streamed[0]; i++)
         fz_cmd(fn_of(streamed[i][0]), (char **)streamed[i]);
     setenv(DNP_ENV_NO_STREAM, "1", 1);

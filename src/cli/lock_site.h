@@ -1,0 +1,12 @@
+/* lock_site.h: the waiting site of a lock wait's stack (lock_site.c). */
+#ifndef DNP_LOCK_SITE_H
+#define DNP_LOCK_SITE_H
+
+#include <stddef.h>
+
+/* The first frame of stack (one function a line, innermost first) outside the
+ * runtime's lock and wait code (the last frame when all are in it): a pointer
+ * into stack, its length in *len; NULL (and 0) for an empty or NULL stack. */
+const char *lock_site(const char *stack, size_t *len);
+
+#endif

@@ -1,0 +1,150 @@
+// TopScenario: a program for dnprof top (tests/e2e/test_top.c, bench/bench_top.sh).
+//   top run SECONDS     two threads whose three hot methods do 60/30/10% of the
+//       work (TopSixty, TopThirty, TopTen: the same loop body, 6, 3 and 1 times
+//       per round), and a thread that throws and catches an
+//       InvalidOperationException 50 times a second, paced by the clock (a late
+//       throw is caught up, so every second holds 50); prints "ready" once the
+//       methods are compiled, "throws per second 50", and at the end "thrown N
+//       in S s"; runs SECONDS of wall time (or until its stdin closes, when
+//       SECONDS is 0)
+//   top bench ROUNDS    the hot methods alone, ROUNDS rounds on one thread; prints
+//       "cpu MS ms wall MS ms thread MS ms": the process's CPU time (every
+//       thread: the runtime's, an agent's), the elapsed time, and the CPU time
+//       of the thread that did the work
+using System;
+using System.Diagnostics;
+using System.Runtime.CompilerServices;
+using System.Threading;
+
+namespace Scenarios;
+
+public static class TopScenario
+{
+    private const long Round = 20000;
+    private const int ThrowsPerSecond = 50;
+    private static long sink;
+    private static volatile bool stop;
+
+    public static int Run(string[] args)
+    {
+        string what = args.Length > 0 ? args[0] : "";
+        double n = args.Length > 1 ? double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture) : 30;
+        if (what == "run")
+            return Watched(n);
+        if (what == "bench")
+            return Bench((long)n);
+        Console.Error.WriteLine("usage: Scenarios top run SECONDS | bench ROUNDS");
+        return 2;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static long TopSixty(long n)
+    {
+        long x = n, s = 0;
+        for (long i = 0; i < n; i++) { x = x * 6364136223846793005L + 1442695040888963407L; s += x >> 33; }
+        return s;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static long TopThirty(long n)
+    {
+        long x = n, s = 0;
+        for (long i = 0; i < n; i++) { x = x * 6364136223846793005L + 1442695040888963407L; s += x >> 33; }
+        return s;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static long TopTen(long n)
+    {
+        long x = n, s = 0;
+        for (long i = 0; i < n; i++) { x = x * 6364136223846793005L + 1442695040888963407L; s += x >> 33; }
+        return s;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void Work()
+    {
+        long s = 0;
+        while (!stop)
+        {
+            s += TopSixty(6 * Round);
+            s += TopThirty(3 * Round);
+            s += TopTen(1 * Round);
+        }
+        Interlocked.Add(ref sink, s);
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void Fail(long k) => throw new InvalidOperationException("top " + k);
+
+    private static long thrown;
+
+    private static void Thrower()
+    {
+        var clock = Stopwatch.StartNew();
+        long k = 0;
+        while (!stop)
+        {
+            long due = k * 1000 / ThrowsPerSecond;
+            long now = clock.ElapsedMilliseconds;
+            if (now < due)
+            {
+                Thread.Sleep((int)Math.Min(due - now, 20));
+                continue;
+            }
+            try { Fail(k); } catch (InvalidOperationException) { Interlocked.Increment(ref thrown); }
+            k++;
+        }
+    }
+
+    private static int Watched(double seconds)
+    {
+        TopSixty(Round); TopThirty(Round); TopTen(Round); // compiled before anyone looks
+        try { Fail(-1); } catch (InvalidOperationException) { }
+        var wall = Stopwatch.StartNew();
+        var threads = new Thread[] { new Thread(Work) { Name = "top-0" }, new Thread(Work) { Name = "top-1" },
+                                     new Thread(Thrower) { Name = "thrower" } };
+        foreach (var t in threads)
+            t.Start();
+        Console.WriteLine("ready");
+        Console.WriteLine($"throws per second {ThrowsPerSecond}");
+        Console.Out.Flush();
+        if (seconds > 0)
+            Thread.Sleep(TimeSpan.FromSeconds(seconds));
+        else
+            Console.In.ReadToEnd();
+        stop = true;
+        foreach (var t in threads)
+            t.Join();
+        Console.WriteLine($"thrown {Interlocked.Read(ref thrown)} in {wall.Elapsed.TotalSeconds:F2} s");
+        return 0;
+    }
+
+    // This thread's own CPU time (utime + stime of /proc/thread-self/stat), in ms.
+    private static double ThreadCpuMs()
+    {
+        string stat = System.IO.File.ReadAllText("/proc/thread-self/stat");
+        string[] f = stat.Substring(stat.LastIndexOf(')') + 2).Split(' ');
+        return (double.Parse(f[11]) + double.Parse(f[12])) * 1000.0 / 100; // clock ticks (USER_HZ 100)
+    }
+
+    private static int Bench(long rounds)
+    {
+        var proc = Process.GetCurrentProcess();
+        TimeSpan cpu0 = proc.TotalProcessorTime;
+        double thread0 = ThreadCpuMs();
+        var wall = Stopwatch.StartNew();
+        long s = 0;
+        for (long r = 0; r < rounds; r++)
+        {
+            s += TopSixty(6 * Round);
+            s += TopThirty(3 * Round);
+            s += TopTen(1 * Round);
+        }
+        proc.Refresh();
+        double cpu = (proc.TotalProcessorTime - cpu0).TotalMilliseconds;
+        double thread = ThreadCpuMs() - thread0;
+        Console.WriteLine($"cpu {cpu:F1} ms wall {wall.Elapsed.TotalMilliseconds:F1} ms thread {thread:F1} ms {s % 7}");
+        return 0;
+    }
+}

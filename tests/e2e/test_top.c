@@ -1,0 +1,473 @@
+/* test_top.c: `dnprof top` (docs/top.md) against the truth of the "top"
+ * scenario (TopScenario.cs: two threads whose three hot methods do 60/30/10% of
+ * the work, and a thread that throws 50 exceptions a second, paced by the
+ * clock, and says so): batch mode's JSON, the screen in a real terminal
+ * (tmux: what capture-pane reads, q, the program left running without the
+ * agent), and the errors a person meets. Shares are compared among the three
+ * methods, within 5 points; the exception rate within 10% of the program's
+ * own. Each test fails when the agent is not loaded or records nothing (no
+ * samples, no intervals). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "e2e.h"
+#include "json_check.h"
+#include "test.h"
+
+static const char *const HOT[3] = {"Scenarios.TopScenario::TopSixty", "Scenarios.TopScenario::TopThirty",
+                                   "Scenarios.TopScenario::TopTen"};
+static const double TRUTH[3] = {60, 30, 10};
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static int file_has(const char *path, const char *text) {
+    if (access(path, R_OK) != 0)
+        return 0;
+    size_t n;
+    char *s = e2e_read_file(path, &n);
+    int has = s && strstr(s, text);
+    free(s);
+    return has;
+}
+
+/* Starts `dotnet Scenarios.dll top run SECONDS` (stdout to DIR/NAME.out) and
+ * waits for its "ready": its pid, or -1 after saying why. */
+static pid_t prog_start(const e2e_run *r, const char *name, const char *seconds, char *out, size_t cap) {
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    if (!dll)
+        return -1;
+    char err[PATH_MAX + 64];
+    snprintf(out, cap, "%s/%s.out", r->dir, name);
+    snprintf(err, sizeof err, "%s/%s.err", r->dir, name);
+    const char *argv[] = {e2e_dotnet(), dll, "top", "run", seconds, NULL};
+    pid_t pid = e2e_spawn((char *const *)argv, NULL, r->dir, out, NULL, err);
+    for (int i = 0; pid > 0 && i < 600; i++) {
+        if (file_has(out, "ready\n"))
+            return pid;
+        sleep_ms(100);
+    }
+    fprintf(stderr, "e2e: the top scenario did not say ready\n");
+    e2e_show_file("its stderr", err);
+    return -1;
+}
+
+static void prog_kill(pid_t pid) {
+    if (pid > 0) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+}
+
+/* The rate the program says it throws at ("throws per second N"). */
+static double prog_rate(const char *out) {
+    size_t n;
+    char *s = e2e_read_file(out, &n);
+    const char *p = s ? strstr(s, "throws per second ") : NULL;
+    double v = p ? atof(p + strlen("throws per second ")) : -1;
+    free(s);
+    return v;
+}
+
+/* The shares of hot[] among themselves are 60/30/10 within 5 points. */
+static int shares_ok(const double hot[3], const char *where) {
+    double sum = hot[0] + hot[1] + hot[2];
+    if (sum < 50) {
+        fprintf(stderr, "e2e: %s: %.0f samples of the hot methods: nothing recorded\n", where, sum);
+        return -1;
+    }
+    for (int i = 0; i < 3; i++) {
+        double share = 100 * hot[i] / sum;
+        if (share < TRUTH[i] - 5 || share > TRUTH[i] + 5) {
+            fprintf(stderr, "e2e: %s: %s has %.1f%% of the hot methods' samples, not %.0f%% (+-5): %.0f %.0f %.0f\n",
+                    where, HOT[i], share, TRUTH[i], hot[0], hot[1], hot[2]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Whether pid maps the agent. */
+static int has_agent(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    return file_has(path, "libdnprof.so");
+}
+
+/* The agent leaves pid within 15 s, and pid is still running. */
+static int left_running(pid_t pid) {
+    for (int i = 0; i < 150 && has_agent(pid); i++)
+        sleep_ms(100);
+    ASSERT_EQ(has_agent(pid), 0);
+    ASSERT_EQ(kill(pid, 0), 0);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    size_t n;
+    char *s = e2e_read_file(path, &n);
+    ASSERT_NE(s, NULL);
+    const char *p = strrchr(s, ')');
+    char state = p ? p[2] : '?';
+    free(s);
+    ASSERT_NE(state, 'Z');
+    return 0;
+}
+
+/* ---- batch mode: -n 3 --json ---- */
+
+/* One interval's object: the hot methods' self samples into hot[], its
+ * exceptions and duration. */
+static int interval_of(const jv *o, double hot[3], double *exc, double *secs) {
+    const jv *last = json_get(o, "last");
+    ASSERT_NE(last, NULL);
+    const jv *methods = json_get(last, "methods");
+    ASSERT_NE(methods, NULL);
+    int at[3] = {-1, -1, -1};
+    for (size_t i = 0; i < methods->n; i++)
+        for (int h = 0; h < 3; h++)
+            if (json_str(json_at(methods, i), "name") && !strcmp(json_str(json_at(methods, i), "name"), HOT[h])) {
+                hot[h] += json_num(json_at(methods, i), "self");
+                at[h] = (int)i;
+            }
+    /* ranked in order */
+    ASSERT_GE(at[0], 0);
+    ASSERT_GT(at[1], at[0]);
+    ASSERT_GT(at[2], at[1]);
+    *exc += json_num(last, "exceptions");
+    *secs += json_num(last, "duration_s");
+    return 0;
+}
+
+static int batch_body(e2e_run *r, pid_t *prog) {
+    char out[PATH_MAX + 64], pid[32];
+    ASSERT_GT(*prog = prog_start(r, "program", "60", out, sizeof out), 0);
+    snprintf(pid, sizeof pid, "%d", (int)*prog);
+    const char *args[] = {"top", pid, "-b", "-n", "3", "--json", "--rate", "1000", NULL};
+    ASSERT_EQ(e2e_dnprof(r, args), 0);
+    ASSERT_STATUS(r, 0);
+    size_t len;
+    char *text = e2e_read_file(r->out, &len);
+    ASSERT_NE(text, NULL);
+    int objects = 0;
+    double hot[3] = {0, 0, 0}, exc = 0, secs = 0;
+    int bad = 0;
+    for (char *line = strtok(text, "\n"); line && !bad; line = strtok(NULL, "\n")) {
+        char err[256];
+        jv *o = json_parse(line, strlen(line), err, sizeof err);
+        if (!o) {
+            fprintf(stderr, "e2e: not JSON (%s): %s\n", err, line);
+            bad = 1;
+            break;
+        }
+        objects++;
+        if (json_num(o, "interval") != objects || json_num(o, "pid") != (double)*prog)
+            bad = 1;
+        double h[3] = {0, 0, 0}, e = 0, s = 0;
+        if (!bad && interval_of(o, h, &e, &s) != 0)
+            bad = 1;
+        if (objects > 1) /* the later intervals: the first may hold the attach's own work */
+            for (int i = 0; i < 3; i++)
+                hot[i] += h[i];
+        if (objects > 1) {
+            exc += e;
+            secs += s;
+        }
+        json_free(o);
+    }
+    free(text);
+    ASSERT_EQ(bad, 0);
+    ASSERT_EQ(objects, 3);
+    ASSERT_EQ(shares_ok(hot, "top --json, intervals 2 and 3"), 0);
+    double want = prog_rate(out);
+    ASSERT_GT(want, 0);
+    ASSERT_GT(secs, 1.5);
+    double got = exc / secs;
+    ASSERT_GE(got, want * 0.9);
+    ASSERT_LE(got, want * 1.1);
+    ASSERT_EQ(left_running(*prog), 0);
+    return 0;
+}
+
+TEST(e2e_top_batch_json) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_top_batch_json"), 0);
+    pid_t prog = -1;
+    int rc = batch_body(&r, &prog);
+    prog_kill(prog);
+    return rc;
+}
+
+/* ---- the screen, in tmux ---- */
+
+typedef struct tmux {
+    int missing; /* tmux is not installed: the test is a skip */
+    char sock[64];
+    char tool[PATH_MAX];
+} tmux;
+
+/* tmux ARGS... on our own server socket; 0 when it exited 0. */
+static int tmux_run(const tmux *t, const char *args) {
+    static char cmd[PATH_MAX * 6];
+    snprintf(cmd, sizeof cmd, "'%s' -L %s %.*s", t->tool, t->sock, PATH_MAX * 4, args);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* The pane's text into buf. */
+static int tmux_capture(const tmux *t, char *buf, size_t cap) {
+    char cmd[PATH_MAX + 128];
+    snprintf(cmd, sizeof cmd, "'%s' -L %s capture-pane -p -t top", t->tool, t->sock);
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = 0;
+    return pclose(f) == 0 ? 0 : -1;
+}
+
+/* Starts `dnprof ARGS` in a detached tmux session of cols x lines, its stderr
+ * to DIR/top.err and its exit code to DIR/top.rc. */
+static int tmux_start(tmux *t, const e2e_run *r, int cols, int lines, const char *args) {
+    if (!e2e_which("tmux", NULL, t->tool, sizeof t->tool)) {
+        t->missing = 1;
+        return 1;
+    }
+    snprintf(t->sock, sizeof t->sock, "dnprof-e2e-%d", (int)getpid());
+    const char *bin = e2e_env("DNPROF_BIN");
+    if (!bin)
+        return -1;
+    char cmd[PATH_MAX * 4];
+    snprintf(cmd, sizeof cmd,
+             "new-session -d -s top -x %d -y %d \"env TERM=tmux-256color NO_COLOR= '%s' %s 2>'%s/top.err'; "
+             "echo \\$? >'%s/top.rc.tmp'; mv '%s/top.rc.tmp' '%s/top.rc'; sleep 60\"",
+             cols, lines, bin, args, r->dir, r->dir, r->dir, r->dir);
+    return tmux_run(t, cmd);
+}
+
+static void tmux_stop(const tmux *t) {
+    if (t->sock[0])
+        tmux_run(t, "kill-server 2>/dev/null");
+}
+
+/* The exit code top left in DIR/top.rc within ms, or -1. */
+static int top_rc(const e2e_run *r, long ms) {
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/top.rc", r->dir);
+    for (long waited = 0; waited <= ms; waited += 100) {
+        FILE *f = fopen(path, "r");
+        int rc = -1;
+        if (f) {
+            if (fscanf(f, "%d", &rc) != 1)
+                rc = -1;
+            fclose(f);
+            return rc;
+        }
+        sleep_ms(100);
+    }
+    return -1;
+}
+
+/* The since-start share column (all%) of each hot method's row, in screen order. */
+static int screen_rows(const char *screen, double all[3]) {
+    const char *at[3];
+    for (int h = 0; h < 3; h++) {
+        at[h] = strstr(screen, HOT[h]);
+        if (!at[h]) {
+            fprintf(stderr, "e2e: %s is not on the screen:\n%s\n", HOT[h], screen);
+            return -1;
+        }
+        const char *line = at[h];
+        while (line > screen && line[-1] != '\n')
+            line--;
+        double self, total;
+        if (sscanf(line, " %lf%% %lf%% %lf%%", &self, &total, &all[h]) != 3) {
+            fprintf(stderr, "e2e: cannot read the row of %s:\n%s\n", HOT[h], screen);
+            return -1;
+        }
+    }
+    ASSERT_LT(at[0], at[1]); /* ranked in order */
+    ASSERT_LT(at[1], at[2]);
+    return 0;
+}
+
+static int screen_body(e2e_run *r, tmux *t, pid_t *prog) {
+    char out[PATH_MAX + 64], args[128];
+    ASSERT_GT(*prog = prog_start(r, "program", "60", out, sizeof out), 0);
+    snprintf(args, sizeof args, "top %d --rate 1000", (int)*prog);
+    int started = tmux_start(t, r, 100, 30, args);
+    if (started == 1)
+        return 1;
+    ASSERT_EQ(started, 0);
+    static char screen[65536];
+    int refreshed = 0;
+    for (int i = 0; i < 200 && !refreshed; i++) { /* three refreshes at least */
+        sleep_ms(100);
+        const char *iv = tmux_capture(t, screen, sizeof screen) == 0 ? strstr(screen, "(interval ") : NULL;
+        refreshed = iv && atoi(iv + strlen("(interval ")) >= 4;
+    }
+    if (!refreshed) {
+        fprintf(stderr, "e2e: the screen after 20 s:\n%s\n", screen);
+        char err[PATH_MAX + 16];
+        snprintf(err, sizeof err, "%s/top.err", r->dir);
+        e2e_show_file("dnprof top's stderr", err);
+    }
+    ASSERT_EQ(refreshed, 1);
+    double all[3];
+    ASSERT_EQ(screen_rows(screen, all), 0);
+    ASSERT_EQ(shares_ok(all, "the screen's since-start shares (all%)") , 0);
+    ASSERT_NE(strstr(screen, "exceptions "), NULL); /* the header's rate, of the last interval */
+    /* e: exceptions by type; i: since the start, whose rate a late second of
+     * the program's (a loaded machine) does not move */
+    ASSERT_EQ(tmux_run(t, "send-keys -t top e i"), 0);
+    const char *row = NULL;
+    for (int i = 0; i < 50 && !row; i++) {
+        sleep_ms(100);
+        if (tmux_capture(t, screen, sizeof screen) == 0 && strstr(screen, "since start"))
+            row = strstr(screen, "System.InvalidOperationException");
+    }
+    if (!row)
+        fprintf(stderr, "e2e: no exceptions since the start on the screen:\n%s\n", screen);
+    ASSERT_NE(row, NULL);
+    while (row > screen && row[-1] != '\n')
+        row--;
+    double share, rate = -1, want = prog_rate(out);
+    ASSERT_EQ(sscanf(row, " %lf%% %lf", &share, &rate), 2);
+    ASSERT_GT(want, 0);
+    ASSERT_GE(rate, want * 0.9);
+    ASSERT_LE(rate, want * 1.1);
+    ASSERT_EQ(has_agent(*prog), 1);
+    ASSERT_EQ(tmux_run(t, "send-keys -t top q"), 0);
+    ASSERT_EQ(top_rc(r, 30000), 0);
+    ASSERT_EQ(left_running(*prog), 0);
+    return 0;
+}
+
+TEST(e2e_top_screen_tmux) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_top_screen_tmux"), 0);
+    tmux t;
+    memset(&t, 0, sizeof t);
+    pid_t prog = -1;
+    int rc = screen_body(&r, &t, &prog);
+    tmux_stop(&t);
+    prog_kill(prog);
+    if (t.missing)
+        E2E_SKIP("tmux is not installed (tools/install-deps, or: apt-get install tmux)");
+    return rc;
+}
+
+/* ---- errors ---- */
+
+/* stderr is one line holding text. */
+static int one_line_with(const char *path, const char *text) {
+    size_t n;
+    char *s = e2e_read_file(path, &n);
+    ASSERT_NE(s, NULL);
+    int lines = 0;
+    for (size_t i = 0; i < n; i++)
+        lines += s[i] == '\n';
+    int has = strstr(s, text) != NULL;
+    if (lines != 1 || !has)
+        fprintf(stderr, "e2e: expected one line with '%s', got:\n%s\n", text, s);
+    free(s);
+    ASSERT_EQ(lines, 1);
+    ASSERT_EQ(has, 1);
+    return 0;
+}
+
+static int errors_body(e2e_run *r, pid_t *prog, pid_t *other, tmux *t) {
+    /* a process that is not .NET */
+    const char *sleep_argv[] = {"sleep", "60", NULL};
+    char sout[PATH_MAX + 16], serr[PATH_MAX + 16], pid[32];
+    snprintf(sout, sizeof sout, "%s/sleep.out", r->dir);
+    snprintf(serr, sizeof serr, "%s/sleep.err", r->dir);
+    ASSERT_GT(*other = e2e_spawn((char *const *)sleep_argv, NULL, r->dir, sout, NULL, serr), 0);
+    sleep_ms(200);
+    snprintf(pid, sizeof pid, "%d", (int)*other);
+    const char *not_net[] = {"top", "-b", "-n", "1", pid, NULL};
+    ASSERT_EQ(e2e_dnprof(r, not_net), 0);
+    ASSERT_EQ(r->status, 1);
+    ASSERT_EQ(one_line_with(r->err, "is not a .NET process"), 0);
+
+    /* a process that exits while it is watched: said, and exit 0 */
+    char out[PATH_MAX + 64];
+    ASSERT_GT(*prog = prog_start(r, "short", "4", out, sizeof out), 0);
+    snprintf(pid, sizeof pid, "%d", (int)*prog);
+    const char *watch[] = {"top", "-b", pid, NULL};
+    ASSERT_EQ(e2e_dnprof(r, watch), 0);
+    ASSERT_STATUS(r, 0);
+    ASSERT_EQ(file_has(r->err, "exited"), 1);
+    ASSERT_EQ(file_has(r->out, "Scenarios.TopScenario::TopSixty"), 1); /* it was watched */
+
+    /* a terminal too small: the size needed, before anything is attached */
+    char args[64];
+    snprintf(args, sizeof args, "top %d", (int)*other);
+    int started = tmux_start(t, r, 60, 20, args);
+    if (started == 1)
+        return 1;
+    ASSERT_EQ(started, 0);
+    ASSERT_EQ(top_rc(r, 20000), 1);
+    char err[PATH_MAX + 16];
+    snprintf(err, sizeof err, "%s/top.err", r->dir);
+    ASSERT_EQ(one_line_with(err, "needs at least 80x24"), 0);
+    ASSERT_EQ(file_has(err, "60x20"), 1);
+    return 0;
+}
+
+TEST(e2e_top_errors) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_top_errors"), 0);
+    tmux t;
+    memset(&t, 0, sizeof t);
+    pid_t prog = -1, other = -1;
+    int rc = errors_body(&r, &prog, &other, &t);
+    tmux_stop(&t);
+    prog_kill(prog);
+    prog_kill(other);
+    if (t.missing)
+        E2E_SKIP("tmux is not installed (tools/install-deps, or: apt-get install tmux)");
+    return rc;
+}
+
+/* ---- from start-up ---- */
+
+/* dnprof top -- PROGRAM: the same intervals from the start; after -n COUNT
+ * the program runs on to its end (its output in --log), and top's exit code
+ * is the program's. */
+TEST(e2e_top_startup) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_top_startup"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT_NE(dll, NULL);
+    char log[PATH_MAX + 16];
+    snprintf(log, sizeof log, "%s/program.log", r.dir);
+    const char *args[] = {"top", "-n", "2", "--json", "--log", log, "--", e2e_dotnet(), dll, "top", "run", "5", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    size_t len;
+    char *text = e2e_read_file(r.out, &len);
+    ASSERT_NE(text, NULL);
+    int objects = 0, hot = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char err[256];
+        jv *o = json_parse(line, strlen(line), err, sizeof err);
+        if (!o)
+            continue;
+        objects++;
+        hot += strstr(line, HOT[0]) != NULL;
+        json_free(o);
+    }
+    free(text);
+    ASSERT_EQ(objects, 2);
+    ASSERT_GE(hot, 1); /* recorded */
+    ASSERT_EQ(file_has(log, "thrown "), 1); /* it ran to its end, its output in the log */
+    ASSERT_EQ(file_has(r.err, "runs on to its end"), 1);
+    return 0;
+}

@@ -1,0 +1,83 @@
+/* test_top.c: `dnprof top`'s model and batch output (src/cli/top_model.c,
+ * top_batch.c): the tables stay bounded however many names come (the rest
+ * folded into "other"), they sort as asked, and the JSON of an interval is
+ * valid whatever bytes the names hold. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_check.h"
+#include "test.h"
+#include "top.h"
+
+TEST(top_table_bounded) {
+    top_table t;
+    memset(&t, 0, sizeof t);
+    char name[64];
+    for (int i = 0; i < TOP_MAX_KEYS + 904; i++) {
+        snprintf(name, sizeof name, "Ns.Type%d::Method", i);
+        top_table_add(&t, name, 2, 1);
+    }
+    ASSERT_EQ(t.n, (size_t)TOP_MAX_KEYS);
+    ASSERT_EQ(t.other_keys, 904u);
+    ASSERT_EQ(t.other_a, 2u * 904);
+    top_table_add(&t, "Ns.Type7::Method", 10, 0); /* a name it holds: added to its row */
+    const top_row *rows[3];
+    ASSERT_EQ(top_table_sorted(&t, 0, rows, 3), 3u);
+    ASSERT_STREQ(rows[0]->name, "Ns.Type7::Method");
+    ASSERT_EQ(rows[0]->a, 12u);
+    top_table_clear(&t);
+    ASSERT_EQ(t.n, 0u);
+    top_table_add(&t, "a", 1, 5);
+    top_table_add(&t, "b", 3, 1);
+    ASSERT_EQ(top_table_sorted(&t, 1, rows, 3), 2u); /* by the second column */
+    ASSERT_STREQ(rows[0]->name, "a");
+    ASSERT_EQ(top_table_sorted(&t, 0, rows, 3), 2u);
+    ASSERT_STREQ(rows[0]->name, "b");
+    top_table_free(&t);
+    return 0;
+}
+
+TEST(top_json_valid) {
+    static top_model m;
+    top_model_init(&m, 4242);
+    snprintf(m.cmdline, sizeof m.cmdline, "dotnet \"odd\"\napp.dll");
+    m.intervals = 2;
+    m.cur.duration_ns = m.all.duration_ns = 1000000000ull;
+    m.cur.samples = m.all.samples = 10;
+    m.cur.exceptions = m.all.exceptions = 5;
+    m.gc_on = 1;
+    top_table_add(&m.cur.t[TOP_CPU], "Ns.C::M\x01\xff", 7, 9);
+    top_table_add(&m.cur.t[TOP_CPU], "Ns.C::Other", 3, 3);
+    top_table_add(&m.cur.t[TOP_EXC], "System.InvalidOperationException", 5, 0);
+    top_table_add(&m.all.t[TOP_CPU], "Ns.C::M\x01\xff", 7, 9);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ASSERT_NE(f, NULL);
+    top_show s = {0};
+    top_print_json(f, &m, &s);
+    fclose(f);
+    ASSERT_EQ(buf[len - 1], '\n');
+    ASSERT_EQ(memchr(buf, '\n', len - 1), NULL); /* one line */
+    char err[256];
+    jv *o = json_parse(buf, len, err, sizeof err);
+    if (!o)
+        fprintf(stderr, "%s\n%s\n", err, buf);
+    ASSERT_NE(o, NULL);
+    ASSERT_EQ(json_num(o, "pid"), 4242.0);
+    ASSERT_EQ(json_num(o, "interval"), 2.0);
+    const jv *last = json_get(o, "last");
+    ASSERT_NE(last, NULL);
+    ASSERT_EQ(json_num(last, "exceptions_per_s"), 5.0);
+    ASSERT_NE(json_get(last, "gc"), NULL);
+    ASSERT_EQ(json_get(last, "locks")->type, JV_NULL);
+    const jv *methods = json_get(last, "methods");
+    ASSERT_EQ(methods->n, 2u);
+    ASSERT_EQ(json_num(json_at(methods, 0), "self_percent"), 70.0);
+    ASSERT_STREQ(json_str(json_at(methods, 1), "name"), "Ns.C::Other");
+    json_free(o);
+    free(buf);
+    top_model_free(&m);
+    return 0;
+}
