@@ -158,13 +158,7 @@ static void on_signal(int sig) {
 }
 
 static void catch_signals(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    cli_on_stop_signals(on_signal);
 }
 
 /* The terminal on fd holds at least 80x24: 0, or -1 after saying the size needed. */
