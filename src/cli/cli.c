@@ -239,10 +239,16 @@ void cli_print_families(FILE *out, const char *indent) {
     fputc('\n', out);
 }
 
-void cli_on_stop_signals(void (*fn)(int)) {
+volatile sig_atomic_t cli_stop_signal;
+
+static void note_stop_signal(int sig) {
+    cli_stop_signal = sig;
+}
+
+void cli_catch_stop_signals(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = fn;
+    sa.sa_handler = note_stop_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);

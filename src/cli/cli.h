@@ -9,6 +9,7 @@
 #define DNP_CLI_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,9 +59,11 @@ int cli_parse_pid(const char *cmd, const char *text, pid_t *out);
 /* "dnprof: <message>"; returns -1. */
 int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* fn handles SIGINT, SIGTERM and SIGHUP: Ctrl-C, kill, a closed terminal each
- * end a recording or a follower cleanly (fn only notes the signal). */
-void cli_on_stop_signals(void (*fn)(int));
+/* SIGINT, SIGTERM and SIGHUP (Ctrl-C, kill, a closed terminal) each end a
+ * recording, a follower or a view cleanly: the handler only notes the signal
+ * in cli_stop_signal, which the command's loop reads. */
+extern volatile sig_atomic_t cli_stop_signal;
+void cli_catch_stop_signals(void);
 /* "dnprof: warning: <message>". */
 void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "dnprof <cmd>: <message> (see dnprof <cmd> --help)"; returns CLI_EXIT_USAGE. */

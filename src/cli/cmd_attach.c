@@ -154,16 +154,6 @@ static int check_events(const char *text, uint32_t *families, char *left_out, si
     return 0;
 }
 
-static volatile sig_atomic_t g_signal;
-
-static void on_signal(int sig) {
-    g_signal = sig;
-}
-
-static void catch_signals(void) {
-    cli_on_stop_signals(on_signal);
-}
-
 /* ---- options ---- */
 
 /* dnprof run's options that only a profiler loaded at start-up can have: the
@@ -394,7 +384,7 @@ static int request_attach(const attach_opts *o, const ipc_proc *proc, const char
 /* Waits for a signal, the end (until, monotonic ms; -1: none), a detach from
  * elsewhere, or the process's end, whichever comes first. */
 static record_end record(int fd, long long until) {
-    while (!g_signal) {
+    while (!cli_stop_signal) {
         int wait = -1;
         if (until >= 0) {
             long long left = until - ipc_now_ms();
@@ -438,7 +428,7 @@ static int finish(pid_t pid, int fd, record_end how, int quiet) {
             fprintf(stderr, "dnprof: pid %d: detached (dnprof detach)\n", (int)pid);
         return 0;
     }
-    if (!quiet && g_signal)
+    if (!quiet && cli_stop_signal)
         fprintf(stderr, "\ndnprof: detaching from pid %d...\n", (int)pid);
     char err[IPC_ERR_MAX];
     uint64_t n = 0;
@@ -510,7 +500,7 @@ static int attach_and_record(const attach_opts *op, uint32_t families, const cha
     /* The recording began as the runtime answered (InitializeForAttach had
      * returned): a duration is the recording's length, counted from here. */
     long long until = o.duration_ms >= 0 ? ipc_now_ms() + o.duration_ms : -1;
-    catch_signals();
+    cli_catch_stop_signals();
     if (!o.quiet)
         say_recording(&o, &a.proc, families, left_out, a.out_abs);
     if (o.every_ms && run_windows_start(rw, wdir) != 0)

@@ -13,13 +13,6 @@
 #include "cli.h"
 #include "windows_cli.h"
 
-static volatile sig_atomic_t g_stop;
-
-static void on_signal(int sig) {
-    (void)sig;
-    g_stop = 1;
-}
-
 static void push_help(void) {
     fputs("usage: dnprof push [options] DIR\n"
           "\n"
@@ -97,8 +90,8 @@ int cmd_push(int argc, char **argv) {
         return cli_done(rc);
     if (window_follow_open(&f) != 0)
         return 1;
-    cli_on_stop_signals(on_signal);
-    while (!g_stop) {
+    cli_catch_stop_signals();
+    while (!cli_stop_signal) {
         window_follow_pass(&f, dir);
         if (once)
             break;

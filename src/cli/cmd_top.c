@@ -151,16 +151,6 @@ static int parse_options(int argc, char **argv, top_opts *o) {
 
 /* ---- signals ---- */
 
-static volatile sig_atomic_t g_signal;
-
-static void on_signal(int sig) {
-    g_signal = sig;
-}
-
-static void catch_signals(void) {
-    cli_on_stop_signals(on_signal);
-}
-
 /* The terminal on fd holds at least 80x24: 0, or -1 after saying the size needed. */
 static int screen_size_ok(int fd) {
     struct winsize ws;
@@ -233,7 +223,7 @@ static int control_said(int fd) {
 static watch_end watch(top_run *r) {
     long long next_pass = 0;
     for (;;) {
-        if (g_signal || r->out_gone)
+        if (cli_stop_signal || r->out_gone)
             return WATCH_QUIT;
         int said = control_said(r->ctl_fd);
         int ended = said >= 0 || (r->prog_done && atomic_load(r->prog_done));
@@ -318,7 +308,7 @@ static int top_attach(const top_opts *o, const char *session) {
     static attach_live a;
     if (attach_begin(&ao, def, &a) != 0)
         return 1;
-    catch_signals();
+    cli_catch_stop_signals();
     /* A reader that leaves (dnprof top -b PID | head) ends top as q does:
      * detached, not killed with the agent left in. (Not from start-up: the
      * program would inherit the ignored signal.) */
