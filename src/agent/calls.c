@@ -59,7 +59,8 @@ static void (*g_elt_leave)(void) = dnp_elt_leave;
 static struct {
     int mode; /* agent_config.calls: CALLS_MODE_* */
     int events; /* MethodEnter/Leave per call: timeline or args */
-    int timed;  /* frames are timed (not --calls=counts) */
+    int timed;  /* frames are timed (not --calls=counts, nor sampled) */
+    unsigned rate; /* sampled times: samples per second per thread */
     uint64_t emit_ticks;
     uint64_t gap_ticks; /* a gap this long between two hooks may hide a preemption */
     atomic_int stopped;
@@ -76,7 +77,7 @@ int calls_timed_stubs(void (**enter)(void), void (**leave)(void)) {
     /* the assembly fast path with the counter, or the C path with
      * CLOCK_MONOTONIC where the counter is not trusted (clock.c): either way
      * the hooks' cost is what the calls pay, and is measured the same way */
-    return G.mode == CALLS_MODE_TIMES &&
+    return G.mode == CALLS_MODE_TIMED &&
            ((g_clock.tsc && g_elt_enter == dnp_elt_enter_timed) || (!g_clock.tsc && g_elt_enter == dnp_elt_enter));
 }
 
@@ -152,6 +153,19 @@ static inline calls_thread *this_thread(void) {
     return t_key_made ? pthread_getspecific(t_key) : NULL;
 }
 
+/* The slot only, as the fast paths: a thread whose slot is taken (a hash
+ * collision, rare) has no state here. Neither this library's thread-locals
+ * (their first touch on a thread calls malloc, which a signal may have
+ * interrupted: a deadlock, seen) nor pthread_getspecific are safe in a signal
+ * handler. */
+calls_thread *calls_thread_here(void) {
+    uintptr_t tp = arch_thread_pointer();
+    const tls_slot *s = &g_tls[TLS_SLOT_OF(tp)];
+    if (tp && atomic_load_explicit(&s->tp, memory_order_relaxed) == tp)
+        return s->t;
+    return NULL;
+}
+
 /* Makes t (NULL: none) the thread's state, for both paths. */
 void calls_thread_bind(calls_thread *t) {
     pthread_setspecific(t_key, t);
@@ -219,7 +233,6 @@ calls_thread *calls_thread_alloc(uint32_t cap, uint32_t hash_mask, uint32_t dirt
 }
 
 static int sched_open(uint64_t tid);
-static void emit_overhead(calls_thread *t);
 static int sched_wait_ns(int fd, uint64_t *wait);
 
 static calls_thread *thread_new(void) {
@@ -235,7 +248,7 @@ static calls_thread *thread_new(void) {
     }
     t->tid = (uint64_t)syscall(SYS_gettid);
     calls_calibrate(t, 9, 128, 0);
-    emit_overhead(t);
+    calls_emit_overhead(t);
     if (G.timed) {
         t->sched_fd = sched_open(t->tid);
         if (sched_wait_ns(t->sched_fd, &t->sched_wait) != 0 && t->sched_fd >= 0) {
@@ -298,6 +311,10 @@ static inline void mark_dirty(calls_thread *t, uint32_t i, cnode *n) {
         mark_dirty_slow(t, i, n);
 }
 
+void calls_node_dirty(calls_thread *t, uint32_t i) {
+    mark_dirty(t, i, node_at(t, i));
+}
+
 /* The node for a call of fn under parent, made if new; the overflow node (no
  * function, under the root) when the tree is full. */
 static uint32_t child_node(calls_thread *t, uint32_t parent, const calls_fn *fn) {
@@ -349,24 +366,6 @@ static uint32_t child_node(calls_thread *t, uint32_t parent, const calls_fn *fn)
     return t->overflow_node;
 }
 
-/* ---- emitting CallNode events ---- */
-
-static uint64_t to_ns(uint64_t t) {
-    return clock_ticks_to_ns(t);
-}
-
-static void emit_node(calls_thread *t, uint32_t i) {
-    cnode *n = node_at(t, i);
-    const calls_fn *fn = __atomic_load_n(&n->fn, __ATOMIC_RELAXED);
-    uint64_t calls = __atomic_load_n(&n->calls, __ATOMIC_RELAXED);
-    uint64_t incl = __atomic_load_n(&n->incl, __ATOMIC_RELAXED);
-    uint64_t excl = __atomic_load_n(&n->excl, __ATOMIC_RELAXED);
-    uint64_t tail = __atomic_load_n(&n->tail, __ATOMIC_RELAXED);
-    REC(CallNode, t->tid, i, n->parent, fn ? fn->id : 0, fn ? fn->name : 0, calls, to_ns(incl),
-        to_ns(excl), tail);
-}
-
-/* The owner writes its changed nodes. */
 /* The thread's time waiting for a CPU (run queue) so far, in ns, from its
  * schedstat; -1 without it. */
 static int sched_wait_ns(int fd, uint64_t *wait) {
@@ -390,31 +389,6 @@ static int sched_open(uint64_t tid) {
     return open(path, O_RDONLY | O_CLOEXEC);
 }
 
-/* The hooks' cost, and the run-queue wait taken out of the times so far. */
-static void emit_overhead(calls_thread *t) {
-    if (t->inner_ps || t->outer_ps)
-        REC(CallsOverhead, t->tid, t->inner_ps, t->outer_ps, t->waited_ns);
-}
-
-static void emit_dirty(calls_thread *t) {
-    emit_overhead(t);
-    for (uint32_t k = 0; k < t->ndirty; k++) {
-        uint32_t i = t->dirty[k];
-        node_at(t, i)->dirty = 0;
-        emit_node(t, i);
-    }
-    t->ndirty = 0;
-}
-
-/* Every node of a thread (Shutdown: possibly another thread's, read racily but
- * safely: chunks never move and are published before nnodes). */
-static void emit_all(calls_thread *t) {
-    emit_overhead(t);
-    uint32_t n = atomic_load_explicit(&t->nnodes, memory_order_acquire);
-    for (uint32_t i = 1; i < n; i++)
-        emit_node(t, i);
-}
-
 /* ---- the shadow stack ---- */
 
 static inline void frame_pop(calls_thread *t, uint64_t end, int tail) {
@@ -422,8 +396,10 @@ static inline void frame_pop(calls_thread *t, uint64_t end, int tail) {
     uint64_t incl = G.timed && end > f->start ? end - f->start : 0;
     uint64_t excl = incl > f->child ? incl - f->child : 0;
     cnode *n = node_at(t, f->node);
-    n->incl += incl;
-    n->excl += excl;
+    if (G.timed) { /* sampled times: the signal handler's alone (calls_sampled.c) */
+        n->incl += incl;
+        n->excl += excl;
+    }
     n->tail += (uint64_t)tail;
     mark_dirty(t, f->node, n);
     if (t->depth)
@@ -467,13 +443,19 @@ static void frame_orphan(calls_thread *t, uint64_t now) {
     frame_pop(t, end, 0);
 }
 
+/* A new stack, copied, published, then the old one freed: a sample's signal
+ * on this thread reads one or the other whole (calls_sampled.c). */
 static int stack_grow(calls_thread *t) {
     if (t->cap >= MAX_DEPTH)
         return -1;
-    cframe *s = realloc(t->stack, (size_t)t->cap * 2 * sizeof *s);
+    cframe *s = malloc((size_t)t->cap * 2 * sizeof *s), *old = t->stack;
     if (!s)
         return -1;
+    memcpy(s, old, (size_t)t->depth * sizeof *s);
+    atomic_signal_fence(memory_order_seq_cst);
     t->stack = s;
+    atomic_signal_fence(memory_order_seq_cst);
+    free(old);
     t->cap *= 2;
     return 0;
 }
@@ -509,11 +491,13 @@ static inline void enter(const calls_fn *fn, uintptr_t csp) {
     }
     n->calls++;
     mark_dirty(t, i, n);
-    cframe *f = &t->stack[t->depth++];
+    cframe *f = &t->stack[t->depth];
     f->node = i;
     f->np = n;
     f->csp = csp;
     f->child = 0;
+    atomic_signal_fence(memory_order_release); /* a sample sees the frame whole or not at all */
+    t->depth++;
     if (G.events)
         REC(MethodEnter, fn->id, fn->name);
     f->start = G.timed ? thread_clock(t) : 0; /* last: the hook's own work is outside */
@@ -552,7 +536,7 @@ static inline void leave_end(calls_thread *t, uint64_t now, int tail) {
          * nodes; the time this takes is no one's: out of the thread's clock */
         uint64_t t0 = ticks();
         calls_calibrate(t, 9, 64, 1);
-        emit_dirty(t);
+        calls_emit_dirty(t);
         t->skew += ticks() - t0;
         t->next_emit = now + G.emit_ticks;
     }
@@ -619,6 +603,7 @@ fast_enter(uintptr_t client, uintptr_t csp, int timed) {
     f->np = n;
     f->csp = csp;
     f->child = 0;
+    atomic_signal_fence(memory_order_release); /* a sample sees the frame whole or not at all */
     t->depth = d + 1;
     f->start = now;
     t->last = now;
@@ -766,7 +751,7 @@ static void thread_release(void *p) {
         }
     }
     if (!atomic_load(&G.stopped)) {
-        emit_dirty(t);
+        calls_emit_dirty(t);
         thread_report(t, 1);
     }
     pthread_mutex_unlock(&G.reg_mu);
@@ -781,7 +766,7 @@ void calls_shutdown(void) {
         return;
     pthread_mutex_lock(&G.reg_mu);
     for (calls_thread *t = G.threads; t; t = t->next) {
-        emit_all(t);
+        calls_emit_all(t);
         thread_report(t, 0);
     }
     atomic_store(&G.stopped, 1);
@@ -810,7 +795,9 @@ int calls_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high
     }
     calls_filter_set(cfg->all_code, cfg->include, cfg->exclude);
     G.events = G.mode == CALLS_MODE_ARGS || G.mode == CALLS_MODE_TIMELINE;
-    G.timed = G.mode != CALLS_MODE_COUNTS;
+    G.timed = G.mode != CALLS_MODE_COUNTS && G.mode != CALLS_MODE_SAMPLED;
+    calls_sampled_on = G.mode == CALLS_MODE_SAMPLED;
+    G.rate = cfg->calls_rate ? cfg->calls_rate : dnp_setting_default(DNP_SET_CALLS_RATE);
     *mask |= COR_PRF_MONITOR_ENTERLEAVE;
     if (G.mode == CALLS_MODE_ARGS)
         *mask |= COR_PRF_ENABLE_FUNCTION_ARGS | COR_PRF_ENABLE_FUNCTION_RETVAL |
@@ -830,15 +817,16 @@ int calls_install(void) {
                               : (uint64_t)CALLS_GAP_US * 1000u;
     g_gap_ticks = G.gap_ticks;
     calls_filter_record((uint64_t)G.mode);
-    if (g_clock.tsc)
+    if (G.timed && g_clock.tsc) /* sampled or counted calls read no clock */
         rec_note(0, "calls: clock " ARCH_COUNTER_NAME " at %.6f GHz, calibrated against CLOCK_MONOTONIC",
                  1.0 / g_clock.ns_per_tick);
-    else
+    else if (G.timed)
         rec_note(0, "calls: clock CLOCK_MONOTONIC (" ARCH_COUNTER_NAME " not trusted for time here)");
-    if (G.mode == CALLS_MODE_TIMES && g_clock.tsc) {
+    if (G.mode == CALLS_MODE_TIMED && g_clock.tsc) {
         g_elt_enter = dnp_elt_enter_timed;
         g_elt_leave = dnp_elt_leave_timed;
-    } else if (G.mode == CALLS_MODE_COUNTS) {
+    } else if (G.mode == CALLS_MODE_COUNTS || G.mode == CALLS_MODE_SAMPLED) {
+        calls_sampled_setup();
         g_elt_enter = dnp_elt_enter_counts;
         g_elt_leave = dnp_elt_leave_counts;
     }
@@ -860,6 +848,10 @@ int calls_install(void) {
         G.mode = 0;
     }
     return 0;
+}
+
+unsigned calls_sample_rate(void) {
+    return calls_sampled_on && G.mode ? G.rate : 0;
 }
 
 int calls_recording(void) {

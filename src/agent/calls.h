@@ -12,10 +12,12 @@
 /* agent_config.calls: what is recorded. */
 enum {
     CALLS_MODE_OFF = DNP_CALLS_OFF,
-    CALLS_MODE_TIMES = DNP_CALLS_TIMES,       /* DNP_ENV_CALLS=1: counts and times per call path */
+    CALLS_MODE_TIMED = DNP_CALLS_TIMED,       /* timed: counts and times per call path, each call timed */
     CALLS_MODE_ARGS = DNP_CALLS_ARGS,         /* args: and every call with its arguments (slow path) */
     CALLS_MODE_TIMELINE = DNP_CALLS_TIMELINE, /* timeline: and every enter and leave */
     CALLS_MODE_COUNTS = DNP_CALLS_COUNTS,     /* counts: counts and call paths, no clock */
+    CALLS_MODE_SAMPLED = DNP_CALLS_SAMPLED,   /* DNP_ENV_CALLS=1: counts as counts does, CPU times
+                                                 from samples of the shadow stack (calls_sampled.c) */
 };
 
 /* Adds to the event mask what cfg->calls needs (before SetEventMask). 0, or -1
@@ -31,6 +33,15 @@ int calls_install(void);
  * decided by their caller SPs at the thread's next call or return (calls.c):
  * this only notes the time, so that a dead frame ends when it was unwound. */
 void calls_unwind_leave(void);
+
+/* --calls (CALLS_MODE_SAMPLED): the rate of the samples that give the calls'
+ * times (the sampler's signals, sampler.c), 0 when the times are not sampled. */
+unsigned calls_sample_rate(void);
+
+/* A sample's signal on the interrupted thread (calls_sampled.c): r its
+ * registers (arch.h), ns the time it stands for. Async-signal-safe. */
+struct arch_regs;
+void calls_sample(const struct arch_regs *r, uint64_t ns);
 
 /* Shutdown: writes every thread's call tree (CallNode events), then stops. */
 void calls_shutdown(void);

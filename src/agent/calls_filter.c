@@ -119,6 +119,7 @@ static calls_fn *fn_new(void) {
         G.fn_chunk = c; /* the old chunk stays: its entries are in use */
         G.fn_used = 0;
     }
+    G.fn_chunk[G.fn_used].magic = CALLS_FN_MAGIC;
     return &G.fn_chunk[G.fn_used++];
 }
 

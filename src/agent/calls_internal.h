@@ -13,7 +13,7 @@
 typedef struct calls_fn {
     FunctionID id;
     uint32_t name; /* interned name string number */
-    uint32_t pad;
+    uint32_t magic; /* CALLS_FN_MAGIC: what a sample checks a client ID read from code by (calls_sampled.c) */
     ModuleID module;
     mdToken token;
     /* The node that a call of this function found or made last, on any thread
@@ -21,12 +21,14 @@ typedef struct calls_fn {
      * when its parent is the caller's node, so it is the thread's own). */
     struct cnode *last;
 } calls_fn;
+#define CALLS_FN_MAGIC 0x666e7064u
 
 /* ---- per-thread call trees (calls.c) ---- */
 
 #define CALLS_EMIT_COUNT 65536u /* --calls=counts: leaves between looks at the clock */
 #define NODE_CHUNK 4096u
 #define MAX_CHUNKS 256u /* 1M nodes per thread; more go to the overflow node */
+#define CALLS_SQ 256u   /* sampled nodes a thread queues between two writes (calls_sampled.c) */
 
 typedef struct cnode {
     const calls_fn *fn; /* NULL: the overflow node */
@@ -77,6 +79,14 @@ typedef struct calls_thread {
      * last read is at least busy_ticks gives hidden_ticks back to its caller's
      * self time (the assembly enter path). */
     uint64_t busy_ticks, hidden_ticks;
+    /* --calls' times from samples (calls_sampled.c). The signal handler, on
+     * this thread, adds the period to the top frame's node (exclusive) and to
+     * its callers' (inclusive), and queues the node; the owner marks the queued
+     * nodes and their callers for writing (calls_sampled_drain). */
+    _Atomic uint32_t sq_n;      /* nodes queued */
+    uint32_t sq_full;           /* the queue overflowed: every node is written */
+    uint32_t sq[CALLS_SQ];
+    uint64_t samples, in_hooks, outside; /* samples taken; in the hooks; with no hooked frame */
 } calls_thread;
 
 static inline cnode *node_at(calls_thread *t, uint32_t i) {
@@ -90,6 +100,32 @@ void calls_thread_bind(calls_thread *t);
 calls_thread *calls_thread_alloc(uint32_t cap, uint32_t hash_mask, uint32_t dirty_cap);
 /* Frees t and its scratch tree (NULL-tolerant). */
 void calls_thread_free(calls_thread *t);
+/* The calling thread's state, or NULL (also for a thread whose slot another
+ * took); async-signal-safe (calls_sampled.c). */
+calls_thread *calls_thread_here(void);
+/* Marks node i of the owner's tree for writing. */
+void calls_node_dirty(calls_thread *t, uint32_t i);
+
+/* ---- --calls' times from samples of the shadow stack (calls_sampled.c) ---- */
+
+/* Whether the calls' times come from samples; set before the hooks run. */
+extern int calls_sampled_on;
+/* The agent's own code, whose samples are the hooks' (and no method's). */
+void calls_sampled_setup(void);
+/* The owner, before it writes its nodes: marks those the samples changed
+ * since, and their callers. 1 when every node must be written (the queue
+ * overflowed). */
+int calls_sampled_drain(calls_thread *t);
+
+/* ---- writing the trees (calls_emit.c) ---- */
+
+/* The thread's hooks' cost (timed) or its samples' counts (sampled). */
+void calls_emit_overhead(calls_thread *t);
+/* The nodes that changed since the last write (marked dirty). */
+void calls_emit_dirty(calls_thread *t);
+/* Every node, and the overhead. */
+void calls_emit_all(calls_thread *t);
+
 /* The stubs in use; whether they are the fast timed ones (the calibration's). */
 int calls_timed_stubs(void (**enter)(void), void (**leave)(void));
 

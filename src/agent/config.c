@@ -138,7 +138,7 @@ static const struct {
     int text;
 } fields[] = {
     TEXT(EVENTS, events),       TEXT(SESSION, session),      VALUE(FLUSH_MS, flush_ms),
-    VALUE(CALLS, calls),        TEXT(INCLUDE, include),      TEXT(EXCLUDE, exclude),
+    VALUE(CALLS, calls),        VALUE(CALLS_RATE, calls_rate),        TEXT(INCLUDE, include),      TEXT(EXCLUDE, exclude),
     VALUE(ALL_CODE, all_code),  VALUE(ALLOC, alloc),         VALUE(ALLOC_SOURCE, alloc_tick),
     VALUE(ALLOC_EACH, alloc_each), VALUE(EXC_STACKS, exc_stacks), VALUE(SAMPLE, sample),
     VALUE(SAMPLE_RATE, sample_rate), VALUE(SAMPLE_TIMERS, sample_timers),

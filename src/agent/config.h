@@ -13,9 +13,8 @@ typedef struct agent_config {
     char session[4096];  /* session directory, "" for none */
     unsigned flush_ms;   /* background flush period, 0 for the default */
     /* method enter/leave (calls.c) */
-    int calls;           /* 0 off, 1 counts and times (fast path), 2 with arguments (slow path),
-                            3 counts, times and every call in order (fast path, timeline),
-                            4 counts and call paths only (no clock) */
+    int calls;           /* CALLS_MODE_* (calls.h): the CALLS row's words by index */
+    unsigned calls_rate; /* with CALLS_MODE_SAMPLED: samples per second per thread, 0 for the default */
     int all_code;        /* framework code too: no inlining, no ReadyToRun code */
     char include[1024];  /* comma-separated globs of functions to hook, "" for the default */
     char exclude[1024];  /* comma-separated globs of functions not to hook */

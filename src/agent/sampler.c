@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "callbacks.h"
+#include "calls.h"
 #include "settings.h"
 #include "symbols.h"
 #include "unwind.h"
@@ -126,17 +127,25 @@ static void release_memory(void) {
 }
 
 int sampler_start(const agent_config *cfg) {
-    if (!cfg->sample || S.thread_running)
+    unsigned calls_rate = calls_sample_rate();
+    if ((!cfg->sample && !calls_rate) || S.thread_running)
         return 0;
-    S.mode = cfg->sample;
-    S.rate = cfg->sample_rate ? cfg->sample_rate : dnp_setting_default(DNP_SET_SAMPLE_RATE);
+    /* --calls' times ride on --sample's signals, at its rate; alone, on CPU-time
+     * signals of their own that walk nothing */
+    S.walk = cfg->sample != SAMPLER_OFF;
+    S.mode = S.walk ? cfg->sample : SAMPLER_CPU;
+    S.calls = calls_rate && S.mode != SAMPLER_SUSPEND;
+    if (calls_rate && !S.calls)
+        rec_note(1, "calls: --sample=suspend sends no signals, so the calls have counts and no times "
+                    "(--calls=timed times each call)");
+    S.rate = !S.walk ? calls_rate : cfg->sample_rate ? cfg->sample_rate : dnp_setting_default(DNP_SET_SAMPLE_RATE);
     S.period_ns = 1000000000ull / S.rate;
     S.nnodes = 1; /* 0 is every tree's root */
     S.nslots = 0;
     S.ndirty = 0;
     S.samples = S.dropped = S.truncated = S.threads = S.fixed = 0;
     S.guessed = S.stopped = S.native_cfi = 0;
-    S.unwind = cfg->sample_unwind && cfg->sample != SAMPLER_SUSPEND;
+    S.unwind = S.walk && cfg->sample_unwind && cfg->sample != SAMPLER_SUSPEND;
     atomic_store(&S.stop, 0);
     if (S.mode == SAMPLER_SUSPEND && !AGENT_HAS_INFO(SuspendRuntime)) {
         agent_say("--sample=suspend needs ICorProfilerInfo10 (.NET Core 3.0 or later); no samples");
@@ -172,7 +181,10 @@ int sampler_start(const agent_config *cfg) {
         release_memory();
         return -1;
     }
-    REC(SampleConfig, (uint64_t)S.mode, S.rate, S.period_ns);
+    if (S.walk)
+        REC(SampleConfig, (uint64_t)S.mode, S.rate, S.period_ns);
+    if (S.calls)
+        REC(CallsSampling, (uint64_t)S.mode, S.rate, S.period_ns);
     if (!S.cv_ready) {
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
@@ -190,7 +202,8 @@ int sampler_start(const agent_config *cfg) {
         return -1;
     }
     S.thread_running = 1;
-    sampler_window_join();
+    if (S.walk)
+        sampler_window_join();
     return 0;
 }
 
@@ -208,6 +221,10 @@ void sampler_stop(void) {
         sampler_slot_disarm(&S.slots[i]);
     sampler_handler_remove();
     sampler_drain(); /* what is left in the rings: nothing writes them now */
+    if (!S.walk) {
+        release_memory();
+        return;
+    }
     sampler_emit_dirty();
     REC(SampleStats, S.samples, S.dropped, S.truncated, S.threads);
     rec_note(0, "sampler thread: %.1f ms of CPU, %llu thread scans, %llu stack lookups, %llu addresses resolved, "

@@ -108,6 +108,8 @@ typedef struct named {
 
 typedef struct sampler_state {
     int mode;
+    int walk;  /* --sample: stacks are walked and kept (off: the signals are --calls' alone) */
+    int calls; /* --calls' times come from these signals (calls_sample) */
     int unwind; /* native frames by their unwind tables (unwind.h) */
     unsigned rate;
     uint64_t period_ns;
@@ -167,6 +169,8 @@ uint64_t sampler_now_ns(void);
 /* The signal side (sampler_walk.c): one sample of the interrupted thread into
  * its slot's ring. Async-signal-safe. */
 void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight);
+/* The same signal, for --calls' times (calls_sample): the interrupted PC. */
+void sampler_calls_sample(const void *ucontext, uint32_t weight);
 
 /* Timers and signals (sampler_signal.c), the sampler thread's side. */
 int sampler_handler_install(void);

@@ -36,8 +36,13 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
         sslot *s = si->si_value.sival_ptr;
         if (si->si_code == POLL_IN)
             s = si->si_fd >= 0 && si->si_fd < MAX_FDS && S.fd_slot ? S.fd_slot[si->si_fd] : NULL;
-        if (slot_valid(s) && atomic_load_explicit(&s->tid, memory_order_relaxed) == gettid())
-            sampler_take_sample(s, ucv, 1u + (si->si_code == SI_TIMER && si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0u));
+        if (slot_valid(s) && atomic_load_explicit(&s->tid, memory_order_relaxed) == gettid()) {
+            uint32_t weight = 1u + (si->si_code == SI_TIMER && si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0u);
+            if (S.calls)
+                sampler_calls_sample(ucv, weight);
+            if (S.walk)
+                sampler_take_sample(s, ucv, weight);
+        }
     }
     errno = saved;
 }

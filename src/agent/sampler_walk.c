@@ -8,6 +8,7 @@
 
 #include "arch/arch.h"
 #include "arch_unwind.h"
+#include "calls.h"
 #include "unwind.h"
 #include "memread.h"
 
@@ -125,6 +126,12 @@ static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64
         fp = next;
     }
     return n;
+}
+
+void sampler_calls_sample(const void *ucontext, uint32_t weight) {
+    arch_regs g;
+    arch_context_regs(ucontext, &g);
+    calls_sample(&g, (uint64_t)weight * S.period_ns);
 }
 
 void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {

@@ -15,7 +15,7 @@
 #include "session.h"
 #include "trace_reader.h"
 
-static void run_help(void) {
+static void run_help_options(void) {
     fputs("usage: dnprof run [options] [--] PROGRAM [ARGS...]\n"
           "\n"
           "Runs PROGRAM with dnprof's agent loaded into the .NET runtime and records what\n"
@@ -40,11 +40,15 @@ static void run_help(void) {
           "                      and HResult, and a stack snapshot at each throw (read the\n"
           "                      stories with dnprof print --exceptions or dnprof report\n"
           "                      --exceptions); with --events, added to those families\n"
-          "      --calls         every call of managed code: exact call counts and times\n"
-          "                      per call path (read them with dnprof report, dnprof convert)\n"
-          "                      (with the default events less gc, which would slow the\n"
-          "                      program down: --events default brings it back)\n"
-          "      --calls=counts  exact call counts and call paths only, no clock (cheaper)\n"
+          "      --calls         every call of managed code: exact call counts per call path,\n"
+          "                      and CPU times from samples of the calls' own stack (no bias\n"
+          "                      on small methods; how often: --rate); read them with\n"
+          "                      dnprof report, dnprof convert (with the default events less\n"
+          "                      gc, which would slow the program down: --events default\n"
+          "                      brings it back)\n"
+          "      --calls=timed   each call timed by the clock instead: per-call latency\n"
+          "                      (waits included), biased on methods of a few ns\n"
+          "      --calls=counts  exact call counts and call paths only, no times (cheapest)\n"
           "      --timeline      --calls, and every enter and leave in time order too\n"
           "      --args          --timeline with the arguments and return values (slow)\n"
           "      --include GLOB  only functions whose Namespace.Class::Method matches GLOB\n"
@@ -81,8 +85,10 @@ static void run_help(void) {
           "                      native code is walked by its unwind tables (.eh_frame),\n"
           "                      collections and compilations show as [GC genN] and [JIT]\n",
           stdout);
-    printf("      --rate HZ       samples per second and thread (default %u, at most %u)\n",
-           dnp_setting_default(DNP_SET_SAMPLE_RATE), dnp_settings[DNP_SET_SAMPLE_RATE].max);
+    printf("      --rate HZ       samples per second and thread (default %u, with --calls %u;\n"
+           "                      at most %u)\n",
+           dnp_setting_default(DNP_SET_SAMPLE_RATE), dnp_setting_default(DNP_SET_CALLS_RATE),
+           dnp_settings[DNP_SET_SAMPLE_RATE].max);
     fputs(
           "      --cpu, --wall   --sample=cpu, --sample=wall\n"
           "      --heap-at exit  a heap snapshot as the program ends (docs/heap.md; read it\n"
@@ -102,8 +108,13 @@ static void run_help(void) {
           "      --service NAME  the service_name pushed (default: the program's name)\n"
           "      --push-timeout TIME  per request (default 10s); 2 retries with backoff\n"
           "  -q, --quiet         print no summary at the end\n"
-          "  -h, --help          print this help\n"
-          "\n"
+          "  -h, --help          print this help\n",
+          stdout);
+}
+
+static void run_help(void) {
+    run_help_options();
+    fputs("\n"
           "examples:\n"
           "  dnprof run -- dotnet app.dll arg1\n"
           "  dnprof run --events classes,jit,exceptions -o app.trace -- dotnet app.dll\n"
@@ -236,7 +247,8 @@ typedef struct run_opts {
     int exceptions, alloc, quiet;
     int locks;                                /* --locks: 1, --locks=waits: 2 */
     int gc, threadpool;                       /* --gc, --threadpool (docs/waits.md) */
-    int calls, all_code;                      /* calls: 0, 1 --calls, 2 --timeline, 3 --args, 4 --calls=counts */
+    int calls, all_code;                      /* calls: 0, 1 --calls, 2 --timeline, 3 --args, 4 --calls=counts,
+                                                 5 --calls=timed */
     char include[1024], exclude[1024];
     const char *heap_at, *heap_output;        /* heap snapshot (docs/heap.md) */
     char heap_path[PATH_MAX];                 /* --heap-output made absolute */
@@ -300,8 +312,15 @@ static int locks_apply(run_opts *o) {
 }
 
 static int calls_apply(run_opts *o) {
-    static const char *const words[] = {NULL, "1", "timeline", "args", "counts"};
-    if (cli_setting_set(DNP_SET_CALLS, words[o->calls]) || (o->include[0] && cli_setting_set(DNP_SET_INCLUDE, o->include)) ||
+    static const char *const words[] = {NULL, "1", "timeline", "args", "counts", "timed"};
+    unsigned hz;
+    if (o->rate && dnp_setting_parse(DNP_SET_CALLS_RATE, o->rate, &hz) < 0)
+        return usage_error("run", "--rate wants samples per second from %u to %u, not '%s'",
+                           dnp_settings[DNP_SET_CALLS_RATE].min, dnp_settings[DNP_SET_CALLS_RATE].max, o->rate);
+    if (o->rate && o->calls != 1)
+        return usage_error("run", "--rate sets how often --sample or --calls samples; --calls=%s times nothing "
+                                  "by samples", words[o->calls]);
+    if (cli_setting_set(DNP_SET_CALLS, words[o->calls]) || (o->rate && cli_setting_set(DNP_SET_CALLS_RATE, o->rate)) || (o->include[0] && cli_setting_set(DNP_SET_INCLUDE, o->include)) ||
         (o->exclude[0] && cli_setting_set(DNP_SET_EXCLUDE, o->exclude)) ||
         (o->all_code && cli_setting_set(DNP_SET_ALL_CODE, "1")))
         return 1;
@@ -424,9 +443,11 @@ static int take_option(run_opts *o, int c, char **argv) {
     case OPT_FLUSH: o->flush_ms = optarg; return 0;
     case OPT_EXCEPTIONS: o->exceptions = 1; return 0;
     case OPT_CALLS:
-        if (optarg && strcmp(optarg, "counts") != 0)
-            return usage_error("run", "--calls takes no value or 'counts' (--calls=counts), not '%s'", optarg);
-        o->calls = !o->calls || (o->calls == 4 && !optarg) ? (optarg ? 4 : 1) : o->calls;
+        if (optarg && strcmp(optarg, "counts") != 0 && strcmp(optarg, "timed") != 0)
+            return usage_error("run", "--calls takes no value, 'counts' or 'timed' (--calls=timed), not '%s'",
+                               optarg);
+        mode = !optarg ? 1 : optarg[0] == 'c' ? 4 : 5;
+        o->calls = !o->calls || o->calls == 1 || o->calls >= 4 ? (int)mode : o->calls;
         return 0;
     case OPT_TIMELINE: o->calls = o->calls == 3 ? 3 : 2; return 0;
     case OPT_ARGS: o->calls = 3; return 0;
@@ -511,13 +532,13 @@ static int parse_run_options(int argc, char **argv, run_opts *o) {
     if (cli_events_name_calls(o->events))
         return usage_error("run", "--events calls records nothing by itself: the calls come with --calls "
                                   "(or --calls=counts, --timeline, --args)");
-    if (o->rate && !o->sample)
-        o->sample = "cpu";
     if (o->sample && (o->calls || o->include[0] || o->exclude[0] || o->all_code))
         return usage_error("run", "--sample and --calls (--timeline, --args, --include, --exclude, --all-code) "
                                   "measure the same time two ways: use one at a time");
     if (!o->calls && (o->include[0] || o->exclude[0] || o->all_code))
         o->calls = 1;
+    if (o->rate && !o->sample && !o->calls)
+        o->sample = "cpu";
     if (o->heap_output && !o->heap_at)
         return usage_error("run", "--heap-output goes with --heap-at exit");
     return check_every(o);

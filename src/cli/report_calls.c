@@ -20,7 +20,8 @@
 
 static const char *mode_text(uint64_t mode) {
     switch (mode) {
-    case DNP_CALLS_TIMES: return "counts and times (--calls)";
+    case DNP_CALLS_SAMPLED: return "exact counts, and times from samples of the calls' stack (--calls)";
+    case DNP_CALLS_TIMED: return "counts and times, each call timed (--calls=timed)";
     case DNP_CALLS_ARGS: return "counts, times, arguments and return values (--args)";
     case DNP_CALLS_TIMELINE: return "counts, times and the timeline of every call (--timeline)";
     case DNP_CALLS_COUNTS: return "call counts and call paths, no times (--calls=counts)";
@@ -35,6 +36,24 @@ static const char *sample_mode_word(uint64_t mode) {
     char *w = word[next++ % 3];
     dnp_setting_word(DNP_SET_SAMPLE, mode < 16 ? (unsigned)mode : 0, w, sizeof word[0]);
     return *w && mode != DNP_SAMPLE_OFF ? w : "?";
+}
+
+/* --calls' times from samples: how many, and what was left out. */
+static void put_sampled_note(const dnp_calltree *ct, FILE *out) {
+    char a[32], b[32], c[32];
+    uint64_t n = ct->calls_samples;
+    fprintf(out,
+            "note: times are estimates from %s samples of each thread's %s time at %s Hz, each charged to the "
+            "call path on top of the agent's shadow stack (a path with n samples: about +-2*sqrt(n) of them); "
+            "counts are exact\n",
+            cli_fmt_count(n, a), ct->calls_clock == DNP_SAMPLE_WALL ? "elapsed" : "CPU",
+            cli_fmt_count(ct->calls_rate, b));
+    if (ct->calls_in_agent || ct->calls_outside)
+        fprintf(out,
+                "note: left out of the times: %s samples (%.1f%%) in dnprof's own hooks and callbacks, %s with no "
+                "hooked method on the thread's stack\n",
+                cli_fmt_count(ct->calls_in_agent, a), n ? 100.0 * (double)ct->calls_in_agent / (double)n : 0.0,
+                cli_fmt_count(ct->calls_outside, c));
 }
 
 /* How a trace that is not complete ended, in a few words. */
@@ -169,8 +188,10 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
     if (ct->cpu_wait_ns)
         fprintf(out, "note: %s the threads spent waiting for a CPU (run queue) is left out of the times\n",
                 fmt_ns(ct->cpu_wait_ns, b));
-    if (ct->has_config && ct->mode == 4)
+    if (ct->has_config && ct->mode == DNP_CALLS_COUNTS)
         fputs("note: recorded with --calls=counts: exact counts and call paths, no times\n", out);
+    if (ct->calls_clock)
+        put_sampled_note(ct, out);
     if (ct->orphans)
         fprintf(out, "note: %s call paths lost their caller (a torn trace) and are shown under the root\n",
                 cli_fmt_count(ct->orphans, a));
@@ -189,6 +210,10 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
                 fmt_ns(tr->nodes[0].total_ns, c));
     else if (COUNTS_ONLY(ct))
         fprintf(out, "%s: %s calls in %s call paths", label, cli_fmt_count(calls, a), cli_fmt_count(tr->nnodes - 1, b));
+    else if (ct->calls_clock)
+        fprintf(out, "%s: %s calls in %s call paths, %s of %s time in hooked code", label, cli_fmt_count(calls, a),
+                cli_fmt_count(tr->nnodes - 1, b), fmt_ns(tr->nodes[0].total_ns, c),
+                ct->calls_clock == DNP_SAMPLE_WALL ? "elapsed" : "CPU");
     else
         fprintf(out, "%s: %s calls in %s call paths, %s in hooked code", label, cli_fmt_count(calls, a),
                 cli_fmt_count(tr->nnodes - 1, b), fmt_ns(tr->nodes[0].total_ns, c));
@@ -617,7 +642,7 @@ static int json_tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int ent
  * calls options (CallsConfig), the sampling (SampleConfig), the allocation
  * sampling (AllocSampling). */
 static void put_json_recorded(const dnp_calltree *ct, FILE *out) {
-    if (!ct->has_config && !ct->sample_mode && !ct->alloc_source) {
+    if (!ct->has_config && !ct->sample_mode && !ct->alloc_source && !ct->calls_clock) {
         fputs(",\"recorded\":null", out);
         return;
     }
@@ -629,6 +654,13 @@ static void put_json_recorded(const dnp_calltree *ct, FILE *out) {
         dnp_export_json_str(out, ct->include && *ct->include ? ct->include : NULL, 0);
         fputs(",\"exclude\":", out);
         dnp_export_json_str(out, ct->exclude && *ct->exclude ? ct->exclude : NULL, 0);
+        sep = ",";
+    }
+    if (ct->calls_clock) {
+        fprintf(out, "%s\"callsSampling\":{\"clock\":\"%s\",\"rateHz\":%llu,\"samples\":%llu,\"inAgent\":%llu,"
+                "\"outside\":%llu}", sep, ct->calls_clock == DNP_SAMPLE_WALL ? "wall" : "cpu",
+                (unsigned long long)ct->calls_rate, (unsigned long long)ct->calls_samples,
+                (unsigned long long)ct->calls_in_agent, (unsigned long long)ct->calls_outside);
         sep = ",";
     }
     if (ct->sample_mode) {

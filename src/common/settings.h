@@ -34,9 +34,11 @@ typedef struct dnp_setting {
 /* The values of the two ENUM rows that the agent and the readers of its traces
  * both act on (a trace's SampleConfig mode, CallsConfig mode): the index of
  * each word in settings.def's row ("0|cpu|wall|suspend",
- * "0|1|args|timeline|counts"; tests/unit/test_settings.c holds them equal). */
+ * "0|timed|args|timeline|counts|1"; tests/unit/test_settings.c holds them equal).
+ * DNP_CALLS_TIMED is 1 because a trace from before the sampled times had
+ * CallsConfig mode 1 for the calls it timed one by one. */
 enum { DNP_SAMPLE_OFF, DNP_SAMPLE_CPU, DNP_SAMPLE_WALL, DNP_SAMPLE_SUSPEND };
-enum { DNP_CALLS_OFF, DNP_CALLS_TIMES, DNP_CALLS_ARGS, DNP_CALLS_TIMELINE, DNP_CALLS_COUNTS };
+enum { DNP_CALLS_OFF, DNP_CALLS_TIMED, DNP_CALLS_ARGS, DNP_CALLS_TIMELINE, DNP_CALLS_COUNTS, DNP_CALLS_SAMPLED };
 
 /* DNP_SET_EVENTS, DNP_SET_OUTPUT, ...: the rows, in the table's order. */
 enum {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ct_internal.h"
 #include "idmap.h"
 #include "timeline.h"
 
@@ -33,14 +34,14 @@ static int tree_add(dnp_ct_tree *tr, uint32_t parent, uint64_t func, uint64_t na
     return 0;
 }
 
-static int tree_init(dnp_ct_tree *tr) {
+int ct_tree_init(dnp_ct_tree *tr) {
     uint32_t root;
     memset(tr, 0, sizeof *tr);
     return tree_add(tr, 0, 0, 0, &root);
 }
 
 /* The child of parent for func in tree number key, made if new. */
-static int tree_child(dnp_ct_tree *tr, dnp_idmap *h, uint64_t key, uint32_t parent, uint64_t func,
+int ct_tree_child(dnp_ct_tree *tr, dnp_idmap *h, uint64_t key, uint32_t parent, uint64_t func,
                       uint64_t name, uint32_t *idx) {
     if (dnp_idmap_get(h, key << 32 | parent, dnp_ct_frame_key(func, name), idx)) {
         if (!tr->nodes[*idx].name)
@@ -154,12 +155,12 @@ static int fix_open_frame(void *ctx, const dnp_ct_tree *tr, uint32_t n, int ente
  * is): a call's inner part from its own total and self time; for each call below
  * a node, both parts from its total; for each call it made, the outer part from
  * its self time. Visited children first. */
-typedef struct hook_fix {
+struct hook_fix {
     double *in, *out; /* by node: the hooks' cost of its calls, inside and outside them */
     double *below;    /* by node: both, summed over the calls below it */
     double in_ns, out_ns;
     uint64_t calls;
-} hook_fix;
+};
 
 static uint64_t sub_clamped(uint64_t v, double d) {
     return d >= (double)v ? 0 : v - (uint64_t)(d + 0.5);
@@ -188,7 +189,7 @@ static int fix_hooks(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
 
 /* Links the tree, takes out the hooks' cost (fix: NULL for none), repairs open
  * frames' totals, links again by the repaired totals, and sets depths. */
-static int tree_finish(dnp_ct_tree *tr, hook_fix *fix) {
+int ct_tree_finish(dnp_ct_tree *tr, hook_fix *fix) {
     if (tr->nnodes == 0)
         return 0;
     if (tree_link(tr) < 0)
@@ -228,7 +229,7 @@ static int merge_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) 
         return 0;
     const dnp_ct_node *src = &tr->nodes[n];
     uint32_t idx;
-    if (tree_child(m->all, m->h, 0, m->map[src->parent], src->func, src->name, &idx) != 0)
+    if (ct_tree_child(m->all, m->h, 0, m->map[src->parent], src->func, src->name, &idx) != 0)
         return -1;
     dnp_ct_node *dst = &m->all->nodes[idx];
     dst->calls += src->calls;
@@ -250,7 +251,7 @@ static int by_thread_number(const void *x, const void *y) {
 
 static int merge_all(dnp_calltree *ct) {
     dnp_idmap h = {0};
-    int rc = tree_init(&ct->all);
+    int rc = ct_tree_init(&ct->all);
     for (size_t i = 0; i < ct->nthreads && rc == 0; i++) {
         dnp_ct_tree *tr = &ct->threads[i];
         merge_ctx m = {&ct->all, &h, calloc(tr->nnodes, sizeof(uint32_t)), 0};
@@ -261,7 +262,7 @@ static int merge_all(dnp_calltree *ct) {
         free(m.map);
     }
     dnp_idmap_release(&h);
-    return rc == 0 ? tree_finish(&ct->all, NULL) : -1;
+    return rc == 0 ? ct_tree_finish(&ct->all, NULL) : -1;
 }
 
 /* ---- the builder: one event at a time ---- */
@@ -294,9 +295,9 @@ typedef struct ct_builder {
     uint8_t *has_tl; /* by thread number */
     size_t nhas;
     uint64_t include_id, exclude_id;
-    /* CallsOverhead: the hooks' cost per OS thread */
-    struct { uint64_t tid, inner_ps, outer_ps, wait_ns; } *ovh;
-    size_t novh;
+    /* per OS thread: the hooks' cost (CallsOverhead), the calls' samples (CallsSamples) */
+    struct { uint64_t tid, inner_ps, outer_ps, wait_ns, samples, in_agent, outside; } *ovh;
+    size_t novh, covh;
     /* ExistingThread: OS names by OS thread id (the sampler's, for threads the runtime does not name) */
     struct { uint64_t tid, name; } *osname;
     size_t nosname, cosname;
@@ -392,7 +393,7 @@ static int add_tree(dnp_ct_tree **trees, size_t *n, size_t *cap, dnp_ct_tree **o
     if (DNP_VEC_RESERVE(*trees, *cap, *n + 1, 8) != 0)
         return -1;
     *out = &(*trees)[*n];
-    if (tree_init(*out) != 0)
+    if (ct_tree_init(*out) != 0)
         return -1;
     (*n)++;
     return 0;
@@ -517,7 +518,7 @@ static int tl_build_visit(void *ctx, uint32_t thread, int open, int how, const d
     uint32_t *stack = b->nstack[thread];
     if (open) {
         uint32_t parent = depth ? stack[depth - 1] : 0, idx;
-        if (tree_child(tr, &b->tl_h, thread, parent, f->func, f->name, &idx) != 0)
+        if (ct_tree_child(tr, &b->tl_h, thread, parent, f->func, f->name, &idx) != 0)
             return -1;
         tr->nodes[idx].calls++;
         stack[depth] = idx;
@@ -576,6 +577,34 @@ static int note_os_name(ct_builder *b, const dnp_trace_event *e) {
     return 0;
 }
 
+/* A thread's CallsOverhead or CallsSamples: cumulative, the last counts. */
+static int on_thread_stats(ct_builder *b, const dnp_trace_event *e) {
+    int ovh = e->kind == DNP_EV_CallsOverhead;
+    if (e->nvalues < (ovh ? DNP_NV_CallsOverhead : DNP_NV_CallsSamples))
+        return 0;
+    uint64_t tid = ovh ? e->v[DNP_V(CallsOverhead, osThreadId)] : e->v[DNP_V(CallsSamples, osThreadId)];
+    size_t k = 0;
+    while (k < b->novh && b->ovh[k].tid != tid)
+        k++;
+    if (k == b->novh) {
+        if (DNP_VEC_RESERVE(b->ovh, b->covh, b->novh + 1, 8) < 0)
+            return -1;
+        memset(&b->ovh[k], 0, sizeof b->ovh[k]);
+        b->ovh[k].tid = tid;
+        b->novh++;
+    }
+    if (ovh && e->v[DNP_V(CallsOverhead, waitNs)] >= b->ovh[k].wait_ns) {
+        b->ovh[k].inner_ps = e->v[DNP_V(CallsOverhead, innerPs)];
+        b->ovh[k].outer_ps = e->v[DNP_V(CallsOverhead, outerPs)];
+        b->ovh[k].wait_ns = e->v[DNP_V(CallsOverhead, waitNs)];
+    } else if (!ovh && e->v[DNP_V(CallsSamples, samples)] >= b->ovh[k].samples) {
+        b->ovh[k].samples = e->v[DNP_V(CallsSamples, samples)];
+        b->ovh[k].in_agent = e->v[DNP_V(CallsSamples, inAgent)];
+        b->ovh[k].outside = e->v[DNP_V(CallsSamples, outside)];
+    }
+    return 0;
+}
+
 static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
     dnp_calltree *ct = b->ct;
     switch (e->kind) {
@@ -591,23 +620,12 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
     case DNP_EV_CallNode:
         return on_call_node(b, e);
     case DNP_EV_CallsOverhead:
-        if (e->nvalues >= DNP_NV_CallsOverhead) {
-            size_t k = 0;
-            while (k < b->novh && b->ovh[k].tid != e->v[DNP_V(CallsOverhead, osThreadId)])
-                k++;
-            if (k == b->novh) {
-                void *grown = realloc(b->ovh, (b->novh + 1) * sizeof *b->ovh);
-                if (!grown)
-                    return -1;
-                b->ovh = grown;
-                b->novh++;
-            } else if (e->v[DNP_V(CallsOverhead, waitNs)] < b->ovh[k].wait_ns) {
-                break; /* cumulative: an earlier one */
-            }
-            b->ovh[k].tid = e->v[DNP_V(CallsOverhead, osThreadId)];
-            b->ovh[k].inner_ps = e->v[DNP_V(CallsOverhead, innerPs)];
-            b->ovh[k].outer_ps = e->v[DNP_V(CallsOverhead, outerPs)];
-            b->ovh[k].wait_ns = e->v[DNP_V(CallsOverhead, waitNs)];
+    case DNP_EV_CallsSamples:
+        return on_thread_stats(b, e);
+    case DNP_EV_CallsSampling:
+        if (e->nvalues >= DNP_NV_CallsSampling) {
+            ct->calls_clock = e->v[DNP_V(CallsSampling, clock)];
+            ct->calls_rate = e->v[DNP_V(CallsSampling, rateHz)];
         }
         break;
     case DNP_EV_SampleConfig:
@@ -691,7 +709,11 @@ static int builder_finish(ct_builder *b) {
         for (size_t k = 0; !ct->from_timeline && k < b->novh; k++) {
             if (b->ovh[k].tid == tr->os_tid) {
                 ct->cpu_wait_ns += b->ovh[k].wait_ns;
-                f = &fix;
+                ct->calls_samples += b->ovh[k].samples;
+                ct->calls_in_agent += b->ovh[k].in_agent;
+                ct->calls_outside += b->ovh[k].outside;
+                if (b->ovh[k].inner_ps || b->ovh[k].outer_ps)
+                    f = &fix;
             }
         }
         if (f) {
@@ -709,7 +731,7 @@ static int builder_finish(ct_builder *b) {
                 }
             }
         }
-        rc = tree_finish(tr, f);
+        rc = ct_tree_finish(tr, f);
         if (f) {
             free(fix.in);
             free(fix.out);
@@ -849,46 +871,4 @@ const dnp_ct_tree *dnp_ct_find_thread(const dnp_calltree *ct, uint64_t number_or
         if (ct->threads[i].os_tid == number_or_tid)
             return &ct->threads[i];
     return NULL;
-}
-
-/* ---- weighted stacks ---- */
-
-dnp_calltree *dnp_ct_weighted_new(const dnp_trace *t, const char *unit) {
-    dnp_calltree *ct = calloc(1, sizeof *ct);
-    if (!ct)
-        return NULL;
-    ct->t = t;
-    ct->unit = unit;
-    ct->weighted = calloc(1, sizeof(dnp_idmap));
-    if (!ct->weighted || tree_init(&ct->all) != 0) {
-        dnp_calltree_free(ct);
-        return NULL;
-    }
-    return ct;
-}
-
-int dnp_ct_weighted_add(dnp_calltree *ct, const dnp_ct_frame *frames, size_t n, uint64_t weight,
-                        uint64_t count) {
-    if (!ct->weighted)
-        return -1;
-    uint32_t at = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (tree_child(&ct->all, ct->weighted, 0, at, frames[i].func, frames[i].name, &at) != 0)
-            return -1;
-        ct->all.nodes[at].total_ns += weight;
-        if (i + 1 == n) {
-            ct->all.nodes[at].self_ns += weight;
-            ct->all.nodes[at].calls += count;
-        }
-    }
-    return 0;
-}
-
-int dnp_ct_weighted_finish(dnp_calltree *ct) {
-    if (ct->weighted) {
-        dnp_idmap_release(ct->weighted);
-        free(ct->weighted);
-        ct->weighted = NULL;
-    }
-    return tree_finish(&ct->all, NULL);
 }

@@ -61,7 +61,7 @@ typedef struct dnp_calltree {
     dnp_ct_tree all;           /* every thread merged */
 
     int has_config;            /* a CallsConfig event was seen: */
-    uint64_t mode;             /* 1 counts and times, 2 with arguments, 3 timeline */
+    uint64_t mode;             /* DNP_CALLS_* (settings.h): timed, args, timeline, counts, sampled */
     int all_code;              /* --all-code: inlined and ReadyToRun methods are seen */
     const char *include, *exclude;
 
@@ -79,6 +79,12 @@ typedef struct dnp_calltree {
     uint64_t hook_calls;       /* calls in them */
     double hook_inner_ns, hook_outer_ns; /* the hooks' time taken out, inside and outside the calls */
     uint64_t cpu_wait_ns;      /* time the threads waited for a CPU, left out by the agent */
+    /* --calls' times from samples (CallsSampling, CallsSamples): the clock (1
+     * CPU time, 2 elapsed; 0: the calls were timed one by one), the rate, and
+     * the samples of the threads with trees: all, in the agent's own code, and
+     * with no hooked method on the stack (the last two left out of the times) */
+    uint64_t calls_clock, calls_rate;
+    uint64_t calls_samples, calls_in_agent, calls_outside;
 
     dnp_ct_frame *tl_funcs;    /* the functions MethodEnter names, by FunctionID (the smallest name id) */
     size_t ntl_funcs;

@@ -65,7 +65,7 @@ TEST(e2e_arm64_machines) {
     /* which documented path it took (docs/arm64.md): under qemu-user the
      * host's clocksource is not arch_sys_counter, and perf_event_open is not
      * emulated */
-    const char *modes[] = {"--calls", "--sample"}, *notes[] = {"calls: clock ", "cpu sampling by "};
+    const char *modes[] = {"--calls=timed", "--sample"}, *notes[] = {"calls: clock ", "cpu sampling by "};
     const char *emulated_path[] = {"CLOCK_MONOTONIC", "POSIX CPU timers"}, *runner = strrchr(e2e_dotnet(), '/');
     int emulated = strncmp(runner ? runner + 1 : e2e_dotnet(), "qemu-", 5) == 0;
     for (int i = 0; i < 2; i++) {

@@ -504,7 +504,7 @@ TEST(e2e_calls_shares) {
     const char *tc_off[] = {"DOTNET_TieredCompilation=0", NULL};
     double per_call[3];
     for (int run = 0; run < 3; run++) {
-        dnp_trace *t = calls_run(&r, "e2e_calls_shares", "shares", "1", tc_off);
+        dnp_trace *t = calls_run(&r, "e2e_calls_shares", "shares", "timed", tc_off);
         ASSERT_NE(t, NULL);
         int balanced = calls_balanced(t);
         size_t calibrations = e2e_count(t, DNP_EV_CallsOverhead);

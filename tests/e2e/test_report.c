@@ -96,7 +96,7 @@ static jv *report_json(e2e_run *r) {
 
 TEST(e2e_report_calls) {
     e2e_run r;
-    ASSERT_EQ(run_calls(&r, "e2e_report_calls", "--calls", "recursion"), 0);
+    ASSERT_EQ(run_calls(&r, "e2e_report_calls", "--calls=timed", "recursion"), 0);
     jv *rep = report_json(&r);
     ASSERT_NE(rep, NULL);
     ASSERT_STREQ(json_str(rep, "source"), "CallNode");
@@ -153,7 +153,7 @@ TEST(e2e_report_calls) {
  * own loop in one call, is not; the note under the table says what "~" is. */
 TEST(e2e_report_resolution) {
     e2e_run r;
-    ASSERT_EQ(run_calls(&r, "e2e_report_resolution", "--calls", "osr"), 0);
+    ASSERT_EQ(run_calls(&r, "e2e_report_resolution", "--calls=timed", "osr"), 0);
     jv *rep = report_json(&r);
     ASSERT_NE(rep, NULL);
     const jv *hot = function(rep, "Scenarios.CallsScenario::OsrHot");
@@ -188,7 +188,7 @@ TEST(e2e_report_resolution) {
 
 TEST(e2e_report_convert) {
     e2e_run r;
-    ASSERT_EQ(run_calls(&r, "e2e_report_convert", "--calls", "recursion"), 0);
+    ASSERT_EQ(run_calls(&r, "e2e_report_convert", "--calls=timed", "recursion"), 0);
     jv *rep = report_json(&r);
     ASSERT_NE(rep, NULL);
     const jv *fs = json_get(rep, "functions");

@@ -28,7 +28,9 @@ TEST(settings_parse_values) {
     ASSERT_EQ(dnp_setting_parse(DNP_SET_CALLS, "counts", &v), 0);
     ASSERT_EQ(v, 4);
     ASSERT_EQ(dnp_setting_parse(DNP_SET_CALLS, "bogus", &v), -1);
-    ASSERT_EQ(v, 1);
+    ASSERT_EQ(v, DNP_CALLS_SAMPLED); /* "1", as before the table */
+    ASSERT_EQ(dnp_setting_parse(DNP_SET_CALLS, "timed", &v), 0);
+    ASSERT_EQ(v, DNP_CALLS_TIMED);
     ASSERT_EQ(dnp_setting_parse(DNP_SET_ALLOC, "1", &v), 0);
     ASSERT_EQ(v, 1);
     ASSERT_EQ(dnp_setting_parse(DNP_SET_ALLOC, "", &v), 0);
@@ -46,7 +48,7 @@ TEST(settings_bad_value_message) {
     dnp_setting_bad_text(DNP_SET_FLUSH_MS, "abc", msg, sizeof msg);
     ASSERT_STREQ(msg, "DNPROF_FLUSH_MS='abc' is not a period from 1 to 59999 ms; using 50 ms");
     dnp_setting_bad_text(DNP_SET_CALLS, "bogus", msg, sizeof msg);
-    ASSERT_STREQ(msg, "DNPROF_CALLS='bogus' is not a calls mode (0, 1, args, timeline, counts); using 1");
+    ASSERT_STREQ(msg, "DNPROF_CALLS='bogus' is not a calls mode (0, timed, args, timeline, counts, 1); using 1");
     return 0;
 }
 
@@ -93,7 +95,8 @@ TEST(settings_mode_values_are_the_words) {
     ASSERT_STREQ(dnp_setting_word(DNP_SET_SAMPLE, DNP_SAMPLE_CPU, w, sizeof w), "cpu");
     ASSERT_STREQ(dnp_setting_word(DNP_SET_SAMPLE, DNP_SAMPLE_WALL, w, sizeof w), "wall");
     ASSERT_STREQ(dnp_setting_word(DNP_SET_SAMPLE, DNP_SAMPLE_SUSPEND, w, sizeof w), "suspend");
-    ASSERT_STREQ(dnp_setting_word(DNP_SET_CALLS, DNP_CALLS_TIMES, w, sizeof w), "1");
+    ASSERT_STREQ(dnp_setting_word(DNP_SET_CALLS, DNP_CALLS_TIMED, w, sizeof w), "timed");
+    ASSERT_STREQ(dnp_setting_word(DNP_SET_CALLS, DNP_CALLS_SAMPLED, w, sizeof w), "1");
     ASSERT_STREQ(dnp_setting_word(DNP_SET_CALLS, DNP_CALLS_ARGS, w, sizeof w), "args");
     ASSERT_STREQ(dnp_setting_word(DNP_SET_CALLS, DNP_CALLS_TIMELINE, w, sizeof w), "timeline");
     ASSERT_STREQ(dnp_setting_word(DNP_SET_CALLS, DNP_CALLS_COUNTS, w, sizeof w), "counts");

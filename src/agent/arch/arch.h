@@ -51,6 +51,7 @@ typedef struct arch_regs {
     uint64_t pc, sp, fp;
     uint64_t lr;  /* the link register, 0 on a machine without one */
     uint64_t ret; /* the system-call result register */
+    uint64_t client; /* the register JITted code passes the enter hook's client ID in (x86-64 r14) */
 } arch_regs;
 
 /* The interrupted registers of a signal handler's ucontext_t. Async-signal-safe. */
@@ -82,6 +83,16 @@ int arch_follows_call(const uint8_t b[8]);
  * arch_leaf_return gave. */
 #define ARCH_RETURN_IN_LR (-2)
 int arch_return_slot(const uint8_t *code, size_t len);
+
+/* Whether code[0..len) (at an interrupted pc, r its registers) lies at the
+ * edge of a hooked method, where the agent's shadow stack is a step behind or
+ * ahead of the machine (calls_sampled.c): ARCH_EDGE_ENTER, the method's
+ * prologue before its enter hook (*value: the client ID it passes); or
+ * ARCH_EDGE_LEAVE, its epilogue after its leave hook (*value: its caller SP,
+ * where the stack pointer will be once it returns); 0 when neither, or not
+ * known on this machine. Pure decoding: async-signal-safe. */
+enum { ARCH_EDGE_NONE, ARCH_EDGE_ENTER, ARCH_EDGE_LEAVE };
+int arch_hook_edge(const uint8_t *code, size_t len, const arch_regs *r, uint64_t *value);
 
 /* ---- the runtime's ELT data (elt.c) ---- */
 

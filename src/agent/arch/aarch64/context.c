@@ -11,6 +11,7 @@ void arch_context_regs(const void *ucontext, arch_regs *r) {
     r->fp = m->regs[29];
     r->lr = m->regs[30];
     r->ret = m->regs[0];
+    r->client = 0; /* arch_hook_edge reads no registers here */
 }
 
 uint64_t arch_leaf_return(const arch_regs *r, uint64_t top) {

@@ -11,6 +11,7 @@ void arch_context_regs(const void *ucontext, arch_regs *r) {
     r->fp = (uint64_t)g[REG_RBP];
     r->lr = 0;
     r->ret = (uint64_t)g[REG_RAX];
+    r->client = (uint64_t)g[REG_R14];
 }
 
 uint64_t arch_leaf_return(const arch_regs *r, uint64_t top) {

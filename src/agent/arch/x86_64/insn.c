@@ -180,3 +180,104 @@ int arch_return_slot(const uint8_t *code, size_t len) {
     }
     return -1;
 }
+
+/* ---- the edges of a hooked method (arch_hook_edge) ----
+ * What the JIT emits around the ELT3 fast hooks (dotnet/runtime
+ * codegenxarch.cpp, genProfilingEnterCallback/LeaveCallback), e.g.
+ *   push rbp; push r15; push r14; lea rbp, [rsp+0x10]
+ *   mov r14, CLIENT; lea r15, [rbp+0x10]; call [rip+HOOK]   the enter hook
+ *   ...
+ *   mov rdi, CLIENT; lea rsi, [rbp+0x10]; call [rip+HOOK]   the leave hook
+ *   nop; pop r14; pop r15; pop rbp; ret */
+
+/* From code at a prologue instruction: straight on through pushes, frame and
+ * stack set-up and the hook's arguments to the call of the hook. The client ID
+ * its mov r14 loads, or r14 when that has run; 0 when the code is not that. */
+static int enter_edge(const uint8_t *p, const uint8_t *end, const arch_regs *r, uint64_t *client) {
+    uint64_t imm = 0;
+    int args = 0; /* mov r14 or lea r15 seen */
+    for (int steps = 0; steps < 16 && p < end; steps++) {
+        size_t left = (size_t)(end - p), n = 0;
+        if (p[0] >= 0x50 && p[0] <= 0x57)
+            n = 1; /* push */
+        else if (left >= 2 && p[0] == 0x41 && p[1] >= 0x50 && p[1] <= 0x57)
+            n = 2;
+        else if (left >= 5 && p[0] == 0x48 && p[1] == 0x8d && p[2] == 0x6c && p[3] == 0x24)
+            n = 5; /* lea rbp, [rsp+disp8] */
+        else if (left >= 8 && p[0] == 0x48 && p[1] == 0x8d && p[2] == 0xac && p[3] == 0x24)
+            n = 8;
+        else if (left >= 3 && p[0] == 0x48 && ((p[1] == 0x89 && p[2] == 0xe5) || (p[1] == 0x8b && p[2] == 0xec)))
+            n = 3; /* mov rbp, rsp */
+        else if (left >= 4 && p[0] == 0x48 && p[1] == 0x83 && p[2] == 0xec)
+            n = 4; /* sub rsp, imm8 */
+        else if (left >= 7 && p[0] == 0x48 && p[1] == 0x81 && p[2] == 0xec)
+            n = 7;
+        else if (left >= 10 && p[0] == 0x49 && p[1] == 0xbe) { /* mov r14, imm64 */
+            for (int i = 7; i >= 0; i--)
+                imm = imm << 8 | p[2 + i];
+            n = 10;
+            args = 1;
+        } else if (left >= 4 && p[0] == 0x4c && p[1] == 0x8d && p[2] == 0x7d) {
+            n = 4; /* lea r15, [rbp+disp8] */
+            args = 1;
+        } else if (left >= 7 && p[0] == 0x4c && p[1] == 0x8d && p[2] == 0xbd) {
+            n = 7;
+            args = 1;
+        } else if ((left >= 6 && p[0] == 0xff && p[1] == 0x15) || (left >= 5 && p[0] == 0xe8)) {
+            /* the call: its client ID is the mov's ahead, or r14 when it ran */
+            *client = imm ? imm : r->client;
+            return args || steps == 0;
+        } else {
+            return 0;
+        }
+        p += n;
+    }
+    return 0;
+}
+
+/* From code in an epilogue after the leave hook: nops, the stack freed, pops,
+ * then ret. The caller SP (where ret leaves the stack pointer), or 0. */
+static uint64_t leave_edge(const uint8_t *p, const uint8_t *end, const arch_regs *r) {
+    uint64_t sp = r->sp;
+    for (int steps = 0; steps < 16 && p < end; steps++) {
+        size_t left = (size_t)(end - p), n = 0;
+        if (p[0] == 0xc3)
+            return sp + 8;
+        if (p[0] == 0x90) {
+            n = 1;
+        } else if (left >= 3 && p[0] == 0x0f && p[1] == 0x1f) {
+            size_t ml = modrm_len(p + 2, end);
+            n = ml ? 2 + ml : 0;
+        } else if (p[0] >= 0x58 && p[0] <= 0x5f) {
+            sp += 8; /* pop */
+            n = 1;
+        } else if (left >= 2 && p[0] == 0x41 && p[1] >= 0x58 && p[1] <= 0x5f) {
+            sp += 8;
+            n = 2;
+        } else if (left >= 4 && p[0] == 0x48 && p[1] == 0x83 && p[2] == 0xc4) {
+            sp += (uint64_t)(int64_t)(int8_t)p[3]; /* add rsp, imm8 */
+            n = 4;
+        } else if (left >= 7 && p[0] == 0x48 && p[1] == 0x81 && p[2] == 0xc4) {
+            sp += (uint64_t)(int64_t)(int32_t)(p[3] | p[4] << 8 | p[5] << 16 | (uint32_t)p[6] << 24);
+            n = 7;
+        } else if (left >= 4 && p[0] == 0x48 && p[1] == 0x8d && p[2] == 0x65) {
+            sp = r->fp + (uint64_t)(int64_t)(int8_t)p[3]; /* lea rsp, [rbp+disp8] */
+            n = 4;
+        } else if (left >= 3 && p[0] == 0xc5 && p[1] == 0xf8 && p[2] == 0x77) {
+            n = 3; /* vzeroupper */
+        }
+        if (!n)
+            return 0;
+        p += n;
+    }
+    return 0;
+}
+
+int arch_hook_edge(const uint8_t *code, size_t len, const arch_regs *r, uint64_t *value) {
+    const uint8_t *end = code + len;
+    if (enter_edge(code, end, r, value))
+        return ARCH_EDGE_ENTER;
+    if ((*value = leave_edge(code, end, r)) != 0)
+        return ARCH_EDGE_LEAVE;
+    return ARCH_EDGE_NONE;
+}
