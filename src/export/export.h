@@ -78,4 +78,8 @@ static inline void dnp_export_json_str(FILE *out, const char *s, int html_safe) 
 /* A thread's label: "thread 3 (worker)", "thread tid 4242", "all threads". */
 void dnp_export_thread_label(const dnp_ct_tree *tr, char *buf, size_t len);
 
+/* An exporter's last step: flushes out; returns 0 when rc is 0 and all was
+ * written, else -1 with errno set (EIO when nothing else set it). */
+int dnp_export_end(FILE *out, int rc);
+
 #endif

@@ -3,7 +3,6 @@
  * opens from disk in any browser. Search (text or regular expression), click to
  * zoom (click the top bar or press Escape to zoom out), hover for name, total
  * and self time, calls and share of the whole. Root at the top. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,9 +191,5 @@ int dnp_export_flamegraph(const dnp_calltree *ct, FILE *out, const dnp_export_op
     dnp_idmap_release(&f.names);
     free(f.funcs);
     free(f.strs);
-    if (fflush(out) != 0 || ferror(out))
-        rc = -1;
-    if (rc != 0 && !errno)
-        errno = EIO;
-    return rc ? -1 : 0;
+    return dnp_export_end(out, rc);
 }

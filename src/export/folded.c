@@ -1,6 +1,5 @@
 /* folded.c: FlameGraph's folded stacks, "a;b;c N", one line per call path with a
  * non-zero weight, depth first, the heaviest child first. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,9 +72,5 @@ int dnp_export_folded(const dnp_calltree *ct, FILE *out, const dnp_export_opts *
     int rc = dnp_ct_walk(tr, folded_visit, &f);
     free(f.path);
     free(f.at);
-    if (fflush(out) != 0 || ferror(out))
-        rc = -1;
-    if (rc != 0 && !errno)
-        errno = EIO;
-    return rc ? -1 : 0;
+    return dnp_export_end(out, rc);
 }

@@ -8,7 +8,6 @@
  * first, then each thread, and the frame table last. Profiles are written as
  * they are walked, so memory stays bounded by the number of distinct functions
  * and the deepest stack. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,9 +218,5 @@ int dnp_export_speedscope(const dnp_calltree *ct, FILE *out, const dnp_export_op
     dnp_idmap_release(&s.map);
     free(s.frames);
     free(s.stack);
-    if (fflush(out) != 0 || ferror(out))
-        rc = -1;
-    if (rc != 0 && !errno)
-        errno = EIO;
-    return rc ? -1 : 0;
+    return dnp_export_end(out, rc);
 }
