@@ -18,6 +18,7 @@
 #include "report.h"
 #include "trace_reader.h"
 #include "dnp_vec.h"
+#include "dnp_free.h"
 
 typedef struct alloc_type {
     uint64_t name;                  /* string number */
@@ -142,8 +143,7 @@ void alloc_free(alloc_profile *p) {
     dnp_ct_names_release(&p->nm);
     dnp_idmap_release(&p->type_h);
     dnp_idmap_release(&p->site_h);
-    free(p->types);
-    free(p->sites);
+    DNP_FREE_ALL(p->types, p->sites);
     dnp_trace_stream_close(p->s);
     free(p);
 }

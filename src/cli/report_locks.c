@@ -20,6 +20,7 @@
 #include "report.h"
 #include "trace_reader.h"
 #include "dnp_vec.h"
+#include "dnp_free.h"
 
 enum { KIND_MONITOR, KIND_LOCK, KIND_WAIT_HANDLE, KIND_MONITOR_WAIT, NKINDS };
 static const char *const kind_names[NKINDS] = {"monitor", "lock", "waithandle", "monitor-wait"};
@@ -283,11 +284,7 @@ void locks_free(locks_profile *p) {
     dnp_idmap_release(&p->path_h);
     for (size_t i = 0; i < p->npaths; i++)
         free(p->paths[i].owners);
-    free(p->paths);
-    free(p->types);
-    free(p->sites);
-    free(p->owners);
-    free(p->slices);
+    DNP_FREE_ALL(p->paths, p->types, p->sites, p->owners, p->slices);
     dnp_trace_stream_close(p->s);
     free(p);
 }

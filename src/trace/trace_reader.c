@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dnp_free.h"
 #include "dnp_vec.h"
 #include "trace_reader.h"
 #include "time_runs.h"
@@ -63,9 +64,7 @@ const dnp_trace_thread *dnp_trace_thread_get(const dnp_trace *t, uint32_t ordina
 void dnp_trace_free(dnp_trace *t) {
     if (!t)
         return;
-    free(t->events);
-    free(t->threads);
-    free(t->notes);
+    DNP_FREE_ALL(t->events, t->threads, t->notes);
     if (t->priv) {
         free(t->priv->arena);
         dnp_u64map_release(&t->priv->strings);
