@@ -70,6 +70,21 @@ int report_exceptions(const char *path, int json, unsigned top, FILE *out); /* t
 /* Each exception's story in order (dnprof print --exceptions); --json: one object a line. */
 int print_exceptions(const char *path, int json, FILE *out);
 
+/* ---- recorded stacks (report_stack.c), for the allocation and lock reports ----
+ * A stack's text is the agent's: its frames innermost first, one a line. */
+/* part of whole in percent (0 when whole is 0). */
+double report_pct(uint64_t part, uint64_t whole);
+/* The trace's string id, or none when it has none or it is empty. */
+const char *report_string(const dnp_trace *t, uint64_t id, const char *none);
+/* One frame (the n bytes at raw) named as the call and sample reports name it,
+ * into out; out. */
+const char *report_frame_name(const char *raw, size_t n, char *out, size_t cap);
+/* The frames of a stack as a JSON array of names; raw: as recorded. */
+void report_json_frames(FILE *out, const char *text, int raw);
+/* The first 12 frames of a stack, one a line, indented ("..." when there are
+ * more; "[no managed stack]" when there are none). */
+void report_print_stack(FILE *out, const char *text);
+
 /* ---- sampled allocations (issue 8, report_alloc.c) ---- */
 typedef struct alloc_profile alloc_profile;
 /* Reads path's AllocSample events (streamed) and warns when the trace is not
