@@ -47,6 +47,10 @@
  * kernel for its own clock. Called once, by clock_init. */
 int arch_counter_usable(void);
 
+/* For arch_counter_usable: whether the kernel keeps its own time with the
+ * clocksource of this name (its current_clocksource). The agent's clock.c. */
+int arch_kernel_clocksource_is(const char *name);
+
 /* ---- a signal's context (context.c) ---- */
 
 typedef struct arch_regs {
