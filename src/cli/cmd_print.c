@@ -632,12 +632,7 @@ static int print_log(printer *p, const char *path, uint8_t *thread_on) {
     borrower_free(&B);
     borrows_sort(&p->borrowed);
     const dnp_trace *t = timeorder_trace(src);
-    if (t->status != DNP_TRACE_COMPLETE)
-        warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
-    if (t->lost) {
-        char n[32];
-        warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
-    }
+    report_warn_trace(path, t, 1);
 
     for (size_t v = 1; v < p->nthread_on; v++) { /* a thread asked for that the trace does not have */
         if (!thread_on[v] || v <= t->nthreads)

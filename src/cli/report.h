@@ -47,6 +47,10 @@ typedef int (*report_feed)(void *ctx, const dnp_trace *t, const dnp_trace_event 
  * here. warn: say when the trace is not complete (once per command). */
 int report_read_events(const char *path, report_feed feed, void *ctx, dnp_trace_stream **keep, int warn);
 
+/* Warns when the trace at path is not complete, and (lost) when the agent
+ * could not record some of its events. */
+void report_warn_trace(const char *path, const dnp_trace *t, int lost);
+
 /* When ct has no call data and the trace says why (recorded with --sample or
  * --calls and cut short or empty, or holding allocations instead), says so in
  * one line and returns 1; else 0, and says nothing. */
