@@ -699,11 +699,10 @@ int cmd_print(int argc, char **argv) {
         default: return cli_bad_option("print", argv, c);
         }
     }
-    if (optind >= argc)
-        return usage_error("print", "no trace file given: dnprof print [options] FILE");
-    if (optind + 1 < argc)
-        return usage_error("print", "one trace file at a time, not '%s' and '%s'", argv[optind], argv[optind + 1]);
-    const char *path = argv[optind];
+    const char *path;
+    int bad = cli_one_file("print", "dnprof print [options] FILE", argc, argv, &path);
+    if (bad)
+        return bad;
     if (exceptions && (threads || events || p.show_time || p.use_tid || p.ids))
         return usage_error("print", "--exceptions prints each exception's whole story; --thread, --events, "
                                     "-t, --tid, --raw-ids and --no-ids are for the event log");
