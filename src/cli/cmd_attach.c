@@ -218,9 +218,7 @@ static int take_window_option(attach_opts *o, int c) {
 static int check_every(attach_opts *o) {
     window_follow *f = &o->wf;
     if (!o->every_ms)
-        return f->keep || f->push.pyroscope || f->push.nlabels || f->push.service || f->push.timeout_ms
-                   ? usage_error("attach", "--keep, --pyroscope, --label, --service and --push-timeout go with --every")
-                   : 0;
+        return window_check_no_every("attach", f);
     if (!o->sample && !o->alloc && !o->exceptions) {
         o->sample = 1;
         if (!o->events)
