@@ -68,12 +68,8 @@ static int run_once(const char *agent, const char *dll, const char *what, int co
         _exit(127);
     }
     char out[8192];
-    bench_read_out(fd, out, sizeof out);
-    int status = 0;
-    struct rusage ru;
-    wait4(pid, &status, 0, &ru);
+    int status = bench_child_end(fd, pid, out, sizeof out, &res->cpu_ms);
     res->wall_ms = bench_now_ms() - t0;
-    res->cpu_ms = bench_cpu_ms(&ru);
     char trace[64];
     snprintf(trace, sizeof trace, "/tmp/bench_sample.%d.trace", (int)pid);
     unlink(trace);
@@ -104,9 +100,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_sample AGENT.so SCENARIOS.dll [RUNS]\n");
         return 2;
     }
-    int runs = argc > 3 ? atoi(argv[3]) : 5;
-    if (runs < 1 || runs > 49)
-        runs = 5;
+    int runs = bench_count_arg(argc, argv, 3, 5, 49);
     int have_dtrace = system("command -v dotnet-trace >/dev/null 2>&1") == 0;
     if (!have_dtrace)
         fprintf(stderr, "bench_sample: dotnet-trace is not on PATH: left out "

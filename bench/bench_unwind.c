@@ -172,11 +172,7 @@ static int run_once(const char *agent, const char *dll, const char *rounds, int 
         _exit(127);
     }
     char out[4096];
-    bench_read_out(fd, out, sizeof out);
-    int status = 0;
-    struct rusage ru;
-    wait4(pid, &status, 0, &ru);
-    res->cpu_ms = bench_cpu_ms(&ru);
+    int status = bench_child_end(fd, pid, out, sizeof out, &res->cpu_ms);
     char trace[64];
     snprintf(trace, sizeof trace, "/tmp/bench_unwind.%d.trace", (int)pid);
     unlink(trace);

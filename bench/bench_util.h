@@ -82,6 +82,26 @@ static inline void bench_read_out(int fd, char *out, size_t cap) {
     close(fd);
 }
 
+/* Reads the child's stdout from fd into out (bench_read_out) and reaps pid:
+ * its wait status; its CPU time in ms into *cpu_ms unless NULL. */
+static inline int bench_child_end(int fd, pid_t pid, char *out, size_t cap, double *cpu_ms) {
+    bench_read_out(fd, out, cap);
+    int status = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    wait4(pid, &status, 0, &ru);
+    if (cpu_ms)
+        *cpu_ms = bench_cpu_ms(&ru);
+    return status;
+}
+
+/* argv[i] as a count (of runs, of cycles) from 1 to max: def when it is not
+ * given or out of that range. */
+static inline int bench_count_arg(int argc, char **argv, int i, int def, int max) {
+    int n = argc > i ? atoi(argv[i]) : def;
+    return n < 1 || n > max ? def : n;
+}
+
 /* Reads the child's stdout from fd to its end, reaps pid, and returns the
  * number printed after key; -1 with a line naming who when the child failed
  * or never printed key. */
