@@ -14,7 +14,6 @@
  * Workloads: cpu = one thread of hot loops; server = 64 threads serving 20000
  * requests of compute, one in eight sleeping 1 ms.
  * Usage: bench_sample AGENT.so SCENARIOS.dll [RUNS] */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +42,7 @@ static int run_once(const char *agent, const char *dll, const char *what, int co
     if (pid < 0)
         exit(1);
     if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0)
-            dup2(null, 2);
+        bench_child_quiet();
         setenv("DOTNET_TieredCompilation", "0", 1);
         if (config != BARE && config != DTRACE) {
             static const char *const modes[NCONFIG] = {NULL, NULL, "cpu", "cpu", "cpu", "wall", "suspend", NULL};

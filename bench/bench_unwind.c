@@ -155,9 +155,7 @@ static int run_once(const char *agent, const char *dll, const char *rounds, int 
     if (pid < 0)
         exit(1);
     if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0)
-            dup2(null, 2);
+        bench_child_quiet();
         if (config != BARE && config != PERF100) {
             bench_agent_env(agent, "/tmp/bench_unwind.%p.trace");
             setenv(DNP_ENV_EVENTS, "threads", 1);

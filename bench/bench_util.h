@@ -4,6 +4,7 @@
 #ifndef DNP_BENCH_UTIL_H
 #define DNP_BENCH_UTIL_H
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,14 @@ static inline pid_t bench_fork_piped(int *fd) {
     }
     *fd = p[0];
     return pid;
+}
+
+/* In a forked child: its stderr goes to /dev/null (the runtime's and the
+ * agent's messages are not the benchmark's). */
+static inline void bench_child_quiet(void) {
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0)
+        dup2(null, 2);
 }
 
 /* Reads fd to its end (or until out, of size cap, is full), closes it, and
