@@ -15,7 +15,6 @@
  *                  the time of its `perf report` (where perf unwinds)
  * Usage: bench_unwind AGENT.so SCENARIOS.dll [RUNS] [ROUNDS] */
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
