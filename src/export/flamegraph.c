@@ -137,10 +137,7 @@ static int node_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
 }
 
 static int write_tree(flame *f, const dnp_ct_tree *tr, int comma) {
-    char label[512];
-    dnp_export_thread_label(tr, label, sizeof label);
-    fputs(comma ? ",\n{\"label\":" : "\n{\"label\":", f->out);
-    dnp_export_json_str(f->out, label, 1);
+    dnp_export_thread_object(f->out, comma, "{\"label\":", tr, 1);
     fputs(",\"n\":[", f->out);
     f->seq = calloc(tr->nnodes ? tr->nnodes : 1, sizeof *f->seq);
     f->next = 0;
