@@ -86,9 +86,7 @@ static double run_once(const char *agent, const char *dll, const char *what, int
         _exit(127);
     }
     char out[512];
-    bench_read_out(fd, out, sizeof out);
-    int status = 0;
-    waitpid(pid, &status, 0);
+    int status = bench_child_end(fd, pid, out, sizeof out, NULL);
     char name[32];
     long long result;
     double ms;
@@ -109,11 +107,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_calls AGENT.so SCENARIOS.dll [RUNS]\n");
         return 2;
     }
-    int runs = argc > 3 ? atoi(argv[3]) : 5;
+    int runs = bench_count_arg(argc, argv, 3, 5, 100);
     base_agent = argc > 4 ? argv[4] : NULL;
     int nconfig = base_agent ? NCONFIG : CALLS_BASE;
-    if (runs < 1 || runs > 100)
-        runs = 5;
     static const struct {
         const char *what;
         double hooked, hooked_filtered;

@@ -93,10 +93,8 @@ static void child(const char *path) {
 
 
 int main(int argc, char **argv) {
-    int runs = argc > 1 ? atoi(argv[1]) : 10;
+    int runs = bench_count_arg(argc, argv, 1, 10, 1000);
     const char *dir = argc > 2 ? argv[2] : "/tmp";
-    if (runs < 1 || runs > 1000)
-        runs = 10;
     char path[4096];
     snprintf(path, sizeof path, "%s/bench-kill-%d.trace", dir, (int)getpid());
     S = mmap(NULL, sizeof *S, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

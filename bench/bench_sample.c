@@ -14,7 +14,6 @@
  * Workloads: cpu = one thread of hot loops; server = 64 threads serving 20000
  * requests of compute, one in eight sleeping 1 ms.
  * Usage: bench_sample AGENT.so SCENARIOS.dll [RUNS] */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +42,7 @@ static int run_once(const char *agent, const char *dll, const char *what, int co
     if (pid < 0)
         exit(1);
     if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0)
-            dup2(null, 2);
+        bench_child_quiet();
         setenv("DOTNET_TieredCompilation", "0", 1);
         if (config != BARE && config != DTRACE) {
             static const char *const modes[NCONFIG] = {NULL, NULL, "cpu", "cpu", "cpu", "wall", "suspend", NULL};
@@ -68,12 +65,8 @@ static int run_once(const char *agent, const char *dll, const char *what, int co
         _exit(127);
     }
     char out[8192];
-    bench_read_out(fd, out, sizeof out);
-    int status = 0;
-    struct rusage ru;
-    wait4(pid, &status, 0, &ru);
+    int status = bench_child_end(fd, pid, out, sizeof out, &res->cpu_ms);
     res->wall_ms = bench_now_ms() - t0;
-    res->cpu_ms = bench_cpu_ms(&ru);
     char trace[64];
     snprintf(trace, sizeof trace, "/tmp/bench_sample.%d.trace", (int)pid);
     unlink(trace);
@@ -104,9 +97,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_sample AGENT.so SCENARIOS.dll [RUNS]\n");
         return 2;
     }
-    int runs = argc > 3 ? atoi(argv[3]) : 5;
-    if (runs < 1 || runs > 49)
-        runs = 5;
+    int runs = bench_count_arg(argc, argv, 3, 5, 49);
     int have_dtrace = system("command -v dotnet-trace >/dev/null 2>&1") == 0;
     if (!have_dtrace)
         fprintf(stderr, "bench_sample: dotnet-trace is not on PATH: left out "

@@ -80,9 +80,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_summary TRACE [RUNS]\n");
         return 2;
     }
-    int runs = argc > 2 ? atoi(argv[2]) : 5;
-    if (runs < 1 || runs > 100)
-        runs = 5;
+    int runs = bench_count_arg(argc, argv, 2, 5, 100);
     double t[2][100];
     long peak[2] = {0, 0};
     for (int i = 0; i < runs; i++)

@@ -15,7 +15,6 @@
  *                  the time of its `perf report` (where perf unwinds)
  * Usage: bench_unwind AGENT.so SCENARIOS.dll [RUNS] [ROUNDS] */
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,9 +154,7 @@ static int run_once(const char *agent, const char *dll, const char *rounds, int 
     if (pid < 0)
         exit(1);
     if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0)
-            dup2(null, 2);
+        bench_child_quiet();
         if (config != BARE && config != PERF100) {
             bench_agent_env(agent, "/tmp/bench_unwind.%p.trace");
             setenv(DNP_ENV_EVENTS, "threads", 1);
@@ -172,11 +169,7 @@ static int run_once(const char *agent, const char *dll, const char *rounds, int 
         _exit(127);
     }
     char out[4096];
-    bench_read_out(fd, out, sizeof out);
-    int status = 0;
-    struct rusage ru;
-    wait4(pid, &status, 0, &ru);
-    res->cpu_ms = bench_cpu_ms(&ru);
+    int status = bench_child_end(fd, pid, out, sizeof out, &res->cpu_ms);
     char trace[64];
     snprintf(trace, sizeof trace, "/tmp/bench_unwind.%d.trace", (int)pid);
     unlink(trace);

@@ -4,6 +4,7 @@
 #ifndef DNP_BENCH_UTIL_H
 #define DNP_BENCH_UTIL_H
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,14 @@ static inline pid_t bench_fork_piped(int *fd) {
     return pid;
 }
 
+/* In a forked child: its stderr goes to /dev/null (the runtime's and the
+ * agent's messages are not the benchmark's). */
+static inline void bench_child_quiet(void) {
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0)
+        dup2(null, 2);
+}
+
 /* Reads fd to its end (or until out, of size cap, is full), closes it, and
  * ends out with a NUL. */
 static inline void bench_read_out(int fd, char *out, size_t cap) {
@@ -80,6 +89,26 @@ static inline void bench_read_out(int fd, char *out, size_t cap) {
         n += (size_t)got;
     out[n] = 0;
     close(fd);
+}
+
+/* Reads the child's stdout from fd into out (bench_read_out) and reaps pid:
+ * its wait status; its CPU time in ms into *cpu_ms unless NULL. */
+static inline int bench_child_end(int fd, pid_t pid, char *out, size_t cap, double *cpu_ms) {
+    bench_read_out(fd, out, cap);
+    int status = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    wait4(pid, &status, 0, &ru);
+    if (cpu_ms)
+        *cpu_ms = bench_cpu_ms(&ru);
+    return status;
+}
+
+/* argv[i] as a count (of runs, of cycles) from 1 to max: def when it is not
+ * given or out of that range. */
+static inline int bench_count_arg(int argc, char **argv, int i, int def, int max) {
+    int n = argc > i ? atoi(argv[i]) : def;
+    return n < 1 || n > max ? def : n;
 }
 
 /* Reads the child's stdout from fd to its end, reaps pid, and returns the

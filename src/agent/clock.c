@@ -1,8 +1,11 @@
 /* clock.c: choosing and calibrating the agent's clock (clock.h). */
 #include "clock.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 clock_state g_clock;
 
@@ -13,6 +16,17 @@ uint64_t clock_mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int arch_kernel_clocksource_is(const char *name) {
+    char buf[64] = "";
+    size_t len = strlen(name);
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    return n >= (ssize_t)len && strncmp(buf, name, len) == 0;
 }
 
 void clock_init(void) {

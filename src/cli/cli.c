@@ -66,6 +66,15 @@ int cli_bad_option(const char *cmd, char **argv, int result) {
     return usage_error(cmd, "unknown option '%s'", name);
 }
 
+int cli_one_file(const char *cmd, const char *usage, int argc, char **argv, const char **path) {
+    if (optind >= argc)
+        return usage_error(cmd, "no trace file given: %s", usage);
+    if (optind + 1 < argc)
+        return usage_error(cmd, "one trace file at a time, not '%s' and '%s'", argv[optind], argv[optind + 1]);
+    *path = argv[optind];
+    return 0;
+}
+
 char *cli_fmt_count(uint64_t n, char *buf) {
     char digits[24];
     int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)n);

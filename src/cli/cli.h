@@ -45,6 +45,10 @@ int heap_convert_heapsnapshot(const char *path, const char *output);
 void cli_trace_summary(const char *path, const char *who);
 /* A process id argument of cmd; 0, or the usage error's exit code (cmd_detach.c). */
 int cli_parse_pid(const char *cmd, const char *text, pid_t *out);
+/* The one process id after cmd's options (argv[optind]) into *pid: 0, or the
+ * usage error when there is none or more than one, when it is no process id,
+ * or when it is dnprof's own ("dnprof cannot " self) (cmd_detach.c). */
+int cli_one_pid(const char *cmd, const char *self, int argc, char **argv, pid_t *pid);
 
 /* What a subcommand's option parser returns when it printed the help: the
  * command is done, with exit code 0 (cli_done). */
@@ -70,6 +74,10 @@ void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The usage error for getopt_long's '?' or ':' result (opterr must be 0). */
 int cli_bad_option(const char *cmd, char **argv, int result);
+/* The one trace file after the options (argv[optind], getopt's) into *path: 0,
+ * or the usage error when there is none (naming usage, "dnprof print
+ * [options] FILE") or more than one. */
+int cli_one_file(const char *cmd, const char *usage, int argc, char **argv, const char **path);
 
 /* ---- small formatting helpers (cli.c) ---- */
 /* 12345 -> "12,345" into buf (at least 32 bytes); returns buf. Every count a

@@ -218,9 +218,7 @@ static int take_window_option(attach_opts *o, int c) {
 static int check_every(attach_opts *o) {
     window_follow *f = &o->wf;
     if (!o->every_ms)
-        return f->keep || f->push.pyroscope || f->push.nlabels || f->push.service || f->push.timeout_ms
-                   ? usage_error("attach", "--keep, --pyroscope, --label, --service and --push-timeout go with --every")
-                   : 0;
+        return window_check_no_every("attach", f);
     if (!o->sample && !o->alloc && !o->exceptions) {
         o->sample = 1;
         if (!o->events)
@@ -302,13 +300,9 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
             return cli_bad_option("attach", argv, c);
         }
     }
-    if (optind != argc - 1)
-        return usage_error("attach", optind >= argc ? "which process? dnprof attach PID (dnprof ps lists them)"
-                                                    : "one process at a time: dnprof attach [options] PID");
-    if (cli_parse_pid("attach", argv[optind], &o->pid) != 0)
-        return CLI_EXIT_USAGE;
-    if (o->pid == getpid())
-        return usage_error("attach", "dnprof cannot attach to itself");
+    int bad = cli_one_pid("attach", "attach to itself", argc, argv, &o->pid);
+    if (bad)
+        return bad;
     if (o->output && !*o->output)
         return usage_error("attach", "--output wants a file name");
     if (cli_events_name_calls(o->events))

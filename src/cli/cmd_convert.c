@@ -205,11 +205,8 @@ static int parse_options(int argc, char **argv, convert_opts *o) {
     int rc = check_options(o, min_percent);
     if (rc)
         return rc;
-    if (optind >= argc)
-        return usage_error("convert", "no trace file given: dnprof convert --format FORMAT [-o OUT] FILE");
-    if (optind + 1 < argc)
-        return usage_error("convert", "one trace file at a time, not '%s' and '%s'", argv[optind], argv[optind + 1]);
-    o->path = argv[optind];
+    if ((rc = cli_one_file("convert", "dnprof convert --format FORMAT [-o OUT] FILE", argc, argv, &o->path)) != 0)
+        return rc;
     if (o->output && !*o->output)
         return usage_error("convert", "--output wants a file name, or '-' for stdout");
     return 0;

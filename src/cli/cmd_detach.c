@@ -37,6 +37,17 @@ int cli_parse_pid(const char *cmd, const char *text, pid_t *out) {
     return 0;
 }
 
+int cli_one_pid(const char *cmd, const char *self, int argc, char **argv, pid_t *pid) {
+    if (optind != argc - 1)
+        return optind >= argc ? usage_error(cmd, "which process? dnprof %s PID (dnprof ps lists them)", cmd)
+                              : usage_error(cmd, "one process at a time: dnprof %s [options] PID", cmd);
+    if (cli_parse_pid(cmd, argv[optind], pid) != 0)
+        return CLI_EXIT_USAGE;
+    if (*pid == getpid())
+        return usage_error(cmd, "dnprof cannot %s", self);
+    return 0;
+}
+
 int cmd_detach(int argc, char **argv) {
     enum { OPT_TIMEOUT = 256 };
     static const struct option longopts[] = {{"timeout", required_argument, NULL, OPT_TIMEOUT},

@@ -632,12 +632,7 @@ static int print_log(printer *p, const char *path, uint8_t *thread_on) {
     borrower_free(&B);
     borrows_sort(&p->borrowed);
     const dnp_trace *t = timeorder_trace(src);
-    if (t->status != DNP_TRACE_COMPLETE)
-        warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
-    if (t->lost) {
-        char n[32];
-        warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
-    }
+    report_warn_trace(path, t, 1);
 
     for (size_t v = 1; v < p->nthread_on; v++) { /* a thread asked for that the trace does not have */
         if (!thread_on[v] || v <= t->nthreads)
@@ -704,11 +699,10 @@ int cmd_print(int argc, char **argv) {
         default: return cli_bad_option("print", argv, c);
         }
     }
-    if (optind >= argc)
-        return usage_error("print", "no trace file given: dnprof print [options] FILE");
-    if (optind + 1 < argc)
-        return usage_error("print", "one trace file at a time, not '%s' and '%s'", argv[optind], argv[optind + 1]);
-    const char *path = argv[optind];
+    const char *path;
+    int bad = cli_one_file("print", "dnprof print [options] FILE", argc, argv, &path);
+    if (bad)
+        return bad;
     if (exceptions && (threads || events || p.show_time || p.use_tid || p.ids))
         return usage_error("print", "--exceptions prints each exception's whole story; --thread, --events, "
                                     "-t, --tid, --raw-ids and --no-ids are for the event log");

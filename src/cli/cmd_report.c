@@ -157,13 +157,11 @@ int cmd_report(int argc, char **argv) {
         default: return cli_bad_option("report", argv, c);
         }
     }
-    if (optind >= argc)
-        return usage_error("report", "no trace file given: dnprof report [options] FILE");
-    if (optind + 1 < argc)
-        return usage_error("report", "one trace file at a time, not '%s' and '%s'", argv[optind], argv[optind + 1]);
+    int bad = cli_one_file("report", "dnprof report [options] FILE", argc, argv, &o.path);
+    if (bad)
+        return bad;
     if (threshold_given && !o.tree)
         return usage_error("report", "--threshold prunes the tree: give --tree too");
-    o.path = argv[optind];
     if (cli_not_a_snapshot(o.path))
         return 1;
 

@@ -490,9 +490,7 @@ static int take_option(run_opts *o, int c, char **argv) {
 static int check_every(run_opts *o) {
     window_follow *f = &o->wf;
     if (!o->every)
-        return f->keep || f->push.pyroscope || f->push.nlabels || f->push.service || f->push.timeout_ms
-                   ? usage_error("run", "--keep, --pyroscope, --label, --service and --push-timeout go with --every")
-                   : 0;
+        return window_check_no_every("run", f);
     if (o->calls)
         return usage_error("run", "--every cuts --sample, --alloc and --exceptions into windows; not --calls");
     if (!o->sample && !o->alloc && !o->exceptions)

@@ -95,14 +95,9 @@ static int parse_options(int argc, char **argv, snapshot_opts *o) {
         default: return cli_bad_option("snapshot", argv, c);
         }
     }
-    if (optind != argc - 1)
-        return usage_error("snapshot", optind >= argc
-                                           ? "which process? dnprof snapshot PID (dnprof ps lists them)"
-                                           : "one process at a time: dnprof snapshot [options] PID");
-    if (cli_parse_pid("snapshot", argv[optind], &o->pid) != 0)
-        return CLI_EXIT_USAGE;
-    if (o->pid == getpid())
-        return usage_error("snapshot", "dnprof cannot take a snapshot of itself");
+    int bad = cli_one_pid("snapshot", "take a snapshot of itself", argc, argv, &o->pid);
+    if (bad)
+        return bad;
     if (o->output && !*o->output)
         return usage_error("snapshot", "--output wants a file name");
     return 0;

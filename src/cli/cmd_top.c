@@ -46,9 +46,11 @@ static void top_help(void) {
           "snapshot per interval instead (docs/top.md).\n"
           "\n"
           "options:\n"
-          "  -d, --interval TIME   the refresh: 1s (default), 500ms, 5s; from 200ms to 1m\n"
-          "      --rate HZ         CPU samples per second and thread (default 100)\n"
-          "      --locks           lock contention too: contentions/s and waits by site\n"
+          "  -d, --interval TIME   the refresh: 1s (default), 500ms, 5s; from 200ms to 1m\n",
+          stdout);
+    printf("      --rate HZ         CPU samples per second and thread (default %u)\n",
+           dnp_setting_default(DNP_SET_SAMPLE_RATE));
+    fputs("      --locks           lock contention too: contentions/s and waits by site\n"
           "  -b, --batch           plain text, one snapshot per interval, to stdout\n"
           "  -n, --count N         stop after N intervals\n"
           "      --json            batch mode, one JSON object per interval and line\n"

@@ -47,6 +47,10 @@ typedef int (*report_feed)(void *ctx, const dnp_trace *t, const dnp_trace_event 
  * here. warn: say when the trace is not complete (once per command). */
 int report_read_events(const char *path, report_feed feed, void *ctx, dnp_trace_stream **keep, int warn);
 
+/* Warns when the trace at path is not complete, and (lost) when the agent
+ * could not record some of its events. */
+void report_warn_trace(const char *path, const dnp_trace *t, int lost);
+
 /* When ct has no call data and the trace says why (recorded with --sample or
  * --calls and cut short or empty, or holding allocations instead), says so in
  * one line and returns 1; else 0, and says nothing. */
@@ -69,6 +73,21 @@ size_t report_drop_roots(const struct dnp_ct_tree *tr, struct dnp_ct_func *f, si
 int report_exceptions(const char *path, int json, unsigned top, FILE *out); /* top: rows per table, 0 all */
 /* Each exception's story in order (dnprof print --exceptions); --json: one object a line. */
 int print_exceptions(const char *path, int json, FILE *out);
+
+/* ---- recorded stacks (report_stack.c), for the allocation and lock reports ----
+ * A stack's text is the agent's: its frames innermost first, one a line. */
+/* part of whole in percent (0 when whole is 0). */
+double report_pct(uint64_t part, uint64_t whole);
+/* The trace's string id, or none when it has none or it is empty. */
+const char *report_string(const dnp_trace *t, uint64_t id, const char *none);
+/* One frame (the n bytes at raw) named as the call and sample reports name it,
+ * into out; out. */
+const char *report_frame_name(const char *raw, size_t n, char *out, size_t cap);
+/* The frames of a stack as a JSON array of names; raw: as recorded. */
+void report_json_frames(FILE *out, const char *text, int raw);
+/* The first 12 frames of a stack, one a line, indented ("..." when there are
+ * more; "[no managed stack]" when there are none). */
+void report_print_stack(FILE *out, const char *text);
 
 /* ---- sampled allocations (issue 8, report_alloc.c) ---- */
 typedef struct alloc_profile alloc_profile;

@@ -14,10 +14,10 @@
 #include "cli.h"
 #include "export.h"
 #include "idmap.h"
-#include "prettyname.h"
 #include "report.h"
 #include "trace_reader.h"
 #include "dnp_vec.h"
+#include "dnp_free.h"
 
 typedef struct alloc_type {
     uint64_t name;                  /* string number */
@@ -142,8 +142,7 @@ void alloc_free(alloc_profile *p) {
     dnp_ct_names_release(&p->nm);
     dnp_idmap_release(&p->type_h);
     dnp_idmap_release(&p->site_h);
-    free(p->types);
-    free(p->sites);
+    DNP_FREE_ALL(p->types, p->sites);
     dnp_trace_stream_close(p->s);
     free(p);
 }
@@ -153,8 +152,7 @@ int alloc_has_data(const alloc_profile *p) {
 }
 
 static const char *str(const alloc_profile *p, uint64_t id, const char *none) {
-    const char *s = dnp_trace_string(p->t, id);
-    return s && *s ? s : none;
+    return report_string(p->t, id, none);
 }
 
 /* ---- the call tree ---- */
@@ -184,10 +182,6 @@ const dnp_calltree *alloc_calltree(alloc_profile *p) {
 
 /* ---- the report ---- */
 
-static double pct(uint64_t part, uint64_t whole) {
-    return whole ? 100.0 * (double)part / (double)whole : 0.0;
-}
-
 static void json_type(FILE *out, const alloc_profile *p, const alloc_type *ty) {
     fputs("{\"type\":", out);
     dnp_export_json_str(out, str(p, ty->name, "[unknown type]"), 0);
@@ -196,35 +190,17 @@ static void json_type(FILE *out, const alloc_profile *p, const alloc_type *ty) {
             p->bytes ? (double)ty->bytes / (double)p->bytes : 0.0);
 }
 
-/* The frames of a stack (innermost first, one a line) as a JSON array, each
- * named as the call and sample reports name it (prettyname.h), or as recorded. */
-static void json_frames(FILE *out, const char *text, int raw) {
-    fputc('[', out);
-    for (int first = 1; text && *text; first = 0) {
-        const char *end = strchr(text, '\n');
-        size_t len = end ? (size_t)(end - text) : strlen(text);
-        char frame[2048], shown[2048];
-        snprintf(frame, sizeof frame, "%.*s", (int)(len < sizeof frame ? len : sizeof frame - 1), text);
-        if (!raw)
-            dnp_pretty_name(frame, shown, sizeof shown);
-        fputs(first ? "" : ",", out);
-        dnp_export_json_str(out, raw ? frame : shown, 0);
-        text = end ? end + 1 : NULL;
-    }
-    fputc(']', out);
-}
-
 static void json_site(FILE *out, const alloc_profile *p, const alloc_site *s) {
     fputs("{\"type\":", out);
     dnp_export_json_str(out, str(p, s->type, "[unknown type]"), 0);
     const char *text = dnp_trace_string(p->t, s->stack);
     fputs(",\"stack\":", out);
-    json_frames(out, text, 0);
+    report_json_frames(out, text, 0);
     fprintf(out, ",\"samples\":%llu,\"bytes\":%llu,\"objects\":%.0f,\"share\":%.4f",
             (unsigned long long)s->samples, (unsigned long long)s->bytes, s->objects,
             p->bytes ? (double)s->bytes / (double)p->bytes : 0.0);
     fputs(",\"raw\":", out); /* as recorded, as the call report's "raw"; last, after the figures */
-    json_frames(out, text, 1);
+    report_json_frames(out, text, 1);
     fputc('}', out);
 }
 
@@ -268,7 +244,7 @@ int report_alloc(alloc_profile *p, const report_opts *o, FILE *out) {
     fprintf(out, "%7s %12s %14s %9s  %s\n", "share", "bytes", "objects", "samples", "type");
     for (size_t i = 0; i < ntop; i++) {
         const alloc_type *ty = &p->types[i];
-        fprintf(out, "%6.2f%% %12s %14s %9s  %s\n", pct(ty->bytes, p->bytes), cli_fmt_bytes(ty->bytes, a),
+        fprintf(out, "%6.2f%% %12s %14s %9s  %s\n", report_pct(ty->bytes, p->bytes), cli_fmt_bytes(ty->bytes, a),
                 cli_fmt_count((uint64_t)(ty->objects + 0.5), b), cli_fmt_count(ty->samples, c),
                 str(p, ty->name, "[unknown type]"));
     }
@@ -277,26 +253,9 @@ int report_alloc(alloc_profile *p, const report_opts *o, FILE *out) {
     fputs("\ntop allocating paths (innermost frame first):\n", out);
     for (size_t i = 0; i < nsites; i++) {
         const alloc_site *s = &p->sites[i];
-        fprintf(out, "\n%6.2f%% %s  %s (%s samples)\n", pct(s->bytes, p->bytes), cli_fmt_bytes(s->bytes, a),
+        fprintf(out, "\n%6.2f%% %s  %s (%s samples)\n", report_pct(s->bytes, p->bytes), cli_fmt_bytes(s->bytes, a),
                 str(p, s->type, "[unknown type]"), cli_fmt_count(s->samples, b));
-        const char *text = dnp_trace_string(p->t, s->stack);
-        if (!text || !*text) {
-            fputs("        [no managed stack]\n", out);
-            continue;
-        }
-        unsigned shown = 0;
-        while (text && *text && shown < 12) {
-            const char *end = strchr(text, '\n');
-            size_t len = end ? (size_t)(end - text) : strlen(text);
-            char frame[2048], name[2048];
-            snprintf(frame, sizeof frame, "%.*s", (int)(len < sizeof frame ? len : sizeof frame - 1), text);
-            dnp_pretty_name(frame, name, sizeof name); /* as the call and sample reports name it */
-            fprintf(out, "        %s\n", name);
-            text = end ? end + 1 : NULL;
-            shown++;
-        }
-        if (text && *text)
-            fputs("        ...\n", out);
+        report_print_stack(out, dnp_trace_string(p->t, s->stack));
     }
     return ferror(out) ? 1 : 0;
 }

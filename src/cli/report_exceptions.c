@@ -189,12 +189,7 @@ static int read_stories(const char *path, int keep_steps, dnp_story_emit emit, v
         return 1;
     }
     const dnp_trace *t = timeorder_trace(o);
-    if (t->status != DNP_TRACE_COMPLETE)
-        warning("%s: %s", path, t->status_text[0] ? t->status_text : "the trace is not complete");
-    if (t->lost) {
-        char n[32];
-        warning("%s: the agent could not record %s events", path, cli_fmt_count(t->lost, n));
-    }
+    report_warn_trace(path, t, 1);
     dnp_pretty_emit named = {emit, ctx}; /* names as every report shows them */
     dnp_stories_builder *b = dnp_stories_begin_ordered(keep_steps, t, dnp_pretty_story_emit, &named);
     int rc = b ? 0 : -2;

@@ -16,10 +16,10 @@
 #include "export.h"
 #include "idmap.h"
 #include "lock_site.h"
-#include "prettyname.h"
 #include "report.h"
 #include "trace_reader.h"
 #include "dnp_vec.h"
+#include "dnp_free.h"
 
 enum { KIND_MONITOR, KIND_LOCK, KIND_WAIT_HANDLE, KIND_MONITOR_WAIT, NKINDS };
 static const char *const kind_names[NKINDS] = {"monitor", "lock", "waithandle", "monitor-wait"};
@@ -147,8 +147,7 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
 /* ---- sites, types, owners ---- */
 
 static const char *str(const locks_profile *p, uint64_t id, const char *none) {
-    const char *s = dnp_trace_string(p->t, id);
-    return s && *s ? s : none;
+    return report_string(p->t, id, none);
 }
 
 /* The first frame of a stack outside the runtime's lock code (the last frame
@@ -283,11 +282,7 @@ void locks_free(locks_profile *p) {
     dnp_idmap_release(&p->path_h);
     for (size_t i = 0; i < p->npaths; i++)
         free(p->paths[i].owners);
-    free(p->paths);
-    free(p->types);
-    free(p->sites);
-    free(p->owners);
-    free(p->slices);
+    DNP_FREE_ALL(p->paths, p->types, p->sites, p->owners, p->slices);
     dnp_trace_stream_close(p->s);
     free(p);
 }
@@ -322,32 +317,6 @@ static const char *type_label(const locks_profile *p, uint64_t type, uint32_t ki
     if (kind == KIND_WAIT_HANDLE || kind == KIND_MONITOR_WAIT)
         return kind_labels[kind];
     return str(p, type, "[type not known]");
-}
-
-static const char *pretty(const char *raw, size_t n, char *out, size_t cap) {
-    char frame[2048];
-    snprintf(frame, sizeof frame, "%.*s", (int)(n < sizeof frame ? n : sizeof frame - 1), raw);
-    dnp_pretty_name(frame, out, cap);
-    return out;
-}
-
-/* The frames of a stack (innermost first, one a line) as a JSON array. */
-static void json_frames(FILE *out, const char *text, int raw) {
-    fputc('[', out);
-    for (int first = 1; text && *text; first = 0) {
-        const char *end = strchr(text, '\n');
-        size_t len = end ? (size_t)(end - text) : strlen(text);
-        char frame[2048], shown[2048];
-        snprintf(frame, sizeof frame, "%.*s", (int)(len < sizeof frame ? len : sizeof frame - 1), text);
-        fputs(first ? "" : ",", out);
-        dnp_export_json_str(out, raw ? frame : pretty(text, len, shown, sizeof shown), 0);
-        text = end ? end + 1 : NULL;
-    }
-    fputc(']', out);
-}
-
-static double pct(uint64_t part, uint64_t whole) {
-    return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
 /* "1.32 s", "650 ms", "3.4 us" */
@@ -398,7 +367,7 @@ static void json_sums(FILE *out, const locks_profile *p, const char *name, const
             size_t len;
             const char *site = site_of(p, p->paths[s->key].stack, &len);
             fputs("\"site\":", out);
-            dnp_export_json_str(out, site ? pretty(site, len, buf, sizeof buf) : "[no managed stack]", 0);
+            dnp_export_json_str(out, site ? report_frame_name(site, len, buf, sizeof buf) : "[no managed stack]", 0);
             fprintf(out, ",\"class\":\"%s\",\"maxNs\":%llu,", s->kind ? "wait" : "contention", (unsigned long long)s->max_ns);
         } else { /* owners */
             const dnp_trace_thread *th = thread_of_tid(p, s->key);
@@ -417,7 +386,7 @@ static void json_path(FILE *out, const locks_profile *p, const lk_path *a) {
     fputs("{\"type\":", out);
     dnp_export_json_str(out, type_label(p, a->type, a->kind), 0);
     fprintf(out, ",\"kind\":\"%s\",\"stack\":", kind_names[a->kind]);
-    json_frames(out, text, 0);
+    report_json_frames(out, text, 0);
     uint64_t whole = p->wait_ns[CONTENTION(a->kind) ? 0 : 1];
     fprintf(out, ",\"waits\":%llu,\"waitNs\":%llu,\"maxNs\":%llu,\"share\":%.4f,\"owners\":[",
             (unsigned long long)a->count, (unsigned long long)a->wait_ns, (unsigned long long)a->max_ns,
@@ -430,7 +399,7 @@ static void json_path(FILE *out, const locks_profile *p, const lk_path *a) {
                 (unsigned long long)a->owners[k].wait_ns);
     }
     fputs("],\"raw\":", out);
-    json_frames(out, text, 1);
+    report_json_frames(out, text, 1);
     fputc('}', out);
 }
 
@@ -469,24 +438,6 @@ static int report_json(const locks_profile *p, const report_opts *o, FILE *out) 
 
 /* ---- text ---- */
 
-static void print_stack(FILE *out, const char *text) {
-    if (!text || !*text) {
-        fputs("        [no managed stack]\n", out);
-        return;
-    }
-    unsigned shown = 0;
-    while (text && *text && shown < 12) {
-        const char *end = strchr(text, '\n');
-        size_t len = end ? (size_t)(end - text) : strlen(text);
-        char name[2048];
-        fprintf(out, "        %s\n", pretty(text, len, name, sizeof name));
-        text = end ? end + 1 : NULL;
-        shown++;
-    }
-    if (text && *text)
-        fputs("        ...\n", out);
-}
-
 /* One class (0 contention, 1 other waits): by lock, by site, then the top paths. */
 static void print_class(FILE *out, const locks_profile *p, int cls, unsigned top) {
     char a[32], b[32], c[32], buf[2048];
@@ -498,7 +449,7 @@ static void print_class(FILE *out, const locks_profile *p, int cls, unsigned top
         if ((CONTENTION(s->kind) ? 0 : 1) != cls)
             continue;
         n++;
-        fprintf(out, "%6.2f%% %10s %9s %10s  %s", pct(s->wait_ns, whole), fmt_ns(s->wait_ns, a), cli_fmt_count(s->count, b),
+        fprintf(out, "%6.2f%% %10s %9s %10s  %s", report_pct(s->wait_ns, whole), fmt_ns(s->wait_ns, a), cli_fmt_count(s->count, b),
                 fmt_ns(s->max_ns, c), type_label(p, s->key, s->kind));
         if (cls || !strcmp(type_label(p, s->key, s->kind), kind_labels[s->kind]))
             fputc('\n', out);
@@ -514,15 +465,15 @@ static void print_class(FILE *out, const locks_profile *p, int cls, unsigned top
         n++;
         size_t len;
         const char *site = site_of(p, p->paths[s->key].stack, &len);
-        fprintf(out, "%6.2f%% %10s %9s %10s  %s\n", pct(s->wait_ns, whole), fmt_ns(s->wait_ns, a),
+        fprintf(out, "%6.2f%% %10s %9s %10s  %s\n", report_pct(s->wait_ns, whole), fmt_ns(s->wait_ns, a),
                 cli_fmt_count(s->count, b), fmt_ns(s->max_ns, c),
-                site ? pretty(site, len, buf, sizeof buf) : "[no managed stack]");
+                site ? report_frame_name(site, len, buf, sizeof buf) : "[no managed stack]");
     }
     if (!cls && p->nowners) {
         fprintf(out, "\nby owner (the thread that held the lock):\n%7s %10s %9s  %s\n", "share", "waited", "waits", "owner");
         for (size_t i = 0; i < p->nowners && i < top; i++) {
             const lk_sum *s = &p->owners[i];
-            fprintf(out, "%6.2f%% %10s %9s  %s\n", pct(s->wait_ns, whole), fmt_ns(s->wait_ns, a), cli_fmt_count(s->count, b),
+            fprintf(out, "%6.2f%% %10s %9s  %s\n", report_pct(s->wait_ns, whole), fmt_ns(s->wait_ns, a), cli_fmt_count(s->count, b),
                     owner_label(p, s->key, buf, sizeof buf));
         }
     }
@@ -535,12 +486,12 @@ static void print_class(FILE *out, const locks_profile *p, int cls, unsigned top
         size_t owners = 0;
         for (size_t k = 0; k < w->nowners; k++)
             owners += w->owners[k].owner != 0;
-        fprintf(out, "\n%6.2f%% %s in %s waits (longest %s)  %s", pct(w->wait_ns, whole), fmt_ns(w->wait_ns, a),
+        fprintf(out, "\n%6.2f%% %s in %s waits (longest %s)  %s", report_pct(w->wait_ns, whole), fmt_ns(w->wait_ns, a),
                 cli_fmt_count(w->count, b), fmt_ns(w->max_ns, c), type_label(p, w->type, w->kind));
         if (owners)
             fprintf(out, ", held by %zu thread%s", owners, owners == 1 ? "" : "s");
         fputc('\n', out);
-        print_stack(out, dnp_trace_string(p->t, w->stack));
+        report_print_stack(out, dnp_trace_string(p->t, w->stack));
     }
 }
 
@@ -625,7 +576,7 @@ static void slice_args(void *ctx, FILE *out, const dnp_export_slice *s) {
         dnp_export_json_str(out, owner_label(p, s->c, buf, sizeof buf), 0);
     }
     fputs(",\"stack\":", out);
-    json_frames(out, dnp_trace_string(p->t, s->a & ((1ull << 40) - 1)), 0);
+    report_json_frames(out, dnp_trace_string(p->t, s->a & ((1ull << 40) - 1)), 0);
 }
 
 size_t locks_slices(locks_profile *p, dnp_export_opts *eo) {

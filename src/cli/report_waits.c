@@ -173,8 +173,6 @@ static int by_ns(const void *x, const void *y) {
     return (a->ns < b->ns) - (a->ns > b->ns);
 }
 
-static double pct(uint64_t part, uint64_t all) { return all ? 100.0 * (double)part / (double)all : 0.0; }
-
 static void json_sites(FILE *out, const site *t, size_t n, unsigned top) {
     for (size_t i = 0; i < n && i < top; i++) {
         fprintf(out, "%s{\"ns\":%llu,\"count\":%llu,\"stack\":", i ? "," : "", (unsigned long long)t[i].ns,
@@ -214,7 +212,7 @@ static void text_sites(FILE *out, const char *title, const site *t, size_t n, ui
         return;
     fprintf(out, "\n%s\n", title);
     for (size_t i = 0; i < n && i < top; i++)
-        fprintf(out, "  %6.2f%% %10.1f ms  %s\n", pct(t[i].ns, all), (double)t[i].ns / 1e6, t[i].text);
+        fprintf(out, "  %6.2f%% %10.1f ms  %s\n", report_pct(t[i].ns, all), (double)t[i].ns / 1e6, t[i].text);
 }
 
 static void write_text(const waits *w, const char *path, unsigned top, FILE *out) {
@@ -232,7 +230,7 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
     }
     if (w->gc)
         fprintf(out, "  GC pauses             %10llu GCs   %10.1f ms  %.2f%% of the time paused, longest %.1f ms\n",
-                (unsigned long long)w->gcs, (double)w->pause_ns / 1e6, pct(w->pause_ns, span),
+                (unsigned long long)w->gcs, (double)w->pause_ns / 1e6, report_pct(w->pause_ns, span),
                 (double)w->max_pause_ns / 1e6);
     else
         strcat(missing, "  GC pauses: not recorded (dnprof run --gc)\n");
@@ -242,7 +240,7 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
         strcat(missing, "  thread-pool starvation: not recorded (dnprof run --threadpool)\n");
     if (w->wall)
         fprintf(out, "  blocked (wall samples) %22.1f ms  %.1f%% of the threads' sampled time\n",
-                (double)w->blocked_ns / 1e6, pct(w->blocked_ns, w->sampled_ns));
+                (double)w->blocked_ns / 1e6, report_pct(w->blocked_ns, w->sampled_ns));
     else
         strcat(missing, "  blocked threads by stack: not recorded (dnprof run --sample=wall)\n");
     if (missing[0])

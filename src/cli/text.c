@@ -17,16 +17,7 @@ static void put(FILE *out, const char *str, int quoted) {
         unsigned c = *s;
         if (n > 1 || (c >= 0x20 && c != 0x7f && !(quoted && (c == '"' || c == '\\')))) {
             fwrite(s, 1, (size_t)n, out);
-        } else if (c == '"' || c == '\\') {
-            fputc('\\', out);
-            fputc((int)c, out);
-        } else if (c == '\n') {
-            fputs("\\n", out);
-        } else if (c == '\t') {
-            fputs("\\t", out);
-        } else if (c == '\r') {
-            fputs("\\r", out);
-        } else {
+        } else if (!dnp_put_short_escape(out, c)) {
             fprintf(out, "\\x%02x", c);
         }
         s += n;

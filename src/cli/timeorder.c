@@ -1,5 +1,6 @@
 /* timeorder.c: a trace's events in time order, streamed (timeorder.h). */
 #include "timeorder.h"
+#include "dnp_free.h"
 #include "dnp_vec.h"
 
 #include <errno.h>
@@ -256,9 +257,7 @@ int timeorder_next(timeorder *o, dnp_trace_event *e, size_t *idx) {
 void timeorder_close(timeorder *o) {
     if (!o)
         return;
-    free(o->sufmin);
-    free(o->heap);
-    free(o->all);
+    DNP_FREE_ALL(o->sufmin, o->heap, o->all);
     dnp_trace_stream_close(o->s);
     dnp_trace_free(o->loaded);
     free(o);

@@ -112,6 +112,8 @@ enum { WOPT_KEEP, WOPT_PYROSCOPE, WOPT_LABEL, WOPT_SERVICE, WOPT_PUSH_TIMEOUT };
 int window_take_option(const char *cmd, window_follow *f, int which, const char *arg);
 /* What the options need of each other, and their defaults: 0 or an exit code. */
 int window_check_options(const char *cmd, window_follow *f);
+/* Without --every: 0, or the usage error when a sink's option was given. */
+int window_check_no_every(const char *cmd, const window_follow *f);
 
 /* Opens the sinks (-1 after saying why). */
 int window_follow_open(window_follow *f);

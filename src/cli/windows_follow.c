@@ -72,6 +72,12 @@ int window_check_options(const char *cmd, window_follow *f) {
     return 0;
 }
 
+int window_check_no_every(const char *cmd, const window_follow *f) {
+    if (f->keep || f->push.pyroscope || f->push.nlabels || f->push.service || f->push.timeout_ms)
+        return usage_error(cmd, "--keep, --pyroscope, --label, --service and --push-timeout go with --every");
+    return 0;
+}
+
 int window_follow_open(window_follow *f) {
     if (f->out_dir && mkdir(f->out_dir, 0700) != 0 && errno != EEXIST)
         return error("cannot create the profile directory '%s': %s", f->out_dir, strerror(errno));

@@ -39,19 +39,11 @@ void dnp_json_str(FILE *out, const char *str, unsigned flags) {
         }
         if (n > 1) {
             fwrite(s, 1, (size_t)n, out);
-        } else if (c == '"' || c == '\\') {
-            fputc('\\', out);
-            fputc((int)c, out);
-        } else if (c == '\n') {
-            fputs("\\n", out);
-        } else if (c == '\r') {
-            fputs("\\r", out);
-        } else if (c == '\t') {
-            fputs("\\t", out);
-        } else if (c < 0x20 || (html_safe && (c == '<' || c == '>' || c == '&'))) {
-            fprintf(out, "\\u%04x", c);
-        } else {
-            fputc((int)c, out);
+        } else if (!dnp_put_short_escape(out, c)) {
+            if (c < 0x20 || (html_safe && (c == '<' || c == '>' || c == '&')))
+                fprintf(out, "\\u%04x", c);
+            else
+                fputc((int)c, out);
         }
         s += n;
     }

@@ -11,6 +11,20 @@
  * NUL-terminated, so a sequence cut short stops at the NUL. */
 int dnp_utf8_len(const unsigned char *s);
 
+/* The two-character escape of c, as JSON and C write it (\" \\ \n \r \t):
+ * 1 after writing it, or 0 (nothing written) when c has none. Shared with
+ * the front end's text writer (cli_put_text). */
+static inline int dnp_put_short_escape(FILE *out, unsigned c) {
+    static const char from[] = "\"\\\n\r\t", to[] = "\"\\nrt";
+    for (int i = 0; from[i]; i++)
+        if (c == (unsigned char)from[i]) {
+            fputc('\\', out);
+            fputc(to[i], out);
+            return 1;
+        }
+    return 0;
+}
+
 /* '<', '>' and '&' escaped too, for JSON inside an HTML <script>. */
 #define DNP_JSON_HTML_SAFE 1u
 

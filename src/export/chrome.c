@@ -5,7 +5,6 @@
  * timeline the tree of each thread is laid out instead: a node starts where the
  * previous sibling ended and lasts its total time, so widths are true but the
  * order in time is not (the events say so in their category). */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,9 +225,5 @@ int dnp_export_chrome(const dnp_calltree *ct, FILE *out, const dnp_export_opts *
     if (rc == 0)
         rc = gc_track(&c);
     fputs("\n]}\n", out);
-    if (fflush(out) != 0 || ferror(out))
-        rc = -1;
-    if (rc != 0 && !errno)
-        errno = EIO;
-    return rc ? -1 : 0;
+    return dnp_export_end(out, rc);
 }

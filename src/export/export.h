@@ -77,5 +77,12 @@ static inline void dnp_export_json_str(FILE *out, const char *s, int html_safe) 
 
 /* A thread's label: "thread 3 (worker)", "thread tid 4242", "all threads". */
 void dnp_export_thread_label(const dnp_ct_tree *tr, char *buf, size_t len);
+/* A thread's JSON object begun: a new line (after a comma when comma), head
+ * ("{\"label\":") and the thread's label as a JSON string. */
+void dnp_export_thread_object(FILE *out, int comma, const char *head, const dnp_ct_tree *tr, int html_safe);
+
+/* An exporter's last step: flushes out; returns 0 when rc is 0 and all was
+ * written, else -1 with errno set (EIO when nothing else set it). */
+int dnp_export_end(FILE *out, int rc);
 
 #endif

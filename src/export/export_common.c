@@ -1,5 +1,6 @@
 /* export_common.c: what the exporters and the report share: names and thread
  * labels (export.h); JSON strings are src/common/jsonstr.c. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,4 +30,20 @@ void dnp_export_thread_label(const dnp_ct_tree *tr, char *buf, size_t len) {
         snprintf(buf, len, "thread %llu (%s)", (unsigned long long)tr->os_tid, tr->name);
     else
         snprintf(buf, len, "thread tid %llu", (unsigned long long)tr->os_tid);
+}
+
+void dnp_export_thread_object(FILE *out, int comma, const char *head, const dnp_ct_tree *tr, int html_safe) {
+    char label[512];
+    dnp_export_thread_label(tr, label, sizeof label);
+    fputs(comma ? ",\n" : "\n", out);
+    fputs(head, out);
+    dnp_export_json_str(out, label, html_safe);
+}
+
+int dnp_export_end(FILE *out, int rc) {
+    if (fflush(out) != 0 || ferror(out))
+        rc = -1;
+    if (rc != 0 && !errno)
+        errno = EIO;
+    return rc ? -1 : 0;
 }

@@ -3,7 +3,6 @@
  * opens from disk in any browser. Search (text or regular expression), click to
  * zoom (click the top bar or press Escape to zoom out), hover for name, total
  * and self time, calls and share of the whole. Root at the top. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,10 +137,7 @@ static int node_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
 }
 
 static int write_tree(flame *f, const dnp_ct_tree *tr, int comma) {
-    char label[512];
-    dnp_export_thread_label(tr, label, sizeof label);
-    fputs(comma ? ",\n{\"label\":" : "\n{\"label\":", f->out);
-    dnp_export_json_str(f->out, label, 1);
+    dnp_export_thread_object(f->out, comma, "{\"label\":", tr, 1);
     fputs(",\"n\":[", f->out);
     f->seq = calloc(tr->nnodes ? tr->nnodes : 1, sizeof *f->seq);
     f->next = 0;
@@ -192,9 +188,5 @@ int dnp_export_flamegraph(const dnp_calltree *ct, FILE *out, const dnp_export_op
     dnp_idmap_release(&f.names);
     free(f.funcs);
     free(f.strs);
-    if (fflush(out) != 0 || ferror(out))
-        rc = -1;
-    if (rc != 0 && !errno)
-        errno = EIO;
-    return rc ? -1 : 0;
+    return dnp_export_end(out, rc);
 }

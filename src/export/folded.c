@@ -1,9 +1,9 @@
 /* folded.c: FlameGraph's folded stacks, "a;b;c N", one line per call path with a
  * non-zero weight, depth first, the heaviest child first. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dnp_vec.h"
 #include "export.h"
 
 typedef struct folded {
@@ -25,30 +25,14 @@ static int folded_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter)
         f->len = f->at[node->depth];
         return 0;
     }
-    if (node->depth >= f->nat) {
-        size_t nat = f->nat ? f->nat * 2 : 64;
-        while (nat <= node->depth)
-            nat *= 2;
-        size_t *grown = realloc(f->at, nat * sizeof *grown);
-        if (!grown)
-            return -1;
-        f->at = grown;
-        f->nat = nat;
-    }
+    if (DNP_VEC_RESERVE(f->at, f->nat, (size_t)node->depth + 1, 64) != 0)
+        return -1;
     f->at[node->depth] = f->len;
     char buf[2048];
     const char *name = dnp_export_name(f->ct, node->func, node->name, buf, sizeof buf);
     size_t nlen = strlen(name);
-    if (f->len + nlen + 2 > f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 4096;
-        while (cap < f->len + nlen + 2)
-            cap *= 2;
-        char *grown = realloc(f->path, cap);
-        if (!grown)
-            return -1;
-        f->path = grown;
-        f->cap = cap;
-    }
+    if (DNP_VEC_RESERVE(f->path, f->cap, f->len + nlen + 2, 4096) != 0)
+        return -1;
     if (node->depth > 1)
         f->path[f->len++] = ';';
     for (size_t i = 0; i < nlen; i++) {
@@ -73,9 +57,5 @@ int dnp_export_folded(const dnp_calltree *ct, FILE *out, const dnp_export_opts *
     int rc = dnp_ct_walk(tr, folded_visit, &f);
     free(f.path);
     free(f.at);
-    if (fflush(out) != 0 || ferror(out))
-        rc = -1;
-    if (rc != 0 && !errno)
-        errno = EIO;
-    return rc ? -1 : 0;
+    return dnp_export_end(out, rc);
 }

@@ -6,38 +6,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dnp_free.h"
 #include "heap_format.h"
 
 void dnp_heapgraph_release(dnp_heapgraph *g) {
-    free(g->addr);
-    free(g->type);
-    free(g->size);
-    free(g->off);
-    free(g->edges);
-    free(g->roots);
-    free(g->dep_key);
-    free(g->dep_val);
+    DNP_FREE_ALL(g->addr, g->type, g->size, g->off, g->edges, g->roots, g->dep_key, g->dep_val);
     for (uint32_t i = 0; i < g->ntypes; i++) {
         free(g->types[i]);
-        for (uint32_t k = 0; g->type_fields && g->type_fields[i] && k < g->type_nfields[i]; k++)
-            free(g->type_fields[i][k]);
-        if (g->type_fields)
-            free(g->type_fields[i]);
+        if (g->type_fields && g->type_fields[i])
+            dnp_free_strv(g->type_fields[i], g->type_nfields[i]);
     }
-    free(g->types);
-    free(g->type_fields);
-    free(g->type_nfields);
-    free(g->edge_field);
-    for (uint32_t i = 0; i < g->nfuncs; i++)
-        free(g->func_names[i]);
-    free(g->func_ids);
-    free(g->func_names);
-    for (uint32_t i = 0; i < g->nstatic_names; i++)
-        free(g->static_names[i]);
-    free(g->static_names);
-    free(g->statics);
-    free(g->idom);
-    free(g->retained);
+    DNP_FREE_ALL(g->types, g->type_fields, g->type_nfields, g->edge_field, g->func_ids);
+    dnp_free_strv(g->func_names, g->nfuncs);
+    dnp_free_strv(g->static_names, g->nstatic_names);
+    DNP_FREE_ALL(g->statics, g->idom, g->retained);
     memset(g, 0, sizeof *g);
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dnp_free.h"
 #include "heap_format.h"
 #include "trace_format.h"
 
@@ -296,12 +297,6 @@ static int rec_slots(loader *L, const uint8_t **pp, const uint8_t *end) {
     return 0;
 }
 
-static void free_names(char **names, uint64_t n) {
-    for (uint64_t x = 0; names && x < n; x++)
-        free(names[x]);
-    free(names);
-}
-
 static int rec_layout(loader *L, const uint8_t **pp, const uint8_t *end) {
     struct dnp_heap_LAYOUT r;
     GET(LAYOUT, r);
@@ -313,14 +308,14 @@ static int rec_layout(loader *L, const uint8_t **pp, const uint8_t *end) {
     for (uint64_t k = 0; k < r.n; k++) {
         struct dnp_heap_LAYOUT_item it;
         if (dnp_heap_get_LAYOUT_item(pp, end, &it) < 0) {
-            free_names(names, k);
+            dnp_free_strv(names, k);
             return fail(&L->r, "corrupt: a field name runs past its chunk");
         }
         if (names)
             names[k] = strndup(it.name, it.name_len);
     }
     if (names) {
-        free_names(L->class_fields[r.cls], L->class_nfields[r.cls]);
+        dnp_free_strv(L->class_fields[r.cls], L->class_nfields[r.cls]);
         L->class_fields[r.cls] = names;
         L->class_nfields[r.cls] = (uint8_t)r.n;
     }
@@ -783,23 +778,14 @@ static void drop_unresolved(dnp_heapgraph *g) {
 }
 
 static void loader_free(loader *L) {
-    free(L->hash);
-    free(L->root_addr);
-    free(L->dep_kaddr);
-    free(L->dep_vaddr);
-    free(L->static_addr);
-    free(L->static_name);
+    DNP_FREE_ALL(L->hash, L->root_addr, L->dep_kaddr, L->dep_vaddr, L->static_addr, L->static_name);
     for (uint32_t i = 0; i < L->nclasses; i++) {
         free(L->class_names[i]);
-        free_names(L->class_fields[i], L->class_nfields[i]);
+        dnp_free_strv(L->class_fields[i], L->class_nfields[i]);
     }
     for (uint32_t i = 0; L->lastmap && i <= L->nclasses; i++)
         free(L->lastmap[i]);
-    free(L->lastmap);
-    free(L->class_names);
-    free(L->class_fields);
-    free(L->class_nfields);
-    free(L->r.buf);
+    DNP_FREE_ALL(L->lastmap, L->class_names, L->class_fields, L->class_nfields, L->r.buf);
     if (L->r.f)
         fclose(L->r.f);
     free(L);

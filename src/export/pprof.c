@@ -13,6 +13,7 @@
  * interned and written at the end. */
 #include "pprof.h"
 
+#include "dnp_free.h"
 #include "export.h"
 #include "settings.h"
 
@@ -402,16 +403,8 @@ int dnp_pprof_write(dnp_pprof *p, FILE *out) {
 void dnp_pprof_free(dnp_pprof *p) {
     if (!p)
         return;
-    for (size_t i = 0; i < p->nstrs; i++)
-        free(p->strs[i]);
-    free(p->strs);
-    free(p->slots);
-    free(p->func_of_str);
-    free(p->func_name);
-    free(p->func_map);
-    free(p->map_file);
-    free(p->samples.p);
-    free(p);
+    dnp_free_strv(p->strs, p->nstrs);
+    DNP_FREE_ALL(p->slots, p->func_of_str, p->func_name, p->func_map, p->map_file, p->samples.p, p);
 }
 
 /* ---- a call tree ---- */

@@ -8,7 +8,6 @@
  * first, then each thread, and the frame table last. Profiles are written as
  * they are walked, so memory stays bounded by the number of distinct functions
  * and the deepest stack. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,10 +80,7 @@ static int weights_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter
 }
 
 static int write_sampled(speedscope *s, const dnp_ct_tree *tr, int comma) {
-    char label[512];
-    dnp_export_thread_label(tr, label, sizeof label);
-    fputs(comma ? ",\n{\"type\":\"sampled\",\"name\":" : "\n{\"type\":\"sampled\",\"name\":", s->out);
-    dnp_export_json_str(s->out, label, 0);
+    dnp_export_thread_object(s->out, comma, "{\"type\":\"sampled\",\"name\":", tr, 0);
     fprintf(s->out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
             s->ct->unit ? s->ct->unit : "nanoseconds", (unsigned long long)tr->nodes[0].total_ns);
     s->first = 1;
@@ -138,10 +134,7 @@ static int write_evented(speedscope *s, const dnp_calltree *ct) {
         label_of.thread = k;
         label_of.os_tid = th ? th->os_tid : 0;
         label_of.name = th ? th->name : NULL;
-        char label[512];
-        dnp_export_thread_label(&label_of, label, sizeof label);
-        fputs(comma ? ",\n{\"type\":\"evented\",\"name\":" : "\n{\"type\":\"evented\",\"name\":", s->out);
-        dnp_export_json_str(s->out, label, 0);
+        dnp_export_thread_object(s->out, comma, "{\"type\":\"evented\",\"name\":", &label_of, 0);
         fputs(",\"unit\":\"nanoseconds\",\"events\":[", s->out);
         s->first = 1;
         s->start = s->end = 0;
@@ -219,9 +212,5 @@ int dnp_export_speedscope(const dnp_calltree *ct, FILE *out, const dnp_export_op
     dnp_idmap_release(&s.map);
     free(s.frames);
     free(s.stack);
-    if (fflush(out) != 0 || ferror(out))
-        rc = -1;
-    if (rc != 0 && !errno)
-        errno = EIO;
-    return rc ? -1 : 0;
+    return dnp_export_end(out, rc);
 }

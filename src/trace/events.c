@@ -68,46 +68,43 @@ const dnp_event_info dnp_events[DNP_EV_COUNT] = {
 
 #undef DNP_F
 
-/* ---- enumerations the runtime passes (corprof.idl) ---- */
+/* ---- enumerations the runtime passes (corprof.idl) ----
+ * By value; NULL for a value with no name. */
+
+static const char *const gc_reasons[] = {"COR_PRF_GC_OTHER", "COR_PRF_GC_INDUCED"};
+static const char *const suspend_reasons[] = {
+    [0] = "COR_PRF_SUSPEND_OTHER",
+    [1] = "COR_PRF_SUSPEND_FOR_GC",
+    [2] = "COR_PRF_SUSPEND_FOR_APPDOMAIN_SHUTDOWN",
+    [3] = "COR_PRF_SUSPEND_FOR_CODE_PITCHING",
+    [4] = "COR_PRF_SUSPEND_FOR_SHUTDOWN",
+    [6] = "COR_PRF_SUSPEND_FOR_INPROC_DEBUGGER",
+    [7] = "COR_PRF_SUSPEND_FOR_GC_PREP",
+    [8] = "COR_PRF_SUSPEND_FOR_REJIT",
+    [9] = "COR_PRF_SUSPEND_FOR_PROFILER",
+};
+static const char *const jit_cache_results[] = {"COR_PRF_CACHED_FUNCTION_FOUND", "COR_PRF_CACHED_FUNCTION_NOT_FOUND"};
+static const char *const transition_reasons[] = {"COR_PRF_TRANSITION_CALL", "COR_PRF_TRANSITION_RETURN"};
+
+#define NAME_OF(names, v) ((v) < sizeof names / sizeof *names ? names[v] : NULL)
 
 const char *dnp_gc_reason_name(uint64_t v) {
-    switch (v) {
-    case 0: return "COR_PRF_GC_OTHER";
-    case 1: return "COR_PRF_GC_INDUCED";
-    default: return NULL;
-    }
+    return NAME_OF(gc_reasons, v);
 }
 
 const char *dnp_suspend_reason_name(uint64_t v) {
-    switch (v) {
-    case 0: return "COR_PRF_SUSPEND_OTHER";
-    case 1: return "COR_PRF_SUSPEND_FOR_GC";
-    case 2: return "COR_PRF_SUSPEND_FOR_APPDOMAIN_SHUTDOWN";
-    case 3: return "COR_PRF_SUSPEND_FOR_CODE_PITCHING";
-    case 4: return "COR_PRF_SUSPEND_FOR_SHUTDOWN";
-    case 6: return "COR_PRF_SUSPEND_FOR_INPROC_DEBUGGER";
-    case 7: return "COR_PRF_SUSPEND_FOR_GC_PREP";
-    case 8: return "COR_PRF_SUSPEND_FOR_REJIT";
-    case 9: return "COR_PRF_SUSPEND_FOR_PROFILER";
-    default: return NULL;
-    }
+    return NAME_OF(suspend_reasons, v);
 }
 
 const char *dnp_jit_cache_name(uint64_t v) {
-    switch (v) {
-    case 0: return "COR_PRF_CACHED_FUNCTION_FOUND";
-    case 1: return "COR_PRF_CACHED_FUNCTION_NOT_FOUND";
-    default: return NULL;
-    }
+    return NAME_OF(jit_cache_results, v);
 }
 
 const char *dnp_transition_reason_name(uint64_t v) {
-    switch (v) {
-    case 0: return "COR_PRF_TRANSITION_CALL";
-    case 1: return "COR_PRF_TRANSITION_RETURN";
-    default: return NULL;
-    }
+    return NAME_OF(transition_reasons, v);
 }
+
+#undef NAME_OF
 
 /* HRESULTs a profiler meets (winerror.h, corerror.xml), sorted by value. */
 #define DNP_HRESULTS(X)                                                       \

@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dnp_free.h"
+#include "dnp_vec.h"
 #include "trace_reader.h"
 #include "time_runs.h"
 #include "u64map.h"
@@ -36,16 +38,8 @@ struct dnp_trace_private {
 
 /* Copies s[0..len) into the arena. Returns its offset, or -1 without memory. */
 static int64_t arena_add(struct dnp_trace_private *pv, const void *s, size_t len) {
-    if (pv->arena_cap - pv->arena_len < len + 1) {
-        size_t ncap = pv->arena_cap ? pv->arena_cap : 4096;
-        while (ncap - pv->arena_len < len + 1)
-            ncap *= 2;
-        char *na = realloc(pv->arena, ncap);
-        if (!na)
-            return -1;
-        pv->arena = na;
-        pv->arena_cap = ncap;
-    }
+    if (DNP_VEC_RESERVE(pv->arena, pv->arena_cap, pv->arena_len + len + 1, 4096) != 0)
+        return -1;
     size_t off = pv->arena_len;
     if (len)
         memcpy(pv->arena + off, s, len);
@@ -70,9 +64,7 @@ const dnp_trace_thread *dnp_trace_thread_get(const dnp_trace *t, uint32_t ordina
 void dnp_trace_free(dnp_trace *t) {
     if (!t)
         return;
-    free(t->events);
-    free(t->threads);
-    free(t->notes);
+    DNP_FREE_ALL(t->events, t->threads, t->notes);
     if (t->priv) {
         free(t->priv->arena);
         dnp_u64map_release(&t->priv->strings);

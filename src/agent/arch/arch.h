@@ -7,7 +7,6 @@
  * picks from CMAKE_SYSTEM_PROCESSOR (an unknown one fails at configure) and
  * puts on the include path. It holds:
  *   arch_clock.h  ARCH_COUNTER_NAME, arch_counter(), arch_counter_ordered()
- *   arch_frame.h  ARCH_FRAME_NEXT, ARCH_FRAME_RET: a frame record's layout
  *   arch_elt.h    ARCH_FAST_FN, ARCH_GPR_ONLY, arch_thread_pointer(),
  *                 arch_counter_ordered_gpr(): what the enter fast path needs
  *   arch_unwind.h ARCH_DW_SP, ARCH_DW_FP, ARCH_DW_RA (DWARF numbers), the rules
@@ -18,6 +17,9 @@
  *   insn.c        arch_follows_call(), arch_return_slot()
  *   elt.c         arch_elt_caller_sp()
  *   elt.S         the ELT3 stubs calls_internal.h lists, on calls_layout.h
+ * Beside the directories, what the machines share: arch_frame.h
+ * (ARCH_FRAME_NEXT, ARCH_FRAME_RET: a frame record's layout, the same on both
+ * so far) and asm_func.h (the .S files' function macros).
  *
  * Two are written: x86_64 and aarch64 (docs/arm64.md). A new architecture is
  * a new directory with these files, and a line in CMakeLists.txt. What arm64
@@ -44,6 +46,10 @@
 /* Whether the cycle counter can time events: constant-rate, and trusted by the
  * kernel for its own clock. Called once, by clock_init. */
 int arch_counter_usable(void);
+
+/* For arch_counter_usable: whether the kernel keeps its own time with the
+ * clocksource of this name (its current_clocksource). The agent's clock.c. */
+int arch_kernel_clocksource_is(const char *name);
 
 /* ---- a signal's context (context.c) ---- */
 

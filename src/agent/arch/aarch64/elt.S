@@ -19,21 +19,32 @@
  * no_caller_saved_registers here, so the fast names are the full stubs. The
  * call trees and counts are the same; each hook costs a full C call. */
 
+#include "arch/asm_func.h"
+
     .text
+
+/* A frame record (fp, lr) at the bottom of a frame of bytes, fp pointing at it;
+ * DNP_FRAME_END takes the frame down and returns. */
+.macro DNP_FRAME_BEGIN bytes
+    stp x29, x30, [sp, #-\bytes]!
+    .cfi_def_cfa_offset \bytes
+    .cfi_offset x29, -\bytes
+    .cfi_offset x30, -\bytes + 8
+    mov x29, sp
+.endm
+
+.macro DNP_FRAME_END bytes
+    ldp x29, x30, [sp], #\bytes
+    .cfi_restore x29
+    .cfi_restore x30
+    .cfi_def_cfa_offset 0
+    ret
+.endm
 
 /* The frame: fp, lr at 0; x0-x8 at 16; q0-q7 at 96; 224 bytes in all. */
 .macro DNP_ELT_STUB name, target
-    .globl \name
-    .hidden \name
-    .type \name, %function
-    .p2align 4
-\name:
-    .cfi_startproc
-    stp x29, x30, [sp, #-224]!
-    .cfi_def_cfa_offset 224
-    .cfi_offset x29, -224
-    .cfi_offset x30, -216
-    mov x29, sp
+    DNP_FUNC \name
+    DNP_FRAME_BEGIN 224
     stp x0, x1, [sp, #16]
     stp x2, x3, [sp, #32]
     stp x4, x5, [sp, #48]
@@ -55,13 +66,8 @@
     ldp x4, x5, [sp, #48]
     ldp x6, x7, [sp, #64]
     ldr x8, [sp, #80]
-    ldp x29, x30, [sp], #224
-    .cfi_restore x29
-    .cfi_restore x30
-    .cfi_def_cfa_offset 0
-    ret
-    .cfi_endproc
-    .size \name, . - \name
+    DNP_FRAME_END 224
+    DNP_ENDFUNC \name
 .endm
 
     DNP_ELT_STUB dnp_elt_enter, calls_hook_enter
@@ -70,9 +76,7 @@
 
 /* The fast names (calls_internal.h): the full stubs (see above). */
 .macro DNP_ELT_ALIAS name, full
-    .globl \name
-    .hidden \name
-    .type \name, %function
+    DNP_GLOBAL \name
     .set \name, \full
 .endm
 
@@ -84,15 +88,9 @@
     DNP_ELT_ALIAS dnp_elt_enter_counts_c, dnp_elt_enter
 
 /* void dnp_elt_nop(void): a hook that returns. */
-    .globl dnp_elt_nop
-    .hidden dnp_elt_nop
-    .type dnp_elt_nop, %function
-    .p2align 4
-dnp_elt_nop:
-    .cfi_startproc
+    DNP_FUNC dnp_elt_nop
     ret
-    .cfi_endproc
-    .size dnp_elt_nop, . - dnp_elt_nop
+    DNP_ENDFUNC dnp_elt_nop
 
 /* void dnp_elt_calibrate(uintptr_t client, uint64_t pairs, void (*enter)(void),
  * void (*leave)(void), uint64_t body, uint64_t caller): calls enter and leave
@@ -100,17 +98,8 @@ dnp_elt_nop:
  * method whose body is a chain of body dependent multiplies, from a caller
  * that does caller of them between two calls: one chain through all the calls,
  * from argument (x0) to return value (x0) and on (calls.c). */
-    .globl dnp_elt_calibrate
-    .hidden dnp_elt_calibrate
-    .type dnp_elt_calibrate, %function
-    .p2align 4
-dnp_elt_calibrate:
-    .cfi_startproc
-    stp x29, x30, [sp, #-64]!
-    .cfi_def_cfa_offset 64
-    .cfi_offset x29, -64
-    .cfi_offset x30, -56
-    mov x29, sp
+    DNP_FUNC dnp_elt_calibrate
+    DNP_FRAME_BEGIN 64
     stp x19, x20, [sp, #16]
     stp x21, x22, [sp, #32]
     stp x23, x24, [sp, #48]
@@ -154,12 +143,7 @@ dnp_elt_calibrate:
     ldp x19, x20, [sp, #16]
     ldp x21, x22, [sp, #32]
     ldp x23, x24, [sp, #48]
-    ldp x29, x30, [sp], #64
-    .cfi_restore x29
-    .cfi_restore x30
-    .cfi_def_cfa_offset 0
-    ret
-    .cfi_endproc
-    .size dnp_elt_calibrate, . - dnp_elt_calibrate
+    DNP_FRAME_END 64
+    DNP_ENDFUNC dnp_elt_calibrate
 
     .section .note.GNU-stack, "", %progbits

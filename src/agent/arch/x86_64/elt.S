@@ -17,93 +17,80 @@
  * string functions): see calls.c. A port to another architecture writes its
  * own elt.S beside its other files (arch.h). */
 
+#include "arch/asm_func.h"
 #include "calls_layout.h"
 
     .intel_syntax noprefix
     .text
 
-/* void dnp_elt_enter(void): see above. */
-    .globl dnp_elt_enter
-    .hidden dnp_elt_enter
-    .type dnp_elt_enter, @function
-    .p2align 4
-dnp_elt_enter:
-    .cfi_startproc
+/* The full stubs' frame: rbp's frame record, then bytes below it for the saved
+ * registers, the stack aligned to 16 bytes for the C call. */
+.macro DNP_FRAME_BEGIN bytes
     push rbp
     .cfi_def_cfa_offset 16
     .cfi_offset rbp, -16
     mov rbp, rsp
     .cfi_def_cfa_register rbp
-    sub rsp, 176
+    sub rsp, \bytes
     and rsp, -16
-    movaps [rsp + 0], xmm0
-    movaps [rsp + 16], xmm1
-    movaps [rsp + 32], xmm2
-    movaps [rsp + 48], xmm3
-    movaps [rsp + 64], xmm4
-    movaps [rsp + 80], xmm5
-    movaps [rsp + 96], xmm6
-    movaps [rsp + 112], xmm7
-    mov [rsp + 128], rdi
-    mov [rsp + 136], rsi
-    mov [rsp + 144], rdx
-    mov [rsp + 152], rcx
-    mov [rsp + 160], r8
-    mov [rsp + 168], r9
+.endm
+
+.macro DNP_FRAME_END
+    mov rsp, rbp
+    pop rbp
+    .cfi_def_cfa rsp, 8
+    ret
+.endm
+
+/* The live registers of a full stub, around its C call: saved (save 1) or
+ * restored (save 0). DNP_XMM_MOVE: xmm<n> at [rsp + 16 * n], each n listed;
+ * DNP_GPR_MOVE: the listed registers 8 bytes apart from [rsp + at]. */
+.macro DNP_XMM_MOVE save, regs:vararg
+.irp n, \regs
+.if \save
+    movaps [rsp + 16 * \n], xmm\n
+.else
+    movaps xmm\n, [rsp + 16 * \n]
+.endif
+.endr
+.endm
+
+.macro DNP_GPR_MOVE save, at, regs:vararg
+    .Ldnp_gpr_at = \at
+.irp r, \regs
+.if \save
+    mov [rsp + .Ldnp_gpr_at], \r
+.else
+    mov \r, [rsp + .Ldnp_gpr_at]
+.endif
+    .Ldnp_gpr_at = .Ldnp_gpr_at + 8
+.endr
+.endm
+
+/* void dnp_elt_enter(void): see above. */
+    DNP_FUNC dnp_elt_enter
+    DNP_FRAME_BEGIN 176
+    DNP_XMM_MOVE 1, 0, 1, 2, 3, 4, 5, 6, 7
+    DNP_GPR_MOVE 1, 128, rdi, rsi, rdx, rcx, r8, r9
     mov rdi, r14
     mov rsi, r15
     call calls_hook_enter
-    movaps xmm0, [rsp + 0]
-    movaps xmm1, [rsp + 16]
-    movaps xmm2, [rsp + 32]
-    movaps xmm3, [rsp + 48]
-    movaps xmm4, [rsp + 64]
-    movaps xmm5, [rsp + 80]
-    movaps xmm6, [rsp + 96]
-    movaps xmm7, [rsp + 112]
-    mov rdi, [rsp + 128]
-    mov rsi, [rsp + 136]
-    mov rdx, [rsp + 144]
-    mov rcx, [rsp + 152]
-    mov r8, [rsp + 160]
-    mov r9, [rsp + 168]
-    mov rsp, rbp
-    pop rbp
-    .cfi_def_cfa rsp, 8
-    ret
-    .cfi_endproc
-    .size dnp_elt_enter, . - dnp_elt_enter
+    DNP_XMM_MOVE 0, 0, 1, 2, 3, 4, 5, 6, 7
+    DNP_GPR_MOVE 0, 128, rdi, rsi, rdx, rcx, r8, r9
+    DNP_FRAME_END
+    DNP_ENDFUNC dnp_elt_enter
 
 /* Leave and Tailcall: the same frame, a different C function. */
 .macro DNP_ELT_RETURN_STUB name, target
-    .globl \name
-    .hidden \name
-    .type \name, @function
-    .p2align 4
-\name:
-    .cfi_startproc
-    push rbp
-    .cfi_def_cfa_offset 16
-    .cfi_offset rbp, -16
-    mov rbp, rsp
-    .cfi_def_cfa_register rbp
-    sub rsp, 48
-    and rsp, -16
-    movaps [rsp + 0], xmm0
-    movaps [rsp + 16], xmm1
-    mov [rsp + 32], rax
-    mov [rsp + 40], rdx
+    DNP_FUNC \name
+    DNP_FRAME_BEGIN 48
+    DNP_XMM_MOVE 1, 0, 1
+    DNP_GPR_MOVE 1, 32, rax, rdx
     call \target
-    movaps xmm0, [rsp + 0]
-    movaps xmm1, [rsp + 16]
-    mov rax, [rsp + 32]
-    mov rdx, [rsp + 40]
-    mov rsp, rbp
-    pop rbp
-    .cfi_def_cfa rsp, 8
-    ret
-    .cfi_endproc
-    .size \name, . - \name
+    DNP_XMM_MOVE 0, 0, 1
+    DNP_GPR_MOVE 0, 32, rax, rdx
+    DNP_FRAME_END
+    DNP_ENDFUNC \name
 .endm
 
     DNP_ELT_RETURN_STUB dnp_elt_leave, calls_hook_leave
@@ -115,12 +102,7 @@ dnp_elt_enter:
  * non-zero (it then changed nothing). The client ID and caller SP are passed in
  * rdi and rsi, which hold arguments: kept around the call; rax may be trashed. */
 .macro DNP_ELT_FAST_ENTER name, fast, full
-    .globl \name
-    .hidden \name
-    .type \name, @function
-    .p2align 4
-\name:
-    .cfi_startproc
+    DNP_FUNC \name
     push rdi
     .cfi_adjust_cfa_offset 8
     push rsi
@@ -135,8 +117,7 @@ dnp_elt_enter:
     test eax, eax
     jnz \full
     ret
-    .cfi_endproc
-    .size \name, . - \name
+    DNP_ENDFUNC \name
 .endm
 
 
@@ -166,12 +147,7 @@ dnp_elt_enter:
 /* Enter: client ID r14, caller SP r15; scratch rax r10 r11 only, the rest is
  * kept (rdi, and for the timed path rdx, pushed). timed: 1 or 0. */
 .macro DNP_ELT_ASM_ENTER name, slow, timed
-    .globl \name
-    .hidden \name
-    .type \name, @function
-    .p2align 4
-\name:
-    .cfi_startproc
+    DNP_FUNC \name
 .if \timed
     push rdx
     .cfi_adjust_cfa_offset 8
@@ -301,20 +277,14 @@ dnp_elt_enter:
 .endif
     .cfi_def_cfa_offset 8
     jmp \slow
-    .cfi_endproc
-    .size \name, . - \name
+    DNP_ENDFUNC \name
 .endm
 
 /* Leave: client ID rdi, caller SP rsi; rax rdx xmm0 xmm1 are live (rax and rdx
  * kept in r10 and r11 by the timed path, whose rdtsc needs them); scratch rcx
  * r8 r9, and rdi rsi once the return is known to be the fast one. */
 .macro DNP_ELT_ASM_LEAVE name, timed
-    .globl \name
-    .hidden \name
-    .type \name, @function
-    .p2align 4
-\name:
-    .cfi_startproc
+    DNP_FUNC \name
 .if \timed
     mov r10, rax
     mov r11, rdx
@@ -391,8 +361,7 @@ dnp_elt_enter:
 9:
     jmp dnp_elt_leave
 .endif
-    .cfi_endproc
-    .size \name, . - \name
+    DNP_ENDFUNC \name
 .endm
 
     DNP_ELT_ASM_ENTER dnp_elt_enter_timed, dnp_elt_enter_timed_c, 1
@@ -408,22 +377,11 @@ dnp_elt_enter:
  * all the calls, from argument (rdi) to return value (rax) and on, as in
  * methods that compute: the hooks' own cost (calls.c).
  * dnp_elt_nop for both gives the body's own time. */
-    .globl dnp_elt_nop
-    .hidden dnp_elt_nop
-    .type dnp_elt_nop, @function
-    .p2align 4
-dnp_elt_nop:
-    .cfi_startproc
+    DNP_FUNC dnp_elt_nop
     ret
-    .cfi_endproc
-    .size dnp_elt_nop, . - dnp_elt_nop
+    DNP_ENDFUNC dnp_elt_nop
 
-    .globl dnp_elt_calibrate
-    .hidden dnp_elt_calibrate
-    .type dnp_elt_calibrate, @function
-    .p2align 4
-dnp_elt_calibrate:
-    .cfi_startproc
+    DNP_FUNC dnp_elt_calibrate
     push rbp
     .cfi_def_cfa_offset 16
     .cfi_offset rbp, -16
@@ -487,7 +445,6 @@ dnp_elt_calibrate:
     pop rbp
     .cfi_def_cfa rsp, 8
     ret
-    .cfi_endproc
-    .size dnp_elt_calibrate, . - dnp_elt_calibrate
+    DNP_ENDFUNC dnp_elt_calibrate
 
     .section .note.GNU-stack, "", @progbits
