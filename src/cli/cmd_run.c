@@ -15,6 +15,23 @@
 #include "session.h"
 #include "trace_reader.h"
 
+/* The end of run's help: the last options, the examples. */
+static void run_help_tail(void) {
+    fputs("  -q, --quiet         print no summary at the end\n"
+          "  -h, --help          print this help\n"
+          "\n"
+          "examples:\n"
+          "  dnprof run -- dotnet app.dll arg1\n"
+          "  dnprof run --events classes,jit,exceptions -o app.trace -- dotnet app.dll\n"
+          "  dnprof run --calls --include 'MyApp.*' -o app.trace -- dotnet app.dll\n"
+          "  dnprof run --sample --rate 1000 -o app.trace -- dotnet app.dll\n"
+          "  dnprof run --il 'MyApp.Orders::*' -o app.trace -- dotnet app.dll\n"
+          "  dnprof run --every 10s --alloc -o profiles/ --keep 60 -- dotnet app.dll\n"
+          "  dnprof run --every 15s --pyroscope http://pyroscope:4040 --label env=prod -- dotnet app.dll\n"
+          "  dnprof print app.trace\n",
+          stdout);
+}
+
 static void run_help(void) {
     fputs("usage: dnprof run [options] [--] PROGRAM [ARGS...]\n"
           "\n"
@@ -54,11 +71,12 @@ static void run_help(void) {
           "                      disables inlining and precompiled (ReadyToRun) code, so the\n"
           "                      program runs slower (--include, --exclude and --all-code\n"
           "                      imply --calls)\n"
-          "      --il GLOB       the IL body of each method whose Namespace.Class::Method\n"
-          "                      matches GLOB, as it is first JIT-compiled: header, clauses,\n"
-          "                      bytes, and the names of its tokens (dnprof print shows it\n"
-          "                      disassembled under its JITCompilationStarted; docs/il.md);\n"
-          "                      repeatable, or comma-separated; adds jit to the events\n"
+          "      --il PATTERN    the IL body of each method whose Namespace.Class::Method\n"
+          "                      matches a glob of PATTERN (comma-separated), as it is\n"
+          "                      first JIT-compiled: header, clauses, bytes, and the names\n"
+          "                      of its tokens (dnprof print shows it disassembled under\n"
+          "                      its JITCompilationStarted; docs/il.md); repeatable; adds\n"
+          "                      jit to the events\n"
           "      --alloc         sampled allocations: bytes by type and by allocating call\n"
           "                      path, from the runtime's own sampling (about one sample\n"
           "                      per 100 KiB; cheap enough for production; read them with\n"
@@ -105,20 +123,9 @@ static void run_help(void) {
           "                      or " DNP_ENV_PUSH_TENANT " (or their _FILE), never arguments\n"
           "      --label K=V     a label of every profile pushed; repeatable\n"
           "      --service NAME  the service_name pushed (default: the program's name)\n"
-          "      --push-timeout TIME  per request (default 10s); 2 retries with backoff\n"
-          "  -q, --quiet         print no summary at the end\n"
-          "  -h, --help          print this help\n"
-          "\n"
-          "examples:\n"
-          "  dnprof run -- dotnet app.dll arg1\n"
-          "  dnprof run --events classes,jit,exceptions -o app.trace -- dotnet app.dll\n"
-          "  dnprof run --calls --include 'MyApp.*' -o app.trace -- dotnet app.dll\n"
-          "  dnprof run --sample --rate 1000 -o app.trace -- dotnet app.dll\n"
-          "  dnprof run --il 'MyApp.Orders::*' -o app.trace -- dotnet app.dll\n"
-          "  dnprof run --every 10s --alloc -o profiles/ --keep 60 -- dotnet app.dll\n"
-          "  dnprof run --every 15s --pyroscope http://pyroscope:4040 --label env=prod -- dotnet app.dll\n"
-          "  dnprof print app.trace\n",
+          "      --push-timeout TIME  per request (default 10s); 2 retries with backoff\n",
           stdout);
+    run_help_tail();
 }
 
 static const char *status_word(dnp_trace_status s) {
