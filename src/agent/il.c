@@ -405,6 +405,19 @@ static void record_body(FunctionID fid, ModuleID module, mdToken token) {
     free(t);
 }
 
+void il_forget_module(ModuleID module) {
+    if (!G.on)
+        return;
+    pthread_mutex_lock(&G.mu);
+    for (size_t i = 0; i < G.seen.cap;) { /* a deletion shifts a later entry into slot i */
+        if (G.seen.full[i] && G.seen.ka[i] == module)
+            dnp_u64map_del2(&G.seen, module, G.seen.kb[i], NULL);
+        else
+            i++;
+    }
+    pthread_mutex_unlock(&G.mu);
+}
+
 void il_jit_started(FunctionID fid) {
     ClassID cls = 0;
     ModuleID module = 0;

@@ -18,4 +18,9 @@ void il_configure(const agent_config *cfg, uint32_t *mask);
  * what goes wrong is in the event (hrStatus) or left out. */
 void il_jit_started(FunctionID fid);
 
+/* A module is gone (ModuleUnloadFinished, with the modules family): its
+ * methods are forgotten, so that a module loaded later at the same ModuleID
+ * gets its bodies recorded. */
+void il_forget_module(ModuleID module);
+
 #endif
