@@ -270,3 +270,92 @@ TEST(il_tokens_and_hex) {
     ASSERT_EQ(dnp_hex_decode("", back, sizeof back), 0);
     return 0;
 }
+
+/* ---- dnprof print on ILBody events (synthetic traces) ---- */
+
+#ifdef DNPROF_BIN
+#include <stdio.h>
+#include <unistd.h>
+
+#include "json_check.h"
+#include "synth.h"
+#include "trace_format.h"
+
+static char *print_out(const char *args, const char *path) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' print %s '%s' 2>&1", DNPROF_BIN, args, path);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return NULL;
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = malloc(cap);
+    while (buf && n + 1 < cap && (got = fread(buf + n, 1, cap - 1 - n, p)) > 0)
+        n += got;
+    pclose(p);
+    if (buf)
+        buf[n] = 0;
+    return buf;
+}
+
+/* An ILBody of method fn: hr, the runtime's size, the body's hex, tokens. */
+static void il_event(synth *w, uint64_t t, const char *fn, uint32_t hr, uint64_t reported, const char *hex,
+                     const char *tokens) {
+    uint64_t v[DNP_NV_ILBody] = {0};
+    v[DNP_V(ILBody, functionId)] = 0x1000 + t;
+    v[DNP_VNAME(ILBody, functionId)] = synth_string(w, fn);
+    v[DNP_V(ILBody, methodToken)] = 0x06000001;
+    v[DNP_V(ILBody, hrStatus)] = hr;
+    v[DNP_V(ILBody, reportedSize)] = reported;
+    v[DNP_V(ILBody, body)] = hex ? synth_string(w, hex) : 0;
+    v[DNP_V(ILBody, tokens)] = tokens ? synth_string(w, tokens) : 0;
+    synth_event(w, 1, t, DNP_EV_ILBody, v);
+}
+
+TEST(il_print_notes) {
+    const char *path = "/tmp/dnprof-unit-il-print.trace";
+    synth *w = synth_open(path, 4242, "il-print");
+    ASSERT_NE(w, NULL);
+    synth_thread(w, 1, 4242);
+    /* tiny, ldstr; call in 10 bytes of code; then a ret the header leaves out, in the runtime's 12 bytes */
+    il_event(w, 10, "A.B::Sizes", 0, 12, "2a7201000070280c00000a2a",
+             "70000001\t\"hi\"\n0a00000c\tSystem.Console::WriteLine");
+    il_event(w, 20, "A.B::Corrupt", 0, 3, "0a0024", NULL);       /* nop, then no instruction */
+    il_event(w, 30, "A.B::Failed", 0x80004005u, 0, NULL, NULL);  /* E_FAIL */
+    il_event(w, 40, "A.B::Cut", 0, 70000, "0e00002a", NULL);     /* 4 of 70000 bytes */
+    il_event(w, 50, "A.B::NotHex", 0, 2, "zz", NULL);
+    ASSERT_EQ(synth_close(w, 1), 0);
+    char *out = print_out("", path);
+    ASSERT_NE(out, NULL);
+    ASSERT_CONTAINS(out, "IL tiny maxstack=8 codesize=10 locals=none initlocals=no clauses=0 bodysize=11 "
+                         "(the header gives 11 bytes, the runtime 12)\n");
+    ASSERT_CONTAINS(out, "IL_0005: call       System.Console::WriteLine\n");
+    ASSERT_CONTAINS(out, "IL_0000: nop\n");
+    ASSERT_CONTAINS(out, "IL error: IL_0001: 0x24 is no instruction\n");
+    ASSERT_CONTAINS(out, "IL: GetILFunctionBody failed: E_FAIL 0x80004005\n");
+    ASSERT_CONTAINS(out, "(only 4 of the runtime's 70000 bytes recorded)\n");
+    ASSERT_CONTAINS(out, "IL error: the body's bytes are not hex\n");
+    free(out);
+    out = print_out("--json", path);
+    ASSERT_NE(out, NULL);
+    int bodies = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        char err[256];
+        jv *v = json_parse(line, strlen(line), err, sizeof err);
+        ASSERT_NE(v, NULL);
+        const jv *il = json_get(v, "il");
+        const char *fn = json_str(v, "functionId_name");
+        if (il && fn && strcmp(fn, "A.B::Corrupt") == 0) {
+            ASSERT_STREQ(json_str(il, "error"), "IL_0001: 0x24 is no instruction");
+            ASSERT_STREQ(json_str(json_at(json_get(il, "instructions"), 0), "opcode"), "nop");
+        }
+        if (il && fn && strcmp(fn, "A.B::Sizes") == 0)
+            ASSERT_STREQ(json_str(il, "sizeNote"), "the header gives 11 bytes, the runtime 12");
+        bodies += il != NULL;
+        json_free(v);
+    }
+    ASSERT_EQ(bodies, 5);
+    free(out);
+    unlink(path);
+    return 0;
+}
+#endif
