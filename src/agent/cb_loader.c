@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "callbacks.h"
+#include "il.h"
 #include "sampler.h"
 
 /* ---- app domains, assemblies, modules, classes ---- */
@@ -32,7 +33,8 @@
 LIFECYCLE(AppDomainID, APPDOMAIN, AppDomainCreation, AppDomainShutdown, (void)0,
           names_forget(NAMES_APPDOMAIN, id))
 LIFECYCLE(AssemblyID, ASSEMBLY, AssemblyLoad, AssemblyUnload, (void)0, names_forget(NAMES_ASSEMBLY, id))
-LIFECYCLE(ModuleID, MODULE, ModuleLoad, ModuleUnload, sampler_code_unloaded(), names_forget_module(id))
+LIFECYCLE(ModuleID, MODULE, ModuleLoad, ModuleUnload, sampler_code_unloaded(),
+          (names_forget_module(id), il_forget_module(id)))
 
 CB_REC(ModuleAttachedToAssembly, (ICorProfilerCallback *self, ModuleID module, AssemblyID assembly),
        MODULE(module, 1), ASSEMBLY(assembly, 1))

@@ -5,6 +5,7 @@
 
 #include "eventpipe.h"
 #include "callbacks.h"
+#include "il.h"
 #include "inlining.h"
 #include "sampler.h"
 #include "utf16.h"
@@ -22,8 +23,9 @@
 HRESULT cb_JITCompilationStarted(ICorProfilerCallback *self, FunctionID id, BOOL safe) {
     ACTIVE();
     sampler_jit_started(id); /* [JIT] frames of sampled stacks */
-    RECORDED(JIT);
-    REC(JITCompilationStarted, FUNCTION(id, 1), (uint64_t)(safe != 0));
+    if (g_agent.events.families & (1u << DNP_FAM_JIT))
+        REC(JITCompilationStarted, FUNCTION(id, 1), (uint64_t)(safe != 0));
+    il_jit_started(id); /* --il: its body, right after */
     return S_OK;
 }
 

@@ -18,6 +18,8 @@ typedef struct agent_config {
     int all_code;        /* framework code too: no inlining, no ReadyToRun code */
     char include[1024];  /* comma-separated globs of functions to hook, "" for the default */
     char exclude[1024];  /* comma-separated globs of functions not to hook */
+    /* IL bodies (il.c, dnprof run --il) */
+    char il[1024];       /* comma-separated globs of the methods whose IL body is recorded, "" for none */
     /* sampled allocations (alloc_sampling.c, dnprof run/attach --alloc) */
     int alloc;           /* 1: record sampled allocations with their stacks */
     int alloc_tick;      /* DNP_ENV_ALLOC_SOURCE=tick: AllocationTick even where AllocationSampled exists */

@@ -188,7 +188,7 @@ static void typedef_text(IMetaDataImport *imp, mdTypeDef td, sbuf *out, int dept
     sb_add(out, name, n);
 }
 
-static const char *element_type_name(CorElementType t) {
+const char *names_element_type(unsigned t) {
     switch (t) {
     case ELEMENT_TYPE_BOOLEAN: return "System.Boolean";
     case ELEMENT_TYPE_CHAR: return "System.Char";
@@ -237,7 +237,7 @@ static void class_text(ClassID cid, sbuf *out, int depth) {
     ClassID elem_class = 0;
     ULONG rank = 0;
     if (INFO_CALL(IsArrayClass, cid, &elem, &elem_class, &rank) == S_OK) {
-        const char *prim = element_type_name(elem);
+        const char *prim = names_element_type((unsigned)elem);
         if (elem_class)
             class_text(elem_class, out, depth + 1);
         else if (prim)
@@ -330,6 +330,17 @@ static size_t sb_copy(const sbuf *b, char *out, size_t cap) {
     memcpy(out, b->s, n);
     out[n] = 0;
     return n;
+}
+
+IMetaDataImport *names_module_import(ModuleID module) {
+    return module && g_agent.info ? module_import(module) : NULL;
+}
+
+size_t names_typedef_text(IMetaDataImport *imp, mdTypeDef td, char *out, size_t cap) {
+    sbuf b = {.len = 0};
+    b.s[0] = 0;
+    typedef_text(imp, td, &b, 0);
+    return sb_copy(&b, out, cap);
 }
 
 size_t names_function_text(FunctionID fid, char *out, size_t cap) {

@@ -50,6 +50,15 @@ size_t names_field_name(IMetaDataImport *imp, mdFieldDef field, char *out, size_
  * heap snapshots; 0 and "" when unknown. */
 size_t names_field_text(ClassID owner, mdFieldDef field, char *out, size_t cap);
 
+/* A referenced IMetaDataImport for a module (cached), or NULL; Release it after use. */
+IMetaDataImport *names_module_import(ModuleID module);
+
+/* A TypeDef's name, Namespace.Outer+Inner (no arity suffix), into out; its length. */
+size_t names_typedef_text(IMetaDataImport *imp, mdTypeDef td, char *out, size_t cap);
+
+/* The name of a primitive CorElementType ("System.Int32"), or NULL. */
+const char *names_element_type(unsigned elem);
+
 /* A number that moves whenever a name of the kind may have been forgotten (an
  * unload): a name cached outside this module along with the epoch read before
  * resolving it is good while the epoch has not moved. */

@@ -17,6 +17,7 @@
 #include "names.h"
 #include "recorder.h"
 #include "calls.h"
+#include "il.h"
 #include "inlining.h"
 #include "control.h"
 #include "heap.h"
@@ -129,6 +130,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
         return E_FAIL;
     }
     inlining_configure(cfg, &mask);
+    il_configure(cfg, &mask); /* --il */
     exceptions_configure(cfg, &mask, &high);
     ep_reset();
     alloc_configure(cfg, &mask, &high);

@@ -20,6 +20,7 @@
 #include "dnp_vec.h"
 #include "families.h"
 #include "nesting.h"
+#include "print_il.h"
 #include "report.h"
 #include "timeorder.h"
 #include "trace_reader.h"
@@ -402,6 +403,14 @@ static void put_field(printer *p, uint64_t borrowed, const dnp_trace_event *e, i
     case DNP_FT_THREAD:
         put_thread(p, name, v);
         break;
+    case DNP_FT_BLOB: { /* hex in JSON; its size in text */
+        const char *hex = dnp_trace_string(p->t, v);
+        if (p->json)
+            cli_put_json(out, hex);
+        else
+            fprintf(out, "%s=<%zu bytes>", name, hex ? strlen(hex) / 2 : 0);
+        break;
+    }
     default: /* HEX, ADDR, OBJECT, and any later type */
         label(p, name);
         hexnum(p, "0x%llx", v);
@@ -437,6 +446,20 @@ static void put_indent(FILE *out, int depth) {
         fprintf(out, "{%d} ", depth);
 }
 
+/* An ILBody's listing, one line each under the event (docs/il.md). */
+static void print_il_lines(printer *p, const dnp_trace_event *e, int depth) {
+    char *text = il_listing_text(p->t, e);
+    for (char *line = text, *eol; line && *line; line = eol + 1) {
+        eol = strchr(line, '\n');
+        if (!eol)
+            break;
+        put_columns(p, e->time_ns, e->thread);
+        put_indent(p->out, depth);
+        fwrite(line, 1, (size_t)(eol - line + 1), p->out);
+    }
+    free(text);
+}
+
 static void print_event(printer *p, const dnp_trace_event *e, uint64_t borrowed, int depth) {
     const dnp_event_info *info = &dnp_events[e->kind];
     FILE *out = p->out;
@@ -446,6 +469,8 @@ static void print_event(printer *p, const dnp_trace_event *e, uint64_t borrowed,
                 info->name, dnp_family_words[info->family]);
         for (int f = 0; f < info->nfields; f++)
             put_field(p, borrowed, e, f);
+        if (e->kind == DNP_EV_ILBody)
+            il_put_json(out, p->t, e);
         fputs("}\n", out);
         return;
     }
@@ -453,8 +478,11 @@ static void print_event(printer *p, const dnp_trace_event *e, uint64_t borrowed,
     put_indent(out, depth);
     fputs(info->name, out);
     for (int f = 0; f < info->nfields; f++)
-        put_field(p, borrowed, e, f);
+        if (e->kind != DNP_EV_ILBody || value_at[e->kind][f] != DNP_V(ILBody, tokens)) /* in the listing */
+            put_field(p, borrowed, e, f);
     fputc('\n', out);
+    if (e->kind == DNP_EV_ILBody)
+        print_il_lines(p, e, depth + 1);
 }
 
 static void print_note(printer *p, const dnp_trace_note *n) {

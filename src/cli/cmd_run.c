@@ -15,7 +15,24 @@
 #include "session.h"
 #include "trace_reader.h"
 
-static void run_help_options(void) {
+/* The end of run's help: the last options, the examples. */
+static void run_help_tail(void) {
+    fputs("  -q, --quiet         print no summary at the end\n"
+          "  -h, --help          print this help\n"
+          "\n"
+          "examples:\n"
+          "  dnprof run -- dotnet app.dll arg1\n"
+          "  dnprof run --events classes,jit,exceptions -o app.trace -- dotnet app.dll\n"
+          "  dnprof run --calls --include 'MyApp.*' -o app.trace -- dotnet app.dll\n"
+          "  dnprof run --sample --rate 1000 -o app.trace -- dotnet app.dll\n"
+          "  dnprof run --il 'MyApp.Orders::*' -o app.trace -- dotnet app.dll\n"
+          "  dnprof run --every 10s --alloc -o profiles/ --keep 60 -- dotnet app.dll\n"
+          "  dnprof run --every 15s --pyroscope http://pyroscope:4040 --label env=prod -- dotnet app.dll\n"
+          "  dnprof print app.trace\n",
+          stdout);
+}
+
+static void run_help(void) {
     fputs("usage: dnprof run [options] [--] PROGRAM [ARGS...]\n"
           "\n"
           "Runs PROGRAM with dnprof's agent loaded into the .NET runtime and records what\n"
@@ -58,6 +75,12 @@ static void run_help_options(void) {
           "                      disables inlining and precompiled (ReadyToRun) code, so the\n"
           "                      program runs slower (--include, --exclude and --all-code\n"
           "                      imply --calls)\n"
+          "      --il PATTERN    the IL body of each method whose Namespace.Class::Method\n"
+          "                      matches a glob of PATTERN (comma-separated), as it is\n"
+          "                      first JIT-compiled: header, clauses, bytes, and the names\n"
+          "                      of its tokens (dnprof print shows it disassembled under\n"
+          "                      its JITCompilationStarted; docs/il.md); repeatable; adds\n"
+          "                      jit to the events\n"
           "      --alloc         sampled allocations: bytes by type and by allocating call\n"
           "                      path, from the runtime's own sampling (about one sample\n"
           "                      per 100 KiB; cheap enough for production; read them with\n"
@@ -106,24 +129,9 @@ static void run_help_options(void) {
           "                      or " DNP_ENV_PUSH_TENANT " (or their _FILE), never arguments\n"
           "      --label K=V     a label of every profile pushed; repeatable\n"
           "      --service NAME  the service_name pushed (default: the program's name)\n"
-          "      --push-timeout TIME  per request (default 10s); 2 retries with backoff\n"
-          "  -q, --quiet         print no summary at the end\n"
-          "  -h, --help          print this help\n",
+          "      --push-timeout TIME  per request (default 10s); 2 retries with backoff\n",
           stdout);
-}
-
-static void run_help(void) {
-    run_help_options();
-    fputs("\n"
-          "examples:\n"
-          "  dnprof run -- dotnet app.dll arg1\n"
-          "  dnprof run --events classes,jit,exceptions -o app.trace -- dotnet app.dll\n"
-          "  dnprof run --calls --include 'MyApp.*' -o app.trace -- dotnet app.dll\n"
-          "  dnprof run --sample --rate 1000 -o app.trace -- dotnet app.dll\n"
-          "  dnprof run --every 10s --alloc -o profiles/ --keep 60 -- dotnet app.dll\n"
-          "  dnprof run --every 15s --pyroscope http://pyroscope:4040 --label env=prod -- dotnet app.dll\n"
-          "  dnprof print app.trace\n",
-          stdout);
+    run_help_tail();
 }
 
 static const char *status_word(dnp_trace_status s) {
@@ -250,6 +258,7 @@ typedef struct run_opts {
     int calls, all_code;                      /* calls: 0, 1 --calls, 2 --timeline, 3 --args, 4 --calls=counts,
                                                  5 --calls=timed */
     char include[1024], exclude[1024];
+    char il[1024];                            /* --il: the methods whose IL bodies are recorded */
     const char *heap_at, *heap_output;        /* heap snapshot (docs/heap.md) */
     char heap_path[PATH_MAX];                 /* --heap-output made absolute */
     char events_buf[1100];
@@ -281,6 +290,8 @@ static int threadpool_asked(const run_opts *o) { return o->threadpool; }
 static int gc_apply(run_opts *o) { (void)o; return cli_setting_set(DNP_SET_GC, "1") ? 1 : 0; }
 static int threadpool_apply(run_opts *o) { (void)o; return cli_setting_set(DNP_SET_THREADPOOL, "1") ? 1 : 0; }
 static int every_asked(const run_opts *o) { return o->every != NULL; }
+static int il_asked(const run_opts *o) { return o->il[0] != 0; }
+static int il_apply(run_opts *o) { return cli_setting_set(DNP_SET_IL, o->il) ? 1 : 0; }
 
 static int every_apply(run_opts *o) {
     return cli_setting_set(DNP_SET_EVERY, o->every_ms) ? 1 : 0;
@@ -354,6 +365,7 @@ static const run_mode run_modes[] = {
     /* GC statistics and the thread pool come from the runtime's events, not the gc family */
     {"gc", gc_asked, "threads", NULL, gc_apply},
     {"threadpool", threadpool_asked, "threads", NULL, threadpool_apply},
+    {"il", il_asked, "jit", "jit", il_apply},                         /* each body right after its JIT event */
     {"every", every_asked, NULL, NULL, every_apply},                  /* windows of the modes above */
 };
 #define NMODES (sizeof run_modes / sizeof run_modes[0])
@@ -401,10 +413,15 @@ static int choose_events(run_opts *o) {
     return 0;
 }
 
-static int add_pattern(run_opts *o, int include, const char *pat) {
-    char *list = include ? o->include : o->exclude;
-    const char *flag = include ? "--include" : "--exclude";
-    if (!*pat || strchr(pat, ','))
+/* One pattern of --include (which 0), --exclude (1) or --il (2) added to its list. */
+static int add_pattern(run_opts *o, int which, const char *pat) {
+    char *list = which == 0 ? o->include : which == 1 ? o->exclude : o->il;
+    const char *flag = which == 0 ? "--include" : which == 1 ? "--exclude" : "--il";
+    _Static_assert(sizeof o->il == sizeof o->include && sizeof o->exclude == sizeof o->include, "one size");
+    if (which == 2 && pat[strspn(pat, ", ")] == 0)
+        return usage_error("run", "--il wants method patterns such as 'MyApp.Orders::*' (comma-separated), not '%s'",
+                           pat);
+    if (!*pat || (which != 2 && strchr(pat, ',')))
         return usage_error("run", "%s wants one pattern such as 'MyApp.*' (repeat the flag for more), not '%s'", flag,
                            pat);
     size_t len = strlen(list);
@@ -416,7 +433,7 @@ static int add_pattern(run_opts *o, int include, const char *pat) {
 
 enum { OPT_FLUSH = 256, OPT_EXCEPTIONS = 300, OPT_CALLS = 320, OPT_TIMELINE, OPT_ARGS, OPT_INCLUDE, OPT_EXCLUDE,
        OPT_ALL_CODE, OPT_ALLOC = 340, OPT_HEAP_AT, OPT_HEAP_OUTPUT, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL,
-       OPT_LOCKS = 360, OPT_GC = 380, OPT_THREADPOOL,
+       OPT_LOCKS = 360, OPT_GC = 380, OPT_THREADPOOL, OPT_IL = 390,
        OPT_EVERY = 400, OPT_KEEP, /* then the sinks' options in windows_cli.h's order */
        OPT_PYROSCOPE = OPT_KEEP + WOPT_PYROSCOPE, OPT_LABEL = OPT_KEEP + WOPT_LABEL,
        OPT_SERVICE = OPT_KEEP + WOPT_SERVICE, OPT_PUSH_TIMEOUT = OPT_KEEP + WOPT_PUSH_TIMEOUT,
@@ -452,7 +469,8 @@ static int take_option(run_opts *o, int c, char **argv) {
     case OPT_TIMELINE: o->calls = o->calls == 3 ? 3 : 2; return 0;
     case OPT_ARGS: o->calls = 3; return 0;
     case OPT_INCLUDE:
-    case OPT_EXCLUDE: return add_pattern(o, c == OPT_INCLUDE, optarg);
+    case OPT_EXCLUDE: return add_pattern(o, c == OPT_INCLUDE ? 0 : 1, optarg);
+    case OPT_IL: return add_pattern(o, 2, optarg);
     case OPT_ALL_CODE: o->all_code = 1; return 0;
     case OPT_ALLOC: o->alloc = 1; return 0;
     case OPT_LOCKS:
@@ -493,6 +511,8 @@ static int check_every(run_opts *o) {
         return window_check_no_every("run", f);
     if (o->calls)
         return usage_error("run", "--every cuts --sample, --alloc and --exceptions into windows; not --calls");
+    if (o->il[0])
+        return usage_error("run", "--il records IL bodies into the trace, which --every does not keep");
     if (!o->sample && !o->alloc && !o->exceptions)
         o->sample = "cpu";
     f->out_dir = o->output;
@@ -518,7 +538,7 @@ static int parse_run_options(int argc, char **argv, run_opts *o) {
         {"cpu", no_argument, NULL, OPT_CPU}, {"wall", no_argument, NULL, OPT_WALL},
         {"every", required_argument, NULL, OPT_EVERY}, {"keep", required_argument, NULL, OPT_KEEP},
         {"pyroscope", required_argument, NULL, OPT_PYROSCOPE}, {"label", required_argument, NULL, OPT_LABEL},
-        {"service", required_argument, NULL, OPT_SERVICE},
+        {"service", required_argument, NULL, OPT_SERVICE}, {"il", required_argument, NULL, OPT_IL},
         {"push-timeout", required_argument, NULL, OPT_PUSH_TIMEOUT},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     int c, rc;

@@ -83,10 +83,13 @@ enum {
     mdtFieldDef = 0x04000000,
     mdtMethodDef = 0x06000000,
     mdtMemberRef = 0x0a000000,
+    mdtSignature = 0x11000000,
+    mdtModuleRef = 0x1a000000,
     mdtTypeSpec = 0x1b000000,
     mdtAssemblyRef = 0x23000000,
     mdtExportedType = 0x27000000,
     mdtMethodSpec = 0x2b000000,
+    mdtString = 0x70000000,
     mdTokenNil = 0
 };
 #define DNP_TOKEN_TYPE(tk) ((uint32_t)(tk) & 0xff000000u)

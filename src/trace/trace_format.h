@@ -59,7 +59,8 @@ enum {
     X(GC_REASON, 1)                                                          \
     X(SUSPEND_REASON, 1)                                                     \
     X(JIT_CACHE, 1)                                                          \
-    X(TRANSITION_REASON, 1)
+    X(TRANSITION_REASON, 1)                                                  \
+    X(BLOB, 1)              /* bytes: a string number, the bytes in hex */
 
 typedef enum dnp_field_type {
 #define X(name, nvalues) DNP_FT_##name,
