@@ -55,7 +55,8 @@ static int has_line(const char *text, const char *want) {
  * run to run) and for the lines that name the build's paths (the commands and
  * the headers that repeat them) or this machine's clock and load (docs/calls.md:
  * rdtsc, or CLOCK_MONOTONIC where rdtsc is not trusted, the hooks' cost measured
- * with it, the time the threads waited for a CPU). Returns the number of README lines not found; -1: no block. */
+ * with it, the time the threads waited for a CPU; how the sampler's timers
+ * work here, and where they fell: docs/calls.md#times-from-samples). Returns the number of README lines not found; -1: no block. */
 static int readme_lines_missing(const char *src, const char *out) {
     char path[4096];
     snprintf(path, sizeof path, "%s/README.md", src);
@@ -77,7 +78,8 @@ static int readme_lines_missing(const char *src, const char *out) {
         l += len + (nl != NULL);
         if (!norm[0] || !strcmp(norm, "...") || strstr(norm, "build/") || !strncmp(norm, "# note: calls: clock", 20) ||
             !strncmp(norm, "note: times are net of the enter/leave hooks' own cost", 54) ||
-            strstr(norm, "spent waiting for a CPU (run queue)"))
+            strstr(norm, "spent waiting for a CPU (run queue)") || !strncmp(norm, "# note: cpu sampling by", 23) ||
+            !strncmp(norm, "note: left out of the times:", 28))
             continue;
         checked++;
         if (!has_line(out, norm)) {
