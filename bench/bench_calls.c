@@ -4,9 +4,10 @@
  * workload's own time (Stopwatch, start-up excluded):
  *   bare      no profiler
  *   agent     the agent loaded, no enter/leave hooks
- *   calls     DNPROF_CALLS=1: every method of the program hooked
- *   filtered  DNPROF_CALLS=1 DNPROF_INCLUDE='*::Leaf': only Leaf hooked
+ *   calls     DNPROF_CALLS=timed: every method of the program hooked, each call timed
+ *   filtered  DNPROF_CALLS=timed DNPROF_INCLUDE='*::Leaf': only Leaf hooked
  *   counts    DNPROF_CALLS=counts: every method hooked, no clock
+ *   sampled   DNPROF_CALLS=1: counts, and times from samples at the default rate
  * and the added cost per hooked call (an enter+leave pair): (calls - bare) /
  * hooked calls. It also measures, in this process, in every round, the floor
  * of a timed pair: two clock reads (rdtsc, and lfence;rdtsc as the hooks read
@@ -15,7 +16,8 @@
  * called); mixed = dictionary work calling Leaf every 16 iterations, 1250001
  * hooked calls (1250000 Leaf + MixedWork), 1250000 in the filtered run.
  * With a fourth argument, another agent (an older build: BASE.so), the calls
- * and counts configurations run with it too (calls@base, counts@base),
+ * and counts configurations run with it too (calls@base, counts@base: its
+ * DNPROF_CALLS=1 and counts),
  * interleaved with the rest, for a comparison in one run.
  * Usage: bench_calls AGENT.so SCENARIOS.dll [RUNS [BASE.so]] */
 #include <fcntl.h>
@@ -57,9 +59,9 @@ static double clock_read_ns(int fenced) {
     return best;
 }
 
-enum { BARE, AGENT, CALLS, FILTERED, COUNTS, CALLS_BASE, COUNTS_BASE, NCONFIG };
-static const char *const config_names[NCONFIG] = {"bare",   "agent",      "calls",      "filtered",
-                                                  "counts", "calls@base", "counts@base"};
+enum { BARE, AGENT, CALLS, FILTERED, COUNTS, SAMPLED, CALLS_BASE, COUNTS_BASE, NCONFIG };
+static const char *const config_names[NCONFIG] = {"bare",   "agent",   "calls",      "filtered",
+                                                  "counts", "sampled", "calls@base", "counts@base"};
 static const char *base_agent; /* NULL: no base configurations */
 
 /* The workload's time in ms as the program prints it ("fib 2178309 123.4 ms"). */
@@ -76,7 +78,9 @@ static double run_once(const char *agent, const char *dll, const char *what, int
         if (config != BARE) {
             bench_agent_env(config >= CALLS_BASE ? base_agent : agent, "/tmp/bench_calls.%p.trace");
         }
-        if (config == CALLS || config == FILTERED || config == CALLS_BASE)
+        if (config == CALLS || config == FILTERED)
+            setenv(DNP_ENV_CALLS, "timed", 1);
+        if (config == SAMPLED || config == CALLS_BASE)
             setenv(DNP_ENV_CALLS, "1", 1);
         if (config == COUNTS || config == COUNTS_BASE)
             setenv(DNP_ENV_CALLS, "counts", 1);
@@ -146,6 +150,9 @@ int main(int argc, char **argv) {
                pair, workloads[w].hooked, pair / (2 * rdtsc_ns), pair / (2 * fenced_ns));
         printf("  counts only, per hooked call: %.1f ns\n",
                (med[COUNTS] - med[BARE]) * 1e6 / workloads[w].hooked);
+        printf("  sampled times (--calls), per hooked call: %.1f ns (x%.2f the bare workload; counts x%.2f)\n",
+               (med[SAMPLED] - med[BARE]) * 1e6 / workloads[w].hooked, med[SAMPLED] / med[BARE],
+               med[COUNTS] / med[BARE]);
         if (base_agent)
             printf("  base agent, per hooked call: %.1f ns timed, %.1f ns counts only\n",
                    (med[CALLS_BASE] - med[BARE]) * 1e6 / workloads[w].hooked,
