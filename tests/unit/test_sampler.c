@@ -111,6 +111,43 @@ __attribute__((noinline)) static int sampler_test_local_function(int x) {
     return x * 3 + 1;
 }
 
+/* The edges of a hooked method (arch_hook_edge): the JIT's prologue up to the
+ * enter hook's call gives the client ID (the mov r14 ahead, or r14 once it has
+ * run), its epilogue after the leave hook the caller SP its ret leaves. */
+TEST(sampler_hook_edges) {
+    X86_64_ONLY();
+    static const uint8_t prolog[] = {
+        0x55, 0x41, 0x57, 0x41, 0x56,                               /* push rbp; push r15; push r14 */
+        0x48, 0x8d, 0x6c, 0x24, 0x10,                               /* lea rbp, [rsp+0x10] */
+        0x49, 0xbe, 0x68, 0x01, 0xba, 0xed, 0xb1, 0x55, 0x00, 0x00, /* mov r14, 0x55b1edba0168 */
+        0x4c, 0x8d, 0x7d, 0x10,                                     /* lea r15, [rbp+0x10] */
+        0xff, 0x15, 0x00, 0x10, 0x00, 0x00,                         /* call [rip+0x1000] */
+        0x33, 0xc0};                                                /* xor eax, eax */
+    static const size_t starts[] = {0, 1, 3, 5, 10, 20, 24};
+    arch_regs r = {0};
+    r.client = 0x1234;
+    uint64_t v = 0;
+    for (size_t i = 0; i < sizeof starts / sizeof *starts; i++) {
+        ASSERT_EQ(arch_hook_edge(prolog + starts[i], sizeof prolog - starts[i], &r, &v), ARCH_EDGE_ENTER);
+        ASSERT_EQ(v, starts[i] <= 10 ? 0x55b1edba0168ull : 0x1234ull); /* after the mov: r14 */
+    }
+    /* the body after the call is not an edge */
+    ASSERT_EQ(arch_hook_edge(prolog + 30, 2, &r, &v), ARCH_EDGE_NONE);
+    static const uint8_t epilog[] = {0x90, 0x48, 0x83, 0xc4, 0x08, 0x5b, 0x41, 0x5e, 0x41, 0x5f, 0x5d, 0xc3};
+    r.sp = 0x7000; /* nop; add rsp, 8; pop rbx; pop r14; pop r15; pop rbp; ret */
+    ASSERT_EQ(arch_hook_edge(epilog, sizeof epilog, &r, &v), ARCH_EDGE_LEAVE);
+    ASSERT_EQ(v, 0x7000ull + 8 + 4 * 8 + 8);
+    ASSERT_EQ(arch_hook_edge(epilog + 5, sizeof epilog - 5, &r, &v), ARCH_EDGE_LEAVE);
+    ASSERT_EQ(v, 0x7000ull + 4 * 8 + 8);
+    ASSERT_EQ(arch_hook_edge(epilog + 11, 1, &r, &v), ARCH_EDGE_LEAVE); /* at the ret */
+    ASSERT_EQ(v, 0x7008ull);
+    /* a body instruction first, or code cut before it decides: none */
+    static const uint8_t body[] = {0x48, 0x0f, 0xaf, 0xf9, 0xc3}; /* imul rdi, rcx; ret */
+    ASSERT_EQ(arch_hook_edge(body, sizeof body, &r, &v), ARCH_EDGE_NONE);
+    ASSERT_EQ(arch_hook_edge(prolog, 8, &r, &v), ARCH_EDGE_NONE);
+    return 0;
+}
+
 TEST(sampler_native_symbols) {
     char buf[512];
     /* getpid: a libc export that the sanitizers do not intercept */
