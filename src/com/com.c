@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dnp_text.h"
+
 /* ---- Interface IDs ---- */
 const IID IID_IUnknown = {0x00000000, 0x0000, 0x0000, {0xC0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x46}};
 const IID IID_IClassFactory = {0x00000001, 0x0000, 0x0000, {0xC0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x46}};
@@ -87,21 +89,11 @@ int dnp_guid_equal(const GUID *a, const GUID *b) {
            memcmp(a->Data4, b->Data4, sizeof a->Data4) == 0;
 }
 
-static int hex_digit(char c) {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Reads n hex digits at *p into *v and advances *p; -1 if any is not hex. */
 static int read_hex(const char **p, int n, uint32_t *v) {
     uint32_t acc = 0;
     for (int i = 0; i < n; i++) {
-        int d = hex_digit((*p)[i]);
+        int d = dnp_hex_digit((*p)[i]);
         if (d < 0)
             return -1;
         acc = (acc << 4) | (uint32_t)d;

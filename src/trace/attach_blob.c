@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dnp_text.h"
 #include "settings.h"
 #include "trace_format.h"
 
@@ -125,17 +126,6 @@ long dnp_attach_blob_encode(const dnp_attach_blob *b, uint8_t *buf, size_t cap) 
     return (long)o.len;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 static const char *tag_name(unsigned tag) {
     const blob_field *f = field_of(tag);
     return f ? f->name : "field";
@@ -145,9 +135,9 @@ static const char *tag_name(unsigned tag) {
 static int get_text(const uint8_t *p, size_t n, char *dst, size_t cap, unsigned tag, char *err,
                     size_t errlen) {
     if (n >= cap)
-        return fail(err, errlen, "the %s is %zu bytes, more than %zu", tag_name(tag), n, cap - 1);
+        return dnp_fail(err, errlen, "the %s is %zu bytes, more than %zu", tag_name(tag), n, cap - 1);
     if (memchr(p, 0, n))
-        return fail(err, errlen, "the %s holds a NUL byte", tag_name(tag));
+        return dnp_fail(err, errlen, "the %s holds a NUL byte", tag_name(tag));
     memcpy(dst, p, n);
     dst[n] = 0;
     return 0;
@@ -164,7 +154,7 @@ static int out_of_bounds(const blob_field *f, const dnp_attach_blob *b, char *er
         return 0;
     char values[128];
     dnp_setting_values(f->setting, values, sizeof values);
-    fail(err, errlen, "the %s %u is out of range for %s (%s)", f->name, (unsigned)v, s->name, values);
+    dnp_fail(err, errlen, "the %s %u is out of range for %s (%s)", f->name, (unsigned)v, s->name, values);
     return 1;
 }
 
@@ -176,7 +166,7 @@ static int settings_checked(char *err, size_t errlen) {
             continue;
         dnp_setting_type t = dnp_settings[fields[i].setting].type;
         if ((t == DNP_SETTING_STRING || t == DNP_SETTING_PATH) != fields[i].text)
-            return fail(err, errlen, "the %s field is not of its setting's type", fields[i].name);
+            return dnp_fail(err, errlen, "the %s field is not of its setting's type", fields[i].name);
     }
     return 0;
 }
@@ -188,39 +178,39 @@ int dnp_attach_blob_parse(const void *data, size_t len, dnp_attach_blob *out, ch
     if (settings_checked(err, errlen) < 0)
         return -1;
     if (!p || len == 0)
-        return fail(err, errlen, "no client data (the request did not come from dnprof attach)");
+        return dnp_fail(err, errlen, "no client data (the request did not come from dnprof attach)");
     if (len < DNP_BLOB_HEADER_SIZE || memcmp(p, DNP_BLOB_MAGIC, 4) != 0)
-        return fail(err, errlen, "the client data is not dnprof's (%zu bytes, no DNPA header)", len);
+        return dnp_fail(err, errlen, "the client data is not dnprof's (%zu bytes, no DNPA header)", len);
     unsigned version = get_u16(p + 4), hsize = get_u16(p + 6);
     uint32_t total = dnp_get_u32le(p + 8);
     if (version != DNP_BLOB_VERSION)
-        return fail(err, errlen,
+        return dnp_fail(err, errlen,
                     "the client data is version %u, this agent reads version %u: use the dnprof "
                     "that came with this agent",
                     version, DNP_BLOB_VERSION);
     if (total != len)
-        return fail(err, errlen, "the client data says it is %u bytes, %zu arrived", (unsigned)total,
+        return dnp_fail(err, errlen, "the client data says it is %u bytes, %zu arrived", (unsigned)total,
                     len);
     if (hsize < DNP_BLOB_HEADER_SIZE || hsize > len || len > DNP_BLOB_MAX)
-        return fail(err, errlen, "the client data has a bad header size %u (blob of %zu bytes)",
+        return dnp_fail(err, errlen, "the client data has a bad header size %u (blob of %zu bytes)",
                     hsize, len);
 
     unsigned seen = 0;
     size_t off = hsize;
     while (off < len) {
         if (len - off < 4)
-            return fail(err, errlen, "a field header is cut short at byte %zu", off);
+            return dnp_fail(err, errlen, "a field header is cut short at byte %zu", off);
         unsigned tag = get_u16(p + off);
         size_t n = get_u16(p + off + 2);
         off += 4;
         if (n > len - off)
-            return fail(err, errlen, "the %s (tag %u) says %zu bytes, only %zu are left",
+            return dnp_fail(err, errlen, "the %s (tag %u) says %zu bytes, only %zu are left",
                         tag_name(tag), tag, n, len - off);
         const uint8_t *v = p + off;
         off += n;
         if (tag >= 1 && tag < 32) {
             if (seen & (1u << tag))
-                return fail(err, errlen, "the %s (tag %u) appears twice", tag_name(tag), tag);
+                return dnp_fail(err, errlen, "the %s (tag %u) appears twice", tag_name(tag), tag);
             seen |= 1u << tag;
         }
         const blob_field *f = field_of(tag);
@@ -232,14 +222,14 @@ int dnp_attach_blob_parse(const void *data, size_t len, dnp_attach_blob *out, ch
                 return -1;
         } else {
             if (n != 4)
-                return fail(err, errlen, "the %s is %zu bytes, not 4", f->name, n);
+                return dnp_fail(err, errlen, "the %s is %zu bytes, not 4", f->name, n);
             *(uint32_t *)(void *)at = dnp_get_u32le(v);
         }
     }
     if (out->output[0] != '/')
-        return fail(err, errlen, "the output path is %s", out->output[0] ? "not absolute" : "missing");
+        return dnp_fail(err, errlen, "the output path is %s", out->output[0] ? "not absolute" : "missing");
     if (out->control_dir[0] != '/')
-        return fail(err, errlen, "the control directory is %s",
+        return dnp_fail(err, errlen, "the control directory is %s",
                     out->control_dir[0] ? "not absolute" : "missing");
     for (size_t i = 0; i < NFIELDS; i++)
         if (out_of_bounds(&fields[i], out, err, errlen))

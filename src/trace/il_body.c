@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dnp_text.h"
+
 const char *const dnp_il_operand_words[DNP_ILO_COUNT] = {
 #define X(id, word, size) word,
     DNP_IL_OPERANDS(X)
@@ -44,17 +46,6 @@ const dnp_il_opcode *dnp_il_opcode_of(unsigned bytes) {
     return lo < NOPCODES && opcodes[lo].bytes == bytes ? &opcodes[lo] : NULL;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 static uint16_t get_u16(const uint8_t *p) {
     return (uint16_t)(p[0] | p[1] << 8);
 }
@@ -67,7 +58,7 @@ static uint32_t get_u32(const uint8_t *p) {
 
 static int parse_header(const uint8_t *b, size_t n, dnp_il_header *h, char *err, size_t errlen) {
     if (n == 0)
-        return fail(err, errlen, "empty body: no header");
+        return dnp_fail(err, errlen, "empty body: no header");
     if ((b[0] & 3) == 2) { /* CorILMethod_TinyFormat */
         h->header_size = 1;
         h->flags = 2;
@@ -75,7 +66,7 @@ static int parse_header(const uint8_t *b, size_t n, dnp_il_header *h, char *err,
         h->code_size = b[0] >> 2;
     } else if ((b[0] & 3) == 3) { /* CorILMethod_FatFormat */
         if (n < 12)
-            return fail(err, errlen, "fat header cut short: %zu of its 12 bytes", n);
+            return dnp_fail(err, errlen, "fat header cut short: %zu of its 12 bytes", n);
         uint16_t w = get_u16(b);
         h->fat = 1;
         h->flags = w & 0x0FFFu;
@@ -86,17 +77,17 @@ static int parse_header(const uint8_t *b, size_t n, dnp_il_header *h, char *err,
         h->init_locals = (h->flags & 0x10) != 0;
         h->more_sects = (h->flags & 0x8) != 0;
         if (h->header_size < 12)
-            return fail(err, errlen, "fat header of %u dwords: at least 3", h->header_size / 4);
+            return dnp_fail(err, errlen, "fat header of %u dwords: at least 3", h->header_size / 4);
         if (h->header_size > n)
-            return fail(err, errlen, "fat header of %u bytes in a body of %zu", h->header_size, n);
+            return dnp_fail(err, errlen, "fat header of %u bytes in a body of %zu", h->header_size, n);
     } else {
-        return fail(err, errlen, "not an IL method header: first byte 0x%02x (tiny 0x2 or fat 0x3 in its low bits)",
+        return dnp_fail(err, errlen, "not an IL method header: first byte 0x%02x (tiny 0x2 or fat 0x3 in its low bits)",
                     b[0]);
     }
     uint64_t end = (uint64_t)h->header_size + h->code_size;
     h->body_size = end > UINT32_MAX ? UINT32_MAX : (uint32_t)end;
     if (end > n)
-        return fail(err, errlen, "code of %" PRIu32 " bytes runs past the body (%zu bytes after the %" PRIu32
+        return dnp_fail(err, errlen, "code of %" PRIu32 " bytes runs past the body (%zu bytes after the %" PRIu32
                     "-byte header)", h->code_size, n - h->header_size, h->header_size);
     return 0;
 }
@@ -126,17 +117,17 @@ static int parse_sections(const uint8_t *b, size_t n, dnp_il_header *h, dnp_il_c
     for (int more = h->more_sects; more;) {
         pos = (pos + 3) & ~(uint64_t)3;
         if (pos + 4 > n)
-            return fail(err, errlen, "data section %" PRIu32 " at byte %" PRIu64 " runs past the body (%zu bytes)",
+            return dnp_fail(err, errlen, "data section %" PRIu32 " at byte %" PRIu64 " runs past the body (%zu bytes)",
                         h->sections + 1, pos, n);
         const uint8_t *s = b + pos;
         uint8_t kind = s[0];
         int fat = (kind & 0x40) != 0; /* CorILMethod_Sect_FatFormat */
         uint32_t size = fat ? (uint32_t)s[1] | (uint32_t)s[2] << 8 | (uint32_t)s[3] << 16 : s[1];
         if (size < 4)
-            return fail(err, errlen, "data section %" PRIu32 " at byte %" PRIu64 " claims %" PRIu32
+            return dnp_fail(err, errlen, "data section %" PRIu32 " at byte %" PRIu64 " claims %" PRIu32
                         " bytes, less than its own header", h->sections + 1, pos, size);
         if (pos + size > n)
-            return fail(err, errlen, "data section %" PRIu32 " at byte %" PRIu64 " of %" PRIu32
+            return dnp_fail(err, errlen, "data section %" PRIu32 " at byte %" PRIu64 " of %" PRIu32
                         " bytes runs past the body (%zu bytes)", h->sections + 1, pos, size, n);
         if (kind & 0x1) /* CorILMethod_Sect_EHTable */
             section_clauses(s + 4, size - 4, fat, h, clauses, cap);
@@ -214,17 +205,17 @@ int dnp_il_decode(const uint8_t *code, uint32_t size, uint32_t off, dnp_il_insn 
     unsigned bytes = code[off];
     if (bytes == 0xFE) {
         if (p >= size)
-            return fail(err, errlen, "IL_%04" PRIx32 ": the code ends inside a two-byte opcode (0xFE)", off);
+            return dnp_fail(err, errlen, "IL_%04" PRIx32 ": the code ends inside a two-byte opcode (0xFE)", off);
         bytes = 0xFE00u | code[p++];
     }
     in->op = dnp_il_opcode_of(bytes);
     if (!in->op && bytes > 0xFF)
-        return fail(err, errlen, "IL_%04" PRIx32 ": 0xFE 0x%02X is no instruction", off, bytes & 0xFFu);
+        return dnp_fail(err, errlen, "IL_%04" PRIx32 ": 0xFE 0x%02X is no instruction", off, bytes & 0xFFu);
     if (!in->op)
-        return fail(err, errlen, "IL_%04" PRIx32 ": 0x%02X is no instruction", off, bytes);
+        return dnp_fail(err, errlen, "IL_%04" PRIx32 ": 0x%02X is no instruction", off, bytes);
     uint32_t osize = operand_size[in->op->operand];
     if (size - p < osize)
-        return fail(err, errlen, "IL_%04" PRIx32 ": %s: its operand is cut short (%" PRIu32 " of %" PRIu32 " bytes)",
+        return dnp_fail(err, errlen, "IL_%04" PRIx32 ": %s: its operand is cut short (%" PRIu32 " of %" PRIu32 " bytes)",
                     off, in->op->name, size - p, osize);
     in->size = p + osize - off;
     read_operand(code + p, in);
@@ -232,7 +223,7 @@ int dnp_il_decode(const uint8_t *code, uint32_t size, uint32_t off, dnp_il_insn 
     if (in->op->operand == DNP_ILO_SWITCH) {
         uint64_t count = (uint64_t)in->i;
         if (count > (size - p) / 4)
-            return fail(err, errlen, "IL_%04" PRIx32 ": switch: its %" PRIu64 " targets run past the code (%" PRIu32
+            return dnp_fail(err, errlen, "IL_%04" PRIx32 ": switch: its %" PRIu64 " targets run past the code (%" PRIu32
                         " bytes left)", off, count, size - p);
         in->table = code + p;
         in->size += (uint32_t)count * 4;
@@ -355,22 +346,12 @@ size_t dnp_hex_encode(const uint8_t *b, size_t n, char *out, size_t cap) {
     return 2 * i;
 }
 
-static int hex_digit(char c) {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 long dnp_hex_decode(const char *text, uint8_t *out, size_t cap) {
     size_t n = 0;
     if (!text)
         return -1;
     for (const char *p = text; *p; p += 2) {
-        int hi = hex_digit(p[0]), lo = hi < 0 ? -1 : hex_digit(p[1]);
+        int hi = dnp_hex_digit(p[0]), lo = hi < 0 ? -1 : dnp_hex_digit(p[1]);
         if (hi < 0 || lo < 0)
             return -1;
         if (n < cap)
