@@ -3,7 +3,6 @@
  * files and allocate. */
 
 #include "symbols.h"
-#include "unwind.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -16,27 +15,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elf_symtab.h"
+#include "unwind.h"
+
 #define MAX_MODULES 256
 
-typedef struct sym {
-    uint64_t start, size;
-    const char *name; /* into the module's string table copy */
-} sym;
-
 typedef struct module_syms {
-    uintptr_t base; /* l_addr */
-    sym *syms;      /* FUNC symbols of .symtab by start; NULL: none (a binary without .symtab) */
-    size_t n;
-    char *strtab;
+    uintptr_t base;  /* l_addr */
+    dnp_symtab syms; /* none for a binary without .symtab */
 } module_syms;
 
 static module_syms g_mods[MAX_MODULES];
 static size_t g_nmods;
-
-static int by_start(const void *x, const void *y) {
-    const sym *a = x, *b = y;
-    return a->start < b->start ? -1 : a->start > b->start;
-}
 
 /* Reads the FUNC symbols of path's .symtab. */
 static void load_symtab(module_syms *m, const char *path) {
@@ -44,7 +34,7 @@ static void load_symtab(module_syms *m, const char *path) {
     if (fd < 0)
         return;
     struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+    if (fstat(fd, &st) != 0 || st.st_size <= 0) {
         close(fd);
         return;
     }
@@ -53,46 +43,7 @@ static void load_symtab(module_syms *m, const char *path) {
     close(fd);
     if (f == MAP_FAILED)
         return;
-    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_shoff == 0 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
-        eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > size)
-        goto out;
-    const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + eh->e_shoff);
-    for (unsigned i = 0; i < eh->e_shnum; i++) {
-        if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
-            continue;
-        const Elf64_Shdr *ss = &sh[i], *str = &sh[ss->sh_link];
-        if (ss->sh_offset + ss->sh_size > size || str->sh_offset + str->sh_size > size ||
-            ss->sh_entsize != sizeof(Elf64_Sym) || str->sh_size == 0)
-            break;
-        const Elf64_Sym *syms = (const Elf64_Sym *)(f + ss->sh_offset);
-        size_t count = ss->sh_size / sizeof(Elf64_Sym), n = 0;
-        m->strtab = malloc(str->sh_size + 1);
-        m->syms = calloc(count ? count : 1, sizeof *m->syms);
-        if (!m->strtab || !m->syms) {
-            free(m->strtab);
-            free(m->syms);
-            m->strtab = NULL;
-            m->syms = NULL;
-            break;
-        }
-        memcpy(m->strtab, f + str->sh_offset, str->sh_size);
-        m->strtab[str->sh_size] = 0;
-        for (size_t k = 0; k < count; k++) {
-            if (ELF64_ST_TYPE(syms[k].st_info) != STT_FUNC || syms[k].st_value == 0 ||
-                syms[k].st_name >= str->sh_size)
-                continue;
-            m->syms[n].start = syms[k].st_value;
-            m->syms[n].size = syms[k].st_size;
-            m->syms[n].name = m->strtab + syms[k].st_name;
-            n++;
-        }
-        qsort(m->syms, n, sizeof *m->syms, by_start);
-        m->n = n;
-        break;
-    }
-out:
+    dnp_symtab_parse(&m->syms, f, size);
     munmap((void *)f, size);
 }
 
@@ -111,25 +62,7 @@ static module_syms *module_for(uintptr_t base, const char *path) {
 }
 
 static const char *symtab_lookup(const module_syms *m, uintptr_t ip) {
-    if (!m || !m->n || ip < m->base)
-        return NULL;
-    uint64_t a = ip - m->base;
-    size_t lo = 0, hi = m->n;
-    while (lo < hi) { /* the first symbol starting after a */
-        size_t mid = (lo + hi) / 2;
-        if (m->syms[mid].start <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (size_t k = lo; k-- > 0;) { /* nested or aliased: the closest that covers a */
-        const sym *s = &m->syms[k];
-        if (a < s->start + (s->size ? s->size : 1))
-            return s->name;
-        if (lo - k > 8)
-            break;
-    }
-    return NULL;
+    return m && ip >= m->base ? dnp_symtab_lookup(&m->syms, ip - m->base) : NULL;
 }
 
 int symbols_name(uintptr_t ip, char *out, size_t cap) {
@@ -172,9 +105,7 @@ int symbols_name(uintptr_t ip, char *out, size_t cap) {
 }
 
 void symbols_release(void) {
-    for (size_t i = 0; i < g_nmods; i++) {
-        free(g_mods[i].syms);
-        free(g_mods[i].strtab);
-    }
+    for (size_t i = 0; i < g_nmods; i++)
+        dnp_symtab_free(&g_mods[i].syms);
     g_nmods = 0;
 }

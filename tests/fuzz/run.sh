@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$1" && pwd) || exit 2
 shift
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(trace heap attach_blob control unwind il)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(trace heap attach_blob control unwind il symtab)
 seconds=${FUZZ_SECONDS:-30}
 mem=${FUZZ_MEM_MB:-512}
 status=0

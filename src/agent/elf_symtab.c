@@ -1,0 +1,91 @@
+/* elf_symtab.c: elf_symtab.h. */
+#include "elf_symtab.h"
+
+#include <elf.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int by_start(const void *x, const void *y) {
+    const dnp_sym *a = x, *b = y;
+    return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* Whether [off, off + len) lies within size bytes. */
+static int inside(uint64_t off, uint64_t len, size_t size) {
+    return off <= size && len <= size - off;
+}
+
+static int take_symbols(dnp_symtab *t, const uint8_t *f, const Elf64_Shdr *ss, const Elf64_Shdr *str) {
+    size_t count = ss->sh_size / sizeof(Elf64_Sym), n = 0;
+    t->strtab = malloc(str->sh_size + 1);
+    t->syms = calloc(count ? count : 1, sizeof *t->syms);
+    if (!t->strtab || !t->syms) {
+        dnp_symtab_free(t);
+        return -1;
+    }
+    memcpy(t->strtab, f + str->sh_offset, str->sh_size);
+    t->strtab[str->sh_size] = 0;
+    for (size_t k = 0; k < count; k++) {
+        Elf64_Sym s;
+        memcpy(&s, f + ss->sh_offset + k * sizeof s, sizeof s); /* the file's alignment is its own */
+        if (ELF64_ST_TYPE(s.st_info) != STT_FUNC || s.st_value == 0 || s.st_name >= str->sh_size)
+            continue;
+        t->syms[n].start = s.st_value;
+        t->syms[n].size = s.st_size;
+        t->syms[n].name = t->strtab + s.st_name;
+        n++;
+    }
+    qsort(t->syms, n, sizeof *t->syms, by_start);
+    t->n = n;
+    return 0;
+}
+
+int dnp_symtab_parse(dnp_symtab *t, const uint8_t *f, size_t size) {
+    memset(t, 0, sizeof *t);
+    Elf64_Ehdr eh;
+    if (size < sizeof eh)
+        return -1;
+    memcpy(&eh, f, sizeof eh);
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shoff == 0 ||
+        eh.e_shentsize != sizeof(Elf64_Shdr) || !inside(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr), size))
+        return -1;
+    for (unsigned i = 0; i < eh.e_shnum; i++) {
+        Elf64_Shdr ss, str;
+        memcpy(&ss, f + eh.e_shoff + i * sizeof ss, sizeof ss);
+        if (ss.sh_type != SHT_SYMTAB || ss.sh_link >= eh.e_shnum)
+            continue;
+        memcpy(&str, f + eh.e_shoff + ss.sh_link * sizeof str, sizeof str);
+        if (!inside(ss.sh_offset, ss.sh_size, size) || !inside(str.sh_offset, str.sh_size, size) ||
+            ss.sh_entsize != sizeof(Elf64_Sym) || str.sh_size == 0)
+            return 0;
+        return take_symbols(t, f, &ss, &str);
+    }
+    return 0;
+}
+
+const char *dnp_symtab_lookup(const dnp_symtab *t, uint64_t a) {
+    if (!t || !t->n)
+        return NULL;
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) { /* the first symbol starting after a */
+        size_t mid = (lo + hi) / 2;
+        if (t->syms[mid].start <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t k = lo; k-- > 0;) { /* nested or aliased: the closest that covers a */
+        const dnp_sym *s = &t->syms[k];
+        if (a - s->start < (s->size ? s->size : 1))
+            return s->name;
+        if (lo - k > 8)
+            break;
+    }
+    return NULL;
+}
+
+void dnp_symtab_free(dnp_symtab *t) {
+    free(t->syms);
+    free(t->strtab);
+    memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,33 @@
+/* elf_symtab.h: the FUNC symbols of an ELF64 file's .symtab, from its bytes
+ * (symbols.c maps the file; tests/fuzz/fuzz_symtab.c feeds it anything). The
+ * parser trusts nothing in the file: every offset and size is checked against
+ * the bytes there are. */
+#ifndef DNP_ELF_SYMTAB_H
+#define DNP_ELF_SYMTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct dnp_sym {
+    uint64_t start, size; /* from the module's load bias */
+    const char *name;     /* into the table's copy of the string table */
+} dnp_sym;
+
+typedef struct dnp_symtab {
+    dnp_sym *syms; /* by start; NULL: none */
+    size_t n;
+    char *strtab;
+} dnp_symtab;
+
+/* Reads the FUNC symbols of the file's first .symtab into t (zeroed first).
+ * 0, also for a file with none; -1 when it is not an ELF64 file whose section
+ * headers lie inside it, or out of memory. */
+int dnp_symtab_parse(dnp_symtab *t, const uint8_t *file, size_t size);
+
+/* The name of the symbol that covers offset (the closest of nested or aliased
+ * ones), or NULL. */
+const char *dnp_symtab_lookup(const dnp_symtab *t, uint64_t offset);
+
+void dnp_symtab_free(dnp_symtab *t);
+
+#endif
