@@ -207,6 +207,49 @@ static int check_chrome(e2e_run *r, const truth *t, double report_ns) {
     return slices > 0 && !bad && dur_ns <= report_ns * 1.001 && dur_ns >= 0.5 * report_ns ? 0 : -1;
 }
 
+/* folded and speedscope: every wait (contention and, with --locks=waits, the
+ * waits) weighted by the time waited, the lock's type as the leaf frame under a
+ * contender's stack; the sums are the report's. */
+static int check_folded_speedscope(e2e_run *r, double report_ns) {
+    const char *fo[] = {"convert", "--format", "folded", "-o", "-", r->trace, NULL};
+    if (e2e_dnprof(r, fo) != 0 || r->status != 0)
+        return -1;
+    char *text = e2e_read_file(r->out, NULL);
+    double folded = 0;
+    int gate_leaf = 0;
+    for (char *line = text; line && *line;) {
+        char *nl = strchr(line, '\n'), *sp = nl ? nl : line + strlen(line);
+        while (sp > line && sp[-1] != ' ')
+            sp--;
+        folded += strtod(sp, NULL);
+        gate_leaf |= strstr(line, "Scenarios.LocksScenario::Contend") && strstr(line, "Scenarios.LocksScenario+Gate") &&
+                     strstr(line, "Scenarios.LocksScenario+Gate") > strstr(line, "Scenarios.LocksScenario::Contend");
+        line = nl ? nl + 1 : NULL;
+    }
+    free(text);
+    char path[PATH_MAX + 16], err[256];
+    snprintf(path, sizeof path, "%s/locks.speedscope.json", r->dir);
+    const char *ss[] = {"convert", "--format", "speedscope", "-o", path, r->trace, NULL};
+    if (e2e_dnprof(r, ss) != 0 || r->status != 0)
+        return -1;
+    size_t len;
+    text = e2e_read_file(path, &len);
+    jv *doc = text ? json_parse(text, len, err, sizeof err) : NULL;
+    free(text);
+    const jv *prof = json_at(json_get(doc, "profiles"), 0), *w = json_get(prof, "weights");
+    double speedscope = 0;
+    for (size_t i = 0; w && i < w->n; i++)
+        speedscope += json_at(w, i)->num;
+    int unit_ok = prof && json_str(prof, "unit") && !strcmp(json_str(prof, "unit"), "nanoseconds");
+    json_free(doc);
+    fprintf(stderr, "e2e: folded %.1f ms, speedscope %.1f ms, report %.1f ms; the lock's type as the leaf: %s\n",
+            folded / 1e6, speedscope / 1e6, report_ns / 1e6, gate_leaf ? "yes" : "no");
+    return gate_leaf && unit_ok && fabs(folded - report_ns) <= 0.001 * report_ns + 1 &&
+                   fabs(speedscope - report_ns) <= 0.001 * report_ns + 1
+               ? 0
+               : -1;
+}
+
 TEST(e2e_locks_truth) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_locks_truth"), 0);
@@ -227,6 +270,7 @@ TEST(e2e_locks_truth) {
          check_owners_sites(rep, &mon, &lock) == 0 && json_num(rep, "startVersion") >= 2;
     double monitor_ns = json_num(lock_entry(rep, "Scenarios.LocksScenario+Gate", "monitor"), "waitNs");
     double all_ns = json_num(json_get(rep, "contention"), "waitNs");
+    double waits_ns = json_num(json_get(rep, "waits"), "waitNs");
     /* --locks=waits: the main thread's Thread.Join, apart from the contention */
     ok = ok && json_num(json_get(rep, "waits"), "waits") >= 1 && json_get(rep, "waitsRecorded")->b;
     json_free(rep);
@@ -236,6 +280,7 @@ TEST(e2e_locks_truth) {
     for (int i = 0; i < lock.nowners && both.nowners < 64; i++)
         both.owners[both.nowners++] = lock.owners[i];
     ASSERT_EQ(check_chrome(&r, &both, all_ns), 0);
+    ASSERT_EQ(check_folded_speedscope(&r, all_ns + waits_ns), 0);
     /* the text report says the same totals */
     const char *args[] = {"report", "--locks", r.trace, NULL};
     ASSERT_EQ(e2e_dnprof(&r, args), 0);
