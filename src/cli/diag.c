@@ -166,7 +166,8 @@ int ipc_connect(pid_t pid, char *err, size_t errlen) {
         return -1;
     }
     ipc_where w;
-    if ((ipc_where_of(pid, &w) < 0 || (w.container && access(w.root, X_OK) != 0)) && p.has_coreclr != 0) {
+    if ((ipc_where_of(pid, &w) < 0 || (w.container && access(w.root, X_OK) != 0)) &&
+        (p.has_coreclr == 1 || (p.has_coreclr < 0 && w.inner != pid))) { /* .NET, or unreadable in a container */
         ipc_denied_text(pid, p.comm, w.denied ? "ns" : "root", w.denied ? EACCES : errno, err, errlen);
         return -1;
     }
