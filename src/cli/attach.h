@@ -25,6 +25,7 @@ typedef struct attach_opts {
     int gc, threadpool;    /* --gc, --threadpool: the runtime's GC and thread-pool events */
     int sample;            /* --sample: 0 off, 1 cpu, 2 wall, 3 suspend */
     uint64_t sample_rate;  /* --rate, 0 for the default */
+    const char *agent_path; /* --agent-path: the agent as the program sees it, already there */
     pid_t pid;
     unsigned every_ms;     /* --every: windows (run_windows.h), 0 none */
     window_follow wf;      /* their sinks */

@@ -28,8 +28,10 @@ int cmd_report(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_env(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
-/* dnprof doctor PID (doctor_pid.c): whether one can attach to pid; the exit status. */
-int doctor_pid(pid_t pid);
+/* dnprof doctor PID (doctor_pid.c): whether one can attach to pid (with the
+ * agent at agent_path as it sees it, --agent-path; NULL: dnprof's own); the
+ * exit status. */
+int doctor_pid(pid_t pid, const char *agent_path);
 int cmd_ps(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_detach(int argc, char **argv);

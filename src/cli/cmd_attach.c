@@ -78,6 +78,10 @@ static void attach_help(void) {
           "                        --push-timeout TIME; docs/production.md); alone, --every\n"
           "                        samples CPU time; the trace itself is not kept\n"
           "      --timeout SECONDS how long the runtime may take to load the agent (default 10)\n"
+          "      --agent-path PATH the libdnprof.so already in the program's file system (in a\n"
+          "                        container: PATH as the program sees it, e.g. baked into the\n"
+          "                        image), loaded from there: nothing is copied or removed;\n"
+          "                        it must be this release's agent (docs/containers.md)\n"
           "  -q, --quiet           print nothing but errors\n"
           "  -h, --help            print this help\n"
           "\n"
@@ -169,7 +173,7 @@ static const struct {
 #define NSTARTUP (sizeof startup_only / sizeof startup_only[0])
 
 enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_ALLOC, OPT_EXCEPTIONS, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL, OPT_LOCKS,
-       OPT_GC = 380, OPT_THREADPOOL,
+       OPT_GC = 380, OPT_THREADPOOL, OPT_AGENT_PATH = 390,
        OPT_EVERY = 400, OPT_WIN = 410, /* + the sinks' options of windows_cli.h */
        OPT_STARTUP_ONLY = 512 };
 
@@ -182,6 +186,7 @@ static const struct option attach_options[] = {
     {"cpu", no_argument, NULL, OPT_CPU},        {"wall", no_argument, NULL, OPT_WALL},
     {"gc", no_argument, NULL, OPT_GC},          {"threadpool", no_argument, NULL, OPT_THREADPOOL},
     {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
+    {"agent-path", required_argument, NULL, OPT_AGENT_PATH},
     {"every", required_argument, NULL, OPT_EVERY}, {"keep", required_argument, NULL, OPT_WIN + WOPT_KEEP},
     {"pyroscope", required_argument, NULL, OPT_WIN + WOPT_PYROSCOPE},
     {"label", required_argument, NULL, OPT_WIN + WOPT_LABEL},
@@ -286,6 +291,12 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
         case OPT_TIMEOUT:
             if (cli_parse_u64(optarg, &o->timeout_s) != 0 || o->timeout_s == 0 || o->timeout_s > 600)
                 return usage_error("attach", "--timeout wants seconds from 1 to 600, not '%s'", optarg);
+            break;
+        case OPT_AGENT_PATH:
+            if (optarg[0] != '/')
+                return usage_error("attach", "--agent-path wants the agent's path as the program sees it, from its "
+                                             "'/' (/opt/dnprof/libdnprof.so), not '%s'", optarg);
+            o->agent_path = optarg;
             break;
         case 'q': o->quiet = 1; break;
         case 'h': attach_help(); return CLI_HELP_SHOWN;
@@ -467,6 +478,7 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
 int attach_begin(const attach_opts *o, const char *def, attach_live *a) {
     memset(a, 0, sizeof *a);
     a->fd = -1;
+    handshake_agent_path(o->agent_path);
     if (check_target(o->pid, &a->proc) < 0 ||
         handshake_output(o->output, def, "trace", a->out_abs, sizeof a->out_abs) < 0 ||
         request_attach(o, &a->proc, a->out_abs, &a->blob) < 0)

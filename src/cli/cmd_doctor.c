@@ -545,7 +545,7 @@ static int run_program(doctor *d, char **prog, const char *events) {
 
 static void doctor_help(void) {
     fputs("usage: dnprof doctor [--events LIST] [-- PROGRAM [ARGS...]]\n"
-          "       dnprof doctor PID\n"
+          "       dnprof doctor [--agent-path PATH] PID\n"
           "\n"
           "Checks, one line each (ok, warn, FAIL), what the runtime needs to load dnprof's\n"
           "agent: the agent file, that it loads on this machine, the CORECLR_ variables\n"
@@ -561,6 +561,8 @@ static void doctor_help(void) {
           "\n"
           "options:\n"
           "  -e, --events LIST   what the agent records while the program runs (as for run)\n"
+          "      --agent-path PATH  with a PID: check the libdnprof.so at PATH as the program\n"
+          "                      sees it (attach --agent-path), not the copy dnprof makes\n"
           "  -h, --help          print this help\n"
           "\n"
           "exit status: 0 when the agent loaded (or, without a program, when no check\n"
@@ -575,13 +577,15 @@ static void doctor_help(void) {
 
 int cmd_doctor(int argc, char **argv) {
     static const struct option longopts[] = {
-        {"events", required_argument, NULL, 'e'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    const char *events = NULL;
+        {"events", required_argument, NULL, 'e'}, {"help", no_argument, NULL, 'h'},
+        {"agent-path", required_argument, NULL, 'A'}, {NULL, 0, NULL, 0}};
+    const char *events = NULL, *agent_path = NULL;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:e:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'e': events = optarg; break;
+        case 'A': agent_path = optarg; break;
         case 'h': doctor_help(); return 0;
         default: return cli_bad_option("doctor", argv, c);
         }
@@ -595,8 +599,10 @@ int cmd_doctor(int argc, char **argv) {
         pid_t pid;
         if (cli_parse_pid("doctor", argv[optind], &pid) != 0)
             return CLI_EXIT_USAGE;
-        return doctor_pid(pid);
+        return doctor_pid(pid, agent_path);
     }
+    if (agent_path)
+        return usage_error("doctor", "--agent-path goes with a PID: dnprof doctor --agent-path PATH PID");
 
     doctor d;
     memset(&d, 0, sizeof d);

@@ -34,6 +34,10 @@ static void snapshot_help(void) {
           "                        dnprof-<pid>.dnheap in the current directory); the program\n"
           "                        writes it, so its user must be able to\n"
           "      --timeout SECONDS how long the runtime may take to load the agent (default 10)\n"
+          "      --agent-path PATH the libdnprof.so already in the program's file system (in a\n"
+          "                        container: PATH as the program sees it, e.g. baked into the\n"
+          "                        image), loaded from there: nothing is copied or removed;\n"
+          "                        it must be this release's agent (docs/containers.md)\n"
           "  -q, --quiet           print nothing but errors\n"
           "  -h, --help            print this help\n"
           "\n"
@@ -64,7 +68,7 @@ static int ask(int fd, pid_t pid, const char *path, unsigned long long fig[4]) {
 }
 
 typedef struct snapshot_opts {
-    const char *output;
+    const char *output, *agent_path;
     uint64_t timeout_s;
     int quiet;
     pid_t pid;
@@ -72,9 +76,10 @@ typedef struct snapshot_opts {
 
 /* Fills o from argv; 0, or the exit code of a usage error. */
 static int parse_options(int argc, char **argv, snapshot_opts *o) {
-    enum { OPT_TIMEOUT = 256 };
+    enum { OPT_TIMEOUT = 256, OPT_AGENT_PATH };
     static const struct option longopts[] = {{"output", required_argument, NULL, 'o'},
                                              {"timeout", required_argument, NULL, OPT_TIMEOUT},
+                                             {"agent-path", required_argument, NULL, OPT_AGENT_PATH},
                                              {"quiet", no_argument, NULL, 'q'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
@@ -89,6 +94,12 @@ static int parse_options(int argc, char **argv, snapshot_opts *o) {
             if (cli_parse_u64(optarg, &o->timeout_s) != 0 || o->timeout_s == 0 || o->timeout_s > 600)
                 return usage_error("snapshot", "--timeout wants seconds from 1 to 600, not '%s'",
                                    optarg);
+            break;
+        case OPT_AGENT_PATH:
+            if (optarg[0] != '/')
+                return usage_error("snapshot", "--agent-path wants the agent's path as the program sees it, from "
+                                               "its '/' (/opt/dnprof/libdnprof.so), not '%s'", optarg);
+            o->agent_path = optarg;
             break;
         case 'q': o->quiet = 1; break;
         case 'h': snapshot_help(); return CLI_HELP_SHOWN;
@@ -148,6 +159,7 @@ static int ask_attached(const snapshot_opts *o, const ipc_proc *proc, const char
     dnp_attach_blob blob;
     memset(&blob, 0, sizeof blob);
     snprintf(blob.events, sizeof blob.events, "gc");
+    handshake_agent_path(o->agent_path);
     if (handshake_attach(o->pid, proc->uid, (uint32_t)o->timeout_s, &blob) < 0)
         return -1;
     ctl_agent_log(blob.control_dir, o->pid, o->quiet);

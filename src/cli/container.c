@@ -91,7 +91,7 @@ static int copy_file(const char *from, const char *to, mode_t mode) {
     FILE *in = fopen(from, "rbe");
     if (!in)
         return -1;
-    char tmp[PATH_MAX];
+    char tmp[PATH_MAX + 24];
     snprintf(tmp, sizeof tmp, "%s.%d.tmp", to, (int)getpid());
     FILE *outf = fopen(tmp, "wbe");
     if (!outf) {
@@ -133,13 +133,12 @@ int ipc_place_agent(const ipc_where *w, const char *agent, const char *dir_insid
         snprintf(err, errlen, "the agent's path in pid %d's container is too long", (int)w->pid);
         return -1;
     }
-    if (copy_file(agent, dest, 0755) != 0) {
-        int e = errno;
-        snprintf(err, errlen,
-                 "cannot copy the agent into pid %d's container as '%s': %s%s", (int)w->pid, out, strerror(e),
-                 e == EROFS ? " (its /tmp is read-only: mount a writable /tmp, or put libdnprof.so in the "
-                              "image and name it with --agent-path)"
-                            : "");
+    char dir_here[PATH_MAX];
+    snprintf(dir_here, sizeof dir_here, "%s", dest);
+    *strrchr(dir_here, '/') = 0;
+    int noexec = ipc_noexec(dir_here);
+    if (noexec || copy_file(agent, dest, 0755) != 0) {
+        ipc_place_text(w->pid, dir_inside, noexec ? 0 : errno, noexec, err, errlen);
         return -1;
     }
     return 0;

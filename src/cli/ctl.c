@@ -28,7 +28,8 @@ int ctl_dir(const ipc_where *w, uid_t uid, int create, char *out, size_t cap, ch
         snprintf(err, errlen, "control directory path too long");
         return -1;
     }
-    if (create && mkdir(out, 0700) == 0 && uid != geteuid()) {
+    int made = create ? mkdir(out, 0700) : -1, made_errno = errno;
+    if (made == 0 && uid != geteuid()) {
         if (chown(out, uid, (gid_t)-1) != 0) {
             int e = errno;
             snprintf(err, errlen, "cannot give '/tmp/dnprof-%u' to uid %u: %s", (unsigned)uid,
@@ -39,10 +40,14 @@ int ctl_dir(const ipc_where *w, uid_t uid, int create, char *out, size_t cap, ch
     }
     struct stat st;
     if (lstat(out, &st) != 0) {
-        if (create || errno != ENOENT)
-            snprintf(err, errlen, "cannot use the control directory '%s': %s", out, strerror(errno));
+        if (create && made != 0 && made_errno != EEXIST)
+            errno = made_errno; /* why it is not there: read-only, ... */
+        int e = errno;
+        if (create || e != ENOENT)
+            snprintf(err, errlen, "cannot use the control directory '%s': %s", out, strerror(e));
         else
             snprintf(err, errlen, "no dnprof control directory '%s'", out);
+        errno = e; /* for the caller's fix */
         return -1;
     }
     if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077)) {

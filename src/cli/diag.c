@@ -166,12 +166,9 @@ int ipc_connect(pid_t pid, char *err, size_t errlen) {
         return -1;
     }
     ipc_where w;
-    if ((ipc_where_of(pid, &w) < 0 || (w.container && access(w.root, X_OK) != 0)) && p.has_coreclr == 1) {
-        snprintf(err, errlen,
-                 "pid %d (%s): dnprof may not look into its %s (/proc/%d/%s: %s): run dnprof as root, or "
-                 "give it CAP_SYS_PTRACE",
-                 (int)pid, p.comm, w.denied ? "namespaces" : "container", (int)pid, w.denied ? "ns" : "root",
-                 strerror(w.denied ? EACCES : errno));
+    if ((ipc_where_of(pid, &w) < 0 || (w.container && access(w.root, X_OK) != 0)) &&
+        (p.has_coreclr == 1 || (p.has_coreclr < 0 && w.inner != pid))) { /* .NET, or unreadable in a container */
+        ipc_denied_text(pid, p.comm, w.denied ? "ns" : "root", w.denied ? EACCES : errno, err, errlen);
         return -1;
     }
     char path[PATH_MAX];
@@ -402,6 +399,7 @@ int ipc_process_info_get(pid_t pid, ipc_process_info *out, char *err, size_t err
         if (v2) {
             get_string(r.buf, r.len, &off, out->entry, sizeof out->entry);
             get_string(r.buf, r.len, &off, out->version, sizeof out->version);
+            out->info2 = 1;
         }
         return 0;
     }

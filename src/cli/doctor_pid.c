@@ -24,21 +24,19 @@ static int say(int fail, const char *fmt, ...) {
     return fail == 2;
 }
 
-/* The runtime's major version from "10.0.1", 0 if unknown. */
-static int major_of(const char *version) {
-    return version[0] ? atoi(version) : 0;
-}
-
 static int check_where(pid_t pid, const ipc_proc *p, ipc_where *w) {
-    if (ipc_where_of(pid, w) < 0)
-        return say(2, "pid %d (%s): its namespaces cannot be read (/proc/%d/ns): run dnprof as root, or give it "
-                      "CAP_SYS_PTRACE", (int)pid, p->comm, (int)pid);
+    char line[IPC_ERR_MAX];
+    if (ipc_where_of(pid, w) < 0) {
+        ipc_denied_text(pid, p->comm, "ns", EACCES, line, sizeof line);
+        return say(2, "%s", line);
+    }
     if (!w->container)
         return say(0, "pid %d (%s) runs in this machine's namespaces%s", (int)pid, p->comm,
                    w->inner != pid ? " (in a PID namespace of its own)" : "");
-    if (access(w->root, X_OK) != 0)
-        return say(2, "pid %d (%s) runs in a container whose files dnprof cannot reach (%s: %s): run dnprof as "
-                      "root, or give it CAP_SYS_PTRACE", (int)pid, p->comm, w->root, strerror(errno));
+    if (access(w->root, X_OK) != 0) {
+        ipc_denied_text(pid, p->comm, "root", errno, line, sizeof line);
+        return say(2, "%s", line);
+    }
     return say(0, "pid %d (%s) runs in a container: pid %d inside, its files under %s", (int)pid, p->comm,
                (int)w->inner, w->root);
 }
@@ -55,29 +53,45 @@ static int check_runtime(pid_t pid) {
     ipc_process_info info;
     if (ipc_process_info_get(pid, &info, err, sizeof err) < 0)
         return say(2, "%s", err);
-    int major = major_of(info.version);
-    if (major && major < 8)
-        return say(1, "it runs .NET %s: dnprof attaches to .NET 5 and later, and is tested on .NET 8, 9 and 10; "
-                      "some figures (sampled allocations, lock owners) need newer runtimes", info.version);
+    if (ipc_runtime_too_old(info.version, info.info2)) {
+        ipc_proc p;
+        ipc_runtime_old_text(pid, ipc_proc_read(pid, &p) == 0 ? p.comm : "?", info.version, err, sizeof err);
+        return say(2, "%s", err);
+    }
     return say(0, "it runs .NET %s (%s %s)", info.version[0] ? info.version : "(version not told)", info.os,
                info.arch);
 }
 
-/* The control directory: made (or found) where the program sees /tmp. */
-static int check_control(pid_t pid, const ipc_proc *p, const ipc_where *w) {
+/* The control directory: made (or found) where the program sees /tmp; the
+ * agent copied there, or the one at agent_path (--agent-path). */
+static int check_control(pid_t pid, const ipc_proc *p, const ipc_where *w, const char *agent_path) {
     char dir[PATH_MAX], err[IPC_ERR_MAX];
-    if (ctl_dir(w, p->uid, 1, dir, sizeof dir, err, sizeof err) < 0)
+    if (ctl_dir(w, p->uid, 1, dir, sizeof dir, err, sizeof err) < 0) {
+        if (w->container && errno == EROFS)
+            ipc_place_text(pid, "/tmp", EROFS, 0, err, sizeof err);
         return say(2, "%s%s", err,
-                   w->container ? " (in its container: mount a writable /tmp there, as a tmpfs or an emptyDir)" : "");
+                   w->container && errno != EROFS ? " (in its container: mount a writable /tmp there, as a tmpfs or an emptyDir)" : "");
+    }
     if (w->container) {
         char probe[PATH_MAX + 32];
         snprintf(probe, sizeof probe, "%s/.doctor.%d", dir, (int)getpid());
         FILE *f = fopen(probe, "w");
-        if (!f)
-            return say(2, "cannot write the agent into pid %d's container (%s): %s; mount a writable /tmp there",
-                       (int)pid, ipc_inside(w, dir), strerror(errno));
+        if (!f) {
+            ipc_place_text(pid, ipc_inside(w, dir), errno, 0, err, sizeof err);
+            return say(2, "%s", err);
+        }
         fclose(f);
         unlink(probe);
+    }
+    if (agent_path) {
+        if (ipc_agent_path_check(w->root, agent_path, ipc_elf_machine_of(pid), err, sizeof err) < 0)
+            return say(2, "%s", err);
+        return say(0, "the control directory %s is ready; the agent %s is loaded from there (--agent-path)",
+                   ipc_inside(w, dir), agent_path);
+    }
+    if (w->container && ipc_noexec(dir)) {
+        ipc_place_text(pid, ipc_inside(w, dir), 0, 1, err, sizeof err);
+        return say(2, "%s", err);
     }
     return say(0, "the control directory %s is ready%s", ipc_inside(w, dir),
                w->container ? " (the agent is copied there for the attach, and removed once loaded)" : "");
@@ -93,7 +107,7 @@ static int check_agent_in(pid_t pid, const ipc_proc *p) {
                   "program exits; dnprof snapshot %d works, attach does not", (int)pid);
 }
 
-int doctor_pid(pid_t pid) {
+int doctor_pid(pid_t pid, const char *agent_path) {
     ipc_proc p;
     if (ipc_proc_read(pid, &p) < 0) {
         say(2, "no such process: %d (dnprof ps lists the .NET processes)", (int)pid);
@@ -104,7 +118,7 @@ int doctor_pid(pid_t pid) {
     if (!fails)
         fails += check_runtime(pid);
     if (!fails)
-        fails += check_control(pid, &p, &w);
+        fails += check_control(pid, &p, &w, agent_path);
     if (!fails)
         fails += check_agent_in(pid, &p);
     if (!fails)

@@ -18,6 +18,12 @@
 
 /* The control directory in the target's container, open (-1: not in one). */
 static int g_ctl_dir_fd = -1;
+/* --agent-path: the agent as the process sees it; NULL: dnprof's own. */
+static const char *g_agent_inside;
+
+void handshake_agent_path(const char *inside) {
+    g_agent_inside = inside;
+}
 
 /* Holds the control directory dir (from here) of a process in a container
  * open: when the program and its container end first, their file system
@@ -45,21 +51,29 @@ int handshake_output(const char *given, const char *def, const char *noun, char 
  * what the agent logged when it refused). */
 static int request(pid_t pid, uint32_t timeout_s, const dnp_attach_blob *blob) {
     char err[IPC_ERR_MAX];
-    cli_agent agent;
-    if (cli_agent_find(&agent, err, sizeof err) != 0)
-        return error("%s", err);
     static uint8_t wire[DNP_BLOB_MAX];
     long wire_len = dnp_attach_blob_encode(blob, wire, sizeof wire);
     if (wire_len < 0)
         return error("the attach request does not fit (--events or -o too long)");
-    /* In a container the agent is copied into the control directory there: the
-     * runtime loads it by the path it sees. The copy goes once loaded (the
-     * mapping stays) or refused. */
     ipc_where w;
     ipc_where_of(pid, &w);
     char placed[PATH_MAX], placed_here[PATH_MAX];
-    if (ipc_place_agent(&w, agent.path, blob->control_dir, placed, sizeof placed, err, sizeof err) < 0)
-        return error("%s", err);
+    if (g_agent_inside) {
+        /* --agent-path: the program's own copy, left where it is */
+        if (ipc_agent_path_check(w.root, g_agent_inside, ipc_elf_machine_of(pid), err, sizeof err) < 0)
+            return error("%s", err);
+        snprintf(placed, sizeof placed, "%s", g_agent_inside);
+        w.container = 0; /* nothing to remove */
+    } else {
+        /* In a container the agent is copied into the control directory there:
+         * the runtime loads it by the path it sees. The copy goes once loaded
+         * (the mapping stays) or refused. */
+        cli_agent agent;
+        if (cli_agent_find(&agent, err, sizeof err) != 0)
+            return error("%s", err);
+        if (ipc_place_agent(&w, agent.path, blob->control_dir, placed, sizeof placed, err, sizeof err) < 0)
+            return error("%s", err);
+    }
     uint32_t hr = 0;
     int rc = ipc_attach_profiler(pid, timeout_s * 1000, DNP_CLSID_TEXT, placed, wire, (size_t)wire_len, &hr, err,
                                  sizeof err);
@@ -81,12 +95,21 @@ int handshake_attach(pid_t pid, uid_t uid, uint32_t timeout_s, dnp_attach_blob *
     if (probe < 0)
         return error("%s", err);
     close(probe);
+    ipc_process_info info;
+    ipc_proc proc;
+    if (ipc_process_info_get(pid, &info, err, sizeof err) == 0 && ipc_runtime_too_old(info.version, info.info2)) {
+        ipc_runtime_old_text(pid, ipc_proc_read(pid, &proc) == 0 ? proc.comm : "?", info.version, err, sizeof err);
+        return error("%s", err);
+    }
     blob->trigger_pid = (uint32_t)getpid();
     ipc_where w;
     ipc_where_of(pid, &w);
     char dir[PATH_MAX];
-    if (ctl_dir(&w, uid, 1, dir, sizeof dir, err, sizeof err) < 0)
+    if (ctl_dir(&w, uid, 1, dir, sizeof dir, err, sizeof err) < 0) {
+        if (w.container && errno == EROFS)
+            ipc_place_text(pid, "/tmp", EROFS, 0, err, sizeof err);
         return error("%s", err);
+    }
     snprintf(blob->control_dir, sizeof blob->control_dir, "%s", ipc_inside(&w, dir));
     /* The agent writes where the program sees: in a container, in the control
      * directory there, and the file comes out at the end (handshake_bring_back). */

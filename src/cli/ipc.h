@@ -71,6 +71,31 @@ const char *ipc_inside(const ipc_where *w, const char *outside);
 int ipc_place_agent(const ipc_where *w, const char *agent, const char *dir_inside, char *out, size_t cap,
                     char *err, size_t errlen);
 
+/* ---- before the agent goes in (container_check.c) ---- */
+/* The ELF machine (EM_*) of the 64-bit ELF file open at fd, its e_type in
+ * *type; 0 when it is not one. */
+unsigned ipc_elf_machine_fd(int fd, int *type);
+/* The machine of pid's executable (/proc/PID/exe), 0 if unknown. */
+unsigned ipc_elf_machine_of(pid_t pid);
+/* --agent-path: path, as the process whose root is root ("" for ours) sees
+ * it, is a 64-bit ELF shared object for machine (0: any) that exports
+ * DllGetClassObject. 0, or -1 with err in one line, its fix included. */
+int ipc_agent_path_check(const char *root, const char *path, unsigned machine, char *err, size_t errlen);
+/* Whether a runtime of version (GetProcessInfo2's, "" when not told; info2 0
+ * when the runtime knows only GetProcessInfo: .NET 5 or older) is older than
+ * .NET 8, which dnprof attaches to; unknown versions pass. */
+int ipc_runtime_too_old(const char *version, int info2);
+/* The one-line error for a runtime that ipc_runtime_too_old refuses. */
+void ipc_runtime_old_text(pid_t pid, const char *comm, const char *version, char *out, size_t cap);
+/* No right to look into pid's namespaces ("ns") or container ("root"),
+ * errno e: the line with its fix (root, CAP_SYS_PTRACE). */
+void ipc_denied_text(pid_t pid, const char *comm, const char *what, int e, char *out, size_t cap);
+/* The agent cannot go into dir_inside of pid's container (errno e, or a
+ * noexec mount): the line with its fix. */
+void ipc_place_text(pid_t pid, const char *dir_inside, int e, int noexec, char *out, size_t cap);
+/* Whether the file system of dir (from here) is mounted noexec. */
+int ipc_noexec(const char *dir);
+
 /* Moves the file name in the directory dirfd (one in a container, held open)
  * to dest (here), copying across file systems. 0, or -1 with err. */
 int ipc_fetch_at(int dirfd, const char *name, const char *dest, char *err, size_t errlen);
@@ -99,6 +124,7 @@ typedef struct ipc_process_info {
     char os[64], arch[64];
     char entry[256];   /* managed entry point assembly (GetProcessInfo2), "" if unknown */
     char version[64];  /* runtime version (GetProcessInfo2), "" if unknown */
+    int info2;         /* the runtime answered GetProcessInfo2 (.NET 6 and later) */
 } ipc_process_info;
 
 /* Process / GetProcessInfo2 (GetProcessInfo on older runtimes). */
@@ -194,6 +220,10 @@ int handshake_output(const char *given, const char *def, const char *noun, char 
  * InitializeForAttach. 0 once the agent is in (its log in the control
  * directory, for ctl_agent_log), or -1 after saying why. */
 int handshake_attach(pid_t pid, uid_t uid, uint32_t timeout_s, struct dnp_attach_blob *blob);
+/* The agent as the process sees it (--agent-path: already there, checked,
+ * neither copied nor removed), for the next handshake_attach; NULL: dnprof's
+ * own, copied into a container. */
+void handshake_agent_path(const char *inside);
 
 /* Where the agent in pid (of uid) is to write a file for dest: dest itself;
  * in a container, NAME.<pid inside> in the control directory there, as the

@@ -375,41 +375,85 @@ TEST(e2e_heap_snapshot_attach) {
     return 0;
 }
 
+static int strstr_file(const char *path, const char *text) {
+    char *said = e2e_read_file(path, NULL);
+    int ok = said && strstr(said, text);
+    free(said);
+    return ok;
+}
+
+/* Whether the file at path is one line that holds text. */
+static int one_line_with(const char *path, const char *text) {
+    char *said = e2e_read_file(path, NULL);
+    char *nl = said ? strchr(said, '\n') : NULL;
+    int ok = said && strstr(said, text) && nl && !nl[1];
+    free(said);
+    return ok;
+}
+
+/* Where the e2e containers' TMPDIR is (e2e_spawn_contained): a tmpfs seen
+ * only inside each; an agent "baked into the image" goes there. */
+#define IMAGE_AGENT "/var/tmp/dnprof-e2e-container/image/libdnprof.so"
+
 /* From the host into a container (its own pids, its own /tmp, the agent's
  * file hidden): snapshot by the host's pid has the program's exact counts;
  * attach, then detach from another dnprof, by the host's pid, brings the
- * trace out; the program runs on and ends as usual. */
-TEST(e2e_container_snapshot_detach) {
-    e2e_run r;
-    ASSERT_EQ(e2e_setup(&r, "e2e_container_snapshot_detach"), 0);
-    if (!e2e_can_contain())
-        E2E_SKIP("unshare cannot make PID and mount namespaces here (needs root or user namespaces)");
+ * trace out; the program runs on and ends as usual. With image, the agent is
+ * a copy at IMAGE_AGENT inside the container only, named with --agent-path:
+ * nothing is copied in, and the copy is still there after the detach. */
+static int container_snapshot_detach(e2e_run *rp, int image) {
+    e2e_run r = *rp;
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN"), *agent = e2e_env("DNPROF_AGENT");
     ASSERT(dll);
     ASSERT(bin);
     ASSERT(agent);
-    char go[PATH_MAX], out[PATH_MAX], errp[PATH_MAX], snap[PATH_MAX], waitarg[PATH_MAX + 8];
+    char go[PATH_MAX], out[PATH_MAX], errp[PATH_MAX], snap[PATH_MAX], waitarg[PATH_MAX + 8], staged[PATH_MAX];
     snprintf(go, sizeof go, "%s/go", r.dir);
     snprintf(out, sizeof out, "%s/program.out", r.dir);
     snprintf(errp, sizeof errp, "%s/program.err", r.dir);
     snprintf(snap, sizeof snap, "%s/c.dnheap", r.dir);
     snprintf(waitarg, sizeof waitarg, "wait=%s", go);
-    const char *argv[] = {e2e_dotnet(), dll, "heap", waitarg, NULL};
+    snprintf(staged, sizeof staged, "%s/staged-libdnprof.so", r.dir);
+    if (image) { /* put in place inside, then gone from the host's view */
+        size_t len;
+        char *bytes = e2e_read_file(agent, &len);
+        FILE *f = bytes ? fopen(staged, "wb") : NULL;
+        ASSERT(f);
+        ASSERT_EQ(fwrite(bytes, 1, len, f), len);
+        fclose(f);
+        free(bytes);
+    }
+    const char *plain[] = {e2e_dotnet(), dll, "heap", waitarg, NULL};
+    const char *baked[] = {"sh", "-c",
+                           "mkdir -p \"${1%/*}\" && cp \"$0\" \"$1\" && rm \"$0\" && shift && exec \"$@\"",
+                           staged, IMAGE_AGENT, e2e_dotnet(), dll, "heap", waitarg, NULL};
     const char *env[] = {"CORECLR_ENABLE_PROFILING", NULL};
     pid_t host = 0;
-    pid_t child = e2e_spawn_contained((char *const *)argv, env, r.dir, out, errp, agent, &host);
+    pid_t child = e2e_spawn_contained((char *const *)(image ? baked : plain), env, r.dir, out, errp, agent, &host);
     ASSERT_GT(child, 0);
     counts c;
     pid_t inside = wait_ready(out, &c);
     int ok = inside > 0 && inside != host; /* it knows itself by another pid */
-    char pidtext[32];
+    char pidtext[32], in_image[PATH_MAX], copied[PATH_MAX];
     snprintf(pidtext, sizeof pidtext, "%d", (int)host);
-    const char *args[] = {"snapshot", "-o", snap, pidtext, NULL};
+    snprintf(in_image, sizeof in_image, "/proc/%d/root" IMAGE_AGENT, (int)host);
+    snprintf(copied, sizeof copied, "/proc/%d/root/tmp/dnprof-%u/libdnprof.so", (int)host, (unsigned)geteuid());
+    if (image) { /* only the program sees it; a path that is not there is one line */
+        ok = ok && access(IMAGE_AGENT, F_OK) != 0 && access(in_image, F_OK) == 0;
+        const char *bad[] = {"attach", "--agent-path", "/var/tmp/dnprof-e2e-container/image/nope.so", pidtext, NULL};
+        ok = ok && e2e_dnprof(&r, bad) == 0 && r.status == 1 &&
+             one_line_with(r.err, "No such file or directory in the container");
+        const char *doctor[] = {"doctor", "--agent-path", IMAGE_AGENT, pidtext, NULL};
+        ok = ok && e2e_dnprof(&r, doctor) == 0 && r.status == 0 && strstr_file(r.out, "(--agent-path)");
+        if (!ok)
+            e2e_show_file("dnprof said", image ? r.err : r.out);
+    }
+    const char *args[] = {"snapshot", "-o", snap, pidtext, image ? "--agent-path" : NULL, IMAGE_AGENT, NULL};
     ok = ok && e2e_dnprof(&r, args) == 0 && r.status == 0;
     if (!ok)
         e2e_show_file("dnprof snapshot said", r.err);
     /* attach, and detach from elsewhere */
-    const char *att[] = {bin, "attach", pidtext, "-o", r.trace, NULL};
+    const char *att[] = {bin, "attach", pidtext, "-o", r.trace, image ? "--agent-path" : NULL, IMAGE_AGENT, NULL};
     pid_t a = ok ? e2e_spawn((char *const *)att, NULL, r.dir, r.out, NULL, r.err) : -1;
     int said = 0;
     for (int i = 0; a > 0 && i < 1500 && !said; i++, sleep_ms(20)) {
@@ -432,12 +476,15 @@ TEST(e2e_container_snapshot_detach) {
     int detached = 0;
     for (int i = 0; ok && i < 1000 && !detached; i++, sleep_ms(20))
         detached = !agent_loaded(host);
+    /* --agent-path: the program's copy stays, none was made */
+    int kept = !image || (access(in_image, F_OK) == 0 && access(copied, F_OK) != 0);
     touch(go);
     int status = -1;
     e2e_wait(child, E2E_TIMEOUT_MS, &status);
     ASSERT(ok);
     ASSERT_EQ(ast, 0);
     ASSERT(detached);
+    ASSERT(kept);
     ASSERT_EQ(status, 0); /* the program ran on and ended as usual */
     dnp_trace *t = e2e_load_of(r.trace, DNP_EV_InitializeForAttach, 1);
     ASSERT_NE(t, NULL); /* the trace came out of the container */
@@ -445,6 +492,78 @@ TEST(e2e_container_snapshot_detach) {
     ASSERT_EQ(c.chain, CHAIN);
     if (check_report(&r, snap, &c))
         return 1;
+    return 0;
+}
+
+TEST(e2e_container_snapshot_detach) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_container_snapshot_detach"), 0);
+    if (!e2e_can_contain())
+        E2E_SKIP("unshare cannot make PID and mount namespaces here (needs root or user namespaces)");
+    return container_snapshot_detach(&r, 0);
+}
+
+/* The same with the agent baked into the "image" (--agent-path). */
+TEST(e2e_container_agent_path) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_container_agent_path"), 0);
+    if (!e2e_can_contain())
+        E2E_SKIP("unshare cannot make PID and mount namespaces here (needs root or user namespaces)");
+    return container_snapshot_detach(&r, 1);
+}
+
+/* Errors that name the cause and the fix, from the host into a container
+ * whose /tmp is read-only: attach and snapshot say so in one line and exit 1;
+ * a dnprof without CAP_SYS_PTRACE says what it lacks; the program runs on. */
+TEST(e2e_container_errors) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_container_errors"), 0);
+    if (!e2e_can_contain())
+        E2E_SKIP("unshare cannot make PID and mount namespaces here (needs root or user namespaces)");
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN"), *agent = e2e_env("DNPROF_AGENT");
+    ASSERT(dll);
+    ASSERT(bin);
+    ASSERT(agent);
+    char go[PATH_MAX], out[PATH_MAX], errp[PATH_MAX], waitarg[PATH_MAX + 8], pidtext[32];
+    snprintf(go, sizeof go, "%s/go", r.dir);
+    snprintf(out, sizeof out, "%s/program.out", r.dir);
+    snprintf(errp, sizeof errp, "%s/program.err", r.dir);
+    snprintf(waitarg, sizeof waitarg, "wait=%s", go);
+    /* read-only for this mount only: the container's own /tmp */
+    const char *argv[] = {"sh", "-c", "mount -o remount,bind,ro /tmp && exec \"$@\"", "sh", e2e_dotnet(), dll, "heap",
+                          waitarg, NULL};
+    const char *env[] = {"CORECLR_ENABLE_PROFILING", NULL};
+    pid_t host = 0;
+    pid_t child = e2e_spawn_contained((char *const *)argv, env, r.dir, out, errp, agent, &host);
+    ASSERT_GT(child, 0);
+    counts c;
+    int ok = wait_ready(out, &c) > 0;
+    snprintf(pidtext, sizeof pidtext, "%d", (int)host);
+    const char *att[] = {"attach", "--duration", "1s", pidtext, NULL};
+    ok = ok && e2e_dnprof(&r, att) == 0 && r.status == 1 && one_line_with(r.err, "/tmp is read-only") &&
+         one_line_with(r.err, "--agent-path");
+    if (!ok)
+        e2e_show_file("dnprof attach said", r.err);
+    const char *snap[] = {"snapshot", pidtext, NULL};
+    ok = ok && e2e_dnprof(&r, snap) == 0 && r.status == 1 && one_line_with(r.err, "/tmp is read-only");
+    if (!ok)
+        e2e_show_file("dnprof snapshot said", r.err);
+    const char *doctor[] = {"doctor", pidtext, NULL};
+    ok = ok && e2e_dnprof(&r, doctor) == 0 && r.status == 1 && strstr_file(r.out, "FAIL  pid");
+    if (!ok)
+        e2e_show_file("dnprof doctor said", r.out);
+    /* root without CAP_SYS_PTRACE may not look into a process that has it */
+    const char *noptrace[] = {"setpriv", "--bounding-set=-sys_ptrace", "--inh-caps=-sys_ptrace", bin, "attach",
+                              pidtext, NULL};
+    ok = ok && e2e_exec(&r, (char *const *)noptrace, NULL) == 0 && r.status == 1 &&
+         one_line_with(r.err, "run dnprof as root, or give it CAP_SYS_PTRACE");
+    if (!ok)
+        e2e_show_file("dnprof attach without CAP_SYS_PTRACE said", r.err);
+    touch(go);
+    int status = -1;
+    e2e_wait(child, E2E_TIMEOUT_MS, &status);
+    ASSERT(ok);
+    ASSERT_EQ(status, 0); /* the program ran on and ended as usual */
     return 0;
 }
 
