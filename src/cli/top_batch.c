@@ -61,13 +61,14 @@ void top_header(const top_model *m, char lines[TOP_HEADER_LINES][512]) {
         else
             snprintf(lines[3], 512, "heap: no GC seen yet");
     }
-    /* the pool first: the locks' part is the longer and may be cut at 80 columns */
+    /* the pool first; whole ms waited from 100 on: the line fits 80 columns */
     char pool[64] = "pool n/a";
     if (m->tp_threads >= 0)
         snprintf(pool, sizeof pool, "pool %ld threads, queue %ld", m->tp_threads, m->tp_queue);
+    double waited = secs(iv->lock_wait_ns) * 1e3;
     if (m->locks_on || m->all.locks_seen)
-        snprintf(lines[4], 512, "%s  locks: %.1f contentions/s, %.1f ms waited", pool,
-                 rate(iv->lock_count, iv->duration_ns), secs(iv->lock_wait_ns) * 1e3);
+        snprintf(lines[4], 512, "%s  locks: %.1f contentions/s, %.*f ms waited", pool,
+                 rate(iv->lock_count, iv->duration_ns), waited < 100 ? 1 : 0, waited);
     else
         snprintf(lines[4], 512, "%s  locks: n/a (top --locks)", pool);
 }
