@@ -75,7 +75,7 @@ static __thread struct {
 static void on_event(const ep_event *e);
 static void on_started(void);
 
-static ep_consumer g_consumer = {"sampled allocations", 0, 0, on_event, on_started, alloc_flush_all};
+static ep_consumer g_consumer = {"sampled allocations", 0, 0, on_event, on_started, alloc_flush_all, NULL, NULL};
 
 void alloc_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
     if (!cfg->alloc)

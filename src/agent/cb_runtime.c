@@ -215,8 +215,8 @@ HRESULT cb_EventPipeEventDelivered(ICorProfilerCallback *self, EVENTPIPE_PROVIDE
                                        LPCGUID activity, LPCGUID related, ThreadID thread,
                                        ULONG nframes, UINT_PTR *frames) {
     ACTIVE();
-    (void)meta_len, (void)meta, (void)activity, (void)related, (void)thread;
-    ep_event e = {event_id, event_version, data, data_len, nframes, frames, provider};
+    (void)activity, (void)related, (void)thread;
+    ep_event e = {event_id, event_version, data, data_len, nframes, frames, provider, meta, meta_len};
     if (ep_deliver(&e))
         return S_OK;
     REC(EventPipeEventDelivered, provider, event_id, event_version);

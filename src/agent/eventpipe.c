@@ -54,21 +54,67 @@ static void whats(char *out, size_t cap) {
     }
 }
 
+/* Whether two NUL-terminated UTF-16 names are the same. */
+static int wsame(const WCHAR *a, const WCHAR *b) {
+    while (*a && *a == *b)
+        a++, b++;
+    return *a == *b;
+}
+
+/* The other providers asked for, by name, in the order of their first consumer. */
+static const WCHAR *g_other[EP_MAX_OTHER];
+static unsigned g_nother;
+
+/* Which provider c reads: 0 the runtime's, 1 + an index into g_other. */
+static unsigned consumer_class(const ep_consumer *c) {
+    if (!c->provider)
+        return 0;
+    for (unsigned j = 0; j < g_nother; j++)
+        if (wsame(g_other[j], c->provider))
+            return 1 + j;
+    return EP_MAX_OTHER + 1; /* none: it never gets an event */
+}
+
+/* The session's providers: the runtime's when a consumer reads it (keywords
+ * OR'ed, the highest level), then each other provider. Returns how many. */
+static ULONG providers(COR_PRF_EVENTPIPE_PROVIDER_CONFIG *pc) {
+    static const WCHAR runtime[] = u"Microsoft-Windows-DotNETRuntime";
+    ULONG n = 0;
+    g_nother = 0;
+    for (unsigned i = 0; i < g_nwant; i++) {
+        const ep_consumer *c = g_want[i];
+        if (c->provider && consumer_class(c) > EP_MAX_OTHER && g_nother < EP_MAX_OTHER)
+            g_other[g_nother++] = c->provider;
+    }
+    for (unsigned k = 0; k <= g_nother; k++) {
+        COR_PRF_EVENTPIPE_PROVIDER_CONFIG p = {k ? g_other[k - 1] : runtime, 0, 0, NULL};
+        int any = 0;
+        for (unsigned i = 0; i < g_nwant; i++) {
+            if (consumer_class(g_want[i]) != k)
+                continue;
+            any = 1;
+            p.keywords |= g_want[i]->keywords;
+            if (g_want[i]->level > p.loggingLevel)
+                p.loggingLevel = g_want[i]->level;
+            if (!p.filterData)
+                p.filterData = g_want[i]->args;
+        }
+        if (any)
+            pc[n++] = p;
+    }
+    return n;
+}
+
 int ep_start(void) {
     if (!g_nwant)
         return 0;
-    static const WCHAR provider[] = u"Microsoft-Windows-DotNETRuntime";
-    COR_PRF_EVENTPIPE_PROVIDER_CONFIG pc = {provider, 0, 0, NULL};
-    for (unsigned i = 0; i < g_nwant; i++) {
-        pc.keywords |= g_want[i]->keywords;
-        if (g_want[i]->level > pc.loggingLevel)
-            pc.loggingLevel = g_want[i]->level;
-    }
+    COR_PRF_EVENTPIPE_PROVIDER_CONFIG pc[1 + EP_MAX_OTHER];
+    ULONG npc = providers(pc);
     stack_cache_invalidate(); /* string numbers are the trace's: cached ones belong to an old one */
     /* on before the session starts: its first events may come before it returns */
     atomic_store(&g_on, 1);
     EVENTPIPE_SESSION session = 0;
-    HRESULT hr = INFO_CALL(EventPipeStartSession, 1, &pc, 0, &session);
+    HRESULT hr = INFO_CALL(EventPipeStartSession, npc, pc, 0, &session);
     if (FAILED(hr)) {
         atomic_store(&g_on, 0);
         char what[256];
@@ -94,43 +140,53 @@ int ep_running(const ep_consumer *c) {
     return 0;
 }
 
-/* Whether p is "Microsoft-Windows-DotNETRuntime" (the runtime's provider, or the
- * managed NativeRuntimeEventSource of that name): by name once, then by handle
- * from a small table (a provider it cannot ask about counts as the runtime's). */
-static int runtime_provider(EVENTPIPE_PROVIDER p) {
-    /* handle | 1 when it is the runtime's: a provider is an aligned object */
+/* p's name is want: compared up to the name's end or its 63rd unit. */
+static int named(const WCHAR *name, ULONG n, const WCHAR *want) {
+    size_t k = 0;
+    while (k < 63 && k < n && want[k] && name[k] == want[k])
+        k++;
+    return !want[k] && (k >= n || name[k] == 0);
+}
+
+/* Which provider p is, as consumer_class counts (EP_MAX_OTHER + 1: none of
+ * ours): by name once, then by handle from a small table (a provider it cannot
+ * ask about counts as the runtime's). */
+static unsigned provider_class(EVENTPIPE_PROVIDER p) {
+    /* handle | class: a provider is an aligned object */
     static _Atomic(uintptr_t) seen[8];
     for (unsigned i = 0; i < 8; i++) {
         uintptr_t v = atomic_load_explicit(&seen[i], memory_order_relaxed);
-        if (v && (v & ~(uintptr_t)1) == (uintptr_t)p)
-            return (int)(v & 1);
+        if (v && (v & ~(uintptr_t)3) == (uintptr_t)p)
+            return (unsigned)(v & 3);
     }
-    static const WCHAR want[] = u"Microsoft-Windows-DotNETRuntime";
+    static const WCHAR runtime[] = u"Microsoft-Windows-DotNETRuntime";
     WCHAR name[64];
     ULONG n = 0;
-    int runtime = 1;
+    unsigned cls = 0;
     if (AGENT_HAS_INFO(EventPipeGetProviderInfo) &&
-        SUCCEEDED(INFO_CALL(EventPipeGetProviderInfo, p, 64, &n, name))) {
-        size_t k = 0;
-        while (k < 63 && k < n && want[k] && name[k] == want[k])
-            k++;
-        runtime = !want[k] && (k >= n || name[k] == 0);
+        SUCCEEDED(INFO_CALL(EventPipeGetProviderInfo, p, 64, &n, name)) && !named(name, n, runtime)) {
+        cls = EP_MAX_OTHER + 1;
+        for (unsigned j = 0; j < g_nother; j++)
+            if (named(name, n, g_other[j]))
+                cls = 1 + j;
     }
-    for (unsigned i = 0; i < 8 && !((uintptr_t)p & 1); i++) {
+    for (unsigned i = 0; i < 8 && !((uintptr_t)p & 3); i++) {
         uintptr_t empty = 0;
-        if (atomic_compare_exchange_strong(&seen[i], &empty, (uintptr_t)p | (uintptr_t)runtime))
+        if (atomic_compare_exchange_strong(&seen[i], &empty, (uintptr_t)p | (uintptr_t)cls))
             break;
     }
-    return runtime;
+    return cls;
 }
 
 int ep_deliver(const ep_event *e) {
     if (!atomic_load_explicit(&g_on, memory_order_relaxed))
         return 0;
-    if (!runtime_provider(e->provider))
+    unsigned cls = provider_class(e->provider);
+    if (cls > EP_MAX_OTHER)
         return 1;
     for (unsigned i = 0; i < g_nwant; i++)
-        g_want[i]->event(e);
+        if (consumer_class(g_want[i]) == cls)
+            g_want[i]->event(e);
     return 1;
 }
 

@@ -34,7 +34,9 @@ typedef struct ep_event {
     ULONG len;
     ULONG nframes;         /* 0 on .NET 10's in-process sessions */
     const UINT_PTR *frames;
-    EVENTPIPE_PROVIDER provider; /* ep_deliver hands consumers the runtime provider's events only */
+    EVENTPIPE_PROVIDER provider; /* a consumer gets its own provider's events only */
+    const BYTE *meta;      /* the event's metadata (its name, its fields' names and types) */
+    ULONG meta_len;
 } ep_event;
 
 typedef struct ep_consumer {
@@ -44,7 +46,16 @@ typedef struct ep_consumer {
     void (*event)(const ep_event *e);
     void (*started)(void); /* the session runs (NULL: nothing to do) */
     void (*flush)(void);   /* write out what was added up: at stop and at exit (NULL: nothing) */
+    /* NULL: the runtime's provider ("Microsoft-Windows-DotNETRuntime"); else
+     * another provider by name (a managed EventSource, such as "System.Runtime"),
+     * with its arguments ("EventCounterIntervalSec=1", NULL none). At most
+     * EP_MAX_OTHER such providers; consumers of one provider share the first's
+     * arguments. */
+    const WCHAR *provider;
+    const WCHAR *args;
 } ep_consumer;
+
+#define EP_MAX_OTHER 2
 
 /* Before SetEventMask: c (static, it is kept) joins the next session, and the
  * EventPipe bit goes into *mask_high. 0, or -1 after saying why (the runtime
@@ -65,10 +76,10 @@ int ep_start(void);
 /* Whether c's events flow (c asked and the session runs). */
 int ep_running(const ep_consumer *c);
 
-/* From EventPipeEventDelivered: hands the event to every consumer when it is
- * the runtime provider's (the session also gets EventPipe's own, such as its
- * ProcessInfo, id 1 like GCStart, as it ends); 1 when the session is ours (the
- * event is not logged as such), 0 otherwise. */
+/* From EventPipeEventDelivered: hands the event to every consumer of its
+ * provider (the session also gets EventPipe's own, such as its ProcessInfo, id
+ * 1 like GCStart, as it ends: nobody's); 1 when the session is ours (the event
+ * is not logged as such), 0 otherwise. */
 int ep_deliver(const ep_event *e);
 
 /* At Shutdown or detach: stops the session, then flushes every consumer. */

@@ -91,7 +91,7 @@ static __thread struct {
 static void on_event(const ep_event *e);
 static void on_started(void);
 
-static ep_consumer g_consumer = {"lock contention", 0, 0, on_event, on_started, locks_flush_all};
+static ep_consumer g_consumer = {"lock contention", 0, 0, on_event, on_started, locks_flush_all, NULL, NULL};
 
 void locks_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
     if (!cfg->locks)

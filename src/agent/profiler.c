@@ -102,6 +102,8 @@ static void join_windows(const agent_config *cfg) {
         window_register_event(DNP_EV_GcSizes);
         window_register_event(DNP_EV_GcCollection);
     }
+    if (cfg->threadpool)
+        window_register_event(DNP_EV_ThreadPoolCounters); /* once a second: dnprof top's pool line */
     if (cfg->locks) {
         window_register_event(DNP_EV_LockSite);
         window_register_flush(locks_flush_all); /* each window's waits, whole */

@@ -41,7 +41,7 @@ static void on_event(const ep_event *e) {
 }
 
 static ep_consumer g_gc = {"[GC] frames of sampled stacks", EP_KEYWORD_GC, COR_PRF_EVENTPIPE_INFORMATIONAL, on_event,
-                           NULL, NULL};
+                           NULL, NULL, NULL, NULL};
 
 void sampler_runtime_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
     atomic_store(&sampler_gc_state, 0);

@@ -37,13 +37,13 @@ static void top_help(void) {
           "\n"
           "A live view of what a .NET program is doing now: the methods that burn CPU\n"
           "(sampled, self and total, in the last interval and since the start), what it\n"
-          "allocates and throws, its GC, CPU %, threads and memory, refreshed every\n"
-          "--interval. By PID it attaches (as dnprof attach), and q or Ctrl-C detaches and\n"
-          "leaves the program running as before; with -- it starts the program under the\n"
-          "agent (as dnprof run), and q closes the view while the program runs to its end\n"
-          "(its output goes to --log FILE, or nowhere). When the program exits, top says\n"
-          "so and exits 0. When stdout is not a terminal, or with -b, one plain-text\n"
-          "snapshot per interval instead (docs/top.md).\n"
+          "allocates and throws, its GC, thread pool, CPU %, threads and memory,\n"
+          "refreshed every --interval. By PID it attaches (as dnprof attach), and q or\n"
+          "Ctrl-C detaches and leaves the program running as before; with -- it starts\n"
+          "the program under the agent (as dnprof run), and q closes the view while the\n"
+          "program runs to its end (its output goes to --log FILE, or nowhere). When the\n"
+          "program exits, top says so and exits 0. When stdout is not a terminal, or with\n"
+          "-b, one plain-text snapshot per interval instead (docs/top.md).\n"
           "\n"
           "options:\n"
           "  -d, --interval TIME   the refresh: 1s (default), 500ms, 5s; from 200ms to 1m\n",
@@ -295,7 +295,7 @@ static int top_attach(const top_opts *o, const char *session) {
     ao.events = "threads,exceptions";
     ao.sample = 1;
     ao.sample_rate = o->rate;
-    ao.alloc = ao.exceptions = ao.gc = 1;
+    ao.alloc = ao.exceptions = ao.gc = ao.threadpool = 1;
     ao.locks = o->locks;
     ao.every_ms = (unsigned)o->interval_ms;
     ao.timeout_s = o->timeout_s;
@@ -362,7 +362,7 @@ static void *launch_main(void *arg) {
 }
 
 /* The agent's settings for the program (as dnprof run --sample --alloc
- * --exceptions --gc --every would set them). 0 or 1. */
+ * --exceptions --gc --threadpool --every would set them). 0 or 1. */
 static int startup_settings(const top_opts *o) {
     char every[24], rate[24];
     snprintf(every, sizeof every, "%lld", o->interval_ms);
@@ -370,7 +370,8 @@ static int startup_settings(const top_opts *o) {
              o->rate ? (unsigned)o->rate : dnp_setting_default(DNP_SET_SAMPLE_RATE));
     return cli_setting_set(DNP_SET_SAMPLE, "cpu") || cli_setting_set(DNP_SET_SAMPLE_RATE, rate) ||
                    cli_setting_set(DNP_SET_ALLOC, "1") || cli_setting_set(DNP_SET_EXC_STACKS, "1") ||
-                   cli_setting_set(DNP_SET_GC, "1") || cli_setting_set(DNP_SET_EVERY, every) ||
+                   cli_setting_set(DNP_SET_GC, "1") || cli_setting_set(DNP_SET_THREADPOOL, "1") ||
+                   cli_setting_set(DNP_SET_EVERY, every) ||
                    (o->locks && cli_setting_set(DNP_SET_LOCKS, "1"))
                ? 1
                : 0;

@@ -74,6 +74,7 @@ typedef struct top_model {
     double cpu_pct;            /* of one CPU, over the last interval (-1: not yet) */
     long threads;
     long pool_threads;         /* the runtime's thread-pool workers (.NET TP Worker), -1 unknown */
+    long tp_threads, tp_queue; /* the pool's counters (ThreadPoolCounters), the last seen; -1 none yet */
     uint64_t rss;
     unsigned long long last_ticks;
     double last_wall;

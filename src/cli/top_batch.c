@@ -42,8 +42,8 @@ void top_header(const top_model *m, char lines[TOP_HEADER_LINES][512]) {
     if (m->cpu_pct >= 0)
         snprintf(cpu, sizeof cpu, "cpu %.1f%%", m->cpu_pct);
     top_fmt_bytes((uint64_t)rate(iv->alloc_bytes, iv->duration_ns), alloc, sizeof alloc);
-    snprintf(lines[1], 512, "%s  threads %ld (pool %ld)  rss %s  exceptions %.1f/s  alloc %s/s", cpu, m->threads,
-             m->pool_threads, rss, rate(iv->exceptions, iv->duration_ns), alloc);
+    snprintf(lines[1], 512, "%s  threads %ld  rss %s  exceptions %.1f/s  alloc %s/s", cpu, m->threads, rss,
+             rate(iv->exceptions, iv->duration_ns), alloc);
     if (!m->gc_on && !m->all.gc_seen) {
         snprintf(lines[2], 512, "gc: n/a");
         snprintf(lines[3], 512, "heap: n/a");
@@ -61,11 +61,16 @@ void top_header(const top_model *m, char lines[TOP_HEADER_LINES][512]) {
         else
             snprintf(lines[3], 512, "heap: no GC seen yet");
     }
+    /* the pool first; whole ms waited from 100 on: the line fits 80 columns */
+    char pool[64] = "pool n/a";
+    if (m->tp_threads >= 0)
+        snprintf(pool, sizeof pool, "pool %ld threads, queue %ld", m->tp_threads, m->tp_queue);
+    double waited = secs(iv->lock_wait_ns) * 1e3;
     if (m->locks_on || m->all.locks_seen)
-        snprintf(lines[4], 512, "locks: %.1f contentions/s, %.1f ms waited", rate(iv->lock_count, iv->duration_ns),
-                 secs(iv->lock_wait_ns) * 1e3);
+        snprintf(lines[4], 512, "%s  locks: %.1f contentions/s, %.*f ms waited", pool,
+                 rate(iv->lock_count, iv->duration_ns), waited < 100 ? 1 : 0, waited);
     else
-        snprintf(lines[4], 512, "locks: n/a (top --locks)");
+        snprintf(lines[4], 512, "%s  locks: n/a (top --locks)", pool);
 }
 
 static const char *const TABLE_NAME[TOP_NTABLES] = {"methods by CPU", "allocations by type", "exceptions by type",
@@ -214,6 +219,10 @@ void top_print_json(FILE *out, const top_model *m, const top_show *s) {
             ",\"threads\":%ld,\"pool_threads\":%ld,\"rss_bytes\":%" PRIu64 ",\"windows_dropped\":%" PRIu64
             ",\"events_lost\":%" PRIu64,
             m->threads, m->pool_threads, m->rss, m->cur.dropped, m->cur.lost);
+    if (m->tp_threads >= 0)
+        fprintf(out, ",\"threadpoolThreads\":%ld,\"threadpoolQueue\":%ld", m->tp_threads, m->tp_queue);
+    else
+        fputs(",\"threadpoolThreads\":null,\"threadpoolQueue\":null", out);
     if (m->have_heap)
         fprintf(out, ",\"heap_bytes\":{\"gen0\":%" PRIu64 ",\"gen1\":%" PRIu64 ",\"gen2\":%" PRIu64 ",\"loh\":%" PRIu64
                      ",\"poh\":%" PRIu64 "}",

@@ -110,6 +110,7 @@ void top_model_init(top_model *m, long pid) {
     m->cpu_pct = -1;
     m->threads = -1;
     m->pool_threads = -1;
+    m->tp_threads = m->tp_queue = -1;
 }
 
 static void interval_free(top_interval *iv) {
@@ -218,6 +219,10 @@ static void take_event(top_model *m, const dnp_trace *t, const dnp_trace_event *
         break;
     }
     case DNP_EV_LockConfig: iv->locks_seen = 1; break;
+    case DNP_EV_ThreadPoolCounters:
+        m->tp_threads = (long)e->v[DNP_V(ThreadPoolCounters, threads)];
+        m->tp_queue = (long)e->v[DNP_V(ThreadPoolCounters, queue)];
+        break;
     case DNP_EV_GcConfig:
     case DNP_EV_GcSizes:
     case DNP_EV_GcCollection: gc_event(m, e); break;

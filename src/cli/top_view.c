@@ -176,7 +176,7 @@ void top_view_draw(top_view *v, const top_model *m, const char *status) {
         put_line(1, h[1], A_NORMAL);
         put_line(2, h[2], m->gc_on || m->all.gc_seen ? A_NORMAL : A_DIM);
         put_line(3, h[3], m->gc_on || m->all.gc_seen ? A_NORMAL : A_DIM);
-        put_line(4, h[4], m->locks_on ? A_NORMAL : A_DIM);
+        put_line(4, h[4], m->locks_on || m->tp_threads >= 0 ? A_NORMAL : A_DIM);
         snprintf(title, sizeof title, "%s - %s%s  (interval %llu, %.2f s, %llu samples)%s", TITLE[v->show.table],
                  v->show.since_start ? "since start" : "last interval", v->frozen ? " [frozen]" : "",
                  (unsigned long long)m->intervals, (double)m->cur.duration_ns / 1e9,

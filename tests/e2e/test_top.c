@@ -42,23 +42,30 @@ static int file_has(const char *path, const char *text) {
 
 /* Starts `dotnet Scenarios.dll top run SECONDS` (stdout to DIR/NAME.out) and
  * waits for its "ready": its pid, or -1 after saying why. */
-static pid_t prog_start(const e2e_run *r, const char *name, const char *seconds, char *out, size_t cap) {
+static pid_t prog_start_args(const e2e_run *r, const char *name, const char *const *args, char *out, size_t cap) {
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     if (!dll)
         return -1;
     char err[PATH_MAX + 64];
     snprintf(out, cap, "%s/%s.out", r->dir, name);
     snprintf(err, sizeof err, "%s/%s.err", r->dir, name);
-    const char *argv[] = {e2e_dotnet(), dll, "top", "run", seconds, NULL};
+    const char *argv[12] = {e2e_dotnet(), dll, "top"};
+    for (int i = 0; args[i] && i < 8; i++)
+        argv[3 + i] = args[i];
     pid_t pid = e2e_spawn((char *const *)argv, NULL, r->dir, out, NULL, err);
     for (int i = 0; pid > 0 && i < 600; i++) {
-        if (file_has(out, "ready\n"))
+        if (file_has(out, "ready"))
             return pid;
         sleep_ms(100);
     }
     fprintf(stderr, "e2e: the top scenario did not say ready\n");
     e2e_show_file("its stderr", err);
     return -1;
+}
+
+static pid_t prog_start(const e2e_run *r, const char *name, const char *seconds, char *out, size_t cap) {
+    const char *args[] = {"run", seconds, NULL};
+    return prog_start_args(r, name, args, out, cap);
 }
 
 static void prog_kill(pid_t pid) {
@@ -201,6 +208,80 @@ TEST(e2e_top_batch_json) {
     ASSERT_EQ(e2e_setup(&r, "e2e_top_batch_json"), 0);
     pid_t prog = -1;
     int rc = batch_body(&r, &prog);
+    prog_kill(prog);
+    return rc;
+}
+
+/* ---- the thread pool: top pool N K against the program's own figures ---- */
+
+#define POOL_N 6  /* worker threads, all blocked */
+#define POOL_K 40 /* work items queued behind them */
+
+/* The program's last "pool threads T queue Q" line: 0, or -1. */
+static int prog_pool(const char *out, long *threads, long *queue) {
+    size_t n;
+    char *s = e2e_read_file(out, &n);
+    const char *p = s, *last = NULL;
+    while (p && (p = strstr(p, "pool threads ")) != NULL)
+        last = p++;
+    int ok = last && sscanf(last, "pool threads %ld queue %ld", threads, queue) == 2;
+    free(s);
+    return ok ? 0 : -1;
+}
+
+static int pool_body(e2e_run *r, pid_t *prog) {
+    char out[PATH_MAX + 64], pid[32], n[16], k[16];
+    snprintf(n, sizeof n, "%d", POOL_N);
+    snprintf(k, sizeof k, "%d", POOL_K);
+    const char *pargs[] = {"pool", n, k, "60", NULL};
+    ASSERT_GT(*prog = prog_start_args(r, "program", pargs, out, sizeof out), 0);
+    snprintf(pid, sizeof pid, "%d", (int)*prog);
+    const char *args[] = {"top", pid, "-b", "-n", "4", "--json", NULL};
+    ASSERT_EQ(e2e_dnprof(r, args), 0);
+    ASSERT_STATUS(r, 0);
+    long want_threads = -1, want_queue = -1;
+    ASSERT_EQ(prog_pool(out, &want_threads, &want_queue), 0);
+    /* the program's truth is what it set up */
+    ASSERT_EQ(want_threads, POOL_N);
+    ASSERT_EQ(want_queue, POOL_K);
+    size_t len;
+    char *text = e2e_read_file(r->out, &len);
+    ASSERT_NE(text, NULL);
+    int objects = 0, seen = 0, bad = 0;
+    for (char *line = strtok(text, "\n"); line && !bad; line = strtok(NULL, "\n")) {
+        char err[256];
+        jv *o = json_parse(line, strlen(line), err, sizeof err);
+        const jv *th = o ? json_get(o, "threadpoolThreads") : NULL, *q = o ? json_get(o, "threadpoolQueue") : NULL;
+        objects++;
+        if (!th || !q) {
+            fprintf(stderr, "e2e: no threadpoolThreads/threadpoolQueue: %s\n", line);
+            bad = 1;
+        } else if (th->type == JV_NUM && q->type == JV_NUM) {
+            seen++;
+            fprintf(stderr, "e2e: interval %d: top says pool %.0f threads, queue %.0f; the program %ld, %ld\n",
+                    objects, th->num, q->num, want_threads, want_queue);
+            /* equal within 2 threads; the queue within 2 items (the program's own figures are exact) */
+            if (th->num < want_threads - 2 || th->num > want_threads + 2 || q->num < want_queue - 2 ||
+                q->num > want_queue + 2)
+                bad = 1;
+        } else if (th->type != JV_NULL || q->type != JV_NULL || objects > 1) {
+            bad = 1; /* null only before the first counters (they come a second after the attach) */
+        }
+        json_free(o);
+    }
+    free(text);
+    ASSERT_EQ(bad, 0);
+    ASSERT_EQ(objects, 4);
+    ASSERT_GE(seen, 3);
+    ASSERT_EQ(left_running(*prog), 0);
+    return 0;
+}
+
+TEST(e2e_top_pool) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_top_pool"), 0);
+    pid_t prog = -1;
+    int rc = pool_body(&r, &prog);
     prog_kill(prog);
     return rc;
 }

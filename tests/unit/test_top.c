@@ -81,3 +81,56 @@ TEST(top_json_valid) {
     top_model_free(&m);
     return 0;
 }
+
+/* The pool's counters: "pool N threads, queue M" in the header, within 80
+ * columns at the widest figures, and threadpoolThreads/threadpoolQueue in the
+ * JSON (null before the first counters). */
+TEST(top_pool_header_and_json) {
+    static top_model m;
+    top_model_init(&m, 4242);
+    m.intervals = 1;
+    m.cur.duration_ns = 1000000000ull;
+    char h[TOP_HEADER_LINES][512];
+    top_header(&m, h);
+    ASSERT_STREQ(h[4], "pool n/a  locks: n/a (top --locks)");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    top_show s = {0};
+    top_print_json(f, &m, &s);
+    fclose(f);
+    char err[256];
+    jv *o = json_parse(buf, len, err, sizeof err);
+    ASSERT_NE(o, NULL);
+    ASSERT_EQ(json_get(o, "threadpoolThreads")->type, JV_NULL);
+    ASSERT_EQ(json_get(o, "threadpoolQueue")->type, JV_NULL);
+    json_free(o);
+    free(buf);
+
+    m.tp_threads = 6;
+    m.tp_queue = 40;
+    top_header(&m, h);
+    ASSERT_STREQ(h[4], "pool 6 threads, queue 40  locks: n/a (top --locks)");
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    top_print_json(f, &m, &s);
+    fclose(f);
+    o = json_parse(buf, len, err, sizeof err);
+    ASSERT_NE(o, NULL);
+    ASSERT_EQ(json_num(o, "threadpoolThreads"), 6.0);
+    ASSERT_EQ(json_num(o, "threadpoolQueue"), 40.0);
+    json_free(o);
+    free(buf);
+
+    /* wide: a big pool, a long queue, many contentions */
+    m.tp_threads = 32767;
+    m.tp_queue = 9999999;
+    m.locks_on = 1;
+    m.cur.lock_count = 99999;
+    m.cur.lock_wait_ns = 99999000000ull;
+    top_header(&m, h);
+    ASSERT_LE(strlen(h[4]), 80u);
+    ASSERT_NE(strstr(h[4], "pool 32767 threads, queue 9999999"), NULL);
+    top_model_free(&m);
+    return 0;
+}

@@ -7,6 +7,13 @@
 //       methods are compiled, "throws per second 50", and at the end "thrown N
 //       in S s"; runs SECONDS of wall time (or until its stdin closes, when
 //       SECONDS is 0)
+//   top pool N K SECONDS  a saturated thread pool of a known size: the pool's
+//       minimum and maximum set to N worker threads, N work items that block
+//       on one event, and K more queued behind them that cannot start; prints
+//       "ready" once the N are running, then every second "pool threads T
+//       queue Q" (ThreadPool.ThreadCount and PendingWorkItemCount, the
+//       program's own figures); after SECONDS releases them all and prints
+//       "done"
 //   top bench ROUNDS    the hot methods alone, ROUNDS rounds on one thread; prints
 //       "cpu MS ms wall MS ms thread MS ms": the process's CPU time (every
 //       thread: the runtime's, an agent's), the elapsed time, and the CPU time
@@ -33,7 +40,9 @@ public static class TopScenario
             return Watched(n);
         if (what == "bench")
             return Bench((long)n);
-        Console.Error.WriteLine("usage: Scenarios top run SECONDS | bench ROUNDS");
+        if (what == "pool" && args.Length > 3)
+            return Pool((int)n, int.Parse(args[2]), double.Parse(args[3], System.Globalization.CultureInfo.InvariantCulture));
+        Console.Error.WriteLine("usage: Scenarios top run SECONDS | pool N K SECONDS | bench ROUNDS");
         return 2;
     }
 
@@ -117,6 +126,34 @@ public static class TopScenario
         foreach (var t in threads)
             t.Join();
         Console.WriteLine($"thrown {Interlocked.Read(ref thrown)} in {wall.Elapsed.TotalSeconds:F2} s");
+        return 0;
+    }
+
+    private static int Pool(int n, int queued, double seconds)
+    {
+        ThreadPool.GetMinThreads(out _, out int io);
+        if (!ThreadPool.SetMaxThreads(n, Math.Max(io, n)) || !ThreadPool.SetMinThreads(n, io))
+        {
+            Console.Error.WriteLine($"the pool refused {n} threads");
+            return 1;
+        }
+        var gate = new ManualResetEventSlim(false);
+        int running = 0;
+        for (int i = 0; i < n + queued; i++)
+            ThreadPool.UnsafeQueueUserWorkItem(_ => { Interlocked.Increment(ref running); gate.Wait(); }, null);
+        for (int i = 0; i < 1000 && Volatile.Read(ref running) < n; i++)
+            Thread.Sleep(10);
+        Console.WriteLine($"ready running={Volatile.Read(ref running)}");
+        Console.Out.Flush();
+        var wall = Stopwatch.StartNew();
+        while (wall.Elapsed.TotalSeconds < seconds)
+        {
+            Console.WriteLine($"pool threads {ThreadPool.ThreadCount} queue {ThreadPool.PendingWorkItemCount}");
+            Console.Out.Flush();
+            Thread.Sleep(1000);
+        }
+        gate.Set();
+        Console.WriteLine("done");
         return 0;
     }
 
