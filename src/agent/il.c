@@ -17,6 +17,7 @@
 #include "callbacks.h"
 #include "calls.h"
 #include "il_body.h"
+#include "namebuf.h"
 #include "u64map.h"
 #include "utf16.h"
 
@@ -44,38 +45,9 @@ void il_configure(const agent_config *cfg, uint32_t *mask) {
 
 /* ---- text ---- */
 
-typedef struct nbuf {
-    char s[IL_NAME_MAX];
-    size_t len;
-} nbuf;
-
-static void nb_add(nbuf *b, const char *s, size_t n) {
-    if (n > sizeof b->s - 1 - b->len)
-        n = sizeof b->s - 1 - b->len;
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = 0;
-}
-
-static void nb_printf(nbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void nb_printf(nbuf *b, const char *fmt, ...) {
-    char tmp[IL_NAME_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        nb_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-static void nb_wide(nbuf *b, const WCHAR *w, size_t wcap, ULONG len) {
-    char tmp[IL_NAME_MAX];
-    nb_add(b, tmp, dnp_utf16_name(w, wcap, len, tmp, sizeof tmp));
-}
-
 /* ---- types ---- */
 
-static void type_text(IMetaDataImport *imp, mdToken tk, nbuf *b, int depth);
+static void type_text(IMetaDataImport *imp, mdToken tk, dnp_namebuf *b, int depth);
 
 /* A compressed unsigned integer of a signature (II.23.2); -1 when cut short. */
 static int sig_uint(const uint8_t **p, const uint8_t *end, uint32_t *v) {
@@ -99,7 +71,7 @@ static int sig_uint(const uint8_t **p, const uint8_t *end, uint32_t *v) {
 
 /* One type of a signature (TypeSpecs, MethodSpecs' arguments); -1 when it
  * cannot be read (the caller shows the token instead). */
-static int sig_type(IMetaDataImport *imp, const uint8_t **p, const uint8_t *end, nbuf *b, int depth) {
+static int sig_type(IMetaDataImport *imp, const uint8_t **p, const uint8_t *end, dnp_namebuf *b, int depth) {
     uint32_t v, n;
     if (*p >= end || depth > SIG_DEPTH)
         return -1;
@@ -163,7 +135,7 @@ static int sig_type(IMetaDataImport *imp, const uint8_t **p, const uint8_t *end,
     }
 }
 
-static void typeref_text(IMetaDataImport *imp, mdTypeRef tr, nbuf *b, int depth) {
+static void typeref_text(IMetaDataImport *imp, mdTypeRef tr, dnp_namebuf *b, int depth) {
     WCHAR w[512];
     ULONG len = 0;
     mdToken scope = 0;
@@ -184,7 +156,7 @@ static void typeref_text(IMetaDataImport *imp, mdTypeRef tr, nbuf *b, int depth)
     }
 }
 
-static void type_text(IMetaDataImport *imp, mdToken tk, nbuf *b, int depth) {
+static void type_text(IMetaDataImport *imp, mdToken tk, dnp_namebuf *b, int depth) {
     char tmp[IL_NAME_MAX];
     if (depth > SIG_DEPTH) {
         nb_add(b, "...", 3);
@@ -212,7 +184,7 @@ static void type_text(IMetaDataImport *imp, mdToken tk, nbuf *b, int depth) {
 
 /* ---- members ---- */
 
-static void member_text(IMetaDataImport *imp, mdToken tk, nbuf *b, int depth) {
+static void member_text(IMetaDataImport *imp, mdToken tk, dnp_namebuf *b, int depth) {
     WCHAR w[512];
     ULONG len = 0, nsig = 0, rva = 0, nval = 0;
     mdToken owner = 0;
@@ -263,7 +235,7 @@ static void member_text(IMetaDataImport *imp, mdToken tk, nbuf *b, int depth) {
 
 /* A user string as a C# literal, "..." with \" \\ \n \r \t \0 \uXXXX, cut at
  * IL_STRING_MAX bytes (then "..." follows the closing quote). */
-static void string_text(IMetaDataImport *imp, mdString tk, nbuf *b) {
+static void string_text(IMetaDataImport *imp, mdString tk, dnp_namebuf *b) {
     WCHAR w[IL_STRING_MAX + 1];
     ULONG len = 0;
     if (FAILED(imp->lpVtbl->GetUserString(imp, tk, w, IL_STRING_MAX + 1, &len))) {
@@ -290,7 +262,7 @@ static void string_text(IMetaDataImport *imp, mdString tk, nbuf *b) {
         nb_add(b, "...", 3);
 }
 
-static void token_text(IMetaDataImport *imp, mdToken tk, nbuf *b) {
+static void token_text(IMetaDataImport *imp, mdToken tk, dnp_namebuf *b) {
     switch (DNP_TOKEN_TYPE(tk)) {
     case mdtTypeDef:
     case mdtTypeRef:
@@ -319,7 +291,7 @@ static void name_token(IMetaDataImport *imp, uint32_t tk, names_text *t) {
     if (t->nseen == IL_MAX_TOKENS || !tk)
         return;
     t->seen[t->nseen++] = tk;
-    nbuf b = {.len = 0};
+    dnp_namebuf b = {.len = 0};
     b.s[0] = 0;
     token_text(imp, tk, &b);
     size_t need = t->len + 10 + b.len + 1;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "namebuf.h"
 #include "recorder.h"
 #include "u64map.h"
 #include "utf16.h"
@@ -91,41 +92,6 @@ int names_init(void) {
 
 /* ---- text ---- */
 
-typedef struct sbuf {
-    char s[NAME_MAX_BYTES];
-    size_t len;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n) {
-    if (n > sizeof b->s - 1 - b->len)
-        n = sizeof b->s - 1 - b->len;
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = 0;
-}
-
-static void sb_puts(sbuf *b, const char *s) {
-    sb_add(b, s, strlen(s));
-}
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    char tmp[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        sb_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-/* A name the runtime wrote into w[wcap], len units with its NUL (dnp_utf16_name). */
-static void sb_wide(sbuf *b, const WCHAR *w, size_t wcap, ULONG len) {
-    char tmp[NAME_MAX_BYTES];
-    size_t n = dnp_utf16_name(w, wcap, len, tmp, sizeof tmp);
-    sb_add(b, tmp, n);
-}
-
 /* ---- metadata ---- */
 
 /* A referenced IMetaDataImport for the module, or NULL. Release it after use.
@@ -159,25 +125,25 @@ static IMetaDataImport *module_import(ModuleID module) {
 }
 
 /* Appends the name of a TypeDef: Namespace.Outer+Inner, without arity suffixes. */
-static void typedef_text(IMetaDataImport *imp, mdTypeDef td, sbuf *out, int depth) {
+static void typedef_text(IMetaDataImport *imp, mdTypeDef td, dnp_namebuf *out, int depth) {
     WCHAR wname[512];
     ULONG len = 0;
     DWORD flags = 0;
     mdToken extends = 0;
     if (DNP_TOKEN_TYPE(td) != mdtTypeDef || depth > MAX_DEPTH) {
-        sb_printf(out, "<token 0x%08x>", td);
+        nb_printf(out, "<token 0x%08x>", td);
         return;
     }
     HRESULT hr = imp->lpVtbl->GetTypeDefProps(imp, td, wname, 512, &len, &flags, &extends);
     if (FAILED(hr)) {
-        sb_printf(out, "<typedef 0x%08x>", td);
+        nb_printf(out, "<typedef 0x%08x>", td);
         return;
     }
     if ((flags & tdVisibilityMask) >= tdNestedPublic) {
         mdTypeDef enclosing = 0;
         if (imp->lpVtbl->GetNestedClassProps(imp, td, &enclosing) == S_OK && enclosing != td) {
             typedef_text(imp, enclosing, out, depth + 1);
-            sb_puts(out, "+");
+            nb_puts(out, "+");
         }
     }
     char name[1024];
@@ -185,7 +151,7 @@ static void typedef_text(IMetaDataImport *imp, mdTypeDef td, sbuf *out, int dept
     char *tick = memchr(name, '`', n);
     if (tick)
         n = (size_t)(tick - name);
-    sb_add(out, name, n);
+    nb_add(out, name, n);
 }
 
 const char *names_element_type(unsigned t) {
@@ -210,27 +176,27 @@ const char *names_element_type(unsigned t) {
     }
 }
 
-static void class_text(ClassID cid, sbuf *out, int depth);
+static void class_text(ClassID cid, dnp_namebuf *out, int depth);
 
-static void type_args_text(const ClassID *args, ULONG32 n, sbuf *out, int depth) {
+static void type_args_text(const ClassID *args, ULONG32 n, dnp_namebuf *out, int depth) {
     if (n == 0)
         return;
-    sb_puts(out, "<");
+    nb_puts(out, "<");
     for (ULONG32 i = 0; i < n && i < MAX_TYPE_ARGS; i++) {
         if (i)
-            sb_puts(out, ", ");
+            nb_puts(out, ", ");
         class_text(args[i], out, depth + 1);
     }
-    sb_puts(out, ">");
+    nb_puts(out, ">");
 }
 
-static void class_text(ClassID cid, sbuf *out, int depth) {
+static void class_text(ClassID cid, dnp_namebuf *out, int depth) {
     if (cid == 0) {
-        sb_puts(out, "<no class>");
+        nb_puts(out, "<no class>");
         return;
     }
     if (depth > MAX_DEPTH) {
-        sb_puts(out, "...");
+        nb_puts(out, "...");
         return;
     }
     CorElementType elem = 0;
@@ -241,13 +207,13 @@ static void class_text(ClassID cid, sbuf *out, int depth) {
         if (elem_class)
             class_text(elem_class, out, depth + 1);
         else if (prim)
-            sb_puts(out, prim);
+            nb_puts(out, prim);
         else
-            sb_printf(out, "<element type 0x%x>", (unsigned)elem);
-        sb_puts(out, "[");
+            nb_printf(out, "<element type 0x%x>", (unsigned)elem);
+        nb_puts(out, "[");
         for (ULONG i = 1; i < rank && i < 32; i++)
-            sb_puts(out, ",");
-        sb_puts(out, "]");
+            nb_puts(out, ",");
+        nb_puts(out, "]");
         return;
     }
     ModuleID module = 0;
@@ -261,12 +227,12 @@ static void class_text(ClassID cid, sbuf *out, int depth) {
     else
         hr = INFO_CALL(GetClassIDInfo, cid, &module, &td);
     if (FAILED(hr) || module == 0) {
-        sb_printf(out, "<class 0x%llx>", (unsigned long long)cid);
+        nb_printf(out, "<class 0x%llx>", (unsigned long long)cid);
         return;
     }
     IMetaDataImport *imp = module_import(module);
     if (!imp) {
-        sb_printf(out, "<class 0x%llx: no metadata>", (unsigned long long)cid);
+        nb_printf(out, "<class 0x%llx: no metadata>", (unsigned long long)cid);
         return;
     }
     typedef_text(imp, td, out, depth);
@@ -274,7 +240,7 @@ static void class_text(ClassID cid, sbuf *out, int depth) {
     type_args_text(args, nargs > MAX_TYPE_ARGS ? MAX_TYPE_ARGS : nargs, out, depth);
 }
 
-static void function_text(FunctionID fid, sbuf *out) {
+static void function_text(FunctionID fid, dnp_namebuf *out) {
     ClassID cls = 0;
     ModuleID module = 0;
     mdToken token = 0;
@@ -287,16 +253,16 @@ static void function_text(FunctionID fid, sbuf *out) {
         hr = INFO_CALL(GetFunctionInfo, fid, &cls, &module, &token);
     if (SUCCEEDED(hr) && token == mdtMethodDef) {
         /* No metadata row: an IL stub or a method emitted at run time. */
-        sb_printf(out, "<dynamic method 0x%llx>", (unsigned long long)fid);
+        nb_printf(out, "<dynamic method 0x%llx>", (unsigned long long)fid);
         return;
     }
     if (FAILED(hr) || module == 0 || DNP_TOKEN_TYPE(token) != mdtMethodDef) {
-        sb_printf(out, "<function 0x%llx>", (unsigned long long)fid);
+        nb_printf(out, "<function 0x%llx>", (unsigned long long)fid);
         return;
     }
     IMetaDataImport *imp = module_import(module);
     if (!imp) {
-        sb_printf(out, "<function 0x%llx: no metadata>", (unsigned long long)fid);
+        nb_printf(out, "<function 0x%llx: no metadata>", (unsigned long long)fid);
         return;
     }
     mdTypeDef td = 0;
@@ -309,7 +275,7 @@ static void function_text(FunctionID fid, sbuf *out) {
                                      &impl);
     if (FAILED(hr)) {
         imp->lpVtbl->Release(imp);
-        sb_printf(out, "<method 0x%08x>", token);
+        nb_printf(out, "<method 0x%08x>", token);
         return;
     }
     if (cls)
@@ -317,13 +283,13 @@ static void function_text(FunctionID fid, sbuf *out) {
     else
         typedef_text(imp, td, out, 0);
     imp->lpVtbl->Release(imp);
-    sb_puts(out, "::");
-    sb_wide(out, wname, 512, len);
+    nb_puts(out, "::");
+    nb_wide(out, wname, 512, len);
     type_args_text(args, nargs > MAX_TYPE_ARGS ? MAX_TYPE_ARGS : nargs, out, 0);
 }
 
 /* b's text into out[cap]; its length. */
-static size_t sb_copy(const sbuf *b, char *out, size_t cap) {
+static size_t sb_copy(const dnp_namebuf *b, char *out, size_t cap) {
     if (cap == 0)
         return 0;
     size_t n = b->len < cap - 1 ? b->len : cap - 1;
@@ -337,14 +303,14 @@ IMetaDataImport *names_module_import(ModuleID module) {
 }
 
 size_t names_typedef_text(IMetaDataImport *imp, mdTypeDef td, char *out, size_t cap) {
-    sbuf b = {.len = 0};
+    dnp_namebuf b = {.len = 0};
     b.s[0] = 0;
     typedef_text(imp, td, &b, 0);
     return sb_copy(&b, out, cap);
 }
 
 size_t names_function_text(FunctionID fid, char *out, size_t cap) {
-    sbuf b = {.len = 0};
+    dnp_namebuf b = {.len = 0};
     if (cap && g_agent.info)
         function_text(fid, &b);
     return sb_copy(&b, out, cap);
@@ -366,7 +332,7 @@ size_t names_frames_text(const FunctionID *f, unsigned n, unsigned more, size_t 
 }
 
 size_t names_class_text(ClassID cid, char *out, size_t cap) {
-    sbuf b = {.len = 0};
+    dnp_namebuf b = {.len = 0};
     if (cap && g_agent.info)
         class_text(cid, &b, 0);
     return sb_copy(&b, out, cap);
@@ -406,7 +372,7 @@ size_t names_field_text(ClassID owner, mdFieldDef field, char *out, size_t cap) 
     return n;
 }
 
-static void module_text(ModuleID mid, sbuf *out) {
+static void module_text(ModuleID mid, dnp_namebuf *out) {
     WCHAR wname[1024];
     ULONG len = 0;
     LPCBYTE base = NULL;
@@ -418,11 +384,11 @@ static void module_text(ModuleID mid, sbuf *out) {
     else
         hr = INFO_CALL(GetModuleInfo, mid, &base, 1024, &len, wname, &assembly);
     if (FAILED(hr)) {
-        sb_printf(out, "<module 0x%llx>", (unsigned long long)mid);
+        nb_printf(out, "<module 0x%llx>", (unsigned long long)mid);
         return;
     }
     if (len > 1) {
-        sb_wide(out, wname, 1024, len);
+        nb_wide(out, wname, 1024, len);
         return;
     }
     /* No file: a dynamic or in-memory module, or a single-file bundle. */
@@ -430,35 +396,35 @@ static void module_text(ModuleID mid, sbuf *out) {
     ULONG alen = 0;
     AppDomainID ad = 0;
     ModuleID amod = 0;
-    sb_puts(out, "<in-memory module of ");
+    nb_puts(out, "<in-memory module of ");
     if (assembly && SUCCEEDED(INFO_CALL(GetAssemblyInfo, assembly, 512, &alen, aname, &ad, &amod)) && alen > 1)
-        sb_wide(out, aname, 512, alen);
+        nb_wide(out, aname, 512, alen);
     else
-        sb_puts(out, "an unknown assembly");
-    sb_puts(out, ">");
+        nb_puts(out, "an unknown assembly");
+    nb_puts(out, ">");
 }
 
-static void assembly_text(AssemblyID aid, sbuf *out) {
+static void assembly_text(AssemblyID aid, dnp_namebuf *out) {
     WCHAR wname[512];
     ULONG len = 0;
     AppDomainID ad = 0;
     ModuleID mod = 0;
     if (FAILED(INFO_CALL(GetAssemblyInfo, aid, 512, &len, wname, &ad, &mod)) || len == 0) {
-        sb_printf(out, "<assembly 0x%llx>", (unsigned long long)aid);
+        nb_printf(out, "<assembly 0x%llx>", (unsigned long long)aid);
         return;
     }
-    sb_wide(out, wname, 512, len);
+    nb_wide(out, wname, 512, len);
 }
 
-static void appdomain_text(AppDomainID adid, sbuf *out) {
+static void appdomain_text(AppDomainID adid, dnp_namebuf *out) {
     WCHAR wname[512];
     ULONG len = 0;
     ProcessID pid = 0;
     if (FAILED(INFO_CALL(GetAppDomainInfo, adid, 512, &len, wname, &pid)) || len == 0) {
-        sb_printf(out, "<appdomain 0x%llx>", (unsigned long long)adid);
+        nb_printf(out, "<appdomain 0x%llx>", (unsigned long long)adid);
         return;
     }
-    sb_wide(out, wname, 512, len);
+    nb_wide(out, wname, 512, len);
 }
 
 /* A small per-thread cache in front of the shared maps, so that the events
@@ -486,7 +452,7 @@ uint32_t names_get(names_kind kind, UINT_PTR id, int resolve) {
     }
     if (!resolve || !g_agent.info)
         return 0;
-    sbuf b;
+    dnp_namebuf b;
     b.len = 0;
     b.s[0] = 0;
     switch (kind) {

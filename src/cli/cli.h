@@ -51,6 +51,12 @@ int cli_parse_pid(const char *cmd, const char *text, pid_t *out);
  * usage error when there is none or more than one, when it is no process id,
  * or when it is dnprof's own ("dnprof cannot " self) (cmd_detach.c). */
 int cli_one_pid(const char *cmd, const char *self, int argc, char **argv, pid_t *pid);
+/* --timeout of cmd: whole seconds from 1 to max into *out: 0, or the usage
+ * error's exit code (cmd_detach.c). */
+int cli_timeout_option(const char *cmd, const char *arg, uint64_t max, uint64_t *out);
+/* --agent-path of cmd: a path from '/', as the program sees it, into *out: 0,
+ * or the usage error's exit code (cmd_detach.c). */
+int cli_agent_path_option(const char *cmd, const char *arg, const char **out);
 
 /* What a subcommand's option parser returns when it printed the help: the
  * command is done, with exit code 0 (cli_done). */

@@ -289,14 +289,12 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
                                    dnp_settings[DNP_SET_FLUSH_MS].min, dnp_settings[DNP_SET_FLUSH_MS].max, optarg);
             break;
         case OPT_TIMEOUT:
-            if (cli_parse_u64(optarg, &o->timeout_s) != 0 || o->timeout_s == 0 || o->timeout_s > 600)
-                return usage_error("attach", "--timeout wants seconds from 1 to 600, not '%s'", optarg);
+            if ((rc = cli_timeout_option("attach", optarg, 600, &o->timeout_s)) != 0)
+                return rc;
             break;
         case OPT_AGENT_PATH:
-            if (optarg[0] != '/')
-                return usage_error("attach", "--agent-path wants the agent's path as the program sees it, from its "
-                                             "'/' (/opt/dnprof/libdnprof.so), not '%s'", optarg);
-            o->agent_path = optarg;
+            if ((rc = cli_agent_path_option("attach", optarg, &o->agent_path)) != 0)
+                return rc;
             break;
         case 'q': o->quiet = 1; break;
         case 'h': attach_help(); return CLI_HELP_SHOWN;

@@ -37,6 +37,20 @@ int cli_parse_pid(const char *cmd, const char *text, pid_t *out) {
     return 0;
 }
 
+int cli_timeout_option(const char *cmd, const char *arg, uint64_t max, uint64_t *out) {
+    if (cli_parse_u64(arg, out) != 0 || *out == 0 || *out > max)
+        return usage_error(cmd, "--timeout wants seconds from 1 to %llu, not '%s'", (unsigned long long)max, arg);
+    return 0;
+}
+
+int cli_agent_path_option(const char *cmd, const char *arg, const char **out) {
+    if (arg[0] != '/')
+        return usage_error(cmd, "--agent-path wants the agent's path as the program sees it, from its '/' "
+                                "(/opt/dnprof/libdnprof.so), not '%s'", arg);
+    *out = arg;
+    return 0;
+}
+
 int cli_one_pid(const char *cmd, const char *self, int argc, char **argv, pid_t *pid) {
     if (optind != argc - 1)
         return optind >= argc ? usage_error(cmd, "which process? dnprof %s PID (dnprof ps lists them)", cmd)
@@ -55,12 +69,12 @@ int cmd_detach(int argc, char **argv) {
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     uint64_t timeout_s = 30;
-    int quiet = 0, c;
+    int quiet = 0, c, bad;
     while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_TIMEOUT:
-            if (cli_parse_u64(optarg, &timeout_s) != 0 || timeout_s == 0 || timeout_s > 3600)
-                return usage_error("detach", "--timeout wants seconds from 1 to 3600, not '%s'", optarg);
+            if ((bad = cli_timeout_option("detach", optarg, 3600, &timeout_s)) != 0)
+                return bad;
             break;
         case 'q': quiet = 1; break;
         case 'h': detach_help(); return 0;

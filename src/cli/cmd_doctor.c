@@ -580,17 +580,20 @@ int cmd_doctor(int argc, char **argv) {
         {"events", required_argument, NULL, 'e'}, {"help", no_argument, NULL, 'h'},
         {"agent-path", required_argument, NULL, 'A'}, {NULL, 0, NULL, 0}};
     const char *events = NULL, *agent_path = NULL;
-    int c;
+    int c, bad;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:e:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'e': events = optarg; break;
-        case 'A': agent_path = optarg; break;
+        case 'A':
+            if ((bad = cli_agent_path_option("doctor", optarg, &agent_path)) != 0)
+                return bad;
+            break;
         case 'h': doctor_help(); return 0;
         default: return cli_bad_option("doctor", argv, c);
         }
     }
-    int bad = cli_check_events("doctor", events);
+    bad = cli_check_events("doctor", events);
     if (bad)
         return bad;
     char **prog = optind < argc ? argv + optind : NULL;

@@ -85,21 +85,18 @@ static int parse_options(int argc, char **argv, snapshot_opts *o) {
                                              {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
     o->timeout_s = 10;
-    int c;
+    int c, rc;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":o:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'o': o->output = optarg; break;
         case OPT_TIMEOUT:
-            if (cli_parse_u64(optarg, &o->timeout_s) != 0 || o->timeout_s == 0 || o->timeout_s > 600)
-                return usage_error("snapshot", "--timeout wants seconds from 1 to 600, not '%s'",
-                                   optarg);
+            if ((rc = cli_timeout_option("snapshot", optarg, 600, &o->timeout_s)) != 0)
+                return rc;
             break;
         case OPT_AGENT_PATH:
-            if (optarg[0] != '/')
-                return usage_error("snapshot", "--agent-path wants the agent's path as the program sees it, from "
-                                               "its '/' (/opt/dnprof/libdnprof.so), not '%s'", optarg);
-            o->agent_path = optarg;
+            if ((rc = cli_agent_path_option("snapshot", optarg, &o->agent_path)) != 0)
+                return rc;
             break;
         case 'q': o->quiet = 1; break;
         case 'h': snapshot_help(); return CLI_HELP_SHOWN;

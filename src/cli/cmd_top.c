@@ -96,7 +96,7 @@ static int parse_options(int argc, char **argv, top_opts *o) {
     o->rows = 10;
     o->timeout_s = 10;
     const dnp_setting *rs = &dnp_settings[DNP_SET_SAMPLE_RATE];
-    int c;
+    int c, rc;
     while ((c = getopt_long(argc, argv, ":d:bn:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'd':
@@ -120,8 +120,8 @@ static int parse_options(int argc, char **argv, top_opts *o) {
             break;
         case OPT_LOG: o->log = optarg; break;
         case OPT_TIMEOUT:
-            if (cli_parse_u64(optarg, &o->timeout_s) != 0 || o->timeout_s == 0 || o->timeout_s > 600)
-                return usage_error("top", "--timeout wants seconds from 1 to 600, not '%s'", optarg);
+            if ((rc = cli_timeout_option("top", optarg, 600, &o->timeout_s)) != 0)
+                return rc;
             break;
         case OPT_LOCKS: o->locks = 1; break;
         case 'q': o->quiet = 1; break;
