@@ -53,6 +53,8 @@ typedef struct tp_data {
     size_t nstacks, pool_threads;
     uint64_t pool_ns;
     int around;         /* the stacks are those of the windows before the starvation */
+    /* ThreadPoolCounters, once a second: the pool's size and queue */
+    uint64_t counters, threads_min, threads_max, threads_last, queue_max, queue_sum, queued, completed;
 } tp_data;
 
 #define WINDOW_NS 1000000000ull /* "around then": the second before each injection */
@@ -73,8 +75,40 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         d->a[d->n++] = (tp_adjust){e->time_ns, e->v[DNP_V(ThreadPoolAdjustment, newWorkerThreads)], reason,
                                    e->v[DNP_V(ThreadPoolAdjustment, throughputMilli)]};
         d->starved++;
+    } else if (e->kind == DNP_EV_ThreadPoolCounters) {
+        uint64_t th = e->v[DNP_V(ThreadPoolCounters, threads)], q = e->v[DNP_V(ThreadPoolCounters, queue)];
+        d->threads_min = !d->counters || th < d->threads_min ? th : d->threads_min;
+        d->threads_max = th > d->threads_max ? th : d->threads_max;
+        d->threads_last = th;
+        d->queue_max = q > d->queue_max ? q : d->queue_max;
+        d->queue_sum += q;
+        d->queued += q > 0;
+        d->completed += e->v[DNP_V(ThreadPoolCounters, completed)]; /* each second's */
+        d->counters++;
     }
     return 0;
+}
+
+/* The pool's size and queue as the runtime's counters said them, once a second. */
+static void print_counters(const tp_data *d, int json, FILE *out) {
+    if (json && !d->counters) {
+        fputs(",\"counters\":null", out);
+    } else if (json) {
+        fprintf(out, ",\"counters\":{\"seconds\":%llu,\"threadsMin\":%llu,\"threadsMax\":%llu,\"threadsLast\":%llu,"
+                "\"queueMax\":%llu,\"queueMean\":%.1f,\"secondsQueued\":%llu,\"completed\":%llu}",
+                (unsigned long long)d->counters, (unsigned long long)d->threads_min,
+                (unsigned long long)d->threads_max, (unsigned long long)d->threads_last,
+                (unsigned long long)d->queue_max, (double)d->queue_sum / (double)d->counters,
+                (unsigned long long)d->queued, (unsigned long long)d->completed);
+    } else if (d->counters) {
+        fprintf(out, "the pool, once a second for %llu s (the runtime's counters): %llu to %llu threads (%llu at the "
+                     "end); work waiting in its queue in %llu of those seconds, %llu items at most, %.1f on average; "
+                     "%llu items completed\n",
+                (unsigned long long)d->counters, (unsigned long long)d->threads_min,
+                (unsigned long long)d->threads_max, (unsigned long long)d->threads_last,
+                (unsigned long long)d->queued, (unsigned long long)d->queue_max,
+                (double)d->queue_sum / (double)d->counters, (unsigned long long)d->completed);
+    }
 }
 
 static int read_events(const char *path, tp_data *d) {
@@ -286,6 +320,7 @@ int report_threadpool(const char *path, int json, unsigned top, FILE *out) {
             fprintf(out, "%s{\"timeNs\":%llu,\"newWorkerThreads\":%llu}", i ? "," : "",
                     (unsigned long long)(d->a[i].time - d->origin), (unsigned long long)d->a[i].threads);
         fputs("]", out);
+        print_counters(d, 1, out);
     } else if (rc == 0) {
         fprintf(out, "%s: %zu thread injections because the pool was starved", cli_short_path(path), d->starved);
         uint64_t all = 0;
@@ -297,6 +332,7 @@ int report_threadpool(const char *path, int json, unsigned top, FILE *out) {
         for (size_t i = 0; i < d->n; i++)
             fprintf(out, "  at %8.3f s: starved, workers now %llu\n", (double)(d->a[i].time - d->origin) / 1e9,
                     (unsigned long long)d->a[i].threads);
+        print_counters(d, 0, out);
     }
     if (rc == 0)
         rc = stacks(path, d, top, json, out);

@@ -374,8 +374,22 @@ TEST(e2e_threadpool_starvation) {
     }
     const char *around = json_str(j, "stacksAround");
     int at_starvation = around && strcmp(around, "starvation") == 0;
-    fprintf(stderr, "e2e: starve: %.0f starvation injections, the pool grew to %d threads\n", starved, max);
+    /* the runtime's counters, once a second: the queue held some of the 12
+     * items while the pool was starved, and the pool never had more threads
+     * than the program saw at its largest (plus its own sampling's lag) */
+    const jv *c = json_get(j, "counters");
+    double seconds = json_num(c, "seconds"), queue_max = json_num(c, "queueMax");
+    double threads_max = json_num(c, "threadsMax"), queued = json_num(c, "secondsQueued");
+    fprintf(stderr, "e2e: starve: %.0f starvation injections, the pool grew to %d threads; counters: %.0f s, "
+            "%.0f threads at most, queue %.0f at most, queued in %.0f s\n", starved, max, seconds, threads_max,
+            queue_max, queued);
     json_free(j);
+    ASSERT_GE(seconds, 2); /* the program blocks for 2 s at least */
+    ASSERT_GE(queued, 1);
+    ASSERT_GE(queue_max, 1);
+    ASSERT_LE(queue_max, 12);
+    ASSERT_GE(threads_max, start);
+    ASSERT_LE(threads_max, max + 2);
     ASSERT(at_starvation); /* the samples of the second before each injection */
     ASSERT_GE(starved, 1);
     ASSERT_LE(starved, max);
