@@ -529,9 +529,11 @@ TEST(e2e_container_errors) {
     snprintf(out, sizeof out, "%s/program.out", r.dir);
     snprintf(errp, sizeof errp, "%s/program.err", r.dir);
     snprintf(waitarg, sizeof waitarg, "wait=%s", go);
-    /* read-only for this mount only: the container's own /tmp */
-    const char *argv[] = {"sh", "-c", "mount -o remount,bind,ro /tmp && exec \"$@\"", "sh", e2e_dotnet(), dll, "heap",
-                          waitarg, NULL};
+    /* read-only for this mount namespace only: the container's own /tmp (made
+     * a mount point first: where the build tree lives under /tmp, the
+     * container shares the host's /tmp, which is no mount of its own) */
+    const char *argv[] = {"sh", "-c", "mount --bind /tmp /tmp && mount -o remount,bind,ro /tmp && exec \"$@\"", "sh",
+                          e2e_dotnet(), dll, "heap", waitarg, NULL};
     const char *env[] = {"CORECLR_ENABLE_PROFILING", NULL};
     pid_t host = 0;
     pid_t child = e2e_spawn_contained((char *const *)argv, env, r.dir, out, errp, agent, &host);
