@@ -58,6 +58,9 @@ static void top_help(void) {
           "      --log FILE        from start-up: the program's stdout and stderr (default:\n"
           "                        none on the screen, stderr in batch mode)\n"
           "      --timeout SECONDS how long the runtime may take to load the agent (10)\n"
+          "      --agent-path PATH with a PID: a libdnprof.so already in the program's\n"
+          "                        filesystem (a container's image), as the program sees\n"
+          "                        it: nothing is copied in (docs/containers.md)\n"
           "  -q, --quiet           no lines on stderr but errors (detached, exited, ...)\n"
           "  -h, --help            print this help\n"
           "\n"
@@ -76,12 +79,12 @@ typedef struct top_opts {
     int batch, json, quiet, locks;
     uint64_t count, rows, rate, timeout_s;
     long long interval_ms;
-    const char *log;
+    const char *log, *agent_path;
     pid_t pid;
     char **prog;
 } top_opts;
 
-enum { OPT_RATE = 256, OPT_JSON, OPT_TOP, OPT_LOG, OPT_TIMEOUT, OPT_LOCKS };
+enum { OPT_RATE = 256, OPT_JSON, OPT_TOP, OPT_LOG, OPT_TIMEOUT, OPT_LOCKS, OPT_AGENT_PATH };
 
 static int parse_options(int argc, char **argv, top_opts *o) {
     static const struct option longopts[] = {
@@ -90,6 +93,7 @@ static int parse_options(int argc, char **argv, top_opts *o) {
         {"json", no_argument, NULL, OPT_JSON},      {"top", required_argument, NULL, OPT_TOP},
         {"log", required_argument, NULL, OPT_LOG},  {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"locks", no_argument, NULL, OPT_LOCKS},    {"quiet", no_argument, NULL, 'q'},
+        {"agent-path", required_argument, NULL, OPT_AGENT_PATH},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
     o->interval_ms = 1000;
@@ -124,6 +128,10 @@ static int parse_options(int argc, char **argv, top_opts *o) {
                 return rc;
             break;
         case OPT_LOCKS: o->locks = 1; break;
+        case OPT_AGENT_PATH:
+            if ((rc = cli_agent_path_option("top", optarg, &o->agent_path)) != 0)
+                return rc;
+            break;
         case 'q': o->quiet = 1; break;
         case 'h': top_help(); return CLI_HELP_SHOWN;
         default: return cli_bad_option("top", argv, c);
@@ -133,6 +141,9 @@ static int parse_options(int argc, char **argv, top_opts *o) {
     if (dashes) {
         if (optind >= argc)
             return usage_error("top", "which program? dnprof top -- dotnet app.dll");
+        if (o->agent_path)
+            return usage_error("top", "--agent-path goes with a PID (dnprof top --agent-path PATH PID): a program "
+                                      "top starts loads the agent dnprof has");
         o->prog = argv + optind;
     } else {
         if (optind >= argc)
@@ -299,6 +310,7 @@ static int top_attach(const top_opts *o, const char *session) {
     ao.locks = o->locks;
     ao.every_ms = (unsigned)o->interval_ms;
     ao.timeout_s = o->timeout_s;
+    ao.agent_path = o->agent_path;
     ao.quiet = 1;
     ao.duration_ms = -1;
     static char out[PATH_MAX + 64], def[64];

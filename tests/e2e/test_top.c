@@ -157,7 +157,18 @@ static int batch_body(e2e_run *r, pid_t *prog) {
     char out[PATH_MAX + 64], pid[32];
     ASSERT_GT(*prog = prog_start(r, "program", "60", out, sizeof out), 0);
     snprintf(pid, sizeof pid, "%d", (int)*prog);
-    const char *args[] = {"top", pid, "-b", "-n", "3", "--json", "--rate", "1000", NULL};
+    /* --agent-path: the agent where the program sees it (here the host's own
+     * path, as in a container whose image holds it); a relative one, or one with
+     * a program top starts, is one line */
+    const char *agent = e2e_env("DNPROF_AGENT");
+    ASSERT_NE(agent, NULL);
+    const char *relative[] = {"top", "-b", "--agent-path", "libdnprof.so", pid, NULL};
+    ASSERT_EQ(e2e_dnprof(r, relative), 0);
+    ASSERT_EQ(r->status, 2);
+    const char *startup[] = {"top", "-b", "--agent-path", agent, "--", "true", NULL};
+    ASSERT_EQ(e2e_dnprof(r, startup), 0);
+    ASSERT_EQ(r->status, 2);
+    const char *args[] = {"top", pid, "-b", "-n", "3", "--json", "--rate", "1000", "--agent-path", agent, NULL};
     ASSERT_EQ(e2e_dnprof(r, args), 0);
     ASSERT_STATUS(r, 0);
     size_t len;
