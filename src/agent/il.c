@@ -9,7 +9,6 @@
 #include "il.h"
 
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,8 +290,9 @@ static void name_token(IMetaDataImport *imp, uint32_t tk, names_text *t) {
     if (t->nseen == IL_MAX_TOKENS || !tk)
         return;
     t->seen[t->nseen++] = tk;
-    dnp_namebuf b = {.len = 0};
-    b.s[0] = 0;
+    char text[DNP_NAMEBUF_MAX];
+    text[0] = 0;
+    dnp_namebuf b = DNP_NAMEBUF_ON(text);
     token_text(imp, tk, &b);
     size_t need = t->len + 10 + b.len + 1;
     if (need > IL_MAX_NAMES)
