@@ -13,13 +13,13 @@
  * decoder cannot read shows as ? with what it is, never a crash: only memory
  * the runtime pointed at is read, and objects only through their header. */
 #include <float.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent.h"
 #include "calls_internal.h"
-#include "namebuf.h"
 #include "names.h"
 #include "sig.h"
 #include "utf16.h"
@@ -28,21 +28,51 @@
 #define MAX_RANGES 64
 #define MAX_FIELDS 16
 
+typedef struct tbuf {
+    char *s;
+    size_t len, cap;
+} tbuf;
+
+static void tb_add(tbuf *b, const char *s, size_t n) {
+    if (b->cap == 0)
+        return;
+    if (n > b->cap - 1 - b->len)
+        n = b->cap - 1 - b->len;
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+
+static void tb_puts(tbuf *b, const char *s) {
+    tb_add(b, s, strlen(s));
+}
+
+static void tb_printf(tbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tb_printf(tbuf *b, const char *fmt, ...) {
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        tb_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
 /* The shortest text that reads back as the same double. */
-static void tb_double(dnp_namebuf *b, double v, int is_float) {
+static void tb_double(tbuf *b, double v, int is_float) {
     char tmp[64];
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(tmp, sizeof tmp, "%.*g", prec, v);
         if (is_float ? (float)strtod(tmp, NULL) == (float)v : strtod(tmp, NULL) == v)
             break;
     }
-    nb_puts(b, tmp);
+    tb_puts(b, tmp);
 }
 
-static void tb_utf16(dnp_namebuf *b, const WCHAR *w, size_t n) {
+static void tb_utf16(tbuf *b, const WCHAR *w, size_t n) {
     char tmp[CALLS_STRING_MAX * 4 + 8];
     size_t len = dnp_utf16_to_utf8(w, n, tmp, sizeof tmp);
-    nb_add(b, tmp, len);
+    tb_add(b, tmp, len);
 }
 
 /* ---- metadata ---- */
@@ -179,7 +209,7 @@ static size_t elem_size(uint8_t elem) {
 }
 
 /* A primitive at p (size checked by the caller). */
-static void primitive_text(dnp_namebuf *b, uint8_t elem, const uint8_t *p) {
+static void primitive_text(tbuf *b, uint8_t elem, const uint8_t *p) {
     union {
         int8_t i1; uint8_t u1; int16_t i2; uint16_t u2; int32_t i4; uint32_t u4;
         int64_t i8; uint64_t u8; float r4; double r8;
@@ -187,91 +217,91 @@ static void primitive_text(dnp_namebuf *b, uint8_t elem, const uint8_t *p) {
     memset(&v, 0, sizeof v);
     memcpy(&v, p, elem_size(elem));
     switch (elem) {
-    case SIG_BOOLEAN: nb_puts(b, v.u1 ? "true" : "false"); break;
+    case SIG_BOOLEAN: tb_puts(b, v.u1 ? "true" : "false"); break;
     case SIG_CHAR: {
         WCHAR c = v.u2;
-        nb_puts(b, "'");
+        tb_puts(b, "'");
         tb_utf16(b, &c, 1);
-        nb_puts(b, "'");
+        tb_puts(b, "'");
         break;
     }
-    case SIG_I1: nb_printf(b, "%d", v.i1); break;
-    case SIG_U1: nb_printf(b, "%u", v.u1); break;
-    case SIG_I2: nb_printf(b, "%d", v.i2); break;
-    case SIG_U2: nb_printf(b, "%u", v.u2); break;
-    case SIG_I4: nb_printf(b, "%d", v.i4); break;
-    case SIG_U4: nb_printf(b, "%u", v.u4); break;
-    case SIG_I8: case SIG_I: nb_printf(b, "%lld", (long long)v.i8); break;
-    case SIG_U8: case SIG_U: nb_printf(b, "%llu", (unsigned long long)v.u8); break;
+    case SIG_I1: tb_printf(b, "%d", v.i1); break;
+    case SIG_U1: tb_printf(b, "%u", v.u1); break;
+    case SIG_I2: tb_printf(b, "%d", v.i2); break;
+    case SIG_U2: tb_printf(b, "%u", v.u2); break;
+    case SIG_I4: tb_printf(b, "%d", v.i4); break;
+    case SIG_U4: tb_printf(b, "%u", v.u4); break;
+    case SIG_I8: case SIG_I: tb_printf(b, "%lld", (long long)v.i8); break;
+    case SIG_U8: case SIG_U: tb_printf(b, "%llu", (unsigned long long)v.u8); break;
     case SIG_R4: tb_double(b, v.r4, 1); break;
     case SIG_R8: tb_double(b, v.r8, 0); break;
-    default: nb_puts(b, "?"); break;
+    default: tb_puts(b, "?"); break;
     }
 }
 
-static void string_text(dnp_namebuf *b, ObjectID s) {
+static void string_text(tbuf *b, ObjectID s) {
     ULONG len_off = 0, buf_off = 0;
     if (!s) {
-        nb_puts(b, "null");
+        tb_puts(b, "null");
         return;
     }
     if (FAILED(INFO_CALL(GetStringLayout2, &len_off, &buf_off))) {
-        nb_puts(b, "?string");
+        tb_puts(b, "?string");
         return;
     }
     int32_t len;
     memcpy(&len, (const uint8_t *)s + len_off, sizeof len);
     const WCHAR *chars = (const WCHAR *)((const uint8_t *)s + buf_off);
     size_t n = len < 0 ? 0 : (size_t)len > CALLS_STRING_MAX ? CALLS_STRING_MAX : (size_t)len;
-    nb_puts(b, "\"");
+    tb_puts(b, "\"");
     for (size_t i = 0; i < n; i++) {
         WCHAR c = chars[i];
         if (c == '"' || c == '\\')
-            nb_printf(b, "\\%c", (char)c);
+            tb_printf(b, "\\%c", (char)c);
         else if (c < 0x20)
-            nb_printf(b, "\\u%04x", c);
+            tb_printf(b, "\\u%04x", c);
         else if (c >= 0xD800 && c <= 0xDBFF && i + 1 < n) {
             tb_utf16(b, chars + i, 2);
             i++;
         } else
             tb_utf16(b, &c, 1);
     }
-    nb_puts(b, "\"");
+    tb_puts(b, "\"");
     if ((size_t)len > n)
-        nb_puts(b, "...");
+        tb_puts(b, "...");
 }
 
-static void object_text(dnp_namebuf *b, ObjectID o) {
+static void object_text(tbuf *b, ObjectID o) {
     if (!o) {
-        nb_puts(b, "null");
+        tb_puts(b, "null");
         return;
     }
     ClassID cls = 0;
     char name[512];
     if (FAILED(INFO_CALL(GetClassFromObject, o, &cls)) || !cls) {
-        nb_puts(b, "<?>");
+        tb_puts(b, "<?>");
         return;
     }
     names_class_text(cls, name, sizeof name);
-    nb_printf(b, "<%s>", name);
+    tb_printf(b, "<%s>", name);
 }
 
-static void bytes_text(dnp_namebuf *b, const uint8_t *p, size_t n) {
-    nb_printf(b, "%zu bytes:", n);
+static void bytes_text(tbuf *b, const uint8_t *p, size_t n) {
+    tb_printf(b, "%zu bytes:", n);
     for (size_t i = 0; i < n && i < 64; i++)
-        nb_printf(b, " %02x", p[i]);
+        tb_printf(b, " %02x", p[i]);
     if (n > 64)
-        nb_puts(b, " ...");
+        tb_puts(b, " ...");
 }
 
 /* A value type (an enum, or a struct) named by token in imp. */
-static void valuetype_text(dnp_namebuf *b, IMetaDataImport *imp, mdToken tok, const uint8_t *p, size_t n) {
+static void valuetype_text(tbuf *b, IMetaDataImport *imp, mdToken tok, const uint8_t *p, size_t n) {
     IMetaDataImport *scope = NULL;
     mdTypeDef td = 0;
     if (resolve_typedef(imp, tok, &scope, &td) < 0) {
-        nb_printf(b, "<valuetype 0x%08x>{", tok);
+        tb_printf(b, "<valuetype 0x%08x>{", tok);
         bytes_text(b, p, n);
-        nb_puts(b, "}");
+        tb_puts(b, "}");
         return;
     }
     char name[512];
@@ -289,7 +319,7 @@ static void valuetype_text(dnp_namebuf *b, IMetaDataImport *imp, mdToken tok, co
         size_t sz = elem_size(under);
         uint64_t v = 0;
         if (sz > n) {
-            nb_printf(b, "%s?", name);
+            tb_printf(b, "%s?", name);
             scope->lpVtbl->Release(scope);
             return;
         }
@@ -298,7 +328,7 @@ static void valuetype_text(dnp_namebuf *b, IMetaDataImport *imp, mdToken tok, co
         v &= mask;
         for (int i = 0; i < nf; i++) {
             if (fields[i].has_constant && (fields[i].constant & mask) == v) {
-                nb_printf(b, "%s.%s", name, fields[i].name);
+                tb_printf(b, "%s.%s", name, fields[i].name);
                 scope->lpVtbl->Release(scope);
                 return;
             }
@@ -317,9 +347,9 @@ static void valuetype_text(dnp_namebuf *b, IMetaDataImport *imp, mdToken tok, co
             }
         }
         if (!rest && pl)
-            nb_printf(b, "%s.%s", name, parts);
+            tb_printf(b, "%s.%s", name, parts);
         else
-            nb_printf(b, "(%s)%llu", name, (unsigned long long)v);
+            tb_printf(b, "(%s)%llu", name, (unsigned long long)v);
         scope->lpVtbl->Release(scope);
         return;
     }
@@ -338,7 +368,7 @@ static void valuetype_text(dnp_namebuf *b, IMetaDataImport *imp, mdToken tok, co
         off = (off + sz - 1) / sz * sz + sz;
     }
     if (shown && off > 0 && off <= n) {
-        nb_printf(b, "%s{", name);
+        tb_printf(b, "%s{", name);
         off = 0;
         int first = 1;
         for (int i = 0; i < nf; i++) {
@@ -346,16 +376,16 @@ static void valuetype_text(dnp_namebuf *b, IMetaDataImport *imp, mdToken tok, co
                 continue;
             size_t sz = elem_size(fields[i].elem);
             off = (off + sz - 1) / sz * sz;
-            nb_printf(b, "%s%s=", first ? "" : ", ", fields[i].name);
+            tb_printf(b, "%s%s=", first ? "" : ", ", fields[i].name);
             primitive_text(b, fields[i].elem, p + off);
             off += sz;
             first = 0;
         }
-        nb_puts(b, "}");
+        tb_puts(b, "}");
     } else {
-        nb_printf(b, "%s{", name);
+        tb_printf(b, "%s{", name);
         bytes_text(b, p, n);
-        nb_puts(b, "}");
+        tb_puts(b, "}");
     }
     scope->lpVtbl->Release(scope);
 }
@@ -387,7 +417,7 @@ static uint8_t class_elem(ClassID cls, char *name, size_t cap) {
     return SIG_CLASS;
 }
 
-static void value_text(dnp_namebuf *b, const mdctx *md, const sig_type *t, const uint8_t *p, size_t n) {
+static void value_text(tbuf *b, const mdctx *md, const sig_type *t, const uint8_t *p, size_t n) {
     if (t->byref) {
         /* a managed pointer: show what it points at, for what can be read */
         const uint8_t *target = NULL;
@@ -397,23 +427,23 @@ static void value_text(dnp_namebuf *b, const mdctx *md, const sig_type *t, const
         inner.byref = 0;
         size_t sz = elem_size(t->elem);
         if (!target) {
-            nb_puts(b, "ref null");
+            tb_puts(b, "ref null");
         } else if (sz) {
-            nb_puts(b, "ref ");
+            tb_puts(b, "ref ");
             primitive_text(b, t->elem, target);
         } else if (t->elem == SIG_STRING || t->elem == SIG_CLASS || t->elem == SIG_OBJECT ||
                    t->elem == SIG_SZARRAY) {
-            nb_puts(b, "ref ");
+            tb_puts(b, "ref ");
             value_text(b, md, &inner, target, sizeof(void *));
         } else {
-            nb_printf(b, "ref %p", (const void *)target);
+            tb_printf(b, "ref %p", (const void *)target);
         }
         return;
     }
     size_t sz = elem_size(t->elem);
     if (sz) {
         if (n < sz) {
-            nb_puts(b, "?");
+            tb_puts(b, "?");
             return;
         }
         primitive_text(b, t->elem, p);
@@ -436,9 +466,9 @@ static void value_text(dnp_namebuf *b, const mdctx *md, const sig_type *t, const
         return;
     case SIG_VALUETYPE:
         if (t->generic) {
-            nb_puts(b, "{");
+            tb_puts(b, "{");
             bytes_text(b, p, n);
-            nb_puts(b, "}");
+            tb_puts(b, "}");
         } else {
             valuetype_text(b, md->imp, t->token, p, n);
         }
@@ -448,18 +478,18 @@ static void value_text(dnp_namebuf *b, const mdctx *md, const sig_type *t, const
         const ClassID *args = t->elem == SIG_VAR ? md->class_args : md->method_args;
         ULONG32 nargs = t->elem == SIG_VAR ? md->nclass_args : md->nmethod_args;
         if (t->number >= nargs) {
-            nb_printf(b, "{%s%u ", t->elem == SIG_VAR ? "!" : "!!", t->number);
+            tb_printf(b, "{%s%u ", t->elem == SIG_VAR ? "!" : "!!", t->number);
             bytes_text(b, p, n);
-            nb_puts(b, "}");
+            tb_puts(b, "}");
             return;
         }
         char name[512];
         sig_type real = *t;
         real.elem = class_elem(args[t->number], name, sizeof name);
         if (real.elem == SIG_VALUETYPE) {
-            nb_printf(b, "%s{", name);
+            tb_printf(b, "%s{", name);
             bytes_text(b, p, n);
-            nb_puts(b, "}");
+            tb_puts(b, "}");
             return;
         }
         value_text(b, md, &real, p, n);
@@ -468,10 +498,10 @@ static void value_text(dnp_namebuf *b, const mdctx *md, const sig_type *t, const
     case SIG_PTR:
         if (n >= sizeof o)
             memcpy(&o, p, sizeof o);
-        nb_printf(b, "0x%llx", (unsigned long long)o);
+        tb_printf(b, "0x%llx", (unsigned long long)o);
         return;
     default:
-        nb_printf(b, "?(element type 0x%x)", t->elem);
+        tb_printf(b, "?(element type 0x%x)", t->elem);
         return;
     }
 }
@@ -540,22 +570,22 @@ typedef struct call_ctx {
 
 /* The context for the frame that the runtime's `what` gave (hr); -1 after
  * saying why into b. */
-static int call_context(dnp_namebuf *b, const char *what, HRESULT hr, const calls_fn *f, COR_PRF_FRAME_INFO frame,
+static int call_context(tbuf *b, const char *what, HRESULT hr, const calls_fn *f, COR_PRF_FRAME_INFO frame,
                         call_ctx *c) {
     if (FAILED(hr)) {
-        nb_printf(b, "? (%s 0x%08x)", what, (unsigned)hr);
+        tb_printf(b, "? (%s 0x%08x)", what, (unsigned)hr);
         return -1;
     }
     c->token = 0;
     if (method_context(f, frame, &c->md, &c->sig, c->class_args, c->method_args, &c->token) < 0) {
-        nb_puts(b, "? (no signature)");
+        tb_puts(b, "? (no signature)");
         return -1;
     }
     return 0;
 }
 
 int calls_args_text(const calls_fn *f, COR_PRF_ELT_INFO elt, char *out, size_t cap) {
-    dnp_namebuf b = {out, 0, cap};
+    tbuf b = {out, 0, cap};
     if (cap)
         out[0] = 0;
     union {
@@ -570,7 +600,7 @@ int calls_args_text(const calls_fn *f, COR_PRF_ELT_INFO elt, char *out, size_t c
         return -1;
     ULONG r = 0;
     if (c.sig.hasthis) {
-        nb_puts(&b, "this=");
+        tb_puts(&b, "this=");
         if (r < u.info.numRanges) {
             ObjectID o = 0;
             const COR_PRF_FUNCTION_ARGUMENT_RANGE *rg = &u.info.ranges[r++];
@@ -578,15 +608,15 @@ int calls_args_text(const calls_fn *f, COR_PRF_ELT_INFO elt, char *out, size_t c
                 memcpy(&o, (const void *)rg->startAddress, sizeof o);
             object_text(&b, o);
         } else {
-            nb_puts(&b, "?");
+            tb_puts(&b, "?");
         }
     }
     for (uint32_t i = 0; i < c.sig.nparams && i < SIG_MAX_PARAMS; i++) {
         char name[128];
         param_name(c.md.imp, c.token, i + 1, name, sizeof name);
-        nb_printf(&b, "%s%s=", b.len ? ", " : "", name);
+        tb_printf(&b, "%s%s=", b.len ? ", " : "", name);
         if (r >= u.info.numRanges || r >= MAX_RANGES) {
-            nb_puts(&b, "?");
+            tb_puts(&b, "?");
             continue;
         }
         const COR_PRF_FUNCTION_ARGUMENT_RANGE *rg = &u.info.ranges[r++];
@@ -597,7 +627,7 @@ int calls_args_text(const calls_fn *f, COR_PRF_ELT_INFO elt, char *out, size_t c
 }
 
 int calls_return_text(const calls_fn *f, COR_PRF_ELT_INFO elt, char *out, size_t cap) {
-    dnp_namebuf b = {out, 0, cap};
+    tbuf b = {out, 0, cap};
     if (cap)
         out[0] = 0;
     COR_PRF_FRAME_INFO frame = 0;
@@ -607,9 +637,9 @@ int calls_return_text(const calls_fn *f, COR_PRF_ELT_INFO elt, char *out, size_t
     if (call_context(&b, "GetFunctionLeave3Info", hr, f, frame, &c) < 0)
         return -1;
     if (c.sig.ret.elem == SIG_VOID && !c.sig.ret.byref)
-        nb_puts(&b, "void");
+        tb_puts(&b, "void");
     else if (!rg.startAddress)
-        nb_puts(&b, "?");
+        tb_puts(&b, "?");
     else
         value_text(&b, &c.md, &c.sig.ret, (const uint8_t *)rg.startAddress, rg.length);
     c.md.imp->lpVtbl->Release(c.md.imp);

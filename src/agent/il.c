@@ -9,6 +9,7 @@
 #include "il.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,9 +291,8 @@ static void name_token(IMetaDataImport *imp, uint32_t tk, names_text *t) {
     if (t->nseen == IL_MAX_TOKENS || !tk)
         return;
     t->seen[t->nseen++] = tk;
-    char text[DNP_NAMEBUF_MAX];
-    text[0] = 0;
-    dnp_namebuf b = DNP_NAMEBUF_ON(text);
+    dnp_namebuf b = {.len = 0};
+    b.s[0] = 0;
     token_text(imp, tk, &b);
     size_t need = t->len + 10 + b.len + 1;
     if (need > IL_MAX_NAMES)

@@ -8,10 +8,8 @@
 #include "utf16.h"
 
 void nb_add(dnp_namebuf *b, const char *s, size_t n) {
-    if (b->cap == 0)
-        return;
-    if (n > b->cap - 1 - b->len)
-        n = b->cap - 1 - b->len;
+    if (n > sizeof b->s - 1 - b->len)
+        n = sizeof b->s - 1 - b->len;
     memcpy(b->s + b->len, s, n);
     b->len += n;
     b->s[b->len] = 0;

@@ -1,6 +1,5 @@
-/* namebuf.h: a bounded buffer that names and values are built in (names.c,
- * il.c, calls_args.c), over the caller's storage: appends that truncate
- * rather than overflow, always NUL-terminated. */
+/* namebuf.h: a bounded buffer that names are built in (names.c, il.c):
+ * appends that truncate rather than overflow, always NUL-terminated. */
 #ifndef DNP_NAMEBUF_H
 #define DNP_NAMEBUF_H
 
@@ -11,12 +10,9 @@
 #define DNP_NAMEBUF_MAX 2048
 
 typedef struct dnp_namebuf {
-    char *s;    /* the storage, cap bytes, s[len] the NUL */
-    size_t len, cap;
+    char s[DNP_NAMEBUF_MAX];
+    size_t len; /* s[len] is the NUL; start with {0} or {"", 0} */
 } dnp_namebuf;
-
-/* A buffer over the char array arr, which must hold a NUL at arr[0]. */
-#define DNP_NAMEBUF_ON(arr) ((dnp_namebuf){(arr), 0, sizeof(arr)})
 
 void nb_add(dnp_namebuf *b, const char *s, size_t n);
 void nb_puts(dnp_namebuf *b, const char *s);

@@ -303,17 +303,14 @@ IMetaDataImport *names_module_import(ModuleID module) {
 }
 
 size_t names_typedef_text(IMetaDataImport *imp, mdTypeDef td, char *out, size_t cap) {
-    char text[DNP_NAMEBUF_MAX];
-    text[0] = 0;
-    dnp_namebuf b = DNP_NAMEBUF_ON(text);
+    dnp_namebuf b = {.len = 0};
+    b.s[0] = 0;
     typedef_text(imp, td, &b, 0);
     return sb_copy(&b, out, cap);
 }
 
 size_t names_function_text(FunctionID fid, char *out, size_t cap) {
-    char text[DNP_NAMEBUF_MAX];
-    text[0] = 0;
-    dnp_namebuf b = DNP_NAMEBUF_ON(text);
+    dnp_namebuf b = {.len = 0};
     if (cap && g_agent.info)
         function_text(fid, &b);
     return sb_copy(&b, out, cap);
@@ -335,9 +332,7 @@ size_t names_frames_text(const FunctionID *f, unsigned n, unsigned more, size_t 
 }
 
 size_t names_class_text(ClassID cid, char *out, size_t cap) {
-    char text[DNP_NAMEBUF_MAX];
-    text[0] = 0;
-    dnp_namebuf b = DNP_NAMEBUF_ON(text);
+    dnp_namebuf b = {.len = 0};
     if (cap && g_agent.info)
         class_text(cid, &b, 0);
     return sb_copy(&b, out, cap);
@@ -457,9 +452,9 @@ uint32_t names_get(names_kind kind, UINT_PTR id, int resolve) {
     }
     if (!resolve || !g_agent.info)
         return 0;
-    char text[DNP_NAMEBUF_MAX];
-    text[0] = 0;
-    dnp_namebuf b = DNP_NAMEBUF_ON(text);
+    dnp_namebuf b;
+    b.len = 0;
+    b.s[0] = 0;
     switch (kind) {
     case NAMES_APPDOMAIN: appdomain_text(id, &b); break;
     case NAMES_ASSEMBLY: assembly_text(id, &b); break;
