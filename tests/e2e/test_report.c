@@ -148,7 +148,7 @@ TEST(e2e_report_calls) {
 /* A method of a few ns per call has less time left than the hooks' cost taken
  * out of it (tens of ns per call): its figure is mostly that cost's error, and
  * the report must say so rather than print it as if it were exact (a Fib(20)
- * read 409 ns for tens of us). OsrLeaf (x * 3 + 1, 1000 calls) is marked "~"
+ * read 409 ns for tens of us). OsrLeaf (x * 3 + 1, 20,000 calls) is marked "~"
  * in the text and belowResolution in the JSON; OsrHot, hundreds of ms of its
  * own loop in one call, is not; the note under the table says what "~" is. */
 TEST(e2e_report_resolution) {
@@ -160,9 +160,9 @@ TEST(e2e_report_resolution) {
     const jv *leaf = function(rep, "Scenarios.CallsScenario::OsrLeaf");
     ASSERT(hot);
     ASSERT(leaf);
-    ASSERT_EQ((uint64_t)json_num(leaf, "calls"), 1000);
+    ASSERT_EQ((uint64_t)json_num(leaf, "calls"), 20000);
     ASSERT_GT(json_num(json_get(rep, "hooks"), "innerNs"), 0);
-    fprintf(stderr, "e2e: OsrHot total %.0f ns, OsrLeaf total %.0f ns for 1000 calls\n", json_num(hot, "totalNs"),
+    fprintf(stderr, "e2e: OsrHot total %.0f ns, OsrLeaf total %.0f ns for 20000 calls\n", json_num(hot, "totalNs"),
             json_num(leaf, "totalNs"));
     int hot_below = below_resolution(hot), leaf_below = below_resolution(leaf);
     json_free(rep);

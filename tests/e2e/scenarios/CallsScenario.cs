@@ -408,7 +408,8 @@ public static class CallsScenario
 
     // ---- osr: one call of a method with a hot loop: with tiered compilation
     // (the default) the runtime moves it to optimized code in the middle of the
-    // loop (on-stack replacement). OsrLeaf is called 1000 times at the end. ----
+    // loop (on-stack replacement). OsrLeaf is called 20,000 times at the end (enough that one interrupted
+    // call, tens of us on a virtual machine, cannot lift its time per call). ----
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static long OsrLeaf(long x) => x * 3 + 1;
@@ -422,7 +423,7 @@ public static class CallsScenario
             for (int k = 0; k < 8; k++)
                 s = s * 6364136223846793005L + k;
         }
-        for (int i = 0; i < 1000; i++)
+        for (int i = 0; i < 20_000; i++)
             s = OsrLeaf(s);
         return s;
     }
@@ -431,7 +432,7 @@ public static class CallsScenario
     {
         long start = ThreadCpuNs();
         long s = OsrHot(30_000_000);
-        Console.WriteLine($"OsrHot calls 1 OsrLeaf calls 1000 value {s} cpu {(ThreadCpuNs() - start) / 1e6:F1} ms");
+        Console.WriteLine($"OsrHot calls 1 OsrLeaf calls 20000 value {s} cpu {(ThreadCpuNs() - start) / 1e6:F1} ms");
     }
 
     // ---- exact: small methods the JIT would inline, in hot loops (issue 24):
