@@ -44,6 +44,7 @@ typedef struct agent_config {
     char window_dir[4096];    /* where they go, %p not yet expanded; "": the session directory */
     unsigned window_keep;     /* windows that may wait for a reader */
     int sample_unwind;    /* native frames by their unwind tables (unwind.h); DNP_ENV_SAMPLE_UNWIND=0: not */
+    int async;            /* logical async stacks in samples (async.h); DNP_ENV_ASYNC=0: physical */
 } agent_config;
 
 /* Fills cfg from the environment. */

@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 
 #include "agent.h"
+#include "async.h"
 #include "calls.h"
 
 #define DECISIONS (1u << 15) /* 256 KB */
@@ -35,7 +36,7 @@ static _Atomic uintptr_t g_decisions[DECISIONS];
 void inlining_configure(const agent_config *cfg, uint32_t *mask) {
     /* --all-code asked for COR_PRF_DISABLE_INLINING | DISABLE_ALL_NGEN_IMAGES
      * (calls_configure): nothing is left to decide. */
-    g_on = calls_recording() && !cfg->all_code;
+    g_on = (calls_recording() && !cfg->all_code) || async_on();
     if (g_on)
         *mask |= COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_CACHE_SEARCHES;
 }
@@ -52,7 +53,7 @@ static int hooked(FunctionID fid) {
         if ((e & ~(uintptr_t)7u) == fid)
             return (e & HOOKED) != 0;
     }
-    int want = calls_recording() && calls_is_hooked(fid);
+    int want = (calls_recording() && calls_is_hooked(fid)) || async_is_hooked(fid);
     uintptr_t entry = fid | KNOWN | (want ? HOOKED : 0);
     for (unsigned p = 0; p < PROBES; p++) {
         _Atomic uintptr_t *slot = &g_decisions[(home + p) & (DECISIONS - 1)];

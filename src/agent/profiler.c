@@ -16,6 +16,7 @@
 #include "config.h"
 #include "names.h"
 #include "recorder.h"
+#include "async.h"
 #include "calls.h"
 #include "il.h"
 #include "inlining.h"
@@ -131,6 +132,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
         say_session_line("error", "the method enter/leave settings were refused");
         return E_FAIL;
     }
+    async_configure(cfg, &mask); /* before inlining: both keep hooked methods whole */
     inlining_configure(cfg, &mask);
     il_configure(cfg, &mask); /* --il */
     exceptions_configure(cfg, &mask, &high);
@@ -187,6 +189,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
         recorder_close();
         return E_FAIL;
     }
+    async_install();
     atomic_store(&g_agent.active, 1);
     if (attached)
         REC(InitializeForAttach, (uint64_t)g_agent.info_version, mask, high);
@@ -231,6 +234,7 @@ HRESULT cb_Shutdown(ICorProfilerCallback *self) {
     if (!g_agent.attached)
         control_stop(NULL); /* the run-mode socket (heap snapshots) */
     calls_shutdown();
+    async_shutdown();
     ep_stop();
     REC0(Shutdown);
     atomic_store(&g_agent.active, 0);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "async.h"
 #include "callbacks.h"
 
 static uint32_t node_hash(uint32_t tid, uint32_t parent, uint64_t key) {
@@ -134,10 +135,13 @@ void sampler_aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *name
 /* ---- a record's frames ---- */
 
 /* A stack being made, leaf first (MAX_DEPTH frames, and what the leaf's
- * caller adds: [waiting], a native caller, the managed caller). */
+ * caller adds: [waiting], a native caller, the managed caller; and the async
+ * callers of a resumed method). */
+#define ASYNC_ROOM 130u
+#define FRAMES_CAP (MAX_DEPTH + 4 + ASYNC_ROOM)
 typedef struct frames {
-    uint64_t funcs[MAX_DEPTH + 4];
-    uint32_t names[MAX_DEPTH + 4];
+    uint64_t funcs[FRAMES_CAP];
+    uint32_t names[FRAMES_CAP];
     uint32_t m;
 } frames;
 
@@ -233,15 +237,59 @@ static int leaf_caller(frames *st, const srec *r, uint64_t func, uint32_t name, 
     return 0;
 }
 
+/* The awaiting callers of a resumed async method (async.h), into the stack:
+ * above (rootward of) the resumed method's own frame, found among the cut
+ * frames leafward of the resume (cut of them), and marked; the frames between
+ * (the box's MoveNext, the execution context's) and below stay, for the
+ * physical view. Nothing when the walk did not reach the resume. */
+static void async_callers(frames *st, const srec *r, uint32_t cut) {
+    uint32_t p = UINT32_MAX, at;
+    uint64_t want = r->async_resumed;
+    for (uint32_t i = cut; i-- > 0 && p == UINT32_MAX;)
+        if (st->funcs[i] == want)
+            p = i;
+    uint64_t funcs[ASYNC_ROOM];
+    uint32_t names[ASYNC_ROOM];
+    uint32_t room = FRAMES_CAP - st->m, n = 0;
+    if (room > ASYNC_ROOM)
+        room = ASYNC_ROOM;
+    if (p != UINT32_MAX) {
+        at = p + 1;
+        st->funcs[p] |= ASYNC_FRAME_RESUMED;
+    } else {
+        /* The resumed method is not on the stack: the JIT inlined it into the
+         * execution context's code that runs it. It goes in as a caller of
+         * what it called (the physical view drops it), below the box's
+         * MoveNext and the execution context's frames. */
+        at = cut ? cut - 1 : 0;
+        while (at > 0 && async_is_plumbing(st->funcs[at - 1]))
+            at--;
+        if (!at || !room)
+            return;
+        funcs[0] = want | ASYNC_FRAME_CALLER;
+        names[0] = r->async_name;
+        n = 1;
+    }
+    n += async_chain_frames(r->async_chain, funcs + n, names + n, room - n);
+    memmove(&st->funcs[at + n], &st->funcs[at], (st->m - at) * sizeof st->funcs[0]);
+    memmove(&st->names[at + n], &st->names[at], (st->m - at) * sizeof st->names[0]);
+    memcpy(&st->funcs[at], funcs, n * sizeof funcs[0]);
+    memcpy(&st->names[at], names, n * sizeof names[0]);
+    st->m += n;
+}
+
 static void aggregate_record(uint32_t tid, const srec *r) {
     frames st;
     st.m = 0;
+    uint32_t cut = 0; /* frames leafward of the innermost async resume's caller */
     if (r->flags & REC_WAITING)
         push(&st, 0, S.waiting_name);
     uint32_t n = r->n;
     int patchpoint = 0; /* the frame before was an OSR method's patchpoint call (one frame with the method) */
     uint32_t jit_top = 0; /* frames up to the outermost of the JIT's own code */
     for (uint32_t k = 0; k < n && k < MAX_DEPTH; k++) {
+        if (r->async_k && k == r->async_k)
+            cut = st.m;
         /* a return address points after its call: resolve the call itself;
          * one that is not after a call ends the stack (the frame pointer
          * chain went through code that does not keep one) */
@@ -273,10 +321,12 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         push(&st, func, name);
         jit_top = jit_code ? st.m : jit_top;
     }
-    sampler_gc_frame(st.funcs, st.names, &st.m, MAX_DEPTH + 4, r->gc);
-    sampler_jit_frame(st.funcs, st.names, &st.m, MAX_DEPTH + 4, r->jit, jit_top);
+    if (cut && r->async_resumed)
+        async_callers(&st, r, cut);
+    sampler_gc_frame(st.funcs, st.names, &st.m, FRAMES_CAP, r->gc);
+    sampler_jit_frame(st.funcs, st.names, &st.m, FRAMES_CAP, r->jit, jit_top);
     sampler_unwind_counts(r->flags);
-    if ((r->flags & REC_UNW_STOP) && st.m < MAX_DEPTH + 4)
+    if ((r->flags & REC_UNW_STOP) && st.m < FRAMES_CAP)
         push(&st, 0, S.stopped_name); /* the stack above is not known: said, not guessed */
     sampler_aggregate(tid, st.funcs, st.names, st.m, r->weight ? r->weight : 1);
 }

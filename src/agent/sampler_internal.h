@@ -54,6 +54,10 @@ typedef struct srec {
     uint64_t top; /* maybe the leaf's return address (arch_leaf_return: the word at SP, or lr) */
     uint64_t extra;  /* bit k: ip[k] was found by the OSR scan, not by the chain */
     uint32_t nwords;
+    uint32_t async_k;      /* ip[async_k] returns into the caller of the innermost async resume (async.h); 0 none */
+    uint32_t async_chain;  /* that resume's awaiting callers */
+    uint32_t async_name;   /* the resumed method's name */
+    uint64_t async_resumed; /* and the resumed method */
     uint32_t fpoff; /* where the chain starts (the frame pointer, or one saved at SP), above SP, in bytes; 0 none */
     uint64_t words[SP_WORDS]; /* the first words at the stack pointer (nwords of them) */
     uint64_t ip[MAX_DEPTH];

@@ -8,6 +8,7 @@
 
 #include "arch/arch.h"
 #include "arch_unwind.h"
+#include "async.h"
 #include "calls.h"
 #include "unwind.h"
 #include "memread.h"
@@ -104,13 +105,15 @@ static int cross_native(srec *r, uint32_t *n, unw_frame *u, const unw_index *ix,
 /* The frame-pointer chain from fp into r->ip[n..]: the new count. A return
  * address into native code with unwind tables (ix) goes on by them. */
 static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64_t limit, int safe,
-                           const unw_index *ix, uint32_t *flags) {
+                           const unw_index *ix, uint32_t *flags, uint64_t async_fp) {
     unsigned budget = SCAN_WORDS;
     while (n < MAX_DEPTH && fp >= sp && fp <= limit - 16 && !(fp & 7)) {
         uint64_t f[ARCH_FRAME_WORDS];
         if (stack_read(fp, f, ARCH_FRAME_WORDS, safe) != 0 || f[ARCH_FRAME_RET] < 4096)
             break;
         uint64_t next = f[ARCH_FRAME_NEXT];
+        if (async_fp && !r->async_k && fp >= async_fp)
+            r->async_k = n; /* the resume's own frame: what it returns to is below the logical callers */
         r->ip[n++] = f[ARCH_FRAME_RET];
         if (ARCH_UNW_SP_ABOVE_FRAME >= 0 && ix && unwind_find(ix, f[ARCH_FRAME_RET] - 1)) {
             unw_frame u = {f[ARCH_FRAME_RET], fp + ARCH_UNW_SP_ABOVE_FRAME, next};
@@ -152,6 +155,10 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
     r->top = 0;
     r->nwords = 0;
     r->extra = 0;
+    r->async_k = 0;
+    uint64_t async_fp = 0;
+    if (!async_sample_state(&async_fp, &r->async_chain, &r->async_resumed, &r->async_name) || async_fp < sp)
+        async_fp = 0;
     int known = hi && sp >= lo && sp + 8 <= hi && !(sp & 7);
     if (!known) /* the sampler thread looks for the stack's mapping */
         atomic_store_explicit(&s->probe_sp, sp, memory_order_relaxed);
@@ -196,7 +203,7 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
         }
         r->fpoff = chain && fp >= sp && fp <= limit - 16 && !(fp & 7) && fp - sp < (1ull << 31) ? (uint32_t)(fp - sp) : 0;
         if (chain)
-            n = walk_chain(r, n, fp, sp, limit, safe, ix, &flags);
+            n = walk_chain(r, n, fp, sp, limit, safe, ix, &flags, async_fp);
     }
     if (ix)
         unwind_leave();

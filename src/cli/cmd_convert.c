@@ -78,6 +78,9 @@ static void convert_help(void) {
           "                       allocations too (without them they are taken anyway);\n"
           "                       chrome: the waits as slices, with the calls' timeline\n"
           "                       when the trace has one\n"
+          "      --physical       sampled stacks as the threads had them: a resumed async\n"
+          "                       method under the thread pool, not under the async methods\n"
+          "                       that awaited it (the default view; docs/async.md)\n"
           "  -h, --help           print this help\n"
           "\n"
           "examples:\n"
@@ -166,12 +169,13 @@ static int check_options(convert_opts *o, const char *min_percent) {
 
 /* Fills o from argv; 0, or the exit code of a usage error. */
 static int parse_options(int argc, char **argv, convert_opts *o) {
-    enum { OPT_WEIGHT = 256, OPT_THREAD, OPT_MIN_PERCENT, OPT_ALLOC = 340, OPT_LOCKS = 360 };
+    enum { OPT_WEIGHT = 256, OPT_THREAD, OPT_MIN_PERCENT, OPT_PHYSICAL, OPT_ALLOC = 340, OPT_LOCKS = 360 };
     static const struct option longopts[] = {
         {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
         {"weight", required_argument, NULL, OPT_WEIGHT}, {"thread", required_argument, NULL, OPT_THREAD},
         {"min-percent", required_argument, NULL, OPT_MIN_PERCENT}, {"alloc", no_argument, NULL, OPT_ALLOC},
-        {"locks", no_argument, NULL, OPT_LOCKS}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+        {"locks", no_argument, NULL, OPT_LOCKS}, {"physical", no_argument, NULL, OPT_PHYSICAL},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     const char *min_percent = NULL;
     int c;
     memset(o, 0, sizeof *o);
@@ -185,6 +189,7 @@ static int parse_options(int argc, char **argv, convert_opts *o) {
         case OPT_MIN_PERCENT: min_percent = optarg; break;
         case OPT_ALLOC: o->alloc = 1; break;
         case OPT_LOCKS: o->locks = 1; break;
+        case OPT_PHYSICAL: dnp_calltree_set_physical(1); break;
         case 'h': convert_help(); return CLI_HELP_SHOWN;
         default: return cli_bad_option("convert", argv, c);
         }

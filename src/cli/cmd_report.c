@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calltree.h"
 #include "cli.h"
 #include "report.h"
 #include "trace_reader.h"
@@ -28,6 +29,9 @@ static void report_help(void) {
           "      --thread N       only this thread: dnprof's thread number (print's first\n"
           "                       column) or an OS thread id (default: all threads merged)\n"
           "      --json           every function and the whole tree as JSON, for tools\n"
+          "      --physical       sampled stacks as the threads had them: a resumed async\n"
+          "                       method under the thread pool, not under the async methods\n"
+          "                       that awaited it (the default view; docs/async.md)\n"
           "      --exceptions     the exceptions report instead\n"
           "      --alloc          the sampled allocations report instead (dnprof run --alloc):\n"
           "                       estimated bytes and objects by type, top allocating paths\n"
@@ -107,14 +111,14 @@ static int dispatch(report_opts *o, int exceptions, int alloc, int locks, int gc
 
 int cmd_report(int argc, char **argv) {
     enum { OPT_TOP = 256, OPT_TREE, OPT_THRESHOLD, OPT_THREAD, OPT_JSON, OPT_EXCEPTIONS, OPT_ALLOC = 340, OPT_LOCKS = 360,
-           OPT_GC = 400, OPT_THREADPOOL, OPT_WAITS };
+           OPT_GC = 400, OPT_THREADPOOL, OPT_WAITS, OPT_PHYSICAL };
     static const struct option longopts[] = {
         {"top", required_argument, NULL, OPT_TOP},   {"tree", no_argument, NULL, OPT_TREE},
         {"threshold", required_argument, NULL, OPT_THRESHOLD}, {"thread", required_argument, NULL, OPT_THREAD},
         {"json", no_argument, NULL, OPT_JSON},       {"exceptions", no_argument, NULL, OPT_EXCEPTIONS},
         {"alloc", no_argument, NULL, OPT_ALLOC},     {"locks", no_argument, NULL, OPT_LOCKS},
         {"gc", no_argument, NULL, OPT_GC},           {"threadpool", no_argument, NULL, OPT_THREADPOOL},
-        {"waits", no_argument, NULL, OPT_WAITS},
+        {"waits", no_argument, NULL, OPT_WAITS},     {"physical", no_argument, NULL, OPT_PHYSICAL},
         {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
     report_opts o;
     memset(&o, 0, sizeof o);
@@ -153,6 +157,7 @@ int cmd_report(int argc, char **argv) {
         case OPT_GC: gc = 1; break;
         case OPT_THREADPOOL: threadpool = 1; break;
         case OPT_WAITS: waits = 1; break;
+        case OPT_PHYSICAL: dnp_calltree_set_physical(1); break;
         case 'h': report_help(); return 0;
         default: return cli_bad_option("report", argv, c);
         }

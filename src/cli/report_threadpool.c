@@ -200,7 +200,7 @@ static int around_starvation(const char *path, tp_data *d, const dnp_calltree *c
                 break;
             }
             i = (uint32_t)n++;
-            nodes[i] = (tp_node){F(osThreadId), F(node), F(parent), F(functionId),
+            nodes[i] = (tp_node){F(osThreadId), F(node), F(parent), F(functionId) & ~(uint64_t)7, /* no async marks */
                                  e.v[DNP_VNAME(SampleNode, functionId)], 0, 0, 0};
             if (dnp_idmap_put(&map, F(osThreadId), F(node), i) != 0)
                 rc = -1;

@@ -214,6 +214,14 @@ static void tree_release(dnp_ct_tree *tr) {
     memset(tr, 0, sizeof *tr);
 }
 
+/* ---- the view of async stacks (ct_async.c) ---- */
+
+static int g_physical;
+
+void dnp_calltree_set_physical(int physical) {
+    g_physical = physical != 0;
+}
+
 /* ---- merging ---- */
 
 typedef struct merge_ctx {
@@ -683,6 +691,7 @@ static int builder_finish(ct_builder *b) {
     ct->include = dnp_trace_string(t, b->include_id);
     ct->exclude = dnp_trace_string(t, b->exclude_id);
     int rc = 0;
+    ct->physical = g_physical;
     if (b->nrecs) {
         rc = build_from_nodes(b);
         for (size_t i = 0; i < ct->nthreads; i++) /* no managed name: the OS's */
@@ -732,6 +741,8 @@ static int builder_finish(ct_builder *b) {
             }
         }
         rc = ct_tree_finish(tr, f);
+        if (rc == 0 && !ct->from_timeline)
+            rc = ct_async_view(tr, g_physical, &ct->async_marked);
         if (f) {
             free(fix.in);
             free(fix.out);

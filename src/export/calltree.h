@@ -105,10 +105,27 @@ typedef struct dnp_calltree {
     uint64_t sample_mode;      /* SampleConfig: 1 cpu, 2 wall, 3 suspend; 0 none seen */
     uint64_t sample_rate, sample_period_ns;
     uint64_t samples, samples_dropped; /* SampleStats */
+    /* Async callers (docs/async.md): nodes of sampled stacks that were marked
+     * as an awaiting caller or a resumed method, and the view the trees show
+     * (dnp_calltree_set_physical) */
+    uint64_t async_marked;
+    int physical;
     /* Sampled allocations (--alloc), for saying what a trace holds. */
     uint64_t alloc_source;     /* AllocSampling: 1 AllocationSampled, 2 AllocationTick; 0 none seen */
     uint64_t alloc_mean_bytes;
 } dnp_calltree;
+
+/* The marks of a sampled frame's FunctionID (FunctionIDs are 8-byte aligned;
+ * the agent's async.h sets them): an async caller that awaited the resumed
+ * method (not on the thread's stack), and the resumed method, where the
+ * logical stack starts. The trees never hold them: they are the view's. */
+#define DNP_CT_ASYNC_CALLER 1u
+#define DNP_CT_ASYNC_RESUMED 2u
+
+/* The view of sampled async stacks that the trees built from now on take: 0
+ * the logical one (the default: a resumed async method under the methods that
+ * awaited it), 1 the physical one (under the thread's own frames: `--physical`). */
+void dnp_calltree_set_physical(int physical);
 
 /* Builds the trees of t (which must outlive them). Returns 0, or -1 with one
  * line in err (no memory). A trace without call data gives empty trees: check

@@ -1,0 +1,165 @@
+// The async scenario (issue 19, docs/async.md): programs whose logical async
+// stacks are known, so that a test can check that sampled stacks show the
+// methods that awaited, not the thread pool that resumed them.
+//
+//   async chain     Outer awaits Middle awaits Inner; Inner yields (the rest of
+//                   it runs on a pool thread) and burns CPU in Burn, in slices,
+//                   each after an await: every Burn sample is after an await.
+//                   Main waits synchronously (a sync-over-async root).
+//   async whenall   Parent awaits Task.WhenAll of three Child calls; each child
+//                   yields, then burns in ChildBurn.
+//   async deep      a chain of 50 awaits (Deep(50) .. Deep(1)), then DeepBurn
+//                   after a yield.
+//   async valuetask Outer awaits a ValueTask<int> method (ValueMiddle) that
+//                   awaits a pooled ValueTask<int> method (PooledInner,
+//                   PoolingAsyncValueTaskMethodBuilder) with ConfigureAwait(false);
+//                   PooledInner burns in PooledBurn after a yield.
+//
+// Each burns about SECONDS of CPU (default 1.5) and prints "async NAME done".
+using System;
+using System.Diagnostics;
+using System.Runtime.CompilerServices;
+using System.Threading.Tasks;
+
+namespace Scenarios;
+
+public static class AsyncScenario
+{
+    private static double s_seconds = 1.5;
+    private static long s_sink;
+
+    public static int Run(string[] args)
+    {
+        string what = args.Length > 0 ? args[0] : "chain";
+        if (args.Length > 1)
+            s_seconds = double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture);
+        switch (what)
+        {
+            case "chain": Outer().GetAwaiter().GetResult(); break;
+            case "whenall": Parent().GetAwaiter().GetResult(); break;
+            case "deep": Deep(50).GetAwaiter().GetResult(); break;
+            case "valuetask": ValueOuter().GetAwaiter().GetResult(); break;
+            default:
+                Console.Error.WriteLine($"usage: Scenarios async chain|whenall|deep|valuetask [SECONDS], not '{what}'");
+                return 2;
+        }
+        Console.WriteLine($"async {what} done {s_sink & 1}");
+        return 0;
+    }
+
+    // CPU time of the process, for a budget that does not depend on the machine's load.
+    private static double Cpu() => Process.GetCurrentProcess().TotalProcessorTime.TotalSeconds;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long Spin(int n)
+    {
+        long x = n;
+        for (int i = 0; i < n; i++)
+            x = x * 6364136223846793005L + 1442695040888963407L;
+        return x;
+    }
+
+    // ---- chain ----
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task Outer()
+    {
+        await Middle();
+        s_sink++;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task<int> Middle()
+    {
+        int r = await Inner();
+        return r + 1;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task<int> Inner()
+    {
+        double end = Cpu() + s_seconds;
+        int slices = 0;
+        while (Cpu() < end)
+        {
+            await Task.Yield();
+            Burn();
+            slices++;
+        }
+        return slices;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void Burn() => s_sink += Spin(2_000_000);
+
+    // ---- whenall ----
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task Parent()
+    {
+        double end = Cpu() + s_seconds;
+        while (Cpu() < end)
+            await Task.WhenAll(Child(1), Child(2), Child(3));
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task Child(int k)
+    {
+        await Task.Yield();
+        ChildBurn(k);
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void ChildBurn(int k) => s_sink += Spin(1_000_000 * k);
+
+    // ---- deep ----
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task<int> Deep(int n)
+    {
+        if (n == 0)
+            return await DeepLeaf();
+        return await Deep(n - 1) + 1;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task<int> DeepLeaf()
+    {
+        double end = Cpu() + s_seconds;
+        int slices = 0;
+        while (Cpu() < end)
+        {
+            await Task.Yield();
+            DeepBurn();
+            slices++;
+        }
+        return slices;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void DeepBurn() => s_sink += Spin(2_000_000);
+
+    // ---- valuetask ----
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task ValueOuter()
+    {
+        double end = Cpu() + s_seconds;
+        while (Cpu() < end)
+            s_sink += await ValueMiddle();
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async ValueTask<int> ValueMiddle()
+    {
+        return await PooledInner().ConfigureAwait(false) + 1;
+    }
+
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async ValueTask<int> PooledInner()
+    {
+        await Task.Yield();
+        PooledBurn();
+        return 1;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void PooledBurn() => s_sink += Spin(2_000_000);
+}

@@ -1,0 +1,181 @@
+/* test_async.c: logical async stacks (docs/async.md, issue 19) against the
+ * truth of the "async" scenario (AsyncScenario.cs), whose methods await each
+ * other in known ways and burn CPU only after an await, on a pool thread.
+ *
+ * Each test samples at 1 kHz, reads the folded export (root first, ';'
+ * between frames) and asks that at least 95% of the burning method's samples
+ * sit under exactly the chain of async methods that awaited it, with nothing
+ * of the thread pool between; and, in the physical view (--physical), under
+ * the thread pool and none of those callers. A sample whose walk ends at the
+ * burning method itself (the walk lost its caller: no stack to put callers
+ * on, docs/sampling.md) is counted apart and may be at most 20%. Every test
+ * fails when the agent records nothing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+#include "test.h"
+
+#define WHOLE 0.95
+#define PHYSICAL 0.8 /* the physical walk does not always find the frames between the pool and a resume */
+#define MIN_SAMPLES 400.0 /* 1.5 s of CPU at 1 kHz, with room for a loaded machine */
+#define P "Scenarios.AsyncScenario::"
+
+typedef struct shares {
+    double all;      /* the leaf method's samples */
+    double logical;  /* under the expected chain */
+    double pool;     /* with the pool's dispatch loop on the stack */
+    double cut;      /* the walk ended at the leaf method */
+    double deepest;  /* most "Deep (async)" frames on one stack */
+} shares;
+
+/* Counts the folded file's lines whose stack holds leaf. */
+static int read_folded(e2e_run *r, int physical, const char *leaf, const char *chain, shares *s) {
+    char folded[PATH_MAX + 32];
+    snprintf(folded, sizeof folded, "%s.%s.folded", r->trace, physical ? "physical" : "logical");
+    const char *logical_args[] = {"convert", "--format", "folded", "-o", folded, r->trace, NULL};
+    const char *physical_args[] = {"convert", "--physical", "--format", "folded", "-o", folded, r->trace, NULL};
+    if (e2e_dnprof(r, physical ? physical_args : logical_args) != 0 || r->status != 0)
+        return -1;
+    size_t len;
+    char *text = e2e_read_file(folded, &len);
+    if (!text)
+        return -1;
+    memset(s, 0, sizeof *s);
+    size_t nleaf = strlen(leaf);
+    for (char *line = text; line < text + len;) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = nl ? (size_t)(nl - line) : (size_t)(text + len - line);
+        line[n] = 0;
+        char *sp = strrchr(line, ' ');
+        char *at = sp ? strstr(line, leaf) : NULL;
+        if (at && (at == line || at[-1] == ';') && (at[nleaf] == ';' || at[nleaf] == ' ')) {
+            double w = atof(sp + 1) / 1e6; /* ns at 1 kHz: samples */
+            s->all += w;
+            if (at == line)
+                s->cut += w;
+            else if (chain && strstr(line, chain) && strstr(line, chain) + strlen(chain) == at)
+                s->logical += w;
+            if (strstr(line, "System.Threading.ThreadPoolWorkQueue::Dispatch"))
+                s->pool += w;
+            double deep = 0;
+            for (const char *d = line; (d = strstr(d, P "Deep (async);")) != NULL && d < at; d++)
+                deep++;
+            if (deep > s->deepest)
+                s->deepest = deep;
+        }
+        line += n + 1;
+    }
+    free(text);
+    return 0;
+}
+
+/* Records the scenario with --sample at 1 kHz. */
+static int record(e2e_run *r, const char *test, const char *what) {
+    if (e2e_setup(r, test) != 0)
+        return -1;
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    if (!dll)
+        return -1;
+    const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r->trace, "--", e2e_dotnet(),
+                          dll, "async", what, "1.5", NULL};
+    if (e2e_dnprof(r, args) != 0 || r->status != 0)
+        return -1;
+    char *out = e2e_read_file(r->out, NULL);
+    char done[64];
+    snprintf(done, sizeof done, "async %s done", what);
+    int ok = out && strstr(out, done);
+    if (!ok)
+        e2e_show_file("the program's output", r->out);
+    free(out);
+    return ok ? 0 : -1;
+}
+
+/* The logical view: chain right above leaf in at least WHOLE of leaf's
+ * samples that have a caller at all; the physical view: the pool's loop, no
+ * caller that is not on the thread's stack (PHYSICAL: the pool's loop under
+ * the resume is not always found by the walk, with or without async stacks). */
+static int check(e2e_run *r, const char *leaf, const char *chain, shares *lg) {
+    shares ph;
+    if (read_folded(r, 0, leaf, chain, lg) != 0 || read_folded(r, 1, leaf, NULL, &ph) != 0)
+        return -1;
+    double walked = lg->all - lg->cut;
+    fprintf(stderr, "e2e: %s: %.0f samples, %.1f%% under its async callers, %.1f%% cut at it; physical: %.1f%% under the pool\n",
+            leaf, lg->all, walked > 0 ? 100 * lg->logical / walked : 0, lg->all > 0 ? 100 * lg->cut / lg->all : 0,
+            ph.all - ph.cut > 0 ? 100 * ph.pool / (ph.all - ph.cut) : 0);
+    if (lg->all < MIN_SAMPLES || walked <= 0 || lg->logical < WHOLE * walked || lg->cut > 0.2 * lg->all ||
+        lg->pool > 0.01 * lg->all)
+        return -1;
+    if (ph.pool < PHYSICAL * (ph.all - ph.cut))
+        return -1;
+    /* the physical view has no caller that was not on the stack */
+    char physical[PATH_MAX + 32], absent[1024];
+    snprintf(physical, sizeof physical, "%s.physical.folded", r->trace);
+    snprintf(absent, sizeof absent, "%s%s", chain, leaf);
+    char *text = e2e_read_file(physical, NULL);
+    int clean = text && !strstr(text, absent) && !strstr(text, "[async caller unknown]");
+    free(text);
+    return clean ? 0 : -1;
+}
+
+/* Outer awaits Middle awaits Inner; Inner burns after each Task.Yield. Main
+ * waits synchronously: the chain's root says its caller is not known. */
+TEST(e2e_async_chain) {
+    e2e_run r;
+    ASSERT_EQ(record(&r, "e2e_async_chain", "chain"), 0);
+    shares s;
+    ASSERT_EQ(check(&r, P "Burn", "[async caller unknown];" P "Outer (async);" P "Middle (async);" P "Inner (async);", &s), 0);
+    return 0;
+}
+
+/* Task.WhenAll: each child under the parent that awaits the whole. */
+TEST(e2e_async_whenall) {
+    e2e_run r;
+    ASSERT_EQ(record(&r, "e2e_async_whenall", "whenall"), 0);
+    shares s;
+    ASSERT_EQ(check(&r, P "ChildBurn", P "Parent (async);" P "Child (async);", &s), 0);
+    return 0;
+}
+
+/* A chain of 51 awaits (Deep(50) down to Deep(0)) and the leaf method. */
+TEST(e2e_async_deep) {
+    e2e_run r;
+    ASSERT_EQ(record(&r, "e2e_async_deep", "deep"), 0);
+    shares s;
+    ASSERT_EQ(check(&r, P "DeepBurn", P "Deep (async);" P "DeepLeaf (async);", &s), 0);
+    ASSERT_GE(s.deepest, 51);
+    return 0;
+}
+
+/* ValueTask<T>, a pooled ValueTask<T> (an IValueTaskSource box, whose MoveNext
+ * ends in a tail call) and ConfigureAwait(false). */
+TEST(e2e_async_valuetask) {
+    e2e_run r;
+    ASSERT_EQ(record(&r, "e2e_async_valuetask", "valuetask"), 0);
+    shares s;
+    ASSERT_EQ(check(&r, P "PooledBurn", P "ValueOuter (async);" P "ValueMiddle (async);" P "PooledInner (async);", &s), 0);
+    return 0;
+}
+
+/* DNPROF_ASYNC=0: the stacks are the threads' own, as before. */
+TEST(e2e_async_off) {
+    e2e_run r;
+    setenv("DNPROF_ASYNC", "0", 1);
+    int rc = record(&r, "e2e_async_off", "chain");
+    unsetenv("DNPROF_ASYNC");
+    ASSERT_EQ(rc, 0);
+    shares s;
+    ASSERT_EQ(read_folded(&r, 0, P "Burn", NULL, &s), 0);
+    fprintf(stderr, "e2e: off: %.0f samples of Burn, %.0f under the pool\n", s.all, s.pool);
+    ASSERT_GE(s.all, MIN_SAMPLES);
+    ASSERT_GE(s.pool, WHOLE * (s.all - s.cut));
+    char logical[PATH_MAX + 32];
+    snprintf(logical, sizeof logical, "%s.logical.folded", r.trace);
+    char *text = e2e_read_file(logical, NULL);
+    ASSERT(text);
+    int clean = !strstr(text, P "Middle (async);" P "Inner (async);" P "Burn");
+    free(text);
+    ASSERT(clean);
+    return 0;
+}
