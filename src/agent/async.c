@@ -3,12 +3,12 @@
  * After an await, an async method resumes on a pool thread through its state
  * machine box: AsyncTaskMethodBuilder<T>.AsyncStateMachineBox<TSM>.MoveNext(Thread)
  * (Task and ValueTask methods) or PoolingAsyncValueTaskMethodBuilder<T>.
- * StateMachineBox<TSM>.MoveNext() (pooled ValueTask methods). Those two methods
- * alone get enter/leave hooks (the function ID mapper says no to every other,
- * so nothing else pays). The enter hook gets the box (`this`, a live argument
- * register: elt.S's async stub passes it on) and, the thread being in
- * cooperative mode, the runtime cannot move or free objects under it. It
- * follows the awaiters from the box up:
+ * StateMachineBox<TSM>.MoveNext() (pooled ValueTask methods). As either is
+ * first compiled, its IL gets a call to async_probe first (rewrite), with the
+ * address of its `this`, without a GC transition: in cooperative mode the
+ * runtime cannot move or free objects under the probe. Nothing else changes:
+ * no enter/leave hooks (which would make the runtime refuse all precompiled
+ * code), no other method touched. The probe follows the awaiters from the box:
  *
  *   a box             a logical frame (its TStateMachine's MoveNext); next:
  *                     Task.m_continuationObject, or for a pooled box its
@@ -27,9 +27,12 @@
  *
  * A chain is kept as a node of a trie of callers (outermost at the root), so a
  * resume costs a few lookups and the sampler gets one number. The thread's
- * resumes in progress (a continuation may run inline inside another) are a
- * small stack in the thread's own state, found as calls.c finds its state (a
- * table keyed by the thread pointer): the signal handler reads the innermost. */
+ * resumes (a continuation may run inline inside another) are a small stack in
+ * the thread's own state, found as calls.c finds its state (a table keyed by
+ * the thread pointer). There is no exit probe: a resume ends when a later one
+ * starts at or above its place on the stack, and the signal handler takes the
+ * innermost one at or above the stack pointer; the sampler thread keeps it only
+ * if the walk finds a resume's frame there (sampler_aggregate.c). */
 #include "async.h"
 
 #include <pthread.h>
@@ -40,7 +43,7 @@
 #include "agent.h"
 #include "arch/arch.h"
 #include "callbacks.h"
-#include "calls.h"
+#include "il_body.h"
 #include "names.h"
 #include "recorder.h"
 #include "sampler.h"
@@ -98,7 +101,9 @@ static struct {
     IMetaDataImport *imp;
     int corelib_ready; /* 1 ready, -1 not usable */
     mdTypeDef box_td, pbox_td, pbox_base_td, task_td, atc_td, delegate_td, wrapper_td, mrvtsc_td;
-    mdMethodDef box_move, pbox_move, dispatch_tok;
+    mdMethodDef box_move, pbox_move;
+    mdSignature probe_sig; /* the probe's call site signature, in CoreLib */
+    int rewritten[2];      /* box_move's, pbox_move's body replaced */
     /* the execution context's methods between a box's MoveNext and its state
      * machine's (tokens, then their FunctionIDs as the runtime prepares them) */
     mdMethodDef plumb_tok[4];
@@ -273,20 +278,42 @@ static int corelib_setup(ModuleID module) {
                 A.imp->lpVtbl->CloseEnum(A.imp, e);
         }
     }
-    /* the pool's work item: a pooled box's MoveNext ends in a tail call, so its
-     * resume ends with no leave; the next work item ends it */
-    mdTypeDef tpwq = 0;
-    if (find_type("System.Threading.ThreadPoolWorkQueue", 0, &tpwq) == S_OK) {
-        char16_t w[32];
-        size_t n = dnp_utf8_to_utf16("DispatchWorkItem", 16, w, 31);
-        w[n] = 0;
-        mdMethodDef tok = 0;
-        if (A.imp->lpVtbl->FindMethod(A.imp, tpwq, (LPCWSTR)w, NULL, 0, &tok) == S_OK)
-            A.dispatch_tok = tok;
+    /* the probe's signature: unmanaged[SuppressGCTransition] void(native int),
+     * the convention in a modopt on the return type (ECMA-335 II.23.2.3,
+     * IMAGE_CEE_CS_CALLCONV_UNMANAGED) */
+    mdTypeDef sgc = 0;
+    IUnknown *eu = NULL;
+    if (find_type("System.Runtime.CompilerServices.CallConvSuppressGCTransition", 0, &sgc) == S_OK &&
+        INFO_CALL(GetModuleMetaData, module, 1 /* ofRead | ofWrite */, &IID_IMetaDataEmit, &eu) == S_OK && eu) {
+        IMetaDataEmit *emit = (IMetaDataEmit *)eu;
+        uint8_t sig[16];
+        size_t k = 0;
+        uint32_t coded = (sgc & 0x00ffffffu) << 2; /* TypeDefOrRef, a TypeDef */
+        sig[k++] = 0x09; /* unmanaged */
+        sig[k++] = 0x01; /* one parameter */
+        sig[k++] = 0x20; /* CMOD_OPT */
+        if (coded < 0x80) {
+            sig[k++] = (uint8_t)coded;
+        } else if (coded < 0x4000) {
+            sig[k++] = (uint8_t)(0x80 | coded >> 8);
+            sig[k++] = (uint8_t)coded;
+        } else {
+            sig[k++] = (uint8_t)(0xc0 | coded >> 24);
+            sig[k++] = (uint8_t)(coded >> 16);
+            sig[k++] = (uint8_t)(coded >> 8);
+            sig[k++] = (uint8_t)coded;
+        }
+        sig[k++] = 0x01; /* void */
+        sig[k++] = 0x18; /* native int */
+        if (emit->lpVtbl->GetTokenFromSig(emit, sig, (ULONG)k, &A.probe_sig) != S_OK)
+            A.probe_sig = 0;
+        emit->lpVtbl->Release(emit);
     }
+    if (!A.probe_sig)
+        agent_say("async stacks: CoreLib takes no new call signature here; sampled stacks stay physical");
     A.box_move = find_move_next(A.box_td, 1); /* MoveNext(Thread): the others call it */
     A.pbox_move = A.pbox_td ? find_move_next(A.pbox_td, 0) : 0;
-    A.corelib_ready = A.box_move ? 1 : -1;
+    A.corelib_ready = A.box_move && A.probe_sig ? 1 : -1;
     if (!A.box_move)
         agent_say("async stacks: no AsyncStateMachineBox.MoveNext(Thread) in this runtime; sampled stacks stay physical");
     return A.corelib_ready > 0;
@@ -331,14 +358,50 @@ static const machine *machine_get(ModuleID module, mdTypeDef td) {
     return NULL;
 }
 
+/* A module's metadata, with a reference for the caller; the last few modules'
+ * kept (every compiled or precompiled method is looked at, mostly from the
+ * same modules). */
+#define IMPORTS 16
+static struct {
+    ModuleID module;
+    IMetaDataImport *imp;
+} g_imports[IMPORTS];
+static unsigned g_imports_next;
+
+static IMetaDataImport *module_import(ModuleID module) {
+    pthread_mutex_lock(&A.mu);
+    for (unsigned i = 0; i < IMPORTS; i++) {
+        if (g_imports[i].module == module && g_imports[i].imp) {
+            IMetaDataImport *imp = g_imports[i].imp;
+            imp->lpVtbl->AddRef(imp);
+            pthread_mutex_unlock(&A.mu);
+            return imp;
+        }
+    }
+    pthread_mutex_unlock(&A.mu);
+    IUnknown *unk = NULL;
+    if (INFO_CALL(GetModuleMetaData, module, 0, &IID_IMetaDataImport, &unk) != S_OK || !unk)
+        return NULL;
+    IMetaDataImport *imp = (IMetaDataImport *)unk;
+    pthread_mutex_lock(&A.mu);
+    unsigned i = g_imports_next++ % IMPORTS;
+    IMetaDataImport *old = g_imports[i].imp;
+    imp->lpVtbl->AddRef(imp);
+    g_imports[i].module = module;
+    g_imports[i].imp = imp;
+    pthread_mutex_unlock(&A.mu);
+    if (old)
+        old->lpVtbl->Release(old);
+    return imp;
+}
+
 /* Notes fid if it is a state machine's MoveNext. Not in a hook. */
 static void machine_note(FunctionID fid, ModuleID module, mdToken tok) {
     if (!fid || !module || !tok)
         return;
-    IUnknown *unk = NULL;
-    if (INFO_CALL(GetModuleMetaData, module, 0, &IID_IMetaDataImport, &unk) != S_OK || !unk)
+    IMetaDataImport *imp = module_import(module);
+    if (!imp)
         return;
-    IMetaDataImport *imp = (IMetaDataImport *)unk;
     char16_t w[64];
     ULONG len = 0;
     mdTypeDef td = 0;
@@ -394,48 +457,117 @@ static uint64_t state_machine(ClassID tsm, uint32_t *name, uint8_t *is_main) {
     return m->fid;
 }
 
-/* ---- the hooked functions ---- */
+/* ---- the resumes: their IL gets the probe ---- */
 
-/* The client ID of the thread pool's DispatchWorkItem: its hooks only end
- * what the work item before left (see async_hook_tailcall). */
-#define CLIENT_DISPATCH 1u
+/* The FunctionIDs of the box MoveNexts compiled with the probe (every
+ * instantiation), for the sampler to tell a resume's frame (async_is_resume_frame). */
+#define RESUME_FIDS (1u << 12)
+static _Atomic uint64_t g_resume_fids[RESUME_FIDS];
 
-static int is_dispatch(FunctionID fid);
-
-static UINT_PTR mapper(FunctionID fid, void *data, BOOL *hook) {
-    (void)data;
-    *hook = async_is_hooked(fid);
-    if (*hook && is_dispatch(fid))
-        return CLIENT_DISPATCH;
-    return fid;
+static void resume_fid_note(FunctionID fid) {
+    uint32_t h = (uint32_t)((fid >> 3) * 0x9E3779B97F4A7C15ull >> 52) & (RESUME_FIDS - 1);
+    for (uint32_t p = 0; p < RESUME_FIDS / 2; p++) {
+        _Atomic uint64_t *slot = &g_resume_fids[(h + p) & (RESUME_FIDS - 1)];
+        uint64_t seen = 0;
+        if (atomic_compare_exchange_strong(slot, &seen, fid) || seen == fid)
+            return;
+    }
 }
 
-static int is_dispatch(FunctionID fid) {
+int async_is_resume_frame(uint64_t fid) {
+    if (!fid)
+        return 0;
+    uint32_t h = (uint32_t)((fid >> 3) * 0x9E3779B97F4A7C15ull >> 52) & (RESUME_FIDS - 1);
+    for (uint32_t p = 0; p < RESUME_FIDS / 2; p++) {
+        uint64_t v = atomic_load_explicit(&g_resume_fids[(h + p) & (RESUME_FIDS - 1)], memory_order_relaxed);
+        if (v == fid)
+            return 1;
+        if (!v)
+            return 0;
+    }
+    return 0;
+}
+
+/* Whether fid is CoreLib's (then *tok), CoreLib set up on the way. */
+static int corelib_fn(FunctionID fid, ModuleID *module, mdToken *tok) {
     ClassID cls = 0;
-    ModuleID module = 0;
-    mdToken tok = 0;
-    return A.dispatch_tok && INFO_CALL(GetFunctionInfo, fid, &cls, &module, &tok) == S_OK &&
-           module == A.corelib && tok == A.dispatch_tok;
+    if (INFO_CALL(GetFunctionInfo, fid, &cls, module, tok) != S_OK)
+        return 0;
+    pthread_mutex_lock(&A.mu);
+    int corelib = A.corelib_ready ? *module == A.corelib && A.corelib_ready > 0 : corelib_setup(*module);
+    pthread_mutex_unlock(&A.mu);
+    return corelib;
 }
 
 int async_is_hooked(FunctionID fid) {
     if (!A.on || !fid)
         return 0;
-    ClassID cls = 0;
     ModuleID module = 0;
     mdToken tok = 0;
-    if (INFO_CALL(GetFunctionInfo, fid, &cls, &module, &tok) != S_OK)
-        return 0;
-    pthread_mutex_lock(&A.mu);
-    int corelib = A.corelib_ready ? module == A.corelib && A.corelib_ready > 0 : corelib_setup(module);
-    pthread_mutex_unlock(&A.mu);
-    if (corelib && tok && (tok == A.box_move || tok == A.pbox_move || tok == A.dispatch_tok))
-        return 1;
+    int corelib = corelib_fn(fid, &module, &tok);
+    if (corelib && tok && (tok == A.box_move || tok == A.pbox_move))
+        return 1; /* compiled, with the probe, and kept whole */
     for (unsigned k = 0; corelib && tok && k < 4; k++)
         if (A.plumb_tok[k] == tok)
             atomic_store(&A.plumb_fid[k], fid);
     machine_note(fid, module, tok);
     return 0;
+}
+
+/* The new body of a box's MoveNext: the probe's call, then the method as it
+ * was. The probe gets the address of the method's `this` (its home in the
+ * method's frame: the box, and where the resume's frame is):
+ *
+ *   ldarga.s 0; conv.u; ldc.i8 async_probe; conv.i;
+ *   calli unmanaged[SuppressGCTransition] void(native int)
+ *
+ * without a GC transition, so that the probe runs in cooperative mode: no
+ * collection can move the objects it reads. */
+static void rewrite(mdMethodDef tok) {
+    LPCBYTE body = NULL;
+    ULONG size = 0;
+    if (INFO_CALL(GetILFunctionBody, A.corelib, tok, &body, &size) != S_OK || !body || !size)
+        return;
+    uint8_t pre[18] = {0x0f, 0x00, 0xe0, 0x21};
+    uint64_t fn = (uint64_t)(uintptr_t)async_probe;
+    for (int i = 0; i < 8; i++)
+        pre[4 + i] = (uint8_t)(fn >> (8 * i));
+    pre[12] = 0xd3;
+    pre[13] = 0x29;
+    for (int i = 0; i < 4; i++)
+        pre[14 + i] = (uint8_t)(A.probe_sig >> (8 * i));
+    size_t cap = (size_t)size + sizeof pre + 64 + 24 * 64;
+    uint8_t *out = malloc(cap); /* the runtime keeps it: never freed */
+    char err[256];
+    size_t n = out ? dnp_il_prepend(body, size, pre, sizeof pre, 2, out, cap, err, sizeof err) : 0;
+    HRESULT hr = n ? INFO_CALL(SetILFunctionBody, A.corelib, tok, out) : E_FAIL;
+    if (FAILED(hr)) {
+        free(out);
+        agent_say("async stacks: the resume method 0x%08x could not be instrumented (%s); its resumes stay physical",
+                  (unsigned)tok, n ? "the runtime refused its new body" : err);
+        return;
+    }
+}
+
+void async_jit_started(FunctionID fid) {
+    if (!A.on)
+        return;
+    ModuleID module = 0;
+    mdToken tok = 0;
+    if (!corelib_fn(fid, &module, &tok)) {
+        machine_note(fid, module, tok);
+        return;
+    }
+    int which = tok == A.box_move ? 0 : tok == A.pbox_move ? 1 : -1;
+    if (which < 0 || !tok)
+        return;
+    resume_fid_note(fid);
+    pthread_mutex_lock(&A.mu);
+    int first = !A.rewritten[which];
+    A.rewritten[which] = 1;
+    pthread_mutex_unlock(&A.mu);
+    if (first && A.probe_sig)
+        rewrite(tok);
 }
 
 int async_is_plumbing(uint64_t fid) {
@@ -663,37 +795,27 @@ static uint32_t chain_of(uintptr_t box, const atype *bt) {
     return node;
 }
 
-/* ---- the hooks ---- */
+/* ---- the probe ---- */
 
-/* Resumes on the thread's stack at or below caller_sp are over. */
-static void end_below(athread *t, uintptr_t caller_sp, int self_too) {
-    uint32_t d = atomic_load_explicit(&t->depth, memory_order_relaxed);
-    while (d && (t->r[d - 1].csp < caller_sp || (self_too && t->r[d - 1].csp == caller_sp)))
-        d--;
-    atomic_store_explicit(&t->depth, d, memory_order_relaxed);
-}
-
-void async_hook_enter(uintptr_t client, uintptr_t caller_sp, uintptr_t self, uintptr_t fp) {
-    if (client == CLIENT_DISPATCH) {
-        athread *t = thread_here();
-        if (t)
-            end_below(t, caller_sp, 1);
-        return;
-    }
+/* Called first by every resume (rewrite), in cooperative mode, with the
+ * address of the box's MoveNext's `this`. Resumes whose frames are gone (at or
+ * below this one's place on the stack: the thread left them) end here. */
+void async_probe(uintptr_t this_home) {
     athread *t = thread_get();
     if (!t) {
         atomic_fetch_add_explicit(&A.no_state, 1, memory_order_relaxed);
         return;
     }
     uint32_t d = atomic_load_explicit(&t->depth, memory_order_relaxed);
-    while (d && t->r[d - 1].csp <= caller_sp) /* frames an exception left: gone */
+    while (d && t->r[d - 1].csp <= this_home)
         d--;
     atomic_store_explicit(&t->depth, d, memory_order_relaxed);
     if (d == RESUMES) {
         atomic_fetch_add_explicit(&A.full, 1, memory_order_relaxed);
         return;
     }
-    resume r = {caller_sp, fp, 0, 0, 0};
+    uintptr_t self = *(const uintptr_t *)this_home;
+    resume r = {this_home, this_home, 0, 0, 0};
     atype tmp;
     const atype *bt = self ? type_of(*(const uintptr_t *)self, &tmp) : NULL;
     if (bt && (bt->kind == K_BOX || bt->kind == K_POOLBOX)) {
@@ -702,30 +824,12 @@ void async_hook_enter(uintptr_t client, uintptr_t caller_sp, uintptr_t self, uin
         r.chain = chain_of(self, bt);
     }
     t->r[d] = r;
-    atomic_signal_fence(memory_order_release); /* the frame is whole before the handler can see it */
+    atomic_signal_fence(memory_order_release); /* the entry is whole before the handler can see it */
     atomic_store_explicit(&t->depth, d + 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&A.resumes, 1, memory_order_relaxed);
 }
 
-void async_hook_leave(uintptr_t client, uintptr_t caller_sp) {
-    (void)client;
-    athread *t = thread_here();
-    if (t)
-        end_below(t, caller_sp, 1);
-}
-
-/* A MoveNext that ends in a tail call (a pooled box's: its last act is to run
- * the state machine, directly or through the execution context) leaves the
- * callee in its place: the same caller SP, the frame at the same address. The
- * resume goes on there, so it stays until its caller's next hooked call or the
- * pool's next work item (DispatchWorkItem's hooks) ends it. */
-void async_hook_tailcall(uintptr_t client, uintptr_t caller_sp) {
-    athread *t = thread_here();
-    if (t)
-        end_below(t, caller_sp, client == CLIENT_DISPATCH);
-}
-
-int async_sample_state(uint64_t *fp, uint32_t *chain, uint64_t *resumed, uint32_t *name) {
+int async_sample_state(uint64_t sp, uint64_t *fp, uint32_t *chain, uint64_t *resumed, uint32_t *name) {
     if (!A.on)
         return 0;
     athread *t = thread_here();
@@ -733,7 +837,11 @@ int async_sample_state(uint64_t *fp, uint32_t *chain, uint64_t *resumed, uint32_
         return 0;
     uint32_t d = atomic_load_explicit(&t->depth, memory_order_relaxed);
     atomic_signal_fence(memory_order_acquire);
-    if (!d || d > RESUMES || !t->r[d - 1].resumed)
+    if (d > RESUMES)
+        return 0;
+    while (d && t->r[d - 1].fp < sp) /* below the stack pointer: a resume that has returned */
+        d--;
+    if (!d || !t->r[d - 1].resumed)
         return 0;
     *fp = t->r[d - 1].fp;
     *chain = t->r[d - 1].chain;
@@ -759,12 +867,8 @@ void async_configure(const agent_config *cfg, uint32_t *mask) {
     if (!cfg->async || !cfg->sample || cfg->sample == SAMPLER_SUSPEND)
         return;
     if (g_agent.attached) {
-        rec_note(1, "async stacks: not by attach (the runtime takes enter/leave hooks only at start-up); "
-                    "sampled stacks are physical");
-        return;
-    }
-    if (calls_recording()) {
-        rec_note(1, "async stacks: not with --calls (one set of enter/leave hooks); sampled stacks are physical");
+        rec_note(1, "async stacks: not by attach yet (the resumes are instrumented as they are first "
+                    "compiled); sampled stacks are physical");
         return;
     }
     A.chain = calloc(CHAIN_NODES, sizeof *A.chain);
@@ -779,7 +883,9 @@ void async_configure(const agent_config *cfg, uint32_t *mask) {
     }
     atomic_store(&A.nchain, 1); /* 0: no chain */
     A.on = 1;
-    *mask |= COR_PRF_MONITOR_ENTERLEAVE | COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_CACHE_SEARCHES;
+    /* compilations (the resumes' IL, the state machines), inlining and
+     * precompiled code (the resumes are compiled, whole) */
+    *mask |= COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_CACHE_SEARCHES;
 }
 
 void async_install(void) {
@@ -787,17 +893,7 @@ void async_install(void) {
         return;
     const char unknown[] = "[async caller unknown]";
     A.unknown_name = rec_string(unknown, sizeof unknown - 1);
-    HRESULT hr = INFO_CALL(SetFunctionIDMapper2, mapper, NULL);
-    if (SUCCEEDED(hr))
-        hr = INFO_CALL(SetEnterLeaveFunctionHooks3, (FunctionEnter3 *)(void *)dnp_async_enter,
-                       (FunctionLeave3 *)(void *)dnp_async_leave, (FunctionTailcall3 *)(void *)dnp_async_tailcall);
-    if (FAILED(hr)) {
-        agent_say("async stacks: the runtime refused the enter/leave hooks (0x%08x); sampled stacks stay physical",
-                  (unsigned)hr);
-        A.on = 0;
-        return;
-    }
-    rec_note(0, "async stacks: on (resumes of async methods are hooked; docs/async.md)");
+    rec_note(0, "async stacks: on (the resumes of async methods call dnprof first; docs/async.md)");
 }
 
 void async_shutdown(void) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "eventpipe.h"
+#include "async.h"
 #include "callbacks.h"
 #include "il.h"
 #include "inlining.h"
@@ -22,6 +23,7 @@
 
 HRESULT cb_JITCompilationStarted(ICorProfilerCallback *self, FunctionID id, BOOL safe) {
     ACTIVE();
+    async_jit_started(id); /* a resume gets its probe before it is compiled */
     sampler_jit_started(id); /* [JIT] frames of sampled stacks */
     if (g_agent.events.families & (1u << DNP_FAM_JIT))
         REC(JITCompilationStarted, FUNCTION(id, 1), (uint64_t)(safe != 0));

@@ -245,6 +245,15 @@ static int leaf_caller(frames *st, const srec *r, uint64_t func, uint32_t name, 
 static void async_callers(frames *st, const srec *r, uint32_t cut) {
     uint32_t p = UINT32_MAX, at;
     uint64_t want = r->async_resumed;
+    /* the resume is still running only if its frame is where the walk met
+     * its place: the box's MoveNext, or what its tail call left there (the
+     * execution context's method, the resumed method); one frame further on
+     * a machine whose frame records sit below the locals (arm64) */
+    int live = 0;
+    for (uint32_t i = cut; i-- > 0 && i + 2 >= cut && !live;)
+        live = async_is_resume_frame(st->funcs[i]) || async_is_plumbing(st->funcs[i]) || st->funcs[i] == want;
+    if (!live)
+        return;
     for (uint32_t i = cut; i-- > 0 && p == UINT32_MAX;)
         if (st->funcs[i] == want)
             p = i;

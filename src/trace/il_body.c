@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dnp_text.h"
@@ -359,4 +360,79 @@ long dnp_hex_decode(const char *text, uint8_t *out, size_t cap) {
         n++;
     }
     return (long)(n < cap ? n : cap);
+}
+
+/* ---- a prologue before a body (the agent's async probe) ---- */
+
+static void put_u16(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_u32(uint8_t *p, uint32_t v) {
+    put_u16(p, v & 0xffff);
+    put_u16(p + 2, v >> 16);
+}
+
+#define PREPEND_CLAUSES 1024
+
+static size_t prepend(const uint8_t *b, size_t n, const uint8_t *pre, uint32_t npre, uint32_t min_stack,
+                      uint8_t *out, size_t cap, dnp_il_clause *cl, dnp_il_header *hp, char *err, size_t errlen);
+
+size_t dnp_il_prepend(const uint8_t *b, size_t n, const uint8_t *pre, uint32_t npre, uint32_t min_stack,
+                      uint8_t *out, size_t cap, char *err, size_t errlen) {
+    dnp_il_header h;
+    dnp_il_clause *cl = malloc(PREPEND_CLAUSES * sizeof *cl);
+    size_t r = cl ? prepend(b, n, pre, npre, min_stack, out, cap, cl, &h, err, errlen) : 0;
+    if (!cl)
+        snprintf(err, errlen, "out of memory");
+    free(cl);
+    return r;
+}
+
+static size_t prepend(const uint8_t *b, size_t n, const uint8_t *pre, uint32_t npre, uint32_t min_stack,
+                      uint8_t *out, size_t cap, dnp_il_clause *cl, dnp_il_header *hp, char *err, size_t errlen) {
+    dnp_il_header h;
+    (void)hp;
+    if (dnp_il_parse(b, n, &h, cl, PREPEND_CLAUSES, err, errlen) != 0)
+        return 0;
+    if (h.nclauses > PREPEND_CLAUSES) {
+        snprintf(err, errlen, "%zu exception clauses: more than %d", h.nclauses, PREPEND_CLAUSES);
+        return 0;
+    }
+    uint64_t code = (uint64_t)npre + h.code_size;
+    uint64_t size = 12 + code;
+    uint64_t sect = 0;
+    if (h.nclauses) {
+        size = (size + 3) & ~(uint64_t)3;
+        sect = size;
+        size += 4 + 24 * (uint64_t)h.nclauses;
+    }
+    if (code > UINT32_MAX / 2 || size > cap) {
+        snprintf(err, errlen, "the new body takes %llu bytes, %zu given", (unsigned long long)size, cap);
+        return 0;
+    }
+    memset(out, 0, (size_t)size);
+    /* flags: fat, InitLocals kept, MoreSects when there are clauses; 3 dwords */
+    uint32_t flags = 0x3u | (h.init_locals ? 0x10u : 0) | (h.nclauses ? 0x8u : 0);
+    put_u16(out, flags | 3u << 12);
+    put_u16(out + 2, h.max_stack > min_stack ? h.max_stack : min_stack);
+    put_u32(out + 4, (uint32_t)code);
+    put_u32(out + 8, h.local_sig);
+    memcpy(out + 12, pre, npre);
+    memcpy(out + 12 + npre, b + h.header_size, h.code_size);
+    if (h.nclauses) {
+        uint8_t *s = out + sect;
+        put_u32(s, 0x41u | (uint32_t)(4 + 24 * h.nclauses) << 8); /* EHTable | FatFormat, its size */
+        for (size_t i = 0; i < h.nclauses; i++) {
+            uint8_t *c = s + 4 + 24 * i;
+            put_u32(c, cl[i].kind);
+            put_u32(c + 4, cl[i].try_offset + npre);
+            put_u32(c + 8, cl[i].try_length);
+            put_u32(c + 12, cl[i].handler_offset + npre);
+            put_u32(c + 16, cl[i].handler_length);
+            put_u32(c + 20, cl[i].kind == DNP_IL_FILTER ? cl[i].extra + npre : cl[i].extra);
+        }
+    }
+    return (size_t)size;
 }

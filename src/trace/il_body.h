@@ -90,6 +90,15 @@ typedef struct dnp_il_header {
 int dnp_il_parse(const uint8_t *b, size_t n, dnp_il_header *h, dnp_il_clause *clauses, size_t cap, char *err,
                  size_t errlen);
 
+/* A new body for the method whose body is b[0, n): pre (npre bytes of code)
+ * runs first, then the original code, unchanged (branches are relative, so
+ * they need nothing). Always a fat header (flags kept, max stack at least
+ * min_stack), the exception clauses in one fat section with their offsets
+ * moved by npre. Into out (cap bytes): the size, or 0 with one line in err (a
+ * body that does not parse, more than 1024 clauses, or out too small). */
+size_t dnp_il_prepend(const uint8_t *b, size_t n, const uint8_t *pre, uint32_t npre, uint32_t min_stack,
+                      uint8_t *out, size_t cap, char *err, size_t errlen);
+
 /* "catch", "filter", "finally", "fault", or NULL for other flags. */
 const char *dnp_il_clause_word(uint32_t kind);
 

@@ -300,6 +300,10 @@ TEST(com_slot_versions) {
     ASSERT_STREQ(dnp_info_slot_names[0], "QueryInterface");
     ASSERT_STREQ(dnp_callback_slot_names[2], "Release");
     ASSERT_STREQ(dnp_mdi_slot_names[DNP_MDI_SLOTS - 1], "EnumMethodSpecs");
+    /* IMetaDataEmit: GetTokenFromSig is its 21st method (cor.h), MergeEnd its last */
+    ASSERT_EQ(offsetof(IMetaDataEmitVtbl, GetTokenFromSig) / sizeof(void *), 23);
+    ASSERT_STREQ(dnp_mde_slot_names[23], "GetTokenFromSig");
+    ASSERT_STREQ(dnp_mde_slot_names[DNP_MDE_SLOTS - 1], "MergeEnd");
     return 0;
 }
 

@@ -359,3 +359,53 @@ TEST(il_print_notes) {
     return 0;
 }
 #endif
+
+/* A prologue before a body (the agent's async probe, dnp_il_prepend): a fat
+ * header whatever the original, the code after the prologue unchanged, every
+ * clause moved by the prologue's length (a filter's offset too), max stack
+ * raised, InitLocals and the locals' signature kept; a tiny body gets no
+ * section. A body that does not parse, or too little room, is an error. */
+TEST(il_prepend) {
+    static const uint8_t pre[5] = {0x0f, 0x00, 0xe0, 0x26, 0x00}; /* ldarga.s 0; conv.u; pop; nop */
+    uint8_t b[256], out[512];
+    size_t n = fat_body(b);
+    char err[256], text[1024];
+    size_t m = dnp_il_prepend(b, n, pre, sizeof pre, 9, out, sizeof out, err, sizeof err);
+    ASSERT_GT(m, 0);
+    dnp_il_header h, h0;
+    dnp_il_clause c[8], c0[8];
+    ASSERT_EQ(parse(out, m, &h, c, 8, err), 0);
+    ASSERT_EQ(parse(b, n, &h0, c0, 8, err), 0);
+    ASSERT_EQ(h.fat, 1);
+    ASSERT_EQ(h.body_size, m);
+    ASSERT_EQ(h.code_size, h0.code_size + sizeof pre);
+    ASSERT_EQ(h.max_stack, 9);
+    ASSERT_EQ(h.local_sig, h0.local_sig);
+    ASSERT_EQ(h.init_locals, 1);
+    ASSERT_EQ(h.nclauses, h0.nclauses);
+    for (size_t i = 0; i < h.nclauses; i++) {
+        ASSERT_EQ(c[i].kind, c0[i].kind);
+        ASSERT_EQ(c[i].try_offset, c0[i].try_offset + sizeof pre);
+        ASSERT_EQ(c[i].try_length, c0[i].try_length);
+        ASSERT_EQ(c[i].handler_offset, c0[i].handler_offset + sizeof pre);
+        ASSERT_EQ(c[i].handler_length, c0[i].handler_length);
+        ASSERT_EQ(c[i].extra, c0[i].kind == DNP_IL_FILTER ? c0[i].extra + sizeof pre : c0[i].extra);
+        ASSERT_EQ(c[i].fat, 1);
+    }
+    ASSERT_EQ(listing(out + 12, (uint32_t)h.code_size, text, sizeof text, err), 0);
+    ASSERT_STREQ(text, "IL_0000: ldarga.s   A_0\nIL_0002: conv.u\nIL_0003: pop\nIL_0004: nop\nIL_0005: nop\n"
+                       "IL_0006: leave.s    IL_000a\nIL_0008: pop\nIL_0009: endfinally\nIL_000a: ret\n");
+    /* a tiny body: fat, no section, its max stack 8 kept over a smaller minimum */
+    static const uint8_t tiny[] = {0x02 | 2 << 2, 0x00, 0x2a}; /* nop; ret */
+    m = dnp_il_prepend(tiny, sizeof tiny, pre, sizeof pre, 2, out, sizeof out, err, sizeof err);
+    ASSERT_EQ(m, 12 + sizeof pre + 2);
+    ASSERT_EQ(parse(out, m, &h, c, 8, err), 0);
+    ASSERT_EQ(h.max_stack, 8);
+    ASSERT_EQ(h.more_sects, 0);
+    ASSERT_EQ(h.init_locals, 0);
+    /* errors: a body cut short, no room */
+    ASSERT_EQ(dnp_il_prepend(b, 10, pre, sizeof pre, 2, out, sizeof out, err, sizeof err), 0);
+    ASSERT_EQ(dnp_il_prepend(b, n, pre, sizeof pre, 2, out, 20, err, sizeof err), 0);
+    ASSERT_CONTAINS(err, "bytes");
+    return 0;
+}

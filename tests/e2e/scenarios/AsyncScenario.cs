@@ -10,6 +10,10 @@
 //                   yields, then burns in ChildBurn.
 //   async deep      a chain of 50 awaits (Deep(50) .. Deep(1)), then DeepBurn
 //                   after a yield.
+//   async bench N   the benchmark (bench/bench_async.c): BenchOuter awaits
+//                   BenchMiddle awaits BenchInner, which resumes N times (each
+//                   after a Task.Yield) and computes a little each time; prints
+//                   "bench MS ms N resumes" (the resumes' own time).
 //   async valuetask Outer awaits a ValueTask<int> method (ValueMiddle) that
 //                   awaits a pooled ValueTask<int> method (PooledInner,
 //                   PoolingAsyncValueTaskMethodBuilder) with ConfigureAwait(false);
@@ -31,6 +35,15 @@ public static class AsyncScenario
     public static int Run(string[] args)
     {
         string what = args.Length > 0 ? args[0] : "chain";
+        if (what == "bench")
+        {
+            int n = args.Length > 1 ? int.Parse(args[1]) : 200_000;
+            BenchOuter(1000).GetAwaiter().GetResult(); /* warm: compiled, tiered */
+            var sw = Stopwatch.StartNew();
+            BenchOuter(n).GetAwaiter().GetResult();
+            Console.WriteLine($"bench {sw.Elapsed.TotalMilliseconds:F1} ms {n} resumes {s_sink & 1}");
+            return 0;
+        }
         if (args.Length > 1)
             s_seconds = double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture);
         switch (what)
@@ -90,6 +103,24 @@ public static class AsyncScenario
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     private static void Burn() => s_sink += Spin(2_000_000);
+
+    // ---- bench ----
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task BenchOuter(int n) => s_sink += await BenchMiddle(n);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task<int> BenchMiddle(int n) => await BenchInner(n) + 1;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task<int> BenchInner(int n)
+    {
+        for (int i = 0; i < n; i++)
+        {
+            await Task.Yield();
+            s_sink += Spin(2000);
+        }
+        return n;
+    }
 
     // ---- whenall ----
     [MethodImpl(MethodImplOptions.NoInlining)]

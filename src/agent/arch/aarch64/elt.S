@@ -74,40 +74,6 @@
     DNP_ELT_STUB dnp_elt_leave, calls_hook_leave
     DNP_ELT_STUB dnp_elt_tailcall, calls_hook_tailcall
 
-/* The async resumes' hooks (async.c): as above, with the method's `this` (x0,
- * the state machine box) and its frame pointer (the x29 this stub saved) for
- * async_hook_enter(client ID, caller SP, this, fp). */
-    DNP_FUNC dnp_async_enter
-    DNP_FRAME_BEGIN 224
-    stp x0, x1, [sp, #16]
-    stp x2, x3, [sp, #32]
-    stp x4, x5, [sp, #48]
-    stp x6, x7, [sp, #64]
-    str x8, [sp, #80]
-    stp q0, q1, [sp, #96]
-    stp q2, q3, [sp, #128]
-    stp q4, q5, [sp, #160]
-    stp q6, q7, [sp, #192]
-    mov x2, x0
-    ldr x3, [sp]
-    mov x0, x10
-    mov x1, x11
-    bl async_hook_enter
-    ldp q0, q1, [sp, #96]
-    ldp q2, q3, [sp, #128]
-    ldp q4, q5, [sp, #160]
-    ldp q6, q7, [sp, #192]
-    ldp x0, x1, [sp, #16]
-    ldp x2, x3, [sp, #32]
-    ldp x4, x5, [sp, #48]
-    ldp x6, x7, [sp, #64]
-    ldr x8, [sp, #80]
-    DNP_FRAME_END 224
-    DNP_ENDFUNC dnp_async_enter
-
-    DNP_ELT_STUB dnp_async_leave, async_hook_leave
-    DNP_ELT_STUB dnp_async_tailcall, async_hook_tailcall
-
 /* The fast names (calls_internal.h): the full stubs (see above). */
 .macro DNP_ELT_ALIAS name, full
     DNP_GLOBAL \name

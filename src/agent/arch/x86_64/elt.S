@@ -96,27 +96,6 @@
     DNP_ELT_RETURN_STUB dnp_elt_leave, calls_hook_leave
     DNP_ELT_RETURN_STUB dnp_elt_tailcall, calls_hook_tailcall
 
-/* The async resumes' hooks (async.c): enter as dnp_elt_enter, with the method's
- * `this` (rdi, the state machine box) and its own frame pointer (the rbp this
- * stub saved) for async_hook_enter(client id, caller SP, this, fp); leave and
- * tailcall as above. */
-    DNP_FUNC dnp_async_enter
-    DNP_FRAME_BEGIN 176
-    DNP_XMM_MOVE 1, 0, 1, 2, 3, 4, 5, 6, 7
-    DNP_GPR_MOVE 1, 128, rdi, rsi, rdx, rcx, r8, r9
-    mov rdx, rdi
-    mov rcx, [rbp]
-    mov rdi, r14
-    mov rsi, r15
-    call async_hook_enter
-    DNP_XMM_MOVE 0, 0, 1, 2, 3, 4, 5, 6, 7
-    DNP_GPR_MOVE 0, 128, rdi, rsi, rdx, rcx, r8, r9
-    DNP_FRAME_END
-    DNP_ENDFUNC dnp_async_enter
-
-    DNP_ELT_RETURN_STUB dnp_async_leave, async_hook_leave
-    DNP_ELT_RETURN_STUB dnp_async_tailcall, async_hook_tailcall
-
 /* The C fast stubs of enter (the assembly ones below fall back to them): call
  * the C fast path (calls.c), which keeps every register but rax and returns 0
  * when it did the work, and go on to the full stub above when it returns
