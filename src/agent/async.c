@@ -850,6 +850,37 @@ int async_sample_state(uint64_t sp, uint64_t *fp, uint32_t *chain, uint64_t *res
     return 1;
 }
 
+unsigned async_logical_stack(uint64_t *f, unsigned n, unsigned cap) {
+    if (!A.on || !n)
+        return n;
+    athread *t = thread_here();
+    if (!t)
+        return n;
+    uintptr_t sp = (uintptr_t)&t; /* this thread's stack, below every frame of f */
+    uint32_t d = atomic_load_explicit(&t->depth, memory_order_relaxed);
+    while (d && t->r[d - 1].fp < sp)
+        d--;
+    if (!d || !t->r[d - 1].resumed)
+        return n;
+    const resume *r = &t->r[d - 1];
+    /* the resumed method's frame, with the resume's own just below it */
+    for (unsigned i = 0; i < n; i++) {
+        if (f[i] != r->resumed)
+            continue;
+        int live = 0;
+        for (unsigned j = i + 1; j < n && j <= i + 3 && !live; j++)
+            live = async_is_resume_frame(f[j]);
+        if (!live)
+            return n;
+        unsigned m = i + 1, limit = atomic_load_explicit(&A.nchain, memory_order_acquire);
+        for (uint32_t c = r->chain; c && c < limit && m < cap; c = A.chain[c].parent)
+            if (A.chain[c].fid)
+                f[m++] = A.chain[c].fid;
+        return m > i + 1 ? m : n; /* no caller known (nobody awaited yet): the thread's own stack */
+    }
+    return n;
+}
+
 uint32_t async_chain_frames(uint32_t chain, uint64_t *funcs, uint32_t *names, uint32_t cap) {
     uint32_t n = 0, limit = atomic_load_explicit(&A.nchain, memory_order_acquire);
     for (uint32_t c = chain; c && c < limit && n < cap; c = A.chain[c].parent) {
@@ -864,7 +895,8 @@ uint32_t async_chain_frames(uint32_t chain, uint64_t *funcs, uint32_t *names, ui
 
 void async_configure(const agent_config *cfg, uint32_t *mask) {
     A.on = 0;
-    if (!cfg->async || !cfg->sample || cfg->sample == SAMPLER_SUSPEND)
+    int sampled = cfg->sample && cfg->sample != SAMPLER_SUSPEND;
+    if (!cfg->async || (!sampled && !cfg->exc_stacks))
         return;
     if (g_agent.attached) {
         rec_note(1, "async stacks: not by attach yet (the resumes are instrumented as they are first "

@@ -27,6 +27,7 @@
 #include "names.h"
 #include "recorder.h"
 #include "session.h"
+#include "async.h"
 #include "stack.h"
 #include "utf16.h"
 #include "eventpipe.h"
@@ -329,8 +330,15 @@ void exceptions_thrown(ObjectID object) {
         if (L.off_stack_trace && *(const void *const *)(obj + L.off_stack_trace))
             flags |= DETAIL_HAD_STACK_TRACE;
     }
-    if (g_stacks)
-        stack = stack_string(&s, &flags);
+    if (g_stacks) { /* the story's stack is the logical one: a resumed method's awaiting callers (async.h) */
+        snapshot lg = s;
+        unsigned n = async_logical_stack(lg.f, lg.n, STACK_MAX_FRAMES);
+        if (n != lg.n) {
+            lg.n = n;
+            lg.more = 0;
+        }
+        stack = stack_string(&lg, &flags);
+    }
     if (same_as_catch)
         flags |= DETAIL_SAME_AS_CATCH;
     REC(ExceptionDetails, object, message, hresult, stack, (uint64_t)t_machine.depth, flags);

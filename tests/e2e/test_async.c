@@ -179,3 +179,34 @@ TEST(e2e_async_off) {
     ASSERT(clean);
     return 0;
 }
+
+/* An exception thrown after an await, on a pool thread: its story's stack is
+ * the thrower under the async methods that awaited it, not the thread pool. */
+TEST(e2e_async_exception) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_async_exception"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    const char *args[] = {"run", "--quiet", "--exceptions", "-o", r.trace, "--", e2e_dotnet(), dll, "async", "throw",
+                          NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    int caught = out && strstr(out, "caught: thrown after an await");
+    free(out);
+    ASSERT(caught);
+    const char *print[] = {"print", "--exceptions", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, print), 0);
+    ASSERT_STATUS(&r, 0);
+    out = e2e_read_file(r.out, NULL);
+    ASSERT(out);
+    const char *want = "  stack:\n    at " P "ThrowInner (async)\n    at " P "ThrowMiddle (async)\n    at " P
+                       "ThrowOuter (async)\n  story:";
+    const char *first = strstr(out, "#1 ");
+    int ok = first && strstr(first, want) && strstr(first, want) < strstr(first, "\n#2 ");
+    if (!ok)
+        e2e_show_file("print --exceptions", r.out);
+    free(out);
+    ASSERT(ok);
+    return 0;
+}

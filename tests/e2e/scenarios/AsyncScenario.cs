@@ -14,6 +14,9 @@
 //                   BenchMiddle awaits BenchInner, which resumes N times (each
 //                   after a Task.Yield) and computes a little each time; prints
 //                   "bench MS ms N resumes" (the resumes' own time).
+//   async throw     ThrowOuter awaits ThrowMiddle awaits ThrowInner, which
+//                   throws after an await of 50 ms (on a pool thread); ThrowOuter
+//                   catches it and prints "caught: MESSAGE".
 //   async valuetask Outer awaits a ValueTask<int> method (ValueMiddle) that
 //                   awaits a pooled ValueTask<int> method (PooledInner,
 //                   PoolingAsyncValueTaskMethodBuilder) with ConfigureAwait(false);
@@ -52,6 +55,7 @@ public static class AsyncScenario
             case "whenall": Parent().GetAwaiter().GetResult(); break;
             case "deep": Deep(50).GetAwaiter().GetResult(); break;
             case "valuetask": ValueOuter().GetAwaiter().GetResult(); break;
+            case "throw": ThrowOuter().GetAwaiter().GetResult(); break;
             default:
                 Console.Error.WriteLine($"usage: Scenarios async chain|whenall|deep|valuetask [SECONDS], not '{what}'");
                 return 2;
@@ -103,6 +107,32 @@ public static class AsyncScenario
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     private static void Burn() => s_sink += Spin(2_000_000);
+
+    // ---- throw ----
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task ThrowOuter()
+    {
+        try
+        {
+            await ThrowMiddle();
+        }
+        catch (InvalidOperationException e)
+        {
+            Console.WriteLine($"caught: {e.Message}");
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task<int> ThrowMiddle() => await ThrowInner() + 1;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task<int> ThrowInner()
+    {
+        await Task.Delay(50); /* ThrowMiddle has awaited it by then */
+        if (s_sink >= 0)
+            throw new InvalidOperationException("thrown after an await");
+        return 1;
+    }
 
     // ---- bench ----
     [MethodImpl(MethodImplOptions.NoInlining)]
