@@ -105,11 +105,8 @@ static void run_help(void) {
           "                      cpu (the default: by CPU time used), wall (by elapsed time,\n"
           "                      running or waiting) or suspend (the runtime's own stack walks,\n"
           "                      stopping it every time); read with dnprof report, convert;\n"
-          "                      native code is walked by its unwind tables (.eh_frame),\n"
-          "                      collections and compilations show as [GC genN] and [JIT];\n"
-          "                      a resumed async method is shown under the async methods\n"
-          "                      that awaited it (docs/async.md; report --physical for the\n"
-          "                      threads' own stacks; DNPROF_ASYNC=0 to record only those)\n",
+          "                      native code by its unwind tables, GC and JIT as frames,\n"
+          "                      async methods under their awaiting callers (docs/async.md)\n",
           stdout);
     printf("      --rate HZ       samples per second and thread (default %u, with --calls %u;\n"
            "                      at most %u)\n",

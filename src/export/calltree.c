@@ -651,6 +651,13 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
         break;
     case DNP_EV_SampleNode:
         return on_sample_node(b, e);
+    case DNP_EV_AsyncStacks:
+        b->ct->async_stacks = 1;
+        if (e->nvalues >= DNP_NV_AsyncStacks && e->v[DNP_V(AsyncStacks, resumes)] >= b->ct->async_resumes) {
+            b->ct->async_resumes = e->v[DNP_V(AsyncStacks, resumes)];
+            b->ct->async_unknown = e->v[DNP_V(AsyncStacks, unknownEnds)];
+        }
+        return 0;
     case DNP_EV_ExistingThread:
         if (note_os_name(b, e) != 0)
             return -1;
@@ -741,7 +748,7 @@ static int builder_finish(ct_builder *b) {
             }
         }
         rc = ct_tree_finish(tr, f);
-        if (rc == 0 && !ct->from_timeline)
+        if (rc == 0 && !ct->from_timeline && ct->async_stacks && ct->sample_nodes)
             rc = ct_async_view(tr, g_physical, &ct->async_marked);
         if (f) {
             free(fix.in);

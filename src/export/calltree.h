@@ -110,6 +110,8 @@ typedef struct dnp_calltree {
      * (dnp_calltree_set_physical) */
     uint64_t async_marked;
     int physical;
+    int async_stacks;          /* an AsyncStacks event was seen: SampleNodes may carry marks */
+    uint64_t async_resumes, async_unknown; /* its counts (the last one) */
     /* Sampled allocations (--alloc), for saying what a trace holds. */
     uint64_t alloc_source;     /* AllocSampling: 1 AllocationSampled, 2 AllocationTick; 0 none seen */
     uint64_t alloc_mean_bytes;

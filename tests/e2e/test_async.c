@@ -50,7 +50,9 @@ static int read_folded(e2e_run *r, int physical, const char *leaf, const char *c
         line[n] = 0;
         char *sp = strrchr(line, ' ');
         char *at = sp ? strstr(line, leaf) : NULL;
-        if (at && (at == line || at[-1] == ';') && (at[nleaf] == ';' || at[nleaf] == ' ')) {
+        while (at && !((at == line || at[-1] == ';') && (at[nleaf] == ';' || at[nleaf] == ' ')))
+            at = strstr(at + 1, leaf); /* a frame of that name, not one that starts with it */
+        if (at) {
             double w = atof(sp + 1) / 1e6; /* ns at 1 kHz: samples */
             s->all += w;
             if (at == line)
@@ -208,5 +210,58 @@ TEST(e2e_async_exception) {
         e2e_show_file("print --exceptions", r.out);
     free(out);
     ASSERT(ok);
+    return 0;
+}
+
+/* An ASP.NET Core endpoint (tests/e2e/web, GET /awork): the handler awaits a
+ * helper that yields and then hashes on a pool thread. Its samples sit under
+ * the handler and, above it, the request pipeline's own async methods
+ * (Kestrel's, ASP.NET Core's: precompiled framework code), not under the
+ * thread pool. */
+TEST(e2e_async_web) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_async_web"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    char web[PATH_MAX];
+    const char *slash = strrchr(dll, '/');
+    ASSERT(slash);
+    int dir = (int)(slash - dll); /* <build>/tests/e2e/scenarios/Scenarios.dll -> <build>/tests/e2e/web/Web.dll */
+    while (dir > 0 && dll[dir - 1] != '/')
+        dir--;
+    snprintf(web, sizeof web, "%.*sweb/Web.dll", dir, dll);
+    const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(),
+                          web, "3", "/awork", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    shares s;
+    ASSERT_EQ(read_folded(&r, 0, "Holdout.Service::Hash", "Holdout.Service::HandleAsync (async);"
+                                                          "Holdout.Service::HashLater (async);", &s), 0);
+    /* the pipeline above the handler: every line with the chain has a framework async method before it */
+    char folded[PATH_MAX + 32];
+    snprintf(folded, sizeof folded, "%s.logical.folded", r.trace);
+    char *text = e2e_read_file(folded, NULL);
+    ASSERT(text);
+    double chained = 0, piped = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char *at = strstr(line, "Holdout.Service::HandleAsync (async);Holdout.Service::HashLater (async);");
+        char *sp = strrchr(line, ' ');
+        if (!at || !sp)
+            continue;
+        double w = atof(sp + 1) / 1e6;
+        chained += w;
+        *at = 0;
+        piped += strstr(line, "Microsoft.AspNetCore.") && strstr(line, " (async)") ? w : 0;
+    }
+    free(text);
+    double walked = s.all - s.cut;
+    fprintf(stderr, "e2e: web: %.0f samples of Hash, %.1f%% under HandleAsync > HashLater, %.1f%% of those under "
+                    "the pipeline's async methods, %.1f%% with the pool's loop\n",
+            s.all, walked > 0 ? 100 * s.logical / walked : 0, chained > 0 ? 100 * piped / chained : 0,
+            s.all > 0 ? 100 * s.pool / s.all : 0);
+    ASSERT_GT(s.all, 300);
+    ASSERT_GE(s.logical, WHOLE * walked);
+    ASSERT_GE(piped, WHOLE * chained);
+    ASSERT_LE(s.pool, 0.01 * s.all);
     return 0;
 }

@@ -2,7 +2,8 @@
 // (Service.Serialize, managed: System.Text.Json), returns, then hashes the JSON
 // 16 times with SHA-256 (Service.Hash: OpenSSL's libcrypto). A client in the
 // same process keeps 4 requests in flight until the process has used
-// CPU_SECONDS of CPU, then prints "web N requests".
+// CPU_SECONDS of CPU, then prints "web N requests". A second argument picks
+// the endpoint: /work (the default) or /awork (the same work after an await).
 using System;
 using System.Diagnostics;
 using System.Linq;
@@ -48,6 +49,23 @@ public static class Service
         byte[] json = Serialize();
         return Hash(json);
     }
+
+    // The async endpoint (GET /awork, e2e_async_web): the handler awaits a
+    // helper that yields, then hashes; the hashing runs on a pool thread after
+    // the await, so its logical stack is the handler's under the pipeline's.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static async Task<string> HandleAsync()
+    {
+        string h = await HashLater();
+        return h;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static async Task<string> HashLater()
+    {
+        await Task.Yield();
+        return Hash(Serialize());
+    }
 }
 
 public static class Program
@@ -60,6 +78,8 @@ public static class Program
         builder.WebHost.UseUrls("http://127.0.0.1:0");
         var app = builder.Build();
         app.MapGet("/work", () => Service.Handle());
+        app.MapGet("/awork", () => Service.HandleAsync());
+        string path = args.Length > 1 ? args[1] : "/work";
         await app.StartAsync();
         string url = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.First();
         using var client = new HttpClient { BaseAddress = new Uri(url) };
@@ -80,7 +100,7 @@ public static class Program
                 proc.Refresh();
                 if (proc.TotalProcessorTime.TotalSeconds >= seconds)
                     return;
-                string s = await client.GetStringAsync("/work");
+                string s = await client.GetStringAsync(path);
                 if (s.Length != 64)
                     throw new Exception("bad answer " + s);
                 System.Threading.Interlocked.Increment(ref requests);
