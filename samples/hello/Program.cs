@@ -6,10 +6,17 @@
 //   dotnet build samples/hello -c Release -o /tmp/hello
 //   dnprof run --calls --exceptions -o hello.trace -- dotnet /tmp/hello/hello.dll
 //   dnprof print hello.trace; dnprof report hello.trace; dnprof report --exceptions hello.trace
+//
+// `hello async` instead: Outer awaits Middle awaits Inner, which burns CPU in
+// Burn after each Task.Yield (on a pool thread) for about a second of CPU:
+//   dnprof run --sample -o async.trace -- dotnet /tmp/hello/hello.dll async
+//   dnprof report async.trace   # Burn under Inner (async) < Middle (async) < Outer (async)
 using System;
 using System.Collections.Generic;
+using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using System.Threading;
+using System.Threading.Tasks;
 
 namespace Hello;
 
@@ -21,8 +28,13 @@ public static class Program
         public string Greet(string who) => $"hello, {who}";
     }
 
-    public static int Main()
+    public static int Main(string[] args)
     {
+        if (args.Length > 0 && args[0] == "async")
+        {
+            Console.WriteLine($"async: {Outer().GetAwaiter().GetResult()} slices");
+            return 0;
+        }
         var greeter = new Greeter();
         Console.WriteLine(greeter.Greet("dnprof"));
 
@@ -81,6 +93,38 @@ public static class Program
     }
 
     private static void Fail() => throw new InvalidOperationException("something went wrong on purpose");
+
+    // ---- hello async ----
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task<int> Outer() => await Middle();
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task<int> Middle() => await Inner();
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task<int> Inner()
+    {
+        double end = Process.GetCurrentProcess().TotalProcessorTime.TotalSeconds + 1.0;
+        int slices = 0;
+        while (Process.GetCurrentProcess().TotalProcessorTime.TotalSeconds < end)
+        {
+            await Task.Yield();
+            Burn();
+            slices++;
+        }
+        return slices;
+    }
+
+    private static long s_sink;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void Burn()
+    {
+        long x = s_sink;
+        for (int i = 0; i < 2_000_000; i++)
+            x = x * 6364136223846793005L + 1442695040888963407L;
+        s_sink = x;
+    }
 }
 
 public sealed record Pair<TFirst, TSecond>(TFirst First, TSecond Second);

@@ -265,3 +265,38 @@ TEST(e2e_async_web) {
     ASSERT_LE(s.pool, 0.01 * s.all);
     return 0;
 }
+
+/* .NET 8 and 9 (self-contained builds of the sample, `hello async`): the same
+ * chain, from the field offsets and types of their own CoreLib. */
+static int older(const char *test, const char *env, const char *version) {
+    e2e_run r;
+    if (e2e_setup(&r, test) != 0)
+        return -1;
+    const char *host = e2e_env(env);
+    if (!host)
+        return -1;
+    const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r.trace, "--", host, "async", NULL};
+    if (e2e_dnprof(&r, args) != 0 || r.status != 0)
+        return -1;
+    dnp_trace *t = e2e_load(r.trace);
+    int right = t && t->runtime && strstr(t->runtime, version);
+    dnp_trace_free(t);
+    if (!right) {
+        fprintf(stderr, "e2e: %s: not the runtime %s\n", host, version);
+        return -1;
+    }
+    shares s;
+    if (read_folded(&r, 0, "Hello.Program::Burn",
+                    "Hello.Program::Outer (async);Hello.Program::Middle (async);Hello.Program::Inner (async);", &s) != 0)
+        return -1;
+    double walked = s.all - s.cut;
+    fprintf(stderr, "e2e: %s: %.0f samples of Burn, %.1f%% under Outer > Middle > Inner (async)\n", version, s.all,
+            walked > 0 ? 100 * s.logical / walked : 0);
+    return s.all >= 300 && s.logical >= WHOLE * walked ? 0 : -1;
+}
+
+TEST(e2e_async_older_runtimes) {
+    ASSERT_EQ(older("e2e_async_older_runtimes.net8", "DNPROF_SAMPLE_NET8", " 8.0."), 0);
+    ASSERT_EQ(older("e2e_async_older_runtimes.net9", "DNPROF_SAMPLE_NET9", " 9.0."), 0);
+    return 0;
+}
