@@ -49,6 +49,13 @@ public static class AsyncScenario
         }
         if (args.Length > 1)
             s_seconds = double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture);
+        // The burning methods compiled first: a resume that starts before its
+        // caller has awaited it has no caller yet (docs/async.md), and only the
+        // first resume can; its compilations must not make it a long one.
+        Burn();
+        ChildBurn(1);
+        DeepBurn();
+        PooledBurn();
         switch (what)
         {
             case "chain": Outer().GetAwaiter().GetResult(); break;
