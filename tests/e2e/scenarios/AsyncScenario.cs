@@ -2,8 +2,9 @@
 // stacks are known, so that a test can check that sampled stacks show the
 // methods that awaited, not the thread pool that resumed them.
 //
-//   async chain     Outer awaits Middle awaits Inner; Inner yields (the rest of
-//                   it runs on a pool thread) and burns CPU in Burn, in slices,
+//   async chain     Outer awaits Middle awaits Inner; Inner waits 20 ms (its
+//                   callers await it meanwhile), then yields (the rest of it
+//                   runs on a pool thread) and burns CPU in Burn, in slices,
 //                   each after an await: every Burn sample is after an await.
 //                   Main waits synchronously (a sync-over-async root).
 //   async whenall   Parent awaits Task.WhenAll of three Child calls; each child
@@ -49,13 +50,10 @@ public static class AsyncScenario
         }
         if (args.Length > 1)
             s_seconds = double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture);
-        // The burning methods compiled first: a resume that starts before its
-        // caller has awaited it has no caller yet (docs/async.md), and only the
-        // first resume can; its compilations must not make it a long one.
-        Burn();
-        ChildBurn(1);
-        DeepBurn();
-        PooledBurn();
+        // Spin compiled first: the first resume of Inner can start before its
+        // callers have awaited it (it has no caller yet: docs/async.md), so it
+        // must not be a long one (under emulation a compilation is long).
+        s_sink += Spin(1000);
         switch (what)
         {
             case "chain": Outer().GetAwaiter().GetResult(); break;
@@ -103,6 +101,7 @@ public static class AsyncScenario
     {
         double end = Cpu() + s_seconds;
         int slices = 0;
+        await Task.Delay(20); /* its callers have awaited it by the first slice */
         while (Cpu() < end)
         {
             await Task.Yield();
