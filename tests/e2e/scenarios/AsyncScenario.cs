@@ -135,7 +135,7 @@ public static class AsyncScenario
     private static async Task<int> ThrowInner()
     {
         await Task.Delay(50); /* ThrowMiddle has awaited it by then */
-        if (s_sink >= 0)
+        if (s_seconds > 0)
             throw new InvalidOperationException("thrown after an await");
         return 1;
     }
