@@ -377,19 +377,30 @@ int async_sample_state(uint64_t sp, uint64_t *fp, uint32_t *chain, uint64_t *res
     return 1;
 }
 
-unsigned async_logical_stack(uint64_t *f, unsigned n, unsigned cap) {
-    if (!A.on || !n)
-        return n;
+/* The innermost resume running on this thread, at or above sp; NULL none. */
+static const resume *resume_here(uintptr_t sp) {
+    if (!A.on)
+        return NULL;
     athread *t = thread_here();
     if (!t)
-        return n;
-    uintptr_t sp = (uintptr_t)&t; /* this thread's stack, below every frame of f */
+        return NULL;
     uint32_t d = atomic_load_explicit(&t->depth, memory_order_relaxed);
     while (d && t->r[d - 1].fp < sp)
         d--;
-    if (!d || !t->r[d - 1].resumed)
+    return d && t->r[d - 1].resumed ? &t->r[d - 1] : NULL;
+}
+
+uint64_t async_here_key(void) {
+    uintptr_t sp = (uintptr_t)&sp;
+    const resume *r = resume_here(sp);
+    return r ? ((uint64_t)r->chain << 32 ^ r->resumed) | 1 : 0;
+}
+
+unsigned async_logical_stack(uint64_t *f, unsigned n, unsigned cap) {
+    uintptr_t sp = (uintptr_t)&sp; /* this thread's stack, below every frame of f */
+    const resume *r = n ? resume_here(sp) : NULL;
+    if (!r)
         return n;
-    const resume *r = &t->r[d - 1];
     /* the resumed method's frame, with the resume's own just below it */
     for (unsigned i = 0; i < n; i++) {
         if (f[i] != r->resumed)
@@ -423,8 +434,8 @@ uint32_t async_chain_frames(uint32_t chain, uint64_t *funcs, uint32_t *names, ui
 void async_configure(const agent_config *cfg, uint32_t *mask) {
     A.on = 0;
     int sampled = cfg->sample && cfg->sample != SAMPLER_SUSPEND;
-    if (!cfg->async || (!sampled && !cfg->exc_stacks))
-        return;
+    if (!cfg->async || (!sampled && !cfg->exc_stacks && !cfg->alloc && !cfg->locks))
+        return; /* no stacks to make logical */
     if (g_agent.attached) {
         rec_note(1, "async stacks: not by attach yet (the resumes are instrumented as they are first "
                     "compiled); sampled stacks are physical");

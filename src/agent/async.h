@@ -51,11 +51,16 @@ int async_is_plumbing(uint64_t fid);
  * method's FunctionID and name. 0 when none. The sampler checks the frame. */
 int async_sample_state(uint64_t sp, uint64_t *fp, uint32_t *chain, uint64_t *resumed, uint32_t *name);
 
-/* An exception's stack (FunctionIDs, innermost first, n of them, room for
- * cap) made logical, on the throwing thread: when a resume runs on it and the
+/* A stack of this thread (FunctionIDs, innermost first, n of them, room for
+ * cap: an exception's, an allocation's, a contention's) made logical: when a resume runs on it and the
  * stack holds the resumed method's frame, the frames after it are its awaiting
  * callers instead. Returns the new count (n when nothing changed). */
 unsigned async_logical_stack(uint64_t *f, unsigned n, unsigned cap);
+
+/* What tells this thread's logical stack from its physical one: the innermost
+ * resume running on it (its chain and method), 0 when none. For caches keyed
+ * by the physical stack (stack_cache.c). */
+uint64_t async_here_key(void);
 
 /* The frames of a chain (the sampler thread): innermost caller first, their
  * FunctionIDs marked ASYNC_FRAME_CALLER ("[async caller unknown]" is 1 with its

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "async.h"
 #include "arch/arch.h"
 #include "names.h"
 #include "recorder.h"
@@ -49,6 +50,7 @@ static uint32_t exact_stack_sid(ULONG nframes, const UINT_PTR *frames, uint64_t 
             key = (key ^ (uint64_t)s.f[i]) * 0x100000001b3ull;
         key ^= (uint64_t)s.n << 32 | s.more;
     }
+    key ^= async_here_key() * 0xc2b2ae3d27d4eb4full; /* the same frames awaited by other callers */
     key = (key * 0x9e3779b97f4a7c15ull) | 1;
     *key_out = key;
     unsigned slot = (unsigned)(key >> 40) & (STACK_SLOTS - 1);
@@ -61,6 +63,11 @@ static uint32_t exact_stack_sid(ULONG nframes, const UINT_PTR *frames, uint64_t 
                 continue; /* a stub or native frame */
             stack_push(&s, fid);
         }
+    }
+    unsigned logical = async_logical_stack(s.f, s.n, STACK_MAX_FRAMES); /* a resume's awaiting callers (async.h) */
+    if (logical != s.n) {
+        s.n = logical;
+        s.more = 0;
     }
     char text[STACK_TEXT_MAX];
     size_t len = names_frames_text(s.f, s.n, s.more, 512, text, sizeof text);
@@ -139,6 +146,7 @@ uint32_t stack_sid_here(ULONG nframes, const UINT_PTR *frames) {
     uint64_t key = 0x9ae16a3b2f90404full ^ n;
     for (ULONG i = 0; i < n; i++)
         key = (key ^ (uint64_t)ips[i]) * 0x100000001b3ull;
+    key ^= async_here_key() * 0xc2b2ae3d27d4eb4full;
     key = (key * 0x9e3779b97f4a7c15ull) | 1;
     unsigned slot = (unsigned)(key >> 40) & (STACK_SLOTS - 1);
     if (t_walks[slot].key == key && !t_walks[slot].ambiguous && ++t_walks[slot].hits % VERIFY_EVERY != 0)

@@ -300,3 +300,39 @@ TEST(e2e_async_older_runtimes) {
     ASSERT_EQ(older("e2e_async_older_runtimes.net9", "DNPROF_SAMPLE_NET9", " 9.0."), 0);
     return 0;
 }
+
+/* Sampled allocations after an await (--alloc): their stacks are the
+ * allocating method under the async methods that awaited it. */
+TEST(e2e_async_alloc) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_async_alloc"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    const char *args[] = {"run", "--quiet", "--alloc", "-o", r.trace, "--", e2e_dotnet(), dll, "async", "alloc", "1",
+                          NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char folded[PATH_MAX + 32];
+    snprintf(folded, sizeof folded, "%s.alloc.folded", r.trace);
+    const char *conv[] = {"convert", "--alloc", "--format", "folded", "-o", folded, r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, conv), 0);
+    ASSERT_STATUS(&r, 0);
+    char *text = e2e_read_file(folded, NULL);
+    ASSERT(text);
+    double in_inner = 0, logical = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char *sp = strrchr(line, ' ');
+        if (!sp || !strstr(line, P "AllocInner (async);System.Byte[]"))
+            continue;
+        double w = atof(sp + 1);
+        in_inner += w;
+        if (strstr(line, P "AllocOuter (async);" P "AllocMiddle (async);" P "AllocInner (async);System.Byte[]"))
+            logical += w;
+    }
+    free(text);
+    fprintf(stderr, "e2e: alloc: %.0f bytes of byte[] in AllocInner, %.1f%% under AllocOuter > AllocMiddle\n",
+            in_inner, in_inner > 0 ? 100 * logical / in_inner : 0);
+    ASSERT_GT(in_inner, 1e8); /* about a second of 1 KB arrays: gigabytes, sampled */
+    ASSERT_GE(logical, WHOLE * in_inner);
+    return 0;
+}

@@ -18,6 +18,9 @@
 //   async throw     ThrowOuter awaits ThrowMiddle awaits ThrowInner, which
 //                   throws after an await of 50 ms (on a pool thread); ThrowOuter
 //                   catches it and prints "caught: MESSAGE".
+//   async alloc     AllocOuter awaits AllocMiddle awaits AllocInner, which
+//                   allocates 1 KB arrays after each await (on a pool thread)
+//                   for about SECONDS of CPU.
 //   async valuetask Outer awaits a ValueTask<int> method (ValueMiddle) that
 //                   awaits a pooled ValueTask<int> method (PooledInner,
 //                   PoolingAsyncValueTaskMethodBuilder) with ConfigureAwait(false);
@@ -61,6 +64,7 @@ public static class AsyncScenario
             case "deep": Deep(50).GetAwaiter().GetResult(); break;
             case "valuetask": ValueOuter().GetAwaiter().GetResult(); break;
             case "throw": ThrowOuter().GetAwaiter().GetResult(); break;
+            case "alloc": AllocOuter().GetAwaiter().GetResult(); break;
             default:
                 Console.Error.WriteLine($"usage: Scenarios async chain|whenall|deep|valuetask [SECONDS], not '{what}'");
                 return 2;
@@ -139,6 +143,31 @@ public static class AsyncScenario
             throw new InvalidOperationException("thrown after an await");
         return 1;
     }
+
+    // ---- alloc ----
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task AllocOuter() => s_sink += await AllocMiddle();
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task<int> AllocMiddle() => await AllocInner() + 1;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task<int> AllocInner()
+    {
+        double end = Cpu() + s_seconds;
+        int n = 0;
+        await Task.Delay(20); /* its callers have awaited it by then */
+        while (Cpu() < end)
+        {
+            await Task.Yield();
+            for (int i = 0; i < 2000; i++)
+                s_keep = new byte[1024];
+            n++;
+        }
+        return n;
+    }
+
+    private static byte[]? s_keep;
 
     // ---- bench ----
     [MethodImpl(MethodImplOptions.NoInlining)]
