@@ -170,6 +170,11 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
         if (ct->samples_dropped)
             fprintf(out, "note: %s samples were dropped (a thread's buffer was full)\n",
                     cli_fmt_count(ct->samples_dropped, b));
+        if (ct->async_stacks && !ct->physical)
+            fputs("note: async stacks: a resumed async method is under the async methods that awaited it, "
+                  "not the thread pool (--physical: the threads' own stacks; docs/async.md)\n", out);
+        else if (ct->async_stacks)
+            fputs("note: --physical: the threads' own stacks, a resumed async method under the thread pool\n", out);
     }
     if (ct->from_timeline)
         fputs("note: no CallNode totals in this trace: the tree is rebuilt from the enter/leave timeline\n", out);
@@ -667,6 +672,12 @@ static void put_json_recorded(const dnp_calltree *ct, FILE *out) {
         fprintf(out, "%s\"sample\":{\"mode\":\"%s\",\"rateHz\":%llu,\"periodNs\":%llu}", sep,
                 sample_mode_word(ct->sample_mode), (unsigned long long)ct->sample_rate,
                 (unsigned long long)ct->sample_period_ns);
+        sep = ",";
+    }
+    if (ct->async_stacks) {
+        fprintf(out, "%s\"async\":{\"view\":\"%s\",\"resumes\":%llu,\"unknownCallers\":%llu}", sep,
+                ct->physical ? "physical" : "logical", (unsigned long long)ct->async_resumes,
+                (unsigned long long)ct->async_unknown);
         sep = ",";
     }
     if (ct->alloc_source)
