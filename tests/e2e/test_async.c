@@ -73,14 +73,16 @@ static int read_folded(e2e_run *r, int physical, const char *leaf, const char *c
     return 0;
 }
 
-/* Records the scenario with --sample at 1 kHz. */
-static int record(e2e_run *r, const char *test, const char *what) {
+/* Records the scenario with --sample (mode: cpu or wall) at 1 kHz. */
+static int record_mode(e2e_run *r, const char *test, const char *what, const char *mode) {
     if (e2e_setup(r, test) != 0)
         return -1;
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     if (!dll)
         return -1;
-    const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r->trace, "--", e2e_dotnet(),
+    char sample[32];
+    snprintf(sample, sizeof sample, "--sample=%s", mode);
+    const char *args[] = {"run", "--quiet", sample, "--rate", "1000", "-o", r->trace, "--", e2e_dotnet(),
                           dll, "async", what, "1.5", NULL};
     if (e2e_dnprof(r, args) != 0 || r->status != 0)
         return -1;
@@ -92,6 +94,10 @@ static int record(e2e_run *r, const char *test, const char *what) {
         e2e_show_file("the program's output", r->out);
     free(out);
     return ok ? 0 : -1;
+}
+
+static int record(e2e_run *r, const char *test, const char *what) {
+    return record_mode(r, test, what, "cpu");
 }
 
 /* The logical view: chain right above leaf in at least WHOLE of leaf's
@@ -126,6 +132,15 @@ static int check(e2e_run *r, const char *leaf, const char *chain, shares *lg) {
 TEST(e2e_async_chain) {
     e2e_run r;
     ASSERT_EQ(record(&r, "e2e_async_chain", "chain"), 0);
+    shares s;
+    ASSERT_EQ(check(&r, P "Burn", "[async caller unknown];" P "Outer (async);" P "Middle (async);" P "Inner (async);", &s), 0);
+    return 0;
+}
+
+/* The same by elapsed time (--sample=wall). */
+TEST(e2e_async_wall) {
+    e2e_run r;
+    ASSERT_EQ(record_mode(&r, "e2e_async_wall", "chain", "wall"), 0);
     shares s;
     ASSERT_EQ(check(&r, P "Burn", "[async caller unknown];" P "Outer (async);" P "Middle (async);" P "Inner (async);", &s), 0);
     return 0;
