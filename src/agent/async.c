@@ -160,32 +160,25 @@ static void classify(uintptr_t mt, atype *out) {
                 out->retry = !out->fid;
                 return;
             }
-            if (td == A.task_td) {
-                if (!A.task_cont_off)
-                    A.task_cont_off = async_field_off(k, "m_continuationObject");
-                out->off = A.task_cont_off;
-                out->kind = out->off ? K_TASK : K_OTHER;
-                return;
-            }
-            if (A.atc_td && td == A.atc_td) {
-                if (!A.atc_action_off)
-                    A.atc_action_off = async_field_off(k, "m_action");
-                out->off = A.atc_action_off;
-                out->kind = out->off ? K_ACTION_OWNER : K_OTHER;
-                return;
-            }
-            if (td == A.delegate_td) {
-                if (!A.delegate_target_off)
-                    A.delegate_target_off = async_field_off(k, "_target");
-                out->off = A.delegate_target_off;
-                out->kind = out->off ? K_DELEGATE : K_OTHER;
-                return;
-            }
-            if (A.wrapper_td && td == A.wrapper_td) {
-                if (!A.wrapper_cont_off)
-                    A.wrapper_cont_off = async_field_off(k, "_continuation");
-                out->off = A.wrapper_cont_off;
-                out->kind = out->off ? K_WRAPPER : K_OTHER;
+            /* the objects between boxes: one field leads on */
+            const struct {
+                mdTypeDef td;
+                uint32_t *off;
+                const char *field;
+                uint8_t kind;
+            } links[] = {
+                {A.task_td, &A.task_cont_off, "m_continuationObject", K_TASK},
+                {A.atc_td, &A.atc_action_off, "m_action", K_ACTION_OWNER},
+                {A.delegate_td, &A.delegate_target_off, "_target", K_DELEGATE},
+                {A.wrapper_td, &A.wrapper_cont_off, "_continuation", K_WRAPPER},
+            };
+            for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+                if (!links[i].td || td != links[i].td)
+                    continue;
+                if (!*links[i].off)
+                    *links[i].off = async_field_off(k, links[i].field);
+                out->off = *links[i].off;
+                out->kind = out->off ? links[i].kind : K_OTHER;
                 return;
             }
         }
