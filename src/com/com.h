@@ -18,9 +18,10 @@ typedef struct IClassFactory IClassFactory;
 typedef struct ICorProfilerCallback ICorProfilerCallback;
 typedef struct ICorProfilerInfo ICorProfilerInfo;
 typedef struct IMetaDataImport IMetaDataImport;
+typedef struct IMetaDataEmit IMetaDataEmit;
+typedef struct ICorProfilerFunctionControl ICorProfilerFunctionControl;
 
 /* Interfaces we only pass along, never call: opaque. */
-typedef struct ICorProfilerFunctionControl ICorProfilerFunctionControl;
 typedef struct ICorProfilerAssemblyReferenceProvider ICorProfilerAssemblyReferenceProvider;
 
 #define DNP_IUNKNOWN_SLOTS(T)                                              \
@@ -87,6 +88,28 @@ struct IMetaDataImport {
     const IMetaDataImportVtbl *lpVtbl;
 };
 
+/* ---- IMetaDataEmit, up to GetTokenFromSig (metadata_emit.def) ---- */
+typedef struct IMetaDataEmitVtbl {
+    DNP_IUNKNOWN_SLOTS(IMetaDataEmit)
+#define DNP_MDE(ret, name, params) ret(*name) params;
+#include "metadata_emit.def"
+#undef DNP_MDE
+} IMetaDataEmitVtbl;
+struct IMetaDataEmit {
+    const IMetaDataEmitVtbl *lpVtbl;
+};
+
+/* ---- ICorProfilerFunctionControl (function_control.def) ---- */
+typedef struct ICorProfilerFunctionControlVtbl {
+    DNP_IUNKNOWN_SLOTS(ICorProfilerFunctionControl)
+#define DNP_FC(name, params) HRESULT(*name) params;
+#include "function_control.def"
+#undef DNP_FC
+} ICorProfilerFunctionControlVtbl;
+struct ICorProfilerFunctionControl {
+    const ICorProfilerFunctionControlVtbl *lpVtbl;
+};
+
 /* Slot counts, IUnknown's three included, as corprof.idl and cor.h give them. */
 enum {
     DNP_CALLBACK_SLOTS = 3
@@ -103,6 +126,16 @@ enum {
 #define DNP_MDI(ver, ret, name, params) +1
 #include "metadata_import.def"
 #undef DNP_MDI
+    ,
+    DNP_MDE_SLOTS = 3
+#define DNP_MDE(ret, name, params) +1
+#include "metadata_emit.def"
+#undef DNP_MDE
+    ,
+    DNP_FC_SLOTS = 3
+#define DNP_FC(name, params) +1
+#include "function_control.def"
+#undef DNP_FC
 };
 
 _Static_assert(DNP_CALLBACK_SLOTS == 98, "ICorProfilerCallback11 has 98 slots");
@@ -111,6 +144,10 @@ _Static_assert(DNP_INFO_SLOTS == 115, "ICorProfilerInfo15 has 115 slots");
 _Static_assert(sizeof(ICorProfilerInfoVtbl) == DNP_INFO_SLOTS * sizeof(void *), "info vtable size");
 _Static_assert(DNP_MDI_SLOTS == 3 + 62 + 8, "IMetaDataImport2 has 73 slots");
 _Static_assert(sizeof(IMetaDataImportVtbl) == DNP_MDI_SLOTS * sizeof(void *), "metadata vtable size");
+_Static_assert(DNP_MDE_SLOTS == 3 + 21, "IMetaDataEmit up to GetTokenFromSig has 24 slots");
+_Static_assert(sizeof(IMetaDataEmitVtbl) == DNP_MDE_SLOTS * sizeof(void *), "metadata emit vtable size");
+_Static_assert(DNP_FC_SLOTS == 6, "ICorProfilerFunctionControl has 6 slots");
+_Static_assert(sizeof(ICorProfilerFunctionControlVtbl) == DNP_FC_SLOTS * sizeof(void *), "function control vtable size");
 
 /* The version in which each Info slot first exists, by name: DNP_INFO_VERSION(GetClassIDInfo2) == 2. */
 enum {
@@ -126,6 +163,8 @@ extern const unsigned char dnp_callback_slot_versions[DNP_CALLBACK_SLOTS];
 extern const char *const dnp_info_slot_names[DNP_INFO_SLOTS];
 extern const unsigned char dnp_info_slot_versions[DNP_INFO_SLOTS];
 extern const char *const dnp_mdi_slot_names[DNP_MDI_SLOTS];
+extern const char *const dnp_mde_slot_names[DNP_MDE_SLOTS];
+extern const char *const dnp_fc_slot_names[DNP_FC_SLOTS];
 
 /* Interface IDs (corprof.idl, cor.h, unknwn.idl). */
 extern const IID IID_IUnknown;
@@ -134,6 +173,8 @@ extern const IID IID_ICorProfilerCallback[12]; /* [1..11]; [0] unused */
 extern const IID IID_ICorProfilerInfo[16];     /* [1..15]; [0] unused */
 extern const IID IID_IMetaDataImport;
 extern const IID IID_IMetaDataImport2;
+extern const IID IID_IMetaDataEmit;
+extern const IID IID_ICorProfilerFunctionControl;
 
 int dnp_guid_equal(const GUID *a, const GUID *b);
 /* Parses "{xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx}" (braces optional). 0 or -1. */
