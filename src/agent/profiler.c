@@ -18,6 +18,7 @@
 #include "recorder.h"
 #include "calls.h"
 #include "il.h"
+#include "rejit.h"
 #include "inlining.h"
 #include "control.h"
 #include "heap.h"
@@ -133,6 +134,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     }
     inlining_configure(cfg, &mask);
     il_configure(cfg, &mask); /* --il */
+    rejit_configure(cfg, &mask); /* --trace */
     exceptions_configure(cfg, &mask, &high);
     ep_reset();
     alloc_configure(cfg, &mask, &high);
@@ -231,6 +233,7 @@ HRESULT cb_Shutdown(ICorProfilerCallback *self) {
     if (!g_agent.attached)
         control_stop(NULL); /* the run-mode socket (heap snapshots) */
     calls_shutdown();
+    rejit_finish(0); /* --trace: what the probes counted */
     ep_stop();
     REC0(Shutdown);
     atomic_store(&g_agent.active, 0);

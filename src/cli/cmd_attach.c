@@ -72,6 +72,14 @@ static void attach_help(void) {
            dnp_setting_default(DNP_SET_SAMPLE_RATE), dnp_settings[DNP_SET_SAMPLE_RATE].max);
     fputs(
           "      --cpu, --wall     --sample=cpu, --sample=wall\n"
+          "      --trace PATTERN   the methods whose Namespace.Class::Method matches a glob\n"
+          "                        of PATTERN (comma-separated; repeatable) re-JIT-compiled\n"
+          "                        with a probe at entry and every exit (exceptions too),\n"
+          "                        their callers that inlined them too: exact calls, total,\n"
+          "                        mean, p50, p99, max per method (dnprof report;\n"
+          "                        docs/calls.md). At the end they run their original code\n"
+          "                        again, but the runtime keeps the agent loaded, inert\n"
+          "                        (it unloads no profiler that used ReJIT; docs/attach.md)\n"
           "      --every TIME      continuous profiling, as dnprof run --every: every TIME\n"
           "                        one pprof per type to -o DIR and/or --pyroscope URL\n"
           "                        (with --keep N, --label K=V, --service NAME,\n"
@@ -94,6 +102,7 @@ static void attach_help(void) {
           "  dnprof attach 4242 --sample --duration 30s -o app.trace && dnprof report app.trace\n"
           "  dnprof attach 4242 --events classes,jit,exceptions     (Ctrl-C to stop)\n"
           "  dnprof attach 4242 --every 10s --pyroscope http://pyroscope:4040 --label env=prod\n"
+          "  dnprof attach 4242 --trace 'MyApp.Orders::Place*' --duration 1m && dnprof report\n"
           "  dnprof print app.trace\n",
           stdout);
 }
@@ -173,7 +182,7 @@ static const struct {
 #define NSTARTUP (sizeof startup_only / sizeof startup_only[0])
 
 enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_ALLOC, OPT_EXCEPTIONS, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL, OPT_LOCKS,
-       OPT_GC = 380, OPT_THREADPOOL, OPT_AGENT_PATH = 390,
+       OPT_GC = 380, OPT_THREADPOOL, OPT_AGENT_PATH = 390, OPT_TRACE,
        OPT_EVERY = 400, OPT_WIN = 410, /* + the sinks' options of windows_cli.h */
        OPT_STARTUP_ONLY = 512 };
 
@@ -186,7 +195,7 @@ static const struct option attach_options[] = {
     {"cpu", no_argument, NULL, OPT_CPU},        {"wall", no_argument, NULL, OPT_WALL},
     {"gc", no_argument, NULL, OPT_GC},          {"threadpool", no_argument, NULL, OPT_THREADPOOL},
     {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
-    {"agent-path", required_argument, NULL, OPT_AGENT_PATH},
+    {"agent-path", required_argument, NULL, OPT_AGENT_PATH}, {"trace", required_argument, NULL, OPT_TRACE},
     {"every", required_argument, NULL, OPT_EVERY}, {"keep", required_argument, NULL, OPT_WIN + WOPT_KEEP},
     {"pyroscope", required_argument, NULL, OPT_WIN + WOPT_PYROSCOPE},
     {"label", required_argument, NULL, OPT_WIN + WOPT_LABEL},
@@ -292,6 +301,16 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
             if ((rc = cli_timeout_option("attach", optarg, 600, &o->timeout_s)) != 0)
                 return rc;
             break;
+        case OPT_TRACE: {
+            size_t len = strlen(o->trace);
+            if (optarg[strspn(optarg, ", ")] == 0)
+                return usage_error("attach", "--trace wants method patterns such as 'MyApp.Orders::*', not '%s'", optarg);
+            if (len + 1 + strlen(optarg) >= sizeof o->trace)
+                return usage_error("attach", "the --trace patterns add up to more than %zu characters",
+                                   sizeof o->trace - 1);
+            snprintf(o->trace + len, sizeof o->trace - len, "%s%s", len ? "," : "", optarg);
+            break;
+        }
         case OPT_AGENT_PATH:
             if ((rc = cli_agent_path_option("attach", optarg, &o->agent_path)) != 0)
                 return rc;
@@ -320,6 +339,10 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
                                      "program (dnprof attach --sample)");
     /* As dnprof run's modes: a flag records what it asks for and what that
      * needs, never the default families (their gc heap walk) by surprise. */
+    if (o->trace[0] && o->every_ms)
+        return usage_error("attach", "--trace writes its sums into the trace, which --every does not keep");
+    if (o->trace[0] && !o->events && !(o->sample || o->alloc || o->locks || o->gc || o->threadpool))
+        o->events = "modules"; /* the sums alone, and the modules the methods live in */
     if ((o->sample || o->alloc || o->locks || o->gc || o->threadpool) && !o->events)
         o->events = "threads"; /* the threads' names (lock owners); alloc sites carry their own */
     if (o->exceptions) {
@@ -377,6 +400,7 @@ static int request_attach(const attach_opts *o, const ipc_proc *proc, const char
     blob->gc = (uint32_t)o->gc;
     blob->threadpool = (uint32_t)o->threadpool;
     blob->every_ms = o->every_ms;
+    snprintf(blob->trace, sizeof blob->trace, "%s", o->trace);
     if (o->every_ms) /* the windows go beside the trace, in the directory dnprof follows */
         snprintf(blob->window_dir, sizeof blob->window_dir, "%.*s", (int)(strrchr(out_abs, '/') - out_abs), out_abs);
     return handshake_attach(o->pid, proc->uid, (uint32_t)o->timeout_s, blob);
@@ -403,7 +427,8 @@ static record_end record(int fd, long long until) {
         if (got == 0)
             return END_EXITED;
         if (got == 1 && strncmp(line, DNP_CONTROL_DETACHED " ", sizeof DNP_CONTROL_DETACHED) == 0)
-            return END_DETACHED_ELSEWHERE; /* dnprof detach, from elsewhere */
+            return strstr(line, " " DNP_CONTROL_INERT) ? END_INERT_ELSEWHERE
+                                                        : END_DETACHED_ELSEWHERE; /* dnprof detach, from elsewhere */
     }
     return END_STOP;
 }
@@ -421,6 +446,11 @@ static int finish(pid_t pid, int fd, record_end how, int quiet) {
             fprintf(stderr, "dnprof: pid %d exited while attached\n", (int)pid);
         else
             error("the agent in pid %d closed its control socket", (int)pid);
+        return 0;
+    }
+    if (how == END_INERT_ELSEWHERE) {
+        close(fd);
+        handshake_detached(pid, 2, quiet, "");
         return 0;
     }
     if (how == END_DETACHED_ELSEWHERE) {

@@ -1,0 +1,458 @@
+/* rejit.c: traced methods (rejit.h, docs/calls.md#tracing-chosen-methods-rejit).
+ *
+ * Finding them: every method of a loaded module (the modules there at the
+ * attach, then each one as it loads) whose Namespace.Class::Method matches one
+ * of the patterns (the matcher of --include), that has IL (an RVA), gets an id
+ * (its slot in a fixed table) and is asked for in one RequestReJITWithInliners
+ * (COR_PRF_REJIT_BLOCK_INLINING: the runtime re-JITs the callers that had
+ * inlined it too and inlines it no more; RequestReJIT before ICorProfilerInfo10).
+ *
+ * Rewriting them: at GetReJITParameters, the original body (GetILFunctionBody)
+ * goes through il_rewrite.c with two calli signatures made when the module was
+ * searched and a locals signature made then (IMetaDataEmit::GetTokenFromSig,
+ * the one metadata change a ReJIT may make at that point), and the result to
+ * ICorProfilerFunctionControl::SetILFunctionBody.
+ *
+ * Counting: the probes below are plain C, called through `calli unmanaged
+ * cdecl` with their address as a constant. enter returns the clock; exit (in
+ * the finally, so also when an exception leaves the method) adds the call, its
+ * time, the maximum and a log-linear bucket to the method's slot with atomic
+ * operations: no lock, no allocation, no event per call. */
+#include "rejit.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "callbacks.h"
+#include "calls.h"
+#include "clock.h"
+#include "il_body.h"
+#include "il_rewrite.h"
+#include "u64map.h"
+#include "utf16.h"
+
+#define RJ_MAX 4096    /* traced methods */
+#define RJ_BUCKETS 496 /* 8 below 8 ns, then 8 a power of two up to 2^63 */
+#define RJ_NAME 1024
+
+enum { ST_ASKED = 1, ST_INSTRUMENTED = 2, ST_FAILED = 3, ST_REVERTED = 4 };
+
+typedef struct rj_method {
+    ModuleID module;
+    mdMethodDef token;
+    mdSignature enter_sig, exit_sig;
+    uint32_t name;  /* the trace's string */
+    char *text;     /* the same, for messages */
+    int state;
+    HRESULT hr;
+    atomic_int said; /* a failure said once */
+    _Atomic uint64_t calls, total_ns, max_ns;
+    _Atomic uint64_t *hist; /* RJ_BUCKETS */
+} rj_method;
+
+static struct {
+    int on;
+    char patterns[1024];
+    atomic_int counting, finished;
+    pthread_mutex_t mu;  /* the table's growth, the map, the searches */
+    dnp_u64map ids;      /* (module, token) -> id + 1 */
+    atomic_uint n;
+    rj_method m[RJ_MAX];
+} R = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- the probes ---- */
+
+static int64_t probe_enter(int32_t id) {
+    (void)id;
+    return (int64_t)clock_ticks();
+}
+
+static unsigned bucket_of(uint64_t ns) {
+    if (ns < 8)
+        return (unsigned)ns;
+    unsigned e = 63u - (unsigned)__builtin_clzll(ns);
+    return 8 * (e - 2) + (unsigned)((ns >> (e - 3)) & 7);
+}
+
+static void probe_exit(int32_t id, int64_t start) {
+    uint64_t end = clock_ticks();
+    if ((uint32_t)id >= atomic_load_explicit(&R.n, memory_order_acquire) ||
+        !atomic_load_explicit(&R.counting, memory_order_relaxed))
+        return;
+    rj_method *m = &R.m[id];
+    uint64_t ns = clock_ticks_to_ns(end - (uint64_t)start);
+    atomic_fetch_add_explicit(&m->calls, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->total_ns, ns, memory_order_relaxed);
+    uint64_t max = atomic_load_explicit(&m->max_ns, memory_order_relaxed);
+    while (ns > max && !atomic_compare_exchange_weak_explicit(&m->max_ns, &max, ns, memory_order_relaxed,
+                                                              memory_order_relaxed))
+        ;
+    if (m->hist)
+        atomic_fetch_add_explicit(&m->hist[bucket_of(ns)], 1, memory_order_relaxed);
+}
+
+/* ---- start ---- */
+
+void rejit_configure(const agent_config *cfg, uint32_t *mask) {
+    snprintf(R.patterns, sizeof R.patterns, "%s", cfg->trace);
+    R.on = R.patterns[0] != 0;
+    if (!R.on)
+        return;
+    *mask |= COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_MODULE_LOADS;
+    clock_calibrate(5, 1); /* the probes' ticks become ns from the first call */
+    atomic_store(&R.counting, 1);
+}
+
+int rejit_enabled(void) {
+    return R.on;
+}
+
+static void record_method(uint32_t id) {
+    rj_method *m = &R.m[id];
+    REC(TracedMethod, id, MODULE(m->module, 1), m->token, m->name, (uint64_t)m->state, HR(m->hr));
+}
+
+/* A method that stays as it was: said once (on stderr of dnprof, in the trace). */
+static void fail(uint32_t id, HRESULT hr, const char *why) {
+    rj_method *m = &R.m[id];
+    m->state = ST_FAILED;
+    m->hr = hr;
+    if (atomic_exchange(&m->said, 1))
+        return;
+    const char *hn = dnp_hresult_name((uint32_t)hr);
+    agent_say("--trace: %s is not traced: %s (%s 0x%08x); it runs unchanged", m->text ? m->text : "?", why,
+              hn ? hn : "HRESULT", (unsigned)hr);
+    rec_note(1, "--trace: %s is not traced: %s (0x%08x)", m->text ? m->text : "?", why, (unsigned)hr);
+    record_method(id);
+}
+
+/* ---- searching a module ---- */
+
+typedef struct found {
+    ModuleID modules[256];
+    mdMethodDef tokens[256];
+    uint32_t n;
+} found;
+
+/* The calli signatures of the probes in the module's metadata. */
+static int module_sigs(ModuleID module, mdSignature *enter, mdSignature *exit) {
+    IUnknown *unk = NULL;
+    if (FAILED(INFO_CALL(GetModuleMetaData, module, 0x1 /* ofWrite */, &IID_IMetaDataEmit, &unk)) || !unk)
+        return -1;
+    IMetaDataEmit *emit = (IMetaDataEmit *)unk;
+    HRESULT a = emit->lpVtbl->GetTokenFromSig(emit, dnp_il_enter_sig, sizeof dnp_il_enter_sig, enter);
+    HRESULT b = emit->lpVtbl->GetTokenFromSig(emit, dnp_il_exit_sig, sizeof dnp_il_exit_sig, exit);
+    emit->lpVtbl->Release(emit);
+    return FAILED(a) || FAILED(b) ? -1 : 0;
+}
+
+/* Gives (module, token) an id; its slot, or NULL when known already or full. */
+static rj_method *add_method(ModuleID module, mdMethodDef token, const char *name) {
+    uint64_t v;
+    if (dnp_u64map_get2(&R.ids, module, token, &v))
+        return NULL;
+    uint32_t id = atomic_load(&R.n);
+    if (id >= RJ_MAX) {
+        static atomic_int said;
+        if (!atomic_exchange(&said, 1))
+            agent_say("--trace: more than %d methods match; the rest are not traced", RJ_MAX);
+        return NULL;
+    }
+    if (dnp_u64map_put2(&R.ids, module, token, id + 1, NULL) != 0)
+        return NULL;
+    rj_method *m = &R.m[id];
+    memset(m, 0, sizeof *m);
+    m->module = module;
+    m->token = token;
+    m->name = rec_string(name, strlen(name));
+    m->text = strdup(name);
+    m->state = ST_ASKED;
+    m->hist = calloc(RJ_BUCKETS, sizeof *m->hist);
+    atomic_store_explicit(&R.n, id + 1, memory_order_release);
+    return m;
+}
+
+/* The methods of type td that match, into f (under R.mu). */
+static void search_type(ModuleID module, IMetaDataImport *imp, mdTypeDef td, found *f, mdSignature sigs[2],
+                        int *sigs_state) {
+    char name[RJ_NAME];
+    size_t tl = names_typedef_text(imp, td, name, sizeof name - 256);
+    HCORENUM he = NULL;
+    mdMethodDef mds[64];
+    ULONG k = 0;
+    while (SUCCEEDED(imp->lpVtbl->EnumMethods(imp, &he, td, mds, 64, &k)) && k > 0 && k <= 64) {
+        for (ULONG i = 0; i < k && f->n < 256; i++) {
+            WCHAR w[256];
+            ULONG len = 0, nsig = 0, rva = 0;
+            DWORD attr = 0, impl = 0;
+            PCCOR_SIGNATURE sig = NULL;
+            mdTypeDef owner = 0;
+            if (FAILED(imp->lpVtbl->GetMethodProps(imp, mds[i], &owner, w, 256, &len, &attr, &sig, &nsig, &rva,
+                                                   &impl)) || rva == 0)
+                continue; /* abstract, extern, runtime-implemented: no IL */
+            snprintf(name + tl, sizeof name - tl, "::");
+            dnp_utf16_name(w, 256, len, name + tl + 2, sizeof name - tl - 2);
+            if (!calls_filter_wants(name, 0, R.patterns, "", 0))
+                continue;
+            if (*sigs_state == 0)
+                *sigs_state = module_sigs(module, &sigs[0], &sigs[1]) == 0 ? 1 : -1;
+            rj_method *m = add_method(module, mds[i], name);
+            if (!m)
+                continue;
+            m->enter_sig = sigs[0];
+            m->exit_sig = sigs[1];
+            record_method((uint32_t)(m - R.m));
+            if (*sigs_state < 0) {
+                fail((uint32_t)(m - R.m), E_FAIL, "the module's metadata cannot take new signatures");
+                continue;
+            }
+            f->modules[f->n] = module;
+            f->tokens[f->n++] = mds[i];
+        }
+    }
+    if (he)
+        imp->lpVtbl->CloseEnum(imp, he);
+}
+
+static void request(found *f) {
+    if (!f->n)
+        return;
+    HRESULT hr = AGENT_HAS_INFO(RequestReJITWithInliners)
+                     ? INFO_CALL(RequestReJITWithInliners, COR_PRF_REJIT_BLOCK_INLINING, f->n, f->modules, f->tokens)
+                     : INFO_CALL(RequestReJIT, f->n, f->modules, f->tokens);
+    if (FAILED(hr))
+        for (uint32_t i = 0; i < f->n; i++) {
+            uint64_t v = 0;
+            pthread_mutex_lock(&R.mu);
+            int known = dnp_u64map_get2(&R.ids, f->modules[i], f->tokens[i], &v);
+            pthread_mutex_unlock(&R.mu);
+            if (known)
+                fail((uint32_t)v - 1, hr, "the runtime refused the ReJIT request");
+        }
+    f->n = 0;
+}
+
+static void search_module(ModuleID module) {
+    IMetaDataImport *imp = names_module_import(module);
+    if (!imp)
+        return; /* a resource module, a dynamic one: no methods with metadata */
+    found *f = calloc(1, sizeof *f);
+    HCORENUM he = NULL;
+    mdTypeDef tds[64];
+    ULONG n = 0;
+    mdSignature sigs[2] = {0, 0};
+    int sigs_state = 0;
+    while (f && SUCCEEDED(imp->lpVtbl->EnumTypeDefs(imp, &he, tds, 64, &n)) && n > 0 && n <= 64) {
+        for (ULONG i = 0; i < n; i++) {
+            pthread_mutex_lock(&R.mu);
+            search_type(module, imp, tds[i], f, sigs, &sigs_state);
+            pthread_mutex_unlock(&R.mu);
+            if (f->n >= 200)
+                request(f);
+        }
+    }
+    if (he)
+        imp->lpVtbl->CloseEnum(imp, he);
+    if (f)
+        request(f);
+    free(f);
+    imp->lpVtbl->Release(imp);
+}
+
+void rejit_module_loaded(ModuleID module) {
+    if (R.on && atomic_load(&R.counting))
+        search_module(module);
+}
+
+void rejit_attach_complete(void) {
+    if (!R.on)
+        return;
+    ICorProfilerModuleEnum *en = NULL;
+    if (FAILED(INFO_CALL(EnumModules, &en)) || !en)
+        return;
+    ModuleID ids[64];
+    ULONG got = 0;
+    /* the enumerator's vtable: IUnknown's three, Skip, Reset, Clone, GetCount, Next */
+    typedef struct {
+        DNP_ENUM_SLOTS(ICorProfilerModuleEnum, ModuleID)
+    } module_enum_vtbl;
+    const module_enum_vtbl *vt = *(const module_enum_vtbl *const *)en;
+    while (SUCCEEDED(vt->Next(en, 64, ids, &got)) && got > 0 && got <= 64)
+        for (ULONG i = 0; i < got; i++)
+            search_module(ids[i]);
+    vt->Release(en);
+}
+
+/* ---- the rewrite ---- */
+
+static int find(ModuleID module, mdMethodDef token, uint32_t *id) {
+    uint64_t v = 0;
+    pthread_mutex_lock(&R.mu);
+    int known = R.on && dnp_u64map_get2(&R.ids, module, token, &v);
+    pthread_mutex_unlock(&R.mu);
+    *id = (uint32_t)v - 1;
+    return known;
+}
+
+/* The extended locals' token into p (locals_sig, start_local, result_local).
+ * 0, or -1 with why. */
+static int locals_token(ModuleID module, IMetaDataImport *imp, const dnp_il_header *h, mdMethodDef token,
+                        dnp_il_probe *p, const char **why) {
+    PCCOR_SIGNATURE msig = NULL, lsig = NULL;
+    ULONG nmsig = 0, nlsig = 0, len = 0, rva = 0;
+    DWORD attr = 0, impl = 0;
+    mdTypeDef owner = 0;
+    WCHAR w[8];
+    size_t off, rlen;
+    int is_void;
+    char err[256];
+    if (FAILED(imp->lpVtbl->GetMethodProps(imp, token, &owner, w, 8, &len, &attr, &msig, &nmsig, &rva, &impl)) ||
+        dnp_sig_return_type(msig, nmsig, &off, &rlen, &is_void, err, sizeof err) < 0)
+        return *why = "its signature cannot be read", -1;
+    if (h->local_sig && FAILED(imp->lpVtbl->GetSigFromToken(imp, h->local_sig, &lsig, &nlsig)))
+        return *why = "its locals' signature cannot be read", -1;
+    uint8_t sig[4096];
+    long n = dnp_il_locals_sig(lsig, h->local_sig ? nlsig : 0, msig + off, is_void ? 0 : rlen, sig, sizeof sig,
+                               &p->start_local, &p->result_local);
+    if (n < 0)
+        return *why = "its locals cannot be extended", -1;
+    IUnknown *unk = NULL;
+    if (FAILED(INFO_CALL(GetModuleMetaData, module, 0x1 /* ofWrite */, &IID_IMetaDataEmit, &unk)) || !unk)
+        return *why = "its module's metadata cannot be written", -1;
+    IMetaDataEmit *emit = (IMetaDataEmit *)unk;
+    HRESULT hr = emit->lpVtbl->GetTokenFromSig(emit, sig, (ULONG)n, &p->locals_sig);
+    emit->lpVtbl->Release(emit);
+    if (FAILED(hr))
+        return *why = "its new locals' signature was refused", -1;
+    return 0;
+}
+
+void rejit_parameters(ModuleID module, mdMethodDef token, ICorProfilerFunctionControl *control) {
+    uint32_t id;
+    if (!control || !find(module, token, &id))
+        return; /* an inliner re-JITted with its own IL, or not ours */
+    rj_method *m = &R.m[id];
+    LPCBYTE body = NULL;
+    ULONG size = 0;
+    HRESULT hr = INFO_CALL(GetILFunctionBody, module, token, &body, &size);
+    if (FAILED(hr) || !body)
+        {
+        fail(id, FAILED(hr) ? hr : E_FAIL, "its IL body cannot be read");
+        return;
+    }
+    dnp_il_header h;
+    char err[256];
+    if (dnp_il_parse(body, size, &h, NULL, 0, err, sizeof err) < 0)
+        {
+        fail(id, E_FAIL, "its IL body does not parse");
+        return;
+    }
+    IMetaDataImport *imp = names_module_import(module);
+    if (!imp)
+        {
+        fail(id, E_FAIL, "its module's metadata cannot be read");
+        return;
+    }
+    dnp_il_probe p = {.method_id = id, .enter_fn = (uint64_t)(uintptr_t)probe_enter,
+                      .exit_fn = (uint64_t)(uintptr_t)probe_exit, .enter_sig = m->enter_sig,
+                      .exit_sig = m->exit_sig};
+    const char *why = NULL;
+    int rc = locals_token(module, imp, &h, token, &p, &why);
+    imp->lpVtbl->Release(imp);
+    if (rc < 0)
+        {
+        fail(id, E_FAIL, why);
+        return;
+    }
+    size_t cap = dnp_il_rewrite_bound(body, size);
+    uint8_t *out = cap ? malloc(cap) : NULL;
+    long n = out ? dnp_il_rewrite(body, size, &p, out, cap, err, sizeof err) : -1;
+    if (n < 0) {
+        free(out);
+        rec_note(1, "--trace: %s: %s", m->text ? m->text : "?", out ? err : "out of memory");
+        {
+        fail(id, E_FAIL, "its IL cannot be rewritten");
+        return;
+    }
+    }
+    hr = control->lpVtbl->SetILFunctionBody(control, (ULONG)n, out);
+    free(out);
+    if (FAILED(hr))
+        {
+        fail(id, hr, "the runtime refused its rewritten IL");
+        return;
+    }
+    if (m->state == ST_ASKED) {
+        m->state = ST_INSTRUMENTED;
+        record_method(id);
+    }
+}
+
+void rejit_error(ModuleID module, mdMethodDef token, HRESULT hr) {
+    uint32_t id;
+    if (find(module, token, &id))
+        fail(id, hr, "the runtime could not re-JIT it");
+}
+
+/* ---- the end ---- */
+
+/* "index:count ..." of the non-empty buckets. */
+static uint32_t histogram_text(const rj_method *m) {
+    char text[RJ_BUCKETS * 24];
+    size_t len = 0;
+    for (unsigned b = 0; m->hist && b < RJ_BUCKETS; b++) {
+        uint64_t c = atomic_load_explicit(&m->hist[b], memory_order_relaxed);
+        if (c)
+            len += (size_t)snprintf(text + len, sizeof text - len, "%s%u:%llu", len ? " " : "", b,
+                                    (unsigned long long)c);
+    }
+    return rec_string(text, len);
+}
+
+static void revert_all(uint32_t n) {
+    ModuleID *mods = calloc(n, sizeof *mods);
+    mdMethodDef *toks = calloc(n, sizeof *toks);
+    HRESULT *st = calloc(n, sizeof *st);
+    uint32_t k = 0;
+    for (uint32_t i = 0; mods && toks && st && i < n; i++)
+        if (R.m[i].state != ST_FAILED) {
+            mods[k] = R.m[i].module;
+            toks[k++] = R.m[i].token;
+        }
+    HRESULT hr = k ? INFO_CALL(RequestRevert, k, mods, toks, st) : S_OK;
+    if (FAILED(hr)) {
+        agent_say("--trace: the runtime refused to revert the traced methods (0x%08x): they keep their probes, "
+                  "which count nothing from now on", (unsigned)hr);
+        rec_note(2, "--trace: RequestRevert failed: 0x%08x", (unsigned)hr);
+    }
+    for (uint32_t i = 0, j = 0; SUCCEEDED(hr) && i < n; i++) {
+        if (R.m[i].state == ST_FAILED)
+            continue;
+        if (FAILED(st[j]))
+            rec_note(1, "--trace: %s was not reverted: 0x%08x", R.m[i].text ? R.m[i].text : "?", (unsigned)st[j]);
+        else
+            R.m[i].state = ST_REVERTED;
+        j++;
+    }
+    free(mods);
+    free(toks);
+    free(st);
+}
+
+void rejit_finish(int revert) {
+    if (!R.on || atomic_exchange(&R.finished, 1))
+        return;
+    uint32_t n = atomic_load(&R.n);
+    if (revert && g_agent.info)
+        revert_all(n);
+    atomic_store(&R.counting, 0);
+    for (uint32_t i = 0; i < n; i++) {
+        rj_method *m = &R.m[i];
+        record_method(i);
+        REC(TracedCalls, i, atomic_load(&m->calls), atomic_load(&m->total_ns), atomic_load(&m->max_ns),
+            histogram_text(m));
+    }
+}
