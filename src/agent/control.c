@@ -84,10 +84,7 @@ static void stay_inert(int fd, HRESULT hr) {
     else
         INFO_CALL(SetEventMask, COR_PRF_ENABLE_REJIT);
     const char *name = dnp_hresult_name((uint32_t)hr);
-    agent_say("the traced methods run their original code again; the runtime does not unload a profiler that "
-              "used ReJIT (%s), so the agent stays loaded in pid %ld, inert: it records nothing, and a new "
-              "attach to this process is refused until it restarts",
-              name ? name : "refused", (long)getpid());
+    rec_note(1, "RequestProfilerDetach: %s 0x%08x", name ? name : "refused", (unsigned)hr); /* dnprof says the rest */
     uint64_t events = recorder_events();
     attach_stay_inert();
     C.detach_requested = 1;

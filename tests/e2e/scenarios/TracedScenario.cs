@@ -126,8 +126,15 @@ public static class TracedScenario
         Console.WriteLine("calls done");
         Console.Out.Flush();
         WaitFor(Path.Combine(dir, "detached"));
-        Thread.Sleep(200);
-        Console.WriteLine($"after {Measure():F2}");
+        // the original code again: from its first tier, so give tiering its time
+        double after = double.MaxValue;
+        var since = Stopwatch.StartNew();
+        while (since.ElapsedMilliseconds < 2000)
+        {
+            after = Math.Min(after, Measure());
+            Thread.Sleep(50);
+        }
+        Console.WriteLine($"after {after:F2}");
         Console.Out.Flush();
         return 0;
     }
