@@ -100,19 +100,21 @@ static int traced(const dnp_trace *t, const char *name, uint64_t *calls, uint64_
     return id == UINT64_MAX ? -1 : 0;
 }
 
-static pid_t start_scenario(e2e_run *r, const char *dir, const char *out, const char *err) {
-    const char *dll = e2e_env("DNPROF_SCENARIOS");
+/* `dotnet Scenarios.dll traced DIR N`, or with app (a self-contained build of
+ * the scenario, traced-app/) `APP traced DIR N`. */
+static pid_t start_scenario(const char *app, const char *dir, const char *out, const char *err) {
+    const char *dll = app ? "" : e2e_env("DNPROF_SCENARIOS");
     char n[16];
     snprintf(n, sizeof n, "%d", N);
-    char *argv[] = {(char *)e2e_dotnet(), (char *)dll, "traced", (char *)dir, n, NULL};
+    char *scen[] = {(char *)e2e_dotnet(), (char *)dll, "traced", (char *)dir, n, NULL};
+    char *own[] = {(char *)app, "traced", (char *)dir, n, NULL};
     const char *env[] = {"CORECLR_ENABLE_PROFILING", NULL};
-    (void)r;
-    return dll ? e2e_spawn(argv, env, dir, out, NULL, err) : -1;
+    return dll ? e2e_spawn(app ? own : scen, env, dir, out, NULL, err) : -1;
 }
 
 /* The scenario run without dnprof, its go and detached files there already:
  * its line of results into out. */
-static int bare_results(e2e_run *r, char *out, size_t cap) {
+static int bare_results(e2e_run *r, const char *app, char *out, size_t cap) {
     char dir[PATH_MAX], o[PATH_MAX + 16], e[PATH_MAX + 16];
     snprintf(dir, sizeof dir, "%s/bare", r->dir);
     mkdir(dir, 0755);
@@ -120,7 +122,7 @@ static int bare_results(e2e_run *r, char *out, size_t cap) {
     touch(dir, "detached");
     snprintf(o, sizeof o, "%s/out", dir);
     snprintf(e, sizeof e, "%s/err", dir);
-    pid_t pid = start_scenario(r, dir, o, e);
+    pid_t pid = start_scenario(app, dir, o, e);
     int status = -1;
     if (pid < 0 || e2e_wait(pid, E2E_TIMEOUT_MS, &status) != 0 || status != 0) {
         e2e_show_file("the bare scenario said", e);
@@ -129,9 +131,11 @@ static int bare_results(e2e_run *r, char *out, size_t cap) {
     return wait_line(o, "counted ", out, cap, 1000);
 }
 
-TEST(e2e_trace_attach_exact) {
+/* The attach, the calls, the detach, and what they left, on app (NULL: the
+ * installed runtime's Scenarios.dll). 0, or 1 when an assertion failed. */
+static int attach_exact(const char *test, const char *app) {
     e2e_run r;
-    ASSERT_EQ(e2e_setup(&r, "e2e_trace_attach_exact"), 0);
+    ASSERT_EQ(e2e_setup(&r, test), 0);
     const char *bin = e2e_env("DNPROF_BIN");
     ASSERT(bin);
     char out[PATH_MAX + 16], err[PATH_MAX + 16], aout[PATH_MAX + 16], aerr[PATH_MAX + 16], v[256];
@@ -139,7 +143,7 @@ TEST(e2e_trace_attach_exact) {
     snprintf(err, sizeof err, "%s/scenario.err", r.dir);
     snprintf(aout, sizeof aout, "%s/attach.out", r.dir);
     snprintf(aerr, sizeof aerr, "%s/attach.err", r.dir);
-    pid_t pid = start_scenario(&r, r.dir, out, err);
+    pid_t pid = start_scenario(app, r.dir, out, err);
     ASSERT_GT(pid, 0);
     ASSERT_EQ(wait_line(out, "ready", v, sizeof v, E2E_TIMEOUT_MS), 0);
     char before[64], during[64], after[64], results[512], bare[512];
@@ -206,7 +210,7 @@ TEST(e2e_trace_attach_exact) {
     dnp_trace_free(t);
 
     /* the program's results are a bare run's */
-    ASSERT_EQ(bare_results(&r, bare, sizeof bare), 0);
+    ASSERT_EQ(bare_results(&r, app, bare, sizeof bare), 0);
     ASSERT_STREQ(results, bare);
 
     /* ns per call of Timed: the probe while attached, none after the detach */
@@ -215,6 +219,19 @@ TEST(e2e_trace_attach_exact) {
             a);
     ASSERT_GT(d, b + 5);
     ASSERT_LE(a, 1.5 * b + 2);
+    return 0;
+}
+
+TEST(e2e_trace_attach_exact) {
+    return attach_exact("e2e_trace_attach_exact", NULL);
+}
+
+/* The same on .NET 8 and 9 (self-contained builds, traced-app/). */
+TEST(e2e_trace_older_runtimes) {
+    const char *net8 = e2e_env("DNPROF_TRACED_NET8"), *net9 = e2e_env("DNPROF_TRACED_NET9");
+    ASSERT(net8 && net9);
+    ASSERT_EQ(attach_exact("e2e_trace_older_runtimes.net8", net8), 0);
+    ASSERT_EQ(attach_exact("e2e_trace_older_runtimes.net9", net9), 0);
     return 0;
 }
 
