@@ -244,6 +244,29 @@ static int check_every(attach_opts *o) {
     return window_check_options("attach", f);
 }
 
+/* One --trace PATTERN added to o->trace; 0, or the exit code of a usage error. */
+static int add_trace(attach_opts *o, const char *pat) {
+    size_t len = strlen(o->trace);
+    if (pat[strspn(pat, ", ")] == 0)
+        return usage_error("attach", "--trace wants method patterns such as 'MyApp.Orders::*', not '%s'", pat);
+    if (len + 1 + strlen(pat) >= sizeof o->trace)
+        return usage_error("attach", "the --trace patterns add up to more than %zu characters", sizeof o->trace - 1);
+    snprintf(o->trace + len, sizeof o->trace - len, "%s%s", len ? "," : "", pat);
+    return 0;
+}
+
+/* The events of the modes when --events is not given: what each asks for and
+ * what it needs, never the default families (their gc heap walk) by surprise. */
+static int mode_events(attach_opts *o) {
+    if (o->trace[0] && o->every_ms)
+        return usage_error("attach", "--trace writes its sums into the trace, which --every does not keep");
+    if (o->trace[0] && !o->events && !(o->sample || o->alloc || o->locks || o->gc || o->threadpool))
+        o->events = "modules"; /* the sums alone, and the modules the methods live in */
+    if ((o->sample || o->alloc || o->locks || o->gc || o->threadpool) && !o->events)
+        o->events = "threads"; /* the threads' names (lock owners); alloc sites carry their own */
+    return 0;
+}
+
 /* Fills o from argv; 0, or the exit code of a usage error. */
 static int parse_options(int argc, char **argv, attach_opts *o) {
     static struct option longopts[NOPTIONS + NSTARTUP + 1];
@@ -301,16 +324,10 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
             if ((rc = cli_timeout_option("attach", optarg, 600, &o->timeout_s)) != 0)
                 return rc;
             break;
-        case OPT_TRACE: {
-            size_t len = strlen(o->trace);
-            if (optarg[strspn(optarg, ", ")] == 0)
-                return usage_error("attach", "--trace wants method patterns such as 'MyApp.Orders::*', not '%s'", optarg);
-            if (len + 1 + strlen(optarg) >= sizeof o->trace)
-                return usage_error("attach", "the --trace patterns add up to more than %zu characters",
-                                   sizeof o->trace - 1);
-            snprintf(o->trace + len, sizeof o->trace - len, "%s%s", len ? "," : "", optarg);
+        case OPT_TRACE:
+            if ((rc = add_trace(o, optarg)) != 0)
+                return rc;
             break;
-        }
         case OPT_AGENT_PATH:
             if ((rc = cli_agent_path_option("attach", optarg, &o->agent_path)) != 0)
                 return rc;
@@ -337,14 +354,8 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
         return usage_error("attach", "--events calls: the runtime installs enter/leave hooks only when a "
                                      "program starts: record calls with dnprof run --calls, or sample a running "
                                      "program (dnprof attach --sample)");
-    /* As dnprof run's modes: a flag records what it asks for and what that
-     * needs, never the default families (their gc heap walk) by surprise. */
-    if (o->trace[0] && o->every_ms)
-        return usage_error("attach", "--trace writes its sums into the trace, which --every does not keep");
-    if (o->trace[0] && !o->events && !(o->sample || o->alloc || o->locks || o->gc || o->threadpool))
-        o->events = "modules"; /* the sums alone, and the modules the methods live in */
-    if ((o->sample || o->alloc || o->locks || o->gc || o->threadpool) && !o->events)
-        o->events = "threads"; /* the threads' names (lock owners); alloc sites carry their own */
+    if ((rc = mode_events(o)) != 0)
+        return rc;
     if (o->exceptions) {
         /* As dnprof run --exceptions: the exception events, the threads' names,
          * and the stacks, which the agent takes from the blob. */

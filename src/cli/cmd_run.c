@@ -32,6 +32,31 @@ static void run_help_tail(void) {
           stdout);
 }
 
+/* run's options that choose methods: hooked, their IL, traced. */
+static void run_help_methods(void) {
+    fputs(
+          "      --include GLOB  only functions whose Namespace.Class::Method matches GLOB\n"
+          "                      (* any text, ? one character); repeatable\n"
+          "      --exclude GLOB  not these functions; repeatable\n"
+          "      --all-code      framework code too, not only the program's own assemblies:\n"
+          "                      disables inlining and precompiled (ReadyToRun) code, so the\n"
+          "                      program runs slower (--include, --exclude and --all-code\n"
+          "                      imply --calls)\n"
+          "      --il PATTERN    the IL body of each method whose Namespace.Class::Method\n"
+          "                      matches a glob of PATTERN (comma-separated), as it is\n"
+          "                      first JIT-compiled: header, clauses, bytes, and the names\n"
+          "                      of its tokens (dnprof print shows it disassembled under\n"
+          "                      its JITCompilationStarted; docs/il.md); repeatable; adds\n"
+          "                      jit to the events\n"
+          "      --trace PATTERN the methods whose Namespace.Class::Method matches a glob\n"
+          "                      of PATTERN (comma-separated; repeatable) re-JIT-compiled\n"
+          "                      with a probe at entry and at every exit (exceptions too):\n"
+          "                      exact calls, total, mean, p50, p99 and max time per\n"
+          "                      method, added up in the agent (dnprof report; docs/calls.md);\n"
+          "                      every other method runs untouched\n",
+          stdout);
+}
+
 static void run_help(void) {
     fputs("usage: dnprof run [options] [--] PROGRAM [ARGS...]\n"
           "\n"
@@ -67,26 +92,10 @@ static void run_help(void) {
           "                      (waits included), biased on methods of a few ns\n"
           "      --calls=counts  exact call counts and call paths only, no times (cheapest)\n"
           "      --timeline      --calls, and every enter and leave in time order too\n"
-          "      --args          --timeline with the arguments and return values (slow)\n"
-          "      --include GLOB  only functions whose Namespace.Class::Method matches GLOB\n"
-          "                      (* any text, ? one character); repeatable\n"
-          "      --exclude GLOB  not these functions; repeatable\n"
-          "      --all-code      framework code too, not only the program's own assemblies:\n"
-          "                      disables inlining and precompiled (ReadyToRun) code, so the\n"
-          "                      program runs slower (--include, --exclude and --all-code\n"
-          "                      imply --calls)\n"
-          "      --il PATTERN    the IL body of each method whose Namespace.Class::Method\n"
-          "                      matches a glob of PATTERN (comma-separated), as it is\n"
-          "                      first JIT-compiled: header, clauses, bytes, and the names\n"
-          "                      of its tokens (dnprof print shows it disassembled under\n"
-          "                      its JITCompilationStarted; docs/il.md); repeatable; adds\n"
-          "                      jit to the events\n"
-          "      --trace PATTERN the methods whose Namespace.Class::Method matches a glob\n"
-          "                      of PATTERN (comma-separated; repeatable) re-JIT-compiled\n"
-          "                      with a probe at entry and at every exit (exceptions too):\n"
-          "                      exact calls, total, mean, p50, p99 and max time per\n"
-          "                      method, added up in the agent (dnprof report; docs/calls.md);\n"
-          "                      every other method runs untouched\n"
+          "      --args          --timeline with the arguments and return values (slow)\n",
+          stdout);
+    run_help_methods();
+    fputs(
           "      --alloc         sampled allocations: bytes by type and by allocating call\n"
           "                      path, from the runtime's own sampling (about one sample\n"
           "                      per 100 KiB; cheap enough for production; read them with\n"
