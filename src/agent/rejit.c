@@ -56,6 +56,7 @@ typedef struct rj_method {
 static struct {
     int on;
     char patterns[1024];
+    char types[1024]; /* each pattern's part before "::" ("*" without one): types worth a look */
     atomic_int counting, finished;
     pthread_mutex_t mu;  /* the table's growth, the map, the searches */
     dnp_u64map ids;      /* (module, token) -> id + 1 */
@@ -101,6 +102,18 @@ void rejit_configure(const agent_config *cfg, uint32_t *mask) {
     R.on = R.patterns[0] != 0;
     if (!R.on)
         return;
+    size_t n = 0;
+    for (const char *p = R.patterns; *p && n + 2 < sizeof R.types;) {
+        size_t len = strcspn(p, ","), cut = len;
+        for (size_t i = 0; i + 1 < len; i++)
+            if (p[i] == ':' && p[i + 1] == ':') {
+                cut = i;
+                break;
+            }
+        n += (size_t)snprintf(R.types + n, sizeof R.types - n, "%s%.*s", n ? "," : "",
+                              cut == len ? 1 : (int)cut, cut == len ? "*" : p);
+        p += len + (p[len] == ',');
+    }
     *mask |= COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_MODULE_LOADS;
     clock_calibrate(5, 1); /* the probes' ticks become ns from the first call */
     atomic_store(&R.counting, 1);
@@ -180,6 +193,8 @@ static void search_type(ModuleID module, IMetaDataImport *imp, mdTypeDef td, fou
                         int *sigs_state) {
     char name[RJ_NAME];
     size_t tl = names_typedef_text(imp, td, name, sizeof name - 256);
+    if (!calls_filter_wants(name, 0, R.types, "", 0))
+        return; /* no pattern names a method of this type */
     HCORENUM he = NULL;
     mdMethodDef mds[64];
     ULONG k = 0;

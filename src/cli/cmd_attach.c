@@ -390,8 +390,9 @@ static int check_target(pid_t pid, ipc_proc *proc) {
         return error("pid %d (%s) already has dnprof's agent attached: stop that recording first "
                      "(dnprof detach %d)",
                      (int)pid, proc->comm, (int)pid);
-    return error("pid %d (%s) already has dnprof's agent, loaded at start-up (dnprof run): it "
-                 "records until the program exits, and a runtime takes one profiler at a time",
+    return error("pid %d (%s) already has dnprof's agent, loaded at start-up (dnprof run), or left "
+                 "loaded and inert by an attach with --trace (docs/attach.md): a runtime takes one "
+                 "profiler at a time, until the program exits",
                  (int)pid, proc->comm);
 }
 
