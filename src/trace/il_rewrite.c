@@ -22,7 +22,7 @@ const uint8_t dnp_il_exit_sig[5] = {0x01, 2, 0x01 /* void */, 0x08, 0x0A};
 
 /* ---- signatures (ECMA-335 II.23.2) ---- */
 
-static int sig_uint(const uint8_t **p, const uint8_t *end, uint32_t *v) {
+int dnp_sig_uint(const uint8_t **p, const uint8_t *end, uint32_t *v) {
     const uint8_t *q = *p;
     if (q >= end)
         return -1;
@@ -66,9 +66,9 @@ static int skip_method_sig(const uint8_t **p, const uint8_t *end, int depth) {
     if (*p >= end)
         return -1;
     unsigned cc = *(*p)++;
-    if ((cc & 0x10) && sig_uint(p, end, &v) < 0) /* generic: its parameter count */
+    if ((cc & 0x10) && dnp_sig_uint(p, end, &v) < 0) /* generic: its parameter count */
         return -1;
-    if (sig_uint(p, end, &n) < 0)
+    if (dnp_sig_uint(p, end, &n) < 0)
         return -1;
     for (uint32_t i = 0; i <= n; i++) { /* the return type, then the parameters */
         if (*p < end && **p == 0x41)    /* SENTINEL before varargs */
@@ -91,28 +91,28 @@ static int skip_type(const uint8_t **p, const uint8_t *end, int depth) {
     case 0x19: case 0x1C:
         return 0; /* void, primitives, string, typedref, native ints, object */
     case 0x1F: case 0x20: /* CMOD_REQD, CMOD_OPT: a TypeDefOrRef, then the type */
-        return sig_uint(p, end, &v) < 0 ? -1 : skip_type(p, end, depth + 1);
+        return dnp_sig_uint(p, end, &v) < 0 ? -1 : skip_type(p, end, depth + 1);
     case 0x10: case 0x0F: case 0x1D: case 0x45: /* BYREF, PTR, SZARRAY, PINNED */
         return skip_type(p, end, depth + 1);
     case 0x11: case 0x12: /* VALUETYPE, CLASS */
-        return sig_uint(p, end, &v);
+        return dnp_sig_uint(p, end, &v);
     case 0x13: case 0x1E: /* VAR, MVAR */
-        return sig_uint(p, end, &v);
+        return dnp_sig_uint(p, end, &v);
     case 0x1B: /* FNPTR */
         return skip_method_sig(p, end, depth + 1);
     case 0x14: /* ARRAY: type, rank, sizes, lower bounds */
-        if (skip_type(p, end, depth + 1) < 0 || sig_uint(p, end, &v) < 0)
+        if (skip_type(p, end, depth + 1) < 0 || dnp_sig_uint(p, end, &v) < 0)
             return -1;
         for (int k = 0; k < 2; k++) {
-            if (sig_uint(p, end, &n) < 0)
+            if (dnp_sig_uint(p, end, &n) < 0)
                 return -1;
             for (uint32_t i = 0; i < n; i++)
-                if (sig_uint(p, end, &v) < 0)
+                if (dnp_sig_uint(p, end, &v) < 0)
                     return -1;
         }
         return 0;
     case 0x15: /* GENERICINST: the generic type, the count, the arguments */
-        if (skip_type(p, end, depth + 1) < 0 || sig_uint(p, end, &n) < 0)
+        if (skip_type(p, end, depth + 1) < 0 || dnp_sig_uint(p, end, &n) < 0)
             return -1;
         for (uint32_t i = 0; i < n; i++)
             if (skip_type(p, end, depth + 1) < 0)
@@ -132,11 +132,11 @@ int dnp_sig_return_type(const uint8_t *sig, size_t n, size_t *off, size_t *len, 
     unsigned cc = *p++;
     if ((cc & 0x0F) == 0x06 || (cc & 0x0F) == 0x07) /* a field's or a local's signature */
         return dnp_fail(err, errlen, "not a method signature (0x%02x)", cc);
-    if (((cc & 0x10) && sig_uint(&p, end, &v) < 0) || sig_uint(&p, end, &v) < 0)
+    if (((cc & 0x10) && dnp_sig_uint(&p, end, &v) < 0) || dnp_sig_uint(&p, end, &v) < 0)
         return dnp_fail(err, errlen, "method signature cut short");
     while (p < end && (*p == 0x1F || *p == 0x20)) { /* custom modifiers: not on the local */
         p++;
-        if (sig_uint(&p, end, &v) < 0)
+        if (dnp_sig_uint(&p, end, &v) < 0)
             return dnp_fail(err, errlen, "method signature cut short in a custom modifier");
     }
     const uint8_t *start = p;
@@ -156,7 +156,7 @@ long dnp_il_locals_sig(const uint8_t *old, size_t old_len, const uint8_t *ret, s
     const uint8_t *rest = NULL, *end = old + old_len;
     if (old_len) {
         const uint8_t *p = old;
-        if (*p++ != 0x07 || sig_uint(&p, end, &count) < 0) /* LOCAL_SIG, count */
+        if (*p++ != 0x07 || dnp_sig_uint(&p, end, &count) < 0) /* LOCAL_SIG, count */
             return -1;
         rest = p;
     }

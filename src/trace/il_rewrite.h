@@ -42,6 +42,10 @@ typedef struct dnp_il_probe {
 extern const uint8_t dnp_il_enter_sig[4];
 extern const uint8_t dnp_il_exit_sig[5];
 
+/* A compressed unsigned integer of a signature (II.23.2) at *p, before end,
+ * into *v, *p moved past it; -1 when it is cut short or malformed. */
+int dnp_sig_uint(const uint8_t **p, const uint8_t *end, uint32_t *v);
+
 /* Where the return type of method signature sig[0, n) lies, custom modifiers
  * left out: *off, *len; *is_void for void. -1 with one line in err when the
  * signature cannot be read or the return type cannot be a local (typedref). */
