@@ -145,8 +145,8 @@ static void fail(uint32_t id, HRESULT hr, const char *why) {
 /* ---- searching a module ---- */
 
 typedef struct found {
-    ModuleID modules[256];
-    mdMethodDef tokens[256];
+    ModuleID modules[RJ_MAX];
+    mdMethodDef tokens[RJ_MAX];
     uint32_t n;
 } found;
 
@@ -199,7 +199,7 @@ static void search_type(ModuleID module, IMetaDataImport *imp, mdTypeDef td, fou
     mdMethodDef mds[64];
     ULONG k = 0;
     while (SUCCEEDED(imp->lpVtbl->EnumMethods(imp, &he, td, mds, 64, &k)) && k > 0 && k <= 64) {
-        for (ULONG i = 0; i < k && f->n < 256; i++) {
+        for (ULONG i = 0; i < k && f->n < RJ_MAX; i++) {
             WCHAR w[256];
             ULONG len = 0, nsig = 0, rva = 0;
             DWORD attr = 0, impl = 0;
@@ -250,20 +250,39 @@ static void request(found *f) {
     f->n = 0;
 }
 
-static void search_module(ModuleID module) {
-    IMetaDataImport *imp = names_module_import(module);
-    if (!imp)
-        return; /* a resource module, a dynamic one: no methods with metadata */
-    found *f = calloc(1, sizeof *f);
+/* When every pattern names its type in full (no glob, not nested), the types
+ * themselves (FindTypeDefByName: no walk over every type of every module).
+ * 1 when it did, 0 when the types must be walked. */
+static int search_named_types(ModuleID module, IMetaDataImport *imp, found *f, mdSignature sigs[2],
+                              int *sigs_state) {
+    if (strpbrk(R.types, "*?+[]"))
+        return 0;
+    for (const char *p = R.types; *p;) {
+        size_t len = strcspn(p, ",");
+        WCHAR w[512];
+        size_t wn = dnp_utf8_to_utf16(p, len, (char16_t *)w, 511);
+        w[wn < 511 ? wn : 511] = 0;
+        mdTypeDef td = 0;
+        if (len && SUCCEEDED(imp->lpVtbl->FindTypeDefByName(imp, w, 0, &td)) && td) {
+            pthread_mutex_lock(&R.mu);
+            search_type(module, imp, td, f, sigs, sigs_state);
+            pthread_mutex_unlock(&R.mu);
+        }
+        p += len + (p[len] == ',');
+    }
+    return 1;
+}
+
+/* Every type of the module, each searched whose name a pattern's type part matches. */
+static void search_all_types(ModuleID module, IMetaDataImport *imp, found *f, mdSignature sigs[2],
+                             int *sigs_state) {
     HCORENUM he = NULL;
     mdTypeDef tds[64];
     ULONG n = 0;
-    mdSignature sigs[2] = {0, 0};
-    int sigs_state = 0;
-    while (f && SUCCEEDED(imp->lpVtbl->EnumTypeDefs(imp, &he, tds, 64, &n)) && n > 0 && n <= 64) {
+    while (SUCCEEDED(imp->lpVtbl->EnumTypeDefs(imp, &he, tds, 64, &n)) && n > 0 && n <= 64) {
         for (ULONG i = 0; i < n; i++) {
             pthread_mutex_lock(&R.mu);
-            search_type(module, imp, tds[i], f, sigs, &sigs_state);
+            search_type(module, imp, tds[i], f, sigs, sigs_state);
             pthread_mutex_unlock(&R.mu);
             if (f->n >= 200)
                 request(f);
@@ -271,6 +290,17 @@ static void search_module(ModuleID module) {
     }
     if (he)
         imp->lpVtbl->CloseEnum(imp, he);
+}
+
+static void search_module(ModuleID module) {
+    IMetaDataImport *imp = names_module_import(module);
+    if (!imp)
+        return; /* a resource module, a dynamic one: no methods with metadata */
+    found *f = calloc(1, sizeof *f);
+    mdSignature sigs[2] = {0, 0};
+    int sigs_state = 0;
+    if (f && !search_named_types(module, imp, f, sigs, &sigs_state))
+        search_all_types(module, imp, f, sigs, &sigs_state);
     if (f)
         request(f);
     free(f);
