@@ -219,7 +219,6 @@ static void search_type(ModuleID module, IMetaDataImport *imp, mdTypeDef td, fou
                 continue;
             m->enter_sig = sigs[0];
             m->exit_sig = sigs[1];
-            record_method((uint32_t)(m - R.m));
             if (*sigs_state < 0) {
                 fail((uint32_t)(m - R.m), E_FAIL, "the module's metadata cannot take new signatures");
                 continue;
@@ -238,15 +237,16 @@ static void request(found *f) {
     HRESULT hr = AGENT_HAS_INFO(RequestReJITWithInliners)
                      ? INFO_CALL(RequestReJITWithInliners, COR_PRF_REJIT_BLOCK_INLINING, f->n, f->modules, f->tokens)
                      : INFO_CALL(RequestReJIT, f->n, f->modules, f->tokens);
-    if (FAILED(hr))
-        for (uint32_t i = 0; i < f->n; i++) {
-            uint64_t v = 0;
-            pthread_mutex_lock(&R.mu);
-            int known = dnp_u64map_get2(&R.ids, f->modules[i], f->tokens[i], &v);
-            pthread_mutex_unlock(&R.mu);
-            if (known)
-                fail((uint32_t)v - 1, hr, "the runtime refused the ReJIT request");
-        }
+    for (uint32_t i = 0; i < f->n; i++) { /* asked for: in the trace once the request is made */
+        uint64_t v = 0;
+        pthread_mutex_lock(&R.mu);
+        int known = dnp_u64map_get2(&R.ids, f->modules[i], f->tokens[i], &v);
+        pthread_mutex_unlock(&R.mu);
+        if (known && FAILED(hr))
+            fail((uint32_t)v - 1, hr, "the runtime refused the ReJIT request");
+        else if (known)
+            record_method((uint32_t)v - 1);
+    }
     f->n = 0;
 }
 
