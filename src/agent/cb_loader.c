@@ -39,7 +39,8 @@
 LIFECYCLE(AppDomainID, APPDOMAIN, AppDomainCreation, AppDomainShutdown, (void)0, (void)0,
           names_forget(NAMES_APPDOMAIN, id))
 LIFECYCLE(AssemblyID, ASSEMBLY, AssemblyLoad, AssemblyUnload, (void)0, (void)0, names_forget(NAMES_ASSEMBLY, id))
-LIFECYCLE(ModuleID, MODULE, ModuleLoad, ModuleUnload, rejit_module_loaded(id), sampler_code_unloaded(),
+LIFECYCLE(ModuleID, MODULE, ModuleLoad, ModuleUnload, rejit_module_loaded(id),
+          (sampler_code_unloaded(), rejit_module_unloading(id)),
           (names_forget_module(id), il_forget_module(id)))
 
 CB_REC(ModuleAttachedToAssembly, (ICorProfilerCallback *self, ModuleID module, AssemblyID assembly),

@@ -38,7 +38,7 @@
 #define RJ_BUCKETS 496 /* 8 below 8 ns, then 8 a power of two up to 2^63 */
 #define RJ_NAME 1024
 
-enum { ST_ASKED = 1, ST_INSTRUMENTED = 2, ST_FAILED = 3, ST_REVERTED = 4 };
+enum { ST_ASKED = 1, ST_INSTRUMENTED = 2, ST_FAILED = 3, ST_REVERTED = 4, ST_UNLOADED = 5 };
 
 typedef struct rj_method {
     ModuleID module;
@@ -47,6 +47,7 @@ typedef struct rj_method {
     uint32_t name;  /* the trace's string */
     char *text;     /* the same, for messages */
     int state;
+    int gone;       /* its module unloaded: its ModuleID may not be used any more */
     HRESULT hr;
     atomic_int said; /* a failure said once */
     _Atomic uint64_t calls, total_ns, max_ns;
@@ -125,7 +126,7 @@ int rejit_enabled(void) {
 
 static void record_method(uint32_t id) {
     rj_method *m = &R.m[id];
-    REC(TracedMethod, id, MODULE(m->module, 1), m->token, m->name, (uint64_t)m->state, HR(m->hr));
+    REC(TracedMethod, id, MODULE(m->module, !m->gone), m->token, m->name, (uint64_t)m->state, HR(m->hr));
 }
 
 /* A method that stays as it was: said once (on stderr of dnprof, in the trace). */
@@ -219,6 +220,11 @@ static void search_type(ModuleID module, IMetaDataImport *imp, mdTypeDef td, fou
                 continue;
             m->enter_sig = sigs[0];
             m->exit_sig = sigs[1];
+            if (*sigs_state == -2) {
+                fail((uint32_t)(m - R.m), E_FAIL, "its module is collectible or dynamic, which the runtime "
+                                                  "cannot re-JIT");
+                continue;
+            }
             if (*sigs_state < 0) {
                 fail((uint32_t)(m - R.m), E_FAIL, "the module's metadata cannot take new signatures");
                 continue;
@@ -299,6 +305,14 @@ static void search_module(ModuleID module) {
     found *f = calloc(1, sizeof *f);
     mdSignature sigs[2] = {0, 0};
     int sigs_state = 0;
+    LPCBYTE base = NULL;
+    ULONG len = 0;
+    AssemblyID assembly = 0;
+    DWORD flags = 0;
+    if (AGENT_HAS_INFO(GetModuleInfo2) &&
+        SUCCEEDED(INFO_CALL(GetModuleInfo2, module, &base, 0, &len, NULL, &assembly, &flags)) &&
+        (flags & (COR_PRF_MODULE_DYNAMIC | COR_PRF_MODULE_COLLECTIBLE)))
+        sigs_state = -2; /* its matches are said and left alone: the runtime re-JITs none of its methods */
     if (f && !search_named_types(module, imp, f, sigs, &sigs_state))
         search_all_types(module, imp, f, sigs, &sigs_state);
     if (f)
@@ -310,6 +324,21 @@ static void search_module(ModuleID module) {
 void rejit_module_loaded(ModuleID module) {
     if (R.on && atomic_load(&R.counting))
         search_module(module);
+}
+
+void rejit_module_unloading(ModuleID module) {
+    if (!R.on)
+        return;
+    pthread_mutex_lock(&R.mu);
+    uint32_t n = atomic_load(&R.n);
+    for (uint32_t i = 0; i < n; i++)
+        if (R.m[i].module == module && !R.m[i].gone) {
+            names_get(NAMES_MODULE, module, 1); /* its name, while it can still be had */
+            R.m[i].gone = 1;
+            if (R.m[i].state != ST_FAILED)
+                R.m[i].state = ST_UNLOADED;
+        }
+    pthread_mutex_unlock(&R.mu);
 }
 
 void rejit_attach_complete(void) {
@@ -380,6 +409,8 @@ void rejit_parameters(ModuleID module, mdMethodDef token, ICorProfilerFunctionCo
     if (!control || !find(module, token, &id))
         return; /* an inliner re-JITted with its own IL, or not ours */
     rj_method *m = &R.m[id];
+    if (m->gone)
+        return;
     LPCBYTE body = NULL;
     ULONG size = 0;
     HRESULT hr = INFO_CALL(GetILFunctionBody, module, token, &body, &size);
@@ -463,7 +494,7 @@ static void revert_all(uint32_t n) {
     HRESULT *st = calloc(n, sizeof *st);
     uint32_t k = 0;
     for (uint32_t i = 0; mods && toks && st && i < n; i++)
-        if (R.m[i].state != ST_FAILED) {
+        if (R.m[i].state != ST_FAILED && !R.m[i].gone) {
             mods[k] = R.m[i].module;
             toks[k++] = R.m[i].token;
         }
@@ -474,7 +505,7 @@ static void revert_all(uint32_t n) {
         rec_note(2, "--trace: RequestRevert failed: 0x%08x", (unsigned)hr);
     }
     for (uint32_t i = 0, j = 0; SUCCEEDED(hr) && i < n; i++) {
-        if (R.m[i].state == ST_FAILED)
+        if (R.m[i].state == ST_FAILED || R.m[i].gone)
             continue;
         if (FAILED(st[j]))
             rec_note(1, "--trace: %s was not reverted: 0x%08x", R.m[i].text ? R.m[i].text : "?", (unsigned)st[j]);

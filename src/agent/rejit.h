@@ -24,6 +24,10 @@ int rejit_enabled(void);
 /* A module finished loading: its matching methods are asked for. */
 void rejit_module_loaded(ModuleID module);
 
+/* A module is being unloaded (a collectible AssemblyLoadContext's): its
+ * methods' ModuleID is not used from now on; their sums stay. */
+void rejit_module_unloading(ModuleID module);
+
 /* An attach completed: every module already loaded is searched. */
 void rejit_attach_complete(void);
 

@@ -295,3 +295,40 @@ TEST(e2e_trace_run_startup) {
     json_free(j);
     return 0;
 }
+
+/* A method that cannot be traced (in a collectible AssemblyLoadContext's
+ * module, which the runtime does not re-JIT) is said once, recorded as
+ * failed, and runs unchanged; the module unloads; the program's output and
+ * exit are untouched, and a method traced beside it is counted exactly. */
+TEST(e2e_trace_collectible_not_traced) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_trace_collectible_not_traced"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    const char *args[] = {"run", "-o", r.trace, "--trace", "PluginA.Widget::Spin,Scenarios.Program::LoadAndUse",
+                          "--", e2e_dotnet(), dll, "alc", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    if (r.status != 0)
+        e2e_show_file("dnprof run said", r.err);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL), *said = e2e_read_file(r.err, NULL);
+    ASSERT(out && said);
+    ASSERT_CONTAINS(out, "PluginA.Widget.Spin(3) = 9\nPluginA unloaded after");
+    ASSERT_CONTAINS(out, "PluginB.Gadget.Turn(3) = 10\nPluginB unloaded after");
+    ASSERT_CONTAINS(said, "PluginA.Widget::Spin is not traced: its module is collectible");
+    const char *first = strstr(said, "PluginA.Widget::Spin is not traced");
+    ASSERT(first && !strstr(first + 1, "PluginA.Widget::Spin is not traced")); /* once */
+    free(out);
+    free(said);
+    dnp_trace *t = e2e_load_of(r.trace, DNP_EV_TracedCalls, 2);
+    ASSERT(t);
+    ASSERT_EQ(t->status, DNP_TRACE_COMPLETE);
+    uint64_t calls, state;
+    ASSERT_EQ(traced(t, "PluginA.Widget::Spin", &calls, &state), 0);
+    ASSERT_EQ(state, 3); /* failed */
+    ASSERT_EQ(calls, 0);
+    ASSERT_EQ(traced(t, "Scenarios.Program::LoadAndUse", &calls, &state), 0);
+    ASSERT_EQ(calls, 2);
+    dnp_trace_free(t);
+    return 0;
+}
