@@ -164,6 +164,7 @@ static const char *state_word(uint64_t state) {
     case 2: return "instrumented";
     case 3: return "failed";
     case 4: return "reverted";
+    case 5: return "unloaded";
     default: return "unknown";
     }
 }
