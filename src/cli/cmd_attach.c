@@ -491,7 +491,7 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
                           const char *left_out, const char *out_abs) {
     char fams[256];
     dnp_families_format(families & ~(1u << DNP_FAM_RUNTIME), fams, sizeof fams);
-    char what[128] = "", mode[16];
+    char what[256] = "", mode[16];
     if (o->sample)
         snprintf(what, sizeof what, ", stack samples (%s, %llu Hz)",
                  dnp_setting_word(DNP_SET_SAMPLE, (unsigned)o->sample, mode, sizeof mode),
@@ -504,6 +504,9 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
         snprintf(what + strlen(what), sizeof what - strlen(what), ", GC statistics");
     if (o->threadpool)
         snprintf(what + strlen(what), sizeof what - strlen(what), ", thread-pool adjustments");
+    if (o->trace[0])
+        snprintf(what + strlen(what), sizeof what - strlen(what), ", the calls of %.60s%s", o->trace,
+                 strlen(o->trace) > 60 ? "..." : "");
     fprintf(stderr, "dnprof: attached to pid %d (%s): recording %s%s into %s", (int)o->pid, proc->comm, fams,
             what, cli_short_path(out_abs));
     if (o->duration_ms >= 0)
