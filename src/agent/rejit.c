@@ -35,7 +35,7 @@
 #include "utf16.h"
 
 #define RJ_MAX 4096    /* traced methods */
-#define RJ_BUCKETS 496 /* 8 below 8 ns, then 8 a power of two up to 2^63 */
+#define RJ_BUCKETS DNP_LAT_BUCKETS
 #define RJ_NAME 1024
 
 enum { ST_ASKED = 1, ST_INSTRUMENTED = 2, ST_FAILED = 3, ST_REVERTED = 4, ST_UNLOADED = 5 };
@@ -72,13 +72,6 @@ static int64_t probe_enter(int32_t id) {
     return (int64_t)clock_ticks();
 }
 
-static unsigned bucket_of(uint64_t ns) {
-    if (ns < 8)
-        return (unsigned)ns;
-    unsigned e = 63u - (unsigned)__builtin_clzll(ns);
-    return 8 * (e - 2) + (unsigned)((ns >> (e - 3)) & 7);
-}
-
 static void probe_exit(int32_t id, int64_t start) {
     uint64_t end = clock_ticks();
     if ((uint32_t)id >= atomic_load_explicit(&R.n, memory_order_acquire) ||
@@ -93,7 +86,7 @@ static void probe_exit(int32_t id, int64_t start) {
                                                               memory_order_relaxed))
         ;
     if (m->hist)
-        atomic_fetch_add_explicit(&m->hist[bucket_of(ns)], 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&m->hist[dnp_lat_bucket(ns)], 1, memory_order_relaxed);
 }
 
 /* ---- start ---- */

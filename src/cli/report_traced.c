@@ -9,7 +9,7 @@
 #include "export.h"
 #include "report.h"
 
-#define BUCKETS 496
+#define BUCKETS DNP_LAT_BUCKETS
 
 typedef struct traced_row {
     uint64_t id, module, token, calls, total_ns, max_ns;
@@ -125,18 +125,6 @@ void traced_free(traced_set *s) {
     free(s);
 }
 
-/* A bucket's lower bound and width, in ns. */
-static void bucket_range(unsigned b, uint64_t *lo, uint64_t *width) {
-    if (b < 8) {
-        *lo = b;
-        *width = 1;
-        return;
-    }
-    unsigned e = b / 8 + 2, sub = b % 8;
-    *lo = (uint64_t)(8 + sub) << (e - 3);
-    *width = (uint64_t)1 << (e - 3);
-}
-
 /* The q-quantile of a method's latencies: the middle of the bucket it falls
  * in (within 1/16 of the value), at most the maximum. */
 static uint64_t quantile(const traced_row *r, double q) {
@@ -150,7 +138,7 @@ static uint64_t quantile(const traced_row *r, double q) {
         seen += r->hist[b];
         if (seen > rank) {
             uint64_t lo, w;
-            bucket_range(b, &lo, &w);
+            dnp_lat_range(b, &lo, &w);
             uint64_t v = lo + w / 2;
             return v > r->max_ns ? r->max_ns : v;
         }

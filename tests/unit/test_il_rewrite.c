@@ -9,6 +9,7 @@
 #include "il_body.h"
 #include "il_rewrite.h"
 #include "test.h"
+#include "trace_format.h"
 
 static const dnp_il_probe probe = {
     .method_id = 7,
@@ -259,5 +260,27 @@ TEST(il_rewrite_return_type) {
     ASSERT_CONTAINS(err, "TypedReference");
     const uint8_t cut[] = {0x00, 0x00, 0x15, 0x12};
     ASSERT_EQ(dnp_sig_return_type(cut, sizeof cut, &off, &len, &is_void, err, sizeof err), -1);
+    return 0;
+}
+
+/* The latency histogram of TracedCalls (trace_format.h): every ns value falls
+ * in the bucket whose range holds it, buckets are in order, and the widest is
+ * within 1/8 of its values. */
+TEST(traced_latency_buckets) {
+    uint64_t v[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 100, 1000, 123456, 999999999, 1ull << 40, UINT64_MAX};
+    unsigned last = 0;
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        unsigned b = dnp_lat_bucket(v[i]);
+        uint64_t lo, w;
+        dnp_lat_range(b, &lo, &w);
+        ASSERT_LT(b, DNP_LAT_BUCKETS);
+        ASSERT_GE(b, last);
+        last = b;
+        ASSERT_LE(lo, v[i]);
+        ASSERT_LE(v[i] - lo, w - 1);
+        if (v[i] >= 8)
+            ASSERT_LE(w * 8, lo);
+    }
+    ASSERT_EQ(dnp_lat_bucket(UINT64_MAX), DNP_LAT_BUCKETS - 1);
     return 0;
 }
