@@ -170,6 +170,14 @@ static const char *dur(uint64_t ns, char *buf) {
     return buf;
 }
 
+/* Whether another method of s has r's name (overloads): then its token is shown. */
+static int name_shared(const traced_set *s, const traced_row *r) {
+    for (size_t i = 0; i < s->n; i++)
+        if (&s->rows[i] != r && strcmp(s->rows[i].name, r->name) == 0)
+            return 1;
+    return 0;
+}
+
 void traced_text(const traced_set *s, unsigned top, FILE *out) {
     char a[32], b[32], c[32], d[32], e[32], n[32];
     fputs("\ntraced methods (--trace: every call counted and timed, entry to exit, by probes in the method's "
@@ -186,9 +194,12 @@ void traced_text(const traced_set *s, unsigned top, FILE *out) {
         if (top && shown == top)
             continue;
         shown++;
-        fprintf(out, "%14s %10s %10s %10s %10s %10s  %s\n", cli_fmt_count(r->calls, n), dur(r->total_ns, a),
+        char token[24] = "";
+        if (name_shared(s, r)) /* an overload: which one */
+            snprintf(token, sizeof token, " [0x%08llx]", (unsigned long long)r->token);
+        fprintf(out, "%14s %10s %10s %10s %10s %10s  %s%s\n", cli_fmt_count(r->calls, n), dur(r->total_ns, a),
                 dur(r->calls ? r->total_ns / r->calls : 0, b), dur(quantile(r, 0.5), c), dur(quantile(r, 0.99), d),
-                dur(r->max_ns, e), r->name);
+                dur(r->max_ns, e), r->name, token);
     }
     if (shown < s->n - failed)
         fprintf(out, "%14s ... and %zu more (--top N to see more)\n", "", s->n - failed - shown);
