@@ -37,6 +37,8 @@
 #define RJ_MAX 4096    /* traced methods */
 #define RJ_BUCKETS DNP_LAT_BUCKETS
 #define RJ_NAME 1024
+#define RJ_CALLERS 16  /* call sites kept a method; the rest add up in one more slot */
+#define RJ_SLOT_BITS 5 /* the slot rides in the start's low bits (RJ_CALLERS + 1 < 32) */
 
 enum { ST_ASKED = 1, ST_INSTRUMENTED = 2, ST_FAILED = 3, ST_REVERTED = 4, ST_UNLOADED = 5 };
 
@@ -52,6 +54,10 @@ typedef struct rj_method {
     atomic_int said; /* a failure said once */
     _Atomic uint64_t calls, total_ns, max_ns;
     _Atomic uint64_t *hist; /* RJ_BUCKETS */
+    struct rj_caller {
+        _Atomic uint64_t ip; /* a return address into the caller, 0: free */
+        _Atomic uint64_t calls, total_ns;
+    } *callers;              /* RJ_CALLERS + 1: the last for the others and the unknown */
 } rj_method;
 
 static struct {
@@ -67,9 +73,72 @@ static struct {
 
 /* ---- the probes ---- */
 
-static int64_t probe_enter(int32_t id) {
-    (void)id;
-    return (int64_t)clock_ticks();
+/* This thread's stack, for the caller's frame record (0, 0: not known yet;
+ * 1, 0: not to be had). */
+static __thread uintptr_t t_stack_lo, t_stack_hi;
+
+static int stack_known(void) {
+    if (t_stack_hi)
+        return t_stack_hi > 1;
+    pthread_attr_t a;
+    void *base = NULL;
+    size_t size = 0;
+    t_stack_hi = 1;
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return 0;
+    if (pthread_attr_getstack(&a, &base, &size) == 0 && base && size) {
+        t_stack_lo = (uintptr_t)base;
+        t_stack_hi = (uintptr_t)base + size;
+    }
+    pthread_attr_destroy(&a);
+    return t_stack_hi > 1;
+}
+
+/* The return address into the traced method's caller, from the traced
+ * method's frame record (its frame pointer, saved by this function's own
+ * prologue: the JIT gives every method with exception clauses a frame
+ * pointer, and the rewrite adds a clause); 0 when the record does not lie on
+ * this thread's stack, above this frame. Reads nothing outside the stack. */
+__attribute__((noinline)) static uintptr_t caller_ip(void) {
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    if (!stack_known() || fp < t_stack_lo || fp + 2 * sizeof(uintptr_t) > t_stack_hi)
+        return 0;
+    uintptr_t up = *(const uintptr_t *)fp; /* this frame's caller: probe_enter */
+    if (up <= fp || up % sizeof(uintptr_t) || up + 2 * sizeof(uintptr_t) > t_stack_hi)
+        return 0;
+    uintptr_t managed = *(const uintptr_t *)up; /* the traced method's frame */
+    if (managed <= up || managed % sizeof(uintptr_t) || managed + 2 * sizeof(uintptr_t) > t_stack_hi)
+        return 0;
+    return *(const uintptr_t *)(managed + sizeof(uintptr_t));
+}
+
+/* The caller slot of ip in m: its own, a free one taken, or the last. */
+static unsigned caller_slot(rj_method *m, uintptr_t ip) {
+    if (!ip || !m->callers)
+        return RJ_CALLERS;
+    for (unsigned i = 0; i < RJ_CALLERS; i++) {
+        uint64_t cur = atomic_load_explicit(&m->callers[i].ip, memory_order_relaxed);
+        if (cur == ip)
+            return i;
+        if (cur == 0) {
+            uint64_t zero = 0;
+            if (atomic_compare_exchange_strong_explicit(&m->callers[i].ip, &zero, ip, memory_order_relaxed,
+                                                        memory_order_relaxed) ||
+                zero == ip)
+                return i;
+        }
+    }
+    return RJ_CALLERS;
+}
+
+/* The start: the clock shifted left, the caller's slot in the low bits. */
+__attribute__((noinline)) static int64_t probe_enter(int32_t id) {
+    uint64_t t = clock_ticks();
+    unsigned slot = RJ_CALLERS;
+    if ((uint32_t)id < atomic_load_explicit(&R.n, memory_order_acquire) &&
+        atomic_load_explicit(&R.counting, memory_order_relaxed))
+        slot = caller_slot(&R.m[id], caller_ip());
+    return (int64_t)(t << RJ_SLOT_BITS | slot);
 }
 
 static void probe_exit(int32_t id, int64_t start) {
@@ -78,7 +147,13 @@ static void probe_exit(int32_t id, int64_t start) {
         !atomic_load_explicit(&R.counting, memory_order_relaxed))
         return;
     rj_method *m = &R.m[id];
-    uint64_t ns = clock_ticks_to_ns(end - (uint64_t)start);
+    unsigned slot = (unsigned)((uint64_t)start & ((1u << RJ_SLOT_BITS) - 1));
+    uint64_t mask = ~(uint64_t)((1u << RJ_SLOT_BITS) - 1);
+    uint64_t ns = clock_ticks_to_ns(((end << RJ_SLOT_BITS) - ((uint64_t)start & mask)) >> RJ_SLOT_BITS);
+    if (m->callers && slot <= RJ_CALLERS) {
+        atomic_fetch_add_explicit(&m->callers[slot].calls, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&m->callers[slot].total_ns, ns, memory_order_relaxed);
+    }
     atomic_fetch_add_explicit(&m->calls, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&m->total_ns, ns, memory_order_relaxed);
     uint64_t max = atomic_load_explicit(&m->max_ns, memory_order_relaxed);
@@ -178,6 +253,7 @@ static rj_method *add_method(ModuleID module, mdMethodDef token, const char *nam
     m->text = strdup(name);
     m->state = ST_ASKED;
     m->hist = calloc(RJ_BUCKETS, sizeof *m->hist);
+    m->callers = calloc(RJ_CALLERS + 1, sizeof *m->callers);
     atomic_store_explicit(&R.n, id + 1, memory_order_release);
     return m;
 }
@@ -511,6 +587,35 @@ static void revert_all(uint32_t n) {
     free(st);
 }
 
+/* The method's callers, by function: each call site's slot named by
+ * GetFunctionFromIP, slots of one function added up; the unknown ones last. */
+static void record_callers(uint32_t id) {
+    rj_method *m = &R.m[id];
+    FunctionID fid[RJ_CALLERS + 1];
+    uint64_t calls[RJ_CALLERS + 1], total[RJ_CALLERS + 1];
+    unsigned n = 0;
+    for (unsigned s = 0; m->callers && s <= RJ_CALLERS; s++) {
+        uint64_t c = atomic_load(&m->callers[s].calls), ip = atomic_load(&m->callers[s].ip);
+        FunctionID f = 0;
+        if (!c)
+            continue;
+        if (s == RJ_CALLERS || !ip || !g_agent.info || FAILED(INFO_CALL(GetFunctionFromIP, (LPCBYTE)ip, &f)))
+            f = 0;
+        unsigned k = 0;
+        while (k < n && fid[k] != f)
+            k++;
+        if (k == n) {
+            fid[n] = f;
+            calls[n] = total[n] = 0;
+            n++;
+        }
+        calls[k] += c;
+        total[k] += atomic_load(&m->callers[s].total_ns);
+    }
+    for (unsigned k = 0; k < n; k++)
+        REC(TracedCaller, id, FUNCTION(fid[k], fid[k] != 0), calls[k], total[k]);
+}
+
 void rejit_finish(int revert) {
     if (!R.on || atomic_exchange(&R.finished, 1))
         return;
@@ -523,5 +628,6 @@ void rejit_finish(int revert) {
         record_method(i);
         REC(TracedCalls, i, atomic_load(&m->calls), atomic_load(&m->total_ns), atomic_load(&m->max_ns),
             histogram_text(m));
+        record_callers(i);
     }
 }

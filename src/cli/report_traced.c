@@ -11,12 +11,19 @@
 
 #define BUCKETS DNP_LAT_BUCKETS
 
+typedef struct traced_caller {
+    uint64_t name_id, calls, total_ns;
+    const char *name; /* NULL: unknown, or beyond the call sites kept */
+} traced_caller;
+
 typedef struct traced_row {
     uint64_t id, module, token, calls, total_ns, max_ns;
     uint64_t name_id, hist_id, state, hr;
     char *name;
     uint64_t *hist; /* BUCKETS, or NULL */
     int has_calls;
+    traced_caller *callers; /* by calls, most first */
+    size_t ncallers;
 } traced_row;
 
 struct traced_set {
@@ -45,12 +52,22 @@ static traced_row *row_of(traced_set *s, uint64_t id) {
 static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
     (void)t;
     traced_set *s = ctx;
-    if (e->kind != DNP_EV_TracedMethod && e->kind != DNP_EV_TracedCalls)
+    if (e->kind != DNP_EV_TracedMethod && e->kind != DNP_EV_TracedCalls && e->kind != DNP_EV_TracedCaller)
         return 0;
     int m = e->kind == DNP_EV_TracedMethod;
-    traced_row *r = row_of(s, e->v[m ? DNP_V(TracedMethod, id) : DNP_V(TracedCalls, id)]);
+    traced_row *r = row_of(s, e->v[m ? DNP_V(TracedMethod, id)
+                                     : e->kind == DNP_EV_TracedCalls ? DNP_V(TracedCalls, id) : DNP_V(TracedCaller, id)]);
     if (!r)
         return -1;
+    if (e->kind == DNP_EV_TracedCaller) {
+        traced_caller *c = realloc(r->callers, (r->ncallers + 1) * sizeof *c);
+        if (!c)
+            return -1;
+        r->callers = c;
+        c[r->ncallers++] = (traced_caller){e->v[DNP_V(TracedCaller, callerId) + 1], e->v[DNP_V(TracedCaller, calls)],
+                                           e->v[DNP_V(TracedCaller, totalNs)], NULL};
+        return 0;
+    }
     if (m) {
         r->module = e->v[DNP_V(TracedMethod, moduleId)];
         r->token = e->v[DNP_V(TracedMethod, methodToken)];
@@ -86,6 +103,11 @@ static uint64_t *parse_hist(const char *text) {
     return h;
 }
 
+static int by_calls(const void *a, const void *b) {
+    const traced_caller *x = a, *y = b;
+    return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
+}
+
 static int by_total(const void *a, const void *b) {
     const traced_row *x = a, *y = b;
     return x->total_ns < y->total_ns ? 1 : x->total_ns > y->total_ns ? -1 : x->id < y->id ? -1 : 1;
@@ -104,6 +126,11 @@ int traced_read(const char *path, traced_set **out) {
         traced_row *r = &s->rows[i];
         r->name = strdup(report_string(t, r->name_id, "?"));
         r->hist = parse_hist(r->hist_id ? dnp_trace_string(t, r->hist_id) : "");
+        for (size_t k = 0; k < r->ncallers; k++) {
+            const char *n = r->callers[k].name_id ? dnp_trace_string(t, r->callers[k].name_id) : NULL;
+            r->callers[k].name = n && *n ? strdup(n) : NULL;
+        }
+        qsort(r->callers, r->ncallers, sizeof *r->callers, by_calls);
     }
     dnp_trace_stream_close(st);
     qsort(s->rows, s->n, sizeof *s->rows, by_total);
@@ -119,6 +146,9 @@ void traced_free(traced_set *s) {
     for (size_t i = 0; s && i < s->n; i++) {
         free(s->rows[i].name);
         free(s->rows[i].hist);
+        for (size_t k = 0; k < s->rows[i].ncallers; k++)
+            free((char *)s->rows[i].callers[k].name);
+        free(s->rows[i].callers);
     }
     if (s)
         free(s->rows);
@@ -181,7 +211,7 @@ static int name_shared(const traced_set *s, const traced_row *r) {
 void traced_text(const traced_set *s, unsigned top, FILE *out) {
     char a[32], b[32], c[32], d[32], e[32], n[32];
     fputs("\ntraced methods (--trace: every call counted and timed, entry to exit, by probes in the method's "
-          "re-JIT-compiled code; per method, not per caller)\n",
+          "re-JIT-compiled code; under each, its callers)\n",
           out);
     fprintf(out, "%14s %10s %10s %10s %10s %10s  %s\n", "calls", "total", "mean", "p50", "p99", "max", "method");
     size_t shown = 0, failed = 0;
@@ -200,6 +230,13 @@ void traced_text(const traced_set *s, unsigned top, FILE *out) {
         fprintf(out, "%14s %10s %10s %10s %10s %10s  %s%s\n", cli_fmt_count(r->calls, n), dur(r->total_ns, a),
                 dur(r->calls ? r->total_ns / r->calls : 0, b), dur(quantile(r, 0.5), c), dur(quantile(r, 0.99), d),
                 dur(r->max_ns, e), r->name, token);
+        for (size_t k = 0; k < r->ncallers && k < 5 && (r->ncallers > 1 || r->callers[0].name); k++) {
+            const traced_caller *c = &r->callers[k];
+            fprintf(out, "%14s %10s %10s %32s from %s\n", cli_fmt_count(c->calls, n), dur(c->total_ns, a),
+                    dur(c->calls ? c->total_ns / c->calls : 0, b), "", c->name ? c->name : "(other or unknown callers)");
+        }
+        if (r->ncallers > 5)
+            fprintf(out, "%14s ... and %zu more callers (--json has them all)\n", "", r->ncallers - 5);
     }
     if (shown < s->n - failed)
         fprintf(out, "%14s ... and %zu more (--top N to see more)\n", "", s->n - failed - shown);
@@ -219,11 +256,22 @@ void traced_json(const traced_set *s, FILE *out) {
         dnp_export_json_str(out, r->name, 0);
         fprintf(out,
                 ",\"module\":%llu,\"methodToken\":%llu,\"state\":\"%s\",\"hrStatus\":%llu,\"calls\":%llu,"
-                "\"totalNs\":%llu,\"meanNs\":%llu,\"p50Ns\":%llu,\"p99Ns\":%llu,\"maxNs\":%llu,\"byCaller\":null}",
+                "\"totalNs\":%llu,\"meanNs\":%llu,\"p50Ns\":%llu,\"p99Ns\":%llu,\"maxNs\":%llu,\"byCaller\":[",
                 (unsigned long long)r->module, (unsigned long long)r->token, state_word(r->state),
                 (unsigned long long)r->hr, (unsigned long long)r->calls, (unsigned long long)r->total_ns,
                 (unsigned long long)(r->calls ? r->total_ns / r->calls : 0), (unsigned long long)quantile(r, 0.5),
                 (unsigned long long)quantile(r, 0.99), (unsigned long long)r->max_ns);
+        for (size_t k = 0; k < r->ncallers; k++) {
+            const traced_caller *c = &r->callers[k];
+            fputs(k ? ",{\"caller\":" : "{\"caller\":", out);
+            if (c->name)
+                dnp_export_json_str(out, c->name, 0);
+            else
+                fputs("null", out);
+            fprintf(out, ",\"calls\":%llu,\"totalNs\":%llu,\"meanNs\":%llu}", (unsigned long long)c->calls,
+                    (unsigned long long)c->total_ns, (unsigned long long)(c->calls ? c->total_ns / c->calls : 0));
+        }
+        fputs("]}", out);
     }
     fputs("]", out);
 }

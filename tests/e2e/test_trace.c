@@ -102,6 +102,24 @@ static int traced(const dnp_trace *t, const char *name, uint64_t *calls, uint64_
 
 /* `dotnet Scenarios.dll traced DIR N`, or with app (a self-contained build of
  * the scenario, traced-app/) `APP traced DIR N`. */
+/* The calls of the method named name that came from the function named caller. */
+static uint64_t caller_calls(const dnp_trace *t, const char *name, const char *caller) {
+    uint64_t id = UINT64_MAX, calls = 0;
+    for (size_t i = 0; i < t->nevents; i++) {
+        const dnp_trace_event *e = &t->events[i];
+        if (e->kind == DNP_EV_TracedMethod) {
+            const char *n = dnp_trace_string(t, e->v[DNP_V(TracedMethod, name)]);
+            if (n && strcmp(n, name) == 0)
+                id = e->v[DNP_V(TracedMethod, id)];
+        } else if (e->kind == DNP_EV_TracedCaller && e->v[DNP_V(TracedCaller, id)] == id) {
+            const char *c = e2e_field_name(t, e, 1);
+            if (c && strcmp(c, caller) == 0)
+                calls += e->v[DNP_V(TracedCaller, calls)];
+        }
+    }
+    return calls;
+}
+
 static pid_t start_scenario(const char *app, const char *dir, const char *out, const char *err) {
     const char *dll = app ? "" : e2e_env("DNPROF_SCENARIOS");
     char n[16];
@@ -207,6 +225,10 @@ static int attach_exact(const char *test, const char *app) {
         ASSERT_EQ(calls, want[i].calls);
         ASSERT_EQ(state, 4); /* reverted */
     }
+    /* by caller: the call sites' functions */
+    ASSERT_EQ(caller_calls(t, "Scenarios.TracedTarget::Counted", "Scenarios.TracedScenario::Run"), N);
+    ASSERT_EQ(caller_calls(t, "Scenarios.TracedTarget::WithFinally", "Scenarios.TracedScenario::Run"), N);
+    ASSERT_EQ(caller_calls(t, "Scenarios.TracedTarget::Inlinee", "Scenarios.TracedTarget::InlineCaller"), N);
     dnp_trace_free(t);
 
     /* the program's results are a bare run's */
@@ -273,6 +295,7 @@ TEST(e2e_trace_run_startup) {
     ASSERT_CONTAINS(text, "traced methods");
     ASSERT_CONTAINS(text, "5,000  ");
     ASSERT_CONTAINS(text, "Scenarios.TracedTarget::WithFinally");
+    ASSERT_CONTAINS(text, "from Scenarios.TracedScenario::Run");
     free(text);
     const char *js[] = {"report", "--json", r.trace, NULL};
     jv *j = e2e_dnprof_json(&r, js);
@@ -289,6 +312,10 @@ TEST(e2e_trace_run_startup) {
             ASSERT_GT(json_num(m, "totalNs"), 0);
             ASSERT_LE(json_num(m, "p50Ns"), json_num(m, "p99Ns"));
             ASSERT_LE(json_num(m, "p99Ns"), json_num(m, "maxNs"));
+            const jv *by = json_get(m, "byCaller");
+            ASSERT(by && by->type == JV_ARR && by->n >= 1);
+            ASSERT_STREQ(json_str(json_at(by, 0), "caller"), "Scenarios.TracedScenario::Run");
+            ASSERT_EQ(json_num(json_at(by, 0), "calls"), N);
         }
     }
     ASSERT(found);
