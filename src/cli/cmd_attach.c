@@ -76,7 +76,7 @@ static void attach_help(void) {
           "                        of PATTERN (comma-separated; repeatable) re-JIT-compiled\n"
           "                        with a probe at entry and every exit (exceptions too),\n"
           "                        their callers that inlined them too: exact calls, total,\n"
-          "                        mean, p50, p99, max per method (dnprof report;\n"
+          "                        mean, p50, p99, max per method and caller (dnprof report;\n"
           "                        docs/calls.md). At the end they run their original code\n"
           "                        again, but the runtime keeps the agent loaded, inert\n"
           "                        (it unloads no profiler that used ReJIT; docs/attach.md)\n"

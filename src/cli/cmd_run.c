@@ -52,7 +52,8 @@ static void run_help_methods(void) {
           "                      of PATTERN (comma-separated; repeatable) re-JIT-compiled\n"
           "                      with a probe at entry and at every exit (exceptions too):\n"
           "                      exact calls, total, mean, p50, p99 and max time per\n"
-          "                      method, added up in the agent (dnprof report; docs/calls.md);\n"
+          "                      method and per caller, added up in the agent (dnprof\n"
+          "                      report; docs/calls.md);\n"
           "                      every other method runs untouched\n",
           stdout);
 }
