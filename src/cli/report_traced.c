@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "export.h"
 #include "report.h"
+#include "u64map.h"
 
 #define BUCKETS DNP_LAT_BUCKETS
 
@@ -23,18 +24,21 @@ typedef struct traced_row {
     uint64_t *hist; /* BUCKETS, or NULL */
     int has_calls;
     traced_caller *callers; /* by calls, most first */
-    size_t ncallers;
+    size_t ncallers, capcallers;
 } traced_row;
 
 struct traced_set {
     traced_row *rows;
     size_t n, cap;
+    dnp_u64map index; /* id -> row */
 };
 
 static traced_row *row_of(traced_set *s, uint64_t id) {
-    for (size_t i = 0; i < s->n; i++)
-        if (s->rows[i].id == id)
-            return &s->rows[i];
+    uint64_t at;
+    if (dnp_u64map_get(&s->index, id, &at))
+        return &s->rows[at];
+    if (dnp_u64map_put(&s->index, id, s->n, NULL) != 0)
+        return NULL;
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 16;
         traced_row *r = realloc(s->rows, cap * sizeof *r);
@@ -60,11 +64,15 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
     if (!r)
         return -1;
     if (e->kind == DNP_EV_TracedCaller) {
-        traced_caller *c = realloc(r->callers, (r->ncallers + 1) * sizeof *c);
-        if (!c)
-            return -1;
-        r->callers = c;
-        c[r->ncallers++] = (traced_caller){e->v[DNP_V(TracedCaller, callerId) + 1], e->v[DNP_V(TracedCaller, calls)],
+        if (r->ncallers == r->capcallers) {
+            size_t cap = r->capcallers ? 2 * r->capcallers : 4;
+            traced_caller *c = realloc(r->callers, cap * sizeof *c);
+            if (!c)
+                return -1;
+            r->callers = c;
+            r->capcallers = cap;
+        }
+        r->callers[r->ncallers++] = (traced_caller){e->v[DNP_V(TracedCaller, callerId) + 1], e->v[DNP_V(TracedCaller, calls)],
                                            e->v[DNP_V(TracedCaller, totalNs)], NULL};
         return 0;
     }
@@ -130,10 +138,12 @@ int traced_read(const char *path, traced_set **out) {
             const char *n = r->callers[k].name_id ? dnp_trace_string(t, r->callers[k].name_id) : NULL;
             r->callers[k].name = n && *n ? strdup(n) : NULL;
         }
-        qsort(r->callers, r->ncallers, sizeof *r->callers, by_calls);
+        if (r->ncallers > 1) /* qsort of no array (NULL) is undefined */
+            qsort(r->callers, r->ncallers, sizeof *r->callers, by_calls);
     }
     dnp_trace_stream_close(st);
-    qsort(s->rows, s->n, sizeof *s->rows, by_total);
+    if (s->n > 1)
+        qsort(s->rows, s->n, sizeof *s->rows, by_total);
     *out = s;
     return 0;
 }
@@ -150,8 +160,10 @@ void traced_free(traced_set *s) {
             free((char *)s->rows[i].callers[k].name);
         free(s->rows[i].callers);
     }
-    if (s)
+    if (s) {
         free(s->rows);
+        dnp_u64map_release(&s->index);
+    }
     free(s);
 }
 
