@@ -91,14 +91,7 @@ static int sig_type(IMetaDataImport *imp, const uint8_t **p, const uint8_t *end,
         for (uint32_t i = 1; i < v && i < 32; i++)
             nb_add(b, ",", 1);
         nb_add(b, "]", 1);
-        for (int k = 0; k < 2; k++) { /* the sizes, then the lower bounds, compressed */
-            if (dnp_sig_uint(p, end, &n) < 0)
-                return -1;
-            for (uint32_t i = 0; i < n; i++)
-                if (dnp_sig_uint(p, end, &v) < 0)
-                    return -1;
-        }
-        return 0;
+        return dnp_sig_skip_bounds(p, end);
     case ELEMENT_TYPE_GENERICINST:
         if (sig_type(imp, p, end, b, depth + 1) < 0 || dnp_sig_uint(p, end, &n) < 0)
             return -1;

@@ -58,6 +58,18 @@ static size_t put_uint(uint8_t *out, uint32_t v) {
     return 4;
 }
 
+int dnp_sig_skip_bounds(const uint8_t **p, const uint8_t *end) {
+    uint32_t n, v;
+    for (int k = 0; k < 2; k++) { /* the sizes, then the lower bounds */
+        if (dnp_sig_uint(p, end, &n) < 0)
+            return -1;
+        for (uint32_t i = 0; i < n; i++)
+            if (dnp_sig_uint(p, end, &v) < 0)
+                return -1;
+    }
+    return 0;
+}
+
 static int skip_type(const uint8_t **p, const uint8_t *end, int depth);
 
 /* A method signature (FNPTR's), from its calling convention on. */
@@ -103,14 +115,7 @@ static int skip_type(const uint8_t **p, const uint8_t *end, int depth) {
     case 0x14: /* ARRAY: type, rank, sizes, lower bounds */
         if (skip_type(p, end, depth + 1) < 0 || dnp_sig_uint(p, end, &v) < 0)
             return -1;
-        for (int k = 0; k < 2; k++) {
-            if (dnp_sig_uint(p, end, &n) < 0)
-                return -1;
-            for (uint32_t i = 0; i < n; i++)
-                if (dnp_sig_uint(p, end, &v) < 0)
-                    return -1;
-        }
-        return 0;
+        return dnp_sig_skip_bounds(p, end);
     case 0x15: /* GENERICINST: the generic type, the count, the arguments */
         if (skip_type(p, end, depth + 1) < 0 || dnp_sig_uint(p, end, &n) < 0)
             return -1;

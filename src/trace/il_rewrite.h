@@ -46,6 +46,10 @@ extern const uint8_t dnp_il_exit_sig[5];
  * into *v, *p moved past it; -1 when it is cut short or malformed. */
 int dnp_sig_uint(const uint8_t **p, const uint8_t *end, uint32_t *v);
 
+/* An ARRAY's sizes and lower bounds (II.23.2.13), after its rank: 0 with *p
+ * past them, -1 when cut short. */
+int dnp_sig_skip_bounds(const uint8_t **p, const uint8_t *end);
+
 /* Where the return type of method signature sig[0, n) lies, custom modifiers
  * left out: *off, *len; *is_void for void. -1 with one line in err when the
  * signature cannot be read or the return type cannot be a local (typedref). */
