@@ -620,6 +620,10 @@ void rejit_finish(int revert) {
     if (!R.on || atomic_exchange(&R.finished, 1))
         return;
     uint32_t n = atomic_load(&R.n);
+    if (!n) {
+        agent_say("--trace: no method with IL matched '%s' (Namespace.Class::Method, * and ?)", R.patterns);
+        rec_note(1, "--trace: no method matched '%s'", R.patterns);
+    }
     if (revert && g_agent.info)
         revert_all(n);
     atomic_store(&R.counting, 0);
