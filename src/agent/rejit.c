@@ -8,16 +8,19 @@
  * inlined it too and inlines it no more; RequestReJIT before ICorProfilerInfo10).
  *
  * Rewriting them: at GetReJITParameters, the original body (GetILFunctionBody)
- * goes through il_rewrite.c with two calli signatures made when the module was
- * searched and a locals signature made then (IMetaDataEmit::GetTokenFromSig,
- * the one metadata change a ReJIT may make at that point), and the result to
- * ICorProfilerFunctionControl::SetILFunctionBody.
+ * goes through il_rewrite.c with the two calli signatures made when the module
+ * was searched and the extended locals' signature made then and there
+ * (IMetaDataEmit::GetTokenFromSig, the one metadata change a ReJIT may make at
+ * that point), and the result to ICorProfilerFunctionControl::SetILFunctionBody.
  *
  * Counting: the probes below are plain C, called through `calli unmanaged
- * cdecl` with their address as a constant. enter returns the clock; exit (in
- * the finally, so also when an exception leaves the method) adds the call, its
- * time, the maximum and a log-linear bucket to the method's slot with atomic
- * operations: no lock, no allocation, no event per call. */
+ * cdecl` with their address as a constant. enter returns the clock, with the
+ * slot of its caller's call site in the low bits (the caller found through the
+ * traced method's frame record); exit (in the finally, so also when an
+ * exception leaves the method) adds the call, its time, the maximum and a
+ * log-linear bucket to the method's slot and to the caller's, with atomic
+ * operations: no lock, no allocation, no event per call. A module that
+ * unloads keeps its methods' sums; its ModuleID is not used again. */
 #include "rejit.h"
 
 #include <pthread.h>
