@@ -19,6 +19,7 @@
 #include "catchup.h"
 #include "control.h"
 #include "profiler.h"
+#include "rejit.h"
 
 /* The trigger pid and what was dropped, for the trace's notes. */
 static uint32_t g_trigger_pid;
@@ -70,6 +71,7 @@ static HRESULT initialize(IUnknown *unk, const dnp_attach_blob *blob) {
     cfg.every_ms = blob->every_ms; /* windows (windows.h) */
     snprintf(cfg.window_dir, sizeof cfg.window_dir, "%s", blob->window_dir);
     cfg.window_keep = blob->window_keep;
+    snprintf(cfg.trace, sizeof cfg.trace, "%s", blob->trace); /* --trace (rejit.c) */
     g_trigger_pid = blob->trigger_pid;
     HRESULT hr = agent_start(unk, &cfg, 1);
     if (FAILED(hr)) {
@@ -128,7 +130,19 @@ HRESULT cb_ProfilerAttachComplete(ICorProfilerCallback *self) {
     if (g_trigger_pid)
         rec_note(0, "attached by dnprof (pid %u)", (unsigned)g_trigger_pid);
     catchup_record();
+    rejit_attach_complete(); /* --trace: the methods of the modules already loaded */
     return S_OK;
+}
+
+void attach_stay_inert(void) {
+    if (atomic_load(&g_agent.active))
+        rec_note(1, "the agent stays loaded but inert: the runtime does not unload a profiler that used ReJIT");
+    atomic_store(&g_agent.active, 0);
+    recorder_close();
+    agent_say_front_end(-1);
+    if (g_log_fd >= 0)
+        close(g_log_fd);
+    g_log_fd = -1;
 }
 
 /* No call into the runtime may be made here (ICorProfilerCallback3 docs), and

@@ -6,6 +6,7 @@
 
 #include "callbacks.h"
 #include "il.h"
+#include "rejit.h"
 #include "sampler.h"
 
 /* ---- app domains, assemblies, modules, classes ---- */
@@ -13,10 +14,15 @@
 /* An entity's four callbacks: Load started and finished (named when loaded),
  * Unload started (named: still whole; then `unloading`) and finished (then
  * `unloaded`: its name forgotten). */
-#define LIFECYCLE(Type, ENTITY, Load, Unload, unloading, unloaded)               \
+#define LIFECYCLE(Type, ENTITY, Load, Unload, loaded, unloading, unloaded)       \
     CB_REC(Load##Started, (ICorProfilerCallback *self, Type id), ENTITY(id, 0)) \
-    CB_REC(Load##Finished, (ICorProfilerCallback *self, Type id, HRESULT hr),   \
-           ENTITY(id, SUCCEEDED(hr)), HR(hr))                                    \
+    HRESULT cb_##Load##Finished(ICorProfilerCallback *self, Type id, HRESULT hr) { \
+        ACTIVE();                                                                \
+        REC(Load##Finished, ENTITY(id, SUCCEEDED(hr)), HR(hr));                  \
+        if (SUCCEEDED(hr))                                                       \
+            loaded;                                                              \
+        return S_OK;                                                             \
+    }                                                                            \
     HRESULT cb_##Unload##Started(ICorProfilerCallback *self, Type id) {          \
         ACTIVE();                                                                \
         REC(Unload##Started, ENTITY(id, 1));                                     \
@@ -30,16 +36,17 @@
         return S_OK;                                                             \
     }
 
-LIFECYCLE(AppDomainID, APPDOMAIN, AppDomainCreation, AppDomainShutdown, (void)0,
+LIFECYCLE(AppDomainID, APPDOMAIN, AppDomainCreation, AppDomainShutdown, (void)0, (void)0,
           names_forget(NAMES_APPDOMAIN, id))
-LIFECYCLE(AssemblyID, ASSEMBLY, AssemblyLoad, AssemblyUnload, (void)0, names_forget(NAMES_ASSEMBLY, id))
-LIFECYCLE(ModuleID, MODULE, ModuleLoad, ModuleUnload, sampler_code_unloaded(),
+LIFECYCLE(AssemblyID, ASSEMBLY, AssemblyLoad, AssemblyUnload, (void)0, (void)0, names_forget(NAMES_ASSEMBLY, id))
+LIFECYCLE(ModuleID, MODULE, ModuleLoad, ModuleUnload, rejit_module_loaded(id),
+          (sampler_code_unloaded(), rejit_module_unloading(id)),
           (names_forget_module(id), il_forget_module(id)))
 
 CB_REC(ModuleAttachedToAssembly, (ICorProfilerCallback *self, ModuleID module, AssemblyID assembly),
        MODULE(module, 1), ASSEMBLY(assembly, 1))
 
-LIFECYCLE(ClassID, CLASS, ClassLoad, ClassUnload, (void)0, names_forget(NAMES_CLASS, id))
+LIFECYCLE(ClassID, CLASS, ClassLoad, ClassUnload, (void)0, (void)0, names_forget(NAMES_CLASS, id))
 
 HRESULT cb_FunctionUnloadStarted(ICorProfilerCallback *self, FunctionID id) {
     ACTIVE();

@@ -8,6 +8,7 @@
 #include "callbacks.h"
 #include "il.h"
 #include "inlining.h"
+#include "rejit.h"
 #include "sampler.h"
 #include "utf16.h"
 
@@ -161,16 +162,21 @@ CB_REC(ReJITCompilationStarted, (ICorProfilerCallback *self, FunctionID id, ReJI
 HRESULT cb_GetReJITParameters(ICorProfilerCallback *self, ModuleID module, mdMethodDef method,
                                   ICorProfilerFunctionControl *control) {
     ACTIVE();
-    (void)control;
-    REC(GetReJITParameters, MODULE(module, 1), method);
+    if (g_agent.events.families & (1u << DNP_FAM_JIT))
+        REC(GetReJITParameters, MODULE(module, 1), method);
+    rejit_parameters(module, method, control); /* --trace: the rewritten body */
     return S_OK;
 }
 
 CB_REC(ReJITCompilationFinished, (ICorProfilerCallback *self, FunctionID id, ReJITID rejit, HRESULT hr, BOOL safe),
        FUNCTION(id, 1), rejit, HR(hr), (uint64_t)(safe != 0))
 
-CB_REC(ReJITError, (ICorProfilerCallback *self, ModuleID module, mdMethodDef method, FunctionID id, HRESULT hr),
-       MODULE(module, 1), method, FUNCTION(id, 1), HR(hr))
+HRESULT cb_ReJITError(ICorProfilerCallback *self, ModuleID module, mdMethodDef method, FunctionID id, HRESULT hr) {
+    ACTIVE();
+    REC(ReJITError, MODULE(module, 1), method, FUNCTION(id, 1), HR(hr));
+    rejit_error(module, method, hr);
+    return S_OK;
+}
 
 HRESULT cb_GetAssemblyReferences(ICorProfilerCallback *self, const WCHAR *path,
                                      ICorProfilerAssemblyReferenceProvider *provider) {

@@ -145,7 +145,7 @@ static const struct {
     VALUE(LOCKS, locks), VALUE(LOCKS_SLICE_US, lock_slice_us),
     VALUE(GC, gc),              VALUE(THREADPOOL, threadpool),
     VALUE(EVERY, every_ms),     TEXT(WINDOW_DIR, window_dir), VALUE(WINDOW_KEEP, window_keep),
-    VALUE(SAMPLE_UNWIND, sample_unwind), TEXT(IL, il), VALUE(ASYNC, async),
+    VALUE(SAMPLE_UNWIND, sample_unwind), TEXT(IL, il), VALUE(ASYNC, async), TEXT(TRACE, trace),
 };
 #undef TEXT
 #undef VALUE

@@ -20,6 +20,8 @@ typedef struct agent_config {
     char exclude[1024];  /* comma-separated globs of functions not to hook */
     /* IL bodies (il.c, dnprof run --il) */
     char il[1024];       /* comma-separated globs of the methods whose IL body is recorded, "" for none */
+    /* traced methods (rejit.c, dnprof run/attach --trace) */
+    char trace[1024];    /* comma-separated globs of the methods re-JIT-compiled with probes, "" for none */
     /* sampled allocations (alloc_sampling.c, dnprof run/attach --alloc) */
     int alloc;           /* 1: record sampled allocations with their stacks */
     int alloc_tick;      /* DNP_ENV_ALLOC_SOURCE=tick: AllocationTick even where AllocationSampled exists */

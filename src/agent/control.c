@@ -23,6 +23,8 @@
 #include "attach_blob.h"
 #include "control_line.h"
 #include "heap.h"
+#include "profiler.h"
+#include "rejit.h"
 #include "recorder.h"
 #include "sampler.h"
 #include "windows.h"
@@ -46,6 +48,7 @@ static struct {
     char final[256];
     client clients[MAX_CLIENTS];
     int detach_requested;
+    int inert; /* the runtime refused the detach after a ReJIT: the thread ends, the library stays */
 } C = {.listen_fd = -1, .wake = {-1, -1}};
 
 static void say_to(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -71,6 +74,28 @@ static void client_close(client *c) {
     c->in.len = 0;
 }
 
+/* After a ReJIT the runtime refuses every detach (it cannot tell that the
+ * methods were reverted): the methods are back to their original code, the
+ * trace is completed, the clients are told "detached <events> inert", and the
+ * control thread ends; the library stays loaded, doing nothing. */
+static void stay_inert(int fd, HRESULT hr) {
+    if (AGENT_HAS_INFO(SetEventMask2))
+        INFO_CALL(SetEventMask2, COR_PRF_ENABLE_REJIT, 0);
+    else
+        INFO_CALL(SetEventMask, COR_PRF_ENABLE_REJIT);
+    const char *name = dnp_hresult_name((uint32_t)hr);
+    rec_note(1, "RequestProfilerDetach: %s 0x%08x", name ? name : "refused", (unsigned)hr); /* dnprof says the rest */
+    uint64_t events = recorder_events();
+    attach_stay_inert();
+    C.detach_requested = 1;
+    C.inert = 1;
+    snprintf(C.final, sizeof C.final, DNP_CONTROL_DETACHED " %llu inert", (unsigned long long)events);
+    say_to(fd, "ok detaching");
+    char b = 1;
+    ssize_t w = write(C.wake[1], &b, 1);
+    (void)w;
+}
+
 static void do_detach(int fd) {
     if (!g_agent.attached) {
         say_to(fd, "error the agent was loaded at start-up (dnprof run): it records until the "
@@ -91,8 +116,13 @@ static void do_detach(int fd) {
     windows_stop(); /* the last window, while the sampler still answers */
     sampler_stop();
     ep_stop();
+    rejit_finish(1); /* --trace: the methods reverted, what they counted written */
     recorder_flush_all();
     HRESULT hr = INFO_CALL(RequestProfilerDetach, DETACH_EXPECTED_MS);
+    if (FAILED(hr) && rejit_enabled()) {
+        stay_inert(fd, hr);
+        return;
+    }
     if (FAILED(hr)) {
         const char *name = dnp_hresult_name((uint32_t)hr);
         say_to(fd, "error the runtime refused to detach the agent: %s 0x%08x", name ? name : "error",
@@ -162,6 +192,8 @@ static void client_accept(void) {
     close(fd);
 }
 
+static void cleanup(void);
+
 static void *control_main(void *arg) {
     (void)arg;
     for (;;) {
@@ -192,6 +224,11 @@ static void *control_main(void *arg) {
         if (C.clients[i].fd >= 0 && C.final[0])
             say_to(C.clients[i].fd, "%s", C.final);
         client_close(&C.clients[i]);
+    }
+    if (C.inert) { /* nobody joins this thread: it cleans up after itself */
+        cleanup();
+        C.running = 0;
+        pthread_detach(pthread_self());
     }
     return NULL;
 }

@@ -17,6 +17,7 @@
 #include "callbacks.h"
 #include "calls.h"
 #include "il_body.h"
+#include "il_rewrite.h"
 #include "namebuf.h"
 #include "u64map.h"
 #include "utf16.h"
@@ -49,26 +50,6 @@ void il_configure(const agent_config *cfg, uint32_t *mask) {
 
 static void type_text(IMetaDataImport *imp, mdToken tk, dnp_namebuf *b, int depth);
 
-/* A compressed unsigned integer of a signature (II.23.2); -1 when cut short. */
-static int sig_uint(const uint8_t **p, const uint8_t *end, uint32_t *v) {
-    const uint8_t *q = *p;
-    if (q >= end)
-        return -1;
-    if (!(q[0] & 0x80)) {
-        *v = q[0];
-        *p = q + 1;
-    } else if ((q[0] & 0xC0) == 0x80 && end - q >= 2) {
-        *v = (uint32_t)(q[0] & 0x3F) << 8 | q[1];
-        *p = q + 2;
-    } else if ((q[0] & 0xE0) == 0xC0 && end - q >= 4) {
-        *v = (uint32_t)(q[0] & 0x1F) << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3];
-        *p = q + 4;
-    } else {
-        return -1;
-    }
-    return 0;
-}
-
 /* One type of a signature (TypeSpecs, MethodSpecs' arguments); -1 when it
  * cannot be read (the caller shows the token instead). */
 static int sig_type(IMetaDataImport *imp, const uint8_t **p, const uint8_t *end, dnp_namebuf *b, int depth) {
@@ -84,7 +65,7 @@ static int sig_type(IMetaDataImport *imp, const uint8_t **p, const uint8_t *end,
     switch (et) {
     case ELEMENT_TYPE_CLASS:
     case ELEMENT_TYPE_VALUETYPE: {
-        if (sig_uint(p, end, &v) < 0)
+        if (dnp_sig_uint(p, end, &v) < 0)
             return -1;
         static const uint32_t tables[] = {mdtTypeDef, mdtTypeRef, mdtTypeSpec, 0};
         type_text(imp, tables[v & 3] | v >> 2, b, depth + 1);
@@ -99,27 +80,20 @@ static int sig_type(IMetaDataImport *imp, const uint8_t **p, const uint8_t *end,
         return 0;
     case ELEMENT_TYPE_VAR:
     case ELEMENT_TYPE_MVAR:
-        if (sig_uint(p, end, &v) < 0)
+        if (dnp_sig_uint(p, end, &v) < 0)
             return -1;
         nb_printf(b, "%s%u", et == ELEMENT_TYPE_VAR ? "!" : "!!", v);
         return 0;
     case ELEMENT_TYPE_ARRAY: /* type rank, then sizes and bounds: the rank is enough */
-        if (sig_type(imp, p, end, b, depth + 1) < 0 || sig_uint(p, end, &v) < 0)
+        if (sig_type(imp, p, end, b, depth + 1) < 0 || dnp_sig_uint(p, end, &v) < 0)
             return -1;
         nb_add(b, "[", 1);
         for (uint32_t i = 1; i < v && i < 32; i++)
             nb_add(b, ",", 1);
         nb_add(b, "]", 1);
-        for (int k = 0; k < 2; k++) { /* the sizes, then the lower bounds, compressed */
-            if (sig_uint(p, end, &n) < 0)
-                return -1;
-            for (uint32_t i = 0; i < n; i++)
-                if (sig_uint(p, end, &v) < 0)
-                    return -1;
-        }
-        return 0;
+        return dnp_sig_skip_bounds(p, end);
     case ELEMENT_TYPE_GENERICINST:
-        if (sig_type(imp, p, end, b, depth + 1) < 0 || sig_uint(p, end, &n) < 0)
+        if (sig_type(imp, p, end, b, depth + 1) < 0 || dnp_sig_uint(p, end, &n) < 0)
             return -1;
         nb_add(b, "<", 1);
         for (uint32_t i = 0; i < n; i++) {
@@ -207,7 +181,7 @@ static void member_text(IMetaDataImport *imp, mdToken tk, dnp_namebuf *b, int de
         member_text(imp, owner, b, depth + 1);
         const uint8_t *p = sig, *end = p + nsig;
         uint32_t n;
-        if (nsig < 1 || *p++ != 0x0A || sig_uint(&p, end, &n) < 0) /* IMAGE_CEE_CS_CALLCONV_GENERICINST */
+        if (nsig < 1 || *p++ != 0x0A || dnp_sig_uint(&p, end, &n) < 0) /* IMAGE_CEE_CS_CALLCONV_GENERICINST */
             return;
         nb_add(b, "<", 1);
         for (uint32_t i = 0; i < n && sig_type(imp, &p, end, b, 1) == 0; i++)

@@ -19,6 +19,7 @@
 #include "async.h"
 #include "calls.h"
 #include "il.h"
+#include "rejit.h"
 #include "inlining.h"
 #include "control.h"
 #include "heap.h"
@@ -135,6 +136,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     async_configure(cfg, &mask); /* before inlining: both keep hooked methods whole */
     inlining_configure(cfg, &mask);
     il_configure(cfg, &mask); /* --il */
+    rejit_configure(cfg, &mask); /* --trace */
     exceptions_configure(cfg, &mask, &high);
     ep_reset();
     alloc_configure(cfg, &mask, &high);
@@ -235,6 +237,7 @@ HRESULT cb_Shutdown(ICorProfilerCallback *self) {
         control_stop(NULL); /* the run-mode socket (heap snapshots) */
     calls_shutdown();
     async_shutdown();
+    rejit_finish(0); /* --trace: what the probes counted */
     ep_stop();
     REC0(Shutdown);
     atomic_store(&g_agent.active, 0);

@@ -17,4 +17,9 @@ HRESULT agent_create(REFIID riid, void **out);
  * create the profiler again (a later attach). */
 void agent_release(void);
 
+/* The detach the runtime refused after a ReJIT (--trace, docs/attach.md): the
+ * trace is completed and the front end's log closed as at a detach, but the
+ * library stays loaded, recording nothing (attach.c). */
+void attach_stay_inert(void);
+
 #endif

@@ -28,6 +28,7 @@ typedef struct attach_opts {
     const char *agent_path; /* --agent-path: the agent as the program sees it, already there */
     pid_t pid;
     unsigned every_ms;     /* --every: windows (run_windows.h), 0 none */
+    char trace[1024];      /* --trace: the methods re-JIT-compiled with probes, "" none */
     window_follow wf;      /* their sinks */
 } attach_opts;
 
@@ -41,7 +42,7 @@ typedef struct attach_live {
 } attach_live;
 
 /* How a recording ended. */
-typedef enum { END_STOP, END_EXITED, END_DETACHED_ELSEWHERE } record_end;
+typedef enum { END_STOP, END_EXITED, END_DETACHED_ELSEWHERE, END_INERT_ELSEWHERE } record_end;
 
 /* Checks the target (it exists, it has no agent), loads the agent with o into
  * it (the trace at o->output, else def in the current directory; with

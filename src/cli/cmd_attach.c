@@ -72,6 +72,14 @@ static void attach_help(void) {
            dnp_setting_default(DNP_SET_SAMPLE_RATE), dnp_settings[DNP_SET_SAMPLE_RATE].max);
     fputs(
           "      --cpu, --wall     --sample=cpu, --sample=wall\n"
+          "      --trace PATTERN   the methods whose Namespace.Class::Method matches a glob\n"
+          "                        of PATTERN (comma-separated; repeatable) re-JIT-compiled\n"
+          "                        with a probe at entry and every exit (exceptions too),\n"
+          "                        their callers that inlined them too: exact calls, total,\n"
+          "                        mean, p50, p99, max per method and caller (dnprof report;\n"
+          "                        docs/calls.md). At the end they run their original code\n"
+          "                        again, but the runtime keeps the agent loaded, inert\n"
+          "                        (it unloads no profiler that used ReJIT; docs/attach.md)\n"
           "      --every TIME      continuous profiling, as dnprof run --every: every TIME\n"
           "                        one pprof per type to -o DIR and/or --pyroscope URL\n"
           "                        (with --keep N, --label K=V, --service NAME,\n"
@@ -94,6 +102,7 @@ static void attach_help(void) {
           "  dnprof attach 4242 --sample --duration 30s -o app.trace && dnprof report app.trace\n"
           "  dnprof attach 4242 --events classes,jit,exceptions     (Ctrl-C to stop)\n"
           "  dnprof attach 4242 --every 10s --pyroscope http://pyroscope:4040 --label env=prod\n"
+          "  dnprof attach 4242 --trace 'MyApp.Orders::Place*' --duration 1m && dnprof report\n"
           "  dnprof print app.trace\n",
           stdout);
 }
@@ -173,7 +182,7 @@ static const struct {
 #define NSTARTUP (sizeof startup_only / sizeof startup_only[0])
 
 enum { OPT_FLUSH = 256, OPT_TIMEOUT, OPT_ALLOC, OPT_EXCEPTIONS, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL, OPT_LOCKS,
-       OPT_GC = 380, OPT_THREADPOOL, OPT_AGENT_PATH = 390,
+       OPT_GC = 380, OPT_THREADPOOL, OPT_AGENT_PATH = 390, OPT_TRACE,
        OPT_EVERY = 400, OPT_WIN = 410, /* + the sinks' options of windows_cli.h */
        OPT_STARTUP_ONLY = 512 };
 
@@ -186,7 +195,7 @@ static const struct option attach_options[] = {
     {"cpu", no_argument, NULL, OPT_CPU},        {"wall", no_argument, NULL, OPT_WALL},
     {"gc", no_argument, NULL, OPT_GC},          {"threadpool", no_argument, NULL, OPT_THREADPOOL},
     {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
-    {"agent-path", required_argument, NULL, OPT_AGENT_PATH},
+    {"agent-path", required_argument, NULL, OPT_AGENT_PATH}, {"trace", required_argument, NULL, OPT_TRACE},
     {"every", required_argument, NULL, OPT_EVERY}, {"keep", required_argument, NULL, OPT_WIN + WOPT_KEEP},
     {"pyroscope", required_argument, NULL, OPT_WIN + WOPT_PYROSCOPE},
     {"label", required_argument, NULL, OPT_WIN + WOPT_LABEL},
@@ -233,6 +242,29 @@ static int check_every(attach_opts *o) {
     o->output = NULL;
     f->quiet = o->quiet;
     return window_check_options("attach", f);
+}
+
+/* One --trace PATTERN added to o->trace; 0, or the exit code of a usage error. */
+static int add_trace(attach_opts *o, const char *pat) {
+    size_t len = strlen(o->trace);
+    if (pat[strspn(pat, ", ")] == 0)
+        return usage_error("attach", "--trace wants method patterns such as 'MyApp.Orders::*', not '%s'", pat);
+    if (len + 1 + strlen(pat) >= sizeof o->trace)
+        return usage_error("attach", "the --trace patterns add up to more than %zu characters", sizeof o->trace - 1);
+    snprintf(o->trace + len, sizeof o->trace - len, "%s%s", len ? "," : "", pat);
+    return 0;
+}
+
+/* The events of the modes when --events is not given: what each asks for and
+ * what it needs, never the default families (their gc heap walk) by surprise. */
+static int mode_events(attach_opts *o) {
+    if (o->trace[0] && o->every_ms)
+        return usage_error("attach", "--trace writes its sums into the trace, which --every does not keep");
+    if (o->trace[0] && !o->events && !(o->sample || o->alloc || o->locks || o->gc || o->threadpool))
+        o->events = "modules"; /* the sums alone, and the modules the methods live in */
+    if ((o->sample || o->alloc || o->locks || o->gc || o->threadpool) && !o->events)
+        o->events = "threads"; /* the threads' names (lock owners); alloc sites carry their own */
+    return 0;
 }
 
 /* Fills o from argv; 0, or the exit code of a usage error. */
@@ -292,6 +324,10 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
             if ((rc = cli_timeout_option("attach", optarg, 600, &o->timeout_s)) != 0)
                 return rc;
             break;
+        case OPT_TRACE:
+            if ((rc = add_trace(o, optarg)) != 0)
+                return rc;
+            break;
         case OPT_AGENT_PATH:
             if ((rc = cli_agent_path_option("attach", optarg, &o->agent_path)) != 0)
                 return rc;
@@ -318,10 +354,8 @@ static int parse_options(int argc, char **argv, attach_opts *o) {
         return usage_error("attach", "--events calls: the runtime installs enter/leave hooks only when a "
                                      "program starts: record calls with dnprof run --calls, or sample a running "
                                      "program (dnprof attach --sample)");
-    /* As dnprof run's modes: a flag records what it asks for and what that
-     * needs, never the default families (their gc heap walk) by surprise. */
-    if ((o->sample || o->alloc || o->locks || o->gc || o->threadpool) && !o->events)
-        o->events = "threads"; /* the threads' names (lock owners); alloc sites carry their own */
+    if ((rc = mode_events(o)) != 0)
+        return rc;
     if (o->exceptions) {
         /* As dnprof run --exceptions: the exception events, the threads' names,
          * and the stacks, which the agent takes from the blob. */
@@ -356,8 +390,9 @@ static int check_target(pid_t pid, ipc_proc *proc) {
         return error("pid %d (%s) already has dnprof's agent attached: stop that recording first "
                      "(dnprof detach %d)",
                      (int)pid, proc->comm, (int)pid);
-    return error("pid %d (%s) already has dnprof's agent, loaded at start-up (dnprof run): it "
-                 "records until the program exits, and a runtime takes one profiler at a time",
+    return error("pid %d (%s) already has dnprof's agent, loaded at start-up (dnprof run), or left "
+                 "loaded and inert by an attach with --trace (docs/attach.md): a runtime takes one "
+                 "profiler at a time, until the program exits",
                  (int)pid, proc->comm);
 }
 
@@ -377,6 +412,7 @@ static int request_attach(const attach_opts *o, const ipc_proc *proc, const char
     blob->gc = (uint32_t)o->gc;
     blob->threadpool = (uint32_t)o->threadpool;
     blob->every_ms = o->every_ms;
+    snprintf(blob->trace, sizeof blob->trace, "%s", o->trace);
     if (o->every_ms) /* the windows go beside the trace, in the directory dnprof follows */
         snprintf(blob->window_dir, sizeof blob->window_dir, "%.*s", (int)(strrchr(out_abs, '/') - out_abs), out_abs);
     return handshake_attach(o->pid, proc->uid, (uint32_t)o->timeout_s, blob);
@@ -403,7 +439,8 @@ static record_end record(int fd, long long until) {
         if (got == 0)
             return END_EXITED;
         if (got == 1 && strncmp(line, DNP_CONTROL_DETACHED " ", sizeof DNP_CONTROL_DETACHED) == 0)
-            return END_DETACHED_ELSEWHERE; /* dnprof detach, from elsewhere */
+            return strstr(line, " " DNP_CONTROL_INERT) ? END_INERT_ELSEWHERE
+                                                        : END_DETACHED_ELSEWHERE; /* dnprof detach, from elsewhere */
     }
     return END_STOP;
 }
@@ -421,6 +458,11 @@ static int finish(pid_t pid, int fd, record_end how, int quiet) {
             fprintf(stderr, "dnprof: pid %d exited while attached\n", (int)pid);
         else
             error("the agent in pid %d closed its control socket", (int)pid);
+        return 0;
+    }
+    if (how == END_INERT_ELSEWHERE) {
+        close(fd);
+        handshake_detached(pid, 2, quiet, "");
         return 0;
     }
     if (how == END_DETACHED_ELSEWHERE) {
@@ -449,7 +491,7 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
                           const char *left_out, const char *out_abs) {
     char fams[256];
     dnp_families_format(families & ~(1u << DNP_FAM_RUNTIME), fams, sizeof fams);
-    char what[128] = "", mode[16];
+    char what[256] = "", mode[16];
     if (o->sample)
         snprintf(what, sizeof what, ", stack samples (%s, %llu Hz)",
                  dnp_setting_word(DNP_SET_SAMPLE, (unsigned)o->sample, mode, sizeof mode),
@@ -462,6 +504,9 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
         snprintf(what + strlen(what), sizeof what - strlen(what), ", GC statistics");
     if (o->threadpool)
         snprintf(what + strlen(what), sizeof what - strlen(what), ", thread-pool adjustments");
+    if (o->trace[0])
+        snprintf(what + strlen(what), sizeof what - strlen(what), ", the calls of %.60s%s", o->trace,
+                 strlen(o->trace) > 60 ? "..." : "");
     fprintf(stderr, "dnprof: attached to pid %d (%s): recording %s%s into %s", (int)o->pid, proc->comm, fams,
             what, cli_short_path(out_abs));
     if (o->duration_ms >= 0)

@@ -20,6 +20,9 @@ static void report_help(void) {
           "the hottest call paths. Names are shown as they were written: an async method's\n"
           "state machine as 'Foo (async)', a lambda as 'lambda in Main' (--json keeps the\n"
           "compiler's name in \"raw\").\n"
+          "A trace of 'dnprof run/attach --trace PATTERN' adds a section of the traced\n"
+          "methods: exact calls, total, mean, p50, p99 and max time of each, and the same\n"
+          "by caller under it (alone when the trace has no other call data).\n"
           "\n"
           "options:\n"
           "      --top N          how many functions and paths to list (default 20); with\n"
@@ -29,6 +32,7 @@ static void report_help(void) {
           "      --thread N       only this thread: dnprof's thread number (print's first\n"
           "                       column) or an OS thread id (default: all threads merged)\n"
           "      --json           every function and the whole tree as JSON, for tools\n"
+          "                       (with --trace's methods in \"traced\")\n"
           "      --physical       sampled stacks as the threads had them: a resumed async\n"
           "                       method under the thread pool, not under the async methods\n"
           "                       that awaited it (the default view; docs/async.md)\n"
@@ -52,6 +56,7 @@ static void report_help(void) {
           "  dnprof report app.trace\n"
           "  dnprof report --tree --threshold 2 app.trace\n"
           "  dnprof report --json app.trace | jq '.functions[:5]'\n"
+          "  dnprof attach 4242 --trace 'MyApp.Orders::*' -d 30s -o app.trace; dnprof report app.trace\n"
           "  dnprof run --locks -o app.trace -- dotnet app.dll; dnprof report --locks app.trace\n"
           "  dnprof convert --format flamegraph app.trace   (see dnprof convert --help)\n",
           stdout);
@@ -95,11 +100,20 @@ static int dispatch(report_opts *o, int exceptions, int alloc, int locks, int gc
         return rc;
     }
     if (!exceptions) { /* streamed: memory bounded by the call trees, not the events */
-        calls_input in;
-        if (calls_open(o->path, 0, &in) != 0)
+        traced_set *ts = NULL;
+        if (traced_read(o->path, &ts) != 0)
             return 1;
-        int rc = report_calls(in.ct, o, stdout);
-        calls_close(&in);
+        o->traced = ts;
+        calls_input in;
+        int rc = 1;
+        if (calls_open(o->path, 0, &in) == 0) {
+            if (traced_count(ts) && !dnp_calltree_has_data(in.ct) && !o->tree && !o->has_thread)
+                rc = report_traced_only(ts, o, stdout); /* dnprof run/attach --trace alone */
+            else
+                rc = report_calls(in.ct, o, stdout);
+            calls_close(&in);
+        }
+        traced_free(ts);
         return rc;
     }
     if (o->tree || o->has_thread)

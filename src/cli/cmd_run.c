@@ -32,6 +32,32 @@ static void run_help_tail(void) {
           stdout);
 }
 
+/* run's options that choose methods: hooked, their IL, traced. */
+static void run_help_methods(void) {
+    fputs(
+          "      --include GLOB  only functions whose Namespace.Class::Method matches GLOB\n"
+          "                      (* any text, ? one character); repeatable\n"
+          "      --exclude GLOB  not these functions; repeatable\n"
+          "      --all-code      framework code too, not only the program's own assemblies:\n"
+          "                      disables inlining and precompiled (ReadyToRun) code, so the\n"
+          "                      program runs slower (--include, --exclude and --all-code\n"
+          "                      imply --calls)\n"
+          "      --il PATTERN    the IL body of each method whose Namespace.Class::Method\n"
+          "                      matches a glob of PATTERN (comma-separated), as it is\n"
+          "                      first JIT-compiled: header, clauses, bytes, and the names\n"
+          "                      of its tokens (dnprof print shows it disassembled under\n"
+          "                      its JITCompilationStarted; docs/il.md); repeatable; adds\n"
+          "                      jit to the events\n"
+          "      --trace PATTERN the methods whose Namespace.Class::Method matches a glob\n"
+          "                      of PATTERN (comma-separated; repeatable) re-JIT-compiled\n"
+          "                      with a probe at entry and at every exit (exceptions too):\n"
+          "                      exact calls, total, mean, p50, p99 and max time per\n"
+          "                      method and per caller, added up in the agent (dnprof\n"
+          "                      report; docs/calls.md);\n"
+          "                      every other method runs untouched\n",
+          stdout);
+}
+
 static void run_help(void) {
     fputs("usage: dnprof run [options] [--] PROGRAM [ARGS...]\n"
           "\n"
@@ -67,20 +93,10 @@ static void run_help(void) {
           "                      (waits included), biased on methods of a few ns\n"
           "      --calls=counts  exact call counts and call paths only, no times (cheapest)\n"
           "      --timeline      --calls, and every enter and leave in time order too\n"
-          "      --args          --timeline with the arguments and return values (slow)\n"
-          "      --include GLOB  only functions whose Namespace.Class::Method matches GLOB\n"
-          "                      (* any text, ? one character); repeatable\n"
-          "      --exclude GLOB  not these functions; repeatable\n"
-          "      --all-code      framework code too, not only the program's own assemblies:\n"
-          "                      disables inlining and precompiled (ReadyToRun) code, so the\n"
-          "                      program runs slower (--include, --exclude and --all-code\n"
-          "                      imply --calls)\n"
-          "      --il PATTERN    the IL body of each method whose Namespace.Class::Method\n"
-          "                      matches a glob of PATTERN (comma-separated), as it is\n"
-          "                      first JIT-compiled: header, clauses, bytes, and the names\n"
-          "                      of its tokens (dnprof print shows it disassembled under\n"
-          "                      its JITCompilationStarted; docs/il.md); repeatable; adds\n"
-          "                      jit to the events\n"
+          "      --args          --timeline with the arguments and return values (slow)\n",
+          stdout);
+    run_help_methods();
+    fputs(
           "      --alloc         sampled allocations: bytes by type and by allocating call\n"
           "                      path, from the runtime's own sampling (about one sample\n"
           "                      per 100 KiB; cheap enough for production; read them with\n"
@@ -259,6 +275,7 @@ typedef struct run_opts {
                                                  5 --calls=timed */
     char include[1024], exclude[1024];
     char il[1024];                            /* --il: the methods whose IL bodies are recorded */
+    char trace[1024];                         /* --trace: the methods re-JIT-compiled with probes */
     const char *heap_at, *heap_output;        /* heap snapshot (docs/heap.md) */
     char heap_path[PATH_MAX];                 /* --heap-output made absolute */
     char events_buf[1100];
@@ -292,6 +309,8 @@ static int threadpool_apply(run_opts *o) { (void)o; return cli_setting_set(DNP_S
 static int every_asked(const run_opts *o) { return o->every != NULL; }
 static int il_asked(const run_opts *o) { return o->il[0] != 0; }
 static int il_apply(run_opts *o) { return cli_setting_set(DNP_SET_IL, o->il) ? 1 : 0; }
+static int trace_asked(const run_opts *o) { return o->trace[0] != 0; }
+static int trace_apply(run_opts *o) { return cli_setting_set(DNP_SET_TRACE, o->trace) ? 1 : 0; }
 
 static int every_apply(run_opts *o) {
     return cli_setting_set(DNP_SET_EVERY, o->every_ms) ? 1 : 0;
@@ -366,6 +385,7 @@ static const run_mode run_modes[] = {
     {"gc", gc_asked, "threads", NULL, gc_apply},
     {"threadpool", threadpool_asked, "threads", NULL, threadpool_apply},
     {"il", il_asked, "jit", "jit", il_apply},                         /* each body right after its JIT event */
+    {"trace", trace_asked, "runtime", NULL, trace_apply},             /* the sums alone */
     {"every", every_asked, NULL, NULL, every_apply},                  /* windows of the modes above */
 };
 #define NMODES (sizeof run_modes / sizeof run_modes[0])
@@ -413,15 +433,16 @@ static int choose_events(run_opts *o) {
     return 0;
 }
 
-/* One pattern of --include (which 0), --exclude (1) or --il (2) added to its list. */
+/* One pattern of --include (which 0), --exclude (1), --il (2) or --trace (3) added to its list. */
 static int add_pattern(run_opts *o, int which, const char *pat) {
-    char *list = which == 0 ? o->include : which == 1 ? o->exclude : o->il;
-    const char *flag = which == 0 ? "--include" : which == 1 ? "--exclude" : "--il";
-    _Static_assert(sizeof o->il == sizeof o->include && sizeof o->exclude == sizeof o->include, "one size");
-    if (which == 2 && pat[strspn(pat, ", ")] == 0)
-        return usage_error("run", "--il wants method patterns such as 'MyApp.Orders::*' (comma-separated), not '%s'",
-                           pat);
-    if (!*pat || (which != 2 && strchr(pat, ',')))
+    char *list = which == 0 ? o->include : which == 1 ? o->exclude : which == 2 ? o->il : o->trace;
+    const char *flag = which == 0 ? "--include" : which == 1 ? "--exclude" : which == 2 ? "--il" : "--trace";
+    _Static_assert(sizeof o->il == sizeof o->include && sizeof o->exclude == sizeof o->include &&
+                       sizeof o->trace == sizeof o->include, "one size");
+    if (which >= 2 && pat[strspn(pat, ", ")] == 0)
+        return usage_error("run", "%s wants method patterns such as 'MyApp.Orders::*' (comma-separated), not '%s'",
+                           flag, pat);
+    if (!*pat || (which < 2 && strchr(pat, ',')))
         return usage_error("run", "%s wants one pattern such as 'MyApp.*' (repeat the flag for more), not '%s'", flag,
                            pat);
     size_t len = strlen(list);
@@ -433,7 +454,7 @@ static int add_pattern(run_opts *o, int which, const char *pat) {
 
 enum { OPT_FLUSH = 256, OPT_EXCEPTIONS = 300, OPT_CALLS = 320, OPT_TIMELINE, OPT_ARGS, OPT_INCLUDE, OPT_EXCLUDE,
        OPT_ALL_CODE, OPT_ALLOC = 340, OPT_HEAP_AT, OPT_HEAP_OUTPUT, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL,
-       OPT_LOCKS = 360, OPT_GC = 380, OPT_THREADPOOL, OPT_IL = 390,
+       OPT_LOCKS = 360, OPT_GC = 380, OPT_THREADPOOL, OPT_IL = 390, OPT_TRACE,
        OPT_EVERY = 400, OPT_KEEP, /* then the sinks' options in windows_cli.h's order */
        OPT_PYROSCOPE = OPT_KEEP + WOPT_PYROSCOPE, OPT_LABEL = OPT_KEEP + WOPT_LABEL,
        OPT_SERVICE = OPT_KEEP + WOPT_SERVICE, OPT_PUSH_TIMEOUT = OPT_KEEP + WOPT_PUSH_TIMEOUT,
@@ -471,6 +492,7 @@ static int take_option(run_opts *o, int c, char **argv) {
     case OPT_INCLUDE:
     case OPT_EXCLUDE: return add_pattern(o, c == OPT_INCLUDE ? 0 : 1, optarg);
     case OPT_IL: return add_pattern(o, 2, optarg);
+    case OPT_TRACE: return add_pattern(o, 3, optarg);
     case OPT_ALL_CODE: o->all_code = 1; return 0;
     case OPT_ALLOC: o->alloc = 1; return 0;
     case OPT_LOCKS:
@@ -513,6 +535,8 @@ static int check_every(run_opts *o) {
         return usage_error("run", "--every cuts --sample, --alloc and --exceptions into windows; not --calls");
     if (o->il[0])
         return usage_error("run", "--il records IL bodies into the trace, which --every does not keep");
+    if (o->trace[0])
+        return usage_error("run", "--trace writes its sums into the trace, which --every does not keep");
     if (!o->sample && !o->alloc && !o->exceptions)
         o->sample = "cpu";
     f->out_dir = o->output;
@@ -539,6 +563,7 @@ static int parse_run_options(int argc, char **argv, run_opts *o) {
         {"every", required_argument, NULL, OPT_EVERY}, {"keep", required_argument, NULL, OPT_KEEP},
         {"pyroscope", required_argument, NULL, OPT_PYROSCOPE}, {"label", required_argument, NULL, OPT_LABEL},
         {"service", required_argument, NULL, OPT_SERVICE}, {"il", required_argument, NULL, OPT_IL},
+        {"trace", required_argument, NULL, OPT_TRACE},
         {"push-timeout", required_argument, NULL, OPT_PUSH_TIMEOUT},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     int c, rc;

@@ -222,7 +222,10 @@ int ctl_detach(pid_t pid, int fd, int timeout_ms, uint64_t *events, char *err, s
             continue;
         }
         if (strncmp(line, DNP_CONTROL_DETACHED " ", sizeof DNP_CONTROL_DETACHED) == 0) {
-            *events = strtoull(line + sizeof DNP_CONTROL_DETACHED, NULL, 10);
+            char *end = NULL;
+            *events = strtoull(line + sizeof DNP_CONTROL_DETACHED, &end, 10);
+            if (end && strcmp(end, " " DNP_CONTROL_INERT) == 0)
+                return 2; /* after a ReJIT: the agent stays loaded (docs/attach.md) */
             break;
         }
     }

@@ -174,6 +174,10 @@ int handshake_connect(pid_t pid) {
 void handshake_detached(pid_t pid, int rc, int quiet, const char *exited) {
     if (rc == 1)
         fprintf(stderr, "dnprof: pid %d exited %s\n", (int)pid, exited);
+    else if (rc == 2) /* said even with -q: the process keeps the library */
+        fprintf(stderr, "dnprof: pid %d: the traced methods run their original code again; the agent stays "
+                        "loaded but inert (the runtime does not unload a profiler that used ReJIT; docs/attach.md)\n",
+                (int)pid);
     else if (!quiet)
         fprintf(stderr, "dnprof: detached from pid %d; the agent is unloaded\n", (int)pid);
 }

@@ -167,7 +167,9 @@ int ctl_status(int fd, char *out, size_t cap, char *err, size_t errlen);
 /* Asks the agent on fd to detach, waits for "detached" (the trace complete)
  * and then for the runtime to unload the agent, timeout_ms in all. 0, 1 when
  * the process ended before the agent detached (its trace was completed at
- * Shutdown, or cut short), -1 with err. *events: what the agent recorded. */
+ * Shutdown, or cut short), 2 when the trace is complete but the agent stays
+ * loaded, inert (the runtime refuses to unload it after a ReJIT, --trace),
+ * -1 with err. *events: what the agent recorded. */
 int ctl_detach(pid_t pid, int fd, int timeout_ms, uint64_t *events, char *err, size_t errlen);
 
 /* An agent in pid (of uid) that is detaching (an earlier snapshot's, a
@@ -243,7 +245,8 @@ int handshake_bring_back(pid_t pid, const char *written, const char *dest);
 int handshake_connect(pid_t pid);
 
 /* Says how a detach went (ctl_detach's rc: 1 when pid exited first, then
- * "dnprof: pid N exited <exited>"), unless quiet and well. */
+ * "dnprof: pid N exited <exited>"; 2, the agent stays loaded, inert: said even
+ * when quiet), unless quiet and well. */
 void handshake_detached(pid_t pid, int rc, int quiet, const char *exited);
 
 #endif

@@ -9,6 +9,7 @@
 #include "trace_reader.h"
 
 struct dnp_calltree;
+typedef struct traced_set traced_set;
 
 /* ---- calls: top functions, hottest paths, the call tree (report_calls.c) ---- */
 typedef struct report_opts {
@@ -19,6 +20,7 @@ typedef struct report_opts {
     int has_thread;     /* --thread given: */
     uint64_t thread;    /* dnprof's thread number or an OS thread id */
     int json;           /* --json */
+    const traced_set *traced; /* --trace's methods, shown after the calls; NULL: none */
 } report_opts;
 
 /* The call trees of a trace, for report and convert: streamed (memory bounded by
@@ -127,5 +129,17 @@ int report_gc(const char *path, int json, FILE *out);
  * its flag; top: the stacks shown. The exit code. */
 int report_waits(const char *path, int json, unsigned top, FILE *out);
 int report_threadpool(const char *path, int json, unsigned top, FILE *out); /* top: stacks shown */
+
+/* ---- traced methods (dnprof run/attach --trace, report_traced.c) ---- */
+/* Reads path's TracedMethod and TracedCalls events into *out (maybe empty).
+ * 0, or 1 after saying why. */
+int traced_read(const char *path, traced_set **out);
+size_t traced_count(const traced_set *s);
+void traced_free(traced_set *s);
+/* The section of the text report (top: rows, 0 all), the "traced" member of the JSON one. */
+void traced_text(const traced_set *s, unsigned top, FILE *out);
+void traced_json(const traced_set *s, FILE *out);
+/* The report of a trace with traced methods and no calls: the exit code. */
+int report_traced_only(const traced_set *s, const report_opts *o, FILE *out);
 
 #endif

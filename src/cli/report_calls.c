@@ -729,6 +729,10 @@ static int put_json(const dnp_calltree *ct, const resolution *r, const dnp_ct_tr
     fputs("],\n\"tree\":", out);
     json_tree j = {ct, r, out};
     int rc = dnp_ct_walk(tr, json_tree_visit, &j);
+    if (traced_count(o->traced)) {
+        fputs(",\n", out);
+        traced_json(o->traced, out);
+    }
     fputs("}\n", out);
     return rc;
 }
@@ -838,6 +842,8 @@ int report_calls(const dnp_calltree *ct, const report_opts *o, FILE *out) {
         put_paths(ct, &res, tr, o->top, out);
         if (o->tree)
             put_tree(ct, &res, tr, o->threshold, out);
+        if (traced_count(o->traced))
+            traced_text(o->traced, o->top, out);
     }
     res_free(&res);
     free(f);

@@ -45,6 +45,7 @@ const IID IID_ICorProfilerInfo[16] = {
 const IID IID_IMetaDataImport = {0x7DAC8207, 0xD3AE, 0x4C75, {0x9B, 0x67, 0x92, 0x80, 0x1A, 0x49, 0x7D, 0x44}};
 const IID IID_IMetaDataImport2 = {0xFCE5EFA0, 0x8BBA, 0x4F8E, {0xA0, 0x36, 0x8F, 0x20, 0x22, 0xB0, 0x84, 0x66}};
 const IID IID_IMetaDataEmit = {0xBA3FEE4C, 0xECB9, 0x4E41, {0x83, 0xB7, 0x18, 0x3F, 0xA4, 0x1C, 0xD8, 0x59}};
+const IID IID_ICorProfilerFunctionControl = {0xF0963021, 0xE1EA, 0x4732, {0x85, 0x81, 0xE0, 0x1B, 0x0B, 0xD3, 0xC0, 0xC6}};
 
 /* ---- Slot names and versions, IUnknown's three first (version 0) ---- */
 #define DNP_IUNKNOWN_NAMES "QueryInterface", "AddRef", "Release"
@@ -89,6 +90,13 @@ const char *const dnp_mde_slot_names[DNP_MDE_SLOTS] = {
 #define DNP_MDE(ret, name, params) #name,
 #include "metadata_emit.def"
 #undef DNP_MDE
+};
+
+const char *const dnp_fc_slot_names[DNP_FC_SLOTS] = {
+    DNP_IUNKNOWN_NAMES,
+#define DNP_FC(name, params) #name,
+#include "function_control.def"
+#undef DNP_FC
 };
 
 /* ---- GUIDs ---- */

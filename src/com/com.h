@@ -19,9 +19,9 @@ typedef struct ICorProfilerCallback ICorProfilerCallback;
 typedef struct ICorProfilerInfo ICorProfilerInfo;
 typedef struct IMetaDataImport IMetaDataImport;
 typedef struct IMetaDataEmit IMetaDataEmit;
+typedef struct ICorProfilerFunctionControl ICorProfilerFunctionControl;
 
 /* Interfaces we only pass along, never call: opaque. */
-typedef struct ICorProfilerFunctionControl ICorProfilerFunctionControl;
 typedef struct ICorProfilerAssemblyReferenceProvider ICorProfilerAssemblyReferenceProvider;
 
 #define DNP_IUNKNOWN_SLOTS(T)                                              \
@@ -99,6 +99,17 @@ struct IMetaDataEmit {
     const IMetaDataEmitVtbl *lpVtbl;
 };
 
+/* ---- ICorProfilerFunctionControl (function_control.def) ---- */
+typedef struct ICorProfilerFunctionControlVtbl {
+    DNP_IUNKNOWN_SLOTS(ICorProfilerFunctionControl)
+#define DNP_FC(name, params) HRESULT(*name) params;
+#include "function_control.def"
+#undef DNP_FC
+} ICorProfilerFunctionControlVtbl;
+struct ICorProfilerFunctionControl {
+    const ICorProfilerFunctionControlVtbl *lpVtbl;
+};
+
 /* Slot counts, IUnknown's three included, as corprof.idl and cor.h give them. */
 enum {
     DNP_CALLBACK_SLOTS = 3
@@ -120,6 +131,11 @@ enum {
 #define DNP_MDE(ret, name, params) +1
 #include "metadata_emit.def"
 #undef DNP_MDE
+    ,
+    DNP_FC_SLOTS = 3
+#define DNP_FC(name, params) +1
+#include "function_control.def"
+#undef DNP_FC
 };
 
 _Static_assert(DNP_CALLBACK_SLOTS == 98, "ICorProfilerCallback11 has 98 slots");
@@ -130,6 +146,8 @@ _Static_assert(DNP_MDI_SLOTS == 3 + 62 + 8, "IMetaDataImport2 has 73 slots");
 _Static_assert(sizeof(IMetaDataImportVtbl) == DNP_MDI_SLOTS * sizeof(void *), "metadata vtable size");
 _Static_assert(DNP_MDE_SLOTS == 3 + 49, "IMetaDataEmit has 52 slots");
 _Static_assert(sizeof(IMetaDataEmitVtbl) == DNP_MDE_SLOTS * sizeof(void *), "metadata emit vtable size");
+_Static_assert(DNP_FC_SLOTS == 6, "ICorProfilerFunctionControl has 6 slots");
+_Static_assert(sizeof(ICorProfilerFunctionControlVtbl) == DNP_FC_SLOTS * sizeof(void *), "function control vtable size");
 
 /* The version in which each Info slot first exists, by name: DNP_INFO_VERSION(GetClassIDInfo2) == 2. */
 enum {
@@ -146,6 +164,7 @@ extern const char *const dnp_info_slot_names[DNP_INFO_SLOTS];
 extern const unsigned char dnp_info_slot_versions[DNP_INFO_SLOTS];
 extern const char *const dnp_mdi_slot_names[DNP_MDI_SLOTS];
 extern const char *const dnp_mde_slot_names[DNP_MDE_SLOTS];
+extern const char *const dnp_fc_slot_names[DNP_FC_SLOTS];
 
 /* Interface IDs (corprof.idl, cor.h, unknwn.idl). */
 extern const IID IID_IUnknown;
@@ -155,6 +174,7 @@ extern const IID IID_ICorProfilerInfo[16];     /* [1..15]; [0] unused */
 extern const IID IID_IMetaDataImport;
 extern const IID IID_IMetaDataImport2;
 extern const IID IID_IMetaDataEmit;
+extern const IID IID_ICorProfilerFunctionControl;
 
 int dnp_guid_equal(const GUID *a, const GUID *b);
 /* Parses "{xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx}" (braces optional). 0 or -1. */

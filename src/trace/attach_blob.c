@@ -94,6 +94,7 @@ static const blob_field fields[] = {
     SETTING_FIELD(DNP_BLOB_EVERY, EVERY, every_ms, "window period"),
     SETTING_FIELD(DNP_BLOB_WINDOW_DIR, WINDOW_DIR, window_dir, "window directory"),
     SETTING_FIELD(DNP_BLOB_WINDOW_KEEP, WINDOW_KEEP, window_keep, "windows kept"),
+    SETTING_FIELD(DNP_BLOB_TRACE, TRACE, trace, "trace patterns"),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 

@@ -43,6 +43,8 @@ enum {
     DNP_BLOB_EVERY = 30,       /* u32: a window's length in ms, 0 none */
     DNP_BLOB_WINDOW_DIR = 31,  /* text: where the windows go */
     DNP_BLOB_WINDOW_KEEP = 32, /* u32: windows that may wait for a reader */
+    /* traced methods (dnprof attach --trace, docs/calls.md) */
+    DNP_BLOB_TRACE = 40,       /* text: the methods' patterns */
 };
 
 #define DNP_BLOB_EVENTS_MAX 1024
@@ -58,6 +60,9 @@ enum {
 #define DNP_CONTROL_DETACH "detach"
 #define DNP_CONTROL_STATUS "status"
 #define DNP_CONTROL_DETACHED "detached" /* "detached <events>": the trace is complete */
+/* "detached <events> inert": the trace is complete, but the runtime refused to
+ * unload the agent after a ReJIT (--trace): it stays loaded, recording nothing */
+#define DNP_CONTROL_INERT "inert"
 /* Heap snapshots (docs/heap.md): "snapshot <absolute path>" -> "ok snapshot
  * <objects> <bytes> <pause_ns> <file bytes>" or "error <why>". An agent loaded
  * at start-up (dnprof run) serves it on a socket of its own, which it creates
@@ -85,6 +90,8 @@ typedef struct dnp_attach_blob {
     uint32_t every_ms;    /* 0: no windows */
     char window_dir[DNP_BLOB_PATH_MAX];
     uint32_t window_keep; /* 0: the default */
+    /* traced methods */
+    char trace[1024];     /* "": none */
 } dnp_attach_blob;
 
 /* Encodes b into buf. Returns the blob's size, or -1 when a string is too long

@@ -249,4 +249,26 @@ const char *dnp_transition_reason_name(uint64_t v);
 /* The symbolic name of an HRESULT dnprof knows (S_OK, E_FAIL, CORPROF_E_...), or NULL. */
 const char *dnp_hresult_name(uint32_t hr);
 
+/* The latency histogram of TracedCalls (events.def, docs/trace-format.md):
+ * below 8 ns a bucket a ns, then 8 buckets per power of two. The agent files
+ * each call into dnp_lat_bucket(ns); a reader takes bucket b back as the
+ * range [lo, lo + width). */
+#define DNP_LAT_BUCKETS 496
+static inline unsigned dnp_lat_bucket(uint64_t ns) {
+    if (ns < 8)
+        return (unsigned)ns;
+    unsigned e = 63u - (unsigned)__builtin_clzll(ns);
+    return 8 * (e - 2) + (unsigned)((ns >> (e - 3)) & 7);
+}
+static inline void dnp_lat_range(unsigned b, uint64_t *lo, uint64_t *width) {
+    if (b < 8) {
+        *lo = b;
+        *width = 1;
+        return;
+    }
+    unsigned e = b / 8 + 2, sub = b % 8;
+    *lo = (uint64_t)(8 + sub) << (e - 3);
+    *width = (uint64_t)1 << (e - 3);
+}
+
 #endif

@@ -267,6 +267,19 @@ TEST(com_known_slot_positions) {
     ASSERT_EQ(SLOT(ICorProfilerCallbackVtbl, DynamicMethodJITCompilationStarted), 92);
     ASSERT_EQ(SLOT(ICorProfilerCallbackVtbl, EventPipeEventDelivered), 95);
     ASSERT_EQ(SLOT(ICorProfilerCallbackVtbl, LoadAsNotificationOnly), 97);
+
+    /* cor.h: GetTokenFromSig is IMetaDataEmit's 21st method; corprof.idl:
+     * ICorProfilerFunctionControl's three after IUnknown's */
+    ASSERT_EQ(SLOT(IMetaDataEmitVtbl, SetModuleProps), 3);
+    ASSERT_EQ(SLOT(IMetaDataEmitVtbl, DefineTypeRefByName), 12);
+    ASSERT_EQ(SLOT(IMetaDataEmitVtbl, DefineMemberRef), 14);
+    ASSERT_EQ(SLOT(IMetaDataEmitVtbl, SetRVA), 22);
+    ASSERT_EQ(SLOT(IMetaDataEmitVtbl, GetTokenFromSig), 23);
+    ASSERT_STREQ(dnp_mde_slot_names[23], "GetTokenFromSig");
+    ASSERT_EQ(SLOT(ICorProfilerFunctionControlVtbl, SetCodegenFlags), 3);
+    ASSERT_EQ(SLOT(ICorProfilerFunctionControlVtbl, SetILFunctionBody), 4);
+    ASSERT_EQ(SLOT(ICorProfilerFunctionControlVtbl, SetILInstrumentedCodeMap), 5);
+    ASSERT_STREQ(dnp_fc_slot_names[4], "SetILFunctionBody");
     return 0;
 }
 
@@ -406,6 +419,8 @@ TEST(com_iids) {
         {&IID_ICorProfilerInfo[15], "{B446462D-BD22-41DD-872D-DC714C49EB56}"},
         {&IID_IMetaDataImport, "{7DAC8207-D3AE-4C75-9B67-92801A497D44}"},
         {&IID_IMetaDataImport2, "{FCE5EFA0-8BBA-4F8E-A036-8F2022B08466}"},
+        {&IID_IMetaDataEmit, "{BA3FEE4C-ECB9-4E41-83B7-183FA41CD859}"},
+        {&IID_ICorProfilerFunctionControl, "{F0963021-E1EA-4732-8581-E01B0BD3C0C6}"},
     };
     char buf[39];
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {

@@ -1,0 +1,45 @@
+/* rejit.h: traced methods (issue 18 part 3, dnprof run/attach --trace PATTERN,
+ * docs/calls.md#tracing-chosen-methods-rejit). The methods whose
+ * Namespace.Class::Method matches are re-JIT-compiled (RequestReJITWithInliners,
+ * so that callers that inlined them are compiled again too) with a rewritten
+ * body that calls the agent at entry and at every exit (src/trace/il_rewrite.h);
+ * the agent counts and times each call in its own memory and writes the sums
+ * as TracedMethod and TracedCalls events at the detach or at the end. */
+#ifndef DNP_REJIT_H
+#define DNP_REJIT_H
+
+#include <stdint.h>
+
+#include "com.h"
+#include "config.h"
+
+/* Takes cfg->trace's patterns; with any, adds COR_PRF_ENABLE_REJIT and the
+ * module loads to the mask. */
+void rejit_configure(const agent_config *cfg, uint32_t *mask);
+
+/* Whether ReJIT was asked for: the runtime then refuses to unload the agent
+ * (CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT, docs/attach.md). */
+int rejit_enabled(void);
+
+/* A module finished loading: its matching methods are asked for. */
+void rejit_module_loaded(ModuleID module);
+
+/* A module is being unloaded (a collectible AssemblyLoadContext's): its
+ * methods' ModuleID is not used from now on; their sums stay. */
+void rejit_module_unloading(ModuleID module);
+
+/* An attach completed: every module already loaded is searched. */
+void rejit_attach_complete(void);
+
+/* GetReJITParameters: the rewritten body of a traced method. Never fails: a
+ * method that cannot be rewritten is said once and compiled unchanged. */
+void rejit_parameters(ModuleID module, mdMethodDef method, ICorProfilerFunctionControl *control);
+
+/* ReJITError: said once per method, recorded. */
+void rejit_error(ModuleID module, mdMethodDef method, HRESULT hr);
+
+/* Stops counting, reverts the methods to their original code when revert is
+ * set (an attached agent's detach), and writes what was counted. Once. */
+void rejit_finish(int revert);
+
+#endif
