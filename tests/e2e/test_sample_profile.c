@@ -724,7 +724,7 @@ TEST(e2e_sample_cut_short) {
     const char *json[] = {"report", "--json", r.trace, NULL};
     ASSERT_EQ(e2e_dnprof(&r, json), 0);
     ASSERT_STATUS(&r, 0);
-    int recorded = file_has(r.out, "\"recorded\":{\"sample\":{\"mode\":\"cpu\",\"rateHz\":100,\"periodNs\":10000000}}");
+    int recorded = file_has(r.out, "\"recorded\":{\"sample\":{\"mode\":\"cpu\",\"rateHz\":100,\"periodNs\":10000000}");
     if (!recorded)
         e2e_show_file("report --json said", r.out);
     ASSERT(recorded);
