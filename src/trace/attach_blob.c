@@ -196,7 +196,8 @@ int dnp_attach_blob_parse(const void *data, size_t len, dnp_attach_blob *out, ch
         return dnp_fail(err, errlen, "the client data has a bad header size %u (blob of %zu bytes)",
                     hsize, len);
 
-    unsigned seen = 0;
+    uint64_t seen = 0;
+    _Static_assert(NFIELDS <= 64, "a bit for each field");
     size_t off = hsize;
     while (off < len) {
         if (len - off < 4)
@@ -209,14 +210,13 @@ int dnp_attach_blob_parse(const void *data, size_t len, dnp_attach_blob *out, ch
                         tag_name(tag), tag, n, len - off);
         const uint8_t *v = p + off;
         off += n;
-        if (tag >= 1 && tag < 32) {
-            if (seen & (1u << tag))
-                return dnp_fail(err, errlen, "the %s (tag %u) appears twice", tag_name(tag), tag);
-            seen |= 1u << tag;
-        }
         const blob_field *f = field_of(tag);
         if (!f)
             continue; /* a newer front end's field */
+        uint64_t bit = 1ull << (f - fields); /* every field once, whatever its tag */
+        if (seen & bit)
+            return dnp_fail(err, errlen, "the %s (tag %u) appears twice", tag_name(tag), tag);
+        seen |= bit;
         char *at = (char *)out + f->offset;
         if (f->text) {
             if (get_text(v, n, at, f->size, tag, err, errlen) < 0)

@@ -329,3 +329,24 @@ TEST(trace_attach_blob_sample) {
     ASSERT_CONTAINS(err, "sampling rate");
     return 0;
 }
+
+/* A field given twice is refused whatever its tag (fuzz_attach_blob found the
+ * trace patterns', tag 40, taken twice: the second overwrote the first and left
+ * its tail in the buffer; tests/fuzz/corpus/attach_blob/crash-duplicate-trace-field). */
+TEST(trace_attach_blob_field_twice) {
+    dnp_attach_blob in, out;
+    uint8_t buf[DNP_BLOB_MAX], bad[DNP_BLOB_MAX];
+    char err[256];
+    sample(&in);
+    snprintf(in.trace, sizeof in.trace, "A.B::C");
+    long n = encode(&in, buf, sizeof buf);
+    ASSERT_GT(n, 0);
+    /* the blob again with one more trace field: "xyz" */
+    memcpy(bad, buf, (size_t)n);
+    const uint8_t extra[] = {DNP_BLOB_TRACE & 0xff, DNP_BLOB_TRACE >> 8, 3, 0, 'x', 'y', 'z'};
+    memcpy(bad + n, extra, sizeof extra);
+    dnp_put_u32le(bad + 8, (uint32_t)(n + (long)sizeof extra));
+    ASSERT_EQ(parse_exact(bad, (size_t)n + sizeof extra, &out, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "appears twice");
+    return 0;
+}
