@@ -679,7 +679,7 @@ static int stream_chunk(dnp_trace_stream *S) {
         L->payload = S->buf;
         L->payload_off = S->off + DNP_CHUNK_HEADER_SIZE;
         S->p = S->buf;
-        S->end = S->buf + plen;
+        S->end = plen ? S->buf + plen : S->buf; /* an empty chunk first: no buffer yet (NULL + 0) */
         S->thread = thread;
         S->now = base;
         S->in_chunk = 1;
