@@ -229,7 +229,7 @@ TEST(e2e_async_exception) {
 }
 
 /* An ASP.NET Core endpoint (tests/e2e/web, GET /awork): the handler awaits a
- * helper that yields and then hashes on a pool thread. Its samples sit under
+ * helper that waits a millisecond and then hashes on a pool thread. Its samples sit under
  * the handler and, above it, the request pipeline's own async methods
  * (Kestrel's, ASP.NET Core's: precompiled framework code), not under the
  * thread pool. */

@@ -51,8 +51,11 @@ public static class Service
     }
 
     // The async endpoint (GET /awork, e2e_async_web): the handler awaits a
-    // helper that yields, then hashes; the hashing runs on a pool thread after
-    // the await, so its logical stack is the handler's under the pipeline's.
+    // helper that waits a millisecond (as for I/O), then hashes; the hashing
+    // runs on a pool thread after the await, so its logical stack is the
+    // handler's under the pipeline's. (An await that completes at once, as
+    // Task.Yield's, can resume before the handler has awaited the helper: that
+    // first resume has no caller yet, docs/async.md.)
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static async Task<string> HandleAsync()
     {
@@ -63,7 +66,7 @@ public static class Service
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static async Task<string> HashLater()
     {
-        await Task.Yield();
+        await Task.Delay(1);
         return Hash(Serialize());
     }
 }
