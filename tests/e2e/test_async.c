@@ -18,6 +18,7 @@
 #include "test.h"
 
 #define WHOLE 0.95
+#define WEB_WHOLE 0.90 /* the web service's 4 requests in flight, on a loaded machine (e2e_async_web) */
 #define PHYSICAL 0.8 /* the physical walk does not always find the frames between the pool and a resume */
 #define MIN_SAMPLES 200.0 /* 1.5 s of CPU at 1 kHz: room for a loaded machine and for emulation (arm64 under qemu) */
 #define P "Scenarios.AsyncScenario::"
@@ -275,7 +276,9 @@ TEST(e2e_async_web) {
             s.all, walked > 0 ? 100 * s.logical / walked : 0, chained > 0 ? 100 * piped / chained : 0,
             s.all > 0 ? 100 * s.pool / s.all : 0);
     ASSERT_GT(s.all, 300);
-    ASSERT_GE(s.logical, WHOLE * walked);
+    /* 99-100% alone; 92-94% seen in CI, under the other tests' load: 90% (a
+     * resume whose caller has not awaited it yet has none: docs/async.md) */
+    ASSERT_GE(s.logical, WEB_WHOLE * walked);
     ASSERT_GE(piped, WHOLE * chained);
     ASSERT_LE(s.pool, 0.01 * s.all);
     return 0;
