@@ -27,8 +27,7 @@ set(DNPROF_E2E_ARM64_TESTS
   e2e_sample_short_method_callers
   e2e_calls_args
   e2e_trace_run_startup
-  e2e_arm64_doctor
-  e2e_async_chain)
+  e2e_arm64_doctor)
 
 find_program(DNPROF_QEMU_AARCH64_EXE qemu-aarch64)
 find_program(DNPROF_AARCH64_CC_EXE aarch64-linux-gnu-gcc)
