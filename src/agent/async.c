@@ -327,7 +327,7 @@ void async_probe(uintptr_t this_home) {
         return;
     }
     uint32_t d = atomic_load_explicit(&t->depth, memory_order_relaxed);
-    while (d && t->r[d - 1].csp <= this_home)
+    while (d && t->r[d - 1].home <= this_home)
         d--;
     atomic_store_explicit(&t->depth, d, memory_order_relaxed);
     if (d == RESUMES) {
@@ -335,7 +335,7 @@ void async_probe(uintptr_t this_home) {
         return;
     }
     uintptr_t self = *(const uintptr_t *)this_home;
-    resume r = {this_home, this_home, 0, 0, 0};
+    resume r = {this_home, 0, 0, 0};
     atype tmp;
     const atype *bt = self ? type_of(*(const uintptr_t *)self, &tmp) : NULL;
     if (bt && (bt->kind == K_BOX || bt->kind == K_POOLBOX)) {
@@ -359,11 +359,11 @@ int async_sample_state(uint64_t sp, uint64_t *fp, uint32_t *chain, uint64_t *res
     atomic_signal_fence(memory_order_acquire);
     if (d > RESUMES)
         return 0;
-    while (d && t->r[d - 1].fp < sp) /* below the stack pointer: a resume that has returned */
+    while (d && t->r[d - 1].home < sp) /* below the stack pointer: a resume that has returned */
         d--;
     if (!d || !t->r[d - 1].resumed)
         return 0;
-    *fp = t->r[d - 1].fp;
+    *fp = t->r[d - 1].home;
     *chain = t->r[d - 1].chain;
     *resumed = t->r[d - 1].resumed;
     *name = t->r[d - 1].name;
@@ -378,7 +378,7 @@ static const resume *resume_here(uintptr_t sp) {
     if (!t)
         return NULL;
     uint32_t d = atomic_load_explicit(&t->depth, memory_order_relaxed);
-    while (d && t->r[d - 1].fp < sp)
+    while (d && t->r[d - 1].home < sp)
         d--;
     return d && t->r[d - 1].resumed ? &t->r[d - 1] : NULL;
 }

@@ -39,7 +39,7 @@ typedef struct chain_node {
 } chain_node;
 
 typedef struct resume {
-    uintptr_t csp, fp;
+    uintptr_t home; /* the address of its box's `this` in the MoveNext's frame: where on the stack it is */
     uint64_t resumed;
     uint32_t chain, name;
 } resume;
