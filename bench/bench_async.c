@@ -29,19 +29,14 @@ enum { BARE, SAMPLE, ASYNC, TPL, NCONFIG };
 static const char *const config_names[NCONFIG] = {"bare", "sample", "async", "tpl"};
 static char g_dtrace[4096];
 
-typedef struct result {
-    double work_ms, cpu_ms, wall_ms;
-} result;
+typedef bench_run result;
 
 /* One run; n = NULL runs "hello" (start-up). */
 static int run_once(const char *agent, const char *dll, const char *n, int config, result *res) {
     int fd;
     double t0 = bench_now_ms();
-    pid_t pid = bench_fork_piped(&fd);
-    if (pid < 0)
-        exit(1);
+    pid_t pid = bench_fork_quiet(&fd);
     if (pid == 0) {
-        bench_child_quiet();
         if (config == SAMPLE || config == ASYNC) {
             bench_agent_env(agent, "/tmp/bench_async.%p.trace");
             setenv(DNP_ENV_EVENTS, "threads", 1); /* what dnprof run --sample asks for */
@@ -61,13 +56,7 @@ static int run_once(const char *agent, const char *dll, const char *n, int confi
         _exit(127);
     }
     char out[8192];
-    int status = bench_child_end(fd, pid, out, sizeof out, &res->cpu_ms);
-    res->wall_ms = bench_now_ms() - t0;
-    char trace[64];
-    snprintf(trace, sizeof trace, "/tmp/bench_async.%d.trace", (int)pid);
-    unlink(trace);
-    unlink("/tmp/bench_async.nettrace");
-    res->work_ms = 0;
+    int status = bench_run_end(fd, pid, t0, "bench_async", out, sizeof out, res);
     if (!n)
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
     const char *line = strstr(out, "bench ");
@@ -79,11 +68,7 @@ static int run_once(const char *agent, const char *dll, const char *n, int confi
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: bench_async AGENT.so SCENARIOS.dll [RUNS] [N]\n");
-        return 2;
-    }
-    int runs = bench_count_arg(argc, argv, 3, 5, 49);
+    int runs = bench_runs_arg(argc, argv, 3, "bench_async AGENT.so SCENARIOS.dll [RUNS] [N]", 3, 5, 49);
     int n = bench_count_arg(argc, argv, 4, 200000, 100000000);
     char nbuf[32];
     snprintf(nbuf, sizeof nbuf, "%d", n);
@@ -102,21 +87,11 @@ int main(int argc, char **argv) {
             result res;
             if (c == TPL && !have_dtrace)
                 continue;
-            if (run_once(argv[1], argv[2], nbuf, c, &res) == 0) {
-                work[c][ok[c]] = res.work_ms;
-                cpu[c][ok[c]++] = res.cpu_ms;
-            }
+            if (run_once(argv[1], argv[2], nbuf, c, &res) == 0)
+                bench_keep(work, cpu, ok, c, &res);
         }
     printf("async bench, %d resumes (median of %d runs; the resumes' time, process CPU time):\n", n, runs);
-    double base = ok[BARE] ? bench_median(work[BARE], ok[BARE]) : 0;
-    double base_cpu = ok[BARE] ? bench_median(cpu[BARE], ok[BARE]) : 0;
-    for (int c = 0; c < NCONFIG; c++) {
-        if (!ok[c])
-            continue;
-        double m = bench_median(work[c], ok[c]), mc = bench_median(cpu[c], ok[c]);
-        printf("  %-7s %9.1f ms %+6.1f%%   cpu %9.1f ms %+6.1f%%\n", config_names[c], m,
-               base ? 100 * (m / base - 1) : 0, mc, base_cpu ? 100 * (mc / base_cpu - 1) : 0);
-    }
+    bench_print_medians(NCONFIG, config_names, work, cpu, ok, 7);
     if (ok[SAMPLE] && ok[ASYNC])
         printf("  one resume: %+.0f ns with async stacks (async - sample, over the resumes' time)\n",
                (bench_median(work[ASYNC], ok[ASYNC]) - bench_median(work[SAMPLE], ok[SAMPLE])) * 1e6 / n);

@@ -99,19 +99,13 @@ static double run_once(const char *agent, const char *dll, const char *what, int
         fprintf(stderr, "bench_calls: the %s run of '%s' failed: %s\n", config_names[config], what, out);
         exit(1);
     }
-    char trace[64];
-    snprintf(trace, sizeof trace, "/tmp/bench_calls.%d.trace", (int)pid);
-    unlink(trace);
+    bench_unlink_trace("bench_calls", pid);
     return ms;
 }
 
 
 int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: bench_calls AGENT.so SCENARIOS.dll [RUNS]\n");
-        return 2;
-    }
-    int runs = bench_count_arg(argc, argv, 3, 5, 100);
+    int runs = bench_runs_arg(argc, argv, 3, "bench_calls AGENT.so SCENARIOS.dll [RUNS]", 3, 5, 100);
     base_agent = argc > 4 ? argv[4] : NULL;
     int nconfig = base_agent ? NCONFIG : CALLS_BASE;
     static const struct {

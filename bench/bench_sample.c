@@ -30,19 +30,14 @@ enum { BARE, AGENT, CPU100, CPU1K, TIMERS1K, WALL100, SUSP100, DTRACE, NCONFIG }
 static const char *const config_names[NCONFIG] = {"bare",    "agent",   "cpu100",  "cpu1k",
                                                   "timers1k", "wall100", "susp100", "dtrace"};
 
-typedef struct result {
-    double work_ms, cpu_ms, wall_ms;
-} result;
+typedef bench_run result;
 
 /* One run; what = NULL runs "hello" (start-up). */
 static int run_once(const char *agent, const char *dll, const char *what, int config, result *res) {
     int fd;
     double t0 = bench_now_ms();
-    pid_t pid = bench_fork_piped(&fd);
-    if (pid < 0)
-        exit(1);
+    pid_t pid = bench_fork_quiet(&fd);
     if (pid == 0) {
-        bench_child_quiet();
         setenv("DOTNET_TieredCompilation", "0", 1);
         if (config != BARE && config != DTRACE) {
             static const char *const modes[NCONFIG] = {NULL, NULL, "cpu", "cpu", "cpu", "wall", "suspend", NULL};
@@ -65,13 +60,7 @@ static int run_once(const char *agent, const char *dll, const char *what, int co
         _exit(127);
     }
     char out[8192];
-    int status = bench_child_end(fd, pid, out, sizeof out, &res->cpu_ms);
-    res->wall_ms = bench_now_ms() - t0;
-    char trace[64];
-    snprintf(trace, sizeof trace, "/tmp/bench_sample.%d.trace", (int)pid);
-    unlink(trace);
-    unlink("/tmp/bench_sample.nettrace");
-    res->work_ms = 0;
+    int status = bench_run_end(fd, pid, t0, "bench_sample", out, sizeof out, res);
     if (!what)
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
     /* the workload's line, "what MS ms", among what dotnet-trace prints */
@@ -93,11 +82,7 @@ static int run_once(const char *agent, const char *dll, const char *what, int co
 
 
 int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: bench_sample AGENT.so SCENARIOS.dll [RUNS]\n");
-        return 2;
-    }
-    int runs = bench_count_arg(argc, argv, 3, 5, 49);
+    int runs = bench_runs_arg(argc, argv, 3, "bench_sample AGENT.so SCENARIOS.dll [RUNS]", 3, 5, 49);
     int have_dtrace = system("command -v dotnet-trace >/dev/null 2>&1") == 0;
     if (!have_dtrace)
         fprintf(stderr, "bench_sample: dotnet-trace is not on PATH: left out "
@@ -111,21 +96,11 @@ int main(int argc, char **argv) {
                 result res;
                 if (c == DTRACE && !have_dtrace)
                     continue;
-                if (run_once(argv[1], argv[2], workloads[w], c, &res) == 0) {
-                    work[c][ok[c]] = res.work_ms;
-                    cpu[c][ok[c]++] = res.cpu_ms;
-                }
+                if (run_once(argv[1], argv[2], workloads[w], c, &res) == 0)
+                    bench_keep(work, cpu, ok, c, &res);
             }
         printf("%s (median of %d runs; workload time, process CPU time):\n", workloads[w], runs);
-        double base = ok[BARE] ? bench_median(work[BARE], ok[BARE]) : 0;
-        double base_cpu = ok[BARE] ? bench_median(cpu[BARE], ok[BARE]) : 0;
-        for (int c = 0; c < NCONFIG; c++) {
-            if (!ok[c])
-                continue;
-            double m = bench_median(work[c], ok[c]), mc = bench_median(cpu[c], ok[c]);
-            printf("  %-8s %9.1f ms %+6.1f%%   cpu %9.1f ms %+6.1f%%\n", config_names[c], m,
-                   base ? 100 * (m / base - 1) : 0, mc, base_cpu ? 100 * (mc / base_cpu - 1) : 0);
-        }
+        bench_print_medians(NCONFIG, config_names, work, cpu, ok, 8);
     }
     static const int st_configs[3] = {BARE, AGENT, CPU100};
     double st[3][100];

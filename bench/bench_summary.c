@@ -76,11 +76,7 @@ static int measure(int stream, const char *path, double *secs, long *kib) {
 
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: bench_summary TRACE [RUNS]\n");
-        return 2;
-    }
-    int runs = bench_count_arg(argc, argv, 2, 5, 100);
+    int runs = bench_runs_arg(argc, argv, 2, "bench_summary TRACE [RUNS]", 2, 5, 100);
     double t[2][100];
     long peak[2] = {0, 0};
     for (int i = 0; i < runs; i++)

@@ -26,11 +26,8 @@ static const char *const config_names[NCONFIG] = {"bare", "agent", "traced", "co
 
 static double run_once(const char *agent, const char *dll, const char *dir, int config) {
     int fd;
-    pid_t pid = bench_fork_piped(&fd);
-    if (pid < 0)
-        exit(1);
+    pid_t pid = bench_fork_quiet(&fd);
     if (pid == 0) {
-        bench_child_quiet();
         if (config != BARE) {
             bench_agent_env(agent, "/tmp/bench_trace.%p.trace");
             setenv(DNP_ENV_EVENTS, "runtime", 1);
@@ -45,20 +42,14 @@ static double run_once(const char *agent, const char *dll, const char *dir, int 
         _exit(127);
     }
     double ns = bench_child_number(fd, pid, "before ", config_names[config]);
-    char trace[64];
-    snprintf(trace, sizeof trace, "/tmp/bench_trace.%d.trace", (int)pid);
-    unlink(trace);
+    bench_unlink_trace("bench_trace", pid);
     if (ns < 0)
         exit(1);
     return ns;
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: bench_trace AGENT.so SCENARIOS.dll [RUNS]\n");
-        return 2;
-    }
-    int runs = bench_count_arg(argc, argv, 3, 5, 100);
+    int runs = bench_runs_arg(argc, argv, 3, "bench_trace AGENT.so SCENARIOS.dll [RUNS]", 3, 5, 100);
     char dir[] = "/tmp/bench_trace.XXXXXX";
     if (!mkdtemp(dir)) {
         perror("bench_trace: mkdtemp");

@@ -150,11 +150,8 @@ typedef struct result {
 
 static int run_once(const char *agent, const char *dll, const char *rounds, int config, result *res) {
     int fd;
-    pid_t pid = bench_fork_piped(&fd);
-    if (pid < 0)
-        exit(1);
+    pid_t pid = bench_fork_quiet(&fd);
     if (pid == 0) {
-        bench_child_quiet();
         if (config != BARE && config != PERF100) {
             bench_agent_env(agent, "/tmp/bench_unwind.%p.trace");
             setenv(DNP_ENV_EVENTS, "threads", 1);
@@ -170,9 +167,7 @@ static int run_once(const char *agent, const char *dll, const char *rounds, int 
     }
     char out[4096];
     int status = bench_child_end(fd, pid, out, sizeof out, &res->cpu_ms);
-    char trace[64];
-    snprintf(trace, sizeof trace, "/tmp/bench_unwind.%d.trace", (int)pid);
-    unlink(trace);
+    bench_unlink_trace("bench_unwind", pid);
     res->report_ms = res->data_mb = 0;
     if (config == PERF100) {
         struct stat st;

@@ -104,11 +104,84 @@ static inline int bench_child_end(int fd, pid_t pid, char *out, size_t cap, doub
     return status;
 }
 
+/* bench_fork_piped for a benchmark's run: exits when it cannot fork; in the
+ * child, stderr goes to /dev/null (bench_child_quiet). */
+static inline pid_t bench_fork_quiet(int *fd) {
+    pid_t pid = bench_fork_piped(fd);
+    if (pid < 0)
+        exit(1);
+    if (pid == 0)
+        bench_child_quiet();
+    return pid;
+}
+
+/* Removes the trace a child wrote to /tmp/NAME.PID.trace (bench_agent_env's
+ * "/tmp/NAME.%p.trace"). */
+static inline void bench_unlink_trace(const char *name, pid_t pid) {
+    char trace[128];
+    snprintf(trace, sizeof trace, "/tmp/%s.%d.trace", name, (int)pid);
+    unlink(trace);
+}
+
+/* One run of a benchmark's child: its work time (what it printed), process
+ * CPU time and wall time, in ms. */
+typedef struct bench_run {
+    double work_ms, cpu_ms, wall_ms;
+} bench_run;
+
+/* Ends a run started at t0 (bench_now_ms) by bench_fork_quiet: reads the
+ * child's stdout into out (bench_child_end), reaps it, sets res's CPU and wall
+ * time (work_ms 0, for the caller to read from out) and removes what it wrote
+ * (/tmp/NAME.PID.trace, /tmp/NAME.nettrace); the child's wait status. */
+static inline int bench_run_end(int fd, pid_t pid, double t0, const char *name, char *out, size_t cap,
+                                bench_run *res) {
+    int status = bench_child_end(fd, pid, out, cap, &res->cpu_ms);
+    res->wall_ms = bench_now_ms() - t0;
+    res->work_ms = 0;
+    bench_unlink_trace(name, pid);
+    char nettrace[128];
+    snprintf(nettrace, sizeof nettrace, "/tmp/%s.nettrace", name);
+    unlink(nettrace);
+    return status;
+}
+
+/* Keeps a run's work and CPU time as configuration c's next figures. */
+static inline void bench_keep(double (*work)[50], double (*cpu)[50], int *ok, int c, const bench_run *res) {
+    work[c][ok[c]] = res->work_ms;
+    cpu[c][ok[c]++] = res->cpu_ms;
+}
+
+/* Prints one row per configuration that ran: the medians of its work time
+ * and process CPU time (ok[c] runs each, at most 50), each beside its change
+ * from configuration 0, the unprofiled run; width: the names' column. */
+static inline void bench_print_medians(int nconfig, const char *const *names, double (*work)[50],
+                                       double (*cpu)[50], const int *ok, int width) {
+    double base = ok[0] ? bench_median(work[0], ok[0]) : 0;
+    double base_cpu = ok[0] ? bench_median(cpu[0], ok[0]) : 0;
+    for (int c = 0; c < nconfig; c++) {
+        if (!ok[c])
+            continue;
+        double m = bench_median(work[c], ok[c]), mc = bench_median(cpu[c], ok[c]);
+        printf("  %-*s %9.1f ms %+6.1f%%   cpu %9.1f ms %+6.1f%%\n", width, names[c], m,
+               base ? 100 * (m / base - 1) : 0, mc, base_cpu ? 100 * (mc / base_cpu - 1) : 0);
+    }
+}
+
 /* argv[i] as a count (of runs, of cycles) from 1 to max: def when it is not
  * given or out of that range. */
 static inline int bench_count_arg(int argc, char **argv, int i, int def, int max) {
     int n = argc > i ? atoi(argv[i]) : def;
     return n < 1 || n > max ? def : n;
+}
+
+/* A benchmark's arguments: argv[i] as its count of runs (bench_count_arg),
+ * or its usage printed and exit status 2 when it has fewer than need arguments. */
+static inline int bench_runs_arg(int argc, char **argv, int need, const char *usage, int i, int def, int max) {
+    if (argc < need) {
+        fprintf(stderr, "usage: %s\n", usage);
+        exit(2);
+    }
+    return bench_count_arg(argc, argv, i, def, max);
 }
 
 /* Reads the child's stdout from fd to its end, reaps pid, and returns the

@@ -34,13 +34,10 @@ def skip_literal(text, i):
     return i + 1
 
 
-def split_top(expr):
-    """The top-level tokens of interest in expr: [(pos, op)], or None when expr
-    holds something that makes it not a plain comparison (&&, ||, ?, =, ',')."""
-    found = []
-    depth = 0
-    i = 0
-    n = len(expr)
+def top_level(expr):
+    """(i, c, two) for each character c of expr at bracket depth 0 and outside
+    string and character literals; two is expr[i:i + 2]."""
+    depth, i, n = 0, 0, len(expr)
     while i < n:
         c = expr[i]
         if c in "\"'":
@@ -51,51 +48,45 @@ def split_top(expr):
         elif c in ")]}":
             depth -= 1
         elif depth == 0:
-            two = expr[i:i + 2]
-            if two in ("&&", "||", "<<", ">>", "->"):
-                if two in ("&&", "||"):
-                    return None
-                i += 2
-                continue
-            if c in "?,":
-                return None
-            if two in ("==", "!=", "<=", ">="):
-                found.append((i, two))
-                i += 2
-                continue
-            if c in "<>":
-                found.append((i, c))
-            elif c == "=":
-                return None  # an assignment
+            yield i, c, expr[i:i + 2]
         i += 1
+
+
+def split_top(expr):
+    """The top-level tokens of interest in expr: [(pos, op)], or None when expr
+    holds a top-level &&, ||, ?:, ',' or assignment (not a plain comparison)."""
+    found, skip = [], 0
+    for i, c, two in top_level(expr):
+        if i < skip:
+            continue
+        if two in ("&&", "||", "<<", ">>", "->"):
+            if two in ("&&", "||"):
+                return None
+            skip = i + 2
+        elif c in "?,":
+            return None
+        elif two in ("==", "!=", "<=", ">="):
+            found.append((i, two))
+            skip = i + 2
+        elif c in "<>":
+            found.append((i, c))
+        elif c == "=":
+            return None  # an assignment
     return found
 
 
 def split_and(expr):
     """The operands of expr's top-level && chain (two or more), or None when it
     has none or holds a top-level ||, ?: or ','."""
-    parts, depth, start, i, n = [], 0, 0, 0, len(expr)
-    while i < n:
-        c = expr[i]
-        if c in "\"'":
-            q = c
-            i += 1
-            while i < n and expr[i] != q:
-                i += 2 if expr[i] == "\\" else 1
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif depth == 0:
-            two = expr[i:i + 2]
-            if two == "||" or c in "?,":
-                return None
-            if two == "&&":
-                parts.append(expr[start:i].strip())
-                start = i + 2
-                i += 2
-                continue
-        i += 1
+    parts, start, skip = [], 0, 0
+    for i, c, two in top_level(expr):
+        if i < skip:
+            continue
+        if two == "||" or c in "?,":
+            return None
+        if two == "&&":
+            parts.append(expr[start:i].strip())
+            start = skip = i + 2
     parts.append(expr[start:].strip())
     return parts if len(parts) > 1 and all(parts) else None
 

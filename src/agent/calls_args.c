@@ -20,6 +20,7 @@
 
 #include "agent.h"
 #include "calls_internal.h"
+#include "namebuf.h"
 #include "names.h"
 #include "sig.h"
 #include "utf16.h"
@@ -34,13 +35,7 @@ typedef struct tbuf {
 } tbuf;
 
 static void tb_add(tbuf *b, const char *s, size_t n) {
-    if (b->cap == 0)
-        return;
-    if (n > b->cap - 1 - b->len)
-        n = b->cap - 1 - b->len;
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = 0;
+    b->len = dnp_append(b->s, b->len, b->cap, s, n);
 }
 
 static void tb_puts(tbuf *b, const char *s) {
@@ -49,13 +44,10 @@ static void tb_puts(tbuf *b, const char *s) {
 
 static void tb_printf(tbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void tb_printf(tbuf *b, const char *fmt, ...) {
-    char tmp[512];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    b->len = dnp_vappend(b->s, b->len, b->cap, fmt, ap);
     va_end(ap);
-    if (n > 0)
-        tb_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
 /* The shortest text that reads back as the same double. */

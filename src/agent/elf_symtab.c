@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dnp_search.h"
+
 static int by_start(const void *x, const void *y) {
     const dnp_sym *a = x, *b = y;
     return a->start < b->start ? -1 : a->start > b->start;
@@ -66,14 +68,7 @@ int dnp_symtab_parse(dnp_symtab *t, const uint8_t *f, size_t size) {
 const char *dnp_symtab_lookup(const dnp_symtab *t, uint64_t a) {
     if (!t || !t->n)
         return NULL;
-    size_t lo = 0, hi = t->n;
-    while (lo < hi) { /* the first symbol starting after a */
-        size_t mid = (lo + hi) / 2;
-        if (t->syms[mid].start <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = DNP_FIRST_AFTER(i, t->n, t->syms[i].start, a);
     for (size_t k = lo; k-- > 0;) { /* nested or aliased: the closest that covers a */
         const dnp_sym *s = &t->syms[k];
         if (a - s->start < (s->size ? s->size : 1))

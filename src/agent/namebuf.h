@@ -3,6 +3,7 @@
 #ifndef DNP_NAMEBUF_H
 #define DNP_NAMEBUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "com.h"
@@ -13,6 +14,13 @@ typedef struct dnp_namebuf {
     char s[DNP_NAMEBUF_MAX];
     size_t len; /* s[len] is the NUL; start with {0} or {"", 0} */
 } dnp_namebuf;
+
+/* Appends src[n] to s[len], cut to what s[cap] holds (s stays
+ * NUL-terminated); the new length. */
+size_t dnp_append(char *s, size_t len, size_t cap, const char *src, size_t n);
+/* Appends fmt's text to s[len], cut to what s[cap] holds (s stays
+ * NUL-terminated); the new length. */
+size_t dnp_vappend(char *s, size_t len, size_t cap, const char *fmt, va_list ap);
 
 void nb_add(dnp_namebuf *b, const char *s, size_t n);
 void nb_puts(dnp_namebuf *b, const char *s);

@@ -9,6 +9,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "dnp_search.h"
+
 _Atomic(const unw_index *) unwind_index_ptr;
 atomic_uint unwind_readers;
 
@@ -27,14 +29,7 @@ void unwind_leave(void) {
 const unw_lib *unwind_find(const unw_index *ix, uint64_t pc) {
     if (!ix || !ix->n)
         return NULL;
-    uint32_t lo = 0, hi = ix->n;
-    while (lo < hi) { /* the first library starting after pc */
-        uint32_t mid = (lo + hi) / 2;
-        if (ix->lib[mid]->lo <= pc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = DNP_FIRST_AFTER(i, ix->n, ix->lib[i]->lo, pc);
     if (!lo)
         return NULL;
     const unw_lib *l = ix->lib[lo - 1];

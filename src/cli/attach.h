@@ -14,6 +14,17 @@
 #include "ipc.h"
 #include "windows_cli.h"
 
+/* The options of loading the agent, and -q and -h, as attach's and snapshot's
+ * --help give them. */
+#define DNP_HELP_LOADING_OPTIONS \
+    "      --timeout SECONDS how long the runtime may take to load the agent (default 10)\n" \
+    "      --agent-path PATH the libdnprof.so already in the program's file system (in a\n" \
+    "                        container: PATH as the program sees it, e.g. baked into the\n" \
+    "                        image), loaded from there: nothing is copied or removed;\n" \
+    "                        it must be this release's agent (docs/containers.md)\n" \
+    "  -q, --quiet           print nothing but errors\n" \
+    "  -h, --help            print this help\n"
+
 typedef struct attach_opts {
     const char *events, *output;
     long long duration_ms; /* -1: until stopped */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attach.h"
 #include "attach_blob.h"
 #include "cli.h"
 #include "ipc.h"
@@ -33,13 +34,7 @@ static void snapshot_help(void) {
           "  -o, --output FILE     the snapshot file, replaced if it exists (default:\n"
           "                        dnprof-<pid>.dnheap in the current directory); the program\n"
           "                        writes it, so its user must be able to\n"
-          "      --timeout SECONDS how long the runtime may take to load the agent (default 10)\n"
-          "      --agent-path PATH the libdnprof.so already in the program's file system (in a\n"
-          "                        container: PATH as the program sees it, e.g. baked into the\n"
-          "                        image), loaded from there: nothing is copied or removed;\n"
-          "                        it must be this release's agent (docs/containers.md)\n"
-          "  -q, --quiet           print nothing but errors\n"
-          "  -h, --help            print this help\n"
+          DNP_HELP_LOADING_OPTIONS
           "\n"
           "examples:\n"
           "  dnprof snapshot 4242 -o before.dnheap\n"
