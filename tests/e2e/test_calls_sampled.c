@@ -199,6 +199,6 @@ TEST(e2e_calls_sampled_report_says_so) {
     /* --rate goes with --calls (sampled), not with --calls=timed */
     const char *bad[] = {"run", "--calls=timed", "--rate", "100", "--", e2e_dotnet(), dll, "calls", "recursion", NULL};
     ASSERT_EQ(e2e_dnprof(&r, bad), 0);
-    ASSERT_EQ(r.status, 2);
+    ASSERT_STATUS(&r, 2);
     return 0;
 }

@@ -164,10 +164,10 @@ static int batch_body(e2e_run *r, pid_t *prog) {
     ASSERT_NE(agent, NULL);
     const char *relative[] = {"top", "-b", "--agent-path", "libdnprof.so", pid, NULL};
     ASSERT_EQ(e2e_dnprof(r, relative), 0);
-    ASSERT_EQ(r->status, 2);
+    ASSERT_STATUS(r, 2);
     const char *startup[] = {"top", "-b", "--agent-path", agent, "--", "true", NULL};
     ASSERT_EQ(e2e_dnprof(r, startup), 0);
-    ASSERT_EQ(r->status, 2);
+    ASSERT_STATUS(r, 2);
     const char *args[] = {"top", pid, "-b", "-n", "3", "--json", "--rate", "1000", "--agent-path", agent, NULL};
     ASSERT_EQ(e2e_dnprof(r, args), 0);
     ASSERT_STATUS(r, 0);
@@ -485,7 +485,7 @@ static int errors_body(e2e_run *r, pid_t *prog, pid_t *other, tmux *t) {
     snprintf(pid, sizeof pid, "%d", (int)*other);
     const char *not_net[] = {"top", "-b", "-n", "1", pid, NULL};
     ASSERT_EQ(e2e_dnprof(r, not_net), 0);
-    ASSERT_EQ(r->status, 1);
+    ASSERT_STATUS(r, 1);
     ASSERT_EQ(one_line_with(r->err, "is not a .NET process"), 0);
 
     /* a process that exits while it is watched: said, and exit 0 */

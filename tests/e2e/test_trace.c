@@ -251,7 +251,8 @@ TEST(e2e_trace_attach_exact) {
 /* The same on .NET 8 and 9 (self-contained builds, traced-app/). */
 TEST(e2e_trace_older_runtimes) {
     const char *net8 = e2e_env("DNPROF_TRACED_NET8"), *net9 = e2e_env("DNPROF_TRACED_NET9");
-    ASSERT(net8 && net9);
+    ASSERT(net8);
+    ASSERT(net9);
     ASSERT_EQ(attach_exact("e2e_trace_older_runtimes.net8", net8), 0);
     ASSERT_EQ(attach_exact("e2e_trace_older_runtimes.net9", net9), 0);
     return 0;
@@ -301,7 +302,8 @@ TEST(e2e_trace_run_startup) {
     jv *j = e2e_dnprof_json(&r, js);
     ASSERT(j);
     const jv *arr = json_get(j, "traced");
-    ASSERT(arr && arr->type == JV_ARR);
+    ASSERT(arr);
+    ASSERT_EQ(arr->type, JV_ARR);
     ASSERT_EQ(arr->n, 3);
     int found = 0;
     for (size_t i = 0; i < arr->n; i++) {
@@ -313,7 +315,9 @@ TEST(e2e_trace_run_startup) {
             ASSERT_LE(json_num(m, "p50Ns"), json_num(m, "p99Ns"));
             ASSERT_LE(json_num(m, "p99Ns"), json_num(m, "maxNs"));
             const jv *by = json_get(m, "byCaller");
-            ASSERT(by && by->type == JV_ARR && by->n >= 1);
+            ASSERT(by);
+            ASSERT_EQ(by->type, JV_ARR);
+            ASSERT_GE(by->n, 1);
             ASSERT_STREQ(json_str(json_at(by, 0), "caller"), "Scenarios.TracedScenario::Run");
             ASSERT_EQ(json_num(json_at(by, 0), "calls"), N);
         }
@@ -339,12 +343,14 @@ TEST(e2e_trace_collectible_not_traced) {
         e2e_show_file("dnprof run said", r.err);
     ASSERT_STATUS(&r, 0);
     char *out = e2e_read_file(r.out, NULL), *said = e2e_read_file(r.err, NULL);
-    ASSERT(out && said);
+    ASSERT(out);
+    ASSERT(said);
     ASSERT_CONTAINS(out, "PluginA.Widget.Spin(3) = 9\nPluginA unloaded after");
     ASSERT_CONTAINS(out, "PluginB.Gadget.Turn(3) = 10\nPluginB unloaded after");
     ASSERT_CONTAINS(said, "PluginA.Widget::Spin is not traced: its module is collectible");
     const char *first = strstr(said, "PluginA.Widget::Spin is not traced");
-    ASSERT(first && !strstr(first + 1, "PluginA.Widget::Spin is not traced")); /* once */
+    ASSERT(first);
+    ASSERT(!strstr(first + 1, "PluginA.Widget::Spin is not traced")); /* once */
     free(out);
     free(said);
     dnp_trace *t = e2e_load_of(r.trace, DNP_EV_TracedCalls, 2);

@@ -198,7 +198,7 @@ TEST(il_rewrite_tail_prefix_dropped) {
     long n = rewrite(b, sizeof b, &probe, &out, err);
     ASSERT_GT(n, 0);
     ASSERT_EQ(listing(out, (size_t)n, text, sizeof text), 0);
-    ASSERT(strstr(text, "tail.") == NULL);
+    ASSERT_EQ(strstr(text, "tail."), NULL);
     ASSERT_CONTAINS(text, "IL_0016: call       0x0a000001\nIL_001b: stloc.s    V_1\n");
     free(out);
     return 0;

@@ -93,7 +93,8 @@ TEST(report_traced_percentiles_callers) {
         fprintf(stderr, "%s\n%s\n", err, json);
     ASSERT(j);
     const jv *arr = json_get(j, "traced");
-    ASSERT(arr && arr->type == JV_ARR);
+    ASSERT(arr);
+    ASSERT_EQ(arr->type, JV_ARR);
     ASSERT_EQ(arr->n, 4); /* id 9 too, named "?" */
     const jv *m = json_at(arr, 0); /* by total time: the 100 calls first */
     ASSERT_STREQ(json_str(m, "name"), "App.Orders::Place");
@@ -103,7 +104,8 @@ TEST(report_traced_percentiles_callers) {
     ASSERT_EQ(json_num(m, "p99Ns"), 1000100); /* bucket 143 [983040, 1048576): its middle, past the max: the max */
     ASSERT_EQ(json_num(m, "maxNs"), 1000100);
     const jv *by = json_get(m, "byCaller");
-    ASSERT(by && by->n == 2);
+    ASSERT(by);
+    ASSERT_EQ(by->n, 2);
     ASSERT_STREQ(json_str(json_at(by, 0), "caller"), "App.Api::Post");
     ASSERT_EQ(json_num(json_at(by, 0), "calls"), 70);
     ASSERT_EQ(json_num(json_at(by, 1), "meanNs"), (20 * 1000 + 10 * 1000000) / 30);
