@@ -34,6 +34,7 @@
  * innermost one at or above the stack pointer; the sampler thread keeps it only
  * if the walk finds a resume's frame there (sampler_aggregate.c). */
 #include "async_internal.h"
+#include "calls.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -335,7 +336,7 @@ void async_probe(uintptr_t this_home) {
         return;
     }
     uintptr_t self = *(const uintptr_t *)this_home;
-    resume r = {this_home, 0, 0, 0};
+    resume r = {this_home, 0, 0, 0, 0, 0};
     atype tmp;
     const atype *bt = self ? type_of(*(const uintptr_t *)self, &tmp) : NULL;
     if (bt && (bt->kind == K_BOX || bt->kind == K_POOLBOX)) {
@@ -412,6 +413,21 @@ unsigned async_logical_stack(uint64_t *f, unsigned n, unsigned cap) {
     return n;
 }
 
+uint32_t async_calls_callers(uint64_t fid, uintptr_t sp, uint64_t *funcs, uint32_t *names, uint32_t cap) {
+    if (!A.on)
+        return 0;
+    athread *t = thread_here();
+    if (!t)
+        return 0;
+    uint32_t d = atomic_load_explicit(&t->depth, memory_order_relaxed);
+    while (d && t->r[d - 1].home < sp)
+        d--;
+    if (!d || t->r[d - 1].resumed != fid || t->r[d - 1].entered)
+        return 0;
+    t->r[d - 1].entered = 1;
+    return async_chain_frames(t->r[d - 1].chain, funcs, names, cap);
+}
+
 uint32_t async_chain_frames(uint32_t chain, uint64_t *funcs, uint32_t *names, uint32_t cap) {
     uint32_t n = 0, limit = atomic_load_explicit(&A.nchain, memory_order_acquire);
     for (uint32_t c = chain; c && c < limit && n < cap; c = A.chain[c].parent) {
@@ -427,7 +443,8 @@ uint32_t async_chain_frames(uint32_t chain, uint64_t *funcs, uint32_t *names, ui
 void async_configure(const agent_config *cfg, uint32_t *mask) {
     A.on = 0;
     int sampled = cfg->sample && cfg->sample != SAMPLER_SUSPEND;
-    if (!cfg->async || (!sampled && !cfg->exc_stacks && !cfg->alloc && !cfg->locks))
+    int calls = cfg->calls != CALLS_MODE_OFF;
+    if (!cfg->async || (!sampled && !calls && !cfg->exc_stacks && !cfg->alloc && !cfg->locks))
         return; /* no stacks to make logical */
     if (g_agent.attached) {
         rec_note(1, "async stacks: not by attach yet (the resumes are instrumented as they are first "

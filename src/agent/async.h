@@ -62,6 +62,16 @@ unsigned async_logical_stack(uint64_t *f, unsigned n, unsigned cap);
  * by the physical stack (stack_cache.c). */
 uint64_t async_here_key(void);
 
+/* In the enter hook of fid, a state machine's MoveNext (calls.c; sp: an
+ * address in the hook's frame): when fid is the method the innermost resume on
+ * this thread resumed, entered for the first time since, its awaiting callers
+ * as async_chain_frames gives them (innermost first, marked); 0 otherwise. */
+uint32_t async_calls_callers(uint64_t fid, uintptr_t sp, uint64_t *funcs, uint32_t *names, uint32_t cap);
+
+/* Whether fid (of module, token) is the MoveNext of a compiler-made state
+ * machine (noted as async_is_hooked does). Not in a hook. */
+int async_machine_move(FunctionID fid, ModuleID module, mdToken token);
+
 /* The frames of a chain (the sampler thread): innermost caller first, their
  * FunctionIDs marked ASYNC_FRAME_CALLER ("[async caller unknown]" is 1 with its
  * name). Returns the count, at most cap. */

@@ -42,6 +42,8 @@ typedef struct resume {
     uintptr_t home; /* the address of its box's `this` in the MoveNext's frame: where on the stack it is */
     uint64_t resumed;
     uint32_t chain, name;
+    uint32_t entered; /* the enter hook of the resumed method saw it (async_calls_callers) */
+    uint32_t pad;
 } resume;
 
 typedef struct athread {

@@ -237,20 +237,21 @@ static IMetaDataImport *module_import(ModuleID module) {
     return imp;
 }
 
-/* Notes fid if it is a state machine's MoveNext. Not in a hook. */
-static void machine_note(FunctionID fid, ModuleID module, mdToken tok) {
+/* Notes fid if it is a state machine's MoveNext; whether it is. Not in a hook. */
+static int machine_note(FunctionID fid, ModuleID module, mdToken tok) {
     if (!fid || !module || !tok)
-        return;
+        return 0;
     IMetaDataImport *imp = module_import(module);
     if (!imp)
-        return;
+        return 0;
+    int is = 0;
     char16_t w[64];
     ULONG len = 0;
     mdTypeDef td = 0;
     char text[256];
     if (imp->lpVtbl->GetMethodProps(imp, tok, &td, (WCHAR *)w, 64, &len, NULL, NULL, NULL, NULL, NULL) == S_OK &&
         len == 9 && dnp_utf16_name(w, 64, len, text, sizeof text) && strcmp(text, "MoveNext") == 0 && td &&
-        !machine_get(module, td)) {
+        !(is = machine_get(module, td) != NULL)) {
         char16_t tn[256];
         len = 0;
         if (imp->lpVtbl->GetTypeDefProps(imp, td, (WCHAR *)tn, 256, &len, NULL, NULL) == S_OK && len) {
@@ -259,6 +260,7 @@ static void machine_note(FunctionID fid, ModuleID module, mdToken tok) {
             name = name ? name + 1 : text;
             size_t nl = strlen(name); /* <M>d__N (a method), <<M>g__L|i_j>d (a local function), <<M>b__i_j>d (a lambda) */
             if (name[0] == '<' && (strstr(name, ">d__") || (nl > 2 && strcmp(name + nl - 2, ">d") == 0))) {
+                is = 1;
                 uint32_t fname = names_get(NAMES_FUNCTION, fid, 1);
                 pthread_mutex_lock(&A.mu);
                 uint32_t h = machine_home(module, td);
@@ -283,10 +285,15 @@ static void machine_note(FunctionID fid, ModuleID module, mdToken tok) {
         }
     }
     imp->lpVtbl->Release(imp);
+    return is;
 }
 
 /* A box's state machine: its MoveNext, its name, whether it is an async Main's
  * (in a hook: the class's token only). 0 when not noted yet. */
+int async_machine_move(FunctionID fid, ModuleID module, mdToken token) {
+    return A.on && machine_note(fid, module, token);
+}
+
 uint64_t async_state_machine(ClassID tsm, uint32_t *name, uint8_t *is_main) {
     ModuleID module = 0;
     mdTypeDef td = 0;

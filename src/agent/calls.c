@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "arch/arch.h"
+#include "async.h"
 #include "callbacks.h"
 #include "calls_internal.h"
 #include "calls_layout.h"
@@ -460,6 +461,24 @@ static int stack_grow(calls_thread *t) {
     return 0;
 }
 
+/* A state machine's MoveNext entered: when this is a resume of it (async.h),
+ * its node goes under its awaiting callers, outermost first, under the
+ * thread's own frame (the physical view drops them, the logical one starts
+ * there: docs/async.md). Such calls never take the fast paths, which know
+ * nothing of resumes: their nodes are no one's last. */
+static uint32_t async_parent(calls_thread *t, uint32_t parent, const calls_fn *fn) {
+    uint64_t funcs[64];
+    uint32_t names[64];
+    uint32_t n = async_calls_callers(fn->id, (uintptr_t)funcs, funcs, names, 64);
+    while (n-- > 0) {
+        const calls_fn *caller = calls_async_caller_fn(funcs[n], names[n]);
+        if (!caller)
+            break;
+        parent = child_node(t, parent, caller);
+    }
+    return parent;
+}
+
 static inline void enter(const calls_fn *fn, uintptr_t csp) {
     calls_thread *t = this_thread();
     if (__builtin_expect(!t, 0)) {
@@ -477,6 +496,8 @@ static inline void enter(const calls_fn *fn, uintptr_t csp) {
         return;
     }
     uint32_t parent = t->depth ? t->stack[t->depth - 1].node : 0;
+    if (__builtin_expect(fn->async_move, 0))
+        parent = async_parent(t, parent, fn);
     cnode *up = node_at(t, parent); /* node 0, the root, is a node too */
     cnode *n = up->last_child;
     uint32_t i;
@@ -485,9 +506,11 @@ static inline void enter(const calls_fn *fn, uintptr_t csp) {
     } else {
         i = child_node(t, parent, fn);
         n = node_at(t, i);
-        up->last_child = n;
-        if (n->fn == fn)
-            __atomic_store_n(&((calls_fn *)fn)->last, n, __ATOMIC_RELAXED);
+        if (!fn->async_move) { /* never the fast paths' (async_parent) */
+            up->last_child = n;
+            if (n->fn == fn)
+                __atomic_store_n(&((calls_fn *)fn)->last, n, __ATOMIC_RELAXED);
+        }
     }
     n->calls++;
     mark_dirty(t, i, n);
@@ -557,6 +580,8 @@ static inline void leave_end(calls_thread *t, uint64_t now, int tail) {
 
 __attribute__((always_inline)) ARCH_GPR_ONLY static inline int
 fast_enter(uintptr_t client, uintptr_t csp, int timed) {
+    if (((const calls_fn *)client)->async_move)
+        return 1; /* maybe a resume: enter (async_parent) */
     uintptr_t tp = arch_thread_pointer();
     const tls_slot *slot = &g_tls[TLS_SLOT_OF(tp)];
     if (atomic_load_explicit(&slot->tp, memory_order_relaxed) != tp)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "async.h"
 #include "callbacks.h"
 #include "calls.h"
 #include "calls_internal.h"
@@ -225,6 +226,7 @@ UINT_PTR calls_mapper(FunctionID fid, void *data, BOOL *hook) {
         pthread_mutex_unlock(&G.fn_mu);
         return fid;
     }
+    int need_async = 0;
     pthread_mutex_lock(&G.fn_mu);
     calls_fn *f = fn_lookup(fid, &known) ? known : fn_new(); /* another thread may have been first */
     if (f && !f->id) {
@@ -233,12 +235,50 @@ UINT_PTR calls_mapper(FunctionID fid, void *data, BOOL *hook) {
         f->token = token;
         f->name = names_get(NAMES_FUNCTION, fid, 1);
         fn_remember(fid, f);
+        need_async = 1;
     }
     pthread_mutex_unlock(&G.fn_mu);
     if (!f)
         return fid;
+    if (need_async && async_machine_move(fid, module, token))
+        __atomic_store_n(&f->async_move, 1, __ATOMIC_RELEASE);
     *hook = 1;
     return (UINT_PTR)f;
+}
+
+/* ---- the awaiting callers of a resumed async method, as frames ----
+ * Not hooked and never called: a node's identity in the trees, its ID marked
+ * (ASYNC_FRAME_CALLER), one per caller, made as first needed, never freed. */
+
+#define ASYNC_CALLERS 4096u
+static struct {
+    pthread_mutex_t mu;
+    calls_fn *fn[ASYNC_CALLERS]; /* open addressing by ID */
+    uint32_t n;
+} g_callers = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+const calls_fn *calls_async_caller_fn(uint64_t id, uint32_t name) {
+    uint32_t h = (uint32_t)((id * 0x9E3779B97F4A7C15ull) >> 40) & (ASYNC_CALLERS - 1);
+    calls_fn *found = NULL;
+    pthread_mutex_lock(&g_callers.mu);
+    for (uint32_t p = 0; p < ASYNC_CALLERS; p++) {
+        calls_fn **slot = &g_callers.fn[(h + p) & (ASYNC_CALLERS - 1)];
+        if (*slot && (*slot)->id == id) {
+            found = *slot;
+            break;
+        }
+        if (!*slot) {
+            if (g_callers.n * 2 < ASYNC_CALLERS && (found = calloc(1, sizeof *found)) != NULL) {
+                found->id = id;
+                found->name = name;
+                *slot = found;
+                g_callers.n++;
+            }
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_callers.mu);
+    return found;
 }
 
 void calls_fns_forget(int (*owns)(const void *owner, const struct cnode *n), const void *owner, calls_fn *extra) {

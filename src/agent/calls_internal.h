@@ -16,6 +16,9 @@ typedef struct calls_fn {
     uint32_t magic; /* CALLS_FN_MAGIC: what a sample checks a client ID read from code by (calls_sampled.c) */
     ModuleID module;
     mdToken token;
+    /* A state machine's MoveNext: a resume's first entry goes under its
+     * awaiting callers (async_calls_callers), so its calls take the C path. */
+    uint8_t async_move;
     /* The node that a call of this function found or made last, on any thread
      * (a racy cache of the enter fast paths, elt.S: a node is taken only
      * when its parent is the caller's node, so it is the thread's own). */
@@ -146,6 +149,9 @@ void calls_filter_set(int all_code, const char *include, const char *exclude);
 void calls_filter_record(uint64_t mode);
 /* The runtime's FunctionIDMapper2: a hooked function's calls_fn as client ID. */
 UINT_PTR calls_mapper(FunctionID fid, void *data, BOOL *hook);
+/* The frame of an awaiting caller (id: its FunctionID marked ASYNC_FRAME_CALLER,
+ * name its name), the same for every call; NULL when there is no room. */
+const calls_fn *calls_async_caller_fn(uint64_t id, uint32_t name);
 /* Clears every hooked function's last node (and extra's) for which
  * owns(owner, node): nodes about to be freed (under the mapper's lock). */
 void calls_fns_forget(int (*owns)(const void *owner, const struct cnode *n), const void *owner, calls_fn *extra);

@@ -748,8 +748,8 @@ static int builder_finish(ct_builder *b) {
             }
         }
         rc = ct_tree_finish(tr, f);
-        if (rc == 0 && !ct->from_timeline && ct->async_stacks && ct->sample_nodes)
-            rc = ct_async_view(tr, g_physical, &ct->async_marked);
+        if (rc == 0 && !ct->from_timeline && ct->async_stacks)
+            rc = ct_async_view(tr, g_physical, !ct->sample_nodes, &ct->async_marked);
         if (f) {
             free(fix.in);
             free(fix.out);

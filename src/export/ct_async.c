@@ -1,5 +1,5 @@
-/* ct_async.c: the logical and the physical view of sampled stacks with async
- * callers (docs/async.md, docs/trace-format.md#sample-nodes).
+/* ct_async.c: the logical and the physical view of sampled stacks and call
+ * trees with async callers (docs/async.md, docs/trace-format.md#sample-nodes).
  *
  * The agent records a resumed async method's stack whole, with its awaiting
  * callers inserted above the resumed method's frame: the thread's own frames
@@ -10,7 +10,12 @@
  * and the same logical stack from any thread is one path. The physical view
  * drops the callers instead: the stack the thread really had. Either way the
  * marks go, and the tree is rebuilt from its nodes' own (self) samples and
- * time, so that totals stay the sums of what is under them. */
+ * time, so that totals stay the sums of what is under them.
+ *
+ * --calls trees (CallNode) carry the same callers, put in by the enter hook
+ * of a resumed state machine (the agent's calls.c): there a node's calls are
+ * its own and its times were measured, so they are kept as they are; a
+ * caller's frame, which nobody timed, totals its callees. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +27,7 @@ typedef struct view_ctx {
     uint32_t *map;   /* node -> its node in out */
     uint8_t *logical; /* node: on a path that became logical at or above it */
     int physical;
+    int calls;        /* CallNode trees: a node's calls are its own, its times measured */
     int failed;
 } view_ctx;
 
@@ -33,7 +39,7 @@ static int view_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
     uint64_t marks = src->func & (DNP_CT_ASYNC_CALLER | DNP_CT_ASYNC_RESUMED);
     uint64_t func = src->func & ~(uint64_t)7;
     uint64_t child_calls = 0;
-    for (uint32_t c = src->first_child; c; c = tr->nodes[c].next_sibling)
+    for (uint32_t c = src->first_child; c && !v->calls; c = tr->nodes[c].next_sibling)
         child_calls += tr->nodes[c].calls;
     uint64_t self_calls = src->calls > child_calls ? src->calls - child_calls : 0;
     uint32_t parent = v->map[src->parent], idx;
@@ -41,20 +47,43 @@ static int view_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
         idx = parent; /* not on the thread's stack */
     } else {
         v->logical[n] = v->logical[src->parent] || marks;
-        if (!v->physical && marks && !v->logical[src->parent])
-            parent = 0; /* where the logical stack starts: the pool's frames go */
+        /* where the logical stack starts: the pool's frames go; and again at
+         * a resume's callers under another resume's frames (a continuation
+         * run inline, as the awaited task completed) */
+        int first_caller = (marks & DNP_CT_ASYNC_CALLER) && !(tr->nodes[src->parent].func & DNP_CT_ASYNC_CALLER);
+        if (!v->physical && marks && (!v->logical[src->parent] || first_caller))
+            parent = 0;
         if (ct_tree_child(v->out, &v->h, 0, parent, func, src->name, &idx) != 0)
             return -1;
     }
     dnp_ct_node *dst = &v->out->nodes[idx];
-    dst->calls += self_calls; /* made inclusive below */
+    if (v->calls && idx == parent) {
+        v->map[n] = idx; /* a caller left out: its callees have their own times */
+        return 0;
+    }
+    dst->calls += self_calls; /* samples: made inclusive below */
+    dst->total_ns += src->total_ns; /* calls: kept; samples: made again below */
     dst->self_ns += src->self_ns;
     dst->tailcalls += src->tailcalls;
     v->map[n] = idx;
     return 0;
 }
 
-int ct_async_view(dnp_ct_tree *tr, int physical, uint64_t *marked) {
+/* CallNode trees: an awaiting caller's frame was never timed (nobody called
+ * it on this thread): its total is its callees'. */
+static int caller_totals(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
+    (void)ctx;
+    dnp_ct_node *nodes = (dnp_ct_node *)tr->nodes;
+    if (enter) {
+        if (nodes[n].func & DNP_CT_ASYNC_CALLER)
+            nodes[n].total_ns = nodes[n].self_ns = 0;
+    } else if (n && (nodes[nodes[n].parent].func & DNP_CT_ASYNC_CALLER)) {
+        nodes[nodes[n].parent].total_ns += nodes[n].total_ns;
+    }
+    return 0;
+}
+
+int ct_async_view(dnp_ct_tree *tr, int physical, int calls, uint64_t *marked) {
     uint64_t any = 0;
     for (uint32_t i = 1; i < tr->nnodes; i++)
         any += (tr->nodes[i].func & (DNP_CT_ASYNC_CALLER | DNP_CT_ASYNC_RESUMED)) != 0;
@@ -64,7 +93,9 @@ int ct_async_view(dnp_ct_tree *tr, int physical, uint64_t *marked) {
     dnp_ct_tree out;
     if (ct_tree_init(&out) != 0)
         return -1;
-    view_ctx v = {&out, {0}, calloc(tr->nnodes, sizeof(uint32_t)), calloc(tr->nnodes, 1), physical, 0};
+    if (calls)
+        dnp_ct_walk(tr, caller_totals, NULL);
+    view_ctx v = {&out, {0}, calloc(tr->nnodes, sizeof(uint32_t)), calloc(tr->nnodes, 1), physical, calls, 0};
     int rc = v.map && v.logical ? dnp_ct_walk(tr, view_visit, &v) : -1;
     free(v.map);
     free(v.logical);
@@ -75,9 +106,9 @@ int ct_async_view(dnp_ct_tree *tr, int physical, uint64_t *marked) {
     }
     /* a node is made after its parent: from the last to the first, each adds
      * its inclusive samples and time to its parent's */
-    for (uint32_t i = 0; i < out.nnodes; i++)
+    for (uint32_t i = 0; i < out.nnodes && !calls; i++)
         out.nodes[i].total_ns = out.nodes[i].self_ns;
-    for (uint32_t i = out.nnodes; i-- > 1;) {
+    for (uint32_t i = out.nnodes; i-- > 1 && !calls;) {
         dnp_ct_node *p = &out.nodes[out.nodes[i].parent];
         p->calls += out.nodes[i].calls;
         p->total_ns += out.nodes[i].total_ns;

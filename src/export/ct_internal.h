@@ -23,6 +23,6 @@ int ct_tree_finish(dnp_ct_tree *tr, hook_fix *fix);
 /* The view of a tree of samples with async marks (ct_async.c): rebuilt
  * logical or physical, marks gone; *marked counts the marked nodes. 0, or -1
  * (no memory). A tree with no marks is left as it is. */
-int ct_async_view(dnp_ct_tree *tr, int physical, uint64_t *marked);
+int ct_async_view(dnp_ct_tree *tr, int physical, int calls, uint64_t *marked);
 
 #endif

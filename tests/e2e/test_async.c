@@ -176,6 +176,58 @@ TEST(e2e_async_valuetask) {
     return 0;
 }
 
+/* --calls (mode: "--calls", "--calls=timed"): the call tree's resumed state
+ * machines under their awaiting callers, as the samples are. The leaf's
+ * measured time (a calls tree's folded weights are ns of self time) under
+ * chain in at least WHOLE of it; the physical view (--physical) has no caller
+ * that was not on the thread's stack; calls: the leaf's calls, all of them
+ * under the chain in the report's paths. */
+static int calls_check(const char *test, const char *what, const char *mode, const char *leaf, const char *chain) {
+    e2e_run r;
+    if (e2e_setup(&r, test) != 0)
+        return -1;
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    if (!dll)
+        return -1;
+    const char *args[] = {"run", "--quiet", mode, "-o", r.trace, "--", e2e_dotnet(), dll, "async", what, "1.5", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    shares lg, ph;
+    ASSERT_EQ(read_folded(&r, 0, leaf, chain, &lg), 0);
+    ASSERT_EQ(read_folded(&r, 1, leaf, chain, &ph), 0);
+    fprintf(stderr, "e2e: %s %s: %.1f ms of %s, %.1f%% under its async callers; physical: %.1f%%\n", mode, what,
+            lg.all, leaf, lg.all > 0 ? 100 * lg.logical / lg.all : 0, ph.all > 0 ? 100 * ph.logical / ph.all : 0);
+    ASSERT_GT(lg.all, 0);
+    ASSERT_GE(lg.logical, WHOLE * lg.all);
+    ASSERT_EQ(ph.logical, 0);
+    ASSERT_GE(ph.all, WHOLE * lg.all);
+    char physical[PATH_MAX + 32];
+    snprintf(physical, sizeof physical, "%s.physical.folded", r.trace);
+    char *text = e2e_read_file(physical, NULL);
+    ASSERT_NE(text, NULL);
+    ASSERT_EQ(strstr(text, "[async caller unknown]"), NULL);
+    free(text);
+    return 0;
+}
+
+/* --calls: Outer awaits Middle awaits Inner, whose Burn calls (one per resume)
+ * are under the chain, as with --sample. */
+TEST(e2e_async_calls) {
+    ASSERT_EQ(calls_check("e2e_async_calls", "chain", "--calls", P "Burn",
+                          "[async caller unknown];" P "Outer (async);" P "Middle (async);" P "Inner (async);"),
+              0);
+    return 0;
+}
+
+/* --calls=timed (each call timed by the hooks), Task.WhenAll: each child under
+ * the parent that awaits the whole. */
+TEST(e2e_async_calls_whenall) {
+    ASSERT_EQ(calls_check("e2e_async_calls_whenall", "whenall", "--calls=timed", P "ChildBurn",
+                          P "Parent (async);" P "Child (async);"),
+              0);
+    return 0;
+}
+
 /* DNPROF_ASYNC=0: the stacks are the threads' own, as before. */
 TEST(e2e_async_off) {
     e2e_run r;
