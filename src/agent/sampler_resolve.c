@@ -165,12 +165,35 @@ static int after_call(uint64_t addr) {
     return arch_follows_call(b);
 }
 
+/* The executable mappings read again for an address in none of them that
+ * is likely code (a return address after a call instruction), as for an
+ * interrupted PC (EXEC_PC_MS): a code heap grows in pieces, and a walk through
+ * a method compiled into a piece newer than the list would end there. After a
+ * read that does not hold it, none for EXEC_MS. Whether the list holds it. */
+static int exec_recheck(uint64_t ip) {
+    uint64_t now = sampler_now_ns();
+    if (now - S.exec_born < EXEC_PC_MS * 1000000ull || now < S.exec_pc_quiet)
+        return 0;
+    sampler_exec_refresh();
+    if (sampler_exec_find(ip))
+        return 1;
+    S.exec_pc_quiet = now + EXEC_MS * 1000000ull;
+    return 0;
+}
+
 /* Whether addr can be a return address: in executable memory, after a call
  * instruction (cached in the entry of addr - 1). */
 int sampler_is_return_address(uint64_t addr) {
     if (addr < 4096)
         return 0;
     ipent *c = entry(addr - 1);
+    if (!c->code && !c->call) {
+        c->call = after_call(addr) ? 1 : 2;
+        if (c->call == 1 && exec_recheck(addr - 1)) {
+            c->code = 1;
+            c->name = 0;
+        }
+    }
     if (!c->code)
         return 0;
     if (!c->call)
