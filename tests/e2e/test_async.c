@@ -175,6 +175,33 @@ TEST(e2e_async_valuetask) {
     return 0;
 }
 
+/* async void: nobody can await VoidRoot, so the chain ends there, said; the
+ * method it awaits is followed as any other. */
+TEST(e2e_async_void) {
+    e2e_run r;
+    ASSERT_EQ(record(&r, "e2e_async_void", "void"), 0);
+    shares s;
+    ASSERT_EQ(check(&r, P "VoidBurn", "[async caller unknown];" P "VoidRoot (async);" P "VoidInner (async);", &s), 0);
+    return 0;
+}
+
+/* A custom awaiter that keeps the awaiting method's continuation in an object
+ * dnprof does not know: the chain stops at CustomInner with "[async caller
+ * unknown]" right above it, never a guessed CustomOuter. */
+TEST(e2e_async_custom) {
+    e2e_run r;
+    ASSERT_EQ(record(&r, "e2e_async_custom", "custom"), 0);
+    shares s;
+    ASSERT_EQ(check(&r, P "CustomBurn", "[async caller unknown];" P "CustomInner (async);", &s), 0);
+    char folded[PATH_MAX + 32];
+    snprintf(folded, sizeof folded, "%s.logical.folded", r.trace);
+    char *text = e2e_read_file(folded, NULL);
+    ASSERT_NE(text, NULL);
+    ASSERT_EQ(strstr(text, P "CustomOuter (async);" P "CustomInner (async)"), NULL);
+    free(text);
+    return 0;
+}
+
 /* --calls (mode: "--calls", "--calls=timed"): the call tree's resumed state
  * machines under their awaiting callers, as the samples are. The leaf's
  * measured time (a calls tree's folded weights are ns of self time) under

@@ -25,6 +25,13 @@
 //                   awaits a pooled ValueTask<int> method (PooledInner,
 //                   PoolingAsyncValueTaskMethodBuilder) with ConfigureAwait(false);
 //                   PooledInner burns in PooledBurn after a yield.
+//   async void      an async void method (VoidRoot: nobody can await it)
+//                   awaits VoidInner, which burns in VoidBurn after each yield;
+//                   Main waits for VoidRoot's end on an event.
+//   async custom    CustomOuter awaits CustomInner through a custom awaiter
+//                   that keeps CustomOuter's continuation in an object of its
+//                   own (a ContinueWith with state): the chain cannot be
+//                   followed past CustomInner, which burns in CustomBurn.
 //
 // Each burns about SECONDS of CPU (default 1.5) and prints "async NAME done".
 using System;
@@ -63,10 +70,12 @@ public static class AsyncScenario
             case "whenall": Parent().GetAwaiter().GetResult(); break;
             case "deep": Deep(50).GetAwaiter().GetResult(); break;
             case "valuetask": ValueOuter().GetAwaiter().GetResult(); break;
+            case "void": VoidRoot(); s_voidDone.Wait(); break;
+            case "custom": CustomOuter().GetAwaiter().GetResult(); break;
             case "throw": ThrowOuter().GetAwaiter().GetResult(); break;
             case "alloc": AllocOuter().GetAwaiter().GetResult(); break;
             default:
-                Console.Error.WriteLine($"usage: Scenarios async chain|whenall|deep|valuetask [SECONDS], not '{what}'");
+                Console.Error.WriteLine($"usage: Scenarios async chain|whenall|deep|valuetask|throw|alloc|void|custom [SECONDS], not '{what}'");
                 return 2;
         }
         Console.WriteLine($"async {what} done {s_sink & 1}");
@@ -258,4 +267,75 @@ public static class AsyncScenario
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     private static void PooledBurn() => s_sink += Spin(2_000_000);
+
+    // ---- void ----
+    private static readonly System.Threading.ManualResetEventSlim s_voidDone = new();
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async void VoidRoot()
+    {
+        await VoidInner();
+        s_voidDone.Set();
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task VoidInner()
+    {
+        double end = Cpu() + s_seconds;
+        await Task.Delay(20);
+        while (Cpu() < end)
+        {
+            await Task.Yield();
+            VoidBurn();
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void VoidBurn() => s_sink += Spin(2_000_000);
+
+    // ---- custom ----
+    private sealed class Relay
+    {
+        public Action? Next;
+    }
+
+    private readonly struct CustomAwaitable
+    {
+        private readonly Task _task;
+        public CustomAwaitable(Task task) => _task = task;
+        public CustomAwaiter GetAwaiter() => new CustomAwaiter(_task);
+    }
+
+    private readonly struct CustomAwaiter : INotifyCompletion
+    {
+        private readonly Task _task;
+        public CustomAwaiter(Task task) => _task = task;
+        public bool IsCompleted => _task.IsCompleted;
+        public void GetResult() => _task.GetAwaiter().GetResult();
+        public void OnCompleted(Action continuation) =>
+            _task.ContinueWith(static (_, state) => ((Relay)state!).Next!(), new Relay { Next = continuation },
+                               TaskScheduler.Default);
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task CustomOuter()
+    {
+        await new CustomAwaitable(CustomInner());
+        s_sink++;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task CustomInner()
+    {
+        double end = Cpu() + s_seconds;
+        await Task.Delay(20);
+        while (Cpu() < end)
+        {
+            await Task.Yield();
+            CustomBurn();
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void CustomBurn() => s_sink += Spin(2_000_000);
 }
