@@ -4,8 +4,8 @@
 # from its committed corpus (tests/fuzz/corpus/<harness>, which holds every
 # reproducer found so far: each is run first) with its dictionary. New inputs
 # go to BUILD_DIR/fuzz-work/<harness>/corpus, never to the source tree; a crash,
-# hang (-timeout), leak or allocation over FUZZ_MEM_MB (default 512) stops
-# the run with its input in BUILD_DIR/fuzz-work/<harness>/ and a non-zero exit.
+# hang (-timeout), leak, memory over FUZZ_MEM_MB (default 512) or one
+# allocation over FUZZ_MALLOC_MB (default 64) stops the run with its input in BUILD_DIR/fuzz-work/<harness>/ and a non-zero exit.
 # docs/testing.md#fuzzing. FUZZ_ARGS adds libFuzzer options.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,6 +20,9 @@ seconds=${FUZZ_SECONDS:-30}
 # towards -rss_limit_mb: a quarter of it still catches a use after free here.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=64}
 mem=${FUZZ_MEM_MB:-512}
+# One allocation: the inputs are at most tens of KB, so a reader that asks for
+# more than this believed a length field the input cannot hold.
+malloc_mb=${FUZZ_MALLOC_MB:-64}
 status=0
 for h in "${harnesses[@]}"; do
   bin=$build/fuzz_$h
@@ -36,7 +39,7 @@ for h in "${harnesses[@]}"; do
   # -rss_limit_mb and -malloc_limit_mb: a reader that believes a length field
   # and allocates past what the input could hold is a failure, not a slow run.
   if ! (cd "$work" && nice -n 10 "$bin" -max_total_time="$seconds" -timeout=10 \
-        -rss_limit_mb="$mem" -malloc_limit_mb="$mem" -print_final_stats=1 \
+        -rss_limit_mb="$mem" -malloc_limit_mb="$malloc_mb" -print_final_stats=1 \
         -artifact_prefix="$work/" "${dict[@]}" ${FUZZ_ARGS:-} "$work/corpus" "$here/corpus/$h" \
         2>&1 | tee "$work/log" | grep -E '^(#[0-9]+.*(INITED|DONE|pulse))|stat::|ERROR|SUMMARY|Test unit written|==[0-9]+=='); then
     :
