@@ -3,6 +3,7 @@
  * program's own code by default) and the hooked functions' entries, the client
  * IDs the hooks get. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,26 +253,34 @@ UINT_PTR calls_mapper(FunctionID fid, void *data, BOOL *hook) {
 
 #define ASYNC_CALLERS 4096u
 static struct {
-    pthread_mutex_t mu;
-    calls_fn *fn[ASYNC_CALLERS]; /* open addressing by ID */
+    pthread_mutex_t mu;             /* inserts */
+    calls_fn *_Atomic fn[ASYNC_CALLERS]; /* open addressing by ID; a slot is set once */
     uint32_t n;
 } g_callers = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 const calls_fn *calls_async_caller_fn(uint64_t id, uint32_t name) {
     uint32_t h = (uint32_t)((id * 0x9E3779B97F4A7C15ull) >> 40) & (ASYNC_CALLERS - 1);
+    for (uint32_t p = 0; p < ASYNC_CALLERS; p++) { /* no lock: every resume asks */
+        calls_fn *f = atomic_load_explicit(&g_callers.fn[(h + p) & (ASYNC_CALLERS - 1)], memory_order_acquire);
+        if (!f)
+            break;
+        if (f->id == id)
+            return f;
+    }
     calls_fn *found = NULL;
     pthread_mutex_lock(&g_callers.mu);
     for (uint32_t p = 0; p < ASYNC_CALLERS; p++) {
-        calls_fn **slot = &g_callers.fn[(h + p) & (ASYNC_CALLERS - 1)];
-        if (*slot && (*slot)->id == id) {
-            found = *slot;
+        calls_fn *_Atomic *slot = &g_callers.fn[(h + p) & (ASYNC_CALLERS - 1)];
+        calls_fn *f = atomic_load_explicit(slot, memory_order_relaxed);
+        if (f && f->id == id) {
+            found = f;
             break;
         }
-        if (!*slot) {
+        if (!f) {
             if (g_callers.n * 2 < ASYNC_CALLERS && (found = calloc(1, sizeof *found)) != NULL) {
                 found->id = id;
                 found->name = name;
-                *slot = found;
+                atomic_store_explicit(slot, found, memory_order_release);
                 g_callers.n++;
             }
             break;
