@@ -34,7 +34,6 @@
  * innermost one at or above the stack pointer; the sampler thread keeps it only
  * if the walk finds a resume's frame there (sampler_aggregate.c). */
 #include "async_internal.h"
-#include "calls.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -44,7 +43,9 @@
 #include "agent.h"
 #include "arch/arch.h"
 #include "callbacks.h"
+#include "calls.h"
 #include "il_body.h"
+#include "memread.h"
 #include "names.h"
 #include "recorder.h"
 #include "sampler.h"
@@ -276,18 +277,35 @@ static uintptr_t field_ptr(uintptr_t obj, uint32_t off) {
     return *(const uintptr_t *)(obj + off);
 }
 
-/* The callers that awaited the box, as a chain node (0: none). */
-static uint32_t chain_of(uintptr_t box, const atype *bt) {
+/* A pointer field of an object: read directly (the probe: nothing moves), or
+ * through memread when seq is not NO_SEQ (async_resolve: on another thread,
+ * checked against the runtime's suspensions). 0 when it cannot be read. */
+#define NO_SEQ UINT64_MAX
+static uintptr_t field_at(uintptr_t obj, uint32_t off, uint64_t seq) {
+    if (seq == NO_SEQ)
+        return field_ptr(obj, off);
+    uintptr_t v = 0;
+    if (memread(obj + off, &v, sizeof v) != (ssize_t)sizeof v ||
+        atomic_load_explicit(&A.suspend_seq, memory_order_seq_cst) != seq)
+        return 0;
+    return v;
+}
+
+/* The callers that awaited the box, as a chain node (0: none); *nobody when
+ * nothing awaited the box itself. seq: field_at's. */
+static uint32_t chain_of(uintptr_t box, const atype *bt, int *nobody, uint64_t seq) {
     uint64_t fids[CALLERS];
     uint32_t names[CALLERS];
     unsigned n = 0, steps = 0;
     int unknown = 1, main = bt->main;
-    uintptr_t o = field_ptr(box, bt->off);
+    uintptr_t o = field_at(box, bt->off, seq);
+    *nobody = !o;
     while (o) {
         if (++steps > STEPS)
             break; /* a cycle, or a chain too long: its outer end is not known */
+        uintptr_t mt = field_at(o, 0, seq);
         atype tmp;
-        const atype *t = type_of(*(const uintptr_t *)o, &tmp);
+        const atype *t = mt ? type_of(mt, &tmp) : NULL;
         if (!t || t->kind == K_OTHER)
             break;
         if (t->kind == K_BOX || t->kind == K_POOLBOX) {
@@ -298,8 +316,10 @@ static uint32_t chain_of(uintptr_t box, const atype *bt) {
             main = t->main;
             n++;
         }
-        o = field_ptr(o, t->off);
+        o = field_at(o, t->off, seq);
     }
+    if (seq != NO_SEQ && (!n || atomic_load_explicit(&A.suspend_seq, memory_order_seq_cst) != seq))
+        return 0; /* nothing found, or objects may have moved under the reads */
     /* The outermost method known: nobody awaits it, or something the chain
      * cannot follow does (a synchronous wait, several awaiters, a custom
      * awaiter's state). Said, except above an async Main, which the runtime's
@@ -308,7 +328,8 @@ static uint32_t chain_of(uintptr_t box, const atype *bt) {
         unknown = !main;
     uint32_t node = 0;
     if (unknown) {
-        atomic_fetch_add_explicit(&A.unknown_ends, 1, memory_order_relaxed);
+        if (seq == NO_SEQ)
+            atomic_fetch_add_explicit(&A.unknown_ends, 1, memory_order_relaxed);
         node = chain_child(0, 0, A.unknown_name);
     }
     for (unsigned k = n; k-- > 0;)
@@ -337,12 +358,14 @@ void async_probe(uintptr_t this_home) {
     }
     uintptr_t self = *(const uintptr_t *)this_home;
     resume r = {this_home, 0, 0, 0, 0, 0};
+    int nobody = 0;
     atype tmp;
     const atype *bt = self ? type_of(*(const uintptr_t *)self, &tmp) : NULL;
     if (bt && (bt->kind == K_BOX || bt->kind == K_POOLBOX)) {
         r.resumed = bt->fid;
         r.name = bt->name;
-        r.chain = chain_of(self, bt);
+        r.chain = chain_of(self, bt, &nobody, NO_SEQ);
+        r.pending = nobody && !bt->main;
     }
     t->r[d] = r;
     atomic_signal_fence(memory_order_release); /* the entry is whole before the handler can see it */
@@ -369,6 +392,45 @@ int async_sample_state(uint64_t sp, uint64_t *fp, uint32_t *chain, uint64_t *res
     *resumed = t->r[d - 1].resumed;
     *name = t->r[d - 1].name;
     return 1;
+}
+
+uint64_t async_sample_pending(uint64_t sp, uint64_t *seq) {
+    athread *t = A.on ? thread_here() : NULL;
+    if (!t)
+        return 0;
+    uint32_t d = atomic_load_explicit(&t->depth, memory_order_relaxed);
+    atomic_signal_fence(memory_order_acquire);
+    if (d > RESUMES)
+        return 0;
+    while (d && t->r[d - 1].home < sp)
+        d--;
+    if (!d || !t->r[d - 1].resumed || !t->r[d - 1].pending)
+        return 0;
+    uint64_t s = atomic_load_explicit(&A.suspend_seq, memory_order_seq_cst);
+    if (s & 1)
+        return 0; /* objects may be moving */
+    *seq = s;
+    return *(const uintptr_t *)t->r[d - 1].home; /* the box, where the GC keeps it */
+}
+
+uint32_t async_resolve(uint64_t box, uint64_t seq) {
+    if (!A.on || !box || (seq & 1) || atomic_load_explicit(&A.suspend_seq, memory_order_seq_cst) != seq)
+        return 0;
+    uintptr_t mt = field_at(box, 0, seq);
+    atype tmp;
+    const atype *bt = mt ? type_of(mt, &tmp) : NULL;
+    if (!bt || (bt->kind != K_BOX && bt->kind != K_POOLBOX))
+        return 0;
+    int nobody;
+    uint32_t chain = chain_of(box, bt, &nobody, seq);
+    if (chain)
+        atomic_fetch_add_explicit(&A.resolved, 1, memory_order_relaxed);
+    return chain;
+}
+
+void async_suspension(void) {
+    if (A.on)
+        atomic_fetch_add_explicit(&A.suspend_seq, 1, memory_order_seq_cst);
 }
 
 /* The innermost resume running on this thread, at or above sp; NULL none. */
@@ -466,6 +528,8 @@ void async_configure(const agent_config *cfg, uint32_t *mask) {
     /* compilations (the resumes' IL, the state machines), inlining and
      * precompiled code (the resumes are compiled, whole) */
     *mask |= COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_CACHE_SEARCHES;
+    /* the runtime's suspensions: when objects may move (async_resolve) */
+    *mask |= COR_PRF_MONITOR_SUSPENDS;
 }
 
 void async_install(void) {
@@ -481,8 +545,10 @@ void async_shutdown(void) {
     if (!A.on)
         return;
     REC(AsyncStacks, atomic_load(&A.resumes), atomic_load(&A.unknown_ends), (uint64_t)atomic_load(&A.nchain) - 1);
-    rec_note(0, "async stacks: %llu resumes, %llu chains ending in an unknown caller, %u chain nodes, %u classes%s",
+    rec_note(0, "async stacks: %llu resumes, %llu chains ending in an unknown caller, %llu samples of a first resume "
+                "whose callers were found after it started, %u chain nodes, %u classes%s",
              (unsigned long long)atomic_load(&A.resumes), (unsigned long long)atomic_load(&A.unknown_ends),
+             (unsigned long long)atomic_load(&A.resolved),
              (unsigned)atomic_load(&A.nchain) - 1, (unsigned)atomic_load(&A.ntypes),
              atomic_load(&A.full) || atomic_load(&A.no_state) ? " (some resumes not followed: nesting or thread slots)"
                                                                 : "");

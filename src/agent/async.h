@@ -51,6 +51,24 @@ int async_is_plumbing(uint64_t fid);
  * method's FunctionID and name. 0 when none. The sampler checks the frame. */
 int async_sample_state(uint64_t sp, uint64_t *fp, uint32_t *chain, uint64_t *resumed, uint32_t *name);
 
+/* A resume that started before anything awaited its box (the first resume of
+ * a method whose callers had not awaited it yet: their thread was still on the
+ * way to its await, often compiling it). In the signal handler, after
+ * async_sample_state: the box's address now (from its frame, which the GC
+ * keeps current) and the runtime's suspension count, when the resume is such
+ * a one and no suspension runs; 0 otherwise. */
+uint64_t async_sample_pending(uint64_t sp, uint64_t *seq);
+
+/* On the sampler thread: the chain of the box taken by async_sample_pending,
+ * followed now through memory reads that cannot fault, kept only when no
+ * suspension of the runtime (no object moved) came between; 0 when none or
+ * still nobody awaits it. */
+uint32_t async_resolve(uint64_t box, uint64_t seq);
+
+/* The runtime's suspensions (RuntimeSuspendStarted, RuntimeSuspendAborted,
+ * RuntimeResumeFinished): each moves the count async_resolve checks. */
+void async_suspension(void);
+
 /* A stack of this thread (FunctionIDs, innermost first, n of them, room for
  * cap: an exception's, an allocation's, a contention's) made logical: when a resume runs on it and the
  * stack holds the resumed method's frame, the frames after it are its awaiting

@@ -18,6 +18,7 @@
 #define TYPES (1u << 13)
 #define TYPE_HASH (1u << 14)
 #define TLS_SLOTS (1u << 12)
+#define PLUMB_TOKENS 8
 
 enum { K_NONE, K_BOX, K_POOLBOX, K_TASK, K_ACTION_OWNER, K_DELEGATE, K_WRAPPER, K_OTHER };
 
@@ -43,7 +44,7 @@ typedef struct resume {
     uint64_t resumed;
     uint32_t chain, name;
     uint32_t entered; /* the enter hook of the resumed method saw it (async_calls_callers) */
-    uint32_t pad;
+    uint32_t pending; /* nobody had awaited the box when it resumed: its chain may be found later (async_resolve) */
 } resume;
 
 typedef struct athread {
@@ -69,8 +70,7 @@ typedef struct async_state {
     int rewritten[2];      /* box_move's, pbox_move's body replaced */
     /* the execution context's methods between a box's MoveNext and its state
      * machine's (tokens, then their FunctionIDs as the runtime prepares them) */
-    mdMethodDef plumb_tok[4];
-    _Atomic uint64_t plumb_fid[4];
+    mdMethodDef plumb_tok[PLUMB_TOKENS]; /* their FunctionIDs (every instantiation's): async_is_plumbing */
     uint32_t task_cont_off, delegate_target_off, atc_action_off, wrapper_cont_off, vts_state_off;
     /* the classes seen, by MethodTable */
     atype types[TYPES];
@@ -85,6 +85,10 @@ typedef struct async_state {
     pthread_key_t key;
     /* counts, for the note at the end */
     _Atomic uint64_t resumes, unknown_ends, full, no_state;
+    /* the runtime's suspensions, odd while one runs (objects move only then):
+     * what a read of the heap outside the probe checks (async_resolve) */
+    _Atomic uint64_t suspend_seq;
+    _Atomic uint64_t resolved; /* samples of a pending resume whose callers were found later */
 } async_state;
 
 extern async_state async_g;

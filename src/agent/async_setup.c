@@ -131,23 +131,31 @@ static int corelib_setup(ModuleID module) {
         INFO_CALL(GetClassFromToken, module, i32, &i32c) == S_OK &&
         INFO_CALL(GetClassFromTokenAndTypeArgs, module, A.mrvtsc_td, 1, &i32c, &vtsc) == S_OK)
         A.vts_state_off = async_field_off(vtsc, "_continuationState");
+    /* the methods between a box's MoveNext and its state machine's */
     mdTypeDef ec = 0;
-    if (find_type("System.Threading.ExecutionContext", 0, &ec) == S_OK) {
-        static const char *const plumbing[] = {"RunInternal", "RunFromThreadPoolDispatchLoop"};
-        unsigned k = 0;
-        for (unsigned i = 0; i < 2; i++) {
-            char16_t w[64];
-            size_t n = dnp_utf8_to_utf16(plumbing[i], strlen(plumbing[i]), w, 63);
-            w[n] = 0;
-            HCORENUM e = NULL;
-            mdMethodDef ms[2];
-            ULONG got = 0;
-            if (A.imp->lpVtbl->EnumMethodsWithName(A.imp, &e, ec, (LPCWSTR)w, ms, 2, &got) == S_OK)
-                for (ULONG j = 0; j < got && k < 4; j++)
-                    A.plumb_tok[k++] = ms[j];
-            if (e)
-                A.imp->lpVtbl->CloseEnum(A.imp, e);
-        }
+    find_type("System.Threading.ExecutionContext", 0, &ec);
+    const struct {
+        mdTypeDef td;
+        const char *name;
+    } plumbing[] = {{ec, "RunInternal"},
+                    {ec, "RunFromThreadPoolDispatchLoop"},
+                    {A.box_td, "ExecutionContextCallback"},
+                    {A.pbox_td, "ExecutionContextCallback"}};
+    unsigned k = 0;
+    for (unsigned i = 0; i < sizeof plumbing / sizeof plumbing[0]; i++) {
+        if (!plumbing[i].td)
+            continue;
+        char16_t w[64];
+        size_t n = dnp_utf8_to_utf16(plumbing[i].name, strlen(plumbing[i].name), w, 63);
+        w[n] = 0;
+        HCORENUM e = NULL;
+        mdMethodDef ms[2];
+        ULONG got = 0;
+        if (A.imp->lpVtbl->EnumMethodsWithName(A.imp, &e, plumbing[i].td, (LPCWSTR)w, ms, 2, &got) == S_OK)
+            for (ULONG j = 0; j < got && k < PLUMB_TOKENS; j++)
+                A.plumb_tok[k++] = ms[j];
+        if (e)
+            A.imp->lpVtbl->CloseEnum(A.imp, e);
     }
     A.probe_sig = probe_signature(module);
     if (!A.probe_sig)
@@ -313,29 +321,40 @@ uint64_t async_state_machine(ClassID tsm, uint32_t *name, uint8_t *is_main) {
  * instantiation), for the sampler to tell a resume's frame (async_is_resume_frame). */
 #define RESUME_FIDS (1u << 12)
 static _Atomic uint64_t g_resume_fids[RESUME_FIDS];
+static _Atomic uint64_t g_plumb_fids[RESUME_FIDS]; /* every instantiation of the plumbing's methods */
 
-static void resume_fid_note(FunctionID fid) {
+/* Sets of FunctionIDs, written as methods are compiled, read by the sampler
+ * thread without a lock. */
+static void fid_set_add(_Atomic uint64_t *set, FunctionID fid) {
     uint32_t h = (uint32_t)((fid >> 3) * 0x9E3779B97F4A7C15ull >> 52) & (RESUME_FIDS - 1);
     for (uint32_t p = 0; p < RESUME_FIDS / 2; p++) {
-        _Atomic uint64_t *slot = &g_resume_fids[(h + p) & (RESUME_FIDS - 1)];
+        _Atomic uint64_t *slot = &set[(h + p) & (RESUME_FIDS - 1)];
         uint64_t seen = 0;
         if (atomic_compare_exchange_strong(slot, &seen, fid) || seen == fid)
             return;
     }
 }
 
-int async_is_resume_frame(uint64_t fid) {
+static int fid_set_has(_Atomic uint64_t *set, uint64_t fid) {
     if (!fid)
         return 0;
     uint32_t h = (uint32_t)((fid >> 3) * 0x9E3779B97F4A7C15ull >> 52) & (RESUME_FIDS - 1);
     for (uint32_t p = 0; p < RESUME_FIDS / 2; p++) {
-        uint64_t v = atomic_load_explicit(&g_resume_fids[(h + p) & (RESUME_FIDS - 1)], memory_order_relaxed);
+        uint64_t v = atomic_load_explicit(&set[(h + p) & (RESUME_FIDS - 1)], memory_order_relaxed);
         if (v == fid)
             return 1;
         if (!v)
             return 0;
     }
     return 0;
+}
+
+static void resume_fid_note(FunctionID fid) {
+    fid_set_add(g_resume_fids, fid);
+}
+
+int async_is_resume_frame(uint64_t fid) {
+    return fid_set_has(g_resume_fids, fid);
 }
 
 /* Whether fid is CoreLib's (then *tok), CoreLib set up on the way. */
@@ -357,9 +376,9 @@ int async_is_hooked(FunctionID fid) {
     int corelib = corelib_fn(fid, &module, &tok);
     if (corelib && tok && (tok == A.box_move || tok == A.pbox_move))
         return 1; /* compiled, with the probe, and kept whole */
-    for (unsigned k = 0; corelib && tok && k < 4; k++)
+    for (unsigned k = 0; corelib && tok && k < PLUMB_TOKENS; k++)
         if (A.plumb_tok[k] == tok)
-            atomic_store(&A.plumb_fid[k], fid);
+            fid_set_add(g_plumb_fids, fid);
     machine_note(fid, module, tok);
     return 0;
 }
@@ -408,6 +427,9 @@ void async_jit_started(FunctionID fid) {
         machine_note(fid, module, tok);
         return;
     }
+    for (unsigned k = 0; tok && k < PLUMB_TOKENS; k++)
+        if (A.plumb_tok[k] == tok)
+            fid_set_add(g_plumb_fids, fid); /* an instantiation compiled, not precompiled */
     int which = tok == A.box_move ? 0 : tok == A.pbox_move ? 1 : -1;
     if (which < 0 || !tok)
         return;
@@ -421,8 +443,5 @@ void async_jit_started(FunctionID fid) {
 }
 
 int async_is_plumbing(uint64_t fid) {
-    for (unsigned k = 0; fid && k < 4; k++)
-        if (atomic_load_explicit(&A.plumb_fid[k], memory_order_relaxed) == fid)
-            return 1;
-    return 0;
+    return fid_set_has(g_plumb_fids, fid);
 }

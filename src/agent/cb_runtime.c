@@ -127,14 +127,61 @@ CB_REC(ManagedToUnmanagedTransition, (ICorProfilerCallback *self, FunctionID id,
 
 /* ---- suspensions ---- */
 
-CB_REC(RuntimeSuspendStarted, (ICorProfilerCallback *self, COR_PRF_SUSPEND_REASON reason),
-       (uint64_t)(uint32_t)reason)
-CB_REC0(RuntimeSuspendFinished)
-CB_REC0(RuntimeSuspendAborted)
-CB_REC0(RuntimeResumeStarted)
-CB_REC0(RuntimeResumeFinished)
-CB_REC(RuntimeThreadSuspended, (ICorProfilerCallback *self, ThreadID id), id)
-CB_REC(RuntimeThreadResumed, (ICorProfilerCallback *self, ThreadID id), id)
+/* The mask may hold the suspensions for async stacks alone (async.h: objects
+ * move only while the runtime is suspended): their events are recorded only
+ * when their family was asked for. */
+
+HRESULT cb_RuntimeSuspendStarted(ICorProfilerCallback *self, COR_PRF_SUSPEND_REASON reason) {
+    ACTIVE();
+    async_suspension();
+    RECORDED(SUSPENDS);
+    REC(RuntimeSuspendStarted, (uint64_t)(uint32_t)reason);
+    return S_OK;
+}
+
+HRESULT cb_RuntimeSuspendFinished(ICorProfilerCallback *self) {
+    ACTIVE();
+    RECORDED(SUSPENDS);
+    REC0(RuntimeSuspendFinished);
+    return S_OK;
+}
+
+HRESULT cb_RuntimeSuspendAborted(ICorProfilerCallback *self) {
+    ACTIVE();
+    async_suspension();
+    RECORDED(SUSPENDS);
+    REC0(RuntimeSuspendAborted);
+    return S_OK;
+}
+
+HRESULT cb_RuntimeResumeStarted(ICorProfilerCallback *self) {
+    ACTIVE();
+    RECORDED(SUSPENDS);
+    REC0(RuntimeResumeStarted);
+    return S_OK;
+}
+
+HRESULT cb_RuntimeResumeFinished(ICorProfilerCallback *self) {
+    ACTIVE();
+    async_suspension();
+    RECORDED(SUSPENDS);
+    REC0(RuntimeResumeFinished);
+    return S_OK;
+}
+
+HRESULT cb_RuntimeThreadSuspended(ICorProfilerCallback *self, ThreadID id) {
+    ACTIVE();
+    RECORDED(SUSPENDS);
+    REC(RuntimeThreadSuspended, id);
+    return S_OK;
+}
+
+HRESULT cb_RuntimeThreadResumed(ICorProfilerCallback *self, ThreadID id) {
+    ACTIVE();
+    RECORDED(SUSPENDS);
+    REC(RuntimeThreadResumed, id);
+    return S_OK;
+}
 
 /* ---- COM interop ---- */
 

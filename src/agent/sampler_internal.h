@@ -58,6 +58,7 @@ typedef struct srec {
     uint32_t async_chain;  /* that resume's awaiting callers */
     uint32_t async_name;   /* the resumed method's name */
     uint64_t async_resumed; /* and the resumed method */
+    uint64_t async_box, async_seq; /* a resume nothing had awaited yet: its box, for async_resolve */
     uint32_t fpoff; /* where the chain starts (the frame pointer, or one saved at SP), above SP, in bytes; 0 none */
     uint64_t words[SP_WORDS]; /* the first words at the stack pointer (nwords of them) */
     uint64_t ip[MAX_DEPTH];

@@ -157,8 +157,11 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
     r->extra = 0;
     r->async_k = 0;
     uint64_t async_fp = 0;
+    r->async_box = 0;
     if (!async_sample_state(sp, &async_fp, &r->async_chain, &r->async_resumed, &r->async_name) || async_fp < sp)
         async_fp = 0;
+    else
+        r->async_box = async_sample_pending(sp, &r->async_seq);
     int known = hi && sp >= lo && sp + 8 <= hi && !(sp & 7);
     if (!known) /* the sampler thread looks for the stack's mapping */
         atomic_store_explicit(&s->probe_sp, sp, memory_order_relaxed);

@@ -175,6 +175,17 @@ TEST(e2e_async_valuetask) {
     return 0;
 }
 
+/* The issue's program: Inner yields once, then burns; every sample is in its
+ * first resume, which may start before Middle and Outer have awaited it. */
+TEST(e2e_async_yield) {
+    e2e_run r;
+    ASSERT_EQ(record(&r, "e2e_async_yield", "yield"), 0);
+    shares s;
+    ASSERT_EQ(check(&r, P "YieldBurn", "[async caller unknown];" P "YieldOuter (async);" P "YieldMiddle (async);"
+                                       P "YieldInner (async);", &s), 0);
+    return 0;
+}
+
 /* async void: nobody can await VoidRoot, so the chain ends there, said; the
  * method it awaits is followed as any other. */
 TEST(e2e_async_void) {

@@ -25,6 +25,10 @@
 //                   awaits a pooled ValueTask<int> method (PooledInner,
 //                   PoolingAsyncValueTaskMethodBuilder) with ConfigureAwait(false);
 //                   PooledInner burns in PooledBurn after a yield.
+//   async yield     the issue's own program: YieldOuter awaits YieldMiddle
+//                   awaits YieldInner, which yields once at its start and then
+//                   burns in YieldBurn for SECONDS: every sample is in the
+//                   first resume, which can start before its callers await.
 //   async void      an async void method (VoidRoot: nobody can await it)
 //                   awaits VoidInner, which burns in VoidBurn after each yield;
 //                   Main waits for VoidRoot's end on an event.
@@ -71,11 +75,12 @@ public static class AsyncScenario
             case "deep": Deep(50).GetAwaiter().GetResult(); break;
             case "valuetask": ValueOuter().GetAwaiter().GetResult(); break;
             case "void": VoidRoot(); s_voidDone.Wait(); break;
+            case "yield": YieldOuter().GetAwaiter().GetResult(); break;
             case "custom": CustomOuter().GetAwaiter().GetResult(); break;
             case "throw": ThrowOuter().GetAwaiter().GetResult(); break;
             case "alloc": AllocOuter().GetAwaiter().GetResult(); break;
             default:
-                Console.Error.WriteLine($"usage: Scenarios async chain|whenall|deep|valuetask|throw|alloc|void|custom [SECONDS], not '{what}'");
+                Console.Error.WriteLine($"usage: Scenarios async chain|whenall|deep|valuetask|throw|alloc|void|custom|yield [SECONDS], not '{what}'");
                 return 2;
         }
         Console.WriteLine($"async {what} done {s_sink & 1}");
@@ -338,4 +343,35 @@ public static class AsyncScenario
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     private static void CustomBurn() => s_sink += Spin(2_000_000);
+
+    // ---- yield ----
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task YieldOuter()
+    {
+        await YieldMiddle();
+        s_sink++;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task<int> YieldMiddle()
+    {
+        return await YieldInner() + 1;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async Task<int> YieldInner()
+    {
+        await Task.Yield();
+        double end = Cpu() + s_seconds;
+        int n = 0;
+        while (Cpu() < end)
+        {
+            YieldBurn();
+            n++;
+        }
+        return n;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void YieldBurn() => s_sink += Spin(2_000_000);
 }
