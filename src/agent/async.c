@@ -192,6 +192,19 @@ static uint32_t type_home(uintptr_t mt) {
     return (uint32_t)(((uint64_t)mt * 0x9E3779B97F4A7C15ull) >> 40) & (TYPE_HASH - 1);
 }
 
+/* The class of mt when the table has it (no call into the runtime); NULL else. */
+static const atype *type_known(uintptr_t mt) {
+    uint32_t h = type_home(mt);
+    for (uint32_t p = 0; p < TYPE_HASH; p++) {
+        uint32_t i = atomic_load_explicit(&A.type_hash[(h + p) & (TYPE_HASH - 1)], memory_order_acquire);
+        if (!i)
+            return NULL;
+        if (A.types[i - 1].mt == mt)
+            return &A.types[i - 1];
+    }
+    return NULL;
+}
+
 /* The class of mt, from the table or classified once; NULL when the table is full. */
 static const atype *type_of(uintptr_t mt, atype *scratch) {
     uint32_t h = type_home(mt);
@@ -292,14 +305,14 @@ static uintptr_t field_at(uintptr_t obj, uint32_t off, uint64_t seq) {
 }
 
 /* The callers that awaited the box, as a chain node (0: none); *nobody when
- * nothing awaited the box itself. seq: field_at's. */
+ * nothing awaits the outermost method found (not an async Main): its caller
+ * may not have awaited it yet, and a look later may find more. seq: field_at's. */
 static uint32_t chain_of(uintptr_t box, const atype *bt, int *nobody, uint64_t seq) {
     uint64_t fids[CALLERS];
     uint32_t names[CALLERS];
     unsigned n = 0, steps = 0;
     int unknown = 1, main = bt->main;
     uintptr_t o = field_at(box, bt->off, seq);
-    *nobody = !o;
     while (o) {
         if (++steps > STEPS)
             break; /* a cycle, or a chain too long: its outer end is not known */
@@ -318,6 +331,7 @@ static uint32_t chain_of(uintptr_t box, const atype *bt, int *nobody, uint64_t s
         }
         o = field_at(o, t->off, seq);
     }
+    *nobody = !o && !main;
     if (seq != NO_SEQ && (!n || atomic_load_explicit(&A.suspend_seq, memory_order_seq_cst) != seq))
         return 0; /* nothing found, or objects may have moved under the reads */
     /* The outermost method known: nobody awaits it, or something the chain
@@ -413,13 +427,14 @@ uint64_t async_sample_pending(uint64_t sp, uint64_t *seq) {
     return *(const uintptr_t *)t->r[d - 1].home; /* the box, where the GC keeps it */
 }
 
-uint32_t async_resolve(uint64_t box, uint64_t seq) {
+uint32_t async_resolve(uint64_t box, uint64_t seq, uint64_t resumed) {
     if (!A.on || !box || (seq & 1) || atomic_load_explicit(&A.suspend_seq, memory_order_seq_cst) != seq)
         return 0;
+    /* a box of the class the probe met, resuming that method: whatever else
+     * the word was (a frame gone), it goes no further (no runtime call on it) */
     uintptr_t mt = field_at(box, 0, seq);
-    atype tmp;
-    const atype *bt = mt ? type_of(mt, &tmp) : NULL;
-    if (!bt || (bt->kind != K_BOX && bt->kind != K_POOLBOX))
+    const atype *bt = mt ? type_known(mt) : NULL;
+    if (!bt || (bt->kind != K_BOX && bt->kind != K_POOLBOX) || bt->fid != resumed)
         return 0;
     int nobody;
     uint32_t chain = chain_of(box, bt, &nobody, seq);
@@ -443,7 +458,19 @@ static const resume *resume_here(uintptr_t sp) {
     uint32_t d = atomic_load_explicit(&t->depth, memory_order_relaxed);
     while (d && t->r[d - 1].home < sp)
         d--;
-    return d && t->r[d - 1].resumed ? &t->r[d - 1] : NULL;
+    if (!d || !t->r[d - 1].resumed)
+        return NULL;
+    resume *r = &t->r[d - 1];
+    if (r->pending) { /* the thread's own entry: its callers, if they have awaited since */
+        uint64_t seq = atomic_load_explicit(&A.suspend_seq, memory_order_seq_cst);
+        uint32_t c = seq & 1 ? 0 : async_resolve(*(const uintptr_t *)r->home, seq, r->resumed);
+        if (c) {
+            r->chain = c;
+            atomic_signal_fence(memory_order_release);
+            r->pending = 0;
+        }
+    }
+    return r;
 }
 
 uint64_t async_here_key(void) {

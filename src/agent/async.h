@@ -59,11 +59,12 @@ int async_sample_state(uint64_t sp, uint64_t *fp, uint32_t *chain, uint64_t *res
  * a one and no suspension runs; 0 otherwise. */
 uint64_t async_sample_pending(uint64_t sp, uint64_t *seq);
 
-/* On the sampler thread: the chain of the box taken by async_sample_pending,
+/* On the sampler thread: the chain of the box taken by async_sample_pending
+ * (a box of a class already met, resuming the method resumed),
  * followed now through memory reads that cannot fault, kept only when no
  * suspension of the runtime (no object moved) came between; 0 when none or
  * still nobody awaits it. */
-uint32_t async_resolve(uint64_t box, uint64_t seq);
+uint32_t async_resolve(uint64_t box, uint64_t seq, uint64_t resumed);
 
 /* The runtime's suspensions (RuntimeSuspendStarted, RuntimeSuspendAborted,
  * RuntimeResumeFinished): each moves the count async_resolve checks. */

@@ -279,7 +279,7 @@ static void async_callers(frames *st, const srec *r, uint32_t cut) {
         names[0] = r->async_name;
         n = 1;
     }
-    uint32_t chain = r->async_chain, later = r->async_box ? async_resolve(r->async_box, r->async_seq) : 0;
+    uint32_t chain = r->async_chain, later = r->async_box ? async_resolve(r->async_box, r->async_seq, want) : 0;
     n += async_chain_frames(later ? later : chain, funcs + n, names + n, room - n);
     memmove(&st->funcs[at + n], &st->funcs[at], (st->m - at) * sizeof st->funcs[0]);
     memmove(&st->names[at + n], &st->names[at], (st->m - at) * sizeof st->names[0]);
