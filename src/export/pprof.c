@@ -15,6 +15,7 @@
 
 #include "dnp_free.h"
 #include "export.h"
+#include "pb.h"
 #include "settings.h"
 
 #include <errno.h>
@@ -24,11 +25,6 @@
 
 #define MAX_TYPES 8
 
-typedef struct buf {
-    uint8_t *p;
-    size_t n, cap;
-    int failed;
-} buf;
 
 struct dnp_pprof {
     dnp_pprof_type types[MAX_TYPES];
@@ -51,72 +47,9 @@ struct dnp_pprof {
     uint64_t *map_file;  /* mapping id - 1 -> its library's string index */
     size_t nmaps, cap_maps;
 
-    buf samples; /* encoded Sample fields of the Profile */
+    dnp_pb samples; /* encoded Sample fields of the Profile */
     int failed;
 };
-
-/* ---- encoding ---- */
-
-static void grow(buf *b, size_t more) {
-    if (b->failed || b->n + more <= b->cap)
-        return;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->n + more)
-        cap *= 2;
-    uint8_t *p = realloc(b->p, cap);
-    if (!p) {
-        b->failed = 1;
-        return;
-    }
-    b->p = p;
-    b->cap = cap;
-}
-
-static void put_bytes(buf *b, const void *p, size_t n) {
-    grow(b, n);
-    if (b->failed || n == 0) /* n 0: p may be NULL (a profile without samples) */
-        return;
-    memcpy(b->p + b->n, p, n);
-    b->n += n;
-}
-
-static void put_varint(buf *b, uint64_t v) {
-    uint8_t tmp[10];
-    size_t n = 0;
-    do {
-        tmp[n] = (uint8_t)(v & 0x7f);
-        v >>= 7;
-        if (v)
-            tmp[n] |= 0x80;
-        n++;
-    } while (v);
-    put_bytes(b, tmp, n);
-}
-
-static void put_key(buf *b, unsigned field, unsigned wire) {
-    put_varint(b, (uint64_t)field << 3 | wire);
-}
-
-/* A varint field; zero is the default and left out. */
-static void put_uint(buf *b, unsigned field, uint64_t v) {
-    if (!v)
-        return;
-    put_key(b, field, 0);
-    put_varint(b, v);
-}
-
-static void put_len(buf *b, unsigned field, const void *p, size_t n) {
-    put_key(b, field, 2);
-    put_varint(b, n);
-    put_bytes(b, p, n);
-}
-
-static void put_msg(buf *b, unsigned field, buf *m) {
-    if (m->failed)
-        b->failed = 1;
-    put_len(b, field, m->p, m->n);
-    m->n = 0;
-}
 
 /* ---- strings and functions ---- */
 
@@ -266,17 +199,17 @@ dnp_pprof *dnp_pprof_new(const dnp_pprof_type *types, size_t ntypes, const dnp_p
 }
 
 int dnp_pprof_add(dnp_pprof *p, const char *const *frames, size_t nframes, const int64_t *values) {
-    buf ids = {0}, vals = {0}, sample = {0};
+    dnp_pb ids = {0}, vals = {0}, sample = {0};
     for (size_t i = 0; i < nframes; i++)
-        put_varint(&ids, func_id(p, frames[i]));
+        dnp_pb_varint(&ids, func_id(p, frames[i]));
     for (size_t i = 0; i < p->ntypes; i++)
-        put_varint(&vals, (uint64_t)values[i]);
+        dnp_pb_varint(&vals, (uint64_t)values[i]);
     if (nframes)
-        put_len(&sample, 1, ids.p, ids.n);
-    put_len(&sample, 2, vals.p, vals.n);
+        dnp_pb_len(&sample, 1, ids.p, ids.n);
+    dnp_pb_len(&sample, 2, vals.p, vals.n);
     if (ids.failed || vals.failed)
         sample.failed = 1;
-    put_msg(&p->samples, 2, &sample);
+    dnp_pb_msg(&p->samples, 2, &sample);
     free(ids.p);
     free(vals.p);
     free(sample.p);
@@ -297,14 +230,14 @@ void dnp_pprof_set_default(dnp_pprof *p, size_t type_index) {
     }
 }
 
-static void put_value_type(buf *b, unsigned field, dnp_pprof *p, const dnp_pprof_type *t, buf *m) {
-    put_uint(m, 1, str_index(p, t->type));
-    put_uint(m, 2, str_index(p, t->unit));
-    put_msg(b, field, m);
+static void put_value_type(dnp_pb *b, unsigned field, dnp_pprof *p, const dnp_pprof_type *t, dnp_pb *m) {
+    dnp_pb_uint(m, 1, str_index(p, t->type));
+    dnp_pb_uint(m, 2, str_index(p, t->unit));
+    dnp_pb_msg(b, field, m);
 }
 
 int dnp_pprof_encode(dnp_pprof *p, uint8_t **out, size_t *len) {
-    buf b = {0}, m = {0}, line = {0};
+    dnp_pb b = {0}, m = {0}, line = {0};
     /* intern every string before the table is written */
     uint64_t period_type[2] = {0, 0}, def = 0;
     if (p->has_period) {
@@ -315,41 +248,41 @@ int dnp_pprof_encode(dnp_pprof *p, uint8_t **out, size_t *len) {
         def = str_index(p, p->types[p->default_type].type);
     for (size_t i = 0; i < p->ntypes; i++)
         put_value_type(&b, 1, p, &p->types[i], &m);
-    put_bytes(&b, p->samples.p, p->samples.n);
+    dnp_pb_bytes(&b, p->samples.p, p->samples.n);
     for (size_t i = 0; i < p->nmaps; i++) {
-        put_uint(&m, 1, i + 1);
-        put_uint(&m, 5, p->map_file[i]);
-        put_uint(&m, 7, 1);
-        put_msg(&b, 3, &m);
+        dnp_pb_uint(&m, 1, i + 1);
+        dnp_pb_uint(&m, 5, p->map_file[i]);
+        dnp_pb_uint(&m, 7, 1);
+        dnp_pb_msg(&b, 3, &m);
     }
     for (size_t i = 0; i < p->nfuncs; i++) {
         uint64_t id = i + 1;
-        put_uint(&m, 1, id);
+        dnp_pb_uint(&m, 1, id);
         if (p->func_map[i])
-            put_uint(&m, 2, p->func_map[i]);
-        put_uint(&line, 1, id);
-        put_msg(&m, 4, &line);
-        put_msg(&b, 4, &m);
+            dnp_pb_uint(&m, 2, p->func_map[i]);
+        dnp_pb_uint(&line, 1, id);
+        dnp_pb_msg(&m, 4, &line);
+        dnp_pb_msg(&b, 4, &m);
     }
     for (size_t i = 0; i < p->nfuncs; i++) {
-        put_uint(&m, 1, i + 1);
-        put_uint(&m, 2, p->func_name[i]);
-        put_uint(&m, 3, p->func_name[i]);
+        dnp_pb_uint(&m, 1, i + 1);
+        dnp_pb_uint(&m, 2, p->func_name[i]);
+        dnp_pb_uint(&m, 3, p->func_name[i]);
         if (p->func_map[i])
-            put_uint(&m, 4, p->map_file[p->func_map[i] - 1]);
-        put_msg(&b, 5, &m);
+            dnp_pb_uint(&m, 4, p->map_file[p->func_map[i] - 1]);
+        dnp_pb_msg(&b, 5, &m);
     }
     for (size_t i = 0; i < p->nstrs; i++)
-        put_len(&b, 6, p->strs[i], strlen(p->strs[i]));
-    put_uint(&b, 9, (uint64_t)p->time_nanos);
-    put_uint(&b, 10, (uint64_t)p->duration_nanos);
+        dnp_pb_len(&b, 6, p->strs[i], strlen(p->strs[i]));
+    dnp_pb_uint(&b, 9, (uint64_t)p->time_nanos);
+    dnp_pb_uint(&b, 10, (uint64_t)p->duration_nanos);
     if (p->has_period) {
-        put_uint(&m, 1, period_type[0]);
-        put_uint(&m, 2, period_type[1]);
-        put_msg(&b, 11, &m);
-        put_uint(&b, 12, (uint64_t)p->period);
+        dnp_pb_uint(&m, 1, period_type[0]);
+        dnp_pb_uint(&m, 2, period_type[1]);
+        dnp_pb_msg(&b, 11, &m);
+        dnp_pb_uint(&b, 12, (uint64_t)p->period);
     }
-    put_uint(&b, 14, def);
+    dnp_pb_uint(&b, 14, def);
     int failed = b.failed || m.failed || line.failed || p->failed;
     free(m.p);
     free(line.p);
@@ -440,8 +373,8 @@ static int tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
         w->frames = frames;
         w->cap = cap;
     }
-    char buf[2048];
-    const char *name = dnp_export_name(w->ct, node->func, node->name, buf, sizeof buf);
+    char dnp_pb[2048];
+    const char *name = dnp_export_name(w->ct, node->func, node->name, dnp_pb, sizeof dnp_pb);
     free(w->names[d - 1]);
     w->names[d - 1] = strdup(name);
     if (!w->names[d - 1])
