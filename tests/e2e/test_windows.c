@@ -22,11 +22,8 @@
 #include <unistd.h>
 
 #include "e2e.h"
+#include "ingest_util.h"
 #include "test.h"
-
-static const char *const HOT[3] = {"Scenarios.SampleScenario::HotSixty", "Scenarios.SampleScenario::HotThirty",
-                                   "Scenarios.SampleScenario::HotTen"};
-static const double TRUTH[3] = {60, 30, 10};
 
 /* ---- go tool pprof -raw ---- */
 
@@ -147,25 +144,6 @@ static int raw_read_of(const char *go, const char *path, const char *const leaf[
         for (int h = 0; h < 3; h++)
             if (leaves[i] > 0 && (size_t)leaves[i] < nnames && !strcmp(names[leaves[i]], leaf[h]))
                 out->hot[h] += lasts[i];
-    }
-    return 0;
-}
-
-/* The shares of the three hot methods in hot[] (their sum: 100) against the
- * truth; n: the samples they hold. 0, or -1 saying which is off. */
-static int shares_ok(const double hot[3], double period_ns) {
-    double sum = hot[0] + hot[1] + hot[2];
-    double n = sum / period_ns;
-    if (n < 100) {
-        fprintf(stderr, "only %.0f samples of the hot methods in all windows\n", n);
-        return -1;
-    }
-    double tol = fmax(5.0, 4 * 100 * 0.5 / sqrt(n));
-    for (int h = 0; h < 3; h++) {
-        double share = 100 * hot[h] / sum;
-        fprintf(stderr, "%s: %.1f%% (truth %.0f%%, tolerance %.1f, %.0f samples)\n", HOT[h], share, TRUTH[h], tol, n);
-        if (fabs(share - TRUTH[h]) > tol)
-            return -1;
     }
     return 0;
 }
@@ -314,89 +292,9 @@ TEST(e2e_windows_bounded) {
 
 /* ---- pushing: the loopback ingest server ---- */
 
-typedef struct ingest {
-    pid_t pid;
-    int port;
-    char dir[PATH_MAX];
-} ingest;
-
-/* Starts ingest_server.py in mode (ok, 500, slow, close); 0 or -1. */
-static int ingest_start(e2e_run *r, const char *mode, ingest *s) {
-    const char *script = e2e_env("DNPROF_INGEST_SERVER");
-    if (!script)
-        return -1;
-    char port_file[PATH_MAX + 16];
-    snprintf(s->dir, sizeof s->dir, "%.3900s/ingest-%s", r->dir, mode);
-    snprintf(port_file, sizeof port_file, "%s.port", s->dir);
-    const char *argv[] = {"python3", script, "--dir", s->dir, "--port-file", port_file, "--mode", mode,
-                          "--delay", "3", "--lifetime", "100", NULL};
-    char out[PATH_MAX + 16], err[PATH_MAX + 16];
-    snprintf(out, sizeof out, "%s.out", s->dir);
-    snprintf(err, sizeof err, "%s.err", s->dir);
-    s->pid = e2e_spawn((char *const *)argv, NULL, r->dir, out, NULL, err);
-    if (s->pid < 0)
-        return -1;
-    for (int i = 0; i < 200; i++) {
-        FILE *f = fopen(port_file, "r");
-        if (f) {
-            int ok = fscanf(f, "%d", &s->port) == 1;
-            fclose(f);
-            if (ok)
-                return 0;
-        }
-        struct timespec t = {0, 50000000L};
-        nanosleep(&t, NULL);
-    }
-    e2e_show_file("the ingest server said", err);
-    return -1;
-}
-
-static void ingest_stop(ingest *s) {
-    int status;
-    if (s->pid > 0) {
-        kill(s->pid, SIGTERM);
-        e2e_wait(s->pid, 5000, &status);
-    }
-    s->pid = 0;
-}
-
-typedef struct request {
-    unsigned long long from, until;
-    char format[16], spy[32], path[64], auth[128], body[PATH_MAX], name[512];
-} request;
-
-/* The requests the server logged, at most cap. */
-static size_t ingest_requests(const ingest *s, request *out, size_t cap) {
-    char log[PATH_MAX + 16];
-    snprintf(log, sizeof log, "%s/requests.log", s->dir);
-    FILE *f = fopen(log, "r");
-    size_t n = 0;
-    char line[8192];
-    while (f && n < cap && fgets(line, sizeof line, f)) {
-        request *q = &out[n];
-        int k;
-        if (sscanf(line, "REQ %d %llu %llu %15s %31s %63s %127s %4095s %511[^\n]", &k, &q->from, &q->until, q->format,
-                   q->spy, q->path, q->auth, q->body, q->name) == 9)
-            n++;
-    }
-    if (f)
-        fclose(f);
-    return n;
-}
-
 static int by_from(const void *a, const void *b) {
     const request *x = a, *y = b;
     return x->from < y->from ? -1 : x->from > y->from;
-}
-
-/* What the run said contains text. */
-static int said(const e2e_run *r, const char *text) {
-    char *err = e2e_read_file(r->err, NULL);
-    int yes = err && strstr(err, text);
-    if (!yes)
-        e2e_show_file("dnprof said", r->err);
-    free(err);
-    return yes;
 }
 
 /* dnprof run --every 1s --pyroscope: one request per window, with the
@@ -411,7 +309,7 @@ TEST(e2e_push_pyroscope) {
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
     ASSERT_NE(dll, NULL);
     ingest s;
-    ASSERT_EQ(ingest_start(&r, "ok", &s), 0);
+    ASSERT_EQ(ingest_start(&r, "ok", 0, &s), 0);
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/", s.port);
     const char *env[] = {"DNPROF_PUSH_TOKEN=t0k-e2e", NULL};
@@ -464,7 +362,7 @@ TEST(e2e_push_faults) {
         ingest s = {0};
         char url[64] = "http://127.0.0.1:1"; /* nobody listens there: refused */
         if (m > 0) {
-            ASSERT_EQ(ingest_start(&r, modes[m], &s), 0);
+            ASSERT_EQ(ingest_start(&r, modes[m], 0, &s), 0);
             snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
         }
         const char *argv[] = {bin, "run", "--every", "1s", "--pyroscope", url, "--push-timeout", "500ms",
@@ -522,7 +420,7 @@ TEST(e2e_push_sidecar) {
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
     ASSERT_NE(dll, NULL);
     ingest s;
-    ASSERT_EQ(ingest_start(&r, "ok", &s), 0);
+    ASSERT_EQ(ingest_start(&r, "ok", 0, &s), 0);
     char wdir[PATH_MAX + 16], wenv[PATH_MAX + 64], url[64], pout[PATH_MAX + 16], perr[PATH_MAX + 16];
     snprintf(wdir, sizeof wdir, "%s/windows", r.dir);
     ASSERT_EQ(mkdir(wdir, 0700), 0);

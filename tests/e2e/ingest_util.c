@@ -1,0 +1,100 @@
+/* ingest_util.c: what the continuous profiling tests share (ingest_util.h):
+ * the "sample" scenario's truth, the loopback ingest server. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "e2e.h"
+#include "ingest_util.h"
+
+const char *const HOT[3] = {"Scenarios.SampleScenario::HotSixty", "Scenarios.SampleScenario::HotThirty",
+                                   "Scenarios.SampleScenario::HotTen"};
+const double TRUTH[3] = {60, 30, 10};
+
+int shares_ok(const double hot[3], double period_ns) {
+    double sum = hot[0] + hot[1] + hot[2];
+    double n = sum / period_ns;
+    if (n < 100) {
+        fprintf(stderr, "only %.0f samples of the hot methods in all windows\n", n);
+        return -1;
+    }
+    double tol = fmax(5.0, 4 * 100 * 0.5 / sqrt(n));
+    for (int h = 0; h < 3; h++) {
+        double share = 100 * hot[h] / sum;
+        fprintf(stderr, "%s: %.1f%% (truth %.0f%%, tolerance %.1f, %.0f samples)\n", HOT[h], share, TRUTH[h], tol, n);
+        if (fabs(share - TRUTH[h]) > tol)
+            return -1;
+    }
+    return 0;
+}
+
+int ingest_start(e2e_run *r, const char *mode, int otlp, ingest *s) {
+    const char *script = e2e_env("DNPROF_INGEST_SERVER");
+    if (!script)
+        return -1;
+    char port_file[PATH_MAX + 16];
+    snprintf(s->dir, sizeof s->dir, "%.3900s/ingest-%s%s", r->dir, otlp ? "otlp-" : "", mode);
+    snprintf(port_file, sizeof port_file, "%s.port", s->dir);
+    const char *argv[] = {"python3", script, "--dir", s->dir, "--port-file", port_file, "--mode", mode,
+                          "--delay", "3", "--lifetime", "100", otlp ? "--otlp" : NULL, NULL};
+    char out[PATH_MAX + 16], err[PATH_MAX + 16];
+    snprintf(out, sizeof out, "%s.out", s->dir);
+    snprintf(err, sizeof err, "%s.err", s->dir);
+    s->pid = e2e_spawn((char *const *)argv, NULL, r->dir, out, NULL, err);
+    if (s->pid < 0)
+        return -1;
+    for (int i = 0; i < 200; i++) {
+        FILE *f = fopen(port_file, "r");
+        if (f) {
+            int ok = fscanf(f, "%d", &s->port) == 1;
+            fclose(f);
+            if (ok)
+                return 0;
+        }
+        struct timespec t = {0, 50000000L};
+        nanosleep(&t, NULL);
+    }
+    e2e_show_file("the ingest server said", err);
+    return -1;
+}
+
+void ingest_stop(ingest *s) {
+    int status;
+    if (s->pid > 0) {
+        kill(s->pid, SIGTERM);
+        e2e_wait(s->pid, 5000, &status);
+    }
+    s->pid = 0;
+}
+
+size_t ingest_requests(const ingest *s, request *out, size_t cap) {
+    char log[PATH_MAX + 16];
+    snprintf(log, sizeof log, "%s/requests.log", s->dir);
+    FILE *f = fopen(log, "r");
+    size_t n = 0;
+    char line[8192];
+    while (f && n < cap && fgets(line, sizeof line, f)) {
+        request *q = &out[n];
+        int k;
+        if (sscanf(line, "REQ %d %llu %llu %63s %31s %63s %127s %4095s %511[^\n]", &k, &q->from, &q->until, q->format,
+                   q->spy, q->path, q->auth, q->body, q->name) == 9)
+            n++;
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+int said(const e2e_run *r, const char *text) {
+    char *err = e2e_read_file(r->err, NULL);
+    int yes = err && strstr(err, text);
+    if (!yes)
+        e2e_show_file("dnprof said", r->err);
+    free(err);
+    return yes;
+}
+

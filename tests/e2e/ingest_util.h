@@ -1,0 +1,44 @@
+/* ingest_util.h: what the continuous profiling tests (test_windows.c,
+ * test_windows_otlp.c) share: the truth of the "sample" scenario
+ * (SampleScenario.cs: three hot methods do 60/30/10% of the work) and the
+ * loopback ingest server (ingest/ingest_server.py). */
+#ifndef DNP_E2E_INGEST_UTIL_H
+#define DNP_E2E_INGEST_UTIL_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "e2e.h"
+
+extern const char *const HOT[3];
+extern const double TRUTH[3];
+
+/* The shares of the three hot methods in hot[] (in units of period_ns each
+ * sample) against the truth, within four binomial standard deviations (at
+ * least 5 points). 0, or -1 saying which is off. */
+int shares_ok(const double hot[3], double period_ns);
+
+typedef struct ingest {
+    pid_t pid;
+    int port;
+    char dir[PATH_MAX];
+} ingest;
+
+/* Starts ingest_server.py in mode (ok, 500, slow, close), as OTLP's receiver
+ * when otlp; 0 or -1. */
+int ingest_start(e2e_run *r, const char *mode, int otlp, ingest *s);
+void ingest_stop(ingest *s);
+
+typedef struct request {
+    unsigned long long from, until;
+    char format[64], spy[32], path[64], auth[128], body[PATH_MAX], name[512];
+} request;
+
+/* The requests the server logged, at most cap. */
+size_t ingest_requests(const ingest *s, request *out, size_t cap);
+
+/* What the run said (its stderr) contains text; when not, shows it. */
+int said(const e2e_run *r, const char *text);
+
+#endif
