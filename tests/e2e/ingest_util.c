@@ -98,3 +98,31 @@ int said(const e2e_run *r, const char *text) {
     return yes;
 }
 
+
+int ingest_push_run(e2e_run *r, const char *mode, int otlp, ingest *s, const char *const *opts, const char *seconds,
+                    const char *const *env) {
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    char url[64] = "http://127.0.0.1:1"; /* nobody listens there: refused */
+    memset(s, 0, sizeof *s);
+    if (!dll || !bin || (strcmp(mode, "down") != 0 && ingest_start(r, mode, otlp, s) != 0))
+        return -1;
+    if (s->port)
+        snprintf(url, sizeof url, "http://127.0.0.1:%d/", s->port);
+    const char *argv[64] = {bin, "run", "--every", "1s", otlp ? "--otlp" : "--pyroscope", url};
+    size_t n = 6;
+    for (size_t i = 0; opts && opts[i] && n < 50; i++)
+        argv[n++] = opts[i];
+    const char *tail[] = {"--", e2e_dotnet(), dll, "sample", "shares", seconds, NULL};
+    memcpy(argv + n, tail, sizeof tail);
+    int ran = e2e_exec(r, (char *const *)argv, env);
+    ingest_stop(s);
+    char *out = ran == 0 ? e2e_read_file(r->out, NULL) : NULL;
+    int program_ran = out && strstr(out, "shares 60 30 10") != NULL; /* its own output, as without dnprof */
+    free(out);
+    if (ran == 0 && r->status == 0 && program_ran)
+        return 0;
+    fprintf(stderr, "dnprof run (backend %s) exited %d, the program's output %s\n", mode, r->status,
+            program_ran ? "as without dnprof" : "not there");
+    e2e_show_file("dnprof said", r->err);
+    return -1;
+}

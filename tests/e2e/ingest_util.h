@@ -38,6 +38,14 @@ typedef struct request {
 /* The requests the server logged, at most cap. */
 size_t ingest_requests(const ingest *s, request *out, size_t cap);
 
+/* dnprof run --every 1s SINK URL OPTS... -- dotnet Scenarios.dll sample
+ * shares SECONDS (SINK: --otlp when otlp, else --pyroscope), pushing to a
+ * server started in mode (ingest_start; "down": none, a port nobody listens
+ * on), stopped once the run is over. 0 when dnprof exited 0 and the program
+ * printed what it prints without dnprof; else -1 saying why. */
+int ingest_push_run(e2e_run *r, const char *mode, int otlp, ingest *s, const char *const *opts, const char *seconds,
+                    const char *const *env);
+
 /* What the run said (its stderr) contains text; when not, shows it. */
 int said(const e2e_run *r, const char *text);
 

@@ -306,19 +306,10 @@ TEST(e2e_push_pyroscope) {
         E2E_SKIP("go is not installed (tools/install-deps, or: apt-get install golang-go)");
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_push_pyroscope"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT_NE(dll, NULL);
     ingest s;
-    ASSERT_EQ(ingest_start(&r, "ok", 0, &s), 0);
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/", s.port);
     const char *env[] = {"DNPROF_PUSH_TOKEN=t0k-e2e", NULL};
-    const char *argv[] = {bin, "run", "--every", "1s", "--pyroscope", url, "--label", "env=e2e", "--label", "zone=a",
-                          "--", e2e_dotnet(), dll, "sample", "shares", "6", NULL};
-    int ran = e2e_exec(&r, (char *const *)argv, env);
-    ingest_stop(&s);
-    ASSERT_EQ(ran, 0);
-    ASSERT_STATUS(&r, 0);
+    const char *opts[] = {"--label", "env=e2e", "--label", "zone=a", NULL};
+    ASSERT_EQ(ingest_push_run(&r, "ok", 0, &s, opts, "6", env), 0);
     static request q[256];
     size_t n = ingest_requests(&s, q, 256);
     ASSERT_GE(n, 3);
@@ -356,26 +347,11 @@ TEST(e2e_push_faults) {
     static const char *const why[] = {"connection refused", "HTTP 500", "timed out", "not sent"};
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_push_faults"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT_NE(dll, NULL);
     for (int m = 0; m < 4; m++) {
-        ingest s = {0};
-        char url[64] = "http://127.0.0.1:1"; /* nobody listens there: refused */
-        if (m > 0) {
-            ASSERT_EQ(ingest_start(&r, modes[m], 0, &s), 0);
-            snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
-        }
-        const char *argv[] = {bin, "run", "--every", "1s", "--pyroscope", url, "--push-timeout", "500ms",
-                              "--", e2e_dotnet(), dll, "sample", "shares", "1.5", NULL};
-        int ran = e2e_exec(&r, (char *const *)argv, NULL);
-        ingest_stop(&s);
+        ingest s;
+        static const char *const opts[] = {"--push-timeout", "500ms", NULL};
         fprintf(stderr, "backend %s:\n", modes[m]);
-        ASSERT_EQ(ran, 0);
-        ASSERT_STATUS(&r, 0);
-        char *out = e2e_read_file(r.out, NULL);
-        int program_ran = out && strstr(out, "shares 60 30 10") != NULL; /* its own output, as without dnprof */
-        free(out);
-        ASSERT_EQ(program_ran, 1);
+        ASSERT_EQ(ingest_push_run(&r, modes[m], 0, &s, opts, "1.5", NULL), 0);
         ASSERT_EQ(said(&r, "windows not sent"), 1);
         ASSERT_EQ(said(&r, why[m]), 1);
         ASSERT_EQ(said(&r, " 0 windows sent"), 1);

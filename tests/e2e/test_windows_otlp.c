@@ -180,20 +180,11 @@ TEST(e2e_push_otlp) {
         E2E_SKIP("protoc is not installed (tools/install-deps, or: apt-get install protobuf-compiler)");
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_push_otlp"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT_NE(dll, NULL);
     ingest s;
-    ASSERT_EQ(ingest_start(&r, "ok", 1, &s), 0);
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
     const char *env[] = {"OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=e2e%20run,env=overridden",
                          "OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20otel-e2e", NULL};
-    const char *argv[] = {bin, "run", "--every", "1s", "--otlp", url, "--label", "env=e2e",
-                          "--", e2e_dotnet(), dll, "sample", "shares", "6", NULL};
-    int ran = e2e_exec(&r, (char *const *)argv, env);
-    ingest_stop(&s);
-    ASSERT_EQ(ran, 0);
-    ASSERT_STATUS(&r, 0);
+    const char *opts[] = {"--label", "env=e2e", NULL};
+    ASSERT_EQ(ingest_push_run(&r, "ok", 1, &s, opts, "6", env), 0);
     static request q[64];
     size_t n = ingest_requests(&s, q, 64);
     ASSERT_GE(n, 3);
@@ -245,22 +236,9 @@ TEST(e2e_push_otlp) {
 TEST(e2e_push_otlp_500) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_push_otlp_500"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT_NE(dll, NULL);
     ingest s;
-    ASSERT_EQ(ingest_start(&r, "500", 1, &s), 0);
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/", s.port);
-    const char *argv[] = {bin, "run", "--every", "1s", "--otlp", url, "--push-timeout", "500ms",
-                          "--", e2e_dotnet(), dll, "sample", "shares", "1.5", NULL};
-    int ran = e2e_exec(&r, (char *const *)argv, NULL);
-    ingest_stop(&s);
-    ASSERT_EQ(ran, 0);
-    ASSERT_STATUS(&r, 0);
-    char *out = e2e_read_file(r.out, NULL);
-    int program_ran = out && strstr(out, "shares 60 30 10") != NULL; /* its own output, as without dnprof */
-    free(out);
-    ASSERT_EQ(program_ran, 1);
+    const char *opts[] = {"--push-timeout", "500ms", NULL};
+    ASSERT_EQ(ingest_push_run(&r, "500", 1, &s, opts, "1.5", NULL), 0);
     ASSERT_EQ(said(&r, "/v1development/profiles: 0 windows sent, "), 1);
     ASSERT_EQ(said(&r, "windows not sent ("), 1);
     ASSERT_EQ(said(&r, "HTTP 500"), 1);
