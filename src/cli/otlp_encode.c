@@ -29,81 +29,19 @@
 #include "dnp_free.h"
 #include "pprof.h"
 
-/* ---- the dictionary: tables of items interned by their encoding ---- */
-
-typedef struct itab {
-    dnp_pb data; /* the items' encodings, one after another */
-    size_t *at;  /* item i is data.p[at[i] .. at[i + 1]) */
-    size_t n, cap;
-    uint32_t *slots; /* hash -> item + 1 */
-    size_t nslots;
-    int failed;
-} itab;
+/* ---- the dictionary: tables of items interned by their encoding (pb.h) ---- */
 
 enum { T_MAPPING, T_LOCATION, T_FUNCTION, T_STRING, T_STACK, NTABLES };
 static const unsigned table_field[NTABLES] = {1, 2, 3, 5, 7};
 
-static uint64_t hash_bytes(const uint8_t *p, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
-
-static int rehash(itab *t, size_t nslots) {
-    uint32_t *slots = calloc(nslots, sizeof *slots);
-    if (!slots)
-        return -1;
-    for (size_t i = 0; i < t->n; i++) {
-        size_t at = hash_bytes(t->data.p + t->at[i], t->at[i + 1] - t->at[i]) & (nslots - 1);
-        while (slots[at])
-            at = (at + 1) & (nslots - 1);
-        slots[at] = (uint32_t)i + 1;
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->nslots = nslots;
-    return 0;
-}
-
-/* The index of the item encoded as p[0..n), added if new; 0 when out of memory. */
-static uint32_t intern(itab *t, const void *p, size_t n) {
-    if (t->failed || (!t->slots && rehash(t, 1024) != 0))
-        return t->failed = 1, 0;
-    size_t at = hash_bytes(p, n) & (t->nslots - 1);
-    for (; t->slots[at]; at = (at + 1) & (t->nslots - 1)) {
-        size_t i = t->slots[at] - 1;
-        if (t->at[i + 1] - t->at[i] == n && (n == 0 || !memcmp(t->data.p + t->at[i], p, n)))
-            return (uint32_t)i;
-    }
-    if (t->n + 2 > t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 1024;
-        size_t *a = realloc(t->at, cap * sizeof *a);
-        if (!a)
-            return t->failed = 1, 0;
-        t->at = a;
-        t->cap = cap;
-    }
-    if (t->n == 0)
-        t->at[0] = 0;
-    dnp_pb_bytes(&t->data, p, n);
-    if (t->data.failed)
-        return t->failed = 1, 0;
-    t->at[t->n + 1] = t->data.n;
-    t->slots[at] = (uint32_t)++t->n;
-    if (t->n * 2 > t->nslots && rehash(t, t->nslots * 2) != 0)
-        t->failed = 1;
-    return (uint32_t)(t->n - 1);
-}
-
 typedef struct enc {
-    itab tab[NTABLES];
+    dnp_intern tab[NTABLES];
     dnp_pb m, m2; /* scratch */
     int failed;
 } enc;
 
 static uint32_t str_of(enc *e, const char *p, size_t n) {
-    return intern(&e->tab[T_STRING], p, n);
+    return dnp_intern_add(&e->tab[T_STRING], p, n);
 }
 
 static uint32_t cstr(enc *e, const char *s) {
@@ -114,12 +52,18 @@ static uint32_t cstr(enc *e, const char *s) {
 static uint32_t intern_msg(enc *e, int t, dnp_pb *m) {
     if (m->failed)
         e->failed = 1;
-    uint32_t i = intern(&e->tab[t], m->p, m->n);
+    uint32_t i = dnp_intern_add(&e->tab[t], m->p, m->n);
     m->n = 0;
     return i;
 }
 
 /* ---- one pprof ---- */
+
+static uint64_t mix(uint64_t x) { /* splitmix64's finalizer */
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
 
 typedef struct conv {
     enc *e;
@@ -216,11 +160,8 @@ static void conv_profiles(conv *c, const window_file *w, dnp_pb *profiles) {
         if (d->period_type[0] || d->period_type[1])
             value_type(c, &p, 5, d->period_type);
         dnp_pb_uint(&p, 6, (uint64_t)d->period);
-        uint8_t id[16]; /* profile_id: the process, window and type, never all zero */
-        char key[96];
-        int kl = snprintf(key, sizeof key, "%ld/%llu/%llu/%zu", w->pid, (unsigned long long)w->index,
-                          (unsigned long long)w->start_ns, t);
-        uint64_t h1 = hash_bytes((const uint8_t *)key, (size_t)kl), h2 = (h1 ^ 0x5bd1e995u) * 0x9e3779b97f4a7c15ull;
+        uint8_t id[16]; /* profile_id: of the process, window and type; never all zero */
+        uint64_t h1 = mix((uint64_t)w->pid << 32 ^ w->index) | 1, h2 = mix(w->start_ns + t);
         for (int k = 0; k < 8; k++)
             id[k] = (uint8_t)(h1 >> (8 * k)), id[8 + k] = (uint8_t)(h2 >> (8 * k));
         dnp_pb_len(&p, 7, id, sizeof id);
@@ -260,11 +201,14 @@ static void write_dictionary(enc *e, dnp_pb *out) {
     write_attribute_table(e, &dict); /* first: its strings go into the table */
     dnp_pb_len(&dict, 4, zero_link, sizeof zero_link);
     for (int t = 0; t < NTABLES; t++) {
-        const itab *it = &e->tab[t];
+        const dnp_intern *it = &e->tab[t];
         if (it->failed)
             e->failed = 1;
-        for (size_t i = 0; i < it->n; i++)
-            dnp_pb_len(&dict, table_field[t], it->data.p + it->at[i], it->at[i + 1] - it->at[i]);
+        for (size_t i = 0; i < it->n; i++) {
+            size_t n;
+            const void *item = dnp_intern_item(it, i, &n);
+            dnp_pb_len(&dict, table_field[t], item, n);
+        }
     }
     dnp_pb_msg(out, 2, &dict);
     free(dict.p);
@@ -319,7 +263,7 @@ int otlp_encode(const otlp_attr *attrs, size_t nattrs, const window_file *w, dnp
     out->n = 0;
     out->failed = 0;
     for (int t = 0; t < NTABLES; t++)
-        intern(&e.tab[t], "", 0); /* item 0: the zero value ("" for strings) */
+        dnp_intern_add(&e.tab[t], "", 0); /* item 0: the zero value ("" for strings) */
     dnp_pb rp = {0}, scope = {0}, sc = {0};
     write_resource(attrs, nattrs, &rp);
     dnp_pb_str(&sc, 1, "dnprof");
@@ -336,7 +280,7 @@ int otlp_encode(const otlp_attr *attrs, size_t nattrs, const window_file *w, dnp
         rc = -1;
     }
     for (int t = 0; t < NTABLES; t++)
-        DNP_FREE_ALL(e.tab[t].data.p, e.tab[t].at, e.tab[t].slots);
+        dnp_intern_free(&e.tab[t]);
     DNP_FREE_ALL(rp.p, scope.p, sc.p, e.m.p, e.m2.p);
     return rc;
 }

@@ -79,6 +79,73 @@ void dnp_pb_msg(dnp_pb *b, unsigned field, dnp_pb *m) {
     m->n = 0;
 }
 
+/* ---- tables of interned items ---- */
+
+static uint64_t hash_bytes(const uint8_t *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static int rehash(dnp_intern *t, size_t nslots) {
+    uint32_t *slots = calloc(nslots, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t at = hash_bytes(t->data.p + t->at[i], t->at[i + 1] - t->at[i]) & (nslots - 1);
+        while (slots[at])
+            at = (at + 1) & (nslots - 1);
+        slots[at] = (uint32_t)i + 1;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = nslots;
+    return 0;
+}
+
+uint32_t dnp_intern_add(dnp_intern *t, const void *p, size_t n) {
+    if (t->failed || (!t->slots && rehash(t, 1024) != 0))
+        return t->failed = 1, 0;
+    size_t at = hash_bytes(p, n) & (t->nslots - 1);
+    for (; t->slots[at]; at = (at + 1) & (t->nslots - 1)) {
+        size_t i = t->slots[at] - 1;
+        if (t->at[i + 1] - t->at[i] == n && (n == 0 || !memcmp(t->data.p + t->at[i], p, n)))
+            return (uint32_t)i;
+    }
+    if (t->n + 2 > t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 1024;
+        size_t *a = realloc(t->at, cap * sizeof *a);
+        if (!a)
+            return t->failed = 1, 0;
+        t->at = a;
+        t->cap = cap;
+    }
+    if (t->n == 0)
+        t->at[0] = 0;
+    dnp_pb_bytes(&t->data, p, n);
+    if (t->data.failed)
+        return t->failed = 1, 0;
+    t->at[t->n + 1] = t->data.n;
+    t->slots[at] = (uint32_t)++t->n;
+    if (t->n * 2 > t->nslots && rehash(t, t->nslots * 2) != 0)
+        t->failed = 1;
+    return (uint32_t)(t->n - 1);
+}
+
+const void *dnp_intern_item(const dnp_intern *t, size_t i, size_t *n) {
+    if (n)
+        *n = t->at[i + 1] - t->at[i];
+    return t->data.p + t->at[i];
+}
+
+void dnp_intern_free(dnp_intern *t) {
+    free(t->data.p);
+    free(t->at);
+    free(t->slots);
+    memset(t, 0, sizeof *t);
+}
+
 /* ---- reading ---- */
 
 static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {

@@ -34,6 +34,26 @@ void dnp_pb_str(dnp_pb *b, unsigned field, const char *s);
 /* m as a message field of b; m is emptied for reuse (its failure carried over). */
 void dnp_pb_msg(dnp_pb *b, unsigned field, dnp_pb *m);
 
+/* ---- tables of interned items ---- */
+
+/* Items (strings, encoded messages) kept once each, by their bytes, and
+ * numbered from 0 in the order they came: a profile's string table, OTLP's
+ * dictionary tables. */
+typedef struct dnp_intern {
+    dnp_pb data; /* the items, one after another */
+    size_t *at;  /* item i is data.p[at[i] .. at[i + 1]) */
+    size_t n, cap;
+    uint32_t *slots; /* hash -> item + 1 */
+    size_t nslots;
+    int failed;  /* out of memory: set once, for good */
+} dnp_intern;
+
+/* The index of the item p[0..n), added if new; 0 once out of memory. */
+uint32_t dnp_intern_add(dnp_intern *t, const void *p, size_t n);
+/* Item i (valid until the next add), its length in *n. */
+const void *dnp_intern_item(const dnp_intern *t, size_t i, size_t *n);
+void dnp_intern_free(dnp_intern *t);
+
 /* ---- reading ---- */
 
 typedef struct dnp_pb_in {

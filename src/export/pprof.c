@@ -35,11 +35,9 @@ struct dnp_pprof {
     size_t default_type;
     int has_default;
 
-    char **strs; /* string_table; strs[0] is "" */
-    size_t nstrs, cap_strs;
-    uint32_t *slots; /* hash -> string index + 1 */
-    size_t nslots;
+    dnp_intern strs;       /* string_table, each with its NUL; 0 is "" */
     uint64_t *func_of_str; /* string index -> function id (0: none) */
+    size_t cap_fos;
     size_t nfuncs;
     uint64_t *func_name; /* function id - 1 -> string index */
     uint32_t *func_map;  /* function id - 1 -> mapping id (0: none) */
@@ -53,63 +51,31 @@ struct dnp_pprof {
 
 /* ---- strings and functions ---- */
 
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
-
-static int rehash(dnp_pprof *p, size_t nslots) {
-    uint32_t *slots = calloc(nslots, sizeof *slots);
-    if (!slots)
-        return -1;
-    for (size_t i = 0; i < p->nstrs; i++) {
-        size_t at = hash_str(p->strs[i]) & (nslots - 1);
-        while (slots[at])
-            at = (at + 1) & (nslots - 1);
-        slots[at] = (uint32_t)i + 1;
-    }
-    free(p->slots);
-    p->slots = slots;
-    p->nslots = nslots;
-    return 0;
+static const char *str_at(const dnp_pprof *p, uint64_t i) {
+    return dnp_intern_item(&p->strs, i, NULL);
 }
 
 /* The string's index in the table, added if new; 0 ("") on failure. */
 static uint64_t str_index(dnp_pprof *p, const char *s) {
     if (!s || !*s || p->failed)
         return 0;
-    size_t at = hash_str(s) & (p->nslots - 1);
-    for (; p->slots[at]; at = (at + 1) & (p->nslots - 1))
-        if (strcmp(p->strs[p->slots[at] - 1], s) == 0)
-            return p->slots[at] - 1;
-    if (p->nstrs == p->cap_strs) {
-        size_t cap = p->cap_strs * 2;
-        char **strs = realloc(p->strs, cap * sizeof *strs);
-        uint64_t *fos = realloc(p->func_of_str, cap * sizeof *fos);
-        if (strs)
-            p->strs = strs;
-        if (fos)
-            p->func_of_str = fos;
-        if (!strs || !fos) {
-            p->failed = 1;
-            return 0;
-        }
-        p->cap_strs = cap;
-    }
-    char *copy = strdup(s);
-    if (!copy) {
+    uint32_t i = dnp_intern_add(&p->strs, s, strlen(s) + 1);
+    if (p->strs.failed) {
         p->failed = 1;
         return 0;
     }
-    size_t idx = p->nstrs++;
-    p->strs[idx] = copy;
-    p->func_of_str[idx] = 0;
-    p->slots[at] = (uint32_t)idx + 1;
-    if (p->nstrs * 2 > p->nslots && rehash(p, p->nslots * 2) != 0)
-        p->failed = 1;
-    return idx;
+    if (i >= p->cap_fos) {
+        size_t cap = p->cap_fos ? p->cap_fos * 2 : 256;
+        uint64_t *fos = realloc(p->func_of_str, cap * sizeof *fos);
+        if (!fos) {
+            p->failed = 1;
+            return 0;
+        }
+        memset(fos + p->cap_fos, 0, (cap - p->cap_fos) * sizeof *fos);
+        p->func_of_str = fos;
+        p->cap_fos = cap;
+    }
+    return i;
 }
 
 /* The mapping of a native frame's library (frame_lib.c), made if new: 0 none. */
@@ -156,7 +122,7 @@ static uint64_t func_id(dnp_pprof *p, const char *name) {
         p->cap_funcs = cap;
     }
     p->func_name[p->nfuncs] = s;
-    p->func_map[p->nfuncs++] = mapping_of(p, p->strs[s]);
+    p->func_map[p->nfuncs++] = mapping_of(p, str_at(p, s));
     return p->func_of_str[s] = p->nfuncs;
 }
 
@@ -176,20 +142,11 @@ dnp_pprof *dnp_pprof_new(const dnp_pprof_type *types, size_t ntypes, const dnp_p
         p->has_period = 1;
         p->period = period;
     }
-    p->cap_strs = 256;
-    p->strs = malloc(p->cap_strs * sizeof *p->strs);
-    p->func_of_str = malloc(p->cap_strs * sizeof *p->func_of_str);
-    if (p->strs)
-        p->strs[0] = strdup("");
-    if (!p->strs || !p->func_of_str || !p->strs[0] || rehash(p, 512) != 0) {
-        if (p->strs && p->strs[0])
-            p->nstrs = 1;
+    dnp_intern_add(&p->strs, "", 1);
+    if (p->strs.failed) {
         dnp_pprof_free(p);
         return NULL;
     }
-    p->nstrs = 1;
-    p->func_of_str[0] = 0;
-    p->slots[hash_str("") & (p->nslots - 1)] = 1;
     /* the types' strings first, so that they read well in the table */
     for (size_t i = 0; i < ntypes; i++) {
         str_index(p, types[i].type);
@@ -272,8 +229,11 @@ int dnp_pprof_encode(dnp_pprof *p, uint8_t **out, size_t *len) {
             dnp_pb_uint(&m, 4, p->map_file[p->func_map[i] - 1]);
         dnp_pb_msg(&b, 5, &m);
     }
-    for (size_t i = 0; i < p->nstrs; i++)
-        dnp_pb_len(&b, 6, p->strs[i], strlen(p->strs[i]));
+    for (size_t i = 0; i < p->strs.n; i++) {
+        size_t n;
+        const void *str = dnp_intern_item(&p->strs, i, &n);
+        dnp_pb_len(&b, 6, str, n - 1);
+    }
     dnp_pb_uint(&b, 9, (uint64_t)p->time_nanos);
     dnp_pb_uint(&b, 10, (uint64_t)p->duration_nanos);
     if (p->has_period) {
@@ -336,8 +296,8 @@ int dnp_pprof_write(dnp_pprof *p, FILE *out) {
 void dnp_pprof_free(dnp_pprof *p) {
     if (!p)
         return;
-    dnp_free_strv(p->strs, p->nstrs);
-    DNP_FREE_ALL(p->slots, p->func_of_str, p->func_name, p->func_map, p->map_file, p->samples.p, p);
+    dnp_intern_free(&p->strs);
+    DNP_FREE_ALL(p->func_of_str, p->func_name, p->func_map, p->map_file, p->samples.p, p);
 }
 
 /* ---- a call tree ---- */

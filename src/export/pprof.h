@@ -90,4 +90,8 @@ typedef struct dnp_pprof_data {
 int dnp_pprof_read(const uint8_t *data, size_t len, dnp_pprof_data *d, char *err, size_t errlen);
 void dnp_pprof_data_free(dnp_pprof_data *d);
 
+/* gz (a gzip stream) uncompressed into *out (malloc'd), at most max bytes:
+ * 0; -1 corrupt or cut short; -2 larger than max, or no memory. */
+int dnp_gunzip(const uint8_t *gz, size_t len, size_t max, uint8_t **out, size_t *outlen);
+
 #endif

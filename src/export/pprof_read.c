@@ -16,7 +16,41 @@
 
 #define MAX_RAW ((size_t)256 << 20)
 
-/* gzip -> d->raw; the input as is when it is not gzip. */
+int dnp_gunzip(const uint8_t *gz, size_t len, size_t max, uint8_t **out, size_t *outlen) {
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    *out = NULL;
+    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+        return -2;
+    size_t cap = len * 4 + 4096, n = 0;
+    int zr = Z_OK;
+    z.next_in = (uint8_t *)gz;
+    z.avail_in = (uInt)len;
+    while (zr == Z_OK) {
+        uint8_t *nb = cap > max + 1 ? NULL : realloc(*out, cap);
+        if (!nb)
+            break;
+        *out = nb;
+        z.next_out = nb + n;
+        z.avail_out = (uInt)(cap - n);
+        zr = inflate(&z, Z_NO_FLUSH);
+        n = cap - z.avail_out;
+        if (z.avail_out == 0)
+            cap *= 2;
+        else if (zr == Z_OK)
+            zr = Z_DATA_ERROR; /* room left, the input used up, and no end */
+    }
+    inflateEnd(&z);
+    if (zr == Z_STREAM_END && n <= max) {
+        *outlen = n;
+        return 0;
+    }
+    free(*out);
+    *out = NULL;
+    return zr == Z_OK || n > max ? -2 : -1;
+}
+
+/* The profile's bytes: gunzip'd, or the input as is when it is not gzip. */
 static int inflate_all(const uint8_t *data, size_t len, uint8_t **out, size_t *outlen, char *err, size_t errlen) {
     if (len < 2 || data[0] != 0x1f || data[1] != 0x8b) {
         *out = malloc(len ? len : 1);
@@ -25,39 +59,11 @@ static int inflate_all(const uint8_t *data, size_t len, uint8_t **out, size_t *o
         *outlen = len;
         return *out ? 0 : (snprintf(err, errlen, "out of memory"), -1);
     }
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
-        return snprintf(err, errlen, "out of memory"), -1;
-    size_t cap = len * 4 + 4096, n = 0;
-    uint8_t *buf = NULL;
-    int zr = Z_OK;
-    z.next_in = (uint8_t *)data;
-    z.avail_in = (uInt)len;
-    while (zr == Z_OK) {
-        uint8_t *nb = cap > MAX_RAW + 1 ? NULL : realloc(buf, cap);
-        if (!nb)
-            break;
-        buf = nb;
-        z.next_out = buf + n;
-        z.avail_out = (uInt)(cap - n);
-        zr = inflate(&z, Z_NO_FLUSH);
-        n = cap - z.avail_out;
-        if (z.avail_out == 0)
-            cap *= 2;
-        else if (zr == Z_OK)
-            zr = Z_DATA_ERROR; /* room left, input used up, and no end */
-    }
-    inflateEnd(&z);
-    if (zr != Z_STREAM_END || n > MAX_RAW) {
-        free(buf);
-        snprintf(err, errlen, "%s", zr == Z_OK || n > MAX_RAW ? "more than 256 MiB uncompressed (or no memory)"
-                                                             : "its gzip stream is corrupt or cut short");
-        return -1;
-    }
-    *out = buf;
-    *outlen = n;
-    return 0;
+    int rc = dnp_gunzip(data, len, MAX_RAW, out, outlen);
+    if (rc != 0)
+        snprintf(err, errlen, "%s", rc == -2 ? "more than 256 MiB uncompressed (or no memory)"
+                                             : "its gzip stream is corrupt or cut short");
+    return rc == 0 ? 0 : -1;
 }
 
 typedef struct reader {

@@ -126,3 +126,9 @@ int ingest_push_run(e2e_run *r, const char *mode, int otlp, ingest *s, const cha
     e2e_show_file("dnprof said", r->err);
     return -1;
 }
+
+int said_sent(const e2e_run *r, const char *before, size_t n) {
+    char want[256];
+    snprintf(want, sizeof want, "%s%zu windows sent", before, n);
+    return said(r, want);
+}

@@ -49,4 +49,7 @@ int ingest_push_run(e2e_run *r, const char *mode, int otlp, ingest *s, const cha
 /* What the run said (its stderr) contains text; when not, shows it. */
 int said(const e2e_run *r, const char *text);
 
+/* The run's summary says "BEFOREn windows sent". */
+int said_sent(const e2e_run *r, const char *before, size_t n);
+
 #endif

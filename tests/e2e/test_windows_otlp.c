@@ -225,9 +225,7 @@ TEST(e2e_push_otlp) {
             ASSERT_GT(by[i]->prof[0].duration_ns, 900000000ull);
     }
     ASSERT_EQ(shares_ok(hot, 1e7), 0);
-    char want[128];
-    snprintf(want, sizeof want, "/v1development/profiles: %zu windows sent\n", n);
-    ASSERT_EQ(said(&r, want), 1);
+    ASSERT_EQ(said_sent(&r, "/v1development/profiles: ", n), 1);
     return 0;
 }
 
@@ -239,7 +237,7 @@ TEST(e2e_push_otlp_500) {
     ingest s;
     const char *opts[] = {"--push-timeout", "500ms", NULL};
     ASSERT_EQ(ingest_push_run(&r, "500", 1, &s, opts, "1.5", NULL), 0);
-    ASSERT_EQ(said(&r, "/v1development/profiles: 0 windows sent, "), 1);
+    ASSERT_EQ(said_sent(&r, "/v1development/profiles: ", 0), 1);
     ASSERT_EQ(said(&r, "windows not sent ("), 1);
     ASSERT_EQ(said(&r, "HTTP 500"), 1);
     static request q[64];
