@@ -11,8 +11,9 @@
  * OTEL_EXPORTER_OTLP_HEADERS and OTEL_EXPORTER_OTLP_PROFILES_HEADERS (the
  * latter's keys win), "k=v,k=v" with %-escapes. The resource: service.name
  * (--service, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES' service.name, the
- * program's name, in this order), OTEL_RESOURCE_ATTRIBUTES, the --labels
- * (theirs win), process.pid. HTTP, secrets and retries: http_push.c. */
+ * program's name, in this order), OTEL_RESOURCE_ATTRIBUTES (left out whole,
+ * with a warning, when it does not parse), the --labels (theirs win),
+ * process.pid. HTTP, secrets and retries: http_push.c. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,10 +142,16 @@ otlp_sink *otlp_open(const push_config *c, char *err, size_t errlen) {
         if (eq)
             *eq = 0;
     }
+    if (parse_kv("OTEL_RESOURCE_ATTRIBUTES", getenv("OTEL_RESOURCE_ATTRIBUTES"), &s->res, err, errlen) != 0) {
+        warning("%s: left out, as the OpenTelemetry specification asks", err); /* the whole variable */
+        memset(&s->res, 0, sizeof s->res);
+    }
+    int from_env = !strcmp(c->otlp, "env");
     if (http_url_ok(s->url) != 0)
-        snprintf(err, errlen, "--otlp wants an http:// or https:// URL, or env, not '%s'", s->url);
-    else if (parse_kv("OTEL_RESOURCE_ATTRIBUTES", getenv("OTEL_RESOURCE_ATTRIBUTES"), &s->res, err, errlen) == 0 &&
-             (s->http = http_push_open("--otlp", c->timeout_ms, err, errlen)) != NULL &&
+        snprintf(err, errlen, "%s wants an http:// or https:// URL, not '%s'",
+                 from_env ? "the OTLP endpoint" : "--otlp (or env: OTEL_EXPORTER_OTLP_ENDPOINT's)",
+                 from_env ? s->url : c->otlp);
+    else if ((s->http = http_push_open("--otlp", c->timeout_ms, err, errlen)) != NULL &&
              add_headers(s, err, errlen) == 0)
         return s;
     otlp_close(s);
