@@ -1,5 +1,6 @@
 /* ingest_util.c: what the continuous profiling tests share (ingest_util.h):
  * the "sample" scenario's truth, the loopback ingest server. */
+#include <dirent.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -131,4 +132,33 @@ int said_sent(const e2e_run *r, const char *before, size_t n) {
     char want[256];
     snprintf(want, sizeof want, "%s%zu windows sent", before, n);
     return said(r, want);
+}
+
+int windows_left(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += !strncmp(e->d_name, "window-", 7) && strstr(e->d_name, ".trace") != NULL;
+    closedir(d);
+    return n;
+}
+
+int windows_unread(e2e_run *r, const char *dir, const char *every_ms, const char *keep, const char *seconds) {
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    char every[64], k[64], wdir[PATH_MAX + 32];
+    snprintf(every, sizeof every, "DNPROF_EVERY=%s", every_ms);
+    snprintf(k, sizeof k, "DNPROF_WINDOW_KEEP=%s", keep);
+    snprintf(wdir, sizeof wdir, "DNPROF_WINDOW_DIR=%s", dir);
+    const char *env[] = {every, k, wdir, NULL};
+    const char *argv[] = {bin, "run", "--quiet", "--sample", "-o", r->trace, "--", e2e_dotnet(), dll, "sample", "shares",
+                          seconds, NULL};
+    if (!dll || !bin || e2e_exec(r, (char *const *)argv, env) != 0 || r->status != 0) {
+        fprintf(stderr, "dnprof run with windows into %s failed (exit %d)\n", dir, r->status);
+        e2e_show_file("dnprof said", r->err);
+        return -1;
+    }
+    return 0;
 }

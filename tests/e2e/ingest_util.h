@@ -52,4 +52,13 @@ int said(const e2e_run *r, const char *text);
 /* The run's summary says "BEFOREn windows sent". */
 int said_sent(const e2e_run *r, const char *before, size_t n);
 
+/* The sample scenario for SECONDS under dnprof run --sample, its agent also
+ * cutting windows (DNPROF_EVERY every_ms, DNPROF_WINDOW_KEEP keep) into dir,
+ * which nobody reads (as an agent loaded by dnprof env without dnprof push).
+ * 0 when dnprof exited 0; else -1 saying why. */
+int windows_unread(e2e_run *r, const char *dir, const char *every_ms, const char *keep, const char *seconds);
+
+/* The window files still in dir (push deletes those it shipped); -1 when dir cannot be read. */
+int windows_left(const char *dir);
+
 #endif

@@ -261,15 +261,9 @@ TEST(e2e_windows_keep) {
 TEST(e2e_windows_bounded) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_windows_bounded"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT_NE(dll, NULL);
-    char dir[PATH_MAX + 32], wdir[PATH_MAX + 64];
+    char dir[PATH_MAX + 32];
     snprintf(dir, sizeof dir, "%s/w", r.dir);
-    snprintf(wdir, sizeof wdir, "DNPROF_WINDOW_DIR=%s", dir);
-    const char *env[] = {"DNPROF_EVERY=200", "DNPROF_WINDOW_KEEP=3", wdir, NULL};
-    const char *argv[] = {bin, "run", "--quiet", "--sample", "-o", r.trace, "--", e2e_dotnet(), dll, "sample", "shares", "2", NULL};
-    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, env), 0);
-    ASSERT_STATUS(&r, 0);
+    ASSERT_EQ(windows_unread(&r, dir, "200", "3", "2"), 0);
     static char names[64][256];
     size_t n = list_files(dir, "window-", names, 64);
     ASSERT_EQ(n, 3);
@@ -367,19 +361,6 @@ TEST(e2e_push_faults) {
         }
     }
     return 0;
-}
-
-/* The window files still in dir (push deletes those it shipped). */
-static int windows_left(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        n += !strncmp(e->d_name, "window-", 7) && strstr(e->d_name, ".trace") != NULL;
-    closedir(d);
-    return n;
 }
 
 /* dnprof push as a sidecar: the agent loaded through the environment (as

@@ -23,6 +23,15 @@
 #define MAX_PROFILES 8
 #define MAX_SAMPLES 32768
 
+/* protoc is there, or the test skips; then r is set up for test. */
+#define OTLP_TEST_SETUP(r, test)                                                                       \
+    do {                                                                                               \
+        char protoc_[PATH_MAX];                                                                        \
+        if (!e2e_which("protoc", NULL, protoc_, sizeof protoc_))                                       \
+            E2E_SKIP("protoc is not installed (tools/install-deps, or: apt-get install protobuf-compiler)"); \
+        ASSERT_EQ(e2e_setup(r, test), 0);                                                              \
+    } while (0)
+
 /* ---- protoc --decode's text of one ExportProfilesServiceRequest ---- */
 
 typedef struct otlp_req {
@@ -175,11 +184,8 @@ static int by_time(const void *a, const void *b) {
  * cpu/nanoseconds profile of the window's time, windows one after another,
  * and the program's shares over them all. */
 TEST(e2e_push_otlp) {
-    char protoc[PATH_MAX];
-    if (!e2e_which("protoc", NULL, protoc, sizeof protoc))
-        E2E_SKIP("protoc is not installed (tools/install-deps, or: apt-get install protobuf-compiler)");
     e2e_run r;
-    ASSERT_EQ(e2e_setup(&r, "e2e_push_otlp"), 0);
+    OTLP_TEST_SETUP(&r, "e2e_push_otlp");
     ingest s;
     const char *env[] = {"OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=e2e%20run,env=overridden",
                          "OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20otel-e2e", NULL};
@@ -243,5 +249,41 @@ TEST(e2e_push_otlp_500) {
     static request q[64];
     size_t n = ingest_requests(&s, q, 64);
     ASSERT_GE(n, 3); /* the first window: three tries (two retries), the later ones one */
+    return 0;
+}
+
+/* dnprof push --once --otlp env as a sidecar: windows that an agent loaded
+ * through the environment wrote (nobody reading them), shipped to the
+ * endpoint of OTEL_EXPORTER_OTLP_ENDPOINT (the signal's path appended) with
+ * OTEL_SERVICE_NAME as service.name, one request per window, each window
+ * deleted once shipped. */
+TEST(e2e_push_otlp_sidecar) {
+    e2e_run r;
+    OTLP_TEST_SETUP(&r, "e2e_push_otlp_sidecar");
+    const char *bin = e2e_env("DNPROF_BIN");
+    char wdir[PATH_MAX + 16], endpoint[128];
+    snprintf(wdir, sizeof wdir, "%s/windows", r.dir);
+    ASSERT_EQ(windows_unread(&r, wdir, "1000", "100", "3"), 0);
+    ingest s;
+    ASSERT_EQ(ingest_start(&r, "ok", 1, &s), 0);
+    snprintf(endpoint, sizeof endpoint, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", s.port);
+    const char *penv[] = {endpoint, "OTEL_SERVICE_NAME=sidecar-app", NULL};
+    const char *pargv[] = {bin, "push", "--once", "--otlp", "env", wdir, NULL};
+    int ran = e2e_exec(&r, (char *const *)pargv, penv);
+    ingest_stop(&s);
+    ASSERT_EQ(ran, 0);
+    ASSERT_STATUS(&r, 0);
+    static request q[64];
+    size_t n = ingest_requests(&s, q, 64);
+    ASSERT_GE(n, 2);
+    static otlp_req o;
+    for (size_t i = 0; i < n; i++) {
+        ASSERT_STREQ(q[i].path, "/v1development/profiles");
+        ASSERT_EQ(req_read(q[i].body, &o), 0);
+        ASSERT_NE(strstr(o.attrs, "service.name=sidecar-app;"), NULL);
+        ASSERT_EQ(o.nprof, 2);
+    }
+    ASSERT_EQ(said_sent(&r, "/v1development/profiles: ", n), 1);
+    ASSERT_EQ(windows_left(wdir), 0); /* shipped, deleted */
     return 0;
 }
