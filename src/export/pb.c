@@ -136,7 +136,7 @@ uint32_t dnp_intern_add(dnp_intern *t, const void *p, size_t n) {
 const void *dnp_intern_item(const dnp_intern *t, size_t i, size_t *n) {
     if (n)
         *n = t->at[i + 1] - t->at[i];
-    return t->data.p + t->at[i];
+    return t->data.p ? t->data.p + t->at[i] : (const void *)""; /* only empty items so far: no buffer */
 }
 
 void dnp_intern_free(dnp_intern *t) {

@@ -81,12 +81,12 @@ static int bad(reader *r, const char *what) {
 
 /* The varint fields of a small message, by field number (1..nf): 0, or -1. */
 static int small_msg(const dnp_pb_field *m, uint64_t *out, unsigned nf) {
+    if (m->wire != DNP_PB_LEN)
+        return -1;
     dnp_pb_in in = {m->p, m->p + m->n};
     dnp_pb_field f;
     int rc;
     memset(out, 0, nf * sizeof *out);
-    if (m->wire != DNP_PB_LEN)
-        return -1;
     while ((rc = dnp_pb_next(&in, &f)) > 0)
         if (f.field <= nf && f.wire == DNP_PB_VARINT)
             out[f.field - 1] = f.v;
@@ -116,11 +116,11 @@ static int add_value(void *ctx, uint64_t v) {
 
 static int sample(reader *r, const dnp_pb_field *m) {
     dnp_pprof_data *d = r->d;
+    if (m->wire != DNP_PB_LEN)
+        return bad(r, "a sample is no message");
     dnp_pb_in in = {m->p, m->p + m->n};
     dnp_pb_field f;
     int rc;
-    if (m->wire != DNP_PB_LEN)
-        return bad(r, "a sample is no message");
     if (r->fill)
         d->stack_at[d->nsamples + 1] = 0;
     while ((rc = dnp_pb_next(&in, &f)) > 0) {
@@ -144,11 +144,11 @@ static int sample(reader *r, const dnp_pb_field *m) {
 static int by_id(reader *r, const dnp_pb_field *m, uint64_t *table, size_t n, size_t w, const unsigned *fields,
                  const char *what) {
     uint64_t v[8];
+    if (small_msg(m, v, 8) != 0)
+        return bad(r, what);
     dnp_pb_in in = {m->p, m->p + m->n};
     dnp_pb_field f;
     int rc;
-    if (small_msg(m, v, 8) != 0)
-        return bad(r, what);
     if (v[0] == 0 || v[0] > n)
         return bad(r, "an id out of range (ids from 1 to their count)");
     uint64_t *slot = table + (v[0] - 1) * w;

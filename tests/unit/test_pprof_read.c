@@ -1,7 +1,8 @@
 /* test_pprof_read.c: a pprof read back (src/export/pprof_read.c) as the
  * encoder (pprof.c) wrote it: sample types, period, time, samples' stacks
  * and values, native frames' mappings; gzip'd or not; and corrupt input
- * (every cut of a profile, ids out of range, a broken gzip stream) refused
+ * (every cut of a profile, a location not there, a sample that is no
+ * message, a broken gzip stream) refused
  * with one line, never read past its end. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,10 @@ TEST(pprof_read_roundtrip) {
         ASSERT_EQ(d.values[3], (int64_t)1 << 40);
         dnp_pprof_data_free(&d);
     }
+    /* a sample that is no message (fuzz_pprof's find: NULL + 0 before the check) */
+    static const uint8_t not_msg[] = {0x10, 0x01, 0x32, 0x00};
+    ASSERT_EQ(dnp_pprof_read(not_msg, sizeof not_msg, &d, err, sizeof err), -1);
+    ASSERT_STREQ(err, "corrupt pprof: a sample is no message");
     free(raw);
     free(gz);
     return 0;
@@ -105,6 +110,10 @@ TEST(pprof_read_refuses_corrupt) {
     static const uint8_t bad_loc[] = {0x12, 0x02, 0x08, 0x09, 0x32, 0x00}; /* sample {location_id 9}, "" */
     ASSERT_EQ(dnp_pprof_read(bad_loc, sizeof bad_loc, &d, err, sizeof err), -1);
     ASSERT_STREQ(err, "corrupt pprof: a sample's location unknown");
+    /* a sample that is no message (fuzz_pprof's find: NULL + 0 before the check) */
+    static const uint8_t not_msg[] = {0x10, 0x01, 0x32, 0x00};
+    ASSERT_EQ(dnp_pprof_read(not_msg, sizeof not_msg, &d, err, sizeof err), -1);
+    ASSERT_STREQ(err, "corrupt pprof: a sample is no message");
     free(raw);
     free(gz);
     return 0;
