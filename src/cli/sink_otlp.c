@@ -9,7 +9,8 @@
  * OTEL_EXPORTER_OTLP_ENDPOINT with v1development/profiles appended, else
  * http://localhost:4318/v1development/profiles. Headers from
  * OTEL_EXPORTER_OTLP_HEADERS and OTEL_EXPORTER_OTLP_PROFILES_HEADERS (the
- * latter's keys win), "k=v,k=v" with %-escapes. The resource: service.name
+ * latter's keys win), "k=v,k=v" with %-escapes; the body gzip'd with
+ * OTEL_EXPORTER_OTLP_[PROFILES_]COMPRESSION=gzip. The resource: service.name
  * (--service, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES' service.name, the
  * program's name, in this order), OTEL_RESOURCE_ATTRIBUTES (left out whole,
  * with a warning, when it does not parse), the --labels (theirs win),
@@ -22,6 +23,7 @@
 
 #include "cli.h"
 #include "otlp.h"
+#include "pprof.h"
 #include "windows_cli.h"
 
 #define SIGNAL_PATH "v1development/profiles"
@@ -38,6 +40,7 @@ struct otlp_sink {
     push_config cfg;
     char url[2048];
     kv_list res;    /* OTEL_RESOURCE_ATTRIBUTES */
+    int gzip;       /* OTEL_EXPORTER_OTLP_[PROFILES_]COMPRESSION=gzip */
     char labels[WINDOW_MAX_LABELS][256]; /* "k\0v" */
     const char *label_val[WINDOW_MAX_LABELS];
     dnp_pb body;
@@ -103,6 +106,23 @@ static void endpoint(const push_config *c, char *url, size_t cap) {
         snprintf(url, cap, "http://localhost:4318/" SIGNAL_PATH);
 }
 
+/* OTEL_EXPORTER_OTLP_PROFILES_COMPRESSION, else OTEL_EXPORTER_OTLP_COMPRESSION:
+ * gzip or none. 0, or -1 with err. */
+static int compression(otlp_sink *s, char *err, size_t errlen) {
+    const char *v = getenv("OTEL_EXPORTER_OTLP_PROFILES_COMPRESSION");
+    const char *name = "OTEL_EXPORTER_OTLP_PROFILES_COMPRESSION";
+    if (!v || !*v) {
+        v = getenv("OTEL_EXPORTER_OTLP_COMPRESSION");
+        name = "OTEL_EXPORTER_OTLP_COMPRESSION";
+    }
+    if (!v || !*v || !strcmp(v, "none"))
+        return 0;
+    if (strcmp(v, "gzip") != 0)
+        return snprintf(err, errlen, "%s: gzip or none, not '%s'", name, v), -1;
+    s->gzip = 1;
+    return http_push_header(s->http, "Content-Encoding: gzip") == 0 ? 0 : (snprintf(err, errlen, "out of memory"), -1);
+}
+
 /* The headers of OTEL_EXPORTER_OTLP_HEADERS and _PROFILES_HEADERS. */
 static int add_headers(otlp_sink *s, char *err, size_t errlen) {
     static kv_list all, sig; /* large: not on the stack; the sinks open one at a time */
@@ -152,7 +172,7 @@ otlp_sink *otlp_open(const push_config *c, char *err, size_t errlen) {
                  from_env ? "the OTLP endpoint" : "--otlp (or env: OTEL_EXPORTER_OTLP_ENDPOINT's)",
                  from_env ? s->url : c->otlp);
     else if ((s->http = http_push_open("--otlp", c->timeout_ms, err, errlen)) != NULL &&
-             add_headers(s, err, errlen) == 0)
+             add_headers(s, err, errlen) == 0 && compression(s, err, errlen) == 0)
         return s;
     otlp_close(s);
     return NULL;
@@ -190,7 +210,22 @@ int otlp_send(otlp_sink *s, const window_file *w, int retries, char *why, size_t
     if (otlp_encode(attrs, n, w, &s->body, why, whylen) != 0)
         return -1;
     http_body body = {"application/x-protobuf", s->body.p, s->body.n};
-    return http_push_post(s->http, s->url, &body, retries, why, whylen);
+    char *gz = NULL;
+    size_t gzlen = 0;
+    if (s->gzip) {
+        FILE *f = open_memstream(&gz, &gzlen);
+        int ok = f && dnp_gzip_write(s->body.p, s->body.n, f) == 0;
+        if ((f && fclose(f) != 0) || !ok) {
+            free(gz);
+            snprintf(why, whylen, "out of memory");
+            return -1;
+        }
+        body.data = gz;
+        body.len = gzlen;
+    }
+    int rc = http_push_post(s->http, s->url, &body, retries, why, whylen);
+    free(gz);
+    return rc;
 }
 
 const char *otlp_url(const otlp_sink *s) {

@@ -256,20 +256,15 @@ int dnp_pprof_encode(dnp_pprof *p, uint8_t **out, size_t *len) {
     return 0;
 }
 
-int dnp_pprof_write(dnp_pprof *p, FILE *out) {
-    uint8_t *raw;
-    size_t len;
-    if (dnp_pprof_encode(p, &raw, &len) != 0)
-        return -1;
+int dnp_gzip_write(const void *data, size_t len, FILE *out) {
     z_stream z;
     memset(&z, 0, sizeof z);
     if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16 /* gzip */, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-        free(raw);
         errno = ENOMEM;
         return -1;
     }
     uint8_t chunk[65536];
-    z.next_in = raw;
+    z.next_in = (uint8_t *)data;
     z.avail_in = (uInt)len;
     int rc = 0, zr;
     do {
@@ -287,9 +282,18 @@ int dnp_pprof_write(dnp_pprof *p, FILE *out) {
         rc = -1;
     }
     deflateEnd(&z);
-    free(raw);
     if (rc == 0 && (fflush(out) != 0 || ferror(out)))
         rc = -1;
+    return rc;
+}
+
+int dnp_pprof_write(dnp_pprof *p, FILE *out) {
+    uint8_t *raw;
+    size_t len;
+    if (dnp_pprof_encode(p, &raw, &len) != 0)
+        return -1;
+    int rc = dnp_gzip_write(raw, len, out);
+    free(raw);
     return rc;
 }
 

@@ -40,6 +40,8 @@ void dnp_pprof_set_time(dnp_pprof *p, int64_t time_nanos, int64_t duration_nanos
 void dnp_pprof_set_default(dnp_pprof *p, size_t type_index);
 /* Writes the gzip-compressed profile. 0, or -1 with errno set. */
 int dnp_pprof_write(dnp_pprof *p, FILE *out);
+/* data[0..len) gzip-compressed to out (flushed). 0, or -1 with errno set. */
+int dnp_gzip_write(const void *data, size_t len, FILE *out);
 void dnp_pprof_free(dnp_pprof *p);
 
 /* The uncompressed encoding, for tests: a malloc'd buffer in *out (free it). */

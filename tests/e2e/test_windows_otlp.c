@@ -201,6 +201,7 @@ TEST(e2e_push_otlp) {
         ASSERT_STREQ(q[i].path, "/v1development/profiles");
         ASSERT_STREQ(q[i].format, "application/x-protobuf");
         ASSERT_STREQ(q[i].auth, "Bearer_otel-e2e");
+        ASSERT_STREQ(q[i].spy, "-"); /* no Content-Encoding */
         otlp_req *o = by[i] = &reqs[i];
         ASSERT_EQ(req_read(q[i].body, o), 0);
         fprintf(stderr, "request %zu: %s\n", i + 1, o->attrs);
@@ -255,8 +256,8 @@ TEST(e2e_push_otlp_500) {
 /* dnprof push --once --otlp env as a sidecar: windows that an agent loaded
  * through the environment wrote (nobody reading them), shipped to the
  * endpoint of OTEL_EXPORTER_OTLP_ENDPOINT (the signal's path appended) with
- * OTEL_SERVICE_NAME as service.name, one request per window, each window
- * deleted once shipped. */
+ * OTEL_SERVICE_NAME as service.name, gzip'd (OTEL_EXPORTER_OTLP_COMPRESSION),
+ * one request per window, each window deleted once shipped. */
 TEST(e2e_push_otlp_sidecar) {
     e2e_run r;
     OTLP_TEST_SETUP(&r, "e2e_push_otlp_sidecar");
@@ -267,7 +268,7 @@ TEST(e2e_push_otlp_sidecar) {
     ingest s;
     ASSERT_EQ(ingest_start(&r, "ok", 1, &s), 0);
     snprintf(endpoint, sizeof endpoint, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", s.port);
-    const char *penv[] = {endpoint, "OTEL_SERVICE_NAME=sidecar-app", NULL};
+    const char *penv[] = {endpoint, "OTEL_SERVICE_NAME=sidecar-app", "OTEL_EXPORTER_OTLP_COMPRESSION=gzip", NULL};
     const char *pargv[] = {bin, "push", "--once", "--otlp", "env", wdir, NULL};
     int ran = e2e_exec(&r, (char *const *)pargv, penv);
     ingest_stop(&s);
@@ -279,6 +280,7 @@ TEST(e2e_push_otlp_sidecar) {
     static otlp_req o;
     for (size_t i = 0; i < n; i++) {
         ASSERT_STREQ(q[i].path, "/v1development/profiles");
+        ASSERT_STREQ(q[i].spy, "gzip"); /* Content-Encoding: the server kept the body uncompressed */
         ASSERT_EQ(req_read(q[i].body, &o), 0);
         ASSERT_NE(strstr(o.attrs, "service.name=sidecar-app;"), NULL);
         ASSERT_EQ(o.nprof, 2);

@@ -11,12 +11,15 @@ With --otlp it stands in for an OpenTelemetry Collector's OTLP/HTTP receiver
 (POST /v1development/profiles, tests/e2e/test_windows_otlp.c): each body is
 kept as body-NNNN.pb (an ExportProfilesServiceRequest, decoded by the test
 with protoc --decode), the request's Content-Type is logged in place of the
-format, and a success is 200 with an empty ExportProfilesServiceResponse.
+format and its Content-Encoding in place of the spyName (a gzip'd body is
+kept uncompressed), and a success is 200 with an empty
+ExportProfilesServiceResponse.
 Modes (--mode): ok (204 No Content, as Pyroscope answers), 500, slow (waits
 --delay seconds, then 200), close (reads the request, closes the connection
 without an answer). It listens on 127.0.0.1 only, writes its port to
 --port-file, and stops by itself after --lifetime seconds."""
 import argparse
+import gzip
 import os
 import socket
 import sys
@@ -49,6 +52,9 @@ def main():
             q = urllib.parse.parse_qs(u.query)
             n = int(self.headers.get("Content-Length", "0"))
             body = self.rfile.read(n)
+            encoding = self.headers.get("Content-Encoding", "-")
+            if a.otlp and encoding == "gzip":
+                body = gzip.decompress(body)
             with lock:
                 count[0] += 1
                 k = count[0]
@@ -57,9 +63,10 @@ def main():
                 f.write(body)
             auth = self.headers.get("Authorization", "-").replace(" ", "_")
             fmt = self.headers.get("Content-Type", "-") if a.otlp else q.get("format", ["-"])[0]
+            spy = encoding if a.otlp else q.get("spyName", ["-"])[0]
             log.write("REQ %d %s %s %s %s %s %s %s %s\n" % (
                 k, q.get("from", ["0"])[0], q.get("until", ["0"])[0], fmt,
-                q.get("spyName", ["-"])[0], u.path, auth, path, q.get("name", ["-"])[0]))
+                spy, u.path, auth, path, q.get("name", ["-"])[0]))
             if a.mode == "close":
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
