@@ -162,3 +162,52 @@ int windows_unread(e2e_run *r, const char *dir, const char *every_ms, const char
     }
     return 0;
 }
+
+pid_t sample_waiting(e2e_run *r, const char *seconds, char *pid, char *gofile, size_t gocap) {
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    char pidfile[PATH_MAX + 16], pout[PATH_MAX + 16], perr[PATH_MAX + 16];
+    snprintf(pidfile, sizeof pidfile, "%s/pid", r->dir);
+    snprintf(gofile, gocap, "%s.go", pidfile);
+    snprintf(pout, sizeof pout, "%s/program.out", r->dir);
+    snprintf(perr, sizeof perr, "%s/program.err", r->dir);
+    const char *pargv[] = {e2e_dotnet(), dll, "sample", "shares", seconds, pidfile, NULL};
+    pid_t prog = dll ? e2e_spawn((char *const *)pargv, NULL, r->dir, pout, NULL, perr) : -1;
+    pid[0] = 0;
+    for (int i = 0; prog > 0 && i < 300 && !pid[0]; i++) {
+        FILE *f = fopen(pidfile, "r");
+        if (f) {
+            if (!fgets(pid, 32, f))
+                pid[0] = 0;
+            fclose(f);
+        }
+        struct timespec t = {0, 100000000L};
+        if (!pid[0])
+            nanosleep(&t, NULL);
+    }
+    pid[strcspn(pid, "\n")] = 0;
+    if (prog > 0 && !pid[0]) {
+        fprintf(stderr, "the sample scenario wrote no pid in 30 s\n");
+        e2e_show_file("it said", perr);
+        kill(prog, SIGKILL);
+        return -1;
+    }
+    return prog;
+}
+
+int attach_sample(e2e_run *r, const char *const *argv, pid_t prog, const char *gofile) {
+    pid_t att = e2e_spawn((char *const *)argv, NULL, r->dir, r->out, NULL, r->err);
+    struct timespec t = {1, 0};
+    nanosleep(&t, NULL);
+    FILE *g = fopen(gofile, "w");
+    if (g)
+        fclose(g);
+    int astatus = -1, pstatus = -1;
+    if (att > 0)
+        e2e_wait(att, 60000, &astatus);
+    e2e_wait(prog, 60000, &pstatus);
+    if (att > 0 && g && astatus == 0 && pstatus == 0)
+        return 0;
+    fprintf(stderr, "dnprof attach exited %d, the program %d\n", astatus, pstatus);
+    e2e_show_file("dnprof attach said", r->err);
+    return -1;
+}

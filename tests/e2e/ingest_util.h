@@ -58,6 +58,16 @@ int said_sent(const e2e_run *r, const char *before, size_t n);
  * 0 when dnprof exited 0; else -1 saying why. */
 int windows_unread(e2e_run *r, const char *dir, const char *every_ms, const char *keep, const char *seconds);
 
+/* Starts the sample scenario (shares SECONDS) as a program to attach to: it
+ * writes its pid into a file and waits for that file's name + ".go" before
+ * it works. Its pid as text into pid[32], the file to create into gofile;
+ * the pid_t, or -1 saying why. */
+pid_t sample_waiting(e2e_run *r, const char *seconds, char *pid, char *gofile, size_t gocap);
+/* Runs argv (a dnprof attach to prog, from sample_waiting) beside prog, lets
+ * prog work a second later, and waits for both. 0 when both exited 0, else
+ * -1 saying why. */
+int attach_sample(e2e_run *r, const char *const *argv, pid_t prog, const char *gofile);
+
 /* The window files still in dir (push deletes those it shipped); -1 when dir cannot be read. */
 int windows_left(const char *dir);
 

@@ -427,44 +427,13 @@ TEST(e2e_windows_attach) {
         E2E_SKIP("go is not installed (tools/install-deps, or: apt-get install golang-go)");
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_windows_attach"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT_NE(dll, NULL);
-    char pidfile[PATH_MAX + 16], gofile[PATH_MAX + 32], pout[PATH_MAX + 16], perr[PATH_MAX + 16], dir[PATH_MAX + 16];
-    snprintf(pidfile, sizeof pidfile, "%s/pid", r.dir);
-    snprintf(gofile, sizeof gofile, "%s.go", pidfile);
-    snprintf(pout, sizeof pout, "%s/program.out", r.dir);
-    snprintf(perr, sizeof perr, "%s/program.err", r.dir);
+    const char *bin = e2e_env("DNPROF_BIN");
+    char pid[32], gofile[PATH_MAX + 32], dir[PATH_MAX + 16];
     snprintf(dir, sizeof dir, "%s/profiles", r.dir);
-    const char *pargv[] = {e2e_dotnet(), dll, "sample", "shares", "4", pidfile, NULL};
-    pid_t prog = e2e_spawn((char *const *)pargv, NULL, r.dir, pout, NULL, perr);
+    pid_t prog = sample_waiting(&r, "4", pid, gofile, sizeof gofile);
     ASSERT_GT(prog, 0);
-    char pid[32] = "";
-    for (int i = 0; i < 300 && !pid[0]; i++) {
-        FILE *f = fopen(pidfile, "r");
-        if (f) {
-            if (!fgets(pid, sizeof pid, f))
-                pid[0] = 0;
-            fclose(f);
-        }
-        struct timespec t = {0, 100000000L};
-        if (!pid[0])
-            nanosleep(&t, NULL);
-    }
-    pid[strcspn(pid, "\n")] = 0;
-    ASSERT_NE(pid[0], 0);
     const char *argv[] = {bin, "attach", pid, "--every", "1s", "-o", dir, "--duration", "4s", NULL};
-    pid_t att = e2e_spawn((char *const *)argv, NULL, r.dir, r.out, NULL, r.err);
-    ASSERT_GT(att, 0);
-    struct timespec t = {1, 0};
-    nanosleep(&t, NULL);
-    FILE *g = fopen(gofile, "w");
-    ASSERT_NE(g, NULL);
-    fclose(g);
-    int astatus, pstatus;
-    e2e_wait(att, 60000, &astatus);
-    e2e_wait(prog, 60000, &pstatus);
-    ASSERT_EQ(astatus, 0);
-    ASSERT_EQ(pstatus, 0);
+    ASSERT_EQ(attach_sample(&r, argv, prog, gofile), 0);
     static char names[64][256];
     size_t n = list_files(dir, "cpu-", names, 64);
     if (n < 2)

@@ -289,3 +289,36 @@ TEST(e2e_push_otlp_sidecar) {
     ASSERT_EQ(windows_left(wdir), 0); /* shipped, deleted */
     return 0;
 }
+
+/* dnprof attach --every --otlp: windows of a program that was running
+ * already, each a request with the program's pid and the window's profiles. */
+TEST(e2e_push_otlp_attach) {
+    e2e_run r;
+    OTLP_TEST_SETUP(&r, "e2e_push_otlp_attach");
+    const char *bin = e2e_env("DNPROF_BIN");
+    char pid[32], gofile[PATH_MAX + 32], url[64], want[64];
+    pid_t prog = sample_waiting(&r, "4", pid, gofile, sizeof gofile);
+    ASSERT_GT(prog, 0);
+    ingest s;
+    ASSERT_EQ(ingest_start(&r, "ok", 1, &s), 0);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
+    const char *argv[] = {bin, "attach", pid, "--every", "1s", "--otlp", url, "--duration", "4s", NULL};
+    int ran = attach_sample(&r, argv, prog, gofile);
+    ingest_stop(&s);
+    ASSERT_EQ(ran, 0);
+    static request q[64];
+    size_t n = ingest_requests(&s, q, 64);
+    ASSERT_GE(n, 2);
+    static otlp_req o;
+    double hot[3] = {0, 0, 0};
+    snprintf(want, sizeof want, ";process.pid=%s;", pid);
+    for (size_t i = 0; i < n; i++) {
+        ASSERT_EQ(req_read(q[i].body, &o), 0);
+        ASSERT_NE(strstr(o.attrs, want), NULL);
+        ASSERT_EQ(o.nprof, 2);
+        hot_values(&o, 1, hot);
+    }
+    ASSERT_EQ(shares_ok(hot, 1e7), 0);
+    ASSERT_EQ(said_sent(&r, "/v1development/profiles: ", n), 1);
+    return 0;
+}
