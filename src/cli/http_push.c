@@ -147,15 +147,22 @@ char *http_push_escape(http_push *s, const char *text) {
     return copy;
 }
 
-static size_t discard(char *p, size_t size, size_t n, void *ctx) {
-    (void)p;
-    (void)ctx;
-    return size * n;
+/* The answer's body: into the caller's reply buffer when it has one (what
+ * does not fit is left out), else dropped. */
+static size_t keep_reply(char *p, size_t size, size_t n, void *ctx) {
+    http_body *b = ctx;
+    size_t len = size * n;
+    if (b->reply && b->reply_len < b->reply_cap) {
+        size_t take = len < b->reply_cap - b->reply_len ? len : b->reply_cap - b->reply_len;
+        memcpy(b->reply + b->reply_len, p, take);
+        b->reply_len += take;
+    }
+    return len;
 }
 
 /* One try: 0 sent; 1 not sent but worth another try (no connection, a
  * timeout, 5xx, 429); -1 not sent, for good (4xx). why: what happened. */
-static int post_once(http_push *s, const char *url, const http_body *body, char *why, size_t whylen) {
+static int post_once(http_push *s, const char *url, http_body *body, char *why, size_t whylen) {
     const curl_api *c = &s->c;
     CURL *h = s->h;
     char ctype[128];
@@ -177,7 +184,9 @@ static int post_once(http_push *s, const char *url, const http_body *body, char 
     c->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, s->timeout_ms);
     c->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     c->easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
-    c->easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+    c->easy_setopt(h, CURLOPT_WRITEFUNCTION, keep_reply);
+    c->easy_setopt(h, CURLOPT_WRITEDATA, (void *)body);
+    body->reply_len = 0;
     c->easy_setopt(h, CURLOPT_USERAGENT, "dnprof/" DNPROF_VERSION);
     if (s->basic[0]) {
         c->easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
@@ -200,7 +209,7 @@ static int post_once(http_push *s, const char *url, const http_body *body, char 
     return status >= 500 || status == 429 || status == 408 ? 1 : -1;
 }
 
-int http_push_post(http_push *s, const char *url, const http_body *body, int retries, char *why, size_t whylen) {
+int http_push_post(http_push *s, const char *url, http_body *body, int retries, char *why, size_t whylen) {
     int rc = post_once(s, url, body, why, whylen);
     for (int i = 0; rc == 1 && i < retries; i++) {
         struct timespec back = {0, 250000000L << i}; /* 0.25 s, 0.5 s: backoff */

@@ -79,7 +79,7 @@ int pyroscope_send(pyroscope_sink *s, const window_file *w, const window_profile
     snprintf(url, sizeof url, "%s/ingest?name=%s&from=%llu&until=%llu&format=pprof&spyName=dotnetspy", s->base, esc,
              from, until);
     free(esc);
-    http_body body = {"application/octet-stream", p->data, p->len};
+    http_body body = {"application/octet-stream", p->data, p->len, NULL, 0, 0};
     return http_push_post(s->http, url, &body, retries, why, whylen);
 }
 

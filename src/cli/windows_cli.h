@@ -84,6 +84,8 @@ typedef struct http_body {
     const char *type; /* Content-Type */
     const void *data;
     size_t len;
+    uint8_t *reply;   /* optional: the answer's body, its first reply_cap bytes */
+    size_t reply_cap, reply_len;
 } http_body;
 
 /* 0 when url starts with http:// or https://, else -1. */
@@ -99,7 +101,7 @@ int http_push_header(http_push *h, const char *line);
 char *http_push_escape(http_push *h, const char *text);
 /* POSTs body to url, with up to retries more tries (backoff 0.25 s, 0.5 s,
  * ...) while what failed may pass; 0, or -1 with why it was not sent in why. */
-int http_push_post(http_push *h, const char *url, const http_body *body, int retries, char *why, size_t whylen);
+int http_push_post(http_push *h, const char *url, http_body *body, int retries, char *why, size_t whylen);
 void http_push_close(http_push *h);
 
 /* ---- Grafana Pyroscope (sink_pyroscope.c) ---- */

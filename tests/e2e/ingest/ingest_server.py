@@ -14,7 +14,8 @@ with protoc --decode), the request's Content-Type is logged in place of the
 format and its Content-Encoding in place of the spyName (a gzip'd body is
 kept uncompressed), and a success is 200 with an empty
 ExportProfilesServiceResponse.
-Modes (--mode): ok (204 No Content, as Pyroscope answers), 500, slow (waits
+Modes (--mode): ok (204 No Content, as Pyroscope answers), 500, partial
+(with --otlp: 200 and a partial_success that rejected 2 profiles), slow (waits
 --delay seconds, then 200), close (reads the request, closes the connection
 without an answer). It listens on 127.0.0.1 only, writes its port to
 --port-file, and stops by itself after --lifetime seconds."""
@@ -33,7 +34,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", required=True)
     ap.add_argument("--port-file", required=True)
-    ap.add_argument("--mode", default="ok", choices=["ok", "500", "slow", "close"])
+    ap.add_argument("--mode", default="ok", choices=["ok", "500", "partial", "slow", "close"])
     ap.add_argument("--delay", type=float, default=3.0)
     ap.add_argument("--lifetime", type=float, default=120.0)
     ap.add_argument("--otlp", action="store_true")
@@ -74,11 +75,15 @@ def main():
             if a.mode == "slow":
                 time.sleep(a.delay)
             code = 500 if a.mode == "500" else 204 if a.mode == "ok" and not a.otlp else 200
+            # an ExportProfilesServiceResponse: empty (all accepted), or with a
+            # partial_success {rejected_profiles: 2, error_message: "too old"}
+            answer = b"\x0a\x0b\x08\x02\x12\x07too old" if a.mode == "partial" else b""
             self.send_response(code)
-            if a.otlp and code == 200:  # an empty ExportProfilesServiceResponse: all accepted
+            if a.otlp and code == 200:
                 self.send_header("Content-Type", "application/x-protobuf")
-            self.send_header("Content-Length", "0")
+            self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
+            self.wfile.write(answer)
 
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
