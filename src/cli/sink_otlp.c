@@ -225,7 +225,8 @@ static int partial_success(const uint8_t *p, size_t n, char *why, size_t whylen)
     if (rejected <= 0)
         return 0;
     msg[strcspn(msg, "\r\n")] = 0;
-    snprintf(why, whylen, "%lld profiles rejected%s%s", (long long)rejected, msg[0] ? ": " : "", msg);
+    /* no count in it: the summary counts the windows by reason */
+    snprintf(why, whylen, "profiles rejected by the backend%s%s", msg[0] ? ": " : "", msg);
     return -1;
 }
 

@@ -241,7 +241,7 @@ TEST(e2e_push_otlp) {
  * the summary counts the windows not sent and says why. */
 TEST(e2e_push_otlp_500) {
     static const char *const modes[] = {"500", "partial"};
-    static const char *const why[] = {"HTTP 500", "2 profiles rejected: too old"};
+    static const char *const why[] = {"HTTP 500", "profiles rejected by the backend: too old"};
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_push_otlp_500"), 0);
     for (int m = 0; m < 2; m++) {
