@@ -10,6 +10,9 @@
 #   sample    dnprof run --sample (100 Hz), a trace file, no windows
 #   every10s  dnprof run --every 10s --pyroscope (a loopback ingest server)
 #   every1s   the same with 1 s windows (ten times the work of the windows)
+# Then the front end's CPU per window alone: dnprof push --once over windows
+# of the same workload, to Pyroscope, to files, and to OTLP (a second loopback
+# server, in its OTLP receiver's mode).
 # Then one long run (--every 1s, pushing, LONG seconds) whose program RSS is
 # read every 5 s: the agent's memory must stay flat.
 # Usage: bench/bench_windows.sh BUILD_DIR [RUNS] [TIMES] [LONG]
@@ -17,11 +20,15 @@ set -euo pipefail
 build=${1:?build dir}; runs=${2:-3}; times=${3:-25}; long=${4:-60}
 dnprof=$build/dnprof; dll=$build/tests/e2e/scenarios/Scenarios.dll
 src=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d); trap 'kill $srv 2>/dev/null || true; rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d); trap 'kill $srv $srv_otlp 2>/dev/null || true; rm -rf "$tmp"' EXIT
 python3 "$src/tests/e2e/ingest/ingest_server.py" --dir "$tmp/ingest" --port-file "$tmp/port" --lifetime 3600 &
 srv=$!
-for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+python3 "$src/tests/e2e/ingest/ingest_server.py" --otlp --dir "$tmp/ingest-otlp" --port-file "$tmp/port-otlp" \
+  --lifetime 3600 &
+srv_otlp=$!
+for _ in $(seq 50); do [ -s "$tmp/port" ] && [ -s "$tmp/port-otlp" ] && break; sleep 0.1; done
 url=http://127.0.0.1:$(cat "$tmp/port")
+url_otlp=http://127.0.0.1:$(cat "$tmp/port-otlp")
 export DOTNET_TieredCompilation=0
 
 one() { # config -> "work_ms cpu_s maxrss_kb"
@@ -58,11 +65,15 @@ DNPROF_EVERY=500 DNPROF_WINDOW_KEEP=100000 DNPROF_WINDOW_DIR="$tmp/w" \
 nw=$(ls "$tmp/w" | grep -c '^window-')
 bytes=$(du -sk "$tmp/w" | awk '{print $1}')
 cp -r "$tmp/w" "$tmp/w2"
+cp -r "$tmp/w" "$tmp/w3"
 TIMEFORMAT='%3U %3S' # getrusage's microseconds, not time(1)'s 10 ms
 { time "$dnprof" push --once -q --pyroscope "$url" "$tmp/w" || true; } 2> "$tmp/t1"
 { time "$dnprof" push --once -q -o "$tmp/files" "$tmp/w2" || true; } 2> "$tmp/t2"
-read -r u1 s1 < <(tail -1 "$tmp/t1"); read -r u2 s2 < <(tail -1 "$tmp/t2")
-echo "front end: $nw windows ($bytes KB on disk); push to the ingest server $(echo "($u1 + $s1) * 1000 / $nw" | bc -l | xargs printf %.2f) ms CPU per window; to files $(echo "($u2 + $s2) * 1000 / $nw" | bc -l | xargs printf %.2f) ms"
+{ time "$dnprof" push --once -q --otlp "$url_otlp" "$tmp/w3" || true; } 2> "$tmp/t3"
+read -r u1 s1 < <(tail -1 "$tmp/t1"); read -r u2 s2 < <(tail -1 "$tmp/t2"); read -r u3 s3 < <(tail -1 "$tmp/t3")
+per() { echo "($1 + $2) * 1000 / $nw" | bc -l | xargs printf %.2f; }
+otlp_kb=$(cat "$tmp"/ingest-otlp/body-*.pb 2>/dev/null | wc -c | awk '{printf "%.0f", $1 / 1024}')
+echo "front end: $nw windows ($bytes KB on disk); ms CPU per window: push to Pyroscope $(per "$u1" "$s1"), to files $(per "$u2" "$s2"), OTLP (decode the pprofs, encode, push) $(per "$u3" "$s3") ($otlp_kb KB of OTLP requests)"
 
 # The long run: the program's RSS every 5 s while windows are cut and pushed.
 echo "long run: --every 1s --alloc --sample --pyroscope, ${long} s; the program's RSS (MB) every 5 s:"

@@ -81,7 +81,9 @@ static void attach_help(void) {
           "                        again, but the runtime keeps the agent loaded, inert\n"
           "                        (it unloads no profiler that used ReJIT; docs/attach.md)\n"
           "      --every TIME      continuous profiling, as dnprof run --every: every TIME\n"
-          "                        one pprof per type to -o DIR and/or --pyroscope URL\n"
+          "                        one pprof per type to -o DIR, --pyroscope URL and/or\n"
+          "                        --otlp URL (an OpenTelemetry Collector's OTLP/HTTP;\n"
+          "                        env: OTEL_EXPORTER_OTLP_ENDPOINT's)\n"
           "                        (with --keep N, --label K=V, --service NAME,\n"
           "                        --push-timeout TIME; docs/production.md); alone, --every\n"
           "                        samples CPU time; the trace itself is not kept\n"
@@ -96,6 +98,7 @@ static void attach_help(void) {
           "  dnprof attach 4242 --sample --duration 30s -o app.trace && dnprof report app.trace\n"
           "  dnprof attach 4242 --events classes,jit,exceptions     (Ctrl-C to stop)\n"
           "  dnprof attach 4242 --every 10s --pyroscope http://pyroscope:4040 --label env=prod\n"
+          "  dnprof attach 4242 --every 10s --otlp http://otel-collector:4318\n"
           "  dnprof attach 4242 --trace 'MyApp.Orders::Place*' --duration 1m && dnprof report\n"
           "  dnprof print app.trace\n",
           stdout);
@@ -195,6 +198,7 @@ static const struct option attach_options[] = {
     {"label", required_argument, NULL, OPT_WIN + WOPT_LABEL},
     {"service", required_argument, NULL, OPT_WIN + WOPT_SERVICE},
     {"push-timeout", required_argument, NULL, OPT_WIN + WOPT_PUSH_TIMEOUT},
+    {"otlp", required_argument, NULL, OPT_WIN + WOPT_OTLP},
 };
 #define NOPTIONS (sizeof attach_options / sizeof attach_options[0])
 
@@ -210,7 +214,7 @@ static int startup_only_error(const char *name) {
 
 /* --every and its sinks' options: 0 or an exit code; -1 for another option. */
 static int take_window_option(attach_opts *o, int c) {
-    if (c >= OPT_WIN && c <= OPT_WIN + WOPT_PUSH_TIMEOUT)
+    if (c >= OPT_WIN && c <= OPT_WIN + WOPT_LAST)
         return window_take_option("attach", &o->wf, c - OPT_WIN, optarg);
     if (c != OPT_EVERY)
         return -1;

@@ -28,8 +28,14 @@ static void push_help(void) {
           "      --pyroscope URL     push to Grafana Pyroscope's ingest API; secrets from\n"
           "                          " DNP_ENV_PUSH_TOKEN ", " DNP_ENV_PUSH_BASIC ", " DNP_ENV_PUSH_TENANT "\n"
           "                          (or " DNP_ENV_PUSH_TOKEN_FILE ", " DNP_ENV_PUSH_BASIC_FILE ")\n"
+          "      --otlp URL          push to an OpenTelemetry Collector (OTLP/HTTP profiles;\n"
+          "                          /v1development/profiles added to a URL without a path);\n"
+          "                          --otlp env: OTEL_EXPORTER_OTLP_[PROFILES_]ENDPOINT;\n"
+          "                          headers from OTEL_EXPORTER_OTLP_[PROFILES_]HEADERS,\n"
+          "                          resource from OTEL_RESOURCE_ATTRIBUTES\n"
           "      --label K=V         a label of every profile pushed; repeatable\n"
-          "      --service NAME      the service_name (default: each program's name)\n"
+          "      --service NAME      the service_name (default: OTEL_SERVICE_NAME with\n"
+          "                          --otlp, else each program's name)\n"
           "      --push-timeout TIME per request (default 10s); 2 retries with backoff\n"
           "      --once              ship what is there now, then exit\n"
           "  -q, --quiet             no summary\n"
@@ -51,6 +57,7 @@ static int parse(int argc, char **argv, window_follow *f, int *once, const char 
         {"label", required_argument, NULL, OPT_KEEP + WOPT_LABEL},
         {"service", required_argument, NULL, OPT_KEEP + WOPT_SERVICE},
         {"push-timeout", required_argument, NULL, OPT_KEEP + WOPT_PUSH_TIMEOUT},
+        {"otlp", required_argument, NULL, OPT_KEEP + WOPT_OTLP},
         {"once", no_argument, NULL, OPT_ONCE}, {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     int c, rc;
@@ -64,7 +71,7 @@ static int parse(int argc, char **argv, window_follow *f, int *once, const char 
             *once = 1;
         else if (c == 'h')
             return push_help(), CLI_HELP_SHOWN;
-        else if (c >= OPT_KEEP && c <= OPT_KEEP + WOPT_PUSH_TIMEOUT) {
+        else if (c >= OPT_KEEP && c <= OPT_KEEP + WOPT_LAST) {
             if ((rc = window_take_option("push", f, c - OPT_KEEP, optarg)) != 0)
                 return rc;
         } else
@@ -103,5 +110,5 @@ int cmd_push(int argc, char **argv) {
         window_follow_pass(&f, dir);
     }
     window_follow_close(&f);
-    return f.unsent || f.bad ? 1 : 0;
+    return f.pyro_n.unsent || f.otlp_n.unsent || f.bad ? 1 : 0;
 }

@@ -28,6 +28,7 @@ static void run_help_tail(void) {
           "  dnprof run --il 'MyApp.Orders::*' -o app.trace -- dotnet app.dll\n"
           "  dnprof run --every 10s --alloc -o profiles/ --keep 60 -- dotnet app.dll\n"
           "  dnprof run --every 15s --pyroscope http://pyroscope:4040 --label env=prod -- dotnet app.dll\n"
+          "  dnprof run --every 15s --otlp http://otel-collector:4318 -- dotnet app.dll\n"
           "  dnprof print app.trace\n",
           stdout);
 }
@@ -143,8 +144,14 @@ static void run_help(void) {
           "      --pyroscope URL with --every: push each window to Grafana Pyroscope's\n"
           "                      ingest API; secrets from " DNP_ENV_PUSH_TOKEN ", " DNP_ENV_PUSH_BASIC "\n"
           "                      or " DNP_ENV_PUSH_TENANT " (or their _FILE), never arguments\n"
+          "      --otlp URL      with --every: push each window to an OpenTelemetry\n"
+          "                      Collector (OTLP/HTTP profiles, /v1development/profiles\n"
+          "                      added to a URL without a path); --otlp env: the URL of\n"
+          "                      OTEL_EXPORTER_OTLP_[PROFILES_]ENDPOINT; headers from\n"
+          "                      OTEL_EXPORTER_OTLP_HEADERS; OTEL_RESOURCE_ATTRIBUTES\n"
           "      --label K=V     a label of every profile pushed; repeatable\n"
-          "      --service NAME  the service_name pushed (default: the program's name)\n"
+          "      --service NAME  the service_name pushed (default: OTEL_SERVICE_NAME with\n"
+          "                      --otlp, else the program's name)\n"
           "      --push-timeout TIME  per request (default 10s); 2 retries with backoff\n",
           stdout);
     run_help_tail();
@@ -458,6 +465,7 @@ enum { OPT_FLUSH = 256, OPT_EXCEPTIONS = 300, OPT_CALLS = 320, OPT_TIMELINE, OPT
        OPT_EVERY = 400, OPT_KEEP, /* then the sinks' options in windows_cli.h's order */
        OPT_PYROSCOPE = OPT_KEEP + WOPT_PYROSCOPE, OPT_LABEL = OPT_KEEP + WOPT_LABEL,
        OPT_SERVICE = OPT_KEEP + WOPT_SERVICE, OPT_PUSH_TIMEOUT = OPT_KEEP + WOPT_PUSH_TIMEOUT,
+       OPT_OTLP = OPT_KEEP + WOPT_OTLP,
        OPT_HELP_ASKED = 1000 };
 
 /* --every and its sinks' options: 0, or an exit code. */
@@ -519,7 +527,7 @@ static int take_option(run_opts *o, int c, char **argv) {
     case OPT_CPU: o->sample = "cpu"; return 0;
     case OPT_WALL: o->sample = "wall"; return 0;
     case OPT_EVERY: case OPT_KEEP: case OPT_PYROSCOPE: case OPT_LABEL: case OPT_SERVICE:
-    case OPT_PUSH_TIMEOUT: return take_every_option(o, c);
+    case OPT_PUSH_TIMEOUT: case OPT_OTLP: return take_every_option(o, c);
     case 'q': o->quiet = 1; return 0;
     case 'h': run_help(); return OPT_HELP_ASKED;
     default: return cli_bad_option("run", argv, c);
@@ -564,7 +572,7 @@ static int parse_run_options(int argc, char **argv, run_opts *o) {
         {"pyroscope", required_argument, NULL, OPT_PYROSCOPE}, {"label", required_argument, NULL, OPT_LABEL},
         {"service", required_argument, NULL, OPT_SERVICE}, {"il", required_argument, NULL, OPT_IL},
         {"trace", required_argument, NULL, OPT_TRACE},
-        {"push-timeout", required_argument, NULL, OPT_PUSH_TIMEOUT},
+        {"push-timeout", required_argument, NULL, OPT_PUSH_TIMEOUT}, {"otlp", required_argument, NULL, OPT_OTLP},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     int c, rc;
     while ((c = getopt_long(argc, argv, "+:e:o:qh", longopts, NULL)) != -1)

@@ -5,7 +5,7 @@
  * --every on its session directory, in a thread of its own; dnprof push on
  * any), turns each window into one pprof per profile type (windows_read.c),
  * hands them to the sinks (a directory of rotating files, Grafana Pyroscope:
- * sink_pyroscope.c), deletes the window, and at the end says what was sent
+ * sink_pyroscope.c, OTLP: sink_otlp.c, their HTTP: http_push.c), deletes the window, and at the end says what was sent
  * and what was not, and why (windows_follow.c). */
 #ifndef DNP_WINDOWS_CLI_H
 #define DNP_WINDOWS_CLI_H
@@ -61,9 +61,11 @@ void sink_failures_add(sink_failures *f, const char *why);
 void sink_failures_text(const sink_failures *f, char *out, size_t cap);
 
 typedef struct pyroscope_sink pyroscope_sink;
+typedef struct otlp_sink otlp_sink;
 
 typedef struct push_config {
     const char *pyroscope;                 /* base URL, or NULL */
+    const char *otlp;                      /* URL, "env" (OTEL_EXPORTER_OTLP_*ENDPOINT), or NULL */
     const char *service;                   /* NULL: the program's name */
     const char *labels[WINDOW_MAX_LABELS]; /* "k=v" */
     int nlabels;
@@ -74,17 +76,68 @@ typedef struct push_config {
 /* Checks a --label: "k=v" with k of [A-Za-z0-9_.], v without ',', '{', '}' or '"'. 0 or -1. */
 int push_label_ok(const char *kv);
 
+/* ---- HTTP (http_push.c) ---- */
+
+typedef struct http_push http_push;
+
+typedef struct http_body {
+    const char *type; /* Content-Type */
+    const void *data;
+    size_t len;
+    uint8_t *reply;   /* optional: the answer's body, its first reply_cap bytes */
+    size_t reply_cap, reply_len;
+} http_body;
+
+/* 0 when url starts with http:// or https://, else -1. */
+int http_url_ok(const char *url);
 /* Loads libcurl (only now: a dnprof that does not push needs none) and reads
  * the secrets (DNP_ENV_PUSH_TOKEN or _FILE, DNP_ENV_PUSH_BASIC or _FILE,
- * DNP_ENV_PUSH_TENANT). NULL with one line in err. */
+ * DNP_ENV_PUSH_TENANT). what: the option, for messages ("--otlp"). NULL
+ * with one line in err. */
+http_push *http_push_open(const char *what, long timeout_ms, char *err, size_t errlen);
+/* A header of every request ("Name: value"): 0, or -1 (no memory). */
+int http_push_header(http_push *h, const char *line);
+/* text %-escaped for a URL: malloc'd, or NULL. */
+char *http_push_escape(http_push *h, const char *text);
+/* POSTs body to url, with up to retries more tries (backoff 0.25 s, 0.5 s,
+ * ...) while what failed may pass; 0, or -1 with why it was not sent in why. */
+int http_push_post(http_push *h, const char *url, http_body *body, int retries, char *why, size_t whylen);
+void http_push_close(http_push *h);
+
+/* ---- Grafana Pyroscope (sink_pyroscope.c) ---- */
+
+/* NULL with one line in err. */
 pyroscope_sink *pyroscope_open(const push_config *c, char *err, size_t errlen);
-/* Sends one profile of a window, with up to retries more tries (backoff
- * 0.25 s, 0.5 s, ...); 0, or -1 with why it was not sent in why. */
+/* Sends one profile of a window (http_push_post's retries); 0, or -1 with why. */
 int pyroscope_send(pyroscope_sink *s, const window_file *w, const window_profile *p, int retries, char *why,
                    size_t whylen);
 void pyroscope_close(pyroscope_sink *s);
 
+/* ---- OTLP/HTTP profiles (sink_otlp.c, otlp_encode.c) ---- */
+
+/* The endpoint: c->otlp, or with "env" OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT
+ * (as is), OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1development/profiles) or
+ * http://localhost:4318; headers from OTEL_EXPORTER_OTLP_HEADERS and
+ * OTEL_EXPORTER_OTLP_PROFILES_HEADERS; the resource from --service,
+ * OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES and --label. NULL with one
+ * line in err. */
+otlp_sink *otlp_open(const push_config *c, char *err, size_t errlen);
+/* Sends a window, all its profiles in one ExportProfilesServiceRequest; 0,
+ * or -1 with why it was not sent. */
+int otlp_send(otlp_sink *s, const window_file *w, int retries, char *why, size_t whylen);
+/* The URL it posts to. */
+const char *otlp_url(const otlp_sink *s);
+void otlp_close(otlp_sink *s);
+
 /* ---- following a directory (windows_follow.c) ---- */
+
+/* What one pushing sink sent and did not. */
+typedef struct sink_tally {
+    uint64_t sent, unsent;                 /* requests */
+    uint64_t windows_sent, windows_unsent; /* windows: unsent when any of its requests was not sent */
+    sink_failures fail;
+    int failing; /* the last request was not sent: no retries until one is */
+} sink_tally;
 
 typedef struct window_follow {
     /* in */
@@ -94,20 +147,19 @@ typedef struct window_follow {
     int quiet;
     /* state and counts */
     pyroscope_sink *pyro;
+    otlp_sink *otlp;
     uint64_t windows, profiles, files, bad, agent_dropped, agent_lost;
-    uint64_t sent, unsent;                /* profiles */
-    uint64_t windows_sent, windows_unsent; /* windows: unsent when any of its profiles was not sent */
-    sink_failures file_fail, push_fail;
+    sink_tally pyro_n, otlp_n;
+    sink_failures file_fail;
     uint64_t last_end_ns; /* the last window's end: the next should start there */
     uint64_t gaps;        /* windows that did not start where the one before ended */
     long last_pid;
-    int failing;          /* the last window was not sent: no retries until one is */
     int ended;            /* the program has ended: a failing backend is not waited for */
 } window_follow;
 
-/* The sinks' options of run and push, in this order: --keep N, --pyroscope
- * URL, --label K=V, --service NAME, --push-timeout TIME. */
-enum { WOPT_KEEP, WOPT_PYROSCOPE, WOPT_LABEL, WOPT_SERVICE, WOPT_PUSH_TIMEOUT };
+/* The sinks' options of run, attach and push, in this order: --keep N,
+ * --pyroscope URL, --label K=V, --service NAME, --push-timeout TIME, --otlp URL. */
+enum { WOPT_KEEP, WOPT_PYROSCOPE, WOPT_LABEL, WOPT_SERVICE, WOPT_PUSH_TIMEOUT, WOPT_OTLP, WOPT_LAST = WOPT_OTLP };
 /* One of them into f: 0, or the usage error's exit code (cmd: "run", "push"). */
 int window_take_option(const char *cmd, window_follow *f, int which, const char *arg);
 /* What the options need of each other, and their defaults: 0 or an exit code. */

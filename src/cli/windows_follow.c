@@ -51,6 +51,7 @@ int window_take_option(const char *cmd, window_follow *f, int which, const char 
         f->push.labels[f->push.nlabels++] = arg;
         return 0;
     case WOPT_SERVICE: f->push.service = arg; return 0;
+    case WOPT_OTLP: f->push.otlp = arg; return 0;
     default:
         if ((ms = cli_parse_duration(arg)) < 100 || ms > 600000)
             return usage_error(cmd, "--push-timeout wants a time from 100ms to 10m, not '%s'", arg);
@@ -60,12 +61,12 @@ int window_take_option(const char *cmd, window_follow *f, int which, const char 
 }
 
 int window_check_options(const char *cmd, window_follow *f) {
-    if (!f->out_dir && !f->push.pyroscope)
-        return usage_error(cmd, "the windows want somewhere to go: -o DIR and/or --pyroscope URL");
+    if (!f->out_dir && !f->push.pyroscope && !f->push.otlp)
+        return usage_error(cmd, "the windows want somewhere to go: -o DIR, --pyroscope URL and/or --otlp URL");
     if (f->keep && !f->out_dir)
         return usage_error(cmd, "--keep goes with -o DIR");
-    if (!f->push.pyroscope && (f->push.nlabels || f->push.service || f->push.timeout_ms))
-        return usage_error(cmd, "--label, --service and --push-timeout go with --pyroscope");
+    if (!f->push.pyroscope && !f->push.otlp && (f->push.nlabels || f->push.service || f->push.timeout_ms))
+        return usage_error(cmd, "--label, --service and --push-timeout go with --pyroscope or --otlp");
     if (!f->push.timeout_ms)
         f->push.timeout_ms = 10000;
     f->push.retries = 2;
@@ -73,18 +74,21 @@ int window_check_options(const char *cmd, window_follow *f) {
 }
 
 int window_check_no_every(const char *cmd, const window_follow *f) {
-    if (f->keep || f->push.pyroscope || f->push.nlabels || f->push.service || f->push.timeout_ms)
-        return usage_error(cmd, "--keep, --pyroscope, --label, --service and --push-timeout go with --every");
+    if (f->keep || f->push.pyroscope || f->push.otlp || f->push.nlabels || f->push.service || f->push.timeout_ms)
+        return usage_error(cmd, "--keep, --pyroscope, --otlp, --label, --service and --push-timeout go with --every");
     return 0;
 }
 
 int window_follow_open(window_follow *f) {
     if (f->out_dir && mkdir(f->out_dir, 0700) != 0 && errno != EEXIST)
         return error("cannot create the profile directory '%s': %s", f->out_dir, strerror(errno));
-    if (f->push.pyroscope) {
-        char err[512];
-        if (!(f->pyro = pyroscope_open(&f->push, err, sizeof err)))
-            return error("%s", err);
+    char err[512];
+    if (f->push.pyroscope && !(f->pyro = pyroscope_open(&f->push, err, sizeof err)))
+        return error("%s", err);
+    if (f->push.otlp && !(f->otlp = otlp_open(&f->push, err, sizeof err))) {
+        pyroscope_close(f->pyro);
+        f->pyro = NULL;
+        return error("%s", err);
     }
     return 0;
 }
@@ -160,6 +164,25 @@ static int write_file(window_follow *f, const window_file *w, const window_profi
     return 0;
 }
 
+/* A profile to Pyroscope, or (p NULL) the window to OTLP. Retries while the
+ * backend works; one try while it fails; none once the program has ended
+ * and it was failing (dnprof would keep a finished program's container
+ * waiting). 0 sent, -1 not. */
+static int push_one(window_follow *f, sink_tally *t, const window_file *w, const window_profile *p) {
+    char why[256] = "not tried: the backend was failing as the program ended";
+    int retries = t->failing ? 0 : f->push.retries;
+    if (!(f->ended && t->failing) && (p ? pyroscope_send(f->pyro, w, p, retries, why, sizeof why)
+                                        : otlp_send(f->otlp, w, retries, why, sizeof why)) == 0) {
+        t->sent++;
+        t->failing = 0;
+        return 0;
+    }
+    t->unsent++;
+    t->failing = 1;
+    sink_failures_add(&t->fail, why);
+    return -1;
+}
+
 static void take_window(window_follow *f, const char *path) {
     window_file w;
     char err[768];
@@ -177,29 +200,18 @@ static void take_window(window_follow *f, const char *path) {
         f->gaps++;
     f->last_pid = w.pid;
     f->last_end_ns = w.start_ns + w.duration_ns;
-    uint64_t unsent = f->unsent;
+    uint64_t unsent = f->pyro_n.unsent;
     for (int i = 0; i < w.nprof; i++) {
         f->profiles++;
         if (f->out_dir)
             write_file(f, &w, &w.prof[i]);
-        if (f->pyro) {
-            /* Retries while the backend works; one try while it fails; none
-             * once the program has ended and it was failing (dnprof would
-             * keep a finished program's container waiting). */
-            char why[256] = "not tried: the backend was failing as the program ended";
-            if (!(f->ended && f->failing) &&
-                pyroscope_send(f->pyro, &w, &w.prof[i], f->failing ? 0 : f->push.retries, why, sizeof why) == 0) {
-                f->sent++;
-                f->failing = 0;
-            } else {
-                f->unsent++;
-                f->failing = 1;
-                sink_failures_add(&f->push_fail, why);
-            }
-        }
+        if (f->pyro)
+            push_one(f, &f->pyro_n, &w, &w.prof[i]);
     }
     if (f->pyro && w.nprof)
-        f->unsent > unsent ? f->windows_unsent++ : f->windows_sent++;
+        f->pyro_n.unsent > unsent ? f->pyro_n.windows_unsent++ : f->pyro_n.windows_sent++;
+    if (f->otlp && w.nprof)
+        push_one(f, &f->otlp_n, &w, NULL) == 0 ? f->otlp_n.windows_sent++ : f->otlp_n.windows_unsent++;
     window_file_free(&w);
 }
 
@@ -224,6 +236,21 @@ int window_follow_pass(window_follow *f, const char *dir) {
     return window_each(dir, take_window_of, f);
 }
 
+/* "dnprof: pyroscope URL: 3 windows sent (6 profiles), 1 windows not sent (2 profiles: 2 HTTP 500)" */
+static void tally_line(const char *sink, const char *url, const sink_tally *t, int per_profile) {
+    char text[1200];
+    sink_failures_text(&t->fail, text, sizeof text);
+    fprintf(stderr, "dnprof: %s %s: %s windows sent", sink, url, CLI_COUNT(t->windows_sent));
+    if (per_profile)
+        fprintf(stderr, " (%s profiles)", CLI_COUNT(t->sent));
+    if (t->windows_unsent && per_profile)
+        fprintf(stderr, ", %s windows not sent (%s profiles: %s)", CLI_COUNT(t->windows_unsent), CLI_COUNT(t->unsent),
+                text);
+    else if (t->windows_unsent)
+        fprintf(stderr, ", %s windows not sent (%s)", CLI_COUNT(t->windows_unsent), text);
+    fputc('\n', stderr);
+}
+
 void window_follow_close(window_follow *f) {
     char text[1200];
     if (!f->quiet) {
@@ -240,17 +267,13 @@ void window_follow_close(window_follow *f) {
             sink_failures_text(&f->file_fail, text, sizeof text);
             fprintf(stderr, "%s%s%s\n", f->file_fail.total ? " (not written: " : "", text, f->file_fail.total ? ")" : "");
         }
-        if (f->pyro) {
-            fprintf(stderr, "dnprof: pyroscope %s: %s windows sent (%s profiles)", f->push.pyroscope,
-                    CLI_COUNT(f->windows_sent), CLI_COUNT(f->sent));
-            sink_failures_text(&f->push_fail, text, sizeof text);
-            if (f->windows_unsent)
-                fprintf(stderr, ", %s windows not sent (%s profiles: %s)", CLI_COUNT(f->windows_unsent),
-                        CLI_COUNT(f->unsent), text);
-            fputc('\n', stderr);
-        }
+        if (f->pyro)
+            tally_line("pyroscope", f->push.pyroscope, &f->pyro_n, 1);
+        if (f->otlp)
+            tally_line("otlp", otlp_url(f->otlp), &f->otlp_n, 0);
     }
-    if (f->pyro)
-        pyroscope_close(f->pyro);
+    pyroscope_close(f->pyro);
+    otlp_close(f->otlp);
     f->pyro = NULL;
+    f->otlp = NULL;
 }

@@ -15,6 +15,7 @@
 
 #include "dnp_free.h"
 #include "export.h"
+#include "pb.h"
 #include "settings.h"
 
 #include <errno.h>
@@ -24,11 +25,6 @@
 
 #define MAX_TYPES 8
 
-typedef struct buf {
-    uint8_t *p;
-    size_t n, cap;
-    int failed;
-} buf;
 
 struct dnp_pprof {
     dnp_pprof_type types[MAX_TYPES];
@@ -39,11 +35,9 @@ struct dnp_pprof {
     size_t default_type;
     int has_default;
 
-    char **strs; /* string_table; strs[0] is "" */
-    size_t nstrs, cap_strs;
-    uint32_t *slots; /* hash -> string index + 1 */
-    size_t nslots;
+    dnp_intern strs;       /* string_table, each with its NUL; 0 is "" */
     uint64_t *func_of_str; /* string index -> function id (0: none) */
+    size_t cap_fos;
     size_t nfuncs;
     uint64_t *func_name; /* function id - 1 -> string index */
     uint32_t *func_map;  /* function id - 1 -> mapping id (0: none) */
@@ -51,132 +45,37 @@ struct dnp_pprof {
     uint64_t *map_file;  /* mapping id - 1 -> its library's string index */
     size_t nmaps, cap_maps;
 
-    buf samples; /* encoded Sample fields of the Profile */
+    dnp_pb samples; /* encoded Sample fields of the Profile */
     int failed;
 };
 
-/* ---- encoding ---- */
-
-static void grow(buf *b, size_t more) {
-    if (b->failed || b->n + more <= b->cap)
-        return;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->n + more)
-        cap *= 2;
-    uint8_t *p = realloc(b->p, cap);
-    if (!p) {
-        b->failed = 1;
-        return;
-    }
-    b->p = p;
-    b->cap = cap;
-}
-
-static void put_bytes(buf *b, const void *p, size_t n) {
-    grow(b, n);
-    if (b->failed || n == 0) /* n 0: p may be NULL (a profile without samples) */
-        return;
-    memcpy(b->p + b->n, p, n);
-    b->n += n;
-}
-
-static void put_varint(buf *b, uint64_t v) {
-    uint8_t tmp[10];
-    size_t n = 0;
-    do {
-        tmp[n] = (uint8_t)(v & 0x7f);
-        v >>= 7;
-        if (v)
-            tmp[n] |= 0x80;
-        n++;
-    } while (v);
-    put_bytes(b, tmp, n);
-}
-
-static void put_key(buf *b, unsigned field, unsigned wire) {
-    put_varint(b, (uint64_t)field << 3 | wire);
-}
-
-/* A varint field; zero is the default and left out. */
-static void put_uint(buf *b, unsigned field, uint64_t v) {
-    if (!v)
-        return;
-    put_key(b, field, 0);
-    put_varint(b, v);
-}
-
-static void put_len(buf *b, unsigned field, const void *p, size_t n) {
-    put_key(b, field, 2);
-    put_varint(b, n);
-    put_bytes(b, p, n);
-}
-
-static void put_msg(buf *b, unsigned field, buf *m) {
-    if (m->failed)
-        b->failed = 1;
-    put_len(b, field, m->p, m->n);
-    m->n = 0;
-}
-
 /* ---- strings and functions ---- */
 
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
-
-static int rehash(dnp_pprof *p, size_t nslots) {
-    uint32_t *slots = calloc(nslots, sizeof *slots);
-    if (!slots)
-        return -1;
-    for (size_t i = 0; i < p->nstrs; i++) {
-        size_t at = hash_str(p->strs[i]) & (nslots - 1);
-        while (slots[at])
-            at = (at + 1) & (nslots - 1);
-        slots[at] = (uint32_t)i + 1;
-    }
-    free(p->slots);
-    p->slots = slots;
-    p->nslots = nslots;
-    return 0;
+static const char *str_at(const dnp_pprof *p, uint64_t i) {
+    return dnp_intern_item(&p->strs, i, NULL);
 }
 
 /* The string's index in the table, added if new; 0 ("") on failure. */
 static uint64_t str_index(dnp_pprof *p, const char *s) {
     if (!s || !*s || p->failed)
         return 0;
-    size_t at = hash_str(s) & (p->nslots - 1);
-    for (; p->slots[at]; at = (at + 1) & (p->nslots - 1))
-        if (strcmp(p->strs[p->slots[at] - 1], s) == 0)
-            return p->slots[at] - 1;
-    if (p->nstrs == p->cap_strs) {
-        size_t cap = p->cap_strs * 2;
-        char **strs = realloc(p->strs, cap * sizeof *strs);
-        uint64_t *fos = realloc(p->func_of_str, cap * sizeof *fos);
-        if (strs)
-            p->strs = strs;
-        if (fos)
-            p->func_of_str = fos;
-        if (!strs || !fos) {
-            p->failed = 1;
-            return 0;
-        }
-        p->cap_strs = cap;
-    }
-    char *copy = strdup(s);
-    if (!copy) {
+    uint32_t i = dnp_intern_add(&p->strs, s, strlen(s) + 1);
+    if (p->strs.failed) {
         p->failed = 1;
         return 0;
     }
-    size_t idx = p->nstrs++;
-    p->strs[idx] = copy;
-    p->func_of_str[idx] = 0;
-    p->slots[at] = (uint32_t)idx + 1;
-    if (p->nstrs * 2 > p->nslots && rehash(p, p->nslots * 2) != 0)
-        p->failed = 1;
-    return idx;
+    if (i >= p->cap_fos) {
+        size_t cap = p->cap_fos ? p->cap_fos * 2 : 256;
+        uint64_t *fos = realloc(p->func_of_str, cap * sizeof *fos);
+        if (!fos) {
+            p->failed = 1;
+            return 0;
+        }
+        memset(fos + p->cap_fos, 0, (cap - p->cap_fos) * sizeof *fos);
+        p->func_of_str = fos;
+        p->cap_fos = cap;
+    }
+    return i;
 }
 
 /* The mapping of a native frame's library (frame_lib.c), made if new: 0 none. */
@@ -223,7 +122,7 @@ static uint64_t func_id(dnp_pprof *p, const char *name) {
         p->cap_funcs = cap;
     }
     p->func_name[p->nfuncs] = s;
-    p->func_map[p->nfuncs++] = mapping_of(p, p->strs[s]);
+    p->func_map[p->nfuncs++] = mapping_of(p, str_at(p, s));
     return p->func_of_str[s] = p->nfuncs;
 }
 
@@ -243,20 +142,11 @@ dnp_pprof *dnp_pprof_new(const dnp_pprof_type *types, size_t ntypes, const dnp_p
         p->has_period = 1;
         p->period = period;
     }
-    p->cap_strs = 256;
-    p->strs = malloc(p->cap_strs * sizeof *p->strs);
-    p->func_of_str = malloc(p->cap_strs * sizeof *p->func_of_str);
-    if (p->strs)
-        p->strs[0] = strdup("");
-    if (!p->strs || !p->func_of_str || !p->strs[0] || rehash(p, 512) != 0) {
-        if (p->strs && p->strs[0])
-            p->nstrs = 1;
+    dnp_intern_add(&p->strs, "", 1);
+    if (p->strs.failed) {
         dnp_pprof_free(p);
         return NULL;
     }
-    p->nstrs = 1;
-    p->func_of_str[0] = 0;
-    p->slots[hash_str("") & (p->nslots - 1)] = 1;
     /* the types' strings first, so that they read well in the table */
     for (size_t i = 0; i < ntypes; i++) {
         str_index(p, types[i].type);
@@ -266,17 +156,17 @@ dnp_pprof *dnp_pprof_new(const dnp_pprof_type *types, size_t ntypes, const dnp_p
 }
 
 int dnp_pprof_add(dnp_pprof *p, const char *const *frames, size_t nframes, const int64_t *values) {
-    buf ids = {0}, vals = {0}, sample = {0};
+    dnp_pb ids = {0}, vals = {0}, sample = {0};
     for (size_t i = 0; i < nframes; i++)
-        put_varint(&ids, func_id(p, frames[i]));
+        dnp_pb_varint(&ids, func_id(p, frames[i]));
     for (size_t i = 0; i < p->ntypes; i++)
-        put_varint(&vals, (uint64_t)values[i]);
+        dnp_pb_varint(&vals, (uint64_t)values[i]);
     if (nframes)
-        put_len(&sample, 1, ids.p, ids.n);
-    put_len(&sample, 2, vals.p, vals.n);
+        dnp_pb_len(&sample, 1, ids.p, ids.n);
+    dnp_pb_len(&sample, 2, vals.p, vals.n);
     if (ids.failed || vals.failed)
         sample.failed = 1;
-    put_msg(&p->samples, 2, &sample);
+    dnp_pb_msg(&p->samples, 2, &sample);
     free(ids.p);
     free(vals.p);
     free(sample.p);
@@ -297,14 +187,14 @@ void dnp_pprof_set_default(dnp_pprof *p, size_t type_index) {
     }
 }
 
-static void put_value_type(buf *b, unsigned field, dnp_pprof *p, const dnp_pprof_type *t, buf *m) {
-    put_uint(m, 1, str_index(p, t->type));
-    put_uint(m, 2, str_index(p, t->unit));
-    put_msg(b, field, m);
+static void put_value_type(dnp_pb *b, unsigned field, dnp_pprof *p, const dnp_pprof_type *t, dnp_pb *m) {
+    dnp_pb_uint(m, 1, str_index(p, t->type));
+    dnp_pb_uint(m, 2, str_index(p, t->unit));
+    dnp_pb_msg(b, field, m);
 }
 
 int dnp_pprof_encode(dnp_pprof *p, uint8_t **out, size_t *len) {
-    buf b = {0}, m = {0}, line = {0};
+    dnp_pb b = {0}, m = {0}, line = {0};
     /* intern every string before the table is written */
     uint64_t period_type[2] = {0, 0}, def = 0;
     if (p->has_period) {
@@ -315,41 +205,44 @@ int dnp_pprof_encode(dnp_pprof *p, uint8_t **out, size_t *len) {
         def = str_index(p, p->types[p->default_type].type);
     for (size_t i = 0; i < p->ntypes; i++)
         put_value_type(&b, 1, p, &p->types[i], &m);
-    put_bytes(&b, p->samples.p, p->samples.n);
+    dnp_pb_bytes(&b, p->samples.p, p->samples.n);
     for (size_t i = 0; i < p->nmaps; i++) {
-        put_uint(&m, 1, i + 1);
-        put_uint(&m, 5, p->map_file[i]);
-        put_uint(&m, 7, 1);
-        put_msg(&b, 3, &m);
+        dnp_pb_uint(&m, 1, i + 1);
+        dnp_pb_uint(&m, 5, p->map_file[i]);
+        dnp_pb_uint(&m, 7, 1);
+        dnp_pb_msg(&b, 3, &m);
     }
     for (size_t i = 0; i < p->nfuncs; i++) {
         uint64_t id = i + 1;
-        put_uint(&m, 1, id);
+        dnp_pb_uint(&m, 1, id);
         if (p->func_map[i])
-            put_uint(&m, 2, p->func_map[i]);
-        put_uint(&line, 1, id);
-        put_msg(&m, 4, &line);
-        put_msg(&b, 4, &m);
+            dnp_pb_uint(&m, 2, p->func_map[i]);
+        dnp_pb_uint(&line, 1, id);
+        dnp_pb_msg(&m, 4, &line);
+        dnp_pb_msg(&b, 4, &m);
     }
     for (size_t i = 0; i < p->nfuncs; i++) {
-        put_uint(&m, 1, i + 1);
-        put_uint(&m, 2, p->func_name[i]);
-        put_uint(&m, 3, p->func_name[i]);
+        dnp_pb_uint(&m, 1, i + 1);
+        dnp_pb_uint(&m, 2, p->func_name[i]);
+        dnp_pb_uint(&m, 3, p->func_name[i]);
         if (p->func_map[i])
-            put_uint(&m, 4, p->map_file[p->func_map[i] - 1]);
-        put_msg(&b, 5, &m);
+            dnp_pb_uint(&m, 4, p->map_file[p->func_map[i] - 1]);
+        dnp_pb_msg(&b, 5, &m);
     }
-    for (size_t i = 0; i < p->nstrs; i++)
-        put_len(&b, 6, p->strs[i], strlen(p->strs[i]));
-    put_uint(&b, 9, (uint64_t)p->time_nanos);
-    put_uint(&b, 10, (uint64_t)p->duration_nanos);
+    for (size_t i = 0; i < p->strs.n; i++) {
+        size_t n;
+        const void *str = dnp_intern_item(&p->strs, i, &n);
+        dnp_pb_len(&b, 6, str, n - 1);
+    }
+    dnp_pb_uint(&b, 9, (uint64_t)p->time_nanos);
+    dnp_pb_uint(&b, 10, (uint64_t)p->duration_nanos);
     if (p->has_period) {
-        put_uint(&m, 1, period_type[0]);
-        put_uint(&m, 2, period_type[1]);
-        put_msg(&b, 11, &m);
-        put_uint(&b, 12, (uint64_t)p->period);
+        dnp_pb_uint(&m, 1, period_type[0]);
+        dnp_pb_uint(&m, 2, period_type[1]);
+        dnp_pb_msg(&b, 11, &m);
+        dnp_pb_uint(&b, 12, (uint64_t)p->period);
     }
-    put_uint(&b, 14, def);
+    dnp_pb_uint(&b, 14, def);
     int failed = b.failed || m.failed || line.failed || p->failed;
     free(m.p);
     free(line.p);
@@ -363,20 +256,15 @@ int dnp_pprof_encode(dnp_pprof *p, uint8_t **out, size_t *len) {
     return 0;
 }
 
-int dnp_pprof_write(dnp_pprof *p, FILE *out) {
-    uint8_t *raw;
-    size_t len;
-    if (dnp_pprof_encode(p, &raw, &len) != 0)
-        return -1;
+int dnp_gzip_write(const void *data, size_t len, FILE *out) {
     z_stream z;
     memset(&z, 0, sizeof z);
     if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16 /* gzip */, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-        free(raw);
         errno = ENOMEM;
         return -1;
     }
     uint8_t chunk[65536];
-    z.next_in = raw;
+    z.next_in = (uint8_t *)data;
     z.avail_in = (uInt)len;
     int rc = 0, zr;
     do {
@@ -394,17 +282,26 @@ int dnp_pprof_write(dnp_pprof *p, FILE *out) {
         rc = -1;
     }
     deflateEnd(&z);
-    free(raw);
     if (rc == 0 && (fflush(out) != 0 || ferror(out)))
         rc = -1;
+    return rc;
+}
+
+int dnp_pprof_write(dnp_pprof *p, FILE *out) {
+    uint8_t *raw;
+    size_t len;
+    if (dnp_pprof_encode(p, &raw, &len) != 0)
+        return -1;
+    int rc = dnp_gzip_write(raw, len, out);
+    free(raw);
     return rc;
 }
 
 void dnp_pprof_free(dnp_pprof *p) {
     if (!p)
         return;
-    dnp_free_strv(p->strs, p->nstrs);
-    DNP_FREE_ALL(p->slots, p->func_of_str, p->func_name, p->func_map, p->map_file, p->samples.p, p);
+    dnp_intern_free(&p->strs);
+    DNP_FREE_ALL(p->func_of_str, p->func_name, p->func_map, p->map_file, p->samples.p, p);
 }
 
 /* ---- a call tree ---- */
@@ -440,8 +337,8 @@ static int tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int enter) {
         w->frames = frames;
         w->cap = cap;
     }
-    char buf[2048];
-    const char *name = dnp_export_name(w->ct, node->func, node->name, buf, sizeof buf);
+    char dnp_pb[2048];
+    const char *name = dnp_export_name(w->ct, node->func, node->name, dnp_pb, sizeof dnp_pb);
     free(w->names[d - 1]);
     w->names[d - 1] = strdup(name);
     if (!w->names[d - 1])

@@ -40,6 +40,8 @@ void dnp_pprof_set_time(dnp_pprof *p, int64_t time_nanos, int64_t duration_nanos
 void dnp_pprof_set_default(dnp_pprof *p, size_t type_index);
 /* Writes the gzip-compressed profile. 0, or -1 with errno set. */
 int dnp_pprof_write(dnp_pprof *p, FILE *out);
+/* data[0..len) gzip-compressed to out (flushed). 0, or -1 with errno set. */
+int dnp_gzip_write(const void *data, size_t len, FILE *out);
 void dnp_pprof_free(dnp_pprof *p);
 
 /* The uncompressed encoding, for tests: a malloc'd buffer in *out (free it). */
@@ -52,5 +54,46 @@ int dnp_pprof_encode(dnp_pprof *p, uint8_t **out, size_t *len);
  * a weighted tree gives "samples"/"count" and its weight
  * in its unit (alloc_space/bytes for sampled allocations). */
 int dnp_export_pprof(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o);
+
+/* ---- reading one back ---- */
+
+/* A pprof profile read back, to be written again in another format (OTLP,
+ * src/cli/otlp_encode.c): the fields dnprof's own profiles use (above), with
+ * ids of mappings, locations and functions from 1 to their count (as
+ * dnprof, go and most writers give them) and the first line of a location.
+ * String indexes are checked against the table, ids against the tables. */
+typedef struct dnp_pprof_str {
+    const char *p; /* into the data's raw bytes; not NUL-terminated */
+    size_t n;
+} dnp_pprof_str;
+
+typedef struct dnp_pprof_data {
+    uint8_t *raw; /* the uncompressed profile */
+    dnp_pprof_str *strs;
+    size_t nstrs;
+    uint64_t types[8][2]; /* sample types: type and unit, string indexes */
+    size_t ntypes;
+    uint64_t period_type[2];
+    int64_t period, time_nanos, duration_nanos;
+    uint64_t *map_file; /* mapping id - 1 -> its file's string index */
+    size_t nmaps;
+    uint64_t (*locs)[2]; /* location id - 1 -> {mapping id or 0, function id or 0} */
+    size_t nlocs;
+    uint64_t (*funcs)[3]; /* function id - 1 -> {name, system name, file name} string indexes */
+    size_t nfuncs;
+    uint64_t *stack;     /* every sample's location ids, innermost first, one after another */
+    size_t *stack_at;    /* sample i's are stack[stack_at[i] .. stack_at[i + 1]) */
+    int64_t *values;     /* sample i's are values[i * ntypes ...] */
+    size_t nsamples;
+} dnp_pprof_data;
+
+/* Reads a profile (gzip-compressed or not, at most 256 MiB uncompressed)
+ * into d. 0, or -1 with one line in err (d then holds nothing to free). */
+int dnp_pprof_read(const uint8_t *data, size_t len, dnp_pprof_data *d, char *err, size_t errlen);
+void dnp_pprof_data_free(dnp_pprof_data *d);
+
+/* gz (a gzip stream) uncompressed into *out (malloc'd), at most max bytes:
+ * 0; -1 corrupt or cut short; -2 larger than max, or no memory. */
+int dnp_gunzip(const uint8_t *gz, size_t len, size_t max, uint8_t **out, size_t *outlen);
 
 #endif

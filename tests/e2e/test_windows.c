@@ -22,11 +22,8 @@
 #include <unistd.h>
 
 #include "e2e.h"
+#include "ingest_util.h"
 #include "test.h"
-
-static const char *const HOT[3] = {"Scenarios.SampleScenario::HotSixty", "Scenarios.SampleScenario::HotThirty",
-                                   "Scenarios.SampleScenario::HotTen"};
-static const double TRUTH[3] = {60, 30, 10};
 
 /* ---- go tool pprof -raw ---- */
 
@@ -151,25 +148,6 @@ static int raw_read_of(const char *go, const char *path, const char *const leaf[
     return 0;
 }
 
-/* The shares of the three hot methods in hot[] (their sum: 100) against the
- * truth; n: the samples they hold. 0, or -1 saying which is off. */
-static int shares_ok(const double hot[3], double period_ns) {
-    double sum = hot[0] + hot[1] + hot[2];
-    double n = sum / period_ns;
-    if (n < 100) {
-        fprintf(stderr, "only %.0f samples of the hot methods in all windows\n", n);
-        return -1;
-    }
-    double tol = fmax(5.0, 4 * 100 * 0.5 / sqrt(n));
-    for (int h = 0; h < 3; h++) {
-        double share = 100 * hot[h] / sum;
-        fprintf(stderr, "%s: %.1f%% (truth %.0f%%, tolerance %.1f, %.0f samples)\n", HOT[h], share, TRUTH[h], tol, n);
-        if (fabs(share - TRUTH[h]) > tol)
-            return -1;
-    }
-    return 0;
-}
-
 /* ---- the files sink ---- */
 
 static int by_name(const void *a, const void *b) {
@@ -283,15 +261,9 @@ TEST(e2e_windows_keep) {
 TEST(e2e_windows_bounded) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_windows_bounded"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT_NE(dll, NULL);
-    char dir[PATH_MAX + 32], wdir[PATH_MAX + 64];
+    char dir[PATH_MAX + 32];
     snprintf(dir, sizeof dir, "%s/w", r.dir);
-    snprintf(wdir, sizeof wdir, "DNPROF_WINDOW_DIR=%s", dir);
-    const char *env[] = {"DNPROF_EVERY=200", "DNPROF_WINDOW_KEEP=3", wdir, NULL};
-    const char *argv[] = {bin, "run", "--quiet", "--sample", "-o", r.trace, "--", e2e_dotnet(), dll, "sample", "shares", "2", NULL};
-    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, env), 0);
-    ASSERT_STATUS(&r, 0);
+    ASSERT_EQ(windows_unread(&r, dir, "200", "3", "2"), 0);
     static char names[64][256];
     size_t n = list_files(dir, "window-", names, 64);
     ASSERT_EQ(n, 3);
@@ -314,89 +286,9 @@ TEST(e2e_windows_bounded) {
 
 /* ---- pushing: the loopback ingest server ---- */
 
-typedef struct ingest {
-    pid_t pid;
-    int port;
-    char dir[PATH_MAX];
-} ingest;
-
-/* Starts ingest_server.py in mode (ok, 500, slow, close); 0 or -1. */
-static int ingest_start(e2e_run *r, const char *mode, ingest *s) {
-    const char *script = e2e_env("DNPROF_INGEST_SERVER");
-    if (!script)
-        return -1;
-    char port_file[PATH_MAX + 16];
-    snprintf(s->dir, sizeof s->dir, "%.3900s/ingest-%s", r->dir, mode);
-    snprintf(port_file, sizeof port_file, "%s.port", s->dir);
-    const char *argv[] = {"python3", script, "--dir", s->dir, "--port-file", port_file, "--mode", mode,
-                          "--delay", "3", "--lifetime", "100", NULL};
-    char out[PATH_MAX + 16], err[PATH_MAX + 16];
-    snprintf(out, sizeof out, "%s.out", s->dir);
-    snprintf(err, sizeof err, "%s.err", s->dir);
-    s->pid = e2e_spawn((char *const *)argv, NULL, r->dir, out, NULL, err);
-    if (s->pid < 0)
-        return -1;
-    for (int i = 0; i < 200; i++) {
-        FILE *f = fopen(port_file, "r");
-        if (f) {
-            int ok = fscanf(f, "%d", &s->port) == 1;
-            fclose(f);
-            if (ok)
-                return 0;
-        }
-        struct timespec t = {0, 50000000L};
-        nanosleep(&t, NULL);
-    }
-    e2e_show_file("the ingest server said", err);
-    return -1;
-}
-
-static void ingest_stop(ingest *s) {
-    int status;
-    if (s->pid > 0) {
-        kill(s->pid, SIGTERM);
-        e2e_wait(s->pid, 5000, &status);
-    }
-    s->pid = 0;
-}
-
-typedef struct request {
-    unsigned long long from, until;
-    char format[16], spy[32], path[64], auth[128], body[PATH_MAX], name[512];
-} request;
-
-/* The requests the server logged, at most cap. */
-static size_t ingest_requests(const ingest *s, request *out, size_t cap) {
-    char log[PATH_MAX + 16];
-    snprintf(log, sizeof log, "%s/requests.log", s->dir);
-    FILE *f = fopen(log, "r");
-    size_t n = 0;
-    char line[8192];
-    while (f && n < cap && fgets(line, sizeof line, f)) {
-        request *q = &out[n];
-        int k;
-        if (sscanf(line, "REQ %d %llu %llu %15s %31s %63s %127s %4095s %511[^\n]", &k, &q->from, &q->until, q->format,
-                   q->spy, q->path, q->auth, q->body, q->name) == 9)
-            n++;
-    }
-    if (f)
-        fclose(f);
-    return n;
-}
-
 static int by_from(const void *a, const void *b) {
     const request *x = a, *y = b;
     return x->from < y->from ? -1 : x->from > y->from;
-}
-
-/* What the run said contains text. */
-static int said(const e2e_run *r, const char *text) {
-    char *err = e2e_read_file(r->err, NULL);
-    int yes = err && strstr(err, text);
-    if (!yes)
-        e2e_show_file("dnprof said", r->err);
-    free(err);
-    return yes;
 }
 
 /* dnprof run --every 1s --pyroscope: one request per window, with the
@@ -408,19 +300,10 @@ TEST(e2e_push_pyroscope) {
         E2E_SKIP("go is not installed (tools/install-deps, or: apt-get install golang-go)");
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_push_pyroscope"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT_NE(dll, NULL);
     ingest s;
-    ASSERT_EQ(ingest_start(&r, "ok", &s), 0);
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/", s.port);
     const char *env[] = {"DNPROF_PUSH_TOKEN=t0k-e2e", NULL};
-    const char *argv[] = {bin, "run", "--every", "1s", "--pyroscope", url, "--label", "env=e2e", "--label", "zone=a",
-                          "--", e2e_dotnet(), dll, "sample", "shares", "6", NULL};
-    int ran = e2e_exec(&r, (char *const *)argv, env);
-    ingest_stop(&s);
-    ASSERT_EQ(ran, 0);
-    ASSERT_STATUS(&r, 0);
+    const char *opts[] = {"--label", "env=e2e", "--label", "zone=a", NULL};
+    ASSERT_EQ(ingest_push_run(&r, "ok", 0, &s, opts, "6", env), 0);
     static request q[256];
     size_t n = ingest_requests(&s, q, 256);
     ASSERT_GE(n, 3);
@@ -444,9 +327,7 @@ TEST(e2e_push_pyroscope) {
             hot[h] += rp.hot[h];
     }
     ASSERT_EQ(shares_ok(hot, 1e7), 0);
-    char want[64];
-    snprintf(want, sizeof want, "%zu windows sent", n);
-    ASSERT_EQ(said(&r, want), 1);
+    ASSERT_EQ(said_sent(&r, "", n), 1);
     return 0;
 }
 
@@ -458,26 +339,11 @@ TEST(e2e_push_faults) {
     static const char *const why[] = {"connection refused", "HTTP 500", "timed out", "not sent"};
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_push_faults"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT_NE(dll, NULL);
     for (int m = 0; m < 4; m++) {
-        ingest s = {0};
-        char url[64] = "http://127.0.0.1:1"; /* nobody listens there: refused */
-        if (m > 0) {
-            ASSERT_EQ(ingest_start(&r, modes[m], &s), 0);
-            snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
-        }
-        const char *argv[] = {bin, "run", "--every", "1s", "--pyroscope", url, "--push-timeout", "500ms",
-                              "--", e2e_dotnet(), dll, "sample", "shares", "1.5", NULL};
-        int ran = e2e_exec(&r, (char *const *)argv, NULL);
-        ingest_stop(&s);
+        ingest s;
+        static const char *const opts[] = {"--push-timeout", "500ms", NULL};
         fprintf(stderr, "backend %s:\n", modes[m]);
-        ASSERT_EQ(ran, 0);
-        ASSERT_STATUS(&r, 0);
-        char *out = e2e_read_file(r.out, NULL);
-        int program_ran = out && strstr(out, "shares 60 30 10") != NULL; /* its own output, as without dnprof */
-        free(out);
-        ASSERT_EQ(program_ran, 1);
+        ASSERT_EQ(ingest_push_run(&r, modes[m], 0, &s, opts, "1.5", NULL), 0);
         ASSERT_EQ(said(&r, "windows not sent"), 1);
         ASSERT_EQ(said(&r, why[m]), 1);
         ASSERT_EQ(said(&r, " 0 windows sent"), 1);
@@ -497,19 +363,6 @@ TEST(e2e_push_faults) {
     return 0;
 }
 
-/* The window files still in dir (push deletes those it shipped). */
-static int windows_left(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        n += !strncmp(e->d_name, "window-", 7) && strstr(e->d_name, ".trace") != NULL;
-    closedir(d);
-    return n;
-}
-
 /* dnprof push as a sidecar: the agent loaded through the environment (as
  * dnprof env sets it up) writes windows into a directory; push follows it
  * and ships them, and deletes what it shipped. */
@@ -522,7 +375,7 @@ TEST(e2e_push_sidecar) {
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
     ASSERT_NE(dll, NULL);
     ingest s;
-    ASSERT_EQ(ingest_start(&r, "ok", &s), 0);
+    ASSERT_EQ(ingest_start(&r, "ok", 0, &s), 0);
     char wdir[PATH_MAX + 16], wenv[PATH_MAX + 64], url[64], pout[PATH_MAX + 16], perr[PATH_MAX + 16];
     snprintf(wdir, sizeof wdir, "%s/windows", r.dir);
     ASSERT_EQ(mkdir(wdir, 0700), 0);
@@ -574,44 +427,13 @@ TEST(e2e_windows_attach) {
         E2E_SKIP("go is not installed (tools/install-deps, or: apt-get install golang-go)");
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_windows_attach"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT_NE(dll, NULL);
-    char pidfile[PATH_MAX + 16], gofile[PATH_MAX + 32], pout[PATH_MAX + 16], perr[PATH_MAX + 16], dir[PATH_MAX + 16];
-    snprintf(pidfile, sizeof pidfile, "%s/pid", r.dir);
-    snprintf(gofile, sizeof gofile, "%s.go", pidfile);
-    snprintf(pout, sizeof pout, "%s/program.out", r.dir);
-    snprintf(perr, sizeof perr, "%s/program.err", r.dir);
+    const char *bin = e2e_env("DNPROF_BIN");
+    char pid[32], gofile[PATH_MAX + 32], dir[PATH_MAX + 16];
     snprintf(dir, sizeof dir, "%s/profiles", r.dir);
-    const char *pargv[] = {e2e_dotnet(), dll, "sample", "shares", "4", pidfile, NULL};
-    pid_t prog = e2e_spawn((char *const *)pargv, NULL, r.dir, pout, NULL, perr);
+    pid_t prog = sample_waiting(&r, "4", pid, gofile, sizeof gofile);
     ASSERT_GT(prog, 0);
-    char pid[32] = "";
-    for (int i = 0; i < 300 && !pid[0]; i++) {
-        FILE *f = fopen(pidfile, "r");
-        if (f) {
-            if (!fgets(pid, sizeof pid, f))
-                pid[0] = 0;
-            fclose(f);
-        }
-        struct timespec t = {0, 100000000L};
-        if (!pid[0])
-            nanosleep(&t, NULL);
-    }
-    pid[strcspn(pid, "\n")] = 0;
-    ASSERT_NE(pid[0], 0);
     const char *argv[] = {bin, "attach", pid, "--every", "1s", "-o", dir, "--duration", "4s", NULL};
-    pid_t att = e2e_spawn((char *const *)argv, NULL, r.dir, r.out, NULL, r.err);
-    ASSERT_GT(att, 0);
-    struct timespec t = {1, 0};
-    nanosleep(&t, NULL);
-    FILE *g = fopen(gofile, "w");
-    ASSERT_NE(g, NULL);
-    fclose(g);
-    int astatus, pstatus;
-    e2e_wait(att, 60000, &astatus);
-    e2e_wait(prog, 60000, &pstatus);
-    ASSERT_EQ(astatus, 0);
-    ASSERT_EQ(pstatus, 0);
+    ASSERT_EQ(attach_sample(&r, argv, prog, gofile), 0);
     static char names[64][256];
     size_t n = list_files(dir, "cpu-", names, 64);
     if (n < 2)

@@ -1,14 +1,15 @@
 /* pprof_decode.h: a decoder of pprof's profile.proto for the tests, written from
  * the .proto (github.com/google/pprof proto/profile.proto), apart from the
  * encoder it checks: it reads the wire format field by field and refuses what
- * is malformed. Header-only (static functions); gunzip with zlib. */
+ * is malformed. Header-only (static functions); gunzip: dnp_gunzip (zlib's). */
 #ifndef DNP_PPROF_DECODE_H
 #define DNP_PPROF_DECODE_H
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
+
+#include "pprof.h"
 
 #define PD_MAX 4096
 
@@ -173,30 +174,9 @@ static int pd_decode_raw(const uint8_t *p, size_t len, pd_profile *pr) {
 }
 
 static int pd_decode_gzip(const uint8_t *gz, size_t len, pd_profile *pr) {
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    if (inflateInit2(&z, 15 + 16) != Z_OK)
-        return -1;
-    size_t cap = len * 8 + 4096, n = 0;
-    uint8_t *raw = malloc(cap);
-    int zr = Z_OK;
-    z.next_in = (uint8_t *)gz;
-    z.avail_in = (uInt)len;
-    while (raw && zr == Z_OK) {
-        if (n == cap) {
-            cap *= 2;
-            uint8_t *g = realloc(raw, cap);
-            if (!g)
-                break;
-            raw = g;
-        }
-        z.next_out = raw + n;
-        z.avail_out = (uInt)(cap - n);
-        zr = inflate(&z, Z_NO_FLUSH);
-        n = cap - z.avail_out;
-    }
-    inflateEnd(&z);
-    int rc = raw && zr == Z_STREAM_END ? pd_decode_raw(raw, n, pr) : -1;
+    uint8_t *raw;
+    size_t n;
+    int rc = dnp_gunzip(gz, len, (size_t)1 << 30, &raw, &n) == 0 ? pd_decode_raw(raw, n, pr) : -1;
     free(raw);
     return rc;
 }
