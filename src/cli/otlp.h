@@ -25,4 +25,9 @@ typedef struct otlp_attr {
  * profile that does not read, no memory). */
 int otlp_encode(const otlp_attr *attrs, size_t nattrs, const window_file *w, dnp_pb *out, char *err, size_t errlen);
 
+/* The backend's answer (an ExportProfilesServiceResponse, n bytes, not
+ * trusted): 0 when its partial_success rejected nothing, else -1 with why
+ * (one line, with the backend's message). */
+int otlp_reply_rejected(const uint8_t *p, size_t n, char *why, size_t whylen);
+
 #endif

@@ -284,3 +284,26 @@ int otlp_encode(const otlp_attr *attrs, size_t nattrs, const window_file *w, dnp
     DNP_FREE_ALL(rp.p, scope.p, sc.p, e.m.p, e.m2.p);
     return rc;
 }
+
+int otlp_reply_rejected(const uint8_t *p, size_t n, char *why, size_t whylen) {
+    dnp_pb_in in = {p, p + n}, ps;
+    dnp_pb_field f;
+    int64_t rejected = 0;
+    char msg[160] = "";
+    while (dnp_pb_next(&in, &f) > 0) {
+        if (f.field != 1 || f.wire != DNP_PB_LEN)
+            continue;
+        ps = (dnp_pb_in){f.p, f.p + f.n};
+        while (dnp_pb_next(&ps, &f) > 0)
+            if (f.field == 1 && f.wire == DNP_PB_VARINT)
+                rejected = (int64_t)f.v;
+            else if (f.field == 2 && f.wire == DNP_PB_LEN)
+                snprintf(msg, sizeof msg, "%.*s", (int)f.n, (const char *)f.p);
+    }
+    if (rejected <= 0)
+        return 0;
+    msg[strcspn(msg, "\r\n")] = 0;
+    /* no count in it: the summary counts the windows by reason */
+    snprintf(why, whylen, "profiles rejected by the backend%s%s", msg[0] ? ": " : "", msg);
+    return -1;
+}

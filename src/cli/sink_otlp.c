@@ -205,31 +205,6 @@ static size_t resource(const otlp_sink *s, const window_file *w, otlp_attr *a, c
     return n;
 }
 
-/* An ExportProfilesServiceResponse's partial_success (1: rejected_profiles 1,
- * error_message 2): 0 when nothing was rejected, else -1 with why. */
-static int partial_success(const uint8_t *p, size_t n, char *why, size_t whylen) {
-    dnp_pb_in in = {p, p + n}, ps;
-    dnp_pb_field f;
-    int64_t rejected = 0;
-    char msg[160] = "";
-    while (dnp_pb_next(&in, &f) > 0) {
-        if (f.field != 1 || f.wire != DNP_PB_LEN)
-            continue;
-        ps = (dnp_pb_in){f.p, f.p + f.n};
-        while (dnp_pb_next(&ps, &f) > 0)
-            if (f.field == 1 && f.wire == DNP_PB_VARINT)
-                rejected = (int64_t)f.v;
-            else if (f.field == 2 && f.wire == DNP_PB_LEN)
-                snprintf(msg, sizeof msg, "%.*s", (int)f.n, (const char *)f.p);
-    }
-    if (rejected <= 0)
-        return 0;
-    msg[strcspn(msg, "\r\n")] = 0;
-    /* no count in it: the summary counts the windows by reason */
-    snprintf(why, whylen, "profiles rejected by the backend%s%s", msg[0] ? ": " : "", msg);
-    return -1;
-}
-
 int otlp_send(otlp_sink *s, const window_file *w, int retries, char *why, size_t whylen) {
     otlp_attr attrs[OTLP_MAX_ATTRS];
     char service[256];
@@ -254,7 +229,7 @@ int otlp_send(otlp_sink *s, const window_file *w, int retries, char *why, size_t
     int rc = http_push_post(s->http, s->url, &body, retries, why, whylen);
     free(gz);
     /* a partial success is not tried again (the rest would be rejected again) */
-    return rc == 0 ? partial_success(reply, body.reply_len, why, whylen) : rc;
+    return rc == 0 ? otlp_reply_rejected(reply, body.reply_len, why, whylen) : rc;
 }
 
 const char *otlp_url(const otlp_sink *s) {

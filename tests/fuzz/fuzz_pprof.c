@@ -16,6 +16,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     dnp_pprof_data d;
     char err[256];
+    /* the input as a backend's answer to a push, too */
+    char why[256] = "";
+    if (otlp_reply_rejected(data, size, why, sizeof why) != 0 && (!why[0] || strchr(why, '\n'))) {
+        fprintf(stderr, "fuzz_pprof: an answer refused without one line saying why\n");
+        abort();
+    }
     if (dnp_pprof_read(data, size, &d, err, sizeof err) != 0) {
         if (!err[0] || strchr(err, '\n')) {
             fprintf(stderr, "fuzz_pprof: refused without one line saying why\n");

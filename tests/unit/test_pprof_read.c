@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "otlp.h"
 #include "pprof.h"
 #include "test.h"
 
@@ -112,5 +113,24 @@ TEST(pprof_read_refuses_corrupt) {
     ASSERT_STREQ(err, "corrupt pprof: a sample is no message");
     free(raw);
     free(gz);
+    return 0;
+}
+
+/* A backend's answer to an OTLP push (sink_otlp.c): partial_success with
+ * rejected profiles and a message is one line naming them; nothing rejected,
+ * an empty answer or one cut short is not a rejection. */
+TEST(otlp_reply_rejected_reads_partial_success) {
+    char why[256] = "";
+    static const uint8_t rejected[] = {0x0a, 0x07, 0x08, 0x02, 0x12, 0x03, 'b', 'a', 'd'};
+    ASSERT_EQ(otlp_reply_rejected(rejected, sizeof rejected, why, sizeof why), -1);
+    ASSERT_STREQ(why, "profiles rejected by the backend: bad");
+    static const uint8_t none[] = {0x0a, 0x02, 0x08, 0x00};
+    ASSERT_EQ(otlp_reply_rejected(none, sizeof none, why, sizeof why), 0);
+    ASSERT_EQ(otlp_reply_rejected(NULL, 0, why, sizeof why), 0);
+    static const uint8_t cut[] = {0x0a, 0x07, 0x08, 0x02, 0x12};
+    ASSERT_EQ(otlp_reply_rejected(cut, sizeof cut, why, sizeof why), 0);
+    static const uint8_t newline[] = {0x0a, 0x06, 0x08, 0x01, 0x12, 0x02, 'a', '\n'};
+    ASSERT_EQ(otlp_reply_rejected(newline, sizeof newline, why, sizeof why), -1);
+    ASSERT_EQ(strchr(why, '\n'), NULL);
     return 0;
 }
