@@ -18,7 +18,7 @@
 #define WINDOW_MAX_PROFILES 4
 
 typedef struct window_profile {
-    const char *type;   /* Pyroscope's .NET profiler's names: cpu, wall, alloc, exception */
+    const char *type;   /* Pyroscope's .NET profiler's names: cpu, wall, alloc, exception, lock */
     uint8_t *data;      /* gzip-compressed profile.proto */
     size_t len;
 } window_profile;

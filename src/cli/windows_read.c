@@ -2,8 +2,9 @@
  * profiles, one per type, each with the window's time, duration and period
  * (windows_cli.h). The sample types are the ones Grafana Pyroscope's .NET
  * profiler sends: cpu (samples/count, cpu/nanoseconds), wall, alloc
- * (alloc_samples/count: estimated objects, alloc_size/bytes) and exception
- * (exception/count, the type as the frame). */
+ * (alloc_samples/count: estimated objects, alloc_size/bytes), exception
+ * (exception/count, the type as the frame) and lock (lock_count/contentions,
+ * lock_time/nanoseconds). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,25 +151,48 @@ static int sampled_profile(const dnp_trace *t, const window_file *w, window_prof
     return rc;
 }
 
+/* A tree of the window (allocations, lock waits) as one pprof of type, its
+ * two sample types named count_name and weight_name: 1, 0 when it has none. */
+static int tree_profile(const dnp_calltree *ct, const window_file *w, window_profile *out, const char *type,
+                        const char *count_name, const char *weight_name, char *err, size_t errlen) {
+    dnp_export_opts o = {0};
+    o.time_ns = (int64_t)w->start_ns;
+    o.duration_ns = (int64_t)w->duration_ns;
+    o.type_names[0] = count_name;
+    o.type_names[1] = weight_name;
+    if (ct && export_mem(ct, &o, out, type) == 0)
+        return 1;
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
 static int alloc_profile_of(const char *path, const window_file *w, window_profile *out, char *err, size_t errlen) {
     alloc_profile *ap = NULL;
     if (alloc_open(path, &ap) != 0) {
         snprintf(err, errlen, "%s: cannot read its allocations", path);
         return -1;
     }
-    int rc = 0;
-    if (alloc_has_data(ap)) {
-        const dnp_calltree *ct = alloc_calltree(ap);
-        dnp_export_opts o = {0};
-        o.time_ns = (int64_t)w->start_ns;
-        o.duration_ns = (int64_t)w->duration_ns;
-        o.type_names[0] = "alloc_samples";
-        o.type_names[1] = "alloc_size";
-        rc = ct && export_mem(ct, &o, out, "alloc") == 0 ? 1 : -1;
-        if (rc < 0)
-            snprintf(err, errlen, "out of memory");
-    }
+    int rc = alloc_has_data(ap) ? tree_profile(alloc_calltree(ap), w, out, "alloc", "alloc_samples", "alloc_size",
+                                               err, errlen)
+                                : 0;
     alloc_free(ap);
+    return rc;
+}
+
+/* The lock contention of the window (--locks): lock_count (contentions) and
+ * lock_time (nanoseconds waited), as Pyroscope's .NET profiler names them. */
+static int lock_profile_of(const char *path, const window_file *w, window_profile *out, char *err, size_t errlen) {
+    locks_profile *lp = NULL;
+    if (locks_open(path, &lp) != 0) {
+        snprintf(err, errlen, "%s: cannot read its lock waits", path);
+        return -1;
+    }
+    /* a window has the waits (LockSite), not the recording's LockConfig */
+    const dnp_calltree *ct = locks_calltree(lp);
+    int rc = ct && dnp_calltree_has_data(ct)
+                 ? tree_profile(ct, w, out, "lock", "lock_count", "lock_time", err, errlen)
+                 : 0;
+    locks_free(lp);
     return rc;
 }
 
@@ -191,6 +215,9 @@ int window_file_read(const char *path, window_file *w, char *err, size_t errlen)
         rc = got < 0 ? (snprintf(err, errlen, "out of memory"), -1) : (w->nprof++, 0);
     dnp_trace_free(t);
     if (rc == 0 && (got = alloc_profile_of(path, w, &w->prof[w->nprof], err, errlen)) != 0)
+        rc = got < 0 ? -1 : (w->nprof++, 0);
+    if (rc == 0 && w->nprof < WINDOW_MAX_PROFILES &&
+        (got = lock_profile_of(path, w, &w->prof[w->nprof], err, errlen)) != 0)
         rc = got < 0 ? -1 : (w->nprof++, 0);
     if (rc != 0)
         window_file_free(w);

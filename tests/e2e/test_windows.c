@@ -513,6 +513,48 @@ TEST(e2e_windows_alloc_exceptions) {
     return 0;
 }
 
+/* --locks in windows: each window's lock contention as a pprof of lock_count
+ * and lock_time (Pyroscope's .NET names), decoded by go tool pprof; the lock
+ * time of all windows against the waits the program timed itself (within
+ * 15%, as e2e_locks_truth holds the trace). */
+TEST(e2e_windows_locks) {
+    char go[PATH_MAX];
+    if (!go_tool(go, sizeof go))
+        E2E_SKIP("go is not installed (tools/install-deps, or: apt-get install golang-go)");
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_windows_locks"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT_NE(dll, NULL);
+    char dir[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/locks", r.dir);
+    const char *argv[] = {bin, "run", "--every", "200ms", "--locks", "-o", dir, "--", e2e_dotnet(), dll, "locks",
+                          "monitor", "4", "50", "1000", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT_NE(out, NULL);
+    const char *m = strstr(out, "monitor waited_ns=");
+    double waited = m ? atof(m + 18) : 0;
+    free(out);
+    ASSERT_GT(waited, 0);
+    static char names[64][256];
+    size_t n = list_files(dir, "lock-", names, 64);
+    ASSERT_GE(n, 1);
+    static const char *const NONE[3] = {"-", "-", "-"};
+    double ns = 0;
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX + 300];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        raw_profile rp;
+        ASSERT_EQ(raw_read_of(go, path, NONE, &rp), 0);
+        ASSERT_STREQ(rp.types, "lock_count/count lock_time/nanoseconds[dflt]");
+        ns += rp.total;
+    }
+    fprintf(stderr, "e2e: lock_time of %zu windows: %.1f ms; the program waited %.1f ms\n", n, ns / 1e6, waited / 1e6);
+    ASSERT_LT(fabs(ns - waited), 0.15 * waited);
+    return 0;
+}
+
 /* The front end killed (kill -9) while the program runs: the program runs on
  * to its end, and the agent, with nobody reading its windows, keeps at most
  * DNPROF_WINDOW_KEEP of them and counts the others as dropped. */
