@@ -206,6 +206,7 @@ void calls_thread_free(calls_thread *t) {
     free(t->stack);
     free(t->hash);
     free(t->dirty);
+    free(t->win_calls);
     free(t);
 }
 
@@ -784,6 +785,13 @@ static void thread_release(void *p) {
     if (t->scratch)
         fn_forget_nodes(t->scratch);
     calls_thread_free(t);
+}
+
+void calls_threads_each(void (*fn)(calls_thread *t)) {
+    pthread_mutex_lock(&G.reg_mu);
+    for (calls_thread *t = G.threads; t && !atomic_load(&G.stopped); t = t->next)
+        fn(t);
+    pthread_mutex_unlock(&G.reg_mu);
 }
 
 void calls_shutdown(void) {

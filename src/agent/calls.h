@@ -63,4 +63,8 @@ int calls_recording(void);
  * function's name, its module). Takes the mapper's lock; not for the hooks. */
 int calls_is_hooked(uint64_t fid);
 
+/* Each window's end (windows.h, the window thread): every thread's nodes
+ * whose calls changed since the last, with the change, and their callers. */
+void calls_window_flush(void);
+
 #endif

@@ -2,13 +2,18 @@
  * for the nodes that changed, or all of them, and the thread's CallsOverhead
  * (timed calls) or CallsSamples (sampled times, calls_sampled.c). The owner
  * writes its own tree; at Shutdown another thread may write it, reading it
- * racily but safely (chunks never move, nodes are published before nnodes). */
+ * racily but safely (chunks never move, nodes are published before nnodes);
+ * and each window's calls (continuous profiling). */
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "callbacks.h"
+#include "calls.h"
 #include "calls_internal.h"
 #include "clock.h"
+#include "windows.h"
 
 static uint64_t to_ns(uint64_t t) {
     return clock_ticks_to_ns(t);
@@ -60,4 +65,48 @@ void calls_emit_all(calls_thread *t) {
     uint32_t n = atomic_load_explicit(&t->nnodes, memory_order_acquire);
     for (uint32_t i = 1; i < n; i++)
         emit_node(t, i);
+}
+
+/* ---- continuous profiling (windows.h) ----
+ * At each window's end the window thread adds, for every live thread, the
+ * nodes whose calls changed since the last window, with the change, and their
+ * callers (a change of 0 for those whose own calls did not change): a window
+ * holds whole call paths. The trees are read racily, as at Shutdown; counts
+ * only (their times stay in the trace). A thread that ended during the window
+ * takes its last calls with it. */
+static void window_thread(calls_thread *t) {
+    uint32_t nn = atomic_load_explicit(&t->nnodes, memory_order_acquire);
+    if (nn > t->win_n) {
+        uint64_t *grown = realloc(t->win_calls, (size_t)nn * sizeof *grown);
+        if (!grown)
+            return;
+        memset(grown + t->win_n, 0, (size_t)(nn - t->win_n) * sizeof *grown);
+        t->win_calls = grown;
+        t->win_n = nn;
+    }
+    uint64_t *delta = calloc(nn, sizeof *delta);
+    uint8_t *keep = calloc(nn, 1);
+    for (uint32_t i = 1; delta && keep && i < nn; i++) {
+        uint64_t c = __atomic_load_n(&node_at(t, i)->calls, __ATOMIC_RELAXED);
+        if (c == t->win_calls[i])
+            continue;
+        delta[i] = c - t->win_calls[i];
+        t->win_calls[i] = c;
+        for (uint32_t k = i; k && k < nn && !keep[k]; k = node_at(t, k)->parent)
+            keep[k] = 1; /* a node's parent is older: it is below nn */
+    }
+    for (uint32_t i = 1; delta && keep && i < nn; i++) {
+        if (!keep[i])
+            continue;
+        cnode *n = node_at(t, i);
+        const calls_fn *fn = __atomic_load_n(&n->fn, __ATOMIC_RELAXED);
+        uint64_t v[DNP_NV_CallNode] = {t->tid, i, n->parent, fn ? fn->id : 0, fn ? fn->name : 0, delta[i], 0, 0, 0};
+        window_event(DNP_EV_CallNode, v, DNP_NV_CallNode);
+    }
+    free(delta);
+    free(keep);
+}
+
+void calls_window_flush(void) {
+    calls_threads_each(window_thread);
 }

@@ -90,6 +90,10 @@ typedef struct calls_thread {
     uint32_t sq_full;           /* the queue overflowed: every node is written */
     uint32_t sq[CALLS_SQ];
     uint64_t samples, in_hooks, outside; /* samples taken; in the hooks; with no hooked frame */
+    /* continuous profiling (calls_window_flush): each node's calls at the last
+     * window's end, win_n of them; the window thread's alone */
+    uint64_t *win_calls;
+    uint32_t win_n;
 } calls_thread;
 
 static inline cnode *node_at(calls_thread *t, uint32_t i) {
@@ -121,6 +125,9 @@ void calls_sampled_setup(void);
 int calls_sampled_drain(calls_thread *t);
 
 /* ---- writing the trees (calls_emit.c) ---- */
+
+/* Calls fn on every live thread's state, under the registry's lock (calls.c). */
+void calls_threads_each(void (*fn)(calls_thread *t));
 
 /* The thread's hooks' cost (timed) or its samples' counts (sampled). */
 void calls_emit_overhead(calls_thread *t);

@@ -110,6 +110,8 @@ static void join_windows(const agent_config *cfg) {
         window_register_event(DNP_EV_LockSite);
         window_register_flush(locks_flush_all); /* each window's waits, whole */
     }
+    if (cfg->calls != CALLS_MODE_OFF && !cfg->sample)
+        window_register_flush(calls_window_flush); /* each window's calls (a sampled tree's nodes would collide) */
 }
 
 HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {

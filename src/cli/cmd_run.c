@@ -136,9 +136,10 @@ static void run_help(void) {
           "      --heap-output FILE  the snapshot file, with --heap-at; %p in it becomes the\n"
           "                      pid (default: dnprof-<pid>.dnheap in the current directory)\n"
           "      --every TIME    continuous profiling (docs/production.md): every TIME (10s,\n"
-          "                      500ms, 1m) what --sample, --alloc and --exceptions added\n"
-          "                      up becomes one pprof per type (cpu or wall, alloc,\n"
-          "                      exception), written to -o DIR and/or pushed; alone,\n"
+          "                      500ms, 1m) what --sample, --alloc, --exceptions, --locks\n"
+          "                      or --calls=counts added up becomes one pprof per type\n"
+          "                      (cpu or wall, alloc, exception, lock, calls), written\n"
+          "                      to -o DIR and/or pushed; alone,\n"
           "                      --every samples CPU time; the trace itself is not kept\n"
           "      --keep N        with --every -o DIR: the newest N files of each type only\n"
           "      --pyroscope URL with --every: push each window to Grafana Pyroscope's\n"
@@ -539,13 +540,14 @@ static int check_every(run_opts *o) {
     window_follow *f = &o->wf;
     if (!o->every)
         return window_check_no_every("run", f);
-    if (o->calls)
-        return usage_error("run", "--every cuts --sample, --alloc and --exceptions into windows; not --calls");
+    if (o->calls && o->calls != DNP_CALLS_COUNTS)
+        return usage_error("run", "--every cuts --calls=counts into windows (exact counts by call path), not calls "
+                                  "with times: --calls=counts");
     if (o->il[0])
         return usage_error("run", "--il records IL bodies into the trace, which --every does not keep");
     if (o->trace[0])
         return usage_error("run", "--trace writes its sums into the trace, which --every does not keep");
-    if (!o->sample && !o->alloc && !o->exceptions)
+    if (!o->sample && !o->alloc && !o->exceptions && !o->calls)
         o->sample = "cpu";
     f->out_dir = o->output;
     o->output = NULL; /* the trace goes into the session directory, and with it */

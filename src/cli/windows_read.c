@@ -4,7 +4,8 @@
  * profiler sends: cpu (samples/count, cpu/nanoseconds), wall, alloc
  * (alloc_samples/count: estimated objects, alloc_size/bytes), exception
  * (exception/count, the type as the frame) and lock (lock_count/contentions,
- * lock_time/nanoseconds). */
+ * lock_time/nanoseconds); and, with --calls and no sampling, calls
+ * (calls/count by call path). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,24 +135,7 @@ static int window_head(const dnp_trace *t, window_file *w) {
     return -1;
 }
 
-static int sampled_profile(const dnp_trace *t, const window_file *w, window_profile *out, char *err, size_t errlen) {
-    dnp_calltree *ct = NULL;
-    if (dnp_calltree_build(t, &ct, err, errlen) != 0)
-        return -1;
-    int rc = 0;
-    if (dnp_calltree_has_data(ct) && ct->sample_nodes) {
-        dnp_export_opts o = {0};
-        o.time_ns = (int64_t)w->start_ns;
-        o.duration_ns = (int64_t)w->duration_ns;
-        rc = export_mem(ct, &o, out, ct->sample_mode == DNP_SAMPLE_CPU ? "cpu" : "wall") == 0 ? 1 : -1;
-        if (rc < 0)
-            snprintf(err, errlen, "out of memory");
-    }
-    dnp_calltree_free(ct);
-    return rc;
-}
-
-/* A tree of the window (allocations, lock waits) as one pprof of type, its
+/* A tree of the window (calls, allocations, lock waits) as one pprof of type, its
  * two sample types named count_name and weight_name: 1, 0 when it has none. */
 static int tree_profile(const dnp_calltree *ct, const window_file *w, window_profile *out, const char *type,
                         const char *count_name, const char *weight_name, char *err, size_t errlen) {
@@ -164,6 +148,26 @@ static int tree_profile(const dnp_calltree *ct, const window_file *w, window_pro
         return 1;
     snprintf(err, errlen, "out of memory");
     return -1;
+}
+
+static int sampled_profile(const dnp_trace *t, const window_file *w, window_profile *out, char *err, size_t errlen) {
+    dnp_calltree *ct = NULL;
+    if (dnp_calltree_build(t, &ct, err, errlen) != 0)
+        return -1;
+    int rc = 0;
+    if (dnp_calltree_has_data(ct) && ct->sample_nodes) {
+        dnp_export_opts o = {0};
+        o.time_ns = (int64_t)w->start_ns;
+        o.duration_ns = (int64_t)w->duration_ns;
+        rc = export_mem(ct, &o, out, ct->sample_mode == DNP_SAMPLE_CPU ? "cpu" : "wall") == 0 ? 1 : -1;
+        if (rc < 0)
+            snprintf(err, errlen, "out of memory");
+    } else if (dnp_calltree_has_data(ct) && ct->call_nodes) {
+        /* --calls without --sample: the window's calls by call path (exact counts) */
+        rc = tree_profile(ct, w, out, "calls", "calls", "time", err, errlen);
+    }
+    dnp_calltree_free(ct);
+    return rc;
 }
 
 static int alloc_profile_of(const char *path, const window_file *w, window_profile *out, char *err, size_t errlen) {

@@ -32,6 +32,7 @@ typedef struct raw_profile {
     double time_s, duration_s;
     int64_t period;
     double hot[3];         /* the last value of the samples whose leaf is HOT[i] (or the names asked for) */
+    double hot_first[3];   /* and their first value */
     double total;          /* of all samples */
     size_t nsamples;
 } raw_profile;
@@ -52,11 +53,13 @@ static double parse_time(const char *s) {
     return (double)timegm(&tm) + sec;
 }
 
-/* The leaf's location of a sample line "  25  250000000: 1 2 3", and its last value. */
-static int sample_line(const char *line, double *last, long *leaf) {
+/* The leaf's location of a sample line "  25  250000000: 1 2 3", its last value
+ * and its first. */
+static int sample_line(const char *line, double *last, double *first, long *leaf) {
     const char *colon = strchr(line, ':');
     if (!colon)
         return -1;
+    *first = atof(line);
     char vals[256];
     snprintf(vals, sizeof vals, "%.*s", (int)(colon - line), line);
     char *sp = strrchr(vals, ' ');
@@ -84,7 +87,7 @@ static int raw_read_of(const char *go, const char *path, const char *const leaf[
     char line[4096];
     enum { HEAD, SAMPLES, LOCATIONS, REST } at = HEAD;
     long leaves[4096];
-    double lasts[4096];
+    double lasts[4096], firsts[4096];
     size_t n = 0;
     static char names[4096][160];
     size_t nnames = 0;
@@ -102,7 +105,7 @@ static int raw_read_of(const char *go, const char *path, const char *const leaf[
             at = REST;
         else if (at == SAMPLES && !out->types[0])
             snprintf(out->types, sizeof out->types, "%.200s", line);
-        else if (at == SAMPLES && n < 4096 && sample_line(line, &lasts[n], &leaves[n]) == 0)
+        else if (at == SAMPLES && n < 4096 && sample_line(line, &lasts[n], &firsts[n], &leaves[n]) == 0)
             n++;
         else if (at == LOCATIONS && nnames < 4096) {
             /* "  ID: 0xADDR [M=N] NAME [FILE]:LINE s=0": managed frames have no mapping */
@@ -142,8 +145,10 @@ static int raw_read_of(const char *go, const char *path, const char *const leaf[
     for (size_t i = 0; i < n; i++) {
         out->total += lasts[i];
         for (int h = 0; h < 3; h++)
-            if (leaves[i] > 0 && (size_t)leaves[i] < nnames && !strcmp(names[leaves[i]], leaf[h]))
+            if (leaves[i] > 0 && (size_t)leaves[i] < nnames && !strcmp(names[leaves[i]], leaf[h])) {
                 out->hot[h] += lasts[i];
+                out->hot_first[h] += firsts[i];
+            }
     }
     return 0;
 }
@@ -552,6 +557,46 @@ TEST(e2e_windows_locks) {
     }
     fprintf(stderr, "e2e: lock_time of %zu windows: %.1f ms; the program waited %.1f ms\n", n, ns / 1e6, waited / 1e6);
     ASSERT_LT(fabs(ns - waited), 0.15 * waited);
+    return 0;
+}
+
+/* --calls=counts in windows: each window's calls by call path (the changes
+ * since the last window, with their callers), decoded by go tool pprof; over
+ * all windows, exactly the program's calls (as e2e_calls_counts_only). */
+TEST(e2e_windows_calls) {
+    char go[PATH_MAX];
+    if (!go_tool(go, sizeof go))
+        E2E_SKIP("go is not installed (tools/install-deps, or: apt-get install golang-go)");
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_windows_calls"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT_NE(dll, NULL);
+    char dir[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/calls", r.dir);
+    const char *argv[] = {bin, "run", "--every", "100ms", "--calls=counts", "-o", dir, "--", e2e_dotnet(), dll,
+                          "calls", "recursion", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    static char names[64][256];
+    size_t n = list_files(dir, "calls-", names, 64);
+    ASSERT_GE(n, 1);
+    static const char *const LEAF[3] = {"Scenarios.CallsScenario::Fib", "Scenarios.CallsScenario::Recurse", "-"};
+    double fib = 0, rec = 0;
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX + 300];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        raw_profile rp;
+        ASSERT_EQ(raw_read_of(go, path, LEAF, &rp), 0);
+        ASSERT_STREQ(rp.types, "calls/count time/nanoseconds[dflt]");
+        fib += rp.hot_first[0];
+        rec += rp.hot_first[1];
+    }
+    fprintf(stderr, "e2e: %zu windows: Fib %.0f calls, Recurse %.0f as leaves\n", n, fib, rec);
+    ASSERT_EQ(fib, 21891); /* Fib(20) calls itself 21,891 times, always a leaf path's last frame */
+    /* --calls with times is refused with --every, in one line */
+    const char *timed[] = {bin, "run", "--every", "1s", "--calls=timed", "-o", dir, "--", e2e_dotnet(), dll, "hello", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)timed, NULL), 0);
+    ASSERT_STATUS(&r, 2);
     return 0;
 }
 
