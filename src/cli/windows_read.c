@@ -78,7 +78,35 @@ static int export_mem(const dnp_calltree *ct, const dnp_export_opts *o, window_p
     return 0;
 }
 
-/* Exceptions thrown in the window, by type: one pprof of exception/count. */
+/* The throw site of the exception thrown at event i (its ExceptionDetails,
+ * with --exceptions: the stack, innermost first) into frames[1..]: the count
+ * of frames, 1 with the type alone. text: room for the stack's copy. */
+static size_t throw_site(const dnp_trace *t, size_t i, const char **frames, size_t cap, char *text, size_t textcap) {
+    uint64_t obj = t->events[i].v[DNP_V(ExceptionThrown, objectId)];
+    for (size_t j = i + 1; j < t->nevents && j < i + 64; j++) {
+        const dnp_trace_event *d = &t->events[j];
+        if (d->kind != DNP_EV_ExceptionDetails || d->v[DNP_V(ExceptionDetails, objectId)] != obj)
+            continue;
+        const char *stack = dnp_trace_string(t, d->v[DNP_V(ExceptionDetails, stack)]);
+        snprintf(text, textcap, "%s", stack ? stack : "");
+        size_t n = 1;
+        for (char *s = text, *nl; *s && n < cap; s = nl + 1) {
+            nl = strchr(s, '\n');
+            if (nl)
+                *nl = 0;
+            if (*s)
+                frames[n++] = s;
+            if (!nl)
+                break;
+        }
+        return n;
+    }
+    return 1;
+}
+
+/* Exceptions thrown in the window, by type (the leaf) and, with
+ * --exceptions, by throw site (the stack above it): one pprof of
+ * exception/count. */
 static int exceptions_profile(const dnp_trace *t, const window_file *w, window_profile *out) {
     int kind = DNP_EV_ExceptionThrown;
     dnp_pprof_type ty = {"exception", "count"};
@@ -90,9 +118,11 @@ static int exceptions_profile(const dnp_trace *t, const window_file *w, window_p
         if (!p && !(p = dnp_pprof_new(&ty, 1, &ty, 1)))
             return -1;
         const char *name = dnp_trace_string(t, e->v[DNP_VNAME(ExceptionThrown, classId)]);
-        const char *frames[1] = {name && *name ? name : "[unknown type]"};
+        const char *frames[64] = {name && *name ? name : "[unknown type]"};
+        static char text[16384];
+        size_t nframes = throw_site(t, i, frames, 64, text, sizeof text);
         int64_t one = 1;
-        if (dnp_pprof_add(p, frames, 1, &one) != 0) {
+        if (dnp_pprof_add(p, frames, nframes, &one) != 0) {
             dnp_pprof_free(p);
             return -1;
         }
