@@ -387,44 +387,41 @@ void async_probe(uintptr_t this_home) {
     atomic_fetch_add_explicit(&A.resumes, 1, memory_order_relaxed);
 }
 
-int async_sample_state(uint64_t sp, uint64_t *fp, uint32_t *chain, uint64_t *resumed, uint32_t *name) {
-    if (!A.on)
-        return 0;
-    athread *t = thread_here();
+/* The innermost resume running on this thread, at or above sp (below it: a
+ * resume that has returned); NULL none. Async-signal-safe. */
+static resume *resume_at(uintptr_t sp) {
+    athread *t = A.on ? thread_here() : NULL;
     if (!t)
-        return 0;
+        return NULL;
     uint32_t d = atomic_load_explicit(&t->depth, memory_order_relaxed);
     atomic_signal_fence(memory_order_acquire);
     if (d > RESUMES)
-        return 0;
-    while (d && t->r[d - 1].home < sp) /* below the stack pointer: a resume that has returned */
+        return NULL;
+    while (d && t->r[d - 1].home < sp)
         d--;
-    if (!d || !t->r[d - 1].resumed)
+    return d && t->r[d - 1].resumed ? &t->r[d - 1] : NULL;
+}
+
+int async_sample_state(uint64_t sp, uint64_t *fp, uint32_t *chain, uint64_t *resumed, uint32_t *name) {
+    const resume *r = resume_at(sp);
+    if (!r)
         return 0;
-    *fp = t->r[d - 1].home;
-    *chain = t->r[d - 1].chain;
-    *resumed = t->r[d - 1].resumed;
-    *name = t->r[d - 1].name;
+    *fp = r->home;
+    *chain = r->chain;
+    *resumed = r->resumed;
+    *name = r->name;
     return 1;
 }
 
 uint64_t async_sample_pending(uint64_t sp, uint64_t *seq) {
-    athread *t = A.on ? thread_here() : NULL;
-    if (!t)
-        return 0;
-    uint32_t d = atomic_load_explicit(&t->depth, memory_order_relaxed);
-    atomic_signal_fence(memory_order_acquire);
-    if (d > RESUMES)
-        return 0;
-    while (d && t->r[d - 1].home < sp)
-        d--;
-    if (!d || !t->r[d - 1].resumed || !t->r[d - 1].pending)
+    const resume *r = resume_at(sp);
+    if (!r || !r->pending)
         return 0;
     uint64_t s = atomic_load_explicit(&A.suspend_seq, memory_order_seq_cst);
     if (s & 1)
         return 0; /* objects may be moving */
     *seq = s;
-    return *(const uintptr_t *)t->r[d - 1].home; /* the box, where the GC keeps it */
+    return *(const uintptr_t *)r->home; /* the box, where the GC keeps it */
 }
 
 uint32_t async_resolve(uint64_t box, uint64_t seq, uint64_t resumed) {
@@ -448,20 +445,11 @@ void async_suspension(void) {
         atomic_fetch_add_explicit(&A.suspend_seq, 1, memory_order_seq_cst);
 }
 
-/* The innermost resume running on this thread, at or above sp; NULL none. */
-static const resume *resume_here(uintptr_t sp) {
-    if (!A.on)
-        return NULL;
-    athread *t = thread_here();
-    if (!t)
-        return NULL;
-    uint32_t d = atomic_load_explicit(&t->depth, memory_order_relaxed);
-    while (d && t->r[d - 1].home < sp)
-        d--;
-    if (!d || !t->r[d - 1].resumed)
-        return NULL;
-    resume *r = &t->r[d - 1];
-    if (r->pending) { /* the thread's own entry: its callers, if they have awaited since */
+/* The innermost resume running on this thread, at or above sp; NULL none.
+ * Its callers looked at again if nothing awaited it when it started. */
+static resume *resume_here(uintptr_t sp) {
+    resume *r = resume_at(sp);
+    if (r && r->pending) { /* the thread's own entry: its callers, if they have awaited since */
         uint64_t seq = atomic_load_explicit(&A.suspend_seq, memory_order_seq_cst);
         uint32_t c = seq & 1 ? 0 : async_resolve(*(const uintptr_t *)r->home, seq, r->resumed);
         if (c) {
@@ -503,18 +491,11 @@ unsigned async_logical_stack(uint64_t *f, unsigned n, unsigned cap) {
 }
 
 uint32_t async_calls_callers(uint64_t fid, uintptr_t sp, uint64_t *funcs, uint32_t *names, uint32_t cap) {
-    if (!A.on)
+    resume *r = resume_here(sp);
+    if (!r || r->resumed != fid || r->entered)
         return 0;
-    athread *t = thread_here();
-    if (!t)
-        return 0;
-    uint32_t d = atomic_load_explicit(&t->depth, memory_order_relaxed);
-    while (d && t->r[d - 1].home < sp)
-        d--;
-    if (!d || t->r[d - 1].resumed != fid || t->r[d - 1].entered)
-        return 0;
-    t->r[d - 1].entered = 1;
-    return async_chain_frames(t->r[d - 1].chain, funcs, names, cap);
+    r->entered = 1;
+    return async_chain_frames(r->chain, funcs, names, cap);
 }
 
 uint32_t async_chain_frames(uint32_t chain, uint64_t *funcs, uint32_t *names, uint32_t cap) {

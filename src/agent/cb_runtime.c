@@ -131,57 +131,33 @@ CB_REC(ManagedToUnmanagedTransition, (ICorProfilerCallback *self, FunctionID id,
  * move only while the runtime is suspended): their events are recorded only
  * when their family was asked for. */
 
-HRESULT cb_RuntimeSuspendStarted(ICorProfilerCallback *self, COR_PRF_SUSPEND_REASON reason) {
-    ACTIVE();
-    async_suspension();
-    RECORDED(SUSPENDS);
-    REC(RuntimeSuspendStarted, (uint64_t)(uint32_t)reason);
-    return S_OK;
-}
+/* A suspension's callback: hook first (the async stacks' count, or nothing),
+ * then its event when its family was asked for. */
+#define CB_SUSPEND(name, params, hook, ...)                                      \
+    HRESULT cb_##name params {                                                   \
+        ACTIVE();                                                                \
+        hook;                                                                    \
+        RECORDED(SUSPENDS);                                                      \
+        REC(name, __VA_ARGS__);                                                  \
+        return S_OK;                                                             \
+    }
+#define CB_SUSPEND0(name, hook)                                                  \
+    HRESULT cb_##name(ICorProfilerCallback *self) {                              \
+        ACTIVE();                                                                \
+        hook;                                                                    \
+        RECORDED(SUSPENDS);                                                      \
+        REC0(name);                                                              \
+        return S_OK;                                                             \
+    }
 
-HRESULT cb_RuntimeSuspendFinished(ICorProfilerCallback *self) {
-    ACTIVE();
-    RECORDED(SUSPENDS);
-    REC0(RuntimeSuspendFinished);
-    return S_OK;
-}
-
-HRESULT cb_RuntimeSuspendAborted(ICorProfilerCallback *self) {
-    ACTIVE();
-    async_suspension();
-    RECORDED(SUSPENDS);
-    REC0(RuntimeSuspendAborted);
-    return S_OK;
-}
-
-HRESULT cb_RuntimeResumeStarted(ICorProfilerCallback *self) {
-    ACTIVE();
-    RECORDED(SUSPENDS);
-    REC0(RuntimeResumeStarted);
-    return S_OK;
-}
-
-HRESULT cb_RuntimeResumeFinished(ICorProfilerCallback *self) {
-    ACTIVE();
-    async_suspension();
-    RECORDED(SUSPENDS);
-    REC0(RuntimeResumeFinished);
-    return S_OK;
-}
-
-HRESULT cb_RuntimeThreadSuspended(ICorProfilerCallback *self, ThreadID id) {
-    ACTIVE();
-    RECORDED(SUSPENDS);
-    REC(RuntimeThreadSuspended, id);
-    return S_OK;
-}
-
-HRESULT cb_RuntimeThreadResumed(ICorProfilerCallback *self, ThreadID id) {
-    ACTIVE();
-    RECORDED(SUSPENDS);
-    REC(RuntimeThreadResumed, id);
-    return S_OK;
-}
+CB_SUSPEND(RuntimeSuspendStarted, (ICorProfilerCallback *self, COR_PRF_SUSPEND_REASON reason), async_suspension(),
+           (uint64_t)(uint32_t)reason)
+CB_SUSPEND0(RuntimeSuspendFinished, (void)0)
+CB_SUSPEND0(RuntimeSuspendAborted, async_suspension())
+CB_SUSPEND0(RuntimeResumeStarted, (void)0)
+CB_SUSPEND0(RuntimeResumeFinished, async_suspension())
+CB_SUSPEND(RuntimeThreadSuspended, (ICorProfilerCallback *self, ThreadID id), (void)0, id)
+CB_SUSPEND(RuntimeThreadResumed, (ICorProfilerCallback *self, ThreadID id), (void)0, id)
 
 /* ---- COM interop ---- */
 
