@@ -180,6 +180,32 @@ static size_t list_files(const char *dir, const char *prefix, char names[][256],
     return n;
 }
 
+/* The files of one type in dir (prefix "alloc-" and the like), each decoded
+ * by go tool pprof -raw with the sample types types and added up into sum
+ * (totals, and the values of the samples whose leaf is leaf[i]): the number
+ * of files, 0 when there is none, -1 when one does not decode as expected. */
+static int windows_sum(const char *go, const char *dir, const char *prefix, const char *types,
+                       const char *const leaf[3], raw_profile *sum) {
+    static char names[64][256];
+    size_t n = list_files(dir, prefix, names, 64);
+    memset(sum, 0, sizeof *sum);
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX + 300];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        raw_profile rp;
+        if (raw_read_of(go, path, leaf, &rp) != 0 || strcmp(rp.types, types) != 0) {
+            fprintf(stderr, "e2e: %s: sample types '%s', not '%s'\n", path, rp.types, types);
+            return -1;
+        }
+        sum->total += rp.total;
+        for (int h = 0; h < 3; h++) {
+            sum->hot[h] += rp.hot[h];
+            sum->hot_first[h] += rp.hot_first[h];
+        }
+    }
+    return (int)n;
+}
+
 TEST(e2e_windows_files) {
     char go[PATH_MAX];
     if (!go_tool(go, sizeof go))
@@ -480,40 +506,22 @@ TEST(e2e_windows_alloc_exceptions) {
     free(out);
     ASSERT_GT(blob, 0);
     ASSERT_GT(dot, 0);
-    static char names[64][256];
-    size_t n = list_files(dir, "alloc-", names, 64);
-    ASSERT_GE(n, 1); /* the program may take less than 200 ms on an idle machine */
     static const char *const TYPES[3] = {"Scenarios.Blob", "Scenarios.Dot", "-"};
-    double bytes[2] = {0, 0};
-    for (size_t i = 0; i < n; i++) {
-        char path[PATH_MAX + 300];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        raw_profile rp;
-        ASSERT_EQ(raw_read_of(go, path, TYPES, &rp), 0);
-        ASSERT_STREQ(rp.types, "alloc_samples/count alloc_size/bytes[dflt]");
-        bytes[0] += rp.hot[0];
-        bytes[1] += rp.hot[1];
-    }
+    raw_profile sum;
+    int n = windows_sum(go, dir, "alloc-", "alloc_samples/count alloc_size/bytes[dflt]", TYPES, &sum);
+    ASSERT_GE(n, 1); /* the program may take less than 200 ms on an idle machine */
+    double bytes[2] = {sum.hot[0], sum.hot[1]};
     double share = 100 * bytes[0] / (bytes[0] + bytes[1]), truth = 100 * blob / (blob + dot);
-    fprintf(stderr, "Scenarios.Blob: %.1f%% of the bytes in %zu windows (truth %.1f%%)\n", share, n, truth);
+    fprintf(stderr, "Scenarios.Blob: %.1f%% of the bytes in %d windows (truth %.1f%%)\n", share, n, truth);
     ASSERT_LT(fabs(share - truth), 3.0); /* test_alloc.c: over 4 standard errors at 300 MB */
 
     snprintf(dir, sizeof dir, "%s/exceptions", r.dir);
     const char *eargv[] = {bin, "run", "--every", "500ms", "--exceptions", "-o", dir, "--", e2e_dotnet(), dll, "exceptions", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)eargv, NULL), 0);
     ASSERT_STATUS(&r, 0);
-    n = list_files(dir, "exception-", names, 64);
-    ASSERT_GE(n, 1);
     static const char *const EXC[3] = {"System.InvalidOperationException", "-", "-"};
-    double thrown = 0;
-    for (size_t i = 0; i < n; i++) {
-        char path[PATH_MAX + 300];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        raw_profile rp;
-        ASSERT_EQ(raw_read_of(go, path, EXC, &rp), 0);
-        ASSERT_STREQ(rp.types, "exception/count");
-        thrown += rp.hot[0];
-    }
+    ASSERT_GE(windows_sum(go, dir, "exception-", "exception/count", EXC, &sum), 1);
+    double thrown = sum.hot[0];
     ASSERT_EQ(thrown, 1); /* the program throws one */
     return 0;
 }
@@ -542,20 +550,12 @@ TEST(e2e_windows_locks) {
     double waited = m ? atof(m + 18) : 0;
     free(out);
     ASSERT_GT(waited, 0);
-    static char names[64][256];
-    size_t n = list_files(dir, "lock-", names, 64);
-    ASSERT_GE(n, 1);
     static const char *const NONE[3] = {"-", "-", "-"};
-    double ns = 0;
-    for (size_t i = 0; i < n; i++) {
-        char path[PATH_MAX + 300];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        raw_profile rp;
-        ASSERT_EQ(raw_read_of(go, path, NONE, &rp), 0);
-        ASSERT_STREQ(rp.types, "lock_count/count lock_time/nanoseconds[dflt]");
-        ns += rp.total;
-    }
-    fprintf(stderr, "e2e: lock_time of %zu windows: %.1f ms; the program waited %.1f ms\n", n, ns / 1e6, waited / 1e6);
+    raw_profile sum;
+    int n = windows_sum(go, dir, "lock-", "lock_count/count lock_time/nanoseconds[dflt]", NONE, &sum);
+    ASSERT_GE(n, 1);
+    double ns = sum.total;
+    fprintf(stderr, "e2e: lock_time of %d windows: %.1f ms; the program waited %.1f ms\n", n, ns / 1e6, waited / 1e6);
     ASSERT_LT(fabs(ns - waited), 0.15 * waited);
     return 0;
 }
@@ -577,21 +577,12 @@ TEST(e2e_windows_calls) {
                           "calls", "recursion", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
     ASSERT_STATUS(&r, 0);
-    static char names[64][256];
-    size_t n = list_files(dir, "calls-", names, 64);
-    ASSERT_GE(n, 1);
     static const char *const LEAF[3] = {"Scenarios.CallsScenario::Fib", "Scenarios.CallsScenario::Recurse", "-"};
-    double fib = 0, rec = 0;
-    for (size_t i = 0; i < n; i++) {
-        char path[PATH_MAX + 300];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        raw_profile rp;
-        ASSERT_EQ(raw_read_of(go, path, LEAF, &rp), 0);
-        ASSERT_STREQ(rp.types, "calls/count time/nanoseconds[dflt]");
-        fib += rp.hot_first[0];
-        rec += rp.hot_first[1];
-    }
-    fprintf(stderr, "e2e: %zu windows: Fib %.0f calls, Recurse %.0f as leaves\n", n, fib, rec);
+    raw_profile sum;
+    int n = windows_sum(go, dir, "calls-", "calls/count time/nanoseconds[dflt]", LEAF, &sum);
+    ASSERT_GE(n, 1);
+    double fib = sum.hot_first[0], rec = sum.hot_first[1];
+    fprintf(stderr, "e2e: %d windows: Fib %.0f calls, Recurse %.0f as leaves\n", n, fib, rec);
     ASSERT_EQ(fib, 21891); /* Fib(20) calls itself 21,891 times, always a leaf path's last frame */
     /* --calls with times is refused with --every, in one line */
     const char *timed[] = {bin, "run", "--every", "1s", "--calls=timed", "-o", dir, "--", e2e_dotnet(), dll, "hello", NULL};
