@@ -445,19 +445,24 @@ void async_suspension(void) {
         atomic_fetch_add_explicit(&A.suspend_seq, 1, memory_order_seq_cst);
 }
 
+/* A resume nothing awaited when it started (pending), on its own thread: its
+ * callers, if they have awaited since. */
+static void late_look(resume *r) {
+    uint64_t seq = atomic_load_explicit(&A.suspend_seq, memory_order_seq_cst);
+    uint32_t c = seq & 1 ? 0 : async_resolve(*(const uintptr_t *)r->home, seq, r->resumed);
+    if (c) {
+        r->chain = c;
+        atomic_signal_fence(memory_order_release);
+        r->pending = 0;
+    }
+}
+
 /* The innermost resume running on this thread, at or above sp; NULL none.
  * Its callers looked at again if nothing awaited it when it started. */
 static resume *resume_here(uintptr_t sp) {
     resume *r = resume_at(sp);
-    if (r && r->pending) { /* the thread's own entry: its callers, if they have awaited since */
-        uint64_t seq = atomic_load_explicit(&A.suspend_seq, memory_order_seq_cst);
-        uint32_t c = seq & 1 ? 0 : async_resolve(*(const uintptr_t *)r->home, seq, r->resumed);
-        if (c) {
-            r->chain = c;
-            atomic_signal_fence(memory_order_release);
-            r->pending = 0;
-        }
-    }
+    if (r && r->pending)
+        late_look(r);
     return r;
 }
 
@@ -491,10 +496,12 @@ unsigned async_logical_stack(uint64_t *f, unsigned n, unsigned cap) {
 }
 
 uint32_t async_calls_callers(uint64_t fid, uintptr_t sp, uint64_t *funcs, uint32_t *names, uint32_t cap) {
-    resume *r = resume_here(sp);
+    resume *r = resume_at(sp); /* every state machine's call asks: the late look only for the resume's own */
     if (!r || r->resumed != fid || r->entered)
         return 0;
     r->entered = 1;
+    if (r->pending)
+        late_look(r);
     return async_chain_frames(r->chain, funcs, names, cap);
 }
 
