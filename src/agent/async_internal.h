@@ -66,7 +66,7 @@ typedef struct async_state {
     int corelib_ready; /* 1 ready, -1 not usable */
     mdTypeDef box_td, pbox_td, pbox_base_td, task_td, atc_td, delegate_td, wrapper_td, mrvtsc_td;
     mdMethodDef box_move, pbox_move;
-    mdSignature probe_sig; /* the probe's call site signature, in CoreLib */
+    mdSignature probe_sig; /* the probe's call site signature, in CoreLib: made at the first resume compiled */
     int rewritten[2];      /* box_move's, pbox_move's body replaced */
     /* the execution context's methods between a box's MoveNext and its state
      * machine's (tokens, then their FunctionIDs as the runtime prepares them) */

@@ -157,12 +157,11 @@ static int corelib_setup(ModuleID module) {
         if (e)
             A.imp->lpVtbl->CloseEnum(A.imp, e);
     }
-    A.probe_sig = probe_signature(module);
-    if (!A.probe_sig)
-        agent_say("async stacks: CoreLib takes no new call signature here; sampled stacks stay physical");
+    /* the probe's signature is made at the first resume compiled (async_jit_started): CoreLib's
+     * metadata opened for writing costs about 18 ms, which a program that never awaits should not pay */
     A.box_move = find_move_next(A.box_td, 1); /* MoveNext(Thread): the others call it */
     A.pbox_move = A.pbox_td ? find_move_next(A.pbox_td, 0) : 0;
-    A.corelib_ready = A.box_move && A.probe_sig ? 1 : -1;
+    A.corelib_ready = A.box_move ? 1 : -1;
     if (!A.box_move)
         agent_say("async stacks: no AsyncStateMachineBox.MoveNext(Thread) in this runtime; sampled stacks stay physical");
     return A.corelib_ready > 0;
@@ -433,12 +432,22 @@ void async_jit_started(FunctionID fid) {
     int which = tok == A.box_move ? 0 : tok == A.pbox_move ? 1 : -1;
     if (which < 0 || !tok)
         return;
-    resume_fid_note(fid);
     pthread_mutex_lock(&A.mu);
-    int first = !A.rewritten[which];
-    A.rewritten[which] = 1;
+    if (!A.probe_sig && A.corelib_ready > 0) {
+        A.probe_sig = probe_signature(A.corelib);
+        if (!A.probe_sig) {
+            A.corelib_ready = -1; /* as if CoreLib had no resumes: every stack stays physical */
+            agent_say("async stacks: CoreLib takes no new call signature here; sampled stacks stay physical");
+        }
+    }
+    int first = A.probe_sig && !A.rewritten[which];
+    if (first)
+        A.rewritten[which] = 1;
     pthread_mutex_unlock(&A.mu);
-    if (first && A.probe_sig)
+    if (!A.probe_sig)
+        return;
+    resume_fid_note(fid);
+    if (first)
         rewrite(tok);
 }
 

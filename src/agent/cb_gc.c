@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "callbacks.h"
+#include "sampler.h"
 #include "heap.h"
 
 /* ---- GC and the heap ---- */
@@ -89,7 +90,10 @@ HRESULT cb_RootReferences2(ICorProfilerCallback *self, ULONG n, ObjectID *refs,
 HRESULT cb_GarbageCollectionStarted(ICorProfilerCallback *self, int n, BOOL *collected,
                                         COR_PRF_GC_REASON reason) {
     heap_gc_started(n, collected, (int)reason);
+    sampler_gc_started(n, collected);
     ACTIVE();
+    if (!(g_agent.events.mask & COR_PRF_MONITOR_GC))
+        return S_OK; /* asked for by sampling's [GC] frames only (COR_PRF_HIGH_BASIC_GC) */
     uint64_t gens = 0;
     for (int i = 0; collected && i < n && i < 64; i++)
         if (collected[i])
@@ -100,7 +104,10 @@ HRESULT cb_GarbageCollectionStarted(ICorProfilerCallback *self, int n, BOOL *col
 
 HRESULT cb_GarbageCollectionFinished(ICorProfilerCallback *self) {
     heap_gc_finished();
+    sampler_gc_finished();
     ACTIVE();
+    if (!(g_agent.events.mask & COR_PRF_MONITOR_GC))
+        return S_OK;
     REC0(GarbageCollectionFinished);
     return S_OK;
 }

@@ -38,6 +38,10 @@ void sampler_code_unloaded(void);
 /* JITCompilationStarted / Finished on the compiling thread: its samples in
  * between read "method > [JIT] > the JIT's frames" (sampler_runtime.c). */
 void sampler_jit_started(uint64_t function_id);
+/* A collection starts (its generations, from GarbageCollectionStarted) or ends
+ * on the calling thread: samples there get a "[GC genN]" frame. */
+void sampler_gc_started(int ngens, const int *collected);
+void sampler_gc_finished(void);
 void sampler_jit_finished(void);
 
 /* Native code without frame pointers: among nw words at sp (the stack below

@@ -66,6 +66,7 @@ typedef struct srec {
 
 typedef struct sslot {
     atomic_int tid;             /* the thread sampled, 0 free */
+    atomic_ullong self;         /* its pthread_self(), once its handler has checked tid: 0 until then */
     atomic_ullong lo, hi;       /* its stack mapping, 0 until known */
     atomic_ullong probe_sp;     /* a stack pointer the handler saw outside [lo, hi) */
     atomic_uint head, tail;     /* the ring: head written by the handler, tail by the sampler */

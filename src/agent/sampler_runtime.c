@@ -2,8 +2,11 @@
  * (docs/sampling.md, "Runtime work"). A sample taken on the thread that runs
  * a garbage collection, while it runs, gets a frame "[GC gen N]" between the
  * managed code that triggered it and the runtime's native frames. The
- * collections come from the agent's EventPipe session (eventpipe.h): GCStart
- * and GCEnd, delivered on the thread that collects. A sample taken while the
+ * collections come from the profiling API's basic GC callbacks
+ * (COR_PRF_HIGH_BASIC_GC: GarbageCollectionStarted and Finished, on the thread
+ * that collects, with background GC left on), not from an EventPipe session,
+ * whose start-up (the runtime's event sources, a dozen methods compiled) cost
+ * 20-30 ms of every sampled program's start. A sample taken while the
  * thread compiles a method (JITCompilationStarted .. Finished) reads
  * "method > [JIT] > the JIT's frames", under the code that needed the method:
  * the compiling threads' methods are kept in a small table by thread id,
@@ -14,42 +17,38 @@
 #include <unistd.h>
 
 #include "callbacks.h"
-#include "eventpipe.h"
 #include "names.h"
 
 atomic_uint sampler_gc_state; /* generation + 1 while a collection runs, else 0 */
 atomic_int sampler_gc_tid;    /* the thread that runs it */
 
-enum { EV_GC_START = 1, EV_GC_END = 2 }; /* GCStart_V2, GCEnd_V1 (ClrEtwAll.man) */
-
-static atomic_int g_jit_on;
-
-static void on_event(const ep_event *e) {
-    if (e->id != EV_GC_START && e->id != EV_GC_END)
-        return;
-    ep_reader r = ep_read(e);
-    ep_get(&r, 4); /* Count */
-    uint32_t depth = (uint32_t)ep_get(&r, 4);
-    if (r.bad)
-        return;
-    if (e->id == EV_GC_START) {
-        atomic_store(&sampler_gc_tid, (int)gettid());
-        atomic_store(&sampler_gc_state, (depth < 3 ? depth : 2) + 1);
-    } else if (atomic_load(&sampler_gc_tid) == (int)gettid()) {
-        atomic_store(&sampler_gc_state, 0);
-    }
-}
-
-static ep_consumer g_gc = {"[GC] frames of sampled stacks", EP_KEYWORD_GC, COR_PRF_EVENTPIPE_INFORMATIONAL, on_event,
-                           NULL, NULL, NULL, NULL};
+static atomic_int g_jit_on, g_gc_on;
 
 void sampler_runtime_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
     atomic_store(&sampler_gc_state, 0);
-    atomic_store(&g_jit_on, cfg->sample == SAMPLER_CPU || cfg->sample == SAMPLER_WALL);
-    if (atomic_load(&g_jit_on))
-        *mask |= 0x20u; /* COR_PRF_MONITOR_JIT_COMPILATION: one callback per method compiled */
-    if (cfg->sample == SAMPLER_CPU || cfg->sample == SAMPLER_WALL)
-        ep_want(&g_gc, mask_high); /* without it (before .NET 5), no [GC] frames: said once by ep_want */
+    int walked = cfg->sample == SAMPLER_CPU || cfg->sample == SAMPLER_WALL;
+    atomic_store(&g_jit_on, walked);
+    atomic_store(&g_gc_on, walked);
+    if (walked) {
+        *mask |= 0x20u;       /* COR_PRF_MONITOR_JIT_COMPILATION: one callback per method compiled */
+        *mask_high |= 0x10u;  /* COR_PRF_HIGH_BASIC_GC: two callbacks per collection */
+    }
+}
+
+void sampler_gc_started(int ngens, const int *collected) {
+    if (!atomic_load_explicit(&g_gc_on, memory_order_relaxed))
+        return;
+    uint32_t depth = 0;
+    for (int i = 0; collected && i < ngens && i < 3; i++)
+        if (collected[i])
+            depth = (uint32_t)i;
+    atomic_store(&sampler_gc_tid, (int)gettid());
+    atomic_store(&sampler_gc_state, depth + 1);
+}
+
+void sampler_gc_finished(void) {
+    if (atomic_load_explicit(&g_gc_on, memory_order_relaxed) && atomic_load(&sampler_gc_tid) == (int)gettid())
+        atomic_store(&sampler_gc_state, 0);
 }
 
 uint32_t sampler_gc_now(int tid) {
