@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "arch_unwind.h"
@@ -121,11 +122,36 @@ typedef struct cie {
     const uint8_t *insn, *insn_end;
 } cie;
 
+/* The rows are mapped, not malloc'd: sized from the FDE count and populated
+ * by the kernel in one call (MAP_POPULATE), where touching them page by page
+ * took a fault per 4 KiB, in a VM a trip to the host each (about 900 for the
+ * libraries of a .NET process). */
 typedef struct rows {
     unw_row *r;
     size_t n, cap;
     int oom;
 } rows;
+
+static size_t rows_bytes(size_t cap) {
+    size_t page = 4096;
+    return (cap * sizeof(unw_row) + page - 1) / page * page;
+}
+
+static int rows_grow(rows *rs, size_t cap) {
+    void *g = rs->r ? mremap(rs->r, rows_bytes(rs->cap), rows_bytes(cap), MREMAP_MAYMOVE)
+                    : mmap(NULL, rows_bytes(cap), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                           -1, 0);
+    if (g == MAP_FAILED)
+        return -1;
+    rs->r = g;
+    rs->cap = rows_bytes(cap) / sizeof(unw_row);
+    return 0;
+}
+
+static void rows_free(unw_row *r, size_t n) {
+    if (r)
+        munmap(r, rows_bytes(n));
+}
 
 static unw_row to_row(const cstate *s, uint32_t pc) {
     unw_row w;
@@ -165,15 +191,9 @@ static void emit(rows *rs, unw_row w) {
     }
     if (rs->n && same_rules(&rs->r[rs->n - 1], &w))
         return;
-    if (rs->n == rs->cap) {
-        size_t cap = rs->cap ? rs->cap * 2 : 1024;
-        unw_row *g = realloc(rs->r, cap * sizeof *g);
-        if (!g) {
-            rs->oom = 1;
-            return;
-        }
-        rs->r = g;
-        rs->cap = cap;
+    if (rs->n == rs->cap && rows_grow(rs, rs->cap ? rs->cap * 2 : 1024) != 0) {
+        rs->oom = 1;
+        return;
     }
     rs->r[rs->n++] = w;
 }
@@ -413,8 +433,10 @@ int unw_parse(const uint8_t *hdr, uint64_t seg_lo, uint64_t seg_hi, uint64_t bia
         return -1;
     rows rs = {NULL, 0, 0, 0};
     uint32_t *funcs = malloc(count * sizeof *funcs);
-    if (!funcs)
+    if (!funcs || rows_grow(&rs, count * 8) != 0) { /* 6-8 rows an FDE in the runtime's libraries */
+        free(funcs);
         return -1;
+    }
     uint64_t lo = UINT64_MAX, hi = 0;
     uint32_t nf = 0;
     for (uint64_t i = 0; i < count && !rs.oom; i++) {
@@ -436,13 +458,14 @@ int unw_parse(const uint8_t *hdr, uint64_t seg_lo, uint64_t seg_hi, uint64_t bia
         }
     }
     if (rs.oom || !rs.n || !nf) {
-        free(rs.r);
+        rows_free(rs.r, rs.cap);
         free(funcs);
         return -1;
     }
     qsort(funcs, nf, sizeof *funcs, by_u32);
-    unw_row *fit = realloc(rs.r, rs.n * sizeof *fit);
-    out->rows = fit ? fit : rs.r;
+    if (rows_bytes(rs.n) < rows_bytes(rs.cap)) /* the tail's pages back */
+        munmap((char *)rs.r + rows_bytes(rs.n), rows_bytes(rs.cap) - rows_bytes(rs.n));
+    out->rows = rs.r;
     out->nrows = (uint32_t)rs.n;
     out->funcs = funcs;
     out->nfuncs = nf;
@@ -455,7 +478,7 @@ int unw_parse(const uint8_t *hdr, uint64_t seg_lo, uint64_t seg_hi, uint64_t bia
 }
 
 void unw_lib_free(unw_lib *l) {
-    free(l->rows);
+    rows_free(l->rows, l->nrows);
     free(l->funcs);
     memset(l, 0, sizeof *l);
 }
