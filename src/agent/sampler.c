@@ -57,7 +57,7 @@ static void *sampler_main(void *arg) {
             if (S.unwind) /* the tables of libraries loaded since (one look when none was); the first
                            * time every library's, here rather than on the thread that starts the
                            * runtime: its start-up does not wait for them */
-                unwind_refresh();
+                unwind_refresh(0);
             sampler_drain();
             sampler_find_stacks();
         }
@@ -112,6 +112,8 @@ static void release_memory(void) {
     free(S.dirty);
     free(S.named);
     free(S.cache);
+    free(S.cache_used);
+    S.cache_used = NULL;
     free(S.fd_slot);
     S.fd_slot = NULL;
     free(S.exec);
@@ -155,6 +157,8 @@ int sampler_start(const agent_config *cfg) {
     S.hash = calloc(NODE_HASH, sizeof *S.hash);
     S.dirty = calloc(MAX_NODES, sizeof *S.dirty);
     S.cache = calloc(IP_CACHE, sizeof *S.cache);
+    S.cache_used = calloc(IP_CACHE / 2 + 1, sizeof *S.cache_used);
+    S.ncache = 0;
     S.fd_slot = calloc(MAX_FDS, sizeof *S.fd_slot);
     S.named = calloc(NAMED_MAX, sizeof *S.named);
     S.nnamed = 0;
@@ -165,7 +169,7 @@ int sampler_start(const agent_config *cfg) {
     void *slots = mmap(NULL, MAX_SLOTS * sizeof(sslot), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     S.slots = slots == MAP_FAILED ? NULL : slots;
-    if (!S.nodes || !S.hash || !S.dirty || !S.cache || !S.slots || !S.fd_slot || !S.named) {
+    if (!S.nodes || !S.hash || !S.dirty || !S.cache || !S.cache_used || !S.slots || !S.fd_slot || !S.named) {
         release_memory();
         agent_say("no memory for the sampler's trees; no samples");
         return -1;

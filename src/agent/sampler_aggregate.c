@@ -297,6 +297,8 @@ static void aggregate_record(uint32_t tid, const srec *r) {
     uint32_t n = r->n;
     int patchpoint = 0; /* the frame before was an OSR method's patchpoint call (one frame with the method) */
     uint32_t jit_top = 0; /* frames up to the outermost of the JIT's own code */
+    if (n > 1)
+        sampler_prefetch_calls(r->ip + 1, (n < MAX_DEPTH ? n : MAX_DEPTH) - 1);
     for (uint32_t k = 0; k < n && k < MAX_DEPTH; k++) {
         if (r->async_k && k == r->async_k)
             cut = st.m;

@@ -147,6 +147,7 @@ typedef struct sampler_state {
     uint32_t nnamed;
 
     ipent *cache;
+    uint32_t *cache_used; /* the slots in use, ncache of them: a clear zeroes those, not the table */
     uint32_t ncache;
     uint64_t cache_born;
 
@@ -192,6 +193,7 @@ void sampler_exec_refresh(void);
 int sampler_exec_find(uint64_t a);
 const ipent *sampler_resolve(uint64_t ip);
 int sampler_is_return_address(uint64_t addr);
+void sampler_prefetch_calls(const uint64_t *ips, uint32_t n);
 int sampler_leaf_slot(uint64_t ip);
 
 /* The trees (sampler_aggregate.c). */

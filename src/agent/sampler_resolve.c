@@ -22,8 +22,11 @@ uint64_t sampler_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Only the slots in use: the whole table is 2.5 MiB, and zeroing it every 2 s
+ * (and at every dynamic method's unload) touched every page of it. */
 void sampler_cache_clear(uint64_t now) {
-    memset(S.cache, 0, IP_CACHE * sizeof *S.cache);
+    for (uint32_t i = 0; i < S.ncache; i++)
+        memset(&S.cache[S.cache_used[i]], 0, sizeof *S.cache);
     S.ncache = 0;
     S.cache_born = now;
 }
@@ -107,7 +110,7 @@ static ipent *entry(uint64_t ip) {
     ipent *e = &S.cache[h];
     e->ip = ip;
     e->slot = -2;
-    S.ncache++;
+    S.cache_used[S.ncache++] = h;
     e->code = (uint8_t)exec_contains(ip);
     e->exec_gen = S.exec_gen;
     if (!e->code)
@@ -163,6 +166,38 @@ static int after_call(uint64_t addr) {
     if (addr < 8 || memread(addr - 8, b, sizeof b) != (ssize_t)sizeof b)
         return 0;
     return arch_follows_call(b);
+}
+
+/* Whether each return address of ips[0..n) in executable memory follows a
+ * call, read in one batch for those not known yet (the walk's frames are new
+ * addresses at a program's start: each had been a system call of its own). */
+void sampler_prefetch_calls(const uint64_t *ips, uint32_t n) {
+    enum { MAXB = 128 };
+    uint64_t at[MAXB];
+    ipent *ents[MAXB];
+    uint8_t bytes[MAXB * 8], ok[MAXB];
+    uint32_t m = 0;
+    if ((S.ncache + n) * 2 >= IP_CACHE)
+        return; /* entry() may clear the cache on the way: the entries one by one, later */
+    for (uint32_t k = 0; k < n && m < MAXB; k++) {
+        if (ips[k] < 4096)
+            continue;
+        ipent *c = entry(ips[k] - 1);
+        if (!c->code || c->call)
+            continue; /* known, or outside the list of executable mappings (checked again one by one) */
+        int dup = 0;
+        for (uint32_t j = 0; j < m && !dup; j++)
+            dup = ents[j] == c;
+        if (dup)
+            continue;
+        ents[m] = c;
+        at[m++] = ips[k] - 8;
+    }
+    if (!m)
+        return;
+    memread_batch(at, m, 8, bytes, ok);
+    for (uint32_t j = 0; j < m; j++)
+        ents[j]->call = ok[j] && arch_follows_call(bytes + 8 * j) ? 1 : 2;
 }
 
 /* The executable mappings read again for an address in none of them that

@@ -5,11 +5,9 @@
 #include "unwind.h"
 
 #include <stdatomic.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 #include "dnp_search.h"
+#include "memread.h"
 
 _Atomic(const unw_index *) unwind_index_ptr;
 atomic_uint unwind_readers;
@@ -33,7 +31,14 @@ const unw_lib *unwind_find(const unw_index *ix, uint64_t pc) {
     if (!lo)
         return NULL;
     const unw_lib *l = ix->lib[lo - 1];
-    return pc < l->hi ? l : NULL;
+    if (pc >= l->hi)
+        return NULL;
+    if (!__atomic_load_n(&l->nrows, __ATOMIC_ACQUIRE)) { /* not parsed yet: the sampler thread will */
+        if (!__atomic_load_n(&l->tried, __ATOMIC_RELAXED) && !__atomic_load_n(&l->wanted, __ATOMIC_RELAXED))
+            __atomic_store_n((uint8_t *)&l->wanted, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    return pc >= l->fde_lo && pc < l->fde_hi ? l : NULL;
 }
 
 const unw_row *unwind_row(const unw_lib *l, uint64_t pc) {
@@ -57,8 +62,7 @@ int unwind_read(uint64_t a, uint64_t lo, uint64_t limit, int safe, uint64_t *out
         *out = *(const uint64_t *)(uintptr_t)a;
         return 0;
     }
-    struct iovec local = {out, 8}, remote = {(void *)(uintptr_t)a, 8};
-    return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L) == 8 ? 0 : -1;
+    return memread(a, out, 8) == 8 ? 0 : -1;
 }
 
 int unwind_step(const unw_index *ix, unw_frame *f, int leaf, uint64_t lo, uint64_t limit, int safe) {

@@ -469,8 +469,8 @@ int unw_parse(const uint8_t *hdr, uint64_t seg_lo, uint64_t seg_hi, uint64_t bia
     out->nrows = (uint32_t)rs.n;
     out->funcs = funcs;
     out->nfuncs = nf;
-    out->lo = lo;
-    out->hi = hi;
+    out->lo = out->fde_lo = lo;
+    out->hi = out->fde_hi = hi;
     out->bias = bias;
     out->hdr = base;
     out->parse_ns = now_ns() - t0;
@@ -526,8 +526,9 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *data) {
     }
     if (g_nlibs == MAX_LIBS)
         return 0;
-    /* the loaded segment that holds the header: reads stay inside it */
-    uint64_t seg_lo = 0, seg_hi = 0;
+    /* the loaded segment that holds the header (reads stay inside it), and the
+     * executable ones (what the index knows the library by until it is parsed) */
+    uint64_t seg_lo = 0, seg_hi = 0, lo = UINT64_MAX, hi = 0;
     for (unsigned i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[i];
         uint64_t a = info->dlpi_addr + p->p_vaddr;
@@ -535,21 +536,50 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *data) {
             seg_lo = a;
             seg_hi = a + p->p_filesz;
         }
+        if (p->p_type == PT_LOAD && (p->p_flags & PF_X) && p->p_memsz) {
+            lo = a < lo ? a : lo;
+            hi = a + p->p_memsz > hi ? a + p->p_memsz : hi;
+        }
     }
     unw_lib *l = calloc(1, sizeof *l);
     if (!l)
         return 0;
-    if (!seg_hi || unw_parse((const uint8_t *)(uintptr_t)hdr, seg_lo, seg_hi, info->dlpi_addr, l) != 0) {
-        /* no table this parser reads: remembered, so as not to parse it again */
-        l->bias = info->dlpi_addr;
-        l->hdr = hdr;
-    }
+    l->bias = info->dlpi_addr;
+    l->hdr = hdr;
+    l->seg_lo = seg_lo;
+    l->seg_hi = seg_hi;
+    l->lo = lo;
+    l->hi = hi;
+    l->tried = !seg_hi || hi <= lo; /* no table this parser reads: never indexed */
     const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "main";
     const char *slash = strrchr(name, '/');
     strncpy(l->name, slash ? slash + 1 : name, sizeof l->name - 1);
     l->seen = 1;
     g_libs[g_nlibs++] = l;
     return 0;
+}
+
+/* Parses l's table in place while handlers may read l: everything but the
+ * row count first, the count last (release); a handler that still reads 0
+ * walks the library as code without a table. 1 when a table was published. */
+static int lib_parse(unw_lib *l) {
+    unw_lib t;
+    __atomic_store_n(&l->tried, 1, __ATOMIC_RELAXED);
+    if (unw_parse((const uint8_t *)(uintptr_t)l->hdr, l->seg_lo, l->seg_hi, l->bias, &t) != 0) {
+        l->fdes = t.fdes;
+        l->bad_fdes = t.bad_fdes;
+        return 0;
+    }
+    l->rows = t.rows;
+    l->funcs = t.funcs;
+    l->nfuncs = t.nfuncs;
+    l->fde_lo = t.fde_lo > l->lo ? t.fde_lo : l->lo;
+    l->fde_hi = t.fde_hi < l->hi ? t.fde_hi : l->hi;
+    l->fdes = t.fdes;
+    l->bad_fdes = t.bad_fdes;
+    l->parse_ns = t.parse_ns;
+    __atomic_store_n(&l->nrows, t.nrows, __ATOMIC_RELEASE);
+    return 1;
 }
 
 static int by_lo(const void *x, const void *y) {
@@ -570,13 +600,21 @@ static int quiesce(void) {
     return 0;
 }
 
-void unwind_refresh(void) {
+void unwind_refresh(int all) {
     int first = 1;
     for (uint32_t i = 0; i < g_nlibs; i++)
         g_libs[i]->seen = 0;
     uint32_t before = g_nlibs;
-    if (dl_iterate_phdr(on_object, &first) == 1)
-        return; /* nothing changed: every library is still there */
+    int same = dl_iterate_phdr(on_object, &first) == 1; /* nothing loaded or unloaded */
+    for (uint32_t i = 0; i < g_nlibs; i++) {
+        unw_lib *l = g_libs[i];
+        if (same)
+            l->seen = 1;
+        if (l->seen && !l->tried && (all || __atomic_load_n(&l->wanted, __ATOMIC_RELAXED)))
+            lib_parse(l);
+    }
+    if (same)
+        return; /* the index holds every library already */
     unw_index *ix = malloc(sizeof *ix + MAX_LIBS * sizeof ix->lib[0]);
     if (!ix)
         return;
@@ -589,7 +627,7 @@ void unwind_refresh(void) {
             continue;
         }
         g_libs[keep++] = g_libs[i];
-        if (g_libs[i]->nrows)
+        if (!g_libs[i]->tried || g_libs[i]->nrows)
             ix->lib[ix->n++] = g_libs[i];
     }
     g_nlibs = keep;
@@ -646,12 +684,13 @@ int unwind_func_start(const unw_lib *l, uint64_t pc, uint64_t *off) {
     return 0;
 }
 
-void unwind_totals(uint32_t *libs, uint64_t *rows, uint64_t *bytes, uint64_t *ns, uint32_t *bad) {
-    *libs = 0;
+void unwind_totals(uint32_t *libs, uint32_t *known, uint64_t *rows, uint64_t *bytes, uint64_t *ns, uint32_t *bad) {
+    *libs = *known = 0;
     *rows = *bytes = *ns = 0;
     *bad = 0;
     for (uint32_t i = 0; i < g_nlibs; i++) {
         const unw_lib *l = g_libs[i];
+        *known += !l->tried || l->nrows;
         if (!l->nrows)
             continue;
         (*libs)++;

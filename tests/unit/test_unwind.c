@@ -55,7 +55,7 @@ static uint64_t func_of(uint64_t ret) {
 }
 
 TEST(unwind_tables_of_self_and_libc) {
-    unwind_refresh();
+    unwind_refresh(1);
     /* a libc function that no sanitizer intercepts (&qsort is ASan's own under DNPROF_SANITIZE) */
     const unw_lib *self = unwind_lib_of((uintptr_t)&middle),
                   *libc = unwind_lib_of((uintptr_t)&gnu_get_libc_version);
@@ -80,8 +80,31 @@ TEST(unwind_tables_of_self_and_libc) {
     return 0;
 }
 
+/* Lazily: a library's table is parsed at the refresh after a lookup met it
+ * unparsed (a sample's), and only then; others stay unparsed. */
+TEST(unwind_tables_parsed_when_first_needed) {
+    unwind_refresh(0);
+    ASSERT_EQ(unwind_lib_of((uintptr_t)&middle), NULL); /* known, not parsed: asked for */
+    uint32_t libs, known, bad;
+    uint64_t rows, bytes, ns;
+    unwind_totals(&libs, &known, &rows, &bytes, &ns, &bad);
+    ASSERT_EQ(libs, 0);
+    ASSERT_GE(known, 2); /* this program and libc at least */
+    unwind_refresh(0);
+    const unw_lib *self = unwind_lib_of((uintptr_t)&middle);
+    ASSERT(self);
+    ASSERT_GT(self->nrows, 100);
+    unwind_totals(&libs, &known, &rows, &bytes, &ns, &bad);
+    ASSERT_EQ(libs, 1); /* libc was not asked for */
+    ASSERT_EQ(unwind_lib_of((uintptr_t)&gnu_get_libc_version), NULL);
+    unwind_refresh(0);
+    ASSERT(unwind_lib_of((uintptr_t)&gnu_get_libc_version));
+    unwind_release();
+    return 0;
+}
+
 TEST(unwind_walks_own_frames) {
-    unwind_refresh();
+    unwind_refresh(1);
     outer();
     ASSERT_GE(g_n, 4);
     ASSERT_EQ(func_of(g_pcs[0]), (uintptr_t)&walk_here);
@@ -114,7 +137,7 @@ __attribute__((noinline)) static void sort_some(void) {
 
 /* Through libc, built without frame pointers: qsort calls the comparator. */
 TEST(unwind_walks_through_libc) {
-    unwind_refresh();
+    unwind_refresh(1);
     sort_some();
     const unw_lib *libc = unwind_lib_of((uintptr_t)&qsort);
     ASSERT(libc);
