@@ -39,6 +39,9 @@ static void *sampler_main(void *arg) {
     int noted = 0;
     while (!atomic_load(&S.stop)) {
         now = sampler_now_ns();
+        if (S.mode != SAMPLER_SUSPEND)
+            sampler_find_stacks(); /* first: until a thread's stack is known, each of its samples reads
+                                    * through a system call per frame (about 50 each) */
         if (S.mode != SAMPLER_SUSPEND && (now >= next_scan || atomic_exchange(&S.rescan, 0))) {
             sampler_scan_threads();
             if (S.mode == SAMPLER_CPU && !noted && S.perf) {
@@ -59,7 +62,6 @@ static void *sampler_main(void *arg) {
                            * runtime: its start-up does not wait for them */
                 unwind_refresh(0);
             sampler_drain();
-            sampler_find_stacks();
         }
         if (atomic_load(&S.window_asked))
             sampler_window_emit(); /* a window ends (sampler_window.c) */

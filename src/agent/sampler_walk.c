@@ -124,7 +124,7 @@ static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64
         }
         if (next <= fp || next > limit - 16)
             break;
-        if (n < MAX_DEPTH && n < 64 && budget && next >= fp + 32)
+        if (n < MAX_DEPTH && n < 64 && budget && next >= fp + 32 && !safe) /* not a system call per frame */
             osr_scan(r, &n, fp, next, safe, &budget);
         fp = next;
     }
