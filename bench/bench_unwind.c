@@ -112,9 +112,9 @@ static void in_process(const char *const *lib_paths, int nlibs) {
     double t0 = bench_now_ms();
     unwind_refresh(1);
     double parse = bench_now_ms() - t0;
-    uint32_t libs, known, bad;
+    uint32_t libs, known, bad, dbg;
     uint64_t rows, bytes, ns;
-    unwind_totals(&libs, &known, &rows, &bytes, &ns, &bad);
+    unwind_totals(&libs, &known, &rows, &bytes, &ns, &bad, &dbg);
     printf("unwind tables of this process: %u libraries, %llu rows, %.1f KiB, %.1f ms to find and parse\n", libs,
            (unsigned long long)rows, (double)bytes / 1024, parse);
     printf("%-36s %8s %8s %10s %9s %8s\n", "library", "FDEs", "rows", "KiB", "B/FDE", "ms");

@@ -2,8 +2,12 @@
 #include "elf_symtab.h"
 
 #include <elf.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dnp_search.h"
 
@@ -83,4 +87,50 @@ void dnp_symtab_free(dnp_symtab *t) {
     free(t->syms);
     free(t->strtab);
     memset(t, 0, sizeof *t);
+}
+
+int dnp_elf_section(const uint8_t *f, size_t size, const char *name, uint64_t *off, uint64_t *len) {
+    Elf64_Ehdr eh;
+    if (size < sizeof eh)
+        return -1;
+    memcpy(&eh, f, sizeof eh);
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shoff == 0 ||
+        eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shstrndx >= eh.e_shnum ||
+        !inside(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr), size))
+        return -1;
+    Elf64_Shdr names;
+    memcpy(&names, f + eh.e_shoff + eh.e_shstrndx * sizeof names, sizeof names);
+    if (!inside(names.sh_offset, names.sh_size, size))
+        return -1;
+    size_t want = strlen(name) + 1;
+    for (unsigned i = 0; i < eh.e_shnum; i++) {
+        Elf64_Shdr ss;
+        memcpy(&ss, f + eh.e_shoff + i * sizeof ss, sizeof ss);
+        if (ss.sh_name >= names.sh_size || names.sh_size - ss.sh_name < want ||
+            memcmp(f + names.sh_offset + ss.sh_name, name, want) != 0)
+            continue;
+        /* NOBITS (a stripped file's placeholder) and compressed sections have no bytes to read here */
+        if (ss.sh_type == SHT_NOBITS || (ss.sh_flags & SHF_COMPRESSED) || !inside(ss.sh_offset, ss.sh_size, size))
+            return -1;
+        *off = ss.sh_offset;
+        *len = ss.sh_size;
+        return 0;
+    }
+    return -1;
+}
+
+int dnp_file_map(const char *path, const uint8_t **map, size_t *len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    void *m = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return -1;
+    *map = m;
+    *len = (size_t)st.st_size;
+    return 0;
 }

@@ -30,4 +30,12 @@ const char *dnp_symtab_lookup(const dnp_symtab *t, uint64_t offset);
 
 void dnp_symtab_free(dnp_symtab *t);
 
+/* The regular file at path mapped read-only, whole (munmap it): 0, or -1. */
+int dnp_file_map(const char *path, const uint8_t **map, size_t *len);
+
+/* Where the section called name lies in the file's bytes: 0, or -1 when the
+ * file is not an ELF64 file, has no such section, or holds it compressed or
+ * not at all (SHT_NOBITS). Every offset is checked against size. */
+int dnp_elf_section(const uint8_t *file, size_t size, const char *name, uint64_t *off, uint64_t *len);
+
 #endif

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "callbacks.h"
@@ -106,6 +107,26 @@ void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_h
     if (cfg->sample == SAMPLER_SUSPEND)
         *mask |= 0x10000000u; /* COR_PRF_ENABLE_STACK_SNAPSHOT */
     sampler_runtime_configure(cfg, mask, mask_high);
+}
+
+/* A program that switches threads very often pays perf events' cost at every
+ * switch (the event's timer is stopped and started again: in a VM, trips to
+ * the host), whatever the rate: bench/bench_server.sh measured +26-52% of CPU
+ * at 100 Hz on 64 threads handing a token round (190,000 switches per CPU
+ * second), +6.5% with POSIX timers, +2.4% in wall mode. The note says so
+ * where it applies. */
+static void switches_note(void) {
+    struct rusage ru;
+    if (S.mode != SAMPLER_CPU || S.perf <= 0 || getrusage(RUSAGE_SELF, &ru) != 0)
+        return;
+    double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+                 ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+    double per_cpu_s = cpu > 0.05 ? (double)(ru.ru_nvcsw + ru.ru_nivcsw) / cpu : 0;
+    if (per_cpu_s >= 20000)
+        rec_note(1, "the program switched threads %.0f times per second of CPU: cpu sampling by perf events pays at "
+                    "every switch (up to +50%% of CPU in a VM); " DNP_ENV_SAMPLE_TIMERS "=1 (POSIX CPU timers) or "
+                    "--sample=wall cost less for such a program (docs/sampling.md)",
+                 per_cpu_s);
 }
 
 static void release_memory(void) {
@@ -238,6 +259,7 @@ void sampler_stop(void) {
              (double)S.cpu_ns / 1e6, (unsigned long long)S.scans, (unsigned long long)S.maps_reads,
              (unsigned long long)S.resolves, (unsigned long long)S.fixed);
     sampler_unwind_note();
+    switches_note();
     rec_note(0, "sampler memory reads: %s", memread_path());
     release_memory();
     symbols_release();

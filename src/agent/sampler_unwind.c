@@ -19,13 +19,13 @@ void sampler_unwind_note(void) {
         rec_note(0, "native unwinding off (" DNP_ENV_SAMPLE_UNWIND "=0): native code walked by frame pointers only");
         return;
     }
-    uint32_t libs, known, bad;
+    uint32_t libs, known, bad, dbg;
     uint64_t rows, bytes, ns;
-    unwind_totals(&libs, &known, &rows, &bytes, &ns, &bad);
+    unwind_totals(&libs, &known, &rows, &bytes, &ns, &bad, &dbg);
     rec_note(0, "native unwinding: %u of %u libraries' unwind tables (parsed when a sample first met them), "
-             "%llu rows, %.1f KiB, parsed in %.1f ms "
+             "%llu rows, %.1f KiB, %u FDEs from .debug_frame, parsed in %.1f ms "
              "(%u FDEs the parser stops at); %llu native leaves unwound by them, %llu walks stopped in native code "
              "without a row (marked [unwinding stopped]), %llu native callers guessed from the stack",
-             libs, known, (unsigned long long)rows, (double)bytes / 1024, (double)ns / 1e6, bad,
+             libs, known, (unsigned long long)rows, (double)bytes / 1024, dbg, (double)ns / 1e6, bad,
              (unsigned long long)S.native_cfi, (unsigned long long)S.stopped, (unsigned long long)S.guessed);
 }

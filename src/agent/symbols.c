@@ -30,18 +30,9 @@ static size_t g_nmods;
 
 /* Reads the FUNC symbols of path's .symtab. */
 static void load_symtab(module_syms *m, const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size <= 0) {
-        close(fd);
-        return;
-    }
-    size_t size = (size_t)st.st_size;
-    const uint8_t *f = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (f == MAP_FAILED)
+    const uint8_t *f;
+    size_t size;
+    if (dnp_file_map(path, &f, &size) != 0)
         return;
     dnp_symtab_parse(&m->syms, f, size);
     munmap((void *)f, size);

@@ -34,11 +34,14 @@ typedef struct unw_lib {
     uint32_t *funcs;   /* function starts (the FDEs' initial locations), from bias, sorted */
     uint32_t nfuncs;
     uint32_t fdes, bad_fdes; /* FDEs read; of which stopped at what the parser does not know */
+    uint32_t dbg_fdes; /* of which from .debug_frame (the file's, or its separate debug file's) */
     uint64_t parse_ns;
     uint8_t seen;      /* found by the last dl_iterate_phdr */
     uint8_t wanted;    /* a handler met it unparsed (written by handlers, relaxed) */
     uint8_t tried;     /* parsed, or found to have no table this parser reads */
     char name[80];     /* the file's base name */
+    char path[256];    /* the file, for its .debug_frame ("" for none) */
+    uint8_t build_id[20], build_id_len; /* its GNU build ID, from the loaded notes */
 } unw_lib;
 
 typedef struct unw_index {
@@ -67,6 +70,25 @@ enum {
  * inside [lo, hi) (the segment that holds it). 0, or -1 when the header is not
  * one this parser reads (out is then empty). */
 int unw_parse(const uint8_t *hdr, uint64_t seg_lo, uint64_t seg_hi, uint64_t bias, unw_lib *out);
+/* The same, with a .debug_frame section too ([dbg, dbg + dbg_len), read
+ * whole; hdr may be NULL): its FDEs fill what .eh_frame's do not cover. */
+int unw_parse2(const uint8_t *hdr, uint64_t seg_lo, uint64_t seg_hi, const uint8_t *dbg, size_t dbg_len, uint64_t bias,
+               unw_lib *out);
+
+/* The .debug_frame of a loaded object, found as GDB finds separate debug
+ * files (unwind_debug.c): in the file itself, else in
+ * /usr/lib/debug/.build-id/xx/rest.debug by its build ID, else by its
+ * .gnu_debuglink next to it, in its .debug directory, or under
+ * /usr/lib/debug. A read-only mapping of the file that holds it. */
+typedef struct unw_dbg {
+    const uint8_t *sec;
+    size_t len;
+    void *map;
+    size_t map_len;
+    char from[256]; /* the file it was found in */
+} unw_dbg;
+int unw_debug_frame(const char *path, const uint8_t *build_id, size_t id_len, unw_dbg *out); /* 0 or -1 */
+void unw_debug_close(unw_dbg *d);
 void unw_lib_free(unw_lib *l);
 
 /* The loaded objects (dl_iterate_phdr): new ones indexed, gone ones dropped,
@@ -87,8 +109,10 @@ const unw_lib *unwind_lib_of(uint64_t pc);
 /* The start of the function that holds pc, from bias (its FDE): 0 or -1. */
 int unwind_func_start(const unw_lib *l, uint64_t pc, uint64_t *off);
 /* Figures for the trace's note: objects parsed, objects with a table (parsed
- * or not yet), rows, bytes, parse time, FDEs the parser stopped at. */
-void unwind_totals(uint32_t *libs, uint32_t *known, uint64_t *rows, uint64_t *bytes, uint64_t *ns, uint32_t *bad);
+ * or not yet), rows, bytes, parse time, FDEs the parser stopped at, FDEs
+ * read from .debug_frame. */
+void unwind_totals(uint32_t *libs, uint32_t *known, uint64_t *rows, uint64_t *bytes, uint64_t *ns, uint32_t *bad,
+                   uint32_t *dbg);
 
 /* ---- the walk (unwind.c), async-signal-safe ---- */
 

@@ -12,10 +12,12 @@
 
 #include <link.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "arch_unwind.h"
 
@@ -119,6 +121,7 @@ typedef struct cie {
     int64_t data_align;
     uint64_t ra_reg;
     uint8_t fde_enc, has_z;
+    uint8_t dbg; /* from .debug_frame: its addresses are the file's, from the load bias */
     const uint8_t *insn, *insn_end;
 } cie;
 
@@ -242,7 +245,7 @@ static int run_cfa(cur *c, const cie *ci, cstate *s, const cstate *init, rows *r
         switch (op) {
         case 0x00: continue; /* nop */
         case 0x01: { /* set_loc */
-            uint64_t to = enc_ptr(c, ci->fde_enc, 0) - bias;
+            uint64_t to = enc_ptr(c, ci->fde_enc, 0) - (ci->dbg ? 0 : bias);
             adv = to > *loc ? to - *loc : 0;
             goto advance;
         }
@@ -303,13 +306,15 @@ static int entry_open(cur *c, const uint8_t *p, const uint8_t *end, uint64_t min
     return 0;
 }
 
-/* The CIE at p (inside [seg, end)). 0 or -1. */
-static int read_cie(const uint8_t *p, const uint8_t *end, cie *ci, cstate *init) {
+/* The CIE at p (inside [seg, end)); dbg: of .debug_frame, whose CIE id is
+ * 0xffffffff and whose version 4 says the sizes of addresses and segments.
+ * 0 or -1. */
+static int read_cie(const uint8_t *p, const uint8_t *end, cie *ci, cstate *init, int dbg) {
     cur c;
     if (entry_open(&c, p, end, 4) < 0)
         return -1;
     const uint8_t *e = c.end;
-    if (rd(&c, 4) != 0)
+    if (rd(&c, 4) != (dbg ? 0xffffffffu : 0u))
         return -1; /* not a CIE */
     unsigned ver = (unsigned)rd(&c, 1);
     const char *aug = (const char *)c.p;
@@ -319,8 +324,11 @@ static int read_cie(const uint8_t *p, const uint8_t *end, cie *ci, cstate *init)
         return -1;
     c.p++;
     memset(ci, 0, sizeof *ci);
+    ci->dbg = (uint8_t)dbg;
     if (aug[0] == 'e' && aug[1] == 'h')
         rd(&c, 8);
+    if (dbg && ver >= 4 && (rd(&c, 1) != 8 || rd(&c, 1) != 0))
+        return -1; /* addresses of another size, or segments */
     ci->code_align = uleb(&c);
     ci->data_align = sleb(&c);
     ci->ra_reg = ver == 1 ? rd(&c, 1) : uleb(&c);
@@ -367,20 +375,23 @@ static int read_cie(const uint8_t *p, const uint8_t *end, cie *ci, cstate *init)
  * stopped at what the parser does not know (its rows up to there are kept,
  * the rest stop the walk). */
 static int read_fde(const uint8_t *p, const uint8_t *seg, const uint8_t *end, uint64_t bias, rows *rs,
-                    uint64_t *start, uint64_t *stop) {
+                    uint64_t *start, uint64_t *stop, int dbg) {
     cur c;
     if (entry_open(&c, p, end, 8) < 0)
         return -1;
     const uint8_t *e = c.end, *idp = c.p;
-    uint64_t back = rd(&c, 4);
-    if (back == 0 || back > (uint64_t)(idp - seg))
+    uint64_t id = rd(&c, 4); /* .eh_frame: back to the CIE; .debug_frame: the CIE's offset in the section */
+    const uint8_t *cp = dbg ? seg + id : idp - id;
+    if (dbg ? id >= (uint64_t)(end - seg) : id == 0 || id > (uint64_t)(idp - seg))
         return -1;
     cie ci;
     cstate init;
-    if (read_cie(idp - back, end, &ci, &init) != 0)
+    if (read_cie(cp, end, &ci, &init, dbg) != 0)
         return -1;
     uint64_t pc = enc_ptr(&c, ci.fde_enc, 0);
     uint64_t range = enc_ptr(&c, (uint8_t)(ci.fde_enc & 0x0f), 0);
+    if (dbg)
+        pc += bias; /* the file's address: where it is loaded */
     if (c.bad || pc < bias || pc - bias + range > UINT32_MAX || !range)
         return -1;
     if (ci.has_z)
@@ -416,63 +427,154 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* ---- a library's FDEs, in order ---- */
+
+/* An FDE of .debug_frame: where it starts (from the load bias) and where it is. */
+typedef struct fde_ref {
+    uint64_t loc;
+    const uint8_t *p;
+} fde_ref;
+
+static int by_loc(const void *x, const void *y) {
+    const fde_ref *a = x, *b = y;
+    return a->loc < b->loc ? -1 : a->loc > b->loc;
+}
+
+/* The FDEs of a .debug_frame section, by start: *n of them (NULL, 0: none).
+ * Entries of 64-bit DWARF are skipped; the section is in no order. */
+static fde_ref *dbg_collect(const uint8_t *sec, size_t len, uint32_t *n) {
+    const uint8_t *p = sec, *end = sec + len;
+    fde_ref *refs = NULL;
+    uint32_t cap = 0;
+    *n = 0;
+    while (end - p >= 8) {
+        cur h = {p, end, 0};
+        uint64_t elen = rd(&h, 4);
+        if (elen == 0xffffffffu) { /* 64-bit DWARF: not read, stepped over */
+            elen = rd(&h, 8);
+            if (h.bad || elen > (uint64_t)(end - h.p))
+                break;
+            p = h.p + elen;
+            continue;
+        }
+        if (elen > (uint64_t)(end - h.p))
+            break;
+        const uint8_t *next = h.p + elen;
+        uint64_t id = elen >= 4 ? rd(&h, 4) : 0xffffffffu;
+        cie ci;
+        cstate init;
+        if (id != 0xffffffffu && id < len && read_cie(sec + id, end, &ci, &init, 1) == 0) {
+            uint64_t loc = enc_ptr(&h, ci.fde_enc, 0);
+            if (!h.bad && loc <= UINT32_MAX) {
+                if (*n == cap) {
+                    uint32_t c2 = cap ? cap * 2 : 256;
+                    fde_ref *g = realloc(refs, c2 * sizeof *g);
+                    if (!g)
+                        break;
+                    refs = g;
+                    cap = c2;
+                }
+                refs[(*n)++] = (fde_ref){loc, p};
+            }
+        }
+        p = next;
+    }
+    if (*n)
+        qsort(refs, *n, sizeof *refs, by_loc);
+    return refs;
+}
+
+/* What one parse builds. */
+typedef struct build {
+    rows rs;
+    uint32_t *funcs, nf;
+    uint64_t lo, hi, last_stop;
+    unw_lib *out;
+} build;
+
+static void take_fde(build *b, const uint8_t *p, const uint8_t *seg, const uint8_t *end, uint64_t bias, int dbg) {
+    uint64_t start = 0, stop = 0;
+    b->out->fdes++;
+    if (read_fde(p, seg, end, bias, &b->rs, &start, &stop, dbg) != 0)
+        b->out->bad_fdes++;
+    if (stop > start) {
+        b->funcs[b->nf++] = (uint32_t)start;
+        b->lo = start + bias < b->lo ? start + bias : b->lo;
+        b->hi = stop + bias > b->hi ? stop + bias : b->hi;
+        b->last_stop = stop > b->last_stop ? stop : b->last_stop;
+    }
+}
+
 int unw_parse(const uint8_t *hdr, uint64_t seg_lo, uint64_t seg_hi, uint64_t bias, unw_lib *out) {
+    return unw_parse2(hdr, seg_lo, seg_hi, NULL, 0, bias, out);
+}
+
+int unw_parse2(const uint8_t *hdr, uint64_t seg_lo, uint64_t seg_hi, const uint8_t *dbg, size_t dbg_len, uint64_t bias,
+               unw_lib *out) {
     uint64_t t0 = now_ns();
     memset(out, 0, sizeof *out);
     const uint8_t *seg = (const uint8_t *)(uintptr_t)seg_lo, *end = (const uint8_t *)(uintptr_t)seg_hi;
-    if (hdr < seg || hdr + 4 > end)
-        return -1;
     cur c = {hdr, end, 0};
-    unsigned ver = (unsigned)rd(&c, 1);
-    uint8_t ptr_enc = (uint8_t)rd(&c, 1), cnt_enc = (uint8_t)rd(&c, 1), tab_enc = (uint8_t)rd(&c, 1);
-    uint64_t base = (uint64_t)(uintptr_t)hdr;
-    enc_ptr(&c, ptr_enc, base); /* .eh_frame itself: the table says where each FDE is */
-    uint64_t count = enc_ptr(&c, cnt_enc, base);
-    /* the binary-search table: (initial location, FDE address), datarel sdata4 */
-    if (c.bad || ver != 1 || tab_enc != 0x3b || count == 0 || count > (uint64_t)(end - c.p) / 8)
-        return -1;
-    rows rs = {NULL, 0, 0, 0};
-    uint32_t *funcs = malloc(count * sizeof *funcs);
-    if (!funcs || rows_grow(&rs, count * 8) != 0) { /* 6-8 rows an FDE in the runtime's libraries */
-        free(funcs);
+    uint64_t count = 0, base = (uint64_t)(uintptr_t)hdr;
+    uint8_t tab_enc = 0;
+    if (hdr) {
+        if (hdr < seg || hdr + 4 > end)
+            return -1;
+        unsigned ver = (unsigned)rd(&c, 1);
+        uint8_t ptr_enc = (uint8_t)rd(&c, 1), cnt_enc = (uint8_t)rd(&c, 1);
+        tab_enc = (uint8_t)rd(&c, 1);
+        enc_ptr(&c, ptr_enc, base); /* .eh_frame itself: the table says where each FDE is */
+        count = enc_ptr(&c, cnt_enc, base);
+        /* the binary-search table: (initial location, FDE address), datarel sdata4 */
+        if (c.bad || ver != 1 || tab_enc != 0x3b || count > (uint64_t)(end - c.p) / 8)
+            return -1;
+    }
+    uint32_t ndbg = 0;
+    fde_ref *dref = dbg ? dbg_collect(dbg, dbg_len, &ndbg) : NULL;
+    build b = {{NULL, 0, 0, 0}, NULL, 0, UINT64_MAX, 0, 0, out};
+    if (count + ndbg == 0 || !(b.funcs = malloc((count + ndbg) * sizeof *b.funcs)) ||
+        rows_grow(&b.rs, (count + ndbg) * 8) != 0) { /* 6-8 rows an FDE in the runtime's libraries */
+        free(b.funcs);
+        free(dref);
         return -1;
     }
-    uint64_t lo = UINT64_MAX, hi = 0;
-    uint32_t nf = 0;
-    for (uint64_t i = 0; i < count && !rs.oom; i++) {
-        enc_ptr(&c, tab_enc, base);
-        uint64_t fde = enc_ptr(&c, tab_enc, base);
-        const uint8_t *fp = (const uint8_t *)(uintptr_t)fde;
-        uint64_t start = 0, stop = 0;
-        out->fdes++;
+    /* .eh_frame's FDEs in the table's order; .debug_frame's merged in by
+     * start, each only where no FDE before it reaches (.eh_frame's first) */
+    uint32_t j = 0;
+    for (uint64_t i = 0; i < count && !b.rs.oom; i++) {
+        uint64_t at = enc_ptr(&c, tab_enc, base) - bias;
+        const uint8_t *fp = (const uint8_t *)(uintptr_t)enc_ptr(&c, tab_enc, base);
+        for (; j < ndbg && dref[j].loc < at; j++)
+            if (dref[j].loc >= b.last_stop)
+                take_fde(&b, dref[j].p, dbg, dbg + dbg_len, bias, 1);
         if (c.bad || fp < seg || fp + 8 > end) {
+            out->fdes++;
             out->bad_fdes++;
             continue;
         }
-        if (read_fde(fp, seg, end, bias, &rs, &start, &stop) != 0)
-            out->bad_fdes++;
-        if (stop > start) {
-            funcs[nf++] = (uint32_t)start;
-            lo = start + bias < lo ? start + bias : lo;
-            hi = stop + bias > hi ? stop + bias : hi;
-        }
+        take_fde(&b, fp, seg, end, bias, 0);
     }
-    if (rs.oom || !rs.n || !nf) {
-        rows_free(rs.r, rs.cap);
-        free(funcs);
+    for (; j < ndbg && !b.rs.oom; j++)
+        if (dref[j].loc >= b.last_stop)
+            take_fde(&b, dref[j].p, dbg, dbg + dbg_len, bias, 1);
+    free(dref);
+    if (b.rs.oom || !b.rs.n || !b.nf) {
+        rows_free(b.rs.r, b.rs.cap);
+        free(b.funcs);
         return -1;
     }
-    qsort(funcs, nf, sizeof *funcs, by_u32);
-    if (rows_bytes(rs.n) < rows_bytes(rs.cap)) /* the tail's pages back */
-        munmap((char *)rs.r + rows_bytes(rs.n), rows_bytes(rs.cap) - rows_bytes(rs.n));
-    out->rows = rs.r;
-    out->nrows = (uint32_t)rs.n;
-    out->funcs = funcs;
-    out->nfuncs = nf;
-    out->lo = out->fde_lo = lo;
-    out->hi = out->fde_hi = hi;
+    qsort(b.funcs, b.nf, sizeof *b.funcs, by_u32);
+    if (rows_bytes(b.rs.n) < rows_bytes(b.rs.cap)) /* the tail's pages back */
+        munmap((char *)b.rs.r + rows_bytes(b.rs.n), rows_bytes(b.rs.cap) - rows_bytes(b.rs.n));
+    out->rows = b.rs.r;
+    out->nrows = (uint32_t)b.rs.n;
+    out->funcs = b.funcs;
+    out->nfuncs = b.nf;
+    out->lo = out->fde_lo = b.lo;
+    out->hi = out->fde_hi = b.hi;
     out->bias = bias;
-    out->hdr = base;
+    out->hdr = hdr ? base : 0;
+    out->dbg_fdes = ndbg;
     out->parse_ns = now_ns() - t0;
     return 0;
 }
@@ -500,6 +602,32 @@ static unw_lib *lib_known(uint64_t bias, uint64_t hdr) {
     return NULL;
 }
 
+/* The GNU build ID among the object's loaded notes, into l. */
+static void build_id_of(const struct dl_phdr_info *info, unw_lib *l) {
+    for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type != PT_NOTE)
+            continue;
+        const uint8_t *n = (const uint8_t *)(uintptr_t)(info->dlpi_addr + p->p_vaddr), *end = n + p->p_memsz;
+        while (end - n >= 12) {
+            uint32_t namesz, descsz, type;
+            memcpy(&namesz, n, 4);
+            memcpy(&descsz, n + 4, 4);
+            memcpy(&type, n + 8, 4);
+            uint64_t at = 12 + (((uint64_t)namesz + 3) & ~3ull), next = at + (((uint64_t)descsz + 3) & ~3ull);
+            if (next > (uint64_t)(end - n))
+                break;
+            if (type == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 && memcmp(n + 12, "GNU", 4) == 0 && descsz >= 2 &&
+                descsz <= sizeof l->build_id) {
+                memcpy(l->build_id, n + at, descsz);
+                l->build_id_len = (uint8_t)descsz;
+                return;
+            }
+            n += next;
+        }
+    }
+}
+
 static int on_object(struct dl_phdr_info *info, size_t size, void *data) {
     int *first = data;
     if (*first) {
@@ -516,9 +644,8 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *data) {
     for (unsigned i = 0; i < info->dlpi_phnum; i++)
         if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
             eh = &info->dlpi_phdr[i];
-    if (!eh)
-        return 0;
-    uint64_t hdr = info->dlpi_addr + eh->p_vaddr;
+    /* an object without .eh_frame_hdr is kept too: its file may have a .debug_frame */
+    uint64_t hdr = eh ? info->dlpi_addr + eh->p_vaddr : 0;
     unw_lib *known = lib_known(info->dlpi_addr, hdr);
     if (known) {
         known->seen = 1;
@@ -532,7 +659,7 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *data) {
     for (unsigned i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[i];
         uint64_t a = info->dlpi_addr + p->p_vaddr;
-        if (p->p_type == PT_LOAD && hdr >= a && hdr < a + p->p_memsz && (p->p_flags & PF_R)) {
+        if (p->p_type == PT_LOAD && hdr && hdr >= a && hdr < a + p->p_memsz && (p->p_flags & PF_R)) {
             seg_lo = a;
             seg_hi = a + p->p_filesz;
         }
@@ -550,10 +677,18 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *data) {
     l->seg_hi = seg_hi;
     l->lo = lo;
     l->hi = hi;
-    l->tried = !seg_hi || hi <= lo; /* no table this parser reads: never indexed */
     const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "main";
     const char *slash = strrchr(name, '/');
     strncpy(l->name, slash ? slash + 1 : name, sizeof l->name - 1);
+    if (name[0] == '/')
+        snprintf(l->path, sizeof l->path, "%s", name);
+    else if (!info->dlpi_name || !info->dlpi_name[0]) { /* the program itself */
+        ssize_t n = readlink("/proc/self/exe", l->path, sizeof l->path - 1);
+        l->path[n > 0 ? n : 0] = 0;
+    }
+    build_id_of(info, l);
+    /* no table this parser reads (neither an .eh_frame_hdr in memory nor a file to look in): never indexed */
+    l->tried = (hdr ? !seg_hi : !l->path[0]) || hi <= lo;
     l->seen = 1;
     g_libs[g_nlibs++] = l;
     return 0;
@@ -564,8 +699,16 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *data) {
  * walks the library as code without a table. 1 when a table was published. */
 static int lib_parse(unw_lib *l) {
     unw_lib t;
+    memset(&t, 0, sizeof t);
     __atomic_store_n(&l->tried, 1, __ATOMIC_RELAXED);
-    if (unw_parse((const uint8_t *)(uintptr_t)l->hdr, l->seg_lo, l->seg_hi, l->bias, &t) != 0) {
+    unw_dbg d;
+    int dbg = unw_debug_frame(l->path, l->build_id, l->build_id_len, &d) == 0;
+    int rc = dbg || l->hdr ? unw_parse2((const uint8_t *)(uintptr_t)l->hdr, l->seg_lo, l->seg_hi, dbg ? d.sec : NULL,
+                                        dbg ? d.len : 0, l->bias, &t)
+                           : -1;
+    if (dbg)
+        unw_debug_close(&d);
+    if (rc != 0) {
         l->fdes = t.fdes;
         l->bad_fdes = t.bad_fdes;
         return 0;
@@ -577,6 +720,7 @@ static int lib_parse(unw_lib *l) {
     l->fde_hi = t.fde_hi < l->hi ? t.fde_hi : l->hi;
     l->fdes = t.fdes;
     l->bad_fdes = t.bad_fdes;
+    l->dbg_fdes = t.dbg_fdes;
     l->parse_ns = t.parse_ns;
     __atomic_store_n(&l->nrows, t.nrows, __ATOMIC_RELEASE);
     return 1;
@@ -684,8 +828,9 @@ int unwind_func_start(const unw_lib *l, uint64_t pc, uint64_t *off) {
     return 0;
 }
 
-void unwind_totals(uint32_t *libs, uint32_t *known, uint64_t *rows, uint64_t *bytes, uint64_t *ns, uint32_t *bad) {
-    *libs = *known = 0;
+void unwind_totals(uint32_t *libs, uint32_t *known, uint64_t *rows, uint64_t *bytes, uint64_t *ns, uint32_t *bad,
+                   uint32_t *dbg) {
+    *libs = *known = *dbg = 0;
     *rows = *bytes = *ns = 0;
     *bad = 0;
     for (uint32_t i = 0; i < g_nlibs; i++) {
@@ -698,5 +843,6 @@ void unwind_totals(uint32_t *libs, uint32_t *known, uint64_t *rows, uint64_t *by
         *bytes += (uint64_t)l->nrows * sizeof(unw_row) + (uint64_t)l->nfuncs * 4u + sizeof *l;
         *ns += l->parse_ns;
         *bad += l->bad_fdes;
+        *dbg += l->dbg_fdes;
     }
 }

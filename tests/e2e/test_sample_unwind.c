@@ -155,6 +155,64 @@ TEST(e2e_sample_unwind_native_callers) {
     return 0;
 }
 
+/* Native code that only .debug_frame describes (tests/e2e/native/debugframe.c:
+ * no .eh_frame of its own, no frame pointers): the sampling scenario's native
+ * loop, dnp_native_spin > middle > inner. Its samples must be under the
+ * managed NativeWork that called it, through both frameless callers, and the
+ * trace must say the rows came from .debug_frame: without them (the file's
+ * section not read) the walk has nothing but guesses there. */
+TEST(e2e_sample_unwind_debug_frame) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_unwind_debug_frame"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *lib = e2e_env("DNPROF_TEST_DEBUGFRAME");
+    ASSERT(dll);
+    ASSERT(lib);
+    const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(),
+                          dll, "sample", "native", lib, "3", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t);
+    const char *note = NULL;
+    for (size_t i = 0; i < t->nnotes && !note; i++)
+        if (t->notes[i].text && strstr(t->notes[i].text, "native unwinding:"))
+            note = t->notes[i].text;
+    ASSERT(note);
+    fprintf(stderr, "e2e: %s\n", note);
+    const char *dbg = strstr(note, " FDEs from .debug_frame");
+    ASSERT(dbg);
+    while (dbg > note && dbg[-1] >= '0' && dbg[-1] <= '9')
+        dbg--;
+    ASSERT_GE(atoi(dbg), 3); /* inner, middle, dnp_native_spin at least */
+    dnp_trace_free(t);
+    char folded[PATH_MAX + 16];
+    snprintf(folded, sizeof folded, "%s.folded", r.trace);
+    const char *conv[] = {"convert", "--format", "folded", "-o", folded, r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, conv), 0);
+    size_t len;
+    char *text = e2e_read_file(folded, &len);
+    ASSERT(text);
+    lib_share ls = {"libdnprof_test_debugframe.so", "Scenarios.SampleScenario::NativeWork", 0, 0, 0, 0};
+    double middle = 0;
+    for (char *line = text; line < text + len;) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = nl ? (size_t)(nl - line) : (size_t)(text + len - line);
+        double before = ls.all;
+        count_line(line, n, &ls, 1);
+        if (ls.all > before && memmem(line, n, "libdnprof_test_debugframe.so!middle", 35))
+            middle += ls.all - before;
+        line += n + 1;
+    }
+    free(text);
+    fprintf(stderr, "debug_frame: %.0f ms of samples in the library, %.1f%% under NativeWork, %.1f%% through middle\n",
+            ls.all / 1e6, ls.all > 0 ? 100 * ls.under / ls.all : 0, ls.all > 0 ? 100 * middle / ls.all : 0);
+    /* half the scenario's work is native: hundreds of samples in 3 s at 1 kHz */
+    ASSERT_GT(ls.all / 1e6, 300);
+    ASSERT_GE(ls.under / ls.all, WHOLE);
+    ASSERT_GE(middle / ls.all, WHOLE); /* inner's caller, found by its rows, not skipped */
+    return 0;
+}
+
 /* Induced full collections (GC.Collect(2, Forced, blocking)) run on the thread
  * that asks: its samples while the collection runs are the collection's, and
  * read Collect > System.GC::Collect > [GC gen2] > libcoreclr's frames

@@ -85,16 +85,16 @@ TEST(unwind_tables_of_self_and_libc) {
 TEST(unwind_tables_parsed_when_first_needed) {
     unwind_refresh(0);
     ASSERT_EQ(unwind_lib_of((uintptr_t)&middle), NULL); /* known, not parsed: asked for */
-    uint32_t libs, known, bad;
+    uint32_t libs, known, bad, dbg;
     uint64_t rows, bytes, ns;
-    unwind_totals(&libs, &known, &rows, &bytes, &ns, &bad);
+    unwind_totals(&libs, &known, &rows, &bytes, &ns, &bad, &dbg);
     ASSERT_EQ(libs, 0);
     ASSERT_GE(known, 2); /* this program and libc at least */
     unwind_refresh(0);
     const unw_lib *self = unwind_lib_of((uintptr_t)&middle);
     ASSERT(self);
     ASSERT_GT(self->nrows, 100);
-    unwind_totals(&libs, &known, &rows, &bytes, &ns, &bad);
+    unwind_totals(&libs, &known, &rows, &bytes, &ns, &bad, &dbg);
     ASSERT_EQ(libs, 1); /* libc was not asked for */
     ASSERT_EQ(unwind_lib_of((uintptr_t)&gnu_get_libc_version), NULL);
     unwind_refresh(0);
@@ -192,3 +192,71 @@ TEST(unwind_hostile_offsets) {
     return 0;
 }
 #endif
+
+/* Appends a .debug_frame FDE (32-bit DWARF) for [loc, loc + range) whose CIE
+ * is at offset 0: one advance of a byte, then CFA = RSP + 16. */
+static size_t dbg_fde(uint8_t *p, uint64_t loc, uint64_t range) {
+    uint8_t body[] = {0, 0, 0, 0,                             /* the CIE's offset in the section */
+                      0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,     /* initial location */
+                      0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,     /* address range */
+                      0x41, 0x0e, 16,                         /* advance_loc 1; def_cfa_offset 16 */
+                      0, 0, 0, 0, 0};                         /* padding (nops) to a multiple of 4 */
+    memcpy(body + 4, &loc, 8);
+    memcpy(body + 12, &range, 8);
+    uint32_t len = sizeof body;
+    memcpy(p, &len, 4);
+    memcpy(p + 4, body, sizeof body);
+    return 4 + sizeof body;
+}
+
+/* .debug_frame: CIE id 0xffffffff, FDEs pointing at their CIE by offset,
+ * the file's addresses, in no order; merged in by address. */
+TEST(unwind_debug_frame_section) {
+    uint8_t sec[256];
+    memset(sec, 0, sizeof sec);
+    const uint8_t cie[] = {0xff, 0xff, 0xff, 0xff, /* CIE id */
+                           4,                      /* version 4: address and segment sizes follow */
+                           0,                      /* no augmentation */
+                           8, 0,                   /* address size 8, segment size 0 */
+                           1, 0x78, 16,            /* code align 1, data align -8, return address r16 */
+                           0x0c, 7, 8,             /* def_cfa rsp + 8 */
+                           0x90, 1,                /* offset r16 at cfa - 8 */
+                           0, 0, 0, 0};            /* nops */
+    uint32_t len = sizeof cie;
+    memcpy(sec, &len, 4);
+    memcpy(sec + 4, cie, sizeof cie);
+    size_t n = 4 + sizeof cie;
+    n += dbg_fde(sec + n, 0x3000, 0x40); /* the later function first */
+    n += dbg_fde(sec + n, 0x1000, 0x20);
+    unw_lib l;
+    ASSERT_EQ(unw_parse2(NULL, 0, 0, sec, n, 0x400000, &l), 0);
+    ASSERT_EQ(l.dbg_fdes, 2);
+    ASSERT_EQ(l.nfuncs, 2);
+    ASSERT_EQ(l.fde_lo, 0x401000);
+    ASSERT_EQ(l.fde_hi, 0x403040);
+    const unw_row *w = unwind_row(&l, 0x401000);
+    ASSERT(w);
+    ASSERT_EQ(w->cfa_reg, UNW_CFA_SP);
+    ASSERT_EQ(w->cfa_off, 8);
+    ASSERT_EQ(w->rules & 15, UNW_R_AT);
+    ASSERT_EQ(w->ra_w, -1);
+    w = unwind_row(&l, 0x401001);
+    ASSERT(w);
+    ASSERT_EQ(w->cfa_off, 16);
+    w = unwind_row(&l, 0x401020); /* between the two functions: no row */
+    ASSERT(w);
+    ASSERT_EQ(w->cfa_reg, UNW_CFA_NONE);
+    w = unwind_row(&l, 0x403010);
+    ASSERT(w);
+    ASSERT_EQ(w->cfa_off, 16);
+    uint64_t off;
+    ASSERT_EQ(unwind_func_start(&l, 0x403010, &off), 0);
+    ASSERT_EQ(off, 0x3000);
+    unw_lib_free(&l);
+    /* a CIE pointer past the section: that FDE is dropped, not followed */
+    memset(sec + 4 + sizeof cie + 4, 0xee, 4);
+    ASSERT_EQ(unw_parse2(NULL, 0, 0, sec, n, 0x400000, &l), 0);
+    ASSERT_EQ(l.nfuncs, 1);
+    unw_lib_free(&l);
+    return 0;
+}

@@ -14,7 +14,8 @@
 //       allocation helpers and the GC, which keep no frame pointers
 //   sample harm                  64 busy threads with sleeps, pipes and sockets:
 //       output and exit code (7) must not change under the profiler
-//   sample bench cpu|server      bench/bench_sample.c's workloads: one thread of
+//   sample bench cpu|server      bench/bench_sample.c's workloads (and busyN, wakeN:
+//                                bench/bench_server.sh's): one thread of
 //       hot loops, or 64 threads serving 20000 requests (compute, some sleep);
 //       prints "NAME MS ms", the workload's own time
 using System;
@@ -247,6 +248,10 @@ public static class SampleScenario
                 s += HotTen(1 * Round);
             }
         }
+        else if (what.StartsWith("busy") || what.StartsWith("wake"))
+        {
+            s = ServerBench(what, times);
+        }
         else
         {
             int Workers = 64, Requests = 20000 * times;
@@ -279,6 +284,57 @@ public static class SampleScenario
         sw.Stop();
         Console.WriteLine($"{what} {sw.Elapsed.TotalMilliseconds:F1} ms {s % 7}");
         return 0;
+    }
+
+    // bench/bench_server.sh's workloads, a fixed amount of work whatever the
+    // machine, so that CPU times compare (issue 26):
+    //   busyN: N threads, each 40 * times rounds of compute, never blocking;
+    //   wakeN: N threads handing a token round a ring (SemaphoreSlim, no
+    //          spinning), 2,000 * times hand-offs each, with a little compute
+    //          between: threads that block and wake thousands of times a second.
+    private static long ServerBench(string what, int times)
+    {
+        int n = int.Parse(what.Substring(4));
+        var threads = new Thread[n];
+        long total = 0;
+        if (what.StartsWith("busy"))
+        {
+            for (int i = 0; i < n; i++)
+                threads[i] = new Thread(() =>
+                {
+                    long r = 0;
+                    for (int k = 0; k < 40 * times; k++)
+                        r += HotSixty(6 * Round) + HotThirty(3 * Round) + HotTen(Round);
+                    Interlocked.Add(ref total, r & 1);
+                });
+        }
+        else
+        {
+            var sems = new SemaphoreSlim[n];
+            for (int i = 0; i < n; i++)
+                sems[i] = new SemaphoreSlim(i % 8 == 0 ? 1 : 0); // eight tokens go round
+            int rounds = 2000 * times;
+            for (int i = 0; i < n; i++)
+            {
+                int me = i;
+                threads[i] = new Thread(() =>
+                {
+                    long r = 0;
+                    for (int k = 0; k < rounds; k++)
+                    {
+                        sems[me].Wait();
+                        r += HotTen(Round / 50);
+                        sems[(me + 1) % n].Release();
+                    }
+                    Interlocked.Add(ref total, r & 1);
+                });
+            }
+        }
+        foreach (var t in threads)
+            t.Start();
+        foreach (var t in threads)
+            t.Join();
+        return total;
     }
 
     // 64 threads: a third spin and sleep, a third talk through anonymous pipes,
