@@ -111,8 +111,8 @@ void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_h
 
 /* A program that switches threads very often pays perf events' cost at every
  * switch (the event's timer is stopped and started again: in a VM, trips to
- * the host), whatever the rate: bench/bench_server.sh measured +26-52% of CPU
- * at 100 Hz on 64 threads handing a token round (190,000 switches per CPU
+ * the host), whatever the rate: bench/bench_server.sh measured +20-52% of CPU
+ * at 100 Hz on 64 threads handing a token round (230,000 switches per CPU
  * second), +6.5% with POSIX timers, +2.4% in wall mode. The note says so
  * where it applies. */
 static void switches_note(void) {
