@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "elf_symtab.h"
+#include "perfmap.h"
 #include "unwind.h"
 
 #define MAX_MODULES 256
@@ -60,7 +61,8 @@ int symbols_name(uintptr_t ip, char *out, size_t cap) {
     Dl_info info;
     const ElfW(Sym) *es = NULL;
     if (!dladdr1((void *)ip, &info, (void **)&es, RTLD_DL_SYMENT) || !info.dli_fname) {
-        snprintf(out, cap, "[anonymous code]");
+        if (perfmap_stub_name(ip, out, cap) != 0) /* a stub the runtime's perf map names */
+            snprintf(out, cap, "[anonymous code]");
         return 0;
     }
     const char *mod = strrchr(info.dli_fname, '/');
@@ -99,4 +101,5 @@ void symbols_release(void) {
     for (size_t i = 0; i < g_nmods; i++)
         dnp_symtab_free(&g_mods[i].syms);
     g_nmods = 0;
+    perfmap_release();
 }

@@ -9,8 +9,9 @@
 
 /* Writes "module!symbol" (.symtab, else .dynsym; "[module+0xSTART]" when no
  * symbol covers ip but an unwind table says where its function starts,
- * "[module]" when nothing does, "[anonymous code]"
- * outside every module: JIT stubs and other anonymous code) into out. Returns 1
+ * "[module]" when nothing does, "[stub KIND]" for a stub the runtime's perf
+ * map names (perfmap.h), "[anonymous code]" outside every module: JIT stubs
+ * and other anonymous code) into out. Returns 1
  * when ip lies in a loaded module (its code is mapped), else 0. */
 int symbols_name(uintptr_t ip, char *out, size_t cap);
 

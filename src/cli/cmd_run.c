@@ -131,6 +131,10 @@ static void run_help(void) {
            dnp_settings[DNP_SET_SAMPLE_RATE].max);
     fputs(
           "      --cpu, --wall   --sample=cpu, --sample=wall\n"
+          "      --stubs         with --sample: the runtime's stubs (precode, dispatch, call\n"
+          "                      counting) named, not [anonymous code]: the runtime writes\n"
+          "                      its perf map (DOTNET_PerfMapEnabled=3) for the agent to read,\n"
+          "                      removed at the end (docs/sampling.md)\n"
           "      --heap-at exit  a heap snapshot as the program ends (docs/heap.md; read it\n"
           "                      with dnprof heap report); adds gc to the events\n"
           "      --heap-output FILE  the snapshot file, with --heap-at; %p in it becomes the\n"
@@ -276,6 +280,7 @@ static void report(const cli_launch *l, char *const argv[], int quiet) {
 typedef struct run_opts {
     const char *events, *output, *flush_ms;
     const char *sample, *rate;                /* --sample[=MODE], --cpu, --wall; --rate */
+    int stubs, stubs_map;                     /* --stubs; the runtime's perf map asked for by dnprof */
     int exceptions, alloc, quiet;
     int locks;                                /* --locks: 1, --locks=waits: 2 */
     int gc, threadpool;                       /* --gc, --threadpool (docs/waits.md) */
@@ -462,6 +467,7 @@ static int add_pattern(run_opts *o, int which, const char *pat) {
 
 enum { OPT_FLUSH = 256, OPT_EXCEPTIONS = 300, OPT_CALLS = 320, OPT_TIMELINE, OPT_ARGS, OPT_INCLUDE, OPT_EXCLUDE,
        OPT_ALL_CODE, OPT_ALLOC = 340, OPT_HEAP_AT, OPT_HEAP_OUTPUT, OPT_SAMPLE, OPT_RATE, OPT_CPU, OPT_WALL,
+       OPT_STUBS,
        OPT_LOCKS = 360, OPT_GC = 380, OPT_THREADPOOL, OPT_IL = 390, OPT_TRACE,
        OPT_EVERY = 400, OPT_KEEP, /* then the sinks' options in windows_cli.h's order */
        OPT_PYROSCOPE = OPT_KEEP + WOPT_PYROSCOPE, OPT_LABEL = OPT_KEEP + WOPT_LABEL,
@@ -527,6 +533,7 @@ static int take_option(run_opts *o, int c, char **argv) {
     case OPT_RATE: o->rate = optarg; return 0;
     case OPT_CPU: o->sample = "cpu"; return 0;
     case OPT_WALL: o->sample = "wall"; return 0;
+    case OPT_STUBS: o->stubs = 1; return 0;
     case OPT_EVERY: case OPT_KEEP: case OPT_PYROSCOPE: case OPT_LABEL: case OPT_SERVICE:
     case OPT_PUSH_TIMEOUT: case OPT_OTLP: return take_every_option(o, c);
     case 'q': o->quiet = 1; return 0;
@@ -570,6 +577,7 @@ static int parse_run_options(int argc, char **argv, run_opts *o) {
         {"heap-output", required_argument, NULL, OPT_HEAP_OUTPUT},
         {"sample", optional_argument, NULL, OPT_SAMPLE}, {"rate", required_argument, NULL, OPT_RATE},
         {"cpu", no_argument, NULL, OPT_CPU}, {"wall", no_argument, NULL, OPT_WALL},
+        {"stubs", no_argument, NULL, OPT_STUBS},
         {"every", required_argument, NULL, OPT_EVERY}, {"keep", required_argument, NULL, OPT_KEEP},
         {"pyroscope", required_argument, NULL, OPT_PYROSCOPE}, {"label", required_argument, NULL, OPT_LABEL},
         {"service", required_argument, NULL, OPT_SERVICE}, {"il", required_argument, NULL, OPT_IL},
@@ -592,6 +600,8 @@ static int parse_run_options(int argc, char **argv, run_opts *o) {
         o->calls = 1;
     if (o->rate && !o->sample && !o->calls)
         o->sample = "cpu";
+    if (o->stubs && !o->sample)
+        return usage_error("run", "--stubs names the runtime's stubs in sampled stacks: it goes with --sample");
     if (o->heap_output && !o->heap_at)
         return usage_error("run", "--heap-output goes with --heap-at exit");
     return check_every(o);
@@ -679,6 +689,12 @@ static int launch(const run_opts *o, const char *agent, const char *out_abs, cha
     }
     int ran = cli_launch_run(&l, prog);
     run_windows_finish(&rw);
+    if (o->stubs_map && l.pid > 0) { /* the perf map the runtime wrote for --stubs */
+        const char *dir = getenv("DOTNET_PerfMapJitDumpPath");
+        char map[PATH_MAX];
+        snprintf(map, sizeof map, "%s/perf-%ld.map", dir && *dir ? dir : "/tmp", (long)l.pid);
+        unlink(map);
+    }
     if (ran != 0) {
         cli_session_remove(session);
         return 1;
@@ -729,5 +745,9 @@ int cmd_run(int argc, char **argv) {
     char out_abs[PATH_MAX];
     if (prepare_output(o.output, out_abs, sizeof out_abs) != 0)
         return 1;
+    if (o.stubs && !getenv("DOTNET_PerfMapEnabled")) { /* the user's own perf map stays theirs */
+        setenv("DOTNET_PerfMapEnabled", "3", 1);
+        o.stubs_map = 1;
+    }
     return launch(&o, agent.path, out_abs, prog);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "e2e.h"
 #include "test.h"
@@ -210,6 +211,82 @@ TEST(e2e_sample_unwind_debug_frame) {
     ASSERT_GT(ls.all / 1e6, 300);
     ASSERT_GE(ls.under / ls.all, WHOLE);
     ASSERT_GE(middle / ls.all, WHOLE); /* inner's caller, found by its rows, not skipped */
+    return 0;
+}
+
+/* The shares of a folded export's samples whose leaf starts with leaf, and of
+ * those, the ones under frame: 0 or -1. */
+static int leaf_shares(const char *folded, const char *leaf, const char *frame, double *all, double *in, double *under) {
+    size_t len;
+    char *text = e2e_read_file(folded, &len);
+    if (!text)
+        return -1;
+    *all = *in = *under = 0;
+    for (char *line = text; line < text + len;) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = nl ? (size_t)(nl - line) : (size_t)(text + len - line);
+        const char *sp = line + n;
+        while (sp > line && sp[-1] != ' ')
+            sp--;
+        const char *lf = sp > line ? sp - 1 : line;
+        while (lf > line && lf[-1] != ';')
+            lf--;
+        double w = sp > line ? atof(sp) : 0;
+        *all += w;
+        if (sp > line && strncmp(lf, leaf, strlen(leaf)) == 0) {
+            *in += w;
+            if (has_frame(line, (size_t)(sp - 1 - line), frame))
+                *under += w;
+        }
+        line += n + 1;
+    }
+    free(text);
+    return 0;
+}
+
+/* The runtime's stubs by name (--stubs): interface calls through one call
+ * site to four classes spend most of their time in the runtime's dispatch
+ * stub, anonymous code. Without --stubs its samples read [anonymous code];
+ * with it, "[stub KIND]" from the perf map the runtime wrote, which dnprof
+ * removes at the end; either way under the calling method. */
+TEST(e2e_sample_stubs_named) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_stubs_named"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    const char *disp = "Scenarios.SampleScenario::Dispatch";
+    double all, in, under;
+    char folded[PATH_MAX + 16];
+    snprintf(folded, sizeof folded, "%s.folded", r.trace);
+    for (int stubs = 0; stubs < 2; stubs++) {
+        const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", stubs ? "--stubs" : "--cpu", "-o",
+                              r.trace, "--", e2e_dotnet(), dll, "sample", "stubs", "2", NULL};
+        ASSERT_EQ(e2e_dnprof(&r, args), 0);
+        ASSERT_STATUS(&r, 0);
+        const char *conv[] = {"convert", "--format", "folded", "-o", folded, r.trace, NULL};
+        ASSERT_EQ(e2e_dnprof(&r, conv), 0);
+        ASSERT_EQ(leaf_shares(folded, "[stub ", disp, &all, &in, &under), 0);
+        double named = in, named_under = under;
+        ASSERT_EQ(leaf_shares(folded, "[anonymous code]", disp, &all, &in, &under), 0);
+        fprintf(stderr, "stubs %s: %.1f%% of the samples in named stubs (%.1f%% of them under Dispatch), %.1f%% in "
+                        "[anonymous code]\n", stubs ? "on" : "off", 100 * named / all,
+                named > 0 ? 100 * named_under / named : 0, 100 * in / all);
+        ASSERT_GT(all / 1e6, 1000); /* 2 s of CPU at 1 kHz */
+        if (!stubs) {
+            ASSERT_EQ(named, 0);
+            ASSERT_GT(in / all, 0.2); /* the dispatch stub, unnamed */
+            continue;
+        }
+        ASSERT_GT(named / all, 0.2);
+        ASSERT_LT(in / all, 0.01);
+        ASSERT_GE(named_under / named, WHOLE);
+        dnp_trace *t = e2e_load(r.trace);
+        ASSERT(t);
+        char map[64];
+        snprintf(map, sizeof map, "/tmp/perf-%llu.map", (unsigned long long)t->pid);
+        dnp_trace_free(t);
+        ASSERT_EQ(access(map, F_OK), -1); /* removed: nothing left behind in /tmp */
+    }
     return 0;
 }
 

@@ -6,6 +6,9 @@
 //       pid there and waits for READY_FILE.go (an attach), then works
 //   sample native LIB SECONDS    a P/Invoke into a native loop (dnp_native_spin in
 //       LIB) and managed work, half and half
+//   sample stubs CPU_SECONDS     interface calls through one call site to four
+//       classes in turn (Dispatch): the runtime's dispatch stubs run between
+//       the caller and each tiny callee, many samples land in them
 //   sample tight CPU_SECONDS     a very short method (Tiny) called in a tight loop
 //       (TightLoop): many samples land in its prologue and epilogue, where the
 //       frame pointer is still (or again) its caller's
@@ -42,6 +45,7 @@ public static class SampleScenario
         {
             case "shares": return Shares(args);
             case "native": return Native(args);
+            case "stubs": return Stubs(args);
             case "tight": return Tight(args);
             case "alloc": return Alloc(args);
             case "harm": return Harm();
@@ -206,6 +210,38 @@ public static class SampleScenario
             proc.Refresh();
         } while ((proc.TotalProcessorTime - start).TotalSeconds < cpu && wall.Elapsed.TotalSeconds < 60);
         Console.WriteLine("tight " + (s != 1 ? "done" : "?"));
+        return 0;
+    }
+
+    private interface IStep { long Step(long x); }
+    private sealed class StepA : IStep { [MethodImpl(MethodImplOptions.NoInlining)] public long Step(long x) => x + 1; }
+    private sealed class StepB : IStep { [MethodImpl(MethodImplOptions.NoInlining)] public long Step(long x) => x ^ 3; }
+    private sealed class StepC : IStep { [MethodImpl(MethodImplOptions.NoInlining)] public long Step(long x) => x - 2; }
+    private sealed class StepD : IStep { [MethodImpl(MethodImplOptions.NoInlining)] public long Step(long x) => x * 3; }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long Dispatch(IStep[] steps, int n)
+    {
+        long x = 0;
+        for (int i = 0; i < n; i++)
+            x = steps[i & 3].Step(x); // one call site, four classes: a polymorphic dispatch stub
+        return x;
+    }
+
+    private static int Stubs(string[] args)
+    {
+        double cpu = args.Length > 1 ? double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture) : 2;
+        var steps = new IStep[] { new StepA(), new StepB(), new StepC(), new StepD() };
+        var proc = Process.GetCurrentProcess();
+        TimeSpan start = proc.TotalProcessorTime;
+        var wall = Stopwatch.StartNew();
+        long s = 0;
+        do
+        {
+            s += Dispatch(steps, 1000000);
+            proc.Refresh();
+        } while ((proc.TotalProcessorTime - start).TotalSeconds < cpu && wall.Elapsed.TotalSeconds < 60);
+        Console.WriteLine("stubs " + (s != 1 ? "done" : "?"));
         return 0;
     }
 
