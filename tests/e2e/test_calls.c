@@ -428,6 +428,20 @@ static double median3(const double v[3]) {
 /* How far the hooks' measured cost moved during the run, ns per call (both
  * parts): half the range of the calibrations (CallsOverhead) of the thread
  * that was calibrated most, the one that made the calls. */
+/* How far the agent says its midpoint of the hooks' inner cost can be from a
+ * call's truth (its note "calls: the hooks' cost inside a call ... right
+ * within X ns"): between an empty callee and a long one, what a CPU's
+ * out-of-order window hides of the hooks differs, 5 ns on one host and 6 ns
+ * on another, and a callee of either kind is off by up to that much. */
+static double midpoint_error_ns(const dnp_trace *t) {
+    for (size_t i = 0; i < t->nnotes; i++) {
+        const char *at = t->notes[i].text ? strstr(t->notes[i].text, "right within ") : NULL;
+        if (at && strstr(t->notes[i].text, "the hooks' cost inside a call"))
+            return atof(at + strlen("right within "));
+    }
+    return 0;
+}
+
 static double overhead_spread_ns(const dnp_trace *t) {
     uint64_t tid = 0;
     size_t most = 0;
@@ -512,7 +526,7 @@ TEST(e2e_calls_shares) {
             ASSERT_NE(t, NULL);
             int balanced = calls_balanced(t);
             size_t calibrations = e2e_count(t, DNP_EV_CallsOverhead);
-            double spread = overhead_spread_ns(t);
+            double spread = overhead_spread_ns(t), model = midpoint_error_ns(t);
             dnp_trace_free(t);
             ASSERT(balanced);
             ASSERT_GT(calibrations, 0);
@@ -539,12 +553,13 @@ TEST(e2e_calls_shares) {
             double total[4] = {lt, lt, dt, dt};
             for (int k = 0; k < 4; k++) {
                 sh[k].got[run] = got[k];
-                sh[k].tolerance[run] = SHARE_TOLERANCE + spread * (100 * in_x[k] + got[k] * in_t[k]) / total[k];
+                sh[k].tolerance[run] =
+                    SHARE_TOLERANCE + (spread + model) * (100 * in_x[k] + got[k] * in_t[k]) / total[k];
             }
             per_call[run] = ct / cc;
             fprintf(stderr, "e2e: run %d: Loop self %.1f%%, Chain %.1f%%, Driver self %.1f%%, Top %.1f%%, Chain %.1f ns; "
-                    "%zu calibrations of the hooks' cost, spread %.2f ns per call\n",
-                    run + 1, got[0], got[1], got[2], got[3], per_call[run], calibrations, spread);
+                    "%zu calibrations of the hooks' cost, spread %.2f ns per call, the midpoint right within %.2f ns\n",
+                    run + 1, got[0], got[1], got[2], got[3], per_call[run], calibrations, spread, model);
         }
         double load[1] = {0};
         int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
