@@ -190,3 +190,15 @@ int config_sample_mode(const char *text) {
     dnp_setting_parse(DNP_SET_SAMPLE, text, &v);
     return (int)v;
 }
+
+void config_perf_map(char *out, size_t cap) {
+    /* the runtime's own settings, which it reads from this process's environment whatever dnprof asked */
+    const char *on = getenv("DOTNET_PerfMapEnabled");
+    const char *dir = getenv("DOTNET_PerfMapJitDumpPath");
+    if (!on || (strcmp(on, "1") != 0 && strcmp(on, "3") != 0)) { /* no map, or a jitdump only */
+        if (cap)
+            out[0] = 0;
+        return;
+    }
+    snprintf(out, cap, "%s/perf-%d.map", dir && dir[0] ? dir : "/tmp", (int)getpid());
+}

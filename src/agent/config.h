@@ -66,6 +66,11 @@ int config_sample_mode(const char *text);
 /* DNP_ENV_FLUSH_MS, 0 when unset; a bad value is said and the default used. */
 unsigned config_flush_ms(void);
 
+/* The perf map the runtime writes (DOTNET_PerfMapEnabled 1 or 3, in
+ * DOTNET_PerfMapJitDumpPath or /tmp): its path, or "" when it writes none.
+ * The runtime's settings, read from this process's environment. */
+void config_perf_map(char *out, size_t cap);
+
 /* DNP_ENV_SESSION: the front end's session directory, NULL or "" for none. */
 const char *config_session_dir(void);
 

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "dnp_search.h"
 
 typedef struct stub {
@@ -36,13 +37,9 @@ static int by_lo(const void *x, const void *y) {
 
 static void open_map(void) {
     P.tried = 1;
-    const char *on = getenv("DOTNET_PerfMapEnabled");
-    if (!on || (strcmp(on, "1") != 0 && strcmp(on, "3") != 0))
-        return; /* no map, or a jitdump only */
-    const char *dir = getenv("DOTNET_PerfMapJitDumpPath");
     char path[512];
-    snprintf(path, sizeof path, "%s/perf-%d.map", dir && dir[0] ? dir : "/tmp", (int)getpid());
-    P.f = fopen(path, "re");
+    config_perf_map(path, sizeof path);
+    P.f = path[0] ? fopen(path, "re") : NULL;
 }
 
 /* "stub TYPE<OWNER>" as the frame's name: the owner is the kind of stub, the

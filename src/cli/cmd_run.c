@@ -131,10 +131,8 @@ static void run_help(void) {
            dnp_settings[DNP_SET_SAMPLE_RATE].max);
     fputs(
           "      --cpu, --wall   --sample=cpu, --sample=wall\n"
-          "      --stubs         with --sample: the runtime's stubs (precode, dispatch, call\n"
-          "                      counting) named, not [anonymous code]: the runtime writes\n"
-          "                      its perf map (DOTNET_PerfMapEnabled=3) for the agent to read,\n"
-          "                      removed at the end (docs/sampling.md)\n"
+          "      --stubs         with --sample: the runtime's stubs named ([stub FixupPrecode]),\n"
+          "                      from its perf map (DOTNET_PerfMapEnabled=3, removed after)\n"
           "      --heap-at exit  a heap snapshot as the program ends (docs/heap.md; read it\n"
           "                      with dnprof heap report); adds gc to the events\n"
           "      --heap-output FILE  the snapshot file, with --heap-at; %p in it becomes the\n"
