@@ -29,7 +29,7 @@ typedef struct module_syms {
 static module_syms g_mods[MAX_MODULES];
 static size_t g_nmods;
 
-/* Reads the FUNC symbols of path's .symtab. */
+/* Reads the FUNC symbols of path's .symtab, or of its separate debug file's (unwind.h). */
 static void load_symtab(module_syms *m, const char *path) {
     const uint8_t *f;
     size_t size;
@@ -37,6 +37,11 @@ static void load_symtab(module_syms *m, const char *path) {
         return;
     dnp_symtab_parse(&m->syms, f, size);
     munmap((void *)f, size);
+    unw_dbg d; /* stripped: the symbols of its separate debug file, where there is one */
+    if (!m->syms.n && unw_debug_section(path, NULL, 0, ".symtab", &d) == 0) {
+        dnp_symtab_parse(&m->syms, d.map, d.map_len);
+        unw_debug_close(&d);
+    }
 }
 
 static module_syms *module_for(uintptr_t base, const char *path) {

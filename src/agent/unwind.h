@@ -88,6 +88,9 @@ typedef struct unw_dbg {
     char from[256]; /* the file it was found in */
 } unw_dbg;
 int unw_debug_frame(const char *path, const uint8_t *build_id, size_t id_len, unw_dbg *out); /* 0 or -1 */
+/* The same search for any section (symbols.c: a stripped library's .symtab in
+ * its debug file, as `dotnet-symbol` puts libcoreclr.so.dbg next to it). */
+int unw_debug_section(const char *path, const uint8_t *build_id, size_t id_len, const char *want, unw_dbg *out);
 void unw_debug_close(unw_dbg *d);
 void unw_lib_free(unw_lib *l);
 

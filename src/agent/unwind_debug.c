@@ -34,12 +34,13 @@ static int same_build_id(const uint8_t *f, size_t len, const uint8_t *id, size_t
     return namesz == 4 && descsz == id_len && 12 + 4 + (uint64_t)descsz <= size && memcmp(n + 16, id, id_len) == 0;
 }
 
-/* The .debug_frame of the mapped file into out (the mapping handed over), or
+/* The section want of the mapped file into out (the mapping handed over), or
  * -1. id: the build ID the file must have (a separate debug file found by
  * name), NULL for none to check. */
-static int take_section(void *map, size_t len, const char *path, const uint8_t *id, size_t id_len, unw_dbg *out) {
+static int take_section(void *map, size_t len, const char *path, const char *want, const uint8_t *id, size_t id_len,
+                        unw_dbg *out) {
     uint64_t off, size;
-    if (dnp_elf_section(map, len, ".debug_frame", &off, &size) != 0 || size < 16 ||
+    if (dnp_elf_section(map, len, want, &off, &size) != 0 || size < 16 ||
         (id && id_len && !same_build_id(map, len, id, id_len)))
         return -1;
     out->sec = (const uint8_t *)map + off;
@@ -50,12 +51,12 @@ static int take_section(void *map, size_t len, const char *path, const uint8_t *
     return 0;
 }
 
-static int try_file(const char *path, const uint8_t *id, size_t id_len, unw_dbg *out) {
+static int try_file(const char *path, const char *want, const uint8_t *id, size_t id_len, unw_dbg *out) {
     void *map;
     size_t len;
     if (map_file(path, &map, &len) != 0)
         return -1;
-    if (take_section(map, len, path, id, id_len, out) == 0)
+    if (take_section(map, len, path, want, id, id_len, out) == 0)
         return 0;
     munmap(map, len);
     return -1;
@@ -77,12 +78,16 @@ static int debuglink(const uint8_t *f, size_t len, char *name, size_t cap) {
 }
 
 int unw_debug_frame(const char *path, const uint8_t *build_id, size_t id_len, unw_dbg *out) {
+    return unw_debug_section(path, build_id, id_len, ".debug_frame", out);
+}
+
+int unw_debug_section(const char *path, const uint8_t *build_id, size_t id_len, const char *want, unw_dbg *out) {
     memset(out, 0, sizeof *out);
     void *map;
     size_t len;
     if (!path || path[0] != '/' || map_file(path, &map, &len) != 0)
         return -1;
-    if (take_section(map, len, path, NULL, 0, out) == 0)
+    if (take_section(map, len, path, want, NULL, 0, out) == 0)
         return 0;
     char link[256];
     int linked = debuglink(map, len, link, sizeof link) == 0;
@@ -93,7 +98,7 @@ int unw_debug_frame(const char *path, const uint8_t *build_id, size_t id_len, un
         for (size_t i = 1; i < id_len; i++)
             k += snprintf(cand + k, sizeof cand - (size_t)k, "%02x", build_id[i]);
         snprintf(cand + k, sizeof cand - (size_t)k, ".debug");
-        if (try_file(cand, NULL, 0, out) == 0)
+        if (try_file(cand, want, NULL, 0, out) == 0)
             return 0;
     }
     if (!linked)
@@ -103,7 +108,7 @@ int unw_debug_frame(const char *path, const uint8_t *build_id, size_t id_len, un
     const char *const forms[] = {"%.*s/%s", "%.*s/.debug/%s", DEBUG_ROOT "%.*s/%s"};
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
         snprintf(cand, sizeof cand, forms[i], dir, path, link);
-        if (strcmp(cand, path) != 0 && try_file(cand, build_id, id_len, out) == 0)
+        if (strcmp(cand, path) != 0 && try_file(cand, want, build_id, id_len, out) == 0)
             return 0;
     }
     return -1;

@@ -244,6 +244,43 @@ static int leaf_shares(const char *folded, const char *leaf, const char *frame, 
     return 0;
 }
 
+/* A stripped library (no .symtab; its static functions have no name in it)
+ * whose symbols are in a separate debug file next to it, found by its
+ * .gnu_debuglink, as dotnet-symbol installs libcoreclr.so.dbg: its samples
+ * are named by the debug file's symbols, inner and middle. */
+TEST(e2e_sample_symbols_from_debug_file) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_symbols_from_debug_file"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *lib = e2e_env("DNPROF_TEST_DBGSYM");
+    ASSERT(dll);
+    ASSERT(lib);
+    char dbg[PATH_MAX];
+    snprintf(dbg, sizeof dbg, "%s.dbg", lib);
+    ASSERT_EQ(access(dbg, R_OK), 0);
+    const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(),
+                          dll, "sample", "native", lib, "2", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char folded[PATH_MAX + 16];
+    snprintf(folded, sizeof folded, "%s.folded", r.trace);
+    const char *conv[] = {"convert", "--format", "folded", "-o", folded, r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, conv), 0);
+    double all, in_lib, under, unnamed, named, named_under;
+    ASSERT_EQ(leaf_shares(folded, "libdnprof_test_dbgsym.so", "Scenarios.SampleScenario::NativeWork", &all, &in_lib,
+                          &under), 0);
+    ASSERT_EQ(leaf_shares(folded, "[libdnprof_test_dbgsym.so", "Scenarios.SampleScenario::NativeWork", &all, &unnamed,
+                          &under), 0);
+    in_lib += unnamed; /* named by offset only: what a stripped library reads without its debug file */
+    ASSERT_EQ(leaf_shares(folded, "libdnprof_test_dbgsym.so!inner", "libdnprof_test_dbgsym.so!middle", &all, &named,
+                          &named_under), 0);
+    fprintf(stderr, "debug file: %.0f ms in the library, %.1f%% of it named inner, %.1f%% of those under middle\n",
+            in_lib / 1e6, in_lib > 0 ? 100 * named / in_lib : 0, named > 0 ? 100 * named_under / named : 0);
+    ASSERT_GT(in_lib / 1e6, 300); /* half of 2 s of CPU at 1 kHz */
+    ASSERT_GE(named / in_lib, 0.9); /* the loop is inner's: by its name, from the debug file */
+    ASSERT_GE(named_under / named, WHOLE);
+    return 0;
+}
+
 /* The runtime's stubs by name (--stubs): interface calls through one call
  * site to four classes spend most of their time in the runtime's dispatch
  * stub, anonymous code. Without --stubs its samples read [anonymous code];
