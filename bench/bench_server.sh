@@ -13,6 +13,8 @@
 #   agent    the agent as --sample loads it, sampling off (threads events):
 #            the agent's own fixed cost
 #   cpu100   --sample (cpu time) at 100 Hz     cpu1k   at 1 kHz
+#   proc100  cpu at 100 Hz by one timer on the process's CPU time
+#            (DNPROF_SAMPLE_TIMERS=process)
 #   wall100  --sample=wall at 100 Hz
 #   dtrace   dotnet-trace collect at its defaults, when it is on PATH
 #
@@ -38,8 +40,8 @@ AGENT=$(cd "$BUILD" && pwd)/libdnprof.so
 DLL=$(cd "$BUILD" && pwd)/tests/e2e/scenarios/Scenarios.dll
 [ -f "$AGENT" ] || { echo "bench_server: no $AGENT (build first)" >&2; exit 2; }
 [ -f "$DLL" ] || { echo "bench_server: no $DLL (ctest -R e2e.build_scenarios)" >&2; exit 2; }
-CONFIGS="bare agent cpu100 cpu1k wall100"
-command -v dotnet-trace >/dev/null && CONFIGS="$CONFIGS dtrace"
+CONFIGS=${CONFIGS:-bare agent cpu100 cpu1k proc100 wall100}
+[ -z "${NO_DTRACE:-}" ] && command -v dotnet-trace >/dev/null && CONFIGS="$CONFIGS dtrace"
 HAVE_PERF=0
 perf stat -x, -e task-clock true >/dev/null 2>&1 && HAVE_PERF=1
 TMP=$(mktemp -d /tmp/bench_server.XXXXXX)
@@ -56,6 +58,7 @@ run_one() {
         case $cfg in
         cpu100) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=100) ;;
         cpu1k) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=1000) ;;
+        proc100) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_TIMERS=process) ;;
         wall100) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100) ;;
         esac
     fi

@@ -37,7 +37,7 @@ typedef struct agent_config {
     /* sampling (sampler.c, docs/sampling.md) */
     int sample;           /* SAMPLER_OFF, _CPU, _WALL or _SUSPEND (sampler.h) */
     unsigned sample_rate; /* samples per second per thread, 0 for the default (100) */
-    int sample_timers;    /* DNP_ENV_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work */
+    int sample_timers;    /* DNP_ENV_SAMPLE_TIMERS: 1 per-thread POSIX CPU timers, 2 one process CPU timer */
     /* GC pauses and thread-pool starvation (gc_stats.c, threadpool.c, dnprof run/attach --gc, --threadpool) */
     int gc;               /* 1: one GcCollection per collection */
     int threadpool;       /* 1: the thread pool's adjustments (starvation) */

@@ -47,7 +47,7 @@ static void *sampler_main(void *arg) {
             sampler_scan_threads();
             if (S.mode == SAMPLER_CPU && !noted && S.perf) {
                 noted = 1;
-                rec_note(0, "cpu sampling by %s", S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or " DNP_ENV_SAMPLE_TIMERS "=1): tick-grained");
+                rec_note(0, "cpu sampling by %s", S.process_timer ? "one POSIX timer on the process's CPU time (" DNP_ENV_SAMPLE_TIMERS "=process), its signal taken by the thread that ran: tick-grained" : S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or " DNP_ENV_SAMPLE_TIMERS "=1): tick-grained");
             }
             next_scan = now + SCAN_MS * 1000000ull;
         }
@@ -113,8 +113,8 @@ void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_h
  * switch (the event's timer is stopped and started again: in a VM, trips to
  * the host), whatever the rate: bench/bench_server.sh measured +20-52% of CPU
  * at 100 Hz on 64 threads handing a token round (230,000 switches per CPU
- * second), +6.5% with POSIX timers, +2.4% in wall mode. The note says so
- * where it applies. */
+ * second), +6.5% with per-thread POSIX timers, +9.8% with one process
+ * timer, +0-2.4% in wall mode. The note says so where it applies. */
 static void switches_note(void) {
     struct rusage ru;
     if (S.mode != SAMPLER_CPU || S.perf <= 0 || getrusage(RUSAGE_SELF, &ru) != 0)
@@ -124,8 +124,8 @@ static void switches_note(void) {
     double per_cpu_s = cpu > 0.05 ? (double)(ru.ru_nvcsw + ru.ru_nivcsw) / cpu : 0;
     if (per_cpu_s >= 20000)
         rec_note(1, "the program switched threads %.0f times per second of CPU: cpu sampling by perf events pays at "
-                    "every switch (up to +50%% of CPU in a VM); " DNP_ENV_SAMPLE_TIMERS "=1 (POSIX CPU timers) or "
-                    "--sample=wall cost less for such a program (docs/sampling.md)",
+                    "every switch (up to +50%% of CPU in a VM); " DNP_ENV_SAMPLE_TIMERS "=process (one timer for the "
+                    "process, Linux 6.4+) or --sample=wall cost far less for such a program (docs/sampling.md)",
                  per_cpu_s);
 }
 
@@ -189,6 +189,7 @@ int sampler_start(const agent_config *cfg) {
      * (cheaper in some VMs, tick-grained: docs/sampling.md) */
     S.perf = cfg->sample_timers ? -1 : 0;
     S.perf_exclude_kernel = 0;
+    S.process_timer = cfg->sample_timers == 2 && S.mode == SAMPLER_CPU;
     void *slots = mmap(NULL, MAX_SLOTS * sizeof(sslot), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     S.slots = slots == MAP_FAILED ? NULL : slots;
@@ -222,6 +223,8 @@ int sampler_start(const agent_config *cfg) {
         S.cv_ready = 1;
     }
     atomic_store(&S.running, 1);
+    if (S.process_timer && sampler_process_timer_start() != 0)
+        S.process_timer = 0; /* said why: per-thread timers instead */
     if (pthread_create(&S.thread, NULL, sampler_main, NULL) != 0) {
         atomic_store(&S.running, 0);
         agent_say("cannot start the sampler thread; no samples");
@@ -244,6 +247,7 @@ void sampler_stop(void) {
     pthread_join(S.thread, NULL);
     S.thread_running = 0;
     atomic_store(&S.running, 0);
+    sampler_process_timer_stop();
     for (unsigned i = 0; i < S.nslots; i++)
         sampler_slot_disarm(&S.slots[i]);
     sampler_handler_remove();

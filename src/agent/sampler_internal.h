@@ -134,6 +134,9 @@ typedef struct sampler_state {
     sslot *slots; /* MAX_SLOTS, mmap'd: the handler validates a slot by its address */
     sslot **fd_slot; /* MAX_FDS: a perf event's fd to its slot */
     int perf;        /* CPU mode: 1 perf task-clock events, 0 not tried yet, -1 POSIX CPU timers */
+    int process_timer; /* CPU mode: one timer on the process's CPU clock (DNP_ENV_SAMPLE_TIMERS=process) */
+    timer_t ptimer;
+    int ptimer_armed;
     int perf_exclude_kernel;
     unsigned scan;
     unsigned nslots; /* slots ever used: the loops stop there */
@@ -186,6 +189,10 @@ void sampler_scan_threads(void);
 void sampler_find_stacks(void);
 void sampler_signal_all(void);
 void sampler_slot_disarm(sslot *s);
+/* DNP_ENV_SAMPLE_TIMERS=process: one timer on the process's CPU clock, its
+ * signal taken by the thread that ran (Linux 6.4+): 0, or -1 (said why). */
+int sampler_process_timer_start(void);
+void sampler_process_timer_stop(void);
 
 /* Addresses (sampler_resolve.c). */
 void sampler_cache_clear(uint64_t now);

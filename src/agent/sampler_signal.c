@@ -18,9 +18,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "recorder.h"
 
 /* ---- the signal handler ---- */
 
@@ -44,6 +46,22 @@ static int slot_mine(sslot *s) {
     return 1;
 }
 
+/* The slot of the calling thread, for the process timer's signal (it names no
+ * thread): by pthread_self() among the slots, else once by thread id. NULL for
+ * a thread not sampled (the sampler's own, one not found by a scan yet). */
+static sslot *slot_of_self(void) {
+    uint64_t me = (uint64_t)pthread_self();
+    unsigned n = *(volatile unsigned *)&S.nslots;
+    for (unsigned i = 0; i < n; i++)
+        if (atomic_load_explicit(&S.slots[i].self, memory_order_relaxed) == me)
+            return &S.slots[i];
+    int tid = gettid();
+    for (unsigned i = 0; i < n; i++)
+        if (atomic_load_explicit(&S.slots[i].tid, memory_order_relaxed) == tid)
+            return &S.slots[i];
+    return NULL;
+}
+
 static void on_signal(int sig, siginfo_t *si, void *ucv) {
     (void)sig;
     int saved = errno;
@@ -52,6 +70,8 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
         sslot *s = si->si_value.sival_ptr;
         if (si->si_code == POLL_IN)
             s = si->si_fd >= 0 && si->si_fd < MAX_FDS && S.fd_slot ? S.fd_slot[si->si_fd] : NULL;
+        else if (si->si_code == SI_TIMER && si->si_value.sival_ptr == (void *)&S.ptimer)
+            s = slot_of_self();
         if (slot_valid(s) && slot_mine(s)) {
             uint32_t weight = 1u + (si->si_code == SI_TIMER && si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0u);
             if (S.calls)
@@ -144,8 +164,8 @@ static int perf_arm(sslot *s, int tid) {
 
 static void slot_arm(sslot *s, int tid) {
     s->perf_fd1 = 0;
-    if (S.mode != SAMPLER_CPU)
-        return;
+    if (S.mode != SAMPLER_CPU || S.process_timer)
+        return; /* wall: the sampler thread signals; process timer: one for all */
     if (S.perf >= 0) {
         if (perf_arm(s, tid) == 0) {
             S.perf = 1;
@@ -175,6 +195,45 @@ static void slot_arm(sslot *s, int tid) {
     its.it_interval.tv_sec = (time_t)(S.period_ns / 1000000000u);
     its.it_interval.tv_nsec = (long)(S.period_ns % 1000000000u);
     timer_settime(s->timer, 0, &its, NULL);
+}
+
+/* Linux 6.4 and later deliver a process CPU timer's signal to the thread that
+ * ran when it expired (before, to the first thread that does not block it,
+ * whatever ran). */
+static int kernel_at_least(int major, int minor) {
+    struct utsname u;
+    int ma = 0, mi = 0;
+    return uname(&u) == 0 && sscanf(u.release, "%d.%d", &ma, &mi) == 2 && (ma > major || (ma == major && mi >= minor));
+}
+
+int sampler_process_timer_start(void) {
+    if (!kernel_at_least(6, 4)) {
+        rec_note(1, DNP_ENV_SAMPLE_TIMERS "=process needs Linux 6.4 or later (the signal goes to the thread that ran); "
+                    "per-thread POSIX CPU timers instead");
+        return -1;
+    }
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_SIGNAL;
+    sev.sigev_signo = SAMPLER_SIGNAL;
+    sev.sigev_value.sival_ptr = &S.ptimer;
+    if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &sev, &S.ptimer) != 0) {
+        rec_note(1, "no process CPU timer (%s); per-thread POSIX CPU timers instead", strerror(errno));
+        return -1;
+    }
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    its.it_value.tv_sec = its.it_interval.tv_sec = (time_t)(S.period_ns / 1000000000u);
+    its.it_value.tv_nsec = its.it_interval.tv_nsec = (long)(S.period_ns % 1000000000u);
+    timer_settime(S.ptimer, 0, &its, NULL);
+    S.ptimer_armed = 1;
+    return 0;
+}
+
+void sampler_process_timer_stop(void) {
+    if (S.ptimer_armed)
+        timer_delete(S.ptimer);
+    S.ptimer_armed = 0;
 }
 
 void sampler_slot_disarm(sslot *s) {

@@ -14,10 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "e2e.h"
+#include "settings.h"
 #include "pprof_decode.h"
 #include "test.h"
 
@@ -299,6 +301,39 @@ static int check_pprof(e2e_run *r, uint64_t period_ns) {
         if (fabs(100 * hot[h] / n - TRUTH[h]) > TOLERANCE)
             rc = -1;
     return rc;
+}
+
+/* One timer on the process's CPU time (DNPROF_SAMPLE_TIMERS=process): no
+ * timer per thread, nothing at each context switch; its signal is taken by the
+ * thread that ran (Linux 6.4+), tick-grained. The shares hold within the same
+ * 5 points; the trace says which clock sampled (and, on an older kernel, that
+ * it fell back to per-thread timers). */
+TEST(e2e_sample_shares_process_timer) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_shares_process_timer"), 0);
+    setenv(DNP_ENV_SAMPLE_TIMERS, "process", 1);
+    int ran = run_shares(&r, "1000", "2.5");
+    unsetenv(DNP_ENV_SAMPLE_TIMERS);
+    ASSERT_EQ(ran, 0);
+    struct utsname u;
+    int ma = 0, mi = 0;
+    ASSERT_EQ(uname(&u), 0);
+    sscanf(u.release, "%d.%d", &ma, &mi);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t);
+    int process = 0, fallback = 0;
+    for (size_t i = 0; i < t->nnotes; i++) {
+        process |= t->notes[i].text && strstr(t->notes[i].text, "one POSIX timer on the process's CPU time") != NULL;
+        fallback |= t->notes[i].text && strstr(t->notes[i].text, "needs Linux 6.4") != NULL;
+    }
+    dnp_trace_free(t);
+    if (ma < 6 || (ma == 6 && mi < 4)) {
+        ASSERT(fallback);
+        return 0;
+    }
+    ASSERT(process);
+    ASSERT_EQ(check_shares(r.trace, 1000000, "1 kHz, one process timer"), 0);
+    return 0;
 }
 
 TEST(e2e_sample_shares_1khz) {
