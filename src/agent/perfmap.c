@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "dnp_search.h"
+#include "dnp_vec.h"
 
 typedef struct stub {
     uint64_t lo, hi;
@@ -77,14 +78,8 @@ static void read_on(void) {
         if (sscanf(line, "%llx %llx %n", &addr, &size, &at) != 2 || !at || strncmp(line + at, "stub", 4) != 0 ||
             !size)
             continue;
-        if (P.n == P.cap) {
-            size_t cap = P.cap ? P.cap * 2 : 256;
-            stub *g = realloc(P.s, cap * sizeof *g);
-            if (!g)
-                return;
-            P.s = g;
-            P.cap = cap;
-        }
+        if (DNP_VEC_RESERVE(P.s, P.cap, P.n + 1, 256) < 0)
+            return;
         char *name = stub_name(line + at);
         if (!name)
             return;

@@ -14,6 +14,7 @@
 #include "arch/arch.h"
 #include "callbacks.h"
 #include "memread.h"
+#include "dnp_vec.h"
 #include "symbols.h"
 
 uint64_t sampler_now_ns(void) {
@@ -46,14 +47,8 @@ void sampler_exec_refresh(void) {
         char perms[8];
         if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3 || perms[2] != 'x')
             continue;
-        if (S.nexec == S.capexec) {
-            size_t cap = S.capexec ? S.capexec * 2 : 256;
-            xrange *grown = realloc(S.exec, cap * sizeof *grown);
-            if (!grown)
-                break;
-            S.exec = grown;
-            S.capexec = cap;
-        }
+        if (DNP_VEC_RESERVE(S.exec, S.capexec, S.nexec + 1, 256) < 0)
+            break;
         S.exec[S.nexec].lo = lo; /* /proc/self/maps is sorted by address */
         S.exec[S.nexec++].hi = hi;
     }
