@@ -64,6 +64,10 @@ static HRESULT initialize(IUnknown *unk, const dnp_attach_blob *blob) {
     cfg.exc_stacks = blob->exc_stacks != 0; /* not the target's environment */
     cfg.sample = (int)blob->sample;
     cfg.sample_rate = blob->sample_rate;
+    /* the sampler's settings the blob does not carry: their defaults, not the
+     * target's environment */
+    cfg.sample_unwind = (int)dnp_setting_default(DNP_SET_SAMPLE_UNWIND);
+    cfg.sample_wall_threads = (int)dnp_setting_default(DNP_SET_SAMPLE_WALL_THREADS);
     cfg.locks = (int)blob->locks;
     cfg.lock_slice_us = dnp_setting_default(DNP_SET_LOCKS_SLICE_US);
     cfg.gc = blob->gc != 0;

@@ -142,6 +142,7 @@ static const struct {
     VALUE(ALL_CODE, all_code),  VALUE(ALLOC, alloc),         VALUE(ALLOC_SOURCE, alloc_tick),
     VALUE(ALLOC_EACH, alloc_each), VALUE(EXC_STACKS, exc_stacks), VALUE(SAMPLE, sample),
     VALUE(SAMPLE_RATE, sample_rate), VALUE(SAMPLE_TIMERS, sample_timers),
+    VALUE(SAMPLE_WALL_THREADS, sample_wall_threads),
     VALUE(LOCKS, locks), VALUE(LOCKS_SLICE_US, lock_slice_us),
     VALUE(GC, gc),              VALUE(THREADPOOL, threadpool),
     VALUE(EVERY, every_ms),     TEXT(WINDOW_DIR, window_dir), VALUE(WINDOW_KEEP, window_keep),

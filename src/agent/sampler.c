@@ -52,10 +52,13 @@ static void *sampler_main(void *arg) {
             next_scan = now + SCAN_MS * 1000000ull;
         }
         if (S.mode == SAMPLER_WALL)
-            sampler_signal_all();
+            sampler_signal_all(now);
         else if (S.mode == SAMPLER_SUSPEND)
             sampler_suspend_sample();
-        if (now - S.cache_born >= CACHE_MS * 1000000ull || atomic_exchange(&S.stale, 0))
+        int stale = atomic_exchange(&S.stale, 0);
+        if (stale)
+            sampler_frameless_clear();
+        if (stale || now - S.cache_born >= CACHE_MS * 1000000ull)
             sampler_cache_clear(now);
         if (S.mode != SAMPLER_SUSPEND) {
             if (S.unwind) /* the tables of libraries loaded since (one look when none was); the first
@@ -137,6 +140,8 @@ static void release_memory(void) {
     free(S.cache);
     free(S.cache_used);
     S.cache_used = NULL;
+    free((void *)S.frameless);
+    S.frameless = NULL;
     free(S.fd_slot);
     S.fd_slot = NULL;
     free(S.exec);
@@ -184,16 +189,20 @@ int sampler_start(const agent_config *cfg) {
     S.ncache = 0;
     S.fd_slot = calloc(MAX_FDS, sizeof *S.fd_slot);
     S.named = calloc(NAMED_MAX, sizeof *S.named);
+    S.frameless = calloc(FRAMELESS, sizeof *S.frameless);
+    S.frameless_found = 0;
     S.nnamed = 0;
     /* DNP_ENV_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work
      * (cheaper in some VMs, tick-grained: docs/sampling.md) */
     S.perf = cfg->sample_timers ? -1 : 0;
     S.perf_exclude_kernel = 0;
     S.process_timer = cfg->sample_timers == 2 && S.mode == SAMPLER_CPU;
+    S.wall_threads = (unsigned)cfg->sample_wall_threads;
+    S.wall_cursor = S.wall_most = 0;
     void *slots = mmap(NULL, MAX_SLOTS * sizeof(sslot), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     S.slots = slots == MAP_FAILED ? NULL : slots;
-    if (!S.nodes || !S.hash || !S.dirty || !S.cache || !S.cache_used || !S.slots || !S.fd_slot || !S.named) {
+    if (!S.nodes || !S.hash || !S.dirty || !S.cache || !S.cache_used || !S.slots || !S.fd_slot || !S.named || !S.frameless) {
         release_memory();
         agent_say("no memory for the sampler's trees; no samples");
         return -1;
@@ -259,11 +268,16 @@ void sampler_stop(void) {
     sampler_emit_dirty();
     REC(SampleStats, S.samples, S.dropped, S.truncated, S.threads);
     rec_note(0, "sampler thread: %.1f ms of CPU, %llu thread scans, %llu stack lookups, %llu addresses resolved, "
-             "%llu callers found at the stack pointer (prologue, epilogue, frameless code)",
+             "%llu callers found at the stack pointer (prologue, epilogue, frameless code), %llu callers of "
+             "frameless managed code found above its callee",
              (double)S.cpu_ns / 1e6, (unsigned long long)S.scans, (unsigned long long)S.maps_reads,
-             (unsigned long long)S.resolves, (unsigned long long)S.fixed);
+             (unsigned long long)S.resolves, (unsigned long long)S.fixed, (unsigned long long)S.frameless_found);
     sampler_unwind_note();
     switches_note();
+    if (S.mode == SAMPLER_WALL && S.wall_threads && S.wall_most > S.wall_threads)
+        rec_note(0, "wall sampling: up to %u threads, %u signalled per tick in turn (" DNP_ENV_SAMPLE_WALL_THREADS
+                    "), so each was sampled about every %.1f ticks and its samples weigh that many",
+                 S.wall_most, S.wall_threads, (double)S.wall_most / S.wall_threads);
     rec_note(0, "sampler memory reads: %s", memread_path());
     release_memory();
     symbols_release();

@@ -306,14 +306,18 @@ static void aggregate_record(uint32_t tid, const srec *r) {
          * one that is not after a call ends the stack (the frame pointer
          * chain went through code that does not keep one) */
         int osr = k < 64 && (r->extra >> k & 1), after_patchpoint = patchpoint;
+        int frameless = k < 64 && (r->frameless >> k & 1);
         patchpoint = 0;
         if (osr && !after_patchpoint)
             continue; /* a word the OSR scan found that follows no OSR frame: a stale frame's, not a caller */
         if (k && !sampler_is_return_address(r->ip[k])) {
-            if (osr)
-                continue; /* a word the OSR scan found that is no return address */
+            if (osr || frameless)
+                continue; /* a word the OSR scan found, or one where a frameless caller's lies, that is no return address */
             break;
         }
+        if (k)
+            sampler_frameless_learn(r->ip[k]); /* for the handler's next walks through it */
+        S.frameless_found += frameless;
         S.resolving_pc = k == 0;
         const ipent *e = sampler_resolve(k ? r->ip[k] - 1 : r->ip[k]);
         S.resolving_pc = 0;

@@ -34,6 +34,9 @@
 #define EXEC_PC_MS 10          /* the same, when an interrupted PC is in none of them */
 #define CACHE_MS 2000          /* how long a resolved address is trusted (code unloads) */
 #define MAX_FDS 65536          /* perf event fds the handler can map to a slot */
+#define FRAMELESS (1u << 12)   /* return addresses into code that keeps no frame there, for the handler */
+#define FRAMELESS_PROBES 8
+#define FRAMELESS_RUN 4        /* such frames in a row that one step of the chain may hold */
 
 enum {
     REC_WAITING = 1,
@@ -53,6 +56,7 @@ typedef struct srec {
     uint32_t weight; /* periods it stands for: 1 + the timer's overruns */
     uint64_t top; /* maybe the leaf's return address (arch_leaf_return: the word at SP, or lr) */
     uint64_t extra;  /* bit k: ip[k] was found by the OSR scan, not by the chain */
+    uint64_t frameless; /* bit k: ip[k] was read where a frameless caller's return address lies (S.frameless) */
     uint32_t nwords;
     uint32_t async_k;      /* ip[async_k] returns into the caller of the innermost async resume (async.h); 0 none */
     uint32_t async_chain;  /* that resume's awaiting callers */
@@ -75,6 +79,8 @@ typedef struct sslot {
     int has_timer;
     int perf_fd1;               /* the thread's task-clock event's fd + 1, 0 none */
     unsigned seen;              /* the scan that last found the thread */
+    atomic_uint owed;           /* wall: periods given by the sampler thread, taken by the handler's next sample */
+    uint64_t wall_due;          /* wall: the time up to which periods were given (sampler thread), 0 none yet */
     srec ring[RING];
 } sslot;
 
@@ -98,6 +104,7 @@ typedef struct ipent {
     uint8_t resolved; /* func and name are known */
     uint8_t jit_code; /* native code of the JIT (libclrjit): where [JIT] goes on a thread with no managed frame */
     int8_t slot;      /* as an interrupted PC: arch_return_slot / 8, -1 none, -2 not known yet, SLOT_TOP */
+    int8_t rslot;     /* as a return address: the same, -2 not known yet (published in S.frameless) */
     uint32_t exec_gen; /* the list of executable mappings that said "not code" */
 } ipent;
 
@@ -140,6 +147,9 @@ typedef struct sampler_state {
     int perf_exclude_kernel;
     unsigned scan;
     unsigned nslots; /* slots ever used: the loops stop there */
+    unsigned wall_threads; /* wall: threads signalled per tick, 0 all (DNP_ENV_SAMPLE_WALL_THREADS) */
+    unsigned wall_cursor;  /* wall: the slot where the next tick's turn starts */
+    unsigned wall_most;    /* wall: the most threads seen at one tick */
 
     anode *nodes;
     uint32_t nnodes;
@@ -148,6 +158,13 @@ typedef struct sampler_state {
     uint32_t ndirty;
     named *named; /* NAMED_MAX, by tid */
     uint32_t nnamed;
+
+    /* Return addresses after which the code keeps no frame (a Tier1 wrapper:
+     * push rax; call; add rsp, 8; ret), so the chain skips its caller: the
+     * address << 8 | the slot of its own return address above the callee's
+     * CFA + 1. Written by the sampler thread, read by the handler. */
+    _Atomic uint64_t *frameless;
+    uint64_t frameless_found; /* callers the table gave */
 
     ipent *cache;
     uint32_t *cache_used; /* the slots in use, ncache of them: a clear zeroes those, not the table */
@@ -187,7 +204,7 @@ int sampler_handler_install(void);
 void sampler_handler_remove(void);
 void sampler_scan_threads(void);
 void sampler_find_stacks(void);
-void sampler_signal_all(void);
+void sampler_signal_all(uint64_t now);
 void sampler_slot_disarm(sslot *s);
 /* DNP_ENV_SAMPLE_TIMERS=process: one timer on the process's CPU clock, its
  * signal taken by the thread that ran (Linux 6.4+): 0, or -1 (said why). */
@@ -202,6 +219,9 @@ const ipent *sampler_resolve(uint64_t ip);
 int sampler_is_return_address(uint64_t addr);
 void sampler_prefetch_calls(const uint64_t *ips, uint32_t n);
 int sampler_leaf_slot(uint64_t ip);
+void sampler_frameless_learn(uint64_t ret);
+int sampler_frameless_slot(uint64_t ret); /* async-signal-safe: -1 none */
+void sampler_frameless_clear(void);
 
 /* The trees (sampler_aggregate.c). */
 void sampler_aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n, uint32_t w);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "arch/arch.h"
+#include "arch_unwind.h"
 #include "callbacks.h"
 #include "memread.h"
 #include "dnp_vec.h"
@@ -105,6 +106,7 @@ static ipent *entry(uint64_t ip) {
     ipent *e = &S.cache[h];
     e->ip = ip;
     e->slot = -2;
+    e->rslot = -2;
     S.cache_used[S.ncache++] = h;
     e->code = (uint8_t)exec_contains(ip);
     e->exec_gen = S.exec_gen;
@@ -247,4 +249,65 @@ int sampler_leaf_slot(uint64_t ip) {
     e->slot = at == ARCH_RETURN_IN_LR ? SLOT_TOP
               : (int8_t)(at >= 0 && at % 8 == 0 && at / 8 < (int)SP_WORDS ? at / 8 : -1);
     return e->slot;
+}
+
+/* ---- callers of code that keeps no frame (the handler's table) ---- */
+
+static uint32_t frameless_home(uint64_t ret) {
+    return (uint32_t)((ret * 0x9E3779B97F4A7C15ull) >> 40) & (FRAMELESS - 1);
+}
+
+/* Where the return address of the managed function that ret returns into
+ * lies, when that function keeps no frame there: a Tier1 wrapper (push rax;
+ * call; add rsp, 8; ret) leaves RBP as its caller's, so the chain gives the
+ * caller's caller. The same forward reading as for an interrupted PC
+ * (sampler_leaf_slot: execution resumes at ret with SP at the callee's CFA),
+ * once per address; a slot found is published for the handler, which reads
+ * the word there on later samples (sampler_walk.c). */
+void sampler_frameless_learn(uint64_t ret) {
+    if (ARCH_UNW_SP_ABOVE_FRAME < 0 || !S.frameless || ret < 4096)
+        return;
+    ipent *e = entry(ret);
+    if (e->rslot != -2)
+        return;
+    e->rslot = -1;
+    if (!sampler_resolve(ret - 1)->managed)
+        return;
+    int slot = sampler_leaf_slot(ret);
+    e = entry(ret); /* the lookups above may have cleared the cache */
+    e->rslot = (int8_t)(slot >= 0 && slot < 255 ? slot : -1);
+    if (e->rslot < 0)
+        return;
+    uint32_t h = frameless_home(ret);
+    for (uint32_t p = 0; p < FRAMELESS_PROBES; p++) {
+        _Atomic uint64_t *at = &S.frameless[(h + p) & (FRAMELESS - 1)];
+        uint64_t v = atomic_load_explicit(at, memory_order_relaxed);
+        if (v >> 8 == ret)
+            return;
+        if (!v) {
+            atomic_store_explicit(at, ret << 8 | (uint64_t)(slot + 1), memory_order_release);
+            return;
+        }
+    }
+}
+
+int sampler_frameless_slot(uint64_t ret) {
+    _Atomic uint64_t *t = S.frameless;
+    if (!t)
+        return -1;
+    uint32_t h = frameless_home(ret);
+    for (uint32_t p = 0; p < FRAMELESS_PROBES; p++) {
+        uint64_t v = atomic_load_explicit(&t[(h + p) & (FRAMELESS - 1)], memory_order_acquire);
+        if (!v)
+            return -1;
+        if (v >> 8 == ret)
+            return (int)(v & 0xff) - 1;
+    }
+    return -1;
+}
+
+/* Code went away: its addresses may come back as other code's. */
+void sampler_frameless_clear(void) {
+    for (uint32_t i = 0; S.frameless && i < FRAMELESS; i++)
+        atomic_store_explicit(&S.frameless[i], 0, memory_order_relaxed);
 }

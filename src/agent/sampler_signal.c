@@ -74,6 +74,12 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
             s = slot_of_self();
         if (slot_valid(s) && slot_mine(s)) {
             uint32_t weight = 1u + (si->si_code == SI_TIMER && si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0u);
+            if (si->si_code == SI_QUEUE) /* wall: the periods owed; 0 when an earlier sample took them */
+                weight = atomic_exchange_explicit(&s->owed, 0, memory_order_relaxed);
+            if (!weight) {
+                errno = saved;
+                return;
+            }
             if (S.calls)
                 sampler_calls_sample(ucv, weight);
             if (S.walk)
@@ -273,6 +279,8 @@ void sampler_scan_threads(void) {
             atomic_store(&s->hi, 0);
             atomic_store(&s->probe_sp, 0);
             atomic_store(&s->self, 0);
+            atomic_store(&s->owed, 0);
+            s->wall_due = 0;
             atomic_store(&s->tid, tid);
             slot_arm(s, tid);
             S.threads++;
@@ -320,14 +328,32 @@ void sampler_find_stacks(void) {
     fclose(f);
 }
 
-void sampler_signal_all(void) {
+/* Wall mode, at each tick: the next threads in turn, at most S.wall_threads of
+ * them (0: all), each owed the periods since it was last given any, so a
+ * thread signalled every k ticks weighs k and the totals stay the program's
+ * elapsed time. A signal that finds one still pending merges with it; the
+ * handler takes whatever is owed, so nothing is lost either way. */
+void sampler_signal_all(uint64_t now) {
     pid_t pid = getpid();
     uid_t uid = getuid();
-    for (unsigned i = 0; i < S.nslots; i++) {
+    unsigned n = S.nslots, live = 0, sent = 0, cap = S.wall_threads ? S.wall_threads : n;
+    for (unsigned k = 0; k < n; k++)
+        live += atomic_load(&S.slots[k].tid) > 0;
+    if (live > S.wall_most)
+        S.wall_most = live;
+    for (unsigned k = 0; k < n && sent < cap; k++) {
+        unsigned i = (S.wall_cursor + k) % n;
         sslot *s = &S.slots[i];
         int tid = atomic_load(&s->tid);
         if (tid <= 0)
             continue;
+        if (!s->wall_due || s->wall_due > now)
+            s->wall_due = now - S.period_ns;
+        uint64_t periods = (now - s->wall_due + S.period_ns / 2) / S.period_ns;
+        if (!periods)
+            continue;
+        s->wall_due += periods * S.period_ns;
+        atomic_fetch_add(&s->owed, (unsigned)(periods < 1000000 ? periods : 1000000));
         siginfo_t si;
         memset(&si, 0, sizeof si);
         si.si_signo = SAMPLER_SIGNAL;
@@ -336,5 +362,7 @@ void sampler_signal_all(void) {
         si.si_uid = uid;
         si.si_value.sival_ptr = s;
         syscall(SYS_rt_tgsigqueueinfo, pid, tid, SAMPLER_SIGNAL, &si);
+        sent++;
+        S.wall_cursor = i + 1;
     }
 }

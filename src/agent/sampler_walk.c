@@ -89,6 +89,27 @@ static void osr_scan(srec *r, uint32_t *n, uint64_t fp, uint64_t next, int safe,
     }
 }
 
+/* A return address into managed code that keeps no frame there (a Tier1
+ * wrapper: push rax; call; add rsp, 8; ret) leaves RBP as its caller's: the
+ * chain's next frame is the caller's caller. The sampler thread learned where
+ * such a function's own return address lies above its callee's CFA
+ * (sampler_frameless_learn); the word there goes in as the caller, marked, for
+ * the sampler thread to check that it follows a call. Up to FRAMELESS_RUN in
+ * a row, each below the chain's next frame record. */
+static uint32_t frameless_callers(srec *r, uint32_t n, uint64_t ret, uint64_t cfa, uint64_t next, int safe) {
+    for (unsigned run = 0; run < FRAMELESS_RUN && n < MAX_DEPTH && n < 64; run++) {
+        int slot = sampler_frameless_slot(ret);
+        uint64_t at = cfa + 8u * (uint64_t)slot, w;
+        if (slot < 0 || at + 8 > next || stack_read(at, &w, 1, safe) != 0 || w < 4096)
+            break;
+        r->frameless |= 1ull << n;
+        r->ip[n++] = w;
+        ret = w;
+        cfa = at + 8;
+    }
+    return n;
+}
+
 /* Native frames from u (a return address, the last of r->ip) by their unwind
  * tables: 1 when the walk goes on by frame pointers from u->fp (managed code
  * again), 0 when it ended (marked when it stopped in native code). */
@@ -124,6 +145,8 @@ static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64
         }
         if (next <= fp || next > limit - 16)
             break;
+        if (ARCH_UNW_SP_ABOVE_FRAME >= 0)
+            n = frameless_callers(r, n, f[ARCH_FRAME_RET], fp + ARCH_UNW_SP_ABOVE_FRAME, next, safe);
         if (n < MAX_DEPTH && n < 64 && budget && next >= fp + 32 && !safe) /* not a system call per frame */
             osr_scan(r, &n, fp, next, safe, &budget);
         fp = next;
@@ -155,6 +178,7 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
     r->top = 0;
     r->nwords = 0;
     r->extra = 0;
+    r->frameless = 0;
     r->async_k = 0;
     uint64_t async_fp = 0;
     r->async_box = 0;

@@ -348,6 +348,27 @@ jv *e2e_dnprof_json(e2e_run *r, const char *const args[]) {
     return v;
 }
 
+double e2e_folded_weight(const char *text, const char *frame) {
+    size_t flen = strlen(frame);
+    double sum = 0;
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        const char *space = memrchr(line, ' ', len);
+        if (!space)
+            return -1;
+        for (const char *f = line; f && f + flen <= space; f = memchr(f, ';', (size_t)(space - f))) {
+            f += *f == ';';
+            if (strncmp(f, frame, flen) == 0 && (f + flen == space || f[flen] == ';')) {
+                sum += strtod(space + 1, NULL);
+                break;
+            }
+        }
+        line = end ? end + 1 : NULL;
+    }
+    return sum;
+}
+
 char *e2e_read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {

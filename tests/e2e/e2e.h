@@ -108,6 +108,11 @@ const char *e2e_dotnet(void);
 /* The whole file, NUL-terminated (free it); NULL with a line if it cannot be read. */
 char *e2e_read_file(const char *path, size_t *len);
 
+/* In a folded export (a stack per line, root first, ';' between frames, its
+ * weight last), the weights of the lines whose stack holds the frame, summed;
+ * -1 when a line has no weight. */
+double e2e_folded_weight(const char *text, const char *frame);
+
 /* Prints the file's first lines on stderr, headed by what, to show what a
  * command said when a test fails. */
 void e2e_show_file(const char *what, const char *path);

@@ -64,13 +64,15 @@ static void count_line(const char *line, size_t len, lib_share *libs, size_t nli
     }
 }
 
-/* The folded export of a --sample run of the scenario, NUL-terminated (free it). */
-static char *folded_run(e2e_run *r, const char *what, const char *seconds, size_t *len) {
+/* The folded export of a --sample run of the scenario (Scenarios GROUP WHAT
+ * ARG [SECONDS]), NUL-terminated (free it). */
+static char *folded_scenario(e2e_run *r, const char *group, const char *what, const char *arg,
+                             const char *seconds, size_t *len) {
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     if (!dll)
         return NULL;
     const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r->trace, "--", e2e_dotnet(),
-                          dll, "unwind", what, seconds, NULL};
+                          dll, group, what, arg, seconds, NULL};
     if (e2e_dnprof(r, args) != 0 || r->status != 0)
         return NULL;
     dnp_trace *t = e2e_load(r->trace);
@@ -83,6 +85,10 @@ static char *folded_run(e2e_run *r, const char *what, const char *seconds, size_
     if (e2e_dnprof(r, conv) != 0 || r->status != 0)
         return NULL;
     return e2e_read_file(folded, len);
+}
+
+static char *folded_run(e2e_run *r, const char *what, const char *seconds, size_t *len) {
+    return folded_scenario(r, "unwind", what, seconds, NULL, len);
 }
 
 /* The shares of one recording of the scenario, into libs (3). 0, or -1. */
@@ -162,6 +168,49 @@ TEST(e2e_sample_unwind_native_callers) {
  * managed NativeWork that called it, through both frameless callers, and the
  * trace must say the rows came from .debug_frame: without them (the file's
  * section not read) the walk has nothing but guesses there. */
+/* Tier1 code of a small method that calls another keeps no frame (push rax;
+ * call; add rsp, 8; ret: an "rsp based frame"), so RBP inside it is still its
+ * caller's and the chain skips that caller. SampleScenario "native": Run calls
+ * Native, whose loop calls NativeWork (a delegate into a native loop) and
+ * ManagedWork (HotThirty), both such wrappers once at Tier1, and Native itself
+ * continues in an OSR method. Before the handler learned where such a
+ * wrapper's return address lies, about half of the samples under each had
+ * lost Native or Run. */
+TEST(e2e_sample_frameless_callers) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_frameless_callers"), 0);
+    const char *lib = e2e_env("DNPROF_TEST_NATIVE");
+    ASSERT(lib);
+    size_t len;
+    char *text = folded_scenario(&r, "sample", "native", lib, "3", &len);
+    ASSERT(text);
+    static const char *const part[2] = {"Scenarios.SampleScenario::NativeWork;[anonymous code]",
+                                        "Scenarios.SampleScenario::ManagedWork;Scenarios.SampleScenario::HotThirty"};
+    const char *whole = "Scenarios.SampleScenario::Run;Scenarios.SampleScenario::Native;";
+    double all[2], under[2];
+    for (int i = 0; i < 2; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s%s", whole, part[i]);
+        all[i] = e2e_folded_weight(text, part[i]) / 1e6;
+        under[i] = e2e_folded_weight(text, path) / 1e6;
+        fprintf(stderr, "frameless callers: %.0f ms in %s, %.1f%% of it under Run;Native\n", all[i], part[i],
+                all[i] > 0 ? 100 * under[i] / all[i] : 0);
+    }
+    free(text);
+    for (int i = 0; i < 2; i++) {
+        ASSERT_GT(all[i], 500); /* about a second each at 1 kHz */
+        ASSERT_GE(under[i] / all[i], WHOLE);
+    }
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t);
+    int said = 0;
+    for (size_t i = 0; i < t->nnotes; i++)
+        said |= t->notes[i].text && strstr(t->notes[i].text, "callers of frameless managed code found") != NULL;
+    dnp_trace_free(t);
+    ASSERT(said);
+    return 0;
+}
+
 TEST(e2e_sample_unwind_debug_frame) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "sample_unwind_debug_frame"), 0);

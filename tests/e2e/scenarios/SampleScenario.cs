@@ -15,6 +15,10 @@
 //   sample alloc CPU_SECONDS     a loop (AllocLoop) that allocates byte[256] arrays and
 //       keeps a window of them alive: much of its time is in libcoreclr's
 //       allocation helpers and the GC, which keep no frame pointers
+//   sample waitsplit THREADS SECONDS  THREADS threads that block for SECONDS,
+//       three in four in WaitThree, one in four in WaitOne (Thread.Sleep); prints
+//       "waitsplit three MS one MS": the milliseconds of thread time in each,
+//       each thread timing its own wait (wall-clock sampling's truth)
 //   sample harm                  64 busy threads with sleeps, pipes and sockets:
 //       output and exit code (7) must not change under the profiler
 //   sample bench cpu|server      bench/bench_sample.c's workloads (and busyN, wakeN:
@@ -49,6 +53,7 @@ public static class SampleScenario
             case "tight": return Tight(args);
             case "alloc": return Alloc(args);
             case "harm": return Harm();
+            case "waitsplit": return WaitSplit(int.Parse(args[1]), double.Parse(args[2], System.Globalization.CultureInfo.InvariantCulture));
             case "bench": return Bench(args.Length > 1 ? args[1] : "cpu", args.Length > 2 ? int.Parse(args[2]) : 1);
         }
         Console.Error.WriteLine("usage: Scenarios sample shares CPU_SECONDS [READY_FILE] | native LIB SECONDS | harm");
@@ -78,6 +83,44 @@ public static class SampleScenario
         long x = n, s = 0;
         for (long i = 0; i < n; i++) { x = x * 6364136223846793005L + 1442695040888963407L; s += x >> 33; }
         return s;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static double WaitThree(int ms) => Blocked(ms);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static double WaitOne(int ms) => Blocked(ms);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static double Blocked(int ms)
+    {
+        var sw = Stopwatch.StartNew();
+        Thread.Sleep(ms);
+        return sw.Elapsed.TotalMilliseconds;
+    }
+
+    private static int WaitSplit(int n, double seconds)
+    {
+        var threads = new Thread[n];
+        double three = 0, one = 0;
+        object gate = new object();
+        for (int i = 0; i < n; i++)
+        {
+            bool isOne = i % 4 == 3;
+            threads[i] = new Thread(() =>
+            {
+                double ms = isOne ? WaitOne((int)(seconds * 1000)) : WaitThree((int)(seconds * 1000));
+                lock (gate)
+                {
+                    if (isOne) one += ms; else three += ms;
+                }
+            });
+            threads[i].Start();
+        }
+        foreach (var t in threads)
+            t.Join();
+        Console.WriteLine($"waitsplit three {three:F0} one {one:F0}");
+        return 0;
     }
 
     private static long t60, t30, t10; // measured, for the record: Stopwatch ticks in each

@@ -1,0 +1,94 @@
+/* test_sample_wall.c: wall-clock sampling (--sample=wall) against the
+ * program's own clock, on more threads than it signals per tick. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+#include "settings.h"
+#include "test.h"
+
+#define THREADS "48"
+#define SECONDS "2"
+#define TOTAL_TOLERANCE 0.10 /* of the threads' own time in each method */
+#define SHARE_TOLERANCE 3.0  /* points */
+
+/* One run of `sample waitsplit` under --sample=wall with wall_threads (NULL:
+ * the default); checks the time under each method against what the threads
+ * timed themselves. Returns 0, or -1 having said why. */
+static int wall_run(e2e_run *r, const char *wall_threads, const char *what) {
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    if (!dll)
+        return -1;
+    const char *args[] = {"run", "--quiet", "--sample=wall", "-o", r->trace, "--", e2e_dotnet(), dll,
+                          "sample", "waitsplit", THREADS, SECONDS, NULL};
+    if (wall_threads)
+        setenv(DNP_ENV_SAMPLE_WALL_THREADS, wall_threads, 1);
+    int ran = e2e_dnprof(r, args);
+    unsetenv(DNP_ENV_SAMPLE_WALL_THREADS);
+    char *out = ran == 0 && r->status == 0 ? e2e_read_file(r->out, NULL) : NULL;
+    double truth[2] = {0, 0};
+    const char *line = out ? strstr(out, "waitsplit three ") : NULL;
+    if (!line || sscanf(line, "waitsplit three %lf one %lf", &truth[0], &truth[1]) != 2) {
+        fprintf(stderr, "%s: the program did not say its waits (exit %d)\n", what, r->status);
+        e2e_show_file("dnprof run said", r->err);
+        free(out);
+        return -1;
+    }
+    free(out);
+    char folded[PATH_MAX + 16];
+    snprintf(folded, sizeof folded, "%s.folded", r->trace);
+    const char *convert[] = {"convert", "--format", "folded", "-o", folded, r->trace, NULL};
+    if (e2e_dnprof(r, convert) != 0 || r->status != 0) {
+        e2e_show_file("dnprof convert said", r->err);
+        return -1;
+    }
+    char *text = e2e_read_file(folded, NULL);
+    if (!text)
+        return -1;
+    static const char *const method[2] = {"Scenarios.SampleScenario::WaitThree", "Scenarios.SampleScenario::WaitOne"};
+    double got[2];
+    for (int m = 0; m < 2; m++)
+        got[m] = e2e_folded_weight(text, method[m]) / 1e6; /* ns to ms */
+    free(text);
+    double share = got[0] + got[1] > 0 ? 100 * got[0] / (got[0] + got[1]) : 0;
+    double want = 100 * truth[0] / (truth[0] + truth[1]);
+    fprintf(stderr, "%s: WaitThree %.0f ms (the threads: %.0f), WaitOne %.0f ms (%.0f), WaitThree's share %.1f%% (%.1f%%)\n",
+            what, got[0], truth[0], got[1], truth[1], share, want);
+    int rc = 0;
+    for (int m = 0; m < 2; m++)
+        if (fabs(got[m] - truth[m]) > TOTAL_TOLERANCE * truth[m]) {
+            fprintf(stderr, "%s: %s has %.0f ms of wall time, the threads timed %.0f ms (+- %.0f%%)\n", what,
+                    method[m], got[m], truth[m], 100 * TOTAL_TOLERANCE);
+            rc = -1;
+        }
+    if (fabs(share - want) > SHARE_TOLERANCE) {
+        fprintf(stderr, "%s: WaitThree's share %.1f%%, the truth %.1f%% +- %.0f\n", what, share, want, SHARE_TOLERANCE);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* 48 threads block for 2 s, 36 in WaitThree and 12 in WaitOne; with the
+ * runtime's own, over 50 threads. By default 16 are signalled per tick, in
+ * turn, so each is sampled about every 3.5 ticks and its samples weigh the
+ * periods since its last: each method's wall time is still the threads' own
+ * (each timed its wait) within 10%, the split within 3 points, and the trace
+ * says how many threads each tick signalled. With 0, every thread every tick:
+ * the same truth. */
+TEST(e2e_sample_wall_many_threads) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_wall_many_threads"), 0);
+    ASSERT_EQ(wall_run(&r, NULL, "16 threads a tick (the default)"), 0);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t);
+    int turns = 0;
+    for (size_t i = 0; i < t->nnotes; i++)
+        turns |= t->notes[i].text && strstr(t->notes[i].text, "16 signalled per tick in turn") != NULL;
+    dnp_trace_free(t);
+    ASSERT(turns);
+    ASSERT_EQ(wall_run(&r, "0", "every thread every tick"), 0);
+    return 0;
+}
