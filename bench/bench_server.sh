@@ -15,7 +15,8 @@
 #   cpu100   --sample (cpu time) at 100 Hz     cpu1k   at 1 kHz
 #   proc100  cpu at 100 Hz by one timer on the process's CPU time
 #            (DNPROF_SAMPLE_TIMERS=process)
-#   wall100  --sample=wall at 100 Hz
+#   wall100  --sample=wall at 100 Hz (at most 16 threads signalled a tick)
+#   wallall  the same, every thread every tick (DNPROF_SAMPLE_WALL_THREADS=0)
 #   dtrace   dotnet-trace collect at its defaults, when it is on PATH
 #
 # Each run is measured by perf stat (task-clock: the CPU time of every thread
@@ -60,6 +61,7 @@ run_one() {
         cpu1k) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=1000) ;;
         proc100) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_TIMERS=process) ;;
         wall100) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100) ;;
+        wallall) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_WALL_THREADS=0) ;;
         esac
     fi
     [ "$cfg" = dtrace ] && cmd=(dotnet-trace collect -o "$TMP/t.nettrace" -- "${cmd[@]}")

@@ -241,6 +241,7 @@ int sampler_start(const agent_config *cfg) {
         return -1;
     }
     S.thread_running = 1;
+    pthread_setname_np(S.thread, "dnprof-sampler"); /* in top, perf and the trace's own thread list */
     if (S.walk)
         sampler_window_join();
     return 0;

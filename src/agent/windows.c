@@ -398,6 +398,7 @@ int windows_start(const agent_config *cfg, const char *cmdline, const char *runt
         return -1;
     }
     W.running = 1;
+    pthread_setname_np(W.thread, "dnprof-windows");
     rec_note(0, "windows of %u ms in %.300s, at most %u waiting", cfg->every_ms, W.dir, W.keep);
     return 0;
 }
