@@ -85,7 +85,7 @@ CB_REC(ThreadDestroyed, (ICorProfilerCallback *self, ThreadID id), id)
 HRESULT cb_ThreadAssignedToOSThread(ICorProfilerCallback *self, ThreadID id, DWORD os) {
     ACTIVE();
     REC(ThreadAssignedToOSThread, id, os);
-    sampler_thread_started();
+    sampler_thread_started(os);
     return S_OK;
 }
 

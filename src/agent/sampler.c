@@ -93,7 +93,9 @@ static void *sampler_main(void *arg) {
     return NULL;
 }
 
-void sampler_thread_started(void) {
+void sampler_thread_started(uint32_t os) {
+    if (S.thread_running && S.mode != SAMPLER_SUSPEND && (int)os == gettid())
+        sampler_stack_here((int)os);
     atomic_store_explicit(&S.rescan, 1, memory_order_relaxed);
 }
 

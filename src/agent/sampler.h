@@ -27,9 +27,11 @@ void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_h
  * -1 after saying why (the rest of the recording goes on). */
 int sampler_start(const agent_config *cfg);
 
-/* A thread started (ThreadAssignedToOSThread): the sampler looks for new
- * threads at its next tick instead of its next scan. Lock-free. */
-void sampler_thread_started(void);
+/* A thread started (ThreadAssignedToOSThread, os its thread id): the sampler
+ * looks for new threads at its next tick instead of its next scan, and, when
+ * called on that thread, takes its stack's bounds from the thread library
+ * rather than from /proc/self/maps. Lock-free. */
+void sampler_thread_started(uint32_t os);
 
 /* Code may have gone (a module or a dynamic method unloaded): addresses are
  * resolved afresh from the sampler's next tick. Lock-free. */

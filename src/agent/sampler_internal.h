@@ -34,6 +34,7 @@
 #define EXEC_PC_MS 10          /* the same, when an interrupted PC is in none of them */
 #define CACHE_MS 2000          /* how long a resolved address is trusted (code unloads) */
 #define MAX_FDS 65536          /* perf event fds the handler can map to a slot */
+#define KNOWN_STACKS 4096u     /* stacks told by their threads, waiting for a slot */
 #define FRAMELESS (1u << 12)   /* return addresses into code that keeps no frame there, for the handler */
 #define FRAMELESS_PROBES 8
 #define FRAMELESS_RUN 4        /* such frames in a row that one step of the chain may hold */
@@ -204,6 +205,11 @@ int sampler_handler_install(void);
 void sampler_handler_remove(void);
 void sampler_scan_threads(void);
 void sampler_find_stacks(void);
+/* The calling thread's stack bounds, from the thread library (no system call
+ * for a thread other than the main one), kept for the sampler thread: its
+ * first samples are walked in place, and /proc/self/maps is not read for it.
+ * Any thread but the sampler's, outside signal handlers. */
+void sampler_stack_here(int tid);
 void sampler_signal_all(uint64_t now);
 void sampler_slot_disarm(sslot *s);
 /* DNP_ENV_SAMPLE_TIMERS=process: one timer on the process's CPU clock, its

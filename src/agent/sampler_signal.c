@@ -255,6 +255,69 @@ void sampler_slot_disarm(sslot *s) {
     s->has_timer = 0;
 }
 
+/* Stacks told by their threads (sampler_stack_here), by thread id, until
+ * the sampler thread gives them to the thread's slot. Static: a thread may
+ * start while the sampler stops. tid -1: an entry being written. */
+typedef struct kstack {
+    atomic_int tid;
+    atomic_ullong lo, hi;
+} kstack;
+static kstack g_known[KNOWN_STACKS];
+static atomic_uint g_nknown;
+
+void sampler_stack_here(int tid) {
+    pthread_attr_t a;
+    void *addr = NULL;
+    size_t size = 0;
+    if (tid <= 0 || pthread_getattr_np(pthread_self(), &a) != 0)
+        return;
+    int ok = pthread_attr_getstack(&a, &addr, &size) == 0 && addr && size;
+    pthread_attr_destroy(&a);
+    for (unsigned p = 0; ok && p < 16; p++) {
+        kstack *k = &g_known[((unsigned)tid + p) % KNOWN_STACKS];
+        int free_tid = 0;
+        if (!atomic_compare_exchange_strong(&k->tid, &free_tid, -1))
+            continue;
+        atomic_store(&k->lo, (uint64_t)(uintptr_t)addr);
+        atomic_store(&k->hi, (uint64_t)(uintptr_t)addr + size);
+        atomic_store_explicit(&k->tid, tid, memory_order_release);
+        atomic_fetch_add(&g_nknown, 1);
+        return;
+    }
+}
+
+/* The bounds a thread told of itself, taken out of the table: 1, or 0. */
+static int stack_take(int tid, uint64_t *lo, uint64_t *hi) {
+    if (!atomic_load_explicit(&g_nknown, memory_order_relaxed))
+        return 0;
+    for (unsigned p = 0; p < 16; p++) {
+        kstack *k = &g_known[((unsigned)tid + p) % KNOWN_STACKS];
+        if (atomic_load_explicit(&k->tid, memory_order_acquire) != tid)
+            continue;
+        *lo = atomic_load(&k->lo);
+        *hi = atomic_load(&k->hi);
+        atomic_store(&k->tid, 0);
+        atomic_fetch_sub(&g_nknown, 1);
+        return *hi > *lo;
+    }
+    return 0;
+}
+
+static int thread_gone(int tid) {
+    return syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH;
+}
+
+/* Entries of threads that ended before a scan gave them a slot. */
+static void stacks_forget_gone(void) {
+    for (unsigned i = 0; i < KNOWN_STACKS && atomic_load_explicit(&g_nknown, memory_order_relaxed); i++) {
+        int tid = atomic_load_explicit(&g_known[i].tid, memory_order_acquire);
+        if (tid > 0 && !slot_of(tid) && thread_gone(tid)) {
+            atomic_store(&g_known[i].tid, 0);
+            atomic_fetch_sub(&g_nknown, 1);
+        }
+    }
+}
+
 /* New threads get a slot, threads gone give theirs back (once drained). */
 void sampler_scan_threads(void) {
     DIR *d = opendir("/proc/self/task");
@@ -275,8 +338,10 @@ void sampler_scan_threads(void) {
             if (!s)
                 continue;
             s->seen = gen;
-            atomic_store(&s->lo, 0);
-            atomic_store(&s->hi, 0);
+            uint64_t lo = 0, hi = 0;
+            stack_take(tid, &lo, &hi); /* as the thread told it, else 0: found from its first sample */
+            atomic_store(&s->lo, lo);
+            atomic_store(&s->hi, hi);
             atomic_store(&s->probe_sp, 0);
             atomic_store(&s->self, 0);
             atomic_store(&s->owed, 0);
@@ -296,13 +361,26 @@ void sampler_scan_threads(void) {
             atomic_store(&s->tid, -1); /* drained below, then freed */
         }
     }
+    stacks_forget_gone();
 }
 
-/* The stack mapping of every slot whose handler left a stack pointer. */
+/* The stack mapping of every slot whose handler left a stack pointer: as its
+ * thread told it, else from /proc/self/maps. */
 void sampler_find_stacks(void) {
     int want = 0;
-    for (unsigned i = 0; i < S.nslots && !want; i++)
-        want = atomic_load(&S.slots[i].tid) > 0 && atomic_load(&S.slots[i].probe_sp);
+    for (unsigned i = 0; i < S.nslots; i++) {
+        sslot *s = &S.slots[i];
+        uint64_t lo, hi;
+        if (atomic_load(&s->tid) <= 0 || !atomic_load(&s->probe_sp))
+            continue;
+        if (stack_take(atomic_load(&s->tid), &lo, &hi)) {
+            atomic_store(&s->lo, lo);
+            atomic_store(&s->hi, hi);
+            atomic_store(&s->probe_sp, 0);
+        } else {
+            want = 1;
+        }
+    }
     if (!want)
         return;
     FILE *f = fopen("/proc/self/maps", "re");
