@@ -193,6 +193,8 @@ int sampler_start(const agent_config *cfg) {
     S.named = calloc(NAMED_MAX, sizeof *S.named);
     S.frameless = calloc(FRAMELESS, sizeof *S.frameless);
     S.frameless_found = 0;
+    atomic_store(&S.misdirected, 0);
+    S.ptimer_used = 0;
     S.nnamed = 0;
     /* DNP_ENV_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work
      * (cheaper in some VMs, tick-grained: docs/sampling.md) */
@@ -277,6 +279,10 @@ void sampler_stop(void) {
              (unsigned long long)S.resolves, (unsigned long long)S.fixed, (unsigned long long)S.frameless_found);
     sampler_unwind_note();
     switches_note();
+    if (S.process_timer && S.ptimer_used)
+        rec_note(0, "process timer: %llu of its signals reached a thread asleep in a system call, which had not run "
+                    "(the CPU was a thread's that blocks the signal, such as the sampler's): not counted",
+                 (unsigned long long)atomic_load(&S.misdirected));
     if (S.mode == SAMPLER_WALL && S.wall_threads && S.wall_most > S.wall_threads)
         rec_note(0, "wall sampling: up to %u threads, %u signalled per tick in turn (" DNP_ENV_SAMPLE_WALL_THREADS
                     "), so each was sampled about every %.1f ticks and its samples weigh that many",

@@ -145,6 +145,7 @@ typedef struct sampler_state {
     int process_timer; /* CPU mode: one timer on the process's CPU clock (DNP_ENV_SAMPLE_TIMERS=process) */
     timer_t ptimer;
     int ptimer_armed;
+    int ptimer_used; /* the process timer sampled this run (for the closing note) */
     int perf_exclude_kernel;
     unsigned scan;
     unsigned nslots; /* slots ever used: the loops stop there */
@@ -166,6 +167,7 @@ typedef struct sampler_state {
      * CFA + 1. Written by the sampler thread, read by the handler. */
     _Atomic uint64_t *frameless;
     uint64_t frameless_found; /* callers the table gave */
+    atomic_ullong misdirected; /* process timer signals taken by a thread asleep (sampler_signal.c) */
 
     ipent *cache;
     uint32_t *cache_used; /* the slots in use, ncache of them: a clear zeroes those, not the table */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "arch/arch.h"
 #include "recorder.h"
 
 /* ---- the signal handler ---- */
@@ -62,6 +63,20 @@ static sslot *slot_of_self(void) {
     return NULL;
 }
 
+/* The process timer's signal goes to the thread that ran when it expired,
+ * unless that thread blocks it (the sampler thread blocks every signal): then
+ * to another one, maybe one asleep in a system call, which did not run. Such
+ * a sample is dropped (the CPU was the sampler's own, not the program's). */
+static sslot *process_timer_slot(const void *ucv) {
+    arch_regs g;
+    arch_context_regs(ucv, &g);
+    if (arch_at_syscall(&g)) {
+        atomic_fetch_add_explicit(&S.misdirected, 1, memory_order_relaxed);
+        return NULL;
+    }
+    return slot_of_self();
+}
+
 static void on_signal(int sig, siginfo_t *si, void *ucv) {
     (void)sig;
     int saved = errno;
@@ -71,7 +86,7 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
         if (si->si_code == POLL_IN)
             s = si->si_fd >= 0 && si->si_fd < MAX_FDS && S.fd_slot ? S.fd_slot[si->si_fd] : NULL;
         else if (si->si_code == SI_TIMER && si->si_value.sival_ptr == (void *)&S.ptimer)
-            s = slot_of_self();
+            s = process_timer_slot(ucv);
         if (slot_valid(s) && slot_mine(s)) {
             uint32_t weight = 1u + (si->si_code == SI_TIMER && si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0u);
             if (si->si_code == SI_QUEUE) /* wall: the periods owed; 0 when an earlier sample took them */
@@ -232,7 +247,7 @@ int sampler_process_timer_start(void) {
     its.it_value.tv_sec = its.it_interval.tv_sec = (time_t)(S.period_ns / 1000000000u);
     its.it_value.tv_nsec = its.it_interval.tv_nsec = (long)(S.period_ns % 1000000000u);
     timer_settime(S.ptimer, 0, &its, NULL);
-    S.ptimer_armed = 1;
+    S.ptimer_armed = S.ptimer_used = 1;
     return 0;
 }
 
