@@ -68,6 +68,7 @@ static HRESULT initialize(IUnknown *unk, const dnp_attach_blob *blob) {
      * target's environment */
     cfg.sample_unwind = (int)dnp_setting_default(DNP_SET_SAMPLE_UNWIND);
     cfg.sample_wall_threads = (int)dnp_setting_default(DNP_SET_SAMPLE_WALL_THREADS);
+    cfg.sample_timers = (int)dnp_setting_default(DNP_SET_SAMPLE_TIMERS);
     cfg.locks = (int)blob->locks;
     cfg.lock_slice_us = dnp_setting_default(DNP_SET_LOCKS_SLICE_US);
     cfg.gc = blob->gc != 0;

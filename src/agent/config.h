@@ -38,7 +38,7 @@ typedef struct agent_config {
     int sample;           /* SAMPLER_OFF, _CPU, _WALL or _SUSPEND (sampler.h) */
     unsigned sample_rate; /* samples per second per thread, 0 for the default (100) */
     int sample_wall_threads; /* DNP_ENV_SAMPLE_WALL_THREADS: wall mode's threads signalled per tick, 0 all */
-    int sample_timers;    /* DNP_ENV_SAMPLE_TIMERS: 1 per-thread POSIX CPU timers, 2 one process CPU timer */
+    int sample_timers;    /* DNP_ENV_SAMPLE_TIMERS: 0 perf events, 1 per-thread POSIX CPU timers, 2 one process CPU timer, 3 auto */
     /* GC pauses and thread-pool starvation (gc_stats.c, threadpool.c, dnprof run/attach --gc, --threadpool) */
     int gc;               /* 1: one GcCollection per collection */
     int threadpool;       /* 1: the thread pool's adjustments (starvation) */

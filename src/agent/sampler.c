@@ -45,9 +45,9 @@ static void *sampler_main(void *arg) {
                                     * through a system call per frame (about 50 each) */
         if (S.mode != SAMPLER_SUSPEND && (now >= next_scan || atomic_exchange(&S.rescan, 0))) {
             sampler_scan_threads();
-            if (S.mode == SAMPLER_CPU && !noted && S.perf) {
+            if (S.mode == SAMPLER_CPU && !noted && (S.perf || S.process_timer)) {
                 noted = 1;
-                rec_note(0, "cpu sampling by %s", S.process_timer ? "one POSIX timer on the process's CPU time (" DNP_ENV_SAMPLE_TIMERS "=process), its signal taken by the thread that ran: tick-grained" : S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or " DNP_ENV_SAMPLE_TIMERS "=1): tick-grained");
+                rec_note(0, "cpu sampling by %s", S.process_timer ? (S.process_timer_auto ? "one POSIX timer on the process's CPU time (the default at this rate; " DNP_ENV_SAMPLE_TIMERS "=0 for perf events), its signal taken by the thread that ran: tick-grained" : "one POSIX timer on the process's CPU time (" DNP_ENV_SAMPLE_TIMERS "=process), its signal taken by the thread that ran: tick-grained") : S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or " DNP_ENV_SAMPLE_TIMERS "=1): tick-grained");
             }
             next_scan = now + SCAN_MS * 1000000ull;
         }
@@ -198,9 +198,12 @@ int sampler_start(const agent_config *cfg) {
     S.nnamed = 0;
     /* DNP_ENV_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work
      * (cheaper in some VMs, tick-grained: docs/sampling.md) */
-    S.perf = cfg->sample_timers ? -1 : 0;
+    S.perf = cfg->sample_timers == 1 || cfg->sample_timers == 2 ? -1 : 0;
     S.perf_exclude_kernel = 0;
-    S.process_timer = cfg->sample_timers == 2 && S.mode == SAMPLER_CPU;
+    /* auto: the process timer where it is cheapest and its tick-grained
+     * instants are denser than the samples (BENCHMARKS.md, issue 26) */
+    S.process_timer_auto = cfg->sample_timers == 3 && S.walk && S.rate <= AUTO_PROCESS_HZ && sampler_process_timer_fits();
+    S.process_timer = (cfg->sample_timers == 2 || S.process_timer_auto) && S.mode == SAMPLER_CPU;
     S.wall_threads = (unsigned)cfg->sample_wall_threads;
     S.wall_cursor = S.wall_most = 0;
     void *slots = mmap(NULL, MAX_SLOTS * sizeof(sslot), PROT_READ | PROT_WRITE,

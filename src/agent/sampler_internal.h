@@ -34,6 +34,7 @@
 #define EXEC_PC_MS 10          /* the same, when an interrupted PC is in none of them */
 #define CACHE_MS 2000          /* how long a resolved address is trusted (code unloads) */
 #define MAX_FDS 65536          /* perf event fds the handler can map to a slot */
+#define AUTO_PROCESS_HZ 250u   /* DNP_ENV_SAMPLE_TIMERS=auto: the process timer at this rate and below */
 #define KNOWN_STACKS 4096u     /* stacks told by their threads, waiting for a slot */
 #define FRAMELESS (1u << 12)   /* return addresses into code that keeps no frame there, for the handler */
 #define FRAMELESS_PROBES 8
@@ -143,6 +144,7 @@ typedef struct sampler_state {
     sslot **fd_slot; /* MAX_FDS: a perf event's fd to its slot */
     int perf;        /* CPU mode: 1 perf task-clock events, 0 not tried yet, -1 POSIX CPU timers */
     int process_timer; /* CPU mode: one timer on the process's CPU clock (DNP_ENV_SAMPLE_TIMERS=process) */
+    int process_timer_auto; /* chosen by DNP_ENV_SAMPLE_TIMERS=auto */
     timer_t ptimer;
     int ptimer_armed;
     int ptimer_used; /* the process timer sampled this run (for the closing note) */
@@ -217,6 +219,8 @@ void sampler_slot_disarm(sslot *s);
 /* DNP_ENV_SAMPLE_TIMERS=process: one timer on the process's CPU clock, its
  * signal taken by the thread that ran (Linux 6.4+): 0, or -1 (said why). */
 int sampler_process_timer_start(void);
+/* Whether this kernel delivers a process timer's signal to the thread that ran (Linux 6.4+). */
+int sampler_process_timer_fits(void);
 void sampler_process_timer_stop(void);
 
 /* Addresses (sampler_resolve.c). */

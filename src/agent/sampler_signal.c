@@ -227,6 +227,10 @@ static int kernel_at_least(int major, int minor) {
     return uname(&u) == 0 && sscanf(u.release, "%d.%d", &ma, &mi) == 2 && (ma > major || (ma == major && mi >= minor));
 }
 
+int sampler_process_timer_fits(void) {
+    return kernel_at_least(6, 4);
+}
+
 int sampler_process_timer_start(void) {
     if (!kernel_at_least(6, 4)) {
         rec_note(1, DNP_ENV_SAMPLE_TIMERS "=process needs Linux 6.4 or later (the signal goes to the thread that ran); "
@@ -239,7 +243,8 @@ int sampler_process_timer_start(void) {
     sev.sigev_signo = SAMPLER_SIGNAL;
     sev.sigev_value.sival_ptr = &S.ptimer;
     if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &sev, &S.ptimer) != 0) {
-        rec_note(1, "no process CPU timer (%s); per-thread POSIX CPU timers instead", strerror(errno));
+        rec_note(S.process_timer_auto ? 0 : 1, "no process CPU timer (%s); %s instead", strerror(errno),
+                 S.perf == 0 ? "per-thread perf events" : "per-thread POSIX CPU timers");
         return -1;
     }
     struct itimerspec its;
