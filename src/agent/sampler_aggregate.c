@@ -315,8 +315,6 @@ static void aggregate_record(uint32_t tid, const srec *r) {
                 continue; /* a word the OSR scan found, or one where a frameless caller's lies, that is no return address */
             break;
         }
-        if (k)
-            sampler_frameless_learn(r->ip[k]); /* for the handler's next walks through it */
         S.frameless_found += frameless;
         S.resolving_pc = k == 0;
         const ipent *e = sampler_resolve(k ? r->ip[k] - 1 : r->ip[k]);
@@ -324,6 +322,8 @@ static void aggregate_record(uint32_t tid, const srec *r) {
         uint64_t func = e->func; /* copied: a later lookup may clear the cache */
         uint32_t name = e->name;
         int jit_code = e->jit_code;
+        if (k && e->managed)
+            sampler_frameless_learn(r->ip[k]); /* for the handler's next walks through it */
         /* a native leaf unwound by its tables has its callers: no guess */
         if (k == 0 && !(r->flags & REC_NATIVE_CFI) && leaf_caller(&st, r, func, name, !e->managed && e->mapped, &n))
             continue;

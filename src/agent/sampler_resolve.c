@@ -258,6 +258,7 @@ static uint32_t frameless_home(uint64_t ret) {
 }
 
 /* Where the return address of the managed function that ret returns into
+ * (the caller knows it is managed code)
  * lies, when that function keeps no frame there: a Tier1 wrapper (push rax;
  * call; add rsp, 8; ret) leaves RBP as its caller's, so the chain gives the
  * caller's caller. The same forward reading as for an interrupted PC
@@ -270,11 +271,8 @@ void sampler_frameless_learn(uint64_t ret) {
     ipent *e = entry(ret);
     if (e->rslot != -2)
         return;
-    e->rslot = -1;
-    if (!sampler_resolve(ret - 1)->managed)
-        return;
     int slot = sampler_leaf_slot(ret);
-    e = entry(ret); /* the lookups above may have cleared the cache */
+    e = entry(ret); /* the lookup above may have cleared the cache */
     e->rslot = (int8_t)(slot >= 0 && slot < 255 ? slot : -1);
     if (e->rslot < 0)
         return;

@@ -351,6 +351,13 @@ void sampler_scan_threads(void) {
         if (tid <= 0 || tid == S.sampler_tid)
             continue;
         sslot *s = slot_of(tid);
+        uint64_t lo = 0, hi = 0;
+        if (s && !atomic_load(&s->hi) && stack_take(tid, &lo, &hi)) {
+            /* told after its slot was made: given now, so that the table
+             * holds only threads without a slot */
+            atomic_store(&s->lo, lo);
+            atomic_store(&s->hi, hi);
+        }
         if (!s) {
             s = slot_of(0);
             if (!s && S.nslots < MAX_SLOTS)
@@ -358,7 +365,6 @@ void sampler_scan_threads(void) {
             if (!s)
                 continue;
             s->seen = gen;
-            uint64_t lo = 0, hi = 0;
             stack_take(tid, &lo, &hi); /* as the thread told it, else 0: found from its first sample */
             atomic_store(&s->lo, lo);
             atomic_store(&s->hi, hi);

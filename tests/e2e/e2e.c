@@ -348,8 +348,19 @@ jv *e2e_dnprof_json(e2e_run *r, const char *const args[]) {
     return v;
 }
 
+int e2e_folded_has_frame(const char *stack, size_t len, const char *frame) {
+    size_t n = strlen(frame);
+    for (const char *p = stack; p + n <= stack + len; p++) {
+        p = memmem(p, (size_t)(stack + len - p), frame, n);
+        if (!p)
+            return 0;
+        if ((p == stack || p[-1] == ';') && (p + n == stack + len || p[n] == ';'))
+            return 1;
+    }
+    return 0;
+}
+
 double e2e_folded_weight(const char *text, const char *frame) {
-    size_t flen = strlen(frame);
     double sum = 0;
     for (const char *line = text; line && *line;) {
         const char *end = strchr(line, '\n');
@@ -357,13 +368,8 @@ double e2e_folded_weight(const char *text, const char *frame) {
         const char *space = memrchr(line, ' ', len);
         if (!space)
             return -1;
-        for (const char *f = line; f && f + flen <= space; f = memchr(f, ';', (size_t)(space - f))) {
-            f += *f == ';';
-            if (strncmp(f, frame, flen) == 0 && (f + flen == space || f[flen] == ';')) {
-                sum += strtod(space + 1, NULL);
-                break;
-            }
-        }
+        if (e2e_folded_has_frame(line, (size_t)(space - line), frame))
+            sum += strtod(space + 1, NULL);
         line = end ? end + 1 : NULL;
     }
     return sum;

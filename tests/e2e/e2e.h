@@ -108,6 +108,11 @@ const char *e2e_dotnet(void);
 /* The whole file, NUL-terminated (free it); NULL with a line if it cannot be read. */
 char *e2e_read_file(const char *path, size_t *len);
 
+/* Whether a folded export's stack (stack[0..len), root first, ';' between
+ * frames, without its weight) holds the frame, or the run of frames
+ * "A;B", whole. */
+int e2e_folded_has_frame(const char *stack, size_t len, const char *frame);
+
 /* In a folded export (a stack per line, root first, ';' between frames, its
  * weight last), the weights of the lines whose stack holds the frame, summed;
  * -1 when a line has no weight. */

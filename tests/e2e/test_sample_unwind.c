@@ -27,19 +27,6 @@ typedef struct lib_share {
 static const char *const METHODS[3] = {"Scenarios.UnwindScenario::Hash", "Scenarios.UnwindScenario::Deflate",
                                        "Scenarios.UnwindScenario::Loop"};
 
-/* Whether the folded stack line (up to its weight) has the frame. */
-static int has_frame(const char *line, size_t len, const char *frame) {
-    size_t n = strlen(frame);
-    for (const char *p = line; p + n <= line + len; p++) {
-        p = memmem(p, (size_t)(line + len - p), frame, n);
-        if (!p)
-            return 0;
-        if ((p == line || p[-1] == ';') && (p[n] == ';' || p[n] == ' '))
-            return 1;
-    }
-    return 0;
-}
-
 /* Adds a folded line to the shares of the library its leaf is in. */
 static void count_line(const char *line, size_t len, lib_share *libs, size_t nlibs) {
     const char *sp = line + len;
@@ -56,10 +43,10 @@ static void count_line(const char *line, size_t len, lib_share *libs, size_t nli
         if (!memmem(leaf, leaf_len, libs[i].lib, strlen(libs[i].lib)))
             continue;
         libs[i].all += w;
-        if (has_frame(line, (size_t)(sp - 1 - line), libs[i].caller))
+        if (e2e_folded_has_frame(line, (size_t)(sp - 1 - line), libs[i].caller))
             libs[i].under += w;
         for (int m = 0; m < 3 && libs[i].siblings; m++)
-            if (strcmp(METHODS[m], libs[i].caller) != 0 && has_frame(line, (size_t)(sp - 1 - line), METHODS[m]))
+            if (strcmp(METHODS[m], libs[i].caller) != 0 && e2e_folded_has_frame(line, (size_t)(sp - 1 - line), METHODS[m]))
                 libs[i].sibling += w;
     }
 }
@@ -284,7 +271,7 @@ static int leaf_shares(const char *folded, const char *leaf, const char *frame, 
         *all += w;
         if (sp > line && strncmp(lf, leaf, strlen(leaf)) == 0) {
             *in += w;
-            if (has_frame(line, (size_t)(sp - 1 - line), frame))
+            if (e2e_folded_has_frame(line, (size_t)(sp - 1 - line), frame))
                 *under += w;
         }
         line += n + 1;
@@ -395,12 +382,12 @@ TEST(e2e_sample_gc_frames) {
             sp--;
         double w = sp > line ? atof(sp) / 1e6 : 0;
         size_t stack = sp > line ? (size_t)(sp - 1 - line) : 0;
-        int collect = has_frame(line, stack, "Scenarios.UnwindScenario::Collect");
-        int marked = has_frame(line, stack, "[GC gen2]");
+        int collect = e2e_folded_has_frame(line, stack, "Scenarios.UnwindScenario::Collect");
+        int marked = e2e_folded_has_frame(line, stack, "[GC gen2]");
         in_collect += collect ? w : 0;
         gc_in_collect += collect && marked ? w : 0;
         gc += marked ? w : 0;
-        gc_under += marked && has_frame(line, stack, "Scenarios.UnwindScenario::Collect") ? w : 0;
+        gc_under += marked && e2e_folded_has_frame(line, stack, "Scenarios.UnwindScenario::Collect") ? w : 0;
         line += n + 1;
     }
     free(text);
@@ -457,8 +444,8 @@ TEST(e2e_sample_unwind_web) {
         if (sp > line && memmem(leaf, (size_t)(sp - 1 - leaf), "libcrypto.so", 12)) {
             double w = atof(sp) / 1e6;
             all += w;
-            under += has_frame(line, (size_t)(sp - 1 - line), "Holdout.Service::Hash") ? w : 0;
-            stale += has_frame(line, (size_t)(sp - 1 - line), "Holdout.Service::Serialize") ? w : 0;
+            under += e2e_folded_has_frame(line, (size_t)(sp - 1 - line), "Holdout.Service::Hash") ? w : 0;
+            stale += e2e_folded_has_frame(line, (size_t)(sp - 1 - line), "Holdout.Service::Serialize") ? w : 0;
         }
         line += n + 1;
     }
