@@ -114,11 +114,9 @@ uint32_t async_field_off(ClassID cls, const char *name) {
     ULONG n = 0, size = 0;
     if (!cls || FAILED(INFO_CALL(GetClassLayout, cls, f, 32, &n, &size)))
         return 0;
-    for (ULONG i = 0; i < n && i < 32; i++) {
-        char got[64];
-        if (names_field_name(A.imp, f[i].ridOfField, got, sizeof got) && strcmp(got, name) == 0)
+    for (ULONG i = 0; i < n && i < 32; i++)
+        if (strcmp(dnp_md_field_name(&A.md, f[i].ridOfField), name) == 0) /* CoreLib's classes only */
             return f[i].ulOffset;
-    }
     return 0;
 }
 
@@ -545,6 +543,8 @@ void async_configure(const agent_config *cfg, uint32_t *mask) {
     *mask |= COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_CACHE_SEARCHES;
     /* the runtime's suspensions: when objects may move (async_resolve) */
     *mask |= COR_PRF_MONITOR_SUSPENDS;
+    /* unloads: a module's metadata read in place is forgotten before its image goes */
+    *mask |= COR_PRF_MONITOR_MODULE_LOADS;
 }
 
 void async_install(void) {

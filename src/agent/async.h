@@ -34,6 +34,9 @@ int async_on(void);
  * machines and the execution context's methods on the way. */
 int async_is_hooked(FunctionID fid);
 
+/* A module goes away: its metadata, read in place, is forgotten. */
+void async_module_unloading(ModuleID module);
+
 /* JITCompilationStarted: a resume's IL gets the probe (once per method); a
  * state machine's MoveNext is noted. */
 void async_jit_started(FunctionID fid);

@@ -4,6 +4,7 @@
 #ifndef DNP_ASYNC_INTERNAL_H
 #define DNP_ASYNC_INTERNAL_H
 
+#include "cli_metadata.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -62,7 +63,7 @@ typedef struct async_state {
     pthread_mutex_t mu; /* inserts into the tables; the CoreLib set-up */
     /* CoreLib: its module and the tokens of what a chain is made of */
     ModuleID corelib;
-    IMetaDataImport *imp;
+    dnp_md md; /* CoreLib's metadata, read in place (cli_metadata.h) */
     int corelib_ready; /* 1 ready, -1 not usable */
     mdTypeDef box_td, pbox_td, pbox_base_td, task_td, atc_td, delegate_td, wrapper_td, mrvtsc_td;
     mdMethodDef box_move, pbox_move;

@@ -14,37 +14,48 @@
 
 /* ---- CoreLib's types ---- */
 
-static HRESULT find_type(const char *name, mdToken enclosing, mdTypeDef *td) {
-    char16_t w[256];
-    size_t n = dnp_utf8_to_utf16(name, strlen(name), w, 255);
-    w[n] = 0;
-    return A.imp->lpVtbl->FindTypeDefByName(A.imp, (LPCWSTR)w, enclosing, td);
+/* A type of CoreLib by its full name (Namespace.Name), or nested in
+ * enclosing by its simple name. */
+static mdTypeDef find_type(const char *name, mdTypeDef enclosing) {
+    const char *dot = enclosing ? NULL : strrchr(name, '.');
+    char ns[128];
+    size_t n = dot ? (size_t)(dot - name) : 0;
+    if (n >= sizeof ns)
+        return 0;
+    memcpy(ns, name, n);
+    ns[n] = 0;
+    return dnp_md_find_type(&A.md, ns, dot ? dot + 1 : name, enclosing);
 }
 
 /* The MoveNext of td with nparams parameters, 0 if none. */
 static mdMethodDef find_move_next(mdTypeDef td, unsigned nparams) {
-    char16_t w[16];
-    size_t n = dnp_utf8_to_utf16("MoveNext", 8, w, 15);
-    w[n] = 0;
-    HCORENUM e = NULL;
-    mdMethodDef ms[8];
-    ULONG got = 0;
-    mdMethodDef found = 0;
-    if (A.imp->lpVtbl->EnumMethodsWithName(A.imp, &e, td, (LPCWSTR)w, ms, 8, &got) == S_OK) {
-        for (ULONG i = 0; i < got && !found; i++) {
-            PCCOR_SIGNATURE sig = NULL;
-            ULONG nsig = 0;
-            if (A.imp->lpVtbl->GetMethodProps(A.imp, ms[i], NULL, NULL, 0, NULL, NULL, &sig, &nsig, NULL, NULL) ==
-                    S_OK &&
-                sig && nsig >= 2 && sig[1] == nparams)
-                found = ms[i];
-        }
+    uint32_t ms[8];
+    unsigned got = dnp_md_methods_named(&A.md, td, "MoveNext", ms, 8);
+    for (unsigned i = 0; i < got; i++) {
+        uint32_t nsig = 0;
+        const uint8_t *sig = dnp_md_method_sig(&A.md, ms[i], &nsig);
+        if (sig && nsig >= 2 && sig[1] == nparams)
+            return ms[i];
     }
-    if (e)
-        A.imp->lpVtbl->CloseEnum(A.imp, e);
-    return found;
+    return 0;
 }
 
+/* A module's metadata, read in place from the image the runtime loaded
+ * (cli_metadata.h): the runtime's own IMetaDataImport over CoreLib, opened at
+ * start-up, cost every program about 3 ms of CPU (BENCHMARKS.md). -1 when the
+ * module has no image (a dynamic one) or it cannot be read. */
+static int module_md_read(ModuleID module, dnp_md *md) {
+    LPCBYTE base = NULL;
+    ULONG len = 0;
+    AssemblyID assembly = 0;
+    DWORD flags = 0;
+    if (!AGENT_HAS_INFO(GetModuleInfo2) ||
+        INFO_CALL(GetModuleInfo2, module, &base, 0, &len, NULL, &assembly, &flags) != S_OK || !base ||
+        (flags & COR_PRF_MODULE_DYNAMIC))
+        return -1;
+    char err[160];
+    return dnp_md_open(md, base, 0, (flags & COR_PRF_MODULE_FLAT_LAYOUT) != 0, err, sizeof err);
+}
 
 /* The probe's call site signature, a token added to CoreLib's metadata:
  * unmanaged[SuppressGCTransition] void(native int), the convention in a modopt
@@ -54,7 +65,7 @@ static mdSignature probe_signature(ModuleID module) {
     mdSignature tok = 0;
     mdTypeDef sgc = 0;
     IUnknown *eu = NULL;
-    if (find_type("System.Runtime.CompilerServices.CallConvSuppressGCTransition", 0, &sgc) == S_OK &&
+    if ((sgc = find_type("System.Runtime.CompilerServices.CallConvSuppressGCTransition", 0)) != 0 &&
         INFO_CALL(GetModuleMetaData, module, 1 /* ofRead | ofWrite */, &IID_IMetaDataEmit, &eu) == S_OK && eu) {
         IMetaDataEmit *emit = (IMetaDataEmit *)eu;
         uint8_t sig[16];
@@ -99,41 +110,38 @@ static int corelib_setup(ModuleID module) {
         return 0;
     A.corelib = module;
     A.corelib_ready = -1;
-    IUnknown *unk = NULL;
-    if (INFO_CALL(GetModuleMetaData, module, 0 /* ofRead */, &IID_IMetaDataImport, &unk) != S_OK || !unk)
+    if (module_md_read(module, &A.md) != 0) {
+        agent_say("async stacks: CoreLib's metadata could not be read in place; sampled stacks stay physical");
         return 0;
-    A.imp = (IMetaDataImport *)unk;
-    mdTypeDef atmb = 0, pool = 0, core = 0, vts = 0;
-    int ok = find_type("System.Runtime.CompilerServices.AsyncTaskMethodBuilder`1", 0, &atmb) == S_OK &&
-             find_type("AsyncStateMachineBox`1", atmb, &A.box_td) == S_OK &&
-             find_type("System.Threading.Tasks.Task", 0, &A.task_td) == S_OK &&
-             find_type("System.Delegate", 0, &A.delegate_td) == S_OK;
-    if (!ok) {
+    }
+    mdTypeDef atmb = find_type("System.Runtime.CompilerServices.AsyncTaskMethodBuilder`1", 0);
+    A.box_td = atmb ? find_type("AsyncStateMachineBox`1", atmb) : 0;
+    A.task_td = find_type("System.Threading.Tasks.Task", 0);
+    A.delegate_td = find_type("System.Delegate", 0);
+    if (!A.box_td || !A.task_td || !A.delegate_td) {
         agent_say("async stacks: this runtime's CoreLib has no AsyncStateMachineBox; sampled stacks stay physical");
         return 0;
     }
     /* the rest is optional: a chain ends where it meets what is missing */
-    if (find_type("System.Runtime.CompilerServices.PoolingAsyncValueTaskMethodBuilder`1", 0, &pool) == S_OK) {
-        find_type("StateMachineBox`1", pool, &A.pbox_td);
-        find_type("StateMachineBox", pool, &A.pbox_base_td);
+    mdTypeDef pool = find_type("System.Runtime.CompilerServices.PoolingAsyncValueTaskMethodBuilder`1", 0);
+    if (pool) {
+        A.pbox_td = find_type("StateMachineBox`1", pool);
+        A.pbox_base_td = find_type("StateMachineBox", pool);
     }
-    find_type("System.Threading.Tasks.AwaitTaskContinuation", 0, &A.atc_td);
-    if (find_type("System.Runtime.CompilerServices.AsyncMethodBuilderCore", 0, &core) == S_OK)
-        find_type("ContinuationWrapper", core, &A.wrapper_td);
-    if (find_type("System.Threading.Tasks.Sources.ManualResetValueTaskSourceCore`1", 0, &vts) == S_OK)
-        A.mrvtsc_td = vts;
+    A.atc_td = find_type("System.Threading.Tasks.AwaitTaskContinuation", 0);
+    mdTypeDef core = find_type("System.Runtime.CompilerServices.AsyncMethodBuilderCore", 0);
+    A.wrapper_td = core ? find_type("ContinuationWrapper", core) : 0;
+    A.mrvtsc_td = find_type("System.Threading.Tasks.Sources.ManualResetValueTaskSourceCore`1", 0);
     /* a pooled box's awaiter: _valueTaskSource._continuationState, the second
      * within the struct whatever TResult is (its references come first): read
      * for ManualResetValueTaskSourceCore<int> (not from a hook: it loads the type) */
-    mdTypeDef i32 = 0;
+    mdTypeDef i32 = A.mrvtsc_td ? find_type("System.Int32", 0) : 0;
     ClassID i32c = 0, vtsc = 0;
-    if (A.mrvtsc_td && find_type("System.Int32", 0, &i32) == S_OK &&
-        INFO_CALL(GetClassFromToken, module, i32, &i32c) == S_OK &&
+    if (i32 && INFO_CALL(GetClassFromToken, module, i32, &i32c) == S_OK &&
         INFO_CALL(GetClassFromTokenAndTypeArgs, module, A.mrvtsc_td, 1, &i32c, &vtsc) == S_OK)
         A.vts_state_off = async_field_off(vtsc, "_continuationState");
     /* the methods between a box's MoveNext and its state machine's */
-    mdTypeDef ec = 0;
-    find_type("System.Threading.ExecutionContext", 0, &ec);
+    mdTypeDef ec = find_type("System.Threading.ExecutionContext", 0);
     const struct {
         mdTypeDef td;
         const char *name;
@@ -142,21 +150,10 @@ static int corelib_setup(ModuleID module) {
                     {A.box_td, "ExecutionContextCallback"},
                     {A.pbox_td, "ExecutionContextCallback"}};
     unsigned k = 0;
-    for (unsigned i = 0; i < sizeof plumbing / sizeof plumbing[0]; i++) {
-        if (!plumbing[i].td)
-            continue;
-        char16_t w[64];
-        size_t n = dnp_utf8_to_utf16(plumbing[i].name, strlen(plumbing[i].name), w, 63);
-        w[n] = 0;
-        HCORENUM e = NULL;
-        mdMethodDef ms[2];
-        ULONG got = 0;
-        if (A.imp->lpVtbl->EnumMethodsWithName(A.imp, &e, plumbing[i].td, (LPCWSTR)w, ms, 2, &got) == S_OK)
-            for (ULONG j = 0; j < got && k < PLUMB_TOKENS; j++)
-                A.plumb_tok[k++] = ms[j];
-        if (e)
-            A.imp->lpVtbl->CloseEnum(A.imp, e);
-    }
+    for (unsigned i = 0; i < sizeof plumbing / sizeof plumbing[0] && k < PLUMB_TOKENS; i++)
+        if (plumbing[i].td)
+            k += dnp_md_methods_named(&A.md, plumbing[i].td, plumbing[i].name, A.plumb_tok + k,
+                                      k + 2 <= PLUMB_TOKENS ? 2 : PLUMB_TOKENS - k);
     /* the probe's signature is made at the first resume compiled (async_jit_started): CoreLib's
      * metadata opened for writing costs about 18 ms, which a program that never awaits should not pay */
     A.box_move = find_move_next(A.box_td, 1); /* MoveNext(Thread): the others call it */
@@ -207,92 +204,85 @@ static const machine *machine_get(ModuleID module, mdTypeDef td) {
     return NULL;
 }
 
-/* A module's metadata, with a reference for the caller; the last few modules'
- * kept (every compiled or precompiled method is looked at, mostly from the
- * same modules). */
-#define IMPORTS 16
+/* The last few modules' metadata (every compiled or precompiled method is
+ * looked at, mostly from the same modules), copied out under the lock. */
+#define MDS 16
 static struct {
     ModuleID module;
-    IMetaDataImport *imp;
-} g_imports[IMPORTS];
-static unsigned g_imports_next;
+    int ok;
+    dnp_md md;
+} g_mds[MDS];
+static unsigned g_mds_next;
 
-static IMetaDataImport *module_import(ModuleID module) {
+static int module_md(ModuleID module, dnp_md *out) {
     pthread_mutex_lock(&A.mu);
-    for (unsigned i = 0; i < IMPORTS; i++) {
-        if (g_imports[i].module == module && g_imports[i].imp) {
-            IMetaDataImport *imp = g_imports[i].imp;
-            imp->lpVtbl->AddRef(imp);
+    for (unsigned i = 0; i < MDS; i++) {
+        if (g_mds[i].module == module) {
+            int ok = g_mds[i].ok;
+            if (ok)
+                *out = g_mds[i].md;
             pthread_mutex_unlock(&A.mu);
-            return imp;
+            return ok ? 0 : -1;
         }
     }
     pthread_mutex_unlock(&A.mu);
-    IUnknown *unk = NULL;
-    if (INFO_CALL(GetModuleMetaData, module, 0, &IID_IMetaDataImport, &unk) != S_OK || !unk)
-        return NULL;
-    IMetaDataImport *imp = (IMetaDataImport *)unk;
+    int ok = module_md_read(module, out) == 0;
     pthread_mutex_lock(&A.mu);
-    unsigned i = g_imports_next++ % IMPORTS;
-    IMetaDataImport *old = g_imports[i].imp;
-    imp->lpVtbl->AddRef(imp);
-    g_imports[i].module = module;
-    g_imports[i].imp = imp;
+    unsigned i = g_mds_next++ % MDS;
+    g_mds[i].module = module;
+    g_mds[i].ok = ok;
+    if (ok)
+        g_mds[i].md = *out;
     pthread_mutex_unlock(&A.mu);
-    if (old)
-        old->lpVtbl->Release(old);
-    return imp;
+    return ok ? 0 : -1;
+}
+
+void async_module_unloading(ModuleID module) {
+    if (!A.on)
+        return;
+    pthread_mutex_lock(&A.mu);
+    for (unsigned i = 0; i < MDS; i++)
+        if (g_mds[i].module == module)
+            g_mds[i].module = 0; /* its image goes away: read again if its ID comes back */
+    pthread_mutex_unlock(&A.mu);
 }
 
 /* Notes fid if it is a state machine's MoveNext; whether it is. Not in a hook. */
 static int machine_note(FunctionID fid, ModuleID module, mdToken tok) {
-    if (!fid || !module || !tok)
+    dnp_md md;
+    if (!fid || !module || !tok || module_md(module, &md) != 0 || strcmp(dnp_md_method_name(&md, tok), "MoveNext"))
         return 0;
-    IMetaDataImport *imp = module_import(module);
-    if (!imp)
+    mdTypeDef td = dnp_md_method_owner(&md, tok);
+    if (!td)
         return 0;
-    int is = 0;
-    char16_t w[64];
-    ULONG len = 0;
-    mdTypeDef td = 0;
-    char text[256];
-    if (imp->lpVtbl->GetMethodProps(imp, tok, &td, (WCHAR *)w, 64, &len, NULL, NULL, NULL, NULL, NULL) == S_OK &&
-        len == 9 && dnp_utf16_name(w, 64, len, text, sizeof text) && strcmp(text, "MoveNext") == 0 && td &&
-        !(is = machine_get(module, td) != NULL)) {
-        char16_t tn[256];
-        len = 0;
-        if (imp->lpVtbl->GetTypeDefProps(imp, td, (WCHAR *)tn, 256, &len, NULL, NULL) == S_OK && len) {
-            dnp_utf16_name(tn, 256, len, text, sizeof text);
-            const char *name = strrchr(text, '+'); /* nested: the simple name */
-            name = name ? name + 1 : text;
-            size_t nl = strlen(name); /* <M>d__N (a method), <<M>g__L|i_j>d (a local function), <<M>b__i_j>d (a lambda) */
-            if (name[0] == '<' && (strstr(name, ">d__") || (nl > 2 && strcmp(name + nl - 2, ">d") == 0))) {
-                is = 1;
-                uint32_t fname = names_get(NAMES_FUNCTION, fid, 1);
-                pthread_mutex_lock(&A.mu);
-                uint32_t h = machine_home(module, td);
-                for (uint32_t p = 0; p < MACHINES && atomic_load(&g_nmachines) * 2 < MACHINES; p++) {
-                    machine *m = &g_machines[(h + p) & (MACHINES - 1)];
-                    if (atomic_load_explicit(&m->key, memory_order_relaxed)) {
-                        if (m->module == module && m->td == td)
-                            break;
-                        continue;
-                    }
-                    m->module = module;
-                    m->td = td;
-                    m->fid = fid;
-                    m->name = fname;
-                    m->main = strncmp(name, "<Main>d__", 9) == 0;
-                    atomic_store_explicit(&m->key, ((uint64_t)module ^ td) | 1, memory_order_release);
-                    atomic_fetch_add(&g_nmachines, 1);
-                    break;
-                }
-                pthread_mutex_unlock(&A.mu);
-            }
+    if (machine_get(module, td))
+        return 1;
+    /* <M>d__N (a method), <<M>g__L|i_j>d (a local function), <<M>b__i_j>d (a lambda) */
+    const char *name = dnp_md_type_name(&md, td);
+    size_t nl = strlen(name);
+    if (name[0] != '<' || (!strstr(name, ">d__") && !(nl > 2 && strcmp(name + nl - 2, ">d") == 0)))
+        return 0;
+    uint32_t fname = names_get(NAMES_FUNCTION, fid, 1);
+    pthread_mutex_lock(&A.mu);
+    uint32_t h = machine_home(module, td);
+    for (uint32_t p = 0; p < MACHINES && atomic_load(&g_nmachines) * 2 < MACHINES; p++) {
+        machine *m = &g_machines[(h + p) & (MACHINES - 1)];
+        if (atomic_load_explicit(&m->key, memory_order_relaxed)) {
+            if (m->module == module && m->td == td)
+                break;
+            continue;
         }
+        m->module = module;
+        m->td = td;
+        m->fid = fid;
+        m->name = fname;
+        m->main = strncmp(name, "<Main>d__", 9) == 0;
+        atomic_store_explicit(&m->key, ((uint64_t)module ^ td) | 1, memory_order_release);
+        atomic_fetch_add(&g_nmachines, 1);
+        break;
     }
-    imp->lpVtbl->Release(imp);
-    return is;
+    pthread_mutex_unlock(&A.mu);
+    return 1;
 }
 
 /* A box's state machine: its MoveNext, its name, whether it is an async Main's

@@ -7,6 +7,7 @@
 #include "callbacks.h"
 #include "il.h"
 #include "rejit.h"
+#include "async.h"
 #include "sampler.h"
 
 /* ---- app domains, assemblies, modules, classes ---- */
@@ -40,7 +41,7 @@ LIFECYCLE(AppDomainID, APPDOMAIN, AppDomainCreation, AppDomainShutdown, (void)0,
           names_forget(NAMES_APPDOMAIN, id))
 LIFECYCLE(AssemblyID, ASSEMBLY, AssemblyLoad, AssemblyUnload, (void)0, (void)0, names_forget(NAMES_ASSEMBLY, id))
 LIFECYCLE(ModuleID, MODULE, ModuleLoad, ModuleUnload, rejit_module_loaded(id),
-          (sampler_code_unloaded(), rejit_module_unloading(id)),
+          (sampler_code_unloaded(), rejit_module_unloading(id), async_module_unloading(id)),
           (names_forget_module(id), il_forget_module(id)))
 
 CB_REC(ModuleAttachedToAssembly, (ICorProfilerCallback *self, ModuleID module, AssemblyID assembly),

@@ -192,6 +192,20 @@ int config_sample_mode(const char *text) {
     return (int)v;
 }
 
+void config_unwind_cache(char *out, size_t cap) {
+    const char *set = dnp_setting_getenv(DNP_SET_UNWIND_CACHE);
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (!cap)
+        return;
+    out[0] = 0;
+    if (set && set[0])
+        snprintf(out, cap, "%s", strcmp(set, "0") != 0 ? set : "");
+    else if (xdg && xdg[0] == '/')
+        snprintf(out, cap, "%s/dnprof/unwind", xdg);
+    else if (home && home[0] == '/' && home[1])
+        snprintf(out, cap, "%s/.cache/dnprof/unwind", home);
+}
+
 void config_perf_map(char *out, size_t cap) {
     /* the runtime's own settings, which it reads from this process's environment whatever dnprof asked */
     const char *on = getenv("DOTNET_PerfMapEnabled");

@@ -71,6 +71,9 @@ unsigned config_flush_ms(void);
  * DOTNET_PerfMapJitDumpPath or /tmp): its path, or "" when it writes none.
  * The runtime's settings, read from this process's environment. */
 void config_perf_map(char *out, size_t cap);
+/* Where parsed unwind tables are kept (DNP_ENV_UNWIND_CACHE, else the user's
+ * cache directory); "" for nowhere. */
+void config_unwind_cache(char *out, size_t cap);
 
 /* DNP_ENV_SESSION: the front end's session directory, NULL or "" for none. */
 const char *config_session_dir(void);

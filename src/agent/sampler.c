@@ -140,8 +140,8 @@ static void release_memory(void) {
     free(S.dirty);
     free(S.named);
     free(S.cache);
-    free(S.cache_used);
-    S.cache_used = NULL;
+    free(S.cache_ix);
+    S.cache_ix = NULL;
     free((void *)S.frameless);
     S.frameless = NULL;
     free(S.fd_slot);
@@ -178,16 +178,19 @@ int sampler_start(const agent_config *cfg) {
     S.samples = S.dropped = S.truncated = S.threads = S.fixed = 0;
     S.guessed = S.stopped = S.native_cfi = 0;
     S.unwind = S.walk && cfg->sample_unwind && cfg->sample != SAMPLER_SUSPEND;
+    sampler_unwind_setup();
     atomic_store(&S.stop, 0);
     if (S.mode == SAMPLER_SUSPEND && !AGENT_HAS_INFO(SuspendRuntime)) {
         agent_say("--sample=suspend needs ICorProfilerInfo10 (.NET Core 3.0 or later); no samples");
         return -1;
     }
     S.nodes = calloc(MAX_NODES, sizeof *S.nodes);
-    S.hash = calloc(NODE_HASH, sizeof *S.hash);
+    S.hash = calloc(HASH_FIRST, sizeof *S.hash);
+    S.hash_cap = HASH_FIRST;
     S.dirty = calloc(MAX_NODES, sizeof *S.dirty);
-    S.cache = calloc(IP_CACHE, sizeof *S.cache);
-    S.cache_used = calloc(IP_CACHE / 2 + 1, sizeof *S.cache_used);
+    S.cache = calloc(IP_CACHE / 2, sizeof *S.cache);
+    S.cache_ix = calloc(HASH_FIRST, sizeof *S.cache_ix);
+    S.cache_cap = HASH_FIRST;
     S.ncache = 0;
     S.fd_slot = calloc(MAX_FDS, sizeof *S.fd_slot);
     S.named = calloc(NAMED_MAX, sizeof *S.named);
@@ -209,7 +212,7 @@ int sampler_start(const agent_config *cfg) {
     void *slots = mmap(NULL, MAX_SLOTS * sizeof(sslot), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     S.slots = slots == MAP_FAILED ? NULL : slots;
-    if (!S.nodes || !S.hash || !S.dirty || !S.cache || !S.cache_used || !S.slots || !S.fd_slot || !S.named || !S.frameless) {
+    if (!S.nodes || !S.hash || !S.dirty || !S.cache || !S.cache_ix || !S.slots || !S.fd_slot || !S.named || !S.frameless) {
         release_memory();
         agent_say("no memory for the sampler's trees; no samples");
         return -1;

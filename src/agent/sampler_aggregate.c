@@ -9,29 +9,47 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "async.h"
 #include "callbacks.h"
 
-static uint32_t node_hash(uint32_t tid, uint32_t parent, uint64_t key) {
+static uint32_t node_hash(uint32_t tid, uint32_t parent, uint64_t key, uint32_t cap) {
     uint64_t x = key * 0x9E3779B97F4A7C15ull ^ ((uint64_t)tid << 32 | parent) * 0xC2B2AE3D27D4EB4Full;
-    return (uint32_t)(x >> 40) & (NODE_HASH - 1);
+    return (uint32_t)(x >> 32) & (cap - 1);
+}
+
+static uint32_t node_home(uint32_t i, uint32_t cap) {
+    return node_hash(S.nodes[i].tid, S.nodes[i].parent, S.nodes[i].key, cap);
+}
+
+/* The index twice as large (node 0, the roots, is in none); 0, or -1 (it stays). */
+static int hash_grow(void) {
+    uint32_t *h = S.hash_cap * 2 <= NODE_HASH ? sampler_index_grow(S.hash_cap * 2, 1, S.nnodes, node_home) : NULL;
+    if (!h)
+        return -1;
+    free(S.hash);
+    S.hash = h;
+    S.hash_cap *= 2;
+    return 0;
 }
 
 /* The child of parent for a frame; 0 when the trees are full. */
 static uint32_t node_child(uint32_t tid, uint32_t parent, uint64_t func, uint32_t name) {
     uint64_t key = func ? func : (uint64_t)name | 1ull << 63;
-    uint32_t h = node_hash(tid, parent, key);
+    uint32_t h = node_hash(tid, parent, key, S.hash_cap);
     while (S.hash[h]) {
         anode *n = &S.nodes[S.hash[h] - 1];
         if (n->key == key && n->parent == parent && n->tid == tid)
             return S.hash[h] - 1;
-        h = (h + 1) & (NODE_HASH - 1);
+        h = (h + 1) & (S.hash_cap - 1);
     }
-    if (S.nnodes == MAX_NODES)
+    if (S.nnodes == MAX_NODES || (S.nnodes * 2 >= S.hash_cap && hash_grow() != 0))
         return 0;
+    for (h = node_hash(tid, parent, key, S.hash_cap); S.hash[h];) /* its slot again: the index may have grown */
+        h = (h + 1) & (S.hash_cap - 1);
     uint32_t i = S.nnodes++;
     anode *n = &S.nodes[i];
     n->tid = tid;

@@ -25,6 +25,7 @@
 #define RING 32u               /* samples a thread may hold before the sampler drains them */
 #define MAX_NODES (1u << 18)   /* nodes of all trees together */
 #define NODE_HASH (1u << 19)
+#define HASH_FIRST 4096u  /* the node and address indexes' first size */
 #define IP_CACHE (1u << 16)
 #define NAMED_MAX 8192u        /* threads whose OS name is written (a table, never shrunk) */
 #define SCAN_MS 100            /* how often new threads are looked for */
@@ -157,7 +158,8 @@ typedef struct sampler_state {
 
     anode *nodes;
     uint32_t nnodes;
-    uint32_t *hash; /* node index + 1, 0 empty */
+    uint32_t *hash; /* node index + 1, 0 empty; hash_cap slots, grown to NODE_HASH */
+    uint32_t hash_cap;
     uint32_t *dirty;
     uint32_t ndirty;
     named *named; /* NAMED_MAX, by tid */
@@ -171,9 +173,14 @@ typedef struct sampler_state {
     uint64_t frameless_found; /* callers the table gave */
     atomic_ullong misdirected; /* process timer signals taken by a thread asleep (sampler_signal.c) */
 
+    /* The address cache: entries filled in order (ncache of IP_CACHE / 2,
+     * never moved: callers hold them), found through cache_ix (entry index +
+     * 1, 0 empty; cache_cap slots, grown to IP_CACHE). Both start small and
+     * grow as they fill: a table the size of the largest, hashed at random,
+     * took a page fault per new address (about 5 us each in a VM). */
     ipent *cache;
-    uint32_t *cache_used; /* the slots in use, ncache of them: a clear zeroes those, not the table */
-    uint32_t ncache;
+    uint32_t *cache_ix;
+    uint32_t ncache, cache_cap;
     uint64_t cache_born;
 
     xrange *exec;   /* the executable mappings, by address (/proc/self/maps) */
@@ -246,6 +253,13 @@ void sampler_window_join(void);
 void sampler_window_emit(void);
 /* The trace's note on native unwinding (sampler_unwind.c). */
 void sampler_unwind_note(void);
+/* An index of entry numbers + 1 (0 empty, linear probing) of cap slots (a
+ * power of two) over entries [first, n), each at home(i, cap): the trees' and
+ * the address cache's, grown as they fill (sampler_resolve.c). NULL when out
+ * of memory. */
+uint32_t *sampler_index_grow(uint32_t cap, uint32_t first, uint32_t n, uint32_t (*home)(uint32_t i, uint32_t cap));
+/* Where parsed unwind tables are kept (unwind.h), from the settings. */
+void sampler_unwind_setup(void);
 void sampler_unwind_counts(uint32_t flags);
 
 /* The runtime's work as frames (sampler_runtime.c). */

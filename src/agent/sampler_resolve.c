@@ -24,15 +24,45 @@ uint64_t sampler_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Only the slots in use: the whole table is 2.5 MiB, and zeroing it every 2 s
- * (and at every dynamic method's unload) touched every page of it. */
+/* Only what is in use: the entries in order, and the index as large as it
+ * grew (the largest index and table, 2.5 MiB, zeroed every 2 s and at every
+ * dynamic method's unload, touched every page of them). */
 void sampler_cache_clear(uint64_t now) {
-    for (uint32_t i = 0; i < S.ncache; i++)
-        memset(&S.cache[S.cache_used[i]], 0, sizeof *S.cache);
+    memset(S.cache, 0, (size_t)S.ncache * sizeof *S.cache);
+    memset(S.cache_ix, 0, (size_t)S.cache_cap * sizeof *S.cache_ix);
     S.ncache = 0;
     S.cache_born = now;
 }
 
+static uint32_t ip_home(uint64_t ip, uint32_t cap) {
+    return (uint32_t)((ip * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+}
+
+static uint32_t cache_home(uint32_t i, uint32_t cap) {
+    return ip_home(S.cache[i].ip, cap);
+}
+
+uint32_t *sampler_index_grow(uint32_t cap, uint32_t first, uint32_t n, uint32_t (*home)(uint32_t i, uint32_t cap)) {
+    uint32_t *ix = calloc(cap, sizeof *ix);
+    for (uint32_t i = first; ix && i < n; i++) {
+        uint32_t h = home(i, cap);
+        while (ix[h])
+            h = (h + 1) & (cap - 1);
+        ix[h] = i + 1;
+    }
+    return ix;
+}
+
+/* The index twice as large; 0, or -1 (it stays). */
+static int cache_grow(void) {
+    uint32_t *ix = S.cache_cap * 2 <= IP_CACHE ? sampler_index_grow(S.cache_cap * 2, 0, S.ncache, cache_home) : NULL;
+    if (!ix)
+        return -1;
+    free(S.cache_ix);
+    S.cache_ix = ix;
+    S.cache_cap *= 2;
+    return 0;
+}
 
 /* The executable mappings, read again when an address is in none of them and
  * the list is older than EXEC_MS (code heaps grow). */
@@ -84,9 +114,9 @@ static int exec_contains(uint64_t a) {
 /* The cache entry of ip, made if new: whether ip is in executable memory is
  * known, nothing else yet (no call into the runtime). */
 static ipent *entry(uint64_t ip) {
-    uint32_t h = (uint32_t)((ip * 0x9E3779B97F4A7C15ull) >> 48) & (IP_CACHE - 1);
-    while (S.cache[h].ip) {
-        ipent *e = &S.cache[h];
+    uint32_t h = ip_home(ip, S.cache_cap);
+    while (S.cache_ix[h]) {
+        ipent *e = &S.cache[S.cache_ix[h] - 1];
         if (e->ip == ip) {
             if (!e->code && (e->exec_gen != S.exec_gen || sampler_now_ns() - S.exec_born >= EXEC_MS * 1000000ull) &&
                 exec_contains(ip)) {
@@ -97,17 +127,19 @@ static ipent *entry(uint64_t ip) {
                 e->exec_gen = S.exec_gen;
             return e;
         }
-        h = (h + 1) & (IP_CACHE - 1);
+        h = (h + 1) & (S.cache_cap - 1);
     }
-    if (S.ncache * 2 >= IP_CACHE) {
+    if (S.ncache * 2 >= IP_CACHE || (S.ncache * 2 >= S.cache_cap && cache_grow() != 0)) {
         sampler_cache_clear(S.cache_born);
         return entry(ip);
     }
-    ipent *e = &S.cache[h];
+    for (h = ip_home(ip, S.cache_cap); S.cache_ix[h];) /* its slot again: the index may have grown */
+        h = (h + 1) & (S.cache_cap - 1);
+    S.cache_ix[h] = S.ncache + 1;
+    ipent *e = &S.cache[S.ncache++];
     e->ip = ip;
     e->slot = -2;
     e->rslot = -2;
-    S.cache_used[S.ncache++] = h;
     e->code = (uint8_t)exec_contains(ip);
     e->exec_gen = S.exec_gen;
     if (!e->code)

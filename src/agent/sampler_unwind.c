@@ -7,6 +7,13 @@
 #include "settings.h"
 #include "unwind.h"
 
+void sampler_unwind_setup(void) {
+    char dir[4096] = "";
+    if (S.unwind)
+        config_unwind_cache(dir, sizeof dir);
+    unwind_cache_dir(dir);
+}
+
 void sampler_unwind_counts(uint32_t flags) {
     if (flags & REC_NATIVE_CFI)
         S.native_cfi++;
@@ -28,4 +35,8 @@ void sampler_unwind_note(void) {
              "without a row (marked [unwinding stopped]), %llu native callers guessed from the stack",
              libs, known, (unsigned long long)rows, (double)bytes / 1024, dbg, (double)ns / 1e6, bad,
              (unsigned long long)S.native_cfi, (unsigned long long)S.stopped, (unsigned long long)S.guessed);
+    uint32_t cached = unwind_cached();
+    if (cached)
+        rec_note(0, "native unwinding: %u of those tables came from the cache of parsed tables (" DNP_ENV_UNWIND_CACHE
+                    ", docs/sampling.md), not parsed again", cached);
 }

@@ -39,6 +39,7 @@ typedef struct unw_lib {
     uint8_t seen;      /* found by the last dl_iterate_phdr */
     uint8_t wanted;    /* a handler met it unparsed (written by handlers, relaxed) */
     uint8_t tried;     /* parsed, or found to have no table this parser reads */
+    uint8_t cached;    /* its table came from the cache on disk (unwind_cache.c) */
     char name[80];     /* the file's base name */
     char path[256];    /* the file, for its .debug_frame ("" for none) */
     uint8_t build_id[20], build_id_len; /* its GNU build ID, from the loaded notes */
@@ -93,6 +94,20 @@ int unw_debug_frame(const char *path, const uint8_t *build_id, size_t id_len, un
 int unw_debug_section(const char *path, const uint8_t *build_id, size_t id_len, const char *want, unw_dbg *out);
 void unw_debug_close(unw_dbg *d);
 void unw_lib_free(unw_lib *l);
+
+/* Parsed tables kept on disk between runs, by build ID (unwind_cache.c):
+ * where ("" for nowhere; set before the sampler thread starts), the table of
+ * l from there (0, or -1: parse it), and a table just parsed put there. dbg is
+ * the separate file l's .debug_frame came from, NULL for none. */
+struct stat;
+void unwind_cache_dir(const char *dir);
+int unw_cache_load(const unw_lib *l, const struct stat *dbg, unw_lib *out);
+void unw_cache_store(const unw_lib *l, const struct stat *dbg, const unw_lib *t);
+/* How many tables came from the cache. */
+uint32_t unwind_cached(void);
+/* The GNU build ID among a loaded object's notes, into out: its length, 0 none. */
+struct dl_phdr_info;
+size_t unw_note_build_id(const struct dl_phdr_info *info, uint8_t *out, size_t cap);
 
 /* The loaded objects (dl_iterate_phdr): new ones indexed, gone ones dropped,
  * the index the handler reads published again; the tables a handler asked for

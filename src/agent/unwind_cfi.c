@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -602,8 +603,8 @@ static unw_lib *lib_known(uint64_t bias, uint64_t hdr) {
     return NULL;
 }
 
-/* The GNU build ID among the object's loaded notes, into l. */
-static void build_id_of(const struct dl_phdr_info *info, unw_lib *l) {
+/* The GNU build ID among the object's loaded notes: its length (0 none). */
+size_t unw_note_build_id(const struct dl_phdr_info *info, uint8_t *out, size_t cap) {
     for (unsigned i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[i];
         if (p->p_type != PT_NOTE)
@@ -618,14 +619,14 @@ static void build_id_of(const struct dl_phdr_info *info, unw_lib *l) {
             if (next > (uint64_t)(end - n))
                 break;
             if (type == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 && memcmp(n + 12, "GNU", 4) == 0 && descsz >= 2 &&
-                descsz <= sizeof l->build_id) {
-                memcpy(l->build_id, n + at, descsz);
-                l->build_id_len = (uint8_t)descsz;
-                return;
+                descsz <= cap) {
+                memcpy(out, n + at, descsz);
+                return descsz;
             }
             n += next;
         }
     }
+    return 0;
 }
 
 static int on_object(struct dl_phdr_info *info, size_t size, void *data) {
@@ -686,7 +687,7 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *data) {
         ssize_t n = readlink("/proc/self/exe", l->path, sizeof l->path - 1);
         l->path[n > 0 ? n : 0] = 0;
     }
-    build_id_of(info, l);
+    l->build_id_len = (uint8_t)unw_note_build_id(info, l->build_id, sizeof l->build_id);
     /* no table this parser reads (neither an .eh_frame_hdr in memory nor a file to look in): never indexed */
     l->tried = (hdr ? !seg_hi : !l->path[0]) || hi <= lo;
     l->seen = 1;
@@ -703,9 +704,17 @@ static int lib_parse(unw_lib *l) {
     __atomic_store_n(&l->tried, 1, __ATOMIC_RELAXED);
     unw_dbg d;
     int dbg = unw_debug_frame(l->path, l->build_id, l->build_id_len, &d) == 0;
-    int rc = dbg || l->hdr ? unw_parse2((const uint8_t *)(uintptr_t)l->hdr, l->seg_lo, l->seg_hi, dbg ? d.sec : NULL,
-                                        dbg ? d.len : 0, l->bias, &t)
+    struct stat dst;
+    const struct stat *dbg_id = dbg && stat(d.from, &dst) == 0 ? &dst : NULL;
+    int rc = dbg && !dbg_id ? -1 : unw_cache_load(l, dbg_id, &t);
+    l->cached = rc == 0;
+    if (rc != 0) {
+        rc = dbg || l->hdr ? unw_parse2((const uint8_t *)(uintptr_t)l->hdr, l->seg_lo, l->seg_hi,
+                                        dbg ? d.sec : NULL, dbg ? d.len : 0, l->bias, &t)
                            : -1;
+        if (rc == 0 && (!dbg || dbg_id))
+            unw_cache_store(l, dbg_id, &t);
+    }
     if (dbg)
         unw_debug_close(&d);
     if (rc != 0) {
@@ -826,6 +835,13 @@ int unwind_func_start(const unw_lib *l, uint64_t pc, uint64_t *off) {
         return -1;
     *off = l->funcs[lo - 1];
     return 0;
+}
+
+uint32_t unwind_cached(void) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < g_nlibs; i++)
+        n += g_libs[i]->nrows && g_libs[i]->cached;
+    return n;
 }
 
 void unwind_totals(uint32_t *libs, uint32_t *known, uint64_t *rows, uint64_t *bytes, uint64_t *ns, uint32_t *bad,

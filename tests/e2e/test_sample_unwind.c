@@ -7,9 +7,11 @@
  * the compression library keep no frame pointers: without their unwind tables
  * a sample there has no managed caller at all. The stacks are read from the
  * folded export (root first, ';' between frames), so the export is tested too. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "e2e.h"
@@ -455,5 +457,70 @@ TEST(e2e_sample_unwind_web) {
     ASSERT_GT(all, 300); /* hashing is most of the service's 3 s of CPU */
     ASSERT_GE(under / all, WHOLE);
     ASSERT_LE(stale / all, STALE);
+    return 0;
+}
+
+/* The trace's note that holds what, or NULL (free the trace after use). */
+static const char *note_with(const dnp_trace *t, const char *what) {
+    for (size_t i = 0; i < t->nnotes; i++)
+        if (t->notes[i].text && strstr(t->notes[i].text, what))
+            return t->notes[i].text;
+    return NULL;
+}
+
+/* How many tables the run's note says came from the cache (0 when none). */
+static int cached_tables(const char *trace) {
+    dnp_trace *t = e2e_load(trace);
+    if (!t)
+        return -1;
+    const char *note = note_with(t, "came from the cache of parsed tables");
+    int n = note ? atoi(strstr(note, "native unwinding: ") + 18) : 0;
+    if (note)
+        fprintf(stderr, "e2e: %s\n", note);
+    dnp_trace_free(t);
+    return n;
+}
+
+/* Parsed unwind tables kept between runs (DNPROF_UNWIND_CACHE, unwind_cache.c):
+ * a first run parses and keeps them, a second maps them instead of parsing,
+ * and its native samples still have their managed callers (the rows are the
+ * same); a cache file cut short is not believed: the table is parsed again. */
+TEST(e2e_sample_unwind_cache) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_unwind_cache"), 0);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/cache/unwind", r.dir);
+    setenv("DNPROF_UNWIND_CACHE", dir, 1);
+    char crypto[PATH_MAX * 2] = "";
+    int cached[3] = {0, 0, 0};
+    for (int run = 0; run < 3; run++) {
+        lib_share libs[] = {{"libcrypto.so", METHODS[0], 1, 0, 0, 0},
+                            {"libSystem.IO.Compression.Native.so", METHODS[1], 1, 0, 0, 0},
+                            {"libclrjit.so", "[JIT]", 0, 0, 0, 0}};
+        ASSERT_EQ(native_shares(&r, libs), 0);
+        cached[run] = cached_tables(r.trace);
+        fprintf(stderr, "run %d: %d tables from the cache; libcrypto %.1f%% under Hash\n", run + 1, cached[run],
+                libs[0].all > 0 ? 100 * libs[0].under / libs[0].all : 0);
+        ASSERT_GT(libs[0].all / 1e6, 150);
+        ASSERT_GE(libs[0].under / libs[0].all, WHOLE);
+        if (run == 1) { /* the second run read libcrypto's rows from its file: now cut it short */
+            DIR *d = opendir(dir);
+            ASSERT(d);
+            struct dirent *de;
+            while ((de = readdir(d)) != NULL)
+                if (strstr(de->d_name, ".libcrypto.so"))
+                    snprintf(crypto, sizeof crypto, "%s/%s", dir, de->d_name);
+            closedir(d);
+            ASSERT(crypto[0]);
+            ASSERT_EQ(truncate(crypto, 8192), 0);
+        }
+    }
+    unsetenv("DNPROF_UNWIND_CACHE");
+    ASSERT_EQ(cached[0], 0);             /* nothing kept yet */
+    ASSERT_GE(cached[1], 3);             /* the runtime, libcrypto, the compression library at least */
+    ASSERT_GE(cached[2], 2);             /* the others still */
+    struct stat st;
+    ASSERT_EQ(stat(crypto, &st), 0);
+    ASSERT_GT(st.st_size, 8192); /* libcrypto's parsed again (its samples above) and kept whole again */
     return 0;
 }

@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$1" && pwd) || exit 2
 shift
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(trace heap attach_blob control unwind il symtab pprof)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(trace heap attach_blob control unwind il symtab pprof metadata)
 seconds=${FUZZ_SECONDS:-30}
 # ASan keeps 256 MiB of freed memory by default before reuse (its quarantine),
 # which a harness of tens of thousands of runs a second fills and which counts

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "attach_blob.h"
+#include "cli_metadata.h"
 #include "control_line.h"
 #include "heap_format.h"
 #include "heapgraph.h"
@@ -363,6 +364,21 @@ TEST(fuzz_corpus_heap) {
 
 TEST(fuzz_corpus_attach_blob) {
     ASSERT_GT(each_input("attach_blob", read_blob), 0);
+    return 0;
+}
+
+/* A metadata seed: opened, or refused with one line (cli_metadata.h). */
+static int read_metadata(const char *path, const uint8_t *data, size_t n) {
+    (void)path;
+    dnp_md md;
+    char err[256] = "";
+    if (dnp_md_open(&md, data, n, 1, err, sizeof err) == 0)
+        return md.rows[DNP_MD_TYPEDEF] ? 0 : -1;
+    return !err[0] || strchr(err, '\n') ? -1 : 0;
+}
+
+TEST(fuzz_corpus_metadata) {
+    ASSERT_GT(each_input("metadata", read_metadata), 1);
     return 0;
 }
 
