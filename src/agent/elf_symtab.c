@@ -89,25 +89,16 @@ void dnp_symtab_free(dnp_symtab *t) {
     memset(t, 0, sizeof *t);
 }
 
-int dnp_elf_section(const uint8_t *f, size_t size, const char *name, uint64_t *off, uint64_t *len) {
-    Elf64_Ehdr eh;
-    if (size < sizeof eh)
-        return -1;
-    memcpy(&eh, f, sizeof eh);
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shoff == 0 ||
-        eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shstrndx >= eh.e_shnum ||
-        !inside(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr), size))
-        return -1;
-    Elf64_Shdr names;
-    memcpy(&names, f + eh.e_shoff + eh.e_shstrndx * sizeof names, sizeof names);
-    if (!inside(names.sh_offset, names.sh_size, size))
-        return -1;
+/* The section called name among nsh headers (shdrs, the file's alignment),
+ * their names in names[0, nnames): 0 with where its bytes lie in a file of
+ * size bytes, or -1. */
+static int find_section(const uint8_t *shdrs, unsigned nsh, const uint8_t *names, uint64_t nnames, size_t size,
+                        const char *name, uint64_t *off, uint64_t *len) {
     size_t want = strlen(name) + 1;
-    for (unsigned i = 0; i < eh.e_shnum; i++) {
+    for (unsigned i = 0; i < nsh; i++) {
         Elf64_Shdr ss;
-        memcpy(&ss, f + eh.e_shoff + i * sizeof ss, sizeof ss);
-        if (ss.sh_name >= names.sh_size || names.sh_size - ss.sh_name < want ||
-            memcmp(f + names.sh_offset + ss.sh_name, name, want) != 0)
+        memcpy(&ss, shdrs + i * sizeof ss, sizeof ss);
+        if (ss.sh_name >= nnames || nnames - ss.sh_name < want || memcmp(names + ss.sh_name, name, want) != 0)
             continue;
         /* NOBITS (a stripped file's placeholder) and compressed sections have no bytes to read here */
         if (ss.sh_type == SHT_NOBITS || (ss.sh_flags & SHF_COMPRESSED) || !inside(ss.sh_offset, ss.sh_size, size))
@@ -117,6 +108,56 @@ int dnp_elf_section(const uint8_t *f, size_t size, const char *name, uint64_t *o
         return 0;
     }
     return -1;
+}
+
+/* Whether eh is an ELF64 header whose section headers and their names'
+ * header lie inside size bytes. */
+static int headers_inside(const Elf64_Ehdr *eh, size_t size) {
+    return memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_shoff != 0 &&
+           eh->e_shentsize == sizeof(Elf64_Shdr) && eh->e_shstrndx < eh->e_shnum &&
+           inside(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr), size);
+}
+
+int dnp_elf_section(const uint8_t *f, size_t size, const char *name, uint64_t *off, uint64_t *len) {
+    Elf64_Ehdr eh;
+    if (size < sizeof eh)
+        return -1;
+    memcpy(&eh, f, sizeof eh);
+    if (!headers_inside(&eh, size))
+        return -1;
+    Elf64_Shdr names;
+    memcpy(&names, f + eh.e_shoff + eh.e_shstrndx * sizeof names, sizeof names);
+    if (!inside(names.sh_offset, names.sh_size, size))
+        return -1;
+    return find_section(f + eh.e_shoff, eh.e_shnum, f + names.sh_offset, names.sh_size, size, name, off, len);
+}
+
+/* pread of exactly n bytes at off: 0, or -1. */
+static int read_at(int fd, void *buf, size_t n, uint64_t off) {
+    return pread(fd, buf, n, (off_t)off) == (ssize_t)n ? 0 : -1;
+}
+
+int dnp_elf_section_fd(int fd, const char *name, uint64_t *off, uint64_t *len) {
+    struct stat st;
+    Elf64_Ehdr eh;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || read_at(fd, &eh, sizeof eh, 0) != 0 ||
+        !headers_inside(&eh, (size_t)st.st_size))
+        return -1;
+    size_t shbytes = (size_t)eh.e_shnum * sizeof(Elf64_Shdr);
+    uint8_t *sh = malloc(shbytes);
+    Elf64_Shdr names;
+    uint8_t *nm = NULL;
+    int rc = -1;
+    if (sh && read_at(fd, sh, shbytes, eh.e_shoff) == 0) {
+        memcpy(&names, sh + eh.e_shstrndx * sizeof names, sizeof names);
+        /* the names of the sections: a few hundred bytes; more is no file a compiler wrote */
+        if (inside(names.sh_offset, names.sh_size, (size_t)st.st_size) && names.sh_size <= (1u << 20) &&
+            (nm = malloc(names.sh_size ? names.sh_size : 1)) && read_at(fd, nm, names.sh_size, names.sh_offset) == 0)
+            rc = find_section(sh, eh.e_shnum, nm, names.sh_size, (size_t)st.st_size, name, off, len);
+    }
+    free(sh);
+    free(nm);
+    return rc;
 }
 
 int dnp_file_map(const char *path, const uint8_t **map, size_t *len) {

@@ -33,10 +33,15 @@ static size_t g_nmods;
 static void load_symtab(module_syms *m, const char *path) {
     const uint8_t *f;
     size_t size;
-    if (dnp_file_map(path, &f, &size) != 0)
-        return;
-    dnp_symtab_parse(&m->syms, f, size);
-    munmap((void *)f, size);
+    uint64_t off, len;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int has = fd >= 0 && dnp_elf_section_fd(fd, ".symtab", &off, &len) == 0; /* most libraries ship stripped */
+    if (fd >= 0)
+        close(fd);
+    if (has && dnp_file_map(path, &f, &size) == 0) {
+        dnp_symtab_parse(&m->syms, f, size);
+        munmap((void *)f, size);
+    }
     unw_dbg d; /* stripped: the symbols of its separate debug file, where there is one */
     if (!m->syms.n && unw_debug_section(path, NULL, 0, ".symtab", &d) == 0) {
         dnp_symtab_parse(&m->syms, d.map, d.map_len);
