@@ -19,6 +19,15 @@ ssize_t memread(uint64_t addr, void *out, size_t len);
  * go in the next), where one each cost 13 us in a KVM guest. */
 void memread_batch(const uint64_t *addrs, uint32_t n, size_t len, uint8_t *out, uint8_t *ok);
 
+/* The mapping that holds addr, asked of the kernel by address (PROCMAP_QUERY
+ * on /proc/self/maps, Linux 6.11+): 1 with its bounds [lo, hi) and flags
+ * (MEMREAD_R, _W, _X); 0 when addr is in no mapping; -1 when the kernel has
+ * no such query (then read /proc/self/maps: about 1 ms in a VM for a .NET
+ * process's thousand mappings, where this is one system call). Not for the
+ * signal handler. */
+enum { MEMREAD_R = 1, MEMREAD_W = 2, MEMREAD_X = 4 };
+int memread_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, unsigned *flags);
+
 /* Which way memread reads, for the trace's notes (docs/arm64.md: qemu-user has
  * no process_vm_readv): a read of its own is made first if none was. Not for
  * the signal handler. */

@@ -177,6 +177,7 @@ int sampler_start(const agent_config *cfg) {
     S.ndirty = 0;
     S.samples = S.dropped = S.truncated = S.threads = S.fixed = 0;
     S.guessed = S.stopped = S.native_cfi = 0;
+    S.maps_reads = S.maps_queries = 0;
     S.unwind = S.walk && cfg->sample_unwind && cfg->sample != SAMPLER_SUSPEND;
     sampler_unwind_setup();
     atomic_store(&S.stop, 0);
@@ -278,11 +279,13 @@ void sampler_stop(void) {
     }
     sampler_emit_dirty();
     REC(SampleStats, S.samples, S.dropped, S.truncated, S.threads);
-    rec_note(0, "sampler thread: %.1f ms of CPU, %llu thread scans, %llu stack lookups, %llu addresses resolved, "
-             "%llu callers found at the stack pointer (prologue, epilogue, frameless code), %llu callers of "
-             "frameless managed code found above its callee",
+    rec_note(0, "sampler thread: %.1f ms of CPU, %llu thread scans, %llu reads of /proc/self/maps, %llu mappings "
+                "asked of the kernel (PROCMAP_QUERY), %llu addresses resolved, %llu callers found at the stack "
+                "pointer (prologue, epilogue, frameless code), %llu callers of frameless managed code found above "
+                "its callee",
              (double)S.cpu_ns / 1e6, (unsigned long long)S.scans, (unsigned long long)S.maps_reads,
-             (unsigned long long)S.resolves, (unsigned long long)S.fixed, (unsigned long long)S.frameless_found);
+             (unsigned long long)S.maps_queries, (unsigned long long)S.resolves, (unsigned long long)S.fixed,
+             (unsigned long long)S.frameless_found);
     sampler_unwind_note();
     switches_note();
     if (S.process_timer && S.ptimer_used)

@@ -196,7 +196,7 @@ typedef struct sampler_state {
     uint64_t samples, dropped, truncated, threads;
     uint64_t fixed; /* samples whose caller came from the stack, not the frame pointer */
     uint64_t guessed, stopped, native_cfi; /* native leaves whose caller was guessed; walks stopped; leaves unwound */
-    uint64_t scans, maps_reads, resolves, cpu_ns; /* the sampler's own work, for a note */
+    uint64_t scans, maps_reads, maps_queries, resolves, cpu_ns; /* the sampler's own work, for a note */
     atomic_int window_asked; /* a window ends: the sampler thread adds its samples (sampler_window.c) */
 } sampler_state;
 

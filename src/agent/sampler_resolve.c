@@ -64,9 +64,24 @@ static int cache_grow(void) {
     return 0;
 }
 
+/* Whether the kernel answers PROCMAP_QUERY (memread.h): then the list is
+ * learnt a mapping at a time, by the addresses asked about (exec_ask), and a
+ * refresh only forgets it; else /proc/self/maps is read whole. */
+static int exec_by_query(void) {
+    uint64_t lo, hi;
+    unsigned fl;
+    return memread_mapping((uint64_t)(uintptr_t)&exec_by_query, &lo, &hi, &fl) > 0;
+}
+
 /* The executable mappings, read again when an address is in none of them and
  * the list is older than EXEC_MS (code heaps grow). */
 void sampler_exec_refresh(void) {
+    S.exec_born = sampler_now_ns();
+    S.exec_gen++;
+    if (exec_by_query()) {
+        S.nexec = 0; /* learnt again as addresses are asked about: none is stale */
+        return;
+    }
     FILE *f = fopen("/proc/self/maps", "re");
     if (!f)
         return;
@@ -85,7 +100,30 @@ void sampler_exec_refresh(void) {
     }
     fclose(f);
     S.exec_born = sampler_now_ns();
-    S.exec_gen++;
+}
+
+/* a asked of the kernel alone (PROCMAP_QUERY): 1 when it is executable
+ * memory, whose mapping joins the list (kept sorted); 0 when not; -1 when the
+ * kernel cannot be asked. */
+static int exec_ask(uint64_t a) {
+    uint64_t lo, hi;
+    unsigned fl;
+    int r = memread_mapping(a, &lo, &hi, &fl);
+    if (r < 0)
+        return -1;
+    S.maps_queries++;
+    if (!r || !(fl & MEMREAD_X))
+        return 0;
+    if (DNP_VEC_RESERVE(S.exec, S.capexec, S.nexec + 1, 256) < 0)
+        return 1;
+    size_t at = S.nexec;
+    while (at > 0 && S.exec[at - 1].lo > lo)
+        at--;
+    memmove(&S.exec[at + 1], &S.exec[at], (S.nexec - at) * sizeof *S.exec);
+    S.exec[at].lo = lo;
+    S.exec[at].hi = hi;
+    S.nexec++;
+    return 1;
 }
 
 int sampler_exec_find(uint64_t a) {
@@ -102,9 +140,17 @@ int sampler_exec_find(uint64_t a) {
     return 0;
 }
 
+/* Whether a is in the list, or (asked of the kernel) in executable memory. */
+static int exec_lookup(uint64_t a) {
+    return sampler_exec_find(a) || exec_ask(a) == 1;
+}
+
 static int exec_contains(uint64_t a) {
     if (sampler_exec_find(a))
         return 1;
+    int asked = exec_ask(a);
+    if (asked >= 0)
+        return asked;
     if (sampler_now_ns() - S.exec_born < EXEC_MS * 1000000ull)
         return 0;
     sampler_exec_refresh();
@@ -161,7 +207,7 @@ const ipent *sampler_resolve(uint64_t ip) {
         uint64_t now = sampler_now_ns();
         if (now - S.exec_born >= EXEC_PC_MS * 1000000ull && now >= S.exec_pc_quiet) {
             sampler_exec_refresh();
-            if (!sampler_exec_find(ip)) /* code outside every mapping: no use reading again soon */
+            if (!exec_lookup(ip)) /* code outside every mapping: no use reading again soon */
                 S.exec_pc_quiet = now + CACHE_MS * 1000000ull;
         }
         e->code = 1;
@@ -239,7 +285,7 @@ static int exec_recheck(uint64_t ip) {
     if (now - S.exec_born < EXEC_PC_MS * 1000000ull || now < S.exec_pc_quiet)
         return 0;
     sampler_exec_refresh();
-    if (sampler_exec_find(ip))
+    if (exec_lookup(ip))
         return 1;
     S.exec_pc_quiet = now + EXEC_MS * 1000000ull;
     return 0;

@@ -8,6 +8,8 @@
  * thread's. */
 #include "sampler_internal.h"
 
+#include "memread.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -405,6 +407,27 @@ void sampler_find_stacks(void) {
             atomic_store(&s->probe_sp, 0);
         } else {
             want = 1;
+        }
+    }
+    if (!want)
+        return;
+    want = 0; /* each stack pointer's mapping asked of the kernel alone (memread.h), else the whole list read */
+    for (unsigned i = 0; i < S.nslots; i++) {
+        sslot *s = &S.slots[i];
+        uint64_t sp = atomic_load(&s->probe_sp), lo, hi;
+        unsigned fl;
+        if (atomic_load(&s->tid) <= 0 || !sp)
+            continue;
+        int r = memread_mapping(sp, &lo, &hi, &fl);
+        if (r < 0) {
+            want = 1;
+            break;
+        }
+        S.maps_queries++;
+        if (r && (fl & (MEMREAD_R | MEMREAD_W)) == (MEMREAD_R | MEMREAD_W)) {
+            atomic_store(&s->lo, lo);
+            atomic_store(&s->hi, hi);
+            atomic_store(&s->probe_sp, 0);
         }
     }
     if (!want)
