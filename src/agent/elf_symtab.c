@@ -3,6 +3,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -137,27 +138,73 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off) {
     return pread(fd, buf, n, (off_t)off) == (ssize_t)n ? 0 : -1;
 }
 
-int dnp_elf_section_fd(int fd, const char *name, uint64_t *off, uint64_t *len) {
+/* The section tables of the last files looked at (dnp_elf_section_at). */
+#define KEPT 16
+typedef struct kept {
+    char path[256];
+    int ok;        /* an ELF64 file whose tables were read */
+    size_t size;   /* the file's */
+    uint8_t *sh;   /* its section headers, nsh of them */
+    unsigned nsh;
+    uint8_t *names; /* their names' section, nnames bytes */
+    uint64_t nnames;
+} kept;
+static kept g_kept[KEPT];
+static unsigned g_kept_next;
+
+static int read_tables(int fd, kept *k) {
     struct stat st;
     Elf64_Ehdr eh;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || read_at(fd, &eh, sizeof eh, 0) != 0 ||
         !headers_inside(&eh, (size_t)st.st_size))
         return -1;
+    k->size = (size_t)st.st_size;
+    k->nsh = eh.e_shnum;
     size_t shbytes = (size_t)eh.e_shnum * sizeof(Elf64_Shdr);
-    uint8_t *sh = malloc(shbytes);
+    if (!(k->sh = malloc(shbytes)) || read_at(fd, k->sh, shbytes, eh.e_shoff) != 0)
+        return -1;
     Elf64_Shdr names;
-    uint8_t *nm = NULL;
-    int rc = -1;
-    if (sh && read_at(fd, sh, shbytes, eh.e_shoff) == 0) {
-        memcpy(&names, sh + eh.e_shstrndx * sizeof names, sizeof names);
-        /* the names of the sections: a few hundred bytes; more is no file a compiler wrote */
-        if (inside(names.sh_offset, names.sh_size, (size_t)st.st_size) && names.sh_size <= (1u << 20) &&
-            (nm = malloc(names.sh_size ? names.sh_size : 1)) && read_at(fd, nm, names.sh_size, names.sh_offset) == 0)
-            rc = find_section(sh, eh.e_shnum, nm, names.sh_size, (size_t)st.st_size, name, off, len);
-    }
-    free(sh);
-    free(nm);
-    return rc;
+    memcpy(&names, k->sh + eh.e_shstrndx * sizeof names, sizeof names);
+    /* the names of the sections: a few hundred bytes; more is no file a compiler wrote */
+    if (!inside(names.sh_offset, names.sh_size, k->size) || names.sh_size > (1u << 20) ||
+        !(k->names = malloc(names.sh_size ? names.sh_size : 1)) || read_at(fd, k->names, names.sh_size, names.sh_offset) != 0)
+        return -1;
+    k->nnames = names.sh_size;
+    return 0;
+}
+
+static void kept_free(kept *k) {
+    free(k->sh);
+    free(k->names);
+    memset(k, 0, sizeof *k);
+}
+
+/* The kept tables of path, read now if they are not (a file that cannot be
+ * read is kept too, as such); NULL for a path too long to keep. */
+static const kept *kept_of(const char *path) {
+    for (unsigned i = 0; i < KEPT; i++)
+        if (g_kept[i].path[0] && strcmp(g_kept[i].path, path) == 0)
+            return &g_kept[i];
+    if (strlen(path) >= sizeof g_kept[0].path)
+        return NULL;
+    kept *k = &g_kept[g_kept_next++ % KEPT];
+    kept_free(k);
+    snprintf(k->path, sizeof k->path, "%s", path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    k->ok = fd >= 0 && read_tables(fd, k) == 0;
+    if (fd >= 0)
+        close(fd);
+    return k;
+}
+
+int dnp_elf_section_at(const char *path, const char *name, uint64_t *off, uint64_t *len) {
+    const kept *k = kept_of(path);
+    return k && k->ok ? find_section(k->sh, k->nsh, k->names, k->nnames, k->size, name, off, len) : -1;
+}
+
+void dnp_elf_forget(void) {
+    for (unsigned i = 0; i < KEPT; i++)
+        kept_free(&g_kept[i]);
 }
 
 int dnp_file_map(const char *path, const uint8_t **map, size_t *len) {

@@ -34,11 +34,8 @@ static void load_symtab(module_syms *m, const char *path) {
     const uint8_t *f;
     size_t size;
     uint64_t off, len;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    int has = fd >= 0 && dnp_elf_section_fd(fd, ".symtab", &off, &len) == 0; /* most libraries ship stripped */
-    if (fd >= 0)
-        close(fd);
-    if (has && dnp_file_map(path, &f, &size) == 0) {
+    /* most libraries ship stripped: mapped only to read a .symtab there is */
+    if (dnp_elf_section_at(path, ".symtab", &off, &len) == 0 && dnp_file_map(path, &f, &size) == 0) {
         dnp_symtab_parse(&m->syms, f, size);
         munmap((void *)f, size);
     }
@@ -112,4 +109,5 @@ void symbols_release(void) {
         dnp_symtab_free(&g_mods[i].syms);
     g_nmods = 0;
     perfmap_release();
+    dnp_elf_forget();
 }

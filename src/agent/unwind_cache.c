@@ -14,8 +14,8 @@
  * the separate debug file's size and time) and its sizes add up; otherwise
  * the table is parsed as before. A library without a build ID is never
  * cached. Writes go to a temporary file renamed into place, so that readers
- * see a whole file or none; each write removes the files of other agents
- * older than a day and any not read for 30 days. The
+ * see a whole file or none; the first write of a process removes the files
+ * of other agents older than a day and any not read for 30 days. The
  * directory is DNPROF_UNWIND_CACHE's (config.c: by default
  * $XDG_CACHE_HOME/dnprof/unwind or ~/.cache/dnprof/unwind; "0" for none).
  * Sampler thread only. */
@@ -208,5 +208,7 @@ void unw_cache_store(const unw_lib *l, const struct stat *dbg, const unw_lib *t)
     ok = close(fd) == 0 && ok;
     if (!ok || rename(tmp, path) != 0)
         unlink(tmp);
-    prune();
+    static int pruned; /* once a process: a look at every file of the directory */
+    if (!pruned++)
+        prune();
 }

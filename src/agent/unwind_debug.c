@@ -53,17 +53,11 @@ static int take_section(void *map, size_t len, const char *path, const char *wan
     return 0;
 }
 
-/* Whether the file at path has a section want with bytes, looked at with
- * pread: mapping each library to look, and unmapping it while other threads
- * run (a TLB shootdown), cost 0.2-1.4 ms a library in a VM. */
+/* Whether the file at path has a section want with bytes (dnp_elf_section_at:
+ * its section table read once, with pread). */
 static int has_section(const char *path, const char *want) {
     uint64_t off, len;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    int has = dnp_elf_section_fd(fd, want, &off, &len) == 0;
-    close(fd);
-    return has;
+    return dnp_elf_section_at(path, want, &off, &len) == 0;
 }
 
 static int try_file(const char *path, const char *want, const uint8_t *id, size_t id_len, unw_dbg *out) {
@@ -82,11 +76,11 @@ static int try_file(const char *path, const char *want, const uint8_t *id, size_
 static int debuglink(const char *path, char *name, size_t cap) {
     uint64_t off, size;
     char s[512];
-    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
-    if (fd < 0)
+    int fd, rc = -1;
+    if (dnp_elf_section_at(path, ".gnu_debuglink", &off, &size) != 0 || size <= 4 || size > sizeof s ||
+        (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
         return -1;
-    if (dnp_elf_section_fd(fd, ".gnu_debuglink", &off, &size) == 0 && size > 4 && size <= sizeof s &&
-        pread(fd, s, (size_t)size, (off_t)off) == (ssize_t)size) {
+    if (pread(fd, s, (size_t)size, (off_t)off) == (ssize_t)size) {
         size_t n = strnlen(s, (size_t)size);
         if (n && n < size && n < cap && !memchr(s, '/', n)) {
             memcpy(name, s, n);
