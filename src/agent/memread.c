@@ -113,6 +113,22 @@ struct dnp_procmap_query {
 };
 _Static_assert(sizeof(struct dnp_procmap_query) == 104, "PROCMAP_QUERY's argument is 104 bytes");
 
+/* The query on fd, which is open and was checked. */
+static int query(int fd, uint64_t addr, uint64_t *lo, uint64_t *hi, unsigned *flags) {
+    struct dnp_procmap_query q = {.size = sizeof q, .query_addr = addr};
+    if (ioctl(fd, DNP_PROCMAP_QUERY, &q) != 0)
+        return errno == ENOENT ? 0 : -1;
+    *lo = q.vma_start;
+    *hi = q.vma_end;
+    *flags = (unsigned)q.vma_flags & (MEMREAD_R | MEMREAD_W | MEMREAD_X);
+    return 1;
+}
+
+int memread_mapping_now(uint64_t addr, uint64_t *lo, uint64_t *hi, unsigned *flags) {
+    int fd = atomic_load_explicit(&g_maps_fd, memory_order_acquire);
+    return fd >= 0 ? query(fd, addr, lo, hi, flags) : -1;
+}
+
 int memread_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, unsigned *flags) {
     int fd = atomic_load_explicit(&g_maps_fd, memory_order_acquire);
     if (fd == -2)
@@ -138,15 +154,9 @@ int memread_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, unsigned *flags) 
             fd = none;
         }
     }
-    struct dnp_procmap_query q = {.size = sizeof q, .query_addr = addr};
-    if (ioctl(fd, DNP_PROCMAP_QUERY, &q) == 0) {
-        *lo = q.vma_start;
-        *hi = q.vma_end;
-        *flags = (unsigned)q.vma_flags & (MEMREAD_R | MEMREAD_W | MEMREAD_X);
-        return 1;
-    }
-    if (errno == ENOENT)
-        return 0; /* in no mapping */
+    int r = query(fd, addr, lo, hi, flags);
+    if (r >= 0)
+        return r;
     if (errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP) { /* an older kernel: say so once */
         int was = fd;
         if (atomic_compare_exchange_strong(&g_maps_fd, &was, -2))

@@ -27,6 +27,9 @@ void memread_batch(const uint64_t *addrs, uint32_t n, size_t len, uint8_t *out, 
  * signal handler. */
 enum { MEMREAD_R = 1, MEMREAD_W = 2, MEMREAD_X = 4 };
 int memread_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, unsigned *flags);
+/* The same for the signal handler: one ioctl, only once memread_mapping has
+ * opened and checked the file (-1 before); errno may change. */
+int memread_mapping_now(uint64_t addr, uint64_t *lo, uint64_t *hi, unsigned *flags);
 
 /* Which way memread reads, for the trace's notes (docs/arm64.md: qemu-user has
  * no process_vm_readv): a read of its own is made first if none was. Not for

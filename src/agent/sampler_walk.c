@@ -187,6 +187,15 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
     else
         r->async_box = async_sample_pending(sp, &r->async_seq);
     int known = hi && sp >= lo && sp + 8 <= hi && !(sp & 7);
+    unsigned vf;
+    if (!known && !(sp & 7) && memread_mapping_now(sp, &lo, &hi, &vf) > 0 &&
+        (vf & (MEMREAD_R | MEMREAD_W)) == (MEMREAD_R | MEMREAD_W) && sp >= lo && sp + 8 <= hi) {
+        /* the stack's mapping asked of the kernel, one system call (Linux 6.11+), where the
+         * walk would read through a system call per frame until the sampler thread's look */
+        atomic_store_explicit(&s->lo, lo, memory_order_relaxed);
+        atomic_store_explicit(&s->hi, hi, memory_order_relaxed);
+        known = 1;
+    }
     if (!known) /* the sampler thread looks for the stack's mapping */
         atomic_store_explicit(&s->probe_sp, sp, memory_order_relaxed);
     /* Before the stack's bounds are known (the thread's first samples, until
