@@ -5,8 +5,9 @@
  * meet the runtime: most of what --sample costs a half-second program
  * (BENCHMARKS.md, "The fixed cost"). The rows depend only on the library's
  * bytes, so they are kept in a file named by the library's GNU build ID (and
- * this parser's version), and the next process maps that file instead of
- * parsing: a page-cache mapping, shared by every process that uses it.
+ * this parser's version), and the next process reads that file instead of
+ * parsing: one read of the file into the agent's own memory (not a mapping of
+ * it: a file cut short in place would make a row a SIGBUS).
  *
  * The file's name holds the agent's own build ID too: a new dnprof (another
  * parser) never reads an older one's rows. A file is used only when it is ours
@@ -120,10 +121,13 @@ int unw_cache_load(const unw_lib *l, const struct stat *dbg, unw_lib *out) {
     uint32_t *funcs = NULL;
     if (ok) {
         size_t rbytes = page_up((size_t)h.nrows * sizeof(unw_row));
-        rows = mmap(NULL, rbytes, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, PAGE);
+        /* copied into memory of the agent's own, not mapped from the file: a file cut short in place
+         * by someone else would make a mapped row a SIGBUS in the signal handler */
+        rows = mmap(NULL, rbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
         funcs = malloc((size_t)h.nfuncs * 4u);
-        ok = rows != MAP_FAILED && funcs &&
-             pread(fd, funcs, (size_t)h.nfuncs * 4u, (off_t)(PAGE + rbytes)) == (ssize_t)((size_t)h.nfuncs * 4u);
+        size_t rb = (size_t)h.nrows * sizeof(unw_row), fb = (size_t)h.nfuncs * 4u;
+        ok = rows != MAP_FAILED && funcs && pread(fd, rows, rb, PAGE) == (ssize_t)rb &&
+             pread(fd, funcs, fb, (off_t)(PAGE + rbytes)) == (ssize_t)fb;
         if (!ok) {
             if (rows != MAP_FAILED)
                 munmap(rows, rbytes);
