@@ -164,3 +164,9 @@ int memread_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, unsigned *flags) 
     }
     return -1;
 }
+
+void memread_mapping_close(void) {
+    int fd = atomic_load(&g_maps_fd);
+    if (fd >= 0 && atomic_compare_exchange_strong(&g_maps_fd, &fd, -1))
+        syscall(SYS_close, fd);
+}

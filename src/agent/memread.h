@@ -30,6 +30,9 @@ int memread_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, unsigned *flags);
 /* The same for the signal handler: one ioctl, only once memread_mapping has
  * opened and checked the file (-1 before); errno may change. */
 int memread_mapping_now(uint64_t addr, uint64_t *lo, uint64_t *hi, unsigned *flags);
+/* Closes the file the queries use (the sampler's stop, after its handler is
+ * gone: a detached agent leaves no descriptor behind). */
+void memread_mapping_close(void);
 
 /* Which way memread reads, for the trace's notes (docs/arm64.md: qemu-user has
  * no process_vm_readv): a read of its own is made first if none was. Not for

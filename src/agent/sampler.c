@@ -275,6 +275,7 @@ void sampler_stop(void) {
     sampler_drain(); /* what is left in the rings: nothing writes them now */
     if (!S.walk) {
         release_memory();
+        memread_mapping_close();
         return;
     }
     sampler_emit_dirty();
@@ -300,4 +301,5 @@ void sampler_stop(void) {
     release_memory();
     symbols_release();
     unwind_release();
+    memread_mapping_close(); /* a detached agent leaves no descriptor behind */
 }
