@@ -143,7 +143,7 @@ static int open_exact(const uint8_t *b, size_t n, char *err) {
 
 TEST(metadata_small_assembly_cut_and_corrupt) {
     char path[1200], err[256];
-    snprintf(path, sizeof path, "%s/tests/fuzz/corpus/metadata/plugin-a.dll", DNPROF_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/tests/fuzz/corpus/metadata/plugin-a", DNPROF_SOURCE_DIR);
     size_t n = 0;
     uint8_t *f = (uint8_t *)test_read_file(path, &n);
     ASSERT_NE(f, NULL);
