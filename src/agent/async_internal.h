@@ -4,12 +4,12 @@
 #ifndef DNP_ASYNC_INTERNAL_H
 #define DNP_ASYNC_INTERNAL_H
 
-#include "cli_metadata.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
 #include "async.h"
+#include "cli_metadata.h"
 
 #define RESUMES 64           /* resumes in progress on one thread */
 #define CALLERS 128          /* callers followed per resume */

@@ -167,7 +167,8 @@ static int read_tables(int fd, kept *k) {
     memcpy(&names, k->sh + eh.e_shstrndx * sizeof names, sizeof names);
     /* the names of the sections: a few hundred bytes; more is no file a compiler wrote */
     if (!inside(names.sh_offset, names.sh_size, k->size) || names.sh_size > (1u << 20) ||
-        !(k->names = malloc(names.sh_size ? names.sh_size : 1)) || read_at(fd, k->names, names.sh_size, names.sh_offset) != 0)
+        !(k->names = malloc(names.sh_size ? names.sh_size : 1)) ||
+        read_at(fd, k->names, names.sh_size, names.sh_offset) != 0)
         return -1;
     k->nnames = names.sh_size;
     return 0;

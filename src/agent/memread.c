@@ -137,11 +137,11 @@ int memread_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, unsigned *flags) 
         fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             return -1;
-        /* believed only when it finds this very function in executable memory
-         * (an emulator's /proc/self/maps is a file of its own making) */
-        struct dnp_procmap_query self = {.size = sizeof self, .query_addr = (uint64_t)(uintptr_t)&memread_mapping};
-        if (ioctl(fd, DNP_PROCMAP_QUERY, &self) != 0 || !(self.vma_flags & MEMREAD_X) ||
-            self.query_addr < self.vma_start || self.query_addr >= self.vma_end) {
+        /* believed only when it finds this very function in executable memory (an older
+         * kernel has no such query; an emulator's /proc/self/maps is a file of its own making) */
+        uint64_t me = (uint64_t)(uintptr_t)&memread_mapping, mlo, mhi;
+        unsigned mfl;
+        if (query(fd, me, &mlo, &mhi, &mfl) != 1 || !(mfl & MEMREAD_X) || me < mlo || me >= mhi) {
             syscall(SYS_close, fd);
             atomic_store(&g_maps_fd, -2);
             return -1;
@@ -154,15 +154,7 @@ int memread_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi, unsigned *flags) 
             fd = none;
         }
     }
-    int r = query(fd, addr, lo, hi, flags);
-    if (r >= 0)
-        return r;
-    if (errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP) { /* an older kernel: say so once */
-        int was = fd;
-        if (atomic_compare_exchange_strong(&g_maps_fd, &was, -2))
-            syscall(SYS_close, fd);
-    }
-    return -1;
+    return query(fd, addr, lo, hi, flags);
 }
 
 void memread_mapping_close(void) {

@@ -25,17 +25,6 @@ static uint32_t node_home(uint32_t i, uint32_t cap) {
     return node_hash(S.nodes[i].tid, S.nodes[i].parent, S.nodes[i].key, cap);
 }
 
-/* The index twice as large (node 0, the roots, is in none); 0, or -1 (it stays). */
-static int hash_grow(void) {
-    uint32_t *h = S.hash_cap * 2 <= NODE_HASH ? sampler_index_grow(S.hash_cap * 2, 1, S.nnodes, node_home) : NULL;
-    if (!h)
-        return -1;
-    free(S.hash);
-    S.hash = h;
-    S.hash_cap *= 2;
-    return 0;
-}
-
 /* The child of parent for a frame; 0 when the trees are full. */
 static uint32_t node_child(uint32_t tid, uint32_t parent, uint64_t func, uint32_t name) {
     uint64_t key = func ? func : (uint64_t)name | 1ull << 63;
@@ -46,10 +35,14 @@ static uint32_t node_child(uint32_t tid, uint32_t parent, uint64_t func, uint32_
             return S.hash[h] - 1;
         h = (h + 1) & (S.hash_cap - 1);
     }
-    if (S.nnodes == MAX_NODES || (S.nnodes * 2 >= S.hash_cap && hash_grow() != 0))
+    if (S.nnodes == MAX_NODES)
         return 0;
-    for (h = node_hash(tid, parent, key, S.hash_cap); S.hash[h];) /* its slot again: the index may have grown */
-        h = (h + 1) & (S.hash_cap - 1);
+    if (S.nnodes * 2 >= S.hash_cap) { /* node 0, the roots, is in no index */
+        if (sampler_index_grow(&S.hash, &S.hash_cap, NODE_HASH, 1, S.nnodes, node_home) != 0)
+            return 0;
+        for (h = node_hash(tid, parent, key, S.hash_cap); S.hash[h];) /* its slot in the grown index */
+            h = (h + 1) & (S.hash_cap - 1);
+    }
     uint32_t i = S.nnodes++;
     anode *n = &S.nodes[i];
     n->tid = tid;

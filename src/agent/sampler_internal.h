@@ -253,11 +253,12 @@ void sampler_window_join(void);
 void sampler_window_emit(void);
 /* The trace's note on native unwinding (sampler_unwind.c). */
 void sampler_unwind_note(void);
-/* An index of entry numbers + 1 (0 empty, linear probing) of cap slots (a
- * power of two) over entries [first, n), each at home(i, cap): the trees' and
- * the address cache's, grown as they fill (sampler_resolve.c). NULL when out
- * of memory. */
-uint32_t *sampler_index_grow(uint32_t cap, uint32_t first, uint32_t n, uint32_t (*home)(uint32_t i, uint32_t cap));
+/* An index of entry numbers + 1 (0 empty, linear probing; *cap slots, a
+ * power of two) made twice as large, up to most, with entries [first, n)
+ * each at home(i, cap): the trees' and the address cache's, grown as they
+ * fill (sampler_resolve.c). 0, or -1 when at most or out of memory (it stays). */
+int sampler_index_grow(uint32_t **ix, uint32_t *cap, uint32_t most, uint32_t first, uint32_t n,
+                       uint32_t (*home)(uint32_t i, uint32_t cap));
 /* Where parsed unwind tables are kept (unwind.h), from the settings. */
 void sampler_unwind_setup(void);
 void sampler_unwind_counts(uint32_t flags);

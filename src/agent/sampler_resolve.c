@@ -42,25 +42,20 @@ static uint32_t cache_home(uint32_t i, uint32_t cap) {
     return ip_home(S.cache[i].ip, cap);
 }
 
-uint32_t *sampler_index_grow(uint32_t cap, uint32_t first, uint32_t n, uint32_t (*home)(uint32_t i, uint32_t cap)) {
-    uint32_t *ix = calloc(cap, sizeof *ix);
-    for (uint32_t i = first; ix && i < n; i++) {
-        uint32_t h = home(i, cap);
-        while (ix[h])
-            h = (h + 1) & (cap - 1);
-        ix[h] = i + 1;
-    }
-    return ix;
-}
-
-/* The index twice as large; 0, or -1 (it stays). */
-static int cache_grow(void) {
-    uint32_t *ix = S.cache_cap * 2 <= IP_CACHE ? sampler_index_grow(S.cache_cap * 2, 0, S.ncache, cache_home) : NULL;
-    if (!ix)
+int sampler_index_grow(uint32_t **ix, uint32_t *cap, uint32_t most, uint32_t first, uint32_t n,
+                       uint32_t (*home)(uint32_t i, uint32_t cap)) {
+    uint32_t c = *cap * 2, *g = c <= most ? calloc(c, sizeof *g) : NULL;
+    if (!g)
         return -1;
-    free(S.cache_ix);
-    S.cache_ix = ix;
-    S.cache_cap *= 2;
+    for (uint32_t i = first; i < n; i++) {
+        uint32_t h = home(i, c);
+        while (g[h])
+            h = (h + 1) & (c - 1);
+        g[h] = i + 1;
+    }
+    free(*ix);
+    *ix = g;
+    *cap = c;
     return 0;
 }
 
@@ -175,12 +170,15 @@ static ipent *entry(uint64_t ip) {
         }
         h = (h + 1) & (S.cache_cap - 1);
     }
-    if (S.ncache * 2 >= IP_CACHE || (S.ncache * 2 >= S.cache_cap && cache_grow() != 0)) {
-        sampler_cache_clear(S.cache_born);
-        return entry(ip);
+    if (S.ncache * 2 >= S.cache_cap) {
+        if (S.ncache * 2 >= IP_CACHE ||
+            sampler_index_grow(&S.cache_ix, &S.cache_cap, IP_CACHE, 0, S.ncache, cache_home) != 0) {
+            sampler_cache_clear(S.cache_born);
+            return entry(ip);
+        }
+        for (h = ip_home(ip, S.cache_cap); S.cache_ix[h];) /* its slot in the grown index */
+            h = (h + 1) & (S.cache_cap - 1);
     }
-    for (h = ip_home(ip, S.cache_cap); S.cache_ix[h];) /* its slot again: the index may have grown */
-        h = (h + 1) & (S.cache_cap - 1);
     S.cache_ix[h] = S.ncache + 1;
     ipent *e = &S.cache[S.ncache++];
     e->ip = ip;

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,16 +30,8 @@ static size_t g_nmods;
 
 /* Reads the FUNC symbols of path's .symtab, or of its separate debug file's (unwind.h). */
 static void load_symtab(module_syms *m, const char *path) {
-    const uint8_t *f;
-    size_t size;
-    uint64_t off, len;
-    /* most libraries ship stripped: mapped only to read a .symtab there is */
-    if (dnp_elf_section_at(path, ".symtab", &off, &len) == 0 && dnp_file_map(path, &f, &size) == 0) {
-        dnp_symtab_parse(&m->syms, f, size);
-        munmap((void *)f, size);
-    }
-    unw_dbg d; /* stripped: the symbols of its separate debug file, where there is one */
-    if (!m->syms.n && unw_debug_section(path, NULL, 0, ".symtab", &d) == 0) {
+    unw_dbg d; /* the file's own, else its separate debug file's: most libraries ship stripped */
+    if (unw_debug_section(path, NULL, 0, ".symtab", &d) == 0) {
         dnp_symtab_parse(&m->syms, d.map, d.map_len);
         unw_debug_close(&d);
     }
