@@ -40,6 +40,8 @@ typedef struct unw_lib {
     uint8_t wanted;    /* a handler met it unparsed (written by handlers, relaxed) */
     uint8_t tried;     /* parsed, or found to have no table this parser reads */
     uint8_t cached;    /* its table came from the cache on disk (unwind_cache.c) */
+    void *map;         /* the cache file mapped, which rows and funcs point into (NULL: both its own) */
+    size_t map_len;
     char name[80];     /* the file's base name */
     char path[256];    /* the file, for its .debug_frame ("" for none) */
     uint8_t build_id[20], build_id_len; /* its GNU build ID, from the loaded notes */

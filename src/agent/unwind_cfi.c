@@ -581,8 +581,12 @@ int unw_parse2(const uint8_t *hdr, uint64_t seg_lo, uint64_t seg_hi, const uint8
 }
 
 void unw_lib_free(unw_lib *l) {
-    rows_free(l->rows, l->nrows);
-    free(l->funcs);
+    if (l->map) {
+        munmap(l->map, l->map_len);
+    } else {
+        rows_free(l->rows, l->nrows);
+        free(l->funcs);
+    }
     memset(l, 0, sizeof *l);
 }
 
@@ -724,6 +728,8 @@ static int lib_parse(unw_lib *l) {
     }
     l->rows = t.rows;
     l->funcs = t.funcs;
+    l->map = t.map;
+    l->map_len = t.map_len;
     l->nfuncs = t.nfuncs;
     l->fde_lo = t.fde_lo > l->lo ? t.fde_lo : l->lo;
     l->fde_hi = t.fde_hi < l->hi ? t.fde_hi : l->hi;
