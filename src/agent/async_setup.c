@@ -250,7 +250,7 @@ void async_module_unloading(ModuleID module) {
 /* Notes fid if it is a state machine's MoveNext; whether it is. Not in a hook. */
 static int machine_note(FunctionID fid, ModuleID module, mdToken tok) {
     dnp_md md;
-    if (!fid || !module || !tok || module_md(module, &md) != 0 || strcmp(dnp_md_method_name(&md, tok), "MoveNext"))
+    if (!fid || !module || !tok || module_md(module, &md) != 0 || !dnp_md_method_is(&md, tok, "MoveNext"))
         return 0;
     mdTypeDef td = dnp_md_method_owner(&md, tok);
     if (!td)

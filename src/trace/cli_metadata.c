@@ -285,6 +285,22 @@ static const char *string_at(const dnp_md *md, uint32_t i) {
     return (const char *)md->strings + i;
 }
 
+/* Whether string i is s, as string_at would give it, without measuring it
+ * first: a search over a table compares a name per row and most differ at
+ * their first byte. */
+static int string_is(const dnp_md *md, uint32_t i, const char *s) {
+    if (!md->strings || i >= md->nstrings)
+        return !*s;
+    const uint8_t *p = md->strings + i, *end = md->strings + md->nstrings;
+    for (const char *q = s; p < end; p++, q++) {
+        if (*p != (uint8_t)*q)
+            return 0;
+        if (!*p)
+            return 1;
+    }
+    return !*s; /* no end before the heap's: string_at's "" */
+}
+
 /* Row of token tok if it is of table t, else 0. */
 static uint32_t row_of(const dnp_md *md, uint32_t tok, unsigned t) {
     uint32_t r = tok & 0x00ffffffu;
@@ -331,7 +347,7 @@ uint32_t dnp_md_type_enclosing(const dnp_md *md, uint32_t td) {
 uint32_t dnp_md_find_type(const dnp_md *md, const char *ns, const char *name, uint32_t enclosing) {
     for (uint32_t r = 1; r <= md->rows[DNP_MD_TYPEDEF]; r++) {
         uint32_t td = (uint32_t)DNP_MD_TYPEDEF << 24 | r;
-        if (!strcmp(dnp_md_type_name(md, td), name) && !strcmp(dnp_md_type_namespace(md, td), ns) &&
+        if (string_is(md, cell(md, DNP_MD_TYPEDEF, r, 1), name) && string_is(md, cell(md, DNP_MD_TYPEDEF, r, 2), ns) &&
             dnp_md_type_enclosing(md, td) == enclosing)
             return td;
     }
@@ -356,7 +372,7 @@ unsigned dnp_md_methods_named(const dnp_md *md, uint32_t td, const char *name, u
     method_range(md, r, &first, &end);
     unsigned got = 0;
     for (uint32_t m = first; m && m < end && got < cap; m++)
-        if (!strcmp(string_at(md, cell(md, DNP_MD_METHODDEF, m, 3)), name))
+        if (string_is(md, cell(md, DNP_MD_METHODDEF, m, 3), name))
             out[got++] = (uint32_t)DNP_MD_METHODDEF << 24 | m;
     return got;
 }
@@ -364,6 +380,11 @@ unsigned dnp_md_methods_named(const dnp_md *md, uint32_t td, const char *name, u
 const char *dnp_md_method_name(const dnp_md *md, uint32_t method) {
     uint32_t r = row_of(md, method, DNP_MD_METHODDEF);
     return r ? string_at(md, cell(md, DNP_MD_METHODDEF, r, 3)) : "";
+}
+
+int dnp_md_method_is(const dnp_md *md, uint32_t method, const char *name) {
+    uint32_t r = row_of(md, method, DNP_MD_METHODDEF);
+    return r ? string_is(md, cell(md, DNP_MD_METHODDEF, r, 3), name) : !*name;
 }
 
 const uint8_t *dnp_md_method_sig(const dnp_md *md, uint32_t method, uint32_t *len) {

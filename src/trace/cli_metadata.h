@@ -53,6 +53,10 @@ const char *dnp_md_method_name(const dnp_md *md, uint32_t method);
 const uint8_t *dnp_md_method_sig(const dnp_md *md, uint32_t method, uint32_t *len);
 uint32_t dnp_md_method_owner(const dnp_md *md, uint32_t method);
 
+/* Whether method's name is name: dnp_md_method_name's string compared
+ * without measuring it first (a look at every method compiled). */
+int dnp_md_method_is(const dnp_md *md, uint32_t method, const char *name);
+
 /* A TypeDef's name and namespace ("" when not one); the type it is nested in
  * (0 when none). A field's name. */
 const char *dnp_md_type_name(const dnp_md *md, uint32_t td);

@@ -84,6 +84,10 @@ static int check_corelib(const dnp_md *md) {
         params |= 1u << sig[1];
         ASSERT_EQ(dnp_md_method_owner(md, ms[i]), box);
         ASSERT_STREQ(dnp_md_method_name(md, ms[i]), "MoveNext");
+        ASSERT_EQ(dnp_md_method_is(md, ms[i], "MoveNext"), 1);
+        ASSERT_EQ(dnp_md_method_is(md, ms[i], "MoveNex"), 0); /* a prefix is not the name */
+        ASSERT_EQ(dnp_md_method_is(md, ms[i], "MoveNextX"), 0);
+        ASSERT_EQ(dnp_md_method_is(md, ms[i], ""), 0);
     }
     ASSERT_EQ(params, 3u);
     /* every method has its type, and every field a name */
@@ -98,6 +102,8 @@ static int check_corelib(const dnp_md *md) {
     ASSERT_EQ(continuation, 1); /* Task's */
     /* tokens of other tables or past the rows: nothing */
     ASSERT_STREQ(dnp_md_method_name(md, obj), "");
+    ASSERT_EQ(dnp_md_method_is(md, obj, ""), 1); /* as dnp_md_method_name's "" */
+    ASSERT_EQ(dnp_md_method_is(md, obj, "MoveNext"), 0);
     ASSERT_EQ(dnp_md_method_owner(md, (uint32_t)DNP_MD_METHODDEF << 24 | (md->rows[DNP_MD_METHODDEF] + 1)), 0);
     return 0;
 }
