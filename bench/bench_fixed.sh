@@ -16,6 +16,10 @@
 #   sample    --sample at 100 Hz (the unwind-table cache as it is: warm after the first run)
 #   nocache   the same, DNPROF_UNWIND_CACHE=0 (every table parsed in every run)
 #   noasync   the same, DNPROF_ASYNC=0
+#   fixed     --sample at 1 Hz: the fixed cost alone, without the samples'
+#
+# CONFIGS="bare agent fixed" picks other configurations (default: bare agent
+# [old] sample nocache noasync).
 #
 # DOTNET_TieredCompilation=0, as the other sampling benchmarks. No timed
 # assertion: a benchmark, not a test.
@@ -38,8 +42,10 @@ perf stat -x, -e task-clock true >/dev/null 2>&1 || { echo "bench_fixed: needs p
 TMP=$(mktemp -d /tmp/bench_fixed.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 export DOTNET_TieredCompilation=0 DOTNET_CLI_TELEMETRY_OPTOUT=1
+ASKED=${CONFIGS:-}
 CONFIGS=(bare agent sample nocache noasync)
 [ -z "$OLD" ] || CONFIGS=(bare agent old sample nocache noasync)
+[ -z "$ASKED" ] || read -r -a CONFIGS <<< "$ASKED"
 
 run_one() { # config -> appends "cpu_ms wall_ms" to $TMP/config
     local cfg=$1 path=$AGENT
@@ -49,6 +55,8 @@ run_one() { # config -> appends "cpu_ms wall_ms" to $TMP/config
         envs=(CORECLR_ENABLE_PROFILING=1 "CORECLR_PROFILER={19F043F1-C707-4901-97F7-9F6179127630}"
               "CORECLR_PROFILER_PATH=$path" DNPROF_EVENTS=threads "DNPROF_OUTPUT=$TMP/t.%p.trace")
         [ "$cfg" = agent ] || envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=100)
+        [ "$cfg" = fixed ] && envs+=(DNPROF_SAMPLE_RATE=1)
+        case $cfg in rate*) envs+=(DNPROF_SAMPLE_RATE=${cfg#rate}) ;; esac
         [ "$cfg" = nocache ] && envs+=(DNPROF_UNWIND_CACHE=0)
         [ "$cfg" = noasync ] && envs+=(DNPROF_ASYNC=0)
     fi
