@@ -260,3 +260,58 @@ TEST(unwind_debug_frame_section) {
     unw_lib_free(&l);
     return 0;
 }
+
+/* Whether addr lies in a mapping of a file under dir (/proc/self/maps). */
+static int in_file_mapping(uintptr_t addr, const char *dir) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[1024];
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f)) {
+        unsigned long long lo, hi;
+        const char *path = strchr(line, '/');
+        found = sscanf(line, "%llx-%llx", &lo, &hi) == 2 && addr >= lo && addr < hi && path &&
+                !strncmp(path, dir, strlen(dir));
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* Kept tables (unwind_cache.c): a table parsed is written to the directory,
+ * and after a release the next refresh maps it from there: the same rows, in
+ * a mapping of the file (the page cache's pages, not a copy), gone at the
+ * release. */
+TEST(unwind_cache_maps_kept_tables) {
+    char dir[] = "/tmp/dnprof-unwind-XXXXXX";
+    ASSERT(mkdtemp(dir));
+    unwind_cache_dir(dir);
+    unwind_refresh(1);
+    const unw_lib *libc = unwind_lib_of((uintptr_t)&gnu_get_libc_version);
+    ASSERT(libc);
+    ASSERT_EQ(libc->cached, 0); /* parsed, and written */
+    ASSERT_EQ(libc->map, NULL);
+    uint32_t nrows = libc->nrows, nfuncs = libc->nfuncs;
+    unw_row first = libc->rows[0], last = libc->rows[nrows - 1];
+    uint32_t last_func = libc->funcs[nfuncs - 1];
+    unwind_release();
+    unwind_refresh(1);
+    libc = unwind_lib_of((uintptr_t)&gnu_get_libc_version);
+    ASSERT(libc);
+    ASSERT_EQ(libc->cached, 1);
+    ASSERT_NE(libc->map, NULL);
+    ASSERT_EQ(libc->nrows, nrows);
+    ASSERT_EQ(libc->nfuncs, nfuncs);
+    ASSERT_EQ(memcmp(&libc->rows[0], &first, sizeof first), 0);
+    ASSERT_EQ(memcmp(&libc->rows[nrows - 1], &last, sizeof last), 0);
+    ASSERT_EQ(libc->funcs[nfuncs - 1], last_func);
+    ASSERT_GE(unwind_cached(), 1);
+    uintptr_t rows = (uintptr_t)libc->rows;
+    ASSERT_EQ(in_file_mapping(rows, dir), 1); /* mapped from the file, not read into memory of its own */
+    unwind_release();
+    ASSERT_EQ(in_file_mapping(rows, dir), 0);
+    unwind_cache_dir(NULL);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ASSERT_EQ(system(cmd), 0);
+    return 0;
+}
