@@ -139,7 +139,7 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off) {
 }
 
 /* The section tables of the last files looked at (dnp_elf_section_at). */
-#define KEPT 16
+#define KEPT 64 /* a .NET process's libraries and their debug-file candidates: about 40 */
 typedef struct kept {
     char path[256];
     int ok;        /* an ELF64 file whose tables were read */

@@ -41,7 +41,7 @@ int dnp_elf_section(const uint8_t *file, size_t size, const char *name, uint64_t
 /* The same, of the regular file at path, read with pread and not mapped (a
  * few system calls, where mapping a library to look, and unmapping it while
  * other threads run, a TLB shootdown, cost 0.2-1.4 ms a library in a VM).
- * The section tables of the last 16 files are kept: each library is looked
+ * The section tables of the last 64 files are kept: each library is looked
  * at for .symtab, .debug_frame and .gnu_debuglink, its debug files'
  * candidates too, by two searches. One thread's (the sampler's);
  * dnp_elf_forget drops what is kept. */
