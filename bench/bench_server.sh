@@ -17,6 +17,8 @@
 #            (DNPROF_SAMPLE_TIMERS=process)
 #   wall100  --sample=wall at 100 Hz (at most 16 threads signalled a tick)
 #   wallall  the same, every thread every tick (DNPROF_SAMPLE_WALL_THREADS=0)
+#   wallsig  wall100 with the sampler thread signalling each thread, the way
+#            before per-thread wall timers (DNPROF_SAMPLE_TIMERS=0)
 #   dtrace   dotnet-trace collect at its defaults, when it is on PATH
 #
 # Each run is measured by perf stat (task-clock: the CPU time of every thread
@@ -62,6 +64,7 @@ run_one() {
         proc100) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_TIMERS=process) ;;
         wall100) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100) ;;
         wallall) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_WALL_THREADS=0) ;;
+        wallsig) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_TIMERS=0) ;;
         esac
     fi
     [ "$cfg" = dtrace ] && cmd=(dotnet-trace collect -o "$TMP/t.nettrace" -- "${cmd[@]}")

@@ -33,8 +33,9 @@ static void *sampler_main(void *arg) {
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     S.sampler_tid = gettid();
     uint64_t now = sampler_now_ns(), next_scan = 0, next_emit = now + EMIT_MS * 1000000ull, started = now;
-    uint64_t tick = S.mode == SAMPLER_CPU ? 10000000ull : S.period_ns;
-    if (S.mode == SAMPLER_CPU && S.period_ns * RING / 4 > tick)
+    int timed = S.mode == SAMPLER_CPU || (S.mode == SAMPLER_WALL && S.wall_timers); /* signals not sent from here */
+    uint64_t tick = timed ? 10000000ull : S.period_ns;
+    if (timed && S.period_ns * RING / 4 > tick)
         tick = S.period_ns * RING / 4 < 50000000ull ? S.period_ns * RING / 4 : 50000000ull;
     uint64_t next = now;
     int noted = 0;
@@ -52,7 +53,7 @@ static void *sampler_main(void *arg) {
             next_scan = now + SCAN_MS * 1000000ull;
         }
         if (S.mode == SAMPLER_WALL)
-            sampler_signal_all(now);
+            sampler_signal_all(now); /* the threads without a timer of their own */
         else if (S.mode == SAMPLER_SUSPEND)
             sampler_suspend_sample();
         int stale = atomic_exchange(&S.stale, 0);
@@ -158,6 +159,24 @@ static void release_memory(void) {
     S.slots = NULL;
 }
 
+/* Which clock signals the threads (DNP_ENV_SAMPLE_TIMERS), and wall mode's turns. */
+static void timers_configure(const agent_config *cfg) {
+    /* DNP_ENV_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work
+     * (cheaper in some VMs, tick-grained: docs/sampling.md) */
+    S.perf = cfg->sample_timers == 1 || cfg->sample_timers == 2 ? -1 : 0;
+    S.perf_exclude_kernel = 0;
+    /* auto: the process timer where it is cheapest and its tick-grained
+     * instants are denser than the samples (BENCHMARKS.md, issue 26) */
+    S.process_timer_auto = cfg->sample_timers == 3 && S.walk && S.rate <= AUTO_PROCESS_HZ && sampler_process_timer_fits();
+    S.process_timer = (cfg->sample_timers == 2 || S.process_timer_auto) && S.mode == SAMPLER_CPU;
+    S.wall_threads = (unsigned)cfg->sample_wall_threads;
+    S.wall_cursor = S.wall_most = 0;
+    /* wall: a timer per thread (DNP_ENV_SAMPLE_TIMERS=0: the sampler thread wakes every period and
+     * signals each thread itself, a system call per signal; BENCHMARKS.md) */
+    S.wall_timers = S.mode == SAMPLER_WALL && cfg->sample_timers != 0;
+    S.wall_stride = 1;
+}
+
 int sampler_start(const agent_config *cfg) {
     unsigned calls_rate = calls_sample_rate();
     if ((!cfg->sample && !calls_rate) || S.thread_running)
@@ -200,16 +219,7 @@ int sampler_start(const agent_config *cfg) {
     atomic_store(&S.misdirected, 0);
     S.ptimer_used = 0;
     S.nnamed = 0;
-    /* DNP_ENV_SAMPLE_TIMERS=1: POSIX CPU timers even where perf events work
-     * (cheaper in some VMs, tick-grained: docs/sampling.md) */
-    S.perf = cfg->sample_timers == 1 || cfg->sample_timers == 2 ? -1 : 0;
-    S.perf_exclude_kernel = 0;
-    /* auto: the process timer where it is cheapest and its tick-grained
-     * instants are denser than the samples (BENCHMARKS.md, issue 26) */
-    S.process_timer_auto = cfg->sample_timers == 3 && S.walk && S.rate <= AUTO_PROCESS_HZ && sampler_process_timer_fits();
-    S.process_timer = (cfg->sample_timers == 2 || S.process_timer_auto) && S.mode == SAMPLER_CPU;
-    S.wall_threads = (unsigned)cfg->sample_wall_threads;
-    S.wall_cursor = S.wall_most = 0;
+    timers_configure(cfg);
     void *slots = mmap(NULL, MAX_SLOTS * sizeof(sslot), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     S.slots = slots == MAP_FAILED ? NULL : slots;

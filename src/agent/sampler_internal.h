@@ -84,6 +84,7 @@ typedef struct sslot {
     unsigned seen;              /* the scan that last found the thread */
     atomic_uint owed;           /* wall: periods given by the sampler thread, taken by the handler's next sample */
     uint64_t wall_due;          /* wall: the time up to which periods were given (sampler thread), 0 none yet */
+    atomic_ullong wall_last;    /* wall, its own timer: the time up to which its samples have counted, 0 no timer */
     srec ring[RING];
 } sslot;
 
@@ -155,6 +156,8 @@ typedef struct sampler_state {
     unsigned wall_threads; /* wall: threads signalled per tick, 0 all (DNP_ENV_SAMPLE_WALL_THREADS) */
     unsigned wall_cursor;  /* wall: the slot where the next tick's turn starts */
     unsigned wall_most;    /* wall: the most threads seen at one tick */
+    int wall_timers;       /* wall: a timer per thread signals it (no signal sent by the sampler thread) */
+    unsigned wall_stride;  /* wall: each thread's timer fires every wall_stride periods */
 
     anode *nodes;
     uint32_t nnodes;

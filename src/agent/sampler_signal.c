@@ -1,7 +1,8 @@
 /* sampler_signal.c: timers and signals (sampler.h). SIGPROF comes from a
  * per-thread CPU-time clock (a perf task-clock event, or timer_create on the
- * thread's CPU clock, SIGEV_THREAD_ID) or, for wall time, from the sampler
- * thread (rt_tgsigqueueinfo). The signal carries the thread's slot; the handler
+ * thread's CPU clock, SIGEV_THREAD_ID) or, for wall time, from a timer per
+ * thread on the monotonic clock (or the sampler thread, rt_tgsigqueueinfo,
+ * where there is none). The signal carries the thread's slot; the handler
  * checks it is its own, takes the sample (sampler_walk.c) and keeps errno.
  * Finding the threads (/proc/self/task) and their stack mappings
  * (/proc/self/maps, from a stack pointer the handler left) is the sampler
@@ -79,6 +80,19 @@ static sslot *process_timer_slot(const void *ucv) {
     return slot_of_self();
 }
 
+/* Wall mode, a thread's own timer: the periods since its last sample (the
+ * timer's expiries merge while the thread waits for a CPU, and its stride
+ * changes with the number of threads; the clock counts either way). */
+static uint32_t wall_periods(sslot *s) {
+    uint64_t last = atomic_load_explicit(&s->wall_last, memory_order_relaxed), now = sampler_now_ns();
+    if (!last || now <= last)
+        return 0;
+    uint64_t periods = (now - last + S.period_ns / 2) / S.period_ns;
+    if (periods)
+        atomic_store_explicit(&s->wall_last, last + periods * S.period_ns, memory_order_relaxed);
+    return periods < 1000000 ? (uint32_t)periods : 1000000u;
+}
+
 static void on_signal(int sig, siginfo_t *si, void *ucv) {
     (void)sig;
     int saved = errno;
@@ -93,6 +107,8 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
             uint32_t weight = 1u + (si->si_code == SI_TIMER && si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0u);
             if (si->si_code == SI_QUEUE) /* wall: the periods owed; 0 when an earlier sample took them */
                 weight = atomic_exchange_explicit(&s->owed, 0, memory_order_relaxed);
+            else if (si->si_code == SI_TIMER && S.mode == SAMPLER_WALL) /* wall, its own timer */
+                weight = wall_periods(s);
             if (!weight) {
                 errno = saved;
                 return;
@@ -185,10 +201,60 @@ static int perf_arm(sslot *s, int tid) {
     return 0;
 }
 
+/* Wall mode's timer of s, set to fire every S.wall_stride periods of the
+ * monotonic clock: first at the next period's start plus its phase (its slot
+ * mod the stride), so the threads take turns and one tick's expiries fall at
+ * the same instant. */
+static void wall_set(sslot *s) {
+    uint64_t p = S.period_ns, stride = S.wall_stride ? S.wall_stride : 1, now = sampler_now_ns();
+    uint64_t first = (now / p + 1 + (uint64_t)(s - S.slots) % stride) * p, every = p * stride;
+    struct itimerspec its;
+    its.it_value.tv_sec = (time_t)(first / 1000000000u);
+    its.it_value.tv_nsec = (long)(first % 1000000000u);
+    its.it_interval.tv_sec = (time_t)(every / 1000000000u);
+    its.it_interval.tv_nsec = (long)(every % 1000000000u);
+    timer_settime(s->timer, TIMER_ABSTIME, &its, NULL);
+}
+
+static void wall_arm(sslot *s, int tid) {
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = SAMPLER_SIGNAL;
+    sev.sigev_value.sival_ptr = s;
+    sev._sigev_un._tid = tid;
+    atomic_store(&s->wall_last, 0);
+    if (timer_create(CLOCK_MONOTONIC, &sev, &s->timer) != 0)
+        return; /* signalled by the sampler thread instead */
+    s->has_timer = 1;
+    atomic_store(&s->wall_last, sampler_now_ns() - S.period_ns); /* its first sample counts one period, as
+                                                                    * the sampler thread's first signal does */
+    wall_set(s);
+}
+
+/* Wall mode with timers: the stride that keeps the signals per tick at most
+ * S.wall_threads, the threads' timers set again when it changes. */
+static void wall_restride(void) {
+    unsigned live = 0;
+    for (unsigned i = 0; i < S.nslots; i++)
+        live += atomic_load(&S.slots[i].tid) > 0;
+    if (live > S.wall_most)
+        S.wall_most = live;
+    unsigned stride = S.wall_threads && live > S.wall_threads ? (live + S.wall_threads - 1) / S.wall_threads : 1;
+    if (stride == S.wall_stride)
+        return;
+    S.wall_stride = stride;
+    for (unsigned i = 0; i < S.nslots; i++)
+        if (atomic_load(&S.slots[i].tid) > 0 && S.slots[i].has_timer)
+            wall_set(&S.slots[i]);
+}
+
 static void slot_arm(sslot *s, int tid) {
     s->perf_fd1 = 0;
+    if (S.mode == SAMPLER_WALL && S.wall_timers)
+        wall_arm(s, tid);
     if (S.mode != SAMPLER_CPU || S.process_timer)
-        return; /* wall: the sampler thread signals; process timer: one for all */
+        return; /* wall: its timer, or the sampler thread signals; process timer: one for all */
     if (S.perf >= 0) {
         if (perf_arm(s, tid) == 0) {
             S.perf = 1;
@@ -385,10 +451,13 @@ void sampler_scan_threads(void) {
         sslot *s = &S.slots[i];
         if (atomic_load(&s->tid) && s->seen != gen) {
             sampler_slot_disarm(s);
+            atomic_store(&s->wall_last, 0);
             atomic_store(&s->self, 0);
             atomic_store(&s->tid, -1); /* drained below, then freed */
         }
     }
+    if (S.wall_timers)
+        wall_restride();
     stacks_forget_gone();
 }
 
@@ -472,8 +541,8 @@ void sampler_signal_all(uint64_t now) {
         unsigned i = (S.wall_cursor + k) % n;
         sslot *s = &S.slots[i];
         int tid = atomic_load(&s->tid);
-        if (tid <= 0)
-            continue;
+        if (tid <= 0 || s->has_timer)
+            continue; /* none, or signalled by its own timer */
         if (!s->wall_due || s->wall_due > now)
             s->wall_due = now - S.period_ns;
         uint64_t periods = (now - s->wall_due + S.period_ns / 2) / S.period_ns;
