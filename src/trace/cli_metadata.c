@@ -289,8 +289,10 @@ static const char *string_at(const dnp_md *md, uint32_t i) {
  * first: a search over a table compares a name per row and most differ at
  * their first byte. */
 static int string_is(const dnp_md *md, uint32_t i, const char *s) {
+    if (!*s) /* "" is also what string_at gives for a string without its end */
+        return !string_at(md, i)[0];
     if (!md->strings || i >= md->nstrings)
-        return !*s;
+        return 0;
     const uint8_t *p = md->strings + i, *end = md->strings + md->nstrings;
     for (const char *q = s; p < end; p++, q++) {
         if (*p != (uint8_t)*q)
@@ -298,7 +300,7 @@ static int string_is(const dnp_md *md, uint32_t i, const char *s) {
         if (!*p)
             return 1;
     }
-    return !*s; /* no end before the heap's: string_at's "" */
+    return 0; /* no end before the heap's: string_at's "", not s */
 }
 
 /* Row of token tok if it is of table t, else 0. */
