@@ -175,6 +175,7 @@ static void timers_configure(const agent_config *cfg) {
      * signals each thread itself, a system call per signal; BENCHMARKS.md) */
     S.wall_timers = S.mode == SAMPLER_WALL && cfg->sample_timers != 0;
     S.wall_stride = 1;
+    S.wall_timed = S.wall_untimed = 0;
 }
 
 int sampler_start(const agent_config *cfg) {
@@ -307,6 +308,10 @@ void sampler_stop(void) {
         rec_note(0, "wall sampling: up to %u threads, %u signalled per tick in turn (" DNP_ENV_SAMPLE_WALL_THREADS
                     "), so each was sampled about every %.1f ticks and its samples weigh that many",
                  S.wall_most, S.wall_threads, (double)S.wall_most / S.wall_threads);
+    if (S.mode == SAMPLER_WALL)
+        rec_note(0, "wall sampling: %u threads signalled by a timer of their own, %u by the sampler thread%s",
+                 S.wall_timed, S.wall_timers ? S.wall_untimed : (unsigned)S.threads,
+                 S.wall_timers ? "" : " (" DNP_ENV_SAMPLE_TIMERS "=0)");
     rec_note(0, "sampler memory reads: %s", memread_path());
     release_memory();
     symbols_release();

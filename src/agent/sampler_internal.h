@@ -158,6 +158,7 @@ typedef struct sampler_state {
     unsigned wall_most;    /* wall: the most threads seen at one tick */
     int wall_timers;       /* wall: a timer per thread signals it (no signal sent by the sampler thread) */
     unsigned wall_stride;  /* wall: each thread's timer fires every wall_stride periods */
+    unsigned wall_timed, wall_untimed; /* wall: threads given a timer; threads whose timer was refused */
 
     anode *nodes;
     uint32_t nnodes;

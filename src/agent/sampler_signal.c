@@ -201,32 +201,44 @@ static int perf_arm(sslot *s, int tid) {
     return 0;
 }
 
-/* Wall mode's timer of s, set to fire every S.wall_stride periods of the
- * monotonic clock: first at the next period's start plus its phase (its slot
- * mod the stride), so the threads take turns and one tick's expiries fall at
- * the same instant. */
-static void wall_set(sslot *s) {
-    uint64_t p = S.period_ns, stride = S.wall_stride ? S.wall_stride : 1, now = sampler_now_ns();
-    uint64_t first = (now / p + 1 + (uint64_t)(s - S.slots) % stride) * p, every = p * stride;
-    struct itimerspec its;
-    its.it_value.tv_sec = (time_t)(first / 1000000000u);
-    its.it_value.tv_nsec = (long)(first % 1000000000u);
-    its.it_interval.tv_sec = (time_t)(every / 1000000000u);
-    its.it_interval.tv_nsec = (long)(every % 1000000000u);
-    timer_settime(s->timer, TIMER_ABSTIME, &its, NULL);
+static struct timespec timespec_of(uint64_t ns) {
+    struct timespec t = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    return t;
 }
 
-static void wall_arm(sslot *s, int tid) {
+/* A POSIX timer on clk that signals thread tid with s as its value: 0 (then
+ * s->has_timer), or -1. */
+static int thread_timer(sslot *s, int tid, clockid_t clk) {
     struct sigevent sev;
     memset(&sev, 0, sizeof sev);
     sev.sigev_notify = SIGEV_THREAD_ID;
     sev.sigev_signo = SAMPLER_SIGNAL;
     sev.sigev_value.sival_ptr = s;
     sev._sigev_un._tid = tid;
-    atomic_store(&s->wall_last, 0);
-    if (timer_create(CLOCK_MONOTONIC, &sev, &s->timer) != 0)
-        return; /* signalled by the sampler thread instead */
+    if (timer_create(clk, &sev, &s->timer) != 0)
+        return -1;
     s->has_timer = 1;
+    return 0;
+}
+
+/* Wall mode's timer of s, set to fire every S.wall_stride periods of the
+ * monotonic clock: first at the next period's start plus its phase (its slot
+ * mod the stride), so the threads take turns and one tick's expiries fall at
+ * the same instant. */
+static void wall_set(sslot *s) {
+    uint64_t p = S.period_ns, stride = S.wall_stride ? S.wall_stride : 1, now = sampler_now_ns();
+    uint64_t first = (now / p + 1 + (uint64_t)(s - S.slots) % stride) * p;
+    struct itimerspec its = {timespec_of(p * stride), timespec_of(first)};
+    timer_settime(s->timer, TIMER_ABSTIME, &its, NULL);
+}
+
+static void wall_arm(sslot *s, int tid) {
+    atomic_store(&s->wall_last, 0);
+    if (thread_timer(s, tid, CLOCK_MONOTONIC) != 0) {
+        S.wall_untimed++;
+        return; /* signalled by the sampler thread instead */
+    }
+    S.wall_timed++;
     atomic_store(&s->wall_last, sampler_now_ns() - S.period_ns); /* its first sample counts one period, as
                                                                     * the sampler thread's first signal does */
     wall_set(s);
@@ -265,24 +277,11 @@ static void slot_arm(sslot *s, int tid) {
         else
             return; /* the thread is gone, or out of fds */
     }
-    struct sigevent sev;
-    memset(&sev, 0, sizeof sev);
-    sev.sigev_notify = SIGEV_THREAD_ID;
-    sev.sigev_signo = SAMPLER_SIGNAL;
-    sev.sigev_value.sival_ptr = s;
-    sev._sigev_un._tid = tid;
     /* the thread's CPU clock (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)) */
-    clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6u);
-    if (timer_create(clk, &sev, &s->timer) != 0)
+    if (thread_timer(s, tid, (clockid_t)((~(unsigned)tid << 3) | 6u)) != 0)
         return;
-    s->has_timer = 1;
-    struct itimerspec its;
-    memset(&its, 0, sizeof its);
     uint64_t first = S.period_ns / 2 + (uint64_t)(rand() % 1000) * (S.period_ns / 1000);
-    its.it_value.tv_sec = (time_t)(first / 1000000000u);
-    its.it_value.tv_nsec = (long)(first % 1000000000u);
-    its.it_interval.tv_sec = (time_t)(S.period_ns / 1000000000u);
-    its.it_interval.tv_nsec = (long)(S.period_ns % 1000000000u);
+    struct itimerspec its = {timespec_of(S.period_ns), timespec_of(first)};
     timer_settime(s->timer, 0, &its, NULL);
 }
 
@@ -315,10 +314,7 @@ int sampler_process_timer_start(void) {
                  S.perf == 0 ? "per-thread perf events" : "per-thread POSIX CPU timers");
         return -1;
     }
-    struct itimerspec its;
-    memset(&its, 0, sizeof its);
-    its.it_value.tv_sec = its.it_interval.tv_sec = (time_t)(S.period_ns / 1000000000u);
-    its.it_value.tv_nsec = its.it_interval.tv_nsec = (long)(S.period_ns % 1000000000u);
+    struct itimerspec its = {timespec_of(S.period_ns), timespec_of(S.period_ns)};
     timer_settime(S.ptimer, 0, &its, NULL);
     S.ptimer_armed = S.ptimer_used = 1;
     return 0;

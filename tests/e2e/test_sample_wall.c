@@ -16,9 +16,10 @@
 #define SHARE_TOLERANCE 3.0  /* points */
 
 /* One run of `sample waitsplit` under --sample=wall with wall_threads (NULL:
- * the default); checks the time under each method against what the threads
- * timed themselves. Returns 0, or -1 having said why. */
-static int wall_run(e2e_run *r, const char *wall_threads, const char *what) {
+ * the default) and timers (DNPROF_SAMPLE_TIMERS, NULL: the default); checks
+ * the time under each method against what the threads timed themselves.
+ * Returns 0, or -1 having said why. */
+static int wall_run(e2e_run *r, const char *wall_threads, const char *timers, const char *what) {
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     if (!dll)
         return -1;
@@ -26,8 +27,11 @@ static int wall_run(e2e_run *r, const char *wall_threads, const char *what) {
                           "sample", "waitsplit", THREADS, SECONDS, NULL};
     if (wall_threads)
         setenv(DNP_ENV_SAMPLE_WALL_THREADS, wall_threads, 1);
+    if (timers)
+        setenv(DNP_ENV_SAMPLE_TIMERS, timers, 1);
     int ran = e2e_dnprof(r, args);
     unsetenv(DNP_ENV_SAMPLE_WALL_THREADS);
+    unsetenv(DNP_ENV_SAMPLE_TIMERS);
     char *out = ran == 0 && r->status == 0 ? e2e_read_file(r->out, NULL) : NULL;
     double truth[2] = {0, 0};
     const char *line = out ? strstr(out, "waitsplit three ") : NULL;
@@ -71,17 +75,38 @@ static int wall_run(e2e_run *r, const char *wall_threads, const char *what) {
     return rc;
 }
 
+/* How many threads the trace says were signalled by a timer of their own
+ * (*timed) and by the sampler thread (*sent): 0, or -1 without that note. */
+static int wall_signallers(const char *trace, unsigned *timed, unsigned *sent) {
+    dnp_trace *t = e2e_load(trace);
+    int found = 0;
+    for (size_t i = 0; t && i < t->nnotes && !found; i++) {
+        const char *n = t->notes[i].text;
+        found = n && sscanf(n, "wall sampling: %u threads signalled by a timer of their own, %u by the sampler thread",
+                            timed, sent) == 2;
+    }
+    if (t)
+        dnp_trace_free(t);
+    return found ? 0 : -1;
+}
+
 /* 48 threads block for 2 s, 36 in WaitThree and 12 in WaitOne; with the
  * runtime's own, over 50 threads. By default 16 are signalled per tick, in
  * turn, so each is sampled about every 3.5 ticks and its samples weigh the
  * periods since its last: each method's wall time is still the threads' own
  * (each timed its wait) within 10%, the split within 3 points, and the trace
- * says how many threads each tick signalled. With 0, every thread every tick:
- * the same truth. */
+ * says how many threads each tick signalled. Each thread is signalled by a
+ * timer of its own; with DNPROF_SAMPLE_TIMERS=0, by the sampler thread (the
+ * way before): the same truth. With 0 threads a tick, every thread every
+ * tick: the same truth. */
 TEST(e2e_sample_wall_many_threads) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "sample_wall_many_threads"), 0);
-    ASSERT_EQ(wall_run(&r, NULL, "16 threads a tick (the default)"), 0);
+    ASSERT_EQ(wall_run(&r, NULL, NULL, "16 threads a tick (the default)"), 0);
+    unsigned timed = 0, sent = 0;
+    ASSERT_EQ(wall_signallers(r.trace, &timed, &sent), 0);
+    ASSERT_GE(timed, 48); /* the program's threads at least, each by its own timer */
+    ASSERT_EQ(sent, 0);
     dnp_trace *t = e2e_load(r.trace);
     ASSERT(t);
     int turns = 0;
@@ -100,6 +125,10 @@ TEST(e2e_sample_wall_many_threads) {
      * none where the kernel answers PROCMAP_QUERY (Linux 6.11+). */
     fprintf(stderr, "reads of /proc/self/maps: %lu\n", lookups);
     ASSERT_LT(lookups, 16);
-    ASSERT_EQ(wall_run(&r, "0", "every thread every tick"), 0);
+    ASSERT_EQ(wall_run(&r, NULL, "0", "16 threads a tick, signalled by the sampler thread"), 0);
+    ASSERT_EQ(wall_signallers(r.trace, &timed, &sent), 0);
+    ASSERT_EQ(timed, 0);
+    ASSERT_GE(sent, 48);
+    ASSERT_EQ(wall_run(&r, "0", NULL, "every thread every tick"), 0);
     return 0;
 }
