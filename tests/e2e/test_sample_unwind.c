@@ -482,7 +482,7 @@ static int cached_tables(const char *trace) {
 }
 
 /* Parsed unwind tables kept between runs (DNPROF_UNWIND_CACHE, unwind_cache.c):
- * a first run parses and keeps them, a second reads them instead of parsing,
+ * a first run parses and keeps them, a second maps them instead of parsing,
  * and its native samples still have their managed callers (the rows are the
  * same); a cache file cut short is not believed: the table is parsed again. */
 TEST(e2e_sample_unwind_cache) {
