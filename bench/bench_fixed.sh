@@ -13,6 +13,7 @@
 #   bare      no profiler
 #   agent     the agent with nothing asked (DNPROF_EVENTS=threads)
 #   old       --sample at 100 Hz with OLD_AGENT (another build's libdnprof.so), if given
+#   oldagent  OLD_AGENT with nothing asked
 #   sample    --sample at 100 Hz (the unwind-table cache as it is: warm after the first run)
 #   nocache   the same, DNPROF_UNWIND_CACHE=0 (every table parsed in every run)
 #   noasync   the same, DNPROF_ASYNC=0
@@ -50,11 +51,11 @@ CONFIGS=(bare agent sample nocache noasync)
 run_one() { # config -> appends "cpu_ms wall_ms" to $TMP/config
     local cfg=$1 path=$AGENT
     local -a envs=()
-    [ "$cfg" = old ] && path=$OLD
+    case $cfg in old|oldagent) path=$OLD ;; esac
     if [ "$cfg" != bare ]; then
         envs=(CORECLR_ENABLE_PROFILING=1 "CORECLR_PROFILER={19F043F1-C707-4901-97F7-9F6179127630}"
               "CORECLR_PROFILER_PATH=$path" DNPROF_EVENTS=threads "DNPROF_OUTPUT=$TMP/t.%p.trace")
-        [ "$cfg" = agent ] || envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=100)
+        case $cfg in agent|oldagent) ;; *) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=100) ;; esac
         [ "$cfg" = fixed ] && envs+=(DNPROF_SAMPLE_RATE=1)
         case $cfg in rate*) envs+=(DNPROF_SAMPLE_RATE=${cfg#rate}) ;; esac
         [ "$cfg" = nocache ] && envs+=(DNPROF_UNWIND_CACHE=0)

@@ -33,6 +33,7 @@
 #include "names.h"
 #include "recorder.h"
 #include "stack.h"
+#include "thread_mem.h"
 #include "utf16.h"
 #include "windows.h"
 
@@ -64,13 +65,17 @@ AGG_DEFINE(g_agg, site, FLUSH_SAMPLES);
 static int g_each; /* DNP_ENV_ALLOC_EACH=1: one AllocSample per sample */
 static int g_forced_tick; /* DNP_ENV_ALLOC_SOURCE=tick */
 static atomic_uint g_gen; /* a new session (a new trace after an attach): the type cache is stale */
-static __thread unsigned t_gen;
 
-static __thread struct {
-    uint64_t type_id;
-    unsigned epoch; /* names_epoch(NAMES_CLASS) when named */
-    uint32_t sid;
-} t_types[TYPE_SLOTS];
+/* This thread's names of the types it allocates (thread_mem.h). */
+typedef struct alloc_tls {
+    unsigned gen;
+    struct {
+        uint64_t type_id;
+        unsigned epoch; /* names_epoch(NAMES_CLASS) when named */
+        uint32_t sid;
+    } types[TYPE_SLOTS];
+} alloc_tls;
+static __thread thread_mem_slot t_mem;
 
 static void on_event(const ep_event *e);
 static void on_started(void);
@@ -146,11 +151,11 @@ static int unresolved(const char *text, size_t len) {
  * name only when the ClassID cannot be named. Cached per thread by TypeID with
  * names.c's class epoch, which every unload moves: a TypeID reused after an
  * unload for another type is named again. */
-static uint32_t type_sid(uint64_t type_id, const BYTE *name, size_t units) {
+static uint32_t type_sid(alloc_tls *t, uint64_t type_id, const BYTE *name, size_t units) {
     unsigned slot = (unsigned)((type_id >> 4) ^ (type_id >> 12)) & (TYPE_SLOTS - 1);
     unsigned epoch = names_epoch(NAMES_CLASS);
-    if (type_id && t_types[slot].type_id == type_id && t_types[slot].epoch == epoch && t_types[slot].sid)
-        return t_types[slot].sid;
+    if (t && type_id && t->types[slot].type_id == type_id && t->types[slot].epoch == epoch && t->types[slot].sid)
+        return t->types[slot].sid;
     char text[1536];
     uint32_t sid = 0;
     if (type_id) {
@@ -169,10 +174,10 @@ static uint32_t type_sid(uint64_t type_id, const BYTE *name, size_t units) {
         size_t len = dnp_utf16_to_utf8(w, units, text, sizeof text);
         sid = rec_string(text, len);
     }
-    if (type_id && sid) {
-        t_types[slot].type_id = type_id;
-        t_types[slot].epoch = epoch;
-        t_types[slot].sid = sid;
+    if (t && type_id && sid) {
+        t->types[slot].type_id = type_id;
+        t->types[slot].epoch = epoch;
+        t->types[slot].sid = sid;
     }
     return sid;
 }
@@ -214,12 +219,13 @@ static void on_event(const ep_event *e) {
     } else {
         return;
     }
+    alloc_tls *t = thread_mem(&t_mem, sizeof *t); /* NULL: named without the cache */
     unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
-    if (t_gen != gen) {
-        memset(t_types, 0, sizeof t_types);
-        t_gen = gen;
+    if (t && t->gen != gen) {
+        memset(t, 0, sizeof *t);
+        t->gen = gen;
     }
-    uint32_t type = type_sid(type_id, name, units);
+    uint32_t type = type_sid(t, type_id, name, units);
     uint32_t stack = stack_sid_here(e->nframes, e->frames);
     if (g_each)
         REC(AllocSample, type, size, weight, kind, stack);

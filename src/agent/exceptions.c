@@ -29,6 +29,7 @@
 #include "session.h"
 #include "async.h"
 #include "stack.h"
+#include "thread_mem.h"
 #include "utf16.h"
 #include "eventpipe.h"
 
@@ -52,16 +53,6 @@ static struct {
     ULONG str_length, str_buffer;
 } L = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static __thread exc_machine t_machine;
-/* A weak handle on the object of each level whose catch runs: a garbage
- * collection may move the object before the catch throws it again (`throw;`),
- * and the handle gives its new ObjectID (ICorProfilerInfo13, .NET 7+). */
-static __thread ObjectHandleID t_handle[EXC_MAX_NEST];
-static __thread unsigned t_notes;
-static __thread struct {
-    uint64_t key;
-    uint32_t sid;
-} t_stacks[64];
 
 void exceptions_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
     (void)mask_high;
@@ -198,20 +189,41 @@ static uint32_t read_message(const uint8_t *obj) {
 
 typedef stack_snapshot snapshot;
 
-/* Where each level's handler runs: its frame, counted from the root of the
- * stack of its throw (0: unknown). A new throw whose stack does not hold that
- * frame at that place is not inside the handler: the handler was left. */
-static __thread struct {
-    int root_dist;
-    int left; /* frames its unwind has left */
-    snapshot stack;
-} t_where[EXC_MAX_NEST];
+/* A thread's exceptions (thread_mem.h: allocated at its first exception). */
+typedef struct exc_tls {
+    exc_machine machine;
+    /* A weak handle on the object of each level whose catch runs: a garbage
+     * collection may move the object before the catch throws it again
+     * (`throw;`), and the handle gives its new ObjectID (ICorProfilerInfo13,
+     * .NET 7+). */
+    ObjectHandleID handle[EXC_MAX_NEST];
+    unsigned notes;
+    struct {
+        uint64_t key;
+        uint32_t sid;
+    } stacks[64];
+    /* Where each level's handler runs: its frame, counted from the root of the
+     * stack of its throw (0: unknown). A new throw whose stack does not hold
+     * that frame at that place is not inside the handler: the handler was left. */
+    struct {
+        int root_dist;
+        int left; /* frames its unwind has left */
+        snapshot stack;
+    } where[EXC_MAX_NEST];
+} exc_tls;
+static __thread thread_mem_slot t_mem;
+
+/* This thread's; NULL when it cannot be had (no state kept: every event is
+ * recorded as it comes, none is told apart as a rethrow). */
+static exc_tls *here(void) {
+    return thread_mem(&t_mem, sizeof(exc_tls));
+}
 
 static void take_snapshot(snapshot *s) {
     stack_take(s);
 }
 
-static uint32_t stack_string(const snapshot *sp, unsigned *flags) {
+static uint32_t stack_string(exc_tls *t, const snapshot *sp, unsigned *flags) {
     const snapshot s = *sp;
     if (s.n == 0)
         return 0;
@@ -223,101 +235,105 @@ static uint32_t stack_string(const snapshot *sp, unsigned *flags) {
     }
     key |= 1;
     unsigned slot = (unsigned)(key >> 32) & 63;
-    if (t_stacks[slot].key == key)
-        return t_stacks[slot].sid;
+    if (t && t->stacks[slot].key == key)
+        return t->stacks[slot].sid;
 
     char text[STACK_TEXT_MAX];
     size_t len = names_frames_text(s.f, s.n, s.more, 2, text, sizeof text);
     if (s.more)
         *flags |= DETAIL_STACK_TRUNCATED;
     uint32_t sid = rec_string(text, len);
-    t_stacks[slot].key = key;
-    t_stacks[slot].sid = sid;
+    if (t) {
+        t->stacks[slot].key = key;
+        t->stacks[slot].sid = sid;
+    }
     return sid;
 }
 
-static void handle_drop(int i);
+static void handle_drop(exc_tls *t, int i);
 
 /* Ends the levels on top whose catch or finally the stack of this throw shows
  * is no longer running. */
-static void settle(const snapshot *s) {
-    while (t_machine.depth > 0 && s->n > 0 && !s->more) {
-        int top = t_machine.depth - 1;
-        const exc_level *l = &t_machine.lv[top];
-        int rd = t_where[top].root_dist;
+static void settle(exc_tls *t, const snapshot *s) {
+    while (t->machine.depth > 0 && s->n > 0 && !s->more) {
+        int top = t->machine.depth - 1;
+        const exc_level *l = &t->machine.lv[top];
+        int rd = t->where[top].root_dist;
         if ((l->phase != EXC_CATCH && l->phase != EXC_FINALLY) || rd <= 0)
             return;
         int idx = (int)s->n - rd;
         if (idx >= 0 && s->f[idx] == l->handler)
             return;
         exc_step st;
-        exc_machine_abandon_top(&t_machine, &st);
-        handle_drop(t_machine.depth);
+        exc_machine_abandon_top(&t->machine, &st);
+        handle_drop(t, t->machine.depth);
     }
 }
 
 /* The handler of the top level starts in function fn: find its frame. */
-static void handler_at(FunctionID fn) {
-    int top = t_machine.depth - 1;
+static void handler_at(exc_tls *t, FunctionID fn) {
+    int top = t->machine.depth - 1;
     if (top < 0 || !g_stacks)
         return;
-    const snapshot *s = &t_where[top].stack;
-    t_where[top].root_dist = 0;
+    const snapshot *s = &t->where[top].stack;
+    t->where[top].root_dist = 0;
     if (s->more)
         return;
-    for (int i = t_where[top].left; i < (int)s->n; i++)
+    for (int i = t->where[top].left; i < (int)s->n; i++)
         if (s->f[i] == fn) {
-            t_where[top].root_dist = (int)s->n - i;
+            t->where[top].root_dist = (int)s->n - i;
             return;
         }
 }
 
 /* The handle of level i, if any, is let go. */
-static void handle_drop(int i) {
-    if (t_handle[i]) {
-        INFO_CALL(DestroyHandle, t_handle[i]);
-        t_handle[i] = NULL;
+static void handle_drop(exc_tls *t, int i) {
+    if (t->handle[i]) {
+        INFO_CALL(DestroyHandle, t->handle[i]);
+        t->handle[i] = NULL;
     }
 }
 
 /* The catch of the top level starts: a weak handle follows its object. */
-static void handle_catch(ObjectID object) {
-    int top = t_machine.depth - 1;
+static void handle_catch(exc_tls *t, ObjectID object) {
+    int top = t->machine.depth - 1;
     if (top < 0 || !object || !AGENT_HAS_INFO(CreateHandle))
         return;
-    handle_drop(top);
-    if (FAILED(INFO_CALL(CreateHandle, object, COR_PRF_HANDLE_TYPE_WEAK, &t_handle[top])))
-        t_handle[top] = NULL;
+    handle_drop(t, top);
+    if (FAILED(INFO_CALL(CreateHandle, object, COR_PRF_HANDLE_TYPE_WEAK, &t->handle[top])))
+        t->handle[top] = NULL;
 }
 
 /* A throw of the object whose catch runs on top, moved since its catch began:
  * the machine is told the object's new ID, so that `throw;` is a rethrow. */
-static int moved_catch_object(ObjectID object) {
-    int top = t_machine.depth - 1;
-    if (top < 0 || !object || t_machine.lv[top].phase != EXC_CATCH || t_machine.lv[top].object == object ||
-        !t_handle[top])
+static int moved_catch_object(exc_tls *t, ObjectID object) {
+    int top = t->machine.depth - 1;
+    if (top < 0 || !object || t->machine.lv[top].phase != EXC_CATCH || t->machine.lv[top].object == object ||
+        !t->handle[top])
         return 0;
     ObjectID now = 0;
-    if (FAILED(INFO_CALL(GetObjectIDFromHandle, t_handle[top], &now)) || now != object)
+    if (FAILED(INFO_CALL(GetObjectIDFromHandle, t->handle[top], &now)) || now != object)
         return 0;
-    t_machine.lv[top].object = object;
+    t->machine.lv[top].object = object;
     return 1;
 }
 
 void exceptions_thrown(ObjectID object) {
+    exc_tls *t = here();
     snapshot s;
     s.n = s.more = 0;
     if (g_stacks) {
         take_snapshot(&s);
-        settle(&s);
+        if (t)
+            settle(t, &s);
     }
-    int same_as_catch = moved_catch_object(object);
+    int same_as_catch = t && moved_catch_object(t, object);
     exceptions_step(DNP_EV_ExceptionThrown, 0, object);
-    int top = t_machine.depth - 1;
+    int top = t ? t->machine.depth - 1 : -1;
     if (top >= 0) {
-        t_where[top].stack = s;
-        t_where[top].left = 0;
-        t_where[top].root_dist = 0;
+        t->where[top].stack = s;
+        t->where[top].left = 0;
+        t->where[top].root_dist = 0;
     }
 
     uint32_t message = 0, stack = 0;
@@ -337,41 +353,44 @@ void exceptions_thrown(ObjectID object) {
             lg.n = n;
             lg.more = 0;
         }
-        stack = stack_string(&lg, &flags);
+        stack = stack_string(t, &lg, &flags);
     }
     if (same_as_catch)
         flags |= DETAIL_SAME_AS_CATCH;
-    REC(ExceptionDetails, object, message, hresult, stack, (uint64_t)t_machine.depth, flags);
+    REC(ExceptionDetails, object, message, hresult, stack, (uint64_t)(t ? t->machine.depth : 0), flags);
 }
 
 /* ---- the state machine ---- */
 
 int exceptions_step(uint16_t kind, FunctionID fn, ObjectID object) {
+    exc_tls *t = here();
+    if (!t)
+        return 1;
     exc_step st;
-    int before = t_machine.depth;
-    uint8_t phase = before ? t_machine.lv[before - 1].phase : 0;
-    exc_machine_step(&t_machine, kind, fn, object, &st);
-    if ((st.flags & EXC_UNEXPECTED) && t_notes < NOTES_PER_THREAD) {
-        t_notes++;
+    int before = t->machine.depth;
+    uint8_t phase = before ? t->machine.lv[before - 1].phase : 0;
+    exc_machine_step(&t->machine, kind, fn, object, &st);
+    if ((st.flags & EXC_UNEXPECTED) && t->notes < NOTES_PER_THREAD) {
+        t->notes++;
         rec_note(1, "exception sequence: %s while the thread is in %s (%d exception%s in flight)%s",
                  dnp_events[kind].name, exc_phase_name(phase), before, before == 1 ? "" : "s",
-                 t_notes == NOTES_PER_THREAD ? "; no more such notes on this thread" : "");
+                 t->notes == NOTES_PER_THREAD ? "; no more such notes on this thread" : "");
     }
     /* No managed catcher: the process may be about to die of an unhandled
      * exception, with no Shutdown and no flush to come. Write everything now,
      * and after every step of the unwind that follows. */
-    int d = t_machine.depth;
+    int d = t->machine.depth;
     for (int i = d; i < before && i < EXC_MAX_NEST; i++)
-        handle_drop(i);
+        handle_drop(t, i);
     if (kind == DNP_EV_ExceptionCatcherEnter)
-        handle_catch(object);
+        handle_catch(t, object);
     if (d > 0 && g_stacks) {
         if (st.flags & EXC_FRAME_LEFT)
-            t_where[d - 1].left++;
+            t->where[d - 1].left++;
         if (kind == DNP_EV_ExceptionCatcherEnter || kind == DNP_EV_ExceptionUnwindFinallyEnter)
-            handler_at(fn);
+            handler_at(t, fn);
     }
-    if ((st.flags & EXC_NO_CATCHER) || (d > 0 && t_machine.lv[d - 1].no_catcher))
+    if ((st.flags & EXC_NO_CATCHER) || (d > 0 && t->machine.lv[d - 1].no_catcher))
         recorder_flush_all();
     return !(st.flags & EXC_STRAY_LEAVE);
 }

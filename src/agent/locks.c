@@ -33,6 +33,7 @@
 #include "names.h"
 #include "recorder.h"
 #include "stack.h"
+#include "thread_mem.h"
 
 #define EVENT_CONTENTION_START 81u
 #define EVENT_CONTENTION_STOP 91u
@@ -78,15 +79,30 @@ static __thread uint32_t t_lock_type; /* "System.Threading.Lock" */
 
 #define PATH_SLOTS 256
 #define TYPE_SLOTS 64
-/* by stack string number: raised from managed code (1), or by the runtime (2) */
-static __thread struct {
-    uint32_t stack, how;
-} t_paths[PATH_SLOTS];
-static __thread struct {
-    uint64_t class_id;
-    unsigned epoch;
-    uint32_t sid;
-} t_types[TYPE_SLOTS];
+/* This thread's caches (thread_mem.h). */
+typedef struct locks_tls {
+    unsigned gen;
+    /* by stack string number: raised from managed code (1), or by the runtime (2) */
+    struct {
+        uint32_t stack, how;
+    } paths[PATH_SLOTS];
+    struct {
+        uint64_t class_id;
+        unsigned epoch;
+        uint32_t sid;
+    } types[TYPE_SLOTS];
+} locks_tls;
+static __thread thread_mem_slot t_mem;
+
+static locks_tls *caches(void) {
+    locks_tls *t = thread_mem(&t_mem, sizeof *t);
+    unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
+    if (t && t->gen != gen) {
+        memset(t, 0, sizeof *t);
+        t->gen = gen;
+    }
+    return t;
+}
 
 static void on_event(const ep_event *e);
 static void on_started(void);
@@ -176,9 +192,10 @@ static void slice(const pending *p, uint64_t wait_ns, uint64_t now) {
  * when the stack cannot be told. Cached per thread by stack. */
 static unsigned raised_from(uint32_t stack, int *in_monitor) {
     unsigned slot = (stack * 2654435761u >> 24) & (PATH_SLOTS - 1);
+    locks_tls *t = caches();
     *in_monitor = 0;
-    if (stack && t_paths[slot].stack == stack)
-        return t_paths[slot].how & 3;
+    if (t && stack && t->paths[slot].stack == stack)
+        return t->paths[slot].how & 3;
     stack_snapshot s;
     if (!stack || stack_take(&s) != 0 || !s.n)
         return 0;
@@ -189,8 +206,10 @@ static unsigned raised_from(uint32_t stack, int *in_monitor) {
         names_function_text(s.f[i], text, sizeof text);
         *in_monitor = strncmp(text, "System.Threading.Monitor::", 26) == 0;
     }
-    t_paths[slot].stack = stack;
-    t_paths[slot].how = how | (unsigned)*in_monitor << 2;
+    if (t) {
+        t->paths[slot].stack = stack;
+        t->paths[slot].how = how | (unsigned)*in_monitor << 2;
+    }
     return how;
 }
 
@@ -202,12 +221,15 @@ static uint32_t object_type(uint64_t object) {
         return 0;
     unsigned slot = (unsigned)((cid >> 4) ^ (cid >> 12)) & (TYPE_SLOTS - 1);
     unsigned epoch = names_epoch(NAMES_CLASS);
-    if (t_types[slot].class_id == cid && t_types[slot].epoch == epoch && t_types[slot].sid)
-        return t_types[slot].sid;
+    locks_tls *t = caches();
+    if (t && t->types[slot].class_id == cid && t->types[slot].epoch == epoch && t->types[slot].sid)
+        return t->types[slot].sid;
     uint32_t sid = names_get(NAMES_CLASS, cid, 1);
-    t_types[slot].class_id = cid;
-    t_types[slot].epoch = epoch;
-    t_types[slot].sid = sid;
+    if (t) {
+        t->types[slot].class_id = cid;
+        t->types[slot].epoch = epoch;
+        t->types[slot].sid = sid;
+    }
     return sid;
 }
 
@@ -278,8 +300,6 @@ static void on_event(const ep_event *e) {
     if (t_gen != gen) {
         memset(&t_contention, 0, sizeof t_contention);
         memset(&t_wait, 0, sizeof t_wait);
-        memset(t_paths, 0, sizeof t_paths);
-        memset(t_types, 0, sizeof t_types);
         t_lock_type = 0;
         t_gen = gen;
     }

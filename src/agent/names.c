@@ -15,6 +15,7 @@
 #include "agent.h"
 #include "namebuf.h"
 #include "recorder.h"
+#include "thread_mem.h"
 #include "u64map.h"
 #include "utf16.h"
 
@@ -436,15 +437,19 @@ typedef struct tcache_entry {
     uint32_t sid;
     unsigned epoch;
 } tcache_entry;
-static __thread tcache_entry tcache[NAMES_KIND_COUNT][TCACHE_SIZE];
+typedef struct names_tls {
+    tcache_entry e[NAMES_KIND_COUNT][TCACHE_SIZE];
+} names_tls;
+static __thread thread_mem_slot t_mem; /* thread_mem.h */
 
 uint32_t names_get(names_kind kind, UINT_PTR id, int resolve) {
     uint64_t v;
     if (id <= 1)
         return 0;
     unsigned epoch = atomic_load_explicit(&maps[kind].epoch, memory_order_acquire);
-    tcache_entry *te = &tcache[kind][(dnp_u64map_hash(id, 0) >> 16) & (TCACHE_SIZE - 1)];
-    if (te->id == id && te->epoch == epoch && te->sid)
+    names_tls *t = thread_mem(&t_mem, sizeof *t);
+    tcache_entry none, *te = t ? &t->e[kind][(dnp_u64map_hash(id, 0) >> 16) & (TCACHE_SIZE - 1)] : &none;
+    if (t && te->id == id && te->epoch == epoch && te->sid)
         return te->sid;
     if (map_get(&maps[kind], id, &v)) {
         *te = (tcache_entry){id, (uint32_t)v, epoch};

@@ -31,6 +31,7 @@
 #include "eventpipe.h"
 #include "sampler.h"
 #include "session.h"
+#include "thread_mem.h"
 #include "utf16.h"
 #include "windows.h"
 
@@ -264,6 +265,7 @@ static atomic_int created; /* pick first; reset by a detach */
 
 void agent_release(void) {
     atomic_store(&g_agent.active, 0);
+    thread_mem_release(); /* no callback runs now: every thread's caches go */
     g_agent.info = NULL; /* the runtime's, no longer to be called (ProfilerDetachSucceeded) */
     g_agent.info_version = 0;
     g_agent.attached = 0;

@@ -14,17 +14,30 @@
 #include "arch/arch.h"
 #include "names.h"
 #include "recorder.h"
+#include "thread_mem.h"
 
 #define STACK_TEXT_MAX 8192
 #define STACK_SLOTS 1024
 
 static atomic_uint g_gen; /* a new trace: cached string numbers are stale */
-static __thread unsigned t_gen;
 
-static __thread struct {
-    uint64_t key;
+/* This thread's caches (thread_mem.h): the stacks by the key of their frames,
+ * and the frame-pointer walks that stand for them (below). */
+typedef struct stack_walk {
+    uint64_t key, exact; /* the walk's key; the snapshot's key */
     uint32_t sid;
-} t_stacks[STACK_SLOTS];
+    uint16_t hits;
+    uint8_t ambiguous;
+} stack_walk;
+typedef struct stack_tls {
+    unsigned gen;
+    struct {
+        uint64_t key;
+        uint32_t sid;
+    } stacks[STACK_SLOTS];
+    stack_walk walks[STACK_SLOTS];
+} stack_tls;
+static __thread thread_mem_slot t_mem;
 
 void stack_cache_invalidate(void) {
     atomic_fetch_add(&g_gen, 1);
@@ -34,7 +47,7 @@ void stack_cache_invalidate(void) {
  * them, else from a snapshot of this thread (the runtime's in-process sessions
  * deliver no frames on .NET 10). Innermost frame first. *key_out: the key of
  * the frames found (the same frames, the same key). */
-static uint32_t exact_stack_sid(ULONG nframes, const UINT_PTR *frames, uint64_t *key_out) {
+static uint32_t exact_stack_sid(stack_tls *t, ULONG nframes, const UINT_PTR *frames, uint64_t *key_out) {
     *key_out = 0;
     stack_snapshot s;
     s.n = s.more = 0;
@@ -54,8 +67,8 @@ static uint32_t exact_stack_sid(ULONG nframes, const UINT_PTR *frames, uint64_t 
     key = (key * 0x9e3779b97f4a7c15ull) | 1;
     *key_out = key;
     unsigned slot = (unsigned)(key >> 40) & (STACK_SLOTS - 1);
-    if (t_stacks[slot].key == key)
-        return t_stacks[slot].sid;
+    if (t && t->stacks[slot].key == key)
+        return t->stacks[slot].sid;
     if (nframes && frames) {
         for (ULONG i = 0; i < nframes; i++) {
             FunctionID fid = 0;
@@ -72,8 +85,10 @@ static uint32_t exact_stack_sid(ULONG nframes, const UINT_PTR *frames, uint64_t 
     char text[STACK_TEXT_MAX];
     size_t len = names_frames_text(s.f, s.n, s.more, 512, text, sizeof text);
     uint32_t sid = s.n ? rec_string(text, len) : 0;
-    t_stacks[slot].key = key;
-    t_stacks[slot].sid = sid;
+    if (t) {
+        t->stacks[slot].key = key;
+        t->stacks[slot].sid = sid;
+    }
     return sid;
 }
 
@@ -92,13 +107,6 @@ static uint32_t exact_stack_sid(ULONG nframes, const UINT_PTR *frames, uint64_t 
 #define WALK_MAX 128
 
 static __thread uintptr_t t_stack_lo, t_stack_hi; /* this thread's stack; 0: not known yet */
-
-static __thread struct {
-    uint64_t key, exact; /* the walk's key; the snapshot's key */
-    uint32_t sid;
-    uint16_t hits;
-    uint8_t ambiguous;
-} t_walks[STACK_SLOTS];
 
 /* The return addresses of this thread's frames by frame pointer, from here out,
  * every read within the thread's own stack. Needs this file and the callback
@@ -130,37 +138,37 @@ static ULONG fp_walk(UINT_PTR *ips, ULONG cap) {
 }
 
 uint32_t stack_sid_here(ULONG nframes, const UINT_PTR *frames) {
+    stack_tls *t = thread_mem(&t_mem, sizeof *t); /* NULL: nothing cached */
     unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
-    if (t_gen != gen) {
-        memset(t_stacks, 0, sizeof t_stacks);
-        memset(t_walks, 0, sizeof t_walks);
-        t_gen = gen;
+    if (t && t->gen != gen) {
+        memset(t, 0, sizeof *t);
+        t->gen = gen;
     }
     uint64_t exact;
     if (nframes && frames)
-        return exact_stack_sid(nframes, frames, &exact);
+        return exact_stack_sid(t, nframes, frames, &exact);
     UINT_PTR ips[WALK_MAX];
-    ULONG n = fp_walk(ips, WALK_MAX);
+    ULONG n = t ? fp_walk(ips, WALK_MAX) : 0;
     if (n < 4) /* no walk to speak of: the snapshot, uncached by walk */
-        return exact_stack_sid(0, NULL, &exact);
+        return exact_stack_sid(t, 0, NULL, &exact);
     uint64_t key = 0x9ae16a3b2f90404full ^ n;
     for (ULONG i = 0; i < n; i++)
         key = (key ^ (uint64_t)ips[i]) * 0x100000001b3ull;
     key ^= async_here_key() * 0xc2b2ae3d27d4eb4full;
     key = (key * 0x9e3779b97f4a7c15ull) | 1;
-    unsigned slot = (unsigned)(key >> 40) & (STACK_SLOTS - 1);
-    if (t_walks[slot].key == key && !t_walks[slot].ambiguous && ++t_walks[slot].hits % VERIFY_EVERY != 0)
-        return t_walks[slot].sid;
-    uint32_t sid = exact_stack_sid(0, NULL, &exact);
-    if (t_walks[slot].key == key) {
-        if (t_walks[slot].exact != exact)
-            t_walks[slot].ambiguous = 1;
+    stack_walk *w = &t->walks[(unsigned)(key >> 40) & (STACK_SLOTS - 1)];
+    if (w->key == key && !w->ambiguous && ++w->hits % VERIFY_EVERY != 0)
+        return w->sid;
+    uint32_t sid = exact_stack_sid(t, 0, NULL, &exact);
+    if (w->key == key) {
+        if (w->exact != exact)
+            w->ambiguous = 1;
     } else {
-        t_walks[slot].key = key;
-        t_walks[slot].exact = exact;
-        t_walks[slot].sid = sid;
-        t_walks[slot].hits = 0;
-        t_walks[slot].ambiguous = 0;
+        w->key = key;
+        w->exact = exact;
+        w->sid = sid;
+        w->hits = 0;
+        w->ambiguous = 0;
     }
     return sid;
 }

@@ -1,4 +1,6 @@
-/* test_agent.c: the agent's pure parts: trace paths, UTF-16 names. */
+/* test_agent.c: the agent's pure parts: trace paths, UTF-16 names, per-thread memory. */
+#include <link.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -9,6 +11,7 @@
 #include "names.h"
 #include "session.h"
 #include "test.h"
+#include "thread_mem.h"
 
 static void env(const char *k, const char *v) {
     if (v)
@@ -123,5 +126,70 @@ TEST(agent_clock) {
     uint64_t dt = clock_ticks_to_ns(clock_ticks() - t0), dn = clock_mono_ns() - n0;
     ASSERT_GT(dt, dn * 99 / 100);
     ASSERT_LT(dt, dn * 101 / 100);
+    return 0;
+}
+
+/* thread_mem.h: a block per slot and thread, zeroed, the same on every call,
+ * freed as its thread exits, and every thread's freed by a release (after
+ * which the slot allocates again). */
+static __thread thread_mem_slot t_test_slot;
+
+static void *use_slot(void *out) {
+    unsigned long blocks, bytes;
+    unsigned char *p = thread_mem(&t_test_slot, 1000);
+    int ok = p != NULL && thread_mem(&t_test_slot, 1000) == p;
+    for (int i = 0; ok && i < 1000; i++)
+        ok = p[i] == 0;
+    thread_mem_totals(&blocks, &bytes);
+    *(int *)out = ok && blocks >= 1 && bytes >= 1000;
+    return NULL;
+}
+
+TEST(agent_thread_mem) {
+    unsigned long b0, y0, b1, y1;
+    thread_mem_totals(&b0, &y0);
+    pthread_t th;
+    int ok = 0;
+    ASSERT_EQ(pthread_create(&th, NULL, use_slot, &ok), 0);
+    ASSERT_EQ(pthread_join(th, NULL), 0);
+    ASSERT_EQ(ok, 1);
+    thread_mem_totals(&b1, &y1);
+    ASSERT_EQ(b1, b0); /* the thread's block went with it */
+    ASSERT_EQ(y1, y0);
+    unsigned char *p = thread_mem(&t_test_slot, 64);
+    ASSERT(p != NULL);
+    p[0] = 7;
+    thread_mem_totals(&b1, &y1);
+    ASSERT_EQ(b1, b0 + 1);
+    thread_mem_release();
+    thread_mem_totals(&b1, &y1);
+    ASSERT_EQ(b1, 0);
+    unsigned char *q = thread_mem(&t_test_slot, 64); /* the slot's epoch is stale: a new block */
+    ASSERT(q != NULL);
+    ASSERT_EQ(q[0], 0);
+    thread_mem_release();
+    return 0;
+}
+
+/* The agent's thread-local block is a few pointers and counters: glibc
+ * allocates and zeroes it whole on each thread's first touch (the agent is
+ * dlopen'ed), so a large cache belongs in thread_mem.h, not in a __thread
+ * array. This program links the agent's code: its PT_TLS is the agent's and
+ * the tests'. */
+static int tls_size(struct dl_phdr_info *info, size_t size, void *out) {
+    (void)size;
+    if (info->dlpi_name && info->dlpi_name[0])
+        return 0; /* only the program itself */
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_TLS)
+            *(size_t *)out = info->dlpi_phdr[i].p_memsz;
+    return 1;
+}
+
+TEST(agent_thread_local_block_small) {
+    size_t n = 0;
+    dl_iterate_phdr(tls_size, &n);
+    ASSERT(n > 0);
+    ASSERT(n <= 1024);
     return 0;
 }
