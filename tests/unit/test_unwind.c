@@ -2,12 +2,16 @@
  * program and of libc, and walks by them (unwind.c) from a real context: the
  * functions below are compiled without frame pointers at -O2, so only their
  * call-frame information finds their callers. */
+#include <fcntl.h>
 #include <gnu/libc-version.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "arch/arch.h"
 #include "test.h"
@@ -285,7 +289,19 @@ TEST(unwind_cache_maps_kept_tables) {
     char dir[] = "/tmp/dnprof-unwind-XXXXXX";
     ASSERT(mkdtemp(dir));
     unwind_cache_dir(dir);
+    /* another agent's file two days old: the first write of the day removes
+     * it, and dates the look in .pruned */
+    char foreign[256], stamp[256];
+    snprintf(foreign, sizeof foreign, "%s/0123456789abcdef-00.libold.so.v1.unwind", dir);
+    snprintf(stamp, sizeof stamp, "%s/.pruned", dir);
+    FILE *f = fopen(foreign, "w");
+    ASSERT(f);
+    fclose(f);
+    struct timespec old[2] = {{time(NULL) - 2 * 86400, 0}, {time(NULL) - 2 * 86400, 0}};
+    ASSERT_EQ(utimensat(AT_FDCWD, foreign, old, 0), 0);
     unwind_refresh(1);
+    ASSERT_NE(access(foreign, F_OK), 0);
+    ASSERT_EQ(access(stamp, F_OK), 0);
     const unw_lib *libc = unwind_lib_of((uintptr_t)&gnu_get_libc_version);
     ASSERT(libc);
     ASSERT_EQ(libc->cached, 0); /* parsed, and written */
