@@ -152,6 +152,9 @@ static void release_memory(void) {
     S.nexec = S.capexec = 0;
     if (S.slots)
         munmap(S.slots, MAX_SLOTS * sizeof(sslot));
+    if (S.rings)
+        munmap(S.rings, (size_t)MAX_SLOTS * RING * sizeof(srec));
+    S.rings = NULL;
     S.nodes = NULL;
     S.hash = S.dirty = NULL;
     S.named = NULL;
@@ -224,7 +227,11 @@ int sampler_start(const agent_config *cfg) {
     void *slots = mmap(NULL, MAX_SLOTS * sizeof(sslot), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     S.slots = slots == MAP_FAILED ? NULL : slots;
-    if (!S.nodes || !S.hash || !S.dirty || !S.cache || !S.cache_ix || !S.slots || !S.fd_slot || !S.named || !S.frameless) {
+    void *rings = mmap(NULL, (size_t)MAX_SLOTS * RING * sizeof(srec), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    S.rings = rings == MAP_FAILED ? NULL : rings;
+    if (!S.nodes || !S.hash || !S.dirty || !S.cache || !S.cache_ix || !S.slots || !S.rings || !S.fd_slot ||
+        !S.named || !S.frameless) {
         release_memory();
         agent_say("no memory for the sampler's trees; no samples");
         return -1;

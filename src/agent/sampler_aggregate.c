@@ -367,7 +367,7 @@ void sampler_drain(void) {
         unsigned h = atomic_load_explicit(&s->head, memory_order_acquire);
         unsigned t = atomic_load_explicit(&s->tail, memory_order_relaxed);
         for (; t != h; t++) {
-            const srec *r = &s->ring[t % RING];
+            const srec *r = &slot_ring(s)[t % RING];
             if (tid > 0)
                 aggregate_record((uint32_t)tid, r);
             atomic_store_explicit(&s->tail, t + 1, memory_order_release);

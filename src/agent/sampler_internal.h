@@ -85,8 +85,7 @@ typedef struct sslot {
     atomic_uint owed;           /* wall: periods given by the sampler thread, taken by the handler's next sample */
     uint64_t wall_due;          /* wall: the time up to which periods were given (sampler thread), 0 none yet */
     atomic_ullong wall_last;    /* wall, its own timer: the time up to which its samples have counted, 0 no timer */
-    srec ring[RING];
-} sslot;
+} sslot; /* its ring is apart (slot_ring): the loops over the slots touch a page per 30 of them, not one each */
 
 typedef struct anode {
     uint32_t tid, parent;
@@ -143,6 +142,7 @@ typedef struct sampler_state {
     int sampler_tid;
 
     sslot *slots; /* MAX_SLOTS, mmap'd: the handler validates a slot by its address */
+    srec *rings;  /* MAX_SLOTS * RING, mmap'd: slot i's ring at i * RING (slot_ring) */
     sslot **fd_slot; /* MAX_FDS: a perf event's fd to its slot */
     int perf;        /* CPU mode: 1 perf task-clock events, 0 not tried yet, -1 POSIX CPU timers */
     int process_timer; /* CPU mode: one timer on the process's CPU clock (DNP_ENV_SAMPLE_TIMERS=process) */
@@ -206,6 +206,12 @@ typedef struct sampler_state {
 
 extern sampler_state sampler_s;
 #define S sampler_s /* the short name, in the sampler's files only */
+
+/* The samples a slot holds for the sampler thread: head written by the
+ * handler, tail by the sampler. Async-signal-safe. */
+static inline srec *slot_ring(const sslot *s) {
+    return S.rings + (size_t)(s - S.slots) * RING;
+}
 
 uint64_t sampler_now_ns(void);
 

@@ -167,7 +167,7 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
         atomic_fetch_add_explicit(&s->dropped, 1, memory_order_relaxed);
         return;
     }
-    srec *r = &s->ring[h % RING];
+    srec *r = &slot_ring(s)[h % RING];
     arch_regs g;
     arch_context_regs(ucontext, &g);
     uint64_t sp = g.sp, fp = g.fp;
