@@ -5,7 +5,8 @@
 #   bench/bench_server.sh BUILD [PAIRS] [SECONDS] [WORKLOADS]
 #
 # BUILD is the build directory (libdnprof.so, the Scenarios program). Each
-# workload (default: busy64 busy256 wake64, SampleScenario.cs) is first sized
+# workload (default: busy64 busy256 wake64; also block64, the ring of wake64
+# through AutoResetEvent, which blocks without spinning: SampleScenario.cs) is first sized
 # to about SECONDS (default 10) of wall time alone, then run PAIRS times
 # (default 5) in every configuration, interleaved round by round:
 #

@@ -21,7 +21,7 @@
 //       each thread timing its own wait (wall-clock sampling's truth)
 //   sample harm                  64 busy threads with sleeps, pipes and sockets:
 //       output and exit code (7) must not change under the profiler
-//   sample bench cpu|server      bench/bench_sample.c's workloads (and busyN, wakeN:
+//   sample bench cpu|server      bench/bench_sample.c's workloads (and busyN, wakeN, blockN:
 //                                bench/bench_server.sh's): one thread of
 //       hot loops, or 64 threads serving 20000 requests (compute, some sleep);
 //       prints "NAME MS ms", the workload's own time
@@ -327,7 +327,7 @@ public static class SampleScenario
                 s += HotTen(1 * Round);
             }
         }
-        else if (what.StartsWith("busy") || what.StartsWith("wake"))
+        else if (what.StartsWith("busy") || what.StartsWith("wake") || what.StartsWith("block"))
         {
             s = ServerBench(what, times);
         }
@@ -368,12 +368,17 @@ public static class SampleScenario
     // bench/bench_server.sh's workloads, a fixed amount of work whatever the
     // machine, so that CPU times compare (issue 26):
     //   busyN: N threads, each 40 * times rounds of compute, never blocking;
-    //   wakeN: N threads handing a token round a ring (SemaphoreSlim, no
-    //          spinning), 2,000 * times hand-offs each, with a little compute
-    //          between: threads that block and wake thousands of times a second.
+    //   wakeN: N threads handing a token round a ring (SemaphoreSlim),
+    //          2,000 * times hand-offs each, with a little compute between:
+    //          threads that wake thousands of times a second. SemaphoreSlim
+    //          spins before it blocks (sched_yield: over half of its CPU time),
+    //          so its CPU time moves by 13-20% from run to run;
+    //   blockN: the same ring through AutoResetEvent, which blocks at once (the
+    //          runtime's wait subsystem: a condition variable, no spinning):
+    //          threads that block and wake, at a CPU time that repeats.
     private static long ServerBench(string what, int times)
     {
-        int n = int.Parse(what.Substring(4));
+        int n = int.Parse(what.Substring(what.StartsWith("block") ? 5 : 4));
         var threads = new Thread[n];
         long total = 0;
         if (what.StartsWith("busy"))
@@ -386,6 +391,28 @@ public static class SampleScenario
                         r += HotSixty(6 * Round) + HotThirty(3 * Round) + HotTen(Round);
                     Interlocked.Add(ref total, r & 1);
                 });
+        }
+        else if (what.StartsWith("block"))
+        {
+            var events = new AutoResetEvent[n];
+            for (int i = 0; i < n; i++)
+                events[i] = new AutoResetEvent(i % 8 == 0); // eight tokens go round
+            int rounds = 2000 * times;
+            for (int i = 0; i < n; i++)
+            {
+                int me = i;
+                threads[i] = new Thread(() =>
+                {
+                    long r = 0;
+                    for (int k = 0; k < rounds; k++)
+                    {
+                        events[me].WaitOne();
+                        r += HotTen(Round / 50);
+                        events[(me + 1) % n].Set();
+                    }
+                    Interlocked.Add(ref total, r & 1);
+                });
+            }
         }
         else
         {
