@@ -53,7 +53,6 @@ static struct {
     ULONG str_length, str_buffer;
 } L = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-
 void exceptions_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
     (void)mask_high;
     /* From the configuration only: after an attach, the environment is the

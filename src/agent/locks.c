@@ -194,8 +194,10 @@ static unsigned raised_from(uint32_t stack, int *in_monitor) {
     unsigned slot = (stack * 2654435761u >> 24) & (PATH_SLOTS - 1);
     locks_tls *t = caches();
     *in_monitor = 0;
-    if (t && stack && t->paths[slot].stack == stack)
+    if (t && stack && t->paths[slot].stack == stack) {
+        *in_monitor = (int)(t->paths[slot].how >> 2 & 1);
         return t->paths[slot].how & 3;
+    }
     stack_snapshot s;
     if (!stack || stack_take(&s) != 0 || !s.n)
         return 0;
