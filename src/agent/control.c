@@ -26,8 +26,6 @@
 #include "profiler.h"
 #include "rejit.h"
 #include "recorder.h"
-#include "sampler.h"
-#include "windows.h"
 
 #define MAX_CLIENTS 8
 /* The runtime checks that every thread left the agent after this long (at
@@ -113,8 +111,7 @@ static void do_detach(int fd) {
     /* Everything recorded so far goes to the file now: a detach that the
      * runtime takes long to complete loses nothing. The sampler calls the
      * runtime: it stops first. */
-    windows_stop(); /* the last window, while the sampler still answers */
-    sampler_stop();
+    agent_stop_background(); /* the last window, then the sampler (Shutdown may be doing it too) */
     ep_stop();
     rejit_finish(1); /* --trace: the methods reverted, what they counted written */
     recorder_flush_all();

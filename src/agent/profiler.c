@@ -5,6 +5,7 @@
  * Every callback is free-threaded and returns S_OK whatever happens: a failure
  * inside dnprof never reaches the runtime or the program. Names are resolved
  * only where the runtime allows it: an ID is unusable at *Started. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,10 +232,17 @@ HRESULT cb_Initialize(ICorProfilerCallback *self, IUnknown *pICorProfilerInfoUnk
     return hr;
 }
 
-HRESULT cb_Shutdown(ICorProfilerCallback *self) {
-    ACTIVE();
+void agent_stop_background(void) {
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
     windows_stop(); /* the last window, while the sampler still answers */
     sampler_stop();
+    pthread_mutex_unlock(&mu);
+}
+
+HRESULT cb_Shutdown(ICorProfilerCallback *self) {
+    ACTIVE();
+    agent_stop_background();
     heap_at_shutdown();
     if (!g_agent.attached)
         control_stop(NULL); /* the run-mode socket (heap snapshots) */

@@ -13,6 +13,13 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached);
  * another runtime in this process already has one (side by side, pick first). */
 HRESULT agent_create(REFIID riid, void **out);
 
+/* Stops the background work that calls the runtime: the last window, then the
+ * sampler. Both the Shutdown callback and a detach (the control thread) do it
+ * first, and they can come at once: an attach whose --duration ends as the
+ * program exits. One at a time, so that each thread is joined and its memory
+ * freed once; the second finds them stopped. */
+void agent_stop_background(void);
+
 /* After a detach: forgets the runtime's interfaces and lets the same process
  * create the profiler again (a later attach). */
 void agent_release(void);
