@@ -610,11 +610,13 @@ static __attribute__((noinline)) void slots_write(cinfo *c, ULONG n) {
 }
 
 static inline void object_slots(ObjectID obj, cinfo *c, ULONG n, const ObjectID *refs) {
+    if (n > MAX_SLOTS)
+        return; /* the caller's bound, said here too: slot_tmp and c->last hold MAX_SLOTS */
     const fslot *fs = H.slots + c->fstart;
     unsigned nf = c->fcount, f = 0;
     uint8_t *m = slot_tmp;
     int same = c->lastn == n;
-    for (ULONG k = 0; k < n; k++) {
+    for (unsigned k = 0; k < (unsigned)n && k < MAX_SLOTS; k++) {
         unsigned g = f;
         while (g < nf && *(const ObjectID *)(obj + fs[g].off) != refs[k])
             g++;

@@ -63,7 +63,7 @@ int ctl_dir(const ipc_where *w, uid_t uid, int create, char *out, size_t cap, ch
 int ctl_socket_path(pid_t pid, uid_t uid, const char *fmt, char *out, size_t cap) {
     ipc_where w;
     ipc_where_of(pid, &w);
-    char dir[PATH_MAX], err[256];
+    char dir[PATH_MAX], err[PATH_MAX + 256]; /* room for the directory in any message */
     if (ctl_dir(&w, uid, 0, dir, sizeof dir, err, sizeof err) < 0)
         return -1;
     int n = snprintf(out, cap, fmt, dir, (long)w.inner);

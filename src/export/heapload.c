@@ -457,8 +457,8 @@ static int pass(loader *L, int which) {
     L->cur_node = 0;
     if (seek_to(&L->r, DNP_HEAP_HEADER_SIZE) < 0)
         return -1;
-    const uint8_t *data;
-    uint32_t len;
+    const uint8_t *data = NULL;
+    uint32_t len = 0;
     int rc;
     while ((rc = next_chunk(&L->r, &data, &len, which == PASS_OBJECTS)) == 1)
         if (decode(L, data, data + len) < 0)
