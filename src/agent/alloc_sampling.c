@@ -68,7 +68,6 @@ static atomic_uint g_gen; /* a new session (a new trace after an attach): the ty
 
 /* This thread's names of the types it allocates (thread_mem.h). */
 typedef struct alloc_tls {
-    unsigned gen;
     struct {
         uint64_t type_id;
         unsigned epoch; /* names_epoch(NAMES_CLASS) when named */
@@ -219,12 +218,8 @@ static void on_event(const ep_event *e) {
     } else {
         return;
     }
-    alloc_tls *t = thread_mem(&t_mem, sizeof *t); /* NULL: named without the cache */
-    unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
-    if (t && t->gen != gen) {
-        memset(t, 0, sizeof *t);
-        t->gen = gen;
-    }
+    /* NULL: named without the cache */
+    alloc_tls *t = thread_mem(&t_mem, sizeof *t, atomic_load_explicit(&g_gen, memory_order_relaxed));
     uint32_t type = type_sid(t, type_id, name, units);
     uint32_t stack = stack_sid_here(e->nframes, e->frames);
     if (g_each)

@@ -215,7 +215,7 @@ static __thread thread_mem_slot t_mem;
 /* This thread's; NULL when it cannot be had (no state kept: every event is
  * recorded as it comes, none is told apart as a rethrow). */
 static exc_tls *here(void) {
-    return thread_mem(&t_mem, sizeof(exc_tls));
+    return thread_mem(&t_mem, sizeof(exc_tls), 0);
 }
 
 static void take_snapshot(snapshot *s) {

@@ -81,7 +81,6 @@ static __thread uint32_t t_lock_type; /* "System.Threading.Lock" */
 #define TYPE_SLOTS 64
 /* This thread's caches (thread_mem.h). */
 typedef struct locks_tls {
-    unsigned gen;
     /* by stack string number: raised from managed code (1), or by the runtime (2) */
     struct {
         uint32_t stack, how;
@@ -95,13 +94,7 @@ typedef struct locks_tls {
 static __thread thread_mem_slot t_mem;
 
 static locks_tls *caches(void) {
-    locks_tls *t = thread_mem(&t_mem, sizeof *t);
-    unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
-    if (t && t->gen != gen) {
-        memset(t, 0, sizeof *t);
-        t->gen = gen;
-    }
-    return t;
+    return thread_mem(&t_mem, sizeof(locks_tls), atomic_load_explicit(&g_gen, memory_order_relaxed));
 }
 
 static void on_event(const ep_event *e);

@@ -447,7 +447,7 @@ uint32_t names_get(names_kind kind, UINT_PTR id, int resolve) {
     if (id <= 1)
         return 0;
     unsigned epoch = atomic_load_explicit(&maps[kind].epoch, memory_order_acquire);
-    names_tls *t = thread_mem(&t_mem, sizeof *t);
+    names_tls *t = thread_mem(&t_mem, sizeof *t, 0);
     tcache_entry none, *te = t ? &t->e[kind][(dnp_u64map_hash(id, 0) >> 16) & (TCACHE_SIZE - 1)] : &none;
     if (t && te->id == id && te->epoch == epoch && te->sid)
         return te->sid;

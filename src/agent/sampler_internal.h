@@ -85,7 +85,7 @@ typedef struct sslot {
     atomic_uint owed;           /* wall: periods given by the sampler thread, taken by the handler's next sample */
     uint64_t wall_due;          /* wall: the time up to which periods were given (sampler thread), 0 none yet */
     atomic_ullong wall_last;    /* wall, its own timer: the time up to which its samples have counted, 0 no timer */
-} sslot; /* its ring is apart (slot_ring): the loops over the slots touch a page per 30 of them, not one each */
+} sslot; /* its ring is apart (slot_ring): the loops over the slots touch a page per 39 of them, not one each */
 
 typedef struct anode {
     uint32_t tid, parent;

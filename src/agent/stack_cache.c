@@ -30,7 +30,6 @@ typedef struct stack_walk {
     uint8_t ambiguous;
 } stack_walk;
 typedef struct stack_tls {
-    unsigned gen;
     struct {
         uint64_t key;
         uint32_t sid;
@@ -138,12 +137,8 @@ static ULONG fp_walk(UINT_PTR *ips, ULONG cap) {
 }
 
 uint32_t stack_sid_here(ULONG nframes, const UINT_PTR *frames) {
-    stack_tls *t = thread_mem(&t_mem, sizeof *t); /* NULL: nothing cached */
-    unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
-    if (t && t->gen != gen) {
-        memset(t, 0, sizeof *t);
-        t->gen = gen;
-    }
+    /* NULL: nothing cached */
+    stack_tls *t = thread_mem(&t_mem, sizeof *t, atomic_load_explicit(&g_gen, memory_order_relaxed));
     uint64_t exact;
     if (nframes && frames)
         return exact_stack_sid(t, nframes, frames, &exact);

@@ -11,6 +11,7 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 typedef struct tm_block {
@@ -56,10 +57,15 @@ static void thread_gone(void *v) {
     atomic_fetch_sub(&G.in_exit, 1);
 }
 
-void *thread_mem(thread_mem_slot *s, size_t size) {
+void *thread_mem(thread_mem_slot *s, size_t size, unsigned gen) {
     unsigned epoch = atomic_load_explicit(&G.epoch, memory_order_acquire);
-    if (s->p && s->epoch == epoch)
+    if (s->p && s->epoch == epoch) {
+        if (s->gen != gen) { /* the slot is this thread's own: no other writes it */
+            memset(s->p, 0, size);
+            s->gen = gen;
+        }
         return s->p;
+    }
     tm_block *b = calloc(1, sizeof *b + size);
     if (!b)
         return NULL;
@@ -84,6 +90,7 @@ void *thread_mem(thread_mem_slot *s, size_t size) {
     pthread_setspecific(G.key, b);
     s->p = b->data;
     s->epoch = epoch;
+    s->gen = gen;
     return s->p;
 }
 

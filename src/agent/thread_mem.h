@@ -20,11 +20,14 @@
 typedef struct thread_mem_slot {
     void *p;
     unsigned epoch;
+    unsigned gen; /* the caller's generation the block's contents belong to */
 } thread_mem_slot;
 
-/* This thread's block of size bytes for the __thread slot s, zeroed when new;
+/* This thread's block of size bytes for the __thread slot s, zeroed when new
+ * and when gen is not the one it was last asked with (a module's caches go
+ * stale as a whole: a new trace, a new session; 0 for caches that never do);
  * NULL when it cannot be allocated (the caller goes without its cache). */
-void *thread_mem(thread_mem_slot *s, size_t size);
+void *thread_mem(thread_mem_slot *s, size_t size, unsigned gen);
 
 /* Frees every thread's blocks (the agent's release, when no callback runs:
  * ProfilerDetachSucceeded); slots seen after it allocate again. */

@@ -130,14 +130,14 @@ TEST(agent_clock) {
 }
 
 /* thread_mem.h: a block per slot and thread, zeroed, the same on every call,
- * freed as its thread exits, and every thread's freed by a release (after
- * which the slot allocates again). */
+ * zeroed again for a new generation, freed as its thread exits, and every
+ * thread's freed by a release (after which the slot allocates again). */
 static __thread thread_mem_slot t_test_slot;
 
 static void *use_slot(void *out) {
     unsigned long blocks, bytes;
-    unsigned char *p = thread_mem(&t_test_slot, 1000);
-    int ok = p != NULL && thread_mem(&t_test_slot, 1000) == p;
+    unsigned char *p = thread_mem(&t_test_slot, 1000, 0);
+    int ok = p != NULL && thread_mem(&t_test_slot, 1000, 0) == p;
     for (int i = 0; ok && i < 1000; i++)
         ok = p[i] == 0;
     thread_mem_totals(&blocks, &bytes);
@@ -156,15 +156,19 @@ TEST(agent_thread_mem) {
     thread_mem_totals(&b1, &y1);
     ASSERT_EQ(b1, b0); /* the thread's block went with it */
     ASSERT_EQ(y1, y0);
-    unsigned char *p = thread_mem(&t_test_slot, 64);
+    unsigned char *p = thread_mem(&t_test_slot, 64, 0);
     ASSERT(p != NULL);
+    p[0] = 7;
+    ASSERT_EQ(((unsigned char *)thread_mem(&t_test_slot, 64, 0))[0], 7); /* the same generation: kept */
+    ASSERT_EQ((unsigned char *)thread_mem(&t_test_slot, 64, 1), p); /* a new one: the same block, zeroed */
+    ASSERT_EQ(p[0], 0);
     p[0] = 7;
     thread_mem_totals(&b1, &y1);
     ASSERT_EQ(b1, b0 + 1);
     thread_mem_release();
     thread_mem_totals(&b1, &y1);
     ASSERT_EQ(b1, 0);
-    unsigned char *q = thread_mem(&t_test_slot, 64); /* the slot's epoch is stale: a new block */
+    unsigned char *q = thread_mem(&t_test_slot, 64, 1); /* the slot's epoch is stale: a new block */
     ASSERT(q != NULL);
     ASSERT_EQ(q[0], 0);
     thread_mem_release();

@@ -392,33 +392,26 @@ public static class SampleScenario
                     Interlocked.Add(ref total, r & 1);
                 });
         }
-        else if (what.StartsWith("block"))
-        {
-            var events = new AutoResetEvent[n];
-            for (int i = 0; i < n; i++)
-                events[i] = new AutoResetEvent(i % 8 == 0); // eight tokens go round
-            int rounds = 2000 * times;
-            for (int i = 0; i < n; i++)
-            {
-                int me = i;
-                threads[i] = new Thread(() =>
-                {
-                    long r = 0;
-                    for (int k = 0; k < rounds; k++)
-                    {
-                        events[me].WaitOne();
-                        r += HotTen(Round / 50);
-                        events[(me + 1) % n].Set();
-                    }
-                    Interlocked.Add(ref total, r & 1);
-                });
-            }
-        }
         else
         {
-            var sems = new SemaphoreSlim[n];
-            for (int i = 0; i < n; i++)
-                sems[i] = new SemaphoreSlim(i % 8 == 0 ? 1 : 0); // eight tokens go round
+            // the ring: eight tokens go round, each thread waits for one and passes it on
+            Action<int> wait, pass;
+            if (what.StartsWith("block"))
+            {
+                var events = new AutoResetEvent[n];
+                for (int i = 0; i < n; i++)
+                    events[i] = new AutoResetEvent(i % 8 == 0);
+                wait = i => events[i].WaitOne();
+                pass = i => events[i].Set();
+            }
+            else
+            {
+                var sems = new SemaphoreSlim[n];
+                for (int i = 0; i < n; i++)
+                    sems[i] = new SemaphoreSlim(i % 8 == 0 ? 1 : 0);
+                wait = i => sems[i].Wait();
+                pass = i => sems[i].Release();
+            }
             int rounds = 2000 * times;
             for (int i = 0; i < n; i++)
             {
@@ -428,9 +421,9 @@ public static class SampleScenario
                     long r = 0;
                     for (int k = 0; k < rounds; k++)
                     {
-                        sems[me].Wait();
+                        wait(me);
                         r += HotTen(Round / 50);
-                        sems[(me + 1) % n].Release();
+                        pass((me + 1) % n);
                     }
                     Interlocked.Add(ref total, r & 1);
                 });
