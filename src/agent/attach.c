@@ -72,7 +72,7 @@ static HRESULT initialize(IUnknown *unk, const dnp_attach_blob *blob) {
     cfg.locks = (int)blob->locks;
     cfg.lock_slice_us = dnp_setting_default(DNP_SET_LOCKS_SLICE_US);
     cfg.gc = blob->gc != 0;
-    cfg.threadpool = blob->threadpool != 0;
+    cfg.threadpool = blob->threadpool <= 2 ? (int)blob->threadpool : 1;
     cfg.every_ms = blob->every_ms; /* windows (windows.h) */
     snprintf(cfg.window_dir, sizeof cfg.window_dir, "%s", blob->window_dir);
     cfg.window_keep = blob->window_keep;

@@ -41,7 +41,7 @@ typedef struct agent_config {
     int sample_timers;    /* DNP_ENV_SAMPLE_TIMERS: 0 perf events, 1 per-thread POSIX CPU timers, 2 one process CPU timer, 3 auto */
     /* GC pauses and thread-pool starvation (gc_stats.c, threadpool.c, dnprof run/attach --gc, --threadpool) */
     int gc;               /* 1: one GcCollection per collection */
-    int threadpool;       /* 1: the thread pool's adjustments (starvation) */
+    int threadpool;       /* 1: the thread pool's adjustments (starvation) and counters; 2 (state): its counters read from its objects (pool_state.c) */
     /* windows (windows.c, dnprof run --every, docs/production.md) */
     unsigned every_ms;        /* a window's length, 0: no windows */
     char window_dir[4096];    /* where they go, %p not yet expanded; "": the session directory */

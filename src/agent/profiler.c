@@ -28,6 +28,7 @@
 #include "alloc_sampling.h"
 #include "locks.h"
 #include "gc_stats.h"
+#include "pool_state.h"
 #include "threadpool.h"
 #include "eventpipe.h"
 #include "sampler.h"
@@ -106,8 +107,12 @@ static void join_windows(const agent_config *cfg) {
         window_register_event(DNP_EV_GcSizes);
         window_register_event(DNP_EV_GcCollection);
     }
-    if (cfg->threadpool)
-        window_register_event(DNP_EV_ThreadPoolCounters); /* once a second: dnprof top's pool line */
+    if (cfg->threadpool == 1)
+        window_register_event(DNP_EV_ThreadPoolCounters); /* once a second: the pool's counters */
+    if (cfg->threadpool == 2) {
+        window_register_event(DNP_EV_ThreadPoolState); /* each window's end: dnprof top's pool line */
+        window_register_flush(pool_state_flush);
+    }
     if (cfg->locks) {
         window_register_event(DNP_EV_LockSite);
         window_register_flush(locks_flush_all); /* each window's waits, whole */

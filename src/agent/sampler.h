@@ -44,6 +44,12 @@ void sampler_jit_started(uint64_t function_id);
  * on the calling thread: samples there get a "[GC genN]" frame. */
 void sampler_gc_started(int ngens, const int *collected);
 void sampler_gc_finished(void);
+/* For a reader of the heap's objects outside the runtime's care (pool_state.c):
+ * a number that changes as each collection starts and ends, and in *running
+ * whether one runs now; UINT64_MAX when the collections are not followed (no
+ * --sample). Equal numbers before and after a read, neither running: no
+ * collection moved anything meanwhile. */
+uint64_t sampler_gc_seq(int *running);
 void sampler_jit_finished(void);
 
 /* Native code without frame pointers: among nw words at sp (the stack below

@@ -21,6 +21,7 @@
 
 atomic_uint sampler_gc_state; /* generation + 1 while a collection runs, else 0 */
 atomic_int sampler_gc_tid;    /* the thread that runs it */
+static atomic_uint_fast64_t g_gc_seq; /* collections started and finished: sampler_gc_seq */
 
 static atomic_int g_jit_on, g_gc_on;
 
@@ -44,11 +45,20 @@ void sampler_gc_started(int ngens, const int *collected) {
             depth = (uint32_t)i;
     atomic_store(&sampler_gc_tid, (int)gettid());
     atomic_store(&sampler_gc_state, depth + 1);
+    atomic_fetch_add(&g_gc_seq, 1);
 }
 
 void sampler_gc_finished(void) {
-    if (atomic_load_explicit(&g_gc_on, memory_order_relaxed) && atomic_load(&sampler_gc_tid) == (int)gettid())
+    if (atomic_load_explicit(&g_gc_on, memory_order_relaxed) && atomic_load(&sampler_gc_tid) == (int)gettid()) {
+        atomic_fetch_add(&g_gc_seq, 1);
         atomic_store(&sampler_gc_state, 0);
+    }
+}
+
+uint64_t sampler_gc_seq(int *running) {
+    uint64_t seq = atomic_load(&g_gc_seq);
+    *running = atomic_load(&sampler_gc_state) != 0;
+    return atomic_load(&g_gc_on) ? seq : UINT64_MAX;
 }
 
 uint32_t sampler_gc_now(int tid) {

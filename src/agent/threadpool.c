@@ -32,6 +32,7 @@
 #include "callbacks.h"
 #include "eventpipe.h"
 #include "gc_stats.h"
+#include "pool_state.h"
 #include "recorder.h"
 
 #define EV_ADJUSTMENT 55u
@@ -54,7 +55,9 @@ void threadpool_configure(const agent_config *cfg, uint32_t *mask_high) {
     if (!cfg->threadpool)
         return;
     ep_want(&g_consumer, mask_high);
-    ep_want(&g_counters, mask_high);
+    pool_state_reset();
+    if (cfg->threadpool == 1) /* 2: read from the pool's objects instead (pool_state.c) */
+        ep_want(&g_counters, mask_high);
 }
 
 static void on_started(void) {

@@ -306,7 +306,8 @@ static int top_attach(const top_opts *o, const char *session) {
     ao.events = "threads,exceptions";
     ao.sample = 1;
     ao.sample_rate = o->rate;
-    ao.alloc = ao.exceptions = ao.gc = ao.threadpool = 1;
+    ao.alloc = ao.exceptions = ao.gc = 1;
+    ao.threadpool = 2; /* the pool's line read from its objects, no EventCounters (pool_state.c) */
     ao.locks = o->locks;
     ao.every_ms = (unsigned)o->interval_ms;
     ao.timeout_s = o->timeout_s;
@@ -382,7 +383,7 @@ static int startup_settings(const top_opts *o) {
              o->rate ? (unsigned)o->rate : dnp_setting_default(DNP_SET_SAMPLE_RATE));
     return cli_setting_set(DNP_SET_SAMPLE, "cpu") || cli_setting_set(DNP_SET_SAMPLE_RATE, rate) ||
                    cli_setting_set(DNP_SET_ALLOC, "1") || cli_setting_set(DNP_SET_EXC_STACKS, "1") ||
-                   cli_setting_set(DNP_SET_GC, "1") || cli_setting_set(DNP_SET_THREADPOOL, "1") ||
+                   cli_setting_set(DNP_SET_GC, "1") || cli_setting_set(DNP_SET_THREADPOOL, "state") ||
                    cli_setting_set(DNP_SET_EVERY, every) ||
                    (o->locks && cli_setting_set(DNP_SET_LOCKS, "1"))
                ? 1

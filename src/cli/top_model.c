@@ -219,6 +219,7 @@ static void take_event(top_model *m, const dnp_trace *t, const dnp_trace_event *
         break;
     }
     case DNP_EV_LockConfig: iv->locks_seen = 1; break;
+    case DNP_EV_ThreadPoolState:
     case DNP_EV_ThreadPoolCounters:
         m->tp_threads = (long)e->v[DNP_V(ThreadPoolCounters, threads)];
         m->tp_queue = (long)e->v[DNP_V(ThreadPoolCounters, queue)];

@@ -85,7 +85,7 @@ typedef struct dnp_attach_blob {
     uint32_t locks;       /* 0: off */
     /* GC pauses and thread-pool starvation */
     uint32_t gc;          /* 1: GC statistics */
-    uint32_t threadpool;  /* 1: the thread pool's adjustments */
+    uint32_t threadpool;  /* 1: the thread pool's adjustments and counters; 2: its state read from its objects (dnprof top) */
     /* windows */
     uint32_t every_ms;    /* 0: no windows */
     char window_dir[DNP_BLOB_PATH_MAX];

@@ -440,3 +440,32 @@ const char *dnp_md_field_name(const dnp_md *md, uint32_t field) {
     uint32_t r = row_of(md, field, DNP_MD_FIELD);
     return r ? string_at(md, cell(md, DNP_MD_FIELD, r, 1)) : "";
 }
+
+uint32_t dnp_md_field_named(const dnp_md *md, uint32_t td, const char *name) {
+    uint32_t r = row_of(md, td, DNP_MD_TYPEDEF), n = md->rows[DNP_MD_FIELD];
+    if (!r)
+        return 0;
+    /* TypeDef's FieldList (column 4) starts a run that the next type's ends */
+    uint32_t first = cell(md, DNP_MD_TYPEDEF, r, 4);
+    uint32_t end = r < md->rows[DNP_MD_TYPEDEF] ? cell(md, DNP_MD_TYPEDEF, r + 1, 4) : n + 1;
+    if (end > n + 1)
+        end = n + 1;
+    for (uint32_t f = first; f && f < end; f++)
+        if (string_is(md, cell(md, DNP_MD_FIELD, f, 1), name))
+            return (uint32_t)DNP_MD_FIELD << 24 | f;
+    return 0;
+}
+
+int dnp_md_field_offset(const dnp_md *md, uint32_t field, uint32_t *offset) {
+    uint32_t r = row_of(md, field, DNP_MD_FIELD);
+    if (!r)
+        return -1;
+    /* FieldLayout (0x10): Offset, Field; sorted by Field (II.22), scanned
+     * whole all the same: it has a row per field of an explicit layout only */
+    for (uint32_t i = 1; i <= md->rows[DNP_MD_FIELDLAYOUT]; i++)
+        if (cell(md, DNP_MD_FIELDLAYOUT, i, 1) == r) {
+            *offset = cell(md, DNP_MD_FIELDLAYOUT, i, 0);
+            return 0;
+        }
+    return -1;
+}

@@ -29,7 +29,13 @@ typedef struct dnp_md {
 } dnp_md;
 
 /* Token tables (the token's high byte). */
-enum { DNP_MD_TYPEDEF = 0x02, DNP_MD_FIELD = 0x04, DNP_MD_METHODDEF = 0x06, DNP_MD_NESTEDCLASS = 0x29 };
+enum {
+    DNP_MD_TYPEDEF = 0x02,
+    DNP_MD_FIELD = 0x04,
+    DNP_MD_METHODDEF = 0x06,
+    DNP_MD_FIELDLAYOUT = 0x10,
+    DNP_MD_NESTEDCLASS = 0x29
+};
 
 /* Opens the metadata of a PE image: `image` is its first byte, `size` what may
  * be read from it (0 when unknown: then only what the headers say), `flat`
@@ -63,5 +69,10 @@ const char *dnp_md_type_name(const dnp_md *md, uint32_t td);
 const char *dnp_md_type_namespace(const dnp_md *md, uint32_t td);
 uint32_t dnp_md_type_enclosing(const dnp_md *md, uint32_t td);
 const char *dnp_md_field_name(const dnp_md *md, uint32_t field);
+/* The field of TypeDef td named name (its own fields, static or not), 0 if none. */
+uint32_t dnp_md_field_named(const dnp_md *md, uint32_t td, const char *name);
+/* The offset a type of explicit layout gives field ([FieldOffset], the
+ * FieldLayout table) into *offset: 0, or -1 when it gives none. */
+int dnp_md_field_offset(const dnp_md *md, uint32_t field, uint32_t *offset);
 
 #endif

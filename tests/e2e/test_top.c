@@ -40,18 +40,27 @@ static int file_has(const char *path, const char *text) {
     return has;
 }
 
-/* Starts `dotnet Scenarios.dll top run SECONDS` (stdout to DIR/NAME.out) and
+/* Starts `dotnet Scenarios.dll top ARGS`, or `EXE top ARGS` (the scenario
+ * alone, self-contained for an older runtime), stdout to DIR/NAME.out, and
  * waits for its "ready": its pid, or -1 after saying why. */
-static pid_t prog_start_args(const e2e_run *r, const char *name, const char *const *args, char *out, size_t cap) {
+static pid_t prog_start_exe(const e2e_run *r, const char *exe, const char *name, const char *const *args, char *out,
+                            size_t cap) {
     const char *dll = e2e_env("DNPROF_SCENARIOS");
-    if (!dll)
+    if (!dll && !exe)
         return -1;
     char err[PATH_MAX + 64];
     snprintf(out, cap, "%s/%s.out", r->dir, name);
     snprintf(err, sizeof err, "%s/%s.err", r->dir, name);
     const char *argv[12] = {e2e_dotnet(), dll, "top"};
+    int at = 3;
+    if (exe) {
+        argv[0] = exe;
+        argv[1] = "top";
+        argv[2] = NULL;
+        at = 2;
+    }
     for (int i = 0; args[i] && i < 8; i++)
-        argv[3 + i] = args[i];
+        argv[at + i] = args[i];
     pid_t pid = e2e_spawn((char *const *)argv, NULL, r->dir, out, NULL, err);
     for (int i = 0; pid > 0 && i < 600; i++) {
         if (file_has(out, "ready"))
@@ -61,6 +70,10 @@ static pid_t prog_start_args(const e2e_run *r, const char *name, const char *con
     fprintf(stderr, "e2e: the top scenario did not say ready\n");
     e2e_show_file("its stderr", err);
     return -1;
+}
+
+static pid_t prog_start_args(const e2e_run *r, const char *name, const char *const *args, char *out, size_t cap) {
+    return prog_start_exe(r, NULL, name, args, out, cap);
 }
 
 static pid_t prog_start(const e2e_run *r, const char *name, const char *seconds, char *out, size_t cap) {
@@ -240,12 +253,14 @@ static int prog_pool(const char *out, long *threads, long *queue) {
     return ok ? 0 : -1;
 }
 
-static int pool_body(e2e_run *r, pid_t *prog) {
+/* top pool N K by attach (EXE: the scenario alone, or NULL: Scenarios.dll),
+ * top's pool line against the program's own figures. */
+static int pool_body(e2e_run *r, const char *exe, pid_t *prog) {
     char out[PATH_MAX + 64], pid[32], n[16], k[16];
     snprintf(n, sizeof n, "%d", POOL_N);
     snprintf(k, sizeof k, "%d", POOL_K);
     const char *pargs[] = {"pool", n, k, "60", NULL};
-    ASSERT_GT(*prog = prog_start_args(r, "program", pargs, out, sizeof out), 0);
+    ASSERT_GT(*prog = prog_start_exe(r, exe, "program", pargs, out, sizeof out), 0);
     snprintf(pid, sizeof pid, "%d", (int)*prog);
     const char *args[] = {"top", pid, "-b", "-n", "4", "--json", NULL};
     ASSERT_EQ(e2e_dnprof(r, args), 0);
@@ -292,9 +307,27 @@ TEST(e2e_top_pool) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_top_pool"), 0);
     pid_t prog = -1;
-    int rc = pool_body(&r, &prog);
+    int rc = pool_body(&r, NULL, &prog);
     prog_kill(prog);
     return rc;
+}
+
+/* The same on .NET 8 and 9: the pool's fields are found by name in each
+ * runtime's CoreLib (WorkStealingQueueList's array is _queues there, s_queues
+ * in .NET 10). */
+TEST(e2e_top_pool_older_runtimes) {
+    const char *exes[] = {e2e_env("DNPROF_TOP_NET8"), e2e_env("DNPROF_TOP_NET9")};
+    const char *names[] = {"e2e_top_pool_older_runtimes.net8", "e2e_top_pool_older_runtimes.net9"};
+    for (int i = 0; i < 2; i++) {
+        ASSERT(exes[i]);
+        e2e_run r;
+        ASSERT_EQ(e2e_setup(&r, names[i]), 0);
+        pid_t prog = -1;
+        int rc = pool_body(&r, exes[i], &prog);
+        prog_kill(prog);
+        ASSERT_EQ(rc, 0);
+    }
+    return 0;
 }
 
 /* ---- the screen, in tmux ---- */

@@ -55,8 +55,16 @@ static void queries(const dnp_md *md, const uint8_t *data, size_t size) {
         if (owner && (owner & 0xffffff) > ntypes)
             abort();
     }
-    for (uint32_t r = 1; r <= md->rows[DNP_MD_FIELD] && r <= 512; r++)
-        inside(dnp_md_field_name(md, (uint32_t)DNP_MD_FIELD << 24 | r), data, size, "a field's name");
+    for (uint32_t r = 1; r <= md->rows[DNP_MD_FIELD] && r <= 512; r++) {
+        uint32_t f = (uint32_t)DNP_MD_FIELD << 24 | r, off = 0;
+        inside(dnp_md_field_name(md, f), data, size, "a field's name");
+        (void)dnp_md_field_offset(md, f, &off);
+    }
+    for (uint32_t r = 1; r <= ntypes && r <= 64; r++) { /* a field found is one of the type's */
+        uint32_t f = dnp_md_field_named(md, (uint32_t)DNP_MD_TYPEDEF << 24 | r, "_head");
+        if (f && (f >> 24 != DNP_MD_FIELD || strcmp(dnp_md_field_name(md, f), "_head")))
+            abort();
+    }
     /* tokens that are not rows: nothing */
     if (dnp_md_method_name(md, 0x06ffffffu)[0] || dnp_md_type_name(md, 0x02000000u)[0] ||
         dnp_md_method_owner(md, 0x02000001u))

@@ -100,6 +100,20 @@ static int check_corelib(const dnp_md *md) {
     for (uint32_t r = 1; r <= md->rows[DNP_MD_FIELD]; r++)
         continuation += !strcmp(dnp_md_field_name(md, (uint32_t)DNP_MD_FIELD << 24 | r), "m_continuationObject");
     ASSERT_EQ(continuation, 1); /* Task's */
+    /* a type's own fields by name, and an explicit layout's offsets (pool_state.c) */
+    uint32_t task = dnp_md_find_type(md, "System.Threading.Tasks", "Task", 0);
+    uint32_t cont = dnp_md_field_named(md, task, "m_continuationObject");
+    ASSERT_NE(cont, 0);
+    ASSERT_STREQ(dnp_md_field_name(md, cont), "m_continuationObject");
+    ASSERT_EQ(dnp_md_field_named(md, obj, "m_continuationObject"), 0); /* not Object's */
+    uint32_t off = 99;
+    ASSERT_EQ(dnp_md_field_offset(md, cont, &off), -1); /* Task's layout is the runtime's to choose */
+    uint32_t hat = dnp_md_find_type(md, "System.Collections.Concurrent", "PaddedHeadAndTail", 0);
+    uint32_t head = 0, tail = 0;
+    ASSERT_EQ(dnp_md_field_offset(md, dnp_md_field_named(md, hat, "Head"), &head), 0);
+    ASSERT_EQ(dnp_md_field_offset(md, dnp_md_field_named(md, hat, "Tail"), &tail), 0);
+    ASSERT_GE(head, 32u); /* a cache line (its size the build's) before each */
+    ASSERT_EQ(tail, 2 * head);
     /* tokens of other tables or past the rows: nothing */
     ASSERT_STREQ(dnp_md_method_name(md, obj), "");
     ASSERT_EQ(dnp_md_method_is(md, obj, ""), 1); /* as dnp_md_method_name's "" */

@@ -9,7 +9,8 @@
 //       SECONDS is 0)
 //   top pool N K SECONDS  a saturated thread pool of a known size: the pool's
 //       minimum and maximum set to N worker threads, N work items that block
-//       on one event, and K more queued behind them that cannot start; prints
+//       on one event, and K more queued behind them that cannot start (half in
+//       the last blocked thread's local queue, half in the global one); prints
 //       "ready" once the N are running, then every second "pool threads T
 //       queue Q" (ThreadPool.ThreadCount and PendingWorkItemCount, the
 //       program's own figures); after SECONDS releases them all and prints
@@ -137,12 +138,29 @@ public static class TopScenario
             Console.Error.WriteLine($"the pool refused {n} threads");
             return 1;
         }
+        // n items block every pool thread; the last of them to start puts half of
+        // the queued items in its own thread's local queue before it blocks (no
+        // thread is left to steal them), then the rest go to the global queue:
+        // PendingWorkItemCount counts both.
         var gate = new ManualResetEventSlim(false);
-        int running = 0;
-        for (int i = 0; i < n + queued; i++)
-            ThreadPool.UnsafeQueueUserWorkItem(_ => { Interlocked.Increment(ref running); gate.Wait(); }, null);
-        for (int i = 0; i < 1000 && Volatile.Read(ref running) < n; i++)
-            Thread.Sleep(10);
+        var localDone = new ManualResetEventSlim(false);
+        int running = 0, local = queued / 2;
+        Action<int> block = _ => gate.Wait();
+        Action<int> first = _ =>
+        {
+            if (Interlocked.Increment(ref running) == n)
+            {
+                for (int i = 0; i < local; i++)
+                    ThreadPool.UnsafeQueueUserWorkItem(block, 0, preferLocal: true);
+                localDone.Set();
+            }
+            gate.Wait();
+        };
+        for (int i = 0; i < n; i++)
+            ThreadPool.UnsafeQueueUserWorkItem(first, 0, preferLocal: false);
+        localDone.Wait(TimeSpan.FromSeconds(10));
+        for (int i = 0; i < queued - local; i++)
+            ThreadPool.UnsafeQueueUserWorkItem(block, 0, preferLocal: false);
         Console.WriteLine($"ready running={Volatile.Read(ref running)}");
         Console.Out.Flush();
         var wall = Stopwatch.StartNew();

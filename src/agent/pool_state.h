@@ -1,0 +1,21 @@
+/* pool_state.h: the thread pool's threads and queued work items, read from
+ * the pool's own objects at each window's end (dnprof top's pool line,
+ * DNPROF_THREADPOOL=state; docs/top.md). No managed code runs for it, where
+ * the runtime's EventCounters would run theirs in the program. Needs the
+ * sampler's view of the collections (--sample): an object is read only while
+ * none runs. */
+#ifndef DNP_POOL_STATE_H
+#define DNP_POOL_STATE_H
+
+#include <stdint.h>
+
+/* The pool's threads (ThreadPool.ThreadCount) and queued work items
+ * (ThreadPool.PendingWorkItemCount): 0, or -1 when there is no pool yet, a
+ * collection ran meanwhile, or what was read did not hold together. */
+int pool_state_read(uint64_t *threads, uint64_t *queue);
+/* A window's end (windows.h): one ThreadPoolState record when the read works. */
+void pool_state_flush(void);
+/* Forgets what was learned (a new attach). */
+void pool_state_reset(void);
+
+#endif
