@@ -28,8 +28,9 @@
  * of explicit layout (PaddedHeadAndTail, CacheLineSeparated). The classes
  * come without loading any: a static field's class from one of its methods
  * (GetFunctionFromToken only looks a method up), an object's from the
- * MethodTable at its start (a ClassID is one). Until the program has a pool
- * (its classes loaded, its statics set), there is nothing to read: no record.
+ * MethodTable at its start (a ClassID is one). A part the program has not
+ * made yet (its class not loaded, or its statics not set) counts as empty: a
+ * program that never used its pool has 0 threads and 0 items queued.
  *
  * The objects are read with memread (no fault on what is not mapped) while no
  * collection runs: the collections' sequence (sampler_gc_seq) is the same
@@ -76,6 +77,7 @@ static struct {
     uint32_t counts;                               /* in PortableThreadPool.CacheLineSeparated */
     kind k[NKINDS];
     mdTypeDef t_pool, t_wsql, t_tp;
+    mdFieldDef f_work_queue, f_queues, f_instance;
 } P;
 
 /* ---- set-up ---- */
@@ -130,22 +132,36 @@ static mdTypeDef type(const char *ns, const char *name, mdTypeDef in) {
     return dnp_md_find_type(&P.md, in ? "" : ns, name, in);
 }
 
-/* The address of static field `field` of td, whose method `method` tells its
- * class: 0 while the class is not loaded or its statics not set. */
-static uint64_t static_at(mdTypeDef td, const char *method, const char *field) {
+/* A root of what is read: static field f of td, whose method `method` tells
+ * its class. 1 with its address in *at; 0 while there is nothing there yet
+ * (the class not loaded: the runtime has no method of it; or its statics not
+ * set: CORPROF_E_DATAINCOMPLETE), which counts as an empty pool; -1 when the
+ * runtime refuses otherwise. */
+static int static_at(mdTypeDef td, const char *method, mdFieldDef f, uint64_t *at) {
     uint32_t m = 0;
-    mdFieldDef f = dnp_md_field_named(&P.md, td, field);
     FunctionID fid = 0;
     ClassID cls = 0;
     ModuleID mod = 0;
     mdToken tok = 0;
     void *addr = NULL;
-    if (!f || !dnp_md_methods_named(&P.md, td, method, &m, 1) ||
-        INFO_CALL(GetFunctionFromToken, P.corelib, m, &fid) != S_OK || !fid ||
-        INFO_CALL(GetFunctionInfo, fid, &cls, &mod, &tok) != S_OK || !cls ||
-        INFO_CALL(GetAppDomainStaticAddress, cls, f, P.domain, &addr) != S_OK)
+    if (*at)
+        return 1;
+    if (!dnp_md_methods_named(&P.md, td, method, &m, 1))
+        return -1;
+    /* a MethodDef the runtime has no method for (its type not loaded):
+     * E_INVALIDARG from .NET 8 to 10, a null id in older runtimes */
+    HRESULT hr = INFO_CALL(GetFunctionFromToken, P.corelib, m, &fid);
+    if (hr == E_INVALIDARG || hr == CORPROF_E_DATAINCOMPLETE || (hr == S_OK && !fid))
         return 0;
-    return (uint64_t)(uintptr_t)addr;
+    if (hr != S_OK || INFO_CALL(GetFunctionInfo, fid, &cls, &mod, &tok) != S_OK || !cls)
+        return -1;
+    hr = INFO_CALL(GetAppDomainStaticAddress, cls, f, P.domain, &addr);
+    if (hr == CORPROF_E_DATAINCOMPLETE)
+        return 0;
+    if (hr != S_OK || !addr)
+        return -1;
+    *at = (uint64_t)(uintptr_t)addr;
+    return 1;
 }
 
 /* The types and the offsets the metadata gives. 0, or -1: this CoreLib is not
@@ -168,7 +184,12 @@ static int find_types(void) {
     for (int i = 0; i < NKINDS; i++)
         if (!P.k[i].td)
             return -1;
-    if (!P.t_tp || !P.t_wsql || !sep || !hat ||
+    P.f_work_queue = P.t_tp ? dnp_md_field_named(&P.md, P.t_tp, "s_workQueue") : 0;
+    P.f_instance = dnp_md_field_named(&P.md, P.t_pool, "ThreadPoolInstance");
+    P.f_queues = P.t_wsql ? dnp_md_field_named(&P.md, P.t_wsql, "s_queues") : 0; /* .NET 10 */
+    if (!P.f_queues && P.t_wsql)
+        P.f_queues = dnp_md_field_named(&P.md, P.t_wsql, "_queues"); /* .NET 8 and 9 */
+    if (!P.f_work_queue || !P.f_instance || !P.f_queues || !sep || !hat ||
         dnp_md_field_offset(&P.md, dnp_md_field_named(&P.md, hat, "Head"), &P.hat_head) ||
         dnp_md_field_offset(&P.md, dnp_md_field_named(&P.md, hat, "Tail"), &P.hat_tail) ||
         dnp_md_field_offset(&P.md, dnp_md_field_named(&P.md, sep, "counts"), &P.counts))
@@ -176,24 +197,25 @@ static int find_types(void) {
     return 0;
 }
 
-/* 1 ready, 0 not yet (no pool so far), -1 never. */
+/* 1 ready (the roots found so far), -1 never (said once). */
 static int setup(void) {
     if (P.state)
         return P.state;
-    if (!P.corelib && (find_corelib() || find_types())) {
+    if (find_corelib() || find_types()) {
         rec_note(1, "the thread pool's threads and queue not read: this runtime's CoreLib lacks a type or field "
                     "they are read from (src/agent/pool_state.c)");
         return P.state = -1;
     }
-    if (!P.s_work_queue)
-        P.s_work_queue = static_at(P.t_tp, "QueueUserWorkItem", "s_workQueue");
-    if (!P.s_queues) /* .NET 10 names it s_queues */
-        P.s_queues = static_at(P.t_wsql, "Add", "s_queues");
-    if (!P.s_queues)
-        P.s_queues = static_at(P.t_wsql, "Add", "_queues");
-    if (!P.s_instance)
-        P.s_instance = static_at(P.t_pool, "SetMinThreads", "ThreadPoolInstance");
-    return P.s_work_queue && P.s_queues && P.s_instance ? (P.state = 1) : 0;
+    return P.state = 1;
+}
+
+/* The roots' addresses, found once each there is something there: 0 with
+ * each one still absent (an empty pool) left 0, or -1. */
+static int roots(void) {
+    int a = static_at(P.t_tp, "QueueUserWorkItem", P.f_work_queue, &P.s_work_queue);
+    int b = static_at(P.t_wsql, "Add", P.f_queues, &P.s_queues);
+    int c = static_at(P.t_pool, "SetMinThreads", P.f_instance, &P.s_instance);
+    return a < 0 || b < 0 || c < 0 ? -1 : 0;
 }
 
 /* ---- reading ---- */
@@ -272,6 +294,8 @@ static int64_t queue_count(uint64_t q) {
 static int64_t local_count(void) {
     uint64_t arr = 0, items[64];
     uint32_t len = 0;
+    if (!P.s_queues)
+        return 0; /* no worker has a local queue yet */
     if (rd64(P.s_queues, &arr) || !arr || memread(arr + ARRAY_LENGTH_AT, &len, 4) != 4 || len > MAX_LOCAL_QUEUES)
         return -1;
     int64_t sum = 0;
@@ -294,6 +318,8 @@ static int64_t local_count(void) {
 static int64_t global_count(void) {
     uint64_t wq = 0, q[2], arr = 0;
     kind *k = &P.k[K_WORK_QUEUE];
+    if (!P.s_work_queue)
+        return 0; /* nothing queued yet */
     if (rd64(P.s_work_queue, &wq) || !is(wq, k) || rd64(wq + k->off[0], &q[0]) || rd64(wq + k->off[1], &q[1]) ||
         (k->off[2] && rd64(wq + k->off[2], &arr)))
         return -1;
@@ -316,6 +342,9 @@ static int64_t global_count(void) {
 static int pool_threads(uint64_t *threads) {
     uint64_t pool = 0, counts = 0;
     kind *k = &P.k[K_POOL];
+    *threads = 0;
+    if (!P.s_instance)
+        return 0; /* no pool yet */
     if (rd64(P.s_instance, &pool) || !is(pool, k) || rd64(pool + k->off[0] + P.counts, &counts))
         return -1;
     *threads = (counts >> 16) & 0xffff; /* ThreadCounts: NumExistingThreads, a short at bit 16 */
@@ -323,7 +352,7 @@ static int pool_threads(uint64_t *threads) {
 }
 
 int pool_state_read(uint64_t *threads, uint64_t *queue) {
-    if (setup() <= 0)
+    if (setup() < 0 || roots() < 0)
         return -1;
     int gc_before, gc_after;
     uint64_t seq = P.seq = sampler_gc_seq(&gc_before);

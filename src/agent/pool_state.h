@@ -10,8 +10,9 @@
 #include <stdint.h>
 
 /* The pool's threads (ThreadPool.ThreadCount) and queued work items
- * (ThreadPool.PendingWorkItemCount): 0, or -1 when there is no pool yet, a
- * collection ran meanwhile, or what was read did not hold together. */
+ * (ThreadPool.PendingWorkItemCount), 0 and 0 before the program made its
+ * pool: 0, or -1 when this runtime's pool is not one this reads, a collection
+ * ran meanwhile, or what was read did not hold together. */
 int pool_state_read(uint64_t *threads, uint64_t *queue);
 /* A window's end (windows.h): one ThreadPoolState record when the read works. */
 void pool_state_flush(void);
