@@ -38,7 +38,6 @@
  * asked about was read from a live object, so it is a real one. */
 #include "pool_state.h"
 
-#include <stdatomic.h>
 #include <string.h>
 
 #include "agent.h"
