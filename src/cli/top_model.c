@@ -219,8 +219,11 @@ static void take_event(top_model *m, const dnp_trace *t, const dnp_trace_event *
         break;
     }
     case DNP_EV_LockConfig: iv->locks_seen = 1; break;
-    case DNP_EV_ThreadPoolState:
-    case DNP_EV_ThreadPoolCounters:
+    case DNP_EV_ThreadPoolState: /* read from the pool's objects (dnprof top's agent) */
+        m->tp_threads = (long)e->v[DNP_V(ThreadPoolState, threads)];
+        m->tp_queue = (long)e->v[DNP_V(ThreadPoolState, queue)];
+        break;
+    case DNP_EV_ThreadPoolCounters: /* the runtime's EventCounters (windows of dnprof run --threadpool --every) */
         m->tp_threads = (long)e->v[DNP_V(ThreadPoolCounters, threads)];
         m->tp_queue = (long)e->v[DNP_V(ThreadPoolCounters, queue)];
         break;
