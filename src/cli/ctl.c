@@ -214,6 +214,11 @@ int ctl_detach(pid_t pid, int fd, int timeout_ms, uint64_t *events, char *err, s
             return -1;
         }
         if (strncmp(line, "error", 5) == 0) {
+            /* a detach asked as the program exits: its runtime has begun to
+             * shut down and cannot take it (the detach thread's event is gone:
+             * ERROR_INVALID_HANDLE); the program's end completes the trace */
+            if (proc_gone(pid))
+                return 1;
             snprintf(err, errlen, "the agent in pid %d cannot detach: %s", (int)pid, line + 6);
             return -1;
         }
