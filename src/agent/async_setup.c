@@ -9,8 +9,8 @@
 
 #include "agent.h"
 #include "il_body.h"
+#include "module_md.h"
 #include "names.h"
-#include "utf16.h"
 
 /* ---- CoreLib's types ---- */
 
@@ -38,23 +38,6 @@ static mdMethodDef find_move_next(mdTypeDef td, unsigned nparams) {
             return ms[i];
     }
     return 0;
-}
-
-/* A module's metadata, read in place from the image the runtime loaded
- * (cli_metadata.h): the runtime's own IMetaDataImport over CoreLib, opened at
- * start-up, cost every program about 3 ms of CPU (BENCHMARKS.md). -1 when the
- * module has no image (a dynamic one) or it cannot be read. */
-static int module_md_read(ModuleID module, dnp_md *md) {
-    LPCBYTE base = NULL;
-    ULONG len = 0;
-    AssemblyID assembly = 0;
-    DWORD flags = 0;
-    if (!AGENT_HAS_INFO(GetModuleInfo2) ||
-        INFO_CALL(GetModuleInfo2, module, &base, 0, &len, NULL, &assembly, &flags) != S_OK || !base ||
-        (flags & COR_PRF_MODULE_DYNAMIC))
-        return -1;
-    char err[160];
-    return dnp_md_open(md, base, 0, (flags & COR_PRF_MODULE_FLAT_LAYOUT) != 0, err, sizeof err);
 }
 
 /* The probe's call site signature, a token added to CoreLib's metadata:
@@ -98,15 +81,7 @@ static mdSignature probe_signature(ModuleID module) {
 static int corelib_setup(ModuleID module) {
     if (A.corelib_ready)
         return A.corelib == module && A.corelib_ready > 0;
-    char16_t w[1024];
-    ULONG len = 0;
-    if (INFO_CALL(GetModuleInfo, module, NULL, 1024, &len, (WCHAR *)w, NULL) != S_OK || len == 0)
-        return 0;
-    char path[1024];
-    dnp_utf16_name(w, 1024, len, path, sizeof path);
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    if (strcmp(base, "System.Private.CoreLib.dll") != 0)
+    if (!module_is_corelib(module))
         return 0;
     A.corelib = module;
     A.corelib_ready = -1;

@@ -44,9 +44,9 @@
 #include "callbacks.h"
 #include "cli_metadata.h"
 #include "memread.h"
+#include "module_md.h"
 #include "recorder.h"
 #include "sampler.h"
-#include "utf16.h"
 
 #define MAX_SEGMENTS 4096    /* a queue's segments followed (each holds 32 to 1M items) */
 #define MAX_LOCAL_QUEUES 4096 /* workers' local queues */
@@ -81,28 +81,15 @@ static struct {
 
 /* ---- set-up ---- */
 
+/* m if it is CoreLib: its metadata and its domain. 0, or -1. */
 static int corelib_md(ModuleID m) {
-    WCHAR w[512];
-    ULONG len = 0;
     LPCBYTE base = NULL;
+    ULONG len = 0;
     AssemblyID assembly = 0;
-    if (INFO_CALL(GetModuleInfo, m, &base, 512, &len, w, &assembly) != S_OK || len == 0)
-        return -1;
-    char path[512];
-    dnp_utf16_name((const char16_t *)w, 512, len, path, sizeof path);
-    const char *name = strrchr(path, '/');
-    if (strcmp(name ? name + 1 : path, "System.Private.CoreLib.dll") != 0)
-        return -1;
-    DWORD flags = 0;
-    if (!AGENT_HAS_INFO(GetModuleInfo2) ||
-        INFO_CALL(GetModuleInfo2, m, &base, 0, &len, NULL, &assembly, &flags) != S_OK || !base ||
-        (flags & COR_PRF_MODULE_DYNAMIC))
-        return -1;
-    char err[160];
-    if (dnp_md_open(&P.md, base, 0, (flags & COR_PRF_MODULE_FLAT_LAYOUT) != 0, err, sizeof err) != 0)
-        return -1;
     ModuleID manifest = 0;
-    if (FAILED(INFO_CALL(GetAssemblyInfo, assembly, 0, &len, NULL, &P.domain, &manifest)) || !P.domain)
+    if (!module_is_corelib(m) || module_md_read(m, &P.md) != 0 ||
+        INFO_CALL(GetModuleInfo, m, &base, 0, &len, NULL, &assembly) != S_OK ||
+        FAILED(INFO_CALL(GetAssemblyInfo, assembly, 0, &len, NULL, &P.domain, &manifest)) || !P.domain)
         return -1;
     P.corelib = m;
     return 0;
