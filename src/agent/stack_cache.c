@@ -42,6 +42,22 @@ void stack_cache_invalidate(void) {
     atomic_fetch_add(&g_gen, 1);
 }
 
+/* The length of the stack text's leading frames that are the runtime's managed
+ * event source raising the event (Lock's contention, WaitHandle's waits on .NET
+ * 9+ are raised from managed code): the program does not wait in them. The
+ * innermost frame kept is the code that raised it (Lock::TryEnterSlow). */
+static size_t event_source_frames(const char *text, size_t len) {
+    static const char src[] = "System.Diagnostics.Tracing.NativeRuntimeEventSource::";
+    size_t at = 0;
+    while (len - at > sizeof src - 1 && memcmp(text + at, src, sizeof src - 1) == 0) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        if (!nl)
+            return 0; /* the event source alone: kept, a stack is never empty */
+        at = (size_t)(nl - text) + 1;
+    }
+    return at;
+}
+
 /* The stack's string number: from the event's frames when the runtime gives
  * them, else from a snapshot of this thread (the runtime's in-process sessions
  * deliver no frames on .NET 10). Innermost frame first. *key_out: the key of
@@ -83,7 +99,8 @@ static uint32_t exact_stack_sid(stack_tls *t, ULONG nframes, const UINT_PTR *fra
     }
     char text[STACK_TEXT_MAX];
     size_t len = names_frames_text(s.f, s.n, s.more, 512, text, sizeof text);
-    uint32_t sid = s.n ? rec_string(text, len) : 0;
+    size_t skip = event_source_frames(text, len);
+    uint32_t sid = s.n ? rec_string(text + skip, len - skip) : 0;
     if (t) {
         t->stacks[slot].key = key;
         t->stacks[slot].sid = sid;
