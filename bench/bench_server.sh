@@ -6,7 +6,7 @@
 #
 # BUILD is the build directory (libdnprof.so, the Scenarios program). Each
 # workload (default: busy64 busy256 wake64; also block64, the ring of wake64
-# through AutoResetEvent, which blocks without spinning: SampleScenario.cs) is first sized
+# through Semaphore, which blocks without spinning: SampleScenario.cs) is first sized
 # to about SECONDS (default 10) of wall time alone, then run PAIRS times
 # (default 5) in every configuration, interleaved round by round:
 #
@@ -16,10 +16,12 @@
 #   cpu100   --sample (cpu time) at 100 Hz     cpu1k   at 1 kHz
 #   proc100  cpu at 100 Hz by one timer on the process's CPU time
 #            (DNPROF_SAMPLE_TIMERS=process)
-#   wall100  --sample=wall at 100 Hz (at most 16 threads signalled a tick)
+#   wall100  --sample=wall at 100 Hz (at most 16 threads a tick, signalled by
+#            the sampler thread, a thread still waiting where its last sample
+#            found it counted again without a signal: the default)
 #   wallall  the same, every thread every tick (DNPROF_SAMPLE_WALL_THREADS=0)
-#   wallsig  wall100 with the sampler thread signalling each thread, the way
-#            before per-thread wall timers (DNPROF_SAMPLE_TIMERS=0)
+#   wallsig  wall100 with every due thread signalled (DNPROF_SAMPLE_TIMERS=0)
+#   walltimer wall100 with a timer per thread signalling it (DNPROF_SAMPLE_TIMERS=1)
 #   dtrace   dotnet-trace collect at its defaults, when it is on PATH
 #
 # Each run is measured by perf stat (task-clock: the CPU time of every thread
@@ -66,6 +68,7 @@ run_one() {
         wall100) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100) ;;
         wallall) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_WALL_THREADS=0) ;;
         wallsig) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_TIMERS=0) ;;
+        walltimer) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_TIMERS=1) ;;
         esac
     fi
     [ "$cfg" = dtrace ] && cmd=(dotnet-trace collect -o "$TMP/t.nettrace" -- "${cmd[@]}")

@@ -174,9 +174,12 @@ static void timers_configure(const agent_config *cfg) {
     S.process_timer = (cfg->sample_timers == 2 || S.process_timer_auto) && S.mode == SAMPLER_CPU;
     S.wall_threads = (unsigned)cfg->sample_wall_threads;
     S.wall_cursor = S.wall_most = 0;
-    /* wall: a timer per thread (DNP_ENV_SAMPLE_TIMERS=0: the sampler thread wakes every period and
-     * signals each thread itself, a system call per signal; BENCHMARKS.md) */
-    S.wall_timers = S.mode == SAMPLER_WALL && cfg->sample_timers != 0;
+    /* wall (BENCHMARKS.md): auto, the sampler thread wakes every period and signals each thread
+     * itself, but a thread still waiting where its last sample found it is counted again without a
+     * signal; 0 the same, every thread signalled; 1 or process, a timer per thread */
+    S.wall_timers = S.mode == SAMPLER_WALL && (cfg->sample_timers == 1 || cfg->sample_timers == 2);
+    S.wall_idle = S.mode == SAMPLER_WALL && !S.wall_timers && cfg->sample_timers != 0 && !S.calls;
+    S.wall_again = S.wall_probes = 0;
     S.wall_stride = 1;
     S.wall_timed = S.wall_untimed = 0;
 }
@@ -318,7 +321,11 @@ void sampler_stop(void) {
     if (S.mode == SAMPLER_WALL)
         rec_note(0, "wall sampling: %u threads signalled by a timer of their own, %u by the sampler thread%s",
                  S.wall_timed, S.wall_timers ? S.wall_untimed : (unsigned)S.threads,
-                 S.wall_timers ? "" : " (" DNP_ENV_SAMPLE_TIMERS "=0)");
+                 S.wall_timers ? " (" DNP_ENV_SAMPLE_TIMERS "=1)" : "");
+    if (S.wall_idle)
+        rec_note(0, "wall sampling: %llu samples of threads still waiting where their last sample found them, "
+                    "counted again without a signal (%llu looks at /proc/self/task/TID/syscall)",
+                 (unsigned long long)S.wall_again, (unsigned long long)S.wall_probes);
     rec_note(0, "sampler memory reads: %s", memread_path());
     release_memory();
     symbols_release();

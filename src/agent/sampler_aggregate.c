@@ -65,8 +65,9 @@ static void node_count(uint32_t i, int self, uint32_t w) {
 }
 
 /* A stack, leaf first: frame k is (funcs[k], names[k]). When the trees are
- * full, the deepest node reached holds the sample. */
-static void tree_add(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n, uint32_t w) {
+ * full, the deepest node reached holds the sample. Returns the leaf's node, 0
+ * when the trees were full. */
+static uint32_t tree_add(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n, uint32_t w) {
     uint32_t node = 0;
     S.samples += w;
     for (uint32_t k = n; k-- > 0;) {
@@ -77,11 +78,12 @@ static void tree_add(uint32_t tid, const uint64_t *funcs, const uint32_t *names,
                 S.nodes[node].samples -= w;
                 node_count(node, 1, w);
             }
-            return;
+            return 0;
         }
         node_count(c, k == 0, w);
         node = c;
     }
+    return node;
 }
 
 /* ---- thread names ---- */
@@ -138,9 +140,16 @@ static void names_refresh(void) {
     }
 }
 
-void sampler_aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n, uint32_t w) {
+uint32_t sampler_aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n, uint32_t w) {
     name_sampled(tid);
-    tree_add(tid, funcs, names, n, w);
+    return tree_add(tid, funcs, names, n, w);
+}
+
+void sampler_aggregate_again(uint32_t tid, uint32_t leaf, uint32_t w) {
+    (void)tid; /* its name is not read again: a thread that has not run since has not renamed itself */
+    S.samples += w;
+    for (uint32_t i = leaf; i; i = S.nodes[i].parent) /* node 0 is the roots' parent */
+        node_count(i, i == leaf, w);
 }
 
 /* ---- a record's frames ---- */
@@ -299,7 +308,8 @@ static void async_callers(frames *st, const srec *r, uint32_t cut) {
     st->m += n;
 }
 
-static void aggregate_record(uint32_t tid, const srec *r) {
+/* Returns the record's leaf node (0: the trees were full, or no stack). */
+static uint32_t aggregate_record(uint32_t tid, const srec *r) {
     frames st;
     st.m = 0;
     uint32_t cut = 0; /* frames leafward of the innermost async resume's caller */
@@ -355,7 +365,7 @@ static void aggregate_record(uint32_t tid, const srec *r) {
     sampler_unwind_counts(r->flags);
     if ((r->flags & REC_UNW_STOP) && st.m < FRAMES_CAP)
         push(&st, 0, S.stopped_name); /* the stack above is not known: said, not guessed */
-    sampler_aggregate(tid, st.funcs, st.names, st.m, r->weight ? r->weight : 1);
+    return sampler_aggregate(tid, st.funcs, st.names, st.m, r->weight ? r->weight : 1);
 }
 
 void sampler_drain(void) {
@@ -368,8 +378,15 @@ void sampler_drain(void) {
         unsigned t = atomic_load_explicit(&s->tail, memory_order_relaxed);
         for (; t != h; t++) {
             const srec *r = &slot_ring(s)[t % RING];
-            if (tid > 0)
-                aggregate_record((uint32_t)tid, r);
+            uint32_t leaf = tid > 0 ? aggregate_record((uint32_t)tid, r) : 0;
+            /* waiting in a system call, nothing else on the thread: counted again while it waits there */
+            int idle = leaf && (r->flags & REC_WAITING) && r->idle_len && !r->gc && !r->jit;
+            s->idle_leaf = idle ? leaf : 0;
+            s->idle_sp = r->sp;
+            s->idle_pc = r->ip[0];
+            s->idle_len = r->idle_len;
+            s->idle_hash = r->idle_hash;
+            s->idle_cpu = 0;
             atomic_store_explicit(&s->tail, t + 1, memory_order_release);
         }
         S.dropped += atomic_exchange(&s->dropped, 0);

@@ -23,6 +23,7 @@
 #define SP_WORDS 64u           /* words kept from the interrupted stack pointer up */
 #define SP_WORDS_MIN 8u        /* of which at least, before the stack's bounds are known */
 #define RING 32u               /* samples a thread may hold before the sampler drains them */
+#define IDLE_SPAN (32u << 10)  /* wall: a waiting thread's stack, from SP up, that says it has not moved */
 #define MAX_NODES (1u << 18)   /* nodes of all trees together */
 #define NODE_HASH (1u << 19)
 #define HASH_FIRST 4096u  /* the node and address indexes' first size */
@@ -58,6 +59,9 @@ typedef struct srec {
     uint64_t jit;    /* the method the thread was compiling, 0 none */
     uint32_t weight; /* periods it stands for: 1 + the timer's overruns */
     uint64_t top; /* maybe the leaf's return address (arch_leaf_return: the word at SP, or lr) */
+    uint64_t sp;  /* the interrupted stack pointer */
+    uint64_t idle_hash; /* wall, waiting: the hash of idle_len bytes of the stack at sp (stack_hash) */
+    uint32_t idle_len;  /* 0: not hashed */
     uint64_t extra;  /* bit k: ip[k] was found by the OSR scan, not by the chain */
     uint64_t frameless; /* bit k: ip[k] was read where a frameless caller's return address lies (S.frameless) */
     uint32_t nwords;
@@ -85,6 +89,14 @@ typedef struct sslot {
     atomic_uint owed;           /* wall: periods given by the sampler thread, taken by the handler's next sample */
     uint64_t wall_due;          /* wall: the time up to which periods were given (sampler thread), 0 none yet */
     atomic_ullong wall_last;    /* wall, its own timer: the time up to which its samples have counted, 0 no timer */
+    /* wall, the sampler thread only: its last sample found it waiting in a system call; that
+     * sample's node (0 none), stack pointer and PC, to count it again without a signal while it
+     * still waits there (sampler_signal_all) */
+    uint32_t idle_leaf;
+    uint32_t idle_len;
+    uint64_t idle_sp, idle_pc, idle_hash;
+    uint64_t idle_cpu; /* its CPU time when last found still waiting there, 0 not yet */
+    uint8_t idle_misses, idle_skip; /* looks in a row that found it elsewhere; visits to go without one */
 } sslot; /* its ring is apart (slot_ring): the loops over the slots touch a page per 39 of them, not one each */
 
 typedef struct anode {
@@ -157,6 +169,9 @@ typedef struct sampler_state {
     unsigned wall_cursor;  /* wall: the slot where the next tick's turn starts */
     unsigned wall_most;    /* wall: the most threads seen at one tick */
     int wall_timers;       /* wall: a timer per thread signals it (no signal sent by the sampler thread) */
+    int wall_idle;         /* wall, signalled by the sampler thread: a thread still waiting where its last
+                            * sample found it is counted again without a signal */
+    uint64_t wall_again, wall_probes; /* wall: samples counted again so; the looks that asked */
     unsigned wall_stride;  /* wall: each thread's timer fires every wall_stride periods */
     unsigned wall_timed, wall_untimed; /* wall: threads given a timer; threads whose timer was refused */
 
@@ -207,6 +222,20 @@ typedef struct sampler_state {
 extern sampler_state sampler_s;
 #define S sampler_s /* the short name, in the sampler's files only */
 
+/* The hash of n words (a waiting thread's stack: the same words, the same
+ * frames and the same return addresses). Four lanes, so that 32 KB take about
+ * a microsecond. Async-signal-safe. */
+static inline uint64_t stack_hash(const uint64_t *w, size_t n) {
+    uint64_t h[4] = {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0x27d4eb2f165667c5ull};
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (unsigned k = 0; k < 4; k++)
+            h[k] = (h[k] ^ w[i + k]) * 0x100000001b3ull;
+    for (; i < n; i++)
+        h[0] = (h[0] ^ w[i]) * 0x100000001b3ull;
+    return (h[0] ^ h[1] * 31 ^ h[2] * 961 ^ h[3] * 29791) ^ n;
+}
+
 /* The samples a slot holds for the sampler thread: head written by the
  * handler, tail by the sampler. Async-signal-safe. */
 static inline srec *slot_ring(const sslot *s) {
@@ -253,7 +282,11 @@ int sampler_frameless_slot(uint64_t ret); /* async-signal-safe: -1 none */
 void sampler_frameless_clear(void);
 
 /* The trees (sampler_aggregate.c). */
-void sampler_aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n, uint32_t w);
+/* Returns the stack's leaf node, 0 when the trees were full. */
+uint32_t sampler_aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n, uint32_t w);
+/* The stack that ends at leaf counted again, w periods more (a thread still
+ * waiting where its last sample found it). */
+void sampler_aggregate_again(uint32_t tid, uint32_t leaf, uint32_t w);
 void sampler_drain(void);
 void sampler_emit_dirty(void);
 

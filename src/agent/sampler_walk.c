@@ -171,6 +171,7 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
     arch_regs g;
     arch_context_regs(ucontext, &g);
     uint64_t sp = g.sp, fp = g.fp;
+    r->sp = sp;
     uint64_t lo = atomic_load_explicit(&s->lo, memory_order_relaxed);
     uint64_t hi = atomic_load_explicit(&s->hi, memory_order_relaxed);
     uint32_t n = 0, flags = 0;
@@ -243,8 +244,15 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
     }
     if (ix)
         unwind_leave();
-    if (S.mode == SAMPLER_WALL && arch_at_syscall(&g))
+    r->idle_len = 0;
+    if (S.mode == SAMPLER_WALL && arch_at_syscall(&g)) {
         flags |= REC_WAITING;
+        if (S.wall_idle && known) { /* what says later that it still waits here (sampler_signal_all) */
+            uint64_t len = hi - sp < IDLE_SPAN ? (hi - sp) & ~7ull : IDLE_SPAN;
+            r->idle_len = (uint32_t)len;
+            r->idle_hash = stack_hash((const uint64_t *)(uintptr_t)sp, len / 8);
+        }
+    }
     r->gc = sampler_gc_now(atomic_load_explicit(&s->tid, memory_order_relaxed));
     r->jit = sampler_jit_now(atomic_load_explicit(&s->tid, memory_order_relaxed));
     r->n = n;

@@ -19,12 +19,13 @@
  * the default) and timers (DNPROF_SAMPLE_TIMERS, NULL: the default); checks
  * the time under each method against what the threads timed themselves.
  * Returns 0, or -1 having said why. */
-static int wall_run(e2e_run *r, const char *wall_threads, const char *timers, const char *what) {
+static int wall_run_of(e2e_run *r, const char *scenario, const char *wall_threads, const char *timers,
+                      const char *what) {
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     if (!dll)
         return -1;
     const char *args[] = {"run", "--quiet", "--sample=wall", "-o", r->trace, "--", e2e_dotnet(), dll,
-                          "sample", "waitsplit", THREADS, SECONDS, NULL};
+                          "sample", scenario, THREADS, SECONDS, NULL};
     if (wall_threads)
         setenv(DNP_ENV_SAMPLE_WALL_THREADS, wall_threads, 1);
     if (timers)
@@ -75,6 +76,10 @@ static int wall_run(e2e_run *r, const char *wall_threads, const char *timers, co
     return rc;
 }
 
+static int wall_run(e2e_run *r, const char *wall_threads, const char *timers, const char *what) {
+    return wall_run_of(r, "waitsplit", wall_threads, timers, what);
+}
+
 /* How many threads the trace says were signalled by a timer of their own
  * (*timed) and by the sampler thread (*sent): 0, or -1 without that note. */
 static int wall_signallers(const char *trace, unsigned *timed, unsigned *sent) {
@@ -90,23 +95,45 @@ static int wall_signallers(const char *trace, unsigned *timed, unsigned *sent) {
     return found ? 0 : -1;
 }
 
+/* How many samples the trace says were counted again without a signal (a
+ * thread still waiting where its last sample found it); -1 without the note. */
+static long wall_again(const char *trace) {
+    dnp_trace *t = e2e_load(trace);
+    long again = -1;
+    for (size_t i = 0; t && i < t->nnotes && again < 0; i++) {
+        const char *n = t->notes[i].text;
+        unsigned long v;
+        if (n && strstr(n, " samples of threads still waiting") &&
+            sscanf(n, "wall sampling: %lu samples of threads still waiting", &v) == 1)
+            again = (long)v;
+    }
+    if (t)
+        dnp_trace_free(t);
+    return again;
+}
+
 /* 48 threads block for 2 s, 36 in WaitThree and 12 in WaitOne; with the
  * runtime's own, over 50 threads. By default 16 are signalled per tick, in
  * turn, so each is sampled about every 3.5 ticks and its samples weigh the
  * periods since its last: each method's wall time is still the threads' own
  * (each timed its wait) within 10%, the split within 3 points, and the trace
- * says how many threads each tick signalled. Each thread is signalled by a
- * timer of its own; with DNPROF_SAMPLE_TIMERS=0, by the sampler thread (the
- * way before): the same truth. With 0 threads a tick, every thread every
- * tick: the same truth. */
+ * says how many threads each tick signalled. The sampler thread signals them,
+ * and a thread still blocked where its last sample found it is counted again
+ * without a signal: most samples here. With DNPROF_SAMPLE_TIMERS=0 every due
+ * thread is signalled, and with 1 each by a timer of its own: the same truth.
+ * With 0 threads a tick, every thread every tick: the same truth. */
 TEST(e2e_sample_wall_many_threads) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "sample_wall_many_threads"), 0);
     ASSERT_EQ(wall_run(&r, NULL, NULL, "16 threads a tick (the default)"), 0);
     unsigned timed = 0, sent = 0;
     ASSERT_EQ(wall_signallers(r.trace, &timed, &sent), 0);
-    ASSERT_GE(timed, 48); /* the program's threads at least, each by its own timer */
-    ASSERT_EQ(sent, 0);
+    ASSERT_EQ(timed, 0);
+    ASSERT_GE(sent, 48); /* the program's threads at least, by the sampler thread */
+    long again = wall_again(r.trace);
+    fprintf(stderr, "samples counted again without a signal: %ld\n", again);
+    /* 2 s at 100 Hz, each thread looked at every ~3.5 ticks: ~55 looks each, all but its first two */
+    ASSERT_GE(again, 48 * 30);
     dnp_trace *t = e2e_load(r.trace);
     ASSERT(t);
     int turns = 0;
@@ -125,10 +152,29 @@ TEST(e2e_sample_wall_many_threads) {
      * none where the kernel answers PROCMAP_QUERY (Linux 6.11+). */
     fprintf(stderr, "reads of /proc/self/maps: %lu\n", lookups);
     ASSERT_LT(lookups, 16);
-    ASSERT_EQ(wall_run(&r, NULL, "0", "16 threads a tick, signalled by the sampler thread"), 0);
+    ASSERT_EQ(wall_run(&r, NULL, "0", "16 threads a tick, every one signalled"), 0);
     ASSERT_EQ(wall_signallers(r.trace, &timed, &sent), 0);
     ASSERT_EQ(timed, 0);
     ASSERT_GE(sent, 48);
+    ASSERT_EQ(wall_again(r.trace), -1);
+    ASSERT_EQ(wall_run(&r, NULL, "1", "16 threads a tick, each by a timer of its own"), 0);
+    ASSERT_EQ(wall_signallers(r.trace, &timed, &sent), 0);
+    ASSERT_GE(timed, 48);
+    ASSERT_EQ(sent, 0);
     ASSERT_EQ(wall_run(&r, "0", NULL, "every thread every tick"), 0);
+    return 0;
+}
+
+/* Every thread goes from WaitThree (30 ms) to WaitOne (10 ms) and back, both
+ * blocked in the same system call at the same stack depth: the stack pointer
+ * and the PC the kernel shows are the same in both, only the return address
+ * between them differs. A thread counted again without a signal must be
+ * where its last sample found it, so the split stays the threads' own. */
+TEST(e2e_sample_wall_waits_alternate) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_wall_waits_alternate"), 0);
+    ASSERT_EQ(wall_run_of(&r, "waitalt", NULL, NULL, "alternating waits"), 0);
+    fprintf(stderr, "samples counted again without a signal: %ld\n", wall_again(r.trace));
+    ASSERT_GE(wall_again(r.trace), 0);
     return 0;
 }

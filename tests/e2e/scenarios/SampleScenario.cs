@@ -19,6 +19,10 @@
 //       three in four in WaitThree, one in four in WaitOne (Thread.Sleep); prints
 //       "waitsplit three MS one MS": the milliseconds of thread time in each,
 //       each thread timing its own wait (wall-clock sampling's truth)
+//   sample waitalt THREADS SECONDS  the same split, but every thread goes from
+//       one to the other: WaitThree for 30 ms, WaitOne for 10 ms, for SECONDS.
+//       The two block at the same stack depth in the same system call: only
+//       the return address between them tells them apart. Prints the same line
 //   sample harm                  64 busy threads with sleeps, pipes and sockets:
 //       output and exit code (7) must not change under the profiler
 //   sample bench cpu|server      bench/bench_sample.c's workloads (and busyN, wakeN, blockN:
@@ -54,6 +58,7 @@ public static class SampleScenario
             case "alloc": return Alloc(args);
             case "harm": return Harm();
             case "waitsplit": return WaitSplit(int.Parse(args[1]), double.Parse(args[2], System.Globalization.CultureInfo.InvariantCulture));
+            case "waitalt": return WaitSplit(int.Parse(args[1]), double.Parse(args[2], System.Globalization.CultureInfo.InvariantCulture), true);
             case "bench": return Bench(args.Length > 1 ? args[1] : "cpu", args.Length > 2 ? int.Parse(args[2]) : 1);
         }
         Console.Error.WriteLine("usage: Scenarios sample shares CPU_SECONDS [READY_FILE] | native LIB SECONDS | harm");
@@ -99,7 +104,7 @@ public static class SampleScenario
         return sw.Elapsed.TotalMilliseconds;
     }
 
-    private static int WaitSplit(int n, double seconds)
+    private static int WaitSplit(int n, double seconds, bool alternate = false)
     {
         var threads = new Thread[n];
         double three = 0, one = 0;
@@ -109,10 +114,24 @@ public static class SampleScenario
             bool isOne = i % 4 == 3;
             threads[i] = new Thread(() =>
             {
-                double ms = isOne ? WaitOne((int)(seconds * 1000)) : WaitThree((int)(seconds * 1000));
+                double ms3 = 0, ms1 = 0;
+                if (!alternate)
+                {
+                    if (isOne) ms1 = WaitOne((int)(seconds * 1000)); else ms3 = WaitThree((int)(seconds * 1000));
+                }
+                else
+                {
+                    var all = Stopwatch.StartNew();
+                    while (all.Elapsed.TotalSeconds < seconds)
+                    {
+                        ms3 += WaitThree(30);
+                        ms1 += WaitOne(10);
+                    }
+                }
                 lock (gate)
                 {
-                    if (isOne) one += ms; else three += ms;
+                    three += ms3;
+                    one += ms1;
                 }
             });
             threads[i].Start();
@@ -373,9 +392,11 @@ public static class SampleScenario
     //          threads that wake thousands of times a second. SemaphoreSlim
     //          spins before it blocks (sched_yield: over half of its CPU time),
     //          so its CPU time moves by 13-20% from run to run;
-    //   blockN: the same ring through AutoResetEvent, which blocks at once (the
+    //   blockN: the same ring through Semaphore, which blocks at once (the
     //          runtime's wait subsystem: a condition variable, no spinning):
-    //          threads that block and wake, at a CPU time that repeats.
+    //          threads that block and wake, at a CPU time that repeats. (An
+    //          AutoResetEvent, used before, cannot count: a token that caught
+    //          up with the one ahead was lost, and the ring hung at its end.)
     private static long ServerBench(string what, int times)
     {
         int n = int.Parse(what.Substring(what.StartsWith("block") ? 5 : 4));
@@ -398,11 +419,11 @@ public static class SampleScenario
             Action<int> wait, pass;
             if (what.StartsWith("block"))
             {
-                var events = new AutoResetEvent[n];
+                var sems = new Semaphore[n];
                 for (int i = 0; i < n; i++)
-                    events[i] = new AutoResetEvent(i % 8 == 0);
-                wait = i => events[i].WaitOne();
-                pass = i => events[i].Set();
+                    sems[i] = new Semaphore(i % 8 == 0 ? 1 : 0, int.MaxValue);
+                wait = i => sems[i].WaitOne();
+                pass = i => sems[i].Release();
             }
             else
             {
