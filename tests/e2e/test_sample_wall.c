@@ -165,8 +165,9 @@ TEST(e2e_sample_wall_many_threads) {
     return 0;
 }
 
-/* Every thread goes from WaitThree (30 ms) to WaitOne (10 ms) and back, both
- * blocked in the same system call at the same stack depth: the stack pointer
+/* Every thread waits 300 ms in WaitThree, then goes from WaitThree (15-45 ms)
+ * to WaitOne (5-15 ms) and back, both blocked in the same system call at the
+ * same stack depth: the stack pointer
  * and the PC the kernel shows are the same in both, only the return address
  * between them differs. A thread counted again without a signal must be
  * where its last sample found it, so the split stays the threads' own. */
@@ -175,6 +176,6 @@ TEST(e2e_sample_wall_waits_alternate) {
     ASSERT_EQ(e2e_setup(&r, "sample_wall_waits_alternate"), 0);
     ASSERT_EQ(wall_run_of(&r, "waitalt", NULL, NULL, "alternating waits"), 0);
     fprintf(stderr, "samples counted again without a signal: %ld\n", wall_again(r.trace));
-    ASSERT_GE(wall_again(r.trace), 0);
+    ASSERT_GE(wall_again(r.trace), 100); /* the looks found threads still waiting: about 450 here */
     return 0;
 }

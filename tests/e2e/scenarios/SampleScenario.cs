@@ -20,7 +20,8 @@
 //       "waitsplit three MS one MS": the milliseconds of thread time in each,
 //       each thread timing its own wait (wall-clock sampling's truth)
 //   sample waitalt THREADS SECONDS  the same split, but every thread goes from
-//       one to the other: WaitThree for 30 ms, WaitOne for 10 ms, for SECONDS.
+//       one to the other, after 300 ms in WaitThree: WaitThree for 15-45 ms,
+//       WaitOne for 5-15 ms, for SECONDS.
 //       The two block at the same stack depth in the same system call: only
 //       the return address between them tells them apart. Prints the same line
 //   sample harm                  64 busy threads with sleeps, pipes and sockets:
@@ -121,11 +122,17 @@ public static class SampleScenario
                 }
                 else
                 {
+                    // 30 and 10 ms on average, each drawn anew: waits of one length would
+                    // beat with the sampler's visits (every few ticks) and bias the split
+                    var rng = new Random(Environment.CurrentManagedThreadId);
                     var all = Stopwatch.StartNew();
+                    // first 300 ms in WaitThree: every thread is sampled there, so a look
+                    // that took WaitOne's wait for it would keep counting WaitThree
+                    ms3 += WaitThree(300);
                     while (all.Elapsed.TotalSeconds < seconds)
                     {
-                        ms3 += WaitThree(30);
-                        ms1 += WaitOne(10);
+                        ms3 += WaitThree(rng.Next(15, 46));
+                        ms1 += WaitOne(rng.Next(5, 16));
                     }
                 }
                 lock (gate)
