@@ -530,8 +530,9 @@ void sampler_find_stacks(void) {
  * not another caller's of the same depth. The kernel gives the PC after that
  * instruction; a signal that restarts the call shows the handler the
  * instruction itself: the two differ by its length, at most 4 bytes on the
- * machines built for (x86-64 2, arm64 4). The look costs about 10 us in this
- * guest, a signal that wakes a sleeping thread about 60 us (BENCHMARKS.md).
+ * machines built for (x86-64 2, arm64 4). The look costs 20-40 us in this
+ * guest (the /proc file's path lookup most of it), a signal that wakes a
+ * sleeping thread about 60 us and what the thread then does (BENCHMARKS.md).
  * A collection that moved objects the frames point at changes the words: the
  * thread is signalled then, as before. */
 static int still_waiting(const sslot *s, int tid) {

@@ -19,11 +19,11 @@
 //       three in four in WaitThree, one in four in WaitOne (Thread.Sleep); prints
 //       "waitsplit three MS one MS": the milliseconds of thread time in each,
 //       each thread timing its own wait (wall-clock sampling's truth)
-//   sample waitalt THREADS SECONDS  the same split, but every thread goes from
-//       one to the other, after 300 ms in WaitThree: WaitThree for 15-45 ms,
-//       WaitOne for 5-15 ms, for SECONDS.
-//       The two block at the same stack depth in the same system call: only
-//       the return address between them tells them apart. Prints the same line
+//   sample waitalt THREADS SECONDS  every thread goes from one to the other,
+//       after 300 ms in WaitThree: WaitThree for 15-45 ms, WaitOne for 5-15 ms,
+//       for SECONDS. The two block at the same stack depth in the same system
+//       call: only the return address between them tells them apart. Prints
+//       the same line as waitsplit.
 //   sample harm                  64 busy threads with sleeps, pipes and sockets:
 //       output and exit code (7) must not change under the profiler
 //   sample bench cpu|server      bench/bench_sample.c's workloads (and busyN, wakeN, blockN:
