@@ -16,6 +16,9 @@
 #   cpu100   --sample (cpu time) at 100 Hz     cpu1k   at 1 kHz
 #   proc100  cpu at 100 Hz by one timer on the process's CPU time
 #            (DNPROF_SAMPLE_TIMERS=process)
+#   perf1k   cpu at 1 kHz by perf events whatever the program does
+#            (DNPROF_SAMPLE_TIMERS=0); proc1k by the process's timer; posix1k
+#            by a POSIX CPU timer per thread (=1)
 #   wall100  --sample=wall at 100 Hz (at most 16 threads a tick, signalled by
 #            the sampler thread, a thread still waiting where its last sample
 #            found it counted again without a signal: the default)
@@ -65,6 +68,9 @@ run_one() {
         cpu100) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=100) ;;
         cpu1k) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=1000) ;;
         proc100) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_TIMERS=process) ;;
+        perf1k) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=1000 DNPROF_SAMPLE_TIMERS=0) ;;
+        proc1k) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=1000 DNPROF_SAMPLE_TIMERS=process) ;;
+        posix1k) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=1000 DNPROF_SAMPLE_TIMERS=1) ;;
         wall100) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100) ;;
         wallall) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_WALL_THREADS=0) ;;
         wallsig) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_TIMERS=0) ;;

@@ -52,6 +52,13 @@ static void *sampler_main(void *arg) {
             }
             next_scan = now + SCAN_MS * 1000000ull;
         }
+        if (S.mode == SAMPLER_CPU && sampler_switches_check(now)) /* perf events gave way */
+            rec_note(0, "cpu sampling: the program switched threads %.0f times per second of CPU, and a perf event "
+                        "costs at every switch of its thread; so after %.2f s, %s sampled instead: tick-grained, "
+                        "each sample weighted by the periods it stands for (" DNP_ENV_SAMPLE_TIMERS "=0 keeps perf "
+                        "events; docs/sampling.md)",
+                     S.sw_rate, (double)(now - started) / 1e9,
+                     S.process_timer ? "one POSIX timer on the process's CPU time" : "a POSIX CPU timer per thread");
         if (S.mode == SAMPLER_WALL)
             sampler_signal_all(now); /* the threads without a timer of their own */
         else if (S.mode == SAMPLER_SUSPEND)
@@ -123,7 +130,7 @@ void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_h
  * timer, +0-2.4% in wall mode. The note says so where it applies. */
 static void switches_note(void) {
     struct rusage ru;
-    if (S.mode != SAMPLER_CPU || S.perf <= 0 || getrusage(RUSAGE_SELF, &ru) != 0)
+    if (S.mode != SAMPLER_CPU || S.perf <= 0 || S.perf_auto || getrusage(RUSAGE_SELF, &ru) != 0)
         return;
     double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
                  ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
@@ -168,6 +175,9 @@ static void timers_configure(const agent_config *cfg) {
      * (cheaper in some VMs, tick-grained: docs/sampling.md) */
     S.perf = cfg->sample_timers == 1 || cfg->sample_timers == 2 ? -1 : 0;
     S.perf_exclude_kernel = 0;
+    S.perf_auto = 0; /* set once the process timer is known not to sample (sampler_start) */
+    S.sw_cpu_ns = S.sw_count = S.sw_at_ns = S.sw_from_ns = 0;
+    S.sw_rate = 0;
     /* auto: the process timer where it is cheapest and its tick-grained
      * instants are denser than the samples (BENCHMARKS.md, issue 26) */
     S.process_timer_auto = cfg->sample_timers == 3 && S.walk && S.rate <= AUTO_PROCESS_HZ && sampler_process_timer_fits();
@@ -266,6 +276,10 @@ int sampler_start(const agent_config *cfg) {
     atomic_store(&S.running, 1);
     if (S.process_timer && sampler_process_timer_start() != 0)
         S.process_timer = 0; /* said why: per-thread timers instead */
+    /* auto chose perf events (above AUTO_PROCESS_HZ, or no process timer): they give way in a program
+     * that switches threads often (sampler_switches_check); not under --calls, whose times want them */
+    S.perf_auto = cfg->sample_timers == 3 && S.mode == SAMPLER_CPU && S.walk && !S.calls && !S.process_timer &&
+                  S.perf == 0;
     if (pthread_create(&S.thread, NULL, sampler_main, NULL) != 0) {
         atomic_store(&S.running, 0);
         agent_say("cannot start the sampler thread; no samples");

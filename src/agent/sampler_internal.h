@@ -37,6 +37,9 @@
 #define CACHE_MS 2000          /* how long a resolved address is trusted (code unloads) */
 #define MAX_FDS 65536          /* perf event fds the handler can map to a slot */
 #define AUTO_PROCESS_HZ 250u   /* DNP_ENV_SAMPLE_TIMERS=auto: the process timer at this rate and below */
+#define AUTO_SWITCHES 5000u    /* auto: perf events give way above this many context switches per second of CPU */
+#define SWITCHES_CPU_MS 30     /* measured over at least this much of the program's CPU time */
+#define SWITCHES_WALL_MS 50    /* and this much time */
 #define KNOWN_STACKS 4096u     /* stacks told by their threads, waiting for a slot */
 #define FRAMELESS (1u << 12)   /* return addresses into code that keeps no frame there, for the handler */
 #define FRAMELESS_PROBES 8
@@ -163,6 +166,12 @@ typedef struct sampler_state {
     int ptimer_armed;
     int ptimer_used; /* the process timer sampled this run (for the closing note) */
     int perf_exclude_kernel;
+    int perf_auto;  /* DNP_ENV_SAMPLE_TIMERS=auto chose perf events: they give way to the POSIX timers in a
+                     * program that switches threads often (sampler_switches_check) */
+    uint64_t sw_cpu_ns, sw_count; /* the program's CPU time and context switches at the last check */
+    uint64_t sw_from_ns;          /* and its time */
+    double sw_rate;               /* switches per second of CPU that made perf events give way, 0 not */
+    uint64_t sw_at_ns;            /* and when (since the sampler started) */
     unsigned scan;
     unsigned nslots; /* slots ever used: the loops stop there */
     unsigned wall_threads; /* wall: threads signalled per tick, 0 all (DNP_ENV_SAMPLE_WALL_THREADS) */
@@ -268,6 +277,10 @@ int sampler_process_timer_start(void);
 /* Whether this kernel delivers a process timer's signal to the thread that ran (Linux 6.4+). */
 int sampler_process_timer_fits(void);
 void sampler_process_timer_stop(void);
+/* auto (S.perf_auto): from the program's context switches per second of CPU
+ * since the last call, perf events give way to the tick-grained POSIX timers
+ * when they switch too often (their cost is per switch). Sampler thread. */
+int sampler_switches_check(uint64_t now); /* 1: they gave way now */
 
 /* Addresses (sampler_resolve.c). */
 void sampler_cache_clear(uint64_t now);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -324,6 +325,60 @@ void sampler_process_timer_stop(void) {
     if (S.ptimer_armed)
         timer_delete(S.ptimer);
     S.ptimer_armed = 0;
+}
+
+/* ---- auto: perf events give way to the POSIX timers ---- */
+
+static uint64_t rusage_cpu_ns(const struct rusage *ru) {
+    return ((uint64_t)ru->ru_utime.tv_sec + (uint64_t)ru->ru_stime.tv_sec) * 1000000000u +
+           ((uint64_t)ru->ru_utime.tv_usec + (uint64_t)ru->ru_stime.tv_usec) * 1000u;
+}
+
+/* A perf event per thread is stopped and started again at each context switch
+ * of its thread (its hrtimer cancelled and armed again: a trip to the host in
+ * a VM, about 5 us a switch in this guest), whatever the rate. At 1 kHz, 64
+ * threads handing a token round (125,000 and 257,000 switches per second of
+ * CPU) cost +61% and +141% of CPU that way, their wall time doubled and more,
+ * against +1-3% with the POSIX timers (BENCHMARKS.md). So above AUTO_SWITCHES
+ * switches per second of CPU (perf events' cost there about 2.5% in this
+ * guest, a tenth of that on bare metal), auto gives them up for the process's
+ * CPU timer (Linux 6.4+), else a POSIX CPU timer per thread: tick-grained
+ * instants, each sample weighted by the periods it stands for. One way: a
+ * program that switched this often is likely to again. */
+int sampler_switches_check(uint64_t now) {
+    struct rusage ru; /* one system call, at each of the sampler thread's ticks (10 ms) while perf events sample */
+    if (!S.perf_auto || S.perf <= 0 || getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    uint64_t cpu = rusage_cpu_ns(&ru), n = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+    if (!S.sw_cpu_ns || cpu < S.sw_cpu_ns || n < S.sw_count) {
+        S.sw_cpu_ns = cpu ? cpu : 1;
+        S.sw_count = n;
+        S.sw_from_ns = now;
+        return 0;
+    }
+    if (cpu - S.sw_cpu_ns < SWITCHES_CPU_MS * 1000000ull || now - S.sw_from_ns < SWITCHES_WALL_MS * 1000000ull)
+        return 0;
+    double rate = (double)(n - S.sw_count) * 1e9 / (double)(cpu - S.sw_cpu_ns);
+    S.sw_cpu_ns = cpu;
+    S.sw_count = n;
+    S.sw_from_ns = now;
+    if (rate < AUTO_SWITCHES)
+        return 0;
+    for (unsigned i = 0; i < S.nslots; i++)
+        sampler_slot_disarm(&S.slots[i]);
+    S.perf = -1;
+    S.sw_rate = rate;
+    S.sw_at_ns = now;
+    if (sampler_process_timer_fits() && sampler_process_timer_start() == 0) {
+        S.process_timer = 1;
+        return 1;
+    }
+    for (unsigned i = 0; i < S.nslots; i++) {
+        int tid = atomic_load(&S.slots[i].tid);
+        if (tid > 0)
+            slot_arm(&S.slots[i], tid);
+    }
+    return 1;
 }
 
 void sampler_slot_disarm(sslot *s) {

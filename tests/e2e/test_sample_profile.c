@@ -180,19 +180,35 @@ static int check_shares(const char *path, uint64_t period_ns, const char *what) 
     return rc;
 }
 
-static int run_shares(e2e_run *r, const char *rate, const char *cpu_seconds) {
+static int run_shares_of(e2e_run *r, const char *what, const char *rate, const char *cpu_seconds) {
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     if (!dll)
         return -1;
     char secs[32];
     const char *args[] = {"run", "--quiet", "--sample", "--rate", rate, "-o", r->trace, "--", e2e_dotnet(),
-                          dll, "sample", "shares", e2e_work_seconds(cpu_seconds, secs, sizeof secs), NULL};
+                          dll, "sample", what, e2e_work_seconds(cpu_seconds, secs, sizeof secs), NULL};
     if (e2e_dnprof(r, args) != 0 || r->status != 0) {
         fprintf(stderr, "dnprof run --sample --rate %s: exit %d\n", rate, r->status);
         e2e_show_file("dnprof run said", r->err);
         return -1;
     }
     return 0;
+}
+
+static int run_shares(e2e_run *r, const char *rate, const char *cpu_seconds) {
+    return run_shares_of(r, "shares", rate, cpu_seconds);
+}
+
+/* Whether one of the trace's notes holds text: 1, 0, or -1 when it does not load. */
+static int note_has(const char *path, const char *text) {
+    dnp_trace *t = e2e_load(path);
+    if (!t)
+        return -1;
+    int found = 0;
+    for (size_t i = 0; i < t->nnotes && !found; i++)
+        found = t->notes[i].text && strstr(t->notes[i].text, text) != NULL;
+    dnp_trace_free(t);
+    return found;
 }
 
 TEST(e2e_sample_shares_100hz) {
@@ -342,11 +358,33 @@ TEST(e2e_sample_shares_process_timer) {
     return 0;
 }
 
+/* At 1 kHz auto samples by a perf event per thread, which costs at every
+ * context switch of its thread: 64 threads handing tokens round cost +61% and
+ * +141% of CPU that way (bench/bench_server.sh). A program that switches
+ * threads all the time (two threads handing a token beside the hot ones:
+ * about 18,000 switches per second of CPU) gets the process's CPU timer
+ * instead (a POSIX timer per thread before Linux 6.4), the trace says so, and
+ * the shares stay the truth's: tick-grained, so 6 s, as the process timer's
+ * own test. */
+TEST(e2e_sample_switching_gives_way) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_switching_gives_way"), 0);
+    ASSERT_EQ(run_shares_of(&r, "sharesswitch", "1000", "6"), 0);
+    int perf = note_has(r.trace, "cpu sampling by perf task-clock events");
+    ASSERT(perf >= 0);
+    if (perf) /* else perf events were refused here: POSIX timers from the start */
+        ASSERT_EQ(note_has(r.trace, "a perf event costs at every switch of its thread; so after"), 1);
+    ASSERT_EQ(check_shares(r.trace, 1000000, "1 kHz, a program that switches threads"), 0);
+    return 0;
+}
+
 TEST(e2e_sample_shares_1khz) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "sample_shares_1khz"), 0);
     ASSERT_EQ(run_shares(&r, "1000", "2.5"), 0);
     ASSERT_EQ(check_shares(r.trace, 1000000, "1 kHz from start-up"), 0);
+    /* four threads that never block keep their perf events */
+    ASSERT_EQ(note_has(r.trace, "costs at every switch"), 0);
     /* the same front end as --calls: report and the exports */
     const char *report[] = {"report", r.trace, NULL};
     ASSERT_EQ(e2e_dnprof(&r, report), 0);

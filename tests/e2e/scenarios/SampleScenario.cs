@@ -53,6 +53,7 @@ public static class SampleScenario
         switch (name)
         {
             case "shares": return Shares(args);
+            case "sharesswitch": return Shares(args, true);
             case "native": return Native(args);
             case "stubs": return Stubs(args);
             case "tight": return Tight(args);
@@ -62,7 +63,7 @@ public static class SampleScenario
             case "waitalt": return WaitSplit(int.Parse(args[1]), double.Parse(args[2], System.Globalization.CultureInfo.InvariantCulture), true);
             case "bench": return Bench(args.Length > 1 ? args[1] : "cpu", args.Length > 2 ? int.Parse(args[2]) : 1);
         }
-        Console.Error.WriteLine("usage: Scenarios sample shares CPU_SECONDS [READY_FILE] | native LIB SECONDS | harm");
+        Console.Error.WriteLine("usage: Scenarios sample shares|sharesswitch CPU_SECONDS [READY_FILE] | native LIB SECONDS | harm");
         return 2;
     }
 
@@ -176,7 +177,34 @@ public static class SampleScenario
         Interlocked.Add(ref t10, c);
     }
 
-    private static int Shares(string[] args)
+    // Two threads handing a token to each other through Semaphores until stop:
+    // tens of thousands of context switches a second beside the hot threads.
+    private static Thread[] Switchers()
+    {
+        var a = new Semaphore(1, int.MaxValue);
+        var b = new Semaphore(0, int.MaxValue);
+        var pair = new Thread[2];
+        for (int i = 0; i < 2; i++)
+        {
+            var mine = i == 0 ? a : b;
+            var next = i == 0 ? b : a;
+            pair[i] = new Thread(() =>
+            {
+                while (!Volatile.Read(ref stop))
+                {
+                    if (mine.WaitOne(100)) // the token, or a look at stop
+                        next.Release();
+                }
+            }) { Name = "switch-" + i };
+            pair[i].Start();
+        }
+        return pair;
+    }
+
+    // shares: four threads run HotSixty, HotThirty and HotTen in turn for
+    // CPU_SECONDS of the process's CPU time; sharesswitch: the same beside two
+    // threads that switch all the time (Switchers).
+    private static int Shares(string[] args, bool switching = false)
     {
         double cpu = args.Length > 1 ? double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture) : 4;
         if (args.Length > 2)
@@ -201,6 +229,7 @@ public static class SampleScenario
             threads[i] = new Thread(Rounds) { Name = "hot-" + i };
             threads[i].Start();
         }
+        Thread[] switchers = switching ? Switchers() : Array.Empty<Thread>();
         // the main thread keeps the budget: the workers only run the hot methods
         for (;;)
         {
@@ -211,6 +240,8 @@ public static class SampleScenario
         }
         Volatile.Write(ref stop, true);
         foreach (var t in threads)
+            t.Join();
+        foreach (var t in switchers)
             t.Join();
         double all = t60 + t30 + t10;
         Console.WriteLine("shares 60 30 10");
