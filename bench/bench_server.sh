@@ -18,7 +18,8 @@
 #            (DNPROF_SAMPLE_TIMERS=process)
 #   perf1k   cpu at 1 kHz by perf events whatever the program does
 #            (DNPROF_SAMPLE_TIMERS=0); proc1k by the process's timer; posix1k
-#            by a POSIX CPU timer per thread (=1)
+#            by a POSIX CPU timer per thread (=1); posix100 the same at 100 Hz
+#   cpu1hz   --sample at 1 Hz: the sampler's cost without its samples
 #   wall100  --sample=wall at 100 Hz (at most 16 threads a tick, signalled by
 #            the sampler thread, a thread still waiting where its last sample
 #            found it counted again without a signal: the default)
@@ -71,6 +72,8 @@ run_one() {
         perf1k) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=1000 DNPROF_SAMPLE_TIMERS=0) ;;
         proc1k) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=1000 DNPROF_SAMPLE_TIMERS=process) ;;
         posix1k) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=1000 DNPROF_SAMPLE_TIMERS=1) ;;
+        posix100) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_TIMERS=1) ;;
+        cpu1hz) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=1) ;;
         wall100) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100) ;;
         wallall) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_WALL_THREADS=0) ;;
         wallsig) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_TIMERS=0) ;;

@@ -211,7 +211,7 @@ int sampler_start(const agent_config *cfg) {
     S.nnodes = 1; /* 0 is every tree's root */
     S.nslots = 0;
     S.ndirty = 0;
-    S.samples = S.dropped = S.truncated = S.threads = S.fixed = 0;
+    S.samples = S.dropped = S.truncated = S.threads = S.fixed = S.instants = 0;
     S.guessed = S.stopped = S.native_cfi = 0;
     S.maps_reads = S.maps_queries = 0;
     S.unwind = S.walk && cfg->sample_unwind && cfg->sample != SAMPLER_SUSPEND;
@@ -315,6 +315,7 @@ void sampler_stop(void) {
     }
     sampler_emit_dirty();
     REC(SampleStats, S.samples, S.dropped, S.truncated, S.threads);
+    REC(SampleWeights, S.instants, S.samples);
     rec_note(0, "sampler thread: %.1f ms of CPU, %llu thread scans, %llu reads of /proc/self/maps, %llu mappings "
                 "asked of the kernel (PROCMAP_QUERY), %llu addresses resolved, %llu callers found at the stack "
                 "pointer (prologue, epilogue, frameless code), %llu callers of frameless managed code found above "

@@ -70,6 +70,7 @@ static void node_count(uint32_t i, int self, uint32_t w) {
 static uint32_t tree_add(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n, uint32_t w) {
     uint32_t node = 0;
     S.samples += w;
+    S.instants++;
     for (uint32_t k = n; k-- > 0;) {
         uint32_t c = node_child(tid, node, funcs[k], names[k]);
         if (!c) {
@@ -148,6 +149,7 @@ uint32_t sampler_aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *
 void sampler_aggregate_again(uint32_t tid, uint32_t leaf, uint32_t w) {
     (void)tid; /* its name is not read again: a thread that has not run since has not renamed itself */
     S.samples += w;
+    S.instants++;
     for (uint32_t i = leaf; i; i = S.nodes[i].parent) /* node 0 is the roots' parent */
         node_count(i, i == leaf, w);
 }

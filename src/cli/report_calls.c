@@ -127,7 +127,7 @@ static double pct(uint64_t v, uint64_t total) {
 
 static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const report_opts *o, FILE *out) {
     const dnp_trace *t = ct->t;
-    char a[32], b[32], c[32];
+    char a[32], b[32], c[32], d[32];
     fprintf(out, "dnprof report: %s\n", o->path ? o->path : "trace");
     fprintf(out, "process %llu: ", (unsigned long long)t->pid);
     cli_put_text(out, t->cmdline && *t->cmdline ? t->cmdline : "?", 0);
@@ -170,6 +170,13 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
         if (ct->samples_dropped)
             fprintf(out, "note: %s samples were dropped (a thread's buffer was full)\n",
                     cli_fmt_count(ct->samples_dropped, b));
+        if (ct->sample_instants && ct->sample_periods >= ct->sample_instants + ct->sample_instants / 4)
+            fprintf(out, "note: %s samples were taken; the counts below are the %s periods they stand for (each "
+                         "weighs the periods it stands for: %s), so a share is as precise as %s samples "
+                         "(docs/sampling.md)\n",
+                    cli_fmt_count(ct->sample_instants, b), cli_fmt_count(ct->sample_periods, c),
+                    ct->sample_mode == 2 ? "wall mode takes the threads in turn" : "a tick-grained clock",
+                    cli_fmt_count(ct->sample_instants, d));
         if (ct->async_stacks && !ct->physical)
             fputs("note: async stacks: a resumed async method is under the async methods that awaited it, "
                   "not the thread pool (--physical: the threads' own stacks; docs/async.md)\n", out);
@@ -702,9 +709,11 @@ static int put_json(const dnp_calltree *ct, const resolution *r, const dnp_ct_tr
             (unsigned long long)ct->hook_calls, ct->hook_inner_ns, ct->hook_outer_ns,
             (unsigned long long)ct->cpu_wait_ns);
     if (ct->sample_nodes)
-        fprintf(out, ",\"sampled\":{\"mode\":%llu,\"rateHz\":%llu,\"periodNs\":%llu,\"dropped\":%llu}",
+        fprintf(out, ",\"sampled\":{\"mode\":%llu,\"rateHz\":%llu,\"periodNs\":%llu,\"dropped\":%llu,"
+                     "\"samplesTaken\":%llu,\"periods\":%llu}",
                 (unsigned long long)ct->sample_mode, (unsigned long long)ct->sample_rate,
-                (unsigned long long)ct->sample_period_ns, (unsigned long long)ct->samples_dropped);
+                (unsigned long long)ct->sample_period_ns, (unsigned long long)ct->samples_dropped,
+                (unsigned long long)ct->sample_instants, (unsigned long long)ct->sample_periods);
     fprintf(out, ",\"source\":\"%s\",\"totalNs\":%llu,\"threads\":[",
             ct->from_timeline ? "timeline" : ct->sample_nodes ? "SampleNode" : "CallNode",
             (unsigned long long)tr->nodes[0].total_ns);

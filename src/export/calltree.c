@@ -649,6 +649,12 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
             ct->samples_dropped += e->v[DNP_V(SampleStats, dropped)];
         }
         break;
+    case DNP_EV_SampleWeights:
+        if (e->nvalues >= DNP_NV_SampleWeights) {
+            ct->sample_instants += e->v[DNP_V(SampleWeights, samples)];
+            ct->sample_periods += e->v[DNP_V(SampleWeights, periods)];
+        }
+        break;
     case DNP_EV_SampleNode:
         return on_sample_node(b, e);
     case DNP_EV_AsyncStacks:

@@ -105,6 +105,7 @@ typedef struct dnp_calltree {
     uint64_t sample_mode;      /* SampleConfig: 1 cpu, 2 wall, 3 suspend; 0 none seen */
     uint64_t sample_rate, sample_period_ns;
     uint64_t samples, samples_dropped; /* SampleStats */
+    uint64_t sample_instants, sample_periods; /* SampleWeights: the samples behind the periods */
     /* Async callers (docs/async.md): nodes of sampled stacks that were marked
      * as an awaiting caller or a resumed method, and the view the trees show
      * (dnp_calltree_set_physical) */
