@@ -125,9 +125,32 @@ static double pct(uint64_t v, uint64_t total) {
 
 /* ---- text ---- */
 
+/* The header's lines of sampled stacks: the rate, and what to know of the samples. */
+static void put_sampled_header(const dnp_calltree *ct, FILE *out) {
+    char a[32], b[32], c[32], d[32];
+    fprintf(out, "recorded: sampled stacks (--sample=%s, %llu Hz): times are samples x %s, estimates\n",
+            sample_mode_word(ct->sample_mode), (unsigned long long)ct->sample_rate,
+            fmt_ns(ct->sample_period_ns, a));
+    if (ct->samples_dropped)
+        fprintf(out, "note: %s samples were dropped (a thread's buffer was full)\n",
+                cli_fmt_count(ct->samples_dropped, b));
+    if (ct->sample_instants && ct->sample_periods >= ct->sample_instants + ct->sample_instants / 4)
+        fprintf(out, "note: %s samples were taken; the counts below are the %s periods they stand for (each "
+                     "weighs the periods it stands for: %s), so a share is as precise as %s samples "
+                     "(docs/sampling.md)\n",
+                cli_fmt_count(ct->sample_instants, b), cli_fmt_count(ct->sample_periods, c),
+                ct->sample_mode == 2 ? "wall mode takes the threads in turn" : "a tick-grained clock",
+                cli_fmt_count(ct->sample_instants, d));
+    if (ct->async_stacks && !ct->physical)
+        fputs("note: async stacks: a resumed async method is under the async methods that awaited it, "
+              "not the thread pool (--physical: the threads' own stacks; docs/async.md)\n", out);
+    else if (ct->async_stacks)
+        fputs("note: --physical: the threads' own stacks, a resumed async method under the thread pool\n", out);
+}
+
 static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const report_opts *o, FILE *out) {
     const dnp_trace *t = ct->t;
-    char a[32], b[32], c[32], d[32];
+    char a[32], b[32], c[32];
     fprintf(out, "dnprof report: %s\n", o->path ? o->path : "trace");
     fprintf(out, "process %llu: ", (unsigned long long)t->pid);
     cli_put_text(out, t->cmdline && *t->cmdline ? t->cmdline : "?", 0);
@@ -163,26 +186,8 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
                     ct->include && *ct->include ? ", but for framework methods named by --include (marked +: "
                                                   "a lower bound)" : "");
     }
-    if (ct->sample_nodes) {
-        fprintf(out, "recorded: sampled stacks (--sample=%s, %llu Hz): times are samples x %s, estimates\n",
-                sample_mode_word(ct->sample_mode), (unsigned long long)ct->sample_rate,
-                fmt_ns(ct->sample_period_ns, a));
-        if (ct->samples_dropped)
-            fprintf(out, "note: %s samples were dropped (a thread's buffer was full)\n",
-                    cli_fmt_count(ct->samples_dropped, b));
-        if (ct->sample_instants && ct->sample_periods >= ct->sample_instants + ct->sample_instants / 4)
-            fprintf(out, "note: %s samples were taken; the counts below are the %s periods they stand for (each "
-                         "weighs the periods it stands for: %s), so a share is as precise as %s samples "
-                         "(docs/sampling.md)\n",
-                    cli_fmt_count(ct->sample_instants, b), cli_fmt_count(ct->sample_periods, c),
-                    ct->sample_mode == 2 ? "wall mode takes the threads in turn" : "a tick-grained clock",
-                    cli_fmt_count(ct->sample_instants, d));
-        if (ct->async_stacks && !ct->physical)
-            fputs("note: async stacks: a resumed async method is under the async methods that awaited it, "
-                  "not the thread pool (--physical: the threads' own stacks; docs/async.md)\n", out);
-        else if (ct->async_stacks)
-            fputs("note: --physical: the threads' own stacks, a resumed async method under the thread pool\n", out);
-    }
+    if (ct->sample_nodes)
+        put_sampled_header(ct, out);
     if (ct->from_timeline)
         fputs("note: no CallNode totals in this trace: the tree is rebuilt from the enter/leave timeline\n", out);
     if (t->status != DNP_TRACE_COMPLETE)
