@@ -135,11 +135,12 @@ static void put_sampled_header(const dnp_calltree *ct, FILE *out) {
         fprintf(out, "note: %s samples were dropped (a thread's buffer was full)\n",
                 cli_fmt_count(ct->samples_dropped, b));
     if (ct->sample_instants && ct->sample_periods >= ct->sample_instants + ct->sample_instants / 4)
-        fprintf(out, "note: %s samples were taken; the counts below are the %s periods they stand for (each "
-                     "weighs the periods it stands for: %s), so a share is as precise as %s samples "
-                     "(docs/sampling.md)\n",
+        fprintf(out, "note: %s samples were taken; the counts below are the %s periods they stand for (%s), so a "
+                     "share is as precise as %s samples (docs/sampling.md)\n",
                 cli_fmt_count(ct->sample_instants, b), cli_fmt_count(ct->sample_periods, c),
-                ct->sample_mode == 2 ? "wall mode takes the threads in turn" : "a tick-grained clock",
+                ct->sample_mode == 2 ? "wall mode takes the threads in turn: a sample weighs the periods since its "
+                                       "thread's last"
+                                     : "the clock is tick-grained: a sample weighs 1 + its timer's overruns",
                 cli_fmt_count(ct->sample_instants, d));
     if (ct->async_stacks && !ct->physical)
         fputs("note: async stacks: a resumed async method is under the async methods that awaited it, "
