@@ -176,7 +176,7 @@ static void timers_configure(const agent_config *cfg) {
     S.perf = cfg->sample_timers == 1 || cfg->sample_timers == 2 ? -1 : 0;
     S.perf_exclude_kernel = 0;
     S.perf_auto = 0; /* set once the process timer is known not to sample (sampler_start) */
-    S.sw_cpu_ns = S.sw_count = S.sw_at_ns = S.sw_from_ns = 0;
+    S.sw_cpu_ns = S.sw_count = S.sw_from_ns = 0;
     S.sw_rate = 0;
     /* auto: the process timer where it is cheapest and its tick-grained
      * instants are denser than the samples (BENCHMARKS.md, issue 26) */

@@ -171,7 +171,6 @@ typedef struct sampler_state {
     uint64_t sw_cpu_ns, sw_count; /* the program's CPU time and context switches at the last check */
     uint64_t sw_from_ns;          /* and its time */
     double sw_rate;               /* switches per second of CPU that made perf events give way, 0 not */
-    uint64_t sw_at_ns;            /* and when (since the sampler started) */
     unsigned scan;
     unsigned nslots; /* slots ever used: the loops stop there */
     unsigned wall_threads; /* wall: threads signalled per tick, 0 all (DNP_ENV_SAMPLE_WALL_THREADS) */

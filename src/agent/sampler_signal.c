@@ -368,7 +368,6 @@ int sampler_switches_check(uint64_t now) {
         sampler_slot_disarm(&S.slots[i]);
     S.perf = -1;
     S.sw_rate = rate;
-    S.sw_at_ns = now;
     if (sampler_process_timer_fits() && sampler_process_timer_start() == 0) {
         S.process_timer = 1;
         return 1;
