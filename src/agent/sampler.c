@@ -44,15 +44,19 @@ static void *sampler_main(void *arg) {
         if (S.mode != SAMPLER_SUSPEND)
             sampler_find_stacks(); /* first: until a thread's stack is known, each of its samples reads
                                     * through a system call per frame (about 50 each) */
+        int scanned = 0;
         if (S.mode != SAMPLER_SUSPEND && (now >= next_scan || atomic_exchange(&S.rescan, 0))) {
             sampler_scan_threads();
+            scanned = 1;
             if (S.mode == SAMPLER_CPU && !noted && (S.perf || S.process_timer)) {
                 noted = 1;
                 rec_note(0, "cpu sampling by %s", S.process_timer ? (S.process_timer_auto ? "one POSIX timer on the process's CPU time (the default at this rate; " DNP_ENV_SAMPLE_TIMERS "=0 for perf events), its signal taken by the thread that ran: tick-grained" : "one POSIX timer on the process's CPU time (" DNP_ENV_SAMPLE_TIMERS "=process), its signal taken by the thread that ran: tick-grained") : S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or " DNP_ENV_SAMPLE_TIMERS "=1): tick-grained");
             }
             next_scan = now + SCAN_MS * 1000000ull;
         }
-        if (S.mode == SAMPLER_CPU && sampler_switches_check(now)) /* perf events gave way */
+        /* perf events give way to a timer in a program that switches threads often: looked at every
+         * tick in the first second, then at each scan */
+        if (S.mode == SAMPLER_CPU && (scanned || now - started < 1000000000ull) && sampler_switches_check(now))
             rec_note(0, "cpu sampling: the program switched threads %.0f times per second of CPU, and a perf event "
                         "costs at every switch of its thread; so after %.2f s, %s sampled instead: tick-grained, "
                         "each sample weighted by the periods it stands for (" DNP_ENV_SAMPLE_TIMERS "=0 keeps perf "

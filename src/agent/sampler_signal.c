@@ -346,7 +346,7 @@ static uint64_t rusage_cpu_ns(const struct rusage *ru) {
  * instants, each sample weighted by the periods it stands for. One way: a
  * program that switched this often is likely to again. */
 int sampler_switches_check(uint64_t now) {
-    struct rusage ru; /* one system call, at each of the sampler thread's ticks (10 ms) while perf events sample */
+    struct rusage ru; /* one system call a tick (10 ms) in the first second, then one a scan (100 ms) */
     if (!S.perf_auto || S.perf <= 0 || getrusage(RUSAGE_SELF, &ru) != 0)
         return 0;
     uint64_t cpu = rusage_cpu_ns(&ru), n = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
