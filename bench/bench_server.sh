@@ -13,7 +13,8 @@
 #   bare     no profiler
 #   agent    the agent as --sample loads it, sampling off (threads events):
 #            the agent's own fixed cost
-#   cpu100   --sample (cpu time) at 100 Hz     cpu1k   at 1 kHz
+#   cpu100   --sample (cpu time) at 100 Hz     cpu1k   at 1 kHz (auto: perf events, which
+#            give way to the process timer on a program that switches threads often)
 #   proc100  cpu at 100 Hz by one timer on the process's CPU time
 #            (DNPROF_SAMPLE_TIMERS=process)
 #   perf1k   cpu at 1 kHz by perf events whatever the program does
@@ -139,8 +140,11 @@ for what in $WORKLOADS; do
                 s100 = med["cpu100"] / 1000 * 100; s1k = med["cpu1k"] / 1000 * 1000
                 per = (med["cpu1k"] - med["cpu100"]) / (s1k - s100)
                 fixed = med["cpu100"] - med["bare"] - per * s100
-                printf "\nSplit (cpu mode): %.1f us of CPU per sample (%d samples at 100 Hz, %d at 1 kHz); fixed cost %.1f ms (%.2f%% of bare); the agent loaded without sampling %+.1f ms.\n",
-                       per * 1000, s100, s1k, fixed, 100 * fixed / med["bare"], med["agent"] - med["bare"]
+                printf "\nSplit (cpu mode): %.1f us of CPU per sample (%d samples at 100 Hz, %d at 1 kHz); fixed cost %.1f ms (%.2f%% of bare)",
+                       per * 1000, s100, s1k, fixed, 100 * fixed / med["bare"]
+                if ("agent" in med)
+                    printf "; the agent loaded without sampling %+.1f ms", med["agent"] - med["bare"]
+                printf ".%s\n", med["cpu1k"] < med["cpu100"] ? " (1 kHz cost less than 100 Hz in these runs: their spread is larger than what the samples cost, so the split means nothing)" : ""
             }
         }' "$TMP/rows"
 done
