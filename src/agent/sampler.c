@@ -216,6 +216,7 @@ int sampler_start(const agent_config *cfg) {
     S.nslots = 0;
     S.ndirty = 0;
     S.samples = S.dropped = S.truncated = S.threads = S.fixed = S.instants = 0;
+    S.win_instants = S.win_periods = 0;
     S.guessed = S.stopped = S.native_cfi = 0;
     S.maps_reads = S.maps_queries = 0;
     S.unwind = S.walk && cfg->sample_unwind && cfg->sample != SAMPLER_SUSPEND;

@@ -222,6 +222,7 @@ typedef struct sampler_state {
     int resolving_pc; /* resolve() is naming an interrupted PC */
     uint64_t samples, dropped, truncated, threads; /* samples: periods (the samples' weights) */
     uint64_t instants; /* the samples behind them: stacks taken, or counted again (SampleWeights) */
+    uint64_t win_instants, win_periods; /* the same at the last window's end (sampler_window.c) */
     uint64_t fixed; /* samples whose caller came from the stack, not the frame pointer */
     uint64_t guessed, stopped, native_cfi; /* native leaves whose caller was guessed; walks stopped; leaves unwound */
     uint64_t scans, maps_reads, maps_queries, resolves, cpu_ns; /* the sampler's own work, for a note */

@@ -4,7 +4,8 @@
  * rings and adds to the window every node whose samples changed since the
  * last window's end, with what changed: a node's inclusive count grows with
  * any sample below it, so the nodes written are closed under their parents
- * and each window holds whole paths. */
+ * and each window holds whole paths; and the samples taken behind them
+ * (SampleWeights). */
 #include "sampler_internal.h"
 
 #include <time.h>
@@ -26,6 +27,12 @@ void sampler_window_emit(void) {
         uint64_t v[DNP_NV_SampleNode] = {n->tid, i, n->parent, n->func, n->name, samples,
                                          samples * S.period_ns, self * S.period_ns, self};
         window_event(DNP_EV_SampleNode, v, DNP_NV_SampleNode);
+    }
+    if (S.instants != S.win_instants) { /* the samples behind this window's periods */
+        uint64_t w[DNP_NV_SampleWeights] = {S.instants - S.win_instants, S.samples - S.win_periods};
+        window_event(DNP_EV_SampleWeights, w, DNP_NV_SampleWeights);
+        S.win_instants = S.instants;
+        S.win_periods = S.samples;
     }
     atomic_store(&S.window_asked, 0);
 }
