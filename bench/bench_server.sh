@@ -24,6 +24,7 @@
 #   wall100  --sample=wall at 100 Hz (at most 16 threads a tick, signalled by
 #            the sampler thread, a thread still waiting where its last sample
 #            found it counted again without a signal: the default)
+#   wall1k   the same at 1 kHz
 #   wallall  the same, every thread every tick (DNPROF_SAMPLE_WALL_THREADS=0)
 #   wallsig  wall100 with every due thread signalled (DNPROF_SAMPLE_TIMERS=0)
 #   walltimer wall100 with a timer per thread signalling it (DNPROF_SAMPLE_TIMERS=1)
@@ -76,6 +77,7 @@ run_one() {
         posix100) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_TIMERS=1) ;;
         cpu1hz) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=1) ;;
         wall100) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100) ;;
+        wall1k) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=1000) ;;
         wallall) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_WALL_THREADS=0) ;;
         wallsig) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_TIMERS=0) ;;
         walltimer) envs+=(DNPROF_SAMPLE=wall DNPROF_SAMPLE_RATE=100 DNPROF_SAMPLE_TIMERS=1) ;;
