@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "callbacks.h"
@@ -124,26 +123,6 @@ void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_h
     if (cfg->sample == SAMPLER_SUSPEND)
         *mask |= 0x10000000u; /* COR_PRF_ENABLE_STACK_SNAPSHOT */
     sampler_runtime_configure(cfg, mask, mask_high);
-}
-
-/* A program that switches threads very often pays perf events' cost at every
- * switch (the event's timer is stopped and started again: in a VM, trips to
- * the host), whatever the rate: bench/bench_server.sh measured +20-52% of CPU
- * at 100 Hz on 64 threads handing a token round (230,000 switches per CPU
- * second), +6.5% with per-thread POSIX timers, +9.8% with one process
- * timer, +0-2.4% in wall mode. The note says so where it applies. */
-static void switches_note(void) {
-    struct rusage ru;
-    if (S.mode != SAMPLER_CPU || S.perf <= 0 || S.perf_auto || getrusage(RUSAGE_SELF, &ru) != 0)
-        return;
-    double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
-                 ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
-    double per_cpu_s = cpu > 0.05 ? (double)(ru.ru_nvcsw + ru.ru_nivcsw) / cpu : 0;
-    if (per_cpu_s >= 20000)
-        rec_note(1, "the program switched threads %.0f times per second of CPU: cpu sampling by perf events pays at "
-                    "every switch (up to +50%% of CPU in a VM); " DNP_ENV_SAMPLE_TIMERS "=process (one timer for the "
-                    "process, Linux 6.4+) or --sample=wall cost far less for such a program (docs/sampling.md)",
-                 per_cpu_s);
 }
 
 static void release_memory(void) {
@@ -329,7 +308,7 @@ void sampler_stop(void) {
              (unsigned long long)S.maps_queries, (unsigned long long)S.resolves, (unsigned long long)S.fixed,
              (unsigned long long)S.frameless_found);
     sampler_unwind_note();
-    switches_note();
+    sampler_switches_note();
     if (S.process_timer && S.ptimer_used)
         rec_note(0, "process timer: %llu of its signals reached a thread asleep in a system call, which had not run "
                     "(the CPU was a thread's that blocks the signal, such as the sampler's): not counted",

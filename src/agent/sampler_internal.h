@@ -282,6 +282,8 @@ void sampler_process_timer_stop(void);
  * since the last call, perf events give way to the tick-grained POSIX timers
  * when they switch too often (their cost is per switch). Sampler thread. */
 int sampler_switches_check(uint64_t now); /* 1: they gave way now */
+/* The closing note of a run that kept perf events and switched threads very often. */
+void sampler_switches_note(void);
 
 /* Addresses (sampler_resolve.c). */
 void sampler_cache_clear(uint64_t now);

@@ -207,6 +207,13 @@ static struct timespec timespec_of(uint64_t ns) {
     return t;
 }
 
+/* Thread tid's CPU clock, as the kernel makes it (MAKE_THREAD_CPUCLOCK(tid,
+ * CPUCLOCK_SCHED)): for its timer (cpu mode) and to read its CPU time (wall
+ * mode's looks). */
+static clockid_t thread_cpu_clock(int tid) {
+    return (clockid_t)((~(unsigned)tid << 3) | 6u);
+}
+
 /* A POSIX timer on clk that signals thread tid with s as its value: 0 (then
  * s->has_timer), or -1. */
 static int thread_timer(sslot *s, int tid, clockid_t clk) {
@@ -278,8 +285,7 @@ static void slot_arm(sslot *s, int tid) {
         else
             return; /* the thread is gone, or out of fds */
     }
-    /* the thread's CPU clock (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)) */
-    if (thread_timer(s, tid, (clockid_t)((~(unsigned)tid << 3) | 6u)) != 0)
+    if (thread_timer(s, tid, thread_cpu_clock(tid)) != 0)
         return;
     uint64_t first = S.period_ns / 2 + (uint64_t)(rand() % 1000) * (S.period_ns / 1000);
     struct itimerspec its = {timespec_of(S.period_ns), timespec_of(first)};
@@ -329,9 +335,16 @@ void sampler_process_timer_stop(void) {
 
 /* ---- auto: perf events give way to the POSIX timers ---- */
 
-static uint64_t rusage_cpu_ns(const struct rusage *ru) {
-    return ((uint64_t)ru->ru_utime.tv_sec + (uint64_t)ru->ru_stime.tv_sec) * 1000000000u +
-           ((uint64_t)ru->ru_utime.tv_usec + (uint64_t)ru->ru_stime.tv_usec) * 1000u;
+/* The program's CPU time (ns, every thread's) and context switches so far: 0,
+ * or -1. One system call. */
+static int program_switches(uint64_t *cpu_ns, uint64_t *n) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return -1;
+    *cpu_ns = ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000u +
+              ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
+    *n = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+    return 0;
 }
 
 /* A perf event per thread is stopped and started again at each context switch
@@ -346,10 +359,9 @@ static uint64_t rusage_cpu_ns(const struct rusage *ru) {
  * instants, each sample weighted by the periods it stands for. One way: a
  * program that switched this often is likely to again. */
 int sampler_switches_check(uint64_t now) {
-    struct rusage ru; /* one system call a tick (10 ms) in the first second, then one a scan (100 ms) */
-    if (!S.perf_auto || S.perf <= 0 || getrusage(RUSAGE_SELF, &ru) != 0)
+    uint64_t cpu, n; /* one system call a tick (10 ms) in the first second, then one a scan (100 ms) */
+    if (!S.perf_auto || S.perf <= 0 || program_switches(&cpu, &n) != 0)
         return 0;
-    uint64_t cpu = rusage_cpu_ns(&ru), n = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
     if (!S.sw_cpu_ns || cpu < S.sw_cpu_ns || n < S.sw_count) {
         S.sw_cpu_ns = cpu ? cpu : 1;
         S.sw_count = n;
@@ -378,6 +390,23 @@ int sampler_switches_check(uint64_t now) {
             slot_arm(&S.slots[i], tid);
     }
     return 1;
+}
+
+/* Perf events chosen (DNP_ENV_SAMPLE_TIMERS=0, or auto where they could not
+ * give way): the closing note says when the run switched threads so often that
+ * they cost at every switch (bench/bench_server.sh: +20-52% of CPU at 100 Hz
+ * on 64 threads handing a token round, 230,000 switches per CPU second), and
+ * names the cheaper clocks. */
+void sampler_switches_note(void) {
+    uint64_t cpu, n;
+    if (S.mode != SAMPLER_CPU || S.perf <= 0 || S.perf_auto || program_switches(&cpu, &n) != 0)
+        return;
+    double per_cpu_s = cpu > 50000000u ? (double)n * 1e9 / (double)cpu : 0;
+    if (per_cpu_s >= 20000)
+        rec_note(1, "the program switched threads %.0f times per second of CPU: cpu sampling by perf events pays at "
+                    "every switch (up to +50%% of CPU in a VM); " DNP_ENV_SAMPLE_TIMERS "=process (one timer for the "
+                    "process, Linux 6.4+) or --sample=wall cost far less for such a program (docs/sampling.md)",
+                 per_cpu_s);
 }
 
 void sampler_slot_disarm(sslot *s) {
@@ -624,8 +653,7 @@ static int still_waiting(const sslot *s, int tid) {
  * One system call, no file. */
 static uint64_t thread_cpu_ns(int tid) {
     struct timespec ts;
-    clockid_t clock = (clockid_t)(~(unsigned)tid << 3 | 6); /* the kernel's CPUCLOCK_SCHED of one thread */
-    if (clock_gettime(clock, &ts) != 0)
+    if (clock_gettime(thread_cpu_clock(tid), &ts) != 0)
         return 0;
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
