@@ -458,6 +458,13 @@ dnp_trace *e2e_load(const char *path) { return load_checked(path, -1, E2E_MIN_EV
 
 dnp_trace *e2e_load_of(const char *path, unsigned kind, size_t min) { return load_checked(path, (int)kind, min); }
 
+const char *e2e_note(const dnp_trace *t, const char *text) {
+    for (size_t i = 0; t && i < t->nnotes; i++)
+        if (t->notes[i].text && strstr(t->notes[i].text, text))
+            return t->notes[i].text;
+    return NULL;
+}
+
 int e2e_value_index(unsigned kind, unsigned field) {
     if (kind >= DNP_EV_COUNT || field >= dnp_events[kind].nfields)
         return -1;

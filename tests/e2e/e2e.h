@@ -134,6 +134,9 @@ dnp_trace *e2e_load(const char *path);
  * event and at least min events of kind. */
 dnp_trace *e2e_load_of(const char *path, unsigned kind, size_t min);
 
+/* The text of the first of the trace's notes that holds text, NULL when none does. */
+const char *e2e_note(const dnp_trace *t, const char *text);
+
 /* The index in ev->v of field number field of kind (entity fields take two). */
 int e2e_value_index(unsigned kind, unsigned field);
 

@@ -204,9 +204,7 @@ static int note_has(const char *path, const char *text) {
     dnp_trace *t = e2e_load(path);
     if (!t)
         return -1;
-    int found = 0;
-    for (size_t i = 0; i < t->nnotes && !found; i++)
-        found = t->notes[i].text && strstr(t->notes[i].text, text) != NULL;
+    int found = e2e_note(t, text) != NULL;
     dnp_trace_free(t);
     return found;
 }
@@ -340,13 +338,9 @@ TEST(e2e_sample_shares_process_timer) {
     sscanf(u.release, "%d.%d", &ma, &mi);
     dnp_trace *t = e2e_load(r.trace);
     ASSERT(t);
-    int process = 0, fallback = 0, dropped = 0;
-    for (size_t i = 0; i < t->nnotes; i++) {
-        process |= t->notes[i].text && strstr(t->notes[i].text, "one POSIX timer on the process's CPU time") != NULL;
-        fallback |= t->notes[i].text && strstr(t->notes[i].text, "needs Linux 6.4") != NULL;
-        /* signals that reached a thread asleep are counted, not sampled */
-        dropped |= t->notes[i].text && strstr(t->notes[i].text, "process timer: ") != NULL;
-    }
+    int process = e2e_note(t, "one POSIX timer on the process's CPU time") != NULL;
+    int fallback = e2e_note(t, "needs Linux 6.4") != NULL;
+    int dropped = e2e_note(t, "process timer: ") != NULL; /* signals that reached a thread asleep: not sampled */
     dnp_trace_free(t);
     if (ma < 6 || (ma == 6 && mi < 4)) {
         ASSERT(fallback);

@@ -84,12 +84,9 @@ static int wall_run(e2e_run *r, const char *wall_threads, const char *timers, co
  * (*timed) and by the sampler thread (*sent): 0, or -1 without that note. */
 static int wall_signallers(const char *trace, unsigned *timed, unsigned *sent) {
     dnp_trace *t = e2e_load(trace);
-    int found = 0;
-    for (size_t i = 0; t && i < t->nnotes && !found; i++) {
-        const char *n = t->notes[i].text;
-        found = n && sscanf(n, "wall sampling: %u threads signalled by a timer of their own, %u by the sampler thread",
+    const char *n = e2e_note(t, " threads signalled by a timer of their own, ");
+    int found = n && sscanf(n, "wall sampling: %u threads signalled by a timer of their own, %u by the sampler thread",
                             timed, sent) == 2;
-    }
     if (t)
         dnp_trace_free(t);
     return found ? 0 : -1;
@@ -99,14 +96,9 @@ static int wall_signallers(const char *trace, unsigned *timed, unsigned *sent) {
  * thread still waiting where its last sample found it); -1 without the note. */
 static long wall_again(const char *trace) {
     dnp_trace *t = e2e_load(trace);
-    long again = -1;
-    for (size_t i = 0; t && i < t->nnotes && again < 0; i++) {
-        const char *n = t->notes[i].text;
-        unsigned long v;
-        if (n && strstr(n, " samples of threads still waiting") &&
-            sscanf(n, "wall sampling: %lu samples of threads still waiting", &v) == 1)
-            again = (long)v;
-    }
+    const char *n = e2e_note(t, " samples of threads still waiting");
+    unsigned long v;
+    long again = n && sscanf(n, "wall sampling: %lu samples of threads still waiting", &v) == 1 ? (long)v : -1;
     if (t)
         dnp_trace_free(t);
     return again;
