@@ -34,7 +34,8 @@ typedef struct waits {
     uint64_t gcs, pause_ns, max_pause_ns, gc_by_gen[3];
     uint64_t starved;
     uint64_t first_ns, last_ns;
-    uint64_t blocked_ns, sampled_ns;
+    uint64_t blocked_ns, sampled_ns; /* the program's threads: a managed frame above [waiting] */
+    uint64_t native_ns;              /* [waiting] with no managed frame: the runtime's own threads */
     site lsites[MAX_SITES], bsites[MAX_SITES];
     size_t nl, nb;
 } waits;
@@ -125,7 +126,30 @@ static int read_events(const char *path, waits *w) {
     return report_read_events(path, feed, w, NULL, 0);
 }
 
-/* The wall-clock samples' [waiting] time, by the managed frames above it. */
+/* A frame of the program's own code, not the framework's: what a user looks
+ * for under a wait that the framework's frames above it do not explain. */
+static int user_frame(const char *raw) {
+    static const char *const framework[] = {"System.", "Microsoft.", "Internal.", "Interop"};
+    for (size_t i = 0; i < sizeof framework / sizeof framework[0]; i++)
+        if (!strncmp(raw, framework[i], strlen(framework[i])))
+            return 0;
+    return 1;
+}
+
+/* Appends frame f of tree tr to text (len so far), " < " before all but the first. */
+static size_t put_frame(const dnp_calltree *ct, const dnp_ct_tree *tr, uint32_t f, char *text, size_t cap,
+                        size_t len, const char *sep) {
+    char raw[1024], pretty[1024];
+    dnp_pretty_name(dnp_ct_raw_name(ct, tr->nodes[f].func, tr->nodes[f].name, raw, sizeof raw), pretty, sizeof pretty);
+    int k = snprintf(text + len, cap - len, "%s%s", len ? sep : "", pretty);
+    return len + (k > 0 && (size_t)k < cap - len ? (size_t)k : 0);
+}
+
+/* The wall-clock samples' [waiting] time, by the managed frames above it: the
+ * innermost FRAMES_SHOWN and, when those are all the framework's (a
+ * Monitor.Wait under Task.Wait), the first frame of the program's own code
+ * below them. A thread blocked with no managed frame above it is one of the
+ * runtime's own (the GC's, the JIT's, EventPipe's): counted apart. */
 static void blocked_tree(waits *w, const dnp_calltree *ct, const dnp_ct_tree *tr) {
     for (uint32_t i = 1; i < tr->nnodes; i++) {
         const dnp_ct_node *nd = &tr->nodes[i];
@@ -133,27 +157,36 @@ static void blocked_tree(waits *w, const dnp_calltree *ct, const dnp_ct_tree *tr
         const char *name = nd->func ? NULL : dnp_trace_string(ct->t, nd->name);
         if (!nd->self_ns || !name || strcmp(name, "[waiting]") != 0)
             continue;
-        w->blocked_ns += nd->self_ns;
         uint64_t key = 0xcbf29ce484222325ull;
-        uint32_t frames[FRAMES_SHOWN], n = 0;
-        for (uint32_t at = nd->parent; at && n < FRAMES_SHOWN; at = tr->nodes[at].parent)
-            if (tr->nodes[at].func) {
+        uint32_t frames[FRAMES_SHOWN], n = 0, mine = 0, own = 0;
+        char raw[1024];
+        for (uint32_t at = nd->parent; at && !mine; at = tr->nodes[at].parent) {
+            if (!tr->nodes[at].func)
+                continue;
+            int user = user_frame(dnp_ct_raw_name(ct, tr->nodes[at].func, tr->nodes[at].name, raw, sizeof raw));
+            if (n < FRAMES_SHOWN) {
                 frames[n++] = at;
-                key = (key ^ tr->nodes[at].func) * 0x100000001b3ull;
+                own |= user;
+            } else if (user) {
+                mine = at;
             }
+            key = (key ^ tr->nodes[at].func) * 0x100000001b3ull;
+            if (n == FRAMES_SHOWN && own)
+                break;
+        }
+        if (!n) {
+            w->native_ns += nd->self_ns;
+            continue;
+        }
+        w->blocked_ns += nd->self_ns;
         site *s = add_site(w->bsites, &w->nb, key | 1, nd->self_ns, 1);
         if (!s || s->text[0])
             continue;
         size_t len = 0;
-        for (uint32_t f = 0; f < n; f++) {
-            char raw[1024], pretty[1024];
-            dnp_pretty_name(dnp_ct_raw_name(ct, tr->nodes[frames[f]].func, tr->nodes[frames[f]].name, raw, sizeof raw),
-                            pretty, sizeof pretty);
-            int k = snprintf(s->text + len, sizeof s->text - len, "%s%s", f ? " < " : "", pretty);
-            len += k > 0 && (size_t)k < sizeof s->text - len ? (size_t)k : 0;
-        }
-        if (!n)
-            snprintf(s->text, sizeof s->text, "(no managed frame: a native thread)");
+        for (uint32_t f = 0; f < n; f++)
+            len = put_frame(ct, tr, frames[f], s->text, sizeof s->text, len, " < ");
+        if (mine)
+            put_frame(ct, tr, mine, s->text, sizeof s->text, len, " < ... < ");
     }
 }
 
@@ -164,6 +197,7 @@ static int read_samples(const char *path, waits *w) {
     w->wall = in.ct->sample_mode == DNP_SAMPLE_WALL;
     for (size_t i = 0; w->wall && i < in.ct->nthreads; i++)
         blocked_tree(w, in.ct, &in.ct->threads[i]);
+    w->sampled_ns -= w->native_ns;
     calls_close(&in);
     return 0;
 }
@@ -201,8 +235,9 @@ static void write_json(const waits *w, const char *path, unsigned top, FILE *out
     fprintf(out, "\"threadpool\":{\"recorded\":%s,\"flag\":\"--threadpool\",\"starvation\":%llu},",
             w->threadpool ? "true" : "false", (unsigned long long)w->starved);
     fprintf(out, "\"blocked\":{\"recorded\":%s,\"flag\":\"--sample=wall\",\"waitingNs\":%llu,\"sampledNs\":%llu,"
-                 "\"top\":[",
-            w->wall ? "true" : "false", (unsigned long long)w->blocked_ns, (unsigned long long)w->sampled_ns);
+                 "\"nativeThreadsNs\":%llu,\"top\":[",
+            w->wall ? "true" : "false", (unsigned long long)w->blocked_ns, (unsigned long long)w->sampled_ns,
+            (unsigned long long)w->native_ns);
     json_sites(out, w->bsites, w->nb, top);
     fputs("]}}\n", out);
 }
@@ -249,6 +284,10 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
                w->nl, w->lock_ns, top);
     text_sites(out, "blocked time by stack (wall-clock samples in [waiting], the managed frames above it):",
                w->bsites, w->nb, w->blocked_ns, top);
+    if (w->native_ns)
+        fprintf(out, "  (and %.1f ms on the runtime's own threads, with no managed frame: its GC, JIT and event "
+                     "threads, not counted above)\n",
+                (double)w->native_ns / 1e6);
 }
 
 int report_waits(const char *path, int json, unsigned top, FILE *out) {
