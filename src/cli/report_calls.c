@@ -142,6 +142,19 @@ static void put_sampled_header(const dnp_calltree *ct, FILE *out) {
                                        "thread's last"
                                      : "the clock is tick-grained: a sample weighs 1 + its timer's overruns",
                 cli_fmt_count(ct->sample_instants, d));
+    if (ct->sample_mode == DNP_SAMPLE_WALL) {
+        uint64_t waiting = 0;
+        for (uint32_t i = 1; i < ct->all.nnodes; i++) {
+            const dnp_ct_node *nd = &ct->all.nodes[i];
+            const char *name = nd->func ? NULL : dnp_trace_string(ct->t, nd->name);
+            if (name && !strcmp(name, "[waiting]"))
+                waiting += nd->self_ns;
+        }
+        if (waiting)
+            fprintf(out, "note: wall clock: [waiting] is the threads' time blocked, %.1f%% of it here; dnprof report "
+                         "--waits adds it up by the managed frames that waited\n",
+                    100.0 * (double)waiting / (double)(ct->all.nodes[0].total_ns ? ct->all.nodes[0].total_ns : 1));
+    }
     if (ct->async_stacks && !ct->physical)
         fputs("note: async stacks: a resumed async method is under the async methods that awaited it, "
               "not the thread pool (--physical: the threads' own stacks; docs/async.md)\n", out);

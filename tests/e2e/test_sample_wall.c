@@ -174,5 +174,21 @@ TEST(e2e_sample_wall_waits_alternate) {
     ASSERT_EQ(wall_run_of(&r, "waitalt", "0", NULL, "alternating waits"), 0);
     fprintf(stderr, "samples counted again without a signal: %ld\n", wall_again(r.trace));
     ASSERT_GE(wall_again(r.trace), 300); /* the looks found threads still waiting: about 1,850 here */
+    /* Every thread of this program but a moment's start blocks: the report's
+     * header says [waiting] is most of the time and where to read it by stack. */
+    const char *report[] = {"report", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, report), 0);
+    ASSERT_STATUS(&r, 0);
+    char *text = e2e_read_file(r.out, NULL);
+    const char *note = text ? strstr(text, "note: wall clock: [waiting] is the threads' time blocked, ") : NULL;
+    double blocked = 0;
+    int ok = note && sscanf(note, "note: wall clock: [waiting] is the threads' time blocked, %lf%%", &blocked) == 1 &&
+             strstr(note, "dnprof report --waits");
+    fprintf(stderr, "the report's blocked share: %.1f%%\n", blocked);
+    if (!ok)
+        e2e_show_file("dnprof report", r.out);
+    free(text);
+    ASSERT(ok);
+    ASSERT_GE(blocked, 90.0);
     return 0;
 }
