@@ -15,12 +15,21 @@ static unsigned g_nwant;
 static atomic_int g_on; /* the session runs: its events are ours */
 static EVENTPIPE_SESSION g_session;
 
+/* The runtime's major version, asked once, at the configuration: after the
+ * event mask is set, an attached profiler's GetRuntimeInformation fails
+ * (CORPROF_E_UNSUPPORTED_CALL_SEQUENCE), and the consumers' started callbacks
+ * record it then. */
+static int g_major;
+
 int ep_runtime_major(void) {
+    if (g_major)
+        return g_major;
     USHORT id = 0, major = 0, minor = 0, build = 0, qfe = 0;
     COR_PRF_RUNTIME_TYPE type = 0;
     ULONG len = 0;
     if (FAILED(INFO_CALL(GetRuntimeInformation, &id, &type, &major, &minor, &build, &qfe, 0, &len, NULL)))
         return 0;
+    g_major = major;
     return major;
 }
 
@@ -42,6 +51,7 @@ int ep_want(ep_consumer *c, uint32_t *mask_high) {
 
 void ep_reset(void) {
     g_nwant = 0;
+    ep_runtime_major(); /* now, while the runtime answers */
 }
 
 /* "sampled allocations, lock contention": every consumer's what. */

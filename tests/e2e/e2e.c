@@ -495,6 +495,8 @@ long e2e_find(const dnp_trace *t, unsigned kind, const char *name, size_t from) 
     for (size_t i = from; i < t->nevents; i++) {
         if (t->events[i].kind != kind)
             continue;
+        if (!name)
+            return (long)i;
         const char *n = e2e_field_name(t, &t->events[i], 0);
         if (n != NULL && strcmp(n, name) == 0)
             return (long)i;

@@ -147,7 +147,7 @@ uint64_t e2e_field(const dnp_trace_event *ev, unsigned field);
 const char *e2e_field_name(const dnp_trace *t, const dnp_trace_event *ev, unsigned field);
 
 /* The index of the first event of kind at or after from whose field 0 is named
- * name, or -1. */
+ * name (NULL: any), or -1. */
 long e2e_find(const dnp_trace *t, unsigned kind, const char *name, size_t from);
 
 size_t e2e_count(const dnp_trace *t, unsigned kind);
