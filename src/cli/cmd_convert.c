@@ -76,8 +76,8 @@ static void convert_help(void) {
           "                       (without call data they are taken anyway); not for chrome\n"
           "      --locks          the lock waits, when the trace has call data or sampled\n"
           "                       allocations too (without them they are taken anyway);\n"
-          "                       chrome: the waits as slices, with the calls' timeline\n"
-          "                       when the trace has one\n"
+          "                       chrome: the waits and the GC track alone (without it,\n"
+          "                       chrome has the waits beside the calls in any case)\n"
           "      --physical       sampled stacks as the threads had them: a resumed async\n"
           "                       method under the thread pool, not under the async methods\n"
           "                       that awaited it (the default view; docs/async.md)\n"
@@ -284,6 +284,11 @@ static int open_input(convert_opts *o, convert_input *ci) {
         if (locks_open(o->path, &ci->lp) == 0 && locks_has_data(ci->lp))
             locks_slices(ci->lp, &o->eo);
         return 0;
+    }
+    if (calls && !o->locks && ci->ct->has_locks && (o->fmt->takes & FMT_SLICES)) {
+        /* the lock waits beside the calls: on the threads' timeline, or on tracks of their own */
+        if (locks_open(o->path, &ci->lp) == 0 && locks_has_data(ci->lp))
+            locks_slices(ci->lp, &o->eo);
     }
     if (o->locks || !calls) {
         calls_input was = ci->in;

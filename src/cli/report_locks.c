@@ -547,6 +547,7 @@ const dnp_calltree *locks_calltree(locks_profile *p) {
     dnp_calltree *ct = dnp_ct_weighted_new(p->t, "nanoseconds");
     if (!ct)
         return NULL;
+    ct->stream = p->s; /* read again for the runtime's events (chrome's GC track) */
     ct->count_type = "contentions";
     ct->weight_type = "delay";
     int rc = 0;

@@ -668,6 +668,9 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
         if (note_os_name(b, e) != 0)
             return -1;
         break;
+    case DNP_EV_LockConfig:
+        ct->has_locks = 1;
+        break;
     case DNP_EV_AllocSampling:
         if (e->nvalues >= DNP_NV_AllocSampling && !ct->alloc_source) {
             ct->alloc_source = e->v[DNP_V(AllocSampling, source)];
@@ -875,16 +878,6 @@ void dnp_calltree_free(dnp_calltree *ct) {
 
 int dnp_calltree_has_data(const dnp_calltree *ct) {
     return ct && ct->all.nnodes > 1;
-}
-
-const char *dnp_ct_raw_name(const dnp_calltree *ct, uint64_t func, uint64_t name, char *buf, size_t len) {
-    if (name >= DNP_CT_OWN_NAMES && name - DNP_CT_OWN_NAMES < ct->nown_names)
-        return ct->own_names[name - DNP_CT_OWN_NAMES];
-    const char *s = dnp_trace_string(ct->t, name);
-    if (s && *s)
-        return s;
-    snprintf(buf, len, "<function 0x%llx>", (unsigned long long)func);
-    return buf;
 }
 
 const dnp_ct_tree *dnp_ct_find_thread(const dnp_calltree *ct, uint64_t number_or_tid) {

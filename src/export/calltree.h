@@ -116,6 +116,7 @@ typedef struct dnp_calltree {
     /* Sampled allocations (--alloc), for saying what a trace holds. */
     uint64_t alloc_source;     /* AllocSampling: 1 AllocationSampled, 2 AllocationTick; 0 none seen */
     uint64_t alloc_mean_bytes;
+    int has_locks;             /* a LockConfig event was seen: the trace holds lock waits (--locks) */
 } dnp_calltree;
 
 /* The marks of a sampled frame's FunctionID (FunctionIDs are 8-byte aligned;

@@ -93,16 +93,22 @@ static void put_thread_name(chrome *c, uint64_t tid, const char *label) {
     fputs("}}", c->out);
 }
 
-/* The caller's slices (lock waits), each thread named once. */
+/* The caller's slices (lock waits), each thread named once. Beside a
+ * timeline they are on their threads' tracks; beside trees laid out (an
+ * aggregate, not in time order) on tracks of their own, one a thread: a
+ * Linux thread id is below 2^22, so SLICE_TRACK + tid names no thread. */
+#define SLICE_TRACK (1ull << 30)
+
 static int write_slices(chrome *c, const dnp_export_opts *o) {
     const dnp_trace *t = c->ct->t;
+    int apart = !c->ct->timeline_events && c->ct->nthreads > 0;
     uint8_t *named = calloc(t->nthreads + 2, 1);
     if (!named)
         return -1;
     char label[512];
     for (size_t i = 0; i < o->nslices; i++) {
         const dnp_export_slice *s = &o->slices[i];
-        uint64_t tid = tid_of(t, s->thread);
+        uint64_t tid = tid_of(t, s->thread) + (apart ? SLICE_TRACK : 0);
         if (s->thread <= t->nthreads && !named[s->thread] && !c->ct->timeline_events) {
             named[s->thread] = 1;
             const dnp_trace_thread *th = dnp_trace_thread_get(t, s->thread);
@@ -111,6 +117,8 @@ static int write_slices(chrome *c, const dnp_export_opts *o) {
             tr.os_tid = th ? th->os_tid : 0;
             tr.name = th ? th->name : NULL;
             dnp_export_thread_label(&tr, label, sizeof label);
+            if (apart)
+                strncat(label, ": lock waits, in time", sizeof label - strlen(label) - 1);
             put_thread_name(c, tid, label);
         }
         fprintf(c->out, ",\n{\"ph\":\"X\",\"cat\":\"%s\",\"pid\":%llu,\"tid\":%llu", s->cat, (unsigned long long)c->pid,

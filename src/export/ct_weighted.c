@@ -1,5 +1,6 @@
 /* ct_weighted.c: call trees built from weighted stacks (calltree.h:
  * dnp_ct_weighted_*): sampled allocations, lock waits, stacks recorded as text. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "calltree.h"
@@ -44,4 +45,15 @@ int dnp_ct_weighted_finish(dnp_calltree *ct) {
         ct->weighted = NULL;
     }
     return ct_tree_finish(&ct->all, NULL);
+}
+
+/* A name of the trace, or one of a weighted tree's own (DNP_CT_OWN_NAMES up). */
+const char *dnp_ct_raw_name(const dnp_calltree *ct, uint64_t func, uint64_t name, char *buf, size_t len) {
+    if (name >= DNP_CT_OWN_NAMES && name - DNP_CT_OWN_NAMES < ct->nown_names)
+        return ct->own_names[name - DNP_CT_OWN_NAMES];
+    const char *s = dnp_trace_string(ct->t, name);
+    if (s && *s)
+        return s;
+    snprintf(buf, len, "<function 0x%llx>", (unsigned long long)func);
+    return buf;
 }

@@ -528,7 +528,7 @@ TEST(e2e_locks_on_calls_timeline) {
     ASSERT_STATUS(&r, 0);
     char path[PATH_MAX + 16], err[256];
     snprintf(path, sizeof path, "%s/both.chrome.json", r.dir);
-    const char *conv[] = {"convert", "--locks", "--format", "chrome", "-o", path, r.trace, NULL};
+    const char *conv[] = {"convert", "--format", "chrome", "-o", path, r.trace, NULL}; /* the waits come along */
     ASSERT_EQ(e2e_dnprof(&r, conv), 0);
     ASSERT_STATUS(&r, 0);
     size_t len;
@@ -560,6 +560,81 @@ TEST(e2e_locks_on_calls_timeline) {
     ASSERT_GT(calls, 0);
     ASSERT_GT(slices, 0);
     ASSERT_EQ(inside, slices);
+    return 0;
+}
+
+/* What a chrome file of r's trace holds: lock slices, those on a track of
+ * their own (a tid past every thread's, named "...: lock waits, in time"), GC
+ * slices, and the calls laid out as an aggregate. 0, or -1. */
+typedef struct chrome_tracks {
+    size_t slices, apart, gc, aggregate;
+} chrome_tracks;
+
+static int chrome_of(e2e_run *r, int locks, chrome_tracks *c) {
+    char path[PATH_MAX + 16], err[256];
+    snprintf(path, sizeof path, "%s/%s.chrome.json", r->dir, locks ? "locks" : "all");
+    const char *args[] = {"convert", "--format", "chrome", "-o", path, r->trace, locks ? "--locks" : NULL, NULL};
+    if (e2e_dnprof(r, args) != 0 || r->status != 0)
+        return -1;
+    size_t len;
+    char *text = e2e_read_file(path, &len);
+    jv *doc = text ? json_parse(text, len, err, sizeof err) : NULL;
+    free(text);
+    const jv *events = json_get(doc, "traceEvents");
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; events && i < events->n; i++) {
+        const jv *e = json_at(events, i);
+        const char *cat = json_str(e, "cat");
+        c->gc += cat && !strcmp(cat, "gc");
+        c->aggregate += cat && !strncmp(cat, "calls (aggregate", 16);
+        if (!cat || strcmp(cat, "lock contention") != 0)
+            continue;
+        c->slices++;
+        for (size_t k = 0; json_num(e, "tid") >= 1073741824.0 && k < events->n; k++) {
+            const jv *m = json_at(events, k);
+            const char *ph = json_str(m, "ph"), *name = json_str(json_get(m, "args"), "name");
+            if (ph && !strcmp(ph, "M") && json_num(m, "tid") == json_num(e, "tid") && name &&
+                strstr(name, ": lock waits, in time")) {
+                c->apart++;
+                break;
+            }
+        }
+    }
+    json_free(doc);
+    fprintf(stderr, "e2e: chrome%s: %zu lock slices (%zu on tracks apart), %zu GC slices, %zu laid out\n",
+            locks ? " --locks" : "", c->slices, c->apart, c->gc, c->aggregate);
+    return events ? 0 : -1;
+}
+
+/* A sampled trace with lock waits and a collection, to chrome: the samples
+ * laid out on the threads' tracks (an aggregate, not in time order), every
+ * recorded wait a slice in time on a track of its own beside its thread's,
+ * the collection on the GC track; with --locks the waits and the GC track. */
+TEST(e2e_locks_chrome_beside_samples) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_locks_chrome_beside_samples"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll);
+    ASSERT(bin);
+    const char *argv[] = {bin, "run", "--quiet", "--sample", "--locks", "--gc", "-o", r.trace, "--", e2e_dotnet(),
+                          dll, "locks", "monitor", "4", "20", "2000", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t);
+    size_t waits = e2e_count(t, DNP_EV_LockWait), gcs = e2e_count(t, DNP_EV_GcCollection);
+    dnp_trace_free(t);
+    ASSERT_GT(waits, 0);
+    ASSERT_GE(gcs, 1); /* the scenario's GC.Collect */
+    chrome_tracks c;
+    ASSERT_EQ(chrome_of(&r, 0, &c), 0);
+    ASSERT_EQ(c.slices, waits);
+    ASSERT_EQ(c.apart, waits);
+    ASSERT_EQ(c.gc, gcs);
+    ASSERT_GT(c.aggregate, 0);
+    ASSERT_EQ(chrome_of(&r, 1, &c), 0);
+    ASSERT_EQ(c.slices, waits);
+    ASSERT_EQ(c.gc, gcs);
     return 0;
 }
 

@@ -18,7 +18,8 @@
 // times each, held HOLD_US of busy work (a negative HOLD_US: a sleep that long)
 // and GAP_US, default HOLD_US, of busy work between two, and print the contended acquisitions
 // per second, the work's wall time ("wall ms=") and the process CPU time ("cpu
-// ms="), for bench/bench_locks.c. With "wait FILE" it prints "ready" first and waits up to
+// ms="), for bench/bench_locks.c. After the work (not the bench's) one induced
+// collection. With "wait FILE" it prints "ready" first and waits up to
 // 60 s for FILE; after the work it prints "done" and, when FILE.after is
 // given by the test (the attach test), waits for it and contends once more,
 // printing "after ok" (the program carries on after a detach).
@@ -252,6 +253,7 @@ public static class LocksScenario
             return 0;
         }
         Work(mode, threads, rounds, holdUs);
+        GC.Collect(); /* one induced collection: a GC pause beside the waits on a timeline */
         Console.WriteLine("done");
         Console.Out.Flush();
         if (go != null)
