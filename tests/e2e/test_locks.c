@@ -174,17 +174,24 @@ static int check_pprof(e2e_run *r, double monitor_ns) {
     return ok && fabs(under - monitor_ns) <= 0.001 * monitor_ns + 1 ? 0 : -1;
 }
 
-/* chrome: the long waits as slices on the waiting threads, with their stacks. */
-static int check_chrome(e2e_run *r, const truth *t, double report_ns) {
+/* r's trace converted to chrome (with --locks when locks) into DIR/NAME.chrome.json,
+ * parsed; NULL when the conversion or the file failed. */
+static jv *chrome_doc(e2e_run *r, const char *name, int locks) {
     char path[PATH_MAX + 16], err[256];
-    snprintf(path, sizeof path, "%s/locks.chrome.json", r->dir);
-    const char *conv[] = {"convert", "--format", "chrome", "-o", path, r->trace, NULL};
-    if (e2e_dnprof(r, conv) != 0 || r->status != 0)
-        return -1;
+    snprintf(path, sizeof path, "%s/%s.chrome.json", r->dir, name);
+    const char *args[] = {"convert", "--format", "chrome", "-o", path, r->trace, locks ? "--locks" : NULL, NULL};
+    if (e2e_dnprof(r, args) != 0 || r->status != 0)
+        return NULL;
     size_t len;
     char *text = e2e_read_file(path, &len);
     jv *doc = text ? json_parse(text, len, err, sizeof err) : NULL;
     free(text);
+    return doc;
+}
+
+/* chrome: the long waits as slices on the waiting threads, with their stacks. */
+static int check_chrome(e2e_run *r, const truth *t, double report_ns) {
+    jv *doc = chrome_doc(r, "locks", 0);
     const jv *events = json_get(doc, "traceEvents");
     size_t slices = 0, bad = 0;
     double dur_ns = 0;
@@ -526,15 +533,7 @@ TEST(e2e_locks_on_calls_timeline) {
                           r.trace, "--", e2e_dotnet(), dll, "locks", "monitor", "4", "20", "1000", NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
     ASSERT_STATUS(&r, 0);
-    char path[PATH_MAX + 16], err[256];
-    snprintf(path, sizeof path, "%s/both.chrome.json", r.dir);
-    const char *conv[] = {"convert", "--format", "chrome", "-o", path, r.trace, NULL}; /* the waits come along */
-    ASSERT_EQ(e2e_dnprof(&r, conv), 0);
-    ASSERT_STATUS(&r, 0);
-    size_t len;
-    char *text = e2e_read_file(path, &len);
-    jv *doc = text ? json_parse(text, len, err, sizeof err) : NULL;
-    free(text);
+    jv *doc = chrome_doc(&r, "both", 0); /* the waits come along without --locks */
     const jv *events = json_get(doc, "traceEvents");
     size_t slices = 0, inside = 0, calls = 0;
     for (size_t i = 0; events && i < events->n; i++) {
@@ -571,15 +570,7 @@ typedef struct chrome_tracks {
 } chrome_tracks;
 
 static int chrome_of(e2e_run *r, int locks, chrome_tracks *c) {
-    char path[PATH_MAX + 16], err[256];
-    snprintf(path, sizeof path, "%s/%s.chrome.json", r->dir, locks ? "locks" : "all");
-    const char *args[] = {"convert", "--format", "chrome", "-o", path, r->trace, locks ? "--locks" : NULL, NULL};
-    if (e2e_dnprof(r, args) != 0 || r->status != 0)
-        return -1;
-    size_t len;
-    char *text = e2e_read_file(path, &len);
-    jv *doc = text ? json_parse(text, len, err, sizeof err) : NULL;
-    free(text);
+    jv *doc = chrome_doc(r, locks ? "locks" : "all", locks);
     const jv *events = json_get(doc, "traceEvents");
     memset(c, 0, sizeof *c);
     for (size_t i = 0; events && i < events->n; i++) {
