@@ -3,7 +3,7 @@
  * Fields used (proto/profile.proto of github.com/google/pprof):
  *   Profile   1 sample_type (ValueType), 2 sample, 4 location, 5 function,
  *             6 string_table, 9 time_nanos, 10 duration_nanos, 11 period_type,
- *             12 period, 14 default_sample_type
+ *             12 period, 13 comment (string indexes), 14 default_sample_type
  *   ValueType 1 type, 2 unit (string indexes)
  *   Sample    1 location_id (packed), 2 value (packed)
  *   Mapping   1 id, 5 filename, 7 has_functions: one per native library
@@ -19,11 +19,13 @@
 #include "settings.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
 #define MAX_TYPES 8
+#define MAX_COMMENTS 4
 
 
 struct dnp_pprof {
@@ -34,6 +36,8 @@ struct dnp_pprof {
     int64_t period, time_nanos, duration_nanos;
     size_t default_type;
     int has_default;
+    uint64_t comments[MAX_COMMENTS]; /* string indexes */
+    size_t ncomments;
 
     dnp_intern strs;       /* string_table, each with its NUL; 0 is "" */
     uint64_t *func_of_str; /* string index -> function id (0: none) */
@@ -187,6 +191,12 @@ void dnp_pprof_set_default(dnp_pprof *p, size_t type_index) {
     }
 }
 
+void dnp_pprof_add_comment(dnp_pprof *p, const char *text) {
+    uint64_t i = str_index(p, text);
+    if (i && p->ncomments < MAX_COMMENTS)
+        p->comments[p->ncomments++] = i;
+}
+
 static void put_value_type(dnp_pb *b, unsigned field, dnp_pprof *p, const dnp_pprof_type *t, dnp_pb *m) {
     dnp_pb_uint(m, 1, str_index(p, t->type));
     dnp_pb_uint(m, 2, str_index(p, t->unit));
@@ -242,6 +252,8 @@ int dnp_pprof_encode(dnp_pprof *p, uint8_t **out, size_t *len) {
         dnp_pb_msg(&b, 11, &m);
         dnp_pb_uint(&b, 12, (uint64_t)p->period);
     }
+    for (size_t i = 0; i < p->ncomments; i++)
+        dnp_pb_uint(&b, 13, p->comments[i]);
     dnp_pb_uint(&b, 14, def);
     int failed = b.failed || m.failed || line.failed || p->failed;
     free(m.p);
@@ -384,6 +396,13 @@ int dnp_export_pprof(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o
         return -1;
     }
     dnp_pprof_set_default(p, 1);
+    char note[192];
+    if (sampled && ct->sample_instants) { /* what a share is as precise as (docs/sampling.md) */
+        snprintf(note, sizeof note, "dnprof --sample=%s at %llu Hz: %llu samples taken, standing for %llu periods",
+                 ct->sample_mode == DNP_SAMPLE_CPU ? "cpu" : "wall", (unsigned long long)ct->sample_rate,
+                 (unsigned long long)ct->sample_instants, (unsigned long long)ct->sample_periods);
+        dnp_pprof_add_comment(p, note);
+    }
     if (o && o->time_ns)
         dnp_pprof_set_time(p, o->time_ns, o->duration_ns);
     else if (ct->t && ct->t->start_realtime_ns)

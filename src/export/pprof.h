@@ -36,6 +36,8 @@ dnp_pprof *dnp_pprof_new(const dnp_pprof_type *types, size_t ntypes, const dnp_p
 int dnp_pprof_add(dnp_pprof *p, const char *const *frames, size_t nframes, const int64_t *values);
 /* Optional: when the profile was taken and how long, in ns (0: unknown). */
 void dnp_pprof_set_time(dnp_pprof *p, int64_t time_nanos, int64_t duration_nanos);
+/* A comment on the whole profile (`go tool pprof -comments`); at most 4 are kept. */
+void dnp_pprof_add_comment(dnp_pprof *p, const char *text);
 /* Which sample type a viewer shows first (its index). */
 void dnp_pprof_set_default(dnp_pprof *p, size_t type_index);
 /* Writes the gzip-compressed profile. 0, or -1 with errno set. */

@@ -290,6 +290,14 @@ static int check_pprof(e2e_run *r, uint64_t period_ns) {
                 pd_str(&pr, pr.unit[0]), pd_str(&pr, pr.type[1]), pd_str(&pr, pr.unit[1]), (long long)pr.period);
         rc = -1;
     }
+    /* The profile's comment: the samples taken behind the periods counted. */
+    unsigned long long taken = 0, periods = 0;
+    const char *comment = pr.ncomments ? pd_str(&pr, pr.comment[0]) : NULL;
+    if (!comment || sscanf(comment, "dnprof --sample=cpu at %*u Hz: %llu samples taken, standing for %llu periods",
+                           &taken, &periods) != 2) {
+        fprintf(stderr, "pprof: no comment with the samples taken (%s)\n", comment ? comment : "none");
+        rc = -1;
+    }
     double all = 0, hot[3] = {0, 0, 0};
     for (size_t i = 0; i < pr.nsamples && rc == 0; i++) {
         const pd_sample *s = &pr.samples[i];
@@ -309,7 +317,8 @@ static int check_pprof(e2e_run *r, uint64_t period_ns) {
     double n = hot[0] + hot[1] + hot[2];
     fprintf(stderr, "pprof: %.0f samples (the trace %.0f), hot methods under Rounds %.1f %.1f %.1f\n", all, want,
             n > 0 ? 100 * hot[0] / n : 0, n > 0 ? 100 * hot[1] / n : 0, n > 0 ? 100 * hot[2] / n : 0);
-    if (rc == 0 && (all != want || n < MIN_SAMPLES))
+    fprintf(stderr, "pprof: its comment: %llu samples taken for %llu periods\n", taken, periods);
+    if (rc == 0 && (all != want || n < MIN_SAMPLES || (double)periods != all || !taken || taken > periods))
         rc = -1;
     for (int h = 0; h < 3 && rc == 0; h++)
         if (fabs(100 * hot[h] / n - TRUTH[h]) > TOLERANCE)

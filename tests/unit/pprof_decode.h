@@ -32,6 +32,8 @@ typedef struct pd_profile {
     uint64_t fn_id[PD_MAX], fn_name[PD_MAX];
     size_t nfns;
     int64_t period;
+    uint64_t comment[4]; /* string indexes */
+    size_t ncomments;
     uint64_t default_type;
 } pd_profile;
 
@@ -166,6 +168,8 @@ static int pd_decode_raw(const uint8_t *p, size_t len, pd_profile *pr) {
             pr->strs[pr->nstrs++] = s;
         } else if (f == 12 && wt == 0) {
             pr->period = (int64_t)v;
+        } else if (f == 13 && wt == 0 && pr->ncomments < 4) {
+            pr->comment[pr->ncomments++] = v;
         } else if (f == 14 && wt == 0) {
             pr->default_type = v;
         }
