@@ -93,6 +93,8 @@ int cli_one_file(const char *cmd, const char *usage, int argc, char **argv, cons
 char *cli_fmt_count(uint64_t n, char *buf);
 /* The same as an expression for one printf: printf("%s caught", CLI_COUNT(n)). */
 #define CLI_COUNT(n) cli_fmt_count((uint64_t)(n), (char[32]){0})
+/* "s" after a count of anything but one: "%zu collection%s", n, CLI_PLURAL(n) */
+#define CLI_PLURAL(n) ((n) == 1 ? "" : "s")
 /* 1536 -> "1.5 KiB" into buf (at least 32 bytes); returns buf. */
 char *cli_fmt_bytes(uint64_t n, char *buf);
 /* argv as one line, words with spaces or quotes quoted for a shell, into buf. */

@@ -334,7 +334,7 @@ static int print_path(const dnp_heapgraph *g, const uint32_t *parent, uint32_t v
         }
         printf("]}");
     } else {
-        printf("path of %u step%s:\n  [%s]\n", len, len == 1 ? "" : "s", rt);
+        printf("path of %u step%s:\n  [%s]\n", len, CLI_PLURAL(len), rt);
         for (uint32_t k = 0; k < len; k++) {
             if (k) {
                 const char *field = NULL;
@@ -418,7 +418,7 @@ static int heap_paths(int argc, char **argv) {
         cli_put_json(stdout, path);
         printf(",\"instances\":%" PRIu64 ",\"reachable\":%" PRIu64 ",\"paths\":[", instances, reached);
     } else {
-        printf("%s instance%s of ", CLI_COUNT(instances), instances == 1 ? "" : "s");
+        printf("%s instance%s of ", CLI_COUNT(instances), CLI_PLURAL(instances));
         if (type)
             cli_put_text(stdout, type, 0);
         else

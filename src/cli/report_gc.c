@@ -338,17 +338,18 @@ static int write_text(const gc_data *d, const char *path, const gc_group *g, siz
     missing(d, &np, &nb, &na);
     size_t nu = unfinished(d);
     if (nu)
-        fprintf(out, "\n%zu collections still running when the recording ended (a background GC at exit, or a "
-                     "detach): their figures after it are \"-\"\n", nu);
+        fprintf(out, "\n%zu collection%s still running when the recording ended (a background GC at exit, or a "
+                     "detach): %s figures after it are \"-\"\n", nu, CLI_PLURAL(nu), nu == 1 ? "its" : "their");
     if (np)
-        fprintf(out, "%s%zu collections without a pause (\"-\"): the runtime's suspension events did not come "
-                     "(or the recording began or ended inside one)\n", nu ? "" : "\n", np);
+        fprintf(out, "%s%zu collection%s without a pause (\"-\"): the runtime's suspension events did not come "
+                     "(or the recording began or ended inside one)\n", nu ? "" : "\n", np, CLI_PLURAL(np));
     if (nb)
-        fprintf(out, "%zu collections without the heap before (\"-\"): no GCPerHeapHistory event for them "
-                     "(or the recording began or ended inside them)\n", nb);
+        fprintf(out, "%zu collection%s without the heap before (\"-\"): no GCPerHeapHistory event for %s "
+                     "(or the recording began or ended inside %s)\n", nb, CLI_PLURAL(nb), nb == 1 ? "it" : "them",
+                nb == 1 ? "it" : "them");
     if (na)
-        fprintf(out, "%zu collections without the heap after (\"-\"): no GCHeapStats event for them (or the "
-                     "recording ended inside them)\n", na);
+        fprintf(out, "%zu collection%s without the heap after (\"-\"): no GCHeapStats event for %s (or the "
+                     "recording ended inside %s)\n", na, CLI_PLURAL(na), na == 1 ? "it" : "them", na == 1 ? "it" : "them");
     fputs("\npause: from the runtime's suspension (GCSuspendEEBegin) to its resumption (GCRestartEEEnd); "
           "docs/waits.md\n", out);
     return ferror(out) ? 1 : 0;

@@ -489,7 +489,7 @@ static void print_class(FILE *out, const locks_profile *p, int cls, unsigned top
         fprintf(out, "\n%6.2f%% %s in %s waits (longest %s)  %s", report_pct(w->wait_ns, whole), fmt_ns(w->wait_ns, a),
                 cli_fmt_count(w->count, b), fmt_ns(w->max_ns, c), type_label(p, w->type, w->kind));
         if (owners)
-            fprintf(out, ", held by %zu thread%s", owners, owners == 1 ? "" : "s");
+            fprintf(out, ", held by %zu thread%s", owners, CLI_PLURAL(owners));
         fputc('\n', out);
         report_print_stack(out, dnp_trace_string(p->t, w->stack));
     }

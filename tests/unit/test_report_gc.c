@@ -88,7 +88,7 @@ TEST(report_gc_percentiles_and_missing) {
     free(json);
     char *text = run("report --gc", path);
     ASSERT_NE(text, NULL);
-    int ok = strstr(text, "1 collections without a pause") && strstr(text, "without the heap before") &&
+    int ok = strstr(text, "1 collection without a pause") && strstr(text, "without the heap before") &&
              strstr(text, "small-object allocation");
     if (!ok)
         fprintf(stderr, "%s\n", text);
