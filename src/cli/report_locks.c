@@ -486,8 +486,8 @@ static void print_class(FILE *out, const locks_profile *p, int cls, unsigned top
         size_t owners = 0;
         for (size_t k = 0; k < w->nowners; k++)
             owners += w->owners[k].owner != 0;
-        fprintf(out, "\n%6.2f%% %s in %s waits (longest %s)  %s", report_pct(w->wait_ns, whole), fmt_ns(w->wait_ns, a),
-                cli_fmt_count(w->count, b), fmt_ns(w->max_ns, c), type_label(p, w->type, w->kind));
+        fprintf(out, "\n%6.2f%% %s in %s wait%s (longest %s)  %s", report_pct(w->wait_ns, whole), fmt_ns(w->wait_ns, a),
+                cli_fmt_count(w->count, b), CLI_PLURAL(w->count), fmt_ns(w->max_ns, c), type_label(p, w->type, w->kind));
         if (owners)
             fprintf(out, ", held by %zu thread%s", owners, CLI_PLURAL(owners));
         fputc('\n', out);
@@ -501,17 +501,18 @@ static void print_header(FILE *out, const locks_profile *p) {
     if (!p->count[0])
         fprintf(out, "%s: no contention: no thread waited for a lock while it was recorded\n", path);
     else
-        fprintf(out, "%s: lock contention: %s waits, %s waited in all (longest %s)\n", path, cli_fmt_count(p->count[0], a),
-                fmt_ns(p->wait_ns[0], b), fmt_ns(p->max_ns[0], c));
+        fprintf(out, "%s: lock contention: %s wait%s, %s waited in all (longest %s)\n", path,
+                cli_fmt_count(p->count[0], a), CLI_PLURAL(p->count[0]), fmt_ns(p->wait_ns[0], b), fmt_ns(p->max_ns[0], c));
     if (p->count[1])
-        fprintf(out, "other waits (WaitHandle, Monitor.Wait): %s waits, %s waited in all\n", cli_fmt_count(p->count[1], a),
-                fmt_ns(p->wait_ns[1], b));
+        fprintf(out, "other waits (WaitHandle, Monitor.Wait): %s wait%s, %s waited in all\n",
+                cli_fmt_count(p->count[1], a), CLI_PLURAL(p->count[1]), fmt_ns(p->wait_ns[1], b));
     const char *notes[2] = {version_note(p), waits_note(p)};
     for (int i = 0; i < 2; i++)
         if (notes[i])
             fprintf(out, "note: %s\n", notes[i]);
     if (p->unmatched)
-        fprintf(out, "note: %s waits had begun before recording did: not counted\n", cli_fmt_count(p->unmatched, a));
+        fprintf(out, "note: %s wait%s had begun before recording did: not counted\n", cli_fmt_count(p->unmatched, a),
+                CLI_PLURAL(p->unmatched));
 }
 
 int report_locks(locks_profile *p, const report_opts *o, FILE *out) {

@@ -322,11 +322,12 @@ int report_threadpool(const char *path, int json, unsigned top, FILE *out) {
         fputs("]", out);
         print_counters(d, 1, out);
     } else if (rc == 0) {
-        fprintf(out, "%s: %zu thread injections because the pool was starved", cli_short_path(path), d->starved);
+        fprintf(out, "%s: %zu thread injection%s because the pool was starved", cli_short_path(path), d->starved,
+                CLI_PLURAL(d->starved));
         uint64_t all = 0;
         for (size_t r = 0; r <= NREASONS; r++)
             all += d->by_reason[r];
-        fprintf(out, " (%llu changes of the worker count in all)\n", (unsigned long long)all);
+        fprintf(out, " (%llu change%s of the worker count in all)\n", (unsigned long long)all, CLI_PLURAL(all));
         if (!d->starved)
             fputs("no starvation: the pool never had to inject threads for want of them\n", out);
         for (size_t i = 0; i < d->n; i++)
