@@ -114,13 +114,10 @@ static size_t calls_nodes_prefixed(const dnp_trace *t, const char *prefix) {
 
 /* No thread's shadow stack ended unbalanced (calls.c notes it when one does). */
 static int calls_balanced(const dnp_trace *t) {
-    for (size_t i = 0; i < t->nnotes; i++) {
-        if (strstr(t->notes[i].text, "unbalanced")) {
-            fprintf(stderr, "e2e: %s\n", t->notes[i].text);
-            return 0;
-        }
-    }
-    return 1;
+    const char *note = e2e_note(t, "unbalanced");
+    if (note)
+        fprintf(stderr, "e2e: %s\n", note);
+    return !note;
 }
 
 #define EXPECT_CALLS(t, name, n)                                                                   \
@@ -434,12 +431,8 @@ static double median3(const double v[3]) {
  * out-of-order window hides of the hooks differs, 5 ns on one host and 6 ns
  * on another, and a callee of either kind is off by up to that much. */
 static double midpoint_error_ns(const dnp_trace *t) {
-    for (size_t i = 0; i < t->nnotes; i++) {
-        const char *at = t->notes[i].text ? strstr(t->notes[i].text, "right within ") : NULL;
-        if (at && strstr(t->notes[i].text, "the hooks' cost inside a call"))
-            return atof(at + strlen("right within "));
-    }
-    return 0;
+    const char *note = e2e_note(t, "the hooks' cost inside a call"), *at = note ? strstr(note, "right within ") : NULL;
+    return at ? atof(at + strlen("right within ")) : 0;
 }
 
 static double overhead_spread_ns(const dnp_trace *t) {

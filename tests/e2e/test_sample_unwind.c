@@ -192,9 +192,7 @@ TEST(e2e_sample_frameless_callers) {
     }
     dnp_trace *t = e2e_load(r.trace);
     ASSERT(t);
-    int said = 0;
-    for (size_t i = 0; i < t->nnotes; i++)
-        said |= t->notes[i].text && strstr(t->notes[i].text, "callers of frameless managed code found") != NULL;
+    int said = e2e_note(t, "callers of frameless managed code found") != NULL;
     dnp_trace_free(t);
     ASSERT(said);
     return 0;
@@ -212,10 +210,7 @@ TEST(e2e_sample_unwind_debug_frame) {
     ASSERT_STATUS(&r, 0);
     dnp_trace *t = e2e_load(r.trace);
     ASSERT(t);
-    const char *note = NULL;
-    for (size_t i = 0; i < t->nnotes && !note; i++)
-        if (t->notes[i].text && strstr(t->notes[i].text, "native unwinding:"))
-            note = t->notes[i].text;
+    const char *note = e2e_note(t, "native unwinding:");
     ASSERT(note);
     fprintf(stderr, "e2e: %s\n", note);
     const char *dbg = strstr(note, " FDEs from .debug_frame");
@@ -460,20 +455,12 @@ TEST(e2e_sample_unwind_web) {
     return 0;
 }
 
-/* The trace's note that holds what, or NULL (free the trace after use). */
-static const char *note_with(const dnp_trace *t, const char *what) {
-    for (size_t i = 0; i < t->nnotes; i++)
-        if (t->notes[i].text && strstr(t->notes[i].text, what))
-            return t->notes[i].text;
-    return NULL;
-}
-
 /* How many tables the run's note says came from the cache (0 when none). */
 static int cached_tables(const char *trace) {
     dnp_trace *t = e2e_load(trace);
     if (!t)
         return -1;
-    const char *note = note_with(t, "came from the cache of parsed tables");
+    const char *note = e2e_note(t, "came from the cache of parsed tables");
     int n = note ? atoi(strstr(note, "native unwinding: ") + 18) : 0;
     if (note)
         fprintf(stderr, "e2e: %s\n", note);

@@ -129,14 +129,9 @@ TEST(e2e_sample_wall_many_threads) {
     ASSERT_GE(again, 48 * 10);
     dnp_trace *t = e2e_load(r.trace);
     ASSERT(t);
-    int turns = 0;
-    unsigned long lookups = 1000;
-    for (size_t i = 0; i < t->nnotes; i++) {
-        const char *n = t->notes[i].text, *at = n ? strstr(n, " thread scans, ") : NULL;
-        turns |= n && strstr(n, "16 signalled per tick in turn") != NULL;
-        if (at && strncmp(n, "sampler thread: ", 16) == 0)
-            lookups = strtoul(at + 15, NULL, 10);
-    }
+    int turns = e2e_note(t, "16 signalled per tick in turn") != NULL;
+    const char *n = e2e_note(t, " thread scans, "), *at = n ? strstr(n, " thread scans, ") : NULL;
+    unsigned long lookups = at && strncmp(n, "sampler thread: ", 16) == 0 ? strtoul(at + 15, NULL, 10) : 1000;
     dnp_trace_free(t);
     ASSERT(turns);
     /* The 48 threads are managed: each told its stack's bounds as it started
