@@ -3,6 +3,7 @@
  * the installed dnprof runs the sample and prints its trace with the source and
  * build trees hidden (a mount namespace lays an empty tmpfs over them when the
  * kernel lets an unprivileged user make one; else they are only unused). */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,11 @@ TEST(e2e_installed_runs_alone) {
         "echo \"hidden: $hide\" >&2\n"
         "run \"$PREFIX/bin/dnprof\" run --quiet -o \"$APP/app.trace\" -- \"$DOTNET\" \"$APP/hello.dll\" >\"$APP/run.out\" || exit 10\n"
         "run \"$PREFIX/bin/dnprof\" print \"$APP/app.trace\" >\"$APP/print.out\" || exit 11\n"
-        "run \"$PREFIX/bin/dnprof\" env >\"$APP/env.out\" || exit 12\n";
+        "run \"$PREFIX/bin/dnprof\" env >\"$APP/env.out\" || exit 12\n"
+        /* the container's entry point (docs/containers.md, from inside): the
+         * agent loaded by dnprof env into a program no dnprof process runs */
+        "run sh -c 'eval \"$(\"$1\"/bin/dnprof env -o \"$2\"/env-%p.trace)\" && exec \"$3\" \"$2\"/hello.dll' sh "
+        "\"$PREFIX\" \"$APP\" \"$DOTNET\" >\"$APP/envrun.out\" || exit 13\n";
     char e_build[PATH_MAX + 16], e_source[PATH_MAX + 16], e_prefix[PATH_MAX + 32], e_app[PATH_MAX + 32],
         e_dotnet[PATH_MAX + 16];
     snprintf(e_build, sizeof e_build, "BUILD=%s", build);
@@ -126,6 +131,25 @@ TEST(e2e_installed_runs_alone) {
     snprintf(want, sizeof want, "CORECLR_PROFILER_PATH='%s/lib/dnprof/libdnprof.so'", prefix);
     ASSERT_CONTAINS(out, want);
     free(out);
+
+    /* The program started after `eval "$(dnprof env)"` wrote its own trace. */
+    snprintf(path, sizeof path, "%s/envrun.out", app);
+    out = e2e_read_file(path, NULL);
+    ASSERT_NE(out, NULL);
+    ASSERT_CONTAINS(out, "hello, dnprof\n");
+    free(out);
+    DIR *d = opendir(app);
+    ASSERT_NE(d, NULL);
+    char trace[PATH_MAX + 300] = "";
+    for (struct dirent *de; (de = readdir(d)) != NULL;)
+        if (!strncmp(de->d_name, "env-", 4) && strstr(de->d_name, ".trace"))
+            snprintf(trace, sizeof trace, "%s/%s", app, de->d_name);
+    closedir(d);
+    ASSERT(trace[0]);
+    t = e2e_load(trace);
+    ASSERT_NE(t, NULL);
+    ASSERT_GE(e2e_expect(t, DNP_EV_ClassLoadFinished, "Hello.Program+Greeter", "Hello"), 0);
+    dnp_trace_free(t);
 
     char *const rm[] = {"rm", "-rf", top, NULL};
     ASSERT_EQ(e2e_exec(&r, rm, NULL), 0);
