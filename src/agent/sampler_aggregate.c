@@ -388,6 +388,8 @@ void sampler_drain(void) {
             s->idle_pc = r->ip[0];
             s->idle_len = r->idle_len;
             s->idle_hash = r->idle_hash;
+            s->idle_nret = r->idle_nret;
+            memcpy(s->idle_off, r->idle_off, sizeof s->idle_off);
             s->idle_cpu = 0;
             atomic_store_explicit(&s->tail, t + 1, memory_order_release);
         }

@@ -23,7 +23,9 @@
 #define SP_WORDS 64u           /* words kept from the interrupted stack pointer up */
 #define SP_WORDS_MIN 8u        /* of which at least, before the stack's bounds are known */
 #define RING 32u               /* samples a thread may hold before the sampler drains them */
-#define IDLE_SPAN (32u << 10)  /* wall: a waiting thread's stack, from SP up, that says it has not moved */
+#define IDLE_SPAN (32u << 10)  /* wall: a waiting thread's stack, from SP up, where its frames are looked for */
+#define IDLE_FRAMES 16u        /* wall: the return addresses that say a waiting thread has not moved */
+#define IDLE_GAP 1024u         /* wall: words searched for the next frame's return address above the last */
 #define MAX_NODES (1u << 18)   /* nodes of all trees together */
 #define NODE_HASH (1u << 19)
 #define HASH_FIRST 4096u  /* the node and address indexes' first size */
@@ -63,8 +65,10 @@ typedef struct srec {
     uint32_t weight; /* periods it stands for: 1 + the timer's overruns */
     uint64_t top; /* maybe the leaf's return address (arch_leaf_return: the word at SP, or lr) */
     uint64_t sp;  /* the interrupted stack pointer */
-    uint64_t idle_hash; /* wall, waiting: the hash of idle_len bytes of the stack at sp (stack_hash) */
-    uint32_t idle_len;  /* 0: not hashed */
+    uint64_t idle_hash; /* wall, waiting: its frames' return addresses where they lie (idle_hash) */
+    uint32_t idle_len;  /* bytes above sp that hold them; 0: not hashed */
+    uint16_t idle_off[IDLE_FRAMES]; /* their places, in words above sp */
+    uint8_t idle_nret;
     uint64_t extra;  /* bit k: ip[k] was found by the OSR scan, not by the chain */
     uint64_t frameless; /* bit k: ip[k] was read where a frameless caller's return address lies (S.frameless) */
     uint32_t nwords;
@@ -98,6 +102,8 @@ typedef struct sslot {
     uint32_t idle_leaf;
     uint32_t idle_len;
     uint64_t idle_sp, idle_pc, idle_hash;
+    uint16_t idle_off[IDLE_FRAMES];
+    uint8_t idle_nret;
     uint64_t idle_cpu; /* its CPU time when last found still waiting there, 0 not yet */
     uint8_t idle_misses, idle_skip; /* looks in a row that found it elsewhere; visits to go without one */
 } sslot; /* its ring is apart (slot_ring): the loops over the slots touch a page per 39 of them, not one each */
@@ -232,18 +238,15 @@ typedef struct sampler_state {
 extern sampler_state sampler_s;
 #define S sampler_s /* the short name, in the sampler's files only */
 
-/* The hash of n words (a waiting thread's stack: the same words, the same
- * frames and the same return addresses). Four lanes, so that 32 KB take about
- * a microsecond. Async-signal-safe. */
-static inline uint64_t stack_hash(const uint64_t *w, size_t n) {
-    uint64_t h[4] = {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0x27d4eb2f165667c5ull};
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (unsigned k = 0; k < 4; k++)
-            h[k] = (h[k] ^ w[i + k]) * 0x100000001b3ull;
-    for (; i < n; i++)
-        h[0] = (h[0] ^ w[i]) * 0x100000001b3ull;
-    return (h[0] ^ h[1] * 31 ^ h[2] * 961 ^ h[3] * 29791) ^ n;
+/* A waiting thread's frames as they lie on its stack: the hash of the return
+ * addresses at their places (off[k] words above SP, in w). Its locals are left
+ * out: a wait that goes round its loop again writes new ones (a tick count),
+ * in the same frames. Async-signal-safe. */
+static inline uint64_t idle_hash(const uint64_t *w, const uint16_t *off, unsigned n) {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (unsigned k = 0; k < n; k++)
+        h = (h ^ off[k] ^ w[off[k]] * 0xc2b2ae3d27d4eb4full) * 0x100000001b3ull;
+    return h ^ n;
 }
 
 /* The samples a slot holds for the sampler thread: head written by the

@@ -609,15 +609,19 @@ void sampler_find_stacks(void) {
  * found it waiting, so that its stack is that sample's: the kernel's view of
  * it (/proc/self/task/TID/syscall: the call's number and arguments, then SP
  * and PC) has the same stack pointer and the same system-call instruction, and
- * the stack above SP (IDLE_SPAN of it) holds the same words: the same frames,
- * not another caller's of the same depth. The kernel gives the PC after that
+ * the stack above SP holds the same return addresses at the same places: the
+ * same frames, not another caller's of the same depth. Only those: its
+ * locals may change while it waits in the same frames, and do in the runtime's
+ * lock waits, whose signalled waiter goes round its loop again (a new tick count on the
+ * stack, and one more ContentionStart): had the look compared every word, each
+ * such waiter would be signalled at every visit, its lock counted contended
+ * again each time (ten times the program's own count at 100 Hz, fairer
+ * hand-offs, longer waits in all). The kernel gives the PC after that
  * instruction; a signal that restarts the call shows the handler the
  * instruction itself: the two differ by its length, at most 4 bytes on the
  * machines built for (x86-64 2, arm64 4). The look costs 20-40 us in this
  * guest (the /proc file's path lookup most of it), a signal that wakes a
- * sleeping thread about 60 us and what the thread then does (BENCHMARKS.md).
- * A collection that moved objects the frames point at changes the words: the
- * thread is signalled then, as before. */
+ * sleeping thread about 60 us and what the thread then does (BENCHMARKS.md). */
 static int still_waiting(const sslot *s, int tid) {
     char path[64], buf[256];
     snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
@@ -646,7 +650,7 @@ static int still_waiting(const sslot *s, int tid) {
         return 0;
     static uint64_t words[IDLE_SPAN / 8]; /* the sampler thread's */
     return memread(sp, words, s->idle_len) == (ssize_t)s->idle_len &&
-           stack_hash(words, s->idle_len / 8) == s->idle_hash;
+           idle_hash(words, s->idle_off, s->idle_nret) == s->idle_hash;
 }
 
 /* A thread's CPU time (its scheduler clock, in ns), 0 when it cannot be read.

@@ -160,6 +160,29 @@ void sampler_calls_sample(const void *ucontext, uint32_t weight) {
     calls_sample(&g, (uint64_t)weight * S.period_ns);
 }
 
+/* Wall, a thread waiting in a system call: where its frames' return
+ * addresses (r->ip[1..n), in order) lie in the nw words above SP, each looked
+ * for at most IDLE_GAP words above the last; one not found (a logical async
+ * caller, a leaf's return address still in a register) is left out. Their
+ * places and their hash say later whether it still waits in the same frames
+ * (sampler_signal.c, still_waiting). */
+static void idle_frames(srec *r, const uint64_t *w, uint64_t nw) {
+    uint32_t at = 0, m = 0;
+    for (uint32_t k = 1; k < r->n && m < IDLE_FRAMES; k++) {
+        uint64_t end = at + IDLE_GAP < nw ? at + IDLE_GAP : nw;
+        uint32_t p = at;
+        while (p < end && w[p] != r->ip[k])
+            p++;
+        if (p == end)
+            continue;
+        r->idle_off[m++] = (uint16_t)p;
+        at = p + 1;
+    }
+    r->idle_nret = (uint8_t)m;
+    r->idle_len = m ? 8u * at : 0;
+    r->idle_hash = idle_hash(w, r->idle_off, m);
+}
+
 void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
     unsigned h = atomic_load_explicit(&s->head, memory_order_relaxed);
     unsigned t = atomic_load_explicit(&s->tail, memory_order_acquire);
@@ -245,13 +268,11 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
     if (ix)
         unwind_leave();
     r->idle_len = 0;
+    r->n = n;
     if (S.mode == SAMPLER_WALL && arch_at_syscall(&g)) {
         flags |= REC_WAITING;
-        if (S.wall_idle && known) { /* what says later that it still waits here (sampler_signal_all) */
-            uint64_t len = hi - sp < IDLE_SPAN ? (hi - sp) & ~7ull : IDLE_SPAN;
-            r->idle_len = (uint32_t)len;
-            r->idle_hash = stack_hash((const uint64_t *)(uintptr_t)sp, len / 8);
-        }
+        if (S.wall_idle && known) /* what says later that it still waits here (sampler_signal_all) */
+            idle_frames(r, (const uint64_t *)(uintptr_t)sp, (hi - sp < IDLE_SPAN ? hi - sp : IDLE_SPAN) / 8);
     }
     r->gc = sampler_gc_now(atomic_load_explicit(&s->tid, memory_order_relaxed));
     r->jit = sampler_jit_now(atomic_load_explicit(&s->tid, memory_order_relaxed));

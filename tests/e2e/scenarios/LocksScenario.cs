@@ -1,7 +1,7 @@
 // LocksScenario: threads that contend on one lock with known hold times and
 // measure their own waits, for lock contention (dnprof run/attach --locks).
 //
-//   dotnet Scenarios.dll locks [monitor|lock|both|none|bench] [THREADS] [ROUNDS] [HOLD_US] [wait FILE]
+//   dotnet Scenarios.dll locks [monitor|lock|both|none|barge|bench] [THREADS] [ROUNDS] [HOLD_US] [wait FILE]
 //
 // monitor: THREADS threads (default 4) take one Gate object ROUNDS times each
 // (default 100) with `lock`, holding it HOLD_US microseconds (default 1000,
@@ -175,11 +175,42 @@ public static class LocksScenario
         Console.WriteLine($"none acquired={gate.Count}");
     }
 
+    // barge: THREADS threads each take one lock ROUNDS times in a row, holding it
+    // HOLD_US (a sleep), nothing in between: the thread that lets it go takes it
+    // again before a waiter wakes (the monitor lets a thread that does not wait
+    // take a free lock), so the others wait long, and few acquisitions block. Prints the runtime's
+    // own count of contended acquisitions (Monitor.LockContentionCount), which a
+    // profiler that wakes a waiting thread raises: "barge contentions=N".
+    private static void Barge(int threads, int rounds, int holdUs)
+    {
+        var gate = new Gate();
+        long before = Monitor.LockContentionCount;
+        var ts = new Thread[threads];
+        for (int t = 0; t < threads; t++)
+        {
+            ts[t] = new Thread(() =>
+            {
+                for (int i = 0; i < rounds; i++)
+                    lock (gate)
+                        Thread.Sleep(TimeSpan.FromMicroseconds(holdUs));
+            });
+            ts[t].Start();
+        }
+        foreach (var t in ts)
+            t.Join();
+        Console.WriteLine($"barge contentions={Monitor.LockContentionCount - before}");
+    }
+
     private static void Work(string mode, int threads, int rounds, int holdUs)
     {
         if (mode == "none")
         {
             NoContention();
+            return;
+        }
+        if (mode == "barge")
+        {
+            Barge(threads, rounds, holdUs);
             return;
         }
         if (mode == "monitor" || mode == "both")
