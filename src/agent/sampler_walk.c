@@ -167,14 +167,16 @@ void sampler_calls_sample(const void *ucontext, uint32_t weight) {
  * places and their hash say later whether it still waits in the same frames
  * (sampler_signal.c, still_waiting). */
 static void idle_frames(srec *r, const uint64_t *w, uint64_t nw) {
-    uint32_t at = 0, m = 0;
-    for (uint32_t k = 1; k < r->n && m < IDLE_FRAMES; k++) {
+    uint32_t at = 0, m = 0, misses = 0;
+    for (uint32_t k = 1; k < r->n && m < IDLE_FRAMES && misses < 4; k++) { /* every frame read is there: few miss */
         uint64_t end = at + IDLE_GAP < nw ? at + IDLE_GAP : nw;
         uint32_t p = at;
         while (p < end && w[p] != r->ip[k])
             p++;
-        if (p == end)
+        if (p == end) {
+            misses++;
             continue;
+        }
         r->idle_off[m++] = (uint16_t)p;
         at = p + 1;
     }
