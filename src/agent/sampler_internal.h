@@ -106,7 +106,7 @@ typedef struct sslot {
     uint8_t idle_nret;
     uint64_t idle_cpu; /* its CPU time when last found still waiting there, 0 not yet */
     uint8_t idle_misses, idle_skip; /* looks in a row that found it elsewhere; visits to go without one */
-} sslot; /* its ring is apart (slot_ring): the loops over the slots touch a page per 39 of them, not one each */
+} sslot; /* its ring is apart (slot_ring): the loops over the slots touch a page per 22 of them, not one each */
 
 typedef struct anode {
     uint32_t tid, parent;

@@ -162,8 +162,8 @@ void sampler_calls_sample(const void *ucontext, uint32_t weight) {
 
 /* Wall, a thread waiting in a system call: where its frames' return
  * addresses (r->ip[1..n), in order) lie in the nw words above SP, each looked
- * for at most IDLE_GAP words above the last; one not found (a logical async
- * caller, a leaf's return address still in a register) is left out. Their
+ * for at most IDLE_GAP words above the last; one not found (a leaf's return
+ * address still in a register, a frame larger than IDLE_GAP) is left out. Their
  * places and their hash say later whether it still waits in the same frames
  * (sampler_signal.c, still_waiting). */
 static void idle_frames(srec *r, const uint64_t *w, uint64_t nw) {
