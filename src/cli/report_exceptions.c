@@ -451,17 +451,18 @@ int report_exceptions(const char *path, int json, unsigned top, FILE *out) {
               out);
     } else {
         char c[9][32];
-        fprintf(out, "%s exceptions: %s caught (%s of them internal to the framework), %s handled by the "
+        fprintf(out, "%s exception%s: %s caught (%s of them internal to the framework), %s handled by the "
                      "runtime, %s abandoned, %s left their catch by a rethrow, %s unhandled, %s in flight at "
                      "the end; %s rethrown (an object thrown again: throw;, throw ex;, an await)\n\n",
-                cli_fmt_count(m.n, c[0]), cli_fmt_count(m.caught, c[1]), cli_fmt_count(m.internal, c[2]),
+                cli_fmt_count(m.n, c[0]), CLI_PLURAL(m.n), cli_fmt_count(m.caught, c[1]), cli_fmt_count(m.internal, c[2]),
                 cli_fmt_count(m.runtime, c[3]), cli_fmt_count(m.abandoned, c[4]), cli_fmt_count(m.rethrown, c[5]),
                 cli_fmt_count(m.unhandled, c[6]), cli_fmt_count(m.open, c[7]), cli_fmt_count(m.again, c[8]));
         groups_text(out, "by type (mean and max: from throw to the end of the catch, or to the last event)", &m.types, top);
         groups_text(out, "by throw site", &m.sites, top);
         groups_text(out, "by catch site", &m.catchers, top);
         if (s.unexpected)
-            fprintf(out, "%s exception events did not fit the state machine\n", cli_fmt_count(s.unexpected, c[0]));
+            fprintf(out, "%s exception event%s did not fit the state machine\n", cli_fmt_count(s.unexpected, c[0]),
+                    CLI_PLURAL(s.unexpected));
     }
     groups_free(&m.types);
     groups_free(&m.sites);

@@ -321,8 +321,8 @@ static int write_text(const gc_data *d, const char *path, const gc_group *g, siz
     char version[32] = "";
     if (d->major)
         snprintf(version, sizeof version, ", .NET %llu", (unsigned long long)d->major);
-    fprintf(out, "%s: %zu collections in %.3f s recorded (the runtime's GC events%s)\n", cli_short_path(path), d->n,
-            (double)wall / 1e9, version);
+    fprintf(out, "%s: %zu collection%s in %.3f s recorded (the runtime's GC events%s)\n", cli_short_path(path), d->n,
+            CLI_PLURAL(d->n), (double)wall / 1e9, version);
     if (all->paused)
         fprintf(out, "paused %s ms in all, %.2f%% of the time; longest pause %s ms\n", ms(all->total, a),
                 wall ? 100.0 * (double)all->total / (double)wall : 0.0, ms(all->max, b));

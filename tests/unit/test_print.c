@@ -195,7 +195,7 @@ TEST(print_exceptions_none) {
         out[n] = 0;
         pclose(p);
         ASSERT(!strstr(out, "runtime error"));
-        ASSERT(strstr(out, "1 exceptions: 0 caught") || strstr(out, "\"exceptions_total\":1,"));
+        ASSERT(strstr(out, "1 exception: 0 caught") || strstr(out, "\"exceptions_total\":1,"));
     }
     unlink(path);
     return 0;
