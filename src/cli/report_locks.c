@@ -319,21 +319,6 @@ static const char *type_label(const locks_profile *p, uint64_t type, uint32_t ki
     return str(p, type, "[type not known]");
 }
 
-/* "1.32 s", "650 ms", "3.4 us" */
-static const char *fmt_ns(uint64_t ns, char *buf) {
-    if (ns >= 10000000000ull)
-        snprintf(buf, 32, "%.1f s", (double)ns / 1e9);
-    else if (ns >= 1000000000ull)
-        snprintf(buf, 32, "%.2f s", (double)ns / 1e9);
-    else if (ns >= 1000000ull)
-        snprintf(buf, 32, "%.3g ms", (double)ns / 1e6);
-    else if (ns >= 1000ull)
-        snprintf(buf, 32, "%.3g us", (double)ns / 1e3);
-    else
-        snprintf(buf, 32, "%llu ns", (unsigned long long)ns);
-    return buf;
-}
-
 /* What the runtime could not say, one sentence each (NULL: nothing). */
 static const char *version_note(const locks_profile *p) {
     if (p->count[0] && p->start_version && p->start_version < 2)
@@ -449,8 +434,8 @@ static void print_class(FILE *out, const locks_profile *p, int cls, unsigned top
         if ((CONTENTION(s->kind) ? 0 : 1) != cls)
             continue;
         n++;
-        fprintf(out, "%6.2f%% %10s %9s %10s  %s", report_pct(s->wait_ns, whole), fmt_ns(s->wait_ns, a), cli_fmt_count(s->count, b),
-                fmt_ns(s->max_ns, c), type_label(p, s->key, s->kind));
+        fprintf(out, "%6.2f%% %10s %9s %10s  %s", report_pct(s->wait_ns, whole), report_fmt_ns(s->wait_ns, a), cli_fmt_count(s->count, b),
+                report_fmt_ns(s->max_ns, c), type_label(p, s->key, s->kind));
         if (cls || !strcmp(type_label(p, s->key, s->kind), kind_labels[s->kind]))
             fputc('\n', out);
         else
@@ -465,15 +450,15 @@ static void print_class(FILE *out, const locks_profile *p, int cls, unsigned top
         n++;
         size_t len;
         const char *site = site_of(p, p->paths[s->key].stack, &len);
-        fprintf(out, "%6.2f%% %10s %9s %10s  %s\n", report_pct(s->wait_ns, whole), fmt_ns(s->wait_ns, a),
-                cli_fmt_count(s->count, b), fmt_ns(s->max_ns, c),
+        fprintf(out, "%6.2f%% %10s %9s %10s  %s\n", report_pct(s->wait_ns, whole), report_fmt_ns(s->wait_ns, a),
+                cli_fmt_count(s->count, b), report_fmt_ns(s->max_ns, c),
                 site ? report_frame_name(site, len, buf, sizeof buf) : "[no managed stack]");
     }
     if (!cls && p->nowners) {
         fprintf(out, "\nby owner (the thread that held the lock):\n%7s %10s %9s  %s\n", "share", "waited", "waits", "owner");
         for (size_t i = 0; i < p->nowners && i < top; i++) {
             const lk_sum *s = &p->owners[i];
-            fprintf(out, "%6.2f%% %10s %9s  %s\n", report_pct(s->wait_ns, whole), fmt_ns(s->wait_ns, a), cli_fmt_count(s->count, b),
+            fprintf(out, "%6.2f%% %10s %9s  %s\n", report_pct(s->wait_ns, whole), report_fmt_ns(s->wait_ns, a), cli_fmt_count(s->count, b),
                     owner_label(p, s->key, buf, sizeof buf));
         }
     }
@@ -486,8 +471,8 @@ static void print_class(FILE *out, const locks_profile *p, int cls, unsigned top
         size_t owners = 0;
         for (size_t k = 0; k < w->nowners; k++)
             owners += w->owners[k].owner != 0;
-        fprintf(out, "\n%6.2f%% %s in %s wait%s (longest %s)  %s", report_pct(w->wait_ns, whole), fmt_ns(w->wait_ns, a),
-                cli_fmt_count(w->count, b), CLI_PLURAL(w->count), fmt_ns(w->max_ns, c), type_label(p, w->type, w->kind));
+        fprintf(out, "\n%6.2f%% %s in %s wait%s (longest %s)  %s", report_pct(w->wait_ns, whole), report_fmt_ns(w->wait_ns, a),
+                cli_fmt_count(w->count, b), CLI_PLURAL(w->count), report_fmt_ns(w->max_ns, c), type_label(p, w->type, w->kind));
         if (owners)
             fprintf(out, ", held by %zu thread%s", owners, CLI_PLURAL(owners));
         fputc('\n', out);
@@ -502,10 +487,10 @@ static void print_header(FILE *out, const locks_profile *p) {
         fprintf(out, "%s: no contention: no thread waited for a lock while it was recorded\n", path);
     else
         fprintf(out, "%s: lock contention: %s wait%s, %s waited in all (longest %s)\n", path,
-                cli_fmt_count(p->count[0], a), CLI_PLURAL(p->count[0]), fmt_ns(p->wait_ns[0], b), fmt_ns(p->max_ns[0], c));
+                cli_fmt_count(p->count[0], a), CLI_PLURAL(p->count[0]), report_fmt_ns(p->wait_ns[0], b), report_fmt_ns(p->max_ns[0], c));
     if (p->count[1])
         fprintf(out, "other waits (WaitHandle, Monitor.Wait): %s wait%s, %s waited in all\n",
-                cli_fmt_count(p->count[1], a), CLI_PLURAL(p->count[1]), fmt_ns(p->wait_ns[1], b));
+                cli_fmt_count(p->count[1], a), CLI_PLURAL(p->count[1]), report_fmt_ns(p->wait_ns[1], b));
     const char *notes[2] = {version_note(p), waits_note(p)};
     for (int i = 0; i < 2; i++)
         if (notes[i])

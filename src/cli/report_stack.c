@@ -1,7 +1,7 @@
 /* report_stack.c: what the reports of recorded stacks share (report.h): a
  * stack's frames, as the agent writes them (innermost first, one a line),
  * named as the call and sample reports name them (prettyname.h), in text and
- * in JSON; a share in percent. */
+ * in JSON; a share in percent; a time waited. */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +11,20 @@
 
 double report_pct(uint64_t part, uint64_t whole) {
     return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+const char *report_fmt_ns(uint64_t ns, char *buf) {
+    if (ns >= 10000000000ull)
+        snprintf(buf, 32, "%.1f s", (double)ns / 1e9);
+    else if (ns >= 1000000000ull)
+        snprintf(buf, 32, "%.2f s", (double)ns / 1e9);
+    else if (ns >= 1000000ull)
+        snprintf(buf, 32, "%.3g ms", (double)ns / 1e6);
+    else if (ns >= 1000ull)
+        snprintf(buf, 32, "%.3g us", (double)ns / 1e3);
+    else
+        snprintf(buf, 32, "%llu ns", (unsigned long long)ns);
+    return buf;
 }
 
 const char *report_string(const dnp_trace *t, uint64_t id, const char *none) {

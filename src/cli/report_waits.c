@@ -246,36 +246,38 @@ static void text_sites(FILE *out, const char *title, const site *t, size_t n, ui
     if (!n)
         return;
     fprintf(out, "\n%s\n", title);
+    char a[32];
     for (size_t i = 0; i < n && i < top; i++)
-        fprintf(out, "  %6.2f%% %10.1f ms  %s\n", report_pct(t[i].ns, all), (double)t[i].ns / 1e6, t[i].text);
+        fprintf(out, "  %6.2f%% %10s  %s\n", report_pct(t[i].ns, all), report_fmt_ns(t[i].ns, a), t[i].text);
 }
 
 static void write_text(const waits *w, const char *path, unsigned top, FILE *out) {
     uint64_t span = w->last_ns - w->first_ns;
-    fprintf(out, "%s: where the time waited went (%.2f s recorded)\n", cli_short_path(path), (double)span / 1e9);
+    char a[32], b[32];
+    fprintf(out, "%s: where the time waited went (%s recorded)\n", cli_short_path(path), report_fmt_ns(span, a));
     char missing[512] = "";
     if (w->locks) {
-        fprintf(out, "  lock contention       %10llu waits %10.1f ms\n", (unsigned long long)w->lock_n,
-                (double)w->lock_ns / 1e6);
+        fprintf(out, "  lock contention        %9s wait%-4s %10s\n", CLI_COUNT(w->lock_n), CLI_PLURAL(w->lock_n),
+                report_fmt_ns(w->lock_ns, a));
         if (w->wait_n)
-            fprintf(out, "  WaitHandle waits      %10llu waits %10.1f ms\n", (unsigned long long)w->wait_n,
-                    (double)w->wait_ns / 1e6);
+            fprintf(out, "  WaitHandle waits       %9s wait%-4s %10s\n", CLI_COUNT(w->wait_n), CLI_PLURAL(w->wait_n),
+                    report_fmt_ns(w->wait_ns, a));
     } else {
         strcat(missing, "  lock contention: not recorded (dnprof run --locks)\n");
     }
     if (w->gc)
-        fprintf(out, "  GC pauses             %10llu GCs   %10.1f ms  %.2f%% of the time paused, longest %.1f ms\n",
-                (unsigned long long)w->gcs, (double)w->pause_ns / 1e6, report_pct(w->pause_ns, span),
-                (double)w->max_pause_ns / 1e6);
+        fprintf(out, "  GC pauses              %9s GC%-6s %10s  %.2f%% of the time paused, longest %s\n",
+                CLI_COUNT(w->gcs), w->gcs == 1 ? "" : "s", report_fmt_ns(w->pause_ns, a),
+                report_pct(w->pause_ns, span), report_fmt_ns(w->max_pause_ns, b));
     else
         strcat(missing, "  GC pauses: not recorded (dnprof run --gc)\n");
     if (w->threadpool)
-        fprintf(out, "  thread-pool starvation %9llu thread injections\n", (unsigned long long)w->starved);
+        fprintf(out, "  thread-pool starvation %9s thread injection%s\n", CLI_COUNT(w->starved), CLI_PLURAL(w->starved));
     else
         strcat(missing, "  thread-pool starvation: not recorded (dnprof run --threadpool)\n");
     if (w->wall)
-        fprintf(out, "  blocked (wall samples) %22.1f ms  %.1f%% of the threads' sampled time\n",
-                (double)w->blocked_ns / 1e6, report_pct(w->blocked_ns, w->sampled_ns));
+        fprintf(out, "  blocked (wall samples) %29s  %.1f%% of the threads' sampled time\n",
+                report_fmt_ns(w->blocked_ns, a), report_pct(w->blocked_ns, w->sampled_ns));
     else
         strcat(missing, "  blocked threads by stack: not recorded (dnprof run --sample=wall)\n");
     if (missing[0])
@@ -285,9 +287,9 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
     text_sites(out, "blocked time by stack (wall-clock samples in [waiting], the managed frames above it):",
                w->bsites, w->nb, w->blocked_ns, top);
     if (w->native_ns)
-        fprintf(out, "  (and %.1f ms on the runtime's own threads, with no managed frame: its GC, JIT and event "
-                     "threads, not counted above)\n",
-                (double)w->native_ns / 1e6);
+        fprintf(out, "  (and %s on the runtime's own threads, with no managed frame: its GC, JIT and event threads, "
+                     "not counted above)\n",
+                report_fmt_ns(w->native_ns, a));
 }
 
 int report_waits(const char *path, int json, unsigned top, FILE *out) {
