@@ -285,7 +285,7 @@ static int open_input(convert_opts *o, convert_input *ci) {
             locks_slices(ci->lp, &o->eo);
         return 0;
     }
-    if (calls && !o->locks && ci->ct->has_locks && (o->fmt->takes & FMT_SLICES)) {
+    if (calls && !o->locks && (ci->ct->holds & DNP_CT_HOLDS_LOCKS) && (o->fmt->takes & FMT_SLICES)) {
         /* the lock waits beside the calls: on the threads' timeline, or on tracks of their own */
         if (locks_open(o->path, &ci->lp) == 0 && locks_has_data(ci->lp))
             locks_slices(ci->lp, &o->eo);

@@ -54,9 +54,13 @@ int report_read_events(const char *path, report_feed feed, void *ctx, dnp_trace_
 void report_warn_trace(const char *path, const dnp_trace *t, int lost);
 
 /* When ct has no call data and the trace says why (recorded with --sample or
- * --calls and cut short or empty, or holding allocations instead), says so in
- * one line and returns 1; else 0, and says nothing. */
+ * --calls and cut short or empty, or holding allocations, lock waits, GC
+ * statistics, the pool's adjustments or exceptions instead), says so in one
+ * line, naming the report that reads it, and returns 1; else 0, and says
+ * nothing (report_nodata.c). */
 int calls_say_why_none(const struct dnp_calltree *ct, const char *path);
+/* The --sample word of a trace's mode ("cpu", "wall", "suspend"; "?" for none). */
+const char *report_sample_word(uint64_t mode);
 
 /* Writes the calls report of ct to out. Returns the exit code: 0, or 1 after
  * saying why (no call data, no such thread, output failed). */

@@ -29,15 +29,6 @@ static const char *mode_text(uint64_t mode) {
     }
 }
 
-/* The --sample word of a trace's mode (settings.def's SAMPLE row). */
-static const char *sample_mode_word(uint64_t mode) {
-    static char word[3][16];
-    static int next;
-    char *w = word[next++ % 3];
-    dnp_setting_word(DNP_SET_SAMPLE, mode < 16 ? (unsigned)mode : 0, w, sizeof word[0]);
-    return *w && mode != DNP_SAMPLE_OFF ? w : "?";
-}
-
 /* --calls' times from samples: how many, and what was left out. */
 static void put_sampled_note(const dnp_calltree *ct, FILE *out) {
     char a[32], b[32], c[32];
@@ -54,45 +45,6 @@ static void put_sampled_note(const dnp_calltree *ct, FILE *out) {
                 "hooked method on the thread's stack\n",
                 cli_fmt_count(ct->calls_in_agent, a), n ? 100.0 * (double)ct->calls_in_agent / (double)n : 0.0,
                 cli_fmt_count(ct->calls_outside, c));
-}
-
-/* How a trace that is not complete ended, in a few words. */
-static const char *cut_text(dnp_trace_status st) {
-    switch (st) {
-    case DNP_TRACE_OPEN: return "it has no end record: the process did not shut down cleanly";
-    case DNP_TRACE_TRUNCATED: return "the file is cut short inside a chunk";
-    case DNP_TRACE_CORRUPT: return "a chunk fails its checks";
-    default: return "it is not complete";
-    }
-}
-
-#define KEEP_THEM "let the program run to its end (after dnprof attach: end with dnprof detach) to keep them"
-
-/* Why a trace has no call tree, from what it says was recorded (its
- * CallsConfig, SampleConfig, AllocSampling) and how it ends. */
-int calls_say_why_none(const dnp_calltree *ct, const char *path) {
-    int cut = ct->t && ct->t->status != DNP_TRACE_COMPLETE;
-    const char *how = cut ? cut_text(ct->t->status) : "";
-    if (ct->sample_mode && cut)
-        error("%s: this trace was recorded with --sample=%s but ends early (%s), before its samples were "
-              "written: " KEEP_THEM, path, sample_mode_word(ct->sample_mode), how);
-    else if (ct->sample_mode)
-        error("%s: this trace was recorded with --sample=%s but holds no samples", path,
-              sample_mode_word(ct->sample_mode));
-    else if (ct->has_config && cut)
-        error("%s: this trace was recorded with --calls but ends early (%s), before its call totals were "
-              "written: " KEEP_THEM, path, how);
-    else if (ct->has_config)
-        error("%s: this trace was recorded with --calls but holds no calls", path);
-    else if (ct->alloc_source)
-        error("%s: this trace holds sampled allocations (recorded with --alloc), not call data: "
-              "dnprof report --alloc %s", path, path);
-    else if (cut)
-        error("%s: this trace has no call data, and ends early (%s): if it was recorded with --calls or "
-              "--sample, " KEEP_THEM, path, how);
-    else
-        return 0;
-    return 1;
 }
 
 static void no_call_data(const dnp_calltree *ct, const char *path) {
@@ -129,7 +81,7 @@ static double pct(uint64_t v, uint64_t total) {
 static void put_sampled_header(const dnp_calltree *ct, FILE *out) {
     char a[32], b[32], c[32], d[32];
     fprintf(out, "recorded: sampled stacks (--sample=%s, %llu Hz): times are samples x %s, estimates\n",
-            sample_mode_word(ct->sample_mode), (unsigned long long)ct->sample_rate,
+            report_sample_word(ct->sample_mode), (unsigned long long)ct->sample_rate,
             fmt_ns(ct->sample_period_ns, a));
     if (ct->samples_dropped)
         fprintf(out, "note: %s samples were dropped (a thread's buffer was full)\n",
@@ -696,7 +648,7 @@ static void put_json_recorded(const dnp_calltree *ct, FILE *out) {
     }
     if (ct->sample_mode) {
         fprintf(out, "%s\"sample\":{\"mode\":\"%s\",\"rateHz\":%llu,\"periodNs\":%llu}", sep,
-                sample_mode_word(ct->sample_mode), (unsigned long long)ct->sample_rate,
+                report_sample_word(ct->sample_mode), (unsigned long long)ct->sample_rate,
                 (unsigned long long)ct->sample_period_ns);
         sep = ",";
     }

@@ -668,9 +668,10 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
         if (note_os_name(b, e) != 0)
             return -1;
         break;
-    case DNP_EV_LockConfig:
-        ct->has_locks = 1;
-        break;
+    case DNP_EV_LockConfig: ct->holds |= DNP_CT_HOLDS_LOCKS; break;
+    case DNP_EV_GcConfig: ct->holds |= DNP_CT_HOLDS_GC; break;
+    case DNP_EV_ThreadPoolConfig: ct->holds |= DNP_CT_HOLDS_THREADPOOL; break;
+    case DNP_EV_ExceptionThrown: ct->holds |= DNP_CT_HOLDS_EXCEPTIONS; break;
     case DNP_EV_AllocSampling:
         if (e->nvalues >= DNP_NV_AllocSampling && !ct->alloc_source) {
             ct->alloc_source = e->v[DNP_V(AllocSampling, source)];

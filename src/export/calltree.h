@@ -116,8 +116,15 @@ typedef struct dnp_calltree {
     /* Sampled allocations (--alloc), for saying what a trace holds. */
     uint64_t alloc_source;     /* AllocSampling: 1 AllocationSampled, 2 AllocationTick; 0 none seen */
     uint64_t alloc_mean_bytes;
-    int has_locks;             /* a LockConfig event was seen: the trace holds lock waits (--locks) */
+    unsigned holds;            /* DNP_CT_HOLDS_*: what else the trace holds, for saying which report reads it */
 } dnp_calltree;
+
+/* dnp_calltree.holds: a LockConfig (--locks), a GcConfig (--gc), a
+ * ThreadPoolConfig (--threadpool) event, an exception thrown (--exceptions). */
+#define DNP_CT_HOLDS_LOCKS 1u
+#define DNP_CT_HOLDS_GC 2u
+#define DNP_CT_HOLDS_THREADPOOL 4u
+#define DNP_CT_HOLDS_EXCEPTIONS 8u
 
 /* The marks of a sampled frame's FunctionID (FunctionIDs are 8-byte aligned;
  * the agent's async.h sets them): an async caller that awaited the resumed

@@ -134,6 +134,17 @@ TEST(e2e_gc_induced) {
         fprintf(stderr, "%s\n", text);
     free(text);
     ASSERT(ok);
+    /* dnprof report without --gc: no call data, and which reports read what the trace holds */
+    const char *plain[] = {"report", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, plain), 0);
+    ASSERT_STATUS(&r, 1);
+    text = e2e_read_file(r.err, NULL);
+    ok = text && strstr(text, "no call data") && strstr(text, "GC statistics: dnprof report --gc") &&
+         strstr(text, "dnprof report --waits");
+    if (!ok)
+        e2e_show_file("dnprof report said", r.err);
+    free(text);
+    ASSERT(ok);
     /* the timeline: a GC track with a slice per collection, generation and reason in its arguments */
     char chrome[PATH_MAX + 16];
     snprintf(chrome, sizeof chrome, "%s/gc.chrome.json", r.dir);
