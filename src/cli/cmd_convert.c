@@ -231,9 +231,11 @@ static int open_locks(convert_opts *o, convert_input *ci, int asked) {
         return -1;
     if (!locks_has_data(ci->lp) && !asked && o->no_calls && calls_say_why_none(o->no_calls, o->path))
         return -1;
+    char holds[512];
     if (!locks_has_data(ci->lp) && !asked)
         return error("%s: this trace has neither call data, sampled allocations nor lock data: record it with "
-                     "dnprof run --calls, --sample, --alloc or --locks", o->path);
+                     "dnprof run --calls, --sample, --alloc or --locks%s", o->path,
+                     report_holds_text(o->no_calls ? o->no_calls->holds : 0, holds, sizeof holds));
     if (!locks_has_data(ci->lp))
         return error("%s: this trace has no lock data: record it with dnprof run --locks (or dnprof attach PID "
                      "--locks)", o->path);

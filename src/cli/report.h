@@ -54,11 +54,12 @@ int report_read_events(const char *path, report_feed feed, void *ctx, dnp_trace_
 void report_warn_trace(const char *path, const dnp_trace *t, int lost);
 
 /* When ct has no call data and the trace says why (recorded with --sample or
- * --calls and cut short or empty, or holding allocations, lock waits, GC
- * statistics, the pool's adjustments or exceptions instead), says so in one
- * line, naming the report that reads it, and returns 1; else 0, and says
- * nothing (report_nodata.c). */
+ * --calls and cut short or empty, or holding allocations instead), says so in
+ * one line and returns 1; else 0, and says nothing (report_nodata.c). */
 int calls_say_why_none(const struct dnp_calltree *ct, const char *path);
+/* What else a trace without call data holds (dnp_calltree.holds), as "; it
+ * holds GC statistics: dnprof report --gc; ..." to end a line with, or "". */
+const char *report_holds_text(unsigned holds, char *buf, size_t cap);
 /* The --sample word of a trace's mode ("cpu", "wall", "suspend"; "?" for none). */
 const char *report_sample_word(uint64_t mode);
 

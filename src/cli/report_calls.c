@@ -48,8 +48,10 @@ static void put_sampled_note(const dnp_calltree *ct, FILE *out) {
 }
 
 static void no_call_data(const dnp_calltree *ct, const char *path) {
+    char holds[512];
     if (!calls_say_why_none(ct, path))
-        error("%s: this trace has no call data: record it with dnprof run --calls or --sample", path);
+        error("%s: this trace has no call data: record it with dnprof run --calls or --sample%s", path,
+              report_holds_text(ct->holds, holds, sizeof holds));
 }
 
 /* Three significant digits, trailing zeros kept: 45.0, 4.50, 450. */

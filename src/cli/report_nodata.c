@@ -31,11 +31,7 @@ static const char *cut_text(dnp_trace_status st) {
 
 #define KEEP_THEM "let the program run to its end (after dnprof attach: end with dnprof detach) to keep them"
 
-/* Why a trace has no call tree, from what it says was recorded (its
- * CallsConfig, SampleConfig, AllocSampling) and how it ends. */
-/* A trace of --locks, --gc, --threadpool or --exceptions without call data:
- * the reports that read what it holds. */
-static void say_what_it_holds(unsigned holds, const char *path) {
+const char *report_holds_text(unsigned holds, char *buf, size_t cap) {
     static const struct {
         unsigned bit;
         const char *what;
@@ -43,16 +39,20 @@ static void say_what_it_holds(unsigned holds, const char *path) {
                  {DNP_CT_HOLDS_GC, "GC statistics: dnprof report --gc"},
                  {DNP_CT_HOLDS_THREADPOOL, "the thread pool's adjustments: dnprof report --threadpool"},
                  {DNP_CT_HOLDS_EXCEPTIONS, "exceptions: dnprof report --exceptions"}};
-    char text[512] = "";
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        if (holds & parts[i].bit)
-            snprintf(text + strlen(text), sizeof text - strlen(text), "%s%s", text[0] ? "; " : "", parts[i].what);
-    error("%s: this trace has no call data (dnprof run --calls or --sample records it); it holds %s%s", path, text,
-          holds & (DNP_CT_HOLDS_LOCKS | DNP_CT_HOLDS_GC | DNP_CT_HOLDS_THREADPOOL)
-              ? "; all the waits on one page: dnprof report --waits"
-              : "");
+    size_t n = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0] && n < cap; i++)
+        if (holds & parts[i].bit) {
+            int k = snprintf(buf + n, cap - n, "%s%s", n ? "; " : "; it holds ", parts[i].what);
+            n += k > 0 ? (size_t)k : 0;
+        }
+    if (n < cap && (holds & (DNP_CT_HOLDS_LOCKS | DNP_CT_HOLDS_GC | DNP_CT_HOLDS_THREADPOOL)))
+        snprintf(buf + n, cap - n, "; all the waits on one page: dnprof report --waits");
+    return buf;
 }
 
+/* Why a trace has no call tree, from what it says was recorded (its
+ * CallsConfig, SampleConfig, AllocSampling) and how it ends. */
 int calls_say_why_none(const dnp_calltree *ct, const char *path) {
     int cut = ct->t && ct->t->status != DNP_TRACE_COMPLETE;
     const char *how = cut ? cut_text(ct->t->status) : "";
@@ -70,8 +70,6 @@ int calls_say_why_none(const dnp_calltree *ct, const char *path) {
     else if (ct->alloc_source)
         error("%s: this trace holds sampled allocations (recorded with --alloc), not call data: "
               "dnprof report --alloc %s", path, path);
-    else if (ct->holds)
-        say_what_it_holds(ct->holds, path);
     else if (cut)
         error("%s: this trace has no call data, and ends early (%s): if it was recorded with --calls or "
               "--sample, " KEEP_THEM, path, how);

@@ -215,8 +215,9 @@ static long barge_contentions(e2e_run *r, int wall) {
  * later visit finds the same return addresses at the same places above its
  * stack pointer (its locals, a tick count, changed) and counts it again
  * without a signal. Compared every word, it signalled each waiter at every
- * visit: 170-220 contended acquisitions at 100 Hz; now 32-53, the bare
- * program's 18-24 plus one for the first signal of each wait. */
+ * visit: 159-220 contended acquisitions at 100 Hz; now 31-53 alone (94
+ * once beside other tests: it runs alone), the bare program's 17-24 plus
+ * one for the first signal of each wait. */
 TEST(e2e_sample_wall_lock_waiters) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "sample_wall_lock_waiters"), 0);
@@ -224,7 +225,7 @@ TEST(e2e_sample_wall_lock_waiters) {
     fprintf(stderr, "the runtime's contended acquisitions: %ld alone, %ld under --sample=wall\n", bare, sampled);
     ASSERT_GT(bare, 0);
     ASSERT_GT(sampled, 0);
-    ASSERT_LE(sampled, 3 * bare + 15);
+    ASSERT_LE(sampled, 4 * bare + 20); /* every visit signalled: 7 to 10 times bare */
     ASSERT_GE(wall_again(r.trace), 100); /* the waiters counted again without a signal */
     return 0;
 }
