@@ -12,6 +12,7 @@
 #include "callbacks.h"
 #include "calls.h"
 #include "calls_internal.h"
+#include "dnp_text.h"
 #include "utf16.h"
 
 #define FN_CHUNK 1024u
@@ -104,12 +105,8 @@ int calls_filter_wants(const char *name, int all_code, const char *include, cons
         return 1;
     if (framework)
         return 0;
-    static const char *const framework_prefixes[] = {"System.", "Microsoft.", "Internal.", "Interop",
-                                                     "<"};
-    for (size_t i = 0; i < sizeof framework_prefixes / sizeof *framework_prefixes; i++)
-        if (strncmp(name, framework_prefixes[i], strlen(framework_prefixes[i])) == 0)
-            return 0;
-    return 1;
+    /* nor the compiler's own types (<Module>, <PrivateImplementationDetails>) */
+    return !dnp_is_framework_name(name) && name[0] != '<';
 }
 
 /* A new entry (under fn_mu). */

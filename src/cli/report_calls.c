@@ -8,6 +8,7 @@
 
 #include "calltree.h"
 #include "cli.h"
+#include "dnp_text.h"
 #include "export.h"
 #include "idmap.h"
 #include "report.h"
@@ -345,11 +346,7 @@ static int count_lower_bound(const dnp_calltree *ct, uint64_t func, uint64_t nam
         return 0;
     char name[NAME_MAX_LEN];
     const char *s = dnp_export_name(ct, func, name_id, name, sizeof name);
-    static const char *const framework[] = {"System.", "Microsoft.", "Internal.", "Interop"};
-    for (size_t i = 0; i < sizeof framework / sizeof *framework; i++)
-        if (strncmp(s, framework[i], strlen(framework[i])) == 0)
-            return 1;
-    return 0;
+    return dnp_is_framework_name(s);
 }
 
 /* A count, "+" after it when it is a lower bound. */

@@ -11,11 +11,12 @@
 
 #include "calltree.h"
 #include "cli.h"
+#include "dnp_text.h"
 #include "export.h"
 #include "prettyname.h"
 #include "report.h"
-#include "trace_reader.h"
 #include "settings.h"
+#include "trace_reader.h"
 
 #define MAX_SITES 512
 #define FRAMES_SHOWN 3
@@ -126,16 +127,6 @@ static int read_events(const char *path, waits *w) {
     return report_read_events(path, feed, w, NULL, 0);
 }
 
-/* A frame of the program's own code, not the framework's: what a user looks
- * for under a wait that the framework's frames above it do not explain. */
-static int user_frame(const char *raw) {
-    static const char *const framework[] = {"System.", "Microsoft.", "Internal.", "Interop"};
-    for (size_t i = 0; i < sizeof framework / sizeof framework[0]; i++)
-        if (!strncmp(raw, framework[i], strlen(framework[i])))
-            return 0;
-    return 1;
-}
-
 /* Appends frame f of tree tr to text (len so far), " < " before all but the first. */
 static size_t put_frame(const dnp_calltree *ct, const dnp_ct_tree *tr, uint32_t f, char *text, size_t cap,
                         size_t len, const char *sep) {
@@ -163,7 +154,9 @@ static void blocked_tree(waits *w, const dnp_calltree *ct, const dnp_ct_tree *tr
         for (uint32_t at = nd->parent; at && !mine; at = tr->nodes[at].parent) {
             if (!tr->nodes[at].func)
                 continue;
-            int user = user_frame(dnp_ct_raw_name(ct, tr->nodes[at].func, tr->nodes[at].name, raw, sizeof raw));
+            /* the program's own code, not the framework's: what a user looks for under a wait */
+            const char *frame = dnp_ct_raw_name(ct, tr->nodes[at].func, tr->nodes[at].name, raw, sizeof raw);
+            int user = !dnp_is_framework_name(frame);
             if (n < FRAMES_SHOWN) {
                 frames[n++] = at;
                 own |= user;

@@ -1,6 +1,8 @@
 /* dnp_text.c: dnp_text.h. */
 #include "dnp_text.h"
 
+#include <string.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -22,4 +24,14 @@ int dnp_hex_digit(char c) {
     if (c >= 'A' && c <= 'F')
         return c - 'A' + 10;
     return -1;
+}
+
+int dnp_is_framework_name(const char *name) {
+    static const char *const prefixes[] = {"System.", "Microsoft.", "Internal.", "Interop"};
+    if (!name)
+        return 0;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
 }

@@ -1,5 +1,5 @@
-/* dnp_text.h: two small text helpers every parser here needs: an error
- * message into a caller's buffer, and a hex digit's value. */
+/* dnp_text.h: small text helpers: an error message into a caller's buffer, a
+ * hex digit's value, and whether a name is the framework's. */
 #ifndef DNP_TEXT_H
 #define DNP_TEXT_H
 
@@ -11,5 +11,10 @@ int dnp_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((form
 
 /* The value of a hex digit (either case), or -1. */
 int dnp_hex_digit(char c);
+
+/* Whether a method or class name (namespace first) is the framework's:
+ * System.*, Microsoft.*, Internal.*, Interop*. The one test every part uses:
+ * --calls' default filter, the exception stories, the reports. */
+int dnp_is_framework_name(const char *name);
 
 #endif

@@ -1,5 +1,7 @@
 /* stories.c: exception stories from a trace (stories.h). */
 #include "stories.h"
+
+#include "dnp_text.h"
 #include "dnp_vec.h"
 
 #include <stdint.h>
@@ -56,16 +58,6 @@ static uint64_t function_sid(const dnp_trace_event *e) {
 const char *dnp_story_function(const dnp_trace *t, const dnp_trace_event *e) {
     int at = e->kind < DNP_EV_COUNT ? function_at(e->kind) : -1;
     return at >= 0 && (unsigned)at + 1 < e->nvalues ? dnp_trace_string(t, e->v[at + 1]) : NULL;
-}
-
-int dnp_story_is_framework(const char *name) {
-    static const char *const prefixes[] = {"System.", "Microsoft.", "Internal.", "Interop"};
-    if (!name)
-        return 0;
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
-            return 1;
-    return 0;
 }
 
 static void resolve(dnp_story *s, const dnp_trace *t, uint64_t origin);
@@ -483,7 +475,7 @@ static void link(dnp_stories *o, size_t k) {
             s->rethrow_of = earlier_throw(o, k);
         if (!s->rethrow_of && s->kept_trace)
             s->rethrow_of = same_exception(o, k);
-        s->internal = s->catcher && dnp_story_is_framework(s->catcher) && dnp_story_is_framework(s->throw_site);
+        s->internal = s->catcher && dnp_is_framework_name(s->catcher) && dnp_is_framework_name(s->throw_site);
         if (s->fate != EXC_ABANDONED && s->fate != EXC_RETHROWN)
             s->ended_by = 0;
     }

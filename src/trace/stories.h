@@ -106,10 +106,6 @@ int dnp_stories_read(const char *path, int keep_steps, dnp_stories *out, dnp_tra
 /* The name of an event's function field (its first FUNCTION), or NULL. */
 const char *dnp_story_function(const dnp_trace *t, const dnp_trace_event *e);
 
-/* Whether a function or class name is the framework's (System.*, Microsoft.*,
- * Internal.*, Interop.*). */
-int dnp_story_is_framework(const char *name);
-
 /* One line: what became of the exception ("caught in X", "unhandled: ..."). */
 const char *dnp_story_fate_text(const dnp_story *s, const dnp_stories *all, char *buf, size_t len);
 

@@ -345,11 +345,12 @@ TEST(e2e_waits_page) {
     ASSERT_STATUS(&r, 0);
     char *page = e2e_read_file(r.out, NULL);
     /* The blocked stacks reach the program's own frame below the framework's
-     * (Lock::Enter's wait), and the runtime's native threads are apart. */
+     * (Lock.Enter's wait: WaitOneNoCheck < TryEnterSlow < Enter < ... <
+     * ContendLock), and the runtime's native threads are apart. */
     const char *blocked = page ? strstr(page, "blocked time by stack") : NULL;
     ok = page && strstr(page, "thread-pool starvation: not recorded (dnprof run --threadpool)") &&
          strstr(page, "Scenarios.LocksScenario::ContendMonitor") && blocked &&
-         strstr(blocked, "< Scenarios.LocksScenario::");
+         strstr(blocked, " < ... < Scenarios.LocksScenario::") && strstr(blocked, "on the runtime's own threads");
     if (!ok)
         e2e_show_file("dnprof report --waits", r.out);
     free(page);
