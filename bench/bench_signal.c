@@ -5,7 +5,10 @@
  * a trivial system call at the same count. The thread's CPU time against the
  * same loop undisturbed, divided by the signals (or calls), is the cost of
  * each: the floor under --sample's and --calls' cost per sample
- * (BENCHMARKS.md). Interleaved rounds, medians.
+ * (BENCHMARKS.md). A fifth kind asks the same perf event for no signal at
+ * all: the kernel copies the thread's registers and the top 8 KB of its stack
+ * into a ring buffer, as `perf record --call-graph dwarf` does, which is what
+ * a sampler without signals would pay on the thread. Interleaved rounds, medians.
  * Usage: bench_signal [RATE_HZ [ROUNDS]] */
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,11 +26,14 @@
 
 #define LOOP 400000000ul
 #define SYSCALL_EVERY 0x1ffffu
+#define RING_PAGES 2048u  /* 8 MiB: room for every sample of a round at 1 kHz */
+#define RING_STACK 8192u  /* bytes of stack copied per sample */
 
-enum { BARE, PERF, POSIX_TIMER, SYSCALL, NKIND };
+enum { BARE, PERF, POSIX_TIMER, SYSCALL, RING, NKIND };
 static const char *const kind_names[NKIND] = {"undisturbed", "perf task-clock signal", "POSIX CPU-timer signal",
-                                              "getppid() system call"};
+                                              "getppid() system call", "perf ring buffer, no signal"};
 static volatile long events;
+static void *ring; /* the RING kind's buffer: one control page, then RING_PAGES of data */
 
 static void on_signal(int sig, siginfo_t *si, void *uc) {
     (void)sig;
@@ -41,9 +48,51 @@ static double thread_cpu_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* RING: the samples the kernel wrote into the buffer; the buffer unmapped. */
+static long ring_samples(void) {
+    const struct perf_event_mmap_page *m = ring;
+    const char *data = (const char *)ring + 4096;
+    unsigned long head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE), size = RING_PAGES * 4096ul, n = 0;
+    for (unsigned long t = head > size ? head - size : 0; t < head;) {
+        const struct perf_event_header *e = (const void *)(data + t % size);
+        if (e->size == 0)
+            break;
+        n += e->type == PERF_RECORD_SAMPLE;
+        t += e->size;
+    }
+    munmap(ring, (RING_PAGES + 1) * 4096ul);
+    return (long)n;
+}
+
 /* The timer of kind on this thread at rate: a perf fd, or 0 for a POSIX timer; -1 none. */
 static int arm(int kind, unsigned rate, timer_t *timer) {
     int tid = (int)syscall(SYS_gettid);
+    if (kind == RING) {
+        struct perf_event_attr a;
+        memset(&a, 0, sizeof a);
+        a.type = PERF_TYPE_SOFTWARE;
+        a.size = sizeof a;
+        a.config = PERF_COUNT_SW_TASK_CLOCK;
+        a.sample_period = 1000000000ull / rate;
+        a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+        a.sample_regs_user = 1ull << 6 | 1ull << 7 | 1ull << 8; /* x86-64's bp, sp, ip */
+        a.sample_stack_user = RING_STACK;
+        a.wakeup_events = 1u << 30; /* nobody polls: no wake-ups */
+        a.disabled = 1;
+        a.exclude_kernel = 1;
+        a.exclude_hv = 1;
+        int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0)
+            return -1;
+        ring = mmap(NULL, (RING_PAGES + 1) * 4096ul, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (ring == MAP_FAILED || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) {
+            if (ring != MAP_FAILED)
+                munmap(ring, (RING_PAGES + 1) * 4096ul);
+            close(fd);
+            return -1;
+        }
+        return fd;
+    }
     if (kind == PERF) {
         struct perf_event_attr a;
         memset(&a, 0, sizeof a);
@@ -81,8 +130,9 @@ static int arm(int kind, unsigned rate, timer_t *timer) {
 /* One run of the loop under kind: its CPU seconds, and the events in *n. */
 static double run(int kind, unsigned rate, long *n) {
     timer_t timer;
-    int fd = kind == PERF || kind == POSIX_TIMER ? arm(kind, rate, &timer) : -1;
-    if ((kind == PERF || kind == POSIX_TIMER) && fd < 0) {
+    int timed = kind == PERF || kind == POSIX_TIMER || kind == RING;
+    int fd = timed ? arm(kind, rate, &timer) : -1;
+    if (timed && fd < 0) {
         *n = -1;
         return 0;
     }
@@ -97,7 +147,11 @@ static double run(int kind, unsigned rate, long *n) {
         }
     }
     double t = thread_cpu_s() - t0;
-    if (kind == PERF)
+    if (kind == RING) {
+        ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+        events = ring_samples();
+    }
+    if (kind == PERF || kind == RING)
         close(fd);
     else if (kind == POSIX_TIMER)
         timer_delete(timer);
@@ -126,14 +180,14 @@ int main(int argc, char **argv) {
         }
     double bare = bench_median(cpu[BARE], rounds);
     printf("a loop of %lu multiply-adds, %d rounds, thread CPU time (medians); timers at %u Hz\n", LOOP, rounds, rate);
-    printf("  %-24s %8.1f ms\n", kind_names[BARE], bare * 1e3);
+    printf("  %-28s %8.1f ms\n", kind_names[BARE], bare * 1e3);
     for (int k = 1; k < NKIND; k++) {
         double c = bench_median(cpu[k], rounds), n = bench_median(count[k], rounds);
         if (n < 0) {
-            printf("  %-24s refused here\n", kind_names[k]);
+            printf("  %-28s refused here\n", kind_names[k]);
             continue;
         }
-        printf("  %-24s %8.1f ms, %6.0f of them: %.1f us each (%+.1f%% of the loop)\n", kind_names[k], c * 1e3, n,
+        printf("  %-28s %8.1f ms, %6.0f of them: %.1f us each (%+.1f%% of the loop)\n", kind_names[k], c * 1e3, n,
                n > 0 ? (c - bare) * 1e6 / n : 0, 100 * (c - bare) / bare);
     }
     return 0;
