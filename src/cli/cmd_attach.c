@@ -508,7 +508,7 @@ static void say_recording(const attach_opts *o, const ipc_proc *proc, uint32_t f
     fprintf(stderr, "dnprof: attached to pid %d (%s): recording %s%s into %s", (int)o->pid, proc->comm, fams,
             what, cli_short_path(out_abs));
     if (o->duration_ms >= 0)
-        fprintf(stderr, " for %.3g s\n", (double)o->duration_ms / 1000);
+        fprintf(stderr, " for %g s\n", (double)o->duration_ms / 1000); /* as given: 1200 s, 2.5 s */
     else
         fprintf(stderr, "; Ctrl-C or dnprof detach %d stops\n", (int)o->pid);
     if (left_out[0])

@@ -304,6 +304,6 @@ int otlp_reply_rejected(const uint8_t *p, size_t n, char *why, size_t whylen) {
         return 0;
     msg[strcspn(msg, "\r\n")] = 0;
     /* no count in it: the summary counts the windows by reason */
-    snprintf(why, whylen, "profiles rejected by the backend%s%s", msg[0] ? ": " : "", msg);
+    snprintf(why, whylen, "rejected by the backend%s%s", msg[0] ? ": " : "", msg);
     return -1;
 }

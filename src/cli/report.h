@@ -85,7 +85,8 @@ int print_exceptions(const char *path, int json, FILE *out);
  * A stack's text is the agent's: its frames innermost first, one a line. */
 /* part of whole in percent (0 when whole is 0). */
 double report_pct(uint64_t part, uint64_t whole);
-/* A time, three figures: "1.32 s", "650 ms", "3.4 us" (buf: 32 bytes); buf. */
+/* A duration, three figures, as every report writes them: "1.32 s", "650 ms",
+ * "3.40 us" (buf: 32 bytes); buf. */
 const char *report_fmt_ns(uint64_t ns, char *buf);
 /* The trace's string id, or none when it has none or it is empty. */
 const char *report_string(const dnp_trace *t, uint64_t id, const char *none);

@@ -55,25 +55,6 @@ static void no_call_data(const dnp_calltree *ct, const char *path) {
               report_holds_text(ct->holds, holds, sizeof holds));
 }
 
-/* Three significant digits, trailing zeros kept: 45.0, 4.50, 450. */
-static void fmt3(char *buf, double v, const char *unit) {
-    v = v >= 99.95 ? v : v >= 9.995 ? (double)(long)(v * 10 + 0.5) / 10 : v; /* the rounding decides the form */
-    snprintf(buf, 32, v >= 99.95 ? "%.0f %s" : v >= 9.995 ? "%.1f %s" : "%.2f %s", v, unit);
-}
-
-/* 1234567 ns -> "1.23 ms", 45000000 -> "45.0 ms" (buf: at least 32 bytes). */
-static char *fmt_ns(uint64_t ns, char *buf) {
-    if (ns < 1000)
-        snprintf(buf, 32, "%llu ns", (unsigned long long)ns);
-    else if (ns < 999500)
-        fmt3(buf, (double)ns / 1e3, "us");
-    else if (ns < 999500000)
-        fmt3(buf, (double)ns / 1e6, "ms");
-    else
-        snprintf(buf, 32, "%.3f s", (double)ns / 1e9);
-    return buf;
-}
-
 static double pct(uint64_t v, uint64_t total) {
     return total ? 100.0 * (double)v / (double)total : 0.0;
 }
@@ -85,7 +66,7 @@ static void put_sampled_header(const dnp_calltree *ct, FILE *out) {
     char a[32], b[32], c[32], d[32];
     fprintf(out, "recorded: sampled stacks (--sample=%s, %llu Hz): times are samples x %s, estimates\n",
             report_sample_word(ct->sample_mode), (unsigned long long)ct->sample_rate,
-            fmt_ns(ct->sample_period_ns, a));
+            report_fmt_ns(ct->sample_period_ns, a));
     if (ct->samples_dropped)
         fprintf(out, "note: %s samples were dropped (a thread's buffer was full)\n",
                 cli_fmt_count(ct->samples_dropped, b));
@@ -169,11 +150,11 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
                 "as it ran: %.1f ns per call (%.1f ns inside the callee, %.1f ns in its caller), %s in all, "
                 "taken out\n",
                 per, ct->hook_inner_ns / (double)ct->hook_calls, ct->hook_outer_ns / (double)ct->hook_calls,
-                fmt_ns((uint64_t)(ct->hook_inner_ns + ct->hook_outer_ns), a));
+                report_fmt_ns((uint64_t)(ct->hook_inner_ns + ct->hook_outer_ns), a));
     }
     if (ct->cpu_wait_ns)
         fprintf(out, "note: %s the threads spent waiting for a CPU (run queue) is left out of the times\n",
-                fmt_ns(ct->cpu_wait_ns, b));
+                report_fmt_ns(ct->cpu_wait_ns, b));
     if (ct->has_config && ct->mode == DNP_CALLS_COUNTS)
         fputs("note: recorded with --calls=counts: exact counts and call paths, no times\n", out);
     if (ct->calls_clock)
@@ -193,16 +174,16 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
     if (ct->sample_nodes && ct->sample_period_ns)
         fprintf(out, "%s: %s samples in %s call paths, about %s", label,
                 cli_fmt_count(tr->nodes[0].total_ns / ct->sample_period_ns, a), cli_fmt_count(tr->nnodes - 1, b),
-                fmt_ns(tr->nodes[0].total_ns, c));
+                report_fmt_ns(tr->nodes[0].total_ns, c));
     else if (COUNTS_ONLY(ct))
         fprintf(out, "%s: %s calls in %s call paths", label, cli_fmt_count(calls, a), cli_fmt_count(tr->nnodes - 1, b));
     else if (ct->calls_clock)
         fprintf(out, "%s: %s calls in %s call paths, %s of %s time in hooked code", label, cli_fmt_count(calls, a),
-                cli_fmt_count(tr->nnodes - 1, b), fmt_ns(tr->nodes[0].total_ns, c),
+                cli_fmt_count(tr->nnodes - 1, b), report_fmt_ns(tr->nodes[0].total_ns, c),
                 ct->calls_clock == DNP_SAMPLE_WALL ? "elapsed" : "CPU");
     else
         fprintf(out, "%s: %s calls in %s call paths, %s in hooked code", label, cli_fmt_count(calls, a),
-                cli_fmt_count(tr->nnodes - 1, b), fmt_ns(tr->nodes[0].total_ns, c));
+                cli_fmt_count(tr->nnodes - 1, b), report_fmt_ns(tr->nodes[0].total_ns, c));
     if (tr == &ct->all && ct->nthreads > 1)
         fprintf(out, " (summed over %s threads)", CLI_COUNT(ct->nthreads));
     fputc('\n', out);
@@ -312,7 +293,7 @@ static void res_init(resolution *r, const dnp_calltree *ct, const dnp_ct_tree *t
 /* A time, "~" before it when it is below the resolution. */
 static const char *fmt_mark(uint64_t ns, int below, char *buf) {
     char t[32];
-    size_t len = strlen(fmt_ns(ns, t)), at = below ? 1 : 0;
+    size_t len = strlen(report_fmt_ns(ns, t)), at = below ? 1 : 0;
     if (len > 30)
         len = 30;
     buf[0] = '~';
@@ -520,7 +501,7 @@ static void put_hidden(tree_printer *p, const dnp_ct_tree *tr, uint32_t parent) 
     if (!count)
         return;
     char a[32], b[32];
-    fprintf(p->out, "%10s %5.1f%% %10s %14s  %*s... %s more below the threshold\n", fmt_ns(ns, a), pct(ns, p->total),
+    fprintf(p->out, "%10s %5.1f%% %10s %14s  %*s... %s more below the threshold\n", report_fmt_ns(ns, a), pct(ns, p->total),
             "", "", (int)(2 * tr->nodes[parent].depth), "", cli_fmt_count(count, b));
 }
 
@@ -568,7 +549,7 @@ static void put_tree(const dnp_calltree *ct, resolution *r, const dnp_ct_tree *t
         dnp_ct_walk(tr, tree_visit, &p);
         return;
     }
-    fprintf(out, "\ncall tree, %s (paths below %.2g%% of %s hidden)\n", label, threshold, fmt_ns(p.total, a));
+    fprintf(out, "\ncall tree, %s (paths below %.2g%% of %s hidden)\n", label, threshold, report_fmt_ns(p.total, a));
     fprintf(out, "%10s %6s %10s %14s  %s\n", "total", "%", "self", CALLS_UNIT(ct), "function");
     dnp_ct_walk(tr, tree_visit, &p);
     if (p.marked)

@@ -28,21 +28,9 @@ static const char *fate_word(const dnp_story *s) {
     }
 }
 
-/* A duration, the same way in the stories and in the report's tables:
- * "853.4 us", "3.11 ms", "14.2 ms" (buf: at least 32 bytes). */
-static char *fmt_time(uint64_t ns, char *buf) {
-    if (ns >= 9995000)
-        snprintf(buf, 32, "%.1f ms", (double)ns / 1e6);
-    else if (ns >= 999950)
-        snprintf(buf, 32, "%.2f ms", (double)ns / 1e6);
-    else
-        snprintf(buf, 32, "%.1f us", (double)ns / 1e3);
-    return buf;
-}
-
 static void put_us(FILE *out, uint64_t ns) {
     char buf[32];
-    fputs(fmt_time(ns, buf), out);
+    fputs(report_fmt_ns(ns, buf), out);
 }
 
 /* ---- print --exceptions: each story ---- */
@@ -319,8 +307,8 @@ static void groups_text(FILE *out, const char *title, groups *g, unsigned top) {
         fprintf(out, "  %10s %8s %8s %8s ", cli_fmt_count(r->count, c), cli_fmt_count(r->caught, k),
                 cli_fmt_count(r->internal, n), cli_fmt_count(r->other + r->unhandled, o));
         char mean[32], max[32];
-        fmt_time(r->count ? r->total_ns / r->count : 0, mean);
-        fmt_time(r->max_ns, max);
+        report_fmt_ns(r->count ? r->total_ns / r->count : 0, mean);
+        report_fmt_ns(r->max_ns, max);
         fprintf(out, "%10s %10s  %s\n", mean, max, r->key);
     }
     if (top && g->n > top)

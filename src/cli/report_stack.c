@@ -13,17 +13,24 @@ double report_pct(uint64_t part, uint64_t whole) {
     return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
+/* Three significant digits, trailing zeros kept: 45.0, 4.50, 450. */
+static void fmt3(char *buf, double v, const char *unit) {
+    v = v >= 99.95 ? v : v >= 9.995 ? (double)(long)(v * 10 + 0.5) / 10 : v; /* the rounding decides the form */
+    snprintf(buf, 32, v >= 99.95 ? "%.0f %s" : v >= 9.995 ? "%.1f %s" : "%.2f %s", v, unit);
+}
+
+/* Every report's durations, one way: "850 ns", "853 us", "3.11 ms", "45.0 ms",
+ * "1.17 s", "117 s". The unit changes where three digits would round up to
+ * 1000 (999.5 us is "1.00 ms", never "1e+03 us"). */
 const char *report_fmt_ns(uint64_t ns, char *buf) {
-    if (ns >= 10000000000ull)
-        snprintf(buf, 32, "%.1f s", (double)ns / 1e9);
-    else if (ns >= 1000000000ull)
-        snprintf(buf, 32, "%.2f s", (double)ns / 1e9);
-    else if (ns >= 1000000ull)
-        snprintf(buf, 32, "%.3g ms", (double)ns / 1e6);
-    else if (ns >= 1000ull)
-        snprintf(buf, 32, "%.3g us", (double)ns / 1e3);
-    else
+    if (ns < 1000)
         snprintf(buf, 32, "%llu ns", (unsigned long long)ns);
+    else if (ns < 999500)
+        fmt3(buf, (double)ns / 1e3, "us");
+    else if (ns < 999500000)
+        fmt3(buf, (double)ns / 1e6, "ms");
+    else
+        fmt3(buf, (double)ns / 1e9, "s");
     return buf;
 }
 

@@ -199,19 +199,6 @@ static const char *state_word(uint64_t state) {
     }
 }
 
-/* "1.23 ms", "850 ns" */
-static const char *dur(uint64_t ns, char *buf) {
-    if (ns >= 1000000000)
-        snprintf(buf, 32, "%.3g s", (double)ns / 1e9);
-    else if (ns >= 1000000)
-        snprintf(buf, 32, "%.3g ms", (double)ns / 1e6);
-    else if (ns >= 1000)
-        snprintf(buf, 32, "%.3g us", (double)ns / 1e3);
-    else
-        snprintf(buf, 32, "%llu ns", (unsigned long long)ns);
-    return buf;
-}
-
 /* Whether another method of s has r's name (overloads): then its token is shown. */
 static int name_shared(const traced_set *s, const traced_row *r) {
     for (size_t i = 0; i < s->n; i++)
@@ -239,13 +226,13 @@ void traced_text(const traced_set *s, unsigned top, FILE *out) {
         char token[24] = "";
         if (name_shared(s, r)) /* an overload: which one */
             snprintf(token, sizeof token, " [0x%08llx]", (unsigned long long)r->token);
-        fprintf(out, "%14s %10s %10s %10s %10s %10s  %s%s\n", cli_fmt_count(r->calls, n), dur(r->total_ns, a),
-                dur(r->calls ? r->total_ns / r->calls : 0, b), dur(quantile(r, 0.5), c), dur(quantile(r, 0.99), d),
-                dur(r->max_ns, e), r->name, token);
+        fprintf(out, "%14s %10s %10s %10s %10s %10s  %s%s\n", cli_fmt_count(r->calls, n), report_fmt_ns(r->total_ns, a),
+                report_fmt_ns(r->calls ? r->total_ns / r->calls : 0, b), report_fmt_ns(quantile(r, 0.5), c), report_fmt_ns(quantile(r, 0.99), d),
+                report_fmt_ns(r->max_ns, e), r->name, token);
         for (size_t k = 0; k < r->ncallers && k < 5 && (r->ncallers > 1 || r->callers[0].name); k++) {
             const traced_caller *c = &r->callers[k];
-            fprintf(out, "%14s %10s %10s %32s from %s\n", cli_fmt_count(c->calls, n), dur(c->total_ns, a),
-                    dur(c->calls ? c->total_ns / c->calls : 0, b), "", c->name ? c->name : "(other or unknown callers)");
+            fprintf(out, "%14s %10s %10s %32s from %s\n", cli_fmt_count(c->calls, n), report_fmt_ns(c->total_ns, a),
+                    report_fmt_ns(c->calls ? c->total_ns / c->calls : 0, b), "", c->name ? c->name : "(other or unknown callers)");
         }
         if (r->ncallers > 5)
             fprintf(out, "%14s ... and %zu more callers (--json has them all)\n", "", r->ncallers - 5);

@@ -236,25 +236,27 @@ int window_follow_pass(window_follow *f, const char *dir) {
     return window_each(dir, take_window_of, f);
 }
 
-/* "dnprof: pyroscope URL: 3 windows sent (6 profiles), 1 windows not sent (2 profiles: 2 HTTP 500)" */
+/* "dnprof: pyroscope URL: 3 windows sent (6 profiles), 1 window not sent (2 profiles: 2 HTTP 500)" */
 static void tally_line(const char *sink, const char *url, const sink_tally *t, int per_profile) {
     char text[1200];
     sink_failures_text(&t->fail, text, sizeof text);
-    fprintf(stderr, "dnprof: %s %s: %s windows sent", sink, url, CLI_COUNT(t->windows_sent));
+    fprintf(stderr, "dnprof: %s %s: %s window%s sent", sink, url, CLI_COUNT(t->windows_sent), CLI_PLURAL(t->windows_sent));
     if (per_profile)
-        fprintf(stderr, " (%s profiles)", CLI_COUNT(t->sent));
+        fprintf(stderr, " (%s profile%s)", CLI_COUNT(t->sent), CLI_PLURAL(t->sent));
     if (t->windows_unsent && per_profile)
-        fprintf(stderr, ", %s windows not sent (%s profiles: %s)", CLI_COUNT(t->windows_unsent), CLI_COUNT(t->unsent),
-                text);
+        fprintf(stderr, ", %s window%s not sent (%s profile%s: %s)", CLI_COUNT(t->windows_unsent),
+                CLI_PLURAL(t->windows_unsent), CLI_COUNT(t->unsent), CLI_PLURAL(t->unsent), text);
     else if (t->windows_unsent)
-        fprintf(stderr, ", %s windows not sent (%s)", CLI_COUNT(t->windows_unsent), text);
+        fprintf(stderr, ", %s window%s not sent (%s)", CLI_COUNT(t->windows_unsent), CLI_PLURAL(t->windows_unsent),
+                text);
     fputc('\n', stderr);
 }
 
 void window_follow_close(window_follow *f) {
     char text[1200];
     if (!f->quiet) {
-        fprintf(stderr, "dnprof: windows: %s read, %s profiles", CLI_COUNT(f->windows), CLI_COUNT(f->profiles));
+        fprintf(stderr, "dnprof: windows: %s read, %s profile%s", CLI_COUNT(f->windows), CLI_COUNT(f->profiles),
+                CLI_PLURAL(f->profiles));
         if (f->agent_dropped)
             fprintf(stderr, ", %s dropped by the agent (no reader took them in time)", CLI_COUNT(f->agent_dropped));
         if (f->bad)
@@ -263,7 +265,8 @@ void window_follow_close(window_follow *f) {
             fprintf(stderr, ", %s events left out (a window was full)", CLI_COUNT(f->agent_lost));
         fputc('\n', stderr);
         if (f->out_dir) {
-            fprintf(stderr, "dnprof: profiles: %s files in %s", CLI_COUNT(f->files), cli_short_path(f->out_dir));
+            fprintf(stderr, "dnprof: profiles: %s file%s in %s", CLI_COUNT(f->files), CLI_PLURAL(f->files),
+                    cli_short_path(f->out_dir));
             sink_failures_text(&f->file_fail, text, sizeof text);
             fprintf(stderr, "%s%s%s\n", f->file_fail.total ? " (not written: " : "", text, f->file_fail.total ? ")" : "");
         }

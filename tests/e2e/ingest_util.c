@@ -130,7 +130,7 @@ int ingest_push_run(e2e_run *r, const char *mode, int otlp, ingest *s, const cha
 
 int said_sent(const e2e_run *r, const char *before, size_t n) {
     char want[256];
-    snprintf(want, sizeof want, "%s%zu windows sent", before, n);
+    snprintf(want, sizeof want, "%s%zu window%s sent", before, n, n == 1 ? "" : "s");
     return said(r, want);
 }
 

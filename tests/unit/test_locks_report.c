@@ -65,7 +65,7 @@ TEST(locks_report_v2_owner_site_sums) {
     ASSERT_EQ(write_trace(path, 2, 1), 0);
     char *text = run("report --locks", path);
     ASSERT_NE(text, NULL);
-    int ok = strstr(text, "lock contention: 45 waits, 450 ms waited in all (longest 40 ms)") &&
+    int ok = strstr(text, "lock contention: 45 waits, 450 ms waited in all (longest 40.0 ms)") &&
              strstr(text, "App.Cache (Monitor)") && strstr(text, "App.Cache::Get") &&
              strstr(text, "thread 2 (tid 4242)") && strstr(text, "tid 9999") && !strstr(text, "version 1");
     if (!ok)
@@ -130,6 +130,38 @@ TEST(locks_report_no_contention) {
     free(text);
     text = run("convert --format pprof -o /dev/null", path);
     ok = ok && text && strstr(text, "no contention was recorded");
+    free(text);
+    unlink(path);
+    ASSERT(ok);
+    return 0;
+}
+/* Durations just below a unit's next: 999.7 ms and 999.6 us waited. Every
+ * report writes them with report_fmt_ns: "1.00 s" and "1.00 ms", where the
+ * locks and waits reports' "%.3g" once wrote "1e+03 ms". */
+TEST(locks_report_durations_at_a_units_edge) {
+    char path[] = "/tmp/dnprof-locks-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    synth *w = synth_open(path, 4321, "locks-synth");
+    ASSERT_NE(w, NULL);
+    synth_thread(w, 1, 4241);
+    uint64_t slow = synth_string(w, "System.Threading.Monitor::Enter_Slowpath\nApp.Slow::Run");
+    uint64_t quick = synth_string(w, "System.Threading.Monitor::Enter_Slowpath\nApp.Quick::Run");
+    uint64_t type = synth_string(w, "App.Cache");
+    uint64_t cfg[] = {7, 1, 1000000};
+    synth_event(w, 1, 10, DNP_EV_LockConfig, cfg);
+    uint64_t a[] = {slow, type, 0, 0, 1, 999700000, 999700000};
+    uint64_t b[] = {quick, type, 0, 0, 1, 999600, 999600};
+    synth_event(w, 1, 100, DNP_EV_LockSite, a);
+    synth_event(w, 1, 200, DNP_EV_LockSite, b);
+    uint64_t stats[] = {2, 2, 1, 0, 0};
+    synth_event(w, 1, 400, DNP_EV_LockStats, stats);
+    ASSERT_EQ(synth_close(w, 1), 0);
+    char *text = run("report --locks", path);
+    int ok = text && strstr(text, "1.00 s") && strstr(text, "1.00 ms") && !strstr(text, "e+");
+    if (!ok)
+        fprintf(stderr, "%s\n", text ? text : "");
     free(text);
     unlink(path);
     ASSERT(ok);

@@ -123,7 +123,7 @@ TEST(otlp_reply_rejected_reads_partial_success) {
     char why[256] = "";
     static const uint8_t rejected[] = {0x0a, 0x07, 0x08, 0x02, 0x12, 0x03, 'b', 'a', 'd'};
     ASSERT_EQ(otlp_reply_rejected(rejected, sizeof rejected, why, sizeof why), -1);
-    ASSERT_STREQ(why, "profiles rejected by the backend: bad");
+    ASSERT_STREQ(why, "rejected by the backend: bad");
     static const uint8_t none[] = {0x0a, 0x02, 0x08, 0x00};
     ASSERT_EQ(otlp_reply_rejected(none, sizeof none, why, sizeof why), 0);
     ASSERT_EQ(otlp_reply_rejected(NULL, 0, why, sizeof why), 0);
