@@ -29,6 +29,7 @@
 #   wallsig  wall100 with every due thread signalled (DNPROF_SAMPLE_TIMERS=0)
 #   walltimer wall100 with a timer per thread signalling it (DNPROF_SAMPLE_TIMERS=1)
 #   dtrace   dotnet-trace collect at its defaults, when it is on PATH
+#   oldCFG   CFG (any of the above) with OLD_AGENT, another build's libdnprof.so
 #
 # Each run is measured by perf stat (task-clock: the CPU time of every thread
 # of the process, the agent's included; context switches; page faults), or by
@@ -62,11 +63,15 @@ export DOTNET_TieredCompilation=0 DOTNET_CLI_TELEMETRY_OPTOUT=1
 
 # One run: prints "cpu_ms wall_ms ctxsw faults".
 run_one() {
-    local cfg=$1 what=$2 times=$3
+    local cfg=$1 what=$2 times=$3 agent=$AGENT
     local -a envs=() cmd=(dotnet "$DLL" sample bench "$what" "$times")
+    if [ "${cfg#old}" != "$cfg" ] && [ -n "${OLD_AGENT:-}" ]; then
+        agent=$OLD_AGENT # oldwall100 ...: the configuration with another build's agent
+        cfg=${cfg#old}
+    fi
     if [ "$cfg" != bare ] && [ "$cfg" != dtrace ]; then
         envs=(CORECLR_ENABLE_PROFILING=1 "CORECLR_PROFILER={19F043F1-C707-4901-97F7-9F6179127630}"
-              "CORECLR_PROFILER_PATH=$AGENT" DNPROF_EVENTS=threads "DNPROF_OUTPUT=$TMP/t.%p.trace")
+              "CORECLR_PROFILER_PATH=$agent" DNPROF_EVENTS=threads "DNPROF_OUTPUT=$TMP/t.%p.trace")
         case $cfg in
         cpu100) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=100) ;;
         cpu1k) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=1000) ;;

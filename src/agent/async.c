@@ -411,6 +411,18 @@ int async_sample_state(uint64_t sp, uint64_t *fp, uint32_t *chain, uint64_t *res
     return 1;
 }
 
+int async_thread_resuming(uint64_t tp) {
+    if (!A.on)
+        return 0;
+    const tls_slot *s = &A.tls[SLOT_OF(tp)];
+    if (!tp || atomic_load_explicit(&s->tp, memory_order_acquire) != tp)
+        return 0; /* it never resumed, or its samples stay physical (thread_get) */
+    const athread *t = s->t;
+    uint32_t d;
+    /* its state is freed when it ends: read without faulting, and "yes" when unreadable */
+    return !t || memread((uint64_t)(uintptr_t)&t->depth, &d, sizeof d) != (ssize_t)sizeof d || d != 0;
+}
+
 uint64_t async_sample_pending(uint64_t sp, uint64_t *seq) {
     const resume *r = resume_at(sp);
     if (!r || !r->pending)

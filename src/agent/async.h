@@ -54,6 +54,12 @@ int async_is_plumbing(uint64_t fid);
  * method's FunctionID and name. 0 when none. The sampler checks the frame. */
 int async_sample_state(uint64_t sp, uint64_t *fp, uint32_t *chain, uint64_t *resumed, uint32_t *name);
 
+/* From another thread (the sampler's): whether the thread whose thread pointer
+ * (x86-64: pthread_self()) is tp may be inside an async resume, whose
+ * awaiting callers only its own signal handler can read (1 when it cannot
+ * tell). */
+int async_thread_resuming(uint64_t tp);
+
 /* A resume that started before anything awaited its box (the first resume of
  * a method whose callers had not awaited it yet: their thread was still on the
  * way to its await, often compiling it). In the signal handler, after

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -161,4 +162,17 @@ void memread_mapping_close(void) {
     int fd = atomic_load(&g_maps_fd);
     if (fd >= 0 && atomic_compare_exchange_strong(&g_maps_fd, &fd, -1))
         syscall(SYS_close, fd);
+}
+
+memread_view memread_viewed;
+
+int memread_view_read(uint64_t addr, void *out, size_t len) {
+    const memread_view *v = &memread_viewed;
+    if (addr < v->lo || addr + len < addr || addr + len > v->end) {
+        if (addr >= v->lo && addr < v->top)
+            memread_viewed.overrun = 1;
+        return -1;
+    }
+    memcpy(out, (const char *)v->words + (addr - v->lo), len);
+    return 0;
 }

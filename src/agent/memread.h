@@ -34,6 +34,21 @@ int memread_mapping_now(uint64_t addr, uint64_t *lo, uint64_t *hi, unsigned *fla
  * gone: a detached agent leaves no descriptor behind). */
 void memread_mapping_close(void);
 
+/* A copy of another thread's stack, which the sampler thread walks instead of
+ * signalling a thread that waits in a system call (sampler_walk.c): the walks
+ * given MEMREAD_VIEW for their `safe` argument read [lo, end) from words, and
+ * fail above it. A read that fails in [end, top), the stack the copy left
+ * out, sets overrun: the walk needed more of it. The sampler thread's alone. */
+enum { MEMREAD_VIEW = 2 };
+typedef struct memread_view {
+    uint64_t lo, end, top;
+    const uint64_t *words;
+    int overrun;
+} memread_view;
+extern memread_view memread_viewed;
+/* len bytes at addr from the view into out: 0, or -1 outside it. */
+int memread_view_read(uint64_t addr, void *out, size_t len);
+
 /* Which way memread reads, for the trace's notes (docs/arm64.md: qemu-user has
  * no process_vm_readv): a read of its own is made first if none was. Not for
  * the signal handler. */

@@ -26,6 +26,8 @@
 #define IDLE_SPAN (32u << 10)  /* wall: a waiting thread's stack, from SP up, where its frames are looked for */
 #define IDLE_FRAMES 16u        /* wall: the return addresses that say a waiting thread has not moved */
 #define IDLE_GAP 1024u         /* wall: words searched for the next frame's return address above the last */
+#define REMOTE_FIRST (32u << 10) /* wall: a waiting thread's stack copied to be walked without a signal, */
+#define REMOTE_MAX (512u << 10)  /* and at most, when its frames go on above the first copy */
 #define MAX_NODES (1u << 18)   /* nodes of all trees together */
 #define NODE_HASH (1u << 19)
 #define HASH_FIRST 4096u  /* the node and address indexes' first size */
@@ -94,6 +96,7 @@ typedef struct sslot {
     int perf_fd1;               /* the thread's task-clock event's fd + 1, 0 none */
     unsigned seen;              /* the scan that last found the thread */
     atomic_uint owed;           /* wall: periods given by the sampler thread, taken by the handler's next sample */
+    atomic_uint busy;           /* the handler runs on the thread (sampler_take_remote then keeps off its ring) */
     uint64_t wall_due;          /* wall: the time up to which periods were given (sampler thread), 0 none yet */
     atomic_ullong wall_last;    /* wall, its own timer: the time up to which its samples have counted, 0 no timer */
     /* wall, the sampler thread only: its last sample found it waiting in a system call; that
@@ -183,9 +186,10 @@ typedef struct sampler_state {
     unsigned wall_cursor;  /* wall: the slot where the next tick's turn starts */
     unsigned wall_most;    /* wall: the most threads seen at one tick */
     int wall_timers;       /* wall: a timer per thread signals it (no signal sent by the sampler thread) */
-    int wall_idle;         /* wall, signalled by the sampler thread: a thread still waiting where its last
-                            * sample found it is counted again without a signal */
+    int wall_idle;         /* wall, signalled by the sampler thread: a thread waiting in a system call is
+                            * sampled without a signal (sampler_signal.c, wall_quiet) */
     uint64_t wall_again, wall_probes; /* wall: samples counted again so; the looks that asked */
+    uint64_t wall_remote;             /* wall: samples of waiting threads walked from a copy, no signal */
     unsigned wall_stride;  /* wall: each thread's timer fires every wall_stride periods */
     unsigned wall_timed, wall_untimed; /* wall: threads given a timer; threads whose timer was refused */
 
@@ -260,6 +264,16 @@ uint64_t sampler_now_ns(void);
 /* The signal side (sampler_walk.c): one sample of the interrupted thread into
  * its slot's ring. Async-signal-safe. */
 void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight);
+/* Wall mode, the sampler thread, a thread waiting in a system call at sp and
+ * pc (the kernel's view, /proc/self/task/TID/syscall) whose handler is not
+ * running: its sample walked from a copy of its stack (memread_view), with no
+ * signal to wake it, into its ring but not yet published: 1, or 0 when the
+ * walk cannot be whole that way (the leaf's library without tables yet, a
+ * frame pointer no native frame saved, the ring full, arm64) and a signal
+ * must take it. sampler_remote_commit publishes it once the caller has seen
+ * that the thread did not run meanwhile; else it is dropped by not. */
+int sampler_take_remote(sslot *s, uint64_t pc, uint64_t sp, uint32_t weight);
+void sampler_remote_commit(sslot *s);
 /* The same signal, for --calls' times (calls_sample): the interrupted PC. */
 void sampler_calls_sample(const void *ucontext, uint32_t weight);
 

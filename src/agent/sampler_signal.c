@@ -9,6 +9,8 @@
  * thread's. */
 #include "sampler_internal.h"
 
+#include "async.h"
+
 #include "memread.h"
 
 #include <dirent.h>
@@ -105,19 +107,17 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
         else if (si->si_code == SI_TIMER && si->si_value.sival_ptr == (void *)&S.ptimer)
             s = process_timer_slot(ucv);
         if (slot_valid(s) && slot_mine(s)) {
+            atomic_store(&s->busy, 1); /* before the periods owed are taken: sampler_take_remote keeps off */
             uint32_t weight = 1u + (si->si_code == SI_TIMER && si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0u);
             if (si->si_code == SI_QUEUE) /* wall: the periods owed; 0 when an earlier sample took them */
                 weight = atomic_exchange_explicit(&s->owed, 0, memory_order_relaxed);
             else if (si->si_code == SI_TIMER && S.mode == SAMPLER_WALL) /* wall, its own timer */
                 weight = wall_periods(s);
-            if (!weight) {
-                errno = saved;
-                return;
-            }
-            if (S.calls)
+            if (weight && S.calls)
                 sampler_calls_sample(ucv, weight);
-            if (S.walk)
+            if (weight && S.walk)
                 sampler_take_sample(s, ucv, weight);
+            atomic_store(&s->busy, 0);
         }
     }
     errno = saved;
@@ -605,24 +605,12 @@ void sampler_find_stacks(void) {
     fclose(f);
 }
 
-/* Wall mode: whether the thread waits in a system call where its last sample
- * found it waiting, so that its stack is that sample's: the kernel's view of
- * it (/proc/self/task/TID/syscall: the call's number and arguments, then SP
- * and PC) has the same stack pointer and the same system-call instruction, and
- * the stack above SP holds the same return addresses at the same places: the
- * same frames, not another caller's of the same depth. Only those: its
- * locals may change while it waits in the same frames, and do in the runtime's
- * lock waits, whose signalled waiter goes round its loop again (a new tick count on the
- * stack, and one more ContentionStart): had the look compared every word, each
- * such waiter would be signalled at every visit, its lock counted contended
- * again each time (ten times the program's own count at 100 Hz, fairer
- * hand-offs, longer waits in all). The kernel gives the PC after that
- * instruction; a signal that restarts the call shows the handler the
- * instruction itself: the two differ by its length, at most 4 bytes on the
- * machines built for (x86-64 2, arm64 4). The look costs 20-40 us in this
- * guest (the /proc file's path lookup most of it), a signal that wakes a
+/* Wall mode, the look: whether the thread waits in a system call, with its
+ * stack pointer and PC as the kernel sees them (/proc/self/task/TID/syscall:
+ * the call's number and arguments, then SP and PC). The look costs 20-40 us in
+ * this guest (the /proc file's path lookup most of it), a signal that wakes a
  * sleeping thread about 60 us and what the thread then does (BENCHMARKS.md). */
-static int still_waiting(const sslot *s, int tid) {
+static int wall_look(int tid, uint64_t *sp, uint64_t *pc) {
     char path[64], buf[256];
     snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -645,7 +633,26 @@ static int still_waiting(const sslot *s, int tid) {
     }
     if (k != 9)
         return 0;
-    uint64_t sp = strtoull(field[7], NULL, 16), pc = strtoull(field[8], NULL, 16);
+    *sp = strtoull(field[7], NULL, 16);
+    *pc = strtoull(field[8], NULL, 16);
+    return 1;
+}
+
+/* Whether a thread the look found waiting at sp and pc waits in the frames of
+ * its last sample (s->idle_*), so that its stack is that sample's: the same
+ * stack pointer and system-call instruction, and the stack above SP holds the
+ * same return addresses at the same places: the same frames, not another
+ * caller's of the same depth. Only those: its locals may change while it
+ * waits in the same frames, and do in the runtime's lock waits, whose
+ * signalled waiter goes round its loop again (a new tick count on the stack,
+ * and one more ContentionStart): had the look compared every word, each such
+ * waiter would be signalled at every visit, its lock counted contended again
+ * each time (ten times the program's own count at 100 Hz, fairer hand-offs,
+ * longer waits in all). The kernel gives the PC after that instruction; a
+ * signal that restarts the call shows the handler the instruction itself: the
+ * two differ by its length, at most 4 bytes on the machines built for (x86-64
+ * 2, arm64 4). */
+static int same_frames(const sslot *s, uint64_t sp, uint64_t pc) {
     if (sp != s->idle_sp || pc - s->idle_pc + 4 > 8)
         return 0;
     static uint64_t words[IDLE_SPAN / 8]; /* the sampler thread's */
@@ -662,28 +669,51 @@ static uint64_t thread_cpu_ns(int tid) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Whether the thread still waits where its last sample found it: at once when
- * it has not run since it was last found so (its CPU time has not moved),
- * else by still_waiting. A thread that blocks and wakes all the time (a ring
- * of hand-offs) is found elsewhere, or with other words in its frames, look
- * after look, each costing more than half a signal: after k such looks in a
- * row, the next 2^k - 1 visits (at most 15) signal it without one. */
-static int idle_again(sslot *s, int tid) {
-    uint64_t cpu = thread_cpu_ns(tid);
-    if (cpu && cpu == s->idle_cpu)
+/* Wall mode: the thread's sample taken without a signal, 1, or 0 when one
+ * must take it. Counted again at its last sample's node when it still waits
+ * there: at once when it has not run since it was last found so (its CPU
+ * time has not moved), else when the look (wall_look) finds it in the same
+ * frames (same_frames). Found waiting elsewhere, it is walked from a copy of
+ * its stack (sampler_take_remote), and the sample kept if its CPU time did not
+ * move meanwhile: it did not run, so the copy is of the stack it waits on.
+ * Not while a signal's periods are owed to its handler or the handler runs
+ * (the ring has one writer at a time), nor inside an async resume (its
+ * awaiting callers are the handler's to read). A thread that blocks and wakes
+ * all the time (a ring of hand-offs) is found running, look after look, each
+ * costing more than half a signal: after k such looks in a row, the next
+ * 2^k - 1 visits (at most 15) signal it without one. */
+static int wall_quiet(sslot *s, int tid, uint32_t periods) {
+    if (!S.wall_idle || atomic_load(&s->owed) || atomic_load(&s->busy))
+        return 0;
+    uint64_t cpu = thread_cpu_ns(tid), sp, pc;
+    if (s->idle_leaf && cpu && cpu == s->idle_cpu) {
+        sampler_aggregate_again((uint32_t)tid, s->idle_leaf, periods);
+        S.wall_again++;
         return 1;
+    }
     if (s->idle_skip) {
         s->idle_skip--;
         return 0;
     }
-    if (!still_waiting(s, tid)) {
-        s->idle_misses = (uint8_t)(s->idle_misses < 4 ? s->idle_misses + 1 : 4);
-        s->idle_skip = (uint8_t)((1u << s->idle_misses) - 1);
-        return 0;
+    int waits = wall_look(tid, &sp, &pc);
+    if (waits && s->idle_leaf && same_frames(s, sp, pc)) {
+        s->idle_misses = 0;
+        s->idle_cpu = cpu; /* read before the look: had it run between the two, the next look sees it */
+        sampler_aggregate_again((uint32_t)tid, s->idle_leaf, periods);
+        S.wall_again++;
+        return 1;
     }
-    s->idle_misses = 0;
-    s->idle_cpu = cpu; /* read before the look: had it run between the two, the next look sees it */
-    return 1;
+    uint64_t self = atomic_load(&s->self);
+    if (waits && cpu && self && !async_thread_resuming(self) && sampler_take_remote(s, pc, sp, periods) &&
+        thread_cpu_ns(tid) == cpu && !atomic_load(&s->busy) && !atomic_load(&s->owed)) {
+        sampler_remote_commit(s);
+        s->idle_misses = 0;
+        S.wall_remote++;
+        return 1;
+    }
+    s->idle_misses = (uint8_t)(s->idle_misses < 4 ? s->idle_misses + 1 : 4);
+    s->idle_skip = (uint8_t)((1u << s->idle_misses) - 1);
+    return 0;
 }
 
 /* Wall mode, at each tick: the next threads in turn, at most S.wall_threads of
@@ -691,8 +721,8 @@ static int idle_again(sslot *s, int tid) {
  * thread signalled every k ticks weighs k and the totals stay the program's
  * elapsed time. A signal that finds one still pending merges with it; the
  * handler takes whatever is owed, so nothing is lost either way. A thread
- * still waiting where its last sample found it (still_waiting) is counted
- * again at that sample's stack instead: no signal wakes it. */
+ * that waits in a system call is sampled without a signal instead (wall_quiet):
+ * none wakes it. */
 void sampler_signal_all(uint64_t now) {
     pid_t pid = getpid();
     uid_t uid = getuid();
@@ -713,9 +743,7 @@ void sampler_signal_all(uint64_t now) {
         if (!periods)
             continue;
         s->wall_due += periods * S.period_ns;
-        if (S.wall_idle && s->idle_leaf && !atomic_load(&s->owed) && idle_again(s, tid)) {
-            sampler_aggregate_again((uint32_t)tid, s->idle_leaf, (uint32_t)(periods < 1000000 ? periods : 1000000));
-            S.wall_again++;
+        if (wall_quiet(s, tid, (uint32_t)(periods < 1000000 ? periods : 1000000))) {
             sent++;
             S.wall_cursor = i + 1;
             continue;

@@ -14,15 +14,18 @@
 #include "memread.h"
 
 /* Copies len bytes at addr without faulting on unmapped memory: 0 or -1.
- * System calls, so async-signal-safe (errno is restored by the handler). */
-static int safe_read(uint64_t addr, void *out, size_t len) {
+ * System calls, so async-signal-safe (errno is restored by the handler); or,
+ * safe being MEMREAD_VIEW, from the sampler thread's copy of a stack. */
+static int safe_read(uint64_t addr, void *out, size_t len, int safe) {
+    if (safe == MEMREAD_VIEW)
+        return memread_view_read(addr, out, len);
     return memread(addr, out, len) == (ssize_t)len ? 0 : -1;
 }
 
 /* n words at addr: loads inside the known stack, or safe_read. */
 static int stack_read(uint64_t addr, uint64_t *out, unsigned n, int safe) {
     if (safe)
-        return safe_read(addr, out, n * 8u);
+        return safe_read(addr, out, n * 8u, safe);
     for (unsigned i = 0; i < n; i++)
         out[i] = ((const uint64_t *)addr)[i];
     return 0;
@@ -48,9 +51,9 @@ static uint32_t copy_words(srec *r, uint64_t sp, uint64_t hi, int safe) {
     if (!safe) {
         for (; nw < SP_WORDS && sp + 8 * nw + 8 <= hi; nw++)
             r->words[nw] = ((const uint64_t *)sp)[nw];
-    } else if (safe_read(sp, r->words, SP_WORDS * 8) == 0) {
+    } else if (safe_read(sp, r->words, SP_WORDS * 8, safe) == 0) {
         nw = SP_WORDS;
-    } else if (safe_read(sp, r->words, SP_WORDS_MIN * 8) == 0) { /* near the stack's top */
+    } else if (safe_read(sp, r->words, SP_WORDS_MIN * 8, safe) == 0) { /* near the stack's top */
         nw = SP_WORDS_MIN;
     }
     return nw;
@@ -70,7 +73,7 @@ static void osr_scan(srec *r, uint32_t *n, uint64_t fp, uint64_t next, int safe,
     const uint64_t *words = (const uint64_t *)(fp + 16);
     if (safe) {
         cnt = cnt < SCAN_CHUNK ? cnt : SCAN_CHUNK;
-        words = safe_read(fp + 16, buf, cnt * 8u) == 0 ? buf : NULL;
+        words = safe_read(fp + 16, buf, cnt * 8u, safe) == 0 ? buf : NULL;
     }
     *budget -= cnt;
     for (unsigned i = 0; words && i < cnt; i++) {
@@ -165,7 +168,7 @@ void sampler_calls_sample(const void *ucontext, uint32_t weight) {
  * for at most IDLE_GAP words above the last; one not found (a leaf's return
  * address still in a register, a frame larger than IDLE_GAP) is left out. Their
  * places and their hash say later whether it still waits in the same frames
- * (sampler_signal.c, still_waiting). */
+ * (sampler_signal.c, same_frames). */
 static void idle_frames(srec *r, const uint64_t *w, uint64_t nw) {
     uint32_t at = 0, m = 0, misses = 0;
     for (uint32_t k = 1; k < r->n && m < IDLE_FRAMES && misses < 4; k++) { /* every frame read is there: few miss */
@@ -185,6 +188,73 @@ static void idle_frames(srec *r, const uint64_t *w, uint64_t nw) {
     r->idle_hash = idle_hash(w, r->idle_off, m);
 }
 
+/* The walk from the registers g (r->ip[0] = g->pc already): r's words, top
+ * and frames, the count of frames; *flags what it met. Inside [sp, limit);
+ * hi, the stack's top when known (0 not), bounds the words copied in place. */
+static uint32_t walk_from(srec *r, const arch_regs *g, uint64_t hi, uint64_t limit, int safe, uint64_t async_fp,
+                          uint32_t *flags) {
+    uint64_t sp = g->sp, fp = g->fp;
+    uint32_t n = 1;
+    const unw_index *ix = S.unwind ? unwind_enter() : NULL;
+    if (!sp || (sp & 7) || limit < sp + 16) {
+        *flags |= REC_UNWALKED;
+    } else {
+        uint32_t nw = copy_words(r, sp, hi, safe);
+        r->nwords = nw;
+        r->top = arch_leaf_return(g, nw ? r->words[0] : 0);
+        if (!nw)
+            *flags |= REC_UNWALKED;
+        int chain = nw != 0;
+        if (nw && ix && unwind_find(ix, g->pc)) {
+            /* native code with unwind tables: exact from the leaf on */
+            unw_frame u = {g->pc, sp, fp};
+            *flags |= REC_NATIVE_CFI;
+            int how = unwind_native(ix, r->ip, &n, MAX_DEPTH, &u, 1, sp, limit, safe);
+            if (how == UNW_NO_ROW || how == UNW_BAD_STACK)
+                *flags |= REC_UNW_STOP;
+            fp = u.fp;
+            chain = how == UNW_NOT_NATIVE;
+            if (chain && !(fp >= u.sp && fp <= limit - 16 && !(fp & 7))) {
+                *flags |= REC_UNW_STOP; /* managed code again, but no frame pointer of its own */
+                chain = 0;
+            }
+        } else if (nw && !(fp >= sp && fp <= limit - 16 && !(fp & 7))) {
+            /* Native code built without frame pointers uses that register as
+             * it likes, but saves its caller's (callee-saved) on the stack: the
+             * first word above SP that points further up the stack at a frame
+             * whose saved frame pointer points further up still is taken as
+             * the chain's start. The sampler thread keeps the chain so found
+             * only if it finds the managed caller below it (REC_FP_FOUND). */
+            if (sampler_saved_fp(r->words, nw, sp, limit, safe, &fp) >= 0)
+                *flags |= REC_FP_FOUND;
+        }
+        r->fpoff = chain && fp >= sp && fp <= limit - 16 && !(fp & 7) && fp - sp < (1ull << 31) ? (uint32_t)(fp - sp) : 0;
+        if (chain)
+            n = walk_chain(r, n, fp, sp, limit, safe, ix, flags, async_fp);
+    }
+    if (ix)
+        unwind_leave();
+    return n;
+}
+
+/* A record's fields that no walk sets. */
+static void rec_start(srec *r, uint64_t pc, uint64_t sp) {
+    r->sp = sp;
+    r->ip[0] = pc;
+    r->top = 0;
+    r->nwords = 0;
+    r->extra = 0;
+    r->frameless = 0;
+    r->async_k = 0;
+    r->async_box = 0;
+    r->async_chain = 0;
+    r->async_resumed = 0;
+    r->async_name = 0;
+    r->fpoff = 0;
+    r->idle_len = 0;
+    r->idle_nret = 0;
+}
+
 void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
     unsigned h = atomic_load_explicit(&s->head, memory_order_relaxed);
     unsigned t = atomic_load_explicit(&s->tail, memory_order_acquire);
@@ -195,19 +265,12 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
     srec *r = &slot_ring(s)[h % RING];
     arch_regs g;
     arch_context_regs(ucontext, &g);
-    uint64_t sp = g.sp, fp = g.fp;
-    r->sp = sp;
+    uint64_t sp = g.sp;
+    rec_start(r, g.pc, sp);
     uint64_t lo = atomic_load_explicit(&s->lo, memory_order_relaxed);
     uint64_t hi = atomic_load_explicit(&s->hi, memory_order_relaxed);
-    uint32_t n = 0, flags = 0;
-    r->ip[n++] = g.pc;
-    r->top = 0;
-    r->nwords = 0;
-    r->extra = 0;
-    r->frameless = 0;
-    r->async_k = 0;
+    uint32_t flags = 0;
     uint64_t async_fp = 0;
-    r->async_box = 0;
     if (!async_sample_state(sp, &async_fp, &r->async_chain, &r->async_resumed, &r->async_name) || async_fp < sp)
         async_fp = 0;
     else
@@ -228,49 +291,7 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
      * the sampler thread has read /proc/self/maps), the same walk reads through
      * memread, which fails instead of faulting, no further than
      * STACK_GUESS above the stack pointer. */
-    int safe = !known;
-    uint64_t limit = known ? hi : sp + STACK_GUESS;
-    const unw_index *ix = S.unwind ? unwind_enter() : NULL;
-    if (!sp || (sp & 7) || limit < sp + 16) {
-        flags |= REC_UNWALKED;
-    } else {
-        uint32_t nw = copy_words(r, sp, hi, safe);
-        r->nwords = nw;
-        r->top = arch_leaf_return(&g, nw ? r->words[0] : 0);
-        if (!nw)
-            flags |= REC_UNWALKED;
-        int chain = nw != 0;
-        if (nw && ix && unwind_find(ix, g.pc)) {
-            /* native code with unwind tables: exact from the leaf on */
-            unw_frame u = {g.pc, sp, fp};
-            flags |= REC_NATIVE_CFI;
-            int how = unwind_native(ix, r->ip, &n, MAX_DEPTH, &u, 1, sp, limit, safe);
-            if (how == UNW_NO_ROW || how == UNW_BAD_STACK)
-                flags |= REC_UNW_STOP;
-            fp = u.fp;
-            chain = how == UNW_NOT_NATIVE;
-            if (chain && !(fp >= u.sp && fp <= limit - 16 && !(fp & 7))) {
-                flags |= REC_UNW_STOP; /* managed code again, but no frame pointer of its own */
-                chain = 0;
-            }
-        } else if (nw && !(fp >= sp && fp <= limit - 16 && !(fp & 7))) {
-            /* Native code built without frame pointers uses that register as
-             * it likes, but saves its caller's (callee-saved) on the stack: the
-             * first word above SP that points further up the stack at a frame
-             * whose saved frame pointer points further up still is taken as
-             * the chain's start. The sampler thread keeps the chain so found
-             * only if it finds the managed caller below it (REC_FP_FOUND). */
-            if (sampler_saved_fp(r->words, nw, sp, limit, safe, &fp) >= 0)
-                flags |= REC_FP_FOUND;
-        }
-        r->fpoff = chain && fp >= sp && fp <= limit - 16 && !(fp & 7) && fp - sp < (1ull << 31) ? (uint32_t)(fp - sp) : 0;
-        if (chain)
-            n = walk_chain(r, n, fp, sp, limit, safe, ix, &flags, async_fp);
-    }
-    if (ix)
-        unwind_leave();
-    r->idle_len = 0;
-    r->n = n;
+    uint32_t n = walk_from(r, &g, hi, known ? hi : sp + STACK_GUESS, !known, async_fp, &flags);
     if (S.mode == SAMPLER_WALL && arch_at_syscall(&g)) {
         flags |= REC_WAITING;
         if (S.wall_idle && known) /* what says later that it still waits here (sampler_signal_all) */
@@ -282,4 +303,48 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
     r->flags = flags;
     r->weight = weight;
     atomic_store_explicit(&s->head, h + 1, memory_order_release);
+}
+
+/* Wall mode, the sampler thread: a thread that waits in a system call, walked
+ * from its copied stack without a signal (sampler.h). */
+int sampler_take_remote(sslot *s, uint64_t pc, uint64_t sp, uint32_t weight) {
+    static uint64_t copy[REMOTE_MAX / 8]; /* the sampler thread's */
+    uint64_t lo = atomic_load(&s->lo), hi = atomic_load(&s->hi);
+    unsigned h = atomic_load_explicit(&s->head, memory_order_relaxed);
+    if (!ARCH_REMOTE_WALK || !S.walk || !S.unwind || !hi || sp < lo || sp + 64 > hi || (sp & 7) ||
+        h - atomic_load_explicit(&s->tail, memory_order_acquire) >= RING)
+        return 0;
+    const unw_index *ix = unwind_enter();
+    int tables = ix && unwind_find(ix, pc); /* else its frame pointer, which the kernel does not say, is needed */
+    if (ix)
+        unwind_leave();
+    uint64_t len = hi - sp < REMOTE_FIRST ? hi - sp : REMOTE_FIRST;
+    for (int pass = 0; tables && pass < 2; pass++) {
+        if (memread(sp, copy, len) != (ssize_t)len)
+            return 0;
+        memread_viewed = (memread_view){sp, sp + len, hi, copy, 0};
+        srec *r = &slot_ring(s)[h % RING];
+        rec_start(r, pc, sp);
+        arch_regs g = {.pc = pc, .sp = sp};
+        uint32_t flags = REC_WAITING;
+        uint32_t n = walk_from(r, &g, 0, hi, MEMREAD_VIEW, 0, &flags);
+        if (memread_viewed.overrun && len < hi - sp && len < REMOTE_MAX) {
+            len = hi - sp < REMOTE_MAX ? hi - sp : REMOTE_MAX; /* a deep stack: once more, all of it */
+            continue;
+        }
+        if (memread_viewed.overrun || (flags & (REC_UNW_STOP | REC_UNWALKED)) || n < 2)
+            return 0;
+        idle_frames(r, copy, (len < IDLE_SPAN ? len : IDLE_SPAN) / 8);
+        r->gc = sampler_gc_now(atomic_load_explicit(&s->tid, memory_order_relaxed));
+        r->jit = sampler_jit_now(atomic_load_explicit(&s->tid, memory_order_relaxed));
+        r->n = n;
+        r->flags = flags;
+        r->weight = weight;
+        return 1; /* published by sampler_remote_commit, once the thread is known not to have run */
+    }
+    return 0;
+}
+
+void sampler_remote_commit(sslot *s) {
+    atomic_store_explicit(&s->head, atomic_load_explicit(&s->head, memory_order_relaxed) + 1, memory_order_release);
 }

@@ -62,6 +62,8 @@ int unwind_read(uint64_t a, uint64_t lo, uint64_t limit, int safe, uint64_t *out
         *out = *(const uint64_t *)(uintptr_t)a;
         return 0;
     }
+    if (safe == MEMREAD_VIEW)
+        return memread_view_read(a, out, 8);
     return memread(a, out, 8) == 8 ? 0 : -1;
 }
 

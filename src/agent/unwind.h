@@ -147,8 +147,9 @@ const unw_lib *unwind_find(const unw_index *ix, uint64_t pc);
 const unw_row *unwind_row(const unw_lib *l, uint64_t pc);
 
 /* One step from f (leaf: f->pc is an interrupted pc, else a return address)
- * to its caller, reading the stack only inside [lo, limit) (safe: through
- * process_vm_readv). UNW_OK, or why not. */
+ * to its caller, reading the stack only inside [lo, limit) (safe: 1 through
+ * process_vm_readv, MEMREAD_VIEW from the sampler thread's copy of another
+ * thread's stack, memread.h). UNW_OK, or why not. */
 int unwind_step(const unw_index *ix, unw_frame *f, int leaf, uint64_t lo, uint64_t limit, int safe);
 
 /* Steps from f (its pc already ip[n - 1]) through native code, appending each

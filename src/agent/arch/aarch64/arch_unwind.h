@@ -23,4 +23,8 @@
  * the tables; the frame-pointer chain goes on instead. */
 #define ARCH_UNW_SP_ABOVE_FRAME (-1)
 
+/* No walk of a waiting thread without a signal: the system call's leaf keeps
+ * its return address in x30, which /proc/self/task/TID/syscall does not give. */
+#define ARCH_REMOTE_WALK 0
+
 #endif

@@ -21,4 +21,10 @@
  * the caller's SP is just above the return address. */
 #define ARCH_UNW_SP_ABOVE_FRAME 16
 
+/* Whether the sampler thread may walk a thread waiting in a system call from
+ * what the kernel says of it (SP and PC, /proc/self/task/TID/syscall) and a
+ * copy of its stack, without a signal: the system call's leaf keeps its
+ * return address on the stack, so its tables go on from SP alone. */
+#define ARCH_REMOTE_WALK 1
+
 #endif
