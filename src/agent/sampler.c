@@ -172,7 +172,7 @@ static void timers_configure(const agent_config *cfg) {
      * signal; 0 the same, every thread signalled; 1 or process, a timer per thread */
     S.wall_timers = S.mode == SAMPLER_WALL && (cfg->sample_timers == 1 || cfg->sample_timers == 2);
     S.wall_idle = S.mode == SAMPLER_WALL && !S.wall_timers && cfg->sample_timers != 0 && !S.calls;
-    S.wall_again = S.wall_probes = S.wall_remote = 0;
+    S.wall_again = S.wall_probes = S.wall_remote = S.wall_unwalked = 0;
     S.wall_stride = 1;
     S.wall_timed = S.wall_untimed = 0;
 }
@@ -324,9 +324,10 @@ void sampler_stop(void) {
     if (S.wall_idle)
         rec_note(0, "wall sampling: %llu samples of threads still waiting where their last sample found them, "
                     "counted again without a signal, and %llu of threads found waiting elsewhere, walked from a "
-                    "copy of their stack without a signal (%llu looks at /proc/self/task/TID/syscall)",
+                    "copy of their stack without a signal (%llu such walks not whole, signalled instead; %llu looks "
+                    "at /proc/self/task/TID/syscall)",
                  (unsigned long long)S.wall_again, (unsigned long long)S.wall_remote,
-                 (unsigned long long)S.wall_probes);
+                 (unsigned long long)S.wall_unwalked, (unsigned long long)S.wall_probes);
     rec_note(0, "sampler memory reads: %s", memread_path());
     release_memory();
     symbols_release();

@@ -190,6 +190,7 @@ typedef struct sampler_state {
                             * sampled without a signal (sampler_signal.c, wall_quiet) */
     uint64_t wall_again, wall_probes; /* wall: samples counted again so; the looks that asked */
     uint64_t wall_remote;             /* wall: samples of waiting threads walked from a copy, no signal */
+    uint64_t wall_unwalked;           /* wall: such walks that could not be whole or kept: signalled */
     unsigned wall_stride;  /* wall: each thread's timer fires every wall_stride periods */
     unsigned wall_timed, wall_untimed; /* wall: threads given a timer; threads whose timer was refused */
 

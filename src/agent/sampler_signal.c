@@ -704,12 +704,15 @@ static int wall_quiet(sslot *s, int tid, uint32_t periods) {
         return 1;
     }
     uint64_t self = atomic_load(&s->self);
-    if (waits && cpu && self && !async_thread_resuming(self) && sampler_take_remote(s, pc, sp, periods) &&
-        thread_cpu_ns(tid) == cpu && !atomic_load(&s->busy) && !atomic_load(&s->owed)) {
-        sampler_remote_commit(s);
-        s->idle_misses = 0;
-        S.wall_remote++;
-        return 1;
+    if (waits && cpu && self && !async_thread_resuming(self)) {
+        if (sampler_take_remote(s, pc, sp, periods) && thread_cpu_ns(tid) == cpu && !atomic_load(&s->busy) &&
+            !atomic_load(&s->owed)) {
+            sampler_remote_commit(s);
+            s->idle_misses = 0;
+            S.wall_remote++;
+            return 1;
+        }
+        S.wall_unwalked++;
     }
     s->idle_misses = (uint8_t)(s->idle_misses < 4 ? s->idle_misses + 1 : 4);
     s->idle_skip = (uint8_t)((1u << s->idle_misses) - 1);
