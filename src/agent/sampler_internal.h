@@ -26,7 +26,7 @@
 #define IDLE_SPAN (32u << 10)  /* wall: a waiting thread's stack, from SP up, where its frames are looked for */
 #define IDLE_FRAMES 16u        /* wall: the return addresses that say a waiting thread has not moved */
 #define IDLE_GAP 1024u         /* wall: words searched for the next frame's return address above the last */
-#define REMOTE_FIRST (32u << 10) /* wall: a waiting thread's stack copied to be walked without a signal, */
+#define REMOTE_FIRST (8u << 10)  /* wall: a waiting thread's stack copied to be walked without a signal, */
 #define REMOTE_MAX (512u << 10)  /* and at most, when its frames go on above the first copy */
 #define MAX_NODES (1u << 18)   /* nodes of all trees together */
 #define NODE_HASH (1u << 19)

@@ -683,7 +683,8 @@ static uint64_t thread_cpu_ns(int tid) {
  * costing more than half a signal: after k such looks in a row, the next
  * 2^k - 1 visits (at most 15) signal it without one. */
 static int wall_quiet(sslot *s, int tid, uint32_t periods) {
-    if (!S.wall_idle || atomic_load(&s->owed) || atomic_load(&s->busy))
+    uint64_t self = atomic_load(&s->self); /* 0: its handler has not run yet, its first sample is a signal's */
+    if (!S.wall_idle || !self || atomic_load(&s->owed) || atomic_load(&s->busy))
         return 0;
     uint64_t cpu = thread_cpu_ns(tid), sp, pc;
     if (s->idle_leaf && cpu && cpu == s->idle_cpu) {
@@ -703,8 +704,7 @@ static int wall_quiet(sslot *s, int tid, uint32_t periods) {
         S.wall_again++;
         return 1;
     }
-    uint64_t self = atomic_load(&s->self);
-    if (waits && cpu && self && !async_thread_resuming(self)) {
+    if (waits && cpu && !async_thread_resuming(self)) {
         if (sampler_take_remote(s, pc, sp, periods) && thread_cpu_ns(tid) == cpu && !atomic_load(&s->busy) &&
             !atomic_load(&s->owed)) {
             sampler_remote_commit(s);

@@ -292,6 +292,7 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
      * memread, which fails instead of faulting, no further than
      * STACK_GUESS above the stack pointer. */
     uint32_t n = walk_from(r, &g, hi, known ? hi : sp + STACK_GUESS, !known, async_fp, &flags);
+    r->n = n; /* idle_frames reads the frames */
     if (S.mode == SAMPLER_WALL && arch_at_syscall(&g)) {
         flags |= REC_WAITING;
         if (S.wall_idle && known) /* what says later that it still waits here (sampler_signal_all) */
@@ -334,10 +335,10 @@ int sampler_take_remote(sslot *s, uint64_t pc, uint64_t sp, uint32_t weight) {
         }
         if (memread_viewed.overrun || (flags & (REC_UNW_STOP | REC_UNWALKED)) || n < 2)
             return 0;
+        r->n = n; /* idle_frames reads the frames */
         idle_frames(r, copy, (len < IDLE_SPAN ? len : IDLE_SPAN) / 8);
         r->gc = sampler_gc_now(atomic_load_explicit(&s->tid, memory_order_relaxed));
         r->jit = sampler_jit_now(atomic_load_explicit(&s->tid, memory_order_relaxed));
-        r->n = n;
         r->flags = flags;
         r->weight = weight;
         return 1; /* published by sampler_remote_commit, once the thread is known not to have run */

@@ -242,7 +242,7 @@ TEST(e2e_sample_wall_lock_waiters) {
     fprintf(stderr, "samples walked without a signal: %ld\n", remote);
 #if defined(__x86_64__)
     ASSERT_LE(sampled, 2 * bare + 20); /* every visit signalled: 7 to 10 times bare; once per wait: 2 to 3 */
-    ASSERT_GE(remote, 20);             /* about 390: each wait's first sample */
+    ASSERT_GE(remote, 10);             /* 37-51: the first sample of a wait, most of them */
 #else
     ASSERT_LE(sampled, 4 * bare + 20);
 #endif
