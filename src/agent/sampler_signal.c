@@ -686,6 +686,10 @@ static int wall_quiet(sslot *s, int tid, uint32_t periods) {
     uint64_t self = atomic_load(&s->self); /* 0: its handler has not run yet, its first sample is a signal's */
     if (!S.wall_idle || !self || atomic_load(&s->owed) || atomic_load(&s->busy))
         return 0;
+    if (!s->idle_leaf && s->idle_skip) { /* found running of late: not even its clock read */
+        s->idle_skip--;
+        return 0;
+    }
     uint64_t cpu = thread_cpu_ns(tid), sp, pc;
     if (s->idle_leaf && cpu && cpu == s->idle_cpu) {
         sampler_aggregate_again((uint32_t)tid, s->idle_leaf, periods);
