@@ -64,23 +64,28 @@ static long ring_samples(void) {
     return (long)n;
 }
 
+/* A task-clock event sampling every 1/rate s of the thread's CPU, disabled. */
+static void task_clock(struct perf_event_attr *a, unsigned rate) {
+    memset(a, 0, sizeof *a);
+    a->type = PERF_TYPE_SOFTWARE;
+    a->size = sizeof *a;
+    a->config = PERF_COUNT_SW_TASK_CLOCK;
+    a->sample_period = 1000000000ull / rate;
+    a->disabled = 1;
+    a->exclude_hv = 1;
+}
+
 /* The timer of kind on this thread at rate: a perf fd, or 0 for a POSIX timer; -1 none. */
 static int arm(int kind, unsigned rate, timer_t *timer) {
     int tid = (int)syscall(SYS_gettid);
     if (kind == RING) {
         struct perf_event_attr a;
-        memset(&a, 0, sizeof a);
-        a.type = PERF_TYPE_SOFTWARE;
-        a.size = sizeof a;
-        a.config = PERF_COUNT_SW_TASK_CLOCK;
-        a.sample_period = 1000000000ull / rate;
+        task_clock(&a, rate);
         a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
         a.sample_regs_user = 1ull << 6 | 1ull << 7 | 1ull << 8; /* x86-64's bp, sp, ip */
         a.sample_stack_user = RING_STACK;
         a.wakeup_events = 1u << 30; /* nobody polls: no wake-ups */
-        a.disabled = 1;
         a.exclude_kernel = 1;
-        a.exclude_hv = 1;
         int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
         if (fd < 0)
             return -1;
@@ -95,13 +100,7 @@ static int arm(int kind, unsigned rate, timer_t *timer) {
     }
     if (kind == PERF) {
         struct perf_event_attr a;
-        memset(&a, 0, sizeof a);
-        a.type = PERF_TYPE_SOFTWARE;
-        a.size = sizeof a;
-        a.config = PERF_COUNT_SW_TASK_CLOCK;
-        a.sample_period = 1000000000ull / rate;
-        a.disabled = 1;
-        a.exclude_hv = 1;
+        task_clock(&a, rate);
         int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
         if (fd < 0) {
             a.exclude_kernel = 1;
