@@ -61,13 +61,18 @@ int async_on(void) {
 
 #define SLOT_OF(tp) ((uint32_t)(((uint64_t)(tp) * 0x9E3779B97F4A7C15ull) >> 52) & (TLS_SLOTS - 1))
 
-/* Async-signal-safe: the table only. */
-static athread *thread_here(void) {
-    uintptr_t tp = arch_thread_pointer();
+/* The state of the thread whose thread pointer is tp, NULL none (it never
+ * resumed, or its slot is another live thread's: thread_get).
+ * Async-signal-safe: the table only. */
+static athread *thread_of(uintptr_t tp) {
     const tls_slot *s = &A.tls[SLOT_OF(tp)];
     if (tp && atomic_load_explicit(&s->tp, memory_order_acquire) == tp)
         return s->t;
     return NULL;
+}
+
+static athread *thread_here(void) {
+    return thread_of(arch_thread_pointer());
 }
 
 static void thread_gone(void *p) {
@@ -412,15 +417,12 @@ int async_sample_state(uint64_t sp, uint64_t *fp, uint32_t *chain, uint64_t *res
 }
 
 int async_thread_resuming(uint64_t tp) {
-    if (!A.on)
-        return 0;
-    const tls_slot *s = &A.tls[SLOT_OF(tp)];
-    if (!tp || atomic_load_explicit(&s->tp, memory_order_acquire) != tp)
-        return 0; /* it never resumed, or its samples stay physical (thread_get) */
-    const athread *t = s->t;
+    /* none: it never resumed, or its samples stay physical; or it is making its
+     * state now, so it runs, and the caller's CPU-time check drops the sample */
+    const athread *t = A.on ? thread_of((uintptr_t)tp) : NULL;
     uint32_t d;
     /* its state is freed when it ends: read without faulting, and "yes" when unreadable */
-    return !t || memread((uint64_t)(uintptr_t)&t->depth, &d, sizeof d) != (ssize_t)sizeof d || d != 0;
+    return t && (memread((uint64_t)(uintptr_t)&t->depth, &d, sizeof d) != (ssize_t)sizeof d || d != 0);
 }
 
 uint64_t async_sample_pending(uint64_t sp, uint64_t *seq) {
