@@ -150,7 +150,8 @@ static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64
             break;
         if (ARCH_UNW_SP_ABOVE_FRAME >= 0)
             n = frameless_callers(r, n, f[ARCH_FRAME_RET], fp + ARCH_UNW_SP_ABOVE_FRAME, next, safe);
-        if (n < MAX_DEPTH && n < 64 && budget && next >= fp + 32 && !safe) /* not a system call per frame */
+        /* in place or from the copy of a waiting thread's stack, not a system call per frame */
+        if (n < MAX_DEPTH && n < 64 && budget && next >= fp + 32 && (!safe || safe == MEMREAD_VIEW))
             osr_scan(r, &n, fp, next, safe, &budget);
         fp = next;
     }

@@ -249,3 +249,52 @@ TEST(e2e_sample_wall_lock_waiters) {
     ASSERT_GE(wall_again(r.trace), 100); /* the waiters counted again without a signal */
     return 0;
 }
+
+/* Four threads spin 100 ms in OsrWaiter's loop (the runtime replaces the
+ * loop's Tier0 code by an OSR method), then sleep, still in that loop, 30 and
+ * 10 ms in turn from two call sites: each sleep a wait in a new place, most
+ * walked from a copy of the thread's stack (x86-64). An OSR method's frame
+ * saves the frame pointer of the Tier0 frame's caller, so the chain skips the
+ * Tier0 frame and with it the return address into OsrCaller; the walk looks
+ * for it between the two frames. The walk from a copy did not: those samples
+ * had OsrWaiter under OsrWaiter and no OsrCaller. */
+TEST(e2e_sample_wall_osr_waiters) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_wall_osr_waiters"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll != NULL);
+    const char *args[] = {"run", "--quiet", "--sample=wall", "-o", r.trace, "--", e2e_dotnet(), dll,
+                          "sample", "osrwait", "4", "25", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    const char *line = out ? strstr(out, "osrwait ms=") : NULL;
+    double truth = line ? strtod(line + strlen("osrwait ms="), NULL) : 0;
+    free(out);
+    ASSERT_GT(truth, 0);
+    char folded[PATH_MAX + 16];
+    snprintf(folded, sizeof folded, "%s.folded", r.trace);
+    const char *convert[] = {"convert", "--format", "folded", "-o", folded, r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, convert), 0);
+    ASSERT_STATUS(&r, 0);
+    char *text = e2e_read_file(folded, NULL);
+    ASSERT(text != NULL);
+    double all = e2e_folded_weight(text, "Scenarios.SampleScenario::OsrWaiter") / 1e6;
+    double whole =
+        e2e_folded_weight(text, "Scenarios.SampleScenario::OsrCaller;Scenarios.SampleScenario::OsrWaiter") / 1e6;
+    double twice =
+        e2e_folded_weight(text, "Scenarios.SampleScenario::OsrWaiter;Scenarios.SampleScenario::OsrWaiter") / 1e6;
+    free(text);
+    long remote = wall_remote(r.trace);
+    fprintf(stderr, "OsrWaiter %.0f ms (the threads timed %.0f), under OsrCaller %.0f ms, under itself %.0f ms; "
+                    "%ld samples walked from a copy\n",
+            all, truth, whole, twice, remote);
+    ASSERT_GE(all, 0.8 * truth);
+    ASSERT_LE(all, 1.2 * truth);
+    ASSERT_GE(whole, 0.97 * all);
+    ASSERT_LE(twice, 0.02 * all);
+#if defined(__x86_64__)
+    ASSERT_GE(remote, 20);
+#endif
+    return 0;
+}

@@ -24,6 +24,14 @@
 //       for SECONDS. The two block at the same stack depth in the same system
 //       call: only the return address between them tells them apart. Prints
 //       the same line as waitsplit.
+//   sample osrwait THREADS ROUNDS  every thread sleeps 50 ms, then in OsrWaiter
+//       (called by OsrCaller) spins 100 ms, long enough for the runtime to
+//       replace the loop's Tier0 code by an OSR method, and then, in the same
+//       loop, sleeps ROUNDS times 30 ms and 10 ms from two call sites (waits
+//       in new places, walked from a copy of the stack). Prints "osrwait ms=N",
+//       the threads' time in OsrWaiter. A sampled stack with OsrWaiter must
+//       have OsrCaller under it: an OSR method's frame keeps the Tier0 frame's
+//       return address off the frame-pointer chain.
 //   sample harm                  64 busy threads with sleeps, pipes and sockets:
 //       output and exit code (7) must not change under the profiler
 //   sample bench cpu|server      bench/bench_sample.c's workloads (and busyN, wakeN, blockN:
@@ -61,6 +69,7 @@ public static class SampleScenario
             case "harm": return Harm();
             case "waitsplit": return WaitSplit(int.Parse(args[1]), double.Parse(args[2], System.Globalization.CultureInfo.InvariantCulture));
             case "waitalt": return WaitSplit(int.Parse(args[1]), double.Parse(args[2], System.Globalization.CultureInfo.InvariantCulture), true);
+            case "osrwait": return OsrWait(int.Parse(args[1]), int.Parse(args[2]));
             case "bench": return Bench(args.Length > 1 ? args[1] : "cpu", args.Length > 2 ? int.Parse(args[2]) : 1);
         }
         Console.Error.WriteLine("usage: Scenarios sample shares|sharesswitch CPU_SECONDS [READY_FILE] | native LIB SECONDS | harm");
@@ -104,6 +113,51 @@ public static class SampleScenario
         var sw = Stopwatch.StartNew();
         Thread.Sleep(ms);
         return sw.Elapsed.TotalMilliseconds;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static double OsrWaiter(int rounds)
+    {
+        var sw = Stopwatch.StartNew();
+        long x = 0;
+        int done = 0;
+        for (long i = 0; done < 2 * rounds; i++)
+        {
+            x += i ^ (x >> 3);
+            if ((i & 1023) != 0 || sw.ElapsedMilliseconds < 100)
+                continue;
+            if ((done++ & 1) == 0)
+                Thread.Sleep(30);
+            else
+                Thread.Sleep(10);
+        }
+        sink += x;
+        return sw.Elapsed.TotalMilliseconds;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static double OsrCaller(int rounds) => OsrWaiter(rounds) + 0.0;
+
+    private static int OsrWait(int n, int rounds)
+    {
+        var threads = new Thread[n];
+        double ms = 0;
+        object gate = new object();
+        for (int i = 0; i < n; i++)
+        {
+            threads[i] = new Thread(() =>
+            {
+                Thread.Sleep(50); // a first wait, sampled by a signal: in libc and the runtime
+                double mine = OsrCaller(rounds);
+                lock (gate)
+                    ms += mine;
+            });
+            threads[i].Start();
+        }
+        foreach (var t in threads)
+            t.Join();
+        Console.WriteLine($"osrwait ms={ms:F0}");
+        return 0;
     }
 
     private static int WaitSplit(int n, double seconds, bool alternate = false)
