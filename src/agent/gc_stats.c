@@ -14,7 +14,12 @@
  *     TotalPromotedSize4 (the pinned object heap)
  *   GCPerHeapHistory_V3 (204): u16 ClrInstanceID, 6 ptr, 6 u32 (..., HeapIndex),
  *     ptr ExtraGen0Commit, u32 Count, then Count gc_generation_data (10 ptr each:
- *     size_before, ..., size_after, ...), one per generation 0, 1, 2, LOH, POH
+ *     size_before, ..., size_after, ...), one per generation 0, 1, 2, LOH, POH;
+ *     the u32s: RunningFreeListEfficiency, CondemnReasons0 (gcrecord.h's
+ *     gc_condemn_reason_gen, 2 bits each: the generation the GC began with,
+ *     the final one of this heap, the one whose budget was exceeded, the time
+ *     tuning's), CondemnReasons1 (gc_condemn_reason_condition, a bit each),
+ *     CompactMechanisms, ExpandMechanisms, HeapIndex
  *
  * The session is synchronous: an event is delivered on the thread that fires
  * it, as it happens, so the agent's clock at delivery is the event's time. The
@@ -64,6 +69,7 @@ typedef struct gc_rec {
     uint64_t suspend_ns, pause_ns;
     uint64_t susp;            /* the suspension it started in (0: none) */
     uint64_t before[NGENS], after[NGENS], promoted;
+    uint32_t reasons, conditions; /* CondemnReasons0 of the first heap, CondemnReasons1 over the heaps */
 } gc_rec;
 
 static struct {
@@ -108,6 +114,9 @@ static void unlock(void) {
 }
 
 static void record(const gc_rec *g) {
+    uint32_t asked = g->reasons & 3u;
+    if ((g->seen & SEEN_HISTORY) && g->gen > asked)
+        REC(GcRaised, g->number, asked, g->reasons >> 4 & 3u, g->reasons, g->conditions);
     if (g->seen & SEEN_HISTORY)
         REC(GcSizes, g->number, 0, g->before[0], g->before[1], g->before[2], g->before[3], g->before[4], 0);
     if (g->seen & SEEN_HEAP_STATS)
@@ -254,7 +263,9 @@ static void per_heap_history(ep_reader *r) {
     ep_get(r, 2);
     for (unsigned k = 0; k < 6; k++)
         ep_get_ptr(r);
-    ep_get(r, 6 * 4);
+    ep_get(r, 4);
+    uint32_t reasons = (uint32_t)ep_get(r, 4), conditions = (uint32_t)ep_get(r, 4);
+    ep_get(r, 3 * 4);
     ep_get_ptr(r);
     uint32_t n = (uint32_t)ep_get(r, 4);
     const unsigned per = 10 * sizeof(void *);
@@ -263,6 +274,9 @@ static void per_heap_history(ep_reader *r) {
     gc_rec *g = find(0, 0);
     if (!g)
         return;
+    if (!(g->seen & SEEN_HISTORY))
+        g->reasons = reasons;
+    g->conditions |= conditions;
     for (unsigned k = 0; k < n && k < NGENS; k++) {
         ep_reader one = *r;
         one.pos += k * per;

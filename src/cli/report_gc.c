@@ -26,6 +26,8 @@ typedef struct gc_row {
     uint64_t time, number, gen, reason, type, seen, duration, suspend, pause;
     uint64_t before[NGENS], after[NGENS], promoted;
     int has_before, has_after;
+    int raised;                   /* a GcRaised: it began as a collection of asked */
+    uint64_t asked, budget, conditions;
 } gc_row;
 
 typedef struct gc_data {
@@ -35,7 +37,7 @@ typedef struct gc_data {
     int configured;
     uint64_t major;
     gc_row pending;               /* GcSizes come before their GcCollection */
-    uint64_t pending_number;
+    uint64_t pending_number, raised_number;
     int pending_before, pending_after;
 } gc_data;
 
@@ -65,6 +67,10 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
             d->pending_before = 1;
         else
             d->pending_after = 1, d->pending.promoted = e->v[DNP_V(GcSizes, promoted)];
+    } else if (e->kind == DNP_EV_GcRaised) {
+        d->raised_number = e->v[DNP_V(GcRaised, number)];
+        d->pending.asked = e->v[DNP_V(GcRaised, asked)], d->pending.budget = e->v[DNP_V(GcRaised, budget)];
+        d->pending.conditions = e->v[DNP_V(GcRaised, conditions)];
     } else if (e->kind == DNP_EV_GcCollection) {
         if (DNP_VEC_RESERVE(d->rows, d->cap, d->n + 1, 256) != 0)
             return -1;
@@ -81,8 +87,12 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
             memcpy(r->after, d->pending.after, sizeof r->after);
             r->promoted = d->pending.promoted;
         }
+        if (d->raised_number == r->number && d->raised_number) {
+            r->raised = 1;
+            r->asked = d->pending.asked, r->budget = d->pending.budget, r->conditions = d->pending.conditions;
+        }
         d->pending_before = d->pending_after = 0;
-        d->pending_number = 0;
+        d->pending_number = d->raised_number = 0;
     }
     return 0;
 }
@@ -194,9 +204,19 @@ static void json_row(FILE *out, const gc_data *d, const gc_row *r) {
     json_gens(out, "before", r->before, r->has_before);
     json_gens(out, "after", r->after, r->has_after);
     if (r->has_after)
-        fprintf(out, ",\"promoted\":%llu}", (unsigned long long)r->promoted);
+        fprintf(out, ",\"promoted\":%llu", (unsigned long long)r->promoted);
     else
-        fputs(",\"promoted\":null}", out);
+        fputs(",\"promoted\":null", out);
+    if (!r->raised) {
+        fputs(",\"raised\":null}", out);
+        return;
+    }
+    fprintf(out, ",\"raised\":{\"from\":%llu,\"budgetGeneration\":%llu,\"conditions\":[",
+            (unsigned long long)r->asked, (unsigned long long)r->budget);
+    for (unsigned b = 0, k = 0; b < 32; b++)
+        if (r->conditions >> b & 1)
+            fprintf(out, "%s\"%s\"", k++ ? "," : "", dnp_gc_condition_id(b));
+    fputs("]}}", out);
 }
 
 static void json_group(FILE *out, const gc_group *g, uint64_t wall) {
@@ -255,12 +275,48 @@ static int write_json(const gc_data *d, const char *path, const gc_group *g, siz
 }
 
 static void text_row(FILE *out, const gc_data *d, const gc_row *r) {
-    char a[24], b[24], c[32], e[32], f[32];
-    fprintf(out, "%6llu %8.3f %3llu  %-10s %-24.24s %8s %9s %10s %10s %10s\n", (unsigned long long)r->number,
-            (double)(r->time - d->origin) / 1e9, (unsigned long long)r->gen, type_name(r->type),
-            reason_name(r->reason), r->seen & SEEN_SUSPEND ? ms(r->suspend, a) : "-",
+    char a[24], b[24], c[32], e[32], f[32], why[64];
+    snprintf(why, sizeof why, "%s", reason_name(r->reason));
+    if (r->raised && dnp_gc_reason_induced(r->reason)) /* GC.Collect(n) that collected more */
+        snprintf(why, sizeof why, "%s (asked gen %llu)", reason_name(r->reason), (unsigned long long)r->asked);
+    fprintf(out, "%6llu %8.3f %3llu  %-10s %-32.32s %8s %9s %10s %10s %10s\n", (unsigned long long)r->number,
+            (double)(r->time - d->origin) / 1e9, (unsigned long long)r->gen, type_name(r->type), why, r->seen & SEEN_SUSPEND ? ms(r->suspend, a) : "-",
             has_pause(r) ? ms(r->pause, b) : "-", r->has_before ? cli_fmt_bytes(sum5(r->before), c) : "-",
             r->has_after ? cli_fmt_bytes(sum5(r->after), e) : "-", r->has_after ? cli_fmt_bytes(r->promoted, f) : "-");
+}
+
+/* The induced collections that went further than the generation asked,
+ * and why: counted above (and by GC.CollectionCount) by what they collected. */
+static void text_raised(FILE *out, const gc_data *d) {
+    size_t n = 0, shown = 0;
+    for (size_t i = 0; i < d->n; i++)
+        n += d->rows[i].raised && dnp_gc_reason_induced(d->rows[i].reason);
+    if (!n)
+        return;
+    fprintf(out, "\n%zu induced collection%s collected an older generation than %s asked for, by the GC's "
+                 "own rules\n(counted here by the generation collected, as GC.CollectionCount counts %s):\n",
+            n, CLI_PLURAL(n), n == 1 ? "GC.Collect" : "their GC.Collect", n == 1 ? "it" : "them");
+    for (size_t i = 0; i < d->n && shown < 8; i++) {
+        const gc_row *r = &d->rows[i];
+        if (!r->raised || !dnp_gc_reason_induced(r->reason))
+            continue;
+        fprintf(out, "  #%llu: gen %llu asked, gen %llu collected:", (unsigned long long)r->number,
+                (unsigned long long)r->asked, (unsigned long long)r->gen);
+        const char *sep = " ";
+        if (r->budget > r->asked) {
+            fprintf(out, " gen%llu's allocation budget was used up", (unsigned long long)r->budget);
+            sep = "; ";
+        }
+        for (unsigned b = 0; b < 32; b++)
+            if (r->conditions >> b & 1) {
+                fprintf(out, "%s%s", sep, dnp_gc_condition(b));
+                sep = ", ";
+            }
+        fputs(sep[0] == ' ' ? " the runtime did not say why\n" : "\n", out);
+        shown++;
+    }
+    if (n > shown)
+        fprintf(out, "  (and %zu more: dnprof report --gc --json has each)\n", n - shown);
 }
 
 static void text_groups(FILE *out, const gc_group *g, size_t ng, uint64_t wall) {
@@ -327,10 +383,11 @@ static int write_text(const gc_data *d, const char *path, const gc_group *g, siz
         fprintf(out, "paused %s ms in all, %.2f%% of the time; longest pause %s ms\n", ms(all->total, a),
                 wall ? 100.0 * (double)all->total / (double)wall : 0.0, ms(all->max, b));
     if (d->n) {
-        fprintf(out, "\n%6s %8s %3s  %-10s %-24s %8s %9s %10s %10s %10s\n", "#", "at s", "gen", "type", "reason",
+        fprintf(out, "\n%6s %8s %3s  %-10s %-32s %8s %9s %10s %10s %10s\n", "#", "at s", "gen", "type", "reason",
                 "susp ms", "pause ms", "before", "after", "promoted");
         for (size_t i = 0; i < d->n; i++)
             text_row(out, d, &d->rows[i]);
+        text_raised(out, d);
         text_groups(out, g, ng, wall);
         text_heaps(out, d);
     }

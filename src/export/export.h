@@ -59,6 +59,11 @@ int dnp_export_flamegraph(const dnp_calltree *ct, FILE *out, const dnp_export_op
 const char *dnp_gc_start_reason(uint64_t reason);
 const char *dnp_gc_start_reason_id(uint64_t reason);
 const char *dnp_gc_type_name(uint64_t type);
+/* A GC condemn condition (GcRaised's conditions, bit by bit): words, an id. */
+const char *dnp_gc_condition(unsigned bit);
+const char *dnp_gc_condition_id(unsigned bit);
+/* Whether GCStart's reason is an induced one (GC.Collect and its kinds). */
+int dnp_gc_reason_induced(uint64_t reason);
 
 /* ---- helpers shared with the report ---- */
 

@@ -21,3 +21,21 @@ const char *dnp_gc_start_reason_id(uint64_t reason) { return reason < NREASONS ?
 const char *dnp_gc_type_name(uint64_t type) {
     return type == 0 ? "blocking" : type == 1 ? "background" : type == 2 ? "foreground" : "other";
 }
+
+/* gcrecord.h's gc_condemn_reason_condition, by bit: why the GC went to an
+ * older generation than it began with. */
+static const char *const conditions[] = {
+    "induced full GC", "heap expansion", "high memory load", "very high memory load", "low ephemeral space",
+    "low card efficiency", "ephemeral fragmentation", "gen2 fragmentation", "gen2 fragmentation (ephemeral)",
+    "gen2 fragmentation (memory load)", "gen2 fragmentation (virtual memory)", "gen1 at its limit",
+    "last GC before out of memory", "gen2 too small", "induced, not forced", "before a background GC",
+    "almost at the allocation limit", "unproductive GCs avoided"};
+static const char *const condition_ids[] = {
+    "induced_full", "expand", "high_memory_load", "very_high_memory_load", "low_ephemeral", "low_card_efficiency",
+    "ephemeral_fragmentation", "gen2_fragmentation", "gen2_fragmentation_ephemeral",
+    "gen2_fragmentation_memory_load", "gen2_fragmentation_vm", "max_gen1", "before_oom", "gen2_too_small",
+    "induced_not_forced", "before_bgc", "almost_max_alloc", "avoid_unproductive"};
+#define NCONDITIONS (sizeof conditions / sizeof conditions[0])
+const char *dnp_gc_condition(unsigned bit) { return bit < NCONDITIONS ? conditions[bit] : "another condition"; }
+const char *dnp_gc_condition_id(unsigned bit) { return bit < NCONDITIONS ? condition_ids[bit] : "other"; }
+int dnp_gc_reason_induced(uint64_t reason) { return reason == 1 || reason == 7 || reason == 10 || reason == 17; }

@@ -98,6 +98,54 @@ TEST(report_gc_percentiles_and_missing) {
     return 0;
 }
 
+/* Two induced collections, the second raised from gen 0 to gen 1 (GcRaised
+ * before its GcCollection: gen1's budget, low card efficiency): the row says
+ * the generation asked for, the JSON its from, budget and conditions; the
+ * first, not raised, has "raised": null. */
+TEST(report_gc_raised) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/dnprof-report-gc-raised-%d.trace", (int)getpid());
+    synth *s = synth_open(path, 4242, "dotnet app.dll");
+    ASSERT_NE(s, NULL);
+    synth_thread(s, 1, 4242);
+    uint64_t cfg[] = {10, 1};
+    synth_event(s, 1, 0, DNP_EV_GcConfig, cfg);
+    uint64_t first[] = {1, 0, 1, 0, 0x1f, 500000, 10000, 1000000};
+    synth_event(s, 1, 1000000000ull, DNP_EV_GcCollection, first);
+    uint64_t raised[] = {2, 0, 1, 0x14, 1u << 5};
+    synth_event(s, 1, 2000000000ull, DNP_EV_GcRaised, raised);
+    uint64_t second[] = {2, 1, 1, 0, 0x1f, 500000, 10000, 2000000};
+    synth_event(s, 1, 2000000000ull, DNP_EV_GcCollection, second);
+    ASSERT_EQ(synth_close(s, 1), 0);
+    char *json = run("report --gc --json", path);
+    ASSERT_NE(json, NULL);
+    char err[256];
+    jv *j = json_parse(json, strlen(json), err, sizeof err);
+    if (!j)
+        fprintf(stderr, "%s\n%s\n", err, json);
+    ASSERT_NE(j, NULL);
+    const jv *gcs = json_get(j, "gcs");
+    ASSERT_EQ(json_get(json_at(gcs, 0), "raised")->type, JV_NULL);
+    const jv *r = json_get(json_at(gcs, 1), "raised");
+    ASSERT_EQ(json_num(r, "from"), 0);
+    ASSERT_EQ(json_num(r, "budgetGeneration"), 1);
+    const jv *c = json_get(r, "conditions");
+    ASSERT(c && c->n == 1 && json_at(c, 0)->type == JV_STR && !strcmp(json_at(c, 0)->str, "low_card_efficiency"));
+    json_free(j);
+    free(json);
+    char *text = run("report --gc", path);
+    ASSERT_NE(text, NULL);
+    int ok = strstr(text, "induced (asked gen 0)") &&
+             strstr(text, "#2: gen 0 asked, gen 1 collected: gen1's allocation budget was used up; low card "
+                          "efficiency") && strstr(text, "1 induced collection collected an older generation");
+    if (!ok)
+        fprintf(stderr, "%s\n", text);
+    free(text);
+    ASSERT(ok);
+    unlink(path);
+    return 0;
+}
+
 /* Starvation injections listed with their time; without wall-clock samples the
  * report says which flag records where the threads were blocked. */
 TEST(report_threadpool_starvation) {

@@ -1,7 +1,8 @@
 // GcScenario: induced collections of known generations, for GC statistics
 // (dnprof run/attach --gc). `dotnet Scenarios.dll gc [N] [wait FILE]` makes a
 // little garbage, then calls GC.Collect(0), GC.Collect(1) and GC.Collect(2), N
-// times each (default 5), in turn, timing each call itself with a Stopwatch;
+// times each (default 5), in turn (with "row": N GC.Collect(0) in a row, then
+// N GC.Collect(1), then N GC.Collect(2)), timing each call itself with a Stopwatch;
 // it prints one line per call ("collect gen=G ms=T") and the counts it
 // induced ("induced gen0=N gen1=N gen2=N"), so that a test can hold the
 // report's collections and pauses up against them. With "wait FILE" it first
@@ -31,9 +32,10 @@ public static class GcScenario
         }
         var induced = new int[3];
         double total = 0;
-        for (int round = 0; round < n; round++)
+        bool row = Array.IndexOf(args, "row") >= 0; // N of each generation in a row, not in turn
+        for (int step = 0; step < 3 * n; step++)
         {
-            for (int gen = 0; gen <= 2; gen++)
+            int round = row ? step % n : step / 3, gen = row ? step / n : step % 3;
             {
                 Garbage(round);
                 var watch = Stopwatch.StartNew();
