@@ -32,6 +32,19 @@ static char *run(const char *args, const char *path) {
     return out;
 }
 
+/* The JSON a report printed, parsed; NULL having said why. */
+static jv *run_json(const char *args, const char *path) {
+    char *json = run(args, path);
+    if (!json)
+        return NULL;
+    char err[256];
+    jv *j = json_parse(json, strlen(json), err, sizeof err);
+    if (!j)
+        fprintf(stderr, "%s\n%s\n", err, json);
+    free(json);
+    return j;
+}
+
 /* Five gen0 collections (allocation), one second apart: pauses 1, 2, 3, 4 ms
  * and one without its suspension events; the third without GCPerHeapHistory. */
 static int write_gc_trace(const char *path) {
@@ -58,12 +71,7 @@ TEST(report_gc_percentiles_and_missing) {
     char path[256];
     snprintf(path, sizeof path, "/tmp/dnprof-report-gc-%d.trace", (int)getpid());
     ASSERT_EQ(write_gc_trace(path), 0);
-    char *json = run("report --gc --json", path);
-    ASSERT_NE(json, NULL);
-    char err[256];
-    jv *j = json_parse(json, strlen(json), err, sizeof err);
-    if (!j)
-        fprintf(stderr, "%s\n%s\n", err, json);
+    jv *j = run_json("report --gc --json", path);
     ASSERT_NE(j, NULL);
     ASSERT_EQ(json_num(j, "collections"), 5);
     const jv *missing = json_get(j, "missing");
@@ -85,7 +93,6 @@ TEST(report_gc_percentiles_and_missing) {
     ASSERT_GT(share, 0.0019);
     ASSERT_LT(share, 0.0021);
     json_free(j);
-    free(json);
     char *text = run("report --gc", path);
     ASSERT_NE(text, NULL);
     int ok = strstr(text, "1 collection without a pause") && strstr(text, "without the heap before") &&
@@ -117,12 +124,7 @@ TEST(report_gc_raised) {
     uint64_t second[] = {2, 1, 1, 0, 0x1f, 500000, 10000, 2000000};
     synth_event(s, 1, 2000000000ull, DNP_EV_GcCollection, second);
     ASSERT_EQ(synth_close(s, 1), 0);
-    char *json = run("report --gc --json", path);
-    ASSERT_NE(json, NULL);
-    char err[256];
-    jv *j = json_parse(json, strlen(json), err, sizeof err);
-    if (!j)
-        fprintf(stderr, "%s\n%s\n", err, json);
+    jv *j = run_json("report --gc --json", path);
     ASSERT_NE(j, NULL);
     const jv *gcs = json_get(j, "gcs");
     ASSERT_EQ(json_get(json_at(gcs, 0), "raised")->type, JV_NULL);
@@ -132,7 +134,6 @@ TEST(report_gc_raised) {
     const jv *c = json_get(r, "conditions");
     ASSERT(c && c->n == 1 && json_at(c, 0)->type == JV_STR && !strcmp(json_at(c, 0)->str, "low_card_efficiency"));
     json_free(j);
-    free(json);
     char *text = run("report --gc", path);
     ASSERT_NE(text, NULL);
     int ok = strstr(text, "induced (asked gen 0)") &&
