@@ -37,6 +37,7 @@ typedef struct waits {
     uint64_t first_ns, last_ns;
     uint64_t blocked_ns, sampled_ns; /* the program's threads: a managed frame above [waiting] */
     uint64_t native_ns;              /* [waiting] with no managed frame: the runtime's own threads */
+    uint64_t counters_ns;            /* [waiting] in the runtime's EventCounters thread (--threadpool's counters) */
     site lsites[MAX_SITES], bsites[MAX_SITES];
     size_t nl, nb;
 } waits;
@@ -57,6 +58,10 @@ static site *add_site(site *t, size_t *n, uint64_t key, uint64_t ns, uint64_t co
     t[i].count += count;
     return &t[i];
 }
+
+/* The frame of the thread that polls EventCounters (System.Diagnostics.Tracing's
+ * CounterGroup), which the runtime starts when a session asks for counters. */
+#define COUNTERS_POLL "System.Diagnostics.Tracing.CounterGroup::"
 
 /* The runtime's own lock code at the top of a waiting stack: the site is below it. */
 static int lock_code(const char *frame) {
@@ -149,7 +154,7 @@ static void blocked_tree(waits *w, const dnp_calltree *ct, const dnp_ct_tree *tr
         if (!nd->self_ns || !name || strcmp(name, "[waiting]") != 0)
             continue;
         uint64_t key = 0xcbf29ce484222325ull;
-        uint32_t frames[FRAMES_SHOWN], n = 0, mine = 0, own = 0;
+        uint32_t frames[FRAMES_SHOWN], n = 0, mine = 0, own = 0, counters = 0;
         char raw[1024];
         for (uint32_t at = nd->parent; at && !mine; at = tr->nodes[at].parent) {
             if (!tr->nodes[at].func)
@@ -157,6 +162,7 @@ static void blocked_tree(waits *w, const dnp_calltree *ct, const dnp_ct_tree *tr
             /* the program's own code, not the framework's: what a user looks for under a wait */
             const char *frame = dnp_ct_raw_name(ct, tr->nodes[at].func, tr->nodes[at].name, raw, sizeof raw);
             int user = !dnp_is_framework_name(frame);
+            counters |= !strncmp(frame, COUNTERS_POLL, strlen(COUNTERS_POLL));
             if (n < FRAMES_SHOWN) {
                 frames[n++] = at;
                 own |= user;
@@ -169,6 +175,10 @@ static void blocked_tree(waits *w, const dnp_calltree *ct, const dnp_ct_tree *tr
         }
         if (!n) {
             w->native_ns += nd->self_ns;
+            continue;
+        }
+        if (counters) { /* the thread EventCounters run on: --threadpool's own, counted apart */
+            w->counters_ns += nd->self_ns;
             continue;
         }
         w->blocked_ns += nd->self_ns;
@@ -190,7 +200,7 @@ static int read_samples(const char *path, waits *w) {
     w->wall = in.ct->sample_mode == DNP_SAMPLE_WALL;
     for (size_t i = 0; w->wall && i < in.ct->nthreads; i++)
         blocked_tree(w, in.ct, &in.ct->threads[i]);
-    w->sampled_ns -= w->native_ns;
+    w->sampled_ns -= w->native_ns + w->counters_ns;
     calls_close(&in);
     return 0;
 }
@@ -228,9 +238,9 @@ static void write_json(const waits *w, const char *path, unsigned top, FILE *out
     fprintf(out, "\"threadpool\":{\"recorded\":%s,\"flag\":\"--threadpool\",\"starvation\":%llu},",
             w->threadpool ? "true" : "false", (unsigned long long)w->starved);
     fprintf(out, "\"blocked\":{\"recorded\":%s,\"flag\":\"--sample=wall\",\"waitingNs\":%llu,\"sampledNs\":%llu,"
-                 "\"nativeThreadsNs\":%llu,\"top\":[",
+                 "\"nativeThreadsNs\":%llu,\"countersThreadNs\":%llu,\"top\":[",
             w->wall ? "true" : "false", (unsigned long long)w->blocked_ns, (unsigned long long)w->sampled_ns,
-            (unsigned long long)w->native_ns);
+            (unsigned long long)w->native_ns, (unsigned long long)w->counters_ns);
     json_sites(out, w->bsites, w->nb, top);
     fputs("]}}\n", out);
 }
@@ -283,6 +293,10 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
         fprintf(out, "  (and %s on the runtime's own threads, with no managed frame: its GC, JIT and event threads, "
                      "not counted above)\n",
                 report_fmt_ns(w->native_ns, a));
+    if (w->counters_ns)
+        fprintf(out, "  (and %s on the thread that polls the runtime's EventCounters, which --threadpool's pool "
+                     "counters start: not counted above)\n",
+                report_fmt_ns(w->counters_ns, a));
 }
 
 int report_waits(const char *path, int json, unsigned top, FILE *out) {

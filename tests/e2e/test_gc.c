@@ -465,6 +465,22 @@ TEST(e2e_threadpool_starvation) {
     ASSERT_GE(starved, 1);
     ASSERT_LE(starved, max);
     ASSERT(blocked_in_sleep);
+    /* the thread the runtime starts to poll the pool's counters waits too: report
+     * --waits counts it apart, not among the program's blocked stacks */
+    const char *wargs[] = {"report", "--waits", "--json", r.trace, NULL};
+    jv *w = e2e_dnprof_json(&r, wargs);
+    ASSERT_NE(w, NULL);
+    const jv *blocked = json_get(w, "blocked"), *top = json_get(blocked, "top");
+    double counters_ns = json_num(blocked, "countersThreadNs");
+    int counters_in_top = 0;
+    for (size_t i = 0; top && i < top->n; i++) {
+        const char *stack = json_str(json_at(top, i), "stack");
+        counters_in_top |= stack && strstr(stack, "CounterGroup") != NULL;
+    }
+    json_free(w);
+    fprintf(stderr, "e2e: starve: the counters thread waited %.0f ms (counted apart)\n", counters_ns / 1e6);
+    ASSERT_GT(counters_ns, 0);
+    ASSERT(!counters_in_top);
     return 0;
 }
 
