@@ -166,13 +166,20 @@ void memread_mapping_close(void) {
 
 memread_view memread_viewed;
 
-int memread_view_read(uint64_t addr, void *out, size_t len) {
+const void *memread_view_at(uint64_t addr, size_t len) {
     const memread_view *v = &memread_viewed;
     if (addr < v->lo || addr + len < addr || addr + len > v->end) {
         if (addr >= v->lo && addr < v->top)
             memread_viewed.overrun = 1;
-        return -1;
+        return NULL;
     }
-    memcpy(out, (const char *)v->words + (addr - v->lo), len);
+    return (const char *)v->words + (addr - v->lo);
+}
+
+int memread_view_read(uint64_t addr, void *out, size_t len) {
+    const void *at = memread_view_at(addr, len);
+    if (!at)
+        return -1;
+    memcpy(out, at, len);
     return 0;
 }

@@ -48,6 +48,8 @@ typedef struct memread_view {
 extern memread_view memread_viewed;
 /* len bytes at addr from the view into out: 0, or -1 outside it. */
 int memread_view_read(uint64_t addr, void *out, size_t len);
+/* Where the view holds the len bytes at addr, read in place; NULL outside it. */
+const void *memread_view_at(uint64_t addr, size_t len);
 
 /* Which way memread reads, for the trace's notes (docs/arm64.md: qemu-user has
  * no process_vm_readv): a read of its own is made first if none was. Not for

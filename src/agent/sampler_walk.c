@@ -66,12 +66,15 @@ static uint32_t copy_words(srec *r, uint64_t sp, uint64_t hi, int safe) {
  * address is the word after. Bounded by *budget words per sample; the sampler
  * thread keeps the address only if it follows a call. */
 static void osr_scan(srec *r, uint32_t *n, uint64_t fp, uint64_t next, int safe, unsigned *budget) {
-    /* the words [fp+16, next), at most budget of them: loaded in place, or
-     * with one system call before the bounds are known */
+    /* the words [fp+16, next), at most budget of them: loaded in place (or
+     * in the copy of a waiting thread's stack), or with one system call
+     * before the bounds are known */
     uint64_t span = (next - fp - 16) / 8, buf[SCAN_CHUNK];
     unsigned cnt = (unsigned)(span < *budget ? span : *budget);
     const uint64_t *words = (const uint64_t *)(fp + 16);
-    if (safe) {
+    if (safe == MEMREAD_VIEW) {
+        words = memread_view_at(fp + 16, cnt * 8u);
+    } else if (safe) {
         cnt = cnt < SCAN_CHUNK ? cnt : SCAN_CHUNK;
         words = safe_read(fp + 16, buf, cnt * 8u, safe) == 0 ? buf : NULL;
     }

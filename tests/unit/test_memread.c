@@ -40,3 +40,28 @@ TEST(memread_batch_reads_each_and_marks_holes) {
     ASSERT_EQ(memread((uint64_t)(uintptr_t)page, &v, 8), -1);
     return 0;
 }
+
+/* The copy of a waiting thread's stack (the sampler thread's remote walk):
+ * reads and places inside the copy succeed, a read that reaches past the
+ * copy but not past the stack's top fails and marks the walk as needing more
+ * of it, one outside the stack fails without the mark. */
+TEST(memread_view_inside_past_and_outside) {
+    static uint64_t copy[16];
+    for (unsigned i = 0; i < 16; i++)
+        copy[i] = 100 + i;
+    uint64_t lo = 0x7f0000001000ull;
+    memread_viewed = (memread_view){lo, lo + sizeof copy, lo + 4096, copy, 0};
+    uint64_t w = 0;
+    ASSERT_EQ(memread_view_read(lo + 8, &w, 8), 0);
+    ASSERT_EQ(w, 101);
+    const uint64_t *at = memread_view_at(lo + 15 * 8, 8);
+    ASSERT(at == &copy[15]);
+    ASSERT_EQ(memread_viewed.overrun, 0);
+    ASSERT(memread_view_at(lo + 15 * 8, 16) == NULL); /* past the copy, inside the stack */
+    ASSERT_EQ(memread_viewed.overrun, 1);
+    memread_viewed.overrun = 0;
+    ASSERT_EQ(memread_view_read(lo + 4096, &w, 8), -1); /* above the stack's top */
+    ASSERT(memread_view_at(lo - 8, 8) == NULL);        /* below the copy */
+    ASSERT_EQ(memread_viewed.overrun, 0);
+    return 0;
+}
