@@ -143,7 +143,9 @@ static int write_slices(chrome *c, const dnp_export_opts *o) {
  * whole length for a background one, generation and reason in its arguments. */
 #define GC_TRACK_TID 1 /* no thread of a process but init's first has the id 1 */
 
-static void put_gc(chrome *c, const dnp_trace_event *e, uint64_t at, int *named) {
+/* asked: the generation the collection began with when the GC took it further
+ * (its GcRaised just before), else -1. */
+static void put_gc(chrome *c, const dnp_trace_event *e, uint64_t at, int64_t asked, int *named) {
 #define F(field) e->v[DNP_V(GcCollection, field)]
     uint64_t number = F(number), gen = F(generation), reason = F(reason), type = F(type), duration = F(durationNs);
     uint64_t suspend = F(suspendNs), pause = F(pauseNs), len = type == 1 ? duration : pause;
@@ -158,20 +160,35 @@ static void put_gc(chrome *c, const dnp_trace_event *e, uint64_t at, int *named)
     put_us(c->out, "ts", at > len ? at - len : 0);
     put_us(c->out, "dur", len);
     fprintf(c->out, ",\"name\":\"GC #%llu gen%llu %s\",\"args\":{\"number\":%llu,\"generation\":%llu,"
-                    "\"reason\":\"%s\",\"type\":\"%s\",\"pauseMs\":%.3f,\"suspendMs\":%.3f,\"durationMs\":%.3f}}",
+                    "\"reason\":\"%s\",\"type\":\"%s\",\"pauseMs\":%.3f,\"suspendMs\":%.3f,\"durationMs\":%.3f",
             (unsigned long long)number, (unsigned long long)gen, dnp_gc_start_reason_id(reason), (unsigned long long)number,
             (unsigned long long)gen, dnp_gc_start_reason(reason), dnp_gc_type_name(type), (double)pause / 1e6,
             (double)suspend / 1e6, (double)duration / 1e6);
+    if (asked >= 0)
+        fprintf(c->out, ",\"askedGeneration\":%lld", (long long)asked);
+    fputs("}}", c->out);
+}
+
+/* The generation a GcRaised says the next collection began with (-1: none). */
+static int64_t raised_for(const dnp_trace_event *e, uint64_t *number) {
+    *number = e->v[DNP_V(GcRaised, number)];
+    return (int64_t)e->v[DNP_V(GcRaised, asked)];
 }
 
 static int gc_track(chrome *c) {
     int named = 0;
     const dnp_trace *t = c->ct->t;
     dnp_trace_stream *s = c->ct->stream;
+    uint64_t raised_number = 0;
+    int64_t asked = -1;
     if (!s) {
-        for (size_t i = 0; t && i < t->nevents; i++)
-            if (t->events[i].kind == DNP_EV_GcCollection)
-                put_gc(c, &t->events[i], t->events[i].time_ns, &named);
+        for (size_t i = 0; t && i < t->nevents; i++) {
+            const dnp_trace_event *e = &t->events[i];
+            if (e->kind == DNP_EV_GcRaised)
+                asked = raised_for(e, &raised_number);
+            else if (e->kind == DNP_EV_GcCollection)
+                put_gc(c, e, e->time_ns, e->v[DNP_V(GcCollection, number)] == raised_number ? asked : -1, &named);
+        }
         return 0;
     }
     if (dnp_trace_stream_rewind(s, 0) != 0)
@@ -179,9 +196,13 @@ static int gc_track(chrome *c) {
     uint64_t origin = dnp_trace_stream_origin(s);
     dnp_trace_event e;
     int got;
-    while ((got = dnp_trace_stream_next(s, &e)) > 0)
-        if (e.kind == DNP_EV_GcCollection)
-            put_gc(c, &e, e.time_ns > origin ? e.time_ns - origin : 0, &named);
+    while ((got = dnp_trace_stream_next(s, &e)) > 0) {
+        if (e.kind == DNP_EV_GcRaised)
+            asked = raised_for(&e, &raised_number);
+        else if (e.kind == DNP_EV_GcCollection)
+            put_gc(c, &e, e.time_ns > origin ? e.time_ns - origin : 0,
+                   e.v[DNP_V(GcCollection, number)] == raised_number ? asked : -1, &named);
+    }
     return got < 0 ? -1 : 0;
 }
 

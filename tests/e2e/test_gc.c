@@ -227,6 +227,29 @@ TEST(e2e_gc_raised) {
         fprintf(stderr, "%s\n", text);
     free(text);
     ASSERT(ok);
+    /* the timeline's GC slices say it too */
+    char chrome[PATH_MAX + 16];
+    snprintf(chrome, sizeof chrome, "%s/raised.chrome.json", r.dir);
+    const char *cargs[] = {"convert", "--format", "chrome", "-o", chrome, r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, cargs), 0);
+    ASSERT_STATUS(&r, 0);
+    size_t len = 0;
+    char *json = e2e_read_file(chrome, &len);
+    ASSERT_NE(json, NULL);
+    char jerr[256];
+    jv *j = json_parse(json, len, jerr, sizeof jerr);
+    free(json);
+    ASSERT_NE(j, NULL);
+    const jv *events = json_get(j, "traceEvents");
+    int asked = 0;
+    for (size_t i = 0; events && i < events->n; i++) {
+        const jv *e = json_at(events, i);
+        const char *cat = json_str(e, "cat");
+        const jv *a = cat && !strcmp(cat, "gc") ? json_get(e, "args") : NULL;
+        asked += a && json_get(a, "askedGeneration") && json_num(a, "askedGeneration") < json_num(a, "generation");
+    }
+    json_free(j);
+    ASSERT_EQ(asked, raised);
     return 0;
 }
 
