@@ -123,6 +123,26 @@ static int check_gc_report(e2e_run *r, const gc_truth *t, int attached) {
     return check_gc_report_of(r, t, attached, &raised);
 }
 
+/* The run's trace converted for Perfetto (convert --format chrome), parsed;
+ * NULL having said why. */
+static jv *chrome_of(e2e_run *r) {
+    char chrome[PATH_MAX + 16];
+    snprintf(chrome, sizeof chrome, "%s/gc.chrome.json", r->dir);
+    const char *cargs[] = {"convert", "--format", "chrome", "-o", chrome, r->trace, NULL};
+    if (e2e_dnprof(r, cargs) != 0 || r->status != 0) {
+        e2e_show_file("dnprof convert said", r->err);
+        return NULL;
+    }
+    size_t len = 0;
+    char *json = e2e_read_file(chrome, &len);
+    char jerr[256];
+    jv *j = json ? json_parse(json, len, jerr, sizeof jerr) : NULL;
+    if (json && !j)
+        fprintf(stderr, "e2e: %s: %s\n", chrome, jerr);
+    free(json);
+    return j;
+}
+
 TEST(e2e_gc_induced) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_gc_induced"), 0);
@@ -161,17 +181,7 @@ TEST(e2e_gc_induced) {
     free(text);
     ASSERT(ok);
     /* the timeline: a GC track with a slice per collection, generation and reason in its arguments */
-    char chrome[PATH_MAX + 16];
-    snprintf(chrome, sizeof chrome, "%s/gc.chrome.json", r.dir);
-    const char *cargs[] = {"convert", "--format", "chrome", "-o", chrome, r.trace, NULL};
-    ASSERT_EQ(e2e_dnprof(&r, cargs), 0);
-    ASSERT_STATUS(&r, 0);
-    size_t len = 0;
-    char *json = e2e_read_file(chrome, &len);
-    ASSERT_NE(json, NULL);
-    char jerr[256];
-    jv *j = json_parse(json, len, jerr, sizeof jerr);
-    free(json);
+    jv *j = chrome_of(&r);
     ASSERT_NE(j, NULL);
     const jv *events = json_get(j, "traceEvents");
     int slices = 0, induced2 = 0;
@@ -228,17 +238,7 @@ TEST(e2e_gc_raised) {
     free(text);
     ASSERT(ok);
     /* the timeline's GC slices say it too */
-    char chrome[PATH_MAX + 16];
-    snprintf(chrome, sizeof chrome, "%s/raised.chrome.json", r.dir);
-    const char *cargs[] = {"convert", "--format", "chrome", "-o", chrome, r.trace, NULL};
-    ASSERT_EQ(e2e_dnprof(&r, cargs), 0);
-    ASSERT_STATUS(&r, 0);
-    size_t len = 0;
-    char *json = e2e_read_file(chrome, &len);
-    ASSERT_NE(json, NULL);
-    char jerr[256];
-    jv *j = json_parse(json, len, jerr, sizeof jerr);
-    free(json);
+    jv *j = chrome_of(&r);
     ASSERT_NE(j, NULL);
     const jv *events = json_get(j, "traceEvents");
     int asked = 0;

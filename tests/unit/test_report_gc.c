@@ -45,15 +45,23 @@ static jv *run_json(const char *args, const char *path) {
     return j;
 }
 
-/* Five gen0 collections (allocation), one second apart: pauses 1, 2, 3, 4 ms
- * and one without its suspension events; the third without GCPerHeapHistory. */
-static int write_gc_trace(const char *path) {
+/* A trace of process 4242 whose GC statistics began (.NET 10), on thread 1. */
+static synth *gc_synth_open(const char *path) {
     synth *s = synth_open(path, 4242, "dotnet app.dll");
     if (!s)
-        return -1;
+        return NULL;
     synth_thread(s, 1, 4242);
     uint64_t cfg[] = {10, 1};
     synth_event(s, 1, 0, DNP_EV_GcConfig, cfg);
+    return s;
+}
+
+/* Five gen0 collections (allocation), one second apart: pauses 1, 2, 3, 4 ms
+ * and one without its suspension events; the third without GCPerHeapHistory. */
+static int write_gc_trace(const char *path) {
+    synth *s = gc_synth_open(path);
+    if (!s)
+        return -1;
     for (uint64_t i = 1; i <= 5; i++) {
         uint64_t t = i * 1000000000ull, pause = i < 5 ? i * 1000000 : 0;
         uint64_t before[] = {i, 0, 4000, 100, 200, 300, 400, 50, 0};
@@ -112,11 +120,8 @@ TEST(report_gc_percentiles_and_missing) {
 TEST(report_gc_raised) {
     char path[256];
     snprintf(path, sizeof path, "/tmp/dnprof-report-gc-raised-%d.trace", (int)getpid());
-    synth *s = synth_open(path, 4242, "dotnet app.dll");
+    synth *s = gc_synth_open(path);
     ASSERT_NE(s, NULL);
-    synth_thread(s, 1, 4242);
-    uint64_t cfg[] = {10, 1};
-    synth_event(s, 1, 0, DNP_EV_GcConfig, cfg);
     uint64_t first[] = {1, 0, 1, 0, 0x1f, 500000, 10000, 1000000};
     synth_event(s, 1, 1000000000ull, DNP_EV_GcCollection, first);
     uint64_t raised[] = {2, 0, 1, 0x14, 1u << 5};
