@@ -280,8 +280,9 @@ static void text_row(FILE *out, const gc_data *d, const gc_row *r) {
     if (r->raised && dnp_gc_reason_induced(r->reason)) /* GC.Collect(n) that collected more */
         snprintf(why, sizeof why, "%s (asked gen %llu)", reason_name(r->reason), (unsigned long long)r->asked);
     fprintf(out, "%6llu %8.3f %3llu  %-10s %-32.32s %8s %9s %10s %10s %10s\n", (unsigned long long)r->number,
-            (double)(r->time - d->origin) / 1e9, (unsigned long long)r->gen, type_name(r->type), why, r->seen & SEEN_SUSPEND ? ms(r->suspend, a) : "-",
-            has_pause(r) ? ms(r->pause, b) : "-", r->has_before ? cli_fmt_bytes(sum5(r->before), c) : "-",
+            (double)(r->time - d->origin) / 1e9, (unsigned long long)r->gen, type_name(r->type), why,
+            r->seen & SEEN_SUSPEND ? ms(r->suspend, a) : "-", has_pause(r) ? ms(r->pause, b) : "-",
+            r->has_before ? cli_fmt_bytes(sum5(r->before), c) : "-",
             r->has_after ? cli_fmt_bytes(sum5(r->after), e) : "-", r->has_after ? cli_fmt_bytes(r->promoted, f) : "-");
 }
 

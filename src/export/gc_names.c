@@ -36,6 +36,7 @@ static const char *const condition_ids[] = {
     "gen2_fragmentation_memory_load", "gen2_fragmentation_vm", "max_gen1", "before_oom", "gen2_too_small",
     "induced_not_forced", "before_bgc", "almost_max_alloc", "avoid_unproductive"};
 #define NCONDITIONS (sizeof conditions / sizeof conditions[0])
+_Static_assert(NCONDITIONS == sizeof condition_ids / sizeof condition_ids[0], "a word and an id per condition");
 const char *dnp_gc_condition(unsigned bit) { return bit < NCONDITIONS ? conditions[bit] : "another condition"; }
 const char *dnp_gc_condition_id(unsigned bit) { return bit < NCONDITIONS ? condition_ids[bit] : "other"; }
 int dnp_gc_reason_induced(uint64_t reason) { return reason == 1 || reason == 7 || reason == 10 || reason == 17; }

@@ -214,7 +214,8 @@ TEST(e2e_gc_raised) {
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
     ASSERT(dll);
     ASSERT(bin);
-    const char *argv[] = {bin, "run", "--quiet", "--gc", "-o", r.trace, "--", e2e_dotnet(), dll, "gc", "5", "row", NULL};
+    const char *argv[] = {bin, "run", "--quiet", "--gc", "-o", r.trace, "--", e2e_dotnet(), dll, "gc", "5", "row",
+                          NULL};
     ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
     ASSERT_STATUS(&r, 0);
     gc_truth t;
