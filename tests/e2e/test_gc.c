@@ -222,11 +222,14 @@ TEST(e2e_gc_raised) {
     ASSERT_EQ(read_truth(r.out, &t), 0);
     int raised = 0;
     ASSERT_EQ(check_gc_report_of(&r, &t, 0, &raised), 0);
-    /* the runtime's own counts say whether the GC went further than asked */
+    /* the runtime's own counts say whether the GC went further than asked, when
+     * every collection of the run was one of the program's (15 here, always) */
     int implied = t.count[1] != t.induced[1] + t.induced[2] || t.count[2] != t.induced[2];
+    int only_induced = t.count[0] == t.induced[0] + t.induced[1] + t.induced[2];
     fprintf(stderr, "e2e: %d induced collections raised; the runtime's counts %d/%d/%d for %d/%d/%d asked\n", raised,
             t.count[0], t.count[1], t.count[2], t.induced[0], t.induced[1], t.induced[2]);
-    ASSERT_EQ(raised > 0, implied);
+    if (only_induced)
+        ASSERT_EQ(raised > 0, implied);
     const char *args[] = {"report", "--gc", r.trace, NULL};
     ASSERT_EQ(e2e_dnprof(&r, args), 0);
     ASSERT_STATUS(&r, 0);
