@@ -114,11 +114,12 @@ static void unlock(void) {
 }
 
 static void record(const gc_rec *g) {
-    uint32_t asked = g->reasons & 3u;
-    if ((g->seen & SEEN_HISTORY) && g->gen > asked)
-        REC(GcRaised, g->number, asked, g->reasons >> 4 & 3u, g->reasons, g->conditions);
-    if (g->seen & SEEN_HISTORY)
+    if (g->seen & SEEN_HISTORY) {
+        uint32_t asked = g->reasons & 3u; /* the generation it began with; 4-5: the one whose budget was used up */
+        if (g->gen > asked)
+            REC(GcRaised, g->number, asked, g->reasons >> 4 & 3u, g->reasons, g->conditions);
         REC(GcSizes, g->number, 0, g->before[0], g->before[1], g->before[2], g->before[3], g->before[4], 0);
+    }
     if (g->seen & SEEN_HEAP_STATS)
         REC(GcSizes, g->number, 1, g->after[0], g->after[1], g->after[2], g->after[3], g->after[4], g->promoted);
     REC(GcCollection, g->number, g->gen, g->reason, g->type, g->seen, g->end > g->start ? g->end - g->start : 0,

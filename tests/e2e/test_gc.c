@@ -250,7 +250,9 @@ TEST(e2e_gc_raised) {
         const jv *e = json_at(events, i);
         const char *cat = json_str(e, "cat");
         const jv *a = cat && !strcmp(cat, "gc") ? json_get(e, "args") : NULL;
-        asked += a && json_get(a, "askedGeneration") && json_num(a, "askedGeneration") < json_num(a, "generation");
+        const char *reason = a ? json_str(a, "reason") : NULL;
+        asked += reason && !strcmp(reason, "induced") && json_get(a, "askedGeneration") &&
+                 json_num(a, "askedGeneration") < json_num(a, "generation");
     }
     json_free(j);
     ASSERT_EQ(asked, raised);

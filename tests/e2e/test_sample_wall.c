@@ -15,6 +15,19 @@
 #define TOTAL_TOLERANCE 0.10 /* of the threads' own time in each method */
 #define SHARE_TOLERANCE 3.0  /* points */
 
+/* The run's trace as folded stacks (convert --format folded): the text, or
+ * NULL having said why. */
+static char *folded_of(e2e_run *r) {
+    char folded[PATH_MAX + 16];
+    snprintf(folded, sizeof folded, "%s.folded", r->trace);
+    const char *convert[] = {"convert", "--format", "folded", "-o", folded, r->trace, NULL};
+    if (e2e_dnprof(r, convert) != 0 || r->status != 0) {
+        e2e_show_file("dnprof convert said", r->err);
+        return NULL;
+    }
+    return e2e_read_file(folded, NULL);
+}
+
 /* One run of `sample waitsplit` under --sample=wall with wall_threads (NULL:
  * the default) and timers (DNPROF_SAMPLE_TIMERS, NULL: the default); checks
  * the time under each method against what the threads timed themselves.
@@ -43,14 +56,7 @@ static int wall_run_of(e2e_run *r, const char *scenario, const char *wall_thread
         return -1;
     }
     free(out);
-    char folded[PATH_MAX + 16];
-    snprintf(folded, sizeof folded, "%s.folded", r->trace);
-    const char *convert[] = {"convert", "--format", "folded", "-o", folded, r->trace, NULL};
-    if (e2e_dnprof(r, convert) != 0 || r->status != 0) {
-        e2e_show_file("dnprof convert said", r->err);
-        return -1;
-    }
-    char *text = e2e_read_file(folded, NULL);
+    char *text = folded_of(r);
     if (!text)
         return -1;
     static const char *const method[2] = {"Scenarios.SampleScenario::WaitThree", "Scenarios.SampleScenario::WaitOne"};
@@ -272,12 +278,7 @@ TEST(e2e_sample_wall_osr_waiters) {
     double truth = line ? strtod(line + strlen("osrwait ms="), NULL) : 0;
     free(out);
     ASSERT_GT(truth, 0);
-    char folded[PATH_MAX + 16];
-    snprintf(folded, sizeof folded, "%s.folded", r.trace);
-    const char *convert[] = {"convert", "--format", "folded", "-o", folded, r.trace, NULL};
-    ASSERT_EQ(e2e_dnprof(&r, convert), 0);
-    ASSERT_STATUS(&r, 0);
-    char *text = e2e_read_file(folded, NULL);
+    char *text = folded_of(&r);
     ASSERT(text != NULL);
     double all = e2e_folded_weight(text, "Scenarios.SampleScenario::OsrWaiter") / 1e6;
     double whole =

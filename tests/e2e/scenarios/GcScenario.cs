@@ -36,15 +36,13 @@ public static class GcScenario
         for (int step = 0; step < 3 * n; step++)
         {
             int round = row ? step % n : step / 3, gen = row ? step / n : step % 3;
-            {
-                Garbage(round);
-                var watch = Stopwatch.StartNew();
-                GC.Collect(gen);
-                watch.Stop();
-                induced[gen]++;
-                total += watch.Elapsed.TotalMilliseconds;
-                Console.WriteLine($"collect gen={gen} ms={watch.Elapsed.TotalMilliseconds:F3}");
-            }
+            Garbage(round);
+            var watch = Stopwatch.StartNew();
+            GC.Collect(gen);
+            watch.Stop();
+            induced[gen]++;
+            total += watch.Elapsed.TotalMilliseconds;
+            Console.WriteLine($"collect gen={gen} ms={watch.Elapsed.TotalMilliseconds:F3}");
         }
         Console.WriteLine($"induced gen0={induced[0]} gen1={induced[1]} gen2={induced[2]} total ms={total:F3}");
         if (Array.IndexOf(args, "background") >= 0)
