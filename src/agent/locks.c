@@ -41,7 +41,6 @@
 #define EVENT_WAIT_STOP 302u
 #define COR_PRF_ENABLE_STACK_SNAPSHOT 0x10000000u
 
-enum { KIND_MONITOR = 0, KIND_LOCK = 1, KIND_WAIT_HANDLE = 2, KIND_MONITOR_WAIT = 3 };
 
 #define SLICES_PER_SECOND 1000u
 
@@ -247,10 +246,10 @@ static void contention_start(const ep_event *e) {
     p->stack = stack_sid_here(e->nframes, e->frames);
     int in_monitor = 0;
     unsigned how = raised_from(p->stack, &in_monitor);
-    p->kind = how == 1 && !in_monitor ? KIND_LOCK : KIND_MONITOR;
+    p->kind = how == 1 && !in_monitor ? DNP_LOCK_LOCK : DNP_LOCK_MONITOR;
     if (how == 2)
         p->type = object_type(object);
-    else if (p->kind == KIND_LOCK) /* its AssociatedObjectID is the Lock itself */
+    else if (p->kind == DNP_LOCK_LOCK) /* its AssociatedObjectID is the Lock itself */
         p->type = t_lock_type ? t_lock_type : (t_lock_type = rec_string("System.Threading.Lock", 21));
     else
         p->type = 0;
@@ -268,7 +267,7 @@ static void wait_start(const ep_event *e) {
         return;
     }
     p->stack = stack_sid_here(e->nframes, e->frames);
-    p->kind = source == 1 ? KIND_MONITOR_WAIT : KIND_WAIT_HANDLE;
+    p->kind = source == 1 ? DNP_LOCK_MONITOR_WAIT : DNP_LOCK_WAIT_HANDLE;
     p->type = 0; /* raised from managed code: the object is not read */
     p->owner = 0;
     p->on = 1;

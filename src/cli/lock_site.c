@@ -1,24 +1,40 @@
-/* lock_site.c: where a thread waited for a lock: the first frame of its
- * stack outside the runtime's own lock and wait code (lock_site.h), as
- * `dnprof report --locks` (report_locks.c) and `dnprof top --locks`
- * (top_model.c) name it. */
+/* lock_site.c: where a thread waited: the first frame of its stack outside
+ * the framework's own lock, wait and task-wait code (lock_site.h), as
+ * `dnprof report --locks` (report_locks.c), `dnprof report --waits`
+ * (report_waits.c) and `dnprof top --locks` (top_model.c) name it; and which
+ * waits are the runtime's housekeeping threads, which those count apart. */
 #include <string.h>
 
 #include "lock_site.h"
 
-/* The runtime's own lock and wait code, above the frame that waited. */
-static int internal_frame(const char *f, size_t n) {
-    static const char *const prefixes[] = {
-        "System.Threading.Monitor::", "System.Threading.Lock::", "System.Diagnostics.Tracing.NativeRuntimeEventSource::",
-        "System.Threading.WaitHandle::", "System.Threading.WaitSubsystem", "System.Threading.LowLevel",
-        "System.Threading.EventWaitHandle::", "System.Threading.ManualResetEventSlim::", "System.Threading.SemaphoreSlim::",
-        "System.Threading.Lock+"};
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+static int has_prefix(const char *f, size_t n, const char *const *prefixes, size_t count) {
+    for (size_t i = 0; i < count; i++) {
         size_t k = strlen(prefixes[i]);
         if (n >= k && !strncmp(f, prefixes[i], k))
             return 1;
     }
     return 0;
+}
+
+/* The framework's code that waits on the program's behalf, above the frame
+ * that waited: locks and wait handles, the blocking collections and
+ * coordination types built on them, and blocking on a task (Wait, Result,
+ * GetAwaiter().GetResult(), Parallel's loops). */
+static int internal_frame(const char *f, size_t n) {
+    static const char *const prefixes[] = {
+        "System.Threading.Monitor::", "System.Threading.Lock::", "System.Threading.Lock+",
+        "System.Diagnostics.Tracing.NativeRuntimeEventSource::", "System.Threading.WaitHandle::",
+        "System.Threading.WaitSubsystem", "System.Threading.LowLevel", "System.Threading.EventWaitHandle::",
+        "System.Threading.ManualResetEventSlim::", "System.Threading.SemaphoreSlim::", "System.Threading.Semaphore::",
+        "System.Threading.Mutex::", "System.Threading.ReaderWriterLockSlim::", "System.Threading.ReaderWriterLock::",
+        "System.Threading.CountdownEvent::", "System.Threading.Barrier::", "System.Threading.SpinLock::",
+        "System.Threading.SpinWait::", "System.Threading.Thread::Join", "System.Threading.Thread::Sleep", "System.Threading.Tasks.Task::",
+        "System.Threading.Tasks.Task<", "System.Threading.Tasks.TaskReplicator", "System.Threading.Tasks.Parallel::",
+        "System.Threading.Tasks.ValueTask", "System.Runtime.CompilerServices.TaskAwaiter",
+        "System.Runtime.CompilerServices.ValueTaskAwaiter", "System.Runtime.CompilerServices.ConfiguredTaskAwaitable",
+        "System.Runtime.CompilerServices.ConfiguredValueTaskAwaitable",
+        "System.Collections.Concurrent.BlockingCollection"};
+    return has_prefix(f, n, prefixes, sizeof prefixes / sizeof prefixes[0]);
 }
 
 const char *lock_site(const char *stack, size_t *len) {
@@ -33,4 +49,14 @@ const char *lock_site(const char *stack, size_t *len) {
         f = end ? end + 1 : NULL;
     }
     return last;
+}
+
+int lock_runtime_thread(const char *stack) {
+    static const char *const loops[] = {
+        "System.Threading.TimerQueue::TimerThread", "System.Threading.PortableThreadPool+GateThread::",
+        "System.Threading.PortableThreadPool+WaitThread::WaitThreadStart",
+        "System.Threading.PortableThreadPool+WorkerThread::", "System.Diagnostics.Tracing.CounterGroup::"};
+    size_t len;
+    const char *site = lock_site(stack, &len);
+    return site && has_prefix(site, len, loops, sizeof loops / sizeof loops[0]);
 }

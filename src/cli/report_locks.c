@@ -21,11 +21,10 @@
 #include "dnp_vec.h"
 #include "dnp_free.h"
 
-enum { KIND_MONITOR, KIND_LOCK, KIND_WAIT_HANDLE, KIND_MONITOR_WAIT, NKINDS };
-static const char *const kind_names[NKINDS] = {"monitor", "lock", "waithandle", "monitor-wait"};
-static const char *const kind_labels[NKINDS] = {"Monitor", "System.Threading.Lock", "WaitHandle wait",
+static const char *const kind_names[DNP_LOCK_NKINDS] = {"monitor", "lock", "waithandle", "monitor-wait"};
+static const char *const kind_labels[DNP_LOCK_NKINDS] = {"Monitor", "System.Threading.Lock", "WaitHandle wait",
                                                 "Monitor.Wait"};
-#define CONTENTION(kind) ((kind) <= KIND_LOCK)
+#define CONTENTION(kind) (!DNP_LOCK_IS_WAIT(kind))
 
 typedef struct lk_owner {
     uint64_t owner, count, wait_ns;
@@ -55,6 +54,7 @@ struct locks_profile {
     uint64_t major, mode, slice_ns;
     uint64_t start_version, slices_dropped, unmatched;
     uint64_t count[2], wait_ns[2], max_ns[2]; /* [0] contention, [1] other waits */
+    uint64_t house_count, house_ns; /* waits of the runtime's housekeeping threads: counted apart */
     lk_path *paths;
     size_t npaths, cap_paths;
     dnp_idmap path_h;
@@ -82,9 +82,13 @@ static int add_owner(lk_path *p, uint64_t owner, uint64_t count, uint64_t wait_n
 static int add_site(locks_profile *p, const dnp_trace_event *e) {
 #define F(field) e->v[DNP_V(LockSite, field)]
     uint64_t stack = F(stack), type = F(lockType), owner = F(owner);
-    uint64_t kind = F(kind) < NKINDS ? F(kind) : KIND_WAIT_HANDLE;
+    uint64_t kind = F(kind) < DNP_LOCK_NKINDS ? F(kind) : DNP_LOCK_WAIT_HANDLE;
     uint64_t count = F(count), wait_ns = F(waitNs), max_ns = F(maxNs);
 #undef F
+    if (!CONTENTION(kind) && lock_runtime_thread(dnp_trace_string(p->t, stack))) {
+        p->house_count += count, p->house_ns += wait_ns;
+        return 0;
+    }
     uint32_t i;
     if (!dnp_idmap_get(&p->path_h, stack | kind << 40, type, &i)) {
         if (DNP_VEC_RESERVE(p->paths, p->cap_paths, p->npaths + 1, 64) != 0)
@@ -128,7 +132,9 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         if (DNP_VEC_RESERVE(p->slices, p->cap_slices, p->nslices + 1, 64) != 0)
             return -1;
         uint64_t wait = e->v[DNP_V(LockWait, waitNs)], kind = e->v[DNP_V(LockWait, kind)];
-        kind = kind < NKINDS ? kind : KIND_WAIT_HANDLE;
+        kind = kind < DNP_LOCK_NKINDS ? kind : DNP_LOCK_WAIT_HANDLE;
+        if (!CONTENTION(kind) && lock_runtime_thread(dnp_trace_string(t, e->v[DNP_V(LockWait, stack)])))
+            return 0; /* the runtime's housekeeping, as its LockSites */
         dnp_export_slice *s = &p->slices[p->nslices++];
         memset(s, 0, sizeof *s);
         s->thread = e->thread;
@@ -314,7 +320,7 @@ static const char *owner_label(const locks_profile *p, uint64_t owner, char *buf
 }
 
 static const char *type_label(const locks_profile *p, uint64_t type, uint32_t kind) {
-    if (kind == KIND_WAIT_HANDLE || kind == KIND_MONITOR_WAIT)
+    if (kind == DNP_LOCK_WAIT_HANDLE || kind == DNP_LOCK_MONITOR_WAIT)
         return kind_labels[kind];
     return str(p, type, "[type not known]");
 }
@@ -397,6 +403,8 @@ static int report_json(const locks_profile *p, const report_opts *o, FILE *out) 
     for (int c = 0; c < 2; c++)
         fprintf(out, ",\"%s\":{\"waits\":%llu,\"waitNs\":%llu,\"maxNs\":%llu}", c ? "waits" : "contention",
                 (unsigned long long)p->count[c], (unsigned long long)p->wait_ns[c], (unsigned long long)p->max_ns[c]);
+    fprintf(out, ",\"runtimeThreads\":{\"waits\":%llu,\"waitNs\":%llu}", (unsigned long long)p->house_count,
+            (unsigned long long)p->house_ns);
     fprintf(out, ",\"noContention\":%s,\"slices\":%zu,\"slicesDropped\":%llu,\"sliceNs\":%llu",
             p->count[0] ? "false" : "true", p->nslices, (unsigned long long)p->slices_dropped,
             (unsigned long long)p->slice_ns);
@@ -491,6 +499,10 @@ static void print_header(FILE *out, const locks_profile *p) {
     if (p->count[1])
         fprintf(out, "other waits (WaitHandle, Monitor.Wait): %s wait%s, %s waited in all\n",
                 cli_fmt_count(p->count[1], a), CLI_PLURAL(p->count[1]), report_fmt_ns(p->wait_ns[1], b));
+    if (p->house_count)
+        fprintf(out, "(and %s on the runtime's own timer, thread-pool and counters threads waiting for their next turn, "
+                     "in %s wait%s: not counted)\n",
+                report_fmt_ns(p->house_ns, b), cli_fmt_count(p->house_count, a), CLI_PLURAL(p->house_count));
     const char *notes[2] = {version_note(p), waits_note(p)};
     for (int i = 0; i < 2; i++)
         if (notes[i])
@@ -557,7 +569,7 @@ static void slice_args(void *ctx, FILE *out, const dnp_export_slice *s) {
     char buf[512];
     fputs("\"lock\":", out);
     dnp_export_json_str(out, type_label(p, s->b, kind), 0);
-    fprintf(out, ",\"kind\":\"%s\",\"waitedNs\":%llu", kind_names[kind < NKINDS ? kind : 0], (unsigned long long)s->dur_ns);
+    fprintf(out, ",\"kind\":\"%s\",\"waitedNs\":%llu", kind_names[kind < DNP_LOCK_NKINDS ? kind : 0], (unsigned long long)s->dur_ns);
     if (s->c) {
         fputs(",\"owner\":", out);
         dnp_export_json_str(out, owner_label(p, s->c, buf, sizeof buf), 0);
@@ -570,7 +582,7 @@ size_t locks_slices(locks_profile *p, dnp_export_opts *eo) {
     for (size_t i = 0; i < p->nslices; i++) {
         dnp_export_slice *s = &p->slices[i];
         uint32_t kind = (uint32_t)(s->a >> 40);
-        s->name = CONTENTION(kind) ? type_label(p, s->b, kind) : kind_labels[kind < NKINDS ? kind : KIND_WAIT_HANDLE];
+        s->name = CONTENTION(kind) ? type_label(p, s->b, kind) : kind_labels[kind < DNP_LOCK_NKINDS ? kind : DNP_LOCK_WAIT_HANDLE];
     }
     eo->slices = p->slices;
     eo->nslices = p->nslices;

@@ -10,9 +10,11 @@
 #include <string.h>
 
 #include "calltree.h"
+#include "ct_text.h"
 #include "cli.h"
 #include "dnp_text.h"
 #include "export.h"
+#include "lock_site.h"
 #include "prettyname.h"
 #include "report.h"
 #include "settings.h"
@@ -21,10 +23,9 @@
 #define MAX_SITES 512
 #define FRAMES_SHOWN 3
 #define REASON_STARVATION 6u
-#define KIND_WAIT_HANDLE 2u /* LockSite kinds 2 and 3: waits, not contention (events.def) */
 
 typedef struct site {
-    uint64_t key;   /* a LockSite's stack string, or a blocked stack's hash */
+    uint64_t key;   /* the hash of a LockSite's text (even), or of a blocked stack's frames (odd) */
     uint64_t ns, count;
     char text[512]; /* frames, innermost first, " < " between */
 } site;
@@ -37,9 +38,11 @@ typedef struct waits {
     uint64_t first_ns, last_ns;
     uint64_t blocked_ns, sampled_ns; /* the program's threads: a managed frame above [waiting] */
     uint64_t native_ns;              /* [waiting] with no managed frame: the runtime's own threads */
-    uint64_t counters_ns;            /* [waiting] in the runtime's EventCounters thread (--threadpool's counters) */
-    site lsites[MAX_SITES], bsites[MAX_SITES];
-    size_t nl, nb;
+    uint64_t house_blocked_ns;       /* [waiting] in the runtime's housekeeping threads (lock_site.h) */
+    uint64_t counters_ns;            /* of which the EventCounters thread's (--threadpool's counters) */
+    uint64_t house_ns;               /* --locks=waits of the runtime's housekeeping threads (lock_site.h) */
+    site lsites[MAX_SITES], wsites[MAX_SITES], bsites[MAX_SITES];
+    size_t nl, nw, nb;
 } waits;
 
 /* Adds ns (and count) to the site of key in the table, made with text. */
@@ -62,32 +65,44 @@ static site *add_site(site *t, size_t *n, uint64_t key, uint64_t ns, uint64_t co
 /* The frame of the thread that polls EventCounters (System.Diagnostics.Tracing's
  * CounterGroup), which the runtime starts when a session asks for counters. */
 #define COUNTERS_POLL "System.Diagnostics.Tracing.CounterGroup::"
+#define STACK_FRAMES 64 /* a blocked sample's frames looked at, innermost first */
 
-/* The runtime's own lock code at the top of a waiting stack: the site is below it. */
-static int lock_code(const char *frame) {
-    static const char *const prefixes[] = {"System.Threading.Monitor::", "System.Threading.Lock::",
-                                           "System.Threading.Lock+", "System.Diagnostics.Tracing."};
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (!strncmp(frame, prefixes[i], strlen(prefixes[i])))
-            return 1;
-    return 0;
+/* Appends frame f[0..len) of a stack, pretty, to out (n so far), sep first when n. */
+static size_t put_frame(char *out, size_t cap, size_t n, const char *sep, const char *f, size_t len) {
+    char raw[1024], pretty[1024];
+    snprintf(raw, sizeof raw, "%.*s", (int)(len < sizeof raw ? len : sizeof raw - 1), f);
+    dnp_pretty_name(raw, pretty, sizeof pretty);
+    int k = snprintf(out + n, cap - n, "%s%s", n ? sep : "", pretty);
+    return n + (k > 0 && (size_t)k < cap - n ? (size_t)k : 0);
 }
 
-/* "A\nB\nC\n..." (a stack string, innermost first) as "A < B < C", from the
- * first frame outside the runtime's lock code. */
+/* "A\nB\nC\n..." (a stack string, innermost first) as the call that waited
+ * and the frames from the one that made it (lock_site): "Task::Wait < Run <
+ * Main" for a Task.Wait in Run, the framework's frames under Task::Wait not
+ * shown; when the three are all the framework's (a blocking Socket.Receive),
+ * the program's first frame further down after " < ... < ". */
 static void stack_text(const char *stack, char *out, size_t cap) {
-    size_t n = 0;
+    size_t n = 0, len = 0;
     out[0] = 0;
-    while (stack && *stack && lock_code(stack) && strchr(stack, '\n'))
-        stack = strchr(stack, '\n') + 1;
-    for (int f = 0; stack && *stack && f < FRAMES_SHOWN; f++) {
-        size_t len = strcspn(stack, "\n");
-        char raw[1024], pretty[1024];
-        snprintf(raw, sizeof raw, "%.*s", (int)(len < sizeof raw ? len : sizeof raw - 1), stack);
-        dnp_pretty_name(raw, pretty, sizeof pretty);
-        int k = snprintf(out + n, cap - n, "%s%s", f ? " < " : "", pretty);
-        n += k > 0 && (size_t)k < cap - n ? (size_t)k : 0;
-        stack += len + (stack[len] == '\n');
+    const char *site = lock_site(stack, &len), *from = site;
+    for (const char *f = stack; f && f < site;) { /* the frame just above the site: the call it made */
+        from = f;
+        f = strchr(f, '\n');
+        f = f ? f + 1 : NULL;
+    }
+    int own = 0;
+    for (int f = 0; from && *from; f++) {
+        len = strcspn(from, "\n");
+        char raw[1024];
+        snprintf(raw, sizeof raw, "%.*s", (int)(len < sizeof raw ? len : sizeof raw - 1), from);
+        int user = !dnp_is_framework_name(raw);
+        if (f < FRAMES_SHOWN || (user && !own)) {
+            n = put_frame(out, cap, n, f < FRAMES_SHOWN ? " < " : " < ... < ", from, len);
+            own |= user;
+        }
+        if (f >= FRAMES_SHOWN - 1 && own)
+            break;
+        from += len + (from[len] == '\n');
     }
 }
 
@@ -101,14 +116,21 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
     case DNP_EV_LockSite: {
         uint64_t kind = e->v[DNP_V(LockSite, kind)], count = e->v[DNP_V(LockSite, count)];
         uint64_t ns = e->v[DNP_V(LockSite, waitNs)], stack = e->v[DNP_V(LockSite, stack)];
-        if (kind >= KIND_WAIT_HANDLE) {
-            w->wait_n += count, w->wait_ns += ns;
+        int wait = DNP_LOCK_IS_WAIT(kind);
+        if (wait && lock_runtime_thread(dnp_trace_string(t, stack))) {
+            w->house_ns += ns;
             break;
         }
-        w->lock_n += count, w->lock_ns += ns;
-        site *s = add_site(w->lsites, &w->nl, stack, ns, count);
+        if (wait)
+            w->wait_n += count, w->wait_ns += ns;
+        else
+            w->lock_n += count, w->lock_ns += ns;
+        char text[sizeof w->lsites[0].text];
+        stack_text(dnp_trace_string(t, stack), text, sizeof text);
+        uint64_t key = dnp_text_hash(text, strlen(text)) & ~1ull; /* stacks that read the same, added up */
+        site *s = wait ? add_site(w->wsites, &w->nw, key, ns, count) : add_site(w->lsites, &w->nl, key, ns, count);
         if (s && !s->text[0])
-            stack_text(dnp_trace_string(t, stack), s->text, sizeof s->text);
+            memcpy(s->text, text, sizeof text);
         break;
     }
     case DNP_EV_GcConfig: w->gc = 1; break;
@@ -132,20 +154,11 @@ static int read_events(const char *path, waits *w) {
     return report_read_events(path, feed, w, NULL, 0);
 }
 
-/* Appends frame f of tree tr to text (len so far), " < " before all but the first. */
-static size_t put_frame(const dnp_calltree *ct, const dnp_ct_tree *tr, uint32_t f, char *text, size_t cap,
-                        size_t len, const char *sep) {
-    char raw[1024], pretty[1024];
-    dnp_pretty_name(dnp_ct_raw_name(ct, tr->nodes[f].func, tr->nodes[f].name, raw, sizeof raw), pretty, sizeof pretty);
-    int k = snprintf(text + len, cap - len, "%s%s", len ? sep : "", pretty);
-    return len + (k > 0 && (size_t)k < cap - len ? (size_t)k : 0);
-}
-
-/* The wall-clock samples' [waiting] time, by the managed frames above it: the
- * innermost FRAMES_SHOWN and, when those are all the framework's (a
- * Monitor.Wait under Task.Wait), the first frame of the program's own code
- * below them. A thread blocked with no managed frame above it is one of the
- * runtime's own (the GC's, the JIT's, EventPipe's): counted apart. */
+/* The wall-clock samples' [waiting] time, by the managed frames above it, as
+ * the lock waits' (stack_text). A thread blocked with no managed frame above
+ * it is one of the runtime's own (the GC's, the JIT's, EventPipe's), one whose
+ * managed frames are the runtime's housekeeping (lock_runtime_thread: an idle
+ * pool thread, the timer thread) waits for its next turn: each counted apart. */
 static void blocked_tree(waits *w, const dnp_calltree *ct, const dnp_ct_tree *tr) {
     for (uint32_t i = 1; i < tr->nnodes; i++) {
         const dnp_ct_node *nd = &tr->nodes[i];
@@ -153,43 +166,36 @@ static void blocked_tree(waits *w, const dnp_calltree *ct, const dnp_ct_tree *tr
         const char *name = nd->func ? NULL : dnp_trace_string(ct->t, nd->name);
         if (!nd->self_ns || !name || strcmp(name, "[waiting]") != 0)
             continue;
-        uint64_t key = 0xcbf29ce484222325ull;
-        uint32_t frames[FRAMES_SHOWN], n = 0, mine = 0, own = 0, counters = 0;
-        char raw[1024];
-        for (uint32_t at = nd->parent; at && !mine; at = tr->nodes[at].parent) {
+        char stack[8192], raw[1024];
+        size_t len = 0;
+        stack[0] = 0;
+        for (uint32_t at = nd->parent, n = 0; at && n < STACK_FRAMES; at = tr->nodes[at].parent) {
             if (!tr->nodes[at].func)
                 continue;
-            /* the program's own code, not the framework's: what a user looks for under a wait */
             const char *frame = dnp_ct_raw_name(ct, tr->nodes[at].func, tr->nodes[at].name, raw, sizeof raw);
-            int user = !dnp_is_framework_name(frame);
-            counters |= !strncmp(frame, COUNTERS_POLL, strlen(COUNTERS_POLL));
-            if (n < FRAMES_SHOWN) {
-                frames[n++] = at;
-                own |= user;
-            } else if (user) {
-                mine = at;
-            }
-            key = (key ^ tr->nodes[at].func) * 0x100000001b3ull;
-            if (n == FRAMES_SHOWN && own)
+            int k = snprintf(stack + len, sizeof stack - len, "%s%s", n++ ? "\n" : "", frame);
+            if (k < 0 || (size_t)k >= sizeof stack - len)
                 break;
+            len += (size_t)k;
         }
-        if (!n) {
+        if (!len) {
             w->native_ns += nd->self_ns;
             continue;
         }
-        if (counters) { /* the thread EventCounters run on: --threadpool's own, counted apart */
-            w->counters_ns += nd->self_ns;
+        if (lock_runtime_thread(stack)) {
+            size_t n;
+            const char *site = lock_site(stack, &n);
+            w->house_blocked_ns += nd->self_ns;
+            if (!strncmp(site, COUNTERS_POLL, strlen(COUNTERS_POLL))) /* --threadpool's own */
+                w->counters_ns += nd->self_ns;
             continue;
         }
         w->blocked_ns += nd->self_ns;
-        site *s = add_site(w->bsites, &w->nb, key | 1, nd->self_ns, 1);
-        if (!s || s->text[0])
-            continue;
-        size_t len = 0;
-        for (uint32_t f = 0; f < n; f++)
-            len = put_frame(ct, tr, frames[f], s->text, sizeof s->text, len, " < ");
-        if (mine)
-            put_frame(ct, tr, mine, s->text, sizeof s->text, len, " < ... < ");
+        char text[sizeof w->bsites[0].text];
+        stack_text(stack, text, sizeof text);
+        site *s = add_site(w->bsites, &w->nb, dnp_text_hash(text, strlen(text)) | 1, nd->self_ns, 1);
+        if (s && !s->text[0])
+            memcpy(s->text, text, sizeof text);
     }
 }
 
@@ -200,7 +206,7 @@ static int read_samples(const char *path, waits *w) {
     w->wall = in.ct->sample_mode == DNP_SAMPLE_WALL;
     for (size_t i = 0; w->wall && i < in.ct->nthreads; i++)
         blocked_tree(w, in.ct, &in.ct->threads[i]);
-    w->sampled_ns -= w->native_ns + w->counters_ns;
+    w->sampled_ns -= w->native_ns + w->house_blocked_ns;
     calls_close(&in);
     return 0;
 }
@@ -225,10 +231,12 @@ static void write_json(const waits *w, const char *path, unsigned top, FILE *out
     dnp_export_json_str(out, path, 0);
     fprintf(out, ",\"recordedNs\":%llu,", (unsigned long long)span);
     fprintf(out, "\"locks\":{\"recorded\":%s,\"flag\":\"--locks\",\"contentions\":%llu,\"waitNs\":%llu,"
-                 "\"waitHandleWaits\":%llu,\"waitHandleNs\":%llu,\"top\":[",
+                 "\"waitHandleWaits\":%llu,\"waitHandleNs\":%llu,\"runtimeThreadsNs\":%llu,\"top\":[",
             w->locks ? "true" : "false", (unsigned long long)w->lock_n, (unsigned long long)w->lock_ns,
-            (unsigned long long)w->wait_n, (unsigned long long)w->wait_ns);
+            (unsigned long long)w->wait_n, (unsigned long long)w->wait_ns, (unsigned long long)w->house_ns);
     json_sites(out, w->lsites, w->nl, top);
+    fputs("],\"waitsTop\":[", out);
+    json_sites(out, w->wsites, w->nw, top);
     fprintf(out, "]},\"gc\":{\"recorded\":%s,\"flag\":\"--gc\",\"collections\":%llu,\"pauseNs\":%llu,"
                  "\"maxPauseNs\":%llu,\"pausedShare\":%.6f,\"byGeneration\":[%llu,%llu,%llu]},",
             w->gc ? "true" : "false", (unsigned long long)w->gcs, (unsigned long long)w->pause_ns,
@@ -238,9 +246,9 @@ static void write_json(const waits *w, const char *path, unsigned top, FILE *out
     fprintf(out, "\"threadpool\":{\"recorded\":%s,\"flag\":\"--threadpool\",\"starvation\":%llu},",
             w->threadpool ? "true" : "false", (unsigned long long)w->starved);
     fprintf(out, "\"blocked\":{\"recorded\":%s,\"flag\":\"--sample=wall\",\"waitingNs\":%llu,\"sampledNs\":%llu,"
-                 "\"nativeThreadsNs\":%llu,\"countersThreadNs\":%llu,\"top\":[",
+                 "\"nativeThreadsNs\":%llu,\"runtimeThreadsNs\":%llu,\"countersThreadNs\":%llu,\"top\":[",
             w->wall ? "true" : "false", (unsigned long long)w->blocked_ns, (unsigned long long)w->sampled_ns,
-            (unsigned long long)w->native_ns, (unsigned long long)w->counters_ns);
+            (unsigned long long)w->native_ns, (unsigned long long)w->house_blocked_ns, (unsigned long long)w->counters_ns);
     json_sites(out, w->bsites, w->nb, top);
     fputs("]}}\n", out);
 }
@@ -263,7 +271,7 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
         fprintf(out, "  lock contention        %9s wait%-4s %10s\n", CLI_COUNT(w->lock_n), CLI_PLURAL(w->lock_n),
                 report_fmt_ns(w->lock_ns, a));
         if (w->wait_n)
-            fprintf(out, "  WaitHandle waits       %9s wait%-4s %10s\n", CLI_COUNT(w->wait_n), CLI_PLURAL(w->wait_n),
+            fprintf(out, "  other blocking waits   %9s wait%-4s %10s\n", CLI_COUNT(w->wait_n), CLI_PLURAL(w->wait_n),
                     report_fmt_ns(w->wait_ns, a));
     } else {
         strcat(missing, "  lock contention: not recorded (dnprof run --locks)\n");
@@ -287,16 +295,22 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
         fprintf(out, "not in this trace:\n%s", missing);
     text_sites(out, "lock contention by waiting stack (innermost first; dnprof report --locks has more):", w->lsites,
                w->nl, w->lock_ns, top);
+    text_sites(out, "other blocking waits (WaitHandle, Monitor.Wait) by waiting stack:", w->wsites, w->nw, w->wait_ns,
+               top);
+    if (w->house_ns)
+        fprintf(out, "  (and %s on the runtime's own timer, thread-pool and counters threads waiting for their next "
+                     "turn: not counted above)\n",
+                report_fmt_ns(w->house_ns, a));
     text_sites(out, "blocked time by stack (wall-clock samples in [waiting], the managed frames above it):",
                w->bsites, w->nb, w->blocked_ns, top);
     if (w->native_ns)
         fprintf(out, "  (and %s on the runtime's own threads, with no managed frame: its GC, JIT and event threads, "
                      "not counted above)\n",
                 report_fmt_ns(w->native_ns, a));
-    if (w->counters_ns)
-        fprintf(out, "  (and %s on the thread that polls the runtime's EventCounters, which --threadpool's pool "
-                     "counters start: not counted above)\n",
-                report_fmt_ns(w->counters_ns, a));
+    if (w->house_blocked_ns)
+        fprintf(out, "  (and %s on the runtime's own timer, thread-pool and counters threads waiting for their next "
+                     "turn, idle pool threads too: not counted above)\n",
+                report_fmt_ns(w->house_blocked_ns, a));
 }
 
 int report_waits(const char *path, int json, unsigned top, FILE *out) {
@@ -308,6 +322,7 @@ int report_waits(const char *path, int json, unsigned top, FILE *out) {
         rc = read_samples(path, w);
     if (rc == 0) {
         qsort(w->lsites, w->nl, sizeof *w->lsites, by_ns);
+        qsort(w->wsites, w->nw, sizeof *w->wsites, by_ns);
         qsort(w->bsites, w->nb, sizeof *w->bsites, by_ns);
         if (json)
             write_json(w, path, top, out);

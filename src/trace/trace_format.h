@@ -123,6 +123,11 @@ enum {
 };
 
 #define DNP_MAX_FIELDS 8
+
+/* LockSite's and LockWait's kind (events.def): contention for a lock, or (with
+ * --locks=waits) a wait for something else to happen. */
+enum { DNP_LOCK_MONITOR, DNP_LOCK_LOCK, DNP_LOCK_WAIT_HANDLE, DNP_LOCK_MONITOR_WAIT, DNP_LOCK_NKINDS };
+#define DNP_LOCK_IS_WAIT(kind) ((kind) >= DNP_LOCK_WAIT_HANDLE)
 #define DNP_MAX_VALUES 10
 
 /* A FIELDS argument of events.def is a sequence "DNP_F(T, a) DNP_F(U, b)". With

@@ -344,13 +344,77 @@ TEST(e2e_waits_page) {
     ASSERT_EQ(e2e_dnprof(&r, text), 0);
     ASSERT_STATUS(&r, 0);
     char *page = e2e_read_file(r.out, NULL);
-    /* The blocked stacks reach the program's own frame below the framework's
-     * (Lock.Enter's wait: WaitOneNoCheck < TryEnterSlow < Enter < ... <
-     * ContendLock), and the runtime's native threads are apart. */
+    /* The blocked stacks start at the call of the program's own frame that
+     * waited, past the framework's wait code under it (Lock.Enter's wait:
+     * WaitOneNoCheck < TryEnterSlow < Enter < ContendLock), as the lock
+     * waits' do, and the runtime's native threads are apart. */
     const char *blocked = page ? strstr(page, "blocked time by stack") : NULL;
     ok = page && strstr(page, "thread-pool starvation: not recorded (dnprof run --threadpool)") &&
-         strstr(page, "Scenarios.LocksScenario::ContendMonitor") && blocked &&
-         strstr(blocked, " < ... < Scenarios.LocksScenario::") && strstr(blocked, "on the runtime's own threads");
+         strstr(page, "  System.Threading.Monitor::Enter_Slowpath < Scenarios.LocksScenario::ContendMonitor") &&
+         blocked && strstr(blocked, "  System.Threading.Lock::Enter < Scenarios.LocksScenario::ContendLock") &&
+         strstr(blocked, "on the runtime's own threads");
+    if (!ok)
+        e2e_show_file("dnprof report --waits", r.out);
+    free(page);
+    ASSERT(ok);
+    return 0;
+}
+
+/* --locks=waits on a program that blocks on the framework's waits (Task.Wait,
+ * .Result, GetAwaiter().GetResult(), CountdownEvent, BlockingCollection) while
+ * a Timer ticks: every wait is the program's Blocking, not the framework's
+ * task and coordination code above it, within 15% of the program's own clock;
+ * the timer thread's waits between ticks are counted apart, not as the
+ * program's, in the lock waits and in the wall samples (with the pool's idle
+ * threads); report --waits names the call that waited. */
+TEST(e2e_waits_blocking_sites) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_waits_blocking_sites"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll);
+    ASSERT(bin);
+    const char *argv[] = {bin, "run", "--quiet", "--locks=waits", "--sample=wall", "-o", r.trace, "--", e2e_dotnet(),
+                          dll, "locks", "blocking", "1", "8", "20000", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    const char *line = out ? strstr(out, "blocking waited_ns=") : NULL;
+    double waited = 0, waits = 0, ticks = 0;
+    int ok = line && sscanf(line, "blocking waited_ns=%lf waits=%lf ticks=%lf", &waited, &waits, &ticks) == 3;
+    free(out);
+    ASSERT(ok);
+    jv *rep = report_json(&r, r.trace);
+    ASSERT_NE(rep, NULL);
+    const jv *sites = json_get(rep, "sites"), *house = json_get(rep, "runtimeThreads");
+    double mine = 0, all = json_num(json_get(rep, "waits"), "waitNs"), others = 0;
+    for (size_t i = 0; sites && i < sites->n; i++) {
+        const jv *s = json_at(sites, i);
+        const char *site = json_str(s, "site"), *cls = json_str(s, "class");
+        if (!site || !cls || strcmp(cls, "wait") != 0)
+            continue;
+        if (strstr(site, "Scenarios.LocksScenario::Blocking"))
+            mine += json_num(s, "waitNs");
+        else
+            others += json_num(s, "waitNs"), fprintf(stderr, "e2e: blocking: another site: %s\n", site);
+    }
+    fprintf(stderr, "e2e: blocking: program %.0f waits, %.1f ms (%.0f ticks); report: Blocking %.1f ms, other sites "
+                    "%.1f ms, waits %.1f ms, the runtime's threads %.1f ms in %.0f waits\n",
+            waits, waited / 1e6, ticks, mine / 1e6, others / 1e6, all / 1e6, json_num(house, "waitNs") / 1e6,
+            json_num(house, "waits"));
+    ok = sites && house && fabs(mine - waited) <= WAIT_TOLERANCE * waited && mine >= 0.95 * all &&
+         json_num(house, "waits") >= ticks / 2 && json_num(house, "waitNs") > 0;
+    json_free(rep);
+    ASSERT(ok);
+    const char *text[] = {"report", "--waits", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, text), 0);
+    ASSERT_STATUS(&r, 0);
+    char *page = e2e_read_file(r.out, NULL);
+    const char *blocked = page ? strstr(page, "blocked time by stack") : NULL;
+    ok = page && blocked && !strstr(blocked, "WorkerThreadStart") && !strstr(blocked, "GateThread") &&
+         strstr(blocked, "idle pool threads too: not counted above") &&
+         strstr(page, "  System.Threading.Tasks.Task::Wait < lambda in Scenarios.LocksScenario::Blocking") &&
+         strstr(page, "  System.Threading.CountdownEvent::Wait < lambda in Scenarios.LocksScenario::Blocking") &&
+         strstr(page, "on the runtime's own timer, thread-pool and counters threads") && !strstr(page, "TimerQueue");
     if (!ok)
         e2e_show_file("dnprof report --waits", r.out);
     free(page);

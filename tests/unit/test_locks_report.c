@@ -9,9 +9,60 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lock_site.h"
 #include "synth.h"
 #include "test.h"
 #include "trace_format.h"
+
+/* The frame that waited is past the framework's lock, wait and task-wait code;
+ * the runtime's housekeeping threads are told apart by the loop that waited,
+ * not by a frame further down (a work item's wait on a pool thread is the
+ * program's). */
+TEST(lock_site_past_framework_waits) {
+    static const struct {
+        const char *stack, *site;
+        int house;
+    } cases[] = {
+        {"System.Threading.Monitor::Wait\nSystem.Threading.ManualResetEventSlim::Wait\nSystem.Threading.Tasks.Task::"
+         "SpinThenBlockingWait\nSystem.Threading.Tasks.Task::Wait\nApp.Job::Run\nApp.Program::Main",
+         "App.Job::Run", 0},
+        {"System.Threading.Monitor::Wait\nSystem.Threading.Tasks.Task<System.Int32>::GetResultCore\n"
+         "System.Runtime.CompilerServices.TaskAwaiter<System.Int32>::GetResult\nApp.Job::Run",
+         "App.Job::Run", 0},
+        {"System.Threading.WaitHandle::WaitOneNoCheck\nSystem.Threading.ReaderWriterLockSlim::EnterWriteLock\n"
+         "System.Collections.Concurrent.BlockingCollection+<GetConsumingEnumerable>d__68<System.Int32>::MoveNext\n"
+         "App.Job::Run",
+         "App.Job::Run", 0},
+        {"System.Threading.Thread::Join\nSystem.Threading.Thread::Join\nApp.Program::Main", "App.Program::Main", 0},
+        {"System.Threading.WaitHandle::WaitOneNoCheck\nSystem.Threading.TimerQueue::TimerThread\n"
+         "System.Threading.Thread::StartCallback",
+         "System.Threading.TimerQueue::TimerThread", 1},
+        {"System.Threading.WaitHandle::WaitOneNoCheck\nSystem.Threading.PortableThreadPool+GateThread::GateThreadStart",
+         "System.Threading.PortableThreadPool+GateThread::GateThreadStart", 1},
+        {"System.Threading.WaitHandle::WaitAnyMultiple\nSystem.Threading.PortableThreadPool+WaitThread::WaitThreadStart",
+         "System.Threading.PortableThreadPool+WaitThread::WaitThreadStart", 1},
+        {"System.Threading.WaitHandle::WaitOneNoCheck\nApp.Job::<Run>b__0_0\n"
+         "System.Threading.PortableThreadPool+WorkerThread::WorkerThreadStart",
+         "App.Job::<Run>b__0_0", 0},
+        {"System.Threading.Monitor::Wait\nSystem.Threading.SemaphoreSlim::Wait", "System.Threading.SemaphoreSlim::Wait", 0},
+        {"", NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len = 99;
+        const char *site = lock_site(cases[i].stack, &len);
+        if (!cases[i].site) {
+            ASSERT_EQ(site, NULL);
+            ASSERT_EQ(len, 0);
+        } else {
+            ASSERT_NE(site, NULL);
+            ASSERT_EQ(len, strlen(cases[i].site));
+            ASSERT_EQ(strncmp(site, cases[i].site, len), 0);
+        }
+        ASSERT_EQ(lock_runtime_thread(cases[i].stack), cases[i].house);
+    }
+    ASSERT_EQ(lock_runtime_thread(NULL), 0);
+    return 0;
+}
 
 #ifdef DNPROF_BIN
 static char *run(const char *args, const char *path) {

@@ -1,7 +1,7 @@
 // LocksScenario: threads that contend on one lock with known hold times and
 // measure their own waits, for lock contention (dnprof run/attach --locks).
 //
-//   dotnet Scenarios.dll locks [monitor|lock|both|none|barge|bench] [THREADS] [ROUNDS] [HOLD_US] [wait FILE]
+//   dotnet Scenarios.dll locks [monitor|lock|both|none|barge|bench|blocking] [THREADS] [ROUNDS] [HOLD_US] [wait FILE]
 //
 // monitor: THREADS threads (default 4) take one Gate object ROUNDS times each
 // (default 100) with `lock`, holding it HOLD_US microseconds (default 1000,
@@ -23,6 +23,13 @@
 // 60 s for FILE; after the work it prints "done" and, when FILE.after is
 // given by the test (the attach test), waits for it and contends once more,
 // printing "after ok" (the program carries on after a detach).
+// "blocking": ROUNDS times, the main thread blocks in Blocking on what the
+// framework offers, each HOLD_US long (a sleep on the thread pool): Task.Wait,
+// Task.Result, GetAwaiter().GetResult(), CountdownEvent.Wait and a
+// BlockingCollection, while a System.Threading.Timer ticks every 10 ms (the
+// runtime's timer thread waits between ticks); it prints the time Blocking
+// waited by its own clock: "blocking waited_ns=N waits=W ticks=T".
+using System.Collections.Concurrent;
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -31,6 +38,7 @@ using System.Linq;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 using System.Threading;
+using System.Threading.Tasks;
 
 namespace Scenarios;
 
@@ -201,8 +209,45 @@ public static class LocksScenario
         Console.WriteLine($"barge contentions={Monitor.LockContentionCount - before}");
     }
 
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void Blocking(int rounds, int holdUs)
+    {
+        int ticks = 0;
+        using var timer = new Timer(_ => Interlocked.Increment(ref ticks), null, 10, 10);
+        var hold = TimeSpan.FromMicroseconds(holdUs);
+        long waited = 0, waits = 0;
+        void Timed(Action wait)
+        {
+            long start = Stopwatch.GetTimestamp();
+            wait();
+            waited += Stopwatch.GetTimestamp() - start;
+            waits++;
+        }
+        for (int i = 0; i < rounds; i++)
+        {
+            var task = Task.Run(() => Thread.Sleep(hold));
+            Timed(() => task.Wait());
+            var result = Task.Run(() => { Thread.Sleep(hold); return i; });
+            Timed(() => _ = result.Result);
+            var awaited = Task.Run(() => { Thread.Sleep(hold); return i; });
+            Timed(() => awaited.GetAwaiter().GetResult());
+            var countdown = new CountdownEvent(1);
+            ThreadPool.QueueUserWorkItem(_ => { Thread.Sleep(hold); countdown.Signal(); });
+            Timed(() => countdown.Wait());
+            var items = new BlockingCollection<int>();
+            ThreadPool.QueueUserWorkItem(_ => { Thread.Sleep(hold); items.Add(i); });
+            Timed(() => items.Take());
+        }
+        Console.WriteLine($"blocking waited_ns={waited * 1_000_000_000 / Stopwatch.Frequency} waits={waits} ticks={ticks}");
+    }
+
     private static void Work(string mode, int threads, int rounds, int holdUs)
     {
+        if (mode == "blocking")
+        {
+            Blocking(rounds, holdUs);
+            return;
+        }
         if (mode == "none")
         {
             NoContention();
