@@ -61,6 +61,62 @@ static double pct(uint64_t v, uint64_t total) {
 
 /* ---- text ---- */
 
+/* "[libcoreclr.so+0x4b0210]", "[libcoreclr.so]": native code of a library
+ * named by address, without a symbol: the library's name in lib. */
+static int unnamed_native(const char *name, char *lib, size_t cap) {
+    if (!name || name[0] != '[')
+        return 0;
+    size_t n = strcspn(name + 1, "+]");
+    if (n == 0 || n >= cap || !strstr(name, ".so"))
+        return 0;
+    memcpy(lib, name + 1, n);
+    lib[n] = 0;
+    return strstr(lib, ".so") != NULL;
+}
+
+/* A note when a tenth or more of the sampled time is in one library's code
+ * without names: how to get them (the runtime's symbols ship apart). */
+static void put_unnamed_note(const dnp_calltree *ct, FILE *out) {
+    enum { LIBS = 32 };
+    struct {
+        char name[64];
+        uint64_t ns;
+    } libs[LIBS];
+    size_t nlibs = 0, best = 0;
+    uint64_t total = ct->all.nnodes ? ct->all.nodes[0].total_ns : 0;
+    char lib[64];
+    for (uint32_t i = 1; i < ct->all.nnodes; i++) {
+        const dnp_ct_node *nd = &ct->all.nodes[i];
+        if (nd->func || !nd->self_ns || !unnamed_native(dnp_trace_string(ct->t, nd->name), lib, sizeof lib))
+            continue;
+        size_t k = 0;
+        while (k < nlibs && strcmp(libs[k].name, lib) != 0)
+            k++;
+        if (k == nlibs && nlibs == LIBS)
+            continue;
+        if (k == nlibs) {
+            snprintf(libs[k].name, sizeof libs[k].name, "%s", lib);
+            libs[nlibs++].ns = 0;
+        }
+        libs[k].ns += nd->self_ns;
+        if (libs[k].ns > libs[best].ns)
+            best = k;
+    }
+    if (!total || !nlibs || libs[best].ns * 10 < total)
+        return;
+    const char *name = libs[best].name;
+    int runtime = !strncmp(name, "libcoreclr", 10) || !strncmp(name, "libclrjit", 9);
+    fprintf(out, "note: %.1f%% of the time is in code of %s without names ([%s+0x...]): ",
+            report_pct(libs[best].ns, total), name, name);
+    if (runtime)
+        fprintf(out, "the runtime ships its symbols apart; dotnet-symbol --symbols DIR/%s (DIR: the runtime's, from "
+                     "dotnet --list-runtimes) puts them beside it, and later recordings name its functions "
+                     "(docs/sampling.md)\n", name);
+    else
+        fputs("install its debug symbols (Debian, Ubuntu: the library's -dbgsym or -dbg package, as libc6-dbg for "
+              "libc.so.6), and later recordings name its functions (docs/sampling.md)\n", out);
+}
+
 /* The header's lines of sampled stacks: the rate, and what to know of the samples. */
 static void put_sampled_header(const dnp_calltree *ct, FILE *out) {
     char a[32], b[32], c[32], d[32];
@@ -91,6 +147,7 @@ static void put_sampled_header(const dnp_calltree *ct, FILE *out) {
                          "--waits adds it up by the managed frames that waited\n",
                     100.0 * (double)waiting / (double)(ct->all.nodes[0].total_ns ? ct->all.nodes[0].total_ns : 1));
     }
+    put_unnamed_note(ct, out);
     if (ct->async_stacks && !ct->physical)
         fputs("note: async stacks: a resumed async method is under the async methods that awaited it, "
               "not the thread pool (--physical: the threads' own stacks; docs/async.md)\n", out);

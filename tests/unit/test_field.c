@@ -97,3 +97,50 @@ TEST(report_times_three_digits) {
     return 0;
 }
 #endif
+
+#ifdef DNPROF_BIN
+/* Run (all samples) > G (all - native), Run > [libcoreclr.so+0x1000] (native
+ * - 1), Run > [libcoreclr.so+0x2000] (1): native samples in libcoreclr.so's
+ * code without names. */
+static int write_unnamed(const char *path, uint64_t all, uint64_t native) {
+    synth *w = synth_open(path, 4242, "dotnet sampled.dll");
+    if (!w)
+        return -1;
+    uint64_t run = synth_string(w, "App.P::Run"), g = synth_string(w, "App.P::G");
+    uint64_t a = synth_string(w, "[libcoreclr.so+0x1000]"), b = synth_string(w, "[libcoreclr.so+0x2000]");
+    synth_thread(w, 1, 1001);
+    uint64_t cfg[3] = {1, 100, PERIOD};
+    synth_event(w, 1, 0, DNP_EV_SampleConfig, cfg);
+    uint64_t nodes[4][9] = {
+        {1001, 1, 0, 0x100, run, all, all * PERIOD, 0, 0},
+        {1001, 2, 1, 0x300, g, all - native, (all - native) * PERIOD, (all - native) * PERIOD, all - native},
+        {1001, 3, 1, 0, a, native - 1, (native - 1) * PERIOD, (native - 1) * PERIOD, native - 1},
+        {1001, 4, 1, 0, b, 1, PERIOD, PERIOD, 1},
+    };
+    for (int i = 0; i < 4; i++)
+        synth_event(w, 1, 1000 + (uint64_t)i, DNP_EV_SampleNode, nodes[i]);
+    return synth_close(w, 1);
+}
+
+/* A tenth or more of the time in a library's code without names: the report
+ * says so, adds it up over the library's functions, and says how to get the
+ * runtime's symbols; less than a tenth: no note. */
+TEST(report_unnamed_native_note) {
+    char path[256], args[512];
+    static char buf[1 << 16];
+    snprintf(path, sizeof path, "/tmp/dnprof-field-unnamed-%d.trace", (int)getpid());
+    snprintf(args, sizeof args, "report '%s'", path);
+    ASSERT_EQ(write_unnamed(path, 10, 3), 0);
+    run_dnprof(args, buf, sizeof buf);
+    int ok = strstr(buf, "note: 30.0% of the time is in code of libcoreclr.so without names") &&
+             strstr(buf, "dotnet-symbol --symbols DIR/libcoreclr.so");
+    if (!ok)
+        fprintf(stderr, "%s\n", buf);
+    ASSERT(ok);
+    ASSERT_EQ(write_unnamed(path, 11, 1), 0);
+    run_dnprof(args, buf, sizeof buf);
+    unlink(path);
+    ASSERT(strstr(buf, "App.P::G") && !strstr(buf, "without names"));
+    return 0;
+}
+#endif
