@@ -2,8 +2,11 @@
  * the framework's own lock, wait and task-wait code (lock_site.h), as
  * `dnprof report --locks` (report_locks.c), `dnprof report --waits`
  * (report_waits.c) and `dnprof top --locks` (top_model.c) name it; and which
- * waits are the runtime's housekeeping threads, which those count apart. */
+ * waits are the runtime's service threads, which those count apart. */
+#include <stdio.h>
 #include <string.h>
+
+#include "dnp_text.h"
 
 #include "lock_site.h"
 
@@ -55,8 +58,21 @@ int lock_runtime_thread(const char *stack) {
     static const char *const loops[] = {
         "System.Threading.TimerQueue::TimerThread", "System.Threading.PortableThreadPool+GateThread::",
         "System.Threading.PortableThreadPool+WaitThread::WaitThreadStart",
-        "System.Threading.PortableThreadPool+WorkerThread::", "System.Diagnostics.Tracing.CounterGroup::"};
-    size_t len;
-    const char *site = lock_site(stack, &len);
-    return site && has_prefix(site, len, loops, sizeof loops / sizeof loops[0]);
+        "System.Threading.PortableThreadPool+WorkerThread::", "System.Diagnostics.Tracing.CounterGroup::",
+        "System.Diagnostics.Tracing.EventPipeEventDispatcher::", "System.Net.Sockets.SocketAsyncEngine::EventLoop",
+        "System.IO.FileSystemWatcher+RunningInstance::",
+        "Microsoft.AspNetCore.Server.Kestrel.Core.Internal.Infrastructure.Heartbeat::TimerLoop",
+        "Microsoft.Extensions.Logging.Console.ConsoleLoggerProcessor::ProcessLogQueue"};
+    for (const char *f = stack; f && *f;) {
+        const char *end = strchr(f, '\n');
+        size_t n = end ? (size_t)(end - f) : strlen(f);
+        if (has_prefix(f, n, loops, sizeof loops / sizeof loops[0]))
+            return 1;
+        char frame[512];
+        snprintf(frame, sizeof frame, "%.*s", (int)(n < sizeof frame ? n : sizeof frame - 1), f);
+        if (!dnp_is_framework_name(frame))
+            return 0; /* the program's own code waited, whatever thread it runs on */
+        f = end ? end + 1 : NULL;
+    }
+    return 0;
 }

@@ -10,9 +10,16 @@
  * NULL stack. */
 const char *lock_site(const char *stack, size_t *len);
 
-/* 1 when the wait of stack is one of the runtime's own housekeeping threads
- * waiting for its next turn (the timer thread, the thread pool's gate and
- * wait threads, the EventCounters poll): time no request of the program spent. */
+/* 1 when the wait of stack is one of the runtime's or the framework's own
+ * service threads waiting for work: the timer thread, the thread pool's gate,
+ * wait and idle worker threads, the sockets' event loop, the EventCounters
+ * poll, a FileSystemWatcher, Kestrel's heartbeat, the console logger's queue
+ * (its loop reached from the innermost frame with no frame of the program's
+ * own code on the way): time no request of the program spent. */
 int lock_runtime_thread(const char *stack);
+
+/* How the reports name them, where they count them apart. */
+#define LOCK_RUNTIME_THREADS_TEXT                                                                                      \
+    "the runtime's and the framework's own service threads waiting for work (timer, thread pool, sockets, counters)"
 
 #endif

@@ -54,7 +54,7 @@ struct locks_profile {
     uint64_t major, mode, slice_ns;
     uint64_t start_version, slices_dropped, unmatched;
     uint64_t count[2], wait_ns[2], max_ns[2]; /* [0] contention, [1] other waits */
-    uint64_t house_count, house_ns; /* waits of the runtime's housekeeping threads: counted apart */
+    uint64_t house_count, house_ns; /* waits of the runtime's service threads: counted apart */
     lk_path *paths;
     size_t npaths, cap_paths;
     dnp_idmap path_h;
@@ -134,7 +134,7 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         uint64_t wait = e->v[DNP_V(LockWait, waitNs)], kind = e->v[DNP_V(LockWait, kind)];
         kind = kind < DNP_LOCK_NKINDS ? kind : DNP_LOCK_WAIT_HANDLE;
         if (!CONTENTION(kind) && lock_runtime_thread(dnp_trace_string(t, e->v[DNP_V(LockWait, stack)])))
-            return 0; /* the runtime's housekeeping, as its LockSites */
+            return 0; /* the runtime's service threads, as its LockSites */
         dnp_export_slice *s = &p->slices[p->nslices++];
         memset(s, 0, sizeof *s);
         s->thread = e->thread;
@@ -500,8 +500,7 @@ static void print_header(FILE *out, const locks_profile *p) {
         fprintf(out, "other waits (WaitHandle, Monitor.Wait): %s wait%s, %s waited in all\n",
                 cli_fmt_count(p->count[1], a), CLI_PLURAL(p->count[1]), report_fmt_ns(p->wait_ns[1], b));
     if (p->house_count)
-        fprintf(out, "(and %s on the runtime's own timer, thread-pool and counters threads waiting for their next turn, "
-                     "in %s wait%s: not counted)\n",
+        fprintf(out, "(and %s on " LOCK_RUNTIME_THREADS_TEXT ", in %s wait%s: not counted)\n",
                 report_fmt_ns(p->house_ns, b), cli_fmt_count(p->house_count, a), CLI_PLURAL(p->house_count));
     const char *notes[2] = {version_note(p), waits_note(p)};
     for (int i = 0; i < 2; i++)

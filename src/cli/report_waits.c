@@ -38,9 +38,9 @@ typedef struct waits {
     uint64_t first_ns, last_ns;
     uint64_t blocked_ns, sampled_ns; /* the program's threads: a managed frame above [waiting] */
     uint64_t native_ns;              /* [waiting] with no managed frame: the runtime's own threads */
-    uint64_t house_blocked_ns;       /* [waiting] in the runtime's housekeeping threads (lock_site.h) */
+    uint64_t house_blocked_ns;       /* [waiting] in the runtime's service threads (lock_site.h) */
     uint64_t counters_ns;            /* of which the EventCounters thread's (--threadpool's counters) */
-    uint64_t house_ns;               /* --locks=waits of the runtime's housekeeping threads (lock_site.h) */
+    uint64_t house_ns;               /* --locks=waits of the runtime's service threads (lock_site.h) */
     site lsites[MAX_SITES], wsites[MAX_SITES], bsites[MAX_SITES];
     size_t nl, nw, nb;
 } waits;
@@ -157,8 +157,8 @@ static int read_events(const char *path, waits *w) {
 /* The wall-clock samples' [waiting] time, by the managed frames above it, as
  * the lock waits' (stack_text). A thread blocked with no managed frame above
  * it is one of the runtime's own (the GC's, the JIT's, EventPipe's), one whose
- * managed frames are the runtime's housekeeping (lock_runtime_thread: an idle
- * pool thread, the timer thread) waits for its next turn: each counted apart. */
+ * managed frames are the runtime's service threads (lock_runtime_thread: an idle
+ * pool thread, the timer thread) waits for work: each counted apart. */
 static void blocked_tree(waits *w, const dnp_calltree *ct, const dnp_ct_tree *tr) {
     for (uint32_t i = 1; i < tr->nnodes; i++) {
         const dnp_ct_node *nd = &tr->nodes[i];
@@ -298,8 +298,7 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
     text_sites(out, "other blocking waits (WaitHandle, Monitor.Wait) by waiting stack:", w->wsites, w->nw, w->wait_ns,
                top);
     if (w->house_ns)
-        fprintf(out, "  (and %s on the runtime's own timer, thread-pool and counters threads waiting for their next "
-                     "turn: not counted above)\n",
+        fprintf(out, "  (and %s on " LOCK_RUNTIME_THREADS_TEXT ": not counted above)\n",
                 report_fmt_ns(w->house_ns, a));
     text_sites(out, "blocked time by stack (wall-clock samples in [waiting], the managed frames above it):",
                w->bsites, w->nb, w->blocked_ns, top);
@@ -308,8 +307,7 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
                      "not counted above)\n",
                 report_fmt_ns(w->native_ns, a));
     if (w->house_blocked_ns)
-        fprintf(out, "  (and %s on the runtime's own timer, thread-pool and counters threads waiting for their next "
-                     "turn, idle pool threads too: not counted above)\n",
+        fprintf(out, "  (and %s on " LOCK_RUNTIME_THREADS_TEXT ": not counted above)\n",
                 report_fmt_ns(w->house_blocked_ns, a));
 }
 

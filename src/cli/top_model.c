@@ -208,7 +208,7 @@ static void take_event(top_model *m, const dnp_trace *t, const dnp_trace_event *
         size_t len = 0;
         const char *stack = dnp_trace_string(t, e->v[DNP_V(LockSite, stack)]);
         if (DNP_LOCK_IS_WAIT(e->v[DNP_V(LockSite, kind)]) && lock_runtime_thread(stack))
-            break; /* the runtime's housekeeping threads, as report --locks counts them apart */
+            break; /* the runtime's service threads, as report --locks counts them apart */
         const char *site = lock_site(stack, &len);
         uint64_t count = e->v[DNP_V(LockSite, count)], ns = e->v[DNP_V(LockSite, waitNs)];
         if (site && len)

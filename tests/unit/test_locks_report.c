@@ -45,6 +45,13 @@ TEST(lock_site_past_framework_waits) {
          "System.Threading.PortableThreadPool+WorkerThread::WorkerThreadStart",
          "App.Job::<Run>b__0_0", 0},
         {"System.Threading.Monitor::Wait\nSystem.Threading.SemaphoreSlim::Wait", "System.Threading.SemaphoreSlim::Wait", 0},
+        {"Interop+Sys::WaitForSocketEvents\nSystem.Net.Sockets.SocketAsyncEngine::EventLoop\n"
+         "System.Threading.Thread::StartCallback",
+         "Interop+Sys::WaitForSocketEvents", 1},
+        {"System.Threading.LowLevelLifoSemaphore::WaitNative\nSystem.Threading.LowLevelLifoSemaphore::WaitForSignal\n"
+         "System.Threading.PortableThreadPool+WorkerThread::WorkerThreadStart",
+         "System.Threading.PortableThreadPool+WorkerThread::WorkerThreadStart", 1},
+        {"Interop+Sys::Read\nApp.Tail::Follow\nSystem.Net.Sockets.SocketAsyncEngine::EventLoop", "Interop+Sys::Read", 0},
         {"", NULL, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
