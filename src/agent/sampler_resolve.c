@@ -17,6 +17,7 @@
 #include "memread.h"
 #include "dnp_vec.h"
 #include "symbols.h"
+#include "utf16.h"
 
 uint64_t sampler_now_ns(void) {
     struct timespec ts;
@@ -191,6 +192,30 @@ static ipent *entry(uint64_t ip) {
     return e;
 }
 
+/* A dynamic method's name (an LCG method: a compiled expression tree,
+ * ASP.NET Core's request delegates; an IL stub: P/Invoke marshalling), which
+ * GetFunctionFromIP does not give (no metadata), as "[dynamic method NAME]"
+ * or "[stub IL_STUB_...]" into out; 0 when ip is not one. GetFunctionFromIP3
+ * is SYNC with a ReJIT lookup: the sampler thread is no thread of the
+ * runtime's, and asks for no ReJIT id. */
+static int dynamic_name(uint64_t ip, char *out, size_t cap) {
+    if (!AGENT_HAS_INFO(GetFunctionFromIP3) || !AGENT_HAS_INFO(GetDynamicFunctionInfo))
+        return 0;
+    FunctionID fid = 0;
+    if (FAILED(INFO_CALL(GetFunctionFromIP3, (LPCBYTE)(uintptr_t)ip, &fid, NULL)) || !fid)
+        return 0;
+    char16_t w[256];
+    ULONG len = 0;
+    w[0] = 0;
+    if (FAILED(INFO_CALL(GetDynamicFunctionInfo, fid, NULL, NULL, NULL, 256, &len, (WCHAR *)w)))
+        return 0;
+    char name[512];
+    if (!dnp_utf16_name(w, 256, len, name, sizeof name))
+        snprintf(name, sizeof name, "?");
+    snprintf(out, cap, strncmp(name, "IL_STUB", 7) ? "[dynamic method %s]" : "[stub %s]", name);
+    return 1;
+}
+
 /* ip named: native modules by symbol; the runtime is asked only about
  * executable memory outside them (JIT code, stubs, the ReadyToRun images it
  * mapped itself), and only for the interrupted PC or a checked return address:
@@ -222,6 +247,11 @@ const ipent *sampler_resolve(uint64_t ip) {
         SUCCEEDED(INFO_CALL(GetFunctionFromIP, (LPCBYTE)(uintptr_t)ip, &fid)) && fid) {
         e->func = fid;
         e->name = names_get(NAMES_FUNCTION, fid, 1);
+        e->managed = e->mapped = 1;
+        return e;
+    }
+    if (!e->mapped && g_agent.info && dynamic_name(ip, buf, sizeof buf)) {
+        e->name = rec_string(buf, strlen(buf)); /* JIT-compiled code with a frame like any method's */
         e->managed = e->mapped = 1;
         return e;
     }

@@ -157,6 +157,28 @@ TEST(e2e_sample_unwind_native_callers) {
  * managed NativeWork that called it, through both frameless callers, and the
  * trace must say the rows came from .debug_frame: without them (the file's
  * section not read) the walk has nothing but guesses there. */
+/* A dynamic method (a compiled expression tree: what ASP.NET Core's request
+ * delegates and many serializers run) is named by its own name, as the
+ * runtime's GetDynamicFunctionInfo gives it, and keeps its place between its
+ * caller and what it calls: GetFunctionFromIP knows no method without
+ * metadata, and its frames had read [anonymous code]. */
+TEST(e2e_sample_dynamic_method) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_dynamic_method"), 0);
+    size_t len;
+    char *text = folded_scenario(&r, "sample", "lcg", "2", NULL, &len);
+    ASSERT(text);
+    double work = e2e_folded_weight(text, "Scenarios.SampleScenario::LcgWork") / 1e6;
+    double under = e2e_folded_weight(text, "Scenarios.SampleScenario::LcgCaller;[dynamic method DynamicWork];"
+                                           "Scenarios.SampleScenario::LcgWork") / 1e6;
+    free(text);
+    fprintf(stderr, "dynamic method: %.0f ms in LcgWork, %.1f%% of it under LcgCaller;[dynamic method DynamicWork]\n",
+            work, work > 0 ? 100 * under / work : 0);
+    ASSERT_GT(work, 1000); /* most of 2 s at 1 kHz */
+    ASSERT_GE(under, 0.95 * work);
+    return 0;
+}
+
 /* Tier1 code of a small method that calls another keeps no frame (push rax;
  * call; add rsp, 8; ret: an "rsp based frame"), so RBP inside it is still its
  * caller's and the chain skips that caller. SampleScenario "native": Run calls

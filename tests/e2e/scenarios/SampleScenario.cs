@@ -32,6 +32,9 @@
 //       the threads' time in OsrWaiter. A sampled stack with OsrWaiter must
 //       have OsrCaller under it: an OSR method's frame keeps the Tier0 frame's
 //       return address off the frame-pointer chain.
+//   sample lcg SECONDS           a compiled expression tree (a dynamic method,
+//       DynamicWork's caller) that calls LcgWork and adds one to its result, from
+//       LcgCaller's loop: LcgWork's samples lie under the dynamic method's frame
 //   sample harm                  64 busy threads with sleeps, pipes and sockets:
 //       output and exit code (7) must not change under the profiler
 //   sample bench cpu|server      bench/bench_sample.c's workloads (and busyN, wakeN, blockN:
@@ -64,6 +67,7 @@ public static class SampleScenario
             case "sharesswitch": return Shares(args, true);
             case "native": return Native(args);
             case "stubs": return Stubs(args);
+            case "lcg": return Lcg(double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture));
             case "tight": return Tight(args);
             case "alloc": return Alloc(args);
             case "harm": return Harm();
@@ -396,6 +400,29 @@ public static class SampleScenario
             proc.Refresh();
         } while ((proc.TotalProcessorTime - start).TotalSeconds < cpu && wall.Elapsed.TotalSeconds < 60);
         Console.WriteLine("stubs " + (s != 1 ? "done" : "?"));
+        return 0;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static long LcgWork(long n) => HotThirty(n);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long LcgCaller(Func<long, long> dynamicWork, double seconds)
+    {
+        var sw = Stopwatch.StartNew();
+        long s = 0;
+        while (sw.Elapsed.TotalSeconds < seconds)
+            s += dynamicWork(3 * Round);
+        return s;
+    }
+
+    private static int Lcg(double seconds)
+    {
+        var n = System.Linq.Expressions.Expression.Parameter(typeof(long), "n");
+        var call = System.Linq.Expressions.Expression.Call(typeof(SampleScenario).GetMethod(nameof(LcgWork))!, n);
+        var body = System.Linq.Expressions.Expression.Add(call, System.Linq.Expressions.Expression.Constant(1L));
+        var dynamicWork = System.Linq.Expressions.Expression.Lambda<Func<long, long>>(body, "DynamicWork", new[] { n }).Compile();
+        Console.WriteLine("lcg " + (LcgCaller(dynamicWork, seconds) != 1 ? "done" : "?"));
         return 0;
     }
 
