@@ -32,6 +32,7 @@ typedef struct site {
 
 typedef struct waits {
     int locks, gc, threadpool, wall;       /* recorded: the config event was there */
+    int attached;                          /* recorded by dnprof attach: the program's pid */
     uint64_t lock_n, lock_ns, wait_n, wait_ns;
     uint64_t gcs, pause_ns, max_pause_ns, gc_by_gen[3];
     uint64_t starved;
@@ -113,6 +114,7 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
     w->last_ns = e->time_ns;
     switch (e->kind) {
     case DNP_EV_LockConfig: w->locks = 1; break;
+    case DNP_EV_InitializeForAttach: w->attached = t->pid ? (int)t->pid : 1; break;
     case DNP_EV_LockSite: {
         uint64_t kind = e->v[DNP_V(LockSite, kind)], count = e->v[DNP_V(LockSite, count)];
         uint64_t ns = e->v[DNP_V(LockSite, waitNs)], stack = e->v[DNP_V(LockSite, stack)];
@@ -262,6 +264,16 @@ static void text_sites(FILE *out, const char *title, const site *t, size_t n, ui
         fprintf(out, "  %6.2f%% %10s  %s\n", report_pct(t[i].ns, all), report_fmt_ns(t[i].ns, a), t[i].text);
 }
 
+/* A line of what the trace does not hold, with the flag that records it: by
+ * attach when this trace was recorded by attach. */
+static void not_recorded(char *missing, size_t cap, const char *what, const char *flag, int attached) {
+    size_t n = strlen(missing);
+    if (attached)
+        snprintf(missing + n, cap - n, "  %s: not recorded (dnprof attach %d %s)\n", what, attached, flag);
+    else
+        snprintf(missing + n, cap - n, "  %s: not recorded (dnprof run %s)\n", what, flag);
+}
+
 static void write_text(const waits *w, const char *path, unsigned top, FILE *out) {
     uint64_t span = w->last_ns - w->first_ns;
     char a[32], b[32];
@@ -274,23 +286,23 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
             fprintf(out, "  other blocking waits   %9s wait%-4s %10s\n", CLI_COUNT(w->wait_n), CLI_PLURAL(w->wait_n),
                     report_fmt_ns(w->wait_ns, a));
     } else {
-        strcat(missing, "  lock contention: not recorded (dnprof run --locks)\n");
+        not_recorded(missing, sizeof missing, "lock contention", "--locks", w->attached);
     }
     if (w->gc)
         fprintf(out, "  GC pauses              %9s GC%-6s %10s  %.2f%% of the time paused, longest %s\n",
                 CLI_COUNT(w->gcs), w->gcs == 1 ? "" : "s", report_fmt_ns(w->pause_ns, a),
                 report_pct(w->pause_ns, span), report_fmt_ns(w->max_pause_ns, b));
     else
-        strcat(missing, "  GC pauses: not recorded (dnprof run --gc)\n");
+        not_recorded(missing, sizeof missing, "GC pauses", "--gc", w->attached);
     if (w->threadpool)
         fprintf(out, "  thread-pool starvation %9s thread injection%s\n", CLI_COUNT(w->starved), CLI_PLURAL(w->starved));
     else
-        strcat(missing, "  thread-pool starvation: not recorded (dnprof run --threadpool)\n");
+        not_recorded(missing, sizeof missing, "thread-pool starvation", "--threadpool", w->attached);
     if (w->wall)
         fprintf(out, "  blocked (wall samples) %29s  %.1f%% of the threads' sampled time\n",
                 report_fmt_ns(w->blocked_ns, a), report_pct(w->blocked_ns, w->sampled_ns));
     else
-        strcat(missing, "  blocked threads by stack: not recorded (dnprof run --sample=wall)\n");
+        not_recorded(missing, sizeof missing, "blocked threads by stack", "--sample=wall", w->attached);
     if (missing[0])
         fprintf(out, "not in this trace:\n%s", missing);
     text_sites(out, "lock contention by waiting stack (innermost first; dnprof report --locks has more):", w->lsites,

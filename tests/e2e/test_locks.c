@@ -489,7 +489,8 @@ static void touch(const char *path) {
 }
 
 /* dnprof attach PID --locks to a running program, which contends after it;
- * then dnprof detach, and the program carries on and contends again, unprofiled. */
+ * then dnprof detach, and the program carries on and contends again, unprofiled;
+ * report --waits says how to record the rest by attach. */
 TEST(e2e_locks_attach) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_locks_attach"), 0);
@@ -540,6 +541,17 @@ TEST(e2e_locks_attach) {
     ASSERT_NE(rep, NULL);
     ok = check_kind(rep, "Scenarios.LocksScenario+Gate", "monitor", &mon) == 0 && check_owners_sites(rep, &mon, NULL) == 0;
     json_free(rep);
+    ASSERT(ok);
+    /* report --waits names what was not recorded with the flag of an attach to this program */
+    char want[96];
+    snprintf(want, sizeof want, "GC pauses: not recorded (dnprof attach %d --gc)", (int)pid);
+    const char *wargs[] = {"report", "--waits", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, wargs), 0);
+    text = e2e_read_file(r.out, NULL);
+    ok = text && strstr(text, want);
+    if (!ok)
+        e2e_show_file("dnprof report --waits", r.out);
+    free(text);
     ASSERT(ok);
     return 0;
 }
