@@ -105,6 +105,28 @@ static uint32_t mapping_of(dnp_pprof *p, const char *name) {
     return (uint32_t)p->nmaps;
 }
 
+void dnp_pprof_set_program(dnp_pprof *p, const char *cmdline) {
+    char first[256] = "", second[256] = "";
+    if (!cmdline || p->nmaps || sscanf(cmdline, "%255s %255s", first, second) < 1)
+        return;
+    const char *exe = strrchr(first, '/') ? strrchr(first, '/') + 1 : first;
+    const char *dll = strrchr(second, '/') ? strrchr(second, '/') + 1 : second;
+    size_t n = strlen(dll);
+    const char *name = !strcmp(exe, "dotnet") && n > 4 && !strcmp(dll + n - 4, ".dll") ? dll : exe;
+    if (!*name)
+        return;
+    uint64_t s = str_index(p, name);
+    if (p->failed)
+        return;
+    p->map_file = malloc(16 * sizeof *p->map_file);
+    if (!p->map_file) {
+        p->failed = 1;
+        return;
+    }
+    p->cap_maps = 16;
+    p->map_file[p->nmaps++] = s;
+}
+
 /* The function (and location: the same id) of a name. */
 static uint64_t func_id(dnp_pprof *p, const char *name) {
     uint64_t s = str_index(p, name && *name ? name : "[unknown]");
@@ -233,8 +255,8 @@ int dnp_pprof_encode(dnp_pprof *p, uint8_t **out, size_t *len) {
     }
     for (size_t i = 0; i < p->nfuncs; i++) {
         dnp_pb_uint(&m, 1, i + 1);
-        dnp_pb_uint(&m, 2, p->func_name[i]);
-        dnp_pb_uint(&m, 3, p->func_name[i]);
+        dnp_pb_uint(&m, 2, p->func_name[i]); /* no system_name: equal to the name, pprof would take it for a
+                                               * C++ name and cut "(async)" and "(local function in ...)" off */
         if (p->func_map[i])
             dnp_pb_uint(&m, 4, p->map_file[p->func_map[i] - 1]);
         dnp_pb_msg(&b, 5, &m);
@@ -396,6 +418,8 @@ int dnp_export_pprof(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o
         return -1;
     }
     dnp_pprof_set_default(p, 1);
+    if (ct->t)
+        dnp_pprof_set_program(p, ct->t->cmdline);
     char note[192];
     if (sampled && ct->sample_instants) { /* what a share is as precise as (docs/sampling.md) */
         snprintf(note, sizeof note, "dnprof --sample=%s at %llu Hz: %llu samples taken, standing for %llu periods",

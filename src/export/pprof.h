@@ -38,6 +38,10 @@ int dnp_pprof_add(dnp_pprof *p, const char *const *frames, size_t nframes, const
 void dnp_pprof_set_time(dnp_pprof *p, int64_t time_nanos, int64_t duration_nanos);
 /* A comment on the whole profile (`go tool pprof -comments`); at most 4 are kept. */
 void dnp_pprof_add_comment(dnp_pprof *p, const char *text);
+/* The program, as the profile's first mapping (what go tool pprof shows as its
+ * "File:"): from the trace's command line, "web.dll" for "dotnet web.dll ...",
+ * else the executable's name. Before the first sample; NULL or "": nothing. */
+void dnp_pprof_set_program(dnp_pprof *p, const char *cmdline);
 /* Which sample type a viewer shows first (its index). */
 void dnp_pprof_set_default(dnp_pprof *p, size_t type_index);
 /* Writes the gzip-compressed profile. 0, or -1 with errno set. */

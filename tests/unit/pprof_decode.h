@@ -29,7 +29,7 @@ typedef struct pd_profile {
     size_t nsamples, cap;
     uint64_t loc_id[PD_MAX], loc_func[PD_MAX];
     size_t nlocs;
-    uint64_t fn_id[PD_MAX], fn_name[PD_MAX];
+    uint64_t fn_id[PD_MAX], fn_name[PD_MAX], fn_sys[PD_MAX]; /* fn_sys: system_name, 0 when none */
     size_t nfns;
     int64_t period;
     uint64_t comment[4]; /* string indexes */
@@ -150,7 +150,7 @@ static int pd_decode_raw(const uint8_t *p, size_t len, pd_profile *pr) {
             }
         } else if (f == 5 && wt == 2 && pr->nfns < PD_MAX) { /* Function */
             size_t i = pr->nfns++;
-            pr->fn_id[i] = pr->fn_name[i] = 0;
+            pr->fn_id[i] = pr->fn_name[i] = pr->fn_sys[i] = 0;
             while (m < mend) {
                 if (pd_field(&m, mend, &g, &w, &bb) < 0)
                     return -1;
@@ -158,6 +158,8 @@ static int pd_decode_raw(const uint8_t *p, size_t len, pd_profile *pr) {
                     pr->fn_id[i] = w;
                 else if (g == 2)
                     pr->fn_name[i] = w;
+                else if (g == 3)
+                    pr->fn_sys[i] = w;
             }
         } else if (f == 6 && wt == 2 && pr->nstrs < PD_MAX) {
             char *s = malloc(v + 1);

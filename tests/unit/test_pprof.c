@@ -326,3 +326,51 @@ TEST(pprof_native_frames_mapped) {
     dnp_pprof_free(p);
     return 0;
 }
+
+/* The program is the first mapping (go tool pprof's "File:"): "web.dll" for
+ * "dotnet web.dll"; a function has no system_name, so that pprof keeps its
+ * name as written ("Fetch (async)") instead of cutting the parentheses off
+ * as it does for a C++ name; with go installed, go tool pprof shows it so. */
+TEST(pprof_program_and_names_kept) {
+    dnp_pprof_type types[2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
+    dnp_pprof *p = dnp_pprof_new(types, 2, &types[1], 1000000);
+    ASSERT(p);
+    dnp_pprof_set_program(p, "/usr/share/dotnet/dotnet /srv/app/web.dll --urls http://*:80");
+    const char *a[] = {"App.Orders::Fetch (async)", "[libcoreclr.so+0x10]"};
+    int64_t v[2] = {3, 3000000};
+    ASSERT_EQ(dnp_pprof_add(p, a, 2, v), 0);
+    uint8_t *raw;
+    size_t len;
+    ASSERT_EQ(dnp_pprof_encode(p, &raw, &len), 0);
+    pd_profile *pr = calloc(1, sizeof *pr);
+    ASSERT(pr);
+    ASSERT_EQ(pd_decode_raw(raw, len, pr), 0);
+    uint64_t file[8], loc_map[16] = {0};
+    size_t nmaps;
+    ASSERT_EQ(read_mappings(raw, len, file, &nmaps, loc_map), 0);
+    ASSERT_EQ(nmaps, 2);
+    ASSERT_STREQ(pr->strs[file[0]], "web.dll");
+    ASSERT_STREQ(pr->strs[file[1]], "libcoreclr.so");
+    for (size_t i = 0; i < pr->nfns; i++)
+        ASSERT_EQ(pr->fn_sys[i], 0);
+    char path[] = "/tmp/dnprof-pprof-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    FILE *f = fdopen(fd, "wb");
+    ASSERT(f);
+    ASSERT_EQ(dnp_pprof_write(p, f), 0);
+    fclose(f);
+    if (system("go version >/dev/null 2>&1") == 0) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "go tool pprof -top %s 2>/dev/null | grep -q 'App.Orders::Fetch (async)$'", path);
+        ASSERT_EQ(system(cmd), 0);
+        snprintf(cmd, sizeof cmd, "go tool pprof -top %s 2>/dev/null | grep -q '^File: web.dll$'", path);
+        ASSERT_EQ(system(cmd), 0);
+    }
+    unlink(path);
+    pd_free(pr);
+    free(pr);
+    free(raw);
+    dnp_pprof_free(p);
+    return 0;
+}
