@@ -248,6 +248,30 @@ static const char *fold_native(const char *name, char *buf, size_t cap) {
     return buf;
 }
 
+/* The samples of the stacks that hold some code of each library folded by
+ * fold_native, into the CPU table's totals: a node adds its samples when no
+ * frame above it is of the same library, so that a stack through several of
+ * a library's functions counts once (the functions' own totals added up
+ * counted it once per function, past 100%). */
+static void add_library_totals(top_interval *iv, const dnp_calltree *ct, uint64_t period) {
+    const dnp_ct_tree *tr = &ct->all;
+    for (uint32_t i = 1; i < tr->nnodes; i++) {
+        const dnp_ct_node *nd = &tr->nodes[i];
+        char buf[1024], folded[1024], up[1024], upf[1024];
+        const char *name = nd->func ? NULL : fold_native(dnp_export_name(ct, 0, nd->name, buf, sizeof buf), folded,
+                                                         sizeof folded);
+        if (!name || name != folded)
+            continue; /* not native code named by its library */
+        int outer = 1;
+        for (uint32_t a = nd->parent; a && outer; a = tr->nodes[a].parent)
+            outer = tr->nodes[a].func ||
+                    strcmp(fold_native(dnp_export_name(ct, 0, tr->nodes[a].name, up, sizeof up), upf, sizeof upf),
+                           folded) != 0;
+        if (outer)
+            top_table_add(&iv->t[TOP_CPU], folded, 0, (nd->total_ns + period / 2) / period);
+    }
+}
+
 /* The window's samples, per method: self and total (recursion once). */
 static int take_samples(top_model *m, const dnp_trace *t, char *err, size_t errlen) {
     dnp_calltree *ct = NULL;
@@ -265,10 +289,13 @@ static int take_samples(top_model *m, const dnp_trace *t, char *err, size_t errl
             const char *name = fold_native(dnp_export_name(ct, f[i].func, f[i].name, buf, sizeof buf), folded,
                                            sizeof folded);
             iv->samples += self;
-            if (self || f[i].outer_calls)
-                top_table_add(&iv->t[TOP_CPU], name, self, f[i].outer_calls);
+            /* a library's functions: their total is the library's, added up once below */
+            uint64_t total = name == folded ? 0 : f[i].outer_calls;
+            if (self || total)
+                top_table_add(&iv->t[TOP_CPU], name, self, total);
         }
         free(f);
+        add_library_totals(iv, ct, period);
     }
     dnp_calltree_free(ct);
     return 0;

@@ -1,14 +1,18 @@
 /* test_top.c: `dnprof top`'s model and batch output (src/cli/top_model.c,
  * top_batch.c): the tables stay bounded however many names come (the rest
- * folded into "other"), they sort as asked, and the JSON of an interval is
- * valid whatever bytes the names hold. */
+ * folded into "other"), they sort as asked, the JSON of an interval is
+ * valid whatever bytes the names hold, and a library's code without names is
+ * one row whose total counts a stack once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json_check.h"
+#include "synth.h"
 #include "test.h"
 #include "top.h"
+#include "trace_format.h"
 
 TEST(top_table_bounded) {
     top_table t;
@@ -131,6 +135,52 @@ TEST(top_pool_header_and_json) {
     top_header(&m, h);
     ASSERT_LE(strlen(h[4]), 80u);
     ASSERT_NE(strstr(h[4], "pool 32767 threads, queue 9999999"), NULL);
+    top_model_free(&m);
+    return 0;
+}
+
+/* A window whose stacks go through two functions of libcoreclr.so without
+ * names: the row of the library (folded, "[libcoreclr.so]") counts a sample
+ * once in its total, however many of its functions the stack holds: Run (10
+ * samples) > [libcoreclr.so+0x10] (10, 2 its own) > [libcoreclr.so+0x20] (8). */
+TEST(top_library_total_once) {
+    char path[] = "/tmp/dnprof-top-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    synth *w = synth_open(path, 4242, "dotnet top.dll");
+    ASSERT_NE(w, NULL);
+    uint64_t run = synth_string(w, "App.P::Run"), a = synth_string(w, "[libcoreclr.so+0x10]"),
+             b = synth_string(w, "[libcoreclr.so+0x20]");
+    synth_thread(w, 1, 1001);
+    const uint64_t period = 10000000;
+    uint64_t cfg[3] = {1, 100, period};
+    synth_event(w, 1, 0, DNP_EV_SampleConfig, cfg);
+    uint64_t nodes[3][9] = {
+        {1001, 1, 0, 0x100, run, 10, 10 * period, 0, 0},
+        {1001, 2, 1, 0, a, 10, 10 * period, 2 * period, 2},
+        {1001, 3, 2, 0, b, 8, 8 * period, 8 * period, 8},
+    };
+    for (int i = 0; i < 3; i++)
+        synth_event(w, 1, 1000 + (uint64_t)i, DNP_EV_SampleNode, nodes[i]);
+    ASSERT_EQ(synth_close(w, 1), 0);
+    static top_model m;
+    top_model_init(&m, 4242);
+    char err[256] = "";
+    int rc = top_model_window(&m, path, err, sizeof err);
+    unlink(path);
+    if (rc)
+        fprintf(stderr, "%s\n", err);
+    ASSERT_EQ(rc, 0);
+    const top_table *t = &m.cur.t[TOP_CPU];
+    int seen = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (!strcmp(t->rows[i].name, "[libcoreclr.so]")) {
+            ASSERT_EQ(t->rows[i].a, 10);
+            ASSERT_EQ(t->rows[i].b, 10);
+            seen = 1;
+        }
+    ASSERT(seen);
     top_model_free(&m);
     return 0;
 }
