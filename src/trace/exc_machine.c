@@ -180,8 +180,10 @@ static void unwind_function_leave(exc_machine *m, int at, exc_level *l, exc_step
      * abandoned, with everything above it, once this one ends. */
     for (int i = 0; i < at; i++)
         if ((m->lv[i].phase == EXC_CATCH || m->lv[i].phase == EXC_FINALLY) && m->lv[i].handler == l->fn &&
-            m->lv[i].fate != EXC_RETHROWN)
+            m->lv[i].fate != EXC_RETHROWN) {
             m->lv[i].fate = EXC_ABANDONED;
+            m->lv[i].ended_with = (uint8_t)at;
+        }
     l->fn_open = 0;
     l->fn = 0;
     out->flags |= EXC_FRAME_LEFT;
@@ -201,10 +203,13 @@ static void catcher_leave(exc_machine *m, exc_level *l, exc_step *out) {
             catcher == b->handler && b->fate != EXC_ABANDONED && b->fate != EXC_RETHROWN)
             b->replaced = 1;
     }
-    /* Levels whose handler frame this exception left are over too. */
-    int lowest = -1;
+    /* Levels whose handler frame this exception (or one above it, gone now)
+     * left are over too, with what is above them; a level left by a rethrow
+     * of a level still running below this one (an await continuation run
+     * inline by a catch that a `throw;` had entered) ends with that one. */
+    int lowest = -1, gone = m->depth;
     for (int i = 0; i < m->depth; i++)
-        if (m->lv[i].fate == EXC_ABANDONED || m->lv[i].fate == EXC_RETHROWN) {
+        if ((m->lv[i].fate == EXC_ABANDONED || m->lv[i].fate == EXC_RETHROWN) && m->lv[i].ended_with >= gone) {
             lowest = i;
             break;
         }
@@ -242,8 +247,10 @@ void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t objec
         if (l->maybe_rethrow) {
             l->maybe_rethrow = 0;
             /* A rethrow: the catch is over; it ends when this one does. */
-            if (at > 0 && m->lv[at - 1].phase == EXC_CATCH && m->lv[at - 1].handler == fn)
+            if (at > 0 && m->lv[at - 1].phase == EXC_CATCH && m->lv[at - 1].handler == fn) {
                 m->lv[at - 1].fate = EXC_RETHROWN;
+                m->lv[at - 1].ended_with = (uint8_t)at;
+            }
         }
         l->fn_open = 1;
         l->fn = fn;

@@ -55,7 +55,8 @@ typedef struct exc_level {
     uint8_t no_catcher;  /* the first pass ended without a managed catcher */
     uint8_t parent_phase;/* the phase of the level below when thrown, or 0 */
     uint8_t filter_open; /* a filter left, its verdict not known yet */
-    uint8_t fate;        /* exc_fate once it ended */
+    uint8_t fate;        /* exc_fate once it ended; ABANDONED or RETHROWN before: decided, */
+    uint8_t ended_with;  /* ... to end with the level of this index (the one that left its handler) */
     uint8_t maybe_rethrow; /* thrown again from its own catch: decided at the first frame searched */
     uint8_t replaced;    /* a nested exception thrown in its catch or finally was
                             caught in the handler's own method: over unless its

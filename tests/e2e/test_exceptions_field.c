@@ -246,3 +246,53 @@ TEST(e2e_print_deep_recursion_linear) {
     ASSERT_LT(len, lines * 200);    /* linear: no line is indented 5000 levels */
     return 0;
 }
+
+/* `throw;` in an async method's catch; its own catch hands the exception to
+ * the awaiting caller, whose continuation runs inline inside that catch and
+ * catches it (HttpClient.GetStringAsync's failures awaited by a service).
+ * Per round: the throw, left by the rethrow; the rethrow, caught by the
+ * method's catch, which goes on; the await's throw, caught by the caller.
+ * Every event fits: no catch is taken for over while it still runs. */
+TEST(e2e_stories_await_rethrow_inline) {
+    enum { N = 20 };
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_stories_await_rethrow_inline"), 0);
+    ASSERT_EQ(run_case(&r, "awaitrethrow", "20"), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    int said = out && strstr(out, "awaitrethrow: 20 caught");
+    free(out);
+    ASSERT(said);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT_NE(t, NULL);
+    dnp_stories s;
+    ASSERT_EQ(dnp_stories_build(t, &s), 0);
+    size_t thrown = 0, rethrown = 0, caught_by_caller = 0, caught_in_method = 0, other = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        const dnp_story *x = &s.v[i];
+        if (!x->type || strcmp(x->type, "Scenarios.StoryException") != 0)
+            continue;
+        const char *c = x->catcher ? x->catcher : "";
+        if (x->fate == EXC_RETHROWN)
+            thrown++;
+        else if (x->fate == EXC_CAUGHT && strstr(c, "AwaitingAsync"))
+            caught_by_caller++;
+        else if (x->fate == EXC_CAUGHT && strstr(c, "RethrowingAsync"))
+            caught_in_method++;
+        else
+            other++;
+        rethrown += x->rethrow_of != 0;
+    }
+    fprintf(stderr, "e2e: await rethrow: %zu left by the rethrow, %zu caught in the method, %zu by the caller, "
+                    "%zu other, %zu rethrows, %llu events out of place\n",
+            thrown, caught_in_method, caught_by_caller, other, rethrown, (unsigned long long)s.unexpected);
+    ASSERT_EQ(s.unexpected, 0);
+    ASSERT_EQ(thrown, N);
+    ASSERT_EQ(caught_in_method, N);
+    ASSERT_EQ(caught_by_caller, N);
+    ASSERT_EQ(other, 0);
+    ASSERT_EQ(rethrown, 2 * N);
+    dnp_stories_free(&s);
+    dnp_trace_free(t);
+    return 0;
+}

@@ -561,3 +561,47 @@ TEST(stories_rethrow_after_inner_catch) {
     dnp_stories_free(&st);
     return 0;
 }
+
+/* `throw;` in a catch of A, caught by another catch of A, whose catch runs an
+ * await continuation inline that throws the same object again and catches it
+ * deeper (HttpClient.GetStringAsync's failure awaited by its caller): the
+ * continuation's catch ends, then A's second catch, which ends the first,
+ * left by its rethrow; no event is out of place. */
+TEST(stories_rethrow_then_deeper) {
+    seq s = {.n = 0};
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0); /* throw; from A's catch */
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0); /* the awaiting caller, run inline from that catch */
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_B, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_B, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_MAIN, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0); /* MAIN's catch */
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0); /* A's second catch */
+    dnp_stories st;
+    ASSERT_EQ(build(&s, 1, &st), 0);
+    ASSERT_EQ(st.n, 3);
+    ASSERT_EQ(st.unexpected, 0);
+    ASSERT_EQ(st.v[0].fate, EXC_RETHROWN);
+    ASSERT_EQ(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ(st.v[2].fate, EXC_CAUGHT);
+    ASSERT_EQ(st.v[2].parent, 2);
+    ASSERT(st.v[1].t_end > st.v[2].t_end); /* A's second catch outlived MAIN's */
+    dnp_stories_free(&st);
+    return 0;
+}

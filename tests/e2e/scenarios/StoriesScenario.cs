@@ -18,6 +18,10 @@
 //              --timeline trace; prints "deep: N"
 //   gcrethrow [N]  issue 11: N times `throw;` after a GC has moved the
 //              exception object; prints "gcrethrow: N rethrown, N caught"
+//   awaitrethrow [N]  N times an async method's catch does `throw;` (as
+//              HttpClient.GetStringAsync does), the method's own catch hands it
+//              to the awaiting caller, whose continuation runs inline inside
+//              that catch and catches it; prints "awaitrethrow: N caught"
 using System;
 using System.Collections.Generic;
 using System.ComponentModel;
@@ -105,6 +109,7 @@ public static class StoriesScenario
             case "dispatch": return Dispatch();
             case "gcrethrow": return GcRethrow(Arg(args, 1, 2000));
             case "deep": return Deep(Arg(args, 1, 5000));
+            case "awaitrethrow": return AwaitRethrow(Arg(args, 1, 20));
             default:
                 Console.Error.WriteLine($"usage: Scenarios stories [all|threads [T] [N]|unhandled|bench [N]], not '{what}'");
                 return 2;
@@ -583,6 +588,46 @@ public static class StoriesScenario
         {
             Say($"case dispatch: caught {e.GetType().FullName}: {e.Message}");
         }
+        return 0;
+    }
+
+    // ---- `throw;` in an async method's catch, awaited by a caller run inline ----
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void AwaitThrow(int i) => throw new StoryException($"await {i}");
+
+    private static async Task RethrowingAsync(int i)
+    {
+        await Task.Yield(); // the rest runs on the pool: the caller's continuation waits for it
+        try
+        {
+            AwaitThrow(i);
+        }
+        catch (StoryException)
+        {
+            throw;
+        }
+    }
+
+    private static async Task<bool> AwaitingAsync(int i)
+    {
+        try
+        {
+            await RethrowingAsync(i);
+            return false;
+        }
+        catch (StoryException)
+        {
+            return true;
+        }
+    }
+
+    private static int AwaitRethrow(int n)
+    {
+        int caught = 0;
+        for (int i = 0; i < n; i++)
+            caught += AwaitingAsync(i).GetAwaiter().GetResult() ? 1 : 0;
+        Say($"awaitrethrow: {caught} caught");
         return 0;
     }
 
