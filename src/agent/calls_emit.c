@@ -35,8 +35,11 @@ static void emit_node(calls_thread *t, uint32_t i) {
 
 /* The hooks' cost, and the run-queue wait taken out of the times so far. */
 void calls_emit_overhead(calls_thread *t) {
-    if (calls_sampled_on)
+    if (calls_sampled_on) {
         REC(CallsSamples, t->tid, t->samples, t->in_hooks, t->outside);
+        if (t->in_jit)
+            REC(CallsJitSamples, t->tid, t->in_jit);
+    }
     else if (t->inner_ps || t->outer_ps)
         REC(CallsOverhead, t->tid, t->inner_ps, t->outer_ps, t->waited_ns);
 }

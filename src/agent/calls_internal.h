@@ -90,6 +90,7 @@ typedef struct calls_thread {
     uint32_t sq_full;           /* the queue overflowed: every node is written */
     uint32_t sq[CALLS_SQ];
     uint64_t samples, in_hooks, outside; /* samples taken; in the hooks; with no hooked frame */
+    uint64_t in_jit;                     /* samples while the JIT compiled a method on the thread */
     /* continuous profiling (calls_window_flush): each node's calls at the last
      * window's end, win_n of them; the window thread's alone */
     uint64_t *win_calls;

@@ -8,8 +8,11 @@
  * the period to the node of its top frame (exclusive time) and to that node's
  * callers (inclusive time: a node is a call path, so its callers are exactly
  * the frames below it). A sample that interrupts the agent's own code (the
- * hooks, the callbacks) is no method's time and is left out; one with no hooked
- * frame on the thread's stack is counted as outside.
+ * hooks, the callbacks) is no method's time and is left out; so is one taken
+ * while the JIT compiles a method on the thread (each method's first call,
+ * tiering up: the runtime's work, which had read as the self time of the
+ * method on top); one with no hooked frame on the thread's stack is counted as
+ * outside.
  *
  * So counts are exact and times are statistical, with no per-call bias: the
  * hooks' own cost is nobody's, where a timed call has to estimate it and take it
@@ -30,6 +33,7 @@
 #include "arch/arch.h"
 #include "calls_internal.h"
 #include "memread.h"
+#include "sampler.h"
 
 int calls_sampled_on;
 
@@ -104,6 +108,10 @@ void calls_sample(const arch_regs *r, uint64_t ns) {
     t->samples++;
     if (r->pc >= g_text_lo && r->pc < g_text_hi) {
         t->in_hooks++;
+        return;
+    }
+    if (sampler_jit_now((int)t->tid)) { /* the runtime compiling a method, not the method on top */
+        t->in_jit++;
         return;
     }
     uint32_t d = t->depth;

@@ -115,8 +115,11 @@ void sampler_code_unloaded(void) {
 }
 
 void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
-    if (!cfg->sample)
+    if (!cfg->sample) {
+        if (cfg->calls == CALLS_MODE_SAMPLED) /* --calls' samples in the JIT, told apart */
+            sampler_runtime_configure(cfg, mask, mask_high);
         return;
+    }
     /* unloads, so that no address is named after code that went away */
     *mask |= 0x4u;       /* COR_PRF_MONITOR_MODULE_LOADS */
     *mask_high |= 0x4u;  /* COR_PRF_HIGH_MONITOR_DYNAMIC_FUNCTION_UNLOADS */

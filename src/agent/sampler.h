@@ -51,6 +51,9 @@ void sampler_gc_finished(void);
  * collection moved anything meanwhile. */
 uint64_t sampler_gc_seq(int *running);
 void sampler_jit_finished(void);
+/* The function the JIT compiles on OS thread tid now (the innermost), 0 when
+ * none: read by the signal handlers (async-signal-safe). */
+uint64_t sampler_jit_now(int tid);
 
 /* Native code without frame pointers: among nw words at sp (the stack below
  * limit), the first that points further up the stack at a frame whose saved

@@ -343,7 +343,6 @@ void sampler_unwind_counts(uint32_t flags);
 /* The runtime's work as frames (sampler_runtime.c). */
 struct agent_config;
 void sampler_runtime_configure(const struct agent_config *cfg, uint32_t *mask, uint32_t *mask_high);
-uint64_t sampler_jit_now(int tid); /* async-signal-safe */
 void sampler_jit_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint64_t fid, uint32_t jit_top);
 uint32_t sampler_gc_now(int tid); /* async-signal-safe */
 void sampler_gc_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint32_t gc);

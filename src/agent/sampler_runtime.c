@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "callbacks.h"
+#include "calls.h"
 #include "names.h"
 
 atomic_uint sampler_gc_state; /* generation + 1 while a collection runs, else 0 */
@@ -28,12 +29,13 @@ static atomic_int g_jit_on, g_gc_on;
 void sampler_runtime_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
     atomic_store(&sampler_gc_state, 0);
     int walked = cfg->sample == SAMPLER_CPU || cfg->sample == SAMPLER_WALL;
-    atomic_store(&g_jit_on, walked);
+    int jit = walked || cfg->calls == CALLS_MODE_SAMPLED; /* --calls leaves the JIT's samples out */
+    atomic_store(&g_jit_on, jit);
     atomic_store(&g_gc_on, walked);
-    if (walked) {
+    if (jit)
         *mask |= 0x20u;       /* COR_PRF_MONITOR_JIT_COMPILATION: one callback per method compiled */
+    if (walked)
         *mask_high |= 0x10u;  /* COR_PRF_HIGH_BASIC_GC: two callbacks per collection */
-    }
 }
 
 void sampler_gc_started(int ngens, const int *collected) {

@@ -40,12 +40,16 @@ static void put_sampled_note(const dnp_calltree *ct, FILE *out) {
             "counts are exact\n",
             cli_fmt_count(n, a), ct->calls_clock == DNP_SAMPLE_WALL ? "elapsed" : "CPU",
             cli_fmt_count(ct->calls_rate, b));
-    if (ct->calls_in_agent || ct->calls_outside)
+    if (ct->calls_in_agent || ct->calls_outside || ct->calls_in_jit) {
+        char d[32];
         fprintf(out,
-                "note: left out of the times: %s samples (%.1f%%) in dnprof's own hooks and callbacks, %s with no "
-                "hooked method on the thread's stack\n",
+                "note: left out of the times: %s samples (%.1f%%) in dnprof's own hooks and callbacks, %s (%.1f%%) "
+                "while the JIT compiled a method (the runtime's work, not the method's), %s with no hooked method on "
+                "the thread's stack\n",
                 cli_fmt_count(ct->calls_in_agent, a), n ? 100.0 * (double)ct->calls_in_agent / (double)n : 0.0,
+                cli_fmt_count(ct->calls_in_jit, d), n ? 100.0 * (double)ct->calls_in_jit / (double)n : 0.0,
                 cli_fmt_count(ct->calls_outside, c));
+    }
 }
 
 static void no_call_data(const dnp_calltree *ct, const char *path) {

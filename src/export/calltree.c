@@ -304,7 +304,7 @@ typedef struct ct_builder {
     size_t nhas;
     uint64_t include_id, exclude_id;
     /* per OS thread: the hooks' cost (CallsOverhead), the calls' samples (CallsSamples) */
-    struct { uint64_t tid, inner_ps, outer_ps, wait_ns, samples, in_agent, outside; } *ovh;
+    struct { uint64_t tid, inner_ps, outer_ps, wait_ns, samples, in_agent, outside, in_jit; } *ovh;
     size_t novh, covh;
     /* ExistingThread: OS names by OS thread id (the sampler's, for threads the runtime does not name) */
     struct { uint64_t tid, name; } *osname;
@@ -585,12 +585,14 @@ static int note_os_name(ct_builder *b, const dnp_trace_event *e) {
     return 0;
 }
 
-/* A thread's CallsOverhead or CallsSamples: cumulative, the last counts. */
+/* A thread's CallsOverhead, CallsSamples or CallsJitSamples: cumulative, the last counts. */
 static int on_thread_stats(ct_builder *b, const dnp_trace_event *e) {
-    int ovh = e->kind == DNP_EV_CallsOverhead;
-    if (e->nvalues < (ovh ? DNP_NV_CallsOverhead : DNP_NV_CallsSamples))
+    int ovh = e->kind == DNP_EV_CallsOverhead, jit = e->kind == DNP_EV_CallsJitSamples;
+    if (e->nvalues < (ovh ? DNP_NV_CallsOverhead : jit ? DNP_NV_CallsJitSamples : DNP_NV_CallsSamples))
         return 0;
-    uint64_t tid = ovh ? e->v[DNP_V(CallsOverhead, osThreadId)] : e->v[DNP_V(CallsSamples, osThreadId)];
+    uint64_t tid = ovh ? e->v[DNP_V(CallsOverhead, osThreadId)]
+                   : jit ? e->v[DNP_V(CallsJitSamples, osThreadId)]
+                         : e->v[DNP_V(CallsSamples, osThreadId)];
     size_t k = 0;
     while (k < b->novh && b->ovh[k].tid != tid)
         k++;
@@ -601,7 +603,9 @@ static int on_thread_stats(ct_builder *b, const dnp_trace_event *e) {
         b->ovh[k].tid = tid;
         b->novh++;
     }
-    if (ovh && e->v[DNP_V(CallsOverhead, waitNs)] >= b->ovh[k].wait_ns) {
+    if (jit && e->v[DNP_V(CallsJitSamples, samples)] >= b->ovh[k].in_jit) {
+        b->ovh[k].in_jit = e->v[DNP_V(CallsJitSamples, samples)];
+    } else if (ovh && e->v[DNP_V(CallsOverhead, waitNs)] >= b->ovh[k].wait_ns) {
         b->ovh[k].inner_ps = e->v[DNP_V(CallsOverhead, innerPs)];
         b->ovh[k].outer_ps = e->v[DNP_V(CallsOverhead, outerPs)];
         b->ovh[k].wait_ns = e->v[DNP_V(CallsOverhead, waitNs)];
@@ -629,6 +633,7 @@ static int builder_feed(ct_builder *b, const dnp_trace_event *e) {
         return on_call_node(b, e);
     case DNP_EV_CallsOverhead:
     case DNP_EV_CallsSamples:
+    case DNP_EV_CallsJitSamples:
         return on_thread_stats(b, e);
     case DNP_EV_CallsSampling:
         if (e->nvalues >= DNP_NV_CallsSampling) {
@@ -738,6 +743,7 @@ static int builder_finish(ct_builder *b) {
                 ct->calls_samples += b->ovh[k].samples;
                 ct->calls_in_agent += b->ovh[k].in_agent;
                 ct->calls_outside += b->ovh[k].outside;
+                ct->calls_in_jit += b->ovh[k].in_jit;
                 if (b->ovh[k].inner_ps || b->ovh[k].outer_ps)
                     f = &fix;
             }

@@ -84,7 +84,7 @@ typedef struct dnp_calltree {
      * the samples of the threads with trees: all, in the agent's own code, and
      * with no hooked method on the stack (the last two left out of the times) */
     uint64_t calls_clock, calls_rate;
-    uint64_t calls_samples, calls_in_agent, calls_outside;
+    uint64_t calls_samples, calls_in_agent, calls_outside, calls_in_jit; /* in_jit: while the JIT compiled */
 
     dnp_ct_frame *tl_funcs;    /* the functions MethodEnter names, by FunctionID (the smallest name id) */
     size_t ntl_funcs;

@@ -9,6 +9,7 @@
  * shares is what sampling the same program without any hook says (--sample
  * --rate 5000, which does not touch the program's code); --calls=timed put
  * Loop's own share at 11.6-14.2% where sampling says under 1%. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@
 #include "json_check.h"
 #include "settings.h"
 #include "test.h"
+#include "trace_format.h"
 
 #define RUNS 3
 
@@ -200,5 +202,56 @@ TEST(e2e_calls_sampled_report_says_so) {
     const char *bad[] = {"run", "--calls=timed", "--rate", "100", "--", e2e_dotnet(), dll, "calls", "recursion", NULL};
     ASSERT_EQ(e2e_dnprof(&r, bad), 0);
     ASSERT_STATUS(&r, 2);
+    return 0;
+}
+
+/* Samples taken while the JIT compiles a method are the runtime's work, not the
+ * time of the method on top of the shadow stack: `calls jit` compiles 40
+ * expression trees from JitMany on the main thread. The samples the agent
+ * set apart on that thread (CallsJitSamples) match the runtime's own count
+ * of the thread's time in the JIT (System.Runtime.JitInfo) within 25% and
+ * 10 ms, and JitMany's self time is what is left, less than the JIT's. */
+TEST(e2e_calls_sampled_jit_apart) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_calls_sampled_jit_apart"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT_NE(dll, NULL);
+    const char *run[] = {"run", "--quiet", "--calls", "-o", r.trace, "--", e2e_dotnet(), dll, "calls", "jit", "40", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, run), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    const char *line = out ? strstr(out, "jit thread_ms=") : NULL;
+    double truth_ms = line ? atof(line + strlen("jit thread_ms=")) : -1;
+    free(out);
+    ASSERT_GT(truth_ms, 0);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT_NE(t, NULL);
+    double period_ns = 0, jit_samples = 0;
+    for (size_t i = 0; i < t->nevents; i++) {
+        const dnp_trace_event *e = &t->events[i];
+        if (e->kind == DNP_EV_CallsSampling)
+            period_ns = (double)e->v[DNP_V(CallsSampling, periodNs)];
+        else if (e->kind == DNP_EV_CallsJitSamples && e->v[DNP_V(CallsJitSamples, osThreadId)] == t->pid)
+            jit_samples = (double)e->v[DNP_V(CallsJitSamples, samples)]; /* cumulative: the last counts */
+    }
+    dnp_trace_free(t);
+    double jit_ms = jit_samples * period_ns / 1e6;
+    const char *rep[] = {"report", "--json", r.trace, NULL};
+    jv *j = e2e_dnprof_json(&r, rep);
+    ASSERT_NE(j, NULL);
+    double self = -1, total = -1, calls = -1;
+    int found = fn_times(j, "Scenarios.CallsScenario::JitMany", &self, &total, &calls) == 0;
+    json_free(j);
+    fprintf(stderr, "e2e: jit: the runtime counts %.1f ms of JIT on the main thread, the agent set %.1f ms apart; "
+                    "JitMany self %.1f ms\n", truth_ms, jit_ms, self / 1e6);
+    ASSERT(found);
+    ASSERT_LE(fabs(jit_ms - truth_ms), 0.25 * truth_ms + 10);
+    ASSERT_LT(self / 1e6, truth_ms);
+    const char *text[] = {"report", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, text), 0);
+    out = e2e_read_file(r.out, NULL);
+    int ok = out && strstr(out, "while the JIT compiled a method (the runtime's work, not the method's)");
+    free(out);
+    ASSERT(ok);
     return 0;
 }

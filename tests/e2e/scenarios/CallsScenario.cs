@@ -53,6 +53,7 @@ public static class CallsScenario
             case "osr": Osr(); break;
             case "alloc": return Alloc();
             case "exact": Exact(args); break;
+            case "jit": return Jit(args.Length > 1 ? int.Parse(args[1]) : 40);
             case "all":
                 Recursion(); Tail(); Generics(); Threads(); Exceptions(); Async();
                 break;
@@ -514,5 +515,34 @@ public static class CallsScenario
             total += Render(Page(i, 20));
         Console.WriteLine($"alloc {total} {sw.Elapsed.TotalMilliseconds:F1} ms");
         return 0;
+    }
+
+    // jit [N]: N expression trees of 300 terms each compiled and called once on
+    // the main thread (JitMany): the JIT's work, which --calls must not charge to
+    // JitMany. Prints "jit thread_ms=X", the main thread's time in the JIT since
+    // start by the runtime's own count (System.Runtime.JitInfo).
+    private static int Jit(int n)
+    {
+        long sum = JitMany(n);
+        double ms = System.Runtime.JitInfo.GetCompilationTime(currentThread: true).TotalMilliseconds;
+        Console.WriteLine($"jit thread_ms={ms:F1} sum={sum}");
+        return 0;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long JitMany(int n)
+    {
+        long sum = 0;
+        for (int k = 0; k < n; k++)
+        {
+            var x = System.Linq.Expressions.Expression.Parameter(typeof(long), "x");
+            System.Linq.Expressions.Expression body = x;
+            for (int i = 0; i < 300; i++)
+                body = System.Linq.Expressions.Expression.Add(
+                    System.Linq.Expressions.Expression.Multiply(body, System.Linq.Expressions.Expression.Constant((long)(i % 7 + 1))),
+                    System.Linq.Expressions.Expression.Constant((long)(k + i)));
+            sum += System.Linq.Expressions.Expression.Lambda<Func<long, long>>(body, x).Compile()(k);
+        }
+        return sum;
     }
 }
