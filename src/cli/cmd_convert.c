@@ -53,7 +53,9 @@ static void convert_help(void) {
           "allocations of one recorded with --alloc (bytes by allocating path, the type\n"
           "as the leaf frame), or the lock waits of one recorded with --locks (the time\n"
           "waited by waiting path, the lock as the leaf frame; chrome: each long wait a\n"
-          "slice on its thread), in a format that a profile viewer opens:\n"
+          "slice on its thread), in a format that a profile viewer opens. chrome also\n"
+          "has the GC pauses (--gc) on a track of their own and each throw (--exceptions)\n"
+          "as an instant on its thread, with its type, message and throw site:\n"
           "\n",
           stdout);
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)

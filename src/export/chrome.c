@@ -4,11 +4,23 @@
  * from a loaded trace, file order from a stream); thread and process names are "M" metadata events. Without the
  * timeline the tree of each thread is laid out instead: a node starts where the
  * previous sibling ended and lasts its total time, so widths are true but the
- * order in time is not (the events say so in their category). */
+ * order in time is not (the events say so in their category). GC pauses have
+ * a track of their own, lock waits are slices and throws instants on their
+ * threads. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "export.h"
+#include "prettyname.h"
+
+#define EXC_PENDING 64 /* threads whose throw waits for its ExceptionDetails */
+
+/* A throw not written yet: its ExceptionDetails (message, stack) may follow. */
+typedef struct exc_pending {
+    uint32_t thread; /* 0: none */
+    uint64_t at;
+    uint64_t type;   /* the class's name, a string number */
+} exc_pending;
 
 typedef struct chrome {
     const dnp_calltree *ct;
@@ -16,6 +28,8 @@ typedef struct chrome {
     uint64_t pid;
     uint64_t *start, *end; /* per node of the tree being laid out */
     uint64_t tid;
+    exc_pending exc[EXC_PENDING];
+    uint8_t *exc_named; /* by thread number: its exceptions' track named */
 } chrome;
 
 static void put_us(FILE *out, const char *key, uint64_t ns) {
@@ -175,35 +189,114 @@ static int64_t raised_for(const dnp_trace_event *e, uint64_t *number) {
     return (int64_t)e->v[DNP_V(GcRaised, asked)];
 }
 
-static int gc_track(chrome *c) {
+/* Exceptions (a trace with the exceptions family): each throw an instant on
+ * its thread, with its type, and its message and throw site when the trace has
+ * its ExceptionDetails (--exceptions). On the thread's own track beside the
+ * timeline of its calls; beside trees laid out (not in time order) on a track
+ * of the thread's own, as the lock waits are. */
+#define EXC_TRACK (1ull << 29)
+
+static void put_throw(chrome *c, const exc_pending *p, const dnp_trace_event *details) {
+    const dnp_trace *t = c->ct->t;
+    int apart = !c->ct->timeline_events && c->ct->nthreads > 0;
+    uint64_t tid = tid_of(t, p->thread) + (apart ? EXC_TRACK : 0);
+    if (p->thread <= t->nthreads && c->exc_named && !c->exc_named[p->thread] &&
+        !c->ct->timeline_events) { /* the timeline names its threads */
+        c->exc_named[p->thread] = 1;
+        const dnp_trace_thread *th = dnp_trace_thread_get(t, p->thread);
+        dnp_ct_tree tr = {0};
+        char label[512];
+        tr.thread = p->thread;
+        tr.os_tid = th ? th->os_tid : 0;
+        tr.name = th ? th->name : NULL;
+        dnp_export_thread_label(&tr, label, sizeof label);
+        if (apart)
+            strncat(label, ": exceptions, in time", sizeof label - strlen(label) - 1);
+        put_thread_name(c, tid, label);
+    }
+    const char *type = dnp_trace_string(t, p->type);
+    char name[600];
+    snprintf(name, sizeof name, "throw %.580s", type && *type ? type : "[unknown type]");
+    fprintf(c->out, ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"exception\",\"pid\":%llu,\"tid\":%llu",
+            (unsigned long long)c->pid, (unsigned long long)tid);
+    put_us(c->out, "ts", p->at);
+    fputs(",\"name\":", c->out);
+    dnp_export_json_str(c->out, name, 0);
+    fputs(",\"args\":{\"type\":", c->out);
+    dnp_export_json_str(c->out, type ? type : "", 0);
+    if (details) {
+        const char *message = dnp_trace_string(t, details->v[DNP_V(ExceptionDetails, message)]);
+        const char *stack = dnp_trace_string(t, details->v[DNP_V(ExceptionDetails, stack)]);
+        char site[1024], pretty[1024];
+        snprintf(site, sizeof site, "%.*s", stack ? (int)strcspn(stack, "\n") : 0, stack ? stack : "");
+        dnp_pretty_name(site, pretty, sizeof pretty);
+        fputs(",\"message\":", c->out);
+        dnp_export_json_str(c->out, message ? message : "", 0);
+        fprintf(c->out, ",\"hresult\":\"0x%08llx\",\"site\":",
+                (unsigned long long)(details->v[DNP_V(ExceptionDetails, hresult)] & 0xffffffffu));
+        dnp_export_json_str(c->out, pretty, 0);
+    }
+    fputs("}}", c->out);
+}
+
+/* An event of the runtime's, at its time at (from the trace's start): a GC,
+ * a throw, or what ends a throw's wait for its details. */
+static void runtime_event(chrome *c, const dnp_trace_event *e, uint64_t at, int64_t *asked, uint64_t *raised_number,
+                          int *named) {
+    exc_pending *p = &c->exc[e->thread % EXC_PENDING];
+    if (p->thread && (p->thread != e->thread || e->kind != DNP_EV_ExceptionDetails)) {
+        if (p->thread == e->thread || e->kind == DNP_EV_ExceptionThrown)
+            put_throw(c, p, NULL), p->thread = 0; /* no details came (or a new throw takes the slot) */
+    }
+    switch (e->kind) {
+    case DNP_EV_GcRaised: *asked = raised_for(e, raised_number); break;
+    case DNP_EV_GcCollection:
+        put_gc(c, e, at, e->v[DNP_V(GcCollection, number)] == *raised_number ? *asked : -1, named);
+        break;
+    case DNP_EV_ExceptionThrown:
+        if (p->thread)
+            put_throw(c, p, NULL);
+        *p = (exc_pending){e->thread, at, e->v[DNP_VNAME(ExceptionThrown, classId)]};
+        break;
+    case DNP_EV_ExceptionDetails:
+        if (p->thread == e->thread) {
+            put_throw(c, p, e);
+            p->thread = 0;
+        }
+        break;
+    default: break;
+    }
+}
+
+static int runtime_tracks(chrome *c) {
     int named = 0;
     const dnp_trace *t = c->ct->t;
     dnp_trace_stream *s = c->ct->stream;
     uint64_t raised_number = 0;
     int64_t asked = -1;
-    if (!s) {
-        for (size_t i = 0; t && i < t->nevents; i++) {
-            const dnp_trace_event *e = &t->events[i];
-            if (e->kind == DNP_EV_GcRaised)
-                asked = raised_for(e, &raised_number);
-            else if (e->kind == DNP_EV_GcCollection)
-                put_gc(c, e, e->time_ns, e->v[DNP_V(GcCollection, number)] == raised_number ? asked : -1, &named);
-        }
-        return 0;
-    }
-    if (dnp_trace_stream_rewind(s, 0) != 0)
+    int rc = 0;
+    c->exc_named = calloc(t->nthreads + 2, 1);
+    if (!c->exc_named)
         return -1;
-    uint64_t origin = dnp_trace_stream_origin(s);
-    dnp_trace_event e;
-    int got;
-    while ((got = dnp_trace_stream_next(s, &e)) > 0) {
-        if (e.kind == DNP_EV_GcRaised)
-            asked = raised_for(&e, &raised_number);
-        else if (e.kind == DNP_EV_GcCollection)
-            put_gc(c, &e, e.time_ns > origin ? e.time_ns - origin : 0,
-                   e.v[DNP_V(GcCollection, number)] == raised_number ? asked : -1, &named);
+    if (!s) {
+        for (size_t i = 0; t && i < t->nevents; i++)
+            runtime_event(c, &t->events[i], t->events[i].time_ns, &asked, &raised_number, &named);
+    } else if (dnp_trace_stream_rewind(s, 0) != 0) {
+        rc = -1;
+    } else {
+        uint64_t origin = dnp_trace_stream_origin(s);
+        dnp_trace_event e;
+        int got;
+        while ((got = dnp_trace_stream_next(s, &e)) > 0)
+            runtime_event(c, &e, e.time_ns > origin ? e.time_ns - origin : 0, &asked, &raised_number, &named);
+        rc = got < 0 ? -1 : 0;
     }
-    return got < 0 ? -1 : 0;
+    for (size_t k = 0; k < EXC_PENDING && rc == 0; k++)
+        if (c->exc[k].thread)
+            put_throw(c, &c->exc[k], NULL);
+    free(c->exc_named);
+    c->exc_named = NULL;
+    return rc;
 }
 
 int dnp_export_chrome(const dnp_calltree *ct, FILE *out, const dnp_export_opts *o) {
@@ -252,7 +345,7 @@ int dnp_export_chrome(const dnp_calltree *ct, FILE *out, const dnp_export_opts *
     if (rc == 0 && o && o->nslices)
         rc = write_slices(&c, o);
     if (rc == 0)
-        rc = gc_track(&c);
+        rc = runtime_tracks(&c);
     fputs("\n]}\n", out);
     return dnp_export_end(out, rc);
 }

@@ -3,14 +3,18 @@
  * replaced by one its finally throws, a task's exception thrown again by an
  * await after the thread pool's catch ended, and `throw;` after a GC moved the
  * object. Each checks the stories, `report --exceptions`, and `print`'s
- * nesting against what the program did. */
+ * nesting against what the program did; and the throws on the Perfetto
+ * timeline. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "e2e.h"
+#include "json_check.h"
 #include "stories.h"
 #include "test.h"
+#include "trace_format.h"
 
 static int run_case(e2e_run *r, const char *what, const char *arg) {
     const char *bin = e2e_env("DNPROF_BIN"), *dll = e2e_env("DNPROF_SCENARIOS");
@@ -294,5 +298,60 @@ TEST(e2e_stories_await_rethrow_inline) {
     ASSERT_EQ(rethrown, 2 * N);
     dnp_stories_free(&s);
     dnp_trace_free(t);
+    return 0;
+}
+
+/* convert --format chrome of an --exceptions trace: every throw an instant on
+ * the Perfetto timeline with its type, message and throw site; beside sampled
+ * stacks (laid out, not in time) on a track of its thread's own, named so. */
+TEST(e2e_stories_on_chrome_timeline) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_stories_on_chrome_timeline"), 0);
+    const char *bin = e2e_env("DNPROF_BIN"), *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(bin && dll);
+    const char *argv[] = {bin, "run", "--quiet", "--exceptions", "--sample", "-o", r.trace, "--", e2e_dotnet(), dll,
+                          "stories", "awaitrethrow", "20", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT_NE(t, NULL);
+    size_t thrown = e2e_count(t, DNP_EV_ExceptionThrown);
+    dnp_trace_free(t);
+    char json[PATH_MAX + 16];
+    snprintf(json, sizeof json, "%s.json", r.trace);
+    const char *conv[] = {"convert", "--format", "chrome", "-o", json, r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, conv), 0);
+    ASSERT_STATUS(&r, 0);
+    size_t len;
+    char *text = e2e_read_file(json, &len);
+    ASSERT_NE(text, NULL);
+    char err[256];
+    jv *doc = json_parse(text, len, err, sizeof err);
+    free(text);
+    ASSERT_NE(doc, NULL);
+    const jv *events = json_get(doc, "traceEvents");
+    size_t instants = 0, with_message = 0, apart = 0, tracks_named = 0;
+    for (size_t i = 0; events && i < events->n; i++) {
+        const jv *e = json_at(events, i);
+        const char *ph = json_str(e, "ph"), *cat = json_str(e, "cat"), *name = json_str(e, "name");
+        if (ph && !strcmp(ph, "i") && cat && !strcmp(cat, "exception")) {
+            instants++;
+            const char *message = json_str(json_get(e, "args"), "message");
+            with_message += name && !strcmp(name, "throw Scenarios.StoryException") && message &&
+                            !strncmp(message, "await ", 6);
+            apart += json_num(e, "tid") >= (double)(1ull << 29);
+        } else if (ph && !strcmp(ph, "M") && name && !strcmp(name, "thread_name")) {
+            const char *label = json_str(json_get(e, "args"), "name");
+            tracks_named += label && strstr(label, ": exceptions, in time") != NULL;
+        }
+    }
+    json_free(doc);
+    fprintf(stderr, "e2e: chrome: %zu throws in the trace, %zu instants (%zu with the scenario's message, %zu on "
+                    "tracks of their own, %zu named)\n", thrown, instants, with_message, apart, tracks_named);
+    ASSERT_EQ(thrown, 60); /* 20 rounds: the throw, the rethrow, the await's */
+    ASSERT_EQ(instants, thrown);
+    ASSERT_EQ(with_message, thrown);
+    ASSERT_EQ(apart, thrown);
+    ASSERT_GE(tracks_named, 1);
     return 0;
 }
