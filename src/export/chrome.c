@@ -107,6 +107,21 @@ static void put_thread_name(chrome *c, uint64_t tid, const char *label) {
     fputs("}}", c->out);
 }
 
+/* Names track tid after the trace's thread number thread, with suffix after
+ * its label when not NULL (a track of the thread's own). */
+static void name_track(chrome *c, uint32_t thread, uint64_t tid, const char *suffix) {
+    const dnp_trace_thread *th = dnp_trace_thread_get(c->ct->t, thread);
+    dnp_ct_tree tr = {0};
+    char label[512];
+    tr.thread = thread;
+    tr.os_tid = th ? th->os_tid : 0;
+    tr.name = th ? th->name : NULL;
+    dnp_export_thread_label(&tr, label, sizeof label);
+    if (suffix)
+        strncat(label, suffix, sizeof label - strlen(label) - 1);
+    put_thread_name(c, tid, label);
+}
+
 /* The caller's slices (lock waits), each thread named once. Beside a
  * timeline they are on their threads' tracks; beside trees laid out (an
  * aggregate, not in time order) on tracks of their own, one a thread: a
@@ -119,21 +134,12 @@ static int write_slices(chrome *c, const dnp_export_opts *o) {
     uint8_t *named = calloc(t->nthreads + 2, 1);
     if (!named)
         return -1;
-    char label[512];
     for (size_t i = 0; i < o->nslices; i++) {
         const dnp_export_slice *s = &o->slices[i];
         uint64_t tid = tid_of(t, s->thread) + (apart ? SLICE_TRACK : 0);
         if (s->thread <= t->nthreads && !named[s->thread] && !c->ct->timeline_events) {
             named[s->thread] = 1;
-            const dnp_trace_thread *th = dnp_trace_thread_get(t, s->thread);
-            dnp_ct_tree tr = {0};
-            tr.thread = s->thread;
-            tr.os_tid = th ? th->os_tid : 0;
-            tr.name = th ? th->name : NULL;
-            dnp_export_thread_label(&tr, label, sizeof label);
-            if (apart)
-                strncat(label, ": lock waits, in time", sizeof label - strlen(label) - 1);
-            put_thread_name(c, tid, label);
+            name_track(c, s->thread, tid, apart ? ": lock waits, in time" : NULL);
         }
         fprintf(c->out, ",\n{\"ph\":\"X\",\"cat\":\"%s\",\"pid\":%llu,\"tid\":%llu", s->cat, (unsigned long long)c->pid,
                 (unsigned long long)tid);
@@ -203,16 +209,7 @@ static void put_throw(chrome *c, const exc_pending *p, const dnp_trace_event *de
     if (p->thread <= t->nthreads && c->exc_named && !c->exc_named[p->thread] &&
         !c->ct->timeline_events) { /* the timeline names its threads */
         c->exc_named[p->thread] = 1;
-        const dnp_trace_thread *th = dnp_trace_thread_get(t, p->thread);
-        dnp_ct_tree tr = {0};
-        char label[512];
-        tr.thread = p->thread;
-        tr.os_tid = th ? th->os_tid : 0;
-        tr.name = th ? th->name : NULL;
-        dnp_export_thread_label(&tr, label, sizeof label);
-        if (apart)
-            strncat(label, ": exceptions, in time", sizeof label - strlen(label) - 1);
-        put_thread_name(c, tid, label);
+        name_track(c, p->thread, tid, apart ? ": exceptions, in time" : NULL);
     }
     const char *type = dnp_trace_string(t, p->type);
     char name[600];
