@@ -11,6 +11,7 @@
 #include "calltree.h"
 #include "cli.h"
 #include "export.h"
+#include "lock_site.h"
 #include "idmap.h"
 #include "prettyname.h"
 #include "report.h"
@@ -236,15 +237,33 @@ static int by_ns(const void *x, const void *y) {
     return (a->ns < b->ns) - (a->ns > b->ns);
 }
 
+/* Whether stack k is a pool thread waiting for work (lock_site.h: the pool's
+ * own loop reached with no frame of the program's on the way). */
+static int idle_stack(const tp_stack *k, const dnp_calltree *ct) {
+    char text[8192], raw[1024];
+    size_t len = 0;
+    text[0] = 0;
+    for (unsigned f = 0; f < k->n; f++) {
+        int w = snprintf(text + len, sizeof text - len, "%s%s", f ? "\n" : "",
+                         dnp_ct_raw_name(ct, k->func[f], k->name[f], raw, sizeof raw));
+        if (w < 0 || (size_t)w >= sizeof text - len)
+            break;
+        len += (size_t)w;
+    }
+    return lock_runtime_thread(text);
+}
+
 static void print_stacks(const tp_data *d, const dnp_calltree *ct, unsigned top, int json, FILE *out) {
     for (size_t i = 0; i < d->nstacks && i < top; i++) {
         const tp_stack *k = &d->stacks[i];
+        int idle = idle_stack(k, ct);
         if (json)
-            fprintf(out, "%s{\"sampledNs\":%llu,\"share\":%.4f,\"stack\":[", i ? ",\n" : "\n",
-                    (unsigned long long)k->ns, d->pool_ns ? (double)k->ns / (double)d->pool_ns : 0.0);
+            fprintf(out, "%s{\"sampledNs\":%llu,\"share\":%.4f,\"idle\":%s,\"stack\":[", i ? ",\n" : "\n",
+                    (unsigned long long)k->ns, d->pool_ns ? (double)k->ns / (double)d->pool_ns : 0.0,
+                    idle ? "true" : "false");
         else
-            fprintf(out, "\n%6.2f%% %.1f ms sampled\n", d->pool_ns ? 100.0 * (double)k->ns / (double)d->pool_ns : 0.0,
-                    (double)k->ns / 1e6);
+            fprintf(out, "\n%6.2f%% %.1f ms sampled%s\n", d->pool_ns ? 100.0 * (double)k->ns / (double)d->pool_ns : 0.0,
+                    (double)k->ns / 1e6, idle ? ", idle: the thread waited for work" : "");
         for (unsigned f = 0; f < k->n; f++) {
             char raw[2048], name[2048];
             dnp_pretty_name(dnp_ct_raw_name(ct, k->func[f], k->name[f], raw, sizeof raw), name, sizeof name);

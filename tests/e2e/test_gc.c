@@ -466,12 +466,16 @@ TEST(e2e_threadpool_starvation) {
     ASSERT_NE(j, NULL);
     double starved = json_num(j, "starvation");
     const jv *stacks = json_get(j, "stacks");
-    int blocked_in_sleep = 0;
+    int blocked_in_sleep = 0, work_idle = 0; /* a stack of the program's work is never the pool's idle wait */
     for (size_t i = 0; stacks && i < stacks->n; i++) {
-        const jv *frames = json_get(json_at(stacks, i), "stack");
+        const jv *frames = json_get(json_at(stacks, i), "stack"), *idle = json_get(json_at(stacks, i), "idle");
+        int mine = 0;
         for (size_t k = 0; frames && k < frames->n; k++)
-            blocked_in_sleep |= json_at(frames, k)->type == JV_STR && strstr(json_at(frames, k)->str, "StarveScenario");
+            mine |= json_at(frames, k)->type == JV_STR && strstr(json_at(frames, k)->str, "StarveScenario");
+        blocked_in_sleep |= mine;
+        work_idle += mine && (!idle || idle->type != JV_BOOL || idle->b);
     }
+    ASSERT_EQ(work_idle, 0);
     const char *around = json_str(j, "stacksAround");
     int at_starvation = around && strcmp(around, "starvation") == 0;
     /* the runtime's counters, once a second: the queue held some of the 12
