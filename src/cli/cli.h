@@ -112,6 +112,10 @@ int cli_events_name_calls(const char *events);
 /* An --events list of cmd (doctor, env) that records something: 0, or the
  * usage error's exit code after saying what is wrong. */
 int cli_check_events(const char *cmd, const char *events);
+/* prog is `dotnet [exec] [host options] APP.dll ...` with APP.dll missing: says
+ * so on one line (the host would take the name for an SDK command and run
+ * the SDK instead) and returns CLI_EXIT_NOEXEC; else 0. */
+int cli_check_dotnet_app(const char *cmd, char *const *prog);
 /* Creates a file the front end writes (an export, a converted snapshot) as the
  * agent creates a trace (dnp_file_create, docs/agent.md): 0600 whatever the
  * umask allows beyond it, a symbolic link at path replaced and never written

@@ -735,6 +735,9 @@ int cmd_run(int argc, char **argv) {
         return usage_error("run", "--flush-ms wants milliseconds from %u to %u, not '%s'", f->min, f->max, o.flush_ms);
     if (o.output && !*o.output)
         return usage_error("run", "--output wants a file name");
+    int missing = cli_check_dotnet_app("run", prog);
+    if (missing)
+        return missing;
     cli_agent agent;
     if (cli_agent_find(&agent, err, sizeof err) != 0) {
         error("%s", err);

@@ -145,6 +145,9 @@ static int parse_options(int argc, char **argv, top_opts *o) {
             return usage_error("top", "--agent-path goes with a PID (dnprof top --agent-path PATH PID): a program "
                                       "top starts loads the agent dnprof has");
         o->prog = argv + optind;
+        int missing = cli_check_dotnet_app("top", o->prog);
+        if (missing)
+            return missing;
     } else {
         if (optind >= argc)
             return usage_error("top", "which process? dnprof top PID (dnprof ps lists them), or dnprof top -- PROGRAM");

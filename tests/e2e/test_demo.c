@@ -3,7 +3,8 @@
  * output, the summary, the head of the log, the hot method with its exact call
  * count, and the exception's throw and catch sites, as the README prints them;
  * the README's families are run --help's; and a missing peer tool makes its
- * test a skip with one line naming the install, not a failure. */
+ * test a skip with one line naming the install, not a failure; a mistyped
+ * program path is said so before anything runs. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,5 +266,34 @@ TEST(e2e_peer_tool_missing_is_a_skip) {
     int said = strstr(err, "FAILED (DNPROF_E2E_NO_SKIP): /nonexistent/node is not installed") != NULL;
     free(err);
     ASSERT(said);
+    return 0;
+}
+
+/* A mistyped program path (`dotnet app/bin/ap.dll`): the dotnet host would
+ * take the name for an SDK command and run the SDK, which dnprof would then
+ * record. run and top say so in one line, exit 127 and write no trace; a path
+ * that exists runs. */
+TEST(e2e_run_missing_dll_says_so) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_run_missing_dll_says_so"), 0);
+    char missing[PATH_MAX + 32];
+    snprintf(missing, sizeof missing, "%s/no-such-app.dll", r.dir);
+    const char *run[] = {"run", "-o", r.trace, "--", e2e_dotnet(), missing, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, run), 0);
+    ASSERT_EQ(r.status, 127);
+    char *err = e2e_read_file(r.err, NULL);
+    int ok = err && strstr(err, "no-such-app.dll: no such file (dotnet would look for an SDK command of that name)") &&
+             strchr(err, '\n') == strrchr(err, '\n');
+    free(err);
+    ASSERT(ok);
+    ASSERT_NE(access(r.trace, F_OK), 0);
+    const char *top[] = {"top", "-b", "-n", "1", "--", e2e_dotnet(), missing, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, top), 0);
+    ASSERT_EQ(r.status, 127);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    const char *fine[] = {"run", "--quiet", "-o", r.trace, "--", e2e_dotnet(), "exec", dll, "locks", "none", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, fine), 0);
+    ASSERT_STATUS(&r, 0);
     return 0;
 }
