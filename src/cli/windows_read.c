@@ -115,8 +115,11 @@ static int exceptions_profile(const dnp_trace *t, const window_file *w, window_p
         const dnp_trace_event *e = &t->events[i];
         if (e->kind != kind)
             continue;
-        if (!p && !(p = dnp_pprof_new(&ty, 1, &ty, 1)))
-            return -1;
+        if (!p) {
+            if (!(p = dnp_pprof_new(&ty, 1, &ty, 1)))
+                return -1;
+            dnp_pprof_set_program(p, t->cmdline); /* the profile's "File:" */
+        }
         const char *name = dnp_trace_string(t, e->v[DNP_VNAME(ExceptionThrown, classId)]);
         const char *frames[64] = {name && *name ? name : "[unknown type]"};
         static char text[16384];
