@@ -118,7 +118,11 @@ static void record(const gc_rec *g) {
         uint32_t asked = g->reasons & 3u; /* the generation it began with; 4-5: the one whose budget was used up */
         if (g->gen > asked)
             REC(GcRaised, g->number, asked, g->reasons >> 4 & 3u, g->reasons, g->conditions);
-        REC(GcSizes, g->number, 0, g->before[0], g->before[1], g->before[2], g->before[3], g->before[4], 0);
+        uint64_t any = 0;
+        for (unsigned k = 0; k < NGENS; k++)
+            any |= g->before[k];
+        if (any) /* a background GC's history, written as it ends, has no sizes before it */
+            REC(GcSizes, g->number, 0, g->before[0], g->before[1], g->before[2], g->before[3], g->before[4], 0);
     }
     if (g->seen & SEEN_HEAP_STATS)
         REC(GcSizes, g->number, 1, g->after[0], g->after[1], g->after[2], g->after[3], g->after[4], g->promoted);
@@ -126,9 +130,21 @@ static void record(const gc_rec *g) {
         g->suspend_ns, g->pause_ns);
 }
 
-/* Whether g is complete: ended, its sizes known, its pause over. */
+/* Whether a collection started after g (whose events g will not wait for). */
+static int followed(const gc_rec *g) {
+    for (unsigned i = 0; i < IN_FLIGHT; i++)
+        if (S.r[i].used && &S.r[i] != g && S.r[i].start > g->start)
+            return 1;
+    return 0;
+}
+
+/* Whether g is complete: ended, its sizes known, its pause over; a background
+ * one also its GCPerHeapHistory, which comes after its GCEnd and GCHeapStats
+ * (on the background GC's thread), unless another collection started. */
 static int complete(const gc_rec *g) {
     if (!(g->seen & SEEN_END) || !(g->seen & SEEN_HEAP_STATS))
+        return 0;
+    if (g->type == TYPE_BACKGROUND && !(g->seen & SEEN_HISTORY) && !followed(g))
         return 0;
     /* not while the suspension it started in lasts (also a background GC that ends in it) */
     return !g->susp || (g->seen & SEEN_RESTART) || !S.in_susp || S.susp_seq != g->susp;
@@ -272,7 +288,18 @@ static void per_heap_history(ep_reader *r) {
     const unsigned per = 10 * sizeof(void *);
     if (r->bad || n == 0 || n > 16 || ep_left(r) < n * per)
         return;
-    gc_rec *g = find(0, 0);
+    /* the open collection's (a blocking one's comes before its GCEnd); else an
+     * ended background one's, which comes after */
+    gc_rec *g = find(0, 1);
+    if (!g || (g->seen & SEEN_END)) {
+        g = NULL;
+        for (unsigned i = 0; i < IN_FLIGHT; i++) {
+            gc_rec *c = &S.r[i];
+            if (c->used && c->type == TYPE_BACKGROUND && (c->seen & SEEN_END) && !(c->seen & SEEN_HISTORY) &&
+                (!g || c->start > g->start))
+                g = c;
+        }
+    }
     if (!g)
         return;
     if (!(g->seen & SEEN_HISTORY))
