@@ -603,8 +603,9 @@ static int on_thread_stats(ct_builder *b, const dnp_trace_event *e) {
         b->ovh[k].tid = tid;
         b->novh++;
     }
-    if (jit && e->v[DNP_V(CallsJitSamples, samples)] >= b->ovh[k].in_jit) {
-        b->ovh[k].in_jit = e->v[DNP_V(CallsJitSamples, samples)];
+    if (jit) {
+        if (e->v[DNP_V(CallsJitSamples, samples)] >= b->ovh[k].in_jit)
+            b->ovh[k].in_jit = e->v[DNP_V(CallsJitSamples, samples)];
     } else if (ovh && e->v[DNP_V(CallsOverhead, waitNs)] >= b->ovh[k].wait_ns) {
         b->ovh[k].inner_ps = e->v[DNP_V(CallsOverhead, innerPs)];
         b->ovh[k].outer_ps = e->v[DNP_V(CallsOverhead, outerPs)];
