@@ -476,6 +476,11 @@ static int run_program(doctor *d, char **prog, const char *events) {
                cmd);
         return 1;
     }
+    fflush(stdout);
+    if (cli_check_dotnet_app("doctor", prog) != 0) { /* the SDK would run instead: its diagnosis is no use */
+        printf("FAIL  '%s' was not run: its .dll does not exist.\n", cmd);
+        return 1;
+    }
     char session[PATH_MAX], output[PATH_MAX + 32];
     if (cli_session_create(session, sizeof session) != 0)
         return 1;

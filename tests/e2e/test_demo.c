@@ -271,8 +271,8 @@ TEST(e2e_peer_tool_missing_is_a_skip) {
 
 /* A mistyped program path (`dotnet app/bin/ap.dll`): the dotnet host would
  * take the name for an SDK command and run the SDK, which dnprof would then
- * record. run and top say so in one line, exit 127 and write no trace; a path
- * that exists runs. */
+ * record. run and top say so in one line, exit 127 and write no trace, doctor
+ * does not run it; a path that exists runs. */
 TEST(e2e_run_missing_dll_says_so) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_run_missing_dll_says_so"), 0);
@@ -290,6 +290,13 @@ TEST(e2e_run_missing_dll_says_so) {
     const char *top[] = {"top", "-b", "-n", "1", "--", e2e_dotnet(), missing, NULL};
     ASSERT_EQ(e2e_dnprof(&r, top), 0);
     ASSERT_EQ(r.status, 127);
+    const char *doctor[] = {"doctor", "--", e2e_dotnet(), missing, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, doctor), 0);
+    ASSERT_NE(r.status, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ok = out && strstr(out, "was not run: its .dll does not exist");
+    free(out);
+    ASSERT(ok);
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     ASSERT(dll);
     const char *fine[] = {"run", "--quiet", "-o", r.trace, "--", e2e_dotnet(), "exec", dll, "locks", "none", NULL};
