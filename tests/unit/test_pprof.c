@@ -294,6 +294,18 @@ static int read_mappings(const uint8_t *p, size_t len, uint64_t file[8], size_t 
     return 0;
 }
 
+/* p encoded (*raw, *len: free it) and decoded, with its mappings; NULL on failure. */
+static pd_profile *encode_decode(dnp_pprof *p, uint8_t **raw, size_t *len, uint64_t file[8], size_t *nmaps,
+                                 uint64_t loc_map[16]) {
+    pd_profile *pr = calloc(1, sizeof *pr);
+    if (!pr || dnp_pprof_encode(p, raw, len) != 0 || pd_decode_raw(*raw, *len, pr) != 0 ||
+        read_mappings(*raw, *len, file, nmaps, loc_map) != 0) {
+        free(pr);
+        return NULL;
+    }
+    return pr;
+}
+
 TEST(pprof_native_frames_mapped) {
     dnp_pprof_type types[2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
     dnp_pprof *p = dnp_pprof_new(types, 2, &types[1], 1000000);
@@ -304,14 +316,10 @@ TEST(pprof_native_frames_mapped) {
     ASSERT_EQ(dnp_pprof_add(p, a, 3, v), 0);
     ASSERT_EQ(dnp_pprof_add(p, b, 2, v), 0);
     uint8_t *raw;
-    size_t len;
-    ASSERT_EQ(dnp_pprof_encode(p, &raw, &len), 0);
-    pd_profile *pr = calloc(1, sizeof *pr);
-    ASSERT(pr);
-    ASSERT_EQ(pd_decode_raw(raw, len, pr), 0);
+    size_t len, nmaps;
     uint64_t file[8], loc_map[16] = {0};
-    size_t nmaps;
-    ASSERT_EQ(read_mappings(raw, len, file, &nmaps, loc_map), 0);
+    pd_profile *pr = encode_decode(p, &raw, &len, file, &nmaps, loc_map);
+    ASSERT(pr);
     ASSERT_EQ(nmaps, 2); /* libcrypto.so.3, libcoreclr.so: one each */
     ASSERT_STREQ(pr->strs[file[0]], "libcrypto.so.3");
     ASSERT_STREQ(pr->strs[file[1]], "libcoreclr.so");
@@ -340,14 +348,10 @@ TEST(pprof_program_and_names_kept) {
     int64_t v[2] = {3, 3000000};
     ASSERT_EQ(dnp_pprof_add(p, a, 2, v), 0);
     uint8_t *raw;
-    size_t len;
-    ASSERT_EQ(dnp_pprof_encode(p, &raw, &len), 0);
-    pd_profile *pr = calloc(1, sizeof *pr);
-    ASSERT(pr);
-    ASSERT_EQ(pd_decode_raw(raw, len, pr), 0);
+    size_t len, nmaps;
     uint64_t file[8], loc_map[16] = {0};
-    size_t nmaps;
-    ASSERT_EQ(read_mappings(raw, len, file, &nmaps, loc_map), 0);
+    pd_profile *pr = encode_decode(p, &raw, &len, file, &nmaps, loc_map);
+    ASSERT(pr);
     ASSERT_EQ(nmaps, 2);
     ASSERT_STREQ(pr->strs[file[0]], "web.dll");
     ASSERT_STREQ(pr->strs[file[1]], "libcoreclr.so");
