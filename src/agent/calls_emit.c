@@ -39,8 +39,7 @@ void calls_emit_overhead(calls_thread *t) {
         REC(CallsSamples, t->tid, t->samples, t->in_hooks, t->outside);
         if (t->in_jit)
             REC(CallsJitSamples, t->tid, t->in_jit);
-    }
-    else if (t->inner_ps || t->outer_ps)
+    } else if (t->inner_ps || t->outer_ps)
         REC(CallsOverhead, t->tid, t->inner_ps, t->outer_ps, t->waited_ns);
 }
 

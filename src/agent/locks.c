@@ -41,7 +41,6 @@
 #define EVENT_WAIT_STOP 302u
 #define COR_PRF_ENABLE_STACK_SNAPSHOT 0x10000000u
 
-
 #define SLICES_PER_SECOND 1000u
 
 /* Aggregation, as alloc_sampling.c's: striped tables (agg.h), written out when

@@ -59,7 +59,7 @@ int lock_runtime_thread(const char *stack) {
     static const char *const loops[] = {
         "System.Threading.TimerQueue::TimerThread", "System.Threading.PortableThreadPool+GateThread::",
         "System.Threading.PortableThreadPool+WaitThread::WaitThreadStart",
-        "System.Threading.PortableThreadPool+WorkerThread::", "System.Diagnostics.Tracing.CounterGroup::",
+        "System.Threading.PortableThreadPool+WorkerThread::", LOCK_COUNTERS_POLL,
         "System.Diagnostics.Tracing.EventPipeEventDispatcher::", "System.Net.Sockets.SocketAsyncEngine::EventLoop",
         "System.IO.FileSystemWatcher+RunningInstance::",
         "Microsoft.AspNetCore.Server.Kestrel.Core.Internal.Infrastructure.Heartbeat::TimerLoop",

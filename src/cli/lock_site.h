@@ -18,6 +18,10 @@ const char *lock_site(const char *stack, size_t *len);
  * own code on the way): time no request of the program spent. */
 int lock_runtime_thread(const char *stack);
 
+/* The frame of the thread that polls EventCounters, one of them: the runtime
+ * starts it when a session asks for counters (--threadpool's). */
+#define LOCK_COUNTERS_POLL "System.Diagnostics.Tracing.CounterGroup::"
+
 /* How the reports name them, where they count them apart. */
 #define LOCK_RUNTIME_THREADS_TEXT                                                                                      \
     "the runtime's and the framework's own service threads waiting for work (timer, thread pool, sockets, counters)"

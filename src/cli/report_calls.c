@@ -68,14 +68,7 @@ static double pct(uint64_t v, uint64_t total) {
 /* "[libcoreclr.so+0x4b0210]", "[libcoreclr.so]": native code of a library
  * named by address, without a symbol: the library's name in lib. */
 static int unnamed_native(const char *name, char *lib, size_t cap) {
-    if (!name || name[0] != '[')
-        return 0;
-    size_t n = strcspn(name + 1, "+]");
-    if (n == 0 || n >= cap || !strstr(name, ".so"))
-        return 0;
-    memcpy(lib, name + 1, n);
-    lib[n] = 0;
-    return strstr(lib, ".so") != NULL;
+    return name && name[0] == '[' && dnp_frame_library(name, lib, cap) > 0;
 }
 
 /* A note when a tenth or more of the sampled time is in one library's code

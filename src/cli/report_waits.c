@@ -63,17 +63,12 @@ static site *add_site(site *t, size_t *n, uint64_t key, uint64_t ns, uint64_t co
     return &t[i];
 }
 
-/* The frame of the thread that polls EventCounters (System.Diagnostics.Tracing's
- * CounterGroup), which the runtime starts when a session asks for counters. */
-#define COUNTERS_POLL "System.Diagnostics.Tracing.CounterGroup::"
 #define STACK_FRAMES 64 /* a blocked sample's frames looked at, innermost first */
 
 /* Appends frame f[0..len) of a stack, pretty, to out (n so far), sep first when n. */
 static size_t put_frame(char *out, size_t cap, size_t n, const char *sep, const char *f, size_t len) {
-    char raw[1024], pretty[1024];
-    snprintf(raw, sizeof raw, "%.*s", (int)(len < sizeof raw ? len : sizeof raw - 1), f);
-    dnp_pretty_name(raw, pretty, sizeof pretty);
-    int k = snprintf(out + n, cap - n, "%s%s", n ? sep : "", pretty);
+    char pretty[1024];
+    int k = snprintf(out + n, cap - n, "%s%s", n ? sep : "", report_frame_name(f, len, pretty, sizeof pretty));
     return n + (k > 0 && (size_t)k < cap - n ? (size_t)k : 0);
 }
 
@@ -188,7 +183,7 @@ static void blocked_tree(waits *w, const dnp_calltree *ct, const dnp_ct_tree *tr
             size_t n;
             const char *site = lock_site(stack, &n);
             w->house_blocked_ns += nd->self_ns;
-            if (!strncmp(site, COUNTERS_POLL, strlen(COUNTERS_POLL))) /* --threadpool's own */
+            if (!strncmp(site, LOCK_COUNTERS_POLL, strlen(LOCK_COUNTERS_POLL))) /* --threadpool's own */
                 w->counters_ns += nd->self_ns;
             continue;
         }

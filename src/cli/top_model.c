@@ -252,24 +252,38 @@ static const char *fold_native(const char *name, char *buf, size_t cap) {
  * fold_native, into the CPU table's totals: a node adds its samples when no
  * frame above it is of the same library, so that a stack through several of
  * a library's functions counts once (the functions' own totals added up
- * counted it once per function, past 100%). */
+ * counted it once per function, past 100%). Each node's library is named
+ * once, as a small number; the walks up compare numbers. */
 static void add_library_totals(top_interval *iv, const dnp_calltree *ct, uint64_t period) {
+    enum { LIBS = 255 };
     const dnp_ct_tree *tr = &ct->all;
-    for (uint32_t i = 1; i < tr->nnodes; i++) {
+    uint8_t *lib = calloc(tr->nnodes ? tr->nnodes : 1, 1);
+    char names[LIBS][128];
+    unsigned nlibs = 0;
+    for (uint32_t i = 1; lib && i < tr->nnodes; i++) {
+        char buf[1024], folded[1024];
         const dnp_ct_node *nd = &tr->nodes[i];
-        char buf[1024], folded[1024], up[1024], upf[1024];
-        const char *name = nd->func ? NULL : fold_native(dnp_export_name(ct, 0, nd->name, buf, sizeof buf), folded,
-                                                         sizeof folded);
-        if (!name || name != folded)
+        if (nd->func || fold_native(dnp_export_name(ct, 0, nd->name, buf, sizeof buf), folded, sizeof folded) != folded)
             continue; /* not native code named by its library */
-        int outer = 1;
-        for (uint32_t a = nd->parent; a && outer; a = tr->nodes[a].parent)
-            outer = tr->nodes[a].func ||
-                    strcmp(fold_native(dnp_export_name(ct, 0, tr->nodes[a].name, up, sizeof up), upf, sizeof upf),
-                           folded) != 0;
-        if (outer)
-            top_table_add(&iv->t[TOP_CPU], folded, 0, (nd->total_ns + period / 2) / period);
+        char key[sizeof names[0]];
+        snprintf(key, sizeof key, "%.*s", (int)sizeof key - 1, folded);
+        unsigned k = 0;
+        while (k < nlibs && strcmp(names[k], key) != 0)
+            k++;
+        if (k == nlibs && nlibs < LIBS)
+            memcpy(names[nlibs++], key, sizeof key);
+        lib[i] = k < nlibs ? (uint8_t)(k + 1) : 0;
     }
+    for (uint32_t i = 1; lib && i < tr->nnodes; i++) {
+        if (!lib[i])
+            continue;
+        int outer = 1;
+        for (uint32_t a = tr->nodes[i].parent; a && outer; a = tr->nodes[a].parent)
+            outer = lib[a] != lib[i];
+        if (outer)
+            top_table_add(&iv->t[TOP_CPU], names[lib[i] - 1], 0, (tr->nodes[i].total_ns + period / 2) / period);
+    }
+    free(lib);
 }
 
 /* The window's samples, per method: self and total (recursion once). */

@@ -41,14 +41,8 @@ long long cli_parse_duration(const char *text) {
 }
 
 void window_service_name(const char *cmdline, char *out, size_t cap) {
-    char first[512] = "", second[512] = "";
-    sscanf(cmdline ? cmdline : "", "%511s %511s", first, second);
-    const char *pick = first;
-    const char *base = strrchr(first, '/') ? strrchr(first, '/') + 1 : first;
-    size_t ls = strlen(second);
-    if (!strcmp(base, "dotnet") && ls > 4 && !strcmp(second + ls - 4, ".dll"))
-        pick = second;
-    const char *b = strrchr(pick, '/') ? strrchr(pick, '/') + 1 : pick;
+    char file[512];
+    const char *b = dnp_program_file(cmdline, file, sizeof file);
     size_t n = 0;
     for (; *b && n + 1 < cap; b++) {
         if (!strcmp(b, ".dll"))

@@ -75,6 +75,11 @@ const char *dnp_export_name(const dnp_calltree *ct, uint64_t func, uint64_t name
  * library's (managed code, [waiting], [anonymous code]). frame_lib.c. */
 size_t dnp_frame_library(const char *name, char *out, size_t cap);
 
+/* The program's file from a trace's command line, into out: the application's
+ * "web.dll" for "dotnet /srv/web.dll ...", else the executable's own name;
+ * "" when there is none. export_common.c. */
+const char *dnp_program_file(const char *cmdline, char *out, size_t cap);
+
 /* s as a JSON string (jsonstr.h); html_safe: for JSON inside a <script>. */
 static inline void dnp_export_json_str(FILE *out, const char *s, int html_safe) {
     dnp_json_str(out, s, html_safe ? DNP_JSON_HTML_SAFE : 0);

@@ -47,3 +47,14 @@ int dnp_export_end(FILE *out, int rc) {
         errno = EIO;
     return rc ? -1 : 0;
 }
+
+const char *dnp_program_file(const char *cmdline, char *out, size_t cap) {
+    char first[512] = "", second[512] = "";
+    if (sscanf(cmdline ? cmdline : "", "%511s %511s", first, second) < 1)
+        first[0] = 0;
+    const char *exe = strrchr(first, '/') ? strrchr(first, '/') + 1 : first;
+    const char *dll = strrchr(second, '/') ? strrchr(second, '/') + 1 : second;
+    size_t n = strlen(dll);
+    snprintf(out, cap, "%s", !strcmp(exe, "dotnet") && n > 4 && !strcmp(dll + n - 4, ".dll") ? dll : exe);
+    return out;
+}

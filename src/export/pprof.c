@@ -106,14 +106,8 @@ static uint32_t mapping_of(dnp_pprof *p, const char *name) {
 }
 
 void dnp_pprof_set_program(dnp_pprof *p, const char *cmdline) {
-    char first[256] = "", second[256] = "";
-    if (!cmdline || p->nmaps || sscanf(cmdline, "%255s %255s", first, second) < 1)
-        return;
-    const char *exe = strrchr(first, '/') ? strrchr(first, '/') + 1 : first;
-    const char *dll = strrchr(second, '/') ? strrchr(second, '/') + 1 : second;
-    size_t n = strlen(dll);
-    const char *name = !strcmp(exe, "dotnet") && n > 4 && !strcmp(dll + n - 4, ".dll") ? dll : exe;
-    if (!*name)
+    char name[512];
+    if (p->nmaps || !*dnp_program_file(cmdline, name, sizeof name))
         return;
     uint64_t s = str_index(p, name);
     if (p->failed)
