@@ -51,6 +51,7 @@ struct locks_profile {
     dnp_trace_stream *s;
     const dnp_trace *t;
     int configured;                 /* a LockConfig was seen */
+    int attached;                   /* recorded by dnprof attach: the program's pid (1: not known) */
     uint64_t major, mode, slice_ns;
     uint64_t start_version, slices_dropped, unmatched;
     uint64_t count[2], wait_ns[2], max_ns[2]; /* [0] contention, [1] other waits */
@@ -123,6 +124,7 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         p->major = e->v[DNP_V(LockConfig, runtimeMajor)], p->mode = e->v[DNP_V(LockConfig, mode)];
         p->slice_ns = e->v[DNP_V(LockConfig, sliceNs)];
         return 0;
+    case DNP_EV_InitializeForAttach: p->attached = t->pid ? (int)t->pid : 1; return 0;
     case DNP_EV_LockStats: /* cumulative: the last counts */
         p->start_version = e->v[DNP_V(LockStats, startVersion)];
         p->slices_dropped = e->v[DNP_V(LockStats, slicesDropped)], p->unmatched = e->v[DNP_V(LockStats, unmatched)];
@@ -333,9 +335,15 @@ static const char *version_note(const locks_profile *p) {
     return NULL;
 }
 
-static const char *waits_note(const locks_profile *p) {
-    if (p->mode != 2)
-        return "waits on WaitHandles and Monitor.Wait were not asked for (dnprof run --locks=waits records them, .NET 9+)";
+static const char *waits_note(const locks_profile *p, char *buf, size_t len) {
+    if (p->mode != 2) { /* the command that recorded this trace, asked again */
+        char pid[24] = "PID";
+        if (p->attached > 1)
+            snprintf(pid, sizeof pid, "%d", p->attached);
+        snprintf(buf, len, "waits on WaitHandles and Monitor.Wait were not asked for (dnprof %s%s "
+                 "--locks=waits records them, .NET 9+)", p->attached ? "attach " : "run", p->attached ? pid : "");
+        return buf;
+    }
     if (p->major && p->major < 9)
         return "waits on WaitHandles and Monitor.Wait are not recorded: the runtime raises their events from .NET 9";
     return NULL;
@@ -395,11 +403,12 @@ static void json_path(FILE *out, const locks_profile *p, const lk_path *a) {
 }
 
 static int report_json(const locks_profile *p, const report_opts *o, FILE *out) {
+    char hint[160];
     fputs("{\"trace\":", out);
     dnp_export_json_str(out, p->path, 0);
     fprintf(out, ",\"runtimeMajor\":%llu,\"startVersion\":%llu,\"ownersKnown\":%s,\"waitsRecorded\":%s",
             (unsigned long long)p->major, (unsigned long long)p->start_version,
-            p->start_version >= 2 ? "true" : "false", waits_note(p) ? "false" : "true");
+            p->start_version >= 2 ? "true" : "false", waits_note(p, hint, sizeof hint) ? "false" : "true");
     for (int c = 0; c < 2; c++)
         fprintf(out, ",\"%s\":{\"waits\":%llu,\"waitNs\":%llu,\"maxNs\":%llu}", c ? "waits" : "contention",
                 (unsigned long long)p->count[c], (unsigned long long)p->wait_ns[c], (unsigned long long)p->max_ns[c]);
@@ -408,7 +417,7 @@ static int report_json(const locks_profile *p, const report_opts *o, FILE *out) 
     fprintf(out, ",\"noContention\":%s,\"slices\":%zu,\"slicesDropped\":%llu,\"sliceNs\":%llu",
             p->count[0] ? "false" : "true", p->nslices, (unsigned long long)p->slices_dropped,
             (unsigned long long)p->slice_ns);
-    const char *notes[2] = {version_note(p), waits_note(p)};
+    const char *notes[2] = {version_note(p), waits_note(p, hint, sizeof hint)};
     fputs(",\"notes\":[", out);
     for (int i = 0, n = 0; i < 2; i++)
         if (notes[i]) {
@@ -489,7 +498,7 @@ static void print_class(FILE *out, const locks_profile *p, int cls, unsigned top
 }
 
 static void print_header(FILE *out, const locks_profile *p) {
-    char a[32], b[32], c[32];
+    char a[32], b[32], c[32], hint[160];
     const char *path = cli_short_path(p->path);
     if (!p->count[0])
         fprintf(out, "%s: no contention: no thread waited for a lock while it was recorded\n", path);
@@ -502,7 +511,7 @@ static void print_header(FILE *out, const locks_profile *p) {
     if (p->house_count)
         fprintf(out, "(and %s on " LOCK_RUNTIME_THREADS_TEXT ", in %s wait%s: not counted)\n",
                 report_fmt_ns(p->house_ns, b), cli_fmt_count(p->house_count, a), CLI_PLURAL(p->house_count));
-    const char *notes[2] = {version_note(p), waits_note(p)};
+    const char *notes[2] = {version_note(p), waits_note(p, hint, sizeof hint)};
     for (int i = 0; i < 2; i++)
         if (notes[i])
             fprintf(out, "note: %s\n", notes[i]);

@@ -542,10 +542,17 @@ TEST(e2e_locks_attach) {
     jv *rep = report_json(&r, r.trace);
     ASSERT_NE(rep, NULL);
     ok = check_kind(rep, "Scenarios.LocksScenario+Gate", "monitor", &mon) == 0 && check_owners_sites(rep, &mon, NULL) == 0;
+    /* the waits not asked for, with the command that asks for them by attach */
+    char want[128];
+    snprintf(want, sizeof want, "(dnprof attach %d --locks=waits records them", (int)pid);
+    const jv *notes = json_get(rep, "notes");
+    int hinted = 0;
+    for (size_t i = 0; notes && i < notes->n; i++)
+        hinted |= notes->items[i]->type == JV_STR && strstr(notes->items[i]->str, want) != NULL;
     json_free(rep);
     ASSERT(ok);
+    ASSERT(hinted);
     /* report --waits names what was not recorded with the flag of an attach to this program */
-    char want[96];
     snprintf(want, sizeof want, "GC pauses: not recorded (dnprof attach %d --gc)", (int)pid);
     const char *wargs[] = {"report", "--waits", r.trace, NULL};
     ASSERT_EQ(e2e_dnprof(&r, wargs), 0);
