@@ -220,6 +220,7 @@ int sampler_start(const agent_config *cfg) {
     S.named = calloc(NAMED_MAX, sizeof *S.named);
     S.frameless = calloc(FRAMELESS, sizeof *S.frameless);
     S.frameless_found = 0;
+    atomic_store(&S.frameless_learned, 0);
     atomic_store(&S.misdirected, 0);
     S.ptimer_used = 0;
     S.nnamed = 0;

@@ -381,8 +381,12 @@ void sampler_drain(void) {
         for (; t != h; t++) {
             const srec *r = &slot_ring(s)[t % RING];
             uint32_t leaf = tid > 0 ? aggregate_record((uint32_t)tid, r) : 0;
-            /* waiting in a system call, nothing else on the thread: counted again while it waits there */
-            int idle = leaf && (r->flags & REC_WAITING) && r->idle_len && !r->gc && !r->jit;
+            /* waiting in a system call, nothing else on the thread: counted again while it waits
+             * there, unless a frameless caller's place was learned since it was walked (reading
+             * it or an earlier record may have: its walk may have skipped that caller, so the
+             * thread's next sample is walked again rather than this stack counted again) */
+            int idle = leaf && (r->flags & REC_WAITING) && r->idle_len && !r->gc && !r->jit &&
+                       r->learned == atomic_load_explicit(&S.frameless_learned, memory_order_relaxed);
             s->idle_leaf = idle ? leaf : 0;
             s->idle_sp = r->sp;
             s->idle_pc = r->ip[0];

@@ -73,6 +73,7 @@ typedef struct srec {
     uint8_t idle_nret;
     uint64_t extra;  /* bit k: ip[k] was found by the OSR scan, not by the chain */
     uint64_t frameless; /* bit k: ip[k] was read where a frameless caller's return address lies (S.frameless) */
+    uint64_t learned;   /* S.frameless_learned when it was walked */
     uint32_t nwords;
     uint32_t async_k;      /* ip[async_k] returns into the caller of the innermost async resume (async.h); 0 none */
     uint32_t async_chain;  /* that resume's awaiting callers */
@@ -209,6 +210,7 @@ typedef struct sampler_state {
      * CFA + 1. Written by the sampler thread, read by the handler. */
     _Atomic uint64_t *frameless;
     uint64_t frameless_found; /* callers the table gave */
+    atomic_ullong frameless_learned; /* entries published: one since a record's walk says it may lack it */
     atomic_ullong misdirected; /* process timer signals taken by a thread asleep (sampler_signal.c) */
 
     /* The address cache: entries filled in order (ncache of IP_CACHE / 2,

@@ -390,6 +390,7 @@ void sampler_frameless_learn(uint64_t ret) {
             return;
         if (!v) {
             atomic_store_explicit(at, ret << 8 | (uint64_t)(slot + 1), memory_order_release);
+            atomic_fetch_add_explicit(&S.frameless_learned, 1, memory_order_relaxed);
             return;
         }
     }

@@ -249,6 +249,7 @@ static void rec_start(srec *r, uint64_t pc, uint64_t sp) {
     r->nwords = 0;
     r->extra = 0;
     r->frameless = 0;
+    r->learned = atomic_load_explicit(&S.frameless_learned, memory_order_relaxed);
     r->async_k = 0;
     r->async_box = 0;
     r->async_chain = 0;

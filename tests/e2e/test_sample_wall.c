@@ -299,3 +299,50 @@ TEST(e2e_sample_wall_osr_waiters) {
 #endif
     return 0;
 }
+
+/* A thread that waits in CoreLib's Wait() wrappers, which keep no frame of
+ * their own, so the frame-pointer chain skips their caller until the sampler
+ * thread has learned where its return address lies: the waits' samples are
+ * counted again while the thread waits, without a signal, and the stack
+ * counted again must be one walked after that was learned. Before, a stack
+ * walked before it was (a first sample still in the ring) was counted for the
+ * whole wait: the caller missing, the wrapper under Main. */
+TEST(e2e_sample_wall_frameless_waiter) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_wall_frameless_waiter"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll != NULL);
+    const char *args[] = {"run", "--quiet", "--sample=wall", "-o", r.trace, "--", e2e_dotnet(), dll,
+                          "sample", "framelesswait", "500", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    double truth[4] = {0};
+    const char *line = out ? strstr(out, "framelesswait ") : NULL;
+    int got = line ? sscanf(line, "framelesswait task %lf event %lf semaphore %lf join %lf", &truth[0], &truth[1],
+                            &truth[2], &truth[3])
+                   : 0;
+    free(out);
+    ASSERT_EQ(got, 4);
+    char *text = folded_of(&r);
+    ASSERT(text != NULL);
+    /* each caller, and the wrapper's frame with the overload it calls (the same name) */
+    static const char *const callers[4] = {"WaitsOnTask", "WaitsOnEvent", "WaitsOnSemaphore", "WaitsOnThread"};
+    static const char *const waits[4] = {
+        "System.Threading.Tasks.Task::Wait;System.Threading.Tasks.Task::Wait",
+        "System.Threading.ManualResetEventSlim::Wait;System.Threading.ManualResetEventSlim::Wait",
+        "System.Threading.SemaphoreSlim::Wait;System.Threading.SemaphoreSlim::WaitCore",
+        "System.Threading.Thread::Join;System.Threading.Thread::Join"};
+    int ok = 1;
+    for (int i = 0; i < 4; i++) {
+        char under[256];
+        snprintf(under, sizeof under, "Scenarios.SampleScenario::%s;%s", callers[i], waits[i]);
+        double all = e2e_folded_weight(text, waits[i]) / 1e6, whole = e2e_folded_weight(text, under) / 1e6;
+        fprintf(stderr, "%s: %.0f ms (the program timed %.0f), under %s %.0f ms\n", waits[i], all, truth[i], callers[i],
+                whole);
+        ok &= all >= 0.8 * truth[i] && all <= 1.2 * truth[i] + 20 && whole >= 0.85 * all;
+    }
+    free(text);
+    ASSERT(ok);
+    return 0;
+}

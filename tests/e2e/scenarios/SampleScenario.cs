@@ -32,6 +32,12 @@
 //       the threads' time in OsrWaiter. A sampled stack with OsrWaiter must
 //       have OsrCaller under it: an OSR method's frame keeps the Tier0 frame's
 //       return address off the frame-pointer chain.
+//   sample framelesswait MS      the main thread waits MS ms in each of Task.Wait(),
+//       ManualResetEventSlim.Wait(), SemaphoreSlim.Wait() and Thread.Join(), from
+//       WaitsOnTask, WaitsOnEvent, WaitsOnSemaphore and WaitsOnThread. CoreLib's
+//       wrappers keep no frame of their own, so the frame-pointer chain skips
+//       their caller until the sampler has learned where its return address
+//       lies. Prints "framelesswait task MS event MS semaphore MS join MS".
 //   sample lcg SECONDS           a compiled expression tree (a dynamic method,
 //       DynamicWork's caller) that calls LcgWork and adds one to its result, from
 //       LcgCaller's loop: LcgWork's samples lie under the dynamic method's frame
@@ -74,6 +80,7 @@ public static class SampleScenario
             case "waitsplit": return WaitSplit(int.Parse(args[1]), double.Parse(args[2], System.Globalization.CultureInfo.InvariantCulture));
             case "waitalt": return WaitSplit(int.Parse(args[1]), double.Parse(args[2], System.Globalization.CultureInfo.InvariantCulture), true);
             case "osrwait": return OsrWait(int.Parse(args[1]), int.Parse(args[2]));
+            case "framelesswait": return FramelessWait(int.Parse(args[1]));
             case "bench": return Bench(args.Length > 1 ? args[1] : "cpu", args.Length > 2 ? int.Parse(args[2]) : 1);
         }
         Console.Error.WriteLine("usage: Scenarios sample shares|sharesswitch CPU_SECONDS [READY_FILE] | native LIB SECONDS | harm");
@@ -141,6 +148,49 @@ public static class SampleScenario
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static double OsrCaller(int rounds) => OsrWaiter(rounds) + 0.0;
+
+    // CoreLib's Wait() wrappers keep no frame of their own (Tier1: push rax; call; add rsp, 8; ret)
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void WaitsOnTask(int ms) => System.Threading.Tasks.Task.Delay(ms).Wait();
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void WaitsOnEvent(int ms)
+    {
+        using var e = new ManualResetEventSlim(false);
+        using var t = new Timer(_ => e.Set(), null, ms, Timeout.Infinite);
+        e.Wait();
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void WaitsOnSemaphore(int ms)
+    {
+        using var s = new SemaphoreSlim(0);
+        using var t = new Timer(_ => s.Release(), null, ms, Timeout.Infinite);
+        s.Wait();
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void WaitsOnThread(int ms)
+    {
+        var th = new Thread(() => Thread.Sleep(ms));
+        th.Start();
+        th.Join();
+    }
+
+    private static int FramelessWait(int ms)
+    {
+        var sw = Stopwatch.StartNew();
+        WaitsOnTask(ms);
+        double task = sw.Elapsed.TotalMilliseconds;
+        WaitsOnEvent(ms);
+        double ev = sw.Elapsed.TotalMilliseconds;
+        WaitsOnSemaphore(ms);
+        double sem = sw.Elapsed.TotalMilliseconds;
+        WaitsOnThread(ms);
+        double join = sw.Elapsed.TotalMilliseconds;
+        Console.WriteLine($"framelesswait task {task:F0} event {ev - task:F0} semaphore {sem - ev:F0} join {join - sem:F0}");
+        return 0;
+    }
 
     private static int OsrWait(int n, int rounds)
     {
