@@ -103,12 +103,13 @@ static void print_counters(const tp_data *d, int json, FILE *out) {
                 (unsigned long long)d->queued, (unsigned long long)d->completed);
     } else if (d->counters) {
         fprintf(out, "the pool, once a second for %llu s (the runtime's counters): %llu to %llu threads (%llu at the "
-                     "end); work waiting in its queue in %llu of those seconds, %llu items at most, %.1f on average; "
-                     "%llu items completed\n",
+                     "end); work waiting in its queue in %llu of those seconds, %llu item%s at most, %.1f on average; "
+                     "%llu item%s completed\n",
                 (unsigned long long)d->counters, (unsigned long long)d->threads_min,
                 (unsigned long long)d->threads_max, (unsigned long long)d->threads_last,
-                (unsigned long long)d->queued, (unsigned long long)d->queue_max,
-                (double)d->queue_sum / (double)d->counters, (unsigned long long)d->completed);
+                (unsigned long long)d->queued, (unsigned long long)d->queue_max, CLI_PLURAL(d->queue_max),
+                (double)d->queue_sum / (double)d->counters, (unsigned long long)d->completed,
+                CLI_PLURAL(d->completed));
     }
 }
 
