@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
     const char *dir = argc > 2 ? argv[2] : "/tmp";
     char path[4096];
     snprintf(path, sizeof path, "%s/bench-writer-%d.trace", dir, (int)getpid());
-    recorder_options opt = {path, 0, 0};
+    recorder_options opt = {.path = path};
     if (recorder_open(&opt) < 0)
         return 1;
     double cpu0 = cpu_s();

@@ -14,13 +14,17 @@
 #include "recorder.h"
 #include "sampler.h"
 #include "say.h"
+#include "sdk_process.h"
 #include "settings.h"
 
-void config_output_path(char *out, size_t cap, int *exclusive) {
+static unsigned setting_value(int id);
+
+void config_output_path(char *out, size_t cap, int *exclusive, char *alt, size_t altcap) {
     const char *tmpl = dnp_setting_getenv(DNP_SET_OUTPUT);
     const char *root = dnp_setting_getenv(DNP_SET_ROOT_PID);
     int pid = (int)getpid();
     *exclusive = 0;
+    alt[0] = 0;
     if (!tmpl || !*tmpl) {
         snprintf(out, cap, "dnprof-%d.trace", pid);
         return;
@@ -43,7 +47,9 @@ void config_output_path(char *out, size_t cap, int *exclusive) {
     if (has_pid || !root || atoi(root) == pid)
         return;
     /* A process the trace was not meant for (a child the program started):
-     * a trace of its own beside the root's, never the root's file. */
+     * a trace of its own beside the root's, never the root's file. Under the
+     * SDK (dotnet run, test), whose own processes record nothing, the first
+     * program to create the root's file writes it, the others their own. */
     *exclusive = 1;
     size_t len = strlen(out);
     const char *ext = ".trace";
@@ -51,7 +57,43 @@ void config_output_path(char *out, size_t cap, int *exclusive) {
         len -= 6;
     char stem[4096];
     snprintf(stem, sizeof stem, "%.*s", (int)len, out);
+    if (setting_value(DNP_SET_SDK_ASIDE)) {
+        snprintf(alt, altcap, "%s.%d.trace", stem, pid);
+        return;
+    }
     snprintf(out, cap, "%s.%d.trace", stem, pid);
+}
+
+int config_sdk_aside(void) {
+    unsigned on = 0;
+    if (dnp_setting_parse(DNP_SET_SDK_ASIDE, dnp_setting_getenv(DNP_SET_SDK_ASIDE), &on) < 0 || !on)
+        return 0;
+    static char line[8192];
+    char exe[4096], real[4096], *argv[64];
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, line, sizeof line - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    ssize_t e = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0 || e <= 0)
+        return 0;
+    line[n] = 0;
+    exe[e] = 0;
+    int argc = 0;
+    for (ssize_t i = 0; i < n && argc < 64; i += (ssize_t)strlen(line + i) + 1)
+        argv[argc++] = line + i;
+    int k = dnp_sdk_host_runs(exe, argc, argv);
+    if (k == DNP_SDK_COMMAND)
+        return 1;
+    /* the .dll the host runs (MSBuild.dll), or an apphost (the compiler's csc), in <root>/sdk/ */
+    const char *path = k > 0 ? realpath(argv[k], real) : exe;
+    for (size_t at = path ? dnp_sdk_next_root(path, 0) : 0; at; at = dnp_sdk_next_root(path, at + 1)) {
+        char host[4096 + 8];
+        snprintf(host, sizeof host, "%.*s/dotnet", (int)at, path);
+        if (access(host, X_OK) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 void config_cmdline(char *out, size_t cap) {
@@ -182,7 +224,7 @@ void config_from_env(agent_config *cfg) {
     }
     setting_value(DNP_SET_STDERR); /* a bad value is said here, once */
     setting_value(DNP_SET_ROOT_PID);
-    config_output_path(cfg->output, sizeof cfg->output, &cfg->exclusive);
+    config_output_path(cfg->output, sizeof cfg->output, &cfg->exclusive, cfg->output_alt, sizeof cfg->output_alt);
     heap_path(cfg->heap_at_exit, sizeof cfg->heap_at_exit);
 }
 

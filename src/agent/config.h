@@ -10,6 +10,7 @@ typedef struct agent_config {
     char events[1024];   /* families or a hex mask (families.h); "" is the default */
     char output[4096];   /* the trace path, already made this process's own */
     int exclusive;       /* the trace must not exist yet */
+    char output_alt[4096]; /* when output exists (another program under the SDK took it): this one, or "" */
     char session[4096];  /* session directory, "" for none */
     unsigned flush_ms;   /* background flush period, 0 for the default */
     /* method enter/leave (calls.c) */
@@ -55,8 +56,15 @@ void config_from_env(agent_config *cfg);
 
 /* The trace path for this process: DNP_ENV_OUTPUT with %p expanded, made unique
  * for a child process of the one it was meant for (DNP_ENV_ROOT_PID), or
- * dnprof-<pid>.trace in the working directory. *exclusive: must not exist yet. */
-void config_output_path(char *out, size_t cap, int *exclusive);
+ * dnprof-<pid>.trace in the working directory. *exclusive: must not exist yet.
+ * alt: the path to take when out exists ("" none): under the SDK
+ * (DNP_ENV_SDK_ASIDE), the first program writes the root's file. */
+void config_output_path(char *out, size_t cap, int *exclusive, char *alt, size_t altcap);
+
+/* 1 when DNP_ENV_SDK_ASIDE is set and this process is the .NET SDK's own
+ * (the dotnet CLI, MSBuild, the compiler server: sdk_process.h): the agent
+ * then records nothing, says nothing, and the program goes on. */
+int config_sdk_aside(void);
 
 /* The process's command line, arguments separated by spaces. */
 void config_cmdline(char *out, size_t cap);

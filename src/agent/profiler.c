@@ -154,10 +154,12 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     threadpool_configure(cfg, &high); /* --threadpool */
     sampler_configure(cfg, &mask, &high);
     names_init();
-    say_session_line("trace", cfg->output);
-    recorder_options opt = {cfg->output, cfg->exclusive, cfg->flush_ms};
+    recorder_options opt = {cfg->output, cfg->exclusive, cfg->flush_ms, cfg->output_alt};
     if (recorder_open(&opt) < 0)
         return E_FAIL;
+    if (opt.path != cfg->output) /* another program under the SDK had taken the first */
+        snprintf(g_agent.config.output, sizeof g_agent.config.output, "%s", opt.path);
+    say_session_line("trace", g_agent.config.output);
 
     struct timespec real;
     clock_gettime(CLOCK_REALTIME, &real);
@@ -227,6 +229,8 @@ __attribute__((destructor)) static void agent_at_exit(void) {
 HRESULT cb_Initialize(ICorProfilerCallback *self, IUnknown *pICorProfilerInfoUnk) {
     (void)self;
     /* First: whatever is said from here on goes to the front end, if there is one. */
+    if (config_sdk_aside())
+        return E_FAIL; /* the SDK's own process under dotnet run: nothing asked of it, nothing said */
     say_session_open(config_session_dir(), config_say_stderr());
     agent_config cfg;
     config_from_env(&cfg);

@@ -590,12 +590,10 @@ static void register_atfork(void) {
     pthread_atfork(NULL, NULL, after_fork_child);
 }
 
-int recorder_open(const recorder_options *opt) {
+int recorder_open(recorder_options *opt) {
     char err[512];
     clock_init();
     static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-    free(R.path);
-    R.path = strdup(opt->path);
     if (atomic_fetch_add(&R.gen, 1) > 0) {
         /* Not the first trace of this library's life: start from zero. */
         pthread_mutex_lock(&R.list_mu);
@@ -609,6 +607,12 @@ int recorder_open(const recorder_options *opt) {
     }
     R.open_ns = recorder_now();
     R.writer = dnp_writer_open(opt->path, opt->exclusive, (uint64_t)getpid(), err, sizeof err);
+    if (!R.writer && opt->alt && *opt->alt) { /* taken by another program: its error is not ours to say */
+        opt->path = opt->alt;
+        R.writer = dnp_writer_open(opt->path, 1, (uint64_t)getpid(), err, sizeof err);
+    }
+    free(R.path);
+    R.path = strdup(opt->path);
     if (!R.writer) {
         agent_say("%s; not recording, the program goes on", err);
         say_session_line("error", err);

@@ -17,10 +17,11 @@ typedef struct recorder_options {
     const char *path;     /* the trace file */
     int exclusive;        /* fail rather than replace an existing file */
     unsigned flush_ms;    /* background flush period while events come; 0: DNP_ENV_FLUSH_MS's default */
+    const char *alt;      /* created, exclusively, when path cannot be (NULL or "": none); path then points to it */
 } recorder_options;
 
 /* Opens the trace and starts the background writer. 0, or -1 after saying why. */
-int recorder_open(const recorder_options *opt);
+int recorder_open(recorder_options *opt);
 
 /* Writes what is buffered, an END record, closes the trace: the trace is complete. */
 void recorder_close(void);

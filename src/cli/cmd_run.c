@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "sdk_process.h"
 #include "families.h"
 #include "run_windows.h"
 #include "session.h"
@@ -66,6 +67,9 @@ static void run_help(void) {
           "the runtime does into a trace. The program keeps its terminal, input and output;\n"
           "dnprof exits with its exit code and then prints one line per trace it wrote\n"
           "(.NET programs it starts are recorded too, each into a trace of its own).\n"
+          "PROGRAM may be 'dotnet run', 'dotnet test' or 'dotnet watch': the SDK's own\n"
+          "processes (MSBuild, the compiler) are then left out, and the program it starts\n"
+          "writes the trace.\n"
           "\n"
           "options:\n"
           "  -e, --events LIST   what to record, comma-separated (default: default, which is\n"
@@ -241,12 +245,14 @@ static void report(const cli_launch *l, char *const argv[], int quiet) {
     cli_session_agent *agents = NULL;
     int n = cli_session_read(l->session, &agents);
     const cli_session_agent *root = NULL;
-    for (int i = 0; i < n; i++)
-        if (agents[i].pid == (long)l->pid)
+    for (int i = 0; i < n; i++) /* under the SDK, the program that took the trace's path */
+        if (agents[i].pid == (long)l->pid || (l->sdk_aside && !strcmp(agents[i].trace, l->trace)))
             root = &agents[i];
-    print_agent_messages(agents, n, (long)l->pid);
+    print_agent_messages(agents, n, root ? root->pid : (long)l->pid);
 
-    if (n <= 0)
+    if (n <= 0 && l->sdk_aside)
+        error("'%s' started no .NET program (its build failed, or it ran none): no trace", cmd);
+    else if (n <= 0)
         error("the agent never started (no .NET runtime loaded it); to see why, run: dnprof doctor -- %s", cmd);
     else if (root && root->error[0] && !root->started)
         error("the agent did not record: %s; to see why, run: dnprof doctor -- %s", root->error, cmd);
@@ -674,6 +680,13 @@ static int launch(const run_opts *o, const char *agent, const char *out_abs, cha
     l.output = o->output ? out_abs : NULL;
     l.flush_ms = o->flush_ms;
     l.session = session;
+    int nprog = 0;
+    while (prog[nprog])
+        nprog++;
+    l.sdk_aside = dnp_sdk_starts_program(nprog, prog);
+    if (l.sdk_aside && !o->quiet)
+        fprintf(stderr, "dnprof: '%s %s' builds, then starts the program: the SDK's own processes are not "
+                        "recorded, the program is\n", prog[0], prog[1]);
     char in_session[PATH_MAX + 32];
     static run_windows rw;
     if (o->every) {

@@ -76,6 +76,8 @@ static void child_environment(const cli_launch *l) {
     }
     snprintf(buf, sizeof buf, "%ld", (long)self);
     cli_setting_set(DNP_SET_ROOT_PID, buf);
+    if (l->sdk_aside)
+        cli_setting_set(DNP_SET_SDK_ASIDE, "1");
     cli_setting_set(DNP_SET_SESSION, l->session);
     if (l->flush_ms)
         cli_setting_set(DNP_SET_FLUSH_MS, l->flush_ms);

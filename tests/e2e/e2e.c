@@ -375,6 +375,16 @@ double e2e_folded_weight(const char *text, const char *frame) {
     return sum;
 }
 
+int e2e_write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    int ok = f && fputs(text, f) >= 0;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (!ok)
+        fprintf(stderr, "e2e: cannot write %s: %s\n", path, strerror(errno));
+    return ok ? 0 : -1;
+}
+
 char *e2e_read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {

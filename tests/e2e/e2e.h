@@ -105,6 +105,9 @@ const char *e2e_work_seconds(const char *seconds, char *buf, size_t cap);
 /* The dotnet host to run Scenarios.dll with. */
 const char *e2e_dotnet(void);
 
+/* Writes text into path, replacing it: 0, or -1 with a line. */
+int e2e_write_text(const char *path, const char *text);
+
 /* The whole file, NUL-terminated (free it); NULL with a line if it cannot be read. */
 char *e2e_read_file(const char *path, size_t *len);
 

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -175,5 +176,74 @@ TEST(e2e_children) {
     ASSERT_STREQ(child, expect);
     dnp_trace_free(root);
     dnp_trace_free(kid);
+    return 0;
+}
+
+/* `dnprof run -- dotnet run --project DIR`: the SDK builds (MSBuild, the
+ * compiler) and then starts the program. The SDK's own processes record
+ * nothing (DNPROF_SDK_ASIDE), and the program writes the trace -o names: its
+ * seven exceptions are there, and no other trace is. Before, -o held the SDK's
+ * command (120 MB of MSBuild's events for a small project), the program's
+ * trace was <stem>.<pid>.trace beside it, and the compiler wrote a third. */
+TEST(e2e_dotnet_run_records_the_program) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_dotnet_run"), 0);
+    char proj[PATH_MAX], file[PATH_MAX + 32];
+    snprintf(proj, sizeof proj, "%s/app", r.dir);
+    ASSERT_EQ(mkdir(proj, 0700) == 0 || errno == EEXIST, 1);
+    static const char csproj[] =
+        "<Project Sdk=\"Microsoft.NET.Sdk\"><PropertyGroup><OutputType>Exe</OutputType>"
+        "<TargetFramework>net10.0</TargetFramework></PropertyGroup></Project>\n";
+    static const char program[] =
+        "int n = int.Parse(args[0]);\n"
+        "for (int i = 0; i < n; i++)\n"
+        "    try { throw new System.InvalidOperationException(\"thrown by the program \" + i); }\n"
+        "    catch (System.InvalidOperationException) { }\n"
+        "System.Console.WriteLine(\"app done\");\n";
+    snprintf(file, sizeof file, "%s/app.csproj", proj);
+    ASSERT_EQ(e2e_write_text(file, csproj), 0);
+    snprintf(file, sizeof file, "%s/Program.cs", proj);
+    ASSERT_EQ(e2e_write_text(file, program), 0);
+    const char *args[] = {"run", "--exceptions", "-o", r.trace, "--", "dotnet", "run", "--project", proj, "--", "7", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    if (r.status != 0)
+        e2e_show_file("dnprof run -- dotnet run said", r.err);
+    ASSERT_STATUS(&r, 0);
+    char *text = e2e_read_file(r.out, NULL);
+    int done = text && strstr(text, "app done\n");
+    free(text);
+    ASSERT(done);
+    text = e2e_read_file(r.err, NULL);
+    int said = text && strstr(text, "the SDK's own processes are not recorded");
+    free(text);
+    ASSERT(said);
+
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT_NE(t, NULL);
+    int its = t->cmdline && strstr(t->cmdline, "/app") && !strstr(t->cmdline, "dotnet run");
+    if (!its)
+        fprintf(stderr, "e2e: the trace is of '%s', not the program\n", t->cmdline ? t->cmdline : "");
+    dnp_trace_free(t);
+    ASSERT(its);
+    const char *report[] = {"report", "--exceptions", "--json", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, report), 0);
+    text = e2e_read_file(r.out, NULL);
+    int seven = text && strstr(text, "\"exceptions_total\":7,") && strstr(text, "\"caught\":7,");
+    if (!seven)
+        e2e_show_file("report --exceptions --json", r.out);
+    free(text);
+    ASSERT(seven);
+
+    int others = 0; /* nothing of the SDK's: no other trace beside it */
+    DIR *d = opendir(r.dir);
+    ASSERT_NE(d, NULL);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len > 6 && !strcmp(de->d_name + len - 6, ".trace") && strcmp(de->d_name, "e2e_dotnet_run.trace"))
+            fprintf(stderr, "e2e: another trace: %s\n", de->d_name), others++;
+    }
+    closedir(d);
+    ASSERT_EQ(others, 0);
     return 0;
 }

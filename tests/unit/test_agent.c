@@ -8,6 +8,7 @@
 #include "profiler.h"
 #include "clock.h"
 #include "config.h"
+#include "sdk_process.h"
 #include "names.h"
 #include "session.h"
 #include "test.h"
@@ -21,11 +22,11 @@ static void env(const char *k, const char *v) {
 }
 
 TEST(agent_output_default) {
-    char path[256], want[64];
+    char path[256], want[64], alt[256];
     int excl = -1;
     env(DNP_ENV_OUTPUT, NULL);
     env(DNP_ENV_ROOT_PID, NULL);
-    config_output_path(path, sizeof path, &excl);
+    config_output_path(path, sizeof path, &excl, alt, sizeof alt);
     snprintf(want, sizeof want, "dnprof-%d.trace", (int)getpid());
     ASSERT_STREQ(path, want);
     ASSERT_EQ(excl, 0);
@@ -33,35 +34,76 @@ TEST(agent_output_default) {
 }
 
 TEST(agent_output_root_and_child) {
-    char path[256], want[256], pid[32];
+    char path[256], want[256], pid[32], alt[256];
     int excl = -1;
     snprintf(pid, sizeof pid, "%d", (int)getpid());
     env(DNP_ENV_OUTPUT, "/tmp/x/app.trace");
     env(DNP_ENV_ROOT_PID, pid);
-    config_output_path(path, sizeof path, &excl);
+    config_output_path(path, sizeof path, &excl, alt, sizeof alt);
     ASSERT_STREQ(path, "/tmp/x/app.trace");
     ASSERT_EQ(excl, 0);
     /* Another process inherits the variables: a file of its own, never the root's. */
     env(DNP_ENV_ROOT_PID, "1");
-    config_output_path(path, sizeof path, &excl);
+    config_output_path(path, sizeof path, &excl, alt, sizeof alt);
     snprintf(want, sizeof want, "/tmp/x/app.%d.trace", (int)getpid());
     ASSERT_STREQ(path, want);
     ASSERT_EQ(excl, 1);
     env(DNP_ENV_OUTPUT, "/tmp/x/noext");
-    config_output_path(path, sizeof path, &excl);
+    config_output_path(path, sizeof path, &excl, alt, sizeof alt);
     snprintf(want, sizeof want, "/tmp/x/noext.%d.trace", (int)getpid());
     ASSERT_STREQ(path, want);
+    ASSERT_STREQ(alt, "");
+    /* Under the SDK (dotnet run), which records nothing itself: the root's file
+     * first, created exclusively by the first program; else one of its own. */
+    env(DNP_ENV_SDK_ASIDE, "1");
+    env(DNP_ENV_OUTPUT, "/tmp/x/app.trace");
+    config_output_path(path, sizeof path, &excl, alt, sizeof alt);
+    ASSERT_STREQ(path, "/tmp/x/app.trace");
+    ASSERT_EQ(excl, 1);
+    snprintf(want, sizeof want, "/tmp/x/app.%d.trace", (int)getpid());
+    ASSERT_STREQ(alt, want);
+    env(DNP_ENV_SDK_ASIDE, NULL);
     env(DNP_ENV_OUTPUT, NULL);
     env(DNP_ENV_ROOT_PID, NULL);
     return 0;
 }
 
+/* Which processes are the SDK's own, by their command line (sdk_process.h). */
+TEST(agent_sdk_processes) {
+    char *run[] = {"/usr/bin/dotnet", "run", "--project", "app"}, *test[] = {"dotnet", "test"},
+         *build[] = {"dotnet", "build"}, *app[] = {"dotnet", "app.dll"}, *bare[] = {"/usr/share/dotnet/dotnet"};
+    ASSERT_EQ(dnp_sdk_starts_program(4, run), 1);
+    ASSERT_EQ(dnp_sdk_starts_program(2, test), 1);
+    ASSERT_EQ(dnp_sdk_starts_program(2, build), 0); /* the build is what was asked about */
+    ASSERT_EQ(dnp_sdk_starts_program(2, app), 0);
+    ASSERT_EQ(dnp_sdk_starts_program(1, bare), 0);
+    const char *host = "/usr/share/dotnet/dotnet";
+    char *msbuild[] = {"dotnet", "/usr/share/dotnet/sdk/10.0.100/MSBuild.dll", "-nologo"},
+         *exec[] = {"dotnet", "exec", "--runtimeconfig", "t.runtimeconfig.json", "/src/bin/testhost.dll"},
+         *opts[] = {"dotnet", "--roll-forward", "Major", "app.DLL"}, *info[] = {"dotnet", "--info"};
+    ASSERT_EQ(dnp_sdk_host_runs(host, 4, run), DNP_SDK_COMMAND);
+    ASSERT_EQ(dnp_sdk_host_runs(host, 1, bare), DNP_SDK_COMMAND);
+    ASSERT_EQ(dnp_sdk_host_runs(host, 3, msbuild), 1);
+    ASSERT_EQ(dnp_sdk_host_runs(host, 5, exec), 4);
+    ASSERT_EQ(dnp_sdk_host_runs(host, 4, opts), 3);
+    ASSERT_EQ(dnp_sdk_host_runs(host, 2, info), DNP_SDK_COMMAND);
+    ASSERT_EQ(dnp_sdk_host_runs("/src/bin/app", 2, app), DNP_SDK_NOT_HOST); /* an apphost */
+    const char *csc = "/usr/share/dotnet/sdk/10.0.100/Roslyn/bincore/csc", *nested = "/opt/sdk/x/dotnet/sdk/10.0.100/a.dll";
+    ASSERT_EQ(dnp_sdk_next_root(csc, 0), strlen("/usr/share/dotnet"));
+    ASSERT_EQ(dnp_sdk_next_root(csc, strlen("/usr/share/dotnet") + 1), 0);
+    ASSERT_EQ(dnp_sdk_next_root(nested, 0), strlen("/opt")); /* each candidate in turn: the caller looks for the host */
+    ASSERT_EQ(dnp_sdk_next_root(nested, strlen("/opt") + 1), strlen("/opt/sdk/x/dotnet"));
+    ASSERT_EQ(dnp_sdk_next_root("/src/bin/testhost.dll", 0), 0);
+    ASSERT_EQ(dnp_sdk_next_root("/usr/share/dotnet/sdkx/a.dll", 0), 0);
+    return 0;
+}
+
 TEST(agent_output_pid_template) {
-    char path[256], want[256];
+    char path[256], want[256], alt[256];
     int excl = -1;
     env(DNP_ENV_OUTPUT, "/tmp/t-%p-100%%.trace");
     env(DNP_ENV_ROOT_PID, "1");
-    config_output_path(path, sizeof path, &excl);
+    config_output_path(path, sizeof path, &excl, alt, sizeof alt);
     snprintf(want, sizeof want, "/tmp/t-%d-100%%.trace", (int)getpid());
     ASSERT_STREQ(path, want);
     ASSERT_EQ(excl, 0); /* %p already makes it the process's own */
