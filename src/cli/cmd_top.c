@@ -24,6 +24,7 @@
 
 #include "attach.h"
 #include "cli.h"
+#include "sdk_process.h"
 #include "session.h"
 #include "top.h"
 
@@ -457,6 +458,10 @@ static int top_startup(const top_opts *o, const char *session) {
     lt.l.events = "threads,exceptions";
     lt.l.output = trace;
     lt.l.session = session;
+    int nprog = 0;
+    while (o->prog[nprog])
+        nprog++;
+    lt.l.sdk_aside = dnp_sdk_starts_program(nprog, o->prog); /* dotnet run: the program's view, not MSBuild's */
     lt.prog = o->prog;
     int saved[3] = {-1, -1, -1};
     FILE *out = fdopen(dup(STDOUT_FILENO), "w");
