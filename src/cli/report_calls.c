@@ -54,9 +54,11 @@ static void put_sampled_note(const dnp_calltree *ct, FILE *out) {
 
 static void no_call_data(const dnp_calltree *ct, const char *path) {
     char holds[512];
-    if (!calls_say_why_none(ct, path))
-        error("%s: this trace has no call data: record it with dnprof run --calls or --sample%s", path,
-              report_holds_text(ct->holds, holds, sizeof holds));
+    if (calls_say_why_none(ct, path))
+        return;
+    if (!*report_holds_text(ct->holds, holds, sizeof holds)) /* the event log of a plain dnprof run */
+        snprintf(holds, sizeof holds, "; the events it holds: dnprof print %s", path);
+    error("%s: this trace has no call data: record it with dnprof run --calls or --sample%s", path, holds);
 }
 
 static double pct(uint64_t v, uint64_t total) {

@@ -351,7 +351,8 @@ TEST(e2e_report_no_call_data) {
     ASSERT_STATUS(&r, 1);
     char *err = e2e_read_file(r.err, NULL);
     ASSERT_NE(err, NULL);
-    int said = strstr(err, "this trace has no call data: record it with dnprof run --calls") != NULL;
+    int said = strstr(err, "this trace has no call data: record it with dnprof run --calls") != NULL &&
+               strstr(err, "; the events it holds: dnprof print ") != NULL; /* the event log: where to read it */
     if (!said)
         e2e_show_file("stderr", r.err);
     free(err);
