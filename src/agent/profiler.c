@@ -6,6 +6,7 @@
  * inside dnprof never reaches the runtime or the program. Names are resolved
  * only where the runtime allows it: an ID is unusable at *Started. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@
 #include "eventpipe.h"
 #include "sampler.h"
 #include "session.h"
+#include "stop_signal.h"
 #include "thread_mem.h"
 #include "utf16.h"
 #include "windows.h"
@@ -238,6 +240,8 @@ HRESULT cb_Initialize(ICorProfilerCallback *self, IUnknown *pICorProfilerInfoUnk
     /* Heap snapshots on request (dnprof snapshot PID) need the GC's heap walk. */
     if (SUCCEEDED(hr) && (g_agent.events.mask & COR_PRF_MONITOR_GC))
         control_start_run();
+    if (SUCCEEDED(hr))
+        stop_signal_install(); /* Ctrl-C, SIGTERM: what the agent holds is written first */
     return hr;
 }
 
@@ -247,6 +251,20 @@ void agent_stop_background(void) {
     windows_stop(); /* the last window, while the sampler still answers */
     sampler_stop();
     pthread_mutex_unlock(&mu);
+}
+
+void agent_finish_on_signal(int sig) {
+    if (!atomic_load(&g_agent.active))
+        return;
+    rec_note(1, "the program was ended by %s: what the agent held was written before the signal took its course",
+             sig == SIGINT ? "SIGINT (Ctrl-C)" : sig == SIGQUIT ? "SIGQUIT" : sig == SIGTERM ? "SIGTERM" : "a signal");
+    agent_stop_background();
+    calls_shutdown(); /* the trees read racily, as at Shutdown */
+    async_shutdown();
+    rejit_finish(0);
+    ep_flush_all(); /* the session stays: stopping it is a call into the runtime */
+    atomic_store(&g_agent.active, 0);
+    recorder_close();
 }
 
 HRESULT cb_Shutdown(ICorProfilerCallback *self) {

@@ -19,6 +19,10 @@ HRESULT agent_create(REFIID riid, void **out);
  * program exits. One at a time, so that each thread is joined and its memory
  * freed once; the second finds them stopped. */
 void agent_stop_background(void);
+/* The program ends by a signal (stop_signal.c): what Shutdown writes, written
+ * from the agent's own thread while the program's threads run on, with no call
+ * into the runtime; the trace is complete. */
+void agent_finish_on_signal(int sig);
 
 /* After a detach: forgets the runtime's interfaces and lets the same process
  * create the profiler again (a later attach). */

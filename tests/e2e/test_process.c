@@ -247,3 +247,72 @@ TEST(e2e_dotnet_run_records_the_program) {
     ASSERT_EQ(others, 0);
     return 0;
 }
+
+/* One run of `dnprof run --sample -- Scenarios sample shares` ended by sig,
+ * sent to the program (to_program) or to dnprof run (which passes it on), 1.5 s
+ * into its work: the program still dies by the signal, and the trace is whole
+ * (complete, its samples up to the end: at least 80% of the CPU time the
+ * program had used when the signal was sent). */
+static int ended_by(const char *test, int sig, int to_program) {
+    e2e_run r;
+    if (e2e_setup(&r, test) != 0)
+        return -1;
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    if (!dll || !bin)
+        return -1;
+    char ready[PATH_MAX + 16], go[PATH_MAX + 16], stat_path[64];
+    snprintf(ready, sizeof ready, "%s/ready", r.dir);
+    snprintf(go, sizeof go, "%s/ready.go", r.dir);
+    const char *argv[] = {bin, "run", "--sample", "-o", r.trace, "--", e2e_dotnet(), dll, "sample", "shares", "60",
+                          ready, NULL};
+    const char *env[] = {"DOTNET_gcServer", NULL};
+    pid_t run = e2e_spawn((char *const *)argv, env, r.dir, r.out, NULL, r.err);
+    if (run <= 0)
+        return -1;
+    char *pidtext = NULL;
+    for (int i = 0; i < 600 && !(pidtext = access(ready, F_OK) == 0 ? e2e_read_file(ready, NULL) : NULL); i++)
+        usleep(50000);
+    long pid = pidtext ? strtol(pidtext, NULL, 10) : 0;
+    free(pidtext);
+    int ok = pid > 0 && e2e_write_text(go, "") == 0;
+    usleep(1500000);
+    /* the program's CPU time so far (utime + stime, fields 14 and 15 of /proc/PID/stat, in ticks) */
+    snprintf(stat_path, sizeof stat_path, "/proc/%ld/stat", pid);
+    char *st = ok ? e2e_read_file(stat_path, NULL) : NULL;
+    const char *rp = st ? strrchr(st, ')') : NULL;
+    unsigned long long ut = 0, stt = 0;
+    ok = rp && sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &stt) == 2;
+    free(st);
+    double cpu_ms = (double)(ut + stt) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+    if (ok)
+        kill(to_program ? (pid_t)pid : run, sig);
+    int status = -1;
+    e2e_wait(run, E2E_TIMEOUT_MS, &status);
+    if (!ok || status != 128 + sig) {
+        fprintf(stderr, "e2e: program pid %ld, status %d (wanted %d, the signal's)\n", pid, status, 128 + sig);
+        e2e_show_file("dnprof run said", r.err);
+        return -1;
+    }
+    dnp_trace *t = e2e_load(r.trace);
+    int whole = t && t->status == DNP_TRACE_COMPLETE && e2e_note(t, "the program was ended by ");
+    if (t)
+        dnp_trace_free(t);
+    const char *rep[] = {"report", "--json", r.trace, NULL};
+    char *json = whole && e2e_dnprof(&r, rep) == 0 ? e2e_read_file(r.out, NULL) : NULL;
+    const char *at = json ? strstr(json, "\"source\":\"SampleNode\",\"totalNs\":") : NULL;
+    double sampled_ms = at ? strtod(at + strlen("\"source\":\"SampleNode\",\"totalNs\":"), NULL) / 1e6 : 0;
+    free(json);
+    fprintf(stderr, "e2e: %s: trace %s, %.0f ms sampled; the program had used %.0f ms of CPU when it was sent\n",
+            strsignal(sig), whole ? "complete" : "NOT complete", sampled_ms, cpu_ms);
+    return whole && sampled_ms >= 0.8 * cpu_ms ? 0 : -1;
+}
+
+/* Ctrl-C (SIGINT) and SIGTERM end a console program by the signal: no
+ * Shutdown, no exit handler. The agent writes what it holds first. Before,
+ * the trace was cut at its last flush, without the sampler's trees since its
+ * last write (half a second at first, a minute after an hour). */
+TEST(e2e_ended_by_a_signal) {
+    ASSERT_EQ(ended_by("e2e_ended_by_sigint", SIGINT, 1), 0);
+    ASSERT_EQ(ended_by("e2e_ended_by_sigterm", SIGTERM, 0), 0);
+    return 0;
+}
