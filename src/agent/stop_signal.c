@@ -1,19 +1,21 @@
 /* stop_signal.c: the agent's part in a Ctrl-C (stop_signal.h).
  *
  * A .NET console program that does not cancel Ctrl-C dies by SIGINT: the
- * runtime's handler (System.Native's, then the PAL's) puts the signal's former
- * disposition back and sends it again. SIGTERM (docker stop, kill) ends it the
- * same way unless a host (ASP.NET Core's) takes it for a graceful stop, which
- * ends in Shutdown. No Shutdown comes and no exit handler
+ * runtime's handlers (System.Native's, then the PAL's) put the signal's former
+ * disposition back and send it again. SIGQUIT and SIGTERM (kill, docker stop)
+ * end it the same way, unless a host (ASP.NET Core's) takes SIGTERM for a
+ * graceful stop, which ends in Shutdown. Neither Shutdown nor an exit handler
  * runs, so what the agent held was lost: the sampler writes its trees at
  * intervals that grow with the run (a minute after an hour), the other
- * families their last 50 ms. The agent's handler, installed at start-up above
- * the PAL's (System.Native, which starts later, keeps it as the one to go
- * back to), wakes a thread of its own that writes everything as Shutdown
- * would, waits for it at most STOP_WAIT_MS, then hands the signal on as it
- * found it. The program's exit status is the same; a Ctrl-C the program
- * cancels never reaches here. The first signal starts the write, and any that
- * comes before it ends waits too; in a forked child, none waits. */
+ * families their last 50 ms.
+ *
+ * The agent's handler, installed at start-up above the PAL's (System.Native,
+ * which starts later, keeps it as the one to go back to), wakes a thread of
+ * its own that writes everything as Shutdown would, waits for it at most
+ * STOP_WAIT_MS, then hands the signal on as it found it. The program's exit
+ * status is the same; a Ctrl-C the program cancels never reaches here. The
+ * first signal starts the write, and any that comes before it ends waits
+ * too; in a forked child, none waits. */
 #include "stop_signal.h"
 
 #include <errno.h>
