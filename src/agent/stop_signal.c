@@ -81,7 +81,10 @@ static void on_stop_signal(int sig, siginfo_t *info, void *uc) {
 }
 
 int stop_signal_install(void) {
-    if (installed_pid)
+    /* PID 1 (of a container's PID namespace): the kernel ignores a signal whose action is the
+     * default there, so the runtime's handing on does not end the program, which lives on
+     * (until SIGKILL) and is recorded on */
+    if (installed_pid || getpid() == 1)
         return 0;
     if (pipe2(wake_fds, O_CLOEXEC) != 0 || pipe2(done_fds, O_CLOEXEC) != 0) {
         agent_say("cannot make the pipes that Ctrl-C's last write needs (%s): a program ended by SIGINT loses "
