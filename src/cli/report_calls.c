@@ -111,6 +111,10 @@ static void put_unnamed_note(const dnp_calltree *ct, FILE *out) {
         fprintf(out, "the runtime ships its symbols apart; dotnet-symbol --symbols DIR/%s (DIR: the runtime's, from "
                      "dotnet --list-runtimes) puts them beside it, and later recordings name its functions "
                      "(docs/sampling.md)\n", name);
+    else if (!strstr(name, ".so")) /* an executable in a .NET process: the host, the runtime inside a single file */
+        fprintf(out, "it is the program's executable, the .NET host (a single-file app holds the runtime in it), whose "
+                     "symbols ship apart; dotnet-symbol --symbols PATH/%s puts them beside it, and later recordings "
+                     "name its functions (docs/sampling.md)\n", name);
     else
         fputs("install its debug symbols (Debian, Ubuntu: the library's -dbgsym or -dbg package, as libc6-dbg for "
               "libc.so.6), and later recordings name its functions (docs/sampling.md)\n", out);

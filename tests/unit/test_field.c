@@ -99,15 +99,17 @@ TEST(report_times_three_digits) {
 #endif
 
 #ifdef DNPROF_BIN
-/* Run (all samples) > G (all - native), Run > [libcoreclr.so+0x1000] (native
- * - 1), Run > [libcoreclr.so+0x2000] (1): native samples in libcoreclr.so's
- * code without names. */
-static int write_unnamed(const char *path, uint64_t all, uint64_t native) {
+/* Run (all samples) > G (all - native), Run > [LIB+0x1000] (native - 1),
+ * Run > [LIB+0x2000] (1): native samples in lib's code without names. */
+static int write_unnamed(const char *path, uint64_t all, uint64_t native, const char *lib) {
     synth *w = synth_open(path, 4242, "dotnet sampled.dll");
     if (!w)
         return -1;
+    char na[96], nb[96];
+    snprintf(na, sizeof na, "[%s+0x1000]", lib);
+    snprintf(nb, sizeof nb, "[%s+0x2000]", lib);
     uint64_t run = synth_string(w, "App.P::Run"), g = synth_string(w, "App.P::G");
-    uint64_t a = synth_string(w, "[libcoreclr.so+0x1000]"), b = synth_string(w, "[libcoreclr.so+0x2000]");
+    uint64_t a = synth_string(w, na), b = synth_string(w, nb);
     synth_thread(w, 1, 1001);
     uint64_t cfg[3] = {1, 100, PERIOD};
     synth_event(w, 1, 0, DNP_EV_SampleConfig, cfg);
@@ -130,14 +132,21 @@ TEST(report_unnamed_native_note) {
     static char buf[1 << 16];
     snprintf(path, sizeof path, "/tmp/dnprof-field-unnamed-%d.trace", (int)getpid());
     snprintf(args, sizeof args, "report '%s'", path);
-    ASSERT_EQ(write_unnamed(path, 10, 3), 0);
+    ASSERT_EQ(write_unnamed(path, 10, 3, "libcoreclr.so"), 0);
     run_dnprof(args, buf, sizeof buf);
     int ok = strstr(buf, "note: 30.0% of the time is in code of libcoreclr.so without names") &&
              strstr(buf, "dotnet-symbol --symbols DIR/libcoreclr.so");
     if (!ok)
         fprintf(stderr, "%s\n", buf);
     ASSERT(ok);
-    ASSERT_EQ(write_unnamed(path, 11, 1), 0);
+    /* a single-file app: the runtime inside the program's executable, its symbols apart too */
+    ASSERT_EQ(write_unnamed(path, 10, 4, "app"), 0);
+    run_dnprof(args, buf, sizeof buf);
+    ok = strstr(buf, "of app without names") && strstr(buf, "dotnet-symbol --symbols PATH/app") && !strstr(buf, "dbgsym");
+    if (!ok)
+        fprintf(stderr, "%s\n", buf);
+    ASSERT(ok);
+    ASSERT_EQ(write_unnamed(path, 11, 1, "libcoreclr.so"), 0);
     run_dnprof(args, buf, sizeof buf);
     unlink(path);
     ASSERT(strstr(buf, "App.P::G") && !strstr(buf, "without names"));
