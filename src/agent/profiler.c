@@ -253,8 +253,10 @@ void agent_stop_background(void) {
     pthread_mutex_unlock(&mu);
 }
 
+static atomic_int finishing; /* Shutdown or a signal's end: the last writes are made once */
+
 void agent_finish_on_signal(int sig) {
-    if (!atomic_load(&g_agent.active))
+    if (!atomic_load(&g_agent.active) || atomic_exchange(&finishing, 1))
         return;
     rec_note(1, "the program was ended by %s: what the agent held was written before the signal took its course",
              sig == SIGINT ? "SIGINT (Ctrl-C)" : sig == SIGQUIT ? "SIGQUIT" : sig == SIGTERM ? "SIGTERM" : "a signal");
@@ -269,6 +271,8 @@ void agent_finish_on_signal(int sig) {
 
 HRESULT cb_Shutdown(ICorProfilerCallback *self) {
     ACTIVE();
+    if (atomic_exchange(&finishing, 1))
+        return S_OK; /* a signal's end wrote everything (stop_signal.c) */
     agent_stop_background();
     heap_at_shutdown();
     if (!g_agent.attached)
