@@ -105,6 +105,12 @@ int ipc_socket_path(pid_t pid, char *out, size_t cap) {
         if (ipc_outside(&w, dirs[i], dir, sizeof dir) < 0 ||
             find_in_dir(dir, w.inner, p.start, started, candidate, sizeof candidate, &exact) < 0)
             continue;
+        /* a key that is not this process's start time, in a process not known to map the
+         * runtime: a socket of another PID namespace's process of that pid (a container's
+         * pid 1 with the host's /tmp), or of a dead one's; a single-file app (the runtime
+         * inside its executable) is found by its exact key */
+        if (!exact && p.start && p.has_coreclr != 1)
+            continue;
         if (found < 0 || exact)
             snprintf(out, cap, "%s", candidate);
         found = 0;

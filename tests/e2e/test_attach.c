@@ -377,7 +377,7 @@ TEST(e2e_attach_ps) {
 }
 
 /* A unix socket file at path that nobody listens on, made an hour ago. */
-static int plant_stale_socket(const char *path) {
+static int plant_stale_socket(const char *path, int age_s) {
     struct sockaddr_un addr;
     memset(&addr, 0, sizeof addr);
     addr.sun_family = AF_UNIX;
@@ -389,7 +389,7 @@ static int plant_stale_socket(const char *path) {
         close(fd);
     struct timespec then[2];
     clock_gettime(CLOCK_REALTIME, &then[0]);
-    then[0].tv_sec -= 3600;
+    then[0].tv_sec -= age_s;
     then[1] = then[0];
     if (rc == 0 && utimensat(AT_FDCWD, path, then, 0) != 0)
         rc = -1;
@@ -447,7 +447,14 @@ TEST(e2e_attach_errors) {
      * CI once met it): older than the process, it is not this process's. */
     char stale[96];
     snprintf(stale, sizeof stale, "/tmp/dotnet-diagnostic-%d-1-socket", (int)getpid());
-    int planted = plant_stale_socket(stale);
+    int planted = plant_stale_socket(stale, 3600);
+    EXPECT(planted == 0);
+    EXPECT(run_dnprof(&r, "attach", self, NULL, NULL) == 0 && r.status == 1 &&
+           err_has(&r, "is not a .NET process") && !err_has(&r, "does not answer"));
+    /* Newer than the process, but its key is not the process's start time: the socket
+     * of another PID namespace's process of this pid (a container's .NET pid 1 with the
+     * host's /tmp), or a dead one's; this process maps no runtime */
+    planted = planted == 0 ? plant_stale_socket(stale, 0) : planted;
     EXPECT(planted == 0);
     EXPECT(run_dnprof(&r, "attach", self, NULL, NULL) == 0 && r.status == 1 &&
            err_has(&r, "is not a .NET process") && !err_has(&r, "does not answer"));
