@@ -60,6 +60,10 @@ int calls_say_why_none(const struct dnp_calltree *ct, const char *path);
 /* What else a trace without call data holds (dnp_calltree.holds), as "; it
  * holds GC statistics: dnprof report --gc; ..." to end a line with, or "". */
 const char *report_holds_text(unsigned holds, char *buf, size_t cap);
+/* The command that recorded a trace, to ask again with a flag: "dnprof run",
+ * or "dnprof attach PID" for one recorded by attach (attached: its pid; 1 when
+ * not known, "PID" then; 0 not attached). */
+const char *report_recording_cmd(int attached, char *buf, size_t cap);
 /* The --sample word of a trace's mode ("cpu", "wall", "suspend"; "?" for none). */
 const char *report_sample_word(uint64_t mode);
 

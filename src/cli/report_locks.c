@@ -337,11 +337,9 @@ static const char *version_note(const locks_profile *p) {
 
 static const char *waits_note(const locks_profile *p, char *buf, size_t len) {
     if (p->mode != 2) { /* the command that recorded this trace, asked again */
-        char pid[24] = "PID";
-        if (p->attached > 1)
-            snprintf(pid, sizeof pid, "%d", p->attached);
-        snprintf(buf, len, "waits on WaitHandles and Monitor.Wait were not asked for (dnprof %s%s "
-                 "--locks=waits records them, .NET 9+)", p->attached ? "attach " : "run", p->attached ? pid : "");
+        char cmd[48];
+        snprintf(buf, len, "waits on WaitHandles and Monitor.Wait were not asked for (%s --locks=waits records "
+                 "them, .NET 9+)", report_recording_cmd(p->attached, cmd, sizeof cmd));
         return buf;
     }
     if (p->major && p->major < 9)

@@ -51,6 +51,16 @@ const char *report_holds_text(unsigned holds, char *buf, size_t cap) {
     return buf;
 }
 
+const char *report_recording_cmd(int attached, char *buf, size_t cap) {
+    if (!attached)
+        snprintf(buf, cap, "dnprof run");
+    else if (attached > 1)
+        snprintf(buf, cap, "dnprof attach %d", attached);
+    else
+        snprintf(buf, cap, "dnprof attach PID");
+    return buf;
+}
+
 /* Why a trace has no call tree, from what it says was recorded (its
  * CallsConfig, SampleConfig, AllocSampling) and how it ends. */
 int calls_say_why_none(const dnp_calltree *ct, const char *path) {

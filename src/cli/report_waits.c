@@ -263,10 +263,9 @@ static void text_sites(FILE *out, const char *title, const site *t, size_t n, ui
  * attach when this trace was recorded by attach. */
 static void not_recorded(char *missing, size_t cap, const char *what, const char *flag, int attached) {
     size_t n = strlen(missing);
-    if (attached)
-        snprintf(missing + n, cap - n, "  %s: not recorded (dnprof attach %d %s)\n", what, attached, flag);
-    else
-        snprintf(missing + n, cap - n, "  %s: not recorded (dnprof run %s)\n", what, flag);
+    char cmd[48];
+    snprintf(missing + n, cap - n, "  %s: not recorded (%s %s)\n", what,
+             report_recording_cmd(attached, cmd, sizeof cmd), flag);
 }
 
 static void write_text(const waits *w, const char *path, unsigned top, FILE *out) {
