@@ -259,7 +259,8 @@ void agent_finish_on_signal(int sig) {
     if (!atomic_load(&g_agent.active) || atomic_exchange(&finishing, 1))
         return;
     rec_note(1, "the program was ended by %s: what the agent held was written before the signal took its course",
-             sig == SIGINT ? "SIGINT (Ctrl-C)" : sig == SIGQUIT ? "SIGQUIT" : sig == SIGTERM ? "SIGTERM" : "a signal");
+             sig == SIGINT ? "SIGINT (Ctrl-C)" : sig == SIGQUIT ? "SIGQUIT" : sig == SIGTERM ? "SIGTERM"
+             : sig == SIGHUP ? "SIGHUP" : "a signal");
     agent_stop_background();
     calls_shutdown(); /* the trees read racily, as at Shutdown */
     async_shutdown();

@@ -2,9 +2,10 @@
  *
  * A .NET console program that does not cancel Ctrl-C dies by SIGINT: the
  * runtime's handlers (System.Native's, then the PAL's) put the signal's former
- * disposition back and send it again. SIGQUIT and SIGTERM (kill, docker stop)
- * end it the same way, unless a host (ASP.NET Core's) takes SIGTERM for a
- * graceful stop, which ends in Shutdown. Neither Shutdown nor an exit handler
+ * disposition back and send it again. SIGQUIT, SIGTERM (kill, docker stop)
+ * and SIGHUP (the terminal or the ssh session closed) end it the same way,
+ * unless a host (ASP.NET Core's) takes SIGTERM for a graceful stop, which
+ * ends in Shutdown. Neither Shutdown nor an exit handler
  * runs, so what the agent held was lost: the sampler writes its trees at
  * intervals that grow with the run (a minute after an hour), the other
  * families their last 50 ms.
@@ -32,8 +33,8 @@
 
 #define STOP_WAIT_MS 2000 /* a flush that takes longer (a lock held by the signalled thread) is given up */
 
-#define NSTOP 3
-static const int stop_signals[NSTOP] = {SIGINT, SIGQUIT, SIGTERM};
+#define NSTOP 4
+static const int stop_signals[NSTOP] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
 static struct sigaction previous[NSTOP];
 static int wake_fds[2] = {-1, -1}, done_fds[2] = {-1, -1};
 static atomic_int fired; /* the first signal came: its byte wakes the writing thread */
@@ -76,7 +77,10 @@ static void on_stop_signal(int sig, siginfo_t *info, void *uc) {
             while (poll(&p, 1, STOP_WAIT_MS) < 0 && errno == EINTR) {
             }
     }
-    hand_on(sig, &previous[sig == SIGINT ? 0 : sig == SIGQUIT ? 1 : 2], info, uc);
+    int i = 0;
+    while (i < NSTOP - 1 && stop_signals[i] != sig)
+        i++;
+    hand_on(sig, &previous[i], info, uc);
     errno = saved;
 }
 

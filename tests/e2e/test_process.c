@@ -307,12 +307,13 @@ static int ended_by(const char *test, int sig, int to_program) {
     return whole && sampled_ms >= 0.8 * cpu_ms ? 0 : -1;
 }
 
-/* Ctrl-C (SIGINT) and SIGTERM end a console program by the signal: no
+/* Ctrl-C (SIGINT), SIGTERM and SIGHUP end a console program by the signal: no
  * Shutdown, no exit handler. The agent writes what it holds first. Before,
  * the trace was cut at its last flush, without the sampler's trees since its
  * last write (half a second at first, a minute after an hour). */
 TEST(e2e_ended_by_a_signal) {
     ASSERT_EQ(ended_by("e2e_ended_by_sigint", SIGINT, 1), 0);
     ASSERT_EQ(ended_by("e2e_ended_by_sigterm", SIGTERM, 0), 0);
+    ASSERT_EQ(ended_by("e2e_ended_by_sighup", SIGHUP, 1), 0); /* the terminal, the ssh session closed */
     return 0;
 }
