@@ -183,7 +183,7 @@ typedef struct cli_launch {
     const char *session;  /* DNP_ENV_SESSION directory */
     int debug_strings;    /* PAL_OUTPUTDEBUGSTRING=1: the runtime says why a load failed */
     int capture_stderr;   /* echo the child's stderr and keep a copy in captured */
-    int sdk_aside;        /* DNP_ENV_SDK_ASIDE: the command is dotnet run, test or watch (sdk_process.h) */
+    int sdk_aside;        /* DNP_ENV_SDK_ASIDE: the command is dotnet run, test or watch (sdk_process.h; not doctor's) */
     /* out */
     pid_t pid;
     char trace[PATH_MAX]; /* the root process's trace path */

@@ -682,10 +682,7 @@ static int launch(const run_opts *o, const char *agent, const char *out_abs, cha
     l.output = o->output ? out_abs : NULL;
     l.flush_ms = o->flush_ms;
     l.session = session;
-    int nprog = 0;
-    while (prog[nprog])
-        nprog++;
-    l.sdk_aside = dnp_sdk_starts_program(nprog, prog);
+    l.sdk_aside = dnp_sdk_starts_program(prog);
     if (l.sdk_aside && !o->quiet)
         fprintf(stderr, "dnprof: '%s %s' builds, then starts the program: the SDK's own processes are not "
                         "recorded, the program is\n", prog[0], prog[1]);

@@ -458,10 +458,7 @@ static int top_startup(const top_opts *o, const char *session) {
     lt.l.events = "threads,exceptions";
     lt.l.output = trace;
     lt.l.session = session;
-    int nprog = 0;
-    while (o->prog[nprog])
-        nprog++;
-    lt.l.sdk_aside = dnp_sdk_starts_program(nprog, o->prog); /* dotnet run: the program's view, not MSBuild's */
+    lt.l.sdk_aside = dnp_sdk_starts_program(o->prog); /* dotnet run: the program's view, not MSBuild's */
     lt.prog = o->prog;
     int saved[3] = {-1, -1, -1};
     FILE *out = fdopen(dup(STDOUT_FILENO), "w");

@@ -18,8 +18,8 @@ static int ends_dll(const char *s) {
     return n > 4 && strcasecmp(s + n - 4, ".dll") == 0;
 }
 
-int dnp_sdk_starts_program(int argc, char *const argv[]) {
-    if (argc < 2 || !is_host(argv[0]))
+int dnp_sdk_starts_program(char *const argv[]) {
+    if (!argv[0] || !argv[1] || !is_host(argv[0]))
         return 0;
     return !strcmp(argv[1], "run") || !strcmp(argv[1], "test") || !strcmp(argv[1], "watch");
 }

@@ -8,10 +8,10 @@
 
 #include <stddef.h>
 
-/* argv (argc of them, argv[0] the program) is the dotnet host running one of
- * the SDK's commands that builds and then starts the user's program: `dotnet
- * run`, `dotnet test`, `dotnet watch`. 1 or 0. */
-int dnp_sdk_starts_program(int argc, char *const argv[]);
+/* argv (NULL-terminated, argv[0] the program) is the dotnet host running one
+ * of the SDK's commands that builds and then starts the user's program:
+ * `dotnet run`, `dotnet test`, `dotnet watch`. 1 or 0. */
+int dnp_sdk_starts_program(char *const argv[]);
 
 #define DNP_SDK_NOT_HOST 0 /* not the dotnet host: an apphost, the program itself */
 #define DNP_SDK_COMMAND (-1) /* the host running an SDK command (run, build, --info, ...) */

@@ -265,8 +265,7 @@ static int ended_by(const char *test, int sig, int to_program) {
     snprintf(go, sizeof go, "%s/ready.go", r.dir);
     const char *argv[] = {bin, "run", "--sample", "-o", r.trace, "--", e2e_dotnet(), dll, "sample", "shares", "60",
                           ready, NULL};
-    const char *env[] = {"DOTNET_gcServer", NULL};
-    pid_t run = e2e_spawn((char *const *)argv, env, r.dir, r.out, NULL, r.err);
+    pid_t run = e2e_spawn((char *const *)argv, NULL, r.dir, r.out, NULL, r.err);
     if (run <= 0)
         return -1;
     char *pidtext = NULL;

@@ -70,13 +70,14 @@ TEST(agent_output_root_and_child) {
 
 /* Which processes are the SDK's own, by their command line (sdk_process.h). */
 TEST(agent_sdk_processes) {
-    char *run[] = {"/usr/bin/dotnet", "run", "--project", "app"}, *test[] = {"dotnet", "test"},
-         *build[] = {"dotnet", "build"}, *app[] = {"dotnet", "app.dll"}, *bare[] = {"/usr/share/dotnet/dotnet"};
-    ASSERT_EQ(dnp_sdk_starts_program(4, run), 1);
-    ASSERT_EQ(dnp_sdk_starts_program(2, test), 1);
-    ASSERT_EQ(dnp_sdk_starts_program(2, build), 0); /* the build is what was asked about */
-    ASSERT_EQ(dnp_sdk_starts_program(2, app), 0);
-    ASSERT_EQ(dnp_sdk_starts_program(1, bare), 0);
+    char *run[] = {"/usr/bin/dotnet", "run", "--project", "app", NULL}, *test[] = {"dotnet", "test", NULL},
+         *build[] = {"dotnet", "build", NULL}, *app[] = {"dotnet", "app.dll", NULL},
+         *bare[] = {"/usr/share/dotnet/dotnet", NULL};
+    ASSERT_EQ(dnp_sdk_starts_program(run), 1);
+    ASSERT_EQ(dnp_sdk_starts_program(test), 1);
+    ASSERT_EQ(dnp_sdk_starts_program(build), 0); /* the build is what was asked about */
+    ASSERT_EQ(dnp_sdk_starts_program(app), 0);
+    ASSERT_EQ(dnp_sdk_starts_program(bare), 0);
     const char *host = "/usr/share/dotnet/dotnet";
     char *msbuild[] = {"dotnet", "/usr/share/dotnet/sdk/10.0.100/MSBuild.dll", "-nologo"},
          *exec[] = {"dotnet", "exec", "--runtimeconfig", "t.runtimeconfig.json", "/src/bin/testhost.dll"},
