@@ -142,6 +142,23 @@ int report_gc(const char *path, int json, FILE *out);
 int report_waits(const char *path, int json, unsigned top, FILE *out);
 int report_threadpool(const char *path, int json, unsigned top, FILE *out); /* top: stacks shown */
 
+/* The pool's threads added for want of them, from its changes of the worker
+ * count (ThreadPoolAdjustment, in time order): by starvation (reason 6: work
+ * waited and no pool thread finished one), and for pool threads blocked in a
+ * task's Wait, Result or GetAwaiter().GetResult() (reason 8, cooperative
+ * blocking: sync over async; the count goes up for each blocked thread and
+ * back down as they return, so its raises and its peak are kept, not a sum). */
+#define REPORT_TP_STARVATION 6u
+#define REPORT_TP_BLOCKING 8u
+typedef struct report_tp_tally {
+    uint64_t starved;         /* starvation injections */
+    uint64_t blocking_raises; /* raises of the count for blocked threads */
+    uint64_t blocking_peak;   /* the highest count such a raise reached */
+    uint64_t workers;         /* the count after the last change, 0 before any */
+} report_tp_tally;
+/* Counts one change; the threads it added for want of them (0 if none). */
+uint64_t report_tp_count(report_tp_tally *t, uint64_t reason, uint64_t workers);
+
 /* ---- traced methods (dnprof run/attach --trace, report_traced.c) ---- */
 /* Reads path's TracedMethod and TracedCalls events into *out (maybe empty).
  * 0, or 1 after saying why. */

@@ -1,6 +1,7 @@
 /* report_threadpool.c: thread-pool starvation (dnprof run/attach --threadpool;
  * docs/waits.md): the runtime's changes of the pool's worker count, those it
- * made because the pool was starved listed with their time, and, when the
+ * made for want of threads (the pool starved, or its threads blocked on tasks)
+ * listed with their time, and, when the
  * trace has wall-clock samples (--sample=wall), the stacks the pool's threads
  * spent their sampled time in, blocked or not (the samples of the whole
  * recording: a sample tree has no time). */
@@ -19,7 +20,6 @@
 #include "settings.h"
 #include "dnp_vec.h"
 
-#define REASON_STARVATION 6u
 #define MAX_STACKS 256
 #define STACK_FRAMES 8
 
@@ -28,7 +28,7 @@ static const char *const reasons[] = {"warm-up", "initializing", "random move", 
 #define NREASONS (sizeof reasons / sizeof reasons[0])
 
 typedef struct tp_adjust {
-    uint64_t time, threads, reason, milli;
+    uint64_t time, threads, reason, added;
 } tp_adjust;
 
 typedef struct tp_stack {
@@ -38,27 +38,45 @@ typedef struct tp_stack {
 } tp_stack;
 
 /* A node of a pool thread's sampled tree (SampleNode), for the samples taken
- * around the starvation: its latest cumulative self samples and when. */
+ * around the injections: its latest cumulative self samples and when. */
 typedef struct tp_node {
     uint64_t tid, node, parent, func, name;
     uint64_t last_t, last_v;
-    int64_t around; /* self samples in the windows before each starvation */
+    int64_t around; /* self samples in the windows before each injection */
 } tp_node;
 
 typedef struct tp_data {
     tp_adjust *a;
-    size_t n, cap, starved;
+    size_t n, cap;
+    uint64_t (*win)[2]; /* the seconds before the injections, overlaps merged */
+    size_t nwin;
+    report_tp_tally tally;
     uint64_t origin, major, by_reason[NREASONS + 1];
     int configured;
     tp_stack stacks[MAX_STACKS];
     size_t nstacks, pool_threads;
     uint64_t pool_ns;
-    int around;         /* the stacks are those of the windows before the starvation */
+    int around;         /* the stacks are those of the windows before the injections */
     /* ThreadPoolCounters, once a second: the pool's size and queue */
     uint64_t counters, threads_min, threads_max, threads_last, queue_max, queue_sum, queued, completed;
 } tp_data;
 
 #define WINDOW_NS 1000000000ull /* "around then": the second before each injection */
+#define TIMES_SHOWN 20           /* injections listed in the text */
+
+uint64_t report_tp_count(report_tp_tally *t, uint64_t reason, uint64_t workers) {
+    uint64_t before = t->workers;
+    t->workers = workers;
+    if (reason == REPORT_TP_STARVATION) {
+        t->starved++;
+        return before && workers > before ? workers - before : 1;
+    }
+    if (reason != REPORT_TP_BLOCKING || !before || workers <= before)
+        return 0; /* hill climbing, or the count going back down as blocked threads return */
+    t->blocking_raises++;
+    t->blocking_peak = workers > t->blocking_peak ? workers : t->blocking_peak;
+    return workers - before;
+}
 
 static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
     tp_data *d = ctx;
@@ -68,14 +86,14 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         d->major = e->v[DNP_V(ThreadPoolConfig, runtimeMajor)];
     } else if (e->kind == DNP_EV_ThreadPoolAdjustment) {
         uint64_t reason = e->v[DNP_V(ThreadPoolAdjustment, reason)];
+        uint64_t workers = e->v[DNP_V(ThreadPoolAdjustment, newWorkerThreads)];
         d->by_reason[reason < NREASONS ? reason : NREASONS]++;
-        if (reason != REASON_STARVATION)
+        uint64_t added = report_tp_count(&d->tally, reason, workers);
+        if (!added)
             return 0;
         if (DNP_VEC_RESERVE(d->a, d->cap, d->n + 1, 64) != 0)
             return -1;
-        d->a[d->n++] = (tp_adjust){e->time_ns, e->v[DNP_V(ThreadPoolAdjustment, newWorkerThreads)], reason,
-                                   e->v[DNP_V(ThreadPoolAdjustment, throughputMilli)]};
-        d->starved++;
+        d->a[d->n++] = (tp_adjust){e->time_ns, workers, reason, added};
     } else if (e->kind == DNP_EV_ThreadPoolCounters) {
         uint64_t th = e->v[DNP_V(ThreadPoolCounters, threads)], q = e->v[DNP_V(ThreadPoolCounters, queue)];
         d->threads_min = !d->counters || th < d->threads_min ? th : d->threads_min;
@@ -159,11 +177,11 @@ static void add_leaves(tp_data *d, const dnp_ct_tree *tr) {
 }
 
 /* Moves a node's cumulative count from (last_t, last_v) to (t, v): a window
- * (T - WINDOW_NS, T] of a starvation at T counts v(<= T) - v(<= T - WINDOW_NS),
- * the latest snapshot at or before each end standing for it. */
+ * (S, E] counts v(<= E) - v(<= S), the latest snapshot at or before each end
+ * standing for it. */
 static void node_move(const tp_data *d, tp_node *n, uint64_t t, uint64_t v) {
-    for (size_t k = 0; k < d->n; k++) {
-        uint64_t end = d->a[k].time, start = end > WINDOW_NS ? end - WINDOW_NS : 0;
+    for (size_t k = 0; k < d->nwin; k++) {
+        uint64_t start = d->win[k][0], end = d->win[k][1];
         if (start >= n->last_t && start < t)
             n->around -= (int64_t)n->last_v;
         if (end >= n->last_t && end < t)
@@ -179,9 +197,21 @@ static int is_pool_tid(const dnp_calltree *ct, uint64_t tid) {
     return 0;
 }
 
-/* The pool threads' self samples in the second before each starvation, from
+/* The pool threads' self samples in the second before each injection, from
  * the SampleNode snapshots (cumulative, written every half second or so). */
 static int around_starvation(const char *path, tp_data *d, const dnp_calltree *ct) {
+    /* the windows (T - WINDOW_NS, T], those that overlap made one: a sample
+     * counts once however many injections came in the second after it */
+    d->win = malloc((d->n ? d->n : 1) * sizeof *d->win);
+    if (!d->win)
+        return -1;
+    for (size_t k = 0; k < d->n; k++) {
+        uint64_t end = d->a[k].time, start = end > WINDOW_NS ? end - WINDOW_NS : 0;
+        if (d->nwin && start <= d->win[d->nwin - 1][1] && end >= d->win[d->nwin - 1][0])
+            d->win[d->nwin - 1][1] = end > d->win[d->nwin - 1][1] ? end : d->win[d->nwin - 1][1];
+        else
+            d->win[d->nwin][0] = start, d->win[d->nwin++][1] = end;
+    }
     char err[512];
     dnp_trace_stream *s = NULL;
     if (dnp_trace_stream_open(path, &s, err, sizeof err) != 0)
@@ -310,11 +340,70 @@ static int stacks(const char *path, tp_data *d, unsigned top, int json, FILE *ou
     } else {
         fprintf(out, "\nwhere the pool's %zu threads spent their sampled time (wall clock, %s; "
                      "innermost managed frame first):\n", d->pool_threads,
-                d->around ? "in the second before each starvation" : "the whole recording");
+                d->around ? "in the second before each injection" : "the whole recording");
         print_stacks(d, ct, top, 0, out);
     }
     calls_close(&in);
     return 0;
+}
+
+/* The injections as JSON: the starvation ones ("starved", as before), those
+ * for blocked threads ("blockedOnTasks"), the counts by reason. */
+static void json_injections(const tp_data *d, FILE *out) {
+    fprintf(out, ",\"runtimeMajor\":%llu,\"starvation\":%llu,\"blockingRaises\":%llu,\"blockingPeakWorkers\":%llu,"
+                 "\"adjustments\":{",
+            (unsigned long long)d->major, (unsigned long long)d->tally.starved,
+            (unsigned long long)d->tally.blocking_raises, (unsigned long long)d->tally.blocking_peak);
+    for (size_t r = 0; r <= NREASONS; r++)
+        fprintf(out, "%s\"%s\":%llu", r ? "," : "", r < NREASONS ? reasons[r] : "other",
+                (unsigned long long)d->by_reason[r]);
+    for (int blocking = 0; blocking < 2; blocking++) {
+        fputs(blocking ? "],\"blockedOnTasks\":[" : "},\"starved\":[", out);
+        int first = 1;
+        for (size_t i = 0; i < d->n; i++) {
+            if ((d->a[i].reason == REPORT_TP_BLOCKING) != blocking)
+                continue;
+            fprintf(out, "%s{\"timeNs\":%llu,\"newWorkerThreads\":%llu,\"added\":%llu}", first ? "" : ",",
+                    (unsigned long long)(d->a[i].time - d->origin), (unsigned long long)d->a[i].threads,
+                    (unsigned long long)d->a[i].added);
+            first = 0;
+        }
+    }
+    fputs("]", out);
+}
+
+/* The injections as text: how many of each kind, what the second kind means,
+ * then each with its time (the first TIMES_SHOWN). */
+static void text_injections(const char *path, const tp_data *d, FILE *out) {
+    const report_tp_tally *t = &d->tally;
+    uint64_t all = 0;
+    for (size_t r = 0; r <= NREASONS; r++)
+        all += d->by_reason[r];
+    fprintf(out, "%s: %s thread injection%s because the pool was starved", cli_short_path(path), CLI_COUNT(t->starved),
+            CLI_PLURAL(t->starved));
+    if (t->blocking_raises)
+        fprintf(out, "; %s raise%s of the count for its threads blocked on tasks, to %llu workers at most",
+                CLI_COUNT(t->blocking_raises), CLI_PLURAL(t->blocking_raises), (unsigned long long)t->blocking_peak);
+    fprintf(out, " (%s change%s of the worker count in all)\n", CLI_COUNT(all), CLI_PLURAL(all));
+    if (t->blocking_raises)
+        fputs("blocked on tasks: pool threads waited in a task's Wait(), Result or GetAwaiter().GetResult() (sync over "
+              "async), and the pool added a thread for each (cooperative blocking), beyond a few only after a delay "
+              "of up to 250 ms: work queued behind them waited meanwhile; awaiting the task instead frees the "
+              "thread\n",
+              out);
+    else if (!t->starved)
+        fputs("no starvation: the pool never had to inject threads for want of them\n", out);
+    for (size_t i = 0; i < d->n && i < TIMES_SHOWN; i++) {
+        if (d->a[i].reason == REPORT_TP_BLOCKING)
+            fprintf(out, "  at %8.3f s: +%llu for threads blocked on tasks, workers now %llu\n",
+                    (double)(d->a[i].time - d->origin) / 1e9, (unsigned long long)d->a[i].added,
+                    (unsigned long long)d->a[i].threads);
+        else
+            fprintf(out, "  at %8.3f s: starved, workers now %llu\n", (double)(d->a[i].time - d->origin) / 1e9,
+                    (unsigned long long)d->a[i].threads);
+    }
+    if (d->n > TIMES_SHOWN)
+        fprintf(out, "  ... and %zu more (--json lists them all)\n", d->n - TIMES_SHOWN);
 }
 
 int report_threadpool(const char *path, int json, unsigned top, FILE *out) {
@@ -330,29 +419,10 @@ int report_threadpool(const char *path, int json, unsigned top, FILE *out) {
     if (rc == 0 && json) {
         fputs("{\"trace\":", out);
         dnp_export_json_str(out, path, 0);
-        fprintf(out, ",\"runtimeMajor\":%llu,\"starvation\":%zu,\"adjustments\":{", (unsigned long long)d->major,
-                d->starved);
-        for (size_t r = 0; r <= NREASONS; r++)
-            fprintf(out, "%s\"%s\":%llu", r ? "," : "", r < NREASONS ? reasons[r] : "other",
-                    (unsigned long long)d->by_reason[r]);
-        fputs("},\"starved\":[", out);
-        for (size_t i = 0; i < d->n; i++)
-            fprintf(out, "%s{\"timeNs\":%llu,\"newWorkerThreads\":%llu}", i ? "," : "",
-                    (unsigned long long)(d->a[i].time - d->origin), (unsigned long long)d->a[i].threads);
-        fputs("]", out);
+        json_injections(d, out);
         print_counters(d, 1, out);
     } else if (rc == 0) {
-        fprintf(out, "%s: %zu thread injection%s because the pool was starved", cli_short_path(path), d->starved,
-                CLI_PLURAL(d->starved));
-        uint64_t all = 0;
-        for (size_t r = 0; r <= NREASONS; r++)
-            all += d->by_reason[r];
-        fprintf(out, " (%llu change%s of the worker count in all)\n", (unsigned long long)all, CLI_PLURAL(all));
-        if (!d->starved)
-            fputs("no starvation: the pool never had to inject threads for want of them\n", out);
-        for (size_t i = 0; i < d->n; i++)
-            fprintf(out, "  at %8.3f s: starved, workers now %llu\n", (double)(d->a[i].time - d->origin) / 1e9,
-                    (unsigned long long)d->a[i].threads);
+        text_injections(path, d, out);
         print_counters(d, 0, out);
     }
     if (rc == 0)
@@ -360,6 +430,7 @@ int report_threadpool(const char *path, int json, unsigned top, FILE *out) {
     if (rc == 0 && json)
         fputs("}\n", out);
     free(d->a);
+    free(d->win);
     free(d);
     return rc || ferror(out) ? 1 : 0;
 }

@@ -22,7 +22,6 @@
 
 #define MAX_SITES 512
 #define FRAMES_SHOWN 3
-#define REASON_STARVATION 6u
 
 typedef struct site {
     uint64_t key;   /* the hash of a LockSite's text (even), or of a blocked stack's frames (odd) */
@@ -35,7 +34,7 @@ typedef struct waits {
     int attached;                          /* recorded by dnprof attach: the program's pid */
     uint64_t lock_n, lock_ns, wait_n, wait_ns;
     uint64_t gcs, pause_ns, max_pause_ns, gc_by_gen[3];
-    uint64_t starved;
+    report_tp_tally pool; /* the threads the pool added for want of them */
     uint64_t first_ns, last_ns;
     uint64_t blocked_ns, sampled_ns; /* the program's threads: a managed frame above [waiting] */
     uint64_t native_ns;              /* [waiting] with no managed frame: the runtime's own threads */
@@ -141,7 +140,10 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         break;
     }
     case DNP_EV_ThreadPoolConfig: w->threadpool = 1; break;
-    case DNP_EV_ThreadPoolAdjustment: w->starved += e->v[DNP_V(ThreadPoolAdjustment, reason)] == REASON_STARVATION; break;
+    case DNP_EV_ThreadPoolAdjustment:
+        report_tp_count(&w->pool, e->v[DNP_V(ThreadPoolAdjustment, reason)],
+                        e->v[DNP_V(ThreadPoolAdjustment, newWorkerThreads)]);
+        break;
     default: break;
     }
     return 0;
@@ -240,8 +242,10 @@ static void write_json(const waits *w, const char *path, unsigned top, FILE *out
             (unsigned long long)w->max_pause_ns, span ? (double)w->pause_ns / (double)span : 0.0,
             (unsigned long long)w->gc_by_gen[0], (unsigned long long)w->gc_by_gen[1],
             (unsigned long long)w->gc_by_gen[2]);
-    fprintf(out, "\"threadpool\":{\"recorded\":%s,\"flag\":\"--threadpool\",\"starvation\":%llu},",
-            w->threadpool ? "true" : "false", (unsigned long long)w->starved);
+    fprintf(out, "\"threadpool\":{\"recorded\":%s,\"flag\":\"--threadpool\",\"starvation\":%llu,"
+                 "\"blockingRaises\":%llu,\"blockingPeakWorkers\":%llu},",
+            w->threadpool ? "true" : "false", (unsigned long long)w->pool.starved,
+            (unsigned long long)w->pool.blocking_raises, (unsigned long long)w->pool.blocking_peak);
     fprintf(out, "\"blocked\":{\"recorded\":%s,\"flag\":\"--sample=wall\",\"waitingNs\":%llu,\"sampledNs\":%llu,"
                  "\"nativeThreadsNs\":%llu,\"runtimeThreadsNs\":%llu,\"countersThreadNs\":%llu,\"top\":[",
             w->wall ? "true" : "false", (unsigned long long)w->blocked_ns, (unsigned long long)w->sampled_ns,
@@ -288,8 +292,14 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
                 report_pct(w->pause_ns, span), report_fmt_ns(w->max_pause_ns, b));
     else
         not_recorded(missing, sizeof missing, "GC pauses", "--gc", w->attached);
-    if (w->threadpool)
-        fprintf(out, "  thread-pool starvation %9s thread injection%s\n", CLI_COUNT(w->starved), CLI_PLURAL(w->starved));
+    if (w->threadpool && w->pool.blocking_raises)
+        fprintf(out, "  thread-pool starvation %9s thread injection%s; %s raise%s for threads blocked on tasks, to "
+                     "%llu workers (sync over async: dnprof report --threadpool)\n",
+                CLI_COUNT(w->pool.starved), CLI_PLURAL(w->pool.starved), CLI_COUNT(w->pool.blocking_raises),
+                CLI_PLURAL(w->pool.blocking_raises), (unsigned long long)w->pool.blocking_peak);
+    else if (w->threadpool)
+        fprintf(out, "  thread-pool starvation %9s thread injection%s\n", CLI_COUNT(w->pool.starved),
+                CLI_PLURAL(w->pool.starved));
     else
         not_recorded(missing, sizeof missing, "thread-pool starvation", "--threadpool", w->attached);
     if (w->wall)

@@ -538,6 +538,60 @@ TEST(e2e_threadpool_starvation) {
     return 0;
 }
 
+/* Sync over async: pool threads blocked in Task.Wait. The runtime raises the
+ * pool's count for each (cooperative blocking, not starvation); the report
+ * says so, with the peak the program saw and the stack they blocked in. */
+TEST(e2e_threadpool_blocked_on_tasks) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_threadpool_blocked_on_tasks"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll);
+    ASSERT(bin);
+    const char *argv[] = {bin, "run", "--quiet", "--threadpool", "--wall", "-o", r.trace, "--", e2e_dotnet(), dll,
+                          "starve", "12", "1500", "tasks", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    ASSERT_NE(out, NULL);
+    int start = -1, max = -1, min = -1;
+    const char *p = strstr(out, "threads start="), *m = p ? strstr(p, " min=") : NULL;
+    int got = p && m && sscanf(p, "threads start=%d max=%d", &start, &max) == 2 && sscanf(m, " min=%d", &min) == 1;
+    free(out);
+    ASSERT(got);
+    const char *args[] = {"report", "--threadpool", "--json", r.trace, NULL};
+    jv *j = e2e_dnprof_json(&r, args);
+    ASSERT_NE(j, NULL);
+    double raises = json_num(j, "blockingRaises"), peak = json_num(j, "blockingPeakWorkers");
+    const jv *listed = json_get(j, "blockedOnTasks"), *stacks = json_get(j, "stacks");
+    int in_wait = 0;
+    for (size_t i = 0; stacks && i < stacks->n; i++) {
+        const jv *frames = json_get(json_at(stacks, i), "stack");
+        int wait = 0;
+        for (size_t k = 0; frames && k < frames->n; k++) {
+            const char *f = json_at(frames, k)->type == JV_STR ? json_at(frames, k)->str : "";
+            wait |= strstr(f, "Task::Wait") != NULL;
+            in_wait |= wait && strstr(f, "StarveScenario::WaitOnTask") != NULL;
+        }
+    }
+    fprintf(stderr, "e2e: blocked on tasks: %.0f raises to %.0f workers; the program saw %d to %d threads, "
+            "minimum %d\n", raises, peak, start, max, min);
+    ASSERT(listed && listed->type == JV_ARR && (double)listed->n == raises);
+    json_free(j);
+    ASSERT_GE(raises, 1);
+    ASSERT_GT(peak, min);
+    ASSERT_LE(peak, min + 12); /* the pool's goal: its minimum and a thread per blocked item at most */
+    ASSERT(in_wait);
+    const char *targs[] = {"report", "--threadpool", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, targs), 0);
+    char *text = e2e_read_file(r.out, NULL);
+    ASSERT_NE(text, NULL);
+    int said = strstr(text, "for its threads blocked on tasks") && strstr(text, "sync over async") &&
+               !strstr(text, "no starvation");
+    free(text);
+    ASSERT(said);
+    return 0;
+}
+
 /* ---- against dotnet-trace ---- */
 
 /* The pauses of one collection may differ by where each tool reads its clock

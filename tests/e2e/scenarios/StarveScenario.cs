@@ -4,9 +4,11 @@
 // then in .Result on a task that a thread of its own completes after MS, with the pool's
 // minimum left as it is (the processor count), so the pool is starved and the
 // runtime injects threads. It prints the pool's thread count before and at
-// its largest ("threads start=A max=B"), which bounds the injections. With
+// its largest ("threads start=A max=B", then its minimum "min=M"), which bound the injections. With
 // "TASKS MS wait FILE" it first prints "ready pid=PID" and waits up to 60 s for
-// FILE (an attach test attaches meanwhile).
+// FILE (an attach test attaches meanwhile). With "TASKS MS tasks" each item
+// blocks in Task.Delay(MS).Wait() instead, sync over async: the runtime then
+// raises the pool's count for each blocked thread (cooperative blocking).
 using System;
 using System.Diagnostics;
 using System.Threading;
@@ -31,8 +33,9 @@ public static class StarveScenario
         var watch = Stopwatch.StartNew();
         var gate = new TaskCompletionSource<int>();
         var work = new Task[tasks];
+        bool onTasks = args.Length > 2 && args[2] == "tasks";
         for (int i = 0; i < tasks; i++)
-            work[i] = Task.Run(() => Block(ms, gate.Task));
+            work[i] = onTasks ? Task.Run(() => WaitOnTask(ms)) : Task.Run(() => Block(ms, gate.Task));
         var release = new Thread(() =>
         {
             Thread.Sleep(ms);
@@ -42,8 +45,16 @@ public static class StarveScenario
         while (!Task.WaitAll(work, 50))
             max = Math.Max(max, ThreadPool.ThreadCount);
         max = Math.Max(max, ThreadPool.ThreadCount);
-        Console.WriteLine($"threads start={start} max={max} tasks={tasks} ms={watch.ElapsedMilliseconds}");
+        ThreadPool.GetMinThreads(out int minWorkers, out _);
+        Console.WriteLine($"threads start={start} max={max} tasks={tasks} ms={watch.ElapsedMilliseconds} " +
+                          $"min={minWorkers}");
         return 0;
+    }
+
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private static void WaitOnTask(int ms)
+    {
+        Task.Delay(ms).Wait();
     }
 
     private static int Block(int ms, Task<int> gate)
