@@ -241,6 +241,47 @@ static void class_text(ClassID cid, dnp_namebuf *out, int depth) {
     type_args_text(args, nargs > MAX_TYPE_ARGS ? MAX_TYPE_ARGS : nargs, out, depth);
 }
 
+/* Whether td is a compiler-made iterator: a class named <M>d__N (or <..>d, of
+ * a local function or lambda) that implements System.Collections.IEnumerator.
+ * An async method's state machine has the same kind of name (an async
+ * iterator's implements IAsyncEnumerator instead); both name their step
+ * MoveNext. */
+static int iterator_class(IMetaDataImport *imp, mdTypeDef td) {
+    WCHAR w[512];
+    char name[1024];
+    ULONG len = 0;
+    DWORD flags = 0;
+    mdToken extends = 0;
+    if (FAILED(imp->lpVtbl->GetTypeDefProps(imp, td, w, 512, &len, &flags, &extends)))
+        return 0;
+    size_t n = dnp_utf16_name(w, 512, len, name, sizeof name);
+    if (n < 4 || name[0] != '<' || (!strstr(name, ">d__") && strcmp(name + n - 2, ">d") != 0))
+        return 0;
+    HCORENUM e = NULL;
+    mdInterfaceImpl impls[16];
+    ULONG got = 0;
+    int found = 0;
+    if (imp->lpVtbl->EnumInterfaceImpls(imp, &e, td, impls, 16, &got) == S_OK) {
+        for (ULONG i = 0; i < got && !found; i++) {
+            mdTypeDef owner = 0;
+            mdToken iface = 0, scope = 0;
+            HRESULT hr = imp->lpVtbl->GetInterfaceImplProps(imp, impls[i], &owner, &iface);
+            len = 0;
+            if (SUCCEEDED(hr) && DNP_TOKEN_TYPE(iface) == mdtTypeRef)
+                hr = imp->lpVtbl->GetTypeRefProps(imp, iface, &scope, w, 512, &len);
+            else if (SUCCEEDED(hr) && DNP_TOKEN_TYPE(iface) == mdtTypeDef) /* CoreLib's own */
+                hr = imp->lpVtbl->GetTypeDefProps(imp, iface, w, 512, &len, &flags, &extends);
+            else
+                continue;
+            found = SUCCEEDED(hr) && dnp_utf16_name(w, 512, len, name, sizeof name) &&
+                    strcmp(name, "System.Collections.IEnumerator") == 0;
+        }
+    }
+    if (e)
+        imp->lpVtbl->CloseEnum(imp, e);
+    return found;
+}
+
 static void function_text(FunctionID fid, dnp_namebuf *out) {
     ClassID cls = 0;
     ModuleID module = 0;
@@ -283,8 +324,13 @@ static void function_text(FunctionID fid, dnp_namebuf *out) {
         class_text(cls, out, 0);
     else
         typedef_text(imp, td, out, 0);
+    /* An iterator's MoveNext by the interface method it implements, as C#
+     * names its other members (IEnumerator.get_Current, ...): "Foo (iterator)",
+     * where a MoveNext alone is an async method's step, "Foo (async)". */
+    static const WCHAR move_next[] = {'M', 'o', 'v', 'e', 'N', 'e', 'x', 't', 0};
+    int iterator = len == 9 && memcmp(wname, move_next, sizeof move_next) == 0 && iterator_class(imp, td);
     imp->lpVtbl->Release(imp);
-    nb_puts(out, "::");
+    nb_puts(out, iterator ? "::System.Collections.IEnumerator." : "::");
     nb_wide(out, wname, 512, len);
     type_args_text(args, nargs > MAX_TYPE_ARGS ? MAX_TYPE_ARGS : nargs, out, 0);
 }

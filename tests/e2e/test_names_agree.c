@@ -98,3 +98,37 @@ TEST(e2e_names_agree) {
     }
     return 0;
 }
+
+/* An iterator's step and an async method's, both MoveNext of a <Name>d__N
+ * class: "(iterator)" and "(async)", with the calls hooked (exact counts). */
+TEST(e2e_names_iterator) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_names_iterator"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    const char *run[] = {"run", "-q", "--calls=counts", "--include", "Scenarios.NamesOrderService*", "-o", r.trace,
+                         "--", e2e_dotnet(), dll, "names", "50", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, run), 0);
+    ASSERT_STATUS(&r, 0);
+    const char *args[] = {"report", "--json", "--top", "1000", r.trace, NULL};
+    jv *j = e2e_dnprof_json(&r, args);
+    ASSERT_NE(j, NULL);
+    const jv *fns = json_get(j, "functions");
+    double iterator_calls = -1, async_calls = -1;
+    for (size_t i = 0; fns && json_at(fns, i); i++) {
+        const char *name = json_str(json_at(fns, i), "name"), *raw = json_str(json_at(fns, i), "raw");
+        if (!name || !raw)
+            continue;
+        if (strstr(raw, "+<Items>d__") && strstr(raw, "MoveNext")) {
+            ASSERT_STREQ(name, "Scenarios.NamesOrderService::Items (iterator)");
+            iterator_calls = json_num(json_at(fns, i), "calls");
+        } else if (strstr(raw, "+<GetAsync>d__") && strstr(raw, "::MoveNext")) {
+            ASSERT_STREQ(name, NAME);
+            async_calls = json_num(json_at(fns, i), "calls");
+        }
+    }
+    json_free(j);
+    ASSERT_EQ(iterator_calls, 4);
+    ASSERT_GE(async_calls, 1);
+    return 0;
+}

@@ -39,6 +39,7 @@ TEST(prettyname_iterator) {
     ASSERT_EQ(check("Ns.C+<Numbers>d__2::System.Collections.Generic.IEnumerator<System.Int32>.get_Current", "Ns.C::Numbers (iterator)", 1), 0);
     ASSERT_EQ(check("Ns.C+<Numbers>d__2::System.Collections.Generic.IEnumerable<System.Int32>.GetEnumerator", "Ns.C::Numbers (iterator)", 1), 0);
     ASSERT_EQ(check("Ns.C+<Numbers>d__2::.ctor", "Ns.C::Numbers (iterator)", 1), 0);
+    ASSERT_EQ(check("Ns.C+<Numbers>d__2::System.Collections.IEnumerator.MoveNext", "Ns.C::Numbers (iterator)", 1), 0);
     return 0;
 }
 
