@@ -32,11 +32,13 @@
 #include "thread_mem.h"
 #include "utf16.h"
 #include "eventpipe.h"
+#include "sampler.h"
 
 #define STACK_TEXT_MAX 6144
 #define MESSAGE_MAX_CHARS 1024
 #define NOTES_PER_THREAD 16
 #define LAYOUT_TRIES 8
+#define CHECKPOINT_WAIT_MS 250 /* an exception no managed code catches: the samples written first */
 
 /* ExceptionDetails flags (exc_machine.h). */
 #define DETAIL_HAD_STACK_TRACE EXC_DETAIL_KEPT_TRACE
@@ -389,6 +391,8 @@ int exceptions_step(uint16_t kind, FunctionID fn, ObjectID object) {
         if (kind == DNP_EV_ExceptionCatcherEnter || kind == DNP_EV_ExceptionUnwindFinallyEnter)
             handler_at(t, fn);
     }
+    if (st.flags & EXC_NO_CATCHER)
+        sampler_checkpoint(CHECKPOINT_WAIT_MS); /* the samples too: else written at intervals */
     if ((st.flags & EXC_NO_CATCHER) || (d > 0 && t->machine.lv[d - 1].no_catcher))
         recorder_flush_all();
     return !(st.flags & EXC_STRAY_LEAVE);

@@ -80,6 +80,11 @@ static void *sampler_main(void *arg) {
         }
         if (atomic_load(&S.window_asked))
             sampler_window_emit(); /* a window ends (sampler_window.c) */
+        if (atomic_exchange(&S.checkpoint_asked, 0) && S.mode != SAMPLER_SUSPEND) {
+            sampler_drain();
+            sampler_emit_dirty();
+            atomic_fetch_add(&S.checkpoint_done, 1);
+        }
         if (now >= next_emit) {
             /* A node that keeps changing is written once per period: periods
              * that grow with the run keep an hour's trace to a few hundred
@@ -102,6 +107,19 @@ static void *sampler_main(void *arg) {
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
         S.cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
     return NULL;
+}
+
+void sampler_checkpoint(unsigned wait_ms) {
+    if (!S.thread_running || !S.walk || S.mode == SAMPLER_SUSPEND || gettid() == S.sampler_tid)
+        return;
+    unsigned done = atomic_load(&S.checkpoint_done);
+    atomic_store(&S.checkpoint_asked, 1);
+    pthread_mutex_lock(&S.stop_mu);
+    pthread_cond_broadcast(&S.stop_cv); /* its wait between ticks ends early */
+    pthread_mutex_unlock(&S.stop_mu);
+    struct timespec ms = {0, 1000000};
+    for (unsigned waited = 0; waited < wait_ms && atomic_load(&S.checkpoint_done) == done; waited++)
+        nanosleep(&ms, NULL);
 }
 
 void sampler_thread_started(uint32_t os) {

@@ -67,4 +67,10 @@ int sampler_saved_fp(const uint64_t *words, uint32_t nw, uint64_t sp, uint64_t l
  * call twice and when it never started. */
 void sampler_stop(void);
 
+/* Has the sampler thread write every tree that changed now, as it does at
+ * intervals, and waits for it at most wait_ms: the samples so far survive an
+ * end that comes with no Shutdown (an unhandled exception's abort). Sampling
+ * goes on. Returns at once when no sampler thread runs. Not on the sampler thread. */
+void sampler_checkpoint(unsigned wait_ms);
+
 #endif

@@ -240,6 +240,8 @@ typedef struct sampler_state {
     uint64_t guessed, stopped, native_cfi; /* native leaves whose caller was guessed; walks stopped; leaves unwound */
     uint64_t scans, maps_reads, maps_queries, resolves, cpu_ns; /* the sampler's own work, for a note */
     atomic_int window_asked; /* a window ends: the sampler thread adds its samples (sampler_window.c) */
+    atomic_int checkpoint_asked;   /* sampler_checkpoint: write the trees now */
+    atomic_uint checkpoint_done;   /* checkpoints written */
 } sampler_state;
 
 extern sampler_state sampler_s;

@@ -269,6 +269,36 @@ TEST(e2e_stories_unhandled) {
     return 0;
 }
 
+/* The same death under --sample too: the agent has the sampler write its
+ * trees as the exception finds no catcher, so the samples of a program that
+ * dies within the sampler's first half second are there (before: none). */
+TEST(e2e_stories_unhandled_keeps_samples) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_stories_unhandled_keeps_samples"), 0);
+    const char *bin = e2e_env("DNPROF_BIN"), *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(bin);
+    ASSERT(dll);
+    const char *argv[] = {bin, "run", "--sample", "--exceptions", "-o", r.trace, "--", e2e_dotnet(), dll,
+                          "stories", "unhandled", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_EQ(r.status, 128 + 6);
+    char *err = e2e_read_file(r.err, NULL);
+    ASSERT_NE(err, NULL);
+    int said = strstr(err, "aborted (signal 6, SIGABRT") && strstr(err, "dnprof report --exceptions");
+    free(err);
+    ASSERT(said);
+    char msg[256];
+    dnp_trace *t = NULL;
+    ASSERT_EQ(dnp_trace_load(r.trace, &t, msg, sizeof msg), 0);
+    size_t nodes = 0;
+    for (size_t i = 0; i < t->nevents; i++)
+        nodes += t->events[i].kind == DNP_EV_SampleNode;
+    dnp_trace_free(t);
+    fprintf(stderr, "e2e: unhandled under --sample: %zu sample nodes written\n", nodes);
+    ASSERT_GT(nodes, 0);
+    return 0;
+}
+
 TEST(e2e_stories_threads) {
     enum { THREADS = 8, EACH = 10000 };
     e2e_run r;
