@@ -2,13 +2,16 @@
  *
  *   Ns.C+<Foo>d__3::MoveNext          -> Ns.C::Foo (async)
  *   Ns.C+<Foo>d__3::get_Current       -> Ns.C::Foo (iterator)
+ *   Ns.C+<Foo>d__3::System.Collections.IEnumerator.MoveNext -> Ns.C::Foo (iterator)
  *   Ns.C+<>c::<Main>b__0_0            -> lambda in Ns.C::Main
  *   Ns.C::<Main>g__Local|0_0          -> Local (local function in Ns.C::Main)
  *   Ns.Program::<Main>$               -> Ns.Program::Main (top-level statements)
  *
  * Async methods and iterators both compile to a <Foo>d__N class whose MoveNext
- * runs the body; the name cannot tell them apart, so MoveNext reads "(async)" and
- * the iterator's other members "(iterator)". Nested forms (an async lambda, a
+ * runs the body; the agent names an iterator's by the interface method it
+ * implements (names.c), so MoveNext alone reads "(async)" and every other
+ * member "(iterator)" (a trace of an older agent: its iterators' steps read
+ * "(async)"). Nested forms (an async lambda, a
  * lambda in a local function) are rewritten from the inside out. A name that is
  * not compiler-generated, or that does not parse, is copied as it is. */
 #ifndef DNP_PRETTYNAME_H
