@@ -132,7 +132,8 @@ int cmd_ps(int argc, char **argv) {
         if (w.container || w.inner != pids[i])
             snprintf(inside, sizeof inside, "pid %d", (int)w.inner);
         printf("%-8d %-24s %-8s %-9s ", (int)pids[i], name, agent, inside);
-        cli_put_text(stdout, info.cmdline, 0);
+        char started[sizeof info.cmdline];
+        cli_put_text(stdout, ipc_proc_cmdline(pids[i], started, sizeof started) == 0 ? started : info.cmdline, 0);
         putchar('\n');
     }
     if (!shown)

@@ -38,6 +38,12 @@ int ipc_proc_maps_has(pid_t pid, const char *name);
 /* The value of name in the process's environment, into out; 0 if set. */
 int ipc_proc_env(pid_t pid, const char *name, char *out, size_t cap);
 
+/* The process's command line as it was started (/proc/PID/cmdline, spaces
+ * between the arguments), into out; 0, or -1 when it cannot be read. The
+ * runtime's own (ipc_process_info) names the entry assembly's .dll instead of
+ * a single-file app's executable. */
+int ipc_proc_cmdline(pid_t pid, char *out, size_t cap);
+
 /* When the process started, in seconds since the epoch (its start time in
  * clock ticks after boot, and the boot time); 0 if unknown. */
 long long ipc_proc_start_epoch(const ipc_proc *p);

@@ -120,6 +120,20 @@ int ipc_proc_env(pid_t pid, const char *name, char *out, size_t cap) {
     return rc;
 }
 
+int ipc_proc_cmdline(pid_t pid, char *out, size_t cap) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    ssize_t n = cap > 1 ? read_small(path, out, cap) : -1;
+    if (n <= 0)
+        return -1;
+    while (n > 0 && out[n - 1] == 0)
+        n--; /* the last argument's NUL */
+    for (ssize_t i = 0; i < n; i++)
+        out[i] = out[i] ? out[i] : ' ';
+    out[n] = 0;
+    return n ? 0 : -1;
+}
+
 long long ipc_proc_start_epoch(const ipc_proc *p) {
     static long long btime = -1;
     if (btime < 0) {

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ipc.h"
@@ -124,5 +126,30 @@ TEST(container_error_texts) {
     ipc_place_text(42, "/tmp/dnprof-0", ENOSPC, 0, line, sizeof line);
     ASSERT_CONTAINS(line, "No space left");
     ASSERT(!strchr(line, '\n'));
+    return 0;
+}
+
+/* ps shows a process's command line as it was started: a child of known
+ * arguments, read back through /proc (a single-file app's, which the runtime
+ * reports with a .dll that does not exist, is read the same way). */
+TEST(proc_cmdline_as_started) {
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        execlp("sleep", "sleep", "5", (char *)NULL);
+        _exit(127);
+    }
+    char line[256] = "";
+    int got = -1;
+    for (int i = 0; i < 200 && (got != 0 || strcmp(line, "sleep 5") != 0); i++) {
+        usleep(5000); /* until the exec has replaced the forked copy */
+        got = ipc_proc_cmdline(child, line, sizeof line);
+    }
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    ASSERT_EQ(got, 0);
+    ASSERT_STREQ(line, "sleep 5");
+    char tiny[4];
+    ASSERT_EQ(ipc_proc_cmdline(child, tiny, sizeof tiny), -1); /* reaped: gone */
     return 0;
 }
