@@ -140,10 +140,6 @@ static void aggregate(uint32_t type, uint32_t stack, uint64_t kind, uint64_t siz
 
 /* A name from names.c that did not resolve (names.c's fallbacks are "<class 0x...>"
  * and the like, whole or as a generic argument). */
-static int unresolved(const char *text, size_t len) {
-    return !len || text[0] == '<' || strstr(text, "<<") || strstr(text, " <");
-}
-
 /* The type's name number: the agent's own name for the ClassID (names.c, as
  * ClassLoad, ObjectAllocated and heap snapshots name it), which the callback may
  * resolve (it runs on the allocating thread: the type is loaded); the payload's
@@ -161,7 +157,7 @@ static uint32_t type_sid(alloc_tls *t, uint64_t type_id, const BYTE *name, size_
         sid = names_get(NAMES_CLASS, (UINT_PTR)type_id, 0); /* names.c's caches: resolved names only */
         if (!sid) {
             size_t len = names_class_text((ClassID)type_id, text, sizeof text);
-            if (!unresolved(text, len))
+            if (!names_class_unresolved(text, len))
                 sid = rec_string(text, len);
         }
     }

@@ -378,6 +378,18 @@ size_t names_frames_text(const FunctionID *f, unsigned n, unsigned more, size_t 
     return len;
 }
 
+int names_class_unresolved(const char *text, size_t len) {
+    /* what class_text and typedef_text write when they cannot name a part */
+    static const char *const marks[] = {"<no class>", "<class 0x", "<element type 0x", "<token 0x",
+                                        "<typedef 0x"};
+    if (!len || !text[0])
+        return 1;
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+        if (strstr(text, marks[i]))
+            return 1;
+    return 0;
+}
+
 size_t names_class_text(ClassID cid, char *out, size_t cap) {
     dnp_namebuf b = {.len = 0};
     if (cap && g_agent.info)

@@ -42,6 +42,12 @@ size_t names_frames_text(const FunctionID *f, unsigned n, unsigned more, size_t 
 /* The same for a class (System.Int32[], Scenarios.Box<System.String>). */
 size_t names_class_text(ClassID cid, char *out, size_t cap);
 
+/* Whether a class's text (names_class_text) holds a part that could not be
+ * named ("<class 0x...>", "<no class>", ...; an empty text too). A compiler's
+ * own name ("Ns.C+<<Main>g__Local|0_0>d", "<PrivateImplementationDetails>")
+ * is not one. */
+int names_class_unresolved(const char *text, size_t len);
+
 /* The name of a field of imp's module as UTF-8 into out; its length (0 when
  * the metadata has no such field). */
 size_t names_field_name(IMetaDataImport *imp, mdFieldDef field, char *out, size_t cap);

@@ -2,6 +2,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -238,5 +239,23 @@ TEST(agent_thread_local_block_small) {
     dl_iterate_phdr(tls_size, &n);
     ASSERT(n > 0);
     ASSERT(n <= 1024);
+    return 0;
+}
+
+/* A class name the agent could not resolve falls back to the runtime's; a
+ * compiler-made one (an async local function's state machine) is resolved. */
+TEST(agent_class_unresolved) {
+    static const char *const failed[] = {"", "<class 0x7f00>", "<no class>",
+                                         "System.Collections.Generic.List<<class 0x7f00: no metadata>>",
+                                         "System.Collections.Generic.Dictionary<System.Int32, <class 0x10>>",
+                                         "<element type 0x1d>[]", "<typedef 0x02000001>"};
+    static const char *const named[] = {
+        "System.Runtime.CompilerServices.AsyncTaskMethodBuilder+AsyncStateMachineBox<System.Threading.Tasks."
+        "VoidTaskResult, System.Net.Sockets.SocketAsyncEventArgs+<<DnsConnectAsync>g__Core|113_0>d>",
+        "<PrivateImplementationDetails>", "Ns.C+<>c__DisplayClass0_0", "System.Byte[]"};
+    for (size_t i = 0; i < sizeof failed / sizeof failed[0]; i++)
+        ASSERT_EQ(names_class_unresolved(failed[i], strlen(failed[i])), 1);
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+        ASSERT_EQ(names_class_unresolved(named[i], strlen(named[i])), 0);
     return 0;
 }
