@@ -40,7 +40,8 @@
 //       lies. Prints "framelesswait task MS event MS semaphore MS join MS".
 //   sample lcg SECONDS           a compiled expression tree (a dynamic method,
 //       DynamicWork's caller) that calls LcgWork and adds one to its result, from
-//       LcgCaller's loop: LcgWork's samples lie under the dynamic method's frame
+//       LcgCaller's loop: LcgWork's samples lie under the dynamic method's frame, for
+//       SECONDS of the process's CPU
 //   sample harm                  64 busy threads with sleeps, pipes and sockets:
 //       output and exit code (7) must not change under the profiler
 //   sample bench cpu|server      bench/bench_sample.c's workloads (and busyN, wakeN, blockN:
@@ -459,10 +460,18 @@ public static class SampleScenario
     [MethodImpl(MethodImplOptions.NoInlining)]
     private static long LcgCaller(Func<long, long> dynamicWork, double seconds)
     {
-        var sw = Stopwatch.StartNew();
+        // seconds of the process's CPU (at most a minute of wall time), as the
+        // other workloads: a loaded machine gives the thread a share of the wall
+        var proc = Process.GetCurrentProcess();
+        TimeSpan start = proc.TotalProcessorTime;
+        var wall = Stopwatch.StartNew();
         long s = 0;
-        while (sw.Elapsed.TotalSeconds < seconds)
-            s += dynamicWork(3 * Round);
+        do
+        {
+            for (int i = 0; i < 16; i++)
+                s += dynamicWork(3 * Round);
+            proc.Refresh();
+        } while ((proc.TotalProcessorTime - start).TotalSeconds < seconds && wall.Elapsed.TotalSeconds < 60);
         return s;
     }
 
