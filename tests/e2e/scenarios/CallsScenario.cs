@@ -520,12 +520,17 @@ public static class CallsScenario
     // jit [N]: N expression trees of 300 terms each compiled and called once on
     // the main thread (JitMany): the JIT's work, which --calls must not charge to
     // JitMany. Prints "jit thread_ms=X", the main thread's time in the JIT since
-    // start by the runtime's own count (System.Runtime.JitInfo).
+    // start by the runtime's own count (System.Runtime.JitInfo: elapsed time),
+    // and "cpu_share=R", the thread's CPU time over JitMany's elapsed time (1 on
+    // a quiet machine; less where the thread waited for a CPU).
     private static int Jit(int n)
     {
+        var wall = System.Diagnostics.Stopwatch.StartNew();
+        long cpu0 = ThreadCpuNs();
         long sum = JitMany(n);
+        double share = (ThreadCpuNs() - cpu0) / 1e6 / wall.Elapsed.TotalMilliseconds;
         double ms = System.Runtime.JitInfo.GetCompilationTime(currentThread: true).TotalMilliseconds;
-        Console.WriteLine($"jit thread_ms={ms:F1} sum={sum}");
+        Console.WriteLine($"jit thread_ms={ms:F1} sum={sum} cpu_share={share:F3}");
         return 0;
     }
 
