@@ -467,24 +467,33 @@ TEST(e2e_gc_attach) {
     return 0;
 }
 
+/* The starve scenario (with its arguments, NULL-terminated, or none) under
+ * --threadpool --wall; the pool's thread counts it printed: at the start, at
+ * its largest, its minimum. 0, or -1 having said why. */
+static int run_starve(e2e_run *r, const char *test, const char *const *args, int *start, int *max, int *min) {
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    if (e2e_setup(r, test) != 0 || !dll || !bin)
+        return -1;
+    const char *argv[16] = {bin, "run", "--quiet", "--threadpool", "--wall", "-o", r->trace, "--", e2e_dotnet(), dll,
+                            "starve"};
+    for (int i = 0; args && args[i] && i < 4; i++)
+        argv[11 + i] = args[i];
+    if (e2e_exec(r, (char *const *)argv, NULL) != 0 || r->status != 0)
+        return e2e_show_file("stderr", r->err), -1;
+    char *out = e2e_read_file(r->out, NULL);
+    const char *p = out ? strstr(out, "threads start=") : NULL, *m = p ? strstr(p, " min=") : NULL;
+    int got = p && m && sscanf(p, "threads start=%d max=%d", start, max) == 2 && sscanf(m, " min=%d", min) == 1;
+    if (!got)
+        fprintf(stderr, "e2e: the starve scenario printed no thread counts\n");
+    free(out);
+    return got ? 0 : -1;
+}
+
 /* The starve scenario under --threadpool --wall: starvation shown, with the stacks. */
 TEST(e2e_threadpool_starvation) {
     e2e_run r;
-    ASSERT_EQ(e2e_setup(&r, "e2e_threadpool_starvation"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll);
-    ASSERT(bin);
-    const char *argv[] = {bin, "run", "--quiet", "--threadpool", "--wall", "-o", r.trace, "--", e2e_dotnet(), dll,
-                          "starve", NULL};
-    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
-    ASSERT_STATUS(&r, 0);
-    char *out = e2e_read_file(r.out, NULL);
-    ASSERT_NE(out, NULL);
-    int start = -1, max = -1;
-    const char *p = strstr(out, "threads start=");
-    int got = p && sscanf(p, "threads start=%d max=%d", &start, &max) == 2;
-    free(out);
-    ASSERT(got);
+    int start = -1, max = -1, min = -1;
+    ASSERT_EQ(run_starve(&r, "e2e_threadpool_starvation", NULL, &start, &max, &min), 0);
     const char *args[] = {"report", "--threadpool", "--json", r.trace, NULL};
     jv *j = e2e_dnprof_json(&r, args);
     ASSERT_NE(j, NULL);
@@ -546,21 +555,9 @@ TEST(e2e_threadpool_starvation) {
  * says so, with the peak the program saw and the stack they blocked in. */
 TEST(e2e_threadpool_blocked_on_tasks) {
     e2e_run r;
-    ASSERT_EQ(e2e_setup(&r, "e2e_threadpool_blocked_on_tasks"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll);
-    ASSERT(bin);
-    const char *argv[] = {bin, "run", "--quiet", "--threadpool", "--wall", "-o", r.trace, "--", e2e_dotnet(), dll,
-                          "starve", "12", "1500", "tasks", NULL};
-    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
-    ASSERT_STATUS(&r, 0);
-    char *out = e2e_read_file(r.out, NULL);
-    ASSERT_NE(out, NULL);
     int start = -1, max = -1, min = -1;
-    const char *p = strstr(out, "threads start="), *m = p ? strstr(p, " min=") : NULL;
-    int got = p && m && sscanf(p, "threads start=%d max=%d", &start, &max) == 2 && sscanf(m, " min=%d", &min) == 1;
-    free(out);
-    ASSERT(got);
+    static const char *const tasks[] = {"12", "1500", "tasks", NULL};
+    ASSERT_EQ(run_starve(&r, "e2e_threadpool_blocked_on_tasks", tasks, &start, &max, &min), 0);
     const char *args[] = {"report", "--threadpool", "--json", r.trace, NULL};
     jv *j = e2e_dnprof_json(&r, args);
     ASSERT_NE(j, NULL);
