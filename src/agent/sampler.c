@@ -99,7 +99,8 @@ static void *sampler_main(void *arg) {
             next = now; /* behind: no burst to catch up */
         struct timespec ts = {(time_t)(next / 1000000000u), (long)(next % 1000000000u)};
         pthread_mutex_lock(&S.stop_mu);
-        while (!atomic_load(&S.stop) && pthread_cond_timedwait(&S.stop_cv, &S.stop_mu, &ts) == 0) {
+        while (!atomic_load(&S.stop) && !atomic_load(&S.checkpoint_asked) &&
+               pthread_cond_timedwait(&S.stop_cv, &S.stop_mu, &ts) == 0) {
         }
         pthread_mutex_unlock(&S.stop_mu);
     }
