@@ -80,7 +80,7 @@ static void *sampler_main(void *arg) {
         }
         if (atomic_load(&S.window_asked))
             sampler_window_emit(); /* a window ends (sampler_window.c) */
-        if (atomic_exchange(&S.checkpoint_asked, 0) && S.mode != SAMPLER_SUSPEND) {
+        if (atomic_exchange(&S.checkpoint_asked, 0)) { /* sampler_checkpoint: never asked in suspend mode */
             sampler_drain();
             sampler_emit_dirty();
             atomic_fetch_add(&S.checkpoint_done, 1);

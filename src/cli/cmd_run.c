@@ -718,7 +718,9 @@ static int launch(const run_opts *o, const char *agent, const char *out_abs, cha
         error("'%s' aborted (signal %d, SIGABRT: how .NET ends a program on an unhandled exception, "
               "Environment.FailFast or a stack overflow; %s)", prog[0], SIGABRT,
               o->exceptions ? "dnprof report --exceptions tells which exception"
-                            : "dnprof run --exceptions records which exception, and the samples up to it");
+                            : o->sample ? "dnprof run --exceptions records which exception, and keeps the samples "
+                                          "up to it"
+                                        : "dnprof run --exceptions records which exception");
     else if (WIFSIGNALED(l.status) && !o->quiet && WTERMSIG(l.status) != SIGINT && WTERMSIG(l.status) != SIGPIPE)
         error("'%s' was killed by signal %d (%s)", prog[0], WTERMSIG(l.status), strsignal(WTERMSIG(l.status)));
     report(&l, prog, o->quiet || o->every);

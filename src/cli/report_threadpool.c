@@ -199,7 +199,7 @@ static int is_pool_tid(const dnp_calltree *ct, uint64_t tid) {
 
 /* The pool threads' self samples in the second before each injection, from
  * the SampleNode snapshots (cumulative, written every half second or so). */
-static int around_starvation(const char *path, tp_data *d, const dnp_calltree *ct) {
+static int around_injections(const char *path, tp_data *d, const dnp_calltree *ct) {
     /* the windows (T - WINDOW_NS, T], those that overlap made one: a sample
      * counts once however many injections came in the second after it */
     d->win = malloc((d->n ? d->n : 1) * sizeof *d->win);
@@ -319,7 +319,7 @@ static int stacks(const char *path, tp_data *d, unsigned top, int json, FILE *ou
     int wall = ct->sample_mode == DNP_SAMPLE_WALL;
     for (size_t i = 0; wall && i < ct->nthreads; i++)
         d->pool_threads += pool_thread(ct->threads[i].name);
-    if (wall && d->n && around_starvation(path, d, ct) == 0 && d->nstacks)
+    if (wall && d->n && around_injections(path, d, ct) == 0 && d->nstacks)
         d->around = 1;
     if (!d->around)
         d->nstacks = 0, d->pool_ns = 0;
