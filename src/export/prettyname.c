@@ -75,6 +75,29 @@ static void qualified(const char *cls, size_t ncls, const char *name, size_t nna
     pretty(tmp, ncls + 2 + nname, out, depth + 1);
 }
 
+/* A lambda's ordinal among its method's lambdas and local functions, in the
+ * order of the source: the last number of b__5_1 (a lambda cached in <>c:
+ * method 5, lambda 1) or of b__1 (one in a closure's class); 0 when absent. */
+static unsigned long lambda_ordinal(const char *rest, size_t n) {
+    if (n < 4 || memcmp(rest, "b__", 3) != 0)
+        return 0;
+    unsigned long value = 0;
+    int digits = 0;
+    for (size_t i = 3; i < n; i++) {
+        if (rest[i] >= '0' && rest[i] <= '9') {
+            if (value < 100000000ul)
+                value = value * 10 + (unsigned long)(rest[i] - '0');
+            digits = 1;
+        } else if (rest[i] == '_' && digits) {
+            value = 0; /* the method's ordinal: the lambda's follows */
+            digits = 0;
+        } else {
+            break;
+        }
+    }
+    return digits ? value : 0;
+}
+
 /* Rewrites s[0..n) into out; returns 1 when it was compiler-generated. */
 static int pretty(const char *s, size_t n, sbuf *out, int depth) {
     if (depth > PRETTY_MAX_DEPTH || !memchr(s, '<', n)) {
@@ -120,7 +143,14 @@ static int pretty(const char *s, size_t n, sbuf *out, int depth) {
             const char *rest = meth + close + 1;
             size_t nrest = nmeth - close - 1;
             if (rest[0] == 'b') {
-                sb_puts(out, "lambda in ");
+                unsigned long ordinal = lambda_ordinal(rest, nrest);
+                if (ordinal > 0) { /* the method's second lambda and on: "lambda 2 in" */
+                    char num[32];
+                    snprintf(num, sizeof num, "lambda %lu in ", ordinal + 1);
+                    sb_puts(out, num);
+                } else {
+                    sb_puts(out, "lambda in ");
+                }
                 qualified(cls, ncls, inner, ninner, out, depth);
                 return 1;
             }

@@ -4,6 +4,7 @@
  *   Ns.C+<Foo>d__3::get_Current       -> Ns.C::Foo (iterator)
  *   Ns.C+<Foo>d__3::System.Collections.IEnumerator.MoveNext -> Ns.C::Foo (iterator)
  *   Ns.C+<>c::<Main>b__0_0            -> lambda in Ns.C::Main
+ *   Ns.C+<>c::<Main>b__0_2            -> lambda 3 in Ns.C::Main
  *   Ns.C::<Main>g__Local|0_0          -> Local (local function in Ns.C::Main)
  *   Ns.Program::<Main>$               -> Ns.Program::Main (top-level statements)
  *

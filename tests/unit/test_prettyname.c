@@ -49,7 +49,16 @@ TEST(prettyname_lambda) {
     ASSERT_EQ(check("Scenarios.Program+<>c__DisplayClass4_0::<Threads>b__0", "lambda in Scenarios.Program::Threads", 1), 0);
     ASSERT_EQ(check("Ns.C::<Run>b__5_0", "lambda in Ns.C::Run", 1), 0);
     /* a lambda in a lambda */
-    ASSERT_EQ(check("Ns.C+<>c::<<Main>b__0_0>b__0_1", "lambda in lambda in Ns.C::Main", 1), 0);
+    ASSERT_EQ(check("Ns.C+<>c::<<Main>b__0_0>b__0_1", "lambda 2 in lambda in Ns.C::Main", 1), 0);
+    /* a method's lambdas told apart: the first "lambda in", then by their
+     * ordinal in the source, counted from 1 (cached or in a closure's class) */
+    ASSERT_EQ(check("P+<>c::<Main>b__5_0", "lambda in P::Main", 1), 0);
+    ASSERT_EQ(check("P+<>c::<Main>b__5_3", "lambda 4 in P::Main", 1), 0);
+    ASSERT_EQ(check("P+<>c__DisplayClass5_0::<Main>b__12", "lambda 13 in P::Main", 1), 0);
+    ASSERT_EQ(check("P+<>c::<Main>b__5_1<System.Int32>", "lambda 2 in P::Main", 1), 0);
+    ASSERT_EQ(check("Ns.C+<>c+<<Main>b__0_2>d::MoveNext", "lambda 3 in Ns.C::Main (async)", 1), 0);
+    /* not the compiler's form: no number, no "b__" */
+    ASSERT_EQ(check("P::<Main>bx", "lambda in P::Main", 1), 0);
     return 0;
 }
 
