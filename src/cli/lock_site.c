@@ -55,6 +55,22 @@ const char *lock_site(const char *stack, size_t *len) {
     return last;
 }
 
+const char *lock_api(const char *stack, size_t *len) {
+    const char *inside = NULL;
+    size_t n_inside = 0;
+    *len = 0;
+    for (const char *f = stack; f && *f;) {
+        const char *end = strchr(f, '\n');
+        size_t n = end ? (size_t)(end - f) : strlen(f);
+        if (!internal_frame(f, n))
+            break;
+        inside = f, n_inside = n;
+        f = end ? end + 1 : NULL;
+    }
+    *len = n_inside;
+    return inside;
+}
+
 int lock_runtime_thread(const char *stack) {
     static const char *const loops[] = {
         "System.Threading.TimerQueue::TimerThread", "System.Threading.PortableThreadPool+GateThread::",

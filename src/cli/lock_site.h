@@ -10,6 +10,12 @@
  * NULL stack. */
 const char *lock_site(const char *stack, size_t *len);
 
+/* The call into that code which the site made: the outermost of its frames
+ * (SemaphoreSlim::Wait, Thread::Join, ReaderWriterLockSlim::EnterWriteLock),
+ * what a wait "was on"; NULL (and 0) when the stack's first frame is already
+ * outside it. */
+const char *lock_api(const char *stack, size_t *len);
+
 /* 1 when the wait of stack is one of the runtime's or the framework's own
  * service threads waiting for work: the timer thread, the thread pool's gate,
  * wait and idle worker threads, the sockets' event loop, the EventCounters

@@ -41,7 +41,8 @@ typedef struct lk_path {
 } lk_path;
 
 typedef struct lk_sum {
-    uint64_t key, type; /* by lock: type; by owner: owner; by site: index of a path with the site */
+    uint64_t key, type; /* by lock: type (other waits: index of a path with the call); by owner: owner;
+                           by site: index of a path with the site */
     uint32_t kind;
     uint64_t count, wait_ns, max_ns;
 } lk_sum;
@@ -196,11 +197,18 @@ static int sum_into(lk_sum **arr, size_t *n, size_t *cap, uint64_t key, uint64_t
     return 0;
 }
 
-/* The site of path i: the index of the first path with the same site text and
- * class (contention or other waits), found by the text's hash. */
-static int site_key(locks_profile *p, dnp_idmap *m, size_t i, uint64_t *key) {
+/* The call into the framework's wait code that a stack's site made (lock_api). */
+static const char *api_of(const locks_profile *p, uint64_t stack, size_t *len) {
+    return lock_api(dnp_trace_string(p->t, stack), len);
+}
+
+typedef const char *(*frame_of_fn)(const locks_profile *p, uint64_t stack, size_t *len);
+
+/* The site (or the call) of path i: the index of the first path with the same
+ * frame's text and class (contention or other waits), found by its hash. */
+static int site_key(locks_profile *p, dnp_idmap *m, size_t i, uint64_t *key, frame_of_fn frame_of) {
     size_t len;
-    const char *site = site_of(p, p->paths[i].stack, &len);
+    const char *site = frame_of(p, p->paths[i].stack, &len);
     uint64_t h = dnp_text_hash(site ? site : "", len), cls = CONTENTION(p->paths[i].kind) ? 0 : 1;
     for (uint64_t probe = 0;; probe++) {
         uint32_t j;
@@ -209,7 +217,7 @@ static int site_key(locks_profile *p, dnp_idmap *m, size_t i, uint64_t *key) {
             return dnp_idmap_put(m, h, cls | probe << 1, (uint32_t)i);
         }
         size_t n;
-        const char *other = site_of(p, p->paths[j].stack, &n);
+        const char *other = frame_of(p, p->paths[j].stack, &n);
         if (n == len && (!len || !memcmp(other, site, len))) {
             *key = j;
             return 0;
@@ -221,17 +229,23 @@ static int summarize(locks_profile *p) {
     size_t ct = 0, cs = 0, co = 0;
     if (p->npaths)
         qsort(p->paths, p->npaths, sizeof *p->paths, path_by_wait);
-    dnp_idmap sites;
+    dnp_idmap sites, apis;
     memset(&sites, 0, sizeof sites);
+    memset(&apis, 0, sizeof apis);
     uint32_t *slot = calloc(p->npaths + 1, sizeof *slot); /* by a site's first path: its index in p->sites */
     int rc = slot ? 0 : -1;
     for (size_t i = 0; i < p->npaths && rc == 0; i++) {
         lk_path *a = &p->paths[i];
         uint64_t key = 0;
         uint32_t cls = CONTENTION(a->kind) ? 0 : 1;
-        rc = site_key(p, &sites, i, &key);
+        rc = site_key(p, &sites, i, &key, site_of);
+        /* contention by the locked object's type; other waits by the call that
+         * waited (the index of a path with it), which says what was waited on */
+        uint64_t what = a->type;
+        if (rc == 0 && cls)
+            rc = site_key(p, &apis, i, &what, api_of);
         if (rc == 0)
-            rc = sum_into(&p->types, &p->ntypes, &ct, a->type, 0, a->kind, a->count, a->wait_ns, a->max_ns);
+            rc = sum_into(&p->types, &p->ntypes, &ct, what, 0, a->kind, a->count, a->wait_ns, a->max_ns);
         if (rc == 0 && key == i && DNP_VEC_RESERVE(p->sites, cs, p->nsites + 1, 64) == 0) {
             slot[i] = (uint32_t)p->nsites;
             p->sites[p->nsites++] = (lk_sum){key, 0, cls, 0, 0, 0};
@@ -250,6 +264,7 @@ static int summarize(locks_profile *p) {
                               a->owners[k].wait_ns, 0);
     }
     dnp_idmap_release(&sites);
+    dnp_idmap_release(&apis);
     free(slot);
     if (rc != 0)
         return -1;
@@ -327,6 +342,20 @@ static const char *type_label(const locks_profile *p, uint64_t type, uint32_t ki
     return str(p, type, "[type not known]");
 }
 
+/* A row of "by lock" or "by what was waited on": the locked object's type, or
+ * the call that waited with the kind of wait. */
+static const char *what_label(const locks_profile *p, const lk_sum *s, char *buf, size_t len) {
+    if (CONTENTION(s->kind))
+        return type_label(p, s->key, s->kind);
+    size_t n;
+    const char *api = api_of(p, p->paths[s->key].stack, &n);
+    if (!api)
+        return kind_labels[s->kind];
+    char name[1024];
+    snprintf(buf, len, "%s (%s)", report_frame_name(api, n, name, sizeof name), kind_labels[s->kind]);
+    return buf;
+}
+
 /* What the runtime could not say, one sentence each (NULL: nothing). */
 static const char *version_note(const locks_profile *p) {
     if (p->count[0] && p->start_version && p->start_version < 2)
@@ -356,9 +385,15 @@ static void json_sums(FILE *out, const locks_profile *p, const char *name, const
         const lk_sum *s = &a[i];
         fputs(i ? ",\n{" : "\n{", out);
         uint64_t whole = p->wait_ns[what == 1 ? (CONTENTION(s->kind) ? 0 : 1) : what == 2 ? (int)s->kind : 0];
-        if (what == 1) { /* locks */
+        if (what == 1) { /* locks, and the calls that waited */
             fputs("\"type\":", out);
-            dnp_export_json_str(out, type_label(p, s->key, s->kind), 0);
+            dnp_export_json_str(out, CONTENTION(s->kind) ? type_label(p, s->key, s->kind) : kind_labels[s->kind], 0);
+            size_t n;
+            const char *api = CONTENTION(s->kind) ? NULL : api_of(p, p->paths[s->key].stack, &n);
+            if (api) {
+                fputs(",\"call\":", out);
+                dnp_export_json_str(out, report_frame_name(api, n, buf, sizeof buf), 0);
+            }
             fprintf(out, ",\"kind\":\"%s\",\"maxNs\":%llu,", kind_names[s->kind], (unsigned long long)s->max_ns);
         } else if (what == 2) { /* sites: kind is the class */
             size_t len;
@@ -442,15 +477,15 @@ static int report_json(const locks_profile *p, const report_opts *o, FILE *out) 
 static void print_class(FILE *out, const locks_profile *p, int cls, unsigned top) {
     char a[32], b[32], c[32], buf[2048];
     uint64_t whole = p->wait_ns[cls];
-    fprintf(out, "\n%s:\n%7s %10s %9s %10s  %s\n", cls ? "by what was waited on" : "by lock (the type of the locked object)",
-            "share", "waited", "waits", "longest", cls ? "wait" : "lock");
+    fprintf(out, "\n%s:\n%7s %10s %9s %10s  %s\n", cls ? "by what was waited on (the call that waited)" : "by lock (the type of the locked object)",
+            "share", "waited", "waits", "longest", cls ? "call (kind of wait)" : "lock");
     for (size_t i = 0, n = 0; i < p->ntypes && n < top; i++) {
         const lk_sum *s = &p->types[i];
         if ((CONTENTION(s->kind) ? 0 : 1) != cls)
             continue;
         n++;
         fprintf(out, "%6.2f%% %10s %9s %10s  %s", report_pct(s->wait_ns, whole), report_fmt_ns(s->wait_ns, a), cli_fmt_count(s->count, b),
-                report_fmt_ns(s->max_ns, c), type_label(p, s->key, s->kind));
+                report_fmt_ns(s->max_ns, c), what_label(p, s, buf, sizeof buf));
         if (cls || !strcmp(type_label(p, s->key, s->kind), kind_labels[s->kind]))
             fputc('\n', out);
         else

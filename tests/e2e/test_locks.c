@@ -413,6 +413,18 @@ TEST(e2e_waits_blocking_sites) {
             json_num(house, "waits"));
     ok = sites && house && fabs(mine - waited) <= WAIT_TOLERANCE * waited && mine >= 0.95 * all &&
          json_num(house, "waits") >= ticks / 2 && json_num(house, "waitNs") > 0;
+    /* what each wait was on: the call the program made into the framework */
+    const jv *locks = json_get(rep, "locks");
+    int calls = 0;
+    for (size_t i = 0; locks && i < locks->n; i++) {
+        const char *call = json_str(json_at(locks, i), "call");
+        calls |= call && !strcmp(call, "System.Threading.CountdownEvent::Wait") ? 1 : 0;
+        calls |= call && !strcmp(call, "System.Threading.Tasks.Task::Wait") ? 2 : 0;
+        calls |= call && strstr(call, "BlockingCollection<System.Int32>::Take") ? 4 : 0;
+    }
+    if (calls != 7)
+        fprintf(stderr, "e2e: blocking: the calls that waited: %d of 7 found\n", calls);
+    ok = ok && calls == 7;
     json_free(rep);
     ASSERT(ok);
     const char *text[] = {"report", "--waits", r.trace, NULL};
