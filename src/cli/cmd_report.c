@@ -44,7 +44,8 @@ static void report_help(void) {
           "                       the top contended stacks; \"no contention\" when none\n"
           "      --gc             the GC report instead (dnprof run --gc): a line per\n"
           "                       collection (and the generation GC.Collect asked for, when\n"
-          "                       the GC took it further), then pauses by generation and reason\n"
+          "                       the GC took it further; with --top N the N longest pauses),\n"
+          "                       then pauses by generation and reason\n"
           "      --threadpool     the thread-pool report instead (dnprof run --threadpool):\n"
           "                       starvation, threads blocked on tasks (sync over async), and\n"
           "                       with --wall where the pool's threads waited\n"
@@ -87,7 +88,7 @@ static int dispatch(report_opts *o, int exceptions, int alloc, int locks, int gc
     if ((gc || threadpool) && (o->tree || o->has_thread))
         return usage_error("report", "--tree and --thread are for the calls report, not --gc or --threadpool");
     if (gc)
-        return report_gc(o->path, o->json, stdout);
+        return report_gc(o->path, o->json, top_given ? o->top : 0, stdout);
     if (threadpool)
         return report_threadpool(o->path, o->json, top_given ? o->top : 5, stdout);
     if (alloc) {

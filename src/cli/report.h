@@ -135,7 +135,8 @@ size_t locks_slices(locks_profile *p, struct dnp_export_opts *eo);
 int report_locks(locks_profile *p, const report_opts *o, FILE *out);
 /* ---- GC pauses and thread-pool starvation (issue 17, report_gc.c, report_threadpool.c) ----
  * Both stream the trace at path and return the exit code. */
-int report_gc(const char *path, int json, FILE *out);
+/* report_gc: top 0 lists every collection, else the top longest pauses (text). */
+int report_gc(const char *path, int json, size_t top, FILE *out);
 /* Where the time waited went (report_waits.c): locks, GC pauses, starvation and
  * blocked stacks from wall samples, each part that is not recorded named with
  * its flag; top: the stacks shown. The exit code. */

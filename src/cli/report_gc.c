@@ -371,23 +371,71 @@ static void text_heaps(FILE *out, const gc_data *d) {
     }
 }
 
-static int write_text(const gc_data *d, const char *path, const gc_group *g, size_t ng, FILE *out) {
+/* 1 when row i is among the `top` longest pauses (ties to the earlier
+ * collection); every row when top is 0. */
+static int among_longest(const gc_data *d, size_t i, size_t top, uint64_t cut, size_t *ties) {
+    if (!top || top >= d->n)
+        return 1;
+    uint64_t p = has_pause(&d->rows[i]) ? d->rows[i].pause : 0;
+    if (p > cut)
+        return 1;
+    if (p == cut && *ties) {
+        (*ties)--;
+        return 1;
+    }
+    return 0;
+}
+
+/* The pause of the top-th longest, and how many of that length are in. */
+static uint64_t longest_cut(const gc_data *d, size_t top, size_t *ties) {
+    *ties = 0;
+    if (!top || top >= d->n)
+        return 0;
+    uint64_t *v = malloc(d->n * sizeof *v);
+    if (!v)
+        return 0;
+    for (size_t i = 0; i < d->n; i++)
+        v[i] = has_pause(&d->rows[i]) ? d->rows[i].pause : 0;
+    qsort(v, d->n, sizeof *v, cmp_u64);
+    uint64_t cut = v[d->n - top]; /* ascending: the top-th from the end */
+    for (size_t i = d->n - top; i < d->n && v[i] == cut; i++)
+        (*ties)++;
+    free(v);
+    return cut;
+}
+
+static void text_rows(FILE *out, const gc_data *d, size_t top) {
+    char count[32];
+    if (top && top < d->n)
+        fprintf(out, "\nthe %zu longest pauses of %s collections, in their order (without --top: every one)\n", top,
+                cli_fmt_count(d->n, count));
+    else if (d->n > 100)
+        fprintf(out, "\na line per collection (%s), then the pauses by generation and reason; --top N lists only "
+                     "the N longest\n", cli_fmt_count(d->n, count));
+    fprintf(out, "\n%6s %8s %3s  %-10s %-32s %8s %9s %10s %10s %10s\n", "#", "at s", "gen", "type", "reason",
+            "susp ms", "pause ms", "before", "after", "promoted");
+    size_t ties;
+    uint64_t cut = longest_cut(d, top, &ties);
+    for (size_t i = 0; i < d->n; i++)
+        if (among_longest(d, i, top, cut, &ties))
+            text_row(out, d, &d->rows[i]);
+}
+
+static int write_text(const gc_data *d, const char *path, const gc_group *g, size_t ng, size_t top, FILE *out) {
     uint64_t wall = span(d);
     const gc_group *all = &g[ng - 1];
     char a[24], b[24];
     char version[32] = "";
     if (d->major)
         snprintf(version, sizeof version, ", .NET %llu", (unsigned long long)d->major);
-    fprintf(out, "%s: %zu collection%s in %.3f s recorded (the runtime's GC events%s)\n", cli_short_path(path), d->n,
-            CLI_PLURAL(d->n), (double)wall / 1e9, version);
+    char count[32];
+    fprintf(out, "%s: %s collection%s in %.3f s recorded (the runtime's GC events%s)\n", cli_short_path(path),
+            cli_fmt_count(d->n, count), CLI_PLURAL(d->n), (double)wall / 1e9, version);
     if (all->paused)
         fprintf(out, "paused %s ms in all, %.2f%% of the time; longest pause %s ms\n", ms(all->total, a),
                 wall ? 100.0 * (double)all->total / (double)wall : 0.0, ms(all->max, b));
     if (d->n) {
-        fprintf(out, "\n%6s %8s %3s  %-10s %-32s %8s %9s %10s %10s %10s\n", "#", "at s", "gen", "type", "reason",
-                "susp ms", "pause ms", "before", "after", "promoted");
-        for (size_t i = 0; i < d->n; i++)
-            text_row(out, d, &d->rows[i]);
+        text_rows(out, d, top);
         text_raised(out, d);
         text_groups(out, g, ng, wall);
         text_heaps(out, d);
@@ -418,7 +466,7 @@ static int by_number(const void *x, const void *y) {
     return (a->number > b->number) - (a->number < b->number);
 }
 
-int report_gc(const char *path, int json, FILE *out) {
+int report_gc(const char *path, int json, size_t top, FILE *out) {
     dnp_trace_stream *s = NULL;
     gc_data d;
     memset(&d, 0, sizeof d);
@@ -439,7 +487,7 @@ int report_gc(const char *path, int json, FILE *out) {
     size_t ng = 0;
     int rc = groups(&d, &g, &ng);
     if (rc == 0)
-        rc = json ? write_json(&d, path, g, ng, out) : write_text(&d, path, g, ng, out);
+        rc = json ? write_json(&d, path, g, ng, out) : write_text(&d, path, g, ng, top, out);
     else
         rc = (error("out of memory"), 1);
     free(g);

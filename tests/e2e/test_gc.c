@@ -35,6 +35,7 @@ typedef struct gc_truth {
     double ms[MAX_COLLECTS];
     int gen[MAX_COLLECTS];
     int n, induced[3], count[3];
+    double paused_ms; /* GC.GetTotalPauseDuration(); -1: not printed */
 } gc_truth;
 
 static int read_truth(const char *path, gc_truth *t) {
@@ -55,6 +56,8 @@ static int read_truth(const char *path, gc_truth *t) {
                      sscanf(c, "collections gen0=%d gen1=%d gen2=%d", &t->count[0], &t->count[1], &t->count[2]) == 3
                  ? 0
                  : -1;
+    const char *paused = c ? strstr(c, "paused_ms=") : NULL;
+    t->paused_ms = paused ? strtod(paused + strlen("paused_ms="), NULL) : -1;
     if (rc != 0 || t->n != MAX_COLLECTS)
         fprintf(stderr, "e2e: the gc scenario did not print its collections:\n%s\n", out), rc = -1;
     free(out);
@@ -70,12 +73,15 @@ static int check_gc_report_of(e2e_run *r, const gc_truth *t, int attached, int s
         return -1;
     const jv *gcs = json_get(j, "gcs");
     int rc = gcs && gcs->type == JV_ARR ? 0 : -1;
-    int induced[3] = {0, 0, 0}, by_gen[3] = {0, 0, 0}, k = 0;
+    int induced[3] = {0, 0, 0}, by_gen[3] = {0, 0, 0}, k = 0, backgrounds = 0;
+    double paused = 0, gc_time = 0;
     for (size_t i = 0; rc == 0 && i < gcs->n; i++) {
         const jv *g = json_at(gcs, i);
         int gen = (int)json_num(g, "generation");
         const char *reason = json_str(g, "reason"), *type = json_str(g, "type");
         double pause = json_num(g, "pauseNs") / 1e6;
+        paused += pause, gc_time += json_num(g, "durationNs") / 1e6;
+        backgrounds += type && !strcmp(type, "background");
         if (gen >= 0 && gen <= 2)
             by_gen[gen]++;
         if (!reason || strcmp(reason, "induced") != 0 || gen < 0 || gen > 2)
@@ -122,6 +128,20 @@ static int check_gc_report_of(e2e_run *r, const gc_truth *t, int attached, int s
         int runtime = g == 0 ? t->count[0] - t->count[1] : g == 1 ? t->count[1] - t->count[2] : t->count[2];
         if (!attached && by_gen[g] != runtime) {
             fprintf(stderr, "e2e: report: %d gen%d collections, the runtime counted %d\n", by_gen[g], g, runtime);
+            rc = -1;
+        }
+    }
+    /* The runtime's own sum of the pauses (GC.GetTotalPauseDuration) of a run of
+     * blocking collections: from each one's start, once the threads are
+     * stopped, to its end, before they are let go; within the report's pauses
+     * (from the suspension's start to the resumption's end) and longer than
+     * the collections themselves (GCStart to GCEnd, each delivered a little
+     * after the runtime's own clock read: a fifth of slack). */
+    if (!attached && !backgrounds && t->paused_ms >= 0) {
+        fprintf(stderr, "e2e: the runtime paused %.3f ms (GC.GetTotalPauseDuration); the report: pauses %.3f ms, "
+                        "collections %.3f ms\n", t->paused_ms, paused, gc_time);
+        if (!(t->paused_ms <= paused + 0.01 * gcs->n && t->paused_ms >= 0.8 * gc_time)) {
+            fprintf(stderr, "e2e: the report's pauses do not hold the runtime's own\n");
             rc = -1;
         }
     }

@@ -4,7 +4,9 @@
 // times each (default 5), in turn (with "row": N GC.Collect(0) in a row, then
 // N GC.Collect(1), then N GC.Collect(2)), timing each call itself with a Stopwatch;
 // it prints one line per call ("collect gen=G ms=T") and the counts it
-// induced ("induced gen0=N gen1=N gen2=N"), so that a test can hold the
+// induced ("induced gen0=N gen1=N gen2=N"), then the runtime's own counts and
+// the pauses it added up (GC.GetTotalPauseDuration: "collections gen0=N gen1=N
+// gen2=N paused_ms=T"), so that a test can hold the
 // report's collections and pauses up against them. With "wait FILE" it first
 // prints "ready pid=PID" and waits up to 60 s for FILE to exist (an attach test
 // attaches meanwhile).
@@ -47,7 +49,7 @@ public static class GcScenario
         Console.WriteLine($"induced gen0={induced[0]} gen1={induced[1]} gen2={induced[2]} total ms={total:F3}");
         if (Array.IndexOf(args, "background") >= 0)
             Background(n);
-        Console.WriteLine($"collections gen0={GC.CollectionCount(0)} gen1={GC.CollectionCount(1)} gen2={GC.CollectionCount(2)}");
+        Console.WriteLine($"collections gen0={GC.CollectionCount(0)} gen1={GC.CollectionCount(1)} gen2={GC.CollectionCount(2)} paused_ms={GC.GetTotalPauseDuration().TotalMilliseconds:F3}");
         return 0;
     }
 
@@ -72,7 +74,7 @@ public static class GcScenario
         }
         GC.KeepAlive(live);
         Console.WriteLine($"background gen2={n}");
-        Console.WriteLine($"collections gen0={GC.CollectionCount(0)} gen1={GC.CollectionCount(1)} gen2={GC.CollectionCount(2)}");
+        Console.WriteLine($"collections gen0={GC.CollectionCount(0)} gen1={GC.CollectionCount(1)} gen2={GC.CollectionCount(2)} paused_ms={GC.GetTotalPauseDuration().TotalMilliseconds:F3}");
     }
 
     // Some survivors and some garbage, so that every collection has work.
