@@ -286,7 +286,9 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
     } else {
         not_recorded(missing, sizeof missing, "lock contention", "--locks", w->attached);
     }
-    if (w->gc)
+    if (w->gc && !w->gcs)
+        fprintf(out, "  GC pauses              %9s GCs    %10s  no collection while recording\n", "0", "0 ns");
+    else if (w->gc)
         fprintf(out, "  GC pauses              %9s GC%-6s %10s  %.2f%% of the time paused, longest %s\n",
                 CLI_COUNT(w->gcs), w->gcs == 1 ? "" : "s", report_fmt_ns(w->pause_ns, a),
                 report_pct(w->pause_ns, span), report_fmt_ns(w->max_pause_ns, b));
