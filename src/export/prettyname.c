@@ -75,9 +75,10 @@ static void qualified(const char *cls, size_t ncls, const char *name, size_t nna
     pretty(tmp, ncls + 2 + nname, out, depth + 1);
 }
 
-/* A lambda's ordinal among its method's lambdas and local functions, in the
- * order of the source: the last number of b__5_1 (a lambda cached in <>c:
- * method 5, lambda 1) or of b__1 (one in a closure's class); 0 when absent. */
+/* A lambda's number among its method's lambdas and local functions, as the
+ * C# compiler numbers them (mostly, not always, in the source's order): the
+ * last number of b__5_1 (a lambda cached in <>c: method 5, lambda 1) or of
+ * b__1 (one in a closure's class); 0 when absent. */
 static unsigned long lambda_ordinal(const char *rest, size_t n) {
     if (n < 4 || memcmp(rest, "b__", 3) != 0)
         return 0;

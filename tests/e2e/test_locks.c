@@ -436,7 +436,7 @@ TEST(e2e_waits_blocking_sites) {
     const char *blocked = page ? strstr(page, "blocked time by stack") : NULL;
     ok = page && waits_part && blocked && !strstr(blocked, "WorkerThreadStart") && !strstr(blocked, "GateThread") &&
          strstr(blocked, "service threads waiting for work") &&
-         /* each of Blocking's lambdas by its place in the source (local functions count too) */
+         /* each of Blocking's lambdas by the compiler's number for it (local functions count too) */
          strstr(page, "  System.Threading.Tasks.Task::Wait < lambda 4 in Scenarios.LocksScenario::Blocking") &&
          strstr(page, "  System.Threading.CountdownEvent::Wait < lambda 10 in Scenarios.LocksScenario::Blocking") &&
          !strstr(waits_part, "TimerQueue");
