@@ -14,6 +14,9 @@
  *   threads  PortableThreadPool.ThreadPoolInstance._separated.counts: a
  *            ThreadCounts, one u64 whose bits 16-31 are NumExistingThreads
  *            (ThreadPool.ThreadCount)
+ *   blocked  PortableThreadPool.ThreadPoolInstance._numBlockedThreads: the pool
+ *            threads blocked on a task (Task.Wait, .Result), for which the pool
+ *            raises its worker count (.NET 7+; optional: none where absent)
  *   queue    ThreadPool.s_workQueue (a ThreadPoolWorkQueue): its workItems and
  *            highPriorityWorkItems queues and each of _assignableWorkItemQueues
  *            (ConcurrentQueue<object>: a chain of segments from _head by
@@ -164,7 +167,7 @@ static int find_types(void) {
         [K_CQ] = {type(cc, "ConcurrentQueue`1", 0), 0, {0}, {"_head"}},
         [K_SEGMENT] = {type(cc, "ConcurrentQueueSegment`1", 0), 0, {0}, {"_headAndTail", "_slotsMask", "_nextSegment"}},
         [K_WSQ] = {wq ? type(NULL, "WorkStealingQueue", wq) : 0, 0, {0}, {"m_headIndex", "m_tailIndex"}},
-        [K_POOL] = {P.t_pool, 0, {0}, {"_separated"}},
+        [K_POOL] = {P.t_pool, 0, {0}, {"_separated", "_numBlockedThreads"}, 2},
     };
     memcpy(P.k, k, sizeof k);
     for (int i = 0; i < NKINDS; i++)
@@ -325,19 +328,25 @@ static int64_t global_count(void) {
     return a + b;
 }
 
-static int pool_threads(uint64_t *threads) {
-    uint64_t pool = 0, counts = 0;
+static int pool_threads(uint64_t *threads, uint64_t *blocked) {
+    uint64_t pool = 0, counts = 0, word = 0;
     kind *k = &P.k[K_POOL];
     *threads = 0;
+    *blocked = 0;
     if (!P.s_instance)
         return 0; /* no pool yet */
     if (rd64(P.s_instance, &pool) || !is(pool, k) || rd64(pool + k->off[0] + P.counts, &counts))
         return -1;
     *threads = (counts >> 16) & 0xffff; /* ThreadCounts: NumExistingThreads, a short at bit 16 */
+    /* _numBlockedThreads: a short, the first two bytes read (little-endian) */
+    if (!k->off[1] || rd64(pool + k->off[1], &word))
+        *blocked = POOL_BLOCKED_UNKNOWN;
+    else
+        *blocked = (int16_t)(word & 0xffff) > 0 ? (uint64_t)(int16_t)(word & 0xffff) : 0;
     return 0;
 }
 
-int pool_state_read(uint64_t *threads, uint64_t *queue) {
+int pool_state_read(uint64_t *threads, uint64_t *queue, uint64_t *blocked) {
     if (setup() < 0 || roots() < 0)
         return -1;
     int gc_before, gc_after;
@@ -345,7 +354,7 @@ int pool_state_read(uint64_t *threads, uint64_t *queue) {
     if (gc_before || seq == UINT64_MAX) /* collections not followed: nothing read is known to be whole */
         return -1;
     int64_t local = local_count(), global = local >= 0 ? global_count() : -1;
-    int ok = local >= 0 && global >= 0 && pool_threads(threads) == 0;
+    int ok = local >= 0 && global >= 0 && pool_threads(threads, blocked) == 0;
     if (sampler_gc_seq(&gc_after) != seq || gc_after || !ok)
         return -1;
     *queue = (uint64_t)(local + global);
@@ -353,9 +362,12 @@ int pool_state_read(uint64_t *threads, uint64_t *queue) {
 }
 
 void pool_state_flush(void) {
-    uint64_t threads = 0, queue = 0;
-    if (pool_state_read(&threads, &queue) == 0)
+    uint64_t threads = 0, queue = 0, blocked = 0;
+    if (pool_state_read(&threads, &queue, &blocked) == 0) {
         REC(ThreadPoolState, threads, queue);
+        if (blocked != POOL_BLOCKED_UNKNOWN)
+            REC(ThreadPoolBlocked, blocked);
+    }
 }
 
 void pool_state_reset(void) {

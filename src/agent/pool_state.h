@@ -9,12 +9,17 @@
 
 #include <stdint.h>
 
-/* The pool's threads (ThreadPool.ThreadCount) and queued work items
- * (ThreadPool.PendingWorkItemCount), 0 and 0 before the program made its
- * pool: 0, or -1 when this runtime's pool is not one this reads, a collection
- * ran meanwhile, or what was read did not hold together. */
-int pool_state_read(uint64_t *threads, uint64_t *queue);
-/* A window's end (windows.h): one ThreadPoolState record when the read works. */
+/* *blocked when the runtime's pool does not count its threads blocked on tasks. */
+#define POOL_BLOCKED_UNKNOWN UINT64_MAX
+
+/* The pool's threads (ThreadPool.ThreadCount), queued work items
+ * (ThreadPool.PendingWorkItemCount) and threads blocked on tasks, 0, 0 and 0
+ * before the program made its pool: 0, or -1 when this runtime's pool is not
+ * one this reads, a collection ran meanwhile, or what was read did not hold
+ * together. */
+int pool_state_read(uint64_t *threads, uint64_t *queue, uint64_t *blocked);
+/* A window's end (windows.h): one ThreadPoolState record when the read works,
+ * and a ThreadPoolBlocked where the runtime counts them. */
 void pool_state_flush(void);
 /* Forgets what was learned (a new attach). */
 void pool_state_reset(void);

@@ -113,6 +113,7 @@ static void join_windows(const agent_config *cfg) {
         window_register_event(DNP_EV_ThreadPoolCounters); /* once a second: the pool's counters */
     if (cfg->threadpool == 2) {
         window_register_event(DNP_EV_ThreadPoolState); /* each window's end: dnprof top's pool line */
+        window_register_event(DNP_EV_ThreadPoolBlocked);
         window_register_flush(pool_state_flush);
     }
     if (cfg->locks) {

@@ -434,14 +434,14 @@ static int write_text(const gc_data *d, const char *path, const gc_group *g, siz
     if (all->paused)
         fprintf(out, "paused %s ms in all, %.2f%% of the time; longest pause %s ms\n", ms(all->total, a),
                 wall ? 100.0 * (double)all->total / (double)wall : 0.0, ms(all->max, b));
-    if (!d->n)
-        fputs("no collection while recording: the program did not allocate its first generation's budget, nor call "
-              "GC.Collect\n", out);
     if (d->n) {
         text_rows(out, d, top);
         text_raised(out, d);
         text_groups(out, g, ng, wall);
         text_heaps(out, d);
+    } else {
+        fputs("no collection while recording: the program did not allocate its first generation's budget, nor call "
+              "GC.Collect\n", out);
     }
     size_t np, nb, na;
     missing(d, &np, &nb, &na);

@@ -477,8 +477,9 @@ static int report_json(const locks_profile *p, const report_opts *o, FILE *out) 
 static void print_class(FILE *out, const locks_profile *p, int cls, unsigned top) {
     char a[32], b[32], c[32], buf[2048];
     uint64_t whole = p->wait_ns[cls];
-    fprintf(out, "\n%s:\n%7s %10s %9s %10s  %s\n", cls ? "by what was waited on (the call that waited)" : "by lock (the type of the locked object)",
-            "share", "waited", "waits", "longest", cls ? "call (kind of wait)" : "lock");
+    fprintf(out, "\n%s:\n%7s %10s %9s %10s  %s\n",
+            cls ? "by what was waited on (the call that waited)" : "by lock (the type of the locked object)", "share",
+            "waited", "waits", "longest", cls ? "call (kind of wait)" : "lock");
     for (size_t i = 0, n = 0; i < p->ntypes && n < top; i++) {
         const lk_sum *s = &p->types[i];
         if ((CONTENTION(s->kind) ? 0 : 1) != cls)

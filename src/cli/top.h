@@ -75,6 +75,7 @@ typedef struct top_model {
     long threads;
     long pool_threads;         /* the runtime's thread-pool workers (.NET TP Worker), -1 unknown */
     long tp_threads, tp_queue; /* the pool's counters (ThreadPoolCounters), the last seen; -1 none yet */
+    long tp_blocked;           /* its threads blocked on tasks (ThreadPoolBlocked), the last seen; -1 none */
     uint64_t rss;
     unsigned long long last_ticks;
     double last_wall;

@@ -62,8 +62,11 @@ void top_header(const top_model *m, char lines[TOP_HEADER_LINES][512]) {
             snprintf(lines[3], 512, "heap: no GC seen yet");
     }
     /* the pool first; whole ms waited from 100 on: the line fits 80 columns */
-    char pool[64] = "pool n/a";
-    if (m->tp_threads >= 0)
+    char pool[96] = "pool n/a";
+    if (m->tp_threads >= 0 && m->tp_blocked > 0) /* sync over async: said while it lasts */
+        snprintf(pool, sizeof pool, "pool %ld threads (%ld blocked on tasks), queue %ld", m->tp_threads,
+                 m->tp_blocked, m->tp_queue);
+    else if (m->tp_threads >= 0)
         snprintf(pool, sizeof pool, "pool %ld threads, queue %ld", m->tp_threads, m->tp_queue);
     double waited = secs(iv->lock_wait_ns) * 1e3;
     if (m->locks_on || m->all.locks_seen)
@@ -223,6 +226,10 @@ void top_print_json(FILE *out, const top_model *m, const top_show *s) {
         fprintf(out, ",\"threadpoolThreads\":%ld,\"threadpoolQueue\":%ld", m->tp_threads, m->tp_queue);
     else
         fputs(",\"threadpoolThreads\":null,\"threadpoolQueue\":null", out);
+    if (m->tp_blocked >= 0)
+        fprintf(out, ",\"threadpoolBlocked\":%ld", m->tp_blocked);
+    else
+        fputs(",\"threadpoolBlocked\":null", out);
     if (m->have_heap)
         fprintf(out, ",\"heap_bytes\":{\"gen0\":%" PRIu64 ",\"gen1\":%" PRIu64 ",\"gen2\":%" PRIu64 ",\"loh\":%" PRIu64
                      ",\"poh\":%" PRIu64 "}",

@@ -110,7 +110,7 @@ void top_model_init(top_model *m, long pid) {
     m->cpu_pct = -1;
     m->threads = -1;
     m->pool_threads = -1;
-    m->tp_threads = m->tp_queue = -1;
+    m->tp_threads = m->tp_queue = m->tp_blocked = -1;
 }
 
 static void interval_free(top_interval *iv) {
@@ -226,6 +226,7 @@ static void take_event(top_model *m, const dnp_trace *t, const dnp_trace_event *
         m->tp_threads = (long)e->v[DNP_V(ThreadPoolState, threads)];
         m->tp_queue = (long)e->v[DNP_V(ThreadPoolState, queue)];
         break;
+    case DNP_EV_ThreadPoolBlocked: m->tp_blocked = (long)e->v[DNP_V(ThreadPoolBlocked, blocked)]; break;
     case DNP_EV_ThreadPoolCounters: /* the runtime's EventCounters (windows of dnprof run --threadpool --every) */
         m->tp_threads = (long)e->v[DNP_V(ThreadPoolCounters, threads)];
         m->tp_queue = (long)e->v[DNP_V(ThreadPoolCounters, queue)];

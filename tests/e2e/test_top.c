@@ -254,12 +254,14 @@ static int prog_pool(const char *out, long *threads, long *queue) {
 }
 
 /* top pool N K by attach (EXE: the scenario alone, or NULL: Scenarios.dll),
- * top's pool line against the program's own figures. */
-static int pool_body(e2e_run *r, const char *exe, pid_t *prog) {
+ * top's pool line against the program's own figures; TASKS: the N threads
+ * block on a task, and the pool counts all N as blocked on tasks (otherwise
+ * on an event: none). */
+static int pool_body(e2e_run *r, const char *exe, pid_t *prog, int tasks) {
     char out[PATH_MAX + 64], pid[32], n[16], k[16];
     snprintf(n, sizeof n, "%d", POOL_N);
     snprintf(k, sizeof k, "%d", POOL_K);
-    const char *pargs[] = {"pool", n, k, "60", NULL};
+    const char *pargs[] = {"pool", n, k, "60", tasks ? "tasks" : NULL, NULL};
     ASSERT_GT(*prog = prog_start_exe(r, exe, "program", pargs, out, sizeof out), 0);
     snprintf(pid, sizeof pid, "%d", (int)*prog);
     const char *args[] = {"top", pid, "-b", "-n", "4", "--json", NULL};
@@ -278,17 +280,21 @@ static int pool_body(e2e_run *r, const char *exe, pid_t *prog) {
         char err[256];
         jv *o = json_parse(line, strlen(line), err, sizeof err);
         const jv *th = o ? json_get(o, "threadpoolThreads") : NULL, *q = o ? json_get(o, "threadpoolQueue") : NULL;
+        const jv *bl = o ? json_get(o, "threadpoolBlocked") : NULL;
         objects++;
-        if (!th || !q) {
-            fprintf(stderr, "e2e: no threadpoolThreads/threadpoolQueue: %s\n", line);
+        if (!th || !q || !bl) {
+            fprintf(stderr, "e2e: no threadpoolThreads/threadpoolQueue/threadpoolBlocked: %s\n", line);
             bad = 1;
         } else if (th->type == JV_NUM && q->type == JV_NUM) {
             seen++;
-            fprintf(stderr, "e2e: interval %d: top says pool %.0f threads, queue %.0f; the program %ld, %ld\n",
-                    objects, th->num, q->num, want_threads, want_queue);
-            /* equal within 2 threads; the queue within 2 items (the program's own figures are exact) */
+            fprintf(stderr, "e2e: interval %d: top says pool %.0f threads (%.0f blocked on tasks), queue %.0f; the "
+                            "program %ld, %d, %ld\n", objects, th->num, bl->type == JV_NUM ? bl->num : -1.0, q->num,
+                    want_threads, tasks ? POOL_N : 0, want_queue);
+            /* equal within 2 threads; the queue within 2 items (the program's own figures are exact);
+             * blocked on tasks: all N (the last may still be on its way in), or none */
             if (th->num < want_threads - 2 || th->num > want_threads + 2 || q->num < want_queue - 2 ||
-                q->num > want_queue + 2)
+                q->num > want_queue + 2 || bl->type != JV_NUM || bl->num > (tasks ? POOL_N : 0) ||
+                bl->num < (tasks ? POOL_N - 1 : 0))
                 bad = 1;
         } else if (th->type != JV_NULL || q->type != JV_NULL || objects > 1) {
             bad = 1; /* null only before the first counters (they come a second after the attach) */
@@ -307,7 +313,18 @@ TEST(e2e_top_pool) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_top_pool"), 0);
     pid_t prog = -1;
-    int rc = pool_body(&r, NULL, &prog);
+    int rc = pool_body(&r, NULL, &prog, 0);
+    prog_kill(prog);
+    return rc;
+}
+
+/* Sync over async, live: the pool's line says how many of its threads are
+ * blocked on tasks (read from the pool's own count), all of the program's N. */
+TEST(e2e_top_pool_blocked_on_tasks) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_top_pool_blocked_on_tasks"), 0);
+    pid_t prog = -1;
+    int rc = pool_body(&r, NULL, &prog, 1);
     prog_kill(prog);
     return rc;
 }
@@ -323,7 +340,7 @@ TEST(e2e_top_pool_older_runtimes) {
         e2e_run r;
         ASSERT_EQ(e2e_setup(&r, names[i]), 0);
         pid_t prog = -1;
-        int rc = pool_body(&r, exes[i], &prog);
+        int rc = pool_body(&r, exes[i], &prog, 0);
         prog_kill(prog);
         ASSERT_EQ(rc, 0);
     }

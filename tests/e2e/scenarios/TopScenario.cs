@@ -14,7 +14,8 @@
 //       "ready" once the N are running, then every second "pool threads T
 //       queue Q" (ThreadPool.ThreadCount and PendingWorkItemCount, the
 //       program's own figures); after SECONDS releases them all and prints
-//       "done"
+//       "done". With "tasks" the N block in Task.Wait instead (sync over
+//       async: the pool counts them as threads blocked on tasks)
 //   top bench ROUNDS    the hot methods alone, ROUNDS rounds on one thread; prints
 //       "cpu MS ms wall MS ms thread MS ms": the process's CPU time (every
 //       thread: the runtime's, an agent's), the elapsed time, and the CPU time
@@ -23,6 +24,7 @@ using System;
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using System.Threading;
+using System.Threading.Tasks;
 
 namespace Scenarios;
 
@@ -42,8 +44,9 @@ public static class TopScenario
         if (what == "bench")
             return Bench((long)n);
         if (what == "pool" && args.Length > 3)
-            return Pool((int)n, int.Parse(args[2]), double.Parse(args[3], System.Globalization.CultureInfo.InvariantCulture));
-        Console.Error.WriteLine("usage: Scenarios top run SECONDS | pool N K SECONDS | bench ROUNDS");
+            return Pool((int)n, int.Parse(args[2]), double.Parse(args[3], System.Globalization.CultureInfo.InvariantCulture),
+                        args.Length > 4 && args[4] == "tasks");
+        Console.Error.WriteLine("usage: Scenarios top run SECONDS | pool N K SECONDS [tasks] | bench ROUNDS");
         return 2;
     }
 
@@ -130,7 +133,7 @@ public static class TopScenario
         return 0;
     }
 
-    private static int Pool(int n, int queued, double seconds)
+    private static int Pool(int n, int queued, double seconds, bool tasks)
     {
         ThreadPool.GetMinThreads(out _, out int io);
         if (!ThreadPool.SetMaxThreads(n, Math.Max(io, n)) || !ThreadPool.SetMinThreads(n, io))
@@ -142,10 +145,19 @@ public static class TopScenario
         // the queued items in its own thread's local queue before it blocks (no
         // thread is left to steal them), then the rest go to the global queue:
         // PendingWorkItemCount counts both.
+        // With "tasks" they block on a task instead (Task.Wait, sync over async):
+        // the pool counts those threads as blocked ("cooperative blocking").
         var gate = new ManualResetEventSlim(false);
+        var released = new TaskCompletionSource();
         var localDone = new ManualResetEventSlim(false);
         int running = 0, local = queued / 2;
-        Action<int> block = _ => gate.Wait();
+        Action<int> block = _ =>
+        {
+            if (tasks)
+                released.Task.Wait();
+            else
+                gate.Wait();
+        };
         Action<int> first = _ =>
         {
             if (Interlocked.Increment(ref running) == n)
@@ -154,7 +166,7 @@ public static class TopScenario
                     ThreadPool.UnsafeQueueUserWorkItem(block, 0, preferLocal: true);
                 localDone.Set();
             }
-            gate.Wait();
+            block(0);
         };
         for (int i = 0; i < n; i++)
             ThreadPool.UnsafeQueueUserWorkItem(first, 0, preferLocal: false);
@@ -171,6 +183,7 @@ public static class TopScenario
             Thread.Sleep(1000);
         }
         gate.Set();
+        released.SetResult();
         Console.WriteLine("done");
         return 0;
     }
