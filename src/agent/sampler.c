@@ -218,7 +218,7 @@ int sampler_start(const agent_config *cfg) {
     S.ndirty = 0;
     S.samples = S.dropped = S.truncated = S.threads = S.fixed = S.instants = 0;
     S.win_instants = S.win_periods = 0;
-    S.guessed = S.stopped = S.native_cfi = 0;
+    S.guessed = S.stopped = S.native_cfi = S.deep = 0;
     S.maps_reads = S.maps_queries = 0;
     S.unwind = S.walk && cfg->sample_unwind && cfg->sample != SAMPLER_SUSPEND;
     sampler_unwind_setup();
@@ -260,6 +260,9 @@ int sampler_start(const agent_config *cfg) {
     S.waiting_name = rec_string("[waiting]", 9);
     S.unknown_name = rec_string("[unknown]", 9);
     S.stopped_name = rec_string("[unwinding stopped]", 19);
+    char deep[48];
+    int deep_len = snprintf(deep, sizeof deep, "[deeper than %u frames]", MAX_DEPTH);
+    S.deep_name = rec_string(deep, (size_t)deep_len);
     memset(S.gc_names, 0, sizeof S.gc_names);
     S.jit_name = 0;
     sampler_exec_refresh();

@@ -367,6 +367,10 @@ static uint32_t aggregate_record(uint32_t tid, const srec *r) {
     sampler_unwind_counts(r->flags);
     if ((r->flags & REC_UNW_STOP) && st.m < FRAMES_CAP)
         push(&st, 0, S.stopped_name); /* the stack above is not known: said, not guessed */
+    else if ((r->flags & REC_DEEP) && st.m < FRAMES_CAP) {
+        S.deep++;
+        push(&st, 0, S.deep_name); /* its outer frames were not walked: the root says so */
+    }
     return sampler_aggregate(tid, st.funcs, st.names, st.m, r->weight ? r->weight : 1);
 }
 

@@ -54,7 +54,8 @@ enum {
     REC_UNWALKED = 2,
     REC_FP_FOUND = 4,
     REC_NATIVE_CFI = 8, /* the leaf is native code, unwound by its tables (unwind.h): no guess at its caller */
-    REC_UNW_STOP = 16   /* the walk stopped in native code its tables do not cover: marked */
+    REC_UNW_STOP = 16,  /* the walk stopped in native code its tables do not cover: marked */
+    REC_DEEP = 32       /* the chain went on past MAX_DEPTH frames: its outer frames not walked, marked */
 };
 
 /* ipent.slot: the leaf's return address is srec.top (ARCH_RETURN_IN_LR). */
@@ -229,7 +230,7 @@ typedef struct sampler_state {
     uint32_t exec_gen; /* bumped by every read */
     uint64_t exec_pc_quiet; /* no reading for an unlisted PC before then */
 
-    uint32_t waiting_name, unknown_name, stopped_name;
+    uint32_t waiting_name, unknown_name, stopped_name, deep_name;
     uint32_t jit_name;
     uint32_t gc_names[3]; /* "[GC gen0]".. made when first needed */
     int resolving_pc; /* resolve() is naming an interrupted PC */
@@ -238,6 +239,7 @@ typedef struct sampler_state {
     uint64_t win_instants, win_periods; /* the same at the last window's end (sampler_window.c) */
     uint64_t fixed; /* samples whose caller came from the stack, not the frame pointer */
     uint64_t guessed, stopped, native_cfi; /* native leaves whose caller was guessed; walks stopped; leaves unwound */
+    uint64_t deep;                         /* stacks cut at MAX_DEPTH frames */
     uint64_t scans, maps_reads, maps_queries, resolves, cpu_ns; /* the sampler's own work, for a note */
     atomic_int window_asked; /* a window ends: the sampler thread adds its samples (sampler_window.c) */
     atomic_int checkpoint_asked;   /* sampler_checkpoint: write the trees now */

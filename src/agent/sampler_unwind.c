@@ -22,6 +22,10 @@ void sampler_unwind_counts(uint32_t flags) {
 }
 
 void sampler_unwind_note(void) {
+    if (S.deep)
+        rec_note(0, "%llu samples were of stacks deeper than %u frames: their innermost %u kept, under a root frame "
+                 "[deeper than %u frames] (the outer ones, toward Main, not walked)",
+                 (unsigned long long)S.deep, MAX_DEPTH, MAX_DEPTH, MAX_DEPTH);
     if (!S.unwind) {
         rec_note(0, "native unwinding off (" DNP_ENV_SAMPLE_UNWIND "=0): native code walked by frame pointers only");
         return;

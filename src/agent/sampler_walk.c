@@ -158,6 +158,8 @@ static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64
             osr_scan(r, &n, fp, next, safe, &budget);
         fp = next;
     }
+    if (n >= MAX_DEPTH && fp >= sp && fp <= limit - 16 && !(fp & 7))
+        *flags |= REC_DEEP; /* a frame still to walk: the stack is deeper than what is kept */
     return n;
 }
 

@@ -111,6 +111,11 @@ static void put_unnamed_note(const dnp_calltree *ct, FILE *out) {
         fprintf(out, "the runtime ships its symbols apart; dotnet-symbol --symbols DIR/%s (DIR: the runtime's, from "
                      "dotnet --list-runtimes) puts them beside it, and later recordings name its functions "
                      "(docs/sampling.md)\n", name);
+    else if (!strncmp(name, "linux-vdso", 10) || !strncmp(name, "linux-gate", 10) || !strcmp(name, "[vdso]"))
+        fputs("that is the kernel's vDSO, which reads the clock (clock_gettime, gettimeofday: Stopwatch, "
+              "DateTime.UtcNow) and the CPU number without a system call, so the program reads the clock that much; "
+              "its inner functions are named only in the kernel's debug package (vdso64.so), not in a library's "
+              "(docs/sampling.md)\n", out);
     else if (!strstr(name, ".so")) /* an executable in a .NET process: the host, the runtime inside a single file */
         fprintf(out, "it is the program's executable, the .NET host (a single-file app holds the runtime in it), whose "
                      "symbols ship apart; dotnet-symbol --symbols PATH/%s puts them beside it, and later recordings "
@@ -151,6 +156,19 @@ static void put_sampled_header(const dnp_calltree *ct, FILE *out) {
                     100.0 * (double)waiting / (double)(ct->all.nodes[0].total_ns ? ct->all.nodes[0].total_ns : 1));
     }
     put_unnamed_note(ct, out);
+    uint64_t deep = 0; /* the samples of stacks cut at the agent's depth: their root says so */
+    const char *deep_name = NULL;
+    for (uint32_t i = 1; i < ct->all.nnodes; i++) {
+        const dnp_ct_node *nd = &ct->all.nodes[i];
+        const char *name = nd->func || nd->parent ? NULL : dnp_trace_string(ct->t, nd->name);
+        if (name && !strncmp(name, "[deeper than ", 13))
+            deep += nd->total_ns, deep_name = name;
+    }
+    if (deep)
+        fprintf(out, "note: %.1f%% of the time is in stacks deeper than the agent walks (deep recursion): their "
+                     "innermost frames are kept under a root %s, and their outer ones, toward Main, are not in "
+                     "this trace\n",
+                100.0 * (double)deep / (double)(ct->all.nodes[0].total_ns ? ct->all.nodes[0].total_ns : 1), deep_name);
     if (ct->async_stacks && !ct->physical)
         fputs("note: async stacks: a resumed async method is under the async methods that awaited it, "
               "not the thread pool (--physical: the threads' own stacks; docs/async.md)\n", out);

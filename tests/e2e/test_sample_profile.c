@@ -615,6 +615,62 @@ TEST(e2e_sample_short_method_callers) {
     return 0;
 }
 
+/* Deep recursion (SampleScenario "deep": DeepBurn under 1,000 frames of
+ * Descend, then ShallowBurn right under Run): the agent keeps a sample's
+ * innermost 128 frames. A stack cut there has a root that says so,
+ * "[deeper than 128 frames]", not a Descend frame that reads as a thread's
+ * start; a stack that ends within them has its own root. And the report says
+ * how much of the time is in such stacks. */
+TEST(e2e_sample_deep_recursion) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_deep_recursion"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll);
+    char secs[32];
+    const char *args[] = {"run", "--quiet", "--sample", "-o", r.trace, "--", e2e_dotnet(), dll, "sample", "deep",
+                          "1000", e2e_work_seconds("1", secs, sizeof secs), NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT(t);
+    nodes ns;
+    ASSERT_EQ(nodes_read(t, "SampleNode", &ns), 0);
+    double deep = 0, deep_marked = 0, shallow = 0, shallow_marked = 0;
+    for (size_t k = 0; k < ns.n; k++) {
+        const node_rec *n = &ns.r[k];
+        int is_deep = n->name && !strcmp(n->name, "Scenarios.SampleScenario::DeepBurn");
+        if (!is_deep && !(n->name && !strcmp(n->name, "Scenarios.SampleScenario::ShallowBurn")))
+            continue;
+        const node_rec *root = n;
+        for (int depth = 0; root && root->parent && depth < 1000; depth++)
+            root = nodes_find(&ns, root->tid, root->parent);
+        int marked = root && root->name && !strcmp(root->name, "[deeper than 128 frames]");
+        double samples = (double)n->count;
+        if (is_deep)
+            deep += samples, deep_marked += marked ? samples : 0;
+        else
+            shallow += samples, shallow_marked += marked ? samples : 0;
+    }
+    fprintf(stderr, "deep recursion: DeepBurn %.0f samples (%.0f under the mark), ShallowBurn %.0f (%.0f)\n", deep,
+            deep_marked, shallow, shallow_marked);
+    free(ns.r);
+    dnp_trace_free(t);
+    ASSERT_GT(deep, 30);
+    ASSERT_GT(shallow, 30);
+    ASSERT_EQ(deep_marked, deep);
+    ASSERT_EQ(shallow_marked, 0);
+    const char *rep[] = {"report", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, rep), 0);
+    ASSERT_STATUS(&r, 0);
+    char *text = e2e_read_file(r.out, NULL);
+    int ok = text && strstr(text, "of the time is in stacks deeper than the agent walks (deep recursion)");
+    if (!ok)
+        e2e_show_file("dnprof report", r.out);
+    free(text);
+    ASSERT(ok);
+    return 0;
+}
+
 /* ---- managed callers of native code without frame pointers ---- */
 
 /* The nearest managed ancestor of a node (a name with "::"), or NULL. */

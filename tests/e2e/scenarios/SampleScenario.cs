@@ -42,6 +42,9 @@
 //       DynamicWork's caller) that calls LcgWork and adds one to its result, from
 //       LcgCaller's loop: LcgWork's samples lie under the dynamic method's frame, for
 //       SECONDS of the process's CPU
+//   sample deep DEPTH CPU_SECONDS  DeepBurn at the bottom of DEPTH frames of
+//       Descend (deep recursion), then ShallowBurn called from Run: CPU_SECONDS
+//       of the process's CPU each; prints "deep done"
 //   sample harm                  64 busy threads with sleeps, pipes and sockets:
 //       output and exit code (7) must not change under the profiler
 //   sample bench cpu|server      bench/bench_sample.c's workloads (and busyN, wakeN, blockN:
@@ -76,6 +79,7 @@ public static class SampleScenario
             case "stubs": return Stubs(args);
             case "lcg": return Lcg(double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture));
             case "tight": return Tight(args);
+            case "deep": return Deep(args);
             case "alloc": return Alloc(args);
             case "harm": return Harm();
             case "waitsplit": return WaitSplit(int.Parse(args[1]), double.Parse(args[2], System.Globalization.CultureInfo.InvariantCulture));
@@ -420,6 +424,40 @@ public static class SampleScenario
         } while ((proc.TotalProcessorTime - start).TotalSeconds < cpu && wall.Elapsed.TotalSeconds < 60);
         Console.WriteLine("tight " + (s != 1 ? "done" : "?"));
         return 0;
+    }
+
+    private static int Deep(string[] args)
+    {
+        int depth = args.Length > 1 ? int.Parse(args[1]) : 1000;
+        double cpu = args.Length > 2 ? double.Parse(args[2], System.Globalization.CultureInfo.InvariantCulture) : 1;
+        sink += Descend(depth, cpu) + ShallowBurn(cpu);
+        Console.WriteLine("deep done");
+        return 0;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long Descend(int n, double cpu) => n == 0 ? DeepBurn(cpu) : Descend(n - 1, cpu) + 1;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long DeepBurn(double cpu) => BurnCpu(cpu);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long ShallowBurn(double cpu) => BurnCpu(cpu);
+
+    // Loops until the process has used cpu more seconds of CPU (60 s of wall at most).
+    private static long BurnCpu(double cpu)
+    {
+        var proc = Process.GetCurrentProcess();
+        TimeSpan start = proc.TotalProcessorTime;
+        var wall = Stopwatch.StartNew();
+        long x = 0;
+        do
+        {
+            for (int i = 0; i < 2000000; i++)
+                x += i ^ (x >> 3);
+            proc.Refresh();
+        } while ((proc.TotalProcessorTime - start).TotalSeconds < cpu && wall.Elapsed.TotalSeconds < 60);
+        return x;
     }
 
     private interface IStep { long Step(long x); }
