@@ -199,6 +199,17 @@ static void timers_configure(const agent_config *cfg) {
     S.wall_timed = S.wall_untimed = 0;
 }
 
+/* The frames that stand for what is not a function: a waiting thread, an
+ * address not known, a walk stopped in native code, a stack cut at MAX_DEPTH. */
+static void name_pseudo_frames(void) {
+    S.waiting_name = rec_string("[waiting]", 9);
+    S.unknown_name = rec_string("[unknown]", 9);
+    S.stopped_name = rec_string("[unwinding stopped]", 19);
+    char deep[48];
+    int deep_len = snprintf(deep, sizeof deep, "[deeper than %u frames]", MAX_DEPTH);
+    S.deep_name = rec_string(deep, (size_t)deep_len);
+}
+
 int sampler_start(const agent_config *cfg) {
     unsigned calls_rate = calls_sample_rate();
     if ((!cfg->sample && !calls_rate) || S.thread_running)
@@ -257,12 +268,7 @@ int sampler_start(const agent_config *cfg) {
         return -1;
     }
     S.cache_born = sampler_now_ns();
-    S.waiting_name = rec_string("[waiting]", 9);
-    S.unknown_name = rec_string("[unknown]", 9);
-    S.stopped_name = rec_string("[unwinding stopped]", 19);
-    char deep[48];
-    int deep_len = snprintf(deep, sizeof deep, "[deeper than %u frames]", MAX_DEPTH);
-    S.deep_name = rec_string(deep, (size_t)deep_len);
+    name_pseudo_frames();
     memset(S.gc_names, 0, sizeof S.gc_names);
     S.jit_name = 0;
     sampler_exec_refresh();
