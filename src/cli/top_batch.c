@@ -49,9 +49,9 @@ void top_header(const top_model *m, char lines[TOP_HEADER_LINES][512]) {
         snprintf(lines[3], 512, "heap: n/a");
     } else {
         snprintf(lines[2], 512,
-                 "gc: %" PRIu64 " collections: gen0 %" PRIu64 ", gen1 %" PRIu64 ", gen2 %" PRIu64
+                 "gc: %" PRIu64 " collection%s: gen0 %" PRIu64 ", gen1 %" PRIu64 ", gen2 %" PRIu64
                  "; paused %.1f ms, max %.1f ms",
-                 iv->gcs, iv->gc_gen[0], iv->gc_gen[1], iv->gc_gen[2], secs(iv->gc_pause_ns) * 1e3,
+                 iv->gcs, iv->gcs == 1 ? "" : "s", iv->gc_gen[0], iv->gc_gen[1], iv->gc_gen[2], secs(iv->gc_pause_ns) * 1e3,
                  secs(iv->gc_pause_max_ns) * 1e3);
         for (int g = 0; g < 5; g++)
             top_fmt_bytes(m->heap[g], heap[g], sizeof heap[g]);
