@@ -435,6 +435,42 @@ int dnp_stories_finish(dnp_stories_builder *b, const dnp_trace *t, uint64_t orig
     return 0;
 }
 
+/* A frame of the code that throws an exception again at an await or after
+ * its capture (ExceptionDispatchInfo, the awaiters' GetResult): not where the
+ * program threw it. */
+static int rethrow_frame(const char *f, size_t n) {
+    static const char *const prefixes[] = {
+        "System.Runtime.ExceptionServices.ExceptionDispatchInfo::", "System.Runtime.CompilerServices.TaskAwaiter",
+        "System.Runtime.CompilerServices.ConfiguredTaskAwaitable", "System.Runtime.CompilerServices.ValueTaskAwaiter",
+        "System.Runtime.CompilerServices.ConfiguredValueTaskAwaitable"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+        size_t k = strlen(prefixes[i]);
+        if (n >= k && !strncmp(f, prefixes[i], k))
+            return 1;
+    }
+    return 0;
+}
+
+/* The throw site in a stack (innermost first): its first frame, or for an
+ * exception thrown again at an await the first frame past the awaiter's and
+ * ExceptionDispatchInfo's, the method that awaited; its length in *len. */
+static const char *site_in_stack(const char *stack, size_t *len) {
+    const char *first = stack;
+    size_t first_n = strcspn(stack, "\n");
+    for (const char *f = stack; *f;) {
+        size_t n = strcspn(f, "\n");
+        if (!rethrow_frame(f, n)) {
+            *len = n;
+            return f;
+        }
+        if (!f[n])
+            break;
+        f += n + 1;
+    }
+    *len = first_n; /* nothing past them: the first frame after all */
+    return first;
+}
+
 /* A story's times made relative, its names looked up. */
 static void resolve(dnp_story *s, const dnp_trace *t, uint64_t origin) {
     {
@@ -446,14 +482,14 @@ static void resolve(dnp_story *s, const dnp_trace *t, uint64_t origin) {
         s->catcher = s->catcher_sid ? dnp_trace_string(t, s->catcher_sid) : NULL;
         s->throw_site = s->site_sid ? dnp_trace_string(t, s->site_sid) : NULL;
         if (s->stack && *s->stack) {
-            /* The throw site is the stack's first line: keep it in a string of its own. */
-            const char *nl = strchr(s->stack, '\n');
+            /* The throw site is a line of the stack: keep it in a string of its own. */
+            size_t n;
+            const char *site = site_in_stack(s->stack, &n);
             s->throw_site = s->stack;
-            if (nl) {
-                size_t n = (size_t)(nl - s->stack);
+            if (site[n] || site != s->stack) {
                 s->site_buf = malloc(n + 1);
                 if (s->site_buf) {
-                    memcpy(s->site_buf, s->stack, n);
+                    memcpy(s->site_buf, site, n);
                     s->site_buf[n] = 0;
                     s->throw_site = s->site_buf;
                 }

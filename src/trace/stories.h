@@ -36,7 +36,7 @@ typedef struct dnp_story {
     uint32_t hresult;
     int has_details;
     const char *stack;     /* frames, one a line, innermost first; NULL if none */
-    const char *throw_site;/* the innermost frame: first of the stack, else first searched */
+    const char *throw_site;/* the innermost frame, past the awaiter's and ExceptionDispatchInfo's of a rethrow at an await (the method that awaited); else the first searched */
     const char *catcher;   /* the function whose catch ran (or was found), or NULL */
     uint64_t t_thrown, t_end; /* t_end: its last event (CatcherLeave when caught) */
     uint8_t fate;          /* exc_fate */

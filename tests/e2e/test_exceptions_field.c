@@ -141,6 +141,9 @@ TEST(e2e_stories_dispatch_rethrow) {
     ASSERT_GE(again, 1);
     ASSERT_NE(last, NULL);
     ASSERT_STREQ(last->catcher, "Scenarios.StoriesScenario::Dispatch");
+    /* thrown again where the program waited for the task, not in the awaiter's
+     * and ExceptionDispatchInfo's frames above it */
+    ASSERT_STREQ(last->throw_site, "Scenarios.StoriesScenario::Dispatch");
     dnp_stories_free(&s);
     dnp_trace_free(t);
 
