@@ -12,6 +12,7 @@
 #include "export.h"
 #include "lock_site.h"
 #include "prettyname.h"
+#include "stories.h"
 #include "top.h"
 #include "trace_reader.h"
 
@@ -141,6 +142,12 @@ static void first_frame(const char *stack, char *out, size_t cap) {
     dnp_pretty_name(raw, out, cap);
 }
 
+/* The throw site of an exception's stack (past an await's rethrow), named. */
+static void throw_site(const char *stack, char *out, size_t cap) {
+    size_t n;
+    first_frame(dnp_story_site_in_stack(stack, &n), out, cap);
+}
+
 static const char *str_or(const dnp_trace *t, uint64_t id, const char *none) {
     const char *s = dnp_trace_string(t, id);
     return s && *s ? s : none;
@@ -192,7 +199,7 @@ static void take_event(top_model *m, const dnp_trace *t, const dnp_trace_event *
     case DNP_EV_ExceptionDetails: {
         const char *stack = dnp_trace_string(t, e->v[DNP_V(ExceptionDetails, stack)]);
         if (stack && *stack) {
-            first_frame(stack, name, sizeof name);
+            throw_site(stack, name, sizeof name);
             top_table_add(&iv->t[TOP_SITE], name, 1, 0);
         }
         break;

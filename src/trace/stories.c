@@ -451,10 +451,7 @@ static int rethrow_frame(const char *f, size_t n) {
     return 0;
 }
 
-/* The throw site in a stack (innermost first): its first frame, or for an
- * exception thrown again at an await the first frame past the awaiter's and
- * ExceptionDispatchInfo's, the method that awaited; its length in *len. */
-static const char *site_in_stack(const char *stack, size_t *len) {
+const char *dnp_story_site_in_stack(const char *stack, size_t *len) {
     const char *first = stack;
     size_t first_n = strcspn(stack, "\n");
     for (const char *f = stack; *f;) {
@@ -484,7 +481,7 @@ static void resolve(dnp_story *s, const dnp_trace *t, uint64_t origin) {
         if (s->stack && *s->stack) {
             /* The throw site is a line of the stack: keep it in a string of its own. */
             size_t n;
-            const char *site = site_in_stack(s->stack, &n);
+            const char *site = dnp_story_site_in_stack(s->stack, &n);
             s->throw_site = s->stack;
             if (site[n] || site != s->stack) {
                 s->site_buf = malloc(n + 1);

@@ -109,4 +109,10 @@ const char *dnp_story_function(const dnp_trace *t, const dnp_trace_event *e);
 /* One line: what became of the exception ("caught in X", "unhandled: ..."). */
 const char *dnp_story_fate_text(const dnp_story *s, const dnp_stories *all, char *buf, size_t len);
 
+/* The throw site in a stack (frames one a line, innermost first): its first
+ * frame, or for an exception thrown again at an await the first frame past
+ * the awaiter's and ExceptionDispatchInfo's, the method that awaited; its
+ * length in *len (the stories' throw_site, dnprof top's throw sites). */
+const char *dnp_story_site_in_stack(const char *stack, size_t *len);
+
 #endif
