@@ -167,7 +167,7 @@ public static class LocksScenario
 
     private static void Print(string kind, Tally t, int threads)
     {
-        long ns = t.WaitedTicks * 1_000_000_000 / Stopwatch.Frequency;
+        long ns = (long)((double)t.WaitedTicks * 1e9 / Stopwatch.Frequency); // in double: ticks times 1e9 overflow a long past 9.2 s
         Console.WriteLine($"{kind} waited_ns={ns} contended={t.Contended} long={t.Long} threads={threads} " +
                           $"acquired={t.Acquired} owners={string.Join(",", t.Owners.Take(t.NOwners).OrderBy(x => x))}");
     }
@@ -238,7 +238,7 @@ public static class LocksScenario
             ThreadPool.QueueUserWorkItem(_ => { Thread.Sleep(hold); items.Add(i); });
             Timed(() => items.Take());
         }
-        Console.WriteLine($"blocking waited_ns={waited * 1_000_000_000 / Stopwatch.Frequency} waits={waits} ticks={ticks}");
+        Console.WriteLine($"blocking waited_ns={(long)((double)waited * 1e9 / Stopwatch.Frequency)} waits={waits} ticks={ticks}");
     }
 
     private static void Work(string mode, int threads, int rounds, int holdUs)
