@@ -79,12 +79,17 @@ int lock_runtime_thread(const char *stack) {
         "System.Diagnostics.Tracing.EventPipeEventDispatcher::", "System.Net.Sockets.SocketAsyncEngine::EventLoop",
         "System.IO.FileSystemWatcher+RunningInstance::",
         "Microsoft.AspNetCore.Server.Kestrel.Core.Internal.Infrastructure.Heartbeat::TimerLoop",
-        "Microsoft.Extensions.Logging.Console.ConsoleLoggerProcessor::ProcessLogQueue"};
+        "Microsoft.Extensions.Logging.Console.ConsoleLoggerProcessor::ProcessLogQueue",
+        /* the main thread waiting for the program to end: the host's Run */
+        "Microsoft.Extensions.Hosting.HostingAbstractionsHostExtensions::Run",
+        "Microsoft.AspNetCore.Builder.WebApplication::Run"};
     for (const char *f = stack; f && *f;) {
         const char *end = strchr(f, '\n');
         size_t n = end ? (size_t)(end - f) : strlen(f);
         if (has_prefix(f, n, loops, sizeof loops / sizeof loops[0]))
             return 1;
+        if (n >= 8 && !memcmp(f + n - 8, "::<Main>", 8))
+            return 1; /* the compiler's entry point of an async Main, waiting for its task: the whole run */
         char frame[512];
         snprintf(frame, sizeof frame, "%.*s", (int)(n < sizeof frame ? n : sizeof frame - 1), f);
         if (!dnp_is_framework_name(frame))

@@ -21,7 +21,9 @@ const char *lock_api(const char *stack, size_t *len);
  * wait and idle worker threads, the sockets' event loop, the EventCounters
  * poll, a FileSystemWatcher, Kestrel's heartbeat, the console logger's queue
  * (its loop reached from the innermost frame with no frame of the program's
- * own code on the way): time no request of the program spent. */
+ * own code on the way), and the main thread waiting for the program to end
+ * (a host's Run, the compiler's entry point of an async Main): time no
+ * request of the program spent. */
 int lock_runtime_thread(const char *stack);
 
 /* The frame of the thread that polls EventCounters, one of them: the runtime
@@ -30,6 +32,7 @@ int lock_runtime_thread(const char *stack);
 
 /* How the reports name them, where they count them apart. */
 #define LOCK_RUNTIME_THREADS_TEXT                                                                                      \
-    "the runtime's and the framework's own service threads waiting for work (timer, thread pool, sockets, counters)"
+    "the runtime's and the framework's own service threads waiting for work (timer, thread pool, sockets, counters) " \
+    "and the main thread waiting for the program to end (an async Main, a host's Run)"
 
 #endif

@@ -52,6 +52,15 @@ TEST(lock_site_past_framework_waits) {
          "System.Threading.PortableThreadPool+WorkerThread::WorkerThreadStart",
          "System.Threading.PortableThreadPool+WorkerThread::WorkerThreadStart", 1},
         {"Interop+Sys::Read\nApp.Tail::Follow\nSystem.Net.Sockets.SocketAsyncEngine::EventLoop", "Interop+Sys::Read", 0},
+        /* the main thread waiting for the program to end: an async Main's entry point, a host's Run */
+        {"System.Threading.Monitor::Wait\nSystem.Runtime.CompilerServices.TaskAwaiter::"
+         "HandleNonSuccessAndDebuggerNotification\nProgram::<Main>",
+         "Program::<Main>", 1},
+        {"System.Runtime.CompilerServices.TaskAwaiter::HandleNonSuccessAndDebuggerNotification\n"
+         "Microsoft.Extensions.Hosting.HostingAbstractionsHostExtensions::Run\nProgram::<Main>$",
+         "Microsoft.Extensions.Hosting.HostingAbstractionsHostExtensions::Run", 1},
+        /* ... but a wait in the async Main's own body is the program's */
+        {"System.Threading.Tasks.Task::Wait\nProgram::<Main>$\nProgram::<Main>", "Program::<Main>$", 0},
         {"", NULL, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
