@@ -10,15 +10,6 @@
 
 #include "lock_site.h"
 
-static int has_prefix(const char *f, size_t n, const char *const *prefixes, size_t count) {
-    for (size_t i = 0; i < count; i++) {
-        size_t k = strlen(prefixes[i]);
-        if (n >= k && !strncmp(f, prefixes[i], k))
-            return 1;
-    }
-    return 0;
-}
-
 /* The framework's code that waits on the program's behalf, above the frame
  * that waited: locks and wait handles, the blocking collections and
  * coordination types built on them, and blocking on a task (Wait, Result,
@@ -38,7 +29,7 @@ static int internal_frame(const char *f, size_t n) {
         "System.Runtime.CompilerServices.ValueTaskAwaiter", "System.Runtime.CompilerServices.ConfiguredTaskAwaitable",
         "System.Runtime.CompilerServices.ConfiguredValueTaskAwaitable",
         "System.Collections.Concurrent.BlockingCollection"};
-    return has_prefix(f, n, prefixes, sizeof prefixes / sizeof prefixes[0]);
+    return dnp_has_prefix(f, n, prefixes, sizeof prefixes / sizeof prefixes[0]);
 }
 
 const char *lock_site(const char *stack, size_t *len) {
@@ -86,7 +77,7 @@ int lock_runtime_thread(const char *stack) {
     for (const char *f = stack; f && *f;) {
         const char *end = strchr(f, '\n');
         size_t n = end ? (size_t)(end - f) : strlen(f);
-        if (has_prefix(f, n, loops, sizeof loops / sizeof loops[0]))
+        if (dnp_has_prefix(f, n, loops, sizeof loops / sizeof loops[0]))
             return 1;
         if (n >= 8 && !memcmp(f + n - 8, "::<Main>", 8))
             return 1; /* the compiler's entry point of an async Main, waiting for its task: the whole run */

@@ -26,12 +26,16 @@ int dnp_hex_digit(char c) {
     return -1;
 }
 
+int dnp_has_prefix(const char *s, size_t n, const char *const *prefixes, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        size_t k = strlen(prefixes[i]);
+        if (n >= k && !strncmp(s, prefixes[i], k))
+            return 1;
+    }
+    return 0;
+}
+
 int dnp_is_framework_name(const char *name) {
     static const char *const prefixes[] = {"System.", "Microsoft.", "Internal.", "Interop"};
-    if (!name)
-        return 0;
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
-            return 1;
-    return 0;
+    return name && dnp_has_prefix(name, strlen(name), prefixes, sizeof prefixes / sizeof prefixes[0]);
 }

@@ -443,12 +443,7 @@ static int rethrow_frame(const char *f, size_t n) {
         "System.Runtime.ExceptionServices.ExceptionDispatchInfo::", "System.Runtime.CompilerServices.TaskAwaiter",
         "System.Runtime.CompilerServices.ConfiguredTaskAwaitable", "System.Runtime.CompilerServices.ValueTaskAwaiter",
         "System.Runtime.CompilerServices.ConfiguredValueTaskAwaitable"};
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
-        size_t k = strlen(prefixes[i]);
-        if (n >= k && !strncmp(f, prefixes[i], k))
-            return 1;
-    }
-    return 0;
+    return dnp_has_prefix(f, n, prefixes, sizeof prefixes / sizeof prefixes[0]);
 }
 
 const char *dnp_story_site_in_stack(const char *stack, size_t *len) {

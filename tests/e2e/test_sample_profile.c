@@ -76,6 +76,22 @@ static int nodes_read(const dnp_trace *t, const char *kind_name, nodes *out) {
     return 0;
 }
 
+/* dnprof ARGS (a run with --sample), its trace loaded and the SampleNode
+ * records read into ns: the trace, or NULL having said why. */
+static dnp_trace *run_sampled(e2e_run *r, const char *const *args, nodes *ns) {
+    if (e2e_dnprof(r, args) != 0 || r->status != 0) {
+        fprintf(stderr, "e2e: dnprof %s exited %d\n", args[0], r->status);
+        e2e_show_file("stderr", r->err);
+        return NULL;
+    }
+    dnp_trace *t = e2e_load(r->trace);
+    if (t && nodes_read(t, "SampleNode", ns) == 0)
+        return t;
+    fprintf(stderr, "e2e: %s: no trace, or no SampleNode records read\n", r->trace);
+    dnp_trace_free(t);
+    return NULL;
+}
+
 static const node_rec *nodes_find(const nodes *ns, uint64_t tid, uint64_t node) {
     for (size_t k = 0; k < ns->n; k++)
         if (ns->r[k].tid == tid && ns->r[k].node == node)
@@ -542,12 +558,9 @@ TEST(e2e_sample_native_frames) {
     ASSERT(lib);
     const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(),
                           dll, "sample", "native", lib, "3", NULL};
-    ASSERT_EQ(e2e_dnprof(&r, args), 0);
-    ASSERT_STATUS(&r, 0);
-    dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t);
     nodes ns;
-    ASSERT_EQ(nodes_read(t, "SampleNode", &ns), 0);
+    dnp_trace *t = run_sampled(&r, args, &ns);
+    ASSERT(t);
     double spin = 0, spin_walked = 0, all = 0;
     for (size_t k = 0; k < ns.n; k++) {
         all += (double)ns.r[k].self_ns;
@@ -584,12 +597,9 @@ TEST(e2e_sample_short_method_callers) {
     char secs[32]; /* longer under emulation, where start-up and the JIT take much of it */
     const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(),
                           dll, "sample", "tight", e2e_work_seconds("2", secs, sizeof secs), NULL};
-    ASSERT_EQ(e2e_dnprof(&r, args), 0);
-    ASSERT_STATUS(&r, 0);
-    dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t);
     nodes ns;
-    ASSERT_EQ(nodes_read(t, "SampleNode", &ns), 0);
+    dnp_trace *t = run_sampled(&r, args, &ns);
+    ASSERT(t);
     double tiny = 0, walked = 0;
     for (size_t k = 0; k < ns.n; k++)
         if (ns.r[k].name && strcmp(ns.r[k].name, "Scenarios.SampleScenario::Tiny") == 0) {
@@ -629,12 +639,9 @@ TEST(e2e_sample_deep_recursion) {
     char secs[32];
     const char *args[] = {"run", "--quiet", "--sample", "-o", r.trace, "--", e2e_dotnet(), dll, "sample", "deep",
                           "1000", e2e_work_seconds("1", secs, sizeof secs), NULL};
-    ASSERT_EQ(e2e_dnprof(&r, args), 0);
-    ASSERT_STATUS(&r, 0);
-    dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t);
     nodes ns;
-    ASSERT_EQ(nodes_read(t, "SampleNode", &ns), 0);
+    dnp_trace *t = run_sampled(&r, args, &ns);
+    ASSERT(t);
     double deep = 0, deep_marked = 0, shallow = 0, shallow_marked = 0;
     for (size_t k = 0; k < ns.n; k++) {
         const node_rec *n = &ns.r[k];
@@ -696,12 +703,9 @@ TEST(e2e_sample_native_callers) {
     ASSERT(dll);
     const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(),
                           dll, "sample", "alloc", "2", NULL};
-    ASSERT_EQ(e2e_dnprof(&r, args), 0);
-    ASSERT_STATUS(&r, 0);
-    dnp_trace *t = e2e_load(r.trace);
-    ASSERT(t);
     nodes ns;
-    ASSERT_EQ(nodes_read(t, "SampleNode", &ns), 0);
+    dnp_trace *t = run_sampled(&r, args, &ns);
+    ASSERT(t);
     double native = 0, walked = 0, coreclr = 0;
     for (size_t k = 0; k < ns.n; k++) {
         const char *name = ns.r[k].name;
