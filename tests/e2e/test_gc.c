@@ -75,7 +75,8 @@ static int check_gc_report_of(e2e_run *r, const gc_truth *t, int attached, int s
     int rc = gcs && gcs->type == JV_ARR ? 0 : -1;
     int induced[3] = {0, 0, 0}, by_gen[3] = {0, 0, 0}, k = 0, backgrounds = 0;
     double paused = 0, gc_time = 0;
-    for (size_t i = 0; rc == 0 && i < gcs->n; i++) {
+    /* every collection looked at, a fault in one not hiding the counts of the rest */
+    for (size_t i = 0; gcs && gcs->type == JV_ARR && i < gcs->n; i++) {
         const jv *g = json_at(gcs, i);
         int gen = (int)json_num(g, "generation");
         const char *reason = json_str(g, "reason"), *type = json_str(g, "type");
@@ -100,9 +101,13 @@ static int check_gc_report_of(e2e_run *r, const gc_truth *t, int attached, int s
         int background = type && asked != gen && !strcmp(type, "background");
         int blocking = type && (!strcmp(type, "blocking") || background);
         double slack = background || server ? BACKGROUND_SLACK_MS : CLOCK_SLACK_MS;
-        /* GC.Collect returns before a background collection's last phase, whose
-         * suspension is its pause too: bounded by the collection's own length then */
-        double bound = background ? json_num(g, "durationNs") / 1e6 : t->ms[k];
+        /* GC.Collect may return before a background collection's last phase,
+         * whose suspension is its pause too; or wait through a restart
+         * reported late by the collection's own thread, past the collection's
+         * end (7.9 ms of pause in a 4.4 ms collection that GC.Collect waited
+         * 8.4 ms for, on a loaded machine): bounded by the longer of the two */
+        double length = json_num(g, "durationNs") / 1e6;
+        double bound = background ? (length > t->ms[k] ? length : t->ms[k]) : t->ms[k];
         if (k < t->n && (asked != t->gen[k] || !blocking || !(pause > 0) || pause > bound + slack)) {
             fprintf(stderr, "e2e: induced collection %d: gen %d (asked %d) %s, pause %.3f ms; the program: gen %d, "
                             "GC.Collect took %.3f ms\n", k + 1, gen, asked, type ? type : "?", pause, t->gen[k],
