@@ -78,15 +78,13 @@ static int read_elf(const char *path, unsigned *cls, unsigned *type, unsigned *m
     return 0;
 }
 
-static int find_in_path(const char *name, char *out, size_t len);
-
 /* The word of the command that is an ELF program for machine (the program a
  * qemu-user emulator runs: `qemu-aarch64 ./App`), or NULL. */
 static const char *program_for(char **prog, unsigned machine, char *buf, size_t len) {
     for (size_t i = 0; prog && prog[i]; i++) {
         unsigned cls, type, m;
         const char *path = prog[i];
-        if (!strchr(path, '/') && (i > 0 || find_in_path(path, buf, len) != 0))
+        if (!strchr(path, '/') && (i > 0 || cli_find_in_path(path, buf, len) != 0))
             continue;
         if (!strchr(path, '/'))
             path = buf;
@@ -291,23 +289,9 @@ static void check_environment(doctor *d, int have_program) {
 
 /* ---- dotnet ---- */
 
-static int find_in_path(const char *name, char *out, size_t len) {
-    const char *path = getenv("PATH");
-    if (!path)
-        path = "/usr/bin:/bin";
-    while (*path) {
-        size_t n = strcspn(path, ":");
-        snprintf(out, len, "%.*s/%s", (int)(n ? n : 1), n ? path : ".", name);
-        if (access(out, X_OK) == 0)
-            return 0;
-        path += n + (path[n] == ':');
-    }
-    return -1;
-}
-
 static void check_dotnet(doctor *d) {
     char path[PATH_MAX], real[PATH_MAX];
-    if (find_in_path("dotnet", path, sizeof path) != 0) {
+    if (cli_find_in_path("dotnet", path, sizeof path) != 0) {
         say(d, WARN, "dotnet is not on PATH: give 'dnprof run' the program's full path (or add the .NET "
                      "directory to PATH)");
         return;
@@ -479,6 +463,10 @@ static int run_program(doctor *d, char **prog, const char *events) {
     fflush(stdout);
     if (cli_check_dotnet_app("doctor", prog) != 0) { /* the SDK would run instead: its diagnosis is no use */
         printf("FAIL  '%s' was not run: its .dll does not exist.\n", cmd);
+        return 1;
+    }
+    if (cli_check_native_aot("doctor", prog) != 0) { /* no runtime in it would try the agent */
+        printf("FAIL  '%s' was not run: a Native AOT program has no CoreCLR to load the agent.\n", cmd);
         return 1;
     }
     char session[PATH_MAX], output[PATH_MAX + 32];

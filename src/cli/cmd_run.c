@@ -755,6 +755,8 @@ int cmd_run(int argc, char **argv) {
     if (o.output && !*o.output)
         return usage_error("run", "--output wants a file name");
     int missing = cli_check_dotnet_app("run", prog);
+    if (!missing)
+        missing = cli_check_native_aot("run", prog);
     if (missing)
         return missing;
     cli_agent agent;

@@ -147,6 +147,8 @@ static int parse_options(int argc, char **argv, top_opts *o) {
                                       "top starts loads the agent dnprof has");
         o->prog = argv + optind;
         int missing = cli_check_dotnet_app("top", o->prog);
+        if (!missing)
+            missing = cli_check_native_aot("top", o->prog);
         if (missing)
             return missing;
     } else {

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "attach_blob.h"
+#include "cli.h"
 #include "trace_format.h"
 #include "fdio.h"
 #include "utf16.h"
@@ -157,6 +158,13 @@ static const char *disabling_var(pid_t pid, char *value, size_t cap) {
     return NULL;
 }
 
+/* The process's program is a Native AOT one (program_check.c). */
+static int native_aot(pid_t pid) {
+    char exe[64];
+    snprintf(exe, sizeof exe, "/proc/%d/exe", (int)pid);
+    return cli_is_native_aot(exe);
+}
+
 int ipc_connect(pid_t pid, char *err, size_t errlen) {
     ipc_proc p;
     if (ipc_proc_read(pid, &p) < 0) {
@@ -203,6 +211,11 @@ int ipc_connect(pid_t pid, char *err, size_t errlen) {
                      "pid %d (%s) has no .NET diagnostics socket: it is not a .NET process, or one "
                      "started with DOTNET_EnableDiagnostics=0 (its memory maps are not readable to "
                      "tell which); dnprof ps lists the .NET processes you can attach to",
+                     (int)pid, p.comm);
+        else if (native_aot(pid))
+            snprintf(err, errlen,
+                     "pid %d (%s) is a Native AOT program: it carries no CoreCLR, so no profiler can attach "
+                     "to it; profile the same program published without PublishAot (docs/agent.md#native-aot)",
                      (int)pid, p.comm);
         else
             snprintf(err, errlen,

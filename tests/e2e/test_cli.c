@@ -1,9 +1,12 @@
 /* test_cli.c: the front end as a person uses it: print, --events, mistakes. */
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "e2e.h"
 #include "test.h"
@@ -259,5 +262,80 @@ TEST(e2e_run_summary_streams) {
     free(err);
     fprintf(stderr, "e2e: peak RSS %ld KiB with the summary, %ld KiB without\n", kib, quiet_kib);
     ASSERT_LE(kib, quiet_kib + 32 * 1024);
+    return 0;
+}
+
+/* stderr of the last command says the program is a Native AOT one, and where
+ * to read why, on one line; the program was not run (its stdout is empty). */
+static int said_native_aot(e2e_run *r, const char *what, int ran_nothing) {
+    char *err = e2e_read_file(r->err, NULL), *out = e2e_read_file(r->out, NULL);
+    int ok = err && strstr(err, "is a Native AOT program") && strstr(err, "PublishAot") &&
+             strstr(err, "docs/agent.md#native-aot") && (!ran_nothing || (out && !*out));
+    if (!ok)
+        fprintf(stderr, "e2e: %s (exit %d) said:\n%s\nand printed:\n%s\n", what, r->status, err ? err : "",
+                out ? out : "");
+    free(err);
+    free(out);
+    return ok ? 0 : -1;
+}
+
+/* A program published with Native AOT (the sample, e2e.build_sample_aot) has
+ * no CoreCLR: no agent can load in it. run, top and doctor say so before
+ * running it, instead of its whole run unrecorded and "the agent never
+ * started"; attach says so of the running program. */
+TEST(e2e_native_aot_refused) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_native_aot_refused"), 0);
+    const char *aot = e2e_env("DNPROF_SAMPLE_AOT");
+    ASSERT(aot);
+    /* the sample as published runs (it is a program, not a stand-in) */
+    char *const plain[] = {(char *)aot, NULL};
+    ASSERT_EQ(e2e_exec(&r, plain, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    int ran = out && strstr(out, "hello, dnprof");
+    free(out);
+    ASSERT(ran);
+    const char *run[] = {"run", "--sample", "-o", r.trace, "--", aot, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, run), 0);
+    ASSERT_EQ(r.status, 127);
+    ASSERT_EQ(said_native_aot(&r, "dnprof run", 1), 0);
+    struct stat st;
+    ASSERT_NE(stat(r.trace, &st), 0);
+    const char *top[] = {"top", "--", aot, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, top), 0);
+    ASSERT_EQ(r.status, 127);
+    ASSERT_EQ(said_native_aot(&r, "dnprof top", 1), 0);
+    const char *doctor[] = {"doctor", "--", aot, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, doctor), 0);
+    ASSERT_NE(r.status, 0);
+    ASSERT_EQ(said_native_aot(&r, "dnprof doctor", 0), 0);
+    /* attach: the running program (`hello async`, about a second of CPU),
+     * once it is the program (exec done) */
+    char *const async_argv[] = {(char *)aot, "async", NULL};
+    char aout[PATH_MAX + 16];
+    snprintf(aout, sizeof aout, "%s/aot.out", r.dir);
+    pid_t pid = e2e_spawn(async_argv, NULL, r.dir, aout, NULL, r.err);
+    ASSERT(pid > 0);
+    char exe[64], target[PATH_MAX], real[PATH_MAX];
+    snprintf(exe, sizeof exe, "/proc/%d/exe", (int)pid);
+    ASSERT(realpath(aot, real) != NULL);
+    for (int i = 0; i < 500; i++) {
+        ssize_t n = readlink(exe, target, sizeof target - 1);
+        target[n > 0 ? n : 0] = 0;
+        if (!strcmp(target, real))
+            break;
+        usleep(2000);
+    }
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+    const char *attach[] = {"attach", "--sample", "--duration", "1s", "-o", r.trace, pidtext, NULL};
+    int rc = e2e_dnprof(&r, attach);
+    int status = 0;
+    e2e_wait(pid, 60000, &status);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(r.status, 1);
+    ASSERT_EQ(said_native_aot(&r, "dnprof attach", 0), 0);
+    ASSERT_EQ(status, 0); /* the program ran on to its end */
     return 0;
 }
