@@ -440,10 +440,12 @@ int report_exceptions(const char *path, int json, unsigned top, FILE *out) {
     } else {
         char c[9][32];
         fprintf(out, "%s exception%s: %s caught (%s of them internal to the framework), %s handled by the "
-                     "runtime, %s abandoned, %s left their catch by a rethrow, %s unhandled, %s in flight at "
+                     "runtime, %s abandoned%s, %s left their catch by a rethrow, %s unhandled, %s in flight at "
                      "the end; %s rethrown (an object thrown again: throw;, throw ex;, an await)\n\n",
                 cli_fmt_count(m.n, c[0]), CLI_PLURAL(m.n), cli_fmt_count(m.caught, c[1]), cli_fmt_count(m.internal, c[2]),
-                cli_fmt_count(m.runtime, c[3]), cli_fmt_count(m.abandoned, c[4]), cli_fmt_count(m.rethrown, c[5]),
+                cli_fmt_count(m.runtime, c[3]), cli_fmt_count(m.abandoned, c[4]),
+                m.abandoned ? " (another exception left the catch or finally they ran, as a wrap does)" : "",
+                cli_fmt_count(m.rethrown, c[5]),
                 cli_fmt_count(m.unhandled, c[6]), cli_fmt_count(m.open, c[7]), cli_fmt_count(m.again, c[8]));
         groups_text(out, "by type (mean and max: from throw to the end of the catch, or to the last event)", &m.types, top);
         groups_text(out, "by throw site", &m.sites, top);

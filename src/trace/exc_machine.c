@@ -98,8 +98,8 @@ static void thrown(exc_machine *m, uint64_t object, exc_step *out) {
     /* The same object thrown while its catch runs is either `throw;` (or `throw
      * ex;`) leaving the catch, or a deeper frame called from the catch throwing
      * it again (ExceptionDispatchInfo.Throw in an await continuation run inline)
-     * while the catch goes on. The first frame searched tells: the catch's own
-     * method for a rethrow. */
+     * while the catch goes on. The search tells: reaching the catch's own
+     * method makes it a rethrow, a catcher found before it does not. */
     int maybe_rethrow = m->depth > 0 && object && m->lv[m->depth - 1].phase == EXC_CATCH &&
                         m->lv[m->depth - 1].object == object;
     uint8_t parent = 0;
@@ -244,13 +244,14 @@ void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t objec
 
     switch (kind) {
     case DNP_EV_ExceptionSearchFunctionEnter:
-        if (l->maybe_rethrow) {
+        /* The search reached the catch's own method with no catcher above
+         * it: a rethrow (`throw;` first searches that method itself,
+         * ExceptionDispatchInfo.Throw(e) in the catch its own frames first).
+         * The catch is over; it ends when this one does. */
+        if (l->maybe_rethrow && at > 0 && m->lv[at - 1].phase == EXC_CATCH && m->lv[at - 1].handler == fn) {
             l->maybe_rethrow = 0;
-            /* A rethrow: the catch is over; it ends when this one does. */
-            if (at > 0 && m->lv[at - 1].phase == EXC_CATCH && m->lv[at - 1].handler == fn) {
-                m->lv[at - 1].fate = EXC_RETHROWN;
-                m->lv[at - 1].ended_with = (uint8_t)at;
-            }
+            m->lv[at - 1].fate = EXC_RETHROWN;
+            m->lv[at - 1].ended_with = (uint8_t)at;
         }
         l->fn_open = 1;
         l->fn = fn;
@@ -272,6 +273,7 @@ void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t objec
             l->filter_open = 1;
         break;
     case DNP_EV_ExceptionSearchCatcherFound:
+        l->maybe_rethrow = 0; /* caught in a frame the catch called: that catch goes on */
         filter_verdict(l, 1, out);
         l->caught = 1;
         l->catcher = fn;
@@ -279,6 +281,7 @@ void exc_machine_step(exc_machine *m, uint16_t kind, uint64_t fn, uint64_t objec
     case DNP_EV_ExceptionUnwindFunctionEnter:
         if (l->phase == EXC_SEARCH) {
             filter_verdict(l, 0, out);
+            l->maybe_rethrow = 0;
             if (!l->caught && !l->no_catcher) {
                 l->no_catcher = 1; /* no stray Leave first: as older runtimes do */
                 out->flags |= EXC_NO_CATCHER;

@@ -57,7 +57,7 @@ typedef struct exc_level {
     uint8_t filter_open; /* a filter left, its verdict not known yet */
     uint8_t fate;        /* exc_fate once it ended; ABANDONED or RETHROWN before: decided, */
     uint8_t ended_with;  /* ... to end with the level of this index (the one that left its handler) */
-    uint8_t maybe_rethrow; /* thrown again from its own catch: decided at the first frame searched */
+    uint8_t maybe_rethrow; /* thrown again while its catch runs: a rethrow if the search reaches that catch's method */
     uint8_t replaced;    /* a nested exception thrown in its catch or finally was
                             caught in the handler's own method: over unless its
                             next event is the handler's Leave */

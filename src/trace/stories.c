@@ -296,10 +296,11 @@ static int feed_one(dnp_stories_builder *b, const dnp_trace_event *e, size_t i) 
         s->searched++;
         if (!s->site_sid)
             s->site_sid = name;
-        /* The machine has just seen a rethrow from the catch below: this is
-         * the same exception going on, not one nested in it. */
+        /* The machine has just seen a rethrow from the catch below (at the
+         * first frame searched for `throw;`, past ExceptionDispatchInfo's for
+         * its Throw): this is the same exception going on, not one nested in it. */
         int d = ts->m.depth;
-        if (s->searched == 1 && d >= 2 && ts->m.lv[d - 2].fate == EXC_RETHROWN && s->parent == ts->story_at[d - 2]) {
+        if (d >= 2 && ts->m.lv[d - 2].fate == EXC_RETHROWN && s->parent && s->parent == ts->story_at[d - 2]) {
             SV(b, s->parent)->ended_by = s->id;
             s->parent = 0;
             s->parent_phase = 0;

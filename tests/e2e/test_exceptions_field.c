@@ -96,7 +96,7 @@ TEST(e2e_stories_replaced_in_finally) {
     const char *report[] = {"report", "--exceptions", r.trace, NULL};
     out = dnprof_out(&r, report);
     ASSERT_NE(out, NULL);
-    int ok = strstr(out, "4 exceptions: 3 caught") && strstr(out, " 1 abandoned,") && strstr(out, " 0 unhandled,");
+    int ok = strstr(out, "4 exceptions: 3 caught") && strstr(out, " 1 abandoned (another exception left") && strstr(out, " 0 unhandled,");
     if (!ok)
         fprintf(stderr, "e2e: report --exceptions said:\n%s", out);
     free(out);
@@ -157,6 +157,47 @@ TEST(e2e_stories_dispatch_rethrow) {
         fprintf(stderr, "e2e: report --exceptions --json wants %s:\n%.400s\n", want, out);
     free(out);
     ASSERT(ok);
+    return 0;
+}
+
+/* ExceptionDispatchInfo.Throw(e) in e's own catch, and Parallel.For's
+ * workers, which rethrow a body's exception so: the catch is left by a
+ * rethrow of the same exception (its search passes ExceptionDispatchInfo's
+ * frames first), not abandoned to a nested one. */
+TEST(e2e_stories_dispatch_in_catch) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_stories_dispatch_in_catch"), 0);
+    ASSERT_EQ(run_case(&r, "edi", NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    char *said = e2e_read_file(r.out, NULL);
+    int ran = said && strstr(said, "case edi: caught edi") && strstr(said, "Parallel.For threw 1 (parallel)");
+    free(said);
+    ASSERT(ran);
+    dnp_trace *t = e2e_load(r.trace);
+    ASSERT_NE(t, NULL);
+    dnp_stories s;
+    ASSERT_EQ(dnp_stories_build(t, &s), 0);
+    const char *messages[] = {"edi", "parallel"};
+    for (int m = 0; m < 2; m++) {
+        const dnp_story *first = find(&s, "Scenarios.StoryException", messages[m], 0);
+        ASSERT_NE(first, NULL);
+        ASSERT_STREQ(first->throw_site, "Scenarios.StoriesScenario::EdiThrow");
+        ASSERT_EQ(first->fate, EXC_RETHROWN);
+        ASSERT_NE(first->ended_by, 0);
+        const dnp_story *again = &s.v[first->ended_by - 1];
+        ASSERT_EQ(again->rethrow_of, first->id);
+        ASSERT_EQ(again->parent, 0); /* the same exception going on, not one nested in it */
+        ASSERT_EQ(again->fate, EXC_CAUGHT);
+        if (m == 0)
+            ASSERT_STREQ(again->catcher, "Scenarios.StoriesScenario::Edi");
+    }
+    ASSERT_EQ(s.unexpected, 0);
+    size_t abandoned = 0;
+    for (size_t i = 0; i < s.n; i++)
+        abandoned += s.v[i].fate == EXC_ABANDONED && s.v[i].type && !strcmp(s.v[i].type, "Scenarios.StoryException");
+    ASSERT_EQ(abandoned, 0);
+    dnp_stories_free(&s);
+    dnp_trace_free(t);
     return 0;
 }
 

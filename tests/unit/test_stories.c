@@ -242,6 +242,51 @@ TEST(stories_rethrow) {
     return 0;
 }
 
+/* ExceptionDispatchInfo.Throw(e) in a catch (Parallel.For's workers, the
+ * framework's rethrow that keeps the trace): the same object's search goes
+ * through ExceptionDispatchInfo's frames (F_B) first, then reaches the catch's
+ * method with no catcher on the way: the catch is left by a rethrow, not
+ * abandoned to a nested exception. */
+TEST(stories_rethrow_dispatch) {
+    seq s = {.n = 0};
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    for (int k = 0; k < 2; k++) { /* ExceptionDispatchInfo::Throw, twice */
+        add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_B, 0);
+        add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    }
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    for (int k = 0; k < 2; k++) {
+        add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_B, 0);
+        add(&s, 1, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
+    }
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionLeave, 0, 0);
+    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_MAIN, 0);
+    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_MAIN, OBJ1);
+    add(&s, 1, DNP_EV_ExceptionCatcherLeave, 0, 0);
+    dnp_stories st;
+    ASSERT_EQ(build(&s, 1, &st), 0);
+    ASSERT_EQ(st.n, 2);
+    ASSERT_EQ(st.v[0].fate, EXC_RETHROWN);
+    ASSERT_EQ(st.v[0].ended_by, 2);
+    ASSERT_EQ(st.v[1].fate, EXC_CAUGHT);
+    ASSERT_EQ(st.v[1].rethrow_of, 1);
+    ASSERT_EQ(st.v[1].parent, 0);
+    ASSERT_EQ(st.unexpected, 0);
+    dnp_stories_free(&st);
+    return 0;
+}
+
 /* The same object thrown again by a deeper frame called from its catch (an
  * await continuation run inline by the catch rethrows it through
  * ExceptionDispatchInfo) and caught there: the first catch goes on. */

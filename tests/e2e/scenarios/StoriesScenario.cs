@@ -18,6 +18,9 @@
 //              --timeline trace; prints "deep: N"
 //   gcrethrow [N]  issue 11: N times `throw;` after a GC has moved the
 //              exception object; prints "gcrethrow: N rethrown, N caught"
+//   edi        ExceptionDispatchInfo.Throw(e) in a catch, as the framework
+//              rethrows keeping the trace; then a Parallel.For whose body
+//              throws (its workers rethrow so); prints "case edi: ..." twice
 //   awaitrethrow [N]  N times an async method's catch does `throw;` (as
 //              HttpClient.GetStringAsync does), the method's own catch hands it
 //              to the awaiting caller, whose continuation runs inline inside
@@ -107,6 +110,7 @@ public static class StoriesScenario
             case "bench": return Bench(Arg(args, 1, 100000));
             case "replaced": return Replaced();
             case "dispatch": return Dispatch();
+            case "edi": return Edi();
             case "gcrethrow": return GcRethrow(Arg(args, 1, 2000));
             case "deep": return Deep(Arg(args, 1, 5000));
             case "awaitrethrow": return AwaitRethrow(Arg(args, 1, 20));
@@ -587,6 +591,49 @@ public static class StoriesScenario
         catch (DispatchedException e)
         {
             Say($"case dispatch: caught {e.GetType().FullName}: {e.Message}");
+        }
+        return 0;
+    }
+
+    // ---- ExceptionDispatchInfo.Throw(e) from the exception's own catch ----
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void EdiThrow(string message) => throw new StoryException(message);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void EdiRethrow()
+    {
+        try
+        {
+            EdiThrow("edi");
+        }
+        catch (StoryException e)
+        {
+            System.Runtime.ExceptionServices.ExceptionDispatchInfo.Throw(e);
+        }
+    }
+
+    private static int Edi()
+    {
+        try
+        {
+            EdiRethrow();
+        }
+        catch (StoryException e)
+        {
+            Say($"case edi: caught {e.Message}");
+        }
+        try
+        {
+            Parallel.For(0, 4, new ParallelOptions { MaxDegreeOfParallelism = 1 }, i =>
+            {
+                if (i == 2)
+                    EdiThrow("parallel");
+            });
+        }
+        catch (AggregateException e)
+        {
+            Say($"case edi: Parallel.For threw {e.InnerExceptions.Count} ({e.InnerExceptions[0].Message})");
         }
         return 0;
     }
