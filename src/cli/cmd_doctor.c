@@ -465,8 +465,8 @@ static int run_program(doctor *d, char **prog, const char *events) {
         printf("FAIL  '%s' was not run: its .dll does not exist.\n", cmd);
         return 1;
     }
-    if (cli_check_native_aot("doctor", prog) != 0) { /* no runtime in it would try the agent */
-        printf("FAIL  '%s' was not run: a Native AOT program has no CoreCLR to load the agent.\n", cmd);
+    if (cli_check_program("doctor", prog) != 0) { /* the agent could not load: said why */
+        printf("FAIL  '%s' was not run: no .NET runtime in it would load the agent (why: above).\n", cmd);
         return 1;
     }
     char session[PATH_MAX], output[PATH_MAX + 32];

@@ -756,7 +756,7 @@ int cmd_run(int argc, char **argv) {
         return usage_error("run", "--output wants a file name");
     int missing = cli_check_dotnet_app("run", prog);
     if (!missing)
-        missing = cli_check_native_aot("run", prog);
+        missing = cli_check_program("run", prog);
     if (missing)
         return missing;
     cli_agent agent;

@@ -148,7 +148,7 @@ static int parse_options(int argc, char **argv, top_opts *o) {
         o->prog = argv + optind;
         int missing = cli_check_dotnet_app("top", o->prog);
         if (!missing)
-            missing = cli_check_native_aot("top", o->prog);
+            missing = cli_check_program("top", o->prog);
         if (missing)
             return missing;
     } else {

@@ -1,4 +1,6 @@
-/* program_check.c: what the command to run is, before it runs. A program
+/* program_check.c: what the command to run is, before it runs. An assembly
+ * given as the program (app.dll) is not executable: exec says only "Permission
+ * denied", so it is told first, with the command that runs it. A program
  * published with Native AOT carries its own small runtime instead of CoreCLR:
  * no runtime there reads CORECLR_PROFILER_PATH, so the agent would never load
  * and the run would end with "the agent never started" after the program's
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -73,9 +76,26 @@ int cli_is_native_aot(const char *path) {
     return aot;
 }
 
-int cli_check_native_aot(const char *cmd, char *const *prog) {
+/* prog[0] is an assembly (APP.dll) given as the program: it is not
+ * executable, and exec says only "Permission denied". */
+static int assembly_as_program(const char *cmd, const char *dll) {
+    size_t n = strlen(dll);
+    if (n < 5 || strcasecmp(dll + n - 4, ".dll") != 0 || access(dll, F_OK) != 0 || access(dll, X_OK) == 0)
+        return 0;
+    char host[4096];
+    snprintf(host, sizeof host, "%.*s", (int)(n - 4), dll);
+    int apphost = access(host, X_OK) == 0;
+    fprintf(stderr, "dnprof %s: %s is a .NET assembly, not a program: put dotnet before it (dnprof %s [options] "
+                    "-- dotnet %s)%s%s\n",
+            cmd, dll, cmd, dll, apphost ? ", or run its apphost " : "", apphost ? host : "");
+    return CLI_EXIT_NOEXEC;
+}
+
+int cli_check_program(const char *cmd, char *const *prog) {
     if (!prog || !prog[0])
         return 0;
+    if (assembly_as_program(cmd, prog[0]))
+        return CLI_EXIT_NOEXEC;
     char found[4096];
     const char *path = prog[0];
     if (!strchr(path, '/')) {

@@ -339,3 +339,30 @@ TEST(e2e_native_aot_refused) {
     ASSERT_EQ(status, 0); /* the program ran on to its end */
     return 0;
 }
+
+/* The sample's hello.dll given as the program (a first hour's mistake): exec
+ * would say only "Permission denied"; run and top say what it is and the
+ * command that runs it, and run nothing. */
+TEST(e2e_assembly_as_program) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_assembly_as_program"), 0);
+    const char *dll = e2e_env("DNPROF_SAMPLE_HELLO");
+    ASSERT(dll);
+    const char *cmds[] = {"run", "top"};
+    for (int i = 0; i < 2; i++) {
+        const char *args[] = {cmds[i], "--", dll, NULL};
+        ASSERT_EQ(e2e_dnprof(&r, args), 0);
+        ASSERT_EQ(r.status, 127);
+        char *err = e2e_read_file(r.err, NULL), *out = e2e_read_file(r.out, NULL);
+        char want[PATH_MAX + 64];
+        snprintf(want, sizeof want, "-- dotnet %s)", dll);
+        int ok = err && strstr(err, "is a .NET assembly, not a program") && strstr(err, want) &&
+                 count_lines(err) == 1 && out && !*out;
+        if (!ok)
+            fprintf(stderr, "e2e: dnprof %s -- %s said:\n%s\n", cmds[i], dll, err ? err : "");
+        free(err);
+        free(out);
+        ASSERT(ok);
+    }
+    return 0;
+}
