@@ -334,6 +334,8 @@ static uint32_t aggregate_record(uint32_t tid, const srec *r) {
         if (osr && !after_patchpoint)
             continue; /* a word the OSR scan found that follows no OSR frame: a stale frame's, not a caller */
         if (k && !sampler_is_return_address(r->ip[k])) {
+            if (osr)
+                patchpoint = after_patchpoint; /* no return address: the scan's next candidate may be */
             if (osr || frameless)
                 continue; /* a word the OSR scan found, or one where a frameless caller's lies, that is no return address */
             break;

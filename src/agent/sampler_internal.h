@@ -20,6 +20,7 @@
 #define STACK_GUESS (8u << 20) /* how far above SP a walk may read before the stack's bounds are known */
 #define SCAN_WORDS 512u        /* words a sample may read looking for frames the chain skips (OSR) */
 #define SCAN_CHUNK 64u         /* of which, before the stack's bounds are known, per frame */
+#define OSR_CANDIDATES 2u      /* return addresses a frame the chain skips may be (sampler_osr_scan) */
 #define SP_WORDS 64u           /* words kept from the interrupted stack pointer up */
 #define SP_WORDS_MIN 8u        /* of which at least, before the stack's bounds are known */
 #define RING 32u               /* samples a thread may hold before the sampler drains them */
@@ -281,6 +282,11 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight);
  * that the thread did not run meanwhile; else it is dropped by not. */
 int sampler_take_remote(sslot *s, uint64_t pc, uint64_t sp, uint32_t weight);
 void sampler_remote_commit(sslot *s);
+/* Between the chain's frame at fp and the next, next, the return address an
+ * OSR method's frame keeps off the chain: candidates after words equal to
+ * next, marked in r->extra, into r->ip[*n..] (sampler_walk.c). In place when
+ * safe is 0. Async-signal-safe. */
+void sampler_osr_scan(srec *r, uint32_t *n, uint64_t fp, uint64_t next, int safe, unsigned *budget);
 /* The same signal, for --calls' times (calls_sample): the interrupted PC. */
 void sampler_calls_sample(const void *ucontext, uint32_t weight);
 

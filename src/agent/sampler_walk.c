@@ -63,9 +63,12 @@ static uint32_t copy_words(srec *r, uint64_t sp, uint64_t hi, int safe) {
  * and holds the address of the Tier0 code's patchpoint call: the chain skips
  * the Tier0 frame, and with it the return address into the caller. That frame
  * lies between fp and next, its saved frame pointer equal to next: its return
- * address is the word after. Bounded by *budget words per sample; the sampler
- * thread keeps the address only if it follows a call. */
-static void osr_scan(srec *r, uint32_t *n, uint64_t fp, uint64_t next, int safe, unsigned *budget) {
+ * address is the word after. A local may hold a copy of that pointer too (a
+ * Tier0 frame's spilled RBP, followed by a zero, came first in an async
+ * method's pool thread): up to OSR_CANDIDATES words after such matches are
+ * taken, marked, in order, and the sampler thread keeps the first that
+ * follows a call. Bounded by *budget words per sample. */
+void sampler_osr_scan(srec *r, uint32_t *n, uint64_t fp, uint64_t next, int safe, unsigned *budget) {
     /* the words [fp+16, next), at most budget of them: loaded in place (or
      * in the copy of a waiting thread's stack), or with one system call
      * before the bounds are known */
@@ -79,7 +82,8 @@ static void osr_scan(srec *r, uint32_t *n, uint64_t fp, uint64_t next, int safe,
         words = safe_read(fp + 16, buf, cnt * 8u, safe) == 0 ? buf : NULL;
     }
     *budget -= cnt;
-    for (unsigned i = 0; words && i < cnt; i++) {
+    unsigned taken = 0;
+    for (unsigned i = 0; words && i < cnt && taken < OSR_CANDIDATES && *n < MAX_DEPTH && *n < 64; i++) {
         if (words[i] != next)
             continue;
         if (i + 1 >= span) /* its return address would be next's saved frame pointer */
@@ -87,11 +91,11 @@ static void osr_scan(srec *r, uint32_t *n, uint64_t fp, uint64_t next, int safe,
         uint64_t ret = i + 1 < cnt ? words[i + 1] : 0;
         if (i + 1 >= cnt && stack_read(fp + 16 + 8 * (i + 1), &ret, 1, safe) != 0)
             ret = 0;
-        if (ret >= 4096) {
-            r->extra |= 1ull << *n;
-            r->ip[(*n)++] = ret;
-        }
-        break;
+        if (ret < 4096)
+            continue; /* no address: a copy of the pointer in a local, not a saved frame pointer */
+        r->extra |= 1ull << *n;
+        r->ip[(*n)++] = ret;
+        taken++;
     }
 }
 
@@ -155,7 +159,7 @@ static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64
             n = frameless_callers(r, n, f[ARCH_FRAME_RET], fp + ARCH_UNW_SP_ABOVE_FRAME, next, safe);
         /* in place or from the copy of a waiting thread's stack, not a system call per frame */
         if (n < MAX_DEPTH && n < 64 && budget && next >= fp + 32 && (!safe || safe == MEMREAD_VIEW))
-            osr_scan(r, &n, fp, next, safe, &budget);
+            sampler_osr_scan(r, &n, fp, next, safe, &budget);
         fp = next;
     }
     if (n >= MAX_DEPTH && fp >= sp && fp <= limit - 16 && !(fp & 7))

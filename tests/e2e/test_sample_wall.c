@@ -300,6 +300,66 @@ TEST(e2e_sample_wall_osr_waiters) {
     return 0;
 }
 
+/* In a folded export, the weight (ms) of the stacks with a frame holding
+ * burn (not under the JIT: an OSR compile's own frames), of those where the
+ * frame under it holds caller, and of those where it is under itself. */
+static void osr_weights(const char *text, const char *burn, const char *caller, double *all, double *under,
+                        double *twice) {
+    *all = *under = *twice = 0;
+    for (const char *l = text; l && *l;) {
+        const char *end = strchr(l, '\n'), *sp = NULL;
+        size_t len = end ? (size_t)(end - l) : strlen(l);
+        for (const char *q = l + len; q > l; q--)
+            if (q[-1] == ' ') {
+                sp = q - 1;
+                break;
+            }
+        char line[8192];
+        snprintf(line, sizeof line, "%.*s", (int)(sp ? sp - l : 0), l);
+        double w = sp ? strtod(sp + 1, NULL) / 1e6 : 0;
+        l = end ? end + 1 : NULL;
+        if (!strstr(line, burn) || strstr(line, "[JIT]"))
+            continue;
+        *all += w;
+        char *prev = NULL;
+        for (char *f = strtok(line, ";"); f; prev = f, f = strtok(NULL, ";")) {
+            if (!strstr(f, burn))
+                continue;
+            *under += prev && strstr(prev, caller) ? w : 0;
+            *twice += prev && strstr(prev, burn) ? w : 0;
+            break;
+        }
+    }
+}
+
+/* Methods that go from Tier0 through OSR to Tier1 while they run (OsrBurn<T>
+ * for 12 types T) called from async methods on pool threads: an OSR frame
+ * keeps the Tier0 frame's return address off the chain, and the handler looks
+ * for it between the frames. A Tier0 frame's copy of the caller's frame
+ * pointer came first there, with no address after it, and ended the look: the
+ * sample read OsrBurn under OsrBurn, its caller missing (0.8-1.5% of
+ * OsrBurn's wall time in such runs, 13% in one of a smaller program). */
+TEST(e2e_sample_wall_osr_async) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_wall_osr_async"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll != NULL);
+    const char *args[] = {"run", "--quiet", "--sample=wall", "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(),
+                          dll, "sample", "osrasync", "40", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char *text = folded_of(&r);
+    ASSERT(text != NULL);
+    double all, under, twice;
+    osr_weights(text, "::OsrBurn<", "::OsrFetch", &all, &under, &twice);
+    free(text);
+    fprintf(stderr, "OsrBurn %.0f ms, under OsrFetch %.0f ms, under itself %.0f ms\n", all, under, twice);
+    ASSERT_GT(all, 1000);
+    ASSERT_GE(under, 0.995 * all);
+    ASSERT_LE(twice, 0.003 * all);
+    return 0;
+}
+
 /* A thread that waits in CoreLib's Wait() wrappers, which keep no frame of
  * their own, so the frame-pointer chain skips their caller until the sampler
  * thread has learned where its return address lies: the waits' samples are

@@ -10,6 +10,7 @@
 
 #include "arch/arch.h"
 #include "sampler.h"
+#include "sampler_internal.h"
 #include "symbols.h"
 #include "test.h"
 
@@ -204,5 +205,53 @@ TEST(sampler_saved_fp) {
     stk[5] = AT(20);
     ASSERT_EQ(sampler_saved_fp(stk, 5, sp, limit, 0, &fp), -1);
 #undef AT
+    return 0;
+}
+
+/* An OSR frame at fp whose saved RBP (next) skips the Tier0 frame: the Tier0
+ * frame's saved RBP equals next and the word after it is its return address.
+ * A copy of next in a local before it, followed by no address (a zero), must
+ * not end the look; one followed by a word that is an address is taken too,
+ * marked, for the sampler thread to keep the first that follows a call. */
+TEST(sampler_osr_scan_past_copies) {
+    static uint64_t stk[64];
+    static srec r;
+    uint64_t fp = (uint64_t)(uintptr_t)stk;
+#define W(i) (fp + 8u * (i))
+    memset(stk, 0, sizeof stk);
+    uint64_t next = W(40);
+    stk[0] = next;            /* the OSR frame's own saved RBP (the chain's) */
+    stk[1] = 0x401000;        /* its return address: the patchpoint call */
+    stk[6] = next;            /* a local's copy of it */
+    stk[7] = 0;               /* no address after it */
+    stk[10] = next;           /* the Tier0 frame's saved RBP */
+    stk[11] = 0x402000;       /* its return address, into the caller */
+    memset(&r, 0, sizeof r);
+    uint32_t n = 2;
+    unsigned budget = 512;
+    sampler_osr_scan(&r, &n, fp, next, 0, &budget);
+    ASSERT_EQ(n, 3);
+    ASSERT_EQ(r.ip[2], 0x402000);
+    ASSERT_EQ(r.extra, 1ull << 2);
+    /* a copy followed by an address: both taken, in order, at most two */
+    stk[7] = 0x7f0000001234;
+    stk[20] = next;
+    stk[21] = 0x403000;
+    memset(&r, 0, sizeof r);
+    n = 2;
+    budget = 512;
+    sampler_osr_scan(&r, &n, fp, next, 0, &budget);
+    ASSERT_EQ(n, 4);
+    ASSERT_EQ(r.ip[2], 0x7f0000001234);
+    ASSERT_EQ(r.ip[3], 0x402000);
+    ASSERT_EQ(r.extra, (1ull << 2) | (1ull << 3));
+    /* the budget bounds the words read (from fp + 16: stk[2] to stk[5]) */
+    memset(&r, 0, sizeof r);
+    n = 2;
+    budget = 4;
+    sampler_osr_scan(&r, &n, fp, next, 0, &budget);
+    ASSERT_EQ(n, 2);
+    ASSERT_EQ(budget, 0u);
+#undef W
     return 0;
 }

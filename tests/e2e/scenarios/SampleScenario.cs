@@ -32,6 +32,12 @@
 //       the threads' time in OsrWaiter. A sampled stack with OsrWaiter must
 //       have OsrCaller under it: an OSR method's frame keeps the Tier0 frame's
 //       return address off the frame-pointer chain.
+//   sample osrasync ROUNDS       for each of 12 struct types T in turn, two async
+//       handlers ROUNDS times await Task.Delay(2), then spin 5 ms in OsrBurn<T>,
+//       called by OsrFetch<T> (async): each OsrBurn<T> is compiled apart and
+//       goes from Tier0 through OSR to Tier1 in the run, on pool threads whose
+//       Tier0 frames may hold copies of the caller's frame pointer. A sampled
+//       OsrBurn must have OsrFetch under it, once. Prints "osrasync ms=N".
 //   sample framelesswait MS      the main thread waits MS ms in each of Task.Wait(),
 //       ManualResetEventSlim.Wait(), SemaphoreSlim.Wait() and Thread.Join(), from
 //       WaitsOnTask, WaitsOnEvent, WaitsOnSemaphore and WaitsOnThread. CoreLib's
@@ -85,6 +91,7 @@ public static class SampleScenario
             case "waitsplit": return WaitSplit(int.Parse(args[1]), double.Parse(args[2], System.Globalization.CultureInfo.InvariantCulture));
             case "waitalt": return WaitSplit(int.Parse(args[1]), double.Parse(args[2], System.Globalization.CultureInfo.InvariantCulture), true);
             case "osrwait": return OsrWait(int.Parse(args[1]), int.Parse(args[2]));
+            case "osrasync": return OsrAsync(int.Parse(args[1]));
             case "framelesswait": return FramelessWait(int.Parse(args[1]));
             case "bench": return Bench(args.Length > 1 ? args[1] : "cpu", args.Length > 2 ? int.Parse(args[2]) : 1);
         }
@@ -194,6 +201,46 @@ public static class SampleScenario
         WaitsOnThread(ms);
         double join = sw.Elapsed.TotalMilliseconds;
         Console.WriteLine($"framelesswait task {task:F0} event {ev - task:F0} semaphore {sem - ev:F0} join {join - sem:F0}");
+        return 0;
+    }
+
+    private struct K0 { } private struct K1 { } private struct K2 { } private struct K3 { }
+    private struct K4 { } private struct K5 { } private struct K6 { } private struct K7 { }
+    private struct K8 { } private struct K9 { } private struct K10 { } private struct K11 { }
+
+    private static double osrSink;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void OsrBurn<T>(int ms) where T : struct
+    {
+        var sw = Stopwatch.StartNew();
+        while (sw.ElapsedMilliseconds < ms)
+            osrSink += Math.Sqrt(sw.ElapsedTicks);
+    }
+
+    private static async System.Threading.Tasks.Task<int> OsrFetch<T>(int i) where T : struct
+    {
+        await System.Threading.Tasks.Task.Delay(20);
+        OsrBurn<T>(5);
+        return i;
+    }
+
+    private static async System.Threading.Tasks.Task OsrHandle<T>(int rounds) where T : struct
+    {
+        for (int i = 0; i < rounds; i++)
+            await OsrFetch<T>(i);
+    }
+
+    private static void OsrRounds<T>(int rounds) where T : struct =>
+        System.Threading.Tasks.Task.WhenAll(OsrHandle<T>(rounds), OsrHandle<T>(rounds)).Wait();
+
+    private static int OsrAsync(int rounds)
+    {
+        var sw = Stopwatch.StartNew();
+        OsrRounds<K0>(rounds); OsrRounds<K1>(rounds); OsrRounds<K2>(rounds); OsrRounds<K3>(rounds);
+        OsrRounds<K4>(rounds); OsrRounds<K5>(rounds); OsrRounds<K6>(rounds); OsrRounds<K7>(rounds);
+        OsrRounds<K8>(rounds); OsrRounds<K9>(rounds); OsrRounds<K10>(rounds); OsrRounds<K11>(rounds);
+        Console.WriteLine($"osrasync ms={sw.ElapsedMilliseconds}");
         return 0;
     }
 
