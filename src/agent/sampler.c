@@ -157,6 +157,8 @@ static void release_memory(void) {
     S.cache_ix = NULL;
     free((void *)S.frameless);
     S.frameless = NULL;
+    free((void *)S.patchpoints);
+    S.patchpoints = NULL;
     free(S.fd_slot);
     S.fd_slot = NULL;
     free(S.exec);
@@ -249,6 +251,7 @@ int sampler_start(const agent_config *cfg) {
     S.fd_slot = calloc(MAX_FDS, sizeof *S.fd_slot);
     S.named = calloc(NAMED_MAX, sizeof *S.named);
     S.frameless = calloc(FRAMELESS, sizeof *S.frameless);
+    S.patchpoints = calloc(FRAMELESS, sizeof *S.patchpoints);
     S.frameless_found = 0;
     atomic_store(&S.frameless_learned, 0);
     atomic_store(&S.misdirected, 0);
@@ -262,7 +265,7 @@ int sampler_start(const agent_config *cfg) {
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     S.rings = rings == MAP_FAILED ? NULL : rings;
     if (!S.nodes || !S.hash || !S.dirty || !S.cache || !S.cache_ix || !S.slots || !S.rings || !S.fd_slot ||
-        !S.named || !S.frameless) {
+        !S.named || !S.frameless || !S.patchpoints) {
         release_memory();
         agent_say("no memory for the sampler's trees; no samples");
         return -1;

@@ -355,9 +355,15 @@ static uint32_t aggregate_record(uint32_t tid, const srec *r) {
         uint32_t m = st.m;
         if (m && !func && !st.funcs[m - 1] && st.names[m - 1] == name)
             continue; /* "[libcoreclr.so]" once for a run of its unnamed frames */
-        if (m && func && st.funcs[m - 1] == func && k + 1 < 64 && (r->extra >> (k + 1) & 1)) {
-            patchpoint = 1;
-            continue; /* an OSR method's patchpoint call in its Tier0 code: one frame */
+        if (m && func && st.funcs[m - 1] == func) {
+            /* an OSR method over its Tier0 frame's patchpoint call (or a
+             * recursion): the handler looks above that call on every walk
+             * now, whatever its budget left */
+            sampler_patchpoint_learn(r->ip[k]);
+            if (k + 1 < 64 && (r->extra >> (k + 1) & 1)) {
+                patchpoint = 1;
+                continue; /* an OSR method's patchpoint call in its Tier0 code: one frame */
+            }
         }
         push(&st, func, name);
         jit_top = jit_code ? st.m : jit_top;

@@ -21,6 +21,7 @@
 #define SCAN_WORDS 512u        /* words a sample may read looking for frames the chain skips (OSR) */
 #define SCAN_CHUNK 64u         /* of which, before the stack's bounds are known, per frame */
 #define OSR_CANDIDATES 2u      /* return addresses a frame the chain skips may be (sampler_osr_scan) */
+#define OSR_FRAME_WORDS 2048u  /* words looked at above a known OSR frame, apart from SCAN_WORDS */
 #define SP_WORDS 64u           /* words kept from the interrupted stack pointer up */
 #define SP_WORDS_MIN 8u        /* of which at least, before the stack's bounds are known */
 #define RING 32u               /* samples a thread may hold before the sampler drains them */
@@ -211,6 +212,7 @@ typedef struct sampler_state {
      * address << 8 | the slot of its own return address above the callee's
      * CFA + 1. Written by the sampler thread, read by the handler. */
     _Atomic uint64_t *frameless;
+    _Atomic uint64_t *patchpoints; /* return addresses of OSR patchpoint calls in Tier0 code, for the handler */
     uint64_t frameless_found; /* callers the table gave */
     atomic_ullong frameless_learned; /* entries published: one since a record's walk says it may lack it */
     atomic_ullong misdirected; /* process timer signals taken by a thread asleep (sampler_signal.c) */
@@ -326,6 +328,12 @@ int sampler_leaf_slot(uint64_t ip);
 void sampler_frameless_learn(uint64_t ret);
 int sampler_frameless_slot(uint64_t ret); /* async-signal-safe: -1 none */
 void sampler_frameless_clear(void);
+/* A return address of an OSR patchpoint call (the chain's frame above it an
+ * OSR method's, which skips the Tier0 frame), learned by the sampler thread
+ * where the handler's look found the skipped caller; the handler then looks
+ * above such a frame whatever the sample's budget left (async-signal-safe). */
+void sampler_patchpoint_learn(uint64_t ret);
+int sampler_patchpoint_known(uint64_t ret);
 
 /* The trees (sampler_aggregate.c). */
 /* Returns the stack's leaf node, 0 when the trees were full. */

@@ -415,4 +415,33 @@ int sampler_frameless_slot(uint64_t ret) {
 void sampler_frameless_clear(void) {
     for (uint32_t i = 0; S.frameless && i < FRAMELESS; i++)
         atomic_store_explicit(&S.frameless[i], 0, memory_order_relaxed);
+    for (uint32_t i = 0; S.patchpoints && i < FRAMELESS; i++)
+        atomic_store_explicit(&S.patchpoints[i], 0, memory_order_relaxed);
+}
+
+void sampler_patchpoint_learn(uint64_t ret) {
+    uint32_t h = frameless_home(ret);
+    for (uint32_t p = 0; S.patchpoints && ret && p < FRAMELESS_PROBES; p++) {
+        _Atomic uint64_t *at = &S.patchpoints[(h + p) & (FRAMELESS - 1)];
+        uint64_t v = atomic_load_explicit(at, memory_order_relaxed);
+        if (v == ret)
+            return;
+        if (!v) {
+            atomic_store_explicit(at, ret, memory_order_release);
+            return;
+        }
+    }
+}
+
+int sampler_patchpoint_known(uint64_t ret) {
+    _Atomic uint64_t *t = S.patchpoints;
+    uint32_t h = frameless_home(ret);
+    for (uint32_t p = 0; t && p < FRAMELESS_PROBES; p++) {
+        uint64_t v = atomic_load_explicit(&t[(h + p) & (FRAMELESS - 1)], memory_order_acquire);
+        if (!v)
+            return 0;
+        if (v == ret)
+            return 1;
+    }
+    return 0;
 }

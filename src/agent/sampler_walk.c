@@ -157,9 +157,16 @@ static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64
             break;
         if (ARCH_UNW_SP_ABOVE_FRAME >= 0)
             n = frameless_callers(r, n, f[ARCH_FRAME_RET], fp + ARCH_UNW_SP_ABOVE_FRAME, next, safe);
-        /* in place or from the copy of a waiting thread's stack, not a system call per frame */
-        if (n < MAX_DEPTH && n < 64 && budget && next >= fp + 32 && (!safe || safe == MEMREAD_VIEW))
-            sampler_osr_scan(r, &n, fp, next, safe, &budget);
+        /* in place or from the copy of a waiting thread's stack, not a system
+         * call per frame; above a known patchpoint call whatever the budget
+         * left (a long-running loop's OSR method under a deep stack) */
+        if (n < MAX_DEPTH && n < 64 && next >= fp + 32 && (!safe || safe == MEMREAD_VIEW)) {
+            unsigned own = OSR_FRAME_WORDS;
+            if (sampler_patchpoint_known(f[ARCH_FRAME_RET]))
+                sampler_osr_scan(r, &n, fp, next, safe, &own);
+            else if (budget)
+                sampler_osr_scan(r, &n, fp, next, safe, &budget);
+        }
         fp = next;
     }
     if (n >= MAX_DEPTH && fp >= sp && fp <= limit - 16 && !(fp & 7))

@@ -302,7 +302,8 @@ TEST(e2e_sample_wall_osr_waiters) {
 
 /* In a folded export, the weight (ms) of the stacks with a frame holding
  * burn (not under the JIT: an OSR compile's own frames), of those where the
- * frame under it holds caller, and of those where it is under itself. */
+ * frame under its first holds caller, and of those where the frame above it
+ * holds burn again. */
 static void osr_weights(const char *text, const char *burn, const char *caller, double *all, double *under,
                         double *twice) {
     *all = *under = *twice = 0;
@@ -326,7 +327,8 @@ static void osr_weights(const char *text, const char *burn, const char *caller, 
             if (!strstr(f, burn))
                 continue;
             *under += prev && strstr(prev, caller) ? w : 0;
-            *twice += prev && strstr(prev, burn) ? w : 0;
+            char *then = strtok(NULL, ";");
+            *twice += then && strstr(then, burn) ? w : 0;
             break;
         }
     }
@@ -357,6 +359,34 @@ TEST(e2e_sample_wall_osr_async) {
     ASSERT_GT(all, 1000);
     ASSERT_GE(under, 0.995 * all);
     ASSERT_LE(twice, 0.003 * all);
+    return 0;
+}
+
+/* A loop that runs as an OSR method for the whole run (OsrDeepLoop, which
+ * never returns to be compiled again, as a program's main loop) under a deep
+ * stack of 40 frames of 32 words each: the look for the frame its OSR frame
+ * keeps off the chain, bounded by 512 words a sample, was spent on the frames
+ * below it, and a third of its samples read OsrDeepLoop under itself, its
+ * caller missing. A patchpoint call found once is looked above on every
+ * walk. */
+TEST(e2e_sample_osr_deep_stack) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "sample_osr_deep_stack"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll != NULL);
+    const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(), dll,
+                          "sample", "osrdeep", "1.5", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char *text = folded_of(&r);
+    ASSERT(text != NULL);
+    double all, under, twice;
+    osr_weights(text, "::OsrDeepLoop", "::OsrDeepCaller", &all, &under, &twice);
+    free(text);
+    fprintf(stderr, "OsrDeepLoop %.0f ms, under OsrDeepCaller %.0f ms, under itself %.0f ms\n", all, under, twice);
+    ASSERT_GT(all, 500);
+    ASSERT_GE(under, 0.98 * all);
+    ASSERT_LE(twice, 0.02 * all);
     return 0;
 }
 

@@ -38,6 +38,13 @@
 //       goes from Tier0 through OSR to Tier1 in the run, on pool threads whose
 //       Tier0 frames may hold copies of the caller's frame pointer. A sampled
 //       OsrBurn must have OsrFetch under it, once. Prints "osrasync ms=N".
+//   sample osrdeep CPU_SECONDS  OsrDeepLoop (called by OsrDeepCaller) loops for
+//       CPU_SECONDS of the process's CPU, so the runtime moves it to an OSR
+//       method at once and it never returns to be compiled again; each round
+//       calls 40 frames of OsrDescend, each with 32 words of its own, and
+//       burns at the bottom. A sampled OsrDeepLoop must have OsrDeepCaller
+//       under it: the look for the frame the OSR method keeps off the chain
+//       must reach it past a deep stack.
 //   sample framelesswait MS      the main thread waits MS ms in each of Task.Wait(),
 //       ManualResetEventSlim.Wait(), SemaphoreSlim.Wait() and Thread.Join(), from
 //       WaitsOnTask, WaitsOnEvent, WaitsOnSemaphore and WaitsOnThread. CoreLib's
@@ -92,6 +99,7 @@ public static class SampleScenario
             case "waitalt": return WaitSplit(int.Parse(args[1]), double.Parse(args[2], System.Globalization.CultureInfo.InvariantCulture), true);
             case "osrwait": return OsrWait(int.Parse(args[1]), int.Parse(args[2]));
             case "osrasync": return OsrAsync(int.Parse(args[1]));
+            case "osrdeep": return OsrDeepCaller(double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture));
             case "framelesswait": return FramelessWait(int.Parse(args[1]));
             case "bench": return Bench(args.Length > 1 ? args[1] : "cpu", args.Length > 2 ? int.Parse(args[2]) : 1);
         }
@@ -241,6 +249,42 @@ public static class SampleScenario
         OsrRounds<K4>(rounds); OsrRounds<K5>(rounds); OsrRounds<K6>(rounds); OsrRounds<K7>(rounds);
         OsrRounds<K8>(rounds); OsrRounds<K9>(rounds); OsrRounds<K10>(rounds); OsrRounds<K11>(rounds);
         Console.WriteLine($"osrasync ms={sw.ElapsedMilliseconds}");
+        return 0;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long OsrDescend(int depth)
+    {
+        Span<long> own = stackalloc long[32];
+        own[depth & 31] = depth;
+        if (depth == 0)
+        {
+            long s = 0;
+            for (int i = 0; i < 20000; i++)
+                s += i * i ^ own[i & 31];
+            return s;
+        }
+        return OsrDescend(depth - 1) + own[depth & 31];
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long OsrDeepLoop(double cpuSeconds)
+    {
+        var start = Process.GetCurrentProcess().TotalProcessorTime;
+        long s = 0;
+        for (int round = 0; ; round++)
+        {
+            s += OsrDescend(40);
+            if ((round & 63) == 0 && (Process.GetCurrentProcess().TotalProcessorTime - start).TotalSeconds >= cpuSeconds)
+                return s;
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static int OsrDeepCaller(double cpuSeconds)
+    {
+        sink += OsrDeepLoop(cpuSeconds);
+        Console.WriteLine("osrdeep done");
         return 0;
     }
 
