@@ -356,10 +356,13 @@ static uint32_t aggregate_record(uint32_t tid, const srec *r) {
         if (m && !func && !st.funcs[m - 1] && st.names[m - 1] == name)
             continue; /* "[libcoreclr.so]" once for a run of its unnamed frames */
         if (m && func && st.funcs[m - 1] == func) {
-            /* an OSR method over its Tier0 frame's patchpoint call (or a
-             * recursion): the handler looks above that call on every walk
-             * now, whatever its budget left */
-            sampler_patchpoint_learn(r->ip[k]);
+            /* an OSR method over its Tier0 frame's patchpoint call, or a
+             * recursion through another call site than the frame above's (one
+             * through the same site returns to the same address, learned
+             * never): the handler looks above that call on every walk now,
+             * with a budget of its own */
+            if (k < 2 || r->ip[k] != r->ip[k - 1])
+                sampler_patchpoint_learn(r->ip[k]);
             if (k + 1 < 64 && (r->extra >> (k + 1) & 1)) {
                 patchpoint = 1;
                 continue; /* an OSR method's patchpoint call in its Tier0 code: one frame */

@@ -21,7 +21,7 @@
 #define SCAN_WORDS 512u        /* words a sample may read looking for frames the chain skips (OSR) */
 #define SCAN_CHUNK 64u         /* of which, before the stack's bounds are known, per frame */
 #define OSR_CANDIDATES 2u      /* return addresses a frame the chain skips may be (sampler_osr_scan) */
-#define OSR_FRAME_WORDS 2048u  /* words looked at above a known OSR frame, apart from SCAN_WORDS */
+#define OSR_KNOWN_WORDS 2048u  /* of a sample, words looked at above known patchpoint calls, apart from SCAN_WORDS */
 #define SP_WORDS 64u           /* words kept from the interrupted stack pointer up */
 #define SP_WORDS_MIN 8u        /* of which at least, before the stack's bounds are known */
 #define RING 32u               /* samples a thread may hold before the sampler drains them */

@@ -137,7 +137,7 @@ static int cross_native(srec *r, uint32_t *n, unw_frame *u, const unw_index *ix,
  * address into native code with unwind tables (ix) goes on by them. */
 static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64_t limit, int safe,
                            const unw_index *ix, uint32_t *flags, uint64_t async_fp) {
-    unsigned budget = SCAN_WORDS;
+    unsigned budget = SCAN_WORDS, known = OSR_KNOWN_WORDS;
     while (n < MAX_DEPTH && fp >= sp && fp <= limit - 16 && !(fp & 7)) {
         uint64_t f[ARCH_FRAME_WORDS];
         if (stack_read(fp, f, ARCH_FRAME_WORDS, safe) != 0 || f[ARCH_FRAME_RET] < 4096)
@@ -161,9 +161,8 @@ static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64
          * call per frame; above a known patchpoint call whatever the budget
          * left (a long-running loop's OSR method under a deep stack) */
         if (n < MAX_DEPTH && n < 64 && next >= fp + 32 && (!safe || safe == MEMREAD_VIEW)) {
-            unsigned own = OSR_FRAME_WORDS;
-            if (sampler_patchpoint_known(f[ARCH_FRAME_RET]))
-                sampler_osr_scan(r, &n, fp, next, safe, &own);
+            if (known && sampler_patchpoint_known(f[ARCH_FRAME_RET]))
+                sampler_osr_scan(r, &n, fp, next, safe, &known);
             else if (budget)
                 sampler_osr_scan(r, &n, fp, next, safe, &budget);
         }
