@@ -425,6 +425,7 @@ int top_model_proc(top_model *m) {
     FILE *f = fopen(path, "r");
     if (!f) {
         m->gone = 1;
+        m->cpu_pct = -1; /* not read for this interval: "--", not the last one's */
         return -1;
     }
     size_t n = fread(buf, 1, sizeof buf - 1, f);
@@ -432,18 +433,31 @@ int top_model_proc(top_model *m) {
     buf[n] = 0;
     const char *p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
     char state = 0;
-    unsigned long long utime = 0, stime = 0;
-    /* after comm: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
-    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &state, &utime, &stime) != 3 ||
-        state == 'Z' || state == 'X') {
+    unsigned long long utime = 0, stime = 0, start = 0;
+    /* after comm: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+     * cutime cstime priority nice num_threads itrealvalue starttime */
+    int got = p ? sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu",
+                         &state, &utime, &stime, &start)
+                : 0;
+    if (got < 3 || state == 'Z' || state == 'X') {
         m->gone = 1;
+        m->cpu_pct = -1;
         return -1;
     }
     double wall = now_s();
     unsigned long long ticks = utime + stime;
     long hz = sysconf(_SC_CLK_TCK);
-    if (m->last_wall > 0 && wall > m->last_wall + 0.05 && hz > 0)
+    if (m->last_wall > 0 && wall > m->last_wall + 0.05 && hz > 0) {
         m->cpu_pct = 100.0 * (double)(ticks - m->last_ticks) / (double)hz / (wall - m->last_wall);
+    } else if (m->last_wall <= 0 && got == 4 && hz > 0) {
+        /* the first reading: since the process started, as top(1) shows its first screen */
+        double up = 0;
+        FILE *u = fopen("/proc/uptime", "r");
+        if (u && fscanf(u, "%lf", &up) == 1 && up > (double)start / (double)hz + 0.05)
+            m->cpu_pct = 100.0 * (double)ticks / (double)hz / (up - (double)start / (double)hz);
+        if (u)
+            fclose(u);
+    }
     m->last_ticks = ticks;
     m->last_wall = wall;
     snprintf(path, sizeof path, "/proc/%ld/status", m->pid);

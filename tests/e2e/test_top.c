@@ -597,18 +597,22 @@ TEST(e2e_top_startup) {
     char *text = e2e_read_file(r.out, &len);
     ASSERT_NE(text, NULL);
     int objects = 0, hot = 0;
+    double first_cpu = -1;
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         char err[256];
         jv *o = json_parse(line, strlen(line), err, sizeof err);
         if (!o)
             continue;
-        objects++;
+        if (!objects++ && json_get(o, "cpu_percent"))
+            first_cpu = json_num(o, "cpu_percent");
         hot += strstr(line, HOT[0]) != NULL;
         json_free(o);
     }
     free(text);
     ASSERT_EQ(objects, 2);
     ASSERT_GE(hot, 1); /* recorded */
+    /* the first interval's CPU too (since the process started): the program computes */
+    ASSERT_GT(first_cpu, 10);
     ASSERT_EQ(file_has(log, "thrown "), 1); /* it ran to its end, its output in the log */
     ASSERT_EQ(file_has(r.err, "runs on to its end"), 1);
     return 0;
