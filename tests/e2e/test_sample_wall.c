@@ -1,5 +1,6 @@
 /* test_sample_wall.c: wall-clock sampling (--sample=wall) against the
- * program's own clock, on more threads than it signals per tick. */
+ * program's own clock, on more threads than it signals per tick; and the
+ * frames an OSR method keeps off the frame-pointer chain, found again. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -334,6 +335,31 @@ static void osr_weights(const char *text, const char *burn, const char *caller, 
     }
 }
 
+/* `sample SCENARIO ARG` recorded at 1 kHz in mode (--sample or
+ * --sample=wall): at least min_ms of burn's samples, all but slack of them
+ * (a share) with caller under it and not under itself. */
+static int osr_case(const char *test, const char *mode, const char *scenario, const char *arg, const char *burn,
+                    const char *caller, double min_ms, double slack) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, test), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT(dll != NULL);
+    const char *args[] = {"run", "--quiet", mode, "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(), dll,
+                          "sample", scenario, arg, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char *text = folded_of(&r);
+    ASSERT(text != NULL);
+    double all, under, twice;
+    osr_weights(text, burn, caller, &all, &under, &twice);
+    free(text);
+    fprintf(stderr, "%s %.0f ms, under %s %.0f ms, under itself %.0f ms\n", burn, all, caller, under, twice);
+    ASSERT_GT(all, min_ms);
+    ASSERT_GE(under, (1 - slack) * all);
+    ASSERT_LE(twice, slack * all);
+    return 0;
+}
+
 /* Methods that go from Tier0 through OSR to Tier1 while they run (OsrBurn<T>
  * for 12 types T) called from async methods on pool threads: an OSR frame
  * keeps the Tier0 frame's return address off the chain, and the handler looks
@@ -342,52 +368,19 @@ static void osr_weights(const char *text, const char *burn, const char *caller, 
  * sample read OsrBurn under OsrBurn, its caller missing (0.8-1.5% of
  * OsrBurn's wall time in such runs, 13% in one of a smaller program). */
 TEST(e2e_sample_wall_osr_async) {
-    e2e_run r;
-    ASSERT_EQ(e2e_setup(&r, "sample_wall_osr_async"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS");
-    ASSERT(dll != NULL);
-    const char *args[] = {"run", "--quiet", "--sample=wall", "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(),
-                          dll, "sample", "osrasync", "40", NULL};
-    ASSERT_EQ(e2e_dnprof(&r, args), 0);
-    ASSERT_STATUS(&r, 0);
-    char *text = folded_of(&r);
-    ASSERT(text != NULL);
-    double all, under, twice;
-    osr_weights(text, "::OsrBurn<", "::OsrFetch", &all, &under, &twice);
-    free(text);
-    fprintf(stderr, "OsrBurn %.0f ms, under OsrFetch %.0f ms, under itself %.0f ms\n", all, under, twice);
-    ASSERT_GT(all, 1000);
-    ASSERT_GE(under, 0.995 * all);
-    ASSERT_LE(twice, 0.003 * all);
-    return 0;
+    return osr_case("sample_wall_osr_async", "--sample=wall", "osrasync", "40", "::OsrBurn<", "::OsrFetch", 1000,
+                    0.005);
 }
 
 /* A loop that runs as an OSR method for the whole run (OsrDeepLoop, which
  * never returns to be compiled again, as a program's main loop) under a deep
  * stack of 40 frames of 32 words each: the look for the frame its OSR frame
  * keeps off the chain, bounded by 512 words a sample, was spent on the frames
- * below it, and a third of its samples read OsrDeepLoop under itself, its
- * caller missing. A patchpoint call found once is looked above on every
- * walk. */
+ * below it, and 92% of its samples read OsrDeepLoop under itself, its caller
+ * missing. A patchpoint call found once is looked above on every walk. */
 TEST(e2e_sample_osr_deep_stack) {
-    e2e_run r;
-    ASSERT_EQ(e2e_setup(&r, "sample_osr_deep_stack"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS");
-    ASSERT(dll != NULL);
-    const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(), dll,
-                          "sample", "osrdeep", "1.5", NULL};
-    ASSERT_EQ(e2e_dnprof(&r, args), 0);
-    ASSERT_STATUS(&r, 0);
-    char *text = folded_of(&r);
-    ASSERT(text != NULL);
-    double all, under, twice;
-    osr_weights(text, "::OsrDeepLoop", "::OsrDeepCaller", &all, &under, &twice);
-    free(text);
-    fprintf(stderr, "OsrDeepLoop %.0f ms, under OsrDeepCaller %.0f ms, under itself %.0f ms\n", all, under, twice);
-    ASSERT_GT(all, 500);
-    ASSERT_GE(under, 0.98 * all);
-    ASSERT_LE(twice, 0.02 * all);
-    return 0;
+    return osr_case("sample_osr_deep_stack", "--sample", "osrdeep", "1.5", "::OsrDeepLoop", "::OsrDeepCaller", 500,
+                    0.02);
 }
 
 /* A thread that waits in CoreLib's Wait() wrappers, which keep no frame of
