@@ -257,18 +257,26 @@ static const char *fold_native(const char *name, char *buf, size_t cap) {
 }
 
 /* The samples of the stacks that hold some code of each library folded by
- * fold_native, into the CPU table's totals: a node adds its samples when no
- * frame above it is of the same library, so that a stack through several of
- * a library's functions counts once (the functions' own totals added up
- * counted it once per function, past 100%). Each node's library is named
- * once, as a small number; the walks up compare numbers. */
+ * fold_native, into the CPU table's totals, each stack once per library (the
+ * functions' own totals added up counted it once per function, past 100%),
+ * and without the native frames that start every thread (the host's, libc's,
+ * the runtime's thread start: each "100% by total" and saying nothing, as the
+ * report leaves them out): a library's code called from managed code counts
+ * from its outermost such frame; the rootward part of a stack only for the
+ * samples that never reach managed code (the runtime's own threads). Each
+ * node's library is named once, as a small number; the walks up compare
+ * numbers. */
 static void add_library_totals(top_interval *iv, const dnp_calltree *ct, uint64_t period) {
     enum { LIBS = 255 };
     const dnp_ct_tree *tr = &ct->all;
-    uint8_t *lib = calloc(tr->nnodes ? tr->nnodes : 1, 1);
+    uint32_t nn = tr->nnodes ? tr->nnodes : 1;
+    uint8_t *lib = calloc(nn, 1), *mgd = calloc(nn, 1);   /* mgd: a managed frame is rootward of it */
+    uint64_t *reached = calloc(nn, sizeof *reached);        /* of its total, the stacks that reach managed code */
     char names[LIBS][128];
     unsigned nlibs = 0;
-    for (uint32_t i = 1; lib && i < tr->nnodes; i++) {
+    for (uint32_t i = 1; lib && mgd && reached && i < tr->nnodes; i++) {
+        for (uint32_t a = tr->nodes[i].parent; a && !mgd[i]; a = tr->nodes[a].parent)
+            mgd[i] = tr->nodes[a].func != 0;
         char buf[1024], folded[1024];
         const dnp_ct_node *nd = &tr->nodes[i];
         if (nd->func || fold_native(dnp_export_name(ct, 0, nd->name, buf, sizeof buf), folded, sizeof folded) != folded)
@@ -282,16 +290,24 @@ static void add_library_totals(top_interval *iv, const dnp_calltree *ct, uint64_
             memcpy(names[nlibs++], key, sizeof key);
         lib[i] = k < nlibs ? (uint8_t)(k + 1) : 0;
     }
-    for (uint32_t i = 1; lib && i < tr->nnodes; i++) {
+    for (uint32_t i = 1; lib && mgd && reached && i < tr->nnodes; i++)
+        if (tr->nodes[i].func && !mgd[i]) /* the outermost managed frame of its stacks */
+            for (uint32_t a = tr->nodes[i].parent; a; a = tr->nodes[a].parent)
+                reached[a] += tr->nodes[i].total_ns;
+    for (uint32_t i = 1; lib && mgd && reached && i < tr->nnodes; i++) {
         if (!lib[i])
             continue;
         int outer = 1;
         for (uint32_t a = tr->nodes[i].parent; a && outer; a = tr->nodes[a].parent)
-            outer = lib[a] != lib[i];
-        if (outer)
-            top_table_add(&iv->t[TOP_CPU], names[lib[i] - 1], 0, (tr->nodes[i].total_ns + period / 2) / period);
+            outer = lib[a] != lib[i] || mgd[a] != mgd[i];
+        uint64_t ns = mgd[i] ? tr->nodes[i].total_ns
+                             : tr->nodes[i].total_ns - (reached[i] < tr->nodes[i].total_ns ? reached[i] : tr->nodes[i].total_ns);
+        if (outer && ns)
+            top_table_add(&iv->t[TOP_CPU], names[lib[i] - 1], 0, (ns + period / 2) / period);
     }
     free(lib);
+    free(mgd);
+    free(reached);
 }
 
 /* The window's samples, per method: self and total (recursion once). */

@@ -184,3 +184,56 @@ TEST(top_library_total_once) {
     top_model_free(&m);
     return 0;
 }
+
+/* The frames that start every thread (libc's, the runtime's thread start)
+ * are not each "100% by total": a library's total is its code called from
+ * managed code, once per stack, and the samples of its rootward frames that
+ * never reach managed code (12 samples: 10 through Run, 4 of them in a
+ * runtime helper Run calls, 2 in the thread start's own code). */
+TEST(top_library_total_without_thread_roots) {
+    char path[] = "/tmp/dnprof-top-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    synth *w = synth_open(path, 4242, "dotnet top.dll");
+    ASSERT_NE(w, NULL);
+    uint64_t run = synth_string(w, "App.P::Run"), libc = synth_string(w, "[libc.so.6+0x1]"),
+             start = synth_string(w, "[libcoreclr.so+0x30]"), helper = synth_string(w, "[libcoreclr.so+0x10]");
+    synth_thread(w, 1, 1001);
+    const uint64_t period = 10000000;
+    uint64_t cfg[3] = {1, 100, period};
+    synth_event(w, 1, 0, DNP_EV_SampleConfig, cfg);
+    uint64_t nodes[4][9] = {
+        {1001, 1, 0, 0, libc, 12, 12 * period, 0, 0},
+        {1001, 2, 1, 0, start, 12, 12 * period, 2 * period, 2},
+        {1001, 3, 2, 0x100, run, 10, 10 * period, 6 * period, 6},
+        {1001, 4, 3, 0, helper, 4, 4 * period, 4 * period, 4},
+    };
+    for (int i = 0; i < 4; i++)
+        synth_event(w, 1, 1000 + (uint64_t)i, DNP_EV_SampleNode, nodes[i]);
+    ASSERT_EQ(synth_close(w, 1), 0);
+    static top_model m;
+    top_model_init(&m, 4242);
+    char err[256] = "";
+    int rc = top_model_window(&m, path, err, sizeof err);
+    unlink(path);
+    if (rc)
+        fprintf(stderr, "%s\n", err);
+    ASSERT_EQ(rc, 0);
+    const top_table *t = &m.cur.t[TOP_CPU];
+    int seen = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        if (!strcmp(t->rows[i].name, "[libcoreclr.so]")) {
+            ASSERT_EQ(t->rows[i].a, 6); /* self: the helper's 4, the thread start's 2 */
+            ASSERT_EQ(t->rows[i].b, 6); /* total: the same, not 12 */
+            seen++;
+        }
+        if (!strcmp(t->rows[i].name, "[libc.so.6]")) {
+            ASSERT_EQ(t->rows[i].b, 2); /* the stacks that never reached managed code */
+            seen++;
+        }
+    }
+    ASSERT_EQ(seen, 2);
+    top_model_free(&m);
+    return 0;
+}
