@@ -251,7 +251,8 @@ static int machine_note(FunctionID fid, ModuleID module, mdToken tok) {
         m->td = td;
         m->fid = fid;
         m->name = fname;
-        m->main = strncmp(name, "<Main>d__", 9) == 0;
+        /* an async Main's: `async Task Main` (<Main>d__N) or top-level statements that await (<<Main>$>d__N) */
+        m->main = strncmp(name, "<Main>d__", 9) == 0 || strncmp(name, "<<Main>$>d__", 12) == 0;
         atomic_store_explicit(&m->key, ((uint64_t)module ^ td) | 1, memory_order_release);
         atomic_fetch_add(&g_nmachines, 1);
         break;

@@ -10,6 +10,7 @@
  * burning method itself (the walk lost its caller: no stack to put callers
  * on, docs/sampling.md) is counted apart and may be at most 20%. Every test
  * fails when the agent records nothing. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -449,5 +450,51 @@ TEST(e2e_async_alloc) {
             in_inner, in_inner > 0 ? 100 * logical / in_inner : 0);
     ASSERT_GT(in_inner, 1e8); /* about a second of 1 KB arrays: gigabytes, sampled */
     ASSERT_GE(logical, WHOLE * in_inner);
+    return 0;
+}
+
+/* Top-level statements that await (toplevel-app): the compiler's async
+ * method `<Main>$` is the program's async Main, which the runtime's entry
+ * point waits for, so it is the root of its resumes' logical stacks, as an
+ * `async Task Main` is: TopLevelBurn's samples read Main (async) >
+ * TopLevelBurn, with no "[async caller unknown]" above (its state machine is
+ * `<<Main>$>d__0`, not `<Main>d__0`). */
+TEST(e2e_async_toplevel_main) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_async_toplevel_main"), 0);
+    const char *dll = e2e_env("DNPROF_TOPLEVEL");
+    ASSERT_NE(dll, NULL);
+    const char *args[] = {"run", "--quiet", "--sample", "--rate", "1000", "-o", r.trace, "--", e2e_dotnet(), dll,
+                          "25", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    int ran = out && strstr(out, "toplevel 25 ok");
+    free(out);
+    ASSERT(ran);
+    char folded[PATH_MAX + 32];
+    snprintf(folded, sizeof folded, "%s.folded", r.trace);
+    const char *convert[] = {"convert", "--format", "folded", "-o", folded, r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, convert), 0);
+    ASSERT_STATUS(&r, 0);
+    char *text = e2e_read_file(folded, NULL);
+    ASSERT_NE(text, NULL);
+    const char *root = "Program::Main (async);";
+    double all = 0, rooted = 0, unknown = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char *sp = strrchr(line, ' ');
+        if (!sp || !strstr(line, "TopLevelBurn"))
+            continue;
+        double w = atof(sp + 1) / 1e6;
+        all += w;
+        rooted += strncmp(line, root, strlen(root)) == 0 ? w : 0;
+        unknown += strstr(line, "[async caller unknown]") ? w : 0;
+    }
+    free(text);
+    fprintf(stderr, "e2e: TopLevelBurn %.0f samples, %.0f rooted at Main (async), %.0f under an unknown caller\n", all,
+            rooted, unknown);
+    ASSERT_GE(all, MIN_SAMPLES);
+    ASSERT_GE(rooted, WHOLE * all);
+    ASSERT_EQ(unknown, 0);
     return 0;
 }
