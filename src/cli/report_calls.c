@@ -249,9 +249,12 @@ static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const repo
         calls += tr->nodes[i].calls;
     char label[512];
     dnp_export_thread_label(tr, label, sizeof label);
+    uint64_t stacks = 0; /* the distinct stacks sampled: the paths with samples of their own */
+    for (uint32_t i = 1; i < tr->nnodes; i++)
+        stacks += tr->nodes[i].self_ns != 0;
     if (ct->sample_nodes && ct->sample_period_ns)
-        fprintf(out, "%s: %s samples in %s call paths, about %s", label,
-                cli_fmt_count(tr->nodes[0].total_ns / ct->sample_period_ns, a), cli_fmt_count(tr->nnodes - 1, b),
+        fprintf(out, "%s: %s samples of %s distinct stacks, about %s", label,
+                cli_fmt_count(tr->nodes[0].total_ns / ct->sample_period_ns, a), cli_fmt_count(stacks, b),
                 report_fmt_ns(tr->nodes[0].total_ns, c));
     else if (COUNTS_ONLY(ct))
         fprintf(out, "%s: %s calls in %s call paths", label, cli_fmt_count(calls, a), cli_fmt_count(tr->nnodes - 1, b));

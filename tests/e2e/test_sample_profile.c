@@ -413,7 +413,7 @@ TEST(e2e_sample_shares_1khz) {
     const char *report[] = {"report", r.trace, NULL};
     ASSERT_EQ(e2e_dnprof(&r, report), 0);
     ASSERT_STATUS(&r, 0);
-    ASSERT(file_has(r.out, "samples in"));
+    ASSERT(file_has(r.out, "distinct stacks"));
     ASSERT(file_has(r.out, "Scenarios.SampleScenario::HotSixty"));
     if (note_has(r.trace, "cpu sampling by perf task-clock events") == 1) /* one period each (not under qemu) */
         ASSERT(!file_has(r.out, " samples were taken; the counts below are the "));
