@@ -138,6 +138,12 @@ static int pretty(const char *s, size_t n, sbuf *out, int depth) {
     /* The method: a lambda, a local function, top-level statements? */
     if (nmeth > 2 && meth[0] == '<') {
         size_t close = closing(meth, nmeth);
+        if (close + 1 == nmeth && close == 5 && !memcmp(meth + 1, "Main", 4)) {
+            /* <Main>: the compiler's entry point of an async Main, which waits for its task */
+            qualified(cls, ncls, "Main", 4, out, depth);
+            sb_puts(out, " (entry point)");
+            return 1;
+        }
         if (close > 1 && close + 1 < nmeth) {
             const char *inner = meth + 1;
             size_t ninner = close - 1;

@@ -32,6 +32,11 @@ TEST(prettyname_async) {
     /* an async lambda, an async local function */
     ASSERT_EQ(check("Ns.C+<>c+<<Main>b__0_0>d::MoveNext", "lambda in Ns.C::Main (async)", 1), 0);
     ASSERT_EQ(check("Ns.C+<<Main>g__Fetch|0_1>d::MoveNext", "Fetch (local function in Ns.C::Main) (async)", 1), 0);
+    /* the compiler's entry point of an async Main (or of top-level statements that await) */
+    ASSERT_EQ(check("Program::<Main>", "Program::Main (entry point)", 1), 0);
+    ASSERT_EQ(check("Ns.P::<Main>", "Ns.P::Main (entry point)", 1), 0);
+    ASSERT_EQ(check("Program::<Main>$", "Program::Main", 1), 0);
+    ASSERT_EQ(check("Ns.P::<Mains>", "Ns.P::<Mains>", 0), 0);
     return 0;
 }
 
