@@ -162,30 +162,6 @@ int cli_check_events(const char *cmd, const char *events) {
     return 0;
 }
 
-int cli_check_dotnet_app(const char *cmd, char *const *prog) {
-    const char *exe = prog && prog[0] ? strrchr(prog[0], '/') : NULL;
-    exe = exe ? exe + 1 : prog && prog[0] ? prog[0] : "";
-    if (strcmp(exe, "dotnet") != 0)
-        return 0;
-    for (int i = 1; prog[i]; i++) {
-        const char *a = prog[i];
-        size_t n = strlen(a);
-        if (!strcmp(a, "exec") && i == 1)
-            continue;
-        if (a[0] == '-') { /* a host option; those of `dotnet exec` take a value */
-            if (!strchr(a, '=') && prog[i + 1] && strcmp(a, "--roll-forward-on-no-candidate-fx") != 0)
-                i++;
-            continue;
-        }
-        if (n < 5 || strcasecmp(a + n - 4, ".dll") != 0 || access(a, F_OK) == 0)
-            return 0;
-        fprintf(stderr, "dnprof %s: %s: no such file (dotnet would look for an SDK command of that name); "
-                        "give the path of the program's .dll\n", cmd, a);
-        return CLI_EXIT_NOEXEC;
-    }
-    return 0;
-}
-
 int cli_not_a_snapshot(const char *path) {
     char magic[sizeof DNP_HEAP_MAGIC - 1];
     struct stat st;

@@ -116,11 +116,12 @@ int cli_check_events(const char *cmd, const char *events);
  * so on one line (the host would take the name for an SDK command and run
  * the SDK instead) and returns CLI_EXIT_NOEXEC; else 0. */
 int cli_check_dotnet_app(const char *cmd, char *const *prog);
-/* prog[0] (a path, or a name looked up on PATH) is one the agent cannot
- * record: a program published with Native AOT, which no CoreCLR runs, or an
- * assembly (APP.dll) given as the program, which only dotnet runs. Says so on
- * one line with what to do instead and returns CLI_EXIT_NOEXEC; else 0
- * (program_check.c). */
+/* The command is one the agent cannot record: cli_check_dotnet_app's case;
+ * prog[0] (a path, or a name looked up on PATH) a program published with
+ * Native AOT, which no CoreCLR runs; or an assembly (APP.dll) given as the
+ * program, which only dotnet runs. Says so on one line with what to do
+ * instead and returns CLI_EXIT_NOEXEC; else 0 (program_check.c, as
+ * cli_check_dotnet_app). */
 int cli_check_program(const char *cmd, char *const *prog);
 /* The file at path is a Native AOT program (its ELF sections say so): 1 or 0. */
 int cli_is_native_aot(const char *path);

@@ -754,9 +754,7 @@ int cmd_run(int argc, char **argv) {
         return usage_error("run", "--flush-ms wants milliseconds from %u to %u, not '%s'", f->min, f->max, o.flush_ms);
     if (o.output && !*o.output)
         return usage_error("run", "--output wants a file name");
-    int missing = cli_check_dotnet_app("run", prog);
-    if (!missing)
-        missing = cli_check_program("run", prog);
+    int missing = cli_check_program("run", prog);
     if (missing)
         return missing;
     cli_agent agent;

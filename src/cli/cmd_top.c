@@ -146,9 +146,7 @@ static int parse_options(int argc, char **argv, top_opts *o) {
             return usage_error("top", "--agent-path goes with a PID (dnprof top --agent-path PATH PID): a program "
                                       "top starts loads the agent dnprof has");
         o->prog = argv + optind;
-        int missing = cli_check_dotnet_app("top", o->prog);
-        if (!missing)
-            missing = cli_check_program("top", o->prog);
+        int missing = cli_check_program("top", o->prog);
         if (missing)
             return missing;
     } else {

@@ -1,4 +1,5 @@
-/* program_check.c: what the command to run is, before it runs. An assembly
+/* program_check.c: what the command to run is, before it runs. `dotnet
+ * app.dll` with app.dll missing would run the SDK instead. An assembly
  * given as the program (app.dll) is not executable: exec says only "Permission
  * denied", so it is told first, with the command that runs it. A program
  * published with Native AOT carries its own small runtime instead of CoreCLR:
@@ -91,9 +92,36 @@ static int assembly_as_program(const char *cmd, const char *dll) {
     return CLI_EXIT_NOEXEC;
 }
 
+int cli_check_dotnet_app(const char *cmd, char *const *prog) {
+    const char *exe = prog && prog[0] ? strrchr(prog[0], '/') : NULL;
+    exe = exe ? exe + 1 : prog && prog[0] ? prog[0] : "";
+    if (strcmp(exe, "dotnet") != 0)
+        return 0;
+    for (int i = 1; prog[i]; i++) {
+        const char *a = prog[i];
+        size_t n = strlen(a);
+        if (!strcmp(a, "exec") && i == 1)
+            continue;
+        if (a[0] == '-') { /* a host option; those of `dotnet exec` take a value */
+            if (!strchr(a, '=') && prog[i + 1] && strcmp(a, "--roll-forward-on-no-candidate-fx") != 0)
+                i++;
+            continue;
+        }
+        if (n < 5 || strcasecmp(a + n - 4, ".dll") != 0 || access(a, F_OK) == 0)
+            return 0;
+        fprintf(stderr, "dnprof %s: %s: no such file (dotnet would look for an SDK command of that name); "
+                        "give the path of the program's .dll\n", cmd, a);
+        return CLI_EXIT_NOEXEC;
+    }
+    return 0;
+}
+
 int cli_check_program(const char *cmd, char *const *prog) {
     if (!prog || !prog[0])
         return 0;
+    int missing = cli_check_dotnet_app(cmd, prog);
+    if (missing)
+        return missing;
     if (assembly_as_program(cmd, prog[0]))
         return CLI_EXIT_NOEXEC;
     char found[4096];

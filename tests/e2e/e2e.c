@@ -348,6 +348,17 @@ jv *e2e_dnprof_json(e2e_run *r, const char *const args[]) {
     return v;
 }
 
+char *e2e_folded_of(e2e_run *r) {
+    char folded[PATH_MAX + 16];
+    snprintf(folded, sizeof folded, "%s.folded", r->trace);
+    const char *convert[] = {"convert", "--format", "folded", "-o", folded, r->trace, NULL};
+    if (e2e_dnprof(r, convert) != 0 || r->status != 0) {
+        e2e_show_file("dnprof convert said", r->err);
+        return NULL;
+    }
+    return e2e_read_file(folded, NULL);
+}
+
 int e2e_folded_has_frame(const char *stack, size_t len, const char *frame) {
     size_t n = strlen(frame);
     for (const char *p = stack; p + n <= stack + len; p++) {

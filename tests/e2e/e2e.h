@@ -111,6 +111,10 @@ int e2e_write_text(const char *path, const char *text);
 /* The whole file, NUL-terminated (free it); NULL with a line if it cannot be read. */
 char *e2e_read_file(const char *path, size_t *len);
 
+/* The run's trace as folded stacks (dnprof convert --format folded, written
+ * beside it as TRACE.folded): the text (free it), or NULL having said why. */
+char *e2e_folded_of(e2e_run *r);
+
 /* Whether a folded export's stack (stack[0..len), root first, ';' between
  * frames, without its weight) holds the frame, or the run of frames
  * "A;B", whole. */

@@ -472,12 +472,7 @@ TEST(e2e_async_toplevel_main) {
     int ran = out && strstr(out, "toplevel 25 ok");
     free(out);
     ASSERT(ran);
-    char folded[PATH_MAX + 32];
-    snprintf(folded, sizeof folded, "%s.folded", r.trace);
-    const char *convert[] = {"convert", "--format", "folded", "-o", folded, r.trace, NULL};
-    ASSERT_EQ(e2e_dnprof(&r, convert), 0);
-    ASSERT_STATUS(&r, 0);
-    char *text = e2e_read_file(folded, NULL);
+    char *text = e2e_folded_of(&r);
     ASSERT_NE(text, NULL);
     const char *root = "Program::Main (async);";
     double all = 0, rooted = 0, unknown = 0;

@@ -16,19 +16,6 @@
 #define TOTAL_TOLERANCE 0.10 /* of the threads' own time in each method */
 #define SHARE_TOLERANCE 3.0  /* points */
 
-/* The run's trace as folded stacks (convert --format folded): the text, or
- * NULL having said why. */
-static char *folded_of(e2e_run *r) {
-    char folded[PATH_MAX + 16];
-    snprintf(folded, sizeof folded, "%s.folded", r->trace);
-    const char *convert[] = {"convert", "--format", "folded", "-o", folded, r->trace, NULL};
-    if (e2e_dnprof(r, convert) != 0 || r->status != 0) {
-        e2e_show_file("dnprof convert said", r->err);
-        return NULL;
-    }
-    return e2e_read_file(folded, NULL);
-}
-
 /* One run of `sample waitsplit` under --sample=wall with wall_threads (NULL:
  * the default) and timers (DNPROF_SAMPLE_TIMERS, NULL: the default); checks
  * the time under each method against what the threads timed themselves.
@@ -57,7 +44,7 @@ static int wall_run_of(e2e_run *r, const char *scenario, const char *wall_thread
         return -1;
     }
     free(out);
-    char *text = folded_of(r);
+    char *text = e2e_folded_of(r);
     if (!text)
         return -1;
     static const char *const method[2] = {"Scenarios.SampleScenario::WaitThree", "Scenarios.SampleScenario::WaitOne"};
@@ -279,7 +266,7 @@ TEST(e2e_sample_wall_osr_waiters) {
     double truth = line ? strtod(line + strlen("osrwait ms="), NULL) : 0;
     free(out);
     ASSERT_GT(truth, 0);
-    char *text = folded_of(&r);
+    char *text = e2e_folded_of(&r);
     ASSERT(text != NULL);
     double all = e2e_folded_weight(text, "Scenarios.SampleScenario::OsrWaiter") / 1e6;
     double whole =
@@ -348,7 +335,7 @@ static int osr_case(const char *test, const char *mode, const char *scenario, co
                           "sample", scenario, arg, NULL};
     ASSERT_EQ(e2e_dnprof(&r, args), 0);
     ASSERT_STATUS(&r, 0);
-    char *text = folded_of(&r);
+    char *text = e2e_folded_of(&r);
     ASSERT(text != NULL);
     double all, under, twice;
     osr_weights(text, burn, caller, &all, &under, &twice);
@@ -407,7 +394,7 @@ TEST(e2e_sample_wall_frameless_waiter) {
                    : 0;
     free(out);
     ASSERT_EQ(got, 4);
-    char *text = folded_of(&r);
+    char *text = e2e_folded_of(&r);
     ASSERT(text != NULL);
     /* each caller, and the wrapper's frame with the overload it calls (the same name) */
     static const char *const callers[4] = {"WaitsOnTask", "WaitsOnEvent", "WaitsOnSemaphore", "WaitsOnThread"};

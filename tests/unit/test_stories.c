@@ -45,6 +45,16 @@ static int build(seq *s, uint32_t threads, dnp_stories *out) {
     return dnp_stories_build(&t, out);
 }
 
+/* OBJ1 thrown in A and caught there, on thread 1: its catch entered. */
+static void in_catch_of_a(seq *s) {
+    add(s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
+    add(s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
+    add(s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
+    add(s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
+    add(s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
+    add(s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1);
+}
+
 /* A throw through A, a finally in B, caught in MAIN. */
 static void across(seq *s, uint32_t thread, uint64_t obj) {
     add(s, thread, DNP_EV_ExceptionThrown, obj, 0);
@@ -212,12 +222,7 @@ TEST(stories_catch_abandoned_by_depth) {
 /* throw; in a catch: the same object again ends the first story as rethrown. */
 TEST(stories_rethrow) {
     seq s = {.n = 0};
-    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
-    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
-    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
-    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
-    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
-    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1);
+    in_catch_of_a(&s);
     add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
     add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
     add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
@@ -249,12 +254,7 @@ TEST(stories_rethrow) {
  * abandoned to a nested exception. */
 TEST(stories_rethrow_dispatch) {
     seq s = {.n = 0};
-    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
-    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
-    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
-    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
-    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
-    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1);
+    in_catch_of_a(&s);
     add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
     for (int k = 0; k < 2; k++) { /* ExceptionDispatchInfo::Throw, twice */
         add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_B, 0);
@@ -292,12 +292,7 @@ TEST(stories_rethrow_dispatch) {
  * ExceptionDispatchInfo) and caught there: the first catch goes on. */
 TEST(stories_same_object_deeper) {
     seq s = {.n = 0};
-    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
-    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
-    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
-    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
-    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
-    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1);
+    in_catch_of_a(&s);
     add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
     add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_MAIN, 0); /* deeper than F_A's catch */
     add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_MAIN, 0);
@@ -570,12 +565,7 @@ TEST(stories_streamed_same) {
  * not replace A, which the `throw;` rethrows. */
 TEST(stories_rethrow_after_inner_catch) {
     seq s = {.n = 0};
-    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
-    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
-    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
-    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
-    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
-    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1);
+    in_catch_of_a(&s);
     add(&s, 1, DNP_EV_ExceptionThrown, OBJ2, 0); /* B, inside the catch */
     add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
     add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
@@ -614,12 +604,7 @@ TEST(stories_rethrow_after_inner_catch) {
  * left by its rethrow; no event is out of place. */
 TEST(stories_rethrow_then_deeper) {
     seq s = {.n = 0};
-    add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0);
-    add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
-    add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);
-    add(&s, 1, DNP_EV_ExceptionSearchFunctionLeave, 0, 0);
-    add(&s, 1, DNP_EV_ExceptionUnwindFunctionEnter, F_A, 0);
-    add(&s, 1, DNP_EV_ExceptionCatcherEnter, F_A, OBJ1);
+    in_catch_of_a(&s);
     add(&s, 1, DNP_EV_ExceptionThrown, OBJ1, 0); /* throw; from A's catch */
     add(&s, 1, DNP_EV_ExceptionSearchFunctionEnter, F_A, 0);
     add(&s, 1, DNP_EV_ExceptionSearchCatcherFound, F_A, 0);

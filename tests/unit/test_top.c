@@ -139,48 +139,68 @@ TEST(top_pool_header_and_json) {
     return 0;
 }
 
+/* A window of one thread's sampled stacks (nodes: node, parent, func, the
+ * name's index in names, samples, self samples), at 100 Hz, read into m: 0 or
+ * -1 having said why. */
+static int library_window(const char *const *names, int nnames, const uint64_t (*nodes)[6], int nnodes,
+                          top_model *m) {
+    char path[] = "/tmp/dnprof-top-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    synth *w = synth_open(path, 4242, "dotnet top.dll");
+    if (!w)
+        return -1;
+    uint64_t sid[8] = {0};
+    for (int i = 0; i < nnames && i < 8; i++)
+        sid[i] = synth_string(w, names[i]);
+    synth_thread(w, 1, 1001);
+    const uint64_t period = 10000000;
+    uint64_t cfg[3] = {1, 100, period};
+    synth_event(w, 1, 0, DNP_EV_SampleConfig, cfg);
+    for (int i = 0; i < nnodes; i++) {
+        const uint64_t *n = nodes[i];
+        uint64_t v[9] = {1001, n[0], n[1], n[2], sid[n[3]], n[4], n[4] * period, n[5] * period, n[5]};
+        synth_event(w, 1, 1000 + (uint64_t)i, DNP_EV_SampleNode, v);
+    }
+    if (synth_close(w, 1) != 0)
+        return -1;
+    top_model_init(m, 4242);
+    char err[256] = "";
+    int rc = top_model_window(m, path, err, sizeof err);
+    unlink(path);
+    if (rc)
+        fprintf(stderr, "%s\n", err);
+    return rc;
+}
+
+/* The CPU table's row of name in m: its self and total samples; 0, or -1 when
+ * there is none. */
+static int cpu_row(const top_model *m, const char *name, uint64_t *self, uint64_t *total) {
+    const top_table *t = &m->cur.t[TOP_CPU];
+    for (size_t i = 0; i < t->n; i++)
+        if (!strcmp(t->rows[i].name, name)) {
+            *self = t->rows[i].a;
+            *total = t->rows[i].b;
+            return 0;
+        }
+    return -1;
+}
+
 /* A window whose stacks go through two functions of libcoreclr.so without
  * names: the row of the library (folded, "[libcoreclr.so]") counts a sample
  * once in its total, however many of its functions the stack holds: Run (10
  * samples) > [libcoreclr.so+0x10] (10, 2 its own) > [libcoreclr.so+0x20] (8). */
 TEST(top_library_total_once) {
-    char path[] = "/tmp/dnprof-top-XXXXXX";
-    int fd = mkstemp(path);
-    ASSERT_GE(fd, 0);
-    close(fd);
-    synth *w = synth_open(path, 4242, "dotnet top.dll");
-    ASSERT_NE(w, NULL);
-    uint64_t run = synth_string(w, "App.P::Run"), a = synth_string(w, "[libcoreclr.so+0x10]"),
-             b = synth_string(w, "[libcoreclr.so+0x20]");
-    synth_thread(w, 1, 1001);
-    const uint64_t period = 10000000;
-    uint64_t cfg[3] = {1, 100, period};
-    synth_event(w, 1, 0, DNP_EV_SampleConfig, cfg);
-    uint64_t nodes[3][9] = {
-        {1001, 1, 0, 0x100, run, 10, 10 * period, 0, 0},
-        {1001, 2, 1, 0, a, 10, 10 * period, 2 * period, 2},
-        {1001, 3, 2, 0, b, 8, 8 * period, 8 * period, 8},
-    };
-    for (int i = 0; i < 3; i++)
-        synth_event(w, 1, 1000 + (uint64_t)i, DNP_EV_SampleNode, nodes[i]);
-    ASSERT_EQ(synth_close(w, 1), 0);
+    static const char *const names[] = {"App.P::Run", "[libcoreclr.so+0x10]", "[libcoreclr.so+0x20]"};
+    static const uint64_t nodes[][6] = {{1, 0, 0x100, 0, 10, 0}, {2, 1, 0, 1, 10, 2}, {3, 2, 0, 2, 8, 8}};
     static top_model m;
-    top_model_init(&m, 4242);
-    char err[256] = "";
-    int rc = top_model_window(&m, path, err, sizeof err);
-    unlink(path);
-    if (rc)
-        fprintf(stderr, "%s\n", err);
-    ASSERT_EQ(rc, 0);
-    const top_table *t = &m.cur.t[TOP_CPU];
-    int seen = 0;
-    for (size_t i = 0; i < t->n; i++)
-        if (!strcmp(t->rows[i].name, "[libcoreclr.so]")) {
-            ASSERT_EQ(t->rows[i].a, 10);
-            ASSERT_EQ(t->rows[i].b, 10);
-            seen = 1;
-        }
-    ASSERT(seen);
+    ASSERT_EQ(library_window(names, 3, nodes, 3, &m), 0);
+    uint64_t self = 0, total = 0;
+    ASSERT_EQ(cpu_row(&m, "[libcoreclr.so]", &self, &total), 0);
+    ASSERT_EQ(self, 10);
+    ASSERT_EQ(total, 10);
     top_model_free(&m);
     return 0;
 }
@@ -191,49 +211,18 @@ TEST(top_library_total_once) {
  * never reach managed code (12 samples: 10 through Run, 4 of them in a
  * runtime helper Run calls, 2 in the thread start's own code). */
 TEST(top_library_total_without_thread_roots) {
-    char path[] = "/tmp/dnprof-top-XXXXXX";
-    int fd = mkstemp(path);
-    ASSERT_GE(fd, 0);
-    close(fd);
-    synth *w = synth_open(path, 4242, "dotnet top.dll");
-    ASSERT_NE(w, NULL);
-    uint64_t run = synth_string(w, "App.P::Run"), libc = synth_string(w, "[libc.so.6+0x1]"),
-             start = synth_string(w, "[libcoreclr.so+0x30]"), helper = synth_string(w, "[libcoreclr.so+0x10]");
-    synth_thread(w, 1, 1001);
-    const uint64_t period = 10000000;
-    uint64_t cfg[3] = {1, 100, period};
-    synth_event(w, 1, 0, DNP_EV_SampleConfig, cfg);
-    uint64_t nodes[4][9] = {
-        {1001, 1, 0, 0, libc, 12, 12 * period, 0, 0},
-        {1001, 2, 1, 0, start, 12, 12 * period, 2 * period, 2},
-        {1001, 3, 2, 0x100, run, 10, 10 * period, 6 * period, 6},
-        {1001, 4, 3, 0, helper, 4, 4 * period, 4 * period, 4},
-    };
-    for (int i = 0; i < 4; i++)
-        synth_event(w, 1, 1000 + (uint64_t)i, DNP_EV_SampleNode, nodes[i]);
-    ASSERT_EQ(synth_close(w, 1), 0);
+    static const char *const names[] = {"App.P::Run", "[libc.so.6+0x1]", "[libcoreclr.so+0x30]",
+                                        "[libcoreclr.so+0x10]"};
+    static const uint64_t nodes[][6] = {
+        {1, 0, 0, 1, 12, 0}, {2, 1, 0, 2, 12, 2}, {3, 2, 0x100, 0, 10, 6}, {4, 3, 0, 3, 4, 4}};
     static top_model m;
-    top_model_init(&m, 4242);
-    char err[256] = "";
-    int rc = top_model_window(&m, path, err, sizeof err);
-    unlink(path);
-    if (rc)
-        fprintf(stderr, "%s\n", err);
-    ASSERT_EQ(rc, 0);
-    const top_table *t = &m.cur.t[TOP_CPU];
-    int seen = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        if (!strcmp(t->rows[i].name, "[libcoreclr.so]")) {
-            ASSERT_EQ(t->rows[i].a, 6); /* self: the helper's 4, the thread start's 2 */
-            ASSERT_EQ(t->rows[i].b, 6); /* total: the same, not 12 */
-            seen++;
-        }
-        if (!strcmp(t->rows[i].name, "[libc.so.6]")) {
-            ASSERT_EQ(t->rows[i].b, 2); /* the stacks that never reached managed code */
-            seen++;
-        }
-    }
-    ASSERT_EQ(seen, 2);
+    ASSERT_EQ(library_window(names, 4, nodes, 4, &m), 0);
+    uint64_t self = 0, total = 0;
+    ASSERT_EQ(cpu_row(&m, "[libcoreclr.so]", &self, &total), 0);
+    ASSERT_EQ(self, 6);  /* the helper's 4, the thread start's 2 */
+    ASSERT_EQ(total, 6); /* the same, not 12 */
+    ASSERT_EQ(cpu_row(&m, "[libc.so.6]", &self, &total), 0);
+    ASSERT_EQ(total, 2); /* the stacks that never reached managed code */
     top_model_free(&m);
     return 0;
 }
