@@ -86,6 +86,7 @@ HRESULT cb_ThreadAssignedToOSThread(ICorProfilerCallback *self, ThreadID id, DWO
     ACTIVE();
     REC(ThreadAssignedToOSThread, id, os);
     sampler_thread_started(os);
+    rejit_lock_start(); /* --locks: before any thread can contend */
     return S_OK;
 }
 

@@ -32,6 +32,7 @@
 #include "eventpipe.h"
 #include "names.h"
 #include "recorder.h"
+#include "rejit.h"
 #include "stack.h"
 #include "thread_mem.h"
 
@@ -61,6 +62,7 @@ static uint64_t g_slice_ns;    /* a wait this long is also a LockWait */
 static atomic_uint g_gen;      /* a new session: per-thread caches and pending waits are stale */
 static atomic_uint g_start_version;
 static atomic_uint_fast64_t g_waits, g_slices, g_dropped, g_unmatched;
+static atomic_uint_fast64_t g_before_n, g_before_ns; /* LockBeforeProbe */
 static atomic_uint_fast64_t g_slice_second;
 static atomic_uint g_slice_count;
 
@@ -69,6 +71,7 @@ typedef struct pending {
     uint64_t start, owner;
     uint32_t stack, type, kind;
     uint32_t on; /* 1 waiting, 2 a wait inside a contention (left to it) */
+    uint32_t probed; /* 0: a Lock's wait begun before the probe in its slow path ran */
 } pending;
 
 static __thread pending t_contention, t_wait;
@@ -120,6 +123,8 @@ static void on_started(void) {
     atomic_store(&g_slices, 0);
     atomic_store(&g_dropped, 0);
     atomic_store(&g_unmatched, 0);
+    atomic_store(&g_before_n, 0);
+    atomic_store(&g_before_ns, 0);
     REC(LockConfig, (uint64_t)g_major, (uint64_t)g_mode, g_slice_ns);
 }
 
@@ -152,6 +157,8 @@ void locks_flush_all(void) {
     agg_flush_all(&g_agg);
     REC(LockStats, atomic_load(&g_start_version), atomic_load(&g_waits), atomic_load(&g_slices),
         atomic_load(&g_dropped), atomic_load(&g_unmatched));
+    if (atomic_load(&g_before_n))
+        REC(LockBeforeProbe, atomic_load(&g_before_n), atomic_load(&g_before_ns));
 }
 
 static void aggregate(const pending *p, uint64_t wait_ns) {
@@ -254,6 +261,11 @@ static void contention_start(const ep_event *e) {
         p->type = 0;
     p->owner = owner;
     p->on = 1;
+    p->probed = 1;
+    if (p->kind == DNP_LOCK_LOCK) { /* Lock's slow path timed from now on (rejit.c) */
+        p->probed = !rejit_lock_before_probe();
+        rejit_lock_start();
+    }
     p->start = recorder_now();
 }
 
@@ -267,6 +279,7 @@ static void wait_start(const ep_event *e) {
     }
     p->stack = stack_sid_here(e->nframes, e->frames);
     p->kind = source == 1 ? DNP_LOCK_MONITOR_WAIT : DNP_LOCK_WAIT_HANDLE;
+    p->probed = 1;
     p->type = 0; /* raised from managed code: the object is not read */
     p->owner = 0;
     p->on = 1;
@@ -284,6 +297,10 @@ static void stop(pending *p, uint64_t runtime_ns) {
     p->on = 0;
     uint64_t wait_ns = runtime_ns ? runtime_ns : now - p->start;
     atomic_fetch_add_explicit(&g_waits, 1, memory_order_relaxed);
+    if (!p->probed) {
+        atomic_fetch_add_explicit(&g_before_n, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&g_before_ns, wait_ns, memory_order_relaxed);
+    }
     aggregate(p, wait_ns);
     slice(p, wait_ns, now);
 }

@@ -24,14 +24,17 @@
 #include "rejit.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "callbacks.h"
 #include "calls.h"
 #include "clock.h"
+#include "eventpipe.h"
 #include "il_body.h"
 #include "il_rewrite.h"
 #include "u64map.h"
@@ -43,6 +46,16 @@
 #define RJ_CALLERS 16  /* call sites kept a method; the rest add up in one more slot */
 #define RJ_SLOT_BITS 5 /* the slot rides in the start's low bits (RJ_CALLERS + 1 < 32) */
 
+/* --locks from start-up on .NET 9+: System.Threading.Lock reports a contended
+ * acquisition (ContentionStart) only once it has given up spinning, so the
+ * acquisitions won by spinning, and the spinning of all, are no contention to
+ * the runtime. Its slow path, traced, times every one (docs/waits.md): looked
+ * for in CoreLib and asked for as the first managed thread starts, on a
+ * thread of the agent's (no module loads watched). Not by attach: a profiler
+ * that re-JITs cannot detach. */
+#define RJ_LOCK_TYPE "System.Threading.Lock"
+#define RJ_LOCK_PROBE RJ_LOCK_TYPE "::TryEnterSlow"
+
 enum { ST_ASKED = 1, ST_INSTRUMENTED = 2, ST_FAILED = 3, ST_REVERTED = 4, ST_UNLOADED = 5 };
 
 typedef struct rj_method {
@@ -52,6 +65,7 @@ typedef struct rj_method {
     uint32_t name;  /* the trace's string */
     char *text;     /* the same, for messages */
     int state;
+    int for_locks;  /* found by --locks' probe alone, not by a --trace pattern */
     int gone;       /* its module unloaded: its ModuleID may not be used any more */
     HRESULT hr;
     atomic_int said; /* a failure said once */
@@ -65,6 +79,10 @@ typedef struct rj_method {
 
 static struct {
     int on;
+    int user;      /* --trace patterns given */
+    int for_locks; /* --locks' probe (RJ_LOCK_PROBE) wanted */
+    atomic_uint lock_id;  /* its method's id + 1, once found */
+    atomic_int lock_asked, lock_live; /* asked for; its probe has run */
     char patterns[1024];
     char types[1024]; /* each pattern's part before "::" ("*" without one): types worth a look */
     atomic_int counting, finished;
@@ -139,8 +157,11 @@ __attribute__((noinline)) static int64_t probe_enter(int32_t id) {
     uint64_t t = clock_ticks();
     unsigned slot = RJ_CALLERS;
     if ((uint32_t)id < atomic_load_explicit(&R.n, memory_order_acquire) &&
-        atomic_load_explicit(&R.counting, memory_order_relaxed))
+        atomic_load_explicit(&R.counting, memory_order_relaxed)) {
         slot = caller_slot(&R.m[id], caller_ip());
+        if (R.m[id].for_locks && !atomic_load_explicit(&R.lock_live, memory_order_relaxed))
+            atomic_store_explicit(&R.lock_live, 1, memory_order_relaxed); /* from now on it times Lock */
+    }
     return (int64_t)(t << RJ_SLOT_BITS | slot);
 }
 
@@ -171,7 +192,9 @@ static void probe_exit(int32_t id, int64_t start) {
 
 void rejit_configure(const agent_config *cfg, uint32_t *mask) {
     snprintf(R.patterns, sizeof R.patterns, "%s", cfg->trace);
-    R.on = R.patterns[0] != 0;
+    R.user = R.patterns[0] != 0;
+    R.for_locks = cfg->locks && !g_agent.attached && ep_runtime_major() >= 9;
+    R.on = R.user || R.for_locks;
     if (!R.on)
         return;
     size_t n = 0;
@@ -186,7 +209,10 @@ void rejit_configure(const agent_config *cfg, uint32_t *mask) {
                               cut == len ? 1 : (int)cut, cut == len ? "*" : p);
         p += len + (p[len] == ',');
     }
-    *mask |= COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_MODULE_LOADS;
+    if (R.for_locks && n + sizeof RJ_LOCK_TYPE + 1 < sizeof R.types)
+        snprintf(R.types + n, sizeof R.types - n, "%s" RJ_LOCK_TYPE, n ? "," : "");
+    /* --locks alone finds CoreLib among the modules when it needs it */
+    *mask |= COR_PRF_ENABLE_REJIT | (R.user ? COR_PRF_MONITOR_MODULE_LOADS : 0);
     clock_calibrate(5, 1); /* the probes' ticks become ns from the first call */
     atomic_store(&R.counting, 1);
 }
@@ -197,7 +223,8 @@ int rejit_enabled(void) {
 
 static void record_method(uint32_t id) {
     rj_method *m = &R.m[id];
-    REC(TracedMethod, id, MODULE(m->module, !m->gone), m->token, m->name, (uint64_t)m->state, HR(m->hr));
+    REC(TracedMethod, id, MODULE(m->module, !m->gone), m->token, m->name,
+        (uint64_t)m->state | (m->for_locks ? DNP_TRACED_FOR_LOCKS : 0), HR(m->hr));
 }
 
 /* A method that stays as it was: said once (on stderr of dnprof, in the trace). */
@@ -208,6 +235,13 @@ static void fail(uint32_t id, HRESULT hr, const char *why) {
     if (atomic_exchange(&m->said, 1))
         return;
     const char *hn = dnp_hresult_name((uint32_t)hr);
+    if (m->for_locks) {
+        agent_say("--locks: the waits " RJ_LOCK_TYPE " wins by spinning are not timed: %s (%s 0x%08x); the "
+                  "runtime's waits are recorded", why, hn ? hn : "HRESULT", (unsigned)hr);
+        rec_note(1, "--locks: " RJ_LOCK_PROBE " not traced: %s (0x%08x)", why, (unsigned)hr);
+        record_method(id);
+        return;
+    }
     agent_say("--trace: %s is not traced: %s (%s 0x%08x); it runs unchanged", m->text ? m->text : "?", why,
               hn ? hn : "HRESULT", (unsigned)hr);
     rec_note(1, "--trace: %s is not traced: %s (0x%08x)", m->text ? m->text : "?", why, (unsigned)hr);
@@ -283,15 +317,22 @@ static void search_type(ModuleID module, IMetaDataImport *imp, mdTypeDef td, fou
                 continue; /* abstract, extern, runtime-implemented: no IL */
             snprintf(name + tl, sizeof name - tl, "::");
             dnp_utf16_name(w, 256, len, name + tl + 2, sizeof name - tl - 2);
-            if (!calls_filter_wants(name, 0, R.patterns, "", 0))
+            int user = R.user && calls_filter_wants(name, 0, R.patterns, "", 0);
+            if (!user && !(R.for_locks && !strcmp(name, RJ_LOCK_PROBE)))
                 continue;
-            if (*sigs_state == 0)
+            if (*sigs_state == 0 && user) /* Lock's probe: when it is asked for (rejit_lock_start) */
                 *sigs_state = module_sigs(module, &sigs[0], &sigs[1]) == 0 ? 1 : -1;
             rj_method *m = add_method(module, mds[i], name);
             if (!m)
                 continue;
             m->enter_sig = sigs[0];
             m->exit_sig = sigs[1];
+            if (!user) {
+                m->for_locks = 1;
+                m->state = 0; /* not asked for yet */
+                atomic_store(&R.lock_id, (uint32_t)(m - R.m) + 1);
+                continue;
+            }
             if (*sigs_state == -2) {
                 fail((uint32_t)(m - R.m), E_FAIL, "its module is collectible or dynamic, which the runtime "
                                                   "cannot re-JIT");
@@ -393,8 +434,23 @@ static void search_module(ModuleID module) {
     imp->lpVtbl->Release(imp);
 }
 
+/* Whether the module is the runtime's core library, where Lock's probe is. */
+static int is_corelib(ModuleID module) {
+    WCHAR w[512];
+    ULONG len = 0;
+    LPCBYTE base = NULL;
+    AssemblyID assembly = 0;
+    if (FAILED(INFO_CALL(GetModuleInfo, module, &base, 512, &len, w, &assembly)) || len == 0 || len > 512)
+        return 0;
+    char path[1024];
+    dnp_utf16_name(w, 512, len, path, sizeof path);
+    static const char tail[] = "System.Private.CoreLib.dll";
+    size_t n = strlen(path);
+    return n >= sizeof tail - 1 && strcmp(path + n - (sizeof tail - 1), tail) == 0;
+}
+
 void rejit_module_loaded(ModuleID module) {
-    if (R.on && atomic_load(&R.counting))
+    if (R.user && atomic_load(&R.counting))
         search_module(module);
 }
 
@@ -413,9 +469,8 @@ void rejit_module_unloading(ModuleID module) {
     pthread_mutex_unlock(&R.mu);
 }
 
-void rejit_attach_complete(void) {
-    if (!R.on)
-        return;
+/* fn on every module loaded now. */
+static void each_module(void (*fn)(ModuleID)) {
     ICorProfilerModuleEnum *en = NULL;
     if (FAILED(INFO_CALL(EnumModules, &en)) || !en)
         return;
@@ -428,8 +483,76 @@ void rejit_attach_complete(void) {
     const module_enum_vtbl *vt = *(const module_enum_vtbl *const *)en;
     while (SUCCEEDED(vt->Next(en, 64, ids, &got)) && got > 0 && got <= 64)
         for (ULONG i = 0; i < got; i++)
-            search_module(ids[i]);
+            fn(ids[i]);
     vt->Release(en);
+}
+
+void rejit_attach_complete(void) {
+    if (R.on)
+        each_module(search_module);
+}
+
+static void search_corelib(ModuleID module) {
+    if (is_corelib(module))
+        search_module(module);
+}
+
+/* --locks: Lock's slow path asked for, on a thread of the agent's: found in
+ * CoreLib (loaded before any managed thread starts), the probe's signatures
+ * written in its metadata, which opening to write takes about 17 ms (in the
+ * runtime's GetReJITParameters, at the first contention, it would hold up every
+ * thread contending meanwhile, and their waits would be nobody's), then the
+ * ReJIT; until the first call of the new code the runtime's events stand
+ * alone (LockBeforeProbe). */
+static void *lock_probe_main(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 200 && !atomic_load(&R.lock_id) && g_agent.info && !atomic_load(&R.finished); i++) {
+        each_module(search_corelib); /* found at CoreLib's load already when --trace watches the loads */
+        if (!atomic_load(&R.lock_id))
+            usleep(10000);
+    }
+    if (!g_agent.info || atomic_load(&R.finished))
+        return NULL;
+    uint32_t id = atomic_load(&R.lock_id);
+    if (!id)
+        return NULL;
+    rj_method *m = &R.m[id - 1];
+    mdSignature enter = 0, exit = 0;
+    found *f = calloc(1, sizeof *f);
+    if (!f || module_sigs(m->module, &enter, &exit) != 0) {
+        free(f);
+        return NULL;
+    }
+    pthread_mutex_lock(&R.mu);
+    m->enter_sig = enter, m->exit_sig = exit;
+    m->state = ST_ASKED;
+    pthread_mutex_unlock(&R.mu);
+    f->modules[0] = m->module;
+    f->tokens[0] = m->token;
+    f->n = 1;
+    request(f);
+    free(f);
+    return NULL;
+}
+
+void rejit_lock_start(void) {
+    if (!R.for_locks || atomic_load_explicit(&R.lock_asked, memory_order_relaxed) ||
+        atomic_exchange(&R.lock_asked, 1))
+        return;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread takes no signal meant for the program */
+    pthread_t th;
+    int made = pthread_create(&th, NULL, lock_probe_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (made == 0) {
+        pthread_setname_np(th, "dnprof-rejit");
+        pthread_detach(th);
+    }
+}
+
+int rejit_lock_before_probe(void) {
+    return R.for_locks && !atomic_load_explicit(&R.lock_live, memory_order_relaxed);
 }
 
 /* ---- the rewrite ---- */
@@ -486,32 +609,35 @@ void rejit_parameters(ModuleID module, mdMethodDef token, ICorProfilerFunctionCo
     LPCBYTE body = NULL;
     ULONG size = 0;
     HRESULT hr = INFO_CALL(GetILFunctionBody, module, token, &body, &size);
-    if (FAILED(hr) || !body)
-        {
+    if (FAILED(hr) || !body) {
         fail(id, FAILED(hr) ? hr : E_FAIL, "its IL body cannot be read");
         return;
     }
     dnp_il_header h;
     char err[256];
-    if (dnp_il_parse(body, size, &h, NULL, 0, err, sizeof err) < 0)
-        {
+    if (dnp_il_parse(body, size, &h, NULL, 0, err, sizeof err) < 0) {
         fail(id, E_FAIL, "its IL body does not parse");
         return;
     }
+    pthread_mutex_lock(&R.mu);
+    mdSignature enter_sig = m->enter_sig, exit_sig = m->exit_sig;
+    pthread_mutex_unlock(&R.mu);
+    if ((!enter_sig || !exit_sig) && module_sigs(module, &enter_sig, &exit_sig) != 0) {
+        fail(id, E_FAIL, "the module's metadata cannot take new signatures");
+        return;
+    }
     IMetaDataImport *imp = names_module_import(module);
-    if (!imp)
-        {
+    if (!imp) {
         fail(id, E_FAIL, "its module's metadata cannot be read");
         return;
     }
     dnp_il_probe p = {.method_id = id, .enter_fn = (uint64_t)(uintptr_t)probe_enter,
-                      .exit_fn = (uint64_t)(uintptr_t)probe_exit, .enter_sig = m->enter_sig,
-                      .exit_sig = m->exit_sig};
+                      .exit_fn = (uint64_t)(uintptr_t)probe_exit, .enter_sig = enter_sig,
+                      .exit_sig = exit_sig};
     const char *why = NULL;
     int rc = locals_token(module, imp, &h, token, &p, &why);
     imp->lpVtbl->Release(imp);
-    if (rc < 0)
-        {
+    if (rc < 0) {
         fail(id, E_FAIL, why);
         return;
     }
@@ -521,15 +647,12 @@ void rejit_parameters(ModuleID module, mdMethodDef token, ICorProfilerFunctionCo
     if (n < 0) {
         free(out);
         rec_note(1, "--trace: %s: %s", m->text ? m->text : "?", out ? err : "out of memory");
-        {
         fail(id, E_FAIL, "its IL cannot be rewritten");
         return;
     }
-    }
     hr = control->lpVtbl->SetILFunctionBody(control, (ULONG)n, out);
     free(out);
-    if (FAILED(hr))
-        {
+    if (FAILED(hr)) {
         fail(id, hr, "the runtime refused its rewritten IL");
         return;
     }
@@ -622,8 +745,10 @@ static void record_callers(uint32_t id) {
 void rejit_finish(int revert) {
     if (!R.on || atomic_exchange(&R.finished, 1))
         return;
-    uint32_t n = atomic_load(&R.n);
-    if (!n) {
+    uint32_t n = atomic_load(&R.n), asked = 0;
+    for (uint32_t i = 0; i < n; i++)
+        asked += !R.m[i].for_locks;
+    if (R.user && !asked) {
         agent_say("--trace: no method with IL matched '%s' (Namespace.Class::Method, * and ?)", R.patterns);
         rec_note(1, "--trace: no method matched '%s'", R.patterns);
     }
@@ -632,6 +757,8 @@ void rejit_finish(int revert) {
     atomic_store(&R.counting, 0);
     for (uint32_t i = 0; i < n; i++) {
         rj_method *m = &R.m[i];
+        if (m->for_locks && !m->state)
+            continue; /* never asked for: no Lock blocked */
         record_method(i);
         REC(TracedCalls, i, atomic_load(&m->calls), atomic_load(&m->total_ns), atomic_load(&m->max_ns),
             histogram_text(m));

@@ -14,7 +14,8 @@
 #include "config.h"
 
 /* Takes cfg->trace's patterns; with any, adds COR_PRF_ENABLE_REJIT and the
- * module loads to the mask. */
+ * module loads to the mask. With cfg->locks from start-up on .NET 9+,
+ * COR_PRF_ENABLE_REJIT alone, for System.Threading.Lock's slow path. */
 void rejit_configure(const agent_config *cfg, uint32_t *mask);
 
 /* Whether ReJIT was asked for: the runtime then refuses to unload the agent
@@ -37,6 +38,14 @@ void rejit_parameters(ModuleID module, mdMethodDef method, ICorProfilerFunctionC
 
 /* ReJITError: said once per method, recorded. */
 void rejit_error(ModuleID module, mdMethodDef method, HRESULT hr);
+
+/* --locks: a managed thread started, or a System.Threading.Lock blocked: its
+ * slow path is asked for, once, to time every contended acquisition from then
+ * on (no-op without --locks from start-up on .NET 9+). */
+void rejit_lock_start(void);
+/* Whether that probe is to time Lock and has not run yet: a Lock's wait whose
+ * ContentionStart comes now is not in its sums. */
+int rejit_lock_before_probe(void);
 
 /* Stops counting, reverts the methods to their original code when revert is
  * set (an attached agent's detach), and writes what was counted. Once. */

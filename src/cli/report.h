@@ -166,6 +166,22 @@ uint64_t report_tp_count(report_tp_tally *t, uint64_t reason, uint64_t workers);
 int traced_read(const char *path, traced_set **out);
 size_t traced_count(const traced_set *s);
 void traced_free(traced_set *s);
+/* System.Threading.Lock's slow path, timed by a probe (traced for --locks from
+ * start-up on .NET 9+, docs/waits.md): the contended acquisitions, spinning
+ * included, which the runtime's events report only when they block. */
+#define DNP_LOCK_SLOW_PATH "System.Threading.Lock::TryEnterSlow"
+#define DNP_LOCK_TRY_ENTER "System.Threading.Lock::TryEnter"
+typedef struct traced_lock {
+    int known;
+    uint64_t calls, ns, max_ns;
+} traced_lock;
+/* NULL when the trace did not time it. */
+const traced_lock *traced_lock_slow_path(const traced_set *s);
+/* The same read from the trace at path (out->known 0: not timed); -1 when it cannot be read. */
+int traced_lock_read(const char *path, traced_lock *out);
+/* Lock's contention from the runtime's events (*count, *ns) made the probe's
+ * where the probe saw more: its acquisitions include the events' ones. */
+void traced_lock_merge(const traced_lock *l, uint64_t *count, uint64_t *ns);
 /* The section of the text report (top: rows, 0 all), the "traced" member of the JSON one. */
 void traced_text(const traced_set *s, unsigned top, FILE *out);
 void traced_json(const traced_set *s, FILE *out);

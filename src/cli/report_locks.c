@@ -66,6 +66,8 @@ struct locks_profile {
     size_t nslices, cap_slices;
     dnp_calltree *ct;
     dnp_ct_names nm; /* frame names of the tree (own names) */
+    traced_lock slow;                 /* System.Threading.Lock's slow path, timed (slow.known) */
+    uint64_t slow_ev_count, slow_ev_ns; /* the runtime's waits for a Lock: the ones that blocked */
 };
 
 static int add_owner(lk_path *p, uint64_t owner, uint64_t count, uint64_t wait_ns) {
@@ -277,6 +279,41 @@ static int summarize(locks_profile *p) {
     return 0;
 }
 
+/* System.Threading.Lock's contention as the probe in its slow path timed it
+ * (the runtime reports only the acquisitions that blocked after spinning): in
+ * the totals and in its row of "by lock"; sites, stacks and owners stay the
+ * events' (docs/waits.md). */
+static int add_lock_slow_path(locks_profile *p) {
+    if (traced_lock_read(p->path, &p->slow) != 0)
+        return -1;
+    lk_sum *row = NULL;
+    for (size_t i = 0; i < p->ntypes; i++)
+        if (p->types[i].kind == DNP_LOCK_LOCK) {
+            p->slow_ev_count += p->types[i].count, p->slow_ev_ns += p->types[i].wait_ns;
+            row = row ? row : &p->types[i];
+        }
+    uint64_t count = p->slow_ev_count, ns = p->slow_ev_ns;
+    traced_lock_merge(&p->slow, &count, &ns);
+    if (count == p->slow_ev_count && ns == p->slow_ev_ns)
+        return 0;
+    if (!row) { /* every contended acquisition was won by spinning */
+        lk_sum *t = realloc(p->types, (p->ntypes + 1) * sizeof *t);
+        if (!t)
+            return -1;
+        p->types = t;
+        row = &t[p->ntypes++];
+        *row = (lk_sum){0, 0, DNP_LOCK_LOCK, 0, 0, 0};
+    }
+    row->count += count - p->slow_ev_count, row->wait_ns += ns - p->slow_ev_ns;
+    p->count[0] += count - p->slow_ev_count, p->wait_ns[0] += ns - p->slow_ev_ns;
+    if (p->slow.max_ns > row->max_ns)
+        row->max_ns = p->slow.max_ns;
+    if (p->slow.max_ns > p->max_ns[0])
+        p->max_ns[0] = p->slow.max_ns;
+    qsort(p->types, p->ntypes, sizeof *p->types, by_wait);
+    return 0;
+}
+
 int locks_open(const char *path, locks_profile **out) {
     *out = NULL;
     locks_profile *p = calloc(1, sizeof *p);
@@ -290,6 +327,10 @@ int locks_open(const char *path, locks_profile **out) {
         return 1;
     }
     p->t = dnp_trace_stream_trace(p->s);
+    if (add_lock_slow_path(p) != 0) {
+        locks_free(p);
+        return 1;
+    }
     uint64_t origin = dnp_trace_stream_origin(p->s); /* slices on the trace's clock, as the calls' timeline */
     for (size_t i = 0; i < p->nslices; i++)
         p->slices[i].start_ns = p->slices[i].start_ns > origin ? p->slices[i].start_ns - origin : 0;
@@ -337,7 +378,7 @@ static const char *owner_label(const locks_profile *p, uint64_t owner, char *buf
 }
 
 static const char *type_label(const locks_profile *p, uint64_t type, uint32_t kind) {
-    if (kind == DNP_LOCK_WAIT_HANDLE || kind == DNP_LOCK_MONITOR_WAIT)
+    if (kind == DNP_LOCK_WAIT_HANDLE || kind == DNP_LOCK_MONITOR_WAIT || (kind == DNP_LOCK_LOCK && !type))
         return kind_labels[kind];
     return str(p, type, "[type not known]");
 }
@@ -361,6 +402,23 @@ static const char *version_note(const locks_profile *p) {
     if (p->count[0] && p->start_version && p->start_version < 2)
         return "the runtime's ContentionStart is version 1 (before .NET 8): it does not say which lock was "
                "waited for or which thread held it";
+    return NULL;
+}
+
+/* What System.Threading.Lock's figures are made of (NULL: nothing to say). */
+static const char *lock_note(const locks_profile *p, char *buf, size_t len) {
+    char a[32], b[32], c[32], d[32];
+    if (p->slow.known && (p->slow.calls > p->slow_ev_count || p->slow.ns > p->slow_ev_ns)) {
+        snprintf(buf, len, "System.Threading.Lock: %s contended acquisition%s took %s, spinning included (timed in "
+                 "Lock's slow path); the runtime reported the %s that blocked after spinning (%s), and only "
+                 "those have a site, a stack and an owner below", cli_fmt_count(p->slow.calls, a),
+                 CLI_PLURAL(p->slow.calls), report_fmt_ns(p->slow.ns, b), cli_fmt_count(p->slow_ev_count, c),
+                 report_fmt_ns(p->slow_ev_ns, d));
+        return buf;
+    }
+    if (!p->slow.known && p->slow_ev_count && p->attached)
+        return "System.Threading.Lock: only its acquisitions that blocked after spinning are counted (the runtime "
+               "reports no others); dnprof run --locks times the rest too, by attach they cannot be";
     return NULL;
 }
 
@@ -447,12 +505,18 @@ static int report_json(const locks_profile *p, const report_opts *o, FILE *out) 
                 (unsigned long long)p->count[c], (unsigned long long)p->wait_ns[c], (unsigned long long)p->max_ns[c]);
     fprintf(out, ",\"runtimeThreads\":{\"waits\":%llu,\"waitNs\":%llu}", (unsigned long long)p->house_count,
             (unsigned long long)p->house_ns);
+    if (p->slow.known)
+        fprintf(out, ",\"lockSlowPath\":{\"acquisitions\":%llu,\"ns\":%llu,\"maxNs\":%llu,\"blocked\":%llu,"
+                "\"blockedNs\":%llu}", (unsigned long long)p->slow.calls, (unsigned long long)p->slow.ns,
+                (unsigned long long)p->slow.max_ns, (unsigned long long)p->slow_ev_count,
+                (unsigned long long)p->slow_ev_ns);
     fprintf(out, ",\"noContention\":%s,\"slices\":%zu,\"slicesDropped\":%llu,\"sliceNs\":%llu",
             p->count[0] ? "false" : "true", p->nslices, (unsigned long long)p->slices_dropped,
             (unsigned long long)p->slice_ns);
-    const char *notes[2] = {version_note(p), waits_note(p, hint, sizeof hint)};
+    char lock_buf[512];
+    const char *notes[3] = {version_note(p), waits_note(p, hint, sizeof hint), lock_note(p, lock_buf, sizeof lock_buf)};
     fputs(",\"notes\":[", out);
-    for (int i = 0, n = 0; i < 2; i++)
+    for (int i = 0, n = 0; i < 3; i++)
         if (notes[i]) {
             fputs(n++ ? "," : "", out);
             dnp_export_json_str(out, notes[i], 0);
@@ -545,8 +609,9 @@ static void print_header(FILE *out, const locks_profile *p) {
     if (p->house_count)
         fprintf(out, "(and %s on " LOCK_RUNTIME_THREADS_TEXT ", in %s wait%s: not counted)\n",
                 report_fmt_ns(p->house_ns, b), cli_fmt_count(p->house_count, a), CLI_PLURAL(p->house_count));
-    const char *notes[2] = {version_note(p), waits_note(p, hint, sizeof hint)};
-    for (int i = 0; i < 2; i++)
+    char lock_buf[512];
+    const char *notes[3] = {version_note(p), waits_note(p, hint, sizeof hint), lock_note(p, lock_buf, sizeof lock_buf)};
+    for (int i = 0; i < 3; i++)
         if (notes[i])
             fprintf(out, "note: %s\n", notes[i]);
     if (p->unmatched)
@@ -574,6 +639,9 @@ int report_locks(locks_profile *p, const report_opts *o, FILE *out) {
 
 /* ---- the call tree: the waiting stacks weighted by the time waited ---- */
 
+/* The frame of the time Lock's slow path took beyond the runtime's waits. */
+#define LOCK_SPIN_FRAME "[won by spinning or before blocking: no stack (timed in Lock's slow path)]"
+
 static int add_path(locks_profile *p, dnp_calltree *ct, const lk_path *w) {
     char leaf[1100];
     snprintf(leaf, sizeof leaf, "[%s %.1000s]", CONTENTION(w->kind) ? "lock" : "wait", type_label(p, w->type, w->kind));
@@ -593,6 +661,12 @@ const dnp_calltree *locks_calltree(locks_profile *p) {
     int rc = 0;
     for (size_t k = 0; k < p->npaths && rc == 0; k++)
         rc = add_path(p, ct, &p->paths[k]);
+    /* Lock's acquisitions that no event reported: in the totals, with no stack */
+    uint64_t count = p->slow_ev_count, ns = p->slow_ev_ns;
+    traced_lock_merge(&p->slow, &count, &ns);
+    if (rc == 0 && ns > p->slow_ev_ns)
+        rc = dnp_ct_text_add(ct, &p->nm, LOCK_SPIN_FRAME, "[lock System.Threading.Lock]", ns - p->slow_ev_ns,
+                             count > p->slow_ev_count ? count - p->slow_ev_count : 1);
     if (rc == 0)
         rc = dnp_ct_text_finish(ct, &p->nm);
     if (rc != 0) {

@@ -23,6 +23,7 @@ typedef struct traced_row {
     char *name;
     uint64_t *hist; /* BUCKETS, or NULL */
     int has_calls;
+    int for_locks; /* traced for --locks, not asked for: not shown among the traced methods */
     traced_caller *callers; /* by calls, most first */
     size_t ncallers, capcallers;
 } traced_row;
@@ -30,6 +31,8 @@ typedef struct traced_row {
 struct traced_set {
     traced_row *rows;
     size_t n, cap;
+    traced_lock lock; /* System.Threading.Lock's slow path */
+    uint64_t lock_before_n, lock_before_ns; /* Lock's waits the runtime reported before the probe ran */
     dnp_u64map index; /* id -> row */
 };
 
@@ -56,6 +59,11 @@ static traced_row *row_of(traced_set *s, uint64_t id) {
 static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
     (void)t;
     traced_set *s = ctx;
+    if (e->kind == DNP_EV_LockBeforeProbe) { /* cumulative: the last counts */
+        s->lock_before_n = e->v[DNP_V(LockBeforeProbe, waits)];
+        s->lock_before_ns = e->v[DNP_V(LockBeforeProbe, waitNs)];
+        return 0;
+    }
     if (e->kind != DNP_EV_TracedMethod && e->kind != DNP_EV_TracedCalls && e->kind != DNP_EV_TracedCaller)
         return 0;
     int m = e->kind == DNP_EV_TracedMethod;
@@ -80,7 +88,8 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         r->module = e->v[DNP_V(TracedMethod, moduleId)];
         r->token = e->v[DNP_V(TracedMethod, methodToken)];
         r->name_id = e->v[DNP_V(TracedMethod, name)];
-        r->state = e->v[DNP_V(TracedMethod, state)];
+        r->state = e->v[DNP_V(TracedMethod, state)] & ~(uint64_t)DNP_TRACED_FOR_LOCKS;
+        r->for_locks = (e->v[DNP_V(TracedMethod, state)] & DNP_TRACED_FOR_LOCKS) != 0;
         r->hr = e->v[DNP_V(TracedMethod, hrStatus)];
     } else {
         r->calls = e->v[DNP_V(TracedCalls, calls)];
@@ -121,6 +130,66 @@ static int by_total(const void *a, const void *b) {
     return x->total_ns < y->total_ns ? 1 : x->total_ns > y->total_ns ? -1 : x->id < y->id ? -1 : 1;
 }
 
+static void free_row(traced_row *r) {
+    free(r->name);
+    free(r->hist);
+    for (size_t k = 0; k < r->ncallers; k++)
+        free((char *)r->callers[k].name);
+    free(r->callers);
+}
+
+/* Lock's slow path (traced for --locks, or by a --trace that named it): its
+ * calls but those from Lock.TryEnter() (a try without a timeout, which fails
+ * at once), with their time; then the rows traced for --locks alone go. */
+static void take_lock_slow_path(traced_set *s) {
+    size_t kept = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        traced_row *r = &s->rows[i];
+        if (r->name && !strcmp(r->name, DNP_LOCK_SLOW_PATH) && r->has_calls && r->state != 3) {
+            s->lock.known = 1;
+            for (size_t k = 0; k < r->ncallers; k++)
+                if (!r->callers[k].name || strcmp(r->callers[k].name, DNP_LOCK_TRY_ENTER) != 0) {
+                    s->lock.calls += r->callers[k].calls;
+                    s->lock.ns += r->callers[k].total_ns;
+                }
+            if (r->max_ns > s->lock.max_ns)
+                s->lock.max_ns = r->max_ns;
+        }
+        if (r->for_locks && r->has_calls && r->state != 3) { /* and what it missed */
+            s->lock.calls += s->lock_before_n;
+            s->lock.ns += s->lock_before_ns;
+        }
+        if (r->for_locks)
+            free_row(r);
+        else
+            s->rows[kept++] = *r;
+    }
+    s->n = kept;
+}
+
+const traced_lock *traced_lock_slow_path(const traced_set *s) {
+    return s && s->lock.known ? &s->lock : NULL;
+}
+
+int traced_lock_read(const char *path, traced_lock *out) {
+    traced_set *s = NULL;
+    memset(out, 0, sizeof *out);
+    if (traced_read(path, &s) != 0)
+        return -1;
+    *out = s->lock;
+    traced_free(s);
+    return 0;
+}
+
+void traced_lock_merge(const traced_lock *l, uint64_t *count, uint64_t *ns) {
+    if (!l->known)
+        return;
+    if (l->calls > *count)
+        *count = l->calls;
+    if (l->ns > *ns)
+        *ns = l->ns;
+}
+
 int traced_read(const char *path, traced_set **out) {
     traced_set *s = calloc(1, sizeof *s);
     dnp_trace_stream *st = NULL;
@@ -142,6 +211,7 @@ int traced_read(const char *path, traced_set **out) {
             qsort(r->callers, r->ncallers, sizeof *r->callers, by_calls);
     }
     dnp_trace_stream_close(st);
+    take_lock_slow_path(s);
     if (s->n > 1)
         qsort(s->rows, s->n, sizeof *s->rows, by_total);
     *out = s;
@@ -153,13 +223,8 @@ size_t traced_count(const traced_set *s) {
 }
 
 void traced_free(traced_set *s) {
-    for (size_t i = 0; s && i < s->n; i++) {
-        free(s->rows[i].name);
-        free(s->rows[i].hist);
-        for (size_t k = 0; k < s->rows[i].ncallers; k++)
-            free((char *)s->rows[i].callers[k].name);
-        free(s->rows[i].callers);
-    }
+    for (size_t i = 0; s && i < s->n; i++)
+        free_row(&s->rows[i]);
     if (s) {
         free(s->rows);
         dnp_u64map_release(&s->index);

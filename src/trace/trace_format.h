@@ -128,6 +128,9 @@ enum {
  * --locks=waits) a wait for something else to happen. */
 enum { DNP_LOCK_MONITOR, DNP_LOCK_LOCK, DNP_LOCK_WAIT_HANDLE, DNP_LOCK_MONITOR_WAIT, DNP_LOCK_NKINDS };
 #define DNP_LOCK_IS_WAIT(kind) ((kind) >= DNP_LOCK_WAIT_HANDLE)
+/* TracedMethod's state, this bit set: traced for --locks (System.Threading.Lock's
+ * slow path), not asked for by --trace. */
+#define DNP_TRACED_FOR_LOCKS 0x100u
 #define DNP_MAX_VALUES 10
 
 /* A FIELDS argument of events.def is a sequence "DNP_F(T, a) DNP_F(U, b)". With

@@ -27,6 +27,7 @@
 
 #define WAIT_TOLERANCE 0.15
 #define COUNT_SHORT 0.03
+#define SPIN_SHORT 0.10 /* a Lock's acquisitions won by spinning before the probe ran (check_lock) */
 
 typedef struct truth {
     double waited_ns;
@@ -99,18 +100,29 @@ static int check_kind(const jv *report, const char *type, const char *kind, cons
 }
 
 /* A System.Threading.Lock spins, yielding, before it waits, and raises
- * ContentionStart only when it waits: on a loaded machine a thread preempted
- * while spinning has waited by its own clock but not by the runtime's (seen:
- * 69 events for 144 contended acquisitions with a CPU hog beside the test,
- * every one of 199 on a quiet machine). So for the Lock the report's total may
- * fall short of the program's, never exceed it. */
-static int check_lock(const jv *report, const truth *t) {
-    const jv *e = lock_entry(report, "System.Threading.Lock", "lock");
+ * ContentionStart only when it waits: the acquisitions won by spinning are no
+ * contention to the runtime (seen: 15 events for 158 contended acquisitions,
+ * 623 ms of the program's 1,156). Recorded from start-up, dnprof times Lock's
+ * slow path (lockSlowPath): then the report holds every contended acquisition
+ * of the program's, and its time, as for a Monitor. The program's count may
+ * be above the report's by the few whose Enter, after a failed TryEnter, found
+ * the lock free, and by those won by spinning before the probe ran (asked
+ * for as the first thread starts, it runs some 25 ms later): at most a
+ * fraction short of the program's count. */
+static int check_lock(const jv *report, const truth *t, double short_frac) {
+    const jv *e = lock_entry(report, "System.Threading.Lock", "lock"), *slow = json_get(report, "lockSlowPath");
     double ns = e ? json_num(e, "waitNs") : 0, waits = e ? json_num(e, "waits") : 0;
-    fprintf(stderr, "e2e: lock: report %.0f waits, %.1f ms; program %.0f contended (%.0f long), %.1f ms\n", waits,
-            ns / 1e6, t->contended, t->longs, t->waited_ns / 1e6);
-    if (!e || waits < 1 || waits > t->contended || ns > (1 + WAIT_TOLERANCE) * t->waited_ns) {
-        fprintf(stderr, "e2e: lock: more than the program waited, or none\n");
+    fprintf(stderr, "e2e: lock: report %.0f waits, %.1f ms (the runtime's %.0f, %.1f ms); program %.0f contended, "
+            "%.1f ms\n", waits, ns / 1e6, slow ? json_num(slow, "blocked") : -1,
+            slow ? json_num(slow, "blockedNs") / 1e6 : -1, t->contended, t->waited_ns / 1e6);
+    if (!slow) {
+        fprintf(stderr, "e2e: lock: Lock's slow path was not timed (no lockSlowPath)\n");
+        return -1;
+    }
+    if (!e || waits > t->contended || waits < t->contended * (1 - short_frac) ||
+        fabs(ns - t->waited_ns) > WAIT_TOLERANCE * t->waited_ns) {
+        fprintf(stderr, "e2e: lock: out of tolerance (%.0f%%, %.0f%% short at most)\n", 100 * WAIT_TOLERANCE,
+                100 * short_frac);
         return -1;
     }
     return 0;
@@ -217,7 +229,7 @@ static int check_chrome(e2e_run *r, const truth *t, double report_ns) {
 /* folded and speedscope: every wait (contention and, with --locks=waits, the
  * waits) weighted by the time waited, the lock's type as the leaf frame under a
  * contender's stack; the sums are the report's. */
-static int check_folded_speedscope(e2e_run *r, double report_ns) {
+static int check_folded_speedscope(e2e_run *r, double report_ns, const char *leaf) {
     const char *fo[] = {"convert", "--format", "folded", "-o", "-", r->trace, NULL};
     if (e2e_dnprof(r, fo) != 0 || r->status != 0)
         return -1;
@@ -229,8 +241,8 @@ static int check_folded_speedscope(e2e_run *r, double report_ns) {
         while (sp > line && sp[-1] != ' ')
             sp--;
         folded += strtod(sp, NULL);
-        gate_leaf |= strstr(line, "Scenarios.LocksScenario::Contend") && strstr(line, "Scenarios.LocksScenario+Gate") &&
-                     strstr(line, "Scenarios.LocksScenario+Gate") > strstr(line, "Scenarios.LocksScenario::Contend");
+        gate_leaf |= strstr(line, "Scenarios.LocksScenario::Contend") && strstr(line, leaf) &&
+                     strstr(line, leaf) > strstr(line, "Scenarios.LocksScenario::Contend");
         line = nl ? nl + 1 : NULL;
     }
     free(text);
@@ -273,7 +285,7 @@ TEST(e2e_locks_truth) {
     ASSERT(ok);
     jv *rep = report_json(&r, r.trace);
     ASSERT_NE(rep, NULL);
-    ok = check_kind(rep, "Scenarios.LocksScenario+Gate", "monitor", &mon) == 0 && check_lock(rep, &lock) == 0 &&
+    ok = check_kind(rep, "Scenarios.LocksScenario+Gate", "monitor", &mon) == 0 && check_lock(rep, &lock, COUNT_SHORT) == 0 &&
          check_owners_sites(rep, &mon, &lock) == 0 && json_num(rep, "startVersion") >= 2;
     double monitor_ns = json_num(lock_entry(rep, "Scenarios.LocksScenario+Gate", "monitor"), "waitNs");
     double all_ns = json_num(json_get(rep, "contention"), "waitNs");
@@ -287,7 +299,7 @@ TEST(e2e_locks_truth) {
     for (int i = 0; i < lock.nowners && both.nowners < 64; i++)
         both.owners[both.nowners++] = lock.owners[i];
     ASSERT_EQ(check_chrome(&r, &both, all_ns), 0);
-    ASSERT_EQ(check_folded_speedscope(&r, all_ns + waits_ns), 0);
+    ASSERT_EQ(check_folded_speedscope(&r, all_ns + waits_ns, "Scenarios.LocksScenario+Gate"), 0);
     /* the text report says the same totals */
     const char *args[] = {"report", "--locks", r.trace, NULL};
     ASSERT_EQ(e2e_dnprof(&r, args), 0);
@@ -297,6 +309,46 @@ TEST(e2e_locks_truth) {
          strstr(text, "Scenarios.LocksScenario::ContendLock") &&
          /* Lock's contention is raised from managed code: its stacks start at Lock, not in the event source */
          strstr(text, "\n        System.Threading.Lock::") && !strstr(text, "NativeRuntimeEventSource");
+    free(text);
+    ASSERT(ok);
+    return 0;
+}
+
+/* A System.Threading.Lock held 3 ms of busy work by six threads: its waiters
+ * spin, and most acquisitions are won by spinning, of which the runtime
+ * reports none (seen: 56 of 157, 2,034 ms of 2,246, without the probe in
+ * Lock's slow path). The report holds the program's count and time; the flame
+ * graph adds up to the report, the spinning on a stack of its own; the text
+ * says what the runtime reported. */
+TEST(e2e_locks_lock_spinning) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_locks_lock_spinning"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll);
+    ASSERT(bin);
+    const char *argv[] = {bin, "run", "--quiet", "--locks", "-o", r.trace, "--", e2e_dotnet(), dll, "locks",
+                          "lockspin", "6", "30", "3000", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    truth lock;
+    int ok = read_truth(out, "lock", &lock) == 0;
+    free(out);
+    ASSERT(ok);
+    jv *rep = report_json(&r, r.trace);
+    ASSERT_NE(rep, NULL);
+    ok = check_lock(rep, &lock, SPIN_SHORT) == 0;
+    double all_ns = json_num(json_get(rep, "contention"), "waitNs");
+    json_free(rep);
+    ASSERT(ok);
+    ASSERT_EQ(check_folded_speedscope(&r, all_ns, "[lock System.Threading.Lock]"), 0);
+    const char *args[] = {"report", "--locks", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char *text = e2e_read_file(r.out, NULL);
+    ok = text && strstr(text, "note: System.Threading.Lock: ") && strstr(text, "spinning included");
+    if (!ok)
+        e2e_show_file("report --locks", r.out);
     free(text);
     ASSERT(ok);
     return 0;

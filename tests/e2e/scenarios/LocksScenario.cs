@@ -1,11 +1,13 @@
 // LocksScenario: threads that contend on one lock with known hold times and
 // measure their own waits, for lock contention (dnprof run/attach --locks).
 //
-//   dotnet Scenarios.dll locks [monitor|lock|both|none|barge|bench|blocking] [THREADS] [ROUNDS] [HOLD_US] [wait FILE]
+//   dotnet Scenarios.dll locks [monitor|lock|lockspin|both|none|barge|bench|blocking] [THREADS] [ROUNDS] [HOLD_US] [wait FILE]
 //
 // monitor: THREADS threads (default 4) take one Gate object ROUNDS times each
 // (default 100) with `lock`, holding it HOLD_US microseconds (default 1000,
-// a sleep); lock: the same on a System.Threading.Lock; both (the default): one
+// a sleep); lock: the same on a System.Threading.Lock; lockspin: the Lock held
+// HOLD_US of busy work, a 1 ms sleep between two (its waiters spin, and often
+// get it by spinning: no ContentionStart for those); both (the default): one
 // then the other; none: one thread takes a lock many times and never contends.
 // Each acquisition first tries Monitor.TryEnter (Lock.TryEnter); when that fails
 // the acquisition is contended, and the thread times its wait (a Stopwatch around
@@ -63,6 +65,14 @@ public static class LocksScenario
     }
 
     private static readonly long LongTicks = Stopwatch.Frequency / 5000; // 200 us
+
+    // HOLD_US of work whatever its length (lockspin: the waiters spin meanwhile).
+    private static void Busy(int holdUs)
+    {
+        var sw = Stopwatch.StartNew();
+        while (sw.ElapsedTicks * 1_000_000 / Stopwatch.Frequency < holdUs)
+            Thread.SpinWait(20);
+    }
 
     private static void Hold(int holdUs)
     {
@@ -124,7 +134,7 @@ public static class LocksScenario
 
 #if NET9_0_OR_GREATER
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private static void ContendLock(Lock gate, Tally t, int rounds, int holdUs)
+    private static void ContendLock(Lock gate, Tally t, int rounds, int holdUs, bool busy = false)
     {
         t.Owner(GetTid());
         for (int i = 0; i < rounds; i++)
@@ -139,14 +149,20 @@ public static class LocksScenario
             }
             try
             {
-                Hold(holdUs);
+                if (busy)
+                    Busy(holdUs);
+                else
+                    Hold(holdUs);
             }
             finally
             {
                 gate.Exit();
             }
             Count(t, ticks, !taken);
-            Thread.Yield();
+            if (busy)
+                Thread.Sleep(1);
+            else
+                Thread.Yield();
         }
     }
 #endif
@@ -268,6 +284,11 @@ public static class LocksScenario
         {
             var gate = new Lock();
             Print("lock", RunThreads(threads, t => ContendLock(gate, t, rounds, holdUs)), threads);
+        }
+        if (mode == "lockspin")
+        {
+            var gate = new Lock();
+            Print("lock", RunThreads(threads, t => ContendLock(gate, t, rounds, holdUs, true)), threads);
         }
 #else
         if (mode == "lock" || mode == "both")
