@@ -5,7 +5,7 @@
 
 static const char *const reasons[] = {
     "small-object allocation", "induced", "low memory", "empty", "large-object allocation",
-    "out of space (small objects)", "out of space (large objects)", "induced, blocking: false", "GC stress",
+    "out of space (small objects)", "out of space (large objects)", "induced, background asked", "GC stress",
     "low memory, blocking", "induced, compacting", "low memory (host)", "provisional mode full GC",
     "low memory (host), blocking", "background GC tuning (small objects)", "background GC tuning (large objects)",
     "background GC stepping", "induced, aggressive"};
@@ -28,7 +28,7 @@ static const char *const conditions[] = {
     "induced full GC", "heap expansion", "high memory load", "very high memory load", "low ephemeral space",
     "low card efficiency", "ephemeral fragmentation", "gen2 fragmentation", "gen2 fragmentation (ephemeral)",
     "gen2 fragmentation (memory load)", "gen2 fragmentation (virtual memory)", "gen1 at its limit",
-    "last GC before out of memory", "gen2 too small", "induced, blocking: false", "before a background GC",
+    "last GC before out of memory", "gen2 too small", "induced, background asked", "before a background GC",
     "almost at the allocation limit", "unproductive GCs avoided"};
 static const char *const condition_ids[] = {
     "induced_full", "expand", "high_memory_load", "very_high_memory_load", "low_ephemeral", "low_card_efficiency",
