@@ -4,7 +4,9 @@
 #include "nesting.h"
 #include "settings.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
@@ -254,6 +256,33 @@ int e2e_can_contain(void) {
     return can;
 }
 
+void e2e_forget_runtime_files(pid_t pid) {
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp)
+        tmp = "/tmp";
+    char pipe[64], socket[64];
+    size_t np = (size_t)snprintf(pipe, sizeof pipe, "clr-debug-pipe-%d-", (int)pid);
+    size_t ns = (size_t)snprintf(socket, sizeof socket, "dotnet-diagnostic-%d-", (int)pid);
+    DIR *d = opendir(tmp);
+    for (struct dirent *e = d ? readdir(d) : NULL; e; e = readdir(d))
+        if (!strncmp(e->d_name, pipe, np) || !strncmp(e->d_name, socket, ns)) {
+            char path[PATH_MAX];
+            if ((size_t)snprintf(path, sizeof path, "%s/%s", tmp, e->d_name) < sizeof path)
+                unlink(path);
+        }
+    if (d)
+        closedir(d);
+}
+
+void e2e_kill(pid_t pid) {
+    if (pid <= 0)
+        return;
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    e2e_forget_runtime_files(pid);
+}
+
 int e2e_wait(pid_t pid, int timeout_ms, int *status) {
     int ws = 0;
     for (int waited = 0;; waited += 5) {
@@ -269,12 +298,15 @@ int e2e_wait(pid_t pid, int timeout_ms, int *status) {
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
             waitpid(pid, &ws, 0);
+            e2e_forget_runtime_files(pid);
             *status = 128 + SIGKILL;
             return -1;
         }
         sleep_ms(5);
     }
     *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : -1;
+    if (WIFSIGNALED(ws)) /* killed: its runtime could not remove its files */
+        e2e_forget_runtime_files(pid);
     /* Anything the command left behind in its group goes with it. */
     kill(-pid, SIGKILL);
     return 0;

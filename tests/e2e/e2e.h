@@ -70,6 +70,14 @@ pid_t e2e_spawn(char *const argv[], const char *const env[], const char *dir,
  * Sets *status to the exit code or 128 + signal. Returns 0, or -1 on timeout. */
 int e2e_wait(pid_t pid, int timeout_ms, int *status);
 
+/* Kills pid's process group and pid, reaps pid and forgets its runtime files. */
+void e2e_kill(pid_t pid);
+
+/* Removes the files a .NET process pid leaves in the temporary directory when
+ * it is killed (its diagnostics socket, its debugger pipes): a killed program
+ * cannot, and the CI machine's /tmp would fill with them. */
+void e2e_forget_runtime_files(pid_t pid);
+
 /* Starts argv as a container runtime would, in PID and mount namespaces of
  * its own (unshare --pid --mount --fork --mount-proc), with a private TMPDIR
  * (a tmpfs at /var/tmp/dnprof-e2e-container, seen there only), a private /tmp unless the build

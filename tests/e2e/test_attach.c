@@ -131,11 +131,8 @@ static int scen_quit(scen *s) {
 }
 
 static void scen_kill(scen *s) {
-    if (s->pid > 0) {
-        kill(-s->pid, SIGKILL);
-        waitpid(s->pid, NULL, 0);
-        s->pid = 0;
-    }
+    e2e_kill(s->pid);
+    s->pid = 0;
 }
 
 /* ---- dnprof attach in the background ---- */
@@ -718,8 +715,7 @@ TEST(e2e_attach_duration) {
     long t0 = now_ms();
     int ran = up && e2e_exec(&r, (char *const *)argv, NULL) == 0;
     long wall = now_ms() - t0;
-    kill(-pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    e2e_kill(pid);
     ASSERT(up);
     ASSERT(ran);
     if (r.status != 0)
@@ -843,8 +839,7 @@ TEST(e2e_attach_messages_to_front_end) {
     snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
     const char *argv[] = {bin, "attach", pidtext, "--duration", "2s", "--flush-ms", "2", "-o", r.trace, NULL};
     int ran = up && e2e_exec(&r, (char *const *)argv, NULL) == 0;
-    kill(-pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    e2e_kill(pid);
     ASSERT(up);
     ASSERT(ran);
     int told = file_has(r.err, "cannot write trace");

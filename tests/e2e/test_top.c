@@ -81,13 +81,6 @@ static pid_t prog_start(const e2e_run *r, const char *name, const char *seconds,
     return prog_start_args(r, name, args, out, cap);
 }
 
-static void prog_kill(pid_t pid) {
-    if (pid > 0) {
-        kill(-pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-    }
-}
-
 /* The rate the program says it throws at ("throws per second N"). */
 static double prog_rate(const char *out) {
     size_t n;
@@ -232,7 +225,7 @@ TEST(e2e_top_batch_json) {
     ASSERT_EQ(e2e_setup(&r, "e2e_top_batch_json"), 0);
     pid_t prog = -1;
     int rc = batch_body(&r, &prog);
-    prog_kill(prog);
+    e2e_kill(prog);
     return rc;
 }
 
@@ -314,7 +307,7 @@ TEST(e2e_top_pool) {
     ASSERT_EQ(e2e_setup(&r, "e2e_top_pool"), 0);
     pid_t prog = -1;
     int rc = pool_body(&r, NULL, &prog, 0);
-    prog_kill(prog);
+    e2e_kill(prog);
     return rc;
 }
 
@@ -325,7 +318,7 @@ TEST(e2e_top_pool_blocked_on_tasks) {
     ASSERT_EQ(e2e_setup(&r, "e2e_top_pool_blocked_on_tasks"), 0);
     pid_t prog = -1;
     int rc = pool_body(&r, NULL, &prog, 1);
-    prog_kill(prog);
+    e2e_kill(prog);
     return rc;
 }
 
@@ -341,7 +334,7 @@ TEST(e2e_top_pool_older_runtimes) {
         ASSERT_EQ(e2e_setup(&r, names[i]), 0);
         pid_t prog = -1;
         int rc = pool_body(&r, exes[i], &prog, 0);
-        prog_kill(prog);
+        e2e_kill(prog);
         ASSERT_EQ(rc, 0);
     }
     return 0;
@@ -499,7 +492,7 @@ TEST(e2e_top_screen_tmux) {
     pid_t prog = -1;
     int rc = screen_body(&r, &t, &prog);
     tmux_stop(&t);
-    prog_kill(prog);
+    e2e_kill(prog);
     if (t.missing)
         E2E_SKIP("tmux is not installed (tools/install-deps, or: apt-get install tmux)");
     return rc;
@@ -571,8 +564,8 @@ TEST(e2e_top_errors) {
     pid_t prog = -1, other = -1;
     int rc = errors_body(&r, &prog, &other, &t);
     tmux_stop(&t);
-    prog_kill(prog);
-    prog_kill(other);
+    e2e_kill(prog);
+    e2e_kill(other);
     if (t.missing)
         E2E_SKIP("tmux is not installed (tools/install-deps, or: apt-get install tmux)");
     return rc;
