@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "bg_thread.h"
 #include "heap_format.h"
 #include "heap_statics.h"
 #include "names.h"
@@ -131,16 +132,6 @@ static void write_chunk(const uint8_t *data, size_t len) {
     H.file_bytes += want;
 }
 
-/* A thread with every signal blocked (the program's handlers are not for it). */
-static int spawn(pthread_t *t, void *(*fn)(void *), void *arg) {
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(t, NULL, fn, arg);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return rc;
-}
-
 static void *writer_main(void *arg) {
     (void)arg;
     pthread_mutex_lock(&H.mu);
@@ -238,7 +229,7 @@ static int writer_start(const char *path) {
         return -e;
     }
     H.file_bytes = sizeof hdr;
-    int rc = spawn(&H.writer, writer_main, NULL);
+    int rc = bg_thread_spawn(&H.writer, writer_main, NULL);
     if (rc != 0) {
         close(H.fd);
         H.fd = -1;
@@ -685,7 +676,7 @@ static void *gc_main(void *arg) {
 static int force_gc(gc_job *job) {
     atomic_store(&H.armed, 1);
     pthread_t t;
-    int prc = spawn(&t, gc_main, job);
+    int prc = bg_thread_spawn(&t, gc_main, job);
     if (prc == 0) {
         pthread_setname_np(t, "dnprof-gc");
         pthread_join(t, NULL);

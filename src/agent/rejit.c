@@ -24,13 +24,13 @@
 #include "rejit.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "bg_thread.h"
 #include "callbacks.h"
 #include "calls.h"
 #include "clock.h"
@@ -539,13 +539,8 @@ void rejit_lock_start(void) {
     if (!R.for_locks || atomic_load_explicit(&R.lock_asked, memory_order_relaxed) ||
         atomic_exchange(&R.lock_asked, 1))
         return;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread takes no signal meant for the program */
     pthread_t th;
-    int made = pthread_create(&th, NULL, lock_probe_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (made == 0) {
+    if (bg_thread_spawn(&th, lock_probe_main, NULL) == 0) {
         pthread_setname_np(th, "dnprof-rejit");
         pthread_detach(th);
     }

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bg_thread.h"
 #include "profiler.h"
 #include "say.h"
 
@@ -95,13 +96,8 @@ int stop_signal_install(void) {
                   "what the agent held", strerror(errno));
         return -1;
     }
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread takes no signal meant for the program */
     pthread_t th;
-    int made = pthread_create(&th, NULL, stopper_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (made != 0) {
+    if (bg_thread_spawn(&th, stopper_main, NULL) != 0) {
         agent_say("cannot start the thread that Ctrl-C's last write needs: a program ended by SIGINT loses "
                   "what the agent held");
         return -1;
