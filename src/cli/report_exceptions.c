@@ -411,11 +411,11 @@ int report_exceptions(const char *path, int json, unsigned top, FILE *out) {
         error("out of memory");
         rc = 1;
     } else if (json) {
-        fprintf(out, "{\"exceptions_total\":%llu,\"caught\":%llu,\"internal\":%llu,\"handled_by_runtime\":%llu,"
+        fprintf(out, "{\"exceptions_total\":%llu,\"thrown_new\":%llu,\"caught\":%llu,\"internal\":%llu,\"handled_by_runtime\":%llu,"
                      "\"abandoned\":%llu,\"rethrown\":%llu,\"left_by_rethrow\":%llu,\"unhandled\":%llu,"
                      "\"in_flight\":%llu,\"unexpected_events\":%llu",
-                (unsigned long long)m.n, (unsigned long long)m.caught, (unsigned long long)m.internal,
-                (unsigned long long)m.runtime, (unsigned long long)m.abandoned, (unsigned long long)m.again,
+                (unsigned long long)m.n, (unsigned long long)(m.n - m.again), (unsigned long long)m.caught,
+                (unsigned long long)m.internal, (unsigned long long)m.runtime, (unsigned long long)m.abandoned, (unsigned long long)m.again,
                 (unsigned long long)m.rethrown, (unsigned long long)m.unhandled, (unsigned long long)m.open,
                 (unsigned long long)s.unexpected);
         groups_json(out, "by_type", &m.types);
@@ -438,7 +438,11 @@ int report_exceptions(const char *path, int json, unsigned top, FILE *out) {
                                  : "no exception events in this trace: record with 'dnprof run --exceptions'\n",
               out);
     } else {
-        char c[9][32];
+        char c[11][32];
+        if (m.again && m.again < m.n) /* an await rethrows what it awaited: a throw each, one exception */
+            fprintf(out, "%s exception%s thrown, %s more throw%s of the same objects (rethrown: throw;, an await); "
+                         "each throw counts below\n", cli_fmt_count(m.n - m.again, c[9]), CLI_PLURAL(m.n - m.again),
+                    cli_fmt_count(m.again, c[10]), CLI_PLURAL(m.again));
         fprintf(out, "%s exception%s: %s caught (%s of them internal to the framework), %s handled by the "
                      "runtime, %s abandoned%s, %s left their catch by a rethrow, %s unhandled, %s in flight at "
                      "the end; %s rethrown (an object thrown again: throw;, throw ex;, an await)\n\n",

@@ -153,8 +153,20 @@ TEST(e2e_stories_dispatch_rethrow) {
     char want[64];
     snprintf(want, sizeof want, "\"rethrown\":%zu,", again);
     int ok = strstr(out, want) != NULL;
+    /* the exceptions thrown new: every throw but the rethrows */
+    const char *total = strstr(out, "\"exceptions_total\":"), *fresh = strstr(out, "\"thrown_new\":");
+    ok = ok && total && fresh &&
+         strtoull(total + 19, NULL, 10) == strtoull(fresh + 13, NULL, 10) + again;
     if (!ok)
-        fprintf(stderr, "e2e: report --exceptions --json wants %s:\n%.400s\n", want, out);
+        fprintf(stderr, "e2e: report --exceptions --json wants %s and thrown_new + rethrown = total:\n%.400s\n",
+                want, out);
+    free(out);
+    ASSERT(ok);
+    const char *text_args[] = {"report", "--exceptions", r.trace, NULL};
+    out = dnprof_out(&r, text_args);
+    ok = out && strstr(out, " more throw") && strstr(out, "of the same objects (rethrown: throw;, an await)");
+    if (!ok)
+        fprintf(stderr, "e2e: report --exceptions does not say what was thrown new:\n%.400s\n", out ? out : "");
     free(out);
     ASSERT(ok);
     return 0;
