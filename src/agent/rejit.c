@@ -515,13 +515,18 @@ static void *lock_probe_main(void *arg) {
     if (!g_agent.info || atomic_load(&R.finished))
         return NULL;
     uint32_t id = atomic_load(&R.lock_id);
-    if (!id)
+    if (!id) {
+        agent_say("--locks: " RJ_LOCK_PROBE " was not found in CoreLib: the waits " RJ_LOCK_TYPE " wins by "
+                  "spinning are not timed; the runtime's waits are recorded");
+        rec_note(1, "--locks: " RJ_LOCK_PROBE " not found");
         return NULL;
+    }
     rj_method *m = &R.m[id - 1];
     mdSignature enter = 0, exit = 0;
     found *f = calloc(1, sizeof *f);
     if (!f || module_sigs(m->module, &enter, &exit) != 0) {
         free(f);
+        fail(id - 1, E_FAIL, "CoreLib's metadata cannot take new signatures");
         return NULL;
     }
     pthread_mutex_lock(&R.mu);

@@ -294,6 +294,7 @@ static int add_lock_slow_path(locks_profile *p) {
         }
     uint64_t count = p->slow_ev_count, ns = p->slow_ev_ns;
     traced_lock_merge(&p->slow, &count, &ns);
+    p->slow.calls = count, p->slow.ns = ns; /* what the report says: the probe's, or the events' where more */
     if (count == p->slow_ev_count && ns == p->slow_ev_ns)
         return 0;
     if (!row) { /* every contended acquisition was won by spinning */
