@@ -256,6 +256,58 @@ int e2e_can_contain(void) {
     return can;
 }
 
+int e2e_attach_scenario(e2e_run *r, const char *const args[], const char *flag, char *out, size_t cap) {
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    char go[PATH_MAX + 8], err[PATH_MAX + 16], aerr[PATH_MAX + 16];
+    snprintf(go, sizeof go, "%s/go", r->dir);
+    snprintf(out, cap, "%s/scenario.out", r->dir);
+    snprintf(err, sizeof err, "%s/scenario.err", r->dir);
+    snprintf(aerr, sizeof aerr, "%s/attach.err", r->dir);
+    const char *argv[32] = {e2e_dotnet(), dll};
+    size_t n = 2;
+    for (size_t i = 0; args[i] && n + 3 < sizeof argv / sizeof argv[0]; i++)
+        argv[n++] = args[i];
+    argv[n++] = "wait";
+    argv[n++] = go;
+    argv[n] = NULL;
+    const char *env[] = {"CORECLR_ENABLE_PROFILING", "DOTNET_EnableDiagnostics=1", NULL};
+    pid_t pid = dll && bin ? e2e_spawn((char *const *)argv, env, r->dir, out, NULL, err) : -1;
+    int ready = 0, in = 0, status = -1, astatus = -1;
+    for (int i = 0; i < 600 && pid > 0 && !ready; i++) {
+        char *o = access(out, R_OK) == 0 ? e2e_read_file(out, NULL) : NULL;
+        ready = o && strstr(o, "ready");
+        free(o);
+        if (!ready)
+            sleep_ms(50);
+    }
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+    const char *aargv[] = {bin, "attach", flag, "-q", "-o", r->trace, pidtext, NULL};
+    pid_t apid = ready ? e2e_spawn((char *const *)aargv, NULL, r->dir, r->out, NULL, aerr) : -1;
+    struct stat st; /* the agent is in once the trace exists and holds its first chunk */
+    for (int i = 0; i < 400 && apid > 0 && !in; i++) {
+        in = stat(r->trace, &st) == 0 && st.st_size > 0;
+        if (!in)
+            sleep_ms(50);
+    }
+    sleep_ms(300);
+    FILE *f = fopen(go, "w");
+    if (f)
+        fclose(f);
+    if (pid > 0)
+        e2e_wait(pid, E2E_TIMEOUT_MS, &status);
+    if (apid > 0)
+        e2e_wait(apid, 30000, &astatus);
+    if (!ready || !in || status != 0) {
+        fprintf(stderr, "e2e: attach %s: scenario ready %d, agent in %d, scenario status %d\n", flag, ready, in,
+                status);
+        e2e_show_file("scenario stderr", err);
+        e2e_show_file("attach stderr", aerr);
+        return -1;
+    }
+    return 0;
+}
+
 void e2e_forget_runtime_files(pid_t pid) {
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp)

@@ -70,6 +70,14 @@ pid_t e2e_spawn(char *const argv[], const char *const env[], const char *dir,
  * Sets *status to the exit code or 128 + signal. Returns 0, or -1 on timeout. */
 int e2e_wait(pid_t pid, int timeout_ms, int *status);
 
+/* A scenario run to its end with dnprof attached: `dotnet SCENARIOS.dll ARGS...
+ * wait GO` started (its stdout in out, r->dir/scenario.out), and once it says
+ * "ready", `dnprof attach FLAG -q -o r->trace PID` (its output in r->out); when
+ * the trace holds its first chunk, GO is made, and both are waited for. 0 when
+ * the scenario said ready, the agent came in and the scenario exited 0; else
+ * -1, with the scenario's and the attach's stderr shown. */
+int e2e_attach_scenario(e2e_run *r, const char *const args[], const char *flag, char *out, size_t cap);
+
 /* Kills pid's process group and pid, reaps pid and forgets its runtime files. */
 void e2e_kill(pid_t pid);
 

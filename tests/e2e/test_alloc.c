@@ -206,64 +206,14 @@ TEST(e2e_alloc_tick) {
     return 0;
 }
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
 /* dnprof attach PID --alloc to a running program, which allocates after it. */
 TEST(e2e_alloc_attach) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_alloc_attach"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll);
-    ASSERT(bin);
-    char go[PATH_MAX + 8], out[PATH_MAX + 16], err[PATH_MAX + 16], aout[PATH_MAX + 16], aerr[PATH_MAX + 16];
-    snprintf(go, sizeof go, "%s/go", r.dir);
-    snprintf(out, sizeof out, "%s/scenario.out", r.dir);
-    snprintf(err, sizeof err, "%s/scenario.err", r.dir);
-    snprintf(aout, sizeof aout, "%s/attach.out", r.dir);
+    char out[PATH_MAX + 16], aerr[PATH_MAX + 16];
     snprintf(aerr, sizeof aerr, "%s/attach.err", r.dir);
-    const char *env[] = {"CORECLR_ENABLE_PROFILING", "DOTNET_EnableDiagnostics=1", NULL};
-    const char *argv[] = {e2e_dotnet(), dll, "alloc", ALLOC_MB, "wait", go, NULL};
-    pid_t pid = e2e_spawn((char *const *)argv, env, r.dir, out, NULL, err);
-    ASSERT_GT(pid, 0);
-    int ready = 0;
-    for (int i = 0; i < 600 && !ready; i++) {
-        char *o = access(out, R_OK) == 0 ? e2e_read_file(out, NULL) : NULL;
-        ready = o && strstr(o, "ready\n");
-        free(o);
-        if (!ready)
-            sleep_ms(50);
-    }
-    char pidtext[32];
-    snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
-    const char *aargv[] = {bin, "attach", "--alloc", "-o", r.trace, pidtext, NULL};
-    pid_t apid = ready ? e2e_spawn((char *const *)aargv, NULL, r.dir, aout, NULL, aerr) : -1;
-    /* the agent is in once the trace exists and holds its first chunk */
-    struct stat st;
-    int in = 0;
-    for (int i = 0; i < 400 && apid > 0 && !in; i++) {
-        in = stat(r.trace, &st) == 0 && st.st_size > 0;
-        if (!in)
-            sleep_ms(50);
-    }
-    sleep_ms(300);
-    FILE *f = fopen(go, "w");
-    if (f)
-        fclose(f);
-    int status = -1, astatus = -1;
-    e2e_wait(pid, E2E_TIMEOUT_MS, &status);
-    if (apid > 0)
-        e2e_wait(apid, 30000, &astatus);
-    if (!ready || !in || status != 0) {
-        e2e_show_file("scenario stderr", err);
-        e2e_show_file("attach stderr", aerr);
-    }
-    ASSERT(ready);
-    ASSERT(in);
-    ASSERT_EQ(status, 0);
+    const char *args[] = {"alloc", ALLOC_MB, NULL};
+    ASSERT_EQ(e2e_attach_scenario(&r, args, "--alloc", out, sizeof out), 0);
     truth tr;
     ASSERT_EQ(read_truth(out, &tr), 0);
     dnp_trace *t = NULL; /* an attach trace: InitializeForAttach, not Initialize */
