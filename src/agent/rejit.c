@@ -159,7 +159,8 @@ __attribute__((noinline)) static int64_t probe_enter(int32_t id) {
     if ((uint32_t)id < atomic_load_explicit(&R.n, memory_order_acquire) &&
         atomic_load_explicit(&R.counting, memory_order_relaxed)) {
         slot = caller_slot(&R.m[id], caller_ip());
-        if (R.m[id].for_locks && !atomic_load_explicit(&R.lock_live, memory_order_relaxed))
+        if ((uint32_t)id + 1 == atomic_load_explicit(&R.lock_id, memory_order_relaxed) &&
+            !atomic_load_explicit(&R.lock_live, memory_order_relaxed))
             atomic_store_explicit(&R.lock_live, 1, memory_order_relaxed); /* from now on it times Lock */
     }
     return (int64_t)(t << RJ_SLOT_BITS | slot);
@@ -328,10 +329,11 @@ static void search_type(ModuleID module, IMetaDataImport *imp, mdTypeDef td, fou
                 continue;
             m->enter_sig = sigs[0];
             m->exit_sig = sigs[1];
+            if (R.for_locks && !strcmp(name, RJ_LOCK_PROBE)) /* --trace named it too: the same probe */
+                atomic_store(&R.lock_id, (uint32_t)(m - R.m) + 1);
             if (!user) {
                 m->for_locks = 1;
                 m->state = 0; /* not asked for yet */
-                atomic_store(&R.lock_id, (uint32_t)(m - R.m) + 1);
                 continue;
             }
             if (*sigs_state == -2) {
@@ -522,6 +524,8 @@ static void *lock_probe_main(void *arg) {
         return NULL;
     }
     rj_method *m = &R.m[id - 1];
+    if (!m->for_locks)
+        return NULL; /* asked for by --trace already */
     mdSignature enter = 0, exit = 0;
     found *f = calloc(1, sizeof *f);
     if (!f || module_sigs(m->module, &enter, &exit) != 0) {

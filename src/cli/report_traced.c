@@ -154,9 +154,7 @@ static void take_lock_slow_path(traced_set *s) {
                 }
             if (r->max_ns > s->lock.max_ns)
                 s->lock.max_ns = r->max_ns;
-        }
-        if (r->for_locks && r->has_calls && r->state != 3) { /* and what it missed */
-            s->lock.calls += s->lock_before_n;
+            s->lock.calls += s->lock_before_n; /* and what it missed: the runtime's waits of before it ran */
             s->lock.ns += s->lock_before_ns;
         }
         if (r->for_locks)
