@@ -354,6 +354,43 @@ TEST(e2e_locks_lock_spinning) {
     return 0;
 }
 
+/* --trace naming Lock's slow path beside --locks: one probe for both, the
+ * traced methods' table showing it (asked for), the lock report counting with it. */
+TEST(e2e_locks_probe_with_trace) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_locks_probe_with_trace"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll);
+    ASSERT(bin);
+    const char *argv[] = {bin, "run", "--quiet", "--locks", "--trace", "System.Threading.Lock::TryEnterSlow", "-o",
+                          r.trace, "--", e2e_dotnet(), dll, "locks", "lockspin", "6", "20", "3000", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL), *err = e2e_read_file(r.err, NULL);
+    truth lock;
+    int ok = read_truth(out, "lock", &lock) == 0 && (!err || !strstr(err, "not found"));
+    free(out);
+    free(err);
+    if (!ok)
+        e2e_show_file("dnprof run stderr", r.err);
+    ASSERT(ok);
+    jv *rep = report_json(&r, r.trace);
+    ASSERT_NE(rep, NULL);
+    ok = check_lock(rep, &lock, SPIN_SHORT) == 0;
+    json_free(rep);
+    ASSERT(ok);
+    const char *args[] = {"report", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char *text = e2e_read_file(r.out, NULL);
+    ok = text && strstr(text, "traced methods") && strstr(text, "System.Threading.Lock::TryEnterSlow");
+    if (!ok)
+        e2e_show_file("report", r.out);
+    free(text);
+    ASSERT(ok);
+    return 0;
+}
+
 /* report --waits on one page: the lock contention against the program's own
  * waits and the same as report --locks says, GC pauses and blocked stacks
  * recorded, starvation named as not recorded with its flag. */
