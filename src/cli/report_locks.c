@@ -284,14 +284,16 @@ static int summarize(locks_profile *p) {
  * the totals and in its row of "by lock"; sites, stacks and owners stay the
  * events' (docs/waits.md). */
 static int add_lock_slow_path(locks_profile *p) {
-    if (traced_lock_read(p->path, &p->slow) != 0)
-        return -1;
     lk_sum *row = NULL;
     for (size_t i = 0; i < p->ntypes; i++)
         if (p->types[i].kind == DNP_LOCK_LOCK) {
             p->slow_ev_count += p->types[i].count, p->slow_ev_ns += p->types[i].wait_ns;
             row = row ? row : &p->types[i];
         }
+    if (p->attached || (p->major && p->major < 9))
+        return 0; /* no probe (rejit.c): no second pass over the trace */
+    if (traced_lock_read(p->path, &p->slow) != 0)
+        return -1;
     uint64_t count = p->slow_ev_count, ns = p->slow_ev_ns;
     traced_lock_merge(&p->slow, &count, &ns);
     p->slow.calls = count, p->slow.ns = ns; /* what the report says: the probe's, or the events' where more */
@@ -662,12 +664,10 @@ const dnp_calltree *locks_calltree(locks_profile *p) {
     int rc = 0;
     for (size_t k = 0; k < p->npaths && rc == 0; k++)
         rc = add_path(p, ct, &p->paths[k]);
-    /* Lock's acquisitions that no event reported: in the totals, with no stack */
-    uint64_t count = p->slow_ev_count, ns = p->slow_ev_ns;
-    traced_lock_merge(&p->slow, &count, &ns);
-    if (rc == 0 && ns > p->slow_ev_ns)
-        rc = dnp_ct_text_add(ct, &p->nm, LOCK_SPIN_FRAME, "[lock System.Threading.Lock]", ns - p->slow_ev_ns,
-                             count > p->slow_ev_count ? count - p->slow_ev_count : 1);
+    /* Lock's acquisitions that no event reported (p->slow holds the merged figures): in the totals, with no stack */
+    if (rc == 0 && p->slow.known && p->slow.ns > p->slow_ev_ns)
+        rc = dnp_ct_text_add(ct, &p->nm, LOCK_SPIN_FRAME, "[lock System.Threading.Lock]", p->slow.ns - p->slow_ev_ns,
+                             p->slow.calls > p->slow_ev_count ? p->slow.calls - p->slow_ev_count : 1);
     if (rc == 0)
         rc = dnp_ct_text_finish(ct, &p->nm);
     if (rc != 0) {
