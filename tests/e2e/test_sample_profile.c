@@ -157,7 +157,25 @@ static dnp_trace *load_any(const char *path) {
     return t;
 }
 
-static int check_shares(const char *path, uint64_t period_ns, const char *what) {
+/* The truth: the shares the program measured of its own time in each hot
+ * method (its "measured A B C" line on stderr, in said), or the shares its
+ * iteration counts give (60 30 10) when it wrote none. The counts are the
+ * truth on a quiet machine; on a loaded one the three methods can run at
+ * different speeds for a while (one still in Tier0 code or in OSR code while
+ * another runs its Tier1 code), and CI once saw HotSixty at 54% there. */
+static void program_truth(const char *said, double truth[3]) {
+    memcpy(truth, TRUTH, sizeof TRUTH);
+    size_t len;
+    char *text = said ? e2e_read_file(said, &len) : NULL;
+    const char *at = text ? strstr(text, "measured ") : NULL;
+    double m[3];
+    if (at && sscanf(at, "measured %lf %lf %lf", &m[0], &m[1], &m[2]) == 3 && m[0] + m[1] + m[2] > 99 &&
+        m[0] + m[1] + m[2] < 101)
+        memcpy(truth, m, sizeof m);
+    free(text);
+}
+
+static int check_shares(const char *path, uint64_t period_ns, const char *what, const char *said) {
     dnp_trace *t = load_any(path);
     if (!t)
         return -1;
@@ -167,16 +185,19 @@ static int check_shares(const char *path, uint64_t period_ns, const char *what) 
     if (rc == 0)
         hot_shares(&ns, self, share, &walked);
     double n = rc == 0 ? (self[0] + self[1] + self[2]) / (double)period_ns : 0;
-    fprintf(stderr, "%s: %.0f samples of the hot methods (of %llu), shares %.1f %.1f %.1f (truth 60 30 10), "
+    double truth[3];
+    program_truth(said, truth);
+    fprintf(stderr, "%s: %.0f samples of the hot methods (of %llu), shares %.1f %.1f %.1f (truth %.1f %.1f %.1f), "
                     "%.0f%% of HotSixty's under Rounds\n",
-            what, n, (unsigned long long)sample_stat(t, 0), share[0], share[1], share[2], 100 * walked);
+            what, n, (unsigned long long)sample_stat(t, 0), share[0], share[1], share[2], truth[0], truth[1],
+            truth[2], 100 * walked);
     if (rc == 0 && n < MIN_SAMPLES) {
         fprintf(stderr, "%s: %.0f samples, fewer than %d: the shares cannot be judged\n", what, n, MIN_SAMPLES);
         rc = -1;
     }
     for (int h = 0; h < 3 && rc == 0; h++)
-        if (share[h] < TRUTH[h] - TOLERANCE || share[h] > TRUTH[h] + TOLERANCE) {
-            fprintf(stderr, "%s: %s has %.1f%%, the truth is %.0f%% +- %.0f\n", what, HOT[h], share[h], TRUTH[h],
+        if (share[h] < truth[h] - TOLERANCE || share[h] > truth[h] + TOLERANCE) {
+            fprintf(stderr, "%s: %s has %.1f%%, the truth is %.1f%% +- %.0f\n", what, HOT[h], share[h], truth[h],
                     TOLERANCE);
             rc = -1;
         }
@@ -229,7 +250,7 @@ TEST(e2e_sample_shares_100hz) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "sample_shares_100hz"), 0);
     ASSERT_EQ(run_shares(&r, "100", "11"), 0);
-    ASSERT_EQ(check_shares(r.trace, 10000000, "100 Hz from start-up"), 0);
+    ASSERT_EQ(check_shares(r.trace, 10000000, "100 Hz from start-up", r.err), 0);
     return 0;
 }
 
@@ -373,7 +394,7 @@ TEST(e2e_sample_shares_process_timer) {
     }
     ASSERT(process);
     ASSERT(dropped);
-    ASSERT_EQ(check_shares(r.trace, 1000000, "1 kHz, one process timer"), 0);
+    ASSERT_EQ(check_shares(r.trace, 1000000, "1 kHz, one process timer", r.err), 0);
     return 0;
 }
 
@@ -393,7 +414,7 @@ TEST(e2e_sample_switching_gives_way) {
     ASSERT(perf >= 0);
     if (perf) /* else perf events were refused here: POSIX timers from the start */
         ASSERT_EQ(note_has(r.trace, "a perf event costs at every switch of its thread; so after"), 1);
-    ASSERT_EQ(check_shares(r.trace, 1000000, "1 kHz, a program that switches threads"), 0);
+    ASSERT_EQ(check_shares(r.trace, 1000000, "1 kHz, a program that switches threads", r.err), 0);
     /* tick-grained: about 4 periods a sample, which the report says (SampleWeights) */
     const char *report[] = {"report", r.trace, NULL};
     ASSERT_EQ(e2e_dnprof(&r, report), 0);
@@ -406,7 +427,7 @@ TEST(e2e_sample_shares_1khz) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "sample_shares_1khz"), 0);
     ASSERT_EQ(run_shares(&r, "1000", "2.5"), 0);
-    ASSERT_EQ(check_shares(r.trace, 1000000, "1 kHz from start-up"), 0);
+    ASSERT_EQ(check_shares(r.trace, 1000000, "1 kHz from start-up", r.err), 0);
     /* four threads that never block keep their perf events */
     ASSERT_EQ(note_has(r.trace, "costs at every switch"), 0);
     /* the same front end as --calls: report and the exports */
@@ -513,6 +534,12 @@ static int attach_shares_in(e2e_run *r, const char *rate, const char *cpu_second
     return 0;
 }
 
+/* The file that holds what the scenario started by attach_shares_in wrote on stderr. */
+static const char *scenario_said(const e2e_run *r, char *buf, size_t size) {
+    snprintf(buf, size, "%s/scenario.err", r->dir);
+    return buf;
+}
+
 static int attach_shares(e2e_run *r, const char *rate, const char *cpu_seconds) {
     return attach_shares_in(r, rate, cpu_seconds, 0);
 }
@@ -524,10 +551,13 @@ static int attach_shares(e2e_run *r, const char *rate, const char *cpu_seconds) 
 TEST(e2e_container_attach_sample) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "container_attach_sample"), 0);
+    char said[PATH_MAX + 16];
     if (!e2e_can_contain())
         E2E_SKIP("unshare cannot make PID and mount namespaces here (needs root or user namespaces)");
     ASSERT_EQ(attach_shares_in(&r, "1000", "2.5", 1), 0);
-    ASSERT_EQ(check_shares(r.trace, 1000000, "1 kHz by attach, into a container"), 0);
+    ASSERT_EQ(check_shares(r.trace, 1000000, "1 kHz by attach, into a container",
+                           scenario_said(&r, said, sizeof said)),
+              0);
     ASSERT(file_has(r.err, "attached to pid"));
     return 0;
 }
@@ -535,16 +565,18 @@ TEST(e2e_container_attach_sample) {
 TEST(e2e_sample_attach_100hz) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "sample_attach_100hz"), 0);
+    char said[PATH_MAX + 16];
     ASSERT_EQ(attach_shares(&r, "100", "11"), 0);
-    ASSERT_EQ(check_shares(r.trace, 10000000, "100 Hz by attach"), 0);
+    ASSERT_EQ(check_shares(r.trace, 10000000, "100 Hz by attach", scenario_said(&r, said, sizeof said)), 0);
     return 0;
 }
 
 TEST(e2e_sample_attach_1khz) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "sample_attach_1khz"), 0);
+    char said[PATH_MAX + 16];
     ASSERT_EQ(attach_shares(&r, "1000", "2.5"), 0);
-    ASSERT_EQ(check_shares(r.trace, 1000000, "1 kHz by attach"), 0);
+    ASSERT_EQ(check_shares(r.trace, 1000000, "1 kHz by attach", scenario_said(&r, said, sizeof said)), 0);
     return 0;
 }
 
