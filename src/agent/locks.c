@@ -43,6 +43,7 @@
 #define COR_PRF_ENABLE_STACK_SNAPSHOT 0x10000000u
 
 #define SLICES_PER_SECOND 1000u
+#define LOCK_TYPE_NAME "System.Threading.Lock"
 
 /* Aggregation, as alloc_sampling.c's: striped tables (agg.h), written out when
  * a second old or FLUSH_WAITS waits full, when a key finds no room near its
@@ -75,6 +76,14 @@ typedef struct pending {
 } pending;
 
 static __thread pending t_contention, t_wait;
+
+/* A call of Lock's slow path that the probe times on this thread (rejit.c):
+ * on, and the owner named by a ContentionStart inside it. */
+static __thread struct {
+    unsigned on, gen;
+    uint64_t owner;
+} t_probe;
+static atomic_uint_fast64_t g_probe_calls, g_probe_blocked_n, g_probe_blocked_ns; /* LockProbeBlocked */
 static __thread unsigned t_gen;
 static __thread uint32_t t_lock_type; /* "System.Threading.Lock" */
 
@@ -125,6 +134,9 @@ static void on_started(void) {
     atomic_store(&g_unmatched, 0);
     atomic_store(&g_before_n, 0);
     atomic_store(&g_before_ns, 0);
+    atomic_store(&g_probe_calls, 0);
+    atomic_store(&g_probe_blocked_n, 0);
+    atomic_store(&g_probe_blocked_ns, 0);
     REC(LockConfig, (uint64_t)g_major, (uint64_t)g_mode, g_slice_ns);
 }
 
@@ -159,6 +171,8 @@ void locks_flush_all(void) {
         atomic_load(&g_dropped), atomic_load(&g_unmatched));
     if (atomic_load(&g_before_n))
         REC(LockBeforeProbe, atomic_load(&g_before_n), atomic_load(&g_before_ns));
+    if (atomic_load(&g_probe_calls)) /* the reader's sign that Lock's LockSites are the probe's */
+        REC(LockProbeBlocked, atomic_load(&g_probe_blocked_n), atomic_load(&g_probe_blocked_ns));
 }
 
 static void aggregate(const pending *p, uint64_t wait_ns) {
@@ -233,6 +247,10 @@ static uint32_t object_type(uint64_t object) {
     return sid;
 }
 
+static uint32_t lock_type(void) {
+    return t_lock_type ? t_lock_type : (t_lock_type = rec_string(LOCK_TYPE_NAME, sizeof LOCK_TYPE_NAME - 1));
+}
+
 static void contention_start(const ep_event *e) {
     ep_reader r = ep_read(e);
     ep_get(&r, 1);
@@ -256,13 +274,16 @@ static void contention_start(const ep_event *e) {
     if (how == 2)
         p->type = object_type(object);
     else if (p->kind == DNP_LOCK_LOCK) /* its AssociatedObjectID is the Lock itself */
-        p->type = t_lock_type ? t_lock_type : (t_lock_type = rec_string("System.Threading.Lock", 21));
+        p->type = lock_type();
     else
         p->type = 0;
     p->owner = owner;
     p->on = 1;
     p->probed = 1;
-    if (p->kind == DNP_LOCK_LOCK) { /* Lock's slow path timed from now on (rejit.c) */
+    if (p->kind == DNP_LOCK_LOCK && t_probe.on && t_probe.gen == atomic_load(&g_gen)) {
+        t_probe.owner = owner; /* the probe's call: its wait, told at the probe's exit */
+        p->on = 3;
+    } else if (p->kind == DNP_LOCK_LOCK) { /* Lock's slow path timed from now on (rejit.c) */
         p->probed = !rejit_lock_before_probe();
         rejit_lock_start();
     }
@@ -273,7 +294,8 @@ static void wait_start(const ep_event *e) {
     ep_reader r = ep_read(e);
     uint64_t source = ep_get(&r, 1);
     pending *p = &t_wait;
-    if (t_contention.on) { /* the lock's own wait (Monitor.Enter_Slowpath on .NET 10): counted as contention */
+    if (t_contention.on || t_probe.on) { /* the lock's own wait (Monitor.Enter_Slowpath on .NET 10, Lock's
+                                          * slow path): counted as contention */
         p->on = 2;
         return;
     }
@@ -288,6 +310,10 @@ static void wait_start(const ep_event *e) {
 
 static void stop(pending *p, uint64_t runtime_ns) {
     uint64_t now = recorder_now();
+    if (p->on == 3) { /* a wait inside the probe's call: counted there */
+        atomic_fetch_add_explicit(&g_probe_blocked_n, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&g_probe_blocked_ns, runtime_ns ? runtime_ns : now - p->start, memory_order_relaxed);
+    }
     if (p->on != 1) {
         if (!p->on)
             atomic_fetch_add_explicit(&g_unmatched, 1, memory_order_relaxed);
@@ -305,7 +331,8 @@ static void stop(pending *p, uint64_t runtime_ns) {
     slice(p, wait_ns, now);
 }
 
-static void on_event(const ep_event *e) {
+/* This thread's state made the current session's. */
+static void thread_sync(void) {
     unsigned gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
     if (t_gen != gen) {
         memset(&t_contention, 0, sizeof t_contention);
@@ -313,6 +340,10 @@ static void on_event(const ep_event *e) {
         t_lock_type = 0;
         t_gen = gen;
     }
+}
+
+static void on_event(const ep_event *e) {
+    thread_sync();
     switch (e->id) {
     case EVENT_CONTENTION_START: contention_start(e); break;
     case EVENT_CONTENTION_STOP: {
@@ -338,4 +369,28 @@ static void on_event(const ep_event *e) {
         break;
     default: break;
     }
+}
+
+void locks_probe_enter(void) {
+    if (!g_mode)
+        return;
+    t_probe.on = 1;
+    t_probe.gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
+    t_probe.owner = 0;
+}
+
+void locks_probe_exit(uint64_t wait_ns) {
+    if (!g_mode || !t_probe.on)
+        return;
+    t_probe.on = 0;
+    if (t_probe.gen != atomic_load_explicit(&g_gen, memory_order_relaxed))
+        return; /* begun in another session */
+    thread_sync();
+    /* innermost frame Lock.TryEnterSlow: calls from Lock.TryEnter() are told apart by the reader */
+    pending p = {.stack = stack_sid_here(0, NULL), .type = lock_type(), .kind = DNP_LOCK_LOCK,
+                 .owner = t_probe.owner, .on = 1, .probed = 1};
+    atomic_fetch_add_explicit(&g_waits, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_probe_calls, 1, memory_order_relaxed);
+    aggregate(&p, wait_ns);
+    slice(&p, wait_ns, recorder_now());
 }

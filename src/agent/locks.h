@@ -18,6 +18,14 @@
 /* Before SetEventMask: when cfg asks for --locks, joins the EventPipe session. */
 void locks_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high);
 
+/* System.Threading.Lock's slow path, timed by rejit.c's probe (--locks from
+ * start-up on .NET 9+), on the acquiring thread: enter as a call starts; exit
+ * as it ends, with its time. The call is then one contended acquisition, with
+ * this thread's stack and, when it blocked, the owner the runtime's
+ * ContentionStart named; the runtime's own wait inside it is left to it. */
+void locks_probe_enter(void);
+void locks_probe_exit(uint64_t wait_ns);
+
 /* Writes out every sum not yet written, and the stats so far. */
 void locks_flush_all(void);
 

@@ -37,6 +37,7 @@
 #include "eventpipe.h"
 #include "il_body.h"
 #include "il_rewrite.h"
+#include "locks.h"
 #include "u64map.h"
 #include "utf16.h"
 
@@ -159,9 +160,11 @@ __attribute__((noinline)) static int64_t probe_enter(int32_t id) {
     if ((uint32_t)id < atomic_load_explicit(&R.n, memory_order_acquire) &&
         atomic_load_explicit(&R.counting, memory_order_relaxed)) {
         slot = caller_slot(&R.m[id], caller_ip());
-        if ((uint32_t)id + 1 == atomic_load_explicit(&R.lock_id, memory_order_relaxed) &&
-            !atomic_load_explicit(&R.lock_live, memory_order_relaxed))
-            atomic_store_explicit(&R.lock_live, 1, memory_order_relaxed); /* from now on it times Lock */
+        if ((uint32_t)id + 1 == atomic_load_explicit(&R.lock_id, memory_order_relaxed)) {
+            if (!atomic_load_explicit(&R.lock_live, memory_order_relaxed))
+                atomic_store_explicit(&R.lock_live, 1, memory_order_relaxed); /* from now on it times Lock */
+            locks_probe_enter();
+        }
     }
     return (int64_t)(t << RJ_SLOT_BITS | slot);
 }
@@ -187,6 +190,8 @@ static void probe_exit(int32_t id, int64_t start) {
         ;
     if (m->hist)
         atomic_fetch_add_explicit(&m->hist[dnp_lat_bucket(ns)], 1, memory_order_relaxed);
+    if ((uint32_t)id + 1 == atomic_load_explicit(&R.lock_id, memory_order_relaxed))
+        locks_probe_exit(ns); /* its stack and owner (locks.c) */
 }
 
 /* ---- start ---- */

@@ -62,6 +62,24 @@ const char *lock_api(const char *stack, size_t *len) {
     return inside;
 }
 
+/* The frame that starts at f, n bytes long, is exactly name. */
+static int frame_is(const char *f, size_t n, const char *name) {
+    return n == strlen(name) && !memcmp(f, name, n);
+}
+
+int lock_try_at_once(const char *stack) {
+    int after_slow = 0;
+    for (const char *f = stack; f && *f;) {
+        const char *end = strchr(f, '\n');
+        size_t n = end ? (size_t)(end - f) : strlen(f);
+        if (after_slow)
+            return frame_is(f, n, LOCK_TRY_ENTER);
+        after_slow = frame_is(f, n, LOCK_SLOW_PATH);
+        f = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
 int lock_runtime_thread(const char *stack) {
     static const char *const loops[] = {
         "System.Threading.TimerQueue::TimerThread", "System.Threading.PortableThreadPool+GateThread::",

@@ -26,6 +26,17 @@ const char *lock_api(const char *stack, size_t *len);
  * request of the program spent. */
 int lock_runtime_thread(const char *stack);
 
+/* System.Threading.Lock's slow path, which the probe of --locks times
+ * (docs/waits.md), and the try without a wait, whose calls of it are left out. */
+#define LOCK_SLOW_PATH "System.Threading.Lock::TryEnterSlow"
+#define LOCK_TRY_ENTER "System.Threading.Lock::TryEnter"
+
+/* 1 when stack is a call of System.Threading.Lock's slow path made by
+ * Lock.TryEnter without a wait (the frame right under TryEnterSlow is
+ * Lock::TryEnter): a try that fails at once is no contended acquisition, and
+ * the probe in the slow path (docs/waits.md) times those calls too. */
+int lock_try_at_once(const char *stack);
+
 /* The frame of the thread that polls EventCounters, one of them: the runtime
  * starts it when a session asks for counters (--threadpool's). */
 #define LOCK_COUNTERS_POLL "System.Diagnostics.Tracing.CounterGroup::"

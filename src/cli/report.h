@@ -169,11 +169,10 @@ void traced_free(traced_set *s);
 /* System.Threading.Lock's slow path, timed by a probe (traced for --locks from
  * start-up on .NET 9+, docs/waits.md): the contended acquisitions, spinning
  * included, which the runtime's events report only when they block. */
-#define DNP_LOCK_SLOW_PATH "System.Threading.Lock::TryEnterSlow"
-#define DNP_LOCK_TRY_ENTER "System.Threading.Lock::TryEnter"
 typedef struct traced_lock {
     int known;
-    uint64_t calls, ns, max_ns;
+    uint64_t calls, ns, max_ns;   /* the probe's calls, and the runtime's waits of before it ran */
+    uint64_t before_calls, before_ns; /* those waits (LockBeforeProbe) */
 } traced_lock;
 /* NULL when the trace did not time it. */
 const traced_lock *traced_lock_slow_path(const traced_set *s);

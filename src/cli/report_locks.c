@@ -67,7 +67,9 @@ struct locks_profile {
     dnp_calltree *ct;
     dnp_ct_names nm; /* frame names of the tree (own names) */
     traced_lock slow;                 /* System.Threading.Lock's slow path, timed (slow.known) */
-    uint64_t slow_ev_count, slow_ev_ns; /* the runtime's waits for a Lock: the ones that blocked */
+    uint64_t slow_ev_count, slow_ev_ns; /* the LockSites' figures for a Lock */
+    int probe_stacks;                   /* a LockProbeBlocked: the probe's calls are LockSites, with stacks */
+    uint64_t blocked_n, blocked_ns;     /* then the runtime's waits for a Lock: LockProbeBlocked, LockBeforeProbe */
 };
 
 static int add_owner(lk_path *p, uint64_t owner, uint64_t count, uint64_t wait_ns) {
@@ -89,6 +91,8 @@ static int add_site(locks_profile *p, const dnp_trace_event *e) {
     uint64_t kind = F(kind) < DNP_LOCK_NKINDS ? F(kind) : DNP_LOCK_WAIT_HANDLE;
     uint64_t count = F(count), wait_ns = F(waitNs), max_ns = F(maxNs);
 #undef F
+    if (kind == DNP_LOCK_LOCK && lock_try_at_once(dnp_trace_string(p->t, stack)))
+        return 0; /* a try that failed at once: no contended acquisition (lock_site.h) */
     if (!CONTENTION(kind) && lock_runtime_thread(dnp_trace_string(p->t, stack))) {
         p->house_count += count, p->house_ns += wait_ns;
         return 0;
@@ -133,13 +137,18 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         p->slices_dropped = e->v[DNP_V(LockStats, slicesDropped)], p->unmatched = e->v[DNP_V(LockStats, unmatched)];
         return 0;
     case DNP_EV_LockSite: return add_site(p, e);
+    case DNP_EV_LockProbeBlocked: /* cumulative, as LockBeforeProbe: the last counts; added up at the end */
+        p->probe_stacks = 1;
+        p->blocked_n = e->v[DNP_V(LockProbeBlocked, waits)], p->blocked_ns = e->v[DNP_V(LockProbeBlocked, waitNs)];
+        return 0;
     case DNP_EV_LockWait: {
         if (DNP_VEC_RESERVE(p->slices, p->cap_slices, p->nslices + 1, 64) != 0)
             return -1;
         uint64_t wait = e->v[DNP_V(LockWait, waitNs)], kind = e->v[DNP_V(LockWait, kind)];
         kind = kind < DNP_LOCK_NKINDS ? kind : DNP_LOCK_WAIT_HANDLE;
-        if (!CONTENTION(kind) && lock_runtime_thread(dnp_trace_string(t, e->v[DNP_V(LockWait, stack)])))
-            return 0; /* the runtime's service threads, as its LockSites */
+        const char *stack = dnp_trace_string(t, e->v[DNP_V(LockWait, stack)]);
+        if ((!CONTENTION(kind) && lock_runtime_thread(stack)) || (kind == DNP_LOCK_LOCK && lock_try_at_once(stack)))
+            return 0; /* the runtime's service threads, tries that failed at once: as its LockSites */
         dnp_export_slice *s = &p->slices[p->nslices++];
         memset(s, 0, sizeof *s);
         s->thread = e->thread;
@@ -294,6 +303,11 @@ static int add_lock_slow_path(locks_profile *p) {
         return 0; /* no probe (rejit.c): no second pass over the trace */
     if (traced_lock_read(p->path, &p->slow) != 0)
         return -1;
+    if (p->probe_stacks) { /* the runtime's part: what blocked in the probe's calls, and before it ran */
+        p->blocked_n += p->slow.before_calls, p->blocked_ns += p->slow.before_ns;
+    } else { /* a 1.4 agent's trace: the Lock's LockSites are the runtime's waits alone */
+        p->blocked_n = p->slow_ev_count, p->blocked_ns = p->slow_ev_ns;
+    }
     uint64_t count = p->slow_ev_count, ns = p->slow_ev_ns;
     traced_lock_merge(&p->slow, &count, &ns);
     p->slow.calls = count, p->slow.ns = ns; /* what the report says: the probe's, or the events' where more */
@@ -411,7 +425,15 @@ static const char *version_note(const locks_profile *p) {
 /* What System.Threading.Lock's figures are made of (NULL: nothing to say). */
 static const char *lock_note(const locks_profile *p, char *buf, size_t len) {
     char a[32], b[32], c[32], d[32];
-    if (p->slow.known && (p->slow.calls > p->slow_ev_count || p->slow.ns > p->slow_ev_ns)) {
+    if (p->slow.known && p->probe_stacks && p->slow.calls > p->blocked_n) {
+        snprintf(buf, len, "System.Threading.Lock: %s contended acquisition%s took %s, spinning included, each with "
+                 "its site and stack (timed in Lock's slow path); the runtime reported the %s that blocked after "
+                 "spinning (%s), and only those name the thread that held the lock", cli_fmt_count(p->slow.calls, a),
+                 CLI_PLURAL(p->slow.calls), report_fmt_ns(p->slow.ns, b), cli_fmt_count(p->blocked_n, c),
+                 report_fmt_ns(p->blocked_ns, d));
+        return buf;
+    }
+    if (p->slow.known && !p->probe_stacks && (p->slow.calls > p->slow_ev_count || p->slow.ns > p->slow_ev_ns)) {
         snprintf(buf, len, "System.Threading.Lock: %s contended acquisition%s took %s, spinning included (timed in "
                  "Lock's slow path); the runtime reported the %s that blocked after spinning (%s), and only "
                  "those have a site, a stack and an owner below", cli_fmt_count(p->slow.calls, a),
@@ -511,8 +533,8 @@ static int report_json(const locks_profile *p, const report_opts *o, FILE *out) 
     if (p->slow.known)
         fprintf(out, ",\"lockSlowPath\":{\"acquisitions\":%llu,\"ns\":%llu,\"maxNs\":%llu,\"blocked\":%llu,"
                 "\"blockedNs\":%llu}", (unsigned long long)p->slow.calls, (unsigned long long)p->slow.ns,
-                (unsigned long long)p->slow.max_ns, (unsigned long long)p->slow_ev_count,
-                (unsigned long long)p->slow_ev_ns);
+                (unsigned long long)p->slow.max_ns, (unsigned long long)p->blocked_n,
+                (unsigned long long)p->blocked_ns);
     fprintf(out, ",\"noContention\":%s,\"slices\":%zu,\"slicesDropped\":%llu,\"sliceNs\":%llu",
             p->count[0] ? "false" : "true", p->nslices, (unsigned long long)p->slices_dropped,
             (unsigned long long)p->slice_ns);
@@ -642,8 +664,11 @@ int report_locks(locks_profile *p, const report_opts *o, FILE *out) {
 
 /* ---- the call tree: the waiting stacks weighted by the time waited ---- */
 
-/* The frame of the time Lock's slow path took beyond the runtime's waits. */
+/* The frame of the time Lock's slow path took beyond its LockSites: before
+ * 1.5, the runtime's waits alone; since, the probe's calls too, so only what
+ * the probe timed without a site (a call that began in another session). */
 #define LOCK_SPIN_FRAME "[won by spinning or before blocking: no stack (timed in Lock's slow path)]"
+#define LOCK_UNSITED_FRAME "[timed in Lock's slow path: no stack]"
 
 static int add_path(locks_profile *p, dnp_calltree *ct, const lk_path *w) {
     char leaf[1100];
@@ -666,7 +691,8 @@ const dnp_calltree *locks_calltree(locks_profile *p) {
         rc = add_path(p, ct, &p->paths[k]);
     /* Lock's acquisitions that no event reported (p->slow holds the merged figures): in the totals, with no stack */
     if (rc == 0 && p->slow.known && p->slow.ns > p->slow_ev_ns)
-        rc = dnp_ct_text_add(ct, &p->nm, LOCK_SPIN_FRAME, "[lock System.Threading.Lock]", p->slow.ns - p->slow_ev_ns,
+        rc = dnp_ct_text_add(ct, &p->nm, p->probe_stacks ? LOCK_UNSITED_FRAME : LOCK_SPIN_FRAME,
+                             "[lock System.Threading.Lock]", p->slow.ns - p->slow_ev_ns,
                              p->slow.calls > p->slow_ev_count ? p->slow.calls - p->slow_ev_count : 1);
     if (rc == 0)
         rc = dnp_ct_text_finish(ct, &p->nm);

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "export.h"
+#include "lock_site.h"
 #include "report.h"
 #include "u64map.h"
 
@@ -145,10 +146,10 @@ static void take_lock_slow_path(traced_set *s) {
     size_t kept = 0;
     for (size_t i = 0; i < s->n; i++) {
         traced_row *r = &s->rows[i];
-        if (r->name && !strcmp(r->name, DNP_LOCK_SLOW_PATH) && r->has_calls && r->state != 3) {
+        if (r->name && !strcmp(r->name, LOCK_SLOW_PATH) && r->has_calls && r->state != 3) {
             s->lock.known = 1;
             for (size_t k = 0; k < r->ncallers; k++)
-                if (!r->callers[k].name || strcmp(r->callers[k].name, DNP_LOCK_TRY_ENTER) != 0) {
+                if (!r->callers[k].name || strcmp(r->callers[k].name, LOCK_TRY_ENTER) != 0) {
                     s->lock.calls += r->callers[k].calls;
                     s->lock.ns += r->callers[k].total_ns;
                 }
@@ -156,6 +157,7 @@ static void take_lock_slow_path(traced_set *s) {
                 s->lock.max_ns = r->max_ns;
             s->lock.calls += s->lock_before_n; /* and what it missed: the runtime's waits of before it ran */
             s->lock.ns += s->lock_before_ns;
+            s->lock.before_calls = s->lock_before_n, s->lock.before_ns = s->lock_before_ns;
         }
         if (r->for_locks)
             free_row(r);

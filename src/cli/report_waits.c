@@ -114,6 +114,8 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         uint64_t kind = e->v[DNP_V(LockSite, kind)], count = e->v[DNP_V(LockSite, count)];
         uint64_t ns = e->v[DNP_V(LockSite, waitNs)], stack = e->v[DNP_V(LockSite, stack)];
         int wait = DNP_LOCK_IS_WAIT(kind);
+        if (kind == DNP_LOCK_LOCK && lock_try_at_once(dnp_trace_string(t, stack)))
+            break; /* a try that failed at once (lock_site.h), as report --locks leaves it out */
         if (wait && lock_runtime_thread(dnp_trace_string(t, stack))) {
             w->house_ns += ns;
             break;

@@ -216,6 +216,8 @@ static void take_event(top_model *m, const dnp_trace *t, const dnp_trace_event *
         const char *stack = dnp_trace_string(t, e->v[DNP_V(LockSite, stack)]);
         if (DNP_LOCK_IS_WAIT(e->v[DNP_V(LockSite, kind)]) && lock_runtime_thread(stack))
             break; /* the runtime's service threads, as report --locks counts them apart */
+        if (e->v[DNP_V(LockSite, kind)] == DNP_LOCK_LOCK && lock_try_at_once(stack))
+            break; /* a try that failed at once (lock_site.h) */
         const char *site = lock_site(stack, &len);
         uint64_t count = e->v[DNP_V(LockSite, count)], ns = e->v[DNP_V(LockSite, waitNs)];
         if (site && len)
