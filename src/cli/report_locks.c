@@ -425,6 +425,13 @@ static const char *version_note(const locks_profile *p) {
 /* What System.Threading.Lock's figures are made of (NULL: nothing to say). */
 static const char *lock_note(const locks_profile *p, char *buf, size_t len) {
     char a[32], b[32], c[32], d[32];
+    if (p->slow.known && p->probe_stacks && !p->blocked_n) {
+        snprintf(buf, len, "System.Threading.Lock: %s contended acquisition%s took %s, spinning included, each with "
+                 "its site and stack (timed in Lock's slow path); none blocked after spinning, so the runtime "
+                 "reported none and none names the thread that held the lock", cli_fmt_count(p->slow.calls, a),
+                 CLI_PLURAL(p->slow.calls), report_fmt_ns(p->slow.ns, b));
+        return buf;
+    }
     if (p->slow.known && p->probe_stacks && p->slow.calls > p->blocked_n) {
         snprintf(buf, len, "System.Threading.Lock: %s contended acquisition%s took %s, spinning included, each with "
                  "its site and stack (timed in Lock's slow path); the runtime reported the %s that blocked after "
