@@ -31,6 +31,7 @@ typedef struct site {
 
 typedef struct waits {
     int locks, gc, threadpool, wall;       /* recorded: the config event was there */
+    uint64_t lock_mode, lock_major;        /* LockConfig's: 2 with the waits (--locks=waits), the runtime */
     int attached;                          /* recorded by dnprof attach: the program's pid */
     uint64_t lock_n, lock_ns, wait_n, wait_ns;
     uint64_t slock_n, slock_ns; /* of lock_n, lock_ns: System.Threading.Lock's */
@@ -108,7 +109,10 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         w->first_ns = e->time_ns;
     w->last_ns = e->time_ns;
     switch (e->kind) {
-    case DNP_EV_LockConfig: w->locks = 1; break;
+    case DNP_EV_LockConfig:
+        w->locks = 1;
+        w->lock_mode = e->v[DNP_V(LockConfig, mode)], w->lock_major = e->v[DNP_V(LockConfig, runtimeMajor)];
+        break;
     case DNP_EV_InitializeForAttach: w->attached = t->pid ? (int)t->pid : 1; break;
     case DNP_EV_LockSite: {
         uint64_t kind = e->v[DNP_V(LockSite, kind)], count = e->v[DNP_V(LockSite, count)];
@@ -245,8 +249,10 @@ static void write_json(const waits *w, const char *path, unsigned top, FILE *out
     dnp_export_json_str(out, path, 0);
     fprintf(out, ",\"recordedNs\":%llu,", (unsigned long long)span);
     fprintf(out, "\"locks\":{\"recorded\":%s,\"flag\":\"--locks\",\"contentions\":%llu,\"waitNs\":%llu,"
-                 "\"waitHandleWaits\":%llu,\"waitHandleNs\":%llu,\"runtimeThreadsNs\":%llu,\"top\":[",
+                 "\"waitsRecorded\":%s,\"waitHandleWaits\":%llu,\"waitHandleNs\":%llu,\"runtimeThreadsNs\":%llu,"
+                 "\"top\":[",
             w->locks ? "true" : "false", (unsigned long long)w->lock_n, (unsigned long long)w->lock_ns,
+            w->locks && w->lock_mode >= 2 && w->lock_major >= 9 ? "true" : "false",
             (unsigned long long)w->wait_n, (unsigned long long)w->wait_ns, (unsigned long long)w->house_ns);
     json_sites(out, w->lsites, w->nl, top);
     fputs("],\"waitsTop\":[", out);
@@ -291,13 +297,20 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
     uint64_t span = w->last_ns - w->first_ns;
     char a[32], b[32];
     fprintf(out, "%s: where the time waited went (%s recorded)\n", cli_short_path(path), report_fmt_ns(span, a));
-    char missing[512] = "";
+    char missing[1024] = "";
     if (w->locks) {
         fprintf(out, "  lock contention        %9s wait%-4s %10s\n", CLI_COUNT(w->lock_n), CLI_PLURAL(w->lock_n),
                 report_fmt_ns(w->lock_ns, a));
-        if (w->wait_n)
+        if (w->lock_mode >= 2 && w->lock_major >= 9)
             fprintf(out, "  other blocking waits   %9s wait%-4s %10s\n", CLI_COUNT(w->wait_n), CLI_PLURAL(w->wait_n),
                     report_fmt_ns(w->wait_ns, a));
+        else if (w->lock_major >= 9)
+            not_recorded(missing, sizeof missing, "other blocking waits (WaitHandle, Monitor.Wait)", "--locks=waits",
+                         w->attached);
+        else
+            snprintf(missing + strlen(missing), sizeof missing - strlen(missing),
+                     "  other blocking waits (WaitHandle, Monitor.Wait): not recorded (the runtime reports them from "
+                     ".NET 9 on; this one is .NET %llu)\n", (unsigned long long)w->lock_major);
     } else {
         not_recorded(missing, sizeof missing, "lock contention", "--locks", w->attached);
     }

@@ -415,7 +415,8 @@ TEST(e2e_locks_probe_with_trace) {
 
 /* report --waits on one page: the lock contention against the program's own
  * waits and the same as report --locks says, GC pauses and blocked stacks
- * recorded, starvation named as not recorded with its flag. */
+ * recorded, starvation and the other waits (--locks without =waits) named as
+ * not recorded with their flags. */
 TEST(e2e_waits_page) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_waits_page"), 0);
@@ -448,6 +449,7 @@ TEST(e2e_waits_page) {
     ok = ok && json_get(l, "recorded")->b && ns == locks_ns && ns >= (1 - WAIT_TOLERANCE) * mon.waited_ns &&
          ns <= (1 + WAIT_TOLERANCE) * (mon.waited_ns + lock.waited_ns) && json_get(gc, "recorded")->b &&
          !json_get(tp, "recorded")->b && json_get(bl, "recorded")->b && json_num(bl, "waitingNs") > 0 &&
+         json_get(l, "waitsRecorded") && !json_get(l, "waitsRecorded")->b &&
          json_get(bl, "nativeThreadsNs") && json_num(bl, "waitingNs") <= json_num(bl, "sampledNs");
     json_free(w);
     ASSERT(ok);
@@ -461,6 +463,7 @@ TEST(e2e_waits_page) {
      * waits' do, and the runtime's native threads are apart. */
     const char *blocked = page ? strstr(page, "blocked time by stack") : NULL;
     ok = page && strstr(page, "thread-pool starvation: not recorded (dnprof run --threadpool)") &&
+         strstr(page, "other blocking waits (WaitHandle, Monitor.Wait): not recorded (dnprof run --locks=waits)") &&
          strstr(page, "  System.Threading.Monitor::Enter_Slowpath < Scenarios.LocksScenario::ContendMonitor") &&
          blocked && strstr(blocked, "  System.Threading.Lock::Enter < Scenarios.LocksScenario::ContendLock") &&
          strstr(blocked, "on the runtime's own threads");
