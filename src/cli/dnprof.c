@@ -26,7 +26,7 @@ struct cmd_struct {
 static const struct cmd_struct commands[] = {
     {"run", cmd_run, 0, "run a .NET program with the agent loaded and write a trace"},
     {"print", cmd_print, CMD_STDOUT, "print a trace as an indented event log, or as JSON"},
-    {"report", cmd_report, CMD_STDOUT, "what a --calls, --sample, --exceptions or --alloc trace adds up to"},
+    {"report", cmd_report, CMD_STDOUT, "what a trace adds up to: CPU, calls, exceptions, allocations, locks, waits, GC, pool"},
     {"convert", cmd_convert, CMD_STDOUT, "a trace or heap snapshot for speedscope, Perfetto, pprof, DevTools, HTML, ..."},
     {"env", cmd_env, CMD_STDOUT, "print the shell exports that load the agent into every .NET program"},
     {"doctor", cmd_doctor, 0, "check why the agent did (or did not) load"},
@@ -65,8 +65,10 @@ static int run_command(const struct cmd_struct *cmd, int argc, char **argv) {
 static void usage(FILE *out) {
     fputs("usage: dnprof <command> [options] [-- PROGRAM [ARGS...]]\n"
           "\n"
-          "dnprof records what the .NET runtime does (class loads, JIT, GC, exceptions, ...)\n"
-          "through the CoreCLR profiling API, and prints it as an indented event log.\n"
+          "dnprof records what a .NET program and its runtime do (where the CPU goes, calls,\n"
+          "exceptions, allocations, lock contention and waits, GC pauses, the heap; class\n"
+          "loads, JIT, threads) through the CoreCLR profiling API, and turns the trace into\n"
+          "reports, an indented event log, or files for speedscope, Perfetto and pprof.\n"
           "\n"
           "commands:\n",
           out);
