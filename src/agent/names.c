@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "bg_thread.h"
 #include "namebuf.h"
 #include "recorder.h"
 #include "thread_mem.h"
@@ -95,6 +96,36 @@ int names_init(void) {
 
 /* ---- metadata ---- */
 
+/* GetModuleMetaData, asked on a thread of the agent's, where every call is
+ * synchronous: a managed thread outside any callback (the probes' instrumented
+ * code, rejit.c) is refused it (docs/design-notes.md#synchronous-calls), and a
+ * stack taken there would name its frames "no metadata". Once per module: the
+ * import is kept. */
+typedef struct md_ask {
+    ModuleID module;
+    IUnknown *unk;
+    HRESULT hr;
+} md_ask;
+
+static void *md_ask_main(void *arg) {
+    md_ask *a = arg;
+    a->hr = INFO_CALL(GetModuleMetaData, a->module, 0 /* ofRead */, &IID_IMetaDataImport, &a->unk);
+    return NULL;
+}
+
+static HRESULT module_metadata(ModuleID module, IUnknown **unk) {
+    HRESULT hr = INFO_CALL(GetModuleMetaData, module, 0 /* ofRead */, &IID_IMetaDataImport, unk);
+    if (hr != CORPROF_E_UNSUPPORTED_CALL_SEQUENCE)
+        return hr;
+    md_ask a = {module, NULL, hr};
+    pthread_t th;
+    if (bg_thread_spawn(&th, md_ask_main, &a) != 0)
+        return hr;
+    pthread_join(th, NULL);
+    *unk = a.unk;
+    return a.hr;
+}
+
 /* A referenced IMetaDataImport for the module, or NULL. Release it after use.
  * The cache holds one reference of its own; lookups take theirs under the shard
  * lock, so that a concurrent forget cannot release the last one in between. */
@@ -113,7 +144,7 @@ static IMetaDataImport *module_import(ModuleID module) {
 
     unsigned epoch = atomic_load(&imports.epoch);
     IUnknown *unk = NULL;
-    HRESULT hr = INFO_CALL(GetModuleMetaData, module, 0 /* ofRead */, &IID_IMetaDataImport, &unk);
+    HRESULT hr = module_metadata(module, &unk);
     if (hr != S_OK || !unk)
         return NULL;
     imp = (IMetaDataImport *)unk;
