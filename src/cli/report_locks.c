@@ -423,6 +423,18 @@ static const char *version_note(const locks_profile *p) {
 }
 
 /* What System.Threading.Lock's figures are made of (NULL: nothing to say). */
+/* What the probe could not see: the acquisitions won by spinning before it ran
+ * (appended to buf, holding the note so far, when some blocked then). */
+static const char *before_probe(const locks_profile *p, char *buf, size_t len) {
+    char a[32];
+    size_t n = strlen(buf);
+    if (p->slow.before_calls && n < len)
+        snprintf(buf + n, len - n, "; %s began before the probe was in place (the program's first tens of "
+                 "milliseconds), when only the acquisitions that blocked could be seen",
+                 cli_fmt_count(p->slow.before_calls, a));
+    return buf;
+}
+
 static const char *lock_note(const locks_profile *p, char *buf, size_t len) {
     char a[32], b[32], c[32], d[32];
     if (p->slow.known && p->probe_stacks && !p->blocked_n) {
@@ -430,7 +442,7 @@ static const char *lock_note(const locks_profile *p, char *buf, size_t len) {
                  "its site and stack (timed in Lock's slow path); none blocked after spinning, so the runtime "
                  "reported none and none names the thread that held the lock", cli_fmt_count(p->slow.calls, a),
                  CLI_PLURAL(p->slow.calls), report_fmt_ns(p->slow.ns, b));
-        return buf;
+        return before_probe(p, buf, len);
     }
     if (p->slow.known && p->probe_stacks && p->slow.calls > p->blocked_n) {
         snprintf(buf, len, "System.Threading.Lock: %s contended acquisition%s took %s, spinning included, each with "
@@ -438,7 +450,7 @@ static const char *lock_note(const locks_profile *p, char *buf, size_t len) {
                  "spinning (%s), and only those name the thread that held the lock", cli_fmt_count(p->slow.calls, a),
                  CLI_PLURAL(p->slow.calls), report_fmt_ns(p->slow.ns, b), cli_fmt_count(p->blocked_n, c),
                  report_fmt_ns(p->blocked_ns, d));
-        return buf;
+        return before_probe(p, buf, len);
     }
     if (p->slow.known && !p->probe_stacks && (p->slow.calls > p->slow_ev_count || p->slow.ns > p->slow_ev_ns)) {
         snprintf(buf, len, "System.Threading.Lock: %s contended acquisition%s took %s, spinning included (timed in "
@@ -545,7 +557,7 @@ static int report_json(const locks_profile *p, const report_opts *o, FILE *out) 
     fprintf(out, ",\"noContention\":%s,\"slices\":%zu,\"slicesDropped\":%llu,\"sliceNs\":%llu",
             p->count[0] ? "false" : "true", p->nslices, (unsigned long long)p->slices_dropped,
             (unsigned long long)p->slice_ns);
-    char lock_buf[512];
+    char lock_buf[768];
     const char *notes[3] = {version_note(p), waits_note(p, hint, sizeof hint), lock_note(p, lock_buf, sizeof lock_buf)};
     fputs(",\"notes\":[", out);
     for (int i = 0, n = 0; i < 3; i++)
@@ -641,7 +653,7 @@ static void print_header(FILE *out, const locks_profile *p) {
     if (p->house_count)
         fprintf(out, "(and %s on " LOCK_RUNTIME_THREADS_TEXT ", in %s wait%s: not counted)\n",
                 report_fmt_ns(p->house_ns, b), cli_fmt_count(p->house_count, a), CLI_PLURAL(p->house_count));
-    char lock_buf[512];
+    char lock_buf[768];
     const char *notes[3] = {version_note(p), waits_note(p, hint, sizeof hint), lock_note(p, lock_buf, sizeof lock_buf)};
     for (int i = 0; i < 3; i++)
         if (notes[i])
