@@ -702,32 +702,42 @@ TEST(e2e_locks_attach) {
     return 0;
 }
 
+/* The locks scenario published self-contained for an older runtime (env_name
+ * names it), run under dnprof run with flag and the scenario's mode and three
+ * arguments: the JSON lock report, and the program's truth of kind in *t;
+ * NULL having said why. */
+static jv *run_older(e2e_run *r, const char *test, const char *env_name, const char *flag, const char *const mode[4],
+                     const char *kind, truth *t) {
+    const char *app = e2e_env(env_name), *bin = e2e_env("DNPROF_BIN");
+    if (e2e_setup(r, test) != 0 || !app || !bin)
+        return NULL;
+    const char *argv[] = {bin, "run", "--quiet", flag, "-o", r->trace, "--", app, mode[0], mode[1], mode[2], mode[3],
+                          NULL};
+    if (e2e_exec(r, (char *const *)argv, NULL) != 0 || r->status != 0) {
+        e2e_show_file("stderr", r->err);
+        return NULL;
+    }
+    char *out = e2e_read_file(r->out, NULL);
+    int rc = read_truth(out, kind, t);
+    free(out);
+    return rc == 0 ? report_json(r, r->trace) : NULL;
+}
+
 /* .NET 8 and 9 (the scenario published self-contained): a Monitor's contention
  * with its lock and owner (ContentionStart v2 is .NET 8's), against the
  * program's truth; .NET 8 has no WaitHandle wait events, and the report says so. */
 static int check_older(const char *test, const char *env_name, int major) {
     e2e_run r;
-    if (e2e_setup(&r, test) != 0)
-        return -1;
-    const char *app = e2e_env(env_name), *bin = e2e_env("DNPROF_BIN");
-    if (!app || !bin)
-        return -1;
-    const char *argv[] = {bin, "run", "--quiet", "--locks=waits", "-o", r.trace, "--", app, "monitor", "4", "40", "1000", NULL};
-    if (e2e_exec(&r, (char *const *)argv, NULL) != 0 || r.status != 0) {
-        e2e_show_file("stderr", r.err);
-        return -1;
-    }
-    char *out = e2e_read_file(r.out, NULL);
     truth mon;
-    int rc = read_truth(out, "monitor", &mon);
-    free(out);
-    jv *rep = rc == 0 ? report_json(&r, r.trace) : NULL;
+    static const char *const mode[4] = {"monitor", "4", "40", "1000"};
+    jv *rep = run_older(&r, test, env_name, "--locks=waits", mode, "monitor", &mon);
     if (!rep)
         return -1;
-    rc = check_kind(rep, "Scenarios.LocksScenario+Gate", "monitor", &mon) == 0 && check_owners_sites(rep, &mon, NULL) == 0 &&
-                 json_num(rep, "runtimeMajor") == major && json_num(rep, "startVersion") == 2
-             ? 0
-             : -1;
+    int rc = check_kind(rep, "Scenarios.LocksScenario+Gate", "monitor", &mon) == 0 &&
+                     check_owners_sites(rep, &mon, NULL) == 0 && json_num(rep, "runtimeMajor") == major &&
+                     json_num(rep, "startVersion") == 2
+                 ? 0
+                 : -1;
     const jv *rec = json_get(rep, "waitsRecorded");
     if (rc == 0 && (!rec || rec->b != (major >= 9))) {
         fprintf(stderr, "e2e: .NET %d: waitsRecorded should be %d\n", major, major >= 9);
@@ -741,26 +751,15 @@ static int check_older(const char *test, const char *env_name, int major) {
  * probe there too, every acquisition at the program's site. */
 static int check_older_lock(const char *test, const char *env_name) {
     e2e_run r;
-    const char *app = e2e_env(env_name), *bin = e2e_env("DNPROF_BIN");
-    if (e2e_setup(&r, test) != 0 || !app || !bin)
-        return -1;
-    const char *argv[] = {bin, "run", "--quiet", "--locks", "-o", r.trace, "--", app, "lockspin", "6", "20", "3000",
-                          NULL};
-    if (e2e_exec(&r, (char *const *)argv, NULL) != 0 || r.status != 0) {
-        e2e_show_file("stderr", r.err);
-        return -1;
-    }
-    char *out = e2e_read_file(r.out, NULL);
     truth lock;
-    int rc = read_truth(out, "lock", &lock);
-    free(out);
-    jv *rep = rc == 0 ? report_json(&r, r.trace) : NULL;
+    static const char *const mode[4] = {"lockspin", "6", "20", "3000"};
+    jv *rep = run_older(&r, test, env_name, "--locks", mode, "lock", &lock);
     if (!rep)
         return -1;
-    rc = check_lock(rep, &lock, SPIN_SHORT) == 0 && check_lock_site(rep, &lock, SPIN_SHORT) == 0 &&
-                 json_num(rep, "runtimeMajor") == 9
-             ? 0
-             : -1;
+    int rc = check_lock(rep, &lock, SPIN_SHORT) == 0 && check_lock_site(rep, &lock, SPIN_SHORT) == 0 &&
+                     json_num(rep, "runtimeMajor") == 9
+                 ? 0
+                 : -1;
     json_free(rep);
     return rc;
 }
