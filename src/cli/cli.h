@@ -45,6 +45,15 @@ int heap_convert_heapsnapshot(const char *path, const char *output);
 /* "dnprof: trace PATH[ (who)]: N events, T s, status" on stderr, as `dnprof
  * run` ends (cmd_run.c). */
 void cli_trace_summary(const char *path, const char *who);
+
+/* What a recording asked for, for the line after the summary that names the
+ * command reading it: "dnprof: read it with: dnprof report --locks T (also
+ * report --gc, --waits)", or dnprof print when no report applies. */
+typedef struct cli_recorded {
+    int profile; /* samples, calls or traced methods: dnprof report */
+    int exceptions, alloc, locks, gc, threadpool;
+} cli_recorded;
+void cli_next_step(const cli_recorded *r, const char *path);
 /* A process id argument of cmd; 0, or the usage error's exit code (cmd_detach.c). */
 int cli_parse_pid(const char *cmd, const char *text, pid_t *out);
 /* The one process id after cmd's options (argv[optind]) into *pid: 0, or the

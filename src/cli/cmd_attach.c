@@ -557,8 +557,11 @@ static int attach_and_record(const attach_opts *op, uint32_t families, const cha
     run_windows_finish(rw); /* the agent wrote its last window before it detached */
     if (rc != 0)
         return 1;
-    if (!o.quiet && !o.every_ms)
+    if (!o.quiet && !o.every_ms) {
         cli_trace_summary(a.out_abs, NULL);
+        cli_recorded rec = {o.sample || o.trace[0], o.exceptions, o.alloc, o.locks, o.gc, o.threadpool};
+        cli_next_step(&rec, a.out_abs);
+    }
     return 0;
 }
 

@@ -221,6 +221,28 @@ void cli_trace_summary(const char *path, const char *who) {
     summarize(path, who, NULL);
 }
 
+void cli_next_step(const cli_recorded *r, const char *path) {
+    const char *first = NULL, *also[6];
+    int n = 0, waits = (r->locks != 0) + (r->gc != 0) + (r->threadpool != 0);
+    const char *asked[] = {r->profile ? "" : NULL,          r->exceptions ? "--exceptions" : NULL,
+                           r->alloc ? "--alloc" : NULL,     r->locks ? "--locks" : NULL,
+                           r->gc ? "--gc" : NULL,           r->threadpool ? "--threadpool" : NULL,
+                           waits > 1 ? "--waits" : NULL};
+    for (size_t i = 0; i < sizeof asked / sizeof asked[0]; i++)
+        if (asked[i] && !first)
+            first = asked[i];
+        else if (asked[i] && n < 6)
+            also[n++] = asked[i];
+    if (!first) {
+        fprintf(stderr, "dnprof: read it with: dnprof print %s\n", cli_short_path(path));
+        return;
+    }
+    fprintf(stderr, "dnprof: read it with: dnprof report%s%s %s", *first ? " " : "", first, cli_short_path(path));
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "%s%s", i ? ", " : " (also report ", also[i]);
+    fputs(n ? ")\n" : "\n", stderr);
+}
+
 /* The agents' messages: with a session they go there, not to the program's
  * stderr (src/agent/say.h). A line that only repeats an agent's error is left to
  * report(). */
@@ -242,7 +264,9 @@ static void print_agent_messages(const cli_session_agent *agents, int n, long ro
     }
 }
 
-static void report(const cli_launch *l, char *const argv[], int quiet) {
+/* What the run says at its end; the path of the program's own trace, when it
+ * was summarized, into shown (else ""). */
+static void report(const cli_launch *l, char *const argv[], int quiet, char *shown, size_t cap) {
     char cmd[1024], who[700];
     cli_fmt_argv(argv, cmd, sizeof cmd);
     cli_session_agent *agents = NULL;
@@ -262,12 +286,16 @@ static void report(const cli_launch *l, char *const argv[], int quiet) {
     else if (root && root->error[0])
         error("the agent stopped recording: %s", root->error);
 
+    shown[0] = 0;
     if (!quiet) {
-        if (root && (root->started || !root->error[0]))
+        if (root && (root->started || !root->error[0])) {
             summarize(root->trace[0] ? root->trace : l->trace, NULL,
                       root->error[0] ? "the agent stopped recording, as said above" : NULL);
-        else if (!root && access(l->trace, F_OK) == 0)
+            snprintf(shown, cap, "%s", root->trace[0] ? root->trace : l->trace);
+        } else if (!root && access(l->trace, F_OK) == 0) {
             summarize(l->trace, NULL, NULL);
+            snprintf(shown, cap, "%s", l->trace);
+        }
         for (int i = 0; i < n; i++) {
             const cli_session_agent *a = &agents[i];
             if (a == root)
@@ -724,7 +752,13 @@ static int launch(const run_opts *o, const char *agent, const char *out_abs, cha
                                         : "dnprof run --exceptions records which exception");
     else if (WIFSIGNALED(l.status) && !o->quiet && WTERMSIG(l.status) != SIGINT && WTERMSIG(l.status) != SIGPIPE)
         error("'%s' was killed by signal %d (%s)", prog[0], WTERMSIG(l.status), strsignal(WTERMSIG(l.status)));
-    report(&l, prog, o->quiet || o->every);
+    char shown[PATH_MAX];
+    report(&l, prog, o->quiet || o->every, shown, sizeof shown);
+    if (shown[0]) {
+        cli_recorded rec = {o->sample || o->calls || o->trace[0], o->exceptions, o->alloc, o->locks, o->gc,
+                            o->threadpool};
+        cli_next_step(&rec, shown);
+    }
     if (o->heap_at && !o->quiet)
         report_heap(o->heap_path, (long)l.pid);
     cli_session_remove(session);

@@ -208,7 +208,8 @@ TEST(e2e_bad_events_word) {
  * closing line must come from one streaming pass. Its figures are the trace's
  * (the whole-trace loader's count, last time and status), and dnprof's peak
  * memory stays within 32 MiB of the same run's without the line (-q): the
- * peak RSS of a process tree is its largest process, the program's own. */
+ * peak RSS of a process tree is its largest process, the program's own. The
+ * line after it names the report that reads what was recorded. */
 static int run_measured(e2e_run *r, int quiet, long *kib) {
     const char *dnprof = e2e_env("DNPROF_BIN"), *dll = e2e_env("DNPROF_SCENARIOS");
     if (!dnprof || !dll)
@@ -254,8 +255,10 @@ TEST(e2e_run_summary_streams) {
     snprintf(want + len, sizeof want - (size_t)len, " events, %.2f s, complete\n",
              (double)t->events[t->nevents - 1].time_ns / 1e9);
     dnp_trace_free(t);
-    if (!strstr(err, want)) {
-        fprintf(stderr, "e2e: want the summary '%s', got:\n%s", want, err);
+    /* then the command that reads it, for what was recorded */
+    const char *at = strstr(err, want), *next = at ? strstr(at, "dnprof: read it with: dnprof report --exceptions ") : NULL;
+    if (!at || !next || !strstr(next, "run_summary_streams")) {
+        fprintf(stderr, "e2e: want the summary '%s' and the report to read it with, got:\n%s", want, err);
         free(err);
         return 1;
     }
