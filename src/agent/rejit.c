@@ -199,8 +199,8 @@ static void probe_exit(int32_t id, int64_t start) {
 void rejit_configure(const agent_config *cfg, uint32_t *mask) {
     snprintf(R.patterns, sizeof R.patterns, "%s", cfg->trace);
     R.user = R.patterns[0] != 0;
-    /* not with --every: its windows' lock profiles are the events' (the probe's sums come at the end) */
-    R.for_locks = cfg->locks && !g_agent.attached && !cfg->every_ms && ep_runtime_major() >= 9;
+    /* from start-up only: a profiler that re-JITs cannot detach; with --every too, each probed call a LockSite */
+    R.for_locks = cfg->locks && !g_agent.attached && ep_runtime_major() >= 9;
     R.on = R.user || R.for_locks;
     if (!R.on)
         return;
