@@ -78,9 +78,12 @@ typedef struct pending {
 static __thread pending t_contention, t_wait;
 
 /* A call of Lock's slow path that the probe times on this thread (rejit.c):
- * on, and the owner named by a ContentionStart inside it. */
+ * on, its stack, and the owner named by a ContentionStart inside it. The
+ * stack is taken as the call starts, while the thread has yet to get the lock:
+ * at its end the thread holds it, and the walk would lengthen the hold. */
 static __thread struct {
     unsigned on, gen;
+    uint32_t stack;
     uint64_t owner;
 } t_probe;
 static atomic_uint_fast64_t g_probe_calls, g_probe_blocked_n, g_probe_blocked_ns; /* LockProbeBlocked */
@@ -374,9 +377,12 @@ static void on_event(const ep_event *e) {
 void locks_probe_enter(void) {
     if (!g_mode)
         return;
-    t_probe.on = 1;
+    thread_sync();
     t_probe.gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
     t_probe.owner = 0;
+    /* innermost frame Lock.TryEnterSlow: calls from Lock.TryEnter() are told apart by the reader */
+    t_probe.stack = stack_sid_here(0, NULL);
+    t_probe.on = 1;
 }
 
 void locks_probe_exit(uint64_t wait_ns) {
@@ -386,9 +392,8 @@ void locks_probe_exit(uint64_t wait_ns) {
     if (t_probe.gen != atomic_load_explicit(&g_gen, memory_order_relaxed))
         return; /* begun in another session */
     thread_sync();
-    /* innermost frame Lock.TryEnterSlow: calls from Lock.TryEnter() are told apart by the reader */
-    pending p = {.stack = stack_sid_here(0, NULL), .type = lock_type(), .kind = DNP_LOCK_LOCK,
-                 .owner = t_probe.owner, .on = 1, .probed = 1};
+    pending p = {.stack = t_probe.stack, .type = lock_type(), .kind = DNP_LOCK_LOCK, .owner = t_probe.owner,
+                 .on = 1, .probed = 1};
     atomic_fetch_add_explicit(&g_waits, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&g_probe_calls, 1, memory_order_relaxed);
     aggregate(&p, wait_ns);

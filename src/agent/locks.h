@@ -19,10 +19,11 @@
 void locks_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high);
 
 /* System.Threading.Lock's slow path, timed by rejit.c's probe (--locks from
- * start-up on .NET 9+), on the acquiring thread: enter as a call starts; exit
- * as it ends, with its time. The call is then one contended acquisition, with
- * this thread's stack and, when it blocked, the owner the runtime's
- * ContentionStart named; the runtime's own wait inside it is left to it. */
+ * start-up on .NET 9+), on the acquiring thread: enter as a call starts (it
+ * takes the thread's stack); exit as it ends, with its time. The call is then
+ * one contended acquisition, with that stack and, when it blocked, the owner
+ * the runtime's ContentionStart named; the runtime's own wait inside it is
+ * left to it. */
 void locks_probe_enter(void);
 void locks_probe_exit(uint64_t wait_ns);
 
