@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agent.h"
 #include "bg_thread.h"
@@ -101,15 +102,27 @@ int names_init(void) {
  * code, rejit.c) is refused it (docs/design-notes.md#synchronous-calls), and a
  * stack taken there would name its frames "no metadata". Once per module: the
  * import is kept. */
+#define MD_ASK_WAIT_S 2 /* a program thread waits at most this long; then the frame goes unnamed */
+
 typedef struct md_ask {
     ModuleID module;
     IUnknown *unk;
     HRESULT hr;
+    atomic_int refs; /* the asker's and the helper's: the last one frees it */
 } md_ask;
+
+static void md_ask_release(md_ask *a) {
+    if (atomic_fetch_sub(&a->refs, 1) != 1)
+        return;
+    if (a->unk) /* the asker gave up waiting: the import is not kept */
+        a->unk->lpVtbl->Release(a->unk);
+    free(a);
+}
 
 static void *md_ask_main(void *arg) {
     md_ask *a = arg;
     a->hr = INFO_CALL(GetModuleMetaData, a->module, 0 /* ofRead */, &IID_IMetaDataImport, &a->unk);
+    md_ask_release(a);
     return NULL;
 }
 
@@ -117,13 +130,28 @@ static HRESULT module_metadata(ModuleID module, IUnknown **unk) {
     HRESULT hr = INFO_CALL(GetModuleMetaData, module, 0 /* ofRead */, &IID_IMetaDataImport, unk);
     if (hr != CORPROF_E_UNSUPPORTED_CALL_SEQUENCE)
         return hr;
-    md_ask a = {module, NULL, hr};
+    md_ask *a = calloc(1, sizeof *a);
     pthread_t th;
-    if (bg_thread_spawn(&th, md_ask_main, &a) != 0)
+    if (!a)
         return hr;
-    pthread_join(th, NULL);
-    *unk = a.unk;
-    return a.hr;
+    a->module = module, a->hr = hr;
+    atomic_init(&a->refs, 2);
+    if (bg_thread_spawn(&th, md_ask_main, a) != 0) {
+        free(a);
+        return hr;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += MD_ASK_WAIT_S;
+    if (pthread_timedjoin_np(th, NULL, &until) != 0) { /* never hang a program's thread on it */
+        pthread_detach(th);
+        md_ask_release(a);
+        return hr;
+    }
+    *unk = a->unk, a->unk = NULL;
+    hr = a->hr;
+    md_ask_release(a);
+    return hr;
 }
 
 /* A referenced IMetaDataImport for the module, or NULL. Release it after use.
