@@ -526,6 +526,23 @@ TEST(e2e_windows_alloc_exceptions) {
     return 0;
 }
 
+/* The locks scenario in MODE (with its three arguments) under dnprof run
+ * --every 200ms --locks, its windows in dir: the program's stdout, or NULL
+ * having said why. */
+static char *windows_locks_run(e2e_run *r, const char *test, const char *const mode[4], char *dir, size_t cap) {
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    if (e2e_setup(r, test) != 0 || !dll || !bin)
+        return NULL;
+    snprintf(dir, cap, "%s/locks", r->dir);
+    const char *argv[] = {bin, "run", "--every", "200ms", "--locks", "-o", dir, "--", e2e_dotnet(), dll, "locks",
+                          mode[0], mode[1], mode[2], mode[3], NULL};
+    if (e2e_exec(r, (char *const *)argv, NULL) != 0 || r->status != 0) {
+        e2e_show_file("dnprof run said", r->err);
+        return NULL;
+    }
+    return e2e_read_file(r->out, NULL);
+}
+
 /* --locks in windows: each window's lock contention as a pprof of lock_count
  * and lock_time (Pyroscope's .NET names), decoded by go tool pprof; the lock
  * time of all windows against the waits the program timed itself (within
@@ -535,16 +552,9 @@ TEST(e2e_windows_locks) {
     if (!go_tool(go, sizeof go))
         E2E_SKIP("go is not installed (tools/install-deps, or: apt-get install golang-go)");
     e2e_run r;
-    ASSERT_EQ(e2e_setup(&r, "e2e_windows_locks"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT_NE(dll, NULL);
     char dir[PATH_MAX + 16];
-    snprintf(dir, sizeof dir, "%s/locks", r.dir);
-    const char *argv[] = {bin, "run", "--every", "200ms", "--locks", "-o", dir, "--", e2e_dotnet(), dll, "locks",
-                          "monitor", "4", "50", "1000", NULL};
-    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
-    ASSERT_STATUS(&r, 0);
-    char *out = e2e_read_file(r.out, NULL);
+    static const char *const mode[4] = {"monitor", "4", "50", "1000"};
+    char *out = windows_locks_run(&r, "e2e_windows_locks", mode, dir, sizeof dir);
     ASSERT_NE(out, NULL);
     const char *m = strstr(out, "monitor waited_ns=");
     double waited = m ? atof(m + 18) : 0;
@@ -571,16 +581,9 @@ TEST(e2e_windows_lock_spinning) {
     if (!go_tool(go, sizeof go))
         E2E_SKIP("go is not installed (tools/install-deps, or: apt-get install golang-go)");
     e2e_run r;
-    ASSERT_EQ(e2e_setup(&r, "e2e_windows_lock_spinning"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT_NE(dll, NULL);
     char dir[PATH_MAX + 16];
-    snprintf(dir, sizeof dir, "%s/locks", r.dir);
-    const char *argv[] = {bin, "run", "--every", "200ms", "--locks", "-o", dir, "--", e2e_dotnet(), dll, "locks",
-                          "lockspin", "6", "30", "3000", NULL};
-    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
-    ASSERT_STATUS(&r, 0);
-    char *out = e2e_read_file(r.out, NULL);
+    static const char *const mode[4] = {"lockspin", "6", "30", "3000"};
+    char *out = windows_locks_run(&r, "e2e_windows_lock_spinning", mode, dir, sizeof dir);
     ASSERT_NE(out, NULL);
     const char *m = strstr(out, "lock waited_ns="), *c = m ? strstr(m, " contended=") : NULL;
     double waited = m ? atof(m + 15) : 0, contended = c ? atof(c + 11) : 0;
