@@ -321,7 +321,11 @@ static void text_raised(FILE *out, const gc_data *d) {
 }
 
 static void text_groups(FILE *out, const gc_group *g, size_t ng, uint64_t wall) {
-    fprintf(out, "\n%-4s %-24s %6s %9s %9s %9s %9s %10s %7s\n", "gen", "reason", "count", "p50 ms", "p95 ms",
+    int w = 13; /* the reason column: as wide as its longest ("(all reasons)" at the least) */
+    for (size_t i = 0; i < ng; i++)
+        if (g[i].reason >= 0 && (int)strlen(reason_name((uint64_t)g[i].reason)) > w)
+            w = (int)strlen(reason_name((uint64_t)g[i].reason));
+    fprintf(out, "\n%-4s %-*s %6s %9s %9s %9s %9s %10s %7s\n", "gen", w, "reason", "count", "p50 ms", "p95 ms",
             "p99 ms", "max ms", "paused ms", "of time");
     for (size_t i = 0; i < ng; i++) {
         char gen[8], a[24], b[24], c[24], e[24], f[24];
@@ -330,11 +334,11 @@ static void text_groups(FILE *out, const gc_group *g, size_t ng, uint64_t wall) 
         if (g[i].gen < 0)
             snprintf(gen, sizeof gen, "all"), reason = "";
         if (!g[i].paused) {
-            fprintf(out, "%-4s %-24.24s %6zu %9s %9s %9s %9s %10s %7s\n", gen, reason, g[i].count, "-", "-", "-",
+            fprintf(out, "%-4s %-*s %6zu %9s %9s %9s %9s %10s %7s\n", gen, w, reason, g[i].count, "-", "-", "-",
                     "-", "-", "-");
             continue;
         }
-        fprintf(out, "%-4s %-24.24s %6zu %9s %9s %9s %9s %10s %6.2f%%\n", gen, reason, g[i].count, ms(g[i].p50, a),
+        fprintf(out, "%-4s %-*s %6zu %9s %9s %9s %9s %10s %6.2f%%\n", gen, w, reason, g[i].count, ms(g[i].p50, a),
                 ms(g[i].p95, b), ms(g[i].p99, c), ms(g[i].max, e), ms(g[i].total, f),
                 wall ? 100.0 * (double)g[i].total / (double)wall : 0.0);
     }
