@@ -573,6 +573,32 @@ TEST(e2e_threadpool_starvation) {
     return 0;
 }
 
+/* A saturated pool: many short sleeps on the processor count's threads. Work
+ * waits in the queue for seconds while items still complete, which the
+ * runtime does not count as starvation (it injects when none is dequeued for a
+ * while): the report must not end at "no starvation", but say that work waited
+ * and show the sleep that held the threads. */
+TEST(e2e_threadpool_saturated) {
+    e2e_run r;
+    int start = -1, max = -1, min = -1;
+    static const char *const sleep[] = {"24", "300", "sleep", NULL};
+    ASSERT_EQ(run_starve(&r, "e2e_threadpool_saturated", sleep, &start, &max, &min), 0);
+    const char *args[] = {"report", "--threadpool", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char *text = e2e_read_file(r.out, NULL);
+    int starved = text && !strstr(text, ": 0 thread injections because the pool was starved");
+    int ok = text && (starved || strstr(text, "but work waited in the pool's queue in ")) &&
+             !strstr(text, "no starvation: the pool never had to") && strstr(text, "System.Threading.Thread::Sleep");
+    if (!ok)
+        e2e_show_file("report --threadpool", r.out);
+    fprintf(stderr, "e2e: saturated: the pool from %d to %d threads; %s\n", start, max,
+            starved ? "the runtime injected for starvation" : "no starvation injection, the queue's wait said");
+    free(text);
+    ASSERT(ok);
+    return 0;
+}
+
 /* Sync over async: pool threads blocked in Task.Wait. The runtime raises the
  * pool's count for each (cooperative blocking, not starvation); the report
  * says so, with the peak the program saw and the stack they blocked in. */

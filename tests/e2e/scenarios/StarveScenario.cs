@@ -9,6 +9,9 @@
 // FILE (an attach test attaches meanwhile). With "TASKS MS tasks" each item
 // blocks in Task.Delay(MS).Wait() instead, sync over async: the runtime then
 // raises the pool's count for each blocked thread (cooperative blocking).
+// With "TASKS MS sleep" each item only sleeps MS: short sleeps, many items, a
+// saturated pool whose queue waits while work items still complete (which the
+// runtime does not count as starvation).
 using System;
 using System.Diagnostics;
 using System.Threading;
@@ -33,9 +36,11 @@ public static class StarveScenario
         var watch = Stopwatch.StartNew();
         var gate = new TaskCompletionSource<int>();
         var work = new Task[tasks];
-        bool onTasks = args.Length > 2 && args[2] == "tasks";
+        bool onTasks = args.Length > 2 && args[2] == "tasks", sleep = args.Length > 2 && args[2] == "sleep";
         for (int i = 0; i < tasks; i++)
-            work[i] = onTasks ? Task.Run(() => WaitOnTask(ms)) : Task.Run(() => Block(ms, gate.Task));
+            work[i] = onTasks ? Task.Run(() => WaitOnTask(ms))
+                      : sleep ? Task.Run(() => Thread.Sleep(ms))
+                              : Task.Run(() => Block(ms, gate.Task));
         var release = new Thread(() =>
         {
             Thread.Sleep(ms);
