@@ -32,6 +32,7 @@ typedef struct site {
 typedef struct waits {
     int locks, gc, threadpool, wall;       /* recorded: the config event was there */
     uint64_t lock_mode, lock_major;        /* LockConfig's: 2 with the waits (--locks=waits), the runtime */
+    uint64_t pool_seconds, pool_queued;    /* ThreadPoolCounters: seconds, those with work in the queue */
     int attached;                          /* recorded by dnprof attach: the program's pid */
     uint64_t lock_n, lock_ns, wait_n, wait_ns;
     uint64_t slock_n, slock_ns; /* of lock_n, lock_ns: System.Threading.Lock's */
@@ -149,6 +150,10 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         break;
     }
     case DNP_EV_ThreadPoolConfig: w->threadpool = 1; break;
+    case DNP_EV_ThreadPoolCounters: /* once a second: whether work waited in the queue */
+        w->pool_seconds++;
+        w->pool_queued += e->v[DNP_V(ThreadPoolCounters, queue)] > 0;
+        break;
     case DNP_EV_ThreadPoolAdjustment:
         report_tp_count(&w->pool, e->v[DNP_V(ThreadPoolAdjustment, reason)],
                         e->v[DNP_V(ThreadPoolAdjustment, newWorkerThreads)]);
@@ -264,9 +269,10 @@ static void write_json(const waits *w, const char *path, unsigned top, FILE *out
             (unsigned long long)w->gc_by_gen[0], (unsigned long long)w->gc_by_gen[1],
             (unsigned long long)w->gc_by_gen[2]);
     fprintf(out, "\"threadpool\":{\"recorded\":%s,\"flag\":\"--threadpool\",\"starvation\":%llu,"
-                 "\"blockingRaises\":%llu,\"blockingPeakWorkers\":%llu},",
+                 "\"blockingRaises\":%llu,\"blockingPeakWorkers\":%llu,\"seconds\":%llu,\"secondsQueued\":%llu},",
             w->threadpool ? "true" : "false", (unsigned long long)w->pool.starved,
-            (unsigned long long)w->pool.blocking_raises, (unsigned long long)w->pool.blocking_peak);
+            (unsigned long long)w->pool.blocking_raises, (unsigned long long)w->pool.blocking_peak,
+            (unsigned long long)w->pool_seconds, (unsigned long long)w->pool_queued);
     fprintf(out, "\"blocked\":{\"recorded\":%s,\"flag\":\"--sample=wall\",\"waitingNs\":%llu,\"sampledNs\":%llu,"
                  "\"nativeThreadsNs\":%llu,\"runtimeThreadsNs\":%llu,\"countersThreadNs\":%llu,\"top\":[",
             w->wall ? "true" : "false", (unsigned long long)w->blocked_ns, (unsigned long long)w->sampled_ns,
@@ -327,6 +333,10 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
                      "%llu workers (sync over async: dnprof report --threadpool)\n",
                 CLI_COUNT(w->pool.starved), CLI_PLURAL(w->pool.starved), CLI_COUNT(w->pool.blocking_raises),
                 CLI_PLURAL(w->pool.blocking_raises), (unsigned long long)w->pool.blocking_peak);
+    else if (w->threadpool && !w->pool.starved && w->pool_queued >= 2 && 2 * w->pool_queued >= w->pool_seconds)
+        fprintf(out, "  thread-pool starvation %9s thread injections; work waited in its queue in %llu of %llu s "
+                     "(a saturated pool: dnprof report --threadpool)\n",
+                "0", (unsigned long long)w->pool_queued, (unsigned long long)w->pool_seconds);
     else if (w->threadpool)
         fprintf(out, "  thread-pool starvation %9s thread injection%s\n", CLI_COUNT(w->pool.starved),
                 CLI_PLURAL(w->pool.starved));

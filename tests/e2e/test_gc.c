@@ -596,6 +596,23 @@ TEST(e2e_threadpool_saturated) {
             starved ? "the runtime injected for starvation" : "no starvation injection, the queue's wait said");
     free(text);
     ASSERT(ok);
+    /* report --waits says the same on its thread-pool line, and counts the seconds in --json */
+    const char *wargs[] = {"report", "--waits", "--json", r.trace, NULL};
+    jv *w = e2e_dnprof_json(&r, wargs);
+    ASSERT_NE(w, NULL);
+    const jv *tp = json_get(w, "threadpool");
+    double seconds = json_num(tp, "seconds"), queued = json_num(tp, "secondsQueued");
+    json_free(w);
+    ASSERT_GE(seconds, 2);
+    ASSERT_GE(queued, 2);
+    const char *page[] = {"report", "--waits", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, page), 0);
+    text = e2e_read_file(r.out, NULL);
+    ok = text && (starved || strstr(text, "(a saturated pool: dnprof report --threadpool)"));
+    if (!ok)
+        e2e_show_file("report --waits", r.out);
+    free(text);
+    ASSERT(ok);
     return 0;
 }
 
