@@ -171,8 +171,7 @@ void traced_free(traced_set *s);
  * included, which the runtime's events report only when they block. */
 typedef struct traced_lock {
     int known;
-    uint64_t calls, ns, max_ns;   /* the probe's calls, and the runtime's waits of before it ran */
-    uint64_t before_calls, before_ns; /* those waits (LockBeforeProbe) */
+    uint64_t calls, ns, max_ns; /* the probe's calls, and the runtime's waits of before it ran */
 } traced_lock;
 /* NULL when the trace did not time it. */
 const traced_lock *traced_lock_slow_path(const traced_set *s);

@@ -70,6 +70,7 @@ struct locks_profile {
     uint64_t slow_ev_count, slow_ev_ns; /* the LockSites' figures for a Lock */
     int probe_stacks;                   /* a LockProbeBlocked: the probe's calls are LockSites, with stacks */
     uint64_t blocked_n, blocked_ns;     /* then the runtime's waits for a Lock: LockProbeBlocked, LockBeforeProbe */
+    uint64_t before_n, before_ns;       /* LockBeforeProbe: those begun before the probe ran */
 };
 
 static int add_owner(lk_path *p, uint64_t owner, uint64_t count, uint64_t wait_ns) {
@@ -140,6 +141,9 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
     case DNP_EV_LockProbeBlocked: /* cumulative, as LockBeforeProbe: the last counts; added up at the end */
         p->probe_stacks = 1;
         p->blocked_n = e->v[DNP_V(LockProbeBlocked, waits)], p->blocked_ns = e->v[DNP_V(LockProbeBlocked, waitNs)];
+        return 0;
+    case DNP_EV_LockBeforeProbe:
+        p->before_n = e->v[DNP_V(LockBeforeProbe, waits)], p->before_ns = e->v[DNP_V(LockBeforeProbe, waitNs)];
         return 0;
     case DNP_EV_LockWait: {
         if (DNP_VEC_RESERVE(p->slices, p->cap_slices, p->nslices + 1, 64) != 0)
@@ -299,15 +303,17 @@ static int add_lock_slow_path(locks_profile *p) {
             p->slow_ev_count += p->types[i].count, p->slow_ev_ns += p->types[i].wait_ns;
             row = row ? row : &p->types[i];
         }
+    if (p->probe_stacks) { /* the probe's calls are the Lock's LockSites (with the waits before it ran) */
+        p->slow = (traced_lock){1, p->slow_ev_count, p->slow_ev_ns, row ? row->max_ns : 0};
+        p->blocked_n += p->before_n, p->blocked_ns += p->before_ns; /* the runtime's part */
+        return 0;
+    }
     if (p->attached || (p->major && p->major < 9))
         return 0; /* no probe (rejit.c): no second pass over the trace */
+    /* a 1.4 agent's trace: the Lock's LockSites are the runtime's waits alone, the probe's sums apart */
     if (traced_lock_read(p->path, &p->slow) != 0)
         return -1;
-    if (p->probe_stacks) { /* the runtime's part: what blocked in the probe's calls, and before it ran */
-        p->blocked_n += p->slow.before_calls, p->blocked_ns += p->slow.before_ns;
-    } else { /* a 1.4 agent's trace: the Lock's LockSites are the runtime's waits alone */
-        p->blocked_n = p->slow_ev_count, p->blocked_ns = p->slow_ev_ns;
-    }
+    p->blocked_n = p->slow_ev_count, p->blocked_ns = p->slow_ev_ns;
     uint64_t count = p->slow_ev_count, ns = p->slow_ev_ns;
     traced_lock_merge(&p->slow, &count, &ns);
     p->slow.calls = count, p->slow.ns = ns; /* what the report says: the probe's, or the events' where more */
@@ -428,10 +434,10 @@ static const char *version_note(const locks_profile *p) {
 static const char *before_probe(const locks_profile *p, char *buf, size_t len) {
     char a[32];
     size_t n = strlen(buf);
-    if (p->slow.before_calls && n < len)
+    if (p->before_n && n < len)
         snprintf(buf + n, len - n, "; %s began before the probe was in place (the program's first tens of "
                  "milliseconds), when only the acquisitions that blocked could be seen",
-                 cli_fmt_count(p->slow.before_calls, a));
+                 cli_fmt_count(p->before_n, a));
     return buf;
 }
 
@@ -683,11 +689,9 @@ int report_locks(locks_profile *p, const report_opts *o, FILE *out) {
 
 /* ---- the call tree: the waiting stacks weighted by the time waited ---- */
 
-/* The frame of the time Lock's slow path took beyond its LockSites: before
- * 1.5, the runtime's waits alone; since, the probe's calls too, so only what
- * the probe timed without a site (a call that began in another session). */
+/* The frame of the time Lock's slow path took beyond the runtime's waits, in a
+ * trace of a 1.4 agent (since 1.5 the probe's calls are LockSites, with stacks). */
 #define LOCK_SPIN_FRAME "[won by spinning or before blocking: no stack (timed in Lock's slow path)]"
-#define LOCK_UNSITED_FRAME "[timed in Lock's slow path: no stack]"
 
 static int add_path(locks_profile *p, dnp_calltree *ct, const lk_path *w) {
     char leaf[1100];
@@ -710,8 +714,7 @@ const dnp_calltree *locks_calltree(locks_profile *p) {
         rc = add_path(p, ct, &p->paths[k]);
     /* Lock's acquisitions that no event reported (p->slow holds the merged figures): in the totals, with no stack */
     if (rc == 0 && p->slow.known && p->slow.ns > p->slow_ev_ns)
-        rc = dnp_ct_text_add(ct, &p->nm, p->probe_stacks ? LOCK_UNSITED_FRAME : LOCK_SPIN_FRAME,
-                             "[lock System.Threading.Lock]", p->slow.ns - p->slow_ev_ns,
+        rc = dnp_ct_text_add(ct, &p->nm, LOCK_SPIN_FRAME, "[lock System.Threading.Lock]", p->slow.ns - p->slow_ev_ns,
                              p->slow.calls > p->slow_ev_count ? p->slow.calls - p->slow_ev_count : 1);
     if (rc == 0)
         rc = dnp_ct_text_finish(ct, &p->nm);

@@ -157,7 +157,6 @@ static void take_lock_slow_path(traced_set *s) {
                 s->lock.max_ns = r->max_ns;
             s->lock.calls += s->lock_before_n; /* and what it missed: the runtime's waits of before it ran */
             s->lock.ns += s->lock_before_ns;
-            s->lock.before_calls = s->lock_before_n, s->lock.before_ns = s->lock_before_ns;
         }
         if (r->for_locks)
             free_row(r);

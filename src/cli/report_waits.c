@@ -32,6 +32,7 @@ typedef struct site {
 typedef struct waits {
     int locks, gc, threadpool, wall;       /* recorded: the config event was there */
     uint64_t lock_mode, lock_major;        /* LockConfig's: 2 with the waits (--locks=waits), the runtime */
+    int probe_sites;                       /* a LockProbeBlocked: Lock's LockSites are its probe's calls */
     uint64_t pool_seconds, pool_queued;    /* ThreadPoolCounters: seconds, those with work in the queue */
     int attached;                          /* recorded by dnprof attach: the program's pid */
     uint64_t lock_n, lock_ns, wait_n, wait_ns;
@@ -149,6 +150,7 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         w->gc_by_gen[gen < 2 ? gen : 2]++;
         break;
     }
+    case DNP_EV_LockProbeBlocked: w->probe_sites = 1; break;
     case DNP_EV_ThreadPoolConfig: w->threadpool = 1; break;
     case DNP_EV_ThreadPoolCounters: /* once a second: whether work waited in the queue */
         w->pool_seconds++;
@@ -164,13 +166,17 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
 }
 
 /* System.Threading.Lock's contention as its slow path's probe timed it, where
- * it saw more than the runtime's events (report_locks.c says the same). */
+ * it saw more than the runtime's events (report_locks.c says the same): read
+ * again only from a 1.4 agent's trace, whose LockSites hold the events' waits
+ * alone. */
 static int read_events(const char *path, waits *w) {
     traced_lock l;
-    if (report_read_events(path, feed, w, NULL, 0) != 0 || (w->locks && traced_lock_read(path, &l) != 0))
+    if (report_read_events(path, feed, w, NULL, 0) != 0)
         return -1;
-    if (!w->locks)
+    if (!w->locks || w->probe_sites)
         return 0;
+    if (traced_lock_read(path, &l) != 0)
+        return -1;
     uint64_t n = w->slock_n, ns = w->slock_ns;
     traced_lock_merge(&l, &n, &ns);
     w->lock_n += n - w->slock_n, w->lock_ns += ns - w->slock_ns;
