@@ -25,6 +25,7 @@ static const char *const kind_names[DNP_LOCK_NKINDS] = {"monitor", "lock", "wait
 static const char *const kind_labels[DNP_LOCK_NKINDS] = {"Monitor", "System.Threading.Lock", "WaitHandle wait",
                                                 "Monitor.Wait"};
 #define CONTENTION(kind) (!DNP_LOCK_IS_WAIT(kind))
+#define OWNER_UNNAMED "[no owner named]"
 
 typedef struct lk_owner {
     uint64_t owner, count, wait_ns;
@@ -273,8 +274,10 @@ static int summarize(locks_profile *p) {
             if (a->max_ns > st->max_ns)
                 st->max_ns = a->max_ns;
         }
+        /* owner 0: the runtime's event named none; a row of its own, so the
+         * shares add up (only where the runtime says owners at all) */
         for (size_t k = 0; k < a->nowners && CONTENTION(a->kind) && rc == 0; k++)
-            if (a->owners[k].owner)
+            if (a->owners[k].owner || p->start_version >= 2)
                 rc = sum_into(&p->owners, &p->nowners, &co, a->owners[k].owner, 0, 0, a->owners[k].count,
                               a->owners[k].wait_ns, 0);
     }
@@ -388,10 +391,13 @@ static const dnp_trace_thread *thread_of_tid(const locks_profile *p, uint64_t ti
     return NULL;
 }
 
-/* "thread 5 (contender 0, tid 4242)", or "tid 4242" when the trace does not know it. */
+/* "thread 5 (contender 0, tid 4242)", or "tid 4242" when the trace does not
+ * know it, or OWNER_UNNAMED for 0. */
 static const char *owner_label(const locks_profile *p, uint64_t owner, char *buf, size_t len) {
     const dnp_trace_thread *th = thread_of_tid(p, owner);
-    if (!th)
+    if (!owner)
+        snprintf(buf, len, "%s", OWNER_UNNAMED);
+    else if (!th)
         snprintf(buf, len, "tid %llu", (unsigned long long)owner);
     else if (th->name && *th->name)
         snprintf(buf, len, "thread %u (%s, tid %llu)", th->ordinal, th->name, (unsigned long long)owner);
@@ -620,12 +626,17 @@ static void print_class(FILE *out, const locks_profile *p, int cls, unsigned top
                 site ? report_frame_name(site, len, buf, sizeof buf) : "[no managed stack]");
     }
     if (!cls && p->nowners) {
+        int unnamed = 0;
         fprintf(out, "\nby owner (the thread that held the lock):\n%7s %10s %9s  %s\n", "share", "waited", "waits", "owner");
         for (size_t i = 0; i < p->nowners && i < top; i++) {
             const lk_sum *s = &p->owners[i];
             fprintf(out, "%6.2f%% %10s %9s  %s\n", report_pct(s->wait_ns, whole), report_fmt_ns(s->wait_ns, a), cli_fmt_count(s->count, b),
                     owner_label(p, s->key, buf, sizeof buf));
+            unnamed |= !s->key;
         }
+        if (unnamed)
+            fprintf(out, "%s: the runtime's event named no holder (the lock was changing hands as the thread "
+                         "began to wait)%s\n", OWNER_UNNAMED, p->slow.known ? ", or a Lock was won by spinning (never reported)" : "");
     }
     fprintf(out, "\ntop %s stacks (innermost frame first):\n", cls ? "waiting" : "contended");
     for (size_t i = 0, n = 0; i < p->npaths && n < (top < 10 ? top : 10); i++) {

@@ -394,8 +394,8 @@ static void text_injections(const char *path, const tp_data *d, FILE *out) {
     else if (!t->starved && d->counters && d->queued >= 2 && 2 * d->queued >= d->counters)
         fprintf(out, "no starvation by the runtime's measure (it injects a thread only when no work item has been "
                      "taken from the queue for a while), but work waited in the pool's queue in %llu of %llu "
-                     "seconds, %llu item%s at most: its threads were all busy, and the stacks below show with what "
-                     "(a thread blocked in a synchronous wait or Thread.Sleep holds its place in the pool)\n",
+                     "seconds, %llu item%s at most: its threads were all busy (a thread blocked in a synchronous wait "
+                     "or Thread.Sleep holds its place in the pool)\n",
                 (unsigned long long)d->queued, (unsigned long long)d->counters, (unsigned long long)d->queue_max,
                 CLI_PLURAL(d->queue_max));
     else if (!t->starved)

@@ -157,12 +157,23 @@ static int check_owners_sites(const jv *report, const truth *a, const truth *b) 
         fprintf(stderr, "e2e: the report names no owner\n");
         return -1;
     }
+    double waits = 0, named = 0;
     for (size_t i = 0; i < owners->n; i++) {
         long tid = (long)json_num(json_at(owners, i), "tid");
+        waits += json_num(json_at(owners, i), "waits");
+        if (tid == 0) /* the row of the waits whose event named no holder */
+            continue;
+        named++;
         if (!is_owner(a, tid) && !(b && is_owner(b, tid))) {
             fprintf(stderr, "e2e: owner tid %ld never held the lock\n", tid);
             return -1;
         }
+    }
+    /* every contended wait is in one row, so the shares add up */
+    double all = json_num(json_get(report, "contention"), "waits");
+    if (!named || waits != all) {
+        fprintf(stderr, "e2e: the owners name %.0f threads and hold %.0f waits of %.0f\n", named, waits, all);
+        return -1;
     }
     const jv *sites = json_get(report, "sites");
     int monitor = 0, lock = 0;
