@@ -478,6 +478,19 @@ static const char *lock_note(const locks_profile *p, char *buf, size_t len) {
     return NULL;
 }
 
+/* A Monitor's acquisitions won by spinning: spun inside the runtime's own
+ * fast path (an FCALL, on .NET 8, 9 and 10 alike), reported by no event and
+ * out of any probe's reach; said where Monitor contention is shown. */
+static const char *monitor_note(const locks_profile *p) {
+    for (size_t i = 0; i < p->ntypes; i++)
+        if (p->types[i].kind == DNP_LOCK_MONITOR)
+            return "Monitor (the lock statement on an object): only its acquisitions that blocked after spinning "
+                   "are counted; the runtime spins inside its own fast path and reports none that spinning won, "
+                   "so their time is not here (it is CPU: dnprof run --sample shows it under the frames that "
+                   "take the lock)";
+    return NULL;
+}
+
 static const char *waits_note(const locks_profile *p, char *buf, size_t len) {
     if (p->mode != 2) { /* the command that recorded this trace, asked again */
         char cmd[48];
@@ -488,6 +501,15 @@ static const char *waits_note(const locks_profile *p, char *buf, size_t len) {
     if (p->major && p->major < 9)
         return "waits on WaitHandles and Monitor.Wait are not recorded: the runtime raises their events from .NET 9";
     return NULL;
+}
+
+/* The notes of the report, in order, into notes[4]; the buffers hold their text. */
+static void all_notes(const locks_profile *p, const char *notes[4], char *hint, size_t hlen, char *lock_buf,
+                      size_t llen) {
+    notes[0] = version_note(p);
+    notes[1] = waits_note(p, hint, hlen);
+    notes[2] = lock_note(p, lock_buf, llen);
+    notes[3] = monitor_note(p);
 }
 
 /* ---- JSON ---- */
@@ -570,9 +592,10 @@ static int report_json(const locks_profile *p, const report_opts *o, FILE *out) 
             p->count[0] ? "false" : "true", p->nslices, (unsigned long long)p->slices_dropped,
             (unsigned long long)p->slice_ns);
     char lock_buf[768];
-    const char *notes[3] = {version_note(p), waits_note(p, hint, sizeof hint), lock_note(p, lock_buf, sizeof lock_buf)};
+    const char *notes[4];
+    all_notes(p, notes, hint, sizeof hint, lock_buf, sizeof lock_buf);
     fputs(",\"notes\":[", out);
-    for (int i = 0, n = 0; i < 3; i++)
+    for (int i = 0, n = 0; i < 4; i++)
         if (notes[i]) {
             fputs(n++ ? "," : "", out);
             dnp_export_json_str(out, notes[i], 0);
@@ -671,8 +694,9 @@ static void print_header(FILE *out, const locks_profile *p) {
         fprintf(out, "(and %s on " LOCK_RUNTIME_THREADS_TEXT ", in %s wait%s: not counted)\n",
                 report_fmt_ns(p->house_ns, b), cli_fmt_count(p->house_count, a), CLI_PLURAL(p->house_count));
     char lock_buf[768];
-    const char *notes[3] = {version_note(p), waits_note(p, hint, sizeof hint), lock_note(p, lock_buf, sizeof lock_buf)};
-    for (int i = 0; i < 3; i++)
+    const char *notes[4];
+    all_notes(p, notes, hint, sizeof hint, lock_buf, sizeof lock_buf);
+    for (int i = 0; i < 4; i++)
         if (notes[i])
             fprintf(out, "note: %s\n", notes[i]);
     if (p->unmatched)

@@ -694,12 +694,15 @@ TEST(e2e_locks_attach) {
     char want[128];
     snprintf(want, sizeof want, "(dnprof attach %d --locks=waits records them", (int)pid);
     const jv *notes = json_get(rep, "notes");
-    int hinted = 0;
-    for (size_t i = 0; notes && i < notes->n; i++)
+    int hinted = 0, spin = 0; /* and that a Monitor's spin-won acquisitions are not in it */
+    for (size_t i = 0; notes && i < notes->n; i++) {
         hinted |= notes->items[i]->type == JV_STR && strstr(notes->items[i]->str, want) != NULL;
+        spin |= notes->items[i]->type == JV_STR && strstr(notes->items[i]->str, "Monitor (the lock statement") != NULL;
+    }
     json_free(rep);
     ASSERT(ok);
     ASSERT(hinted);
+    ASSERT(spin);
     /* report --waits names what was not recorded with the flag of an attach to this program */
     snprintf(want, sizeof want, "GC pauses: not recorded (dnprof attach %d --gc)", (int)pid);
     const char *wargs[] = {"report", "--waits", r.trace, NULL};
