@@ -284,7 +284,8 @@ static void contention_start(const ep_event *e) {
     p->on = 1;
     p->probed = 1;
     if (p->kind == DNP_LOCK_LOCK && t_probe.on && t_probe.gen == atomic_load(&g_gen)) {
-        t_probe.owner = owner; /* the probe's call: its wait, told at the probe's exit */
+        if (owner) /* the probe's call: its wait, told at the probe's exit; the holder as it blocked */
+            t_probe.owner = owner;
         p->on = 3;
     } else if (p->kind == DNP_LOCK_LOCK) { /* Lock's slow path timed from now on (rejit.c) */
         p->probed = !rejit_lock_before_probe();
@@ -374,12 +375,12 @@ static void on_event(const ep_event *e) {
     }
 }
 
-void locks_probe_enter(void) {
+void locks_probe_enter(uint64_t owner) {
     if (!g_mode)
         return;
     thread_sync();
     t_probe.gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
-    t_probe.owner = 0;
+    t_probe.owner = owner;
     /* innermost frame Lock.TryEnterSlow: calls from Lock.TryEnter() are told apart by the reader */
     t_probe.stack = stack_sid_here(0, NULL);
     t_probe.on = 1;

@@ -20,11 +20,12 @@ void locks_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_hig
 
 /* System.Threading.Lock's slow path, timed by rejit.c's probe (--locks from
  * start-up on .NET 9+), on the acquiring thread: enter as a call starts (it
- * takes the thread's stack); exit as it ends, with its time. The call is then
- * one contended acquisition, with that stack and, when it blocked, the owner
- * the runtime's ContentionStart named; the runtime's own wait inside it is
- * left to it. */
-void locks_probe_enter(void);
+ * takes the thread's stack; owner: the lock's holder then, read by the probe,
+ * 0 when not known); exit as it ends, with its time. The call is then one
+ * contended acquisition, with that stack and its owner: the one the runtime's
+ * ContentionStart named when it blocked, else the one at the start; the
+ * runtime's own wait inside it is left to it. */
+void locks_probe_enter(uint64_t owner);
 void locks_probe_exit(uint64_t wait_ns);
 
 /* Writes out every sum not yet written, and the stats so far. */

@@ -63,6 +63,7 @@ typedef struct rj_method {
     ModuleID module;
     mdMethodDef token;
     mdSignature enter_sig, exit_sig;
+    mdFieldDef owner_field;  /* Lock's probe: Lock._owningThreadId, handed to enter (0: not) */
     uint32_t name;  /* the trace's string */
     char *text;     /* the same, for messages */
     int state;
@@ -153,8 +154,10 @@ static unsigned caller_slot(rj_method *m, uintptr_t ip) {
     return RJ_CALLERS;
 }
 
-/* The start: the clock shifted left, the caller's slot in the low bits. */
-__attribute__((noinline)) static int64_t probe_enter(int32_t id) {
+/* The start: the clock shifted left, the caller's slot in the low bits.
+ * Inlined into each probe, so that caller_ip's frame walk starts at the
+ * probe's own frame. */
+static inline __attribute__((always_inline)) int64_t enter_at(int32_t id, uint64_t owner) {
     uint64_t t = clock_ticks();
     unsigned slot = RJ_CALLERS;
     if ((uint32_t)id < atomic_load_explicit(&R.n, memory_order_acquire) &&
@@ -163,10 +166,20 @@ __attribute__((noinline)) static int64_t probe_enter(int32_t id) {
         if ((uint32_t)id + 1 == atomic_load_explicit(&R.lock_id, memory_order_relaxed)) {
             if (!atomic_load_explicit(&R.lock_live, memory_order_relaxed))
                 atomic_store_explicit(&R.lock_live, 1, memory_order_relaxed); /* from now on it times Lock */
-            locks_probe_enter();
+            locks_probe_enter(owner);
         }
     }
     return (int64_t)(t << RJ_SLOT_BITS | slot);
+}
+
+__attribute__((noinline)) static int64_t probe_enter(int32_t id) {
+    return enter_at(id, 0);
+}
+
+/* Lock's slow path: its _owningThreadId as the call starts (the OS thread id
+ * of the holder, 0 when the lock was free again), read by the rewritten IL. */
+__attribute__((noinline)) static int64_t probe_enter_owner(int32_t id, int32_t owner) {
+    return enter_at(id, (uint32_t)owner);
 }
 
 static void probe_exit(int32_t id, int64_t start) {
@@ -505,6 +518,38 @@ static void search_corelib(ModuleID module) {
         search_module(module);
 }
 
+/* Lock's _owningThreadId (a 4-byte field of the class of Lock's probe), and
+ * the signature of the enter probe that takes it; 0 when either is not to be
+ * had (the probe then names no owner of an acquisition won by spinning). */
+static mdFieldDef owner_field(ModuleID module, mdMethodDef method, mdSignature *sig) {
+    IMetaDataImport *imp = names_module_import(module);
+    if (!imp)
+        return 0;
+    mdTypeDef td = 0;
+    mdFieldDef fd = 0;
+    ULONG len = 0, nsig = 0, rva = 0;
+    DWORD attr = 0, impl = 0;
+    PCCOR_SIGNATURE msig = NULL, fsig = NULL;
+    WCHAR w[8];
+    static const WCHAR name[] = {'_', 'o', 'w', 'n', 'i', 'n', 'g', 'T', 'h', 'r', 'e', 'a', 'd', 'I', 'd', 0};
+    int ok = SUCCEEDED(imp->lpVtbl->GetMethodProps(imp, method, &td, w, 8, &len, &attr, &msig, &nsig, &rva, &impl)) &&
+             !(attr & 0x10 /* mdStatic */) &&
+             SUCCEEDED(imp->lpVtbl->FindField(imp, td, name, NULL, 0, &fd)) &&
+             SUCCEEDED(imp->lpVtbl->GetFieldProps(imp, fd, NULL, NULL, 0, NULL, &attr, &fsig, &nsig, NULL, NULL,
+                                                  NULL)) &&
+             !(attr & 0x10) && nsig == 2 && fsig[0] == 0x06 /* FIELD */ && (fsig[1] == 0x08 || fsig[1] == 0x09);
+    imp->lpVtbl->Release(imp);
+    if (!ok)
+        return 0;
+    IUnknown *unk = NULL;
+    if (FAILED(INFO_CALL(GetModuleMetaData, module, 0x1 /* ofWrite */, &IID_IMetaDataEmit, &unk)) || !unk)
+        return 0;
+    IMetaDataEmit *emit = (IMetaDataEmit *)unk;
+    HRESULT hr = emit->lpVtbl->GetTokenFromSig(emit, dnp_il_enter_field_sig, sizeof dnp_il_enter_field_sig, sig);
+    emit->lpVtbl->Release(emit);
+    return SUCCEEDED(hr) ? fd : 0;
+}
+
 /* --locks: Lock's slow path asked for, on a thread of the agent's: found in
  * CoreLib (loaded before any managed thread starts), the probe's signatures
  * written in its metadata, which opening to write takes about 17 ms (in the
@@ -538,8 +583,12 @@ static void *lock_probe_main(void *arg) {
         fail(id - 1, E_FAIL, "CoreLib's metadata cannot take new signatures");
         return NULL;
     }
+    mdSignature with_owner = 0;
+    mdFieldDef owner = owner_field(m->module, m->token, &with_owner);
     pthread_mutex_lock(&R.mu);
     m->enter_sig = enter, m->exit_sig = exit;
+    if (owner)
+        m->enter_sig = with_owner, m->owner_field = owner;
     m->state = ST_ASKED;
     pthread_mutex_unlock(&R.mu);
     f->modules[0] = m->module;
@@ -631,6 +680,7 @@ void rejit_parameters(ModuleID module, mdMethodDef token, ICorProfilerFunctionCo
     }
     pthread_mutex_lock(&R.mu);
     mdSignature enter_sig = m->enter_sig, exit_sig = m->exit_sig;
+    mdFieldDef owner_fd = m->owner_field;
     pthread_mutex_unlock(&R.mu);
     if ((!enter_sig || !exit_sig) && module_sigs(module, &enter_sig, &exit_sig) != 0) {
         fail(id, E_FAIL, "the module's metadata cannot take new signatures");
@@ -643,7 +693,9 @@ void rejit_parameters(ModuleID module, mdMethodDef token, ICorProfilerFunctionCo
     }
     dnp_il_probe p = {.method_id = id, .enter_fn = (uint64_t)(uintptr_t)probe_enter,
                       .exit_fn = (uint64_t)(uintptr_t)probe_exit, .enter_sig = enter_sig,
-                      .exit_sig = exit_sig};
+                      .exit_sig = exit_sig, .enter_field = owner_fd};
+    if (owner_fd) /* enter_sig is then the one that takes the field */
+        p.enter_fn = (uint64_t)(uintptr_t)probe_enter_owner;
     const char *why = NULL;
     int rc = locals_token(module, imp, &h, token, &p, &why);
     imp->lpVtbl->Release(imp);

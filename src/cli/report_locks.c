@@ -72,6 +72,7 @@ struct locks_profile {
     int probe_stacks;                   /* a LockProbeBlocked: the probe's calls are LockSites, with stacks */
     uint64_t blocked_n, blocked_ns;     /* then the runtime's waits for a Lock: LockProbeBlocked, LockBeforeProbe */
     uint64_t before_n, before_ns;       /* LockBeforeProbe: those begun before the probe ran */
+    uint64_t lock_named;                /* the Lock's LockSites' waits with an owner */
 };
 
 static int add_owner(lk_path *p, uint64_t owner, uint64_t count, uint64_t wait_ns) {
@@ -308,6 +309,9 @@ static int add_lock_slow_path(locks_profile *p) {
         }
     if (p->probe_stacks) { /* the probe's calls are the Lock's LockSites (with the waits before it ran) */
         p->slow = (traced_lock){1, p->slow_ev_count, p->slow_ev_ns, row ? row->max_ns : 0};
+        for (size_t i = 0; i < p->npaths; i++)
+            for (size_t k = 0; p->paths[i].kind == DNP_LOCK_LOCK && k < p->paths[i].nowners; k++)
+                p->lock_named += p->paths[i].owners[k].owner ? p->paths[i].owners[k].count : 0;
         p->blocked_n += p->before_n, p->blocked_ns += p->before_ns; /* the runtime's part */
         return 0;
     }
@@ -449,19 +453,23 @@ static const char *before_probe(const locks_profile *p, char *buf, size_t len) {
 
 static const char *lock_note(const locks_profile *p, char *buf, size_t len) {
     char a[32], b[32], c[32], d[32];
+    /* an agent that reads the holder as each call starts names more owners than the runtime's events */
+    int at_start = p->lock_named > p->blocked_n;
     if (p->slow.known && p->probe_stacks && !p->blocked_n) {
         snprintf(buf, len, "System.Threading.Lock: %s contended acquisition%s took %s, spinning included, each with "
                  "its site and stack (timed in Lock's slow path); none blocked after spinning, so the runtime "
-                 "reported none and none names the thread that held the lock", cli_fmt_count(p->slow.calls, a),
-                 CLI_PLURAL(p->slow.calls), report_fmt_ns(p->slow.ns, b));
+                 "reported none%s", cli_fmt_count(p->slow.calls, a), CLI_PLURAL(p->slow.calls),
+                 report_fmt_ns(p->slow.ns, b), at_start ? "; the owner is the thread that held the lock as each "
+                 "began" : " and none names the thread that held the lock");
         return before_probe(p, buf, len);
     }
     if (p->slow.known && p->probe_stacks && p->slow.calls > p->blocked_n) {
         snprintf(buf, len, "System.Threading.Lock: %s contended acquisition%s took %s, spinning included, each with "
                  "its site and stack (timed in Lock's slow path); the runtime reported the %s that blocked after "
-                 "spinning (%s), and only those name the thread that held the lock", cli_fmt_count(p->slow.calls, a),
-                 CLI_PLURAL(p->slow.calls), report_fmt_ns(p->slow.ns, b), cli_fmt_count(p->blocked_n, c),
-                 report_fmt_ns(p->blocked_ns, d));
+                 "spinning (%s)%s", cli_fmt_count(p->slow.calls, a), CLI_PLURAL(p->slow.calls),
+                 report_fmt_ns(p->slow.ns, b), cli_fmt_count(p->blocked_n, c), report_fmt_ns(p->blocked_ns, d),
+                 at_start ? "; the owner is the thread the runtime named as one blocked, else the one that held "
+                 "the lock as the acquisition began" : ", and only those name the thread that held the lock");
         return before_probe(p, buf, len);
     }
     if (p->slow.known && !p->probe_stacks && (p->slow.calls > p->slow_ev_count || p->slow.ns > p->slow_ev_ns)) {
@@ -658,8 +666,10 @@ static void print_class(FILE *out, const locks_profile *p, int cls, unsigned top
             unnamed |= !s->key;
         }
         if (unnamed)
-            fprintf(out, "%s: the runtime's event named no holder (the lock was changing hands as the thread "
-                         "began to wait)%s\n", OWNER_UNNAMED, p->slow.known ? ", or a Lock was won by spinning (never reported)" : "");
+            fprintf(out, "%s: no thread held the lock as this one began to wait: it was changing hands, or kept "
+                         "free for a thread that had waited long (the runtime's fairness to starved waiters)%s\n",
+                    OWNER_UNNAMED, p->slow.known && p->lock_named <= p->blocked_n ?
+                         "; or a Lock won by spinning, whose holder this trace's agent did not read" : "");
     }
     fprintf(out, "\ntop %s stacks (innermost frame first):\n", cls ? "waiting" : "contended");
     for (size_t i = 0, n = 0; i < p->npaths && n < (top < 10 ? top : 10); i++) {

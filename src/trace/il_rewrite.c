@@ -16,6 +16,7 @@
  * parameter count, the return type, the parameters. */
 const uint8_t dnp_il_enter_sig[4] = {0x01, 1, 0x0A /* int64 */, 0x08 /* int32 */};
 const uint8_t dnp_il_exit_sig[5] = {0x01, 2, 0x01 /* void */, 0x08, 0x0A};
+const uint8_t dnp_il_enter_field_sig[5] = {0x01, 2, 0x0A, 0x08, 0x08};
 
 #define MAX_CLAUSES 4096
 #define SIG_DEPTH 32
@@ -349,10 +350,26 @@ static int emit_insn(rw *w, const dnp_il_insn *in) {
     return 0;
 }
 
+/* The prologue's size: the call head, the field's load, the calli, the store. */
+static uint32_t prologue_size(const dnp_il_probe *p) {
+    return 15 + (p->enter_field ? 6 : 0) + 5 + local_size(p->start_local);
+}
+
 /* Pass 2: prologue, the code, the finally handler, the epilogue. */
 static int emit(rw *w) {
     const dnp_il_probe *p = w->p;
-    put_call_head(w, p->enter_fn);
+    if (p->enter_field) { /* ldc.i4 id; ldarg.0; ldfld field; ldc.i8 enter; conv.i */
+        put_u8(w, 0x20);
+        put_u32(w, p->method_id);
+        put_u8(w, 0x02);
+        put_u8(w, 0x7B);
+        put_u32(w, p->enter_field);
+        put_u8(w, 0x21);
+        put_u64(w, p->enter_fn);
+        put_u8(w, 0xD3);
+    } else {
+        put_call_head(w, p->enter_fn);
+    }
     put_calli(w, p->enter_sig);
     put_local(w, 1, p->start_local);
     dnp_il_insn in;
@@ -448,7 +465,7 @@ static long rewrite(rw *w, const uint8_t *body, size_t n, uint8_t *out, size_t c
         return dnp_fail(w->err, w->errlen, "max stack %" PRIu32, h.max_stack);
     w->code = body + h.header_size;
     w->code_size = h.code_size;
-    w->prologue = 15 + 5 + local_size(w->p->start_local);
+    w->prologue = prologue_size(w->p);
     if (plan(w) < 0)
         return -1;
     w->handler = w->end_code;

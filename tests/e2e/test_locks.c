@@ -150,6 +150,27 @@ static int check_lock_site(const jv *report, const truth *t, double short_frac) 
     return 0;
 }
 
+/* The probe reads a Lock's holder as each call starts: the owners name
+ * (nearly) every acquisition it timed, not only the ones the runtime saw
+ * block, and each one named held the lock in the program. */
+static int check_lock_owners(const jv *report, const truth *t) {
+    const jv *owners = json_get(report, "owners"), *slow = json_get(report, "lockSlowPath");
+    double named = 0, calls = json_num(slow, "acquisitions"), blocked = json_num(slow, "blocked");
+    for (size_t i = 0; owners && i < owners->n; i++) {
+        long tid = (long)json_num(json_at(owners, i), "tid");
+        if (tid && !is_owner(t, tid)) {
+            fprintf(stderr, "e2e: owner tid %ld never held the lock\n", tid);
+            return -1;
+        }
+        named += tid ? json_num(json_at(owners, i), "waits") : 0;
+    }
+    if (named < 0.9 * calls || (blocked < calls && named <= blocked)) {
+        fprintf(stderr, "e2e: owners named for %.0f of %.0f acquisitions (%.0f blocked)\n", named, calls, blocked);
+        return -1;
+    }
+    return 0;
+}
+
 /* Every owner the report names held the lock in the program; every site is a scenario's. */
 static int check_owners_sites(const jv *report, const truth *a, const truth *b) {
     const jv *owners = json_get(report, "owners");
@@ -370,7 +391,8 @@ TEST(e2e_locks_lock_spinning) {
     ASSERT(ok);
     jv *rep = report_json(&r, r.trace);
     ASSERT_NE(rep, NULL);
-    ok = check_lock(rep, &lock, SPIN_SHORT) == 0 && check_lock_site(rep, &lock, SPIN_SHORT) == 0;
+    ok = check_lock(rep, &lock, SPIN_SHORT) == 0 && check_lock_site(rep, &lock, SPIN_SHORT) == 0 &&
+         check_lock_owners(rep, &lock) == 0;
     double all_ns = json_num(json_get(rep, "contention"), "waitNs");
     json_free(rep);
     ASSERT(ok);

@@ -93,6 +93,44 @@ TEST(il_rewrite_tiny) {
     return 0;
 }
 
+TEST(il_rewrite_enter_field) {
+    /* ldarg.0; ldfld; pop; ret: a void instance method; enter takes this's field too */
+    const uint8_t b[] = {(8 << 2) | 2, 0x02, 0x7B, 0x01, 0x00, 0x00, 0x04, 0x26, 0x2A};
+    dnp_il_probe p = probe;
+    p.result_local = DNP_IL_NO_LOCAL;
+    p.enter_field = 0x04000002;
+    uint8_t *out;
+    char err[256], text[4096];
+    long n = rewrite(b, sizeof b, &p, &out, err);
+    ASSERT_GT(n, 0);
+    dnp_il_header h;
+    dnp_il_clause c[4];
+    ASSERT_EQ(dnp_il_parse(out, (size_t)n, &h, c, 4, err, sizeof err), 0);
+    ASSERT_EQ(h.nclauses, 1);
+    ASSERT_EQ(c[0].try_offset, 28); /* after ldc.i4, ldarg.0, ldfld, ldc.i8, conv.i, calli, stloc.s */
+    ASSERT_EQ(listing(out, (size_t)n, text, sizeof text), 0);
+    ASSERT_STREQ(text, "IL_0000: ldc.i4     7\n"
+                       "IL_0005: ldarg.0\n"
+                       "IL_0006: ldfld      0x04000002\n"
+                       "IL_000b: ldc.i8     1234605616436508552\n"
+                       "IL_0014: conv.i\n"
+                       "IL_0015: calli      0x11000005\n"
+                       "IL_001a: stloc.s    V_0\n"
+                       "IL_001c: ldarg.0\n"
+                       "IL_001d: ldfld      0x04000001\n"
+                       "IL_0022: pop\n"
+                       "IL_0023: leave      IL_003f\n"
+                       "IL_0028: ldc.i4     7\n"
+                       "IL_002d: ldloc.s    V_0\n"
+                       "IL_002f: ldc.i8     -7373874951294615808\n"
+                       "IL_0038: conv.i\n"
+                       "IL_0039: calli      0x11000006\n"
+                       "IL_003e: endfinally\n"
+                       "IL_003f: ret\n");
+    free(out);
+    return 0;
+}
+
 TEST(il_rewrite_void_branches_switch) {
     /* void, the start local at 300 (the long forms); a switch, a backward
      * short branch, two rets */
