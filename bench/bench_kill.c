@@ -81,7 +81,7 @@ static void child(const char *path) {
     if (recorder_open(&opt) < 0)
         _exit(1);
     uint64_t origin = recorder_now();
-    rec_process(origin, 0, "bench_kill", "none", 0);
+    rec_process(origin, 0, "bench_kill", "none", 0, 0);
     atomic_store(&S->origin, origin);
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++)

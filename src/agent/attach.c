@@ -78,6 +78,7 @@ static HRESULT initialize(IUnknown *unk, const dnp_attach_blob *blob) {
     cfg.window_keep = blob->window_keep;
     snprintf(cfg.trace, sizeof cfg.trace, "%s", blob->trace); /* --trace (rejit.c) */
     g_trigger_pid = blob->trigger_pid;
+    cfg.host_pid = blob->host_pid; /* the trace's PROCESS record keeps it */
     HRESULT hr = agent_start(unk, &cfg, 1);
     if (FAILED(hr)) {
         recorder_release();

@@ -13,6 +13,7 @@ typedef struct agent_config {
     char output_alt[4096]; /* when output exists (another program under the SDK took it): this one, or "" */
     char session[4096];  /* session directory, "" for none */
     unsigned flush_ms;   /* background flush period, 0 for the default */
+    unsigned host_pid;   /* by attach, a program in another PID namespace: its pid on the host (0: none) */
     /* method enter/leave (calls.c) */
     int calls;           /* CALLS_MODE_* (calls.h): the CALLS row's words by index */
     unsigned calls_rate; /* with CALLS_MODE_SAMPLED: samples per second per thread, 0 for the default */

@@ -171,7 +171,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     runtime_text(runtime, sizeof runtime);
     say_session_line("cmdline", cmdline);
     rec_process(recorder_now(), (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec,
-                cmdline, runtime, attached);
+                cmdline, runtime, attached, cfg->host_pid);
     exceptions_note_runtime();
 
     HRESULT hr = AGENT_HAS_INFO(SetEventMask2) ? INFO_CALL(SetEventMask2, mask, high)

@@ -294,15 +294,16 @@ void rec_note(unsigned level, const char *fmt, ...) {
 }
 
 void rec_process(uint64_t start_mono_ns, uint64_t start_real_ns, const char *cmdline,
-                 const char *runtime, int attached) {
-    uint64_t v[7] = {(uint64_t)getpid(),
+                 const char *runtime, int attached, unsigned host_pid) {
+    uint64_t v[8] = {(uint64_t)getpid(),
                      (uint64_t)getppid(),
                      start_real_ns,
                      start_mono_ns,
                      rec_string(cmdline, cmdline ? strlen(cmdline) : 0),
                      rec_string(runtime, runtime ? strlen(runtime) : 0),
-                     (uint64_t)attached};
-    meta_append(DNP_REC_PROCESS, v, 7, NULL, 0);
+                     (uint64_t)attached,
+                     host_pid};
+    meta_append(DNP_REC_PROCESS, v, 8, NULL, 0);
 }
 
 /* ---- interned strings: a sharded hash set, string -> number ---- */

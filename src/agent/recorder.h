@@ -41,9 +41,10 @@ uint64_t recorder_now(void);
 /* Records one event of this thread with its values (dnp_events[kind].nvalues). */
 void rec_event(dnp_event_kind kind, const uint64_t *vals, unsigned n);
 
-/* Records the process description (once, at Initialize). */
+/* Records the process description (once, at Initialize); host_pid: its pid on
+ * the host when attached to in another PID namespace, else 0. */
 void rec_process(uint64_t start_mono_ns, uint64_t start_real_ns, const char *cmdline,
-                 const char *runtime, int attached);
+                 const char *runtime, int attached, unsigned host_pid);
 
 /* A note for whoever reads the trace (level 0 info, 1 warning, 2 error). */
 void rec_note(unsigned level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -56,6 +56,7 @@ static struct {
     char dir[4096];
     char cmdline[4096], runtime[256];
     int attached;
+    unsigned host_pid; /* the PROCESS record's (agent_config.host_pid) */
     uint64_t index;                  /* of the current window, from 1 */
     uint64_t start_mono, start_real; /* its start */
     uint64_t dropped, written, failed;
@@ -203,9 +204,9 @@ static int meta_chunk(wbuf *m, const window_data *d) {
     uint64_t sc[2] = {d->next_id + 1, lc}, sr[2] = {d->next_id + 2, lr};
     m->n += dnp_rec_encode(m->p + m->n, DNP_REC_STRING, sc, 2, W.cmdline, lc);
     m->n += dnp_rec_encode(m->p + m->n, DNP_REC_STRING, sr, 2, W.runtime, lr);
-    uint64_t pv[7] = {(uint64_t)getpid(), (uint64_t)getppid(), W.start_real, W.start_mono,
-                      d->next_id + 1, d->next_id + 2, (uint64_t)W.attached};
-    m->n += dnp_rec_encode(m->p + m->n, DNP_REC_PROCESS, pv, 7, NULL, 0);
+    uint64_t pv[8] = {(uint64_t)getpid(), (uint64_t)getppid(), W.start_real, W.start_mono,
+                      d->next_id + 1, d->next_id + 2, (uint64_t)W.attached, W.host_pid};
+    m->n += dnp_rec_encode(m->p + m->n, DNP_REC_PROCESS, pv, 8, NULL, 0);
     uint64_t tv[2] = {1, (uint64_t)syscall(SYS_gettid)};
     m->n += dnp_rec_encode(m->p + m->n, DNP_REC_THREAD, tv, 2, NULL, 0);
     return 0;
@@ -377,6 +378,7 @@ int windows_start(const agent_config *cfg, const char *cmdline, const char *runt
     snprintf(W.cmdline, sizeof W.cmdline, "%s", cmdline ? cmdline : "");
     snprintf(W.runtime, sizeof W.runtime, "%s", runtime ? runtime : "");
     W.attached = attached;
+    W.host_pid = cfg->host_pid;
     W.index = 1;
     W.dropped = W.written = W.failed = 0;
     W.nwaiting = 0;

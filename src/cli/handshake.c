@@ -104,6 +104,7 @@ int handshake_attach(pid_t pid, uid_t uid, uint32_t timeout_s, dnp_attach_blob *
     blob->trigger_pid = (uint32_t)getpid();
     ipc_where w;
     ipc_where_of(pid, &w);
+    blob->host_pid = w.inner && w.inner != w.pid ? (uint32_t)w.pid : 0; /* for the trace's commands */
     char dir[PATH_MAX];
     if (ctl_dir(&w, uid, 1, dir, sizeof dir, err, sizeof err) < 0) {
         if (w.container && errno == EROFS)

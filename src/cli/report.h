@@ -60,6 +60,9 @@ int calls_say_why_none(const struct dnp_calltree *ct, const char *path);
 /* What else a trace without call data holds (dnp_calltree.holds), as "; it
  * holds GC statistics: dnprof report --gc; ..." to end a line with, or "". */
 const char *report_holds_text(unsigned holds, char *buf, size_t cap);
+/* The process of a trace as a report names it: "4242", or "1 (pid 5221 on the
+ * host)" for one in a container attached to from the host. */
+const char *report_process_label(const dnp_trace *t, char *buf, size_t cap);
 /* The command that recorded a trace, to ask again with a flag: "dnprof run",
  * or "dnprof attach PID" for one recorded by attach (attached: its pid; 1 when
  * not known, "PID" then; 0 not attached). */

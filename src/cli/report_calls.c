@@ -178,9 +178,9 @@ static void put_sampled_header(const dnp_calltree *ct, FILE *out) {
 
 static void put_header(const dnp_calltree *ct, const dnp_ct_tree *tr, const report_opts *o, FILE *out) {
     const dnp_trace *t = ct->t;
-    char a[32], b[32], c[32];
+    char a[32], b[32], c[32], pid[64];
     fprintf(out, "dnprof report: %s\n", o->path ? o->path : "trace");
-    fprintf(out, "process %llu: ", (unsigned long long)t->pid);
+    fprintf(out, "process %s: ", report_process_label(t, pid, sizeof pid));
     cli_put_text(out, t->cmdline && *t->cmdline ? t->cmdline : "?", 0);
     if (t->runtime && *t->runtime) {
         fputs(" (", out);
@@ -731,8 +731,11 @@ static int put_json(const dnp_calltree *ct, const resolution *r, const dnp_ct_tr
     const dnp_trace *t = ct->t;
     fputs("{\"trace\":", out);
     dnp_export_json_str(out, o->path, 0);
-    fprintf(out, ",\"complete\":%s,\"pid\":%llu,\"command\":", t->status == DNP_TRACE_COMPLETE ? "true" : "false",
+    fprintf(out, ",\"complete\":%s,\"pid\":%llu,", t->status == DNP_TRACE_COMPLETE ? "true" : "false",
             (unsigned long long)t->pid);
+    if (t->host_pid)
+        fprintf(out, "\"hostPid\":%llu,", (unsigned long long)t->host_pid);
+    fputs("\"command\":", out);
     dnp_export_json_str(out, t->cmdline, 0);
     fputs(",\"runtime\":", out);
     dnp_export_json_str(out, t->runtime, 0);

@@ -51,6 +51,14 @@ const char *report_holds_text(unsigned holds, char *buf, size_t cap) {
     return buf;
 }
 
+const char *report_process_label(const dnp_trace *t, char *buf, size_t cap) {
+    if (t->host_pid) /* a container's, attached to from the host */
+        snprintf(buf, cap, "%llu (pid %llu on the host)", (unsigned long long)t->pid, (unsigned long long)t->host_pid);
+    else
+        snprintf(buf, cap, "%llu", (unsigned long long)t->pid);
+    return buf;
+}
+
 const char *report_recording_cmd(int attached, char *buf, size_t cap) {
     if (!attached)
         snprintf(buf, cap, "dnprof run");

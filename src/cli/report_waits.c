@@ -115,7 +115,7 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         w->locks = 1;
         w->lock_mode = e->v[DNP_V(LockConfig, mode)], w->lock_major = e->v[DNP_V(LockConfig, runtimeMajor)];
         break;
-    case DNP_EV_InitializeForAttach: w->attached = t->pid ? (int)t->pid : 1; break;
+    case DNP_EV_InitializeForAttach: w->attached = t->host_pid ? (int)t->host_pid : t->pid ? (int)t->pid : 1; break;
     case DNP_EV_LockSite: {
         uint64_t kind = e->v[DNP_V(LockSite, kind)], count = e->v[DNP_V(LockSite, count)];
         uint64_t ns = e->v[DNP_V(LockSite, waitNs)], stack = e->v[DNP_V(LockSite, stack)];

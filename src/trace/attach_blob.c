@@ -95,6 +95,7 @@ static const blob_field fields[] = {
     SETTING_FIELD(DNP_BLOB_WINDOW_DIR, WINDOW_DIR, window_dir, "window directory"),
     SETTING_FIELD(DNP_BLOB_WINDOW_KEEP, WINDOW_KEEP, window_keep, "windows kept"),
     SETTING_FIELD(DNP_BLOB_TRACE, TRACE, trace, "trace patterns"),
+    U32_FIELD(DNP_BLOB_HOST_PID, host_pid, "host pid"),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 

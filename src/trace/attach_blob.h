@@ -36,6 +36,8 @@ enum {
     DNP_BLOB_SAMPLE_RATE = 9, /* u32: samples per second per thread */
     /* lock contention (dnprof attach --locks, docs/waits.md) */
     DNP_BLOB_LOCKS = 10,      /* u32: agent_config.locks (1 contention, 2 and waits) */
+    /* a program in a container (docs/containers.md) */
+    DNP_BLOB_HOST_PID = 11,   /* u32: its pid as the host (dnprof) sees it, 0 in the same PID namespace */
     /* GC pauses and thread-pool starvation (dnprof attach --gc, --threadpool; docs/waits.md) */
     DNP_BLOB_GC = 20,         /* u32: 1 for GC statistics */
     DNP_BLOB_THREADPOOL = 21, /* u32: 1 for the thread pool's adjustments */
@@ -92,6 +94,7 @@ typedef struct dnp_attach_blob {
     uint32_t window_keep; /* 0: the default */
     /* traced methods */
     char trace[1024];     /* "": none */
+    uint32_t host_pid;    /* the program's pid on the host when in another PID namespace, 0 otherwise */
 } dnp_attach_blob;
 
 /* Encodes b into buf. Returns the blob's size, or -1 when a string is too long

@@ -214,7 +214,8 @@ static int parse_event(loader *L, const uint8_t *q, const uint8_t *bend, uint32_
 }
 
 /* The values of a PROCESS record, in order (trace_format.h). */
-enum { PROC_PID, PROC_PPID, PROC_REALTIME_NS, PROC_MONOTONIC_NS, PROC_CMDLINE, PROC_RUNTIME, PROC_ATTACH, PROC_NVALUES };
+enum { PROC_PID, PROC_PPID, PROC_REALTIME_NS, PROC_MONOTONIC_NS, PROC_CMDLINE, PROC_RUNTIME, PROC_ATTACH, PROC_NVALUES,
+       PROC_HOST_PID = PROC_NVALUES /* from 1.6, optional */ };
 
 /* Parses the record at *pp (of a payload ending at end) and moves past it.
  * Returns REC_EVENT with *e filled (absolute time), REC_NONE for any other
@@ -232,7 +233,7 @@ static int parse_record(loader *L, const uint8_t **pp, const uint8_t *end, uint3
     }
     const uint8_t *q = p, *bend = p + size;
     *pp = bend;
-    uint64_t v[PROC_NVALUES];
+    uint64_t v[PROC_NVALUES + 1];
 
     switch (tag) {
     case DNP_REC_EVENT:
@@ -262,10 +263,11 @@ static int parse_record(loader *L, const uint8_t **pp, const uint8_t *end, uint3
             return -ENOMEM;
         t->threads[v[0] - 1].os_tid = v[1];
         break;
-    case DNP_REC_PROCESS:
+    case DNP_REC_PROCESS: {
         if (L->replay)
             break;
-        if (get_values(q, bend, v, PROC_NVALUES) < PROC_NVALUES) {
+        unsigned nv = get_values(q, bend, v, PROC_NVALUES + 1);
+        if (nv < PROC_NVALUES) {
             L->malformed++;
             break;
         }
@@ -280,7 +282,9 @@ static int parse_record(loader *L, const uint8_t **pp, const uint8_t *end, uint3
         L->cmdline_id = v[PROC_CMDLINE];
         L->runtime_id = v[PROC_RUNTIME];
         t->attached = v[PROC_ATTACH] != 0;
+        t->host_pid = nv > PROC_HOST_PID ? v[PROC_HOST_PID] : 0;
         break;
+    }
     case DNP_REC_NOTE:
         if (get_values(q, bend, v, 3) < 3) {
             if (!L->replay)

@@ -45,6 +45,7 @@ typedef enum dnp_trace_status {
 typedef struct dnp_trace {
     uint16_t major, minor;
     uint64_t pid, ppid;
+    uint64_t host_pid; /* attached in another PID namespace: the pid on the host (0: none); 1.6 */
     uint64_t start_realtime_ns; /* wall clock when the agent started */
     const char *cmdline;
     const char *runtime; /* the runtime, for display: "CoreCLR 10.0.12.0 (10.0.12)" */

@@ -559,6 +559,21 @@ TEST(e2e_container_attach_sample) {
                            scenario_said(&r, said, sizeof said)),
               0);
     ASSERT(file_has(r.err, "attached to pid"));
+    /* the trace keeps the pid the host sees beside the program's own, and the
+     * report names both */
+    dnp_trace *t = NULL;
+    char err[256], want[96];
+    ASSERT_EQ(dnp_trace_load(r.trace, &t, err, sizeof err), 0);
+    unsigned long long inner = t->pid, host = t->host_pid;
+    dnp_trace_free(t);
+    fprintf(stderr, "e2e: the trace's pid %llu, on the host %llu\n", inner, host);
+    ASSERT(host != 0 && host != inner);
+    snprintf(want, sizeof want, "attached to pid %llu", host);
+    ASSERT(file_has(r.err, want));
+    const char *args[] = {"report", r.trace, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    snprintf(want, sizeof want, "process %llu (pid %llu on the host): ", inner, host);
+    ASSERT(file_has(r.out, want));
     return 0;
 }
 
