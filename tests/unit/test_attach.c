@@ -19,6 +19,7 @@ static void sample(dnp_attach_blob *b) {
     b->flush_ms = 50;
     b->trigger_pid = 4242;
     b->exc_stacks = 1;
+    b->host_pid = 5221;
 }
 
 static long encode(const dnp_attach_blob *b, uint8_t *buf, size_t cap) {
@@ -52,6 +53,7 @@ TEST(trace_attach_blob_roundtrip) {
     ASSERT_EQ(out.exc_stacks, 1);
     ASSERT_EQ(out.flush_ms, 50);
     ASSERT_EQ(out.trigger_pid, 4242);
+    ASSERT_EQ(out.host_pid, 5221);
 
     /* Optional fields left out: events empty means the default. */
     in.events[0] = 0;
