@@ -292,9 +292,11 @@ static void print_stacks(const tp_data *d, const dnp_calltree *ct, unsigned top,
             fprintf(out, "%s{\"sampledNs\":%llu,\"share\":%.4f,\"idle\":%s,\"stack\":[", i ? ",\n" : "\n",
                     (unsigned long long)k->ns, d->pool_ns ? (double)k->ns / (double)d->pool_ns : 0.0,
                     idle ? "true" : "false");
-        else
-            fprintf(out, "\n%6.2f%% %.1f ms sampled%s\n", d->pool_ns ? 100.0 * (double)k->ns / (double)d->pool_ns : 0.0,
-                    (double)k->ns / 1e6, idle ? ", idle: the thread waited for work" : "");
+        else {
+            char t[32];
+            fprintf(out, "\n%6.2f%% %s sampled%s\n", d->pool_ns ? 100.0 * (double)k->ns / (double)d->pool_ns : 0.0,
+                    report_fmt_ns(k->ns, t), idle ? ", idle: the thread waited for work" : "");
+        }
         for (unsigned f = 0; f < k->n; f++) {
             char raw[2048], name[2048];
             dnp_pretty_name(dnp_ct_raw_name(ct, k->func[f], k->name[f], raw, sizeof raw), name, sizeof name);
