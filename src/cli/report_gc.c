@@ -16,6 +16,7 @@
 #include "dnp_vec.h"
 
 #define NGENS 5
+#define SEEN_START 0x1u
 #define SEEN_END 0x2u
 #define SEEN_SUSPEND 0x4u
 #define SEEN_RESTART 0x8u
@@ -188,10 +189,24 @@ static void json_gens(FILE *out, const char *key, const uint64_t *v, int have) {
             (unsigned long long)v[4], (unsigned long long)sum5(v));
 }
 
+/* When a collection began (GCStart), from the trace's origin: its record
+ * comes at its end (a blocking or foreground one's resumption, a background
+ * one's GCEnd), so that less its duration (GCStart to GCEnd): exact for a
+ * background one, later by the resumption's few microseconds for the others,
+ * and in the order of their numbers, which a foreground one begun inside a
+ * background one keeps though it ends first. Without GCStart and GCEnd: less
+ * its pause. */
+static uint64_t row_start(const gc_data *d, const gc_row *r) {
+    uint64_t back = (r->seen & (SEEN_START | SEEN_END)) == (SEEN_START | SEEN_END) ? r->duration : has_pause(r) ? r->pause : 0;
+    uint64_t at = r->time > back ? r->time - back : 0;
+    return at > d->origin ? at - d->origin : 0;
+}
+
 static void json_row(FILE *out, const gc_data *d, const gc_row *r) {
-    fprintf(out, "{\"number\":%llu,\"timeNs\":%llu,\"generation\":%llu,\"reason\":\"%s\",\"reasonId\":%llu,"
-                 "\"type\":\"%s\",\"durationNs\":%llu",
-            (unsigned long long)r->number, (unsigned long long)(r->time - d->origin), (unsigned long long)r->gen,
+    fprintf(out, "{\"number\":%llu,\"timeNs\":%llu,\"startNs\":%llu,\"generation\":%llu,\"reason\":\"%s\","
+                 "\"reasonId\":%llu,\"type\":\"%s\",\"durationNs\":%llu",
+            (unsigned long long)r->number, (unsigned long long)(r->time - d->origin),
+            (unsigned long long)row_start(d, r), (unsigned long long)r->gen,
             reason_id(r->reason), (unsigned long long)r->reason, type_name(r->type), (unsigned long long)r->duration);
     if (r->seen & SEEN_SUSPEND)
         fprintf(out, ",\"suspendNs\":%llu", (unsigned long long)r->suspend);
@@ -280,7 +295,7 @@ static void text_row(FILE *out, const gc_data *d, const gc_row *r) {
     if (r->raised && dnp_gc_reason_induced(r->reason)) /* GC.Collect(n) that collected more */
         snprintf(why, sizeof why, "%s (asked gen %llu)", reason_name(r->reason), (unsigned long long)r->asked);
     fprintf(out, "%6llu %8.3f %3llu  %-10s %-32.32s %8s %9s %10s %10s %10s\n", (unsigned long long)r->number,
-            (double)(r->time - d->origin) / 1e9, (unsigned long long)r->gen, type_name(r->type), why,
+            (double)row_start(d, r) / 1e9, (unsigned long long)r->gen, type_name(r->type), why,
             r->seen & SEEN_SUSPEND ? ms(r->suspend, a) : "-", has_pause(r) ? ms(r->pause, b) : "-",
             r->has_before ? cli_fmt_bytes(sum5(r->before), c) : "-",
             r->has_after ? cli_fmt_bytes(sum5(r->after), e) : "-", r->has_after ? cli_fmt_bytes(r->promoted, f) : "-");

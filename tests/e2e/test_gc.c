@@ -420,9 +420,19 @@ TEST(e2e_gc_background) {
     ASSERT_NE(j, NULL);
     const jv *gcs = json_get(j, "gcs");
     int background = 0, bad = 0;
+    double last_start = -1;
     for (size_t i = 0; gcs && i < gcs->n; i++) {
         const jv *g = json_at(gcs, i);
         const char *type = json_str(g, "type");
+        /* in the order the GCs were numbered, so began: a foreground GC after
+         * the background one it ran inside, though it ended first */
+        double start = json_num(g, "startNs");
+        if (start < last_start) {
+            fprintf(stderr, "e2e: GC %.0f begins at %.0f ns, before the one before it (%.0f)\n",
+                    json_num(g, "number"), start, last_start);
+            bad++;
+        }
+        last_start = start;
         if (!type || strcmp(type, "background") != 0)
             continue;
         background++;
