@@ -33,6 +33,17 @@ static long rewrite(const uint8_t *b, size_t n, const dnp_il_probe *p, uint8_t *
     return rc;
 }
 
+/* rewrite(), then the new body parsed into h and its clauses into c[4]: its
+ * size, or -1. */
+static long rewrite_parsed(const uint8_t *b, size_t n, const dnp_il_probe *p, uint8_t **out, dnp_il_header *h,
+                           dnp_il_clause c[4]) {
+    char err[256];
+    long size = rewrite(b, n, p, out, err);
+    if (size <= 0 || dnp_il_parse(*out, (size_t)size, h, c, 4, err, sizeof err) != 0)
+        return -1;
+    return size;
+}
+
 /* The code of a body as text, one instruction a line. */
 static int listing(const uint8_t *body, size_t n, char *out, size_t cap) {
     dnp_il_header h;
@@ -54,12 +65,11 @@ TEST(il_rewrite_tiny) {
     /* ldc.i4.1; ret: an int method with a tiny header */
     const uint8_t b[] = {(2 << 2) | 2, 0x17, 0x2A};
     uint8_t *out;
-    char err[256], text[4096];
-    long n = rewrite(b, sizeof b, &probe, &out, err);
-    ASSERT_GT(n, 0);
+    char text[4096];
     dnp_il_header h;
     dnp_il_clause c[4];
-    ASSERT_EQ(dnp_il_parse(out, (size_t)n, &h, c, 4, err, sizeof err), 0);
+    long n = rewrite_parsed(b, sizeof b, &probe, &out, &h, c);
+    ASSERT_GT(n, 0);
     ASSERT_EQ(h.fat, 1);
     ASSERT_EQ(h.max_stack, 8); /* a tiny header's 8 */
     ASSERT_EQ(h.local_sig, 0x11000009);
@@ -100,12 +110,11 @@ TEST(il_rewrite_enter_field) {
     p.result_local = DNP_IL_NO_LOCAL;
     p.enter_field = 0x04000002;
     uint8_t *out;
-    char err[256], text[4096];
-    long n = rewrite(b, sizeof b, &p, &out, err);
-    ASSERT_GT(n, 0);
+    char text[4096];
     dnp_il_header h;
     dnp_il_clause c[4];
-    ASSERT_EQ(dnp_il_parse(out, (size_t)n, &h, c, 4, err, sizeof err), 0);
+    long n = rewrite_parsed(b, sizeof b, &p, &out, &h, c);
+    ASSERT_GT(n, 0);
     ASSERT_EQ(h.nclauses, 1);
     ASSERT_EQ(c[0].try_offset, 28); /* after ldc.i4, ldarg.0, ldfld, ldc.i8, conv.i, calli, stloc.s */
     ASSERT_EQ(listing(out, (size_t)n, text, sizeof text), 0);
