@@ -150,6 +150,8 @@ void top_print_text(FILE *out, const top_model *m, const top_show *s) {
     else {
         print_table(out, m, TOP_EXC, s);
         print_table(out, m, TOP_ALLOC, s);
+        if (m->locks_on) /* top --locks: what it was asked for */
+            print_table(out, m, TOP_LOCKS, s);
     }
     fputc('\n', out);
     fflush(out);

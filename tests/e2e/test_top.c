@@ -610,3 +610,33 @@ TEST(e2e_top_startup) {
     ASSERT_EQ(file_has(r.err, "runs on to its end"), 1);
     return 0;
 }
+
+/* top --locks in batch mode from start-up: the header's contentions and the
+ * table of lock waits by site, with the program's contending method in it. */
+TEST(e2e_top_locks_batch) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_top_locks_batch"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT_NE(dll, NULL);
+    char log[PATH_MAX + 16];
+    snprintf(log, sizeof log, "%s/program.log", r.dir);
+    const char *args[] = {"top", "--locks", "-b", "-n", "2", "--log", log, "--", e2e_dotnet(), dll, "locks", "both",
+                          "4", "150", "5000", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, args), 0);
+    ASSERT_STATUS(&r, 0);
+    char *text = e2e_read_file(r.out, NULL);
+    ASSERT_NE(text, NULL);
+    const char *table = strstr(text, "\nlock waits by site\n");
+    double rate = 0;
+    for (const char *p = strstr(text, "locks: "); p; p = strstr(p + 1, "locks: "))
+        if (atof(p + 7) > rate)
+            rate = atof(p + 7);
+    int site = table && (strstr(table, "Scenarios.LocksScenario::ContendMonitor") ||
+                         strstr(table, "Scenarios.LocksScenario::ContendLock"));
+    if (!site || rate <= 0)
+        e2e_show_file("dnprof top --locks -b", r.out);
+    free(text);
+    ASSERT(site);
+    ASSERT_GT(rate, 0);
+    return 0;
+}
