@@ -52,6 +52,19 @@ void agg_flush_all(agg *g) {
     }
 }
 
+void agg_flush_stale(agg *g) {
+    uint64_t now = recorder_now();
+    for (unsigned i = 0; i < AGG_TABLES; i++) {
+        agg_table *t = &g->t[i];
+        if (!t->pending) /* a racy look first: most tables are empty */
+            continue;
+        table_lock(t);
+        if (t->pending && (now - t->last_flush >= AGG_FLUSH_NS || now - t->last_add >= AGG_QUIET_NS))
+            table_flush(g, i, now);
+        table_unlock(t);
+    }
+}
+
 void agg_add(agg *g, uint64_t h, const void *key) {
     if (t_table < 0)
         t_table = (int)(atomic_fetch_add(&g_next_table, 1) % AGG_TABLES);
@@ -76,6 +89,7 @@ void agg_add(agg *g, uint64_t h, const void *key) {
         g->add(a, key);
         t->pending++;
     }
+    t->last_add = now;
     if (!t->last_flush)
         t->last_flush = now;
     if (t->pending >= g->flush_at || now - t->last_flush >= AGG_FLUSH_NS)

@@ -19,11 +19,12 @@
 #define AGG_SLOTS 256
 #define AGG_PROBES 8
 #define AGG_FLUSH_NS 1000000000ull
+#define AGG_QUIET_NS 100000000ull /* agg_flush_stale: a table no thread has added to for this long */
 
 typedef struct agg_table {
     atomic_flag lock;
     unsigned pending;
-    uint64_t last_flush;
+    uint64_t last_flush, last_add;
 } agg_table;
 
 /* A module's tables. Its slot type starts with a uint32_t `used` (nonzero: the
@@ -53,5 +54,12 @@ void agg_add(agg *g, uint64_t h, const void *key);
 
 /* Writes out every table's sums. */
 void agg_flush_all(agg *g);
+
+/* Writes out the tables whose sums are a second old, or that no thread has
+ * added to for AGG_QUIET_NS (their threads went quiet, and no add will write
+ * them): called now and then from the trace writer's thread, so that a
+ * process that dies without an exit (an unhandled exception, kill -9) loses
+ * at most about a second of sums, and none of a burst long past. */
+void agg_flush_stale(agg *g);
 
 #endif

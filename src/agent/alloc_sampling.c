@@ -79,7 +79,12 @@ static __thread thread_mem_slot t_mem;
 static void on_event(const ep_event *e);
 static void on_started(void);
 
-static ep_consumer g_consumer = {"sampled allocations", 0, 0, on_event, on_started, alloc_flush_all, NULL, NULL};
+static void stale(void) {
+    agg_flush_stale(&g_agg);
+}
+
+static ep_consumer g_consumer = {"sampled allocations", 0, 0, on_event, on_started, alloc_flush_all, NULL, NULL,
+                                 stale};
 
 void alloc_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
     if (!cfg->alloc)

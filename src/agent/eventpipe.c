@@ -208,6 +208,14 @@ void ep_flush_all(void) {
             g_want[i]->flush();
 }
 
+void ep_flush_stale(void) {
+    if (!atomic_load(&g_on))
+        return;
+    for (unsigned i = 0; i < g_nwant; i++)
+        if (g_want[i]->stale)
+            g_want[i]->stale();
+}
+
 void ep_stop(void) {
     if (!atomic_exchange(&g_on, 0))
         return;

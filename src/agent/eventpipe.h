@@ -53,6 +53,7 @@ typedef struct ep_consumer {
      * arguments. */
     const WCHAR *provider;
     const WCHAR *args;
+    void (*stale)(void); /* write out sums a second old (agg_flush_stale), now and then (NULL: none) */
 } ep_consumer;
 
 #define EP_MAX_OTHER 2
@@ -87,6 +88,10 @@ void ep_stop(void);
 
 /* Flushes every consumer whose events flow (the process is about to end). */
 void ep_flush_all(void);
+
+/* Each consumer's stale sums written out (its stale function): from the trace
+ * writer's thread, about every flush period (recorder_set_tick). */
+void ep_flush_stale(void);
 
 /* ---- reading a payload: little-endian, packed, bounds-checked ---- */
 

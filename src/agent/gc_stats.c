@@ -84,7 +84,7 @@ static void on_started(void);
 static void flush(void);
 
 static ep_consumer g_consumer = {"GC statistics", EP_KEYWORD_GC, COR_PRF_EVENTPIPE_INFORMATIONAL, on_event,
-                                 on_started, flush, NULL, NULL};
+                                 on_started, flush, NULL, NULL, NULL};
 
 void gc_stats_configure(const agent_config *cfg, uint32_t *mask_high) {
     if (!cfg->gc)

@@ -113,7 +113,11 @@ static locks_tls *caches(void) {
 static void on_event(const ep_event *e);
 static void on_started(void);
 
-static ep_consumer g_consumer = {"lock contention", 0, 0, on_event, on_started, locks_flush_all, NULL, NULL};
+static void stale(void) {
+    agg_flush_stale(&g_agg);
+}
+
+static ep_consumer g_consumer = {"lock contention", 0, 0, on_event, on_started, locks_flush_all, NULL, NULL, stale};
 
 void locks_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
     if (!cfg->locks)

@@ -212,6 +212,7 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     else
         REC(Initialize, (uint64_t)g_agent.info_version, mask, high);
     ep_start(); /* a session that cannot start said why; the rest records */
+    recorder_set_tick(ep_flush_stale); /* sums a second old written as the program runs */
     sampler_start(cfg); /* a sampler that cannot start said why; the rest records */
     join_windows(cfg);
     windows_start(cfg, cmdline, runtime, attached);

@@ -522,6 +522,12 @@ static void flusher_wait(unsigned ms) {
     }
 }
 
+static void (*_Atomic g_tick)(void);
+
+void recorder_set_tick(void (*fn)(void)) {
+    atomic_store(&g_tick, fn);
+}
+
 /* The writer flushes every flush_ms while events come. After a period with
  * nothing to write it goes idle: it sleeps long, and the first event recorded
  * after that wakes it (thread_append), so that an event waits in memory at most
@@ -545,6 +551,9 @@ static void *flusher_main(void *arg) {
         pthread_mutex_unlock(&R.stop_mu);
         /* A rate measured over the first flush period costs no one a wait. */
         clock_calibrate(100, 0);
+        void (*tick)(void) = atomic_load(&g_tick);
+        if (tick)
+            tick(); /* sums that have waited a second, so that a death loses no more */
         if (flush_all(0) > 0) {
             idle = 0;
         } else {
@@ -650,6 +659,7 @@ void recorder_close(void) {
         bg_thread_stop(R.flusher, &R.stop_mu, &R.stop_cv, &R.stop);
         R.flusher_running = 0;
     }
+    atomic_store(&g_tick, NULL);
     recorder_flush_all();
     uint64_t total = recorder_events();
     uint64_t lost = atomic_load(&R.lost);

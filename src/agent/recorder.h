@@ -35,6 +35,11 @@ void recorder_release(void);
 /* Flushes every buffer now (a process about to die without Shutdown). */
 void recorder_flush_all(void);
 
+/* fn is called from the trace writer's thread at each of its wakes (every
+ * flush period while events come, at most a second apart when idle), before
+ * it writes: for sums that must not wait for the end (ep_flush_stale). */
+void recorder_set_tick(void (*fn)(void));
+
 /* Monotonic nanoseconds. */
 uint64_t recorder_now(void);
 

@@ -41,7 +41,7 @@ static void on_event(const ep_event *e);
 static void on_started(void);
 
 static ep_consumer g_consumer = {"thread-pool adjustments", EP_KEYWORD_THREADING, COR_PRF_EVENTPIPE_INFORMATIONAL,
-                                 on_event, on_started, NULL, NULL, NULL};
+                                 on_event, on_started, NULL, NULL, NULL, NULL};
 
 static void on_counter(const ep_event *e);
 

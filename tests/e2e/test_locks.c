@@ -964,3 +964,29 @@ TEST(e2e_locks_bounded) {
     ASSERT_EQ(long_waits, slices);
     return 0;
 }
+
+/* A program that dies of an unhandled exception half a second after its
+ * waits (no Shutdown, no exit handler): the trace writer writes the sums of
+ * the threads that went quiet, so the report still holds them. */
+TEST(e2e_locks_kept_when_program_dies) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_locks_kept_when_program_dies"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    ASSERT(dll);
+    ASSERT(bin);
+    const char *argv[] = {bin, "run", "--quiet", "--locks", "-o", r.trace, "--", e2e_dotnet(), dll, "locks",
+                          "monitor", "4", "30", "2000", "crash", NULL};
+    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
+    ASSERT_EQ(r.status, 128 + 6); /* SIGABRT: how the runtime ends it */
+    char *out = e2e_read_file(r.out, NULL);
+    truth mon;
+    int ok = read_truth(out, "monitor", &mon) == 0;
+    free(out);
+    ASSERT(ok);
+    jv *rep = report_json(&r, r.trace);
+    ASSERT_NE(rep, NULL);
+    ok = check_kind(rep, "Scenarios.LocksScenario+Gate", "monitor", &mon) == 0;
+    json_free(rep);
+    ASSERT(ok);
+    return 0;
+}

@@ -1,7 +1,9 @@
 // LocksScenario: threads that contend on one lock with known hold times and
 // measure their own waits, for lock contention (dnprof run/attach --locks).
 //
-//   dotnet Scenarios.dll locks [monitor|lock|lockspin|both|none|barge|bench|blocking] [THREADS] [ROUNDS] [HOLD_US] [wait FILE]
+//   dotnet Scenarios.dll locks [monitor|lock|lockspin|both|none|barge|bench|blocking] [THREADS] [ROUNDS] [HOLD_US] [crash] [wait FILE]
+//
+// crash: 0.5 s after its waits the program dies of an unhandled exception.
 //
 // monitor: THREADS threads (default 4) take one Gate object ROUNDS times each
 // (default 100) with `lock`, holding it HOLD_US microseconds (default 1000,
@@ -353,6 +355,11 @@ public static class LocksScenario
         GC.Collect(); /* one induced collection: a GC pause beside the waits on a timeline */
         Console.WriteLine("done");
         Console.Out.Flush();
+        if (Array.IndexOf(rest, "crash") >= 4)
+        {   /* a while after its waits, the program dies of an unhandled exception */
+            Thread.Sleep(500);
+            throw new InvalidOperationException("the locks scenario dies on purpose");
+        }
         if (go != null)
         {
             string after = go + ".after";
