@@ -550,11 +550,15 @@ static int attach_and_record(const attach_opts *op, uint32_t families, const cha
     cli_catch_stop_signals();
     if (!o.quiet)
         say_recording(&o, &a.proc, families, left_out, a.out_abs);
-    if (o.every_ms && run_windows_start(rw, wdir) != 0)
+    static char follow[PATH_MAX]; /* wdir, or in a container the windows' directory there */
+    if (o.every_ms && (handshake_windows_dir(o.pid, &a.blob, follow, sizeof follow) != 0 ||
+                       run_windows_start(rw, follow) != 0))
         o.every_ms = 0; /* said why; the recording goes on into the trace */
     record_end how = record(a.fd, until);
     int rc = attach_end(&o, &a, how);
     run_windows_finish(rw); /* the agent wrote its last window before it detached */
+    if (o.every_ms && strcmp(follow, wdir) != 0)
+        cli_session_remove(follow); /* in the container: what the agent left there */
     if (rc != 0)
         return 1;
     if (!o.quiet && !o.every_ms) {

@@ -339,7 +339,10 @@ static int top_attach(const top_opts *o, const char *session) {
     r.m.gc_on = 1;
     r.m.locks_on = o->locks;
     r.show.rows = (unsigned)o->rows;
-    r.dir = session;
+    static char windows[PATH_MAX]; /* the session, or in a container the windows' directory there */
+    if (handshake_windows_dir(o->pid, &a.blob, windows, sizeof windows) != 0)
+        snprintf(windows, sizeof windows, "%s", session);
+    r.dir = windows;
     r.ctl_fd = a.fd;
     snprintf(r.m.cmdline, sizeof r.m.cmdline, "%s", a.proc.comm);
     top_model_proc(&r.m);
@@ -356,6 +359,8 @@ static int top_attach(const top_opts *o, const char *session) {
     record_end re = how == WATCH_EXITED ? END_EXITED : how == WATCH_DETACHED ? END_DETACHED_ELSEWHERE : END_STOP;
     if (attach_end(&ao, &a, re) != 0)
         rc = 1;
+    if (strcmp(windows, session) != 0)
+        cli_session_remove(windows); /* in the container: what the agent left there */
     else if (re == END_STOP && !o->quiet)
         fprintf(stderr, "dnprof top: detached from pid %d; it runs on without the agent\n", (int)o->pid);
     top_model_free(&r.m);

@@ -116,11 +116,21 @@ int handshake_attach(pid_t pid, uid_t uid, uint32_t timeout_s, dnp_attach_blob *
      * directory there, and the file comes out at the end (handshake_bring_back). */
     if (!blob->output[0] || w.container)
         snprintf(blob->output, sizeof blob->output, HANDSHAKE_BYPRODUCT_FMT, blob->control_dir, (long)w.inner);
+    /* the windows too, in a directory of their own there (the agent makes it), read
+     * through /proc/PID/root as they come (handshake_windows_dir) */
+    if (w.container && blob->window_dir[0])
+        snprintf(blob->window_dir, sizeof blob->window_dir, "%s/windows.%ld", blob->control_dir, (long)w.inner);
     char log[PATH_MAX + 64];
     snprintf(log, sizeof log, DNP_CONTROL_LOG_FMT, dir, (long)w.inner);
     unlink(log); /* an earlier agent's */
     hold(&w, dir);
     return request(pid, timeout_s, blob);
+}
+
+int handshake_windows_dir(pid_t pid, const dnp_attach_blob *blob, char *out, size_t cap) {
+    ipc_where w;
+    ipc_where_of(pid, &w);
+    return ipc_outside(w.container ? &w : NULL, blob->window_dir, out, cap);
 }
 
 int handshake_written_path(pid_t pid, uid_t uid, const char *dest, const char *name, char *out, size_t cap) {

@@ -247,6 +247,12 @@ void handshake_remove(pid_t pid, const char *written);
  * containers, nothing to do. 0, or -1 after saying why. */
 int handshake_bring_back(pid_t pid, const char *written, const char *dest);
 
+/* Where this dnprof reads the windows (--every, dnprof top) the agent in pid
+ * writes into blob's window directory: that directory; in a container, the
+ * one handshake_attach chose there, through /proc/PID/root. 0, or -1 when the
+ * path does not fit. */
+int handshake_windows_dir(pid_t pid, const struct dnp_attach_blob *blob, char *out, size_t cap);
+
 /* The control socket of the agent just attached to pid, or -1 after saying why. */
 int handshake_connect(pid_t pid);
 

@@ -386,8 +386,8 @@ int top_model_window(top_model *m, const char *path, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: not complete: %s", path, t->status_text);
         rc = -1;
     } else {
-        if (t->pid)
-            m->pid = (long)t->pid;
+        if (t->pid) /* in a container: the pid the host knows it by, as it was asked for */
+            m->pid = (long)(t->host_pid ? t->host_pid : t->pid);
         if (t->cmdline && *t->cmdline)
             snprintf(m->cmdline, sizeof m->cmdline, "%s", t->cmdline);
         if (t->runtime && *t->runtime)

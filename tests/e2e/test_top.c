@@ -640,3 +640,50 @@ TEST(e2e_top_locks_batch) {
     ASSERT_GT(rate, 0);
     return 0;
 }
+
+/* From the host into a container: top by the host's pid reads the windows the
+ * agent writes in the container's own /tmp (through /proc/PID/root), names the
+ * program by that pid, shows its hot methods, and leaves nothing there. */
+TEST(e2e_container_top) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_container_top"), 0);
+    if (!e2e_can_contain())
+        E2E_SKIP("unshare cannot make PID and mount namespaces here (needs root or user namespaces)");
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *agent = e2e_env("DNPROF_AGENT");
+    ASSERT(dll);
+    ASSERT(agent);
+    char out[PATH_MAX + 16], errp[PATH_MAX + 16], pid[32];
+    snprintf(out, sizeof out, "%s/program.out", r.dir);
+    snprintf(errp, sizeof errp, "%s/program.err", r.dir);
+    const char *argv[] = {e2e_dotnet(), dll, "top", "run", "30", NULL};
+    const char *env[] = {"CORECLR_ENABLE_PROFILING", NULL};
+    pid_t host = 0, child = e2e_spawn_contained((char *const *)argv, env, r.dir, out, errp, agent, &host);
+    ASSERT_GT(child, 0);
+    for (int i = 0; i < 600 && !file_has(out, "ready"); i++)
+        sleep_ms(100);
+    snprintf(pid, sizeof pid, "%d", (int)host);
+    const char *args[] = {"top", pid, "-b", "-n", "2", "--json", NULL};
+    int ran = e2e_dnprof(&r, args) == 0 && r.status == 0;
+    size_t len;
+    char *text = e2e_read_file(r.out, &len);
+    int objects = 0, named = 0, hot = 0;
+    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        char err[256];
+        jv *o = json_parse(line, strlen(line), err, sizeof err);
+        if (!o)
+            continue;
+        objects++;
+        named += json_num(o, "pid") == (double)host;
+        hot += strstr(line, HOT[0]) != NULL;
+        json_free(o);
+    }
+    free(text);
+    if (!ran || objects != 2)
+        e2e_show_file("dnprof top said", r.err);
+    e2e_kill(child);
+    ASSERT(ran);
+    ASSERT_EQ(objects, 2);
+    ASSERT_EQ(named, 2); /* the pid the host knows it by, as top was asked */
+    ASSERT_GE(hot, 1);
+    return 0;
+}
