@@ -56,7 +56,7 @@ void agg_flush_stale(agg *g) {
     uint64_t now = recorder_now();
     for (unsigned i = 0; i < AGG_TABLES; i++) {
         agg_table *t = &g->t[i];
-        if (!t->pending) /* a racy look first: most tables are empty */
+        if (!__atomic_load_n(&t->pending, __ATOMIC_RELAXED)) /* a look without the lock: most are empty */
             continue;
         table_lock(t);
         if (t->pending && (now - t->last_flush >= AGG_FLUSH_NS || now - t->last_add >= AGG_QUIET_NS))
