@@ -359,10 +359,10 @@ static int top_attach(const top_opts *o, const char *session) {
     record_end re = how == WATCH_EXITED ? END_EXITED : how == WATCH_DETACHED ? END_DETACHED_ELSEWHERE : END_STOP;
     if (attach_end(&ao, &a, re) != 0)
         rc = 1;
-    if (strcmp(windows, session) != 0)
-        cli_session_remove(windows); /* in the container: what the agent left there */
     else if (re == END_STOP && !o->quiet)
         fprintf(stderr, "dnprof top: detached from pid %d; it runs on without the agent\n", (int)o->pid);
+    if (strcmp(windows, session) != 0)
+        cli_session_remove(windows); /* in the container: what the agent left there */
     top_model_free(&r.m);
     return rc;
 }
