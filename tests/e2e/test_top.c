@@ -685,5 +685,8 @@ TEST(e2e_container_top) {
     ASSERT_EQ(objects, 2);
     ASSERT_EQ(named, 2); /* the pid the host knows it by, as top was asked */
     ASSERT_GE(hot, 1);
+    char said[64];
+    snprintf(said, sizeof said, "detached from pid %d", (int)host);
+    ASSERT(file_has(r.err, said)); /* and the program runs on */
     return 0;
 }
