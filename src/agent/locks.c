@@ -178,7 +178,7 @@ void locks_flush_all(void) {
         atomic_load(&g_dropped), atomic_load(&g_unmatched));
     if (atomic_load(&g_before_n))
         REC(LockBeforeProbe, atomic_load(&g_before_n), atomic_load(&g_before_ns));
-    if (atomic_load(&g_probe_calls)) /* the reader's sign that Lock's LockSites are the probe's */
+    if (atomic_load(&g_probe_calls) || rejit_lock_live()) /* the reader's sign: Lock's LockSites are the probe's */
         REC(LockProbeBlocked, atomic_load(&g_probe_blocked_n), atomic_load(&g_probe_blocked_ns));
 }
 

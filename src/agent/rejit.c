@@ -63,7 +63,6 @@ typedef struct rj_method {
     ModuleID module;
     mdMethodDef token;
     mdSignature enter_sig, exit_sig;
-    mdFieldDef owner_field;  /* Lock's probe: Lock._owningThreadId, handed to enter (0: not) */
     uint32_t name;  /* the trace's string */
     char *text;     /* the same, for messages */
     int state;
@@ -85,6 +84,7 @@ static struct {
     int for_locks; /* --locks' probe (RJ_LOCK_PROBE) wanted */
     atomic_uint lock_id;  /* its method's id + 1, once found */
     atomic_int lock_asked, lock_live; /* asked for; its probe has run */
+    dnp_il_probe lock_args; /* its entry's arguments' IL (lock_args; enter_args_len 0: none), under mu */
     char patterns[1024];
     char types[1024]; /* each pattern's part before "::" ("*" without one): types worth a look */
     atomic_int counting, finished;
@@ -157,7 +157,7 @@ static unsigned caller_slot(rj_method *m, uintptr_t ip) {
 /* The start: the clock shifted left, the caller's slot in the low bits.
  * Inlined into each probe, so that caller_ip's frame walk starts at the
  * probe's own frame. */
-static inline __attribute__((always_inline)) int64_t enter_at(int32_t id, uint64_t owner) {
+static inline __attribute__((always_inline)) int64_t enter_at(int32_t id, uint64_t owner, int acquisition) {
     uint64_t t = clock_ticks();
     unsigned slot = RJ_CALLERS;
     if ((uint32_t)id < atomic_load_explicit(&R.n, memory_order_acquire) &&
@@ -166,20 +166,26 @@ static inline __attribute__((always_inline)) int64_t enter_at(int32_t id, uint64
         if ((uint32_t)id + 1 == atomic_load_explicit(&R.lock_id, memory_order_relaxed)) {
             if (!atomic_load_explicit(&R.lock_live, memory_order_relaxed))
                 atomic_store_explicit(&R.lock_live, 1, memory_order_relaxed); /* from now on it times Lock */
-            locks_probe_enter(owner);
+            if (acquisition)
+                locks_probe_enter(owner);
         }
     }
     return (int64_t)(t << RJ_SLOT_BITS | slot);
 }
 
 __attribute__((noinline)) static int64_t probe_enter(int32_t id) {
-    return enter_at(id, 0);
+    return enter_at(id, 0, 1);
 }
 
-/* Lock's slow path: its _owningThreadId as the call starts (the OS thread id
- * of the holder, 0 when the lock was free again), read by the rewritten IL. */
-__attribute__((noinline)) static int64_t probe_enter_owner(int32_t id, int32_t owner) {
-    return enter_at(id, (uint32_t)owner);
+/* Lock's slow path, with what the rewritten IL read as the call starts: the
+ * lock's _owningThreadId (the OS thread id of the holder, 0 when free), the
+ * call's timeout, and the caller's id (its OS thread id, 0 before its first
+ * Lock). Not a contended acquisition, so not one for --locks: a try that
+ * fails at once (timeout 0: TryEnter()), a recursive one (the caller holds
+ * it), a thread's first Lock that finds it free (the slow path's first step). */
+__attribute__((noinline)) static int64_t probe_enter_lock(int32_t id, int32_t owner, int32_t timeout, int32_t self) {
+    int acquisition = timeout != 0 && !(owner && owner == self) && !(self == 0 && owner == 0);
+    return enter_at(id, (uint32_t)owner, acquisition);
 }
 
 static void probe_exit(int32_t id, int64_t start) {
@@ -518,36 +524,81 @@ static void search_corelib(ModuleID module) {
         search_module(module);
 }
 
-/* Lock's _owningThreadId (a 4-byte field of the class of Lock's probe), and
- * the signature of the enter probe that takes it; 0 when either is not to be
- * had (the probe then names no owner of an acquisition won by spinning). */
-static mdFieldDef owner_field(ModuleID module, mdMethodDef method, mdSignature *sig) {
+/* The one instance field of value type td, when it is 4 bytes (I4, U4). */
+static int one_u4_field(IMetaDataImport *imp, mdTypeDef td) {
+    HCORENUM he = NULL;
+    mdFieldDef fds[8];
+    ULONG k = 0, n = 0, nsig = 0;
+    DWORD attr = 0;
+    PCCOR_SIGNATURE fsig = NULL;
+    int u4 = 0;
+    if (SUCCEEDED(imp->lpVtbl->EnumFields(imp, &he, td, fds, 8, &k)))
+        for (ULONG i = 0; i < k && i < 8; i++)
+            if (SUCCEEDED(imp->lpVtbl->GetFieldProps(imp, fds[i], NULL, NULL, 0, NULL, &attr, &fsig, &nsig, NULL,
+                                                     NULL, NULL)) && !(attr & 0x10 /* fdStatic */)) {
+                n++;
+                u4 = nsig == 2 && fsig[0] == 0x06 && (fsig[1] == 0x08 || fsig[1] == 0x09);
+            }
+    if (he)
+        imp->lpVtbl->CloseEnum(imp, he);
+    return n == 1 && u4;
+}
+
+/* Lock.TryEnterSlow(int timeoutMs, ThreadId currentThreadId), an instance
+ * method whose ThreadId is a struct of one 4-byte id (the OS thread id, 0
+ * before the thread's first Lock), and Lock._owningThreadId (the holder's,
+ * 0 when free): the IL that hands enter the holder, the timeout and the
+ * caller's id (ldarg.0; ldfld; ldarg.1; ldarga.s 2; ldind.u4) into p, and its
+ * signature's token. 0, or -1 when the runtime's Lock is not so (the probe
+ * then takes no arguments: no owner for a spin-won acquisition, and the
+ * reader leaves TryEnter() out by its stack). */
+static int lock_args(ModuleID module, mdMethodDef method, dnp_il_probe *p, mdSignature *sig) {
     IMetaDataImport *imp = names_module_import(module);
     if (!imp)
-        return 0;
+        return -1;
     mdTypeDef td = 0;
     mdFieldDef fd = 0;
-    ULONG len = 0, nsig = 0, rva = 0;
-    DWORD attr = 0, impl = 0;
+    ULONG len = 0, nsig = 0, rva = 0, fnsig = 0;
+    DWORD attr = 0, impl = 0, fattr = 0;
     PCCOR_SIGNATURE msig = NULL, fsig = NULL;
     WCHAR w[8];
     static const WCHAR name[] = {'_', 'o', 'w', 'n', 'i', 'n', 'g', 'T', 'h', 'r', 'e', 'a', 'd', 'I', 'd', 0};
     int ok = SUCCEEDED(imp->lpVtbl->GetMethodProps(imp, method, &td, w, 8, &len, &attr, &msig, &nsig, &rva, &impl)) &&
-             !(attr & 0x10 /* mdStatic */) &&
+             !(attr & 0x10 /* mdStatic */) && nsig >= 4 && msig[0] == 0x20 /* HASTHIS */ && msig[1] == 2 &&
              SUCCEEDED(imp->lpVtbl->FindField(imp, td, name, NULL, 0, &fd)) &&
-             SUCCEEDED(imp->lpVtbl->GetFieldProps(imp, fd, NULL, NULL, 0, NULL, &attr, &fsig, &nsig, NULL, NULL,
+             SUCCEEDED(imp->lpVtbl->GetFieldProps(imp, fd, NULL, NULL, 0, NULL, &fattr, &fsig, &fnsig, NULL, NULL,
                                                   NULL)) &&
-             !(attr & 0x10) && nsig == 2 && fsig[0] == 0x06 /* FIELD */ && (fsig[1] == 0x08 || fsig[1] == 0x09);
+             !(fattr & 0x10) && fnsig == 2 && fsig[0] == 0x06 /* FIELD */ && (fsig[1] == 0x08 || fsig[1] == 0x09);
+    /* the return type (skipped), then int32, then a value type of this module with one 4-byte field */
+    const uint8_t *q = msig + 2, *end = msig + nsig;
+    uint32_t tok = 0;
+    if (ok && *q == 0x11) {
+        q++;
+        ok = dnp_sig_uint(&q, end, &tok) == 0;
+    } else {
+        ok = 0;
+    }
+    ok = ok && q + 2 < end && q[0] == 0x08 && q[1] == 0x11;
+    q += 2;
+    ok = ok && dnp_sig_uint(&q, end, &tok) == 0 && (tok & 3) == 0 /* a TypeDef */ &&
+         one_u4_field(imp, (mdTypeDef)(0x02000000u | tok >> 2));
     imp->lpVtbl->Release(imp);
     if (!ok)
-        return 0;
+        return -1;
     IUnknown *unk = NULL;
     if (FAILED(INFO_CALL(GetModuleMetaData, module, 0x1 /* ofWrite */, &IID_IMetaDataEmit, &unk)) || !unk)
-        return 0;
+        return -1;
     IMetaDataEmit *emit = (IMetaDataEmit *)unk;
-    HRESULT hr = emit->lpVtbl->GetTokenFromSig(emit, dnp_il_enter_field_sig, sizeof dnp_il_enter_field_sig, sig);
+    HRESULT hr = emit->lpVtbl->GetTokenFromSig(emit, dnp_il_enter_3i4_sig, sizeof dnp_il_enter_3i4_sig, sig);
     emit->lpVtbl->Release(emit);
-    return SUCCEEDED(hr) ? fd : 0;
+    if (FAILED(hr))
+        return -1;
+    const uint8_t il[] = {0x02, 0x7B, (uint8_t)fd, (uint8_t)(fd >> 8), (uint8_t)(fd >> 16), (uint8_t)(fd >> 24),
+                          0x03, 0x0F, 0x02, 0x4B};
+    memcpy(p->enter_args, il, sizeof il);
+    p->enter_args_len = sizeof il;
+    p->enter_pushes = 3;
+    return 0;
 }
 
 /* --locks: Lock's slow path asked for, on a thread of the agent's: found in
@@ -583,12 +634,14 @@ static void *lock_probe_main(void *arg) {
         fail(id - 1, E_FAIL, "CoreLib's metadata cannot take new signatures");
         return NULL;
     }
-    mdSignature with_owner = 0;
-    mdFieldDef owner = owner_field(m->module, m->token, &with_owner);
+    mdSignature with_args = 0;
+    dnp_il_probe args;
+    memset(&args, 0, sizeof args);
+    int have_args = lock_args(m->module, m->token, &args, &with_args) == 0;
     pthread_mutex_lock(&R.mu);
     m->enter_sig = enter, m->exit_sig = exit;
-    if (owner)
-        m->enter_sig = with_owner, m->owner_field = owner;
+    if (have_args)
+        m->enter_sig = with_args, R.lock_args = args;
     m->state = ST_ASKED;
     pthread_mutex_unlock(&R.mu);
     f->modules[0] = m->module;
@@ -612,6 +665,10 @@ void rejit_lock_start(void) {
 
 int rejit_lock_before_probe(void) {
     return R.for_locks && !atomic_load_explicit(&R.lock_live, memory_order_relaxed);
+}
+
+int rejit_lock_live(void) {
+    return R.for_locks && atomic_load_explicit(&R.lock_live, memory_order_relaxed);
 }
 
 /* ---- the rewrite ---- */
@@ -680,7 +737,8 @@ void rejit_parameters(ModuleID module, mdMethodDef token, ICorProfilerFunctionCo
     }
     pthread_mutex_lock(&R.mu);
     mdSignature enter_sig = m->enter_sig, exit_sig = m->exit_sig;
-    mdFieldDef owner_fd = m->owner_field;
+    dnp_il_probe args = R.lock_args;
+    int with_args = m->for_locks && args.enter_args_len;
     pthread_mutex_unlock(&R.mu);
     if ((!enter_sig || !exit_sig) && module_sigs(module, &enter_sig, &exit_sig) != 0) {
         fail(id, E_FAIL, "the module's metadata cannot take new signatures");
@@ -693,9 +751,12 @@ void rejit_parameters(ModuleID module, mdMethodDef token, ICorProfilerFunctionCo
     }
     dnp_il_probe p = {.method_id = id, .enter_fn = (uint64_t)(uintptr_t)probe_enter,
                       .exit_fn = (uint64_t)(uintptr_t)probe_exit, .enter_sig = enter_sig,
-                      .exit_sig = exit_sig, .enter_field = owner_fd};
-    if (owner_fd) /* enter_sig is then the one that takes the field */
-        p.enter_fn = (uint64_t)(uintptr_t)probe_enter_owner;
+                      .exit_sig = exit_sig};
+    if (with_args) { /* Lock's probe: enter_sig is then the one that takes them */
+        memcpy(p.enter_args, args.enter_args, sizeof p.enter_args);
+        p.enter_args_len = args.enter_args_len, p.enter_pushes = args.enter_pushes;
+        p.enter_fn = (uint64_t)(uintptr_t)probe_enter_lock;
+    }
     const char *why = NULL;
     int rc = locals_token(module, imp, &h, token, &p, &why);
     imp->lpVtbl->Release(imp);

@@ -46,6 +46,9 @@ void rejit_lock_start(void);
 /* Whether that probe is to time Lock and has not run yet: a Lock's wait whose
  * ContentionStart comes now is not in its sums. */
 int rejit_lock_before_probe(void);
+/* Whether the probe in Lock's slow path has run: the runtime's Lock
+ * contention is then the probe's to count (locks.c: LockProbeBlocked). */
+int rejit_lock_live(void);
 
 /* Stops counting, reverts the methods to their original code when revert is
  * set (an attached agent's detach), and writes what was counted. Once. */

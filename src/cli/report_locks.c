@@ -455,6 +455,9 @@ static const char *lock_note(const locks_profile *p, char *buf, size_t len) {
     char a[32], b[32], c[32], d[32];
     /* an agent that reads the holder as each call starts names more owners than the runtime's events */
     int at_start = p->lock_named > p->blocked_n;
+    if (p->slow.known && p->probe_stacks && !p->slow.calls && !p->blocked_n)
+        return "System.Threading.Lock: its slow path was timed (every contended acquisition, spinning included; "
+               "recursive ones and TryEnter() are none): no acquisition was contended";
     if (p->slow.known && p->probe_stacks && !p->blocked_n) {
         snprintf(buf, len, "System.Threading.Lock: %s contended acquisition%s took %s, spinning included, each with "
                  "its site and stack (timed in Lock's slow path); none blocked after spinning, so the runtime "

@@ -16,7 +16,7 @@
  * parameter count, the return type, the parameters. */
 const uint8_t dnp_il_enter_sig[4] = {0x01, 1, 0x0A /* int64 */, 0x08 /* int32 */};
 const uint8_t dnp_il_exit_sig[5] = {0x01, 2, 0x01 /* void */, 0x08, 0x0A};
-const uint8_t dnp_il_enter_field_sig[5] = {0x01, 2, 0x0A, 0x08, 0x08};
+const uint8_t dnp_il_enter_3i4_sig[7] = {0x01, 4, 0x0A, 0x08, 0x08, 0x08, 0x08};
 
 #define MAX_CLAUSES 4096
 #define SIG_DEPTH 32
@@ -352,18 +352,16 @@ static int emit_insn(rw *w, const dnp_il_insn *in) {
 
 /* The prologue's size: the call head, the field's load, the calli, the store. */
 static uint32_t prologue_size(const dnp_il_probe *p) {
-    return 15 + (p->enter_field ? 6 : 0) + 5 + local_size(p->start_local);
+    return 15 + p->enter_args_len + 5 + local_size(p->start_local);
 }
 
 /* Pass 2: prologue, the code, the finally handler, the epilogue. */
 static int emit(rw *w) {
     const dnp_il_probe *p = w->p;
-    if (p->enter_field) { /* ldc.i4 id; ldarg.0; ldfld field; ldc.i8 enter; conv.i */
+    if (p->enter_args_len) { /* ldc.i4 id; the arguments' IL; ldc.i8 enter; conv.i */
         put_u8(w, 0x20);
         put_u32(w, p->method_id);
-        put_u8(w, 0x02);
-        put_u8(w, 0x7B);
-        put_u32(w, p->enter_field);
+        put(w, p->enter_args, p->enter_args_len);
         put_u8(w, 0x21);
         put_u64(w, p->enter_fn);
         put_u8(w, 0xD3);
@@ -400,9 +398,10 @@ size_t dnp_il_rewrite_bound(const uint8_t *body, size_t n) {
     dnp_il_header h;
     if (dnp_il_parse(body, n, &h, NULL, 0, NULL, 0) < 0)
         return 0;
-    /* a ret grows the most: 1 byte -> stloc (4) + leave (5); 64 for the probes,
-     * 3 for the alignment, the clauses fat, one more */
-    return 12 + 9 * (size_t)h.code_size + 64 + 3 + 4 + 24 * (h.nclauses + 1);
+    /* a ret grows the most: 1 byte -> stloc (4) + leave (5); 64 for the probes
+     * and the entry probe's arguments' IL, 3 for the alignment, the clauses fat,
+     * one more */
+    return 12 + 9 * (size_t)h.code_size + 64 + DNP_IL_ENTER_ARGS_MAX + 3 + 4 + 24 * (h.nclauses + 1);
 }
 
 static void put_clause(uint8_t *c, uint32_t kind, uint32_t t0, uint32_t t1, uint32_t h0, uint32_t h1,
@@ -442,7 +441,8 @@ static int write_clauses(rw *w, const dnp_il_clause *cl, size_t ncl, uint8_t *ou
 static void write_header(uint8_t *o, const dnp_il_header *h, const dnp_il_probe *p, uint32_t code_size) {
     unsigned flags = 0x3 | 0x8 | (h->init_locals || !h->fat ? 0x10 : 0); /* fat, more sections, init locals */
     uint16_t first = (uint16_t)(flags | 3u << 12);
-    uint32_t stack = h->max_stack < 3 ? 3 : h->max_stack;
+    uint32_t need = 2 + p->enter_pushes > 3 ? 2 + p->enter_pushes : 3; /* the prologue's id, arguments, address */
+    uint32_t stack = h->max_stack < need ? need : h->max_stack;
     o[0] = (uint8_t)first;
     o[1] = (uint8_t)(first >> 8);
     o[2] = (uint8_t)stack;
@@ -463,6 +463,9 @@ static long rewrite(rw *w, const uint8_t *body, size_t n, uint8_t *out, size_t c
         return dnp_fail(w->err, w->errlen, "no code");
     if (h.max_stack > 0xFFFF)
         return dnp_fail(w->err, w->errlen, "max stack %" PRIu32, h.max_stack);
+    if (w->p->enter_args_len > DNP_IL_ENTER_ARGS_MAX || w->p->enter_pushes > DNP_IL_MAX_PUSHES)
+        return dnp_fail(w->err, w->errlen, "the entry probe's arguments: %" PRIu32 " bytes, %" PRIu32 " values",
+                        w->p->enter_args_len, w->p->enter_pushes);
     w->code = body + h.header_size;
     w->code_size = h.code_size;
     w->prologue = prologue_size(w->p);

@@ -7,9 +7,9 @@
  * The rewritten body (always a fat header, its locals extended by two):
  *
  *       ldc.i4 id; ldc.i8 enter; conv.i; calli int64(int32) unmanaged cdecl; stloc start
- *       (with enter_field: ldc.i4 id; ldarg.0; ldfld enter_field; ldc.i8 enter; conv.i;
- *        calli int64(int32, int32) unmanaged cdecl; stloc start: an int32 field of
- *        the instance, read as the call starts)
+ *       (with enter_args: ldc.i4 id; <enter_args' IL>; ldc.i8 enter; conv.i;
+ *        calli <enter_sig>; stloc start: the IL pushes more arguments for enter,
+ *        read as the call starts: an argument, a field of this)
  *   try {                                        <- the new clause, last (outermost)
  *       the original code: short branches widened, switch and branch targets,
  *       exception clauses moved; each `ret` -> `stloc result; leave END`
@@ -28,6 +28,8 @@
 #include <stdint.h>
 
 #define DNP_IL_NO_LOCAL UINT32_MAX
+#define DNP_IL_ENTER_ARGS_MAX 32
+#define DNP_IL_MAX_PUSHES 8
 
 typedef struct dnp_il_probe {
     uint32_t method_id;    /* the first argument of both probes */
@@ -38,15 +40,19 @@ typedef struct dnp_il_probe {
     uint32_t locals_sig;   /* the extended locals (dnp_il_locals_sig), a StandAloneSig token */
     uint32_t start_local;  /* the int64 local */
     uint32_t result_local; /* the return value's local, DNP_IL_NO_LOCAL when void */
-    uint32_t enter_field;  /* 0, or a 4-byte field of this (an instance method's own class) handed to
-                              enter as its second argument; enter_sig is then dnp_il_enter_field_sig's */
+    /* IL that pushes enter's arguments after the id (no branch, no ret: ldarg,
+     * ldfld, ldind), enter_args_len bytes of it (0: none), enter_pushes values
+     * (at most DNP_IL_MAX_PUSHES); enter_sig is then a signature that takes them */
+    uint8_t enter_args[DNP_IL_ENTER_ARGS_MAX];
+    uint32_t enter_args_len, enter_pushes;
 } dnp_il_probe;
 
 /* The calli signatures of the probes (II.23.2.3, unmanaged cdecl), for
  * IMetaDataEmit::GetTokenFromSig. */
 extern const uint8_t dnp_il_enter_sig[4];
 extern const uint8_t dnp_il_exit_sig[5];
-extern const uint8_t dnp_il_enter_field_sig[5]; /* int64 enter(int32 id, int32 field) */
+/* int64 enter(int32 id, int32 a, int32 b, int32 c): three more int32 arguments */
+extern const uint8_t dnp_il_enter_3i4_sig[7];
 
 /* A compressed unsigned integer of a signature (II.23.2) at *p, before end,
  * into *v, *p moved past it; -1 when it is cut short or malformed. */

@@ -78,9 +78,13 @@ static void check_targets(const uint8_t *code, uint32_t size) {
 
 static void rewrite(const uint8_t *body, size_t size) {
     dnp_il_probe p = {7, 0x1122334455667788ull, 0x99AABBCCDDEEFF00ull, 0x11000001, 0x11000002,
-                      0x11000003, 300, 301, 0};
-    if (size & 1) /* every other input with enter's field argument too */
-        p.enter_field = 0x04000001;
+                      0x11000003, 300, 301, {0}, 0, 0};
+    if (size & 1) { /* every other input with more arguments for enter: this's field, an argument's 4 bytes */
+        static const uint8_t args[] = {0x02, 0x7B, 0x01, 0x00, 0x00, 0x04, 0x0F, 0x02, 0x4B};
+        memcpy(p.enter_args, args, sizeof args);
+        p.enter_args_len = sizeof args;
+        p.enter_pushes = 2;
+    }
     dnp_il_header h, nh;
     if (dnp_il_parse(body, size, &h, NULL, 0, NULL, 0) < 0)
         return;

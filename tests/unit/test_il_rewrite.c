@@ -103,12 +103,16 @@ TEST(il_rewrite_tiny) {
     return 0;
 }
 
-TEST(il_rewrite_enter_field) {
-    /* ldarg.0; ldfld; pop; ret: a void instance method; enter takes this's field too */
+TEST(il_rewrite_enter_args) {
+    /* ldarg.0; ldfld; pop; ret: a void instance method; enter takes this's
+     * field, the first argument and the 4 bytes at the second's address too */
     const uint8_t b[] = {(8 << 2) | 2, 0x02, 0x7B, 0x01, 0x00, 0x00, 0x04, 0x26, 0x2A};
     dnp_il_probe p = probe;
     p.result_local = DNP_IL_NO_LOCAL;
-    p.enter_field = 0x04000002;
+    const uint8_t args[] = {0x02, 0x7B, 0x02, 0x00, 0x00, 0x04, 0x03, 0x0F, 0x02, 0x4B};
+    memcpy(p.enter_args, args, sizeof args);
+    p.enter_args_len = sizeof args;
+    p.enter_pushes = 3;
     uint8_t *out;
     char text[4096];
     dnp_il_header h;
@@ -116,26 +120,30 @@ TEST(il_rewrite_enter_field) {
     long n = rewrite_parsed(b, sizeof b, &p, &out, &h, c);
     ASSERT_GT(n, 0);
     ASSERT_EQ(h.nclauses, 1);
-    ASSERT_EQ(c[0].try_offset, 28); /* after ldc.i4, ldarg.0, ldfld, ldc.i8, conv.i, calli, stloc.s */
+    ASSERT_EQ(c[0].try_offset, 32); /* after ldc.i4, the arguments' IL, ldc.i8, conv.i, calli, stloc.s */
+    ASSERT_GE(h.max_stack, 5);       /* the id, three arguments, the address */
     ASSERT_EQ(listing(out, (size_t)n, text, sizeof text), 0);
     ASSERT_STREQ(text, "IL_0000: ldc.i4     7\n"
                        "IL_0005: ldarg.0\n"
                        "IL_0006: ldfld      0x04000002\n"
-                       "IL_000b: ldc.i8     1234605616436508552\n"
-                       "IL_0014: conv.i\n"
-                       "IL_0015: calli      0x11000005\n"
-                       "IL_001a: stloc.s    V_0\n"
-                       "IL_001c: ldarg.0\n"
-                       "IL_001d: ldfld      0x04000001\n"
-                       "IL_0022: pop\n"
-                       "IL_0023: leave      IL_003f\n"
-                       "IL_0028: ldc.i4     7\n"
-                       "IL_002d: ldloc.s    V_0\n"
-                       "IL_002f: ldc.i8     -7373874951294615808\n"
-                       "IL_0038: conv.i\n"
-                       "IL_0039: calli      0x11000006\n"
-                       "IL_003e: endfinally\n"
-                       "IL_003f: ret\n");
+                       "IL_000b: ldarg.1\n"
+                       "IL_000c: ldarga.s   A_2\n"
+                       "IL_000e: ldind.u4\n"
+                       "IL_000f: ldc.i8     1234605616436508552\n"
+                       "IL_0018: conv.i\n"
+                       "IL_0019: calli      0x11000005\n"
+                       "IL_001e: stloc.s    V_0\n"
+                       "IL_0020: ldarg.0\n"
+                       "IL_0021: ldfld      0x04000001\n"
+                       "IL_0026: pop\n"
+                       "IL_0027: leave      IL_0043\n"
+                       "IL_002c: ldc.i4     7\n"
+                       "IL_0031: ldloc.s    V_0\n"
+                       "IL_0033: ldc.i8     -7373874951294615808\n"
+                       "IL_003c: conv.i\n"
+                       "IL_003d: calli      0x11000006\n"
+                       "IL_0042: endfinally\n"
+                       "IL_0043: ret\n");
     free(out);
     return 0;
 }

@@ -4,6 +4,8 @@
 //   dotnet Scenarios.dll locks [monitor|lock|lockspin|both|none|barge|bench|blocking] [THREADS] [ROUNDS] [HOLD_US] [crash] [wait FILE]
 //
 // crash: 0.5 s after its waits the program dies of an unhandled exception.
+// recursive: a Lock's slow path entered often and never contended (recursion,
+// threads' first Lock, tries that fail at once; .NET 9+).
 //
 // monitor: THREADS threads (default 4) take one Gate object ROUNDS times each
 // (default 100) with `lock`, holding it HOLD_US microseconds (default 1000,
@@ -259,8 +261,50 @@ public static class LocksScenario
         Console.WriteLine($"blocking waited_ns={(long)((double)waited * 1e9 / Stopwatch.Frequency)} waits={waits} ticks={ticks}");
     }
 
+#if NET9_0_OR_GREATER
+    // recursive: a System.Threading.Lock's slow path entered ROUNDS * 4 times
+    // with no contention at all: recursive acquisitions (the thread holds it
+    // already), THREADS threads whose first Lock finds it free, and tries that
+    // fail at once (TryEnter(), TryEnter(0)) while another thread holds it.
+    private static void Recursive(int threads, int rounds)
+    {
+        var gate = new Lock();
+        int depth = 0;
+        void Rec(int n) { lock (gate) { depth++; if (n > 0) Rec(n - 1); } }
+        for (int i = 0; i < rounds; i++)
+            Rec(3);
+        for (int t = 0; t < threads; t++)
+        {
+            var th = new Thread(() => { lock (gate) { depth++; } });
+            th.Start();
+            th.Join();
+        }
+        using var held = new ManualResetEventSlim();
+        using var release = new ManualResetEventSlim();
+        var holder = new Thread(() => { lock (gate) { held.Set(); release.Wait(); } });
+        holder.Start();
+        held.Wait();
+        int failed = 0;
+        for (int i = 0; i < rounds; i++)
+        {
+            failed += gate.TryEnter() ? 0 : 1;
+            failed += gate.TryEnter(0) ? 0 : 1;
+        }
+        release.Set();
+        holder.Join();
+        Console.WriteLine($"recursive acquisitions={depth} tries_failed={failed} contended=0");
+    }
+#endif
+
     private static void Work(string mode, int threads, int rounds, int holdUs)
     {
+#if NET9_0_OR_GREATER
+        if (mode == "recursive")
+        {
+            Recursive(threads, rounds);
+            return;
+        }
+#endif
         if (mode == "blocking")
         {
             Blocking(rounds, holdUs);
