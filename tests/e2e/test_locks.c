@@ -374,24 +374,34 @@ TEST(e2e_locks_truth) {
  * Lock's slow path). The report holds the program's count and time, at the
  * program's site; the flame graph adds up to the report; the text says what
  * the runtime reported. */
+/* dnprof run --locks on `Scenarios locks ARGS...` (at most 8), whose exit
+ * status must be want: the program's truth of kind into *t and the JSON lock
+ * report, or NULL having said why. */
+static jv *run_scenario(e2e_run *r, const char *const args[], int want, const char *kind, truth *t) {
+    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
+    const char *argv[20] = {bin, "run", "--quiet", "--locks", "-o", r->trace, "--", e2e_dotnet(), dll, "locks"};
+    size_t n = 10;
+    for (size_t i = 0; args[i] && i < 8; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    if (!dll || !bin || e2e_exec(r, (char *const *)argv, NULL) != 0 || r->status != want) {
+        fprintf(stderr, "e2e: the locks scenario under dnprof run: status %d, not %d\n", r->status, want);
+        return NULL;
+    }
+    char *out = e2e_read_file(r->out, NULL);
+    int ok = read_truth(out, kind, t) == 0;
+    free(out);
+    return ok ? report_json(r, r->trace) : NULL;
+}
+
 TEST(e2e_locks_lock_spinning) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_locks_lock_spinning"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll);
-    ASSERT(bin);
-    const char *argv[] = {bin, "run", "--quiet", "--locks", "-o", r.trace, "--", e2e_dotnet(), dll, "locks",
-                          "lockspin", "6", "30", "3000", NULL};
-    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
-    ASSERT_STATUS(&r, 0);
-    char *out = e2e_read_file(r.out, NULL);
+    const char *args_run[] = {"lockspin", "6", "30", "3000", NULL};
     truth lock;
-    int ok = read_truth(out, "lock", &lock) == 0;
-    free(out);
-    ASSERT(ok);
-    jv *rep = report_json(&r, r.trace);
+    jv *rep = run_scenario(&r, args_run, 0, "lock", &lock);
     ASSERT_NE(rep, NULL);
-    ok = check_lock(rep, &lock, SPIN_SHORT) == 0 && check_lock_site(rep, &lock, SPIN_SHORT) == 0 &&
+    int ok = check_lock(rep, &lock, SPIN_SHORT) == 0 && check_lock_site(rep, &lock, SPIN_SHORT) == 0 &&
          check_lock_owners(rep, &lock) == 0;
     double all_ns = json_num(json_get(rep, "contention"), "waitNs");
     json_free(rep);
@@ -971,21 +981,11 @@ TEST(e2e_locks_bounded) {
 TEST(e2e_locks_kept_when_program_dies) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_locks_kept_when_program_dies"), 0);
-    const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
-    ASSERT(dll);
-    ASSERT(bin);
-    const char *argv[] = {bin, "run", "--quiet", "--locks", "-o", r.trace, "--", e2e_dotnet(), dll, "locks",
-                          "monitor", "4", "30", "2000", "crash", NULL};
-    ASSERT_EQ(e2e_exec(&r, (char *const *)argv, NULL), 0);
-    ASSERT_EQ(r.status, 128 + 6); /* SIGABRT: how the runtime ends it */
-    char *out = e2e_read_file(r.out, NULL);
+    const char *args[] = {"monitor", "4", "30", "2000", "crash", NULL};
     truth mon;
-    int ok = read_truth(out, "monitor", &mon) == 0;
-    free(out);
-    ASSERT(ok);
-    jv *rep = report_json(&r, r.trace);
+    jv *rep = run_scenario(&r, args, 128 + 6 /* SIGABRT: how the runtime ends it */, "monitor", &mon);
     ASSERT_NE(rep, NULL);
-    ok = check_kind(rep, "Scenarios.LocksScenario+Gate", "monitor", &mon) == 0;
+    int ok = check_kind(rep, "Scenarios.LocksScenario+Gate", "monitor", &mon) == 0;
     json_free(rep);
     ASSERT(ok);
     return 0;
@@ -995,7 +995,7 @@ TEST(e2e_locks_kept_when_program_dies) {
  * (recursive acquisitions, threads' first Lock, TryEnter() and TryEnter(0)
  * failing at once while another thread holds it): the probe reads the holder,
  * the timeout and the caller as each call starts, and the report says no
- * contention (before: 3,004 contended acquisitions). */
+ * contention (before: 4,006 contended acquisitions). */
 TEST(e2e_locks_lock_not_contended) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_locks_lock_not_contended"), 0);
