@@ -9,6 +9,7 @@
 #include "dnp_text.h"
 
 #include "lock_site.h"
+#include "trace_format.h"
 
 /* The framework's code that waits on the program's behalf, above the frame
  * that waited: locks and wait handles, the blocking collections and
@@ -78,6 +79,12 @@ int lock_try_at_once(const char *stack) {
         f = end ? end + 1 : NULL;
     }
     return 0;
+}
+
+int lock_house(const char *stack, unsigned kind) {
+    if (DNP_LOCK_IS_WAIT(kind))
+        return lock_runtime_thread(stack);
+    return !stack || !*stack || strstr(stack, LOCK_COUNTERS_POLL "PollForValues") != NULL;
 }
 
 int lock_runtime_thread(const char *stack) {

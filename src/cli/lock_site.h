@@ -41,9 +41,20 @@ int lock_try_at_once(const char *stack);
  * starts it when a session asks for counters (--threadpool's). */
 #define LOCK_COUNTERS_POLL "System.Diagnostics.Tracing.CounterGroup::"
 
+/* 1 when a LockSite of kind (DNP_LOCK_*) on stack is not the program's own:
+ * a wait of one of the runtime's service threads (lock_runtime_thread); a
+ * contention with no managed frame at all (the runtime's own, on a thread
+ * that is starting, say: seen on a loaded machine, held by the thread that
+ * started it); any wait or contention of the thread that polls EventCounters,
+ * which runs because a session asked for counters (--threadpool's own: its
+ * contention on the timers' lock is dnprof's doing). The reports count them
+ * apart. */
+int lock_house(const char *stack, unsigned kind);
+
 /* How the reports name them, where they count them apart. */
 #define LOCK_RUNTIME_THREADS_TEXT                                                                                      \
-    "the runtime's and the framework's own service threads waiting for work (timer, thread pool, sockets, counters) " \
+    "the runtime's and the framework's own threads (waiting for work: timer, thread pool, sockets, counters; or with " \
+    "no managed frame yet) "                                                                                          \
     "and the main thread waiting for the program to end (an async Main, a host's Run)"
 
 #endif

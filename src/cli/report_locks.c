@@ -96,7 +96,7 @@ static int add_site(locks_profile *p, const dnp_trace_event *e) {
 #undef F
     if (kind == DNP_LOCK_LOCK && lock_try_at_once(dnp_trace_string(p->t, stack)))
         return 0; /* a try that failed at once: no contended acquisition (lock_site.h) */
-    if (!CONTENTION(kind) && lock_runtime_thread(dnp_trace_string(p->t, stack))) {
+    if (lock_house(dnp_trace_string(p->t, stack), (unsigned)kind)) {
         p->house_count += count, p->house_ns += wait_ns;
         return 0;
     }
@@ -153,7 +153,7 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         uint64_t wait = e->v[DNP_V(LockWait, waitNs)], kind = e->v[DNP_V(LockWait, kind)];
         kind = kind < DNP_LOCK_NKINDS ? kind : DNP_LOCK_WAIT_HANDLE;
         const char *stack = dnp_trace_string(t, e->v[DNP_V(LockWait, stack)]);
-        if ((!CONTENTION(kind) && lock_runtime_thread(stack)) || (kind == DNP_LOCK_LOCK && lock_try_at_once(stack)))
+        if (lock_house(stack, (unsigned)kind) || (kind == DNP_LOCK_LOCK && lock_try_at_once(stack)))
             return 0; /* the runtime's service threads, tries that failed at once: as its LockSites */
         dnp_export_slice *s = &p->slices[p->nslices++];
         memset(s, 0, sizeof *s);

@@ -122,7 +122,7 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         int wait = DNP_LOCK_IS_WAIT(kind);
         if (kind == DNP_LOCK_LOCK && lock_try_at_once(dnp_trace_string(t, stack)))
             break; /* a try that failed at once (lock_site.h), as report --locks leaves it out */
-        if (wait && lock_runtime_thread(dnp_trace_string(t, stack))) {
+        if (lock_house(dnp_trace_string(t, stack), (unsigned)kind)) {
             w->house_ns += ns;
             break;
         }

@@ -214,7 +214,7 @@ static void take_event(top_model *m, const dnp_trace *t, const dnp_trace_event *
     case DNP_EV_LockSite: {
         size_t len = 0;
         const char *stack = dnp_trace_string(t, e->v[DNP_V(LockSite, stack)]);
-        if (DNP_LOCK_IS_WAIT(e->v[DNP_V(LockSite, kind)]) && lock_runtime_thread(stack))
+        if (lock_house(stack, (unsigned)e->v[DNP_V(LockSite, kind)]))
             break; /* the runtime's service threads, as report --locks counts them apart */
         if (e->v[DNP_V(LockSite, kind)] == DNP_LOCK_LOCK && lock_try_at_once(stack))
             break; /* a try that failed at once (lock_site.h) */

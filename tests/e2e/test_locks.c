@@ -592,7 +592,7 @@ TEST(e2e_waits_blocking_sites) {
     const char *waits_part = page ? strstr(page, "other blocking waits (WaitHandle") : NULL;
     const char *blocked = page ? strstr(page, "blocked time by stack") : NULL;
     ok = page && waits_part && blocked && !strstr(blocked, "WorkerThreadStart") && !strstr(blocked, "GateThread") &&
-         strstr(blocked, "service threads waiting for work") &&
+         strstr(blocked, "own threads (waiting for work") &&
          /* each of Blocking's lambdas by the compiler's number for it (local functions count too) */
          strstr(page, "  System.Threading.Tasks.Task::Wait < lambda 4 in Scenarios.LocksScenario::Blocking") &&
          strstr(page, "  System.Threading.CountdownEvent::Wait < lambda 10 in Scenarios.LocksScenario::Blocking") &&
