@@ -68,7 +68,12 @@ static int frame_is(const char *f, size_t n, const char *name) {
     return n == strlen(name) && !memcmp(f, name, n);
 }
 
-int lock_try_at_once(const char *stack) {
+/* 1 when stack is a call of System.Threading.Lock's slow path made by
+ * Lock.TryEnter without a wait (the frame right under TryEnterSlow is
+ * Lock::TryEnter): a try that fails at once is no contended acquisition, and
+ * the probe of an agent before 1.6's in the slow path timed those calls too
+ * (since, it leaves them out itself: docs/waits.md). */
+static int lock_try_at_once(const char *stack) {
     int after_slow = 0;
     for (const char *f = stack; f && *f;) {
         const char *end = strchr(f, '\n');
@@ -81,10 +86,12 @@ int lock_try_at_once(const char *stack) {
     return 0;
 }
 
-int lock_house(const char *stack, unsigned kind) {
+int lock_classify(const char *stack, unsigned kind) {
+    if (kind == DNP_LOCK_LOCK && lock_try_at_once(stack))
+        return LOCK_DROP;
     if (DNP_LOCK_IS_WAIT(kind))
-        return lock_runtime_thread(stack);
-    return !stack || !*stack || strstr(stack, LOCK_COUNTERS_POLL "PollForValues") != NULL;
+        return lock_runtime_thread(stack) ? LOCK_HOUSE : LOCK_OWN;
+    return !stack || !*stack || strstr(stack, LOCK_COUNTERS_POLL "PollForValues") ? LOCK_HOUSE : LOCK_OWN;
 }
 
 int lock_runtime_thread(const char *stack) {

@@ -31,25 +31,24 @@ int lock_runtime_thread(const char *stack);
 #define LOCK_SLOW_PATH "System.Threading.Lock::TryEnterSlow"
 #define LOCK_TRY_ENTER "System.Threading.Lock::TryEnter"
 
-/* 1 when stack is a call of System.Threading.Lock's slow path made by
- * Lock.TryEnter without a wait (the frame right under TryEnterSlow is
- * Lock::TryEnter): a try that fails at once is no contended acquisition, and
- * the probe in the slow path (docs/waits.md) times those calls too. */
-int lock_try_at_once(const char *stack);
-
 /* The frame of the thread that polls EventCounters, one of them: the runtime
  * starts it when a session asks for counters (--threadpool's). */
 #define LOCK_COUNTERS_POLL "System.Diagnostics.Tracing.CounterGroup::"
 
-/* 1 when a LockSite of kind (DNP_LOCK_*) on stack is not the program's own:
- * a wait of one of the runtime's service threads (lock_runtime_thread); a
- * contention with no managed frame at all (the runtime's own, on a thread
- * that is starting, say: seen on a loaded machine, held by the thread that
- * started it); any wait or contention of the thread that polls EventCounters,
- * which runs because a session asked for counters (--threadpool's own: its
- * contention on the timers' lock is dnprof's doing). The reports count them
- * apart. */
-int lock_house(const char *stack, unsigned kind);
+/* What a LockSite or LockWait of kind (DNP_LOCK_*) on stack is to the
+ * reports, which all read them alike:
+ *   LOCK_DROP   a try that failed at once (lock_try_at_once): no wait at all;
+ *   LOCK_HOUSE  not the program's own, counted apart: a wait of one of the
+ *               runtime's service threads (lock_runtime_thread); a contention
+ *               with no managed frame at all (the runtime's own, on a thread
+ *               that is starting, say: seen on a loaded machine, held by the
+ *               thread that started it); any wait or contention of the thread
+ *               that polls EventCounters, which runs because a session asked
+ *               for counters (--threadpool's own: its contention on the
+ *               timers' lock is dnprof's doing);
+ *   LOCK_OWN    the program's. */
+enum { LOCK_OWN, LOCK_DROP, LOCK_HOUSE };
+int lock_classify(const char *stack, unsigned kind);
 
 /* How the reports name them, where they count them apart. */
 #define LOCK_RUNTIME_THREADS_TEXT                                                                                      \

@@ -94,12 +94,11 @@ static int add_site(locks_profile *p, const dnp_trace_event *e) {
     uint64_t kind = F(kind) < DNP_LOCK_NKINDS ? F(kind) : DNP_LOCK_WAIT_HANDLE;
     uint64_t count = F(count), wait_ns = F(waitNs), max_ns = F(maxNs);
 #undef F
-    if (kind == DNP_LOCK_LOCK && lock_try_at_once(dnp_trace_string(p->t, stack)))
-        return 0; /* a try that failed at once: no contended acquisition (lock_site.h) */
-    if (lock_house(dnp_trace_string(p->t, stack), (unsigned)kind)) {
+    int cls = lock_classify(dnp_trace_string(p->t, stack), (unsigned)kind);
+    if (cls == LOCK_HOUSE)
         p->house_count += count, p->house_ns += wait_ns;
-        return 0;
-    }
+    if (cls != LOCK_OWN)
+        return 0; /* the runtime's own, counted apart; a try that failed at once (lock_site.h) */
     uint32_t i;
     if (!dnp_idmap_get(&p->path_h, stack | kind << 40, type, &i)) {
         if (DNP_VEC_RESERVE(p->paths, p->cap_paths, p->npaths + 1, 64) != 0)
@@ -153,7 +152,7 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         uint64_t wait = e->v[DNP_V(LockWait, waitNs)], kind = e->v[DNP_V(LockWait, kind)];
         kind = kind < DNP_LOCK_NKINDS ? kind : DNP_LOCK_WAIT_HANDLE;
         const char *stack = dnp_trace_string(t, e->v[DNP_V(LockWait, stack)]);
-        if (lock_house(stack, (unsigned)kind) || (kind == DNP_LOCK_LOCK && lock_try_at_once(stack)))
+        if (lock_classify(stack, (unsigned)kind) != LOCK_OWN)
             return 0; /* the runtime's service threads, tries that failed at once: as its LockSites */
         dnp_export_slice *s = &p->slices[p->nslices++];
         memset(s, 0, sizeof *s);

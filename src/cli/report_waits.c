@@ -120,12 +120,11 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         uint64_t kind = e->v[DNP_V(LockSite, kind)], count = e->v[DNP_V(LockSite, count)];
         uint64_t ns = e->v[DNP_V(LockSite, waitNs)], stack = e->v[DNP_V(LockSite, stack)];
         int wait = DNP_LOCK_IS_WAIT(kind);
-        if (kind == DNP_LOCK_LOCK && lock_try_at_once(dnp_trace_string(t, stack)))
-            break; /* a try that failed at once (lock_site.h), as report --locks leaves it out */
-        if (lock_house(dnp_trace_string(t, stack), (unsigned)kind)) {
+        int cls = lock_classify(dnp_trace_string(t, stack), (unsigned)kind);
+        if (cls == LOCK_HOUSE)
             w->house_ns += ns;
-            break;
-        }
+        if (cls != LOCK_OWN)
+            break; /* as report --locks counts them (lock_site.h) */
         if (wait)
             w->wait_n += count, w->wait_ns += ns;
         else

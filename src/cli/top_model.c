@@ -214,10 +214,8 @@ static void take_event(top_model *m, const dnp_trace *t, const dnp_trace_event *
     case DNP_EV_LockSite: {
         size_t len = 0;
         const char *stack = dnp_trace_string(t, e->v[DNP_V(LockSite, stack)]);
-        if (lock_house(stack, (unsigned)e->v[DNP_V(LockSite, kind)]))
-            break; /* the runtime's service threads, as report --locks counts them apart */
-        if (e->v[DNP_V(LockSite, kind)] == DNP_LOCK_LOCK && lock_try_at_once(stack))
-            break; /* a try that failed at once (lock_site.h) */
+        if (lock_classify(stack, (unsigned)e->v[DNP_V(LockSite, kind)]) != LOCK_OWN)
+            break; /* the runtime's own, tries that failed at once: as report --locks leaves them out */
         const char *site = lock_site(stack, &len);
         uint64_t count = e->v[DNP_V(LockSite, count)], ns = e->v[DNP_V(LockSite, waitNs)];
         if (site && len)

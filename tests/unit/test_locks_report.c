@@ -77,6 +77,19 @@ TEST(lock_site_past_framework_waits) {
         ASSERT_EQ(lock_runtime_thread(cases[i].stack), cases[i].house);
     }
     ASSERT_EQ(lock_runtime_thread(NULL), 0);
+    /* one classifier for every report: a try that failed at once, the runtime's own, the program's */
+    ASSERT_EQ(lock_classify("System.Threading.Lock::TryEnterSlow\nSystem.Threading.Lock::TryEnter\nP::M",
+                            DNP_LOCK_LOCK), LOCK_DROP);
+    ASSERT_EQ(lock_classify("System.Threading.Lock::TryEnterSlow\nSystem.Threading.Lock::Enter\nP::M",
+                            DNP_LOCK_LOCK), LOCK_OWN);
+    ASSERT_EQ(lock_classify("", DNP_LOCK_MONITOR), LOCK_HOUSE); /* contention with no managed frame */
+    ASSERT_EQ(lock_classify(NULL, DNP_LOCK_MONITOR), LOCK_HOUSE);
+    ASSERT_EQ(lock_classify("System.Threading.Lock::TryEnterSlow\nSystem.Threading.Timer::get_ActiveCount\n"
+                            "System.Diagnostics.Tracing.CounterGroup::PollForValues", DNP_LOCK_LOCK), LOCK_HOUSE);
+    ASSERT_EQ(lock_classify("System.Threading.Monitor::Enter_Slowpath\nP::Worker", DNP_LOCK_MONITOR), LOCK_OWN);
+    ASSERT_EQ(lock_classify("System.Threading.WaitHandle::WaitOneNoCheck\n"
+                            "System.Threading.TimerQueue::TimerThread", DNP_LOCK_WAIT_HANDLE), LOCK_HOUSE);
+    ASSERT_EQ(lock_classify("", DNP_LOCK_WAIT_HANDLE), LOCK_OWN); /* a wait with no frame: not said to be the runtime's */
     return 0;
 }
 
