@@ -162,6 +162,10 @@ typedef struct report_tp_tally {
 } report_tp_tally;
 /* Counts one change; the threads it added for want of them (0 if none). */
 uint64_t report_tp_count(report_tp_tally *t, uint64_t reason, uint64_t workers);
+/* A saturated pool, with no injection for starvation: work waited in its
+ * queue in queued of the seconds its counters were read, at least two and at
+ * least half of them (report --threadpool and --waits say it alike). */
+int report_tp_saturated(uint64_t queued, uint64_t seconds);
 
 /* ---- traced methods (dnprof run/attach --trace, report_traced.c) ---- */
 /* Reads path's TracedMethod and TracedCalls events into *out (maybe empty).

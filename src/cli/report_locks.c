@@ -133,7 +133,7 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         p->major = e->v[DNP_V(LockConfig, runtimeMajor)], p->mode = e->v[DNP_V(LockConfig, mode)];
         p->slice_ns = e->v[DNP_V(LockConfig, sliceNs)];
         return 0;
-    case DNP_EV_InitializeForAttach: p->attached = t->host_pid ? (int)t->host_pid : t->pid ? (int)t->pid : 1; return 0;
+    case DNP_EV_InitializeForAttach: p->attached = dnp_trace_host_pid(t) ? (int)dnp_trace_host_pid(t) : 1; return 0;
     case DNP_EV_LockStats: /* cumulative: the last counts */
         p->start_version = e->v[DNP_V(LockStats, startVersion)];
         p->slices_dropped = e->v[DNP_V(LockStats, slicesDropped)], p->unmatched = e->v[DNP_V(LockStats, unmatched)];

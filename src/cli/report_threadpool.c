@@ -64,6 +64,10 @@ typedef struct tp_data {
 #define WINDOW_NS 1000000000ull /* "around then": the second before each injection */
 #define TIMES_SHOWN 20           /* injections listed in the text */
 
+int report_tp_saturated(uint64_t queued, uint64_t seconds) {
+    return seconds && queued >= 2 && 2 * queued >= seconds;
+}
+
 uint64_t report_tp_count(report_tp_tally *t, uint64_t reason, uint64_t workers) {
     uint64_t before = t->workers;
     t->workers = workers;
@@ -393,7 +397,7 @@ static void text_injections(const char *path, const tp_data *d, FILE *out) {
               "of up to 250 ms: work queued behind them waited meanwhile; awaiting the task instead frees the "
               "thread\n",
               out);
-    else if (!t->starved && d->counters && d->queued >= 2 && 2 * d->queued >= d->counters)
+    else if (!t->starved && report_tp_saturated(d->queued, d->counters))
         fprintf(out, "no starvation by the runtime's measure (it injects a thread only when no work item has been "
                      "taken from the queue for a while), but work waited in the pool's queue in %llu of %llu "
                      "seconds, %llu item%s at most: its threads were all busy (a thread blocked in a synchronous wait "

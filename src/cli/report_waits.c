@@ -115,7 +115,7 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         w->locks = 1;
         w->lock_mode = e->v[DNP_V(LockConfig, mode)], w->lock_major = e->v[DNP_V(LockConfig, runtimeMajor)];
         break;
-    case DNP_EV_InitializeForAttach: w->attached = t->host_pid ? (int)t->host_pid : t->pid ? (int)t->pid : 1; break;
+    case DNP_EV_InitializeForAttach: w->attached = dnp_trace_host_pid(t) ? (int)dnp_trace_host_pid(t) : 1; break;
     case DNP_EV_LockSite: {
         uint64_t kind = e->v[DNP_V(LockSite, kind)], count = e->v[DNP_V(LockSite, count)];
         uint64_t ns = e->v[DNP_V(LockSite, waitNs)], stack = e->v[DNP_V(LockSite, stack)];
@@ -338,7 +338,7 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
                      "%llu workers (sync over async: dnprof report --threadpool)\n",
                 CLI_COUNT(w->pool.starved), CLI_PLURAL(w->pool.starved), CLI_COUNT(w->pool.blocking_raises),
                 CLI_PLURAL(w->pool.blocking_raises), (unsigned long long)w->pool.blocking_peak);
-    else if (w->threadpool && !w->pool.starved && w->pool_queued >= 2 && 2 * w->pool_queued >= w->pool_seconds)
+    else if (w->threadpool && !w->pool.starved && report_tp_saturated(w->pool_queued, w->pool_seconds))
         fprintf(out, "  thread-pool starvation %9s thread injections; work waited in its queue in %llu of %llu s "
                      "(a saturated pool: dnprof report --threadpool)\n",
                 "0", (unsigned long long)w->pool_queued, (unsigned long long)w->pool_seconds);

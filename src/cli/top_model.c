@@ -385,7 +385,7 @@ int top_model_window(top_model *m, const char *path, char *err, size_t errlen) {
         rc = -1;
     } else {
         if (t->pid) /* in a container: the pid the host knows it by, as it was asked for */
-            m->pid = (long)(t->host_pid ? t->host_pid : t->pid);
+            m->pid = (long)dnp_trace_host_pid(t);
         if (t->cmdline && *t->cmdline)
             snprintf(m->cmdline, sizeof m->cmdline, "%s", t->cmdline);
         if (t->runtime && *t->runtime)

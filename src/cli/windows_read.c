@@ -155,7 +155,7 @@ static int window_head(const dnp_trace *t, window_file *w) {
         w->duration_ns = e->v[DNP_V(Window, durationNs)];
         w->dropped = e->v[DNP_V(Window, dropped)];
         w->lost = e->v[DNP_V(Window, lost)];
-        w->pid = (long)(t->host_pid ? t->host_pid : t->pid); /* in a container: the pid the host knows it by */
+        w->pid = (long)dnp_trace_host_pid(t); /* in a container: the pid the host knows it by */
         snprintf(w->cmdline, sizeof w->cmdline, "%s", t->cmdline ? t->cmdline : "");
         return 0;
     }

@@ -68,6 +68,12 @@ typedef struct dnp_trace {
     struct dnp_trace_private *priv;
 } dnp_trace;
 
+/* The process's pid as dnprof on the host knows it: host_pid for a process
+ * in another PID namespace (a container), else its own (0: not known). */
+static inline uint64_t dnp_trace_host_pid(const dnp_trace *t) {
+    return t->host_pid ? t->host_pid : t->pid;
+}
+
 /* Loads the trace at path. Returns 0 and a trace (check status), or -1 with a
  * one-line reason in err: cannot open, empty, not a dnprof trace, a newer major
  * version, no memory. */
