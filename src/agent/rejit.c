@@ -283,15 +283,30 @@ typedef struct found {
 } found;
 
 /* The calli signatures of the probes in the module's metadata. */
-static int module_sigs(ModuleID module, mdSignature *enter, mdSignature *exit) {
+/* The StandAloneSig tokens of n signatures in module's metadata, opened to
+ * write once for all of them: 0; -1 when it cannot be written, -2 when a
+ * signature is refused. */
+static int sig_tokens(ModuleID module, unsigned n, const uint8_t *const sigs[], const size_t lens[], mdSignature *out) {
     IUnknown *unk = NULL;
     if (FAILED(INFO_CALL(GetModuleMetaData, module, 0x1 /* ofWrite */, &IID_IMetaDataEmit, &unk)) || !unk)
         return -1;
     IMetaDataEmit *emit = (IMetaDataEmit *)unk;
-    HRESULT a = emit->lpVtbl->GetTokenFromSig(emit, dnp_il_enter_sig, sizeof dnp_il_enter_sig, enter);
-    HRESULT b = emit->lpVtbl->GetTokenFromSig(emit, dnp_il_exit_sig, sizeof dnp_il_exit_sig, exit);
+    int rc = 0;
+    for (unsigned i = 0; i < n && rc == 0; i++)
+        if (FAILED(emit->lpVtbl->GetTokenFromSig(emit, sigs[i], (ULONG)lens[i], &out[i])))
+            rc = -2;
     emit->lpVtbl->Release(emit);
-    return FAILED(a) || FAILED(b) ? -1 : 0;
+    return rc;
+}
+
+static int module_sigs(ModuleID module, mdSignature *enter, mdSignature *exit) {
+    const uint8_t *const sigs[2] = {dnp_il_enter_sig, dnp_il_exit_sig};
+    const size_t lens[2] = {sizeof dnp_il_enter_sig, sizeof dnp_il_exit_sig};
+    mdSignature t[2];
+    if (sig_tokens(module, 2, sigs, lens, t) != 0)
+        return -1;
+    *enter = t[0], *exit = t[1];
+    return 0;
 }
 
 /* Gives (module, token) an id; its slot, or NULL when known already or full. */
@@ -524,80 +539,15 @@ static void search_corelib(ModuleID module) {
         search_module(module);
 }
 
-/* The one instance field of value type td, when it is 4 bytes (I4, U4). */
-static int one_u4_field(IMetaDataImport *imp, mdTypeDef td) {
-    HCORENUM he = NULL;
-    mdFieldDef fds[8];
-    ULONG k = 0, n = 0, nsig = 0;
-    DWORD attr = 0;
-    PCCOR_SIGNATURE fsig = NULL;
-    int u4 = 0;
-    if (SUCCEEDED(imp->lpVtbl->EnumFields(imp, &he, td, fds, 8, &k)))
-        for (ULONG i = 0; i < k && i < 8; i++)
-            if (SUCCEEDED(imp->lpVtbl->GetFieldProps(imp, fds[i], NULL, NULL, 0, NULL, &attr, &fsig, &nsig, NULL,
-                                                     NULL, NULL)) && !(attr & 0x10 /* fdStatic */)) {
-                n++;
-                u4 = nsig == 2 && fsig[0] == 0x06 && (fsig[1] == 0x08 || fsig[1] == 0x09);
-            }
-    if (he)
-        imp->lpVtbl->CloseEnum(imp, he);
-    return n == 1 && u4;
-}
-
-/* Lock.TryEnterSlow(int timeoutMs, ThreadId currentThreadId), an instance
- * method whose ThreadId is a struct of one 4-byte id (the OS thread id, 0
- * before the thread's first Lock), and Lock._owningThreadId (the holder's,
- * 0 when free): the IL that hands enter the holder, the timeout and the
- * caller's id (ldarg.0; ldfld; ldarg.1; ldarga.s 2; ldind.u4) into p, and its
- * signature's token. 0, or -1 when the runtime's Lock is not so (the probe
- * then takes no arguments: no owner for a spin-won acquisition, and the
- * reader leaves TryEnter() out by its stack). */
+/* Lock's probe with its arguments (rejit_lock.c: the IL that reads them) into
+ * p, and the token of the signature that takes them: 0, or -1 (the probe then
+ * takes no arguments: no owner for a spin-won acquisition, and the reader
+ * leaves TryEnter() out by its stack). */
 static int lock_args(ModuleID module, mdMethodDef method, dnp_il_probe *p, mdSignature *sig) {
-    IMetaDataImport *imp = names_module_import(module);
-    if (!imp)
+    const uint8_t *const sigs[1] = {dnp_il_enter_3i4_sig};
+    const size_t lens[1] = {sizeof dnp_il_enter_3i4_sig};
+    if (rejit_lock_args(module, method, p) != 0 || sig_tokens(module, 1, sigs, lens, sig) != 0)
         return -1;
-    mdTypeDef td = 0;
-    mdFieldDef fd = 0;
-    ULONG len = 0, nsig = 0, rva = 0, fnsig = 0;
-    DWORD attr = 0, impl = 0, fattr = 0;
-    PCCOR_SIGNATURE msig = NULL, fsig = NULL;
-    WCHAR w[8];
-    static const WCHAR name[] = {'_', 'o', 'w', 'n', 'i', 'n', 'g', 'T', 'h', 'r', 'e', 'a', 'd', 'I', 'd', 0};
-    int ok = SUCCEEDED(imp->lpVtbl->GetMethodProps(imp, method, &td, w, 8, &len, &attr, &msig, &nsig, &rva, &impl)) &&
-             !(attr & 0x10 /* mdStatic */) && nsig >= 4 && msig[0] == 0x20 /* HASTHIS */ && msig[1] == 2 &&
-             SUCCEEDED(imp->lpVtbl->FindField(imp, td, name, NULL, 0, &fd)) &&
-             SUCCEEDED(imp->lpVtbl->GetFieldProps(imp, fd, NULL, NULL, 0, NULL, &fattr, &fsig, &fnsig, NULL, NULL,
-                                                  NULL)) &&
-             !(fattr & 0x10) && fnsig == 2 && fsig[0] == 0x06 /* FIELD */ && (fsig[1] == 0x08 || fsig[1] == 0x09);
-    /* the return type (skipped), then int32, then a value type of this module with one 4-byte field */
-    const uint8_t *q = msig + 2, *end = msig + nsig;
-    uint32_t tok = 0;
-    if (ok && *q == 0x11) {
-        q++;
-        ok = dnp_sig_uint(&q, end, &tok) == 0;
-    } else {
-        ok = 0;
-    }
-    ok = ok && q + 2 < end && q[0] == 0x08 && q[1] == 0x11;
-    q += 2;
-    ok = ok && dnp_sig_uint(&q, end, &tok) == 0 && (tok & 3) == 0 /* a TypeDef */ &&
-         one_u4_field(imp, (mdTypeDef)(0x02000000u | tok >> 2));
-    imp->lpVtbl->Release(imp);
-    if (!ok)
-        return -1;
-    IUnknown *unk = NULL;
-    if (FAILED(INFO_CALL(GetModuleMetaData, module, 0x1 /* ofWrite */, &IID_IMetaDataEmit, &unk)) || !unk)
-        return -1;
-    IMetaDataEmit *emit = (IMetaDataEmit *)unk;
-    HRESULT hr = emit->lpVtbl->GetTokenFromSig(emit, dnp_il_enter_3i4_sig, sizeof dnp_il_enter_3i4_sig, sig);
-    emit->lpVtbl->Release(emit);
-    if (FAILED(hr))
-        return -1;
-    const uint8_t il[] = {0x02, 0x7B, (uint8_t)fd, (uint8_t)(fd >> 8), (uint8_t)(fd >> 16), (uint8_t)(fd >> 24),
-                          0x03, 0x0F, 0x02, 0x4B};
-    memcpy(p->enter_args, il, sizeof il);
-    p->enter_args_len = sizeof il;
-    p->enter_pushes = 3;
     return 0;
 }
 
@@ -704,13 +654,12 @@ static int locals_token(ModuleID module, IMetaDataImport *imp, const dnp_il_head
                                &p->start_local, &p->result_local);
     if (n < 0)
         return *why = "its locals cannot be extended", -1;
-    IUnknown *unk = NULL;
-    if (FAILED(INFO_CALL(GetModuleMetaData, module, 0x1 /* ofWrite */, &IID_IMetaDataEmit, &unk)) || !unk)
+    const uint8_t *const sigs[1] = {sig};
+    const size_t lens[1] = {(size_t)n};
+    int rc = sig_tokens(module, 1, sigs, lens, &p->locals_sig);
+    if (rc == -1)
         return *why = "its module's metadata cannot be written", -1;
-    IMetaDataEmit *emit = (IMetaDataEmit *)unk;
-    HRESULT hr = emit->lpVtbl->GetTokenFromSig(emit, sig, (ULONG)n, &p->locals_sig);
-    emit->lpVtbl->Release(emit);
-    if (FAILED(hr))
+    if (rc < 0)
         return *why = "its new locals' signature was refused", -1;
     return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "com.h"
 #include "config.h"
+#include "il_rewrite.h"
 
 /* Takes cfg->trace's patterns; with any, adds COR_PRF_ENABLE_REJIT and the
  * module loads to the mask. With cfg->locks from start-up on .NET 9+,
@@ -49,6 +50,16 @@ int rejit_lock_before_probe(void);
 /* Whether the probe in Lock's slow path has run: the runtime's Lock
  * contention is then the probe's to count (locks.c: LockProbeBlocked). */
 int rejit_lock_live(void);
+
+/* Lock.TryEnterSlow(int timeoutMs, ThreadId currentThreadId), method of
+ * module, checked in its metadata: an instance method whose ThreadId is a
+ * struct of one 4-byte id (the OS thread id, 0 before the thread's first
+ * Lock), its class holding a 4-byte _owningThreadId (the holder's, 0 when
+ * free). Then the IL that hands the entry probe the holder, the timeout and
+ * the caller's id (ldarg.0; ldfld; ldarg.1; ldarga.s 2; ldind.u4) into p's
+ * enter_args, for a signature of dnp_il_enter_3i4_sig's, and 0; -1 when the
+ * runtime's Lock is not so (rejit_lock.c). */
+int rejit_lock_args(ModuleID module, mdMethodDef method, dnp_il_probe *p);
 
 /* Stops counting, reverts the methods to their original code when revert is
  * set (an attached agent's detach), and writes what was counted. Once. */
