@@ -426,8 +426,13 @@ TEST(e2e_gc_background) {
         const char *type = json_str(g, "type");
         /* in the order the GCs were numbered, so began: a foreground GC after
          * the background one it ran inside, though it ended first */
-        double start = json_num(g, "startNs");
-        if (start < last_start) {
+        const jv *sj = json_get(g, "startNs");
+        double start = sj && sj->type == JV_NUM ? sj->num : -1;
+        if (start < 0 || start > json_num(g, "timeNs")) { /* said, and before the record that ends it */
+            fprintf(stderr, "e2e: GC %.0f: startNs %.0f, timeNs %.0f\n", json_num(g, "number"), start,
+                    json_num(g, "timeNs"));
+            bad++;
+        } else if (start < last_start) {
             fprintf(stderr, "e2e: GC %.0f begins at %.0f ns, before the one before it (%.0f)\n",
                     json_num(g, "number"), start, last_start);
             bad++;
