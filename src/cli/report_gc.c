@@ -197,7 +197,8 @@ static void json_gens(FILE *out, const char *key, const uint64_t *v, int have) {
  * background one keeps though it ends first. Without GCStart and GCEnd: less
  * its pause. */
 static uint64_t row_start(const gc_data *d, const gc_row *r) {
-    uint64_t back = (r->seen & (SEEN_START | SEEN_END)) == (SEEN_START | SEEN_END) ? r->duration : has_pause(r) ? r->pause : 0;
+    int both = (r->seen & (SEEN_START | SEEN_END)) == (SEEN_START | SEEN_END);
+    uint64_t back = both ? r->duration : has_pause(r) ? r->pause : 0;
     uint64_t at = r->time > back ? r->time - back : 0;
     return at > d->origin ? at - d->origin : 0;
 }
