@@ -124,9 +124,8 @@ void sampler_checkpoint(unsigned wait_ms) {
 }
 
 void sampler_thread_started(uint32_t os) {
-    if (S.thread_running && S.mode != SAMPLER_SUSPEND && (int)os == gettid())
-        sampler_stack_here((int)os);
-    atomic_store_explicit(&S.rescan, 1, memory_order_relaxed);
+    if (!S.thread_running || S.mode == SAMPLER_SUSPEND || (int)os != gettid() || !sampler_thread_here((int)os))
+        atomic_store_explicit(&S.rescan, 1, memory_order_relaxed);
 }
 
 void sampler_code_unloaded(void) {
@@ -321,10 +320,12 @@ void sampler_stop(void) {
     pthread_mutex_unlock(&S.stop_mu);
     pthread_join(S.thread, NULL);
     S.thread_running = 0;
+    sampler_arm_lock(); /* no thread arms its own slot after this */
     atomic_store(&S.running, 0);
     sampler_process_timer_stop();
     for (unsigned i = 0; i < S.nslots; i++)
         sampler_slot_disarm(&S.slots[i]);
+    sampler_arm_unlock();
     sampler_handler_remove();
     sampler_drain(); /* what is left in the rings: nothing writes them now */
     if (!S.walk) {

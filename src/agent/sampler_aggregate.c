@@ -389,13 +389,14 @@ void sampler_drain(void) {
     for (unsigned i = 0; i < S.nslots; i++) {
         sslot *s = &S.slots[i];
         int tid = atomic_load(&s->tid);
-        if (!tid)
+        if (!tid || tid == SLOT_CLAIMING)
             continue;
+        uint32_t thread = (uint32_t)(tid > 0 ? tid : -tid); /* gone: its last samples still its own */
         unsigned h = atomic_load_explicit(&s->head, memory_order_acquire);
         unsigned t = atomic_load_explicit(&s->tail, memory_order_relaxed);
         for (; t != h; t++) {
             const srec *r = &slot_ring(s)[t % RING];
-            uint32_t leaf = tid > 0 ? aggregate_record((uint32_t)tid, r) : 0;
+            uint32_t leaf = aggregate_record(thread, r);
             /* waiting in a system call, nothing else on the thread: counted again while it waits
              * there, unless a frameless caller's place was learned since it was walked (reading
              * it or an earlier record may have: its walk may have skipped that caller, so the

@@ -6,6 +6,7 @@
 #ifndef DNP_SAMPLER_INTERNAL_H
 #define DNP_SAMPLER_INTERNAL_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -89,7 +90,8 @@ typedef struct srec {
 } srec;
 
 typedef struct sslot {
-    atomic_int tid;             /* the thread sampled, 0 free */
+    atomic_int tid;             /* the thread sampled; 0 free, SLOT_CLAIMING being set up, -tid gone (drained, then
+                                 * freed): sampler_threads.c */
     atomic_ullong self;         /* its pthread_self(), once its handler has checked tid: 0 until then */
     atomic_ullong lo, hi;       /* its stack mapping, 0 until known */
     atomic_ullong probe_sp;     /* a stack pointer the handler saw outside [lo, hi) */
@@ -98,6 +100,7 @@ typedef struct sslot {
     timer_t timer;
     int has_timer;
     int perf_fd1;               /* the thread's task-clock event's fd + 1, 0 none */
+    int perf_first;             /* its first period, a random part of one, not yet over (perf_arm) */
     unsigned seen;              /* the scan that last found the thread */
     atomic_uint owed;           /* wall: periods given by the sampler thread, taken by the handler's next sample */
     atomic_uint busy;           /* the handler runs on the thread (sampler_take_remote then keeps off its ring) */
@@ -184,8 +187,8 @@ typedef struct sampler_state {
     uint64_t sw_cpu_ns, sw_count; /* the program's CPU time and context switches at the last check */
     uint64_t sw_from_ns;          /* and its time */
     double sw_rate;               /* switches per second of CPU that made perf events give way, 0 not */
-    unsigned scan;
-    unsigned nslots; /* slots ever used: the loops stop there */
+    atomic_uint scan;   /* scans begun (a slot claimed meanwhile counts as found by the one under way) */
+    atomic_uint nslots; /* slots ever used: the loops stop there (sampler_threads.c) */
     unsigned wall_threads; /* wall: threads signalled per tick, 0 all (DNP_ENV_SAMPLE_WALL_THREADS) */
     unsigned wall_cursor;  /* wall: the slot where the next tick's turn starts */
     unsigned wall_most;    /* wall: the most threads seen at one tick */
@@ -237,7 +240,8 @@ typedef struct sampler_state {
     uint32_t jit_name;
     uint32_t gc_names[3]; /* "[GC gen0]".. made when first needed */
     int resolving_pc; /* resolve() is naming an interrupted PC */
-    uint64_t samples, dropped, truncated, threads; /* samples: periods (the samples' weights) */
+    uint64_t samples, dropped, truncated; /* samples: periods (the samples' weights) */
+    atomic_ullong threads; /* slots made: threads sampled */
     uint64_t instants; /* the samples behind them: stacks taken, or counted again (SampleWeights) */
     uint64_t win_instants, win_periods; /* the same at the last window's end (sampler_window.c) */
     uint64_t fixed; /* samples whose caller came from the stack, not the frame pointer */
@@ -295,15 +299,29 @@ void sampler_calls_sample(const void *ucontext, uint32_t weight);
 /* Timers and signals (sampler_signal.c), the sampler thread's side. */
 int sampler_handler_install(void);
 void sampler_handler_remove(void);
+void sampler_signal_all(uint64_t now);
+/* A new slot's timer or perf event, as the mode wants (none for the process
+ * timer, nor for wall mode signalled by the sampler thread); under the arm lock. */
+void sampler_slot_arm(sslot *s, int tid);
+void sampler_slot_disarm(sslot *s);
+/* Wall mode with timers: the threads' timers spread again over the ticks as their number changes. */
+void sampler_wall_restride(void);
+
+/* The threads and their slots (sampler_threads.c). */
+#define SLOT_CLAIMING INT_MIN /* a slot's tid while its claimant sets it up */
+/* Held while slots are armed or disarmed: by the scan, by a thread arming its
+ * own slot, by a change of clock and by the stop. */
+void sampler_arm_lock(void);
+void sampler_arm_unlock(void);
 void sampler_scan_threads(void);
 void sampler_find_stacks(void);
-/* The calling thread's stack bounds, from the thread library (no system call
- * for a thread other than the main one), kept for the sampler thread: its
- * first samples are walked in place, and /proc/self/maps is not read for it.
- * Any thread but the sampler's, outside signal handlers. */
-void sampler_stack_here(int tid);
-void sampler_signal_all(uint64_t now);
-void sampler_slot_disarm(sslot *s);
+/* The calling thread (id tid) starts: its slot made and armed now, with its
+ * stack's bounds from the thread library (its first samples are walked in
+ * place, and /proc/self/maps is not read for it). Any thread but the
+ * sampler's, outside signal handlers. */
+int sampler_thread_here(int tid); /* 1: it has a slot; 0: left to the next scan */
+/* The calling thread's slot, claimed at its first signal if it has none. Async-signal-safe. */
+sslot *sampler_slot_self(void);
 /* DNP_ENV_SAMPLE_TIMERS=process: one timer on the process's CPU clock, its
  * signal taken by the thread that ran (Linux 6.4+): 0, or -1 (said why). */
 int sampler_process_timer_start(void);

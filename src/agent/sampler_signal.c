@@ -4,9 +4,7 @@
  * thread on the monotonic clock (or the sampler thread, rt_tgsigqueueinfo,
  * where there is none). The signal carries the thread's slot; the handler
  * checks it is its own, takes the sample (sampler_walk.c) and keeps errno.
- * Finding the threads (/proc/self/task) and their stack mappings
- * (/proc/self/maps, from a stack pointer the handler left) is the sampler
- * thread's. */
+ * The threads' slots and their stacks' bounds: sampler_threads.c. */
 #include "sampler_internal.h"
 
 #include "async.h"
@@ -53,22 +51,6 @@ static int slot_mine(sslot *s) {
     return 1;
 }
 
-/* The slot of the calling thread, for the process timer's signal (it names no
- * thread): by pthread_self() among the slots, else once by thread id. NULL for
- * a thread not sampled (the sampler's own, one not found by a scan yet). */
-static sslot *slot_of_self(void) {
-    uint64_t me = (uint64_t)pthread_self();
-    unsigned n = *(volatile unsigned *)&S.nslots;
-    for (unsigned i = 0; i < n; i++)
-        if (atomic_load_explicit(&S.slots[i].self, memory_order_relaxed) == me)
-            return &S.slots[i];
-    int tid = gettid();
-    for (unsigned i = 0; i < n; i++)
-        if (atomic_load_explicit(&S.slots[i].tid, memory_order_relaxed) == tid)
-            return &S.slots[i];
-    return NULL;
-}
-
 /* The process timer's signal goes to the thread that ran when it expired,
  * unless that thread blocks it (the sampler thread blocks every signal): then
  * to another one, maybe one asleep in a system call, which did not run. Such
@@ -80,7 +62,7 @@ static sslot *process_timer_slot(const void *ucv) {
         atomic_fetch_add_explicit(&S.misdirected, 1, memory_order_relaxed);
         return NULL;
     }
-    return slot_of_self();
+    return sampler_slot_self();
 }
 
 /* Wall mode, a thread's own timer: the periods since its last sample (the
@@ -102,8 +84,14 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
     if (si && (si->si_code == SI_TIMER || si->si_code == SI_QUEUE || si->si_code == POLL_IN) &&
         atomic_load_explicit(&S.running, memory_order_relaxed)) {
         sslot *s = si->si_value.sival_ptr;
-        if (si->si_code == POLL_IN)
+        if (si->si_code == POLL_IN) {
             s = si->si_fd >= 0 && si->si_fd < MAX_FDS && S.fd_slot ? S.fd_slot[si->si_fd] : NULL;
+            if (slot_valid(s) && s->perf_first) { /* its first, partial period is over (perf_arm) */
+                uint64_t period = S.period_ns;
+                s->perf_first = 0;
+                ioctl(si->si_fd, PERF_EVENT_IOC_PERIOD, &period);
+            }
+        }
         else if (si->si_code == SI_TIMER && si->si_value.sival_ptr == (void *)&S.ptimer)
             s = process_timer_slot(ucv);
         if (slot_valid(s) && slot_mine(s)) {
@@ -156,25 +144,21 @@ void sampler_handler_remove(void) {
     S.handler_installed = 0;
 }
 
-/* ---- threads and their stacks (sampler thread) ---- */
-
-static sslot *slot_of(int tid) {
-    for (unsigned i = 0; i < S.nslots; i++)
-        if (atomic_load(&S.slots[i].tid) == tid)
-            return &S.slots[i];
-    return NULL;
-}
-
 /* The thread's task clock as a perf event that signals it every period: an
  * hrtimer, precise, where POSIX CPU timers only expire at scheduler ticks (and
- * so favour what runs right after a tick). -1 when perf events are refused. */
+ * so favour what runs right after a tick). -1 when perf events are refused.
+ * Its first period is a random part of one (the handler then sets the whole
+ * period): a thread of C ns then gets C / period samples on average, where a
+ * whole first period lost half a period of each thread (80 threads of 17 ms at
+ * 100 Hz: 0.98 s read of 1.33 s). */
 static int perf_arm(sslot *s, int tid) {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.type = PERF_TYPE_SOFTWARE;
     a.size = sizeof a;
     a.config = PERF_COUNT_SW_TASK_CLOCK;
-    a.sample_period = S.period_ns;
+    a.sample_period = S.period_ns / 1000 * (uint64_t)(1 + rand() % 1000);
+    s->perf_first = 1;
     a.disabled = 1;
     a.exclude_kernel = (unsigned)S.perf_exclude_kernel;
     a.exclude_hv = 1;
@@ -254,7 +238,7 @@ static void wall_arm(sslot *s, int tid) {
 
 /* Wall mode with timers: the stride that keeps the signals per tick at most
  * S.wall_threads, the threads' timers set again when it changes. */
-static void wall_restride(void) {
+void sampler_wall_restride(void) {
     unsigned live = 0;
     for (unsigned i = 0; i < S.nslots; i++)
         live += atomic_load(&S.slots[i].tid) > 0;
@@ -269,7 +253,7 @@ static void wall_restride(void) {
             wall_set(&S.slots[i]);
 }
 
-static void slot_arm(sslot *s, int tid) {
+void sampler_slot_arm(sslot *s, int tid) {
     s->perf_fd1 = 0;
     if (S.mode == SAMPLER_WALL && S.wall_timers)
         wall_arm(s, tid);
@@ -287,7 +271,8 @@ static void slot_arm(sslot *s, int tid) {
     }
     if (thread_timer(s, tid, thread_cpu_clock(tid)) != 0)
         return;
-    uint64_t first = S.period_ns / 2 + (uint64_t)(rand() % 1000) * (S.period_ns / 1000);
+    /* the first expiry a random part of a period, as perf_arm's: a thread's samples then stand for its CPU time */
+    uint64_t first = S.period_ns / 1000 * (uint64_t)(1 + rand() % 1000);
     struct itimerspec its = {timespec_of(S.period_ns), timespec_of(first)};
     timer_settime(s->timer, 0, &its, NULL);
 }
@@ -376,19 +361,21 @@ int sampler_switches_check(uint64_t now) {
     S.sw_from_ns = now;
     if (rate < AUTO_SWITCHES)
         return 0;
+    sampler_arm_lock();
     for (unsigned i = 0; i < S.nslots; i++)
         sampler_slot_disarm(&S.slots[i]);
     S.perf = -1;
     S.sw_rate = rate;
     if (sampler_process_timer_fits() && sampler_process_timer_start() == 0) {
         S.process_timer = 1;
-        return 1;
+    } else {
+        for (unsigned i = 0; i < S.nslots; i++) {
+            int tid = atomic_load(&S.slots[i].tid);
+            if (tid > 0)
+                sampler_slot_arm(&S.slots[i], tid);
+        }
     }
-    for (unsigned i = 0; i < S.nslots; i++) {
-        int tid = atomic_load(&S.slots[i].tid);
-        if (tid > 0)
-            slot_arm(&S.slots[i], tid);
-    }
+    sampler_arm_unlock();
     return 1;
 }
 
@@ -420,189 +407,6 @@ void sampler_slot_disarm(sslot *s) {
     if (s->has_timer)
         timer_delete(s->timer);
     s->has_timer = 0;
-}
-
-/* Stacks told by their threads (sampler_stack_here), by thread id, until
- * the sampler thread gives them to the thread's slot. Static: a thread may
- * start while the sampler stops. tid -1: an entry being written. */
-typedef struct kstack {
-    atomic_int tid;
-    atomic_ullong lo, hi;
-} kstack;
-static kstack g_known[KNOWN_STACKS];
-static atomic_uint g_nknown;
-
-void sampler_stack_here(int tid) {
-    pthread_attr_t a;
-    void *addr = NULL;
-    size_t size = 0;
-    if (tid <= 0 || pthread_getattr_np(pthread_self(), &a) != 0)
-        return;
-    int ok = pthread_attr_getstack(&a, &addr, &size) == 0 && addr && size;
-    pthread_attr_destroy(&a);
-    for (unsigned p = 0; ok && p < 16; p++) {
-        kstack *k = &g_known[((unsigned)tid + p) % KNOWN_STACKS];
-        int free_tid = 0;
-        if (!atomic_compare_exchange_strong(&k->tid, &free_tid, -1))
-            continue;
-        atomic_store(&k->lo, (uint64_t)(uintptr_t)addr);
-        atomic_store(&k->hi, (uint64_t)(uintptr_t)addr + size);
-        atomic_store_explicit(&k->tid, tid, memory_order_release);
-        atomic_fetch_add(&g_nknown, 1);
-        return;
-    }
-}
-
-/* The bounds a thread told of itself, taken out of the table: 1, or 0. */
-static int stack_take(int tid, uint64_t *lo, uint64_t *hi) {
-    if (!atomic_load_explicit(&g_nknown, memory_order_relaxed))
-        return 0;
-    for (unsigned p = 0; p < 16; p++) {
-        kstack *k = &g_known[((unsigned)tid + p) % KNOWN_STACKS];
-        if (atomic_load_explicit(&k->tid, memory_order_acquire) != tid)
-            continue;
-        *lo = atomic_load(&k->lo);
-        *hi = atomic_load(&k->hi);
-        atomic_store(&k->tid, 0);
-        atomic_fetch_sub(&g_nknown, 1);
-        return *hi > *lo;
-    }
-    return 0;
-}
-
-static int thread_gone(int tid) {
-    return syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH;
-}
-
-/* Entries of threads that ended before a scan gave them a slot. */
-static void stacks_forget_gone(void) {
-    for (unsigned i = 0; i < KNOWN_STACKS && atomic_load_explicit(&g_nknown, memory_order_relaxed); i++) {
-        int tid = atomic_load_explicit(&g_known[i].tid, memory_order_acquire);
-        if (tid > 0 && !slot_of(tid) && thread_gone(tid)) {
-            atomic_store(&g_known[i].tid, 0);
-            atomic_fetch_sub(&g_nknown, 1);
-        }
-    }
-}
-
-/* New threads get a slot, threads gone give theirs back (once drained). */
-void sampler_scan_threads(void) {
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return;
-    S.scans++;
-    unsigned gen = ++S.scan;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int tid = atoi(e->d_name);
-        if (tid <= 0 || tid == S.sampler_tid)
-            continue;
-        sslot *s = slot_of(tid);
-        uint64_t lo = 0, hi = 0;
-        if (s && !atomic_load(&s->hi) && stack_take(tid, &lo, &hi)) {
-            /* told after its slot was made: given now, so that the table
-             * holds only threads without a slot */
-            atomic_store(&s->lo, lo);
-            atomic_store(&s->hi, hi);
-        }
-        if (!s) {
-            s = slot_of(0);
-            if (!s && S.nslots < MAX_SLOTS)
-                s = &S.slots[S.nslots++];
-            if (!s)
-                continue;
-            s->seen = gen;
-            stack_take(tid, &lo, &hi); /* as the thread told it, else 0: found from its first sample */
-            atomic_store(&s->lo, lo);
-            atomic_store(&s->hi, hi);
-            atomic_store(&s->probe_sp, 0);
-            atomic_store(&s->self, 0);
-            atomic_store(&s->owed, 0);
-            s->wall_due = 0;
-            s->idle_leaf = 0;
-            s->idle_misses = s->idle_skip = 0;
-            atomic_store(&s->tid, tid);
-            slot_arm(s, tid);
-            S.threads++;
-        }
-        s->seen = gen;
-    }
-    closedir(d);
-    for (unsigned i = 0; i < S.nslots; i++) {
-        sslot *s = &S.slots[i];
-        if (atomic_load(&s->tid) && s->seen != gen) {
-            sampler_slot_disarm(s);
-            atomic_store(&s->wall_last, 0);
-            atomic_store(&s->self, 0);
-            atomic_store(&s->tid, -1); /* drained below, then freed */
-        }
-    }
-    if (S.wall_timers)
-        wall_restride();
-    stacks_forget_gone();
-}
-
-/* The stack mapping of every slot whose handler left a stack pointer: as its
- * thread told it, else from /proc/self/maps. */
-void sampler_find_stacks(void) {
-    int want = 0;
-    for (unsigned i = 0; i < S.nslots; i++) {
-        sslot *s = &S.slots[i];
-        uint64_t lo, hi;
-        if (atomic_load(&s->tid) <= 0 || !atomic_load(&s->probe_sp))
-            continue;
-        if (stack_take(atomic_load(&s->tid), &lo, &hi)) {
-            atomic_store(&s->lo, lo);
-            atomic_store(&s->hi, hi);
-            atomic_store(&s->probe_sp, 0);
-        } else {
-            want = 1;
-        }
-    }
-    if (!want)
-        return;
-    want = 0; /* each stack pointer's mapping asked of the kernel alone (memread.h), else the whole list read */
-    for (unsigned i = 0; i < S.nslots; i++) {
-        sslot *s = &S.slots[i];
-        uint64_t sp = atomic_load(&s->probe_sp), lo, hi;
-        unsigned fl;
-        if (atomic_load(&s->tid) <= 0 || !sp)
-            continue;
-        int r = memread_mapping(sp, &lo, &hi, &fl);
-        if (r < 0) {
-            want = 1;
-            break;
-        }
-        S.maps_queries++;
-        if (r && (fl & (MEMREAD_R | MEMREAD_W)) == (MEMREAD_R | MEMREAD_W)) {
-            atomic_store(&s->lo, lo);
-            atomic_store(&s->hi, hi);
-            atomic_store(&s->probe_sp, 0);
-        }
-    }
-    if (!want)
-        return;
-    FILE *f = fopen("/proc/self/maps", "re");
-    if (!f)
-        return;
-    S.maps_reads++;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        unsigned long long lo, hi;
-        char perms[8];
-        if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r' || perms[1] != 'w')
-            continue;
-        for (unsigned i = 0; i < S.nslots; i++) {
-            sslot *s = &S.slots[i];
-            uint64_t sp = atomic_load(&s->probe_sp);
-            if (atomic_load(&s->tid) > 0 && sp && sp >= lo && sp < hi) {
-                atomic_store(&s->lo, lo);
-                atomic_store(&s->hi, hi);
-                atomic_store(&s->probe_sp, 0);
-            }
-        }
-    }
-    fclose(f);
 }
 
 /* Wall mode, the look: whether the thread waits in a system call, with its

@@ -1,10 +1,11 @@
 /* test_sample.c: the README's quick start, samples/hello under dnprof, shows what
- * the sample says it does. */
+ * the sample says it does; threads sampled from their start. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "e2e.h"
+#include "settings.h"
 #include "test.h"
 
 TEST(e2e_sample_hello) {
@@ -103,4 +104,51 @@ TEST(e2e_sample_native_thread_names) {
     ASSERT_CONTAINS(out, want);
     free(out);
     return 0;
+}
+
+/* Threads that live a few tens of ms (ShortSpin): 6 rounds of 20 threads, each
+ * spinning until its own CPU clock has moved 20 ms. A thread got its slot, and
+ * so its samples, only when the sampler thread's next scan found it, and a
+ * sampler thread sharing two CPUs with 20 busy threads is late: 1.3 s of such
+ * threads read as 90 ms. Now each thread takes its slot as it starts (or at its
+ * first signal), and a perf event's first period is a random part of one, so
+ * a thread's samples stand for its CPU time on average. ShortSpin's sampled
+ * time must be within 20% of the threads' own clocks: about 240 samples at
+ * 100 Hz, a binomial sd near 6.5%. Once for each clock: the process's CPU
+ * timer (the default at 100 Hz) and perf events (DNPROF_SAMPLE_TIMERS=0). */
+static int short_threads(const char *timers) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, timers ? "sample_short_threads_perf" : "sample_short_threads"), 0);
+    const char *dll = e2e_env("DNPROF_SCENARIOS");
+    ASSERT_NE(dll, NULL);
+    const char *args[] = {"run", "--quiet", "--sample", "-o", r.trace, "--", e2e_dotnet(), dll,
+                          "sample", "shortthreads", "6", "20", "20", NULL};
+    if (timers)
+        setenv(DNP_ENV_SAMPLE_TIMERS, timers, 1);
+    int ran = e2e_dnprof(&r, args);
+    unsetenv(DNP_ENV_SAMPLE_TIMERS);
+    ASSERT_EQ(ran, 0);
+    ASSERT_STATUS(&r, 0);
+    char *out = e2e_read_file(r.out, NULL);
+    const char *line = out ? strstr(out, "shortthreads ms=") : NULL;
+    double truth = line ? strtod(line + strlen("shortthreads ms="), NULL) : 0;
+    free(out);
+    ASSERT_GE(truth, 2000);
+    char *text = e2e_folded_of(&r);
+    ASSERT_NE(text, NULL);
+    double sampled = e2e_folded_weight(text, "Scenarios.SampleScenario::ShortSpin") / 1e6;
+    free(text);
+    fprintf(stderr, "%s: ShortSpin sampled %.0f ms, the threads' clocks %.0f ms\n",
+            timers ? "perf events" : "default clock", sampled, truth);
+    ASSERT_GE(sampled, 0.8 * truth);
+    ASSERT_LE(sampled, 1.2 * truth);
+    return 0;
+}
+
+TEST(e2e_sample_short_threads) {
+    return short_threads(NULL);
+}
+
+TEST(e2e_sample_short_threads_perf_events) {
+    return short_threads("0");
 }

@@ -51,6 +51,11 @@
 //       wrappers keep no frame of their own, so the frame-pointer chain skips
 //       their caller until the sampler has learned where its return address
 //       lies. Prints "framelesswait task MS event MS semaphore MS join MS".
+//   sample shortthreads ROUNDS THREADS MS  ROUNDS times, THREADS threads started
+//       at once, each spinning in ShortSpin until its own CPU clock has moved MS
+//       ms, then ending: threads that live a few tens of ms, sampled from their
+//       start or not at all. Prints "shortthreads ms=N", the threads' CPU time in
+//       ShortSpin, each thread reading its own clock
 //   sample lcg SECONDS           a compiled expression tree (a dynamic method,
 //       DynamicWork's caller) that calls LcgWork and adds one to its result, from
 //       LcgCaller's loop: LcgWork's samples lie under the dynamic method's frame, for
@@ -92,6 +97,7 @@ public static class SampleScenario
             case "stubs": return Stubs(args);
             case "lcg": return Lcg(double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture));
             case "tight": return Tight(args);
+            case "shortthreads": return ShortThreads(int.Parse(args[1]), int.Parse(args[2]), int.Parse(args[3]));
             case "deep": return Deep(args);
             case "alloc": return Alloc(args);
             case "harm": return Harm();
@@ -498,6 +504,49 @@ public static class SampleScenario
             proc.Refresh();
         } while ((proc.TotalProcessorTime - start).TotalSeconds < cpu && wall.Elapsed.TotalSeconds < 60);
         Console.WriteLine("alloc " + (s != 1 ? "done" : "?"));
+        return 0;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    private struct Timespec { public long Sec, Nsec; }
+
+    [DllImport("libc", EntryPoint = "clock_gettime")]
+    private static extern int ClockGettime(int clock, out Timespec ts);
+
+    private static long ThreadCpuNs()
+    {
+        ClockGettime(3 /* CLOCK_THREAD_CPUTIME_ID */, out var ts);
+        return ts.Sec * 1_000_000_000L + ts.Nsec;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long ShortSpin(long ns)
+    {
+        long start = ThreadCpuNs(), now = start, s = 0;
+        while (now - start < ns)
+        {
+            for (int i = 0; i < 2000; i++)
+                s += i * 7 ^ (s >> 3);
+            now = ThreadCpuNs();
+        }
+        Interlocked.Add(ref sink, s);
+        return now - start;
+    }
+
+    private static int ShortThreads(int rounds, int n, int ms)
+    {
+        long total = 0;
+        for (int r = 0; r < rounds; r++)
+        {
+            var threads = new Thread[n];
+            for (int i = 0; i < n; i++)
+                threads[i] = new Thread(() => Interlocked.Add(ref total, ShortSpin(ms * 1_000_000L)));
+            foreach (var t in threads)
+                t.Start();
+            foreach (var t in threads)
+                t.Join();
+        }
+        Console.WriteLine($"shortthreads ms={total / 1_000_000}");
         return 0;
     }
 

@@ -1,0 +1,340 @@
+/* sampler_threads.c: the threads sampled, each with a slot (its ring, its
+ * timer, its stack's bounds), and their stacks' bounds (sampler.h).
+ *
+ * A thread gets its slot from whichever comes first:
+ *  - the thread itself, as the runtime tells of it (ThreadAssignedToOSThread
+ *    runs on the new thread): its slot made and armed there, so a thread that
+ *    lives 30 ms is sampled from its start. Left to the scan, such a thread
+ *    waited for the sampler thread, and a sampler thread that shares two
+ *    CPUs with twenty busy threads waits long: 20 threads started 4 times,
+ *    1.3 s of CPU, read as 90 ms;
+ *  - its own handler, at the process timer's first signal to it (nothing to
+ *    arm there: one timer serves every thread);
+ *  - the sampler thread's scan of /proc/self/task every SCAN_MS: the threads
+ *    the runtime does not tell of, and those before an attach.
+ * A slot's tid goes 0 (free) -> SLOT_CLAIMING -> the thread's id, with atomics
+ * only (the handler may claim), and to -tid when its thread is gone, until its
+ * ring is drained (sampler_drain), then 0. Arming (a perf event, a timer) is
+ * done under g_arm, by the scan or by the thread itself. */
+#include "sampler_internal.h"
+
+#include "memread.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+static pthread_mutex_t g_arm = PTHREAD_MUTEX_INITIALIZER;
+
+void sampler_arm_lock(void) {
+    pthread_mutex_lock(&g_arm);
+}
+
+void sampler_arm_unlock(void) {
+    pthread_mutex_unlock(&g_arm);
+}
+
+/* ---- slots ---- */
+
+static sslot *slot_of(int tid) {
+    unsigned n = atomic_load(&S.nslots);
+    for (unsigned i = 0; i < n; i++)
+        if (atomic_load(&S.slots[i].tid) == tid)
+            return &S.slots[i];
+    return NULL;
+}
+
+/* A free slot, marked SLOT_CLAIMING: one given back first, else the next one
+ * never used. NULL when MAX_SLOTS are taken. Async-signal-safe. */
+static sslot *slot_take(void) {
+    unsigned n = atomic_load(&S.nslots);
+    for (unsigned i = 0; i < n; i++) {
+        int free_tid = 0;
+        if (!atomic_load_explicit(&S.slots[i].tid, memory_order_relaxed) &&
+            atomic_compare_exchange_strong(&S.slots[i].tid, &free_tid, SLOT_CLAIMING))
+            return &S.slots[i];
+    }
+    while (n < MAX_SLOTS) {
+        if (!atomic_compare_exchange_weak(&S.nslots, &n, n + 1))
+            continue; /* n reloaded */
+        int free_tid = 0; /* slot n is in the loops' range now: another claimant may have taken it */
+        if (atomic_compare_exchange_strong(&S.slots[n].tid, &free_tid, SLOT_CLAIMING))
+            return &S.slots[n];
+        n = atomic_load(&S.nslots);
+    }
+    return NULL;
+}
+
+/* A slot for thread tid with its stack's bounds (0 unknown): a new one, or
+ * the one another claimant published first (then *made is 0). The scan and
+ * the thread itself may claim at once (the handler can interrupt the thread's
+ * own claim): the lower-placed slot stays, the other is given back before
+ * anything is armed on it. NULL when the table is full. Async-signal-safe. */
+static sslot *slot_claim(int tid, uint64_t lo, uint64_t hi, int *made) {
+    *made = 0;
+    sslot *s = slot_take();
+    if (!s)
+        return NULL;
+    s->seen = atomic_load(&S.scan); /* a scan under way counts it as found */
+    atomic_store(&s->lo, lo);
+    atomic_store(&s->hi, hi);
+    atomic_store(&s->probe_sp, 0);
+    atomic_store(&s->self, 0);
+    atomic_store(&s->owed, 0);
+    atomic_store(&s->wall_last, 0);
+    atomic_store(&s->head, 0);
+    atomic_store(&s->tail, 0);
+    s->has_timer = 0;
+    s->perf_fd1 = 0;
+    s->wall_due = 0;
+    s->idle_leaf = 0;
+    s->idle_misses = s->idle_skip = 0;
+    atomic_store(&s->tid, tid);
+    for (sslot *o = S.slots; o < s; o++)
+        if (atomic_load(&o->tid) == tid) {
+            atomic_store(&s->tid, 0);
+            return o;
+        }
+    atomic_fetch_add(&S.threads, 1);
+    *made = 1;
+    return s;
+}
+
+/* The slot of the calling thread, for the process timer's signal (it names no
+ * thread): by pthread_self() among the slots, else once by thread id, else
+ * claimed now (its first signal: nothing to arm). NULL only when the table is
+ * full. Async-signal-safe. */
+sslot *sampler_slot_self(void) {
+    uint64_t me = (uint64_t)pthread_self();
+    unsigned n = atomic_load_explicit(&S.nslots, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++)
+        if (atomic_load_explicit(&S.slots[i].self, memory_order_relaxed) == me)
+            return &S.slots[i];
+    int tid = gettid();
+    for (unsigned i = 0; i < n; i++)
+        if (atomic_load_explicit(&S.slots[i].tid, memory_order_relaxed) == tid)
+            return &S.slots[i];
+    int made;
+    return slot_claim(tid, 0, 0, &made);
+}
+
+/* The calling thread's stack bounds, from the thread library (no system call
+ * for a thread other than the main one): 1, or 0. */
+static int stack_bounds(uint64_t *lo, uint64_t *hi) {
+    pthread_attr_t a;
+    void *addr = NULL;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return 0;
+    int ok = pthread_attr_getstack(&a, &addr, &size) == 0 && addr && size;
+    pthread_attr_destroy(&a);
+    *lo = (uint64_t)(uintptr_t)addr;
+    *hi = (uint64_t)(uintptr_t)addr + size;
+    return ok;
+}
+
+static void stack_keep(int tid, uint64_t lo, uint64_t hi);
+
+int sampler_thread_here(int tid) {
+    uint64_t lo = 0, hi = 0;
+    if (tid <= 0 || tid != gettid() || !stack_bounds(&lo, &hi))
+        lo = hi = 0;
+    sampler_arm_lock();
+    sslot *s = NULL;
+    if (atomic_load(&S.running) && tid > 0 && tid == gettid()) {
+        int made;
+        s = slot_claim(tid, lo, hi, &made);
+        if (s && made)
+            sampler_slot_arm(s, tid);
+        else if (s && !atomic_load(&s->hi) && hi > lo) {
+            atomic_store(&s->lo, lo);
+            atomic_store(&s->hi, hi);
+        }
+    }
+    sampler_arm_unlock();
+    if (!s && hi > lo)
+        stack_keep(tid, lo, hi); /* for the scan that gives it a slot */
+    return s != NULL;
+}
+
+/* ---- stacks told before their thread had a slot ---- */
+
+/* Stacks told by their threads (stack_keep), by thread id, until the
+ * sampler thread gives them to the thread's slot. Static: a thread may start
+ * while the sampler stops. tid -1: an entry being written. */
+typedef struct kstack {
+    atomic_int tid;
+    atomic_ullong lo, hi;
+} kstack;
+static kstack g_known[KNOWN_STACKS];
+static atomic_uint g_nknown;
+
+static void stack_keep(int tid, uint64_t lo, uint64_t hi) {
+    for (unsigned p = 0; p < 16; p++) {
+        kstack *k = &g_known[((unsigned)tid + p) % KNOWN_STACKS];
+        int free_tid = 0;
+        if (!atomic_compare_exchange_strong(&k->tid, &free_tid, -1))
+            continue;
+        atomic_store(&k->lo, lo);
+        atomic_store(&k->hi, hi);
+        atomic_store_explicit(&k->tid, tid, memory_order_release);
+        atomic_fetch_add(&g_nknown, 1);
+        return;
+    }
+}
+
+/* The bounds a thread told of itself, taken out of the table: 1, or 0. */
+static int stack_take(int tid, uint64_t *lo, uint64_t *hi) {
+    if (!atomic_load_explicit(&g_nknown, memory_order_relaxed))
+        return 0;
+    for (unsigned p = 0; p < 16; p++) {
+        kstack *k = &g_known[((unsigned)tid + p) % KNOWN_STACKS];
+        if (atomic_load_explicit(&k->tid, memory_order_acquire) != tid)
+            continue;
+        *lo = atomic_load(&k->lo);
+        *hi = atomic_load(&k->hi);
+        atomic_store(&k->tid, 0);
+        atomic_fetch_sub(&g_nknown, 1);
+        return *hi > *lo;
+    }
+    return 0;
+}
+
+static int thread_gone(int tid) {
+    return syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH;
+}
+
+/* Entries of threads that ended before a scan gave them a slot. */
+static void stacks_forget_gone(void) {
+    for (unsigned i = 0; i < KNOWN_STACKS && atomic_load_explicit(&g_nknown, memory_order_relaxed); i++) {
+        int tid = atomic_load_explicit(&g_known[i].tid, memory_order_acquire);
+        if (tid > 0 && !slot_of(tid) && thread_gone(tid)) {
+            atomic_store(&g_known[i].tid, 0);
+            atomic_fetch_sub(&g_nknown, 1);
+        }
+    }
+}
+
+/* New threads get a slot (armed), threads gone give theirs back (once
+ * drained). Under g_arm: a thread may be arming its own slot. */
+void sampler_scan_threads(void) {
+    sampler_arm_lock();
+    DIR *d = opendir("/proc/self/task");
+    if (!d) {
+        sampler_arm_unlock();
+        return;
+    }
+    S.scans++;
+    unsigned gen = atomic_fetch_add(&S.scan, 1) + 1;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int tid = atoi(e->d_name);
+        if (tid <= 0 || tid == S.sampler_tid)
+            continue;
+        sslot *s = slot_of(tid);
+        uint64_t lo = 0, hi = 0;
+        if (s && !atomic_load(&s->hi) && stack_take(tid, &lo, &hi)) {
+            /* told after its slot was made: given now, so that the table
+             * holds only threads without a slot */
+            atomic_store(&s->lo, lo);
+            atomic_store(&s->hi, hi);
+        }
+        if (!s) {
+            int made;
+            stack_take(tid, &lo, &hi); /* as the thread told it, else 0: found from its first sample */
+            s = slot_claim(tid, lo, hi, &made);
+            if (!s)
+                continue;
+            if (made)
+                sampler_slot_arm(s, tid);
+        }
+        s->seen = gen;
+    }
+    closedir(d);
+    unsigned n = atomic_load(&S.nslots);
+    for (unsigned i = 0; i < n; i++) {
+        sslot *s = &S.slots[i];
+        int tid = atomic_load(&s->tid);
+        if (tid > 0 && s->seen != gen) {
+            sampler_slot_disarm(s);
+            atomic_store(&s->wall_last, 0);
+            atomic_store(&s->self, 0);
+            atomic_store(&s->tid, -tid); /* drained (its samples still its thread's), then freed */
+        }
+    }
+    if (S.wall_timers)
+        sampler_wall_restride();
+    sampler_arm_unlock();
+    stacks_forget_gone();
+}
+
+/* The stack mapping of every slot whose handler left a stack pointer: as its
+ * thread told it, else from /proc/self/maps. */
+void sampler_find_stacks(void) {
+    int want = 0;
+    for (unsigned i = 0; i < S.nslots; i++) {
+        sslot *s = &S.slots[i];
+        uint64_t lo, hi;
+        if (atomic_load(&s->tid) <= 0 || !atomic_load(&s->probe_sp))
+            continue;
+        if (stack_take(atomic_load(&s->tid), &lo, &hi)) {
+            atomic_store(&s->lo, lo);
+            atomic_store(&s->hi, hi);
+            atomic_store(&s->probe_sp, 0);
+        } else {
+            want = 1;
+        }
+    }
+    if (!want)
+        return;
+    want = 0; /* each stack pointer's mapping asked of the kernel alone (memread.h), else the whole list read */
+    for (unsigned i = 0; i < S.nslots; i++) {
+        sslot *s = &S.slots[i];
+        uint64_t sp = atomic_load(&s->probe_sp), lo, hi;
+        unsigned fl;
+        if (atomic_load(&s->tid) <= 0 || !sp)
+            continue;
+        int r = memread_mapping(sp, &lo, &hi, &fl);
+        if (r < 0) {
+            want = 1;
+            break;
+        }
+        S.maps_queries++;
+        if (r && (fl & (MEMREAD_R | MEMREAD_W)) == (MEMREAD_R | MEMREAD_W)) {
+            atomic_store(&s->lo, lo);
+            atomic_store(&s->hi, hi);
+            atomic_store(&s->probe_sp, 0);
+        }
+    }
+    if (!want)
+        return;
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return;
+    S.maps_reads++;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long lo, hi;
+        char perms[8];
+        if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r' || perms[1] != 'w')
+            continue;
+        for (unsigned i = 0; i < S.nslots; i++) {
+            sslot *s = &S.slots[i];
+            uint64_t sp = atomic_load(&s->probe_sp);
+            if (atomic_load(&s->tid) > 0 && sp && sp >= lo && sp < hi) {
+                atomic_store(&s->lo, lo);
+                atomic_store(&s->hi, hi);
+                atomic_store(&s->probe_sp, 0);
+            }
+        }
+    }
+    fclose(f);
+}
