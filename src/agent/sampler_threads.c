@@ -94,7 +94,8 @@ static sslot *slot_claim(int tid, uint64_t lo, uint64_t hi, int *made) {
     atomic_store(&s->tail, 0);
     s->has_timer = 0;
     s->perf_fd1 = 0;
-    s->wall_due = 0;
+    s->wall_due = sampler_now_ns() - S.period_ns; /* wall: its first signal counts the periods since now, and
+                                                   * one (sampler_signal_all), however late the sampler is */
     s->idle_leaf = 0;
     s->idle_misses = s->idle_skip = 0;
     atomic_store(&s->tid, tid);
