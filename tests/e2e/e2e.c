@@ -512,6 +512,14 @@ char *e2e_read_file(const char *path, size_t *len) {
     return buf;
 }
 
+double e2e_said_number(const e2e_run *r, const char *key) {
+    char *out = e2e_read_file(r->out, NULL);
+    const char *at = out ? strstr(out, key) : NULL;
+    double n = at ? strtod(at + strlen(key), NULL) : -1;
+    free(out);
+    return n;
+}
+
 void e2e_show_file(const char *what, const char *path) {
     FILE *f = fopen(path, "r");
     if (f == NULL)

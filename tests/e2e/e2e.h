@@ -126,6 +126,9 @@ int e2e_write_text(const char *path, const char *text);
 
 /* The whole file, NUL-terminated (free it); NULL with a line if it cannot be read. */
 char *e2e_read_file(const char *path, size_t *len);
+/* The number after key (such as "osrwait ms=") in what the last command
+ * printed on stdout, or -1 when it is not there. */
+double e2e_said_number(const e2e_run *r, const char *key);
 
 /* The run's trace as folded stacks (dnprof convert --format folded, written
  * beside it as TRACE.folded): the text (free it), or NULL having said why. */

@@ -129,10 +129,7 @@ static int short_threads(const char *timers) {
     unsetenv(DNP_ENV_SAMPLE_TIMERS);
     ASSERT_EQ(ran, 0);
     ASSERT_STATUS(&r, 0);
-    char *out = e2e_read_file(r.out, NULL);
-    const char *line = out ? strstr(out, "shortthreads ms=") : NULL;
-    double truth = line ? strtod(line + strlen("shortthreads ms="), NULL) : 0;
-    free(out);
+    double truth = e2e_said_number(&r, "shortthreads ms=");
     ASSERT_GE(truth, 2000);
     char *text = e2e_folded_of(&r);
     ASSERT_NE(text, NULL);

@@ -205,11 +205,7 @@ static long barge_contentions(e2e_run *r, int wall) {
     const char *const *argv = wall ? sampled : sampled + 7; /* the program alone */
     if (e2e_exec(r, (char *const *)argv, NULL) != 0 || r->status != 0)
         return -1;
-    char *out = e2e_read_file(r->out, NULL);
-    const char *at = out ? strstr(out, "barge contentions=") : NULL;
-    long n = at ? strtol(at + strlen("barge contentions="), NULL, 10) : -1;
-    free(out);
-    return n;
+    return (long)e2e_said_number(r, "barge contentions=");
 }
 
 /* A signal wakes a thread that waits for a monitor, and the runtime's wait
@@ -261,10 +257,7 @@ TEST(e2e_sample_wall_osr_waiters) {
                           "sample", "osrwait", "4", "25", NULL};
     ASSERT_EQ(e2e_dnprof(&r, args), 0);
     ASSERT_STATUS(&r, 0);
-    char *out = e2e_read_file(r.out, NULL);
-    const char *line = out ? strstr(out, "osrwait ms=") : NULL;
-    double truth = line ? strtod(line + strlen("osrwait ms="), NULL) : 0;
-    free(out);
+    double truth = e2e_said_number(&r, "osrwait ms=");
     ASSERT_GT(truth, 0);
     char *text = e2e_folded_of(&r);
     ASSERT(text != NULL);

@@ -362,28 +362,16 @@ public static class CallsScenario
         return s;
     }
 
-    [StructLayout(LayoutKind.Sequential)]
-    private struct Timespec { public long Sec, Nsec; }
-
-    [DllImport("libc", EntryPoint = "clock_gettime")]
-    private static extern int ClockGettime(int clock, out Timespec ts);
-
-    private static long ThreadCpuNs()
-    {
-        ClockGettime(3 /* CLOCK_THREAD_CPUTIME_ID */, out var ts);
-        return ts.Sec * 1_000_000_000L + ts.Nsec;
-    }
-
     private static int Shares(string[] args)
     {
         string what = args.Length > 1 ? args[1] : "run";
         if (what == "run")
         {
-            long c0 = ThreadCpuNs();
+            long c0 = ThreadClock.CpuNs();
             long a = Loop(LoopCalls, 0);
-            long c1 = ThreadCpuNs();
+            long c1 = ThreadClock.CpuNs();
             long b = Driver(DriverIterations, 0);
-            long c2 = ThreadCpuNs();
+            long c2 = ThreadClock.CpuNs();
             Console.WriteLine($"shares loop {a} cpu {(c1 - c0) / 1e6:F1} ms driver {b} cpu {(c2 - c1) / 1e6:F1} ms");
             return 0;
         }
@@ -396,9 +384,9 @@ public static class CallsScenario
         {
             for (int v = 0; v < 5; v++)
             {
-                long start = ThreadCpuNs();
+                long start = ThreadClock.CpuNs();
                 _ = v < 2 ? Loop(n, v) : Driver(n, v - 2);
-                best[v] = Math.Min(best[v], (double)(ThreadCpuNs() - start) / n);
+                best[v] = Math.Min(best[v], (double)(ThreadClock.CpuNs() - start) / n);
             }
         }
         string[] names = { "loop", "loop-empty", "driver", "driver-no-top", "driver-no-calls" };
@@ -431,9 +419,9 @@ public static class CallsScenario
 
     private static void Osr()
     {
-        long start = ThreadCpuNs();
+        long start = ThreadClock.CpuNs();
         long s = OsrHot(30_000_000);
-        Console.WriteLine($"OsrHot calls 1 OsrLeaf calls 20000 value {s} cpu {(ThreadCpuNs() - start) / 1e6:F1} ms");
+        Console.WriteLine($"OsrHot calls 1 OsrLeaf calls 20000 value {s} cpu {(ThreadClock.CpuNs() - start) / 1e6:F1} ms");
     }
 
     // ---- exact: small methods the JIT would inline, in hot loops (issue 24):
@@ -526,9 +514,9 @@ public static class CallsScenario
     private static int Jit(int n)
     {
         var wall = System.Diagnostics.Stopwatch.StartNew();
-        long cpu0 = ThreadCpuNs();
+        long cpu0 = ThreadClock.CpuNs();
         long sum = JitMany(n);
-        double share = (ThreadCpuNs() - cpu0) / 1e6 / wall.Elapsed.TotalMilliseconds;
+        double share = (ThreadClock.CpuNs() - cpu0) / 1e6 / wall.Elapsed.TotalMilliseconds;
         double ms = System.Runtime.JitInfo.GetCompilationTime(currentThread: true).TotalMilliseconds;
         Console.WriteLine($"jit thread_ms={ms:F1} sum={sum} cpu_share={share:F3}");
         return 0;

@@ -507,27 +507,15 @@ public static class SampleScenario
         return 0;
     }
 
-    [StructLayout(LayoutKind.Sequential)]
-    private struct Timespec { public long Sec, Nsec; }
-
-    [DllImport("libc", EntryPoint = "clock_gettime")]
-    private static extern int ClockGettime(int clock, out Timespec ts);
-
-    private static long ThreadCpuNs()
-    {
-        ClockGettime(3 /* CLOCK_THREAD_CPUTIME_ID */, out var ts);
-        return ts.Sec * 1_000_000_000L + ts.Nsec;
-    }
-
     [MethodImpl(MethodImplOptions.NoInlining)]
     private static long ShortSpin(long ns)
     {
-        long start = ThreadCpuNs(), now = start, s = 0;
+        long start = ThreadClock.CpuNs(), now = start, s = 0;
         while (now - start < ns)
         {
             for (int i = 0; i < 2000; i++)
                 s += i * 7 ^ (s >> 3);
-            now = ThreadCpuNs();
+            now = ThreadClock.CpuNs();
         }
         Interlocked.Add(ref sink, s);
         return now - start;
