@@ -80,7 +80,12 @@ HRESULT cb_JITInlining(ICorProfilerCallback *self, FunctionID caller, FunctionID
 
 CB_REC(ThreadCreated, (ICorProfilerCallback *self, ThreadID id), id)
 
-CB_REC(ThreadDestroyed, (ICorProfilerCallback *self, ThreadID id), id)
+HRESULT cb_ThreadDestroyed(ICorProfilerCallback *self, ThreadID id) {
+    ACTIVE();
+    REC(ThreadDestroyed, id);
+    sampler_thread_ending(id);
+    return S_OK;
+}
 
 HRESULT cb_ThreadAssignedToOSThread(ICorProfilerCallback *self, ThreadID id, DWORD os) {
     ACTIVE();

@@ -32,6 +32,10 @@ int sampler_start(const agent_config *cfg);
  * called on that thread, takes its stack's bounds from the thread library
  * rather than from /proc/self/maps. Lock-free. */
 void sampler_thread_started(uint32_t os);
+/* ThreadDestroyed (id the thread's): when it runs on the thread that ends, its
+ * slot stops standing for its pthread_self(), which the thread library gives
+ * the next thread it starts (sampler_threads.c). */
+void sampler_thread_ending(uint64_t id);
 
 /* Code may have gone (a module or a dynamic method unloaded): addresses are
  * resolved afresh from the sampler's next tick. Lock-free. */

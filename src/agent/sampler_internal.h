@@ -93,6 +93,8 @@ typedef struct sslot {
     atomic_int tid;             /* the thread sampled; 0 free, SLOT_CLAIMING being set up, -tid gone (drained, then
                                  * freed): sampler_threads.c */
     atomic_ullong self;         /* its pthread_self(), once its handler has checked tid: 0 until then */
+    atomic_int ending;          /* the runtime told of its end (ThreadDestroyed): self no longer stands for it,
+                                 * since the thread library gives a new thread the descriptor of one gone */
     atomic_ullong lo, hi;       /* its stack mapping, 0 until known */
     atomic_ullong probe_sp;     /* a stack pointer the handler saw outside [lo, hi) */
     atomic_uint head, tail;     /* the ring: head written by the handler, tail by the sampler */

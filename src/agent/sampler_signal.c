@@ -47,7 +47,8 @@ static int slot_mine(sslot *s) {
     int tid = atomic_load_explicit(&s->tid, memory_order_relaxed);
     if (tid <= 0 || tid != gettid())
         return 0;
-    atomic_store_explicit(&s->self, me, memory_order_relaxed);
+    if (!atomic_load_explicit(&s->ending, memory_order_relaxed)) /* an ending thread is asked its id each time */
+        atomic_store_explicit(&s->self, me, memory_order_relaxed);
     return 1;
 }
 

@@ -106,23 +106,49 @@ TEST(e2e_sample_native_thread_names) {
     return 0;
 }
 
-/* Threads that live a few tens of ms (ShortSpin): 6 rounds of 20 threads, each
+/* Threads that live a few tens of ms (ShortSpin): 30 rounds of 4 threads, each
  * spinning until its own CPU clock has moved 20 ms. A thread got its slot, and
  * so its samples, only when the sampler thread's next scan found it, and a
- * sampler thread sharing two CPUs with 20 busy threads is late: 1.3 s of such
+ * sampler thread sharing two CPUs with busy threads is late: 1.3 s of such
  * threads read as 90 ms. Now each thread takes its slot as it starts (or at its
  * first signal), and a perf event's first period is a random part of one, so
  * a thread's samples stand for its CPU time on average. ShortSpin's sampled
  * time must be within 20% of the threads' own clocks: about 240 samples at
- * 100 Hz, a binomial sd near 6.5%. Once for each clock: the process's CPU
- * timer (the default at 100 Hz) and perf events (DNPROF_SAMPLE_TIMERS=0). */
+ * 100 Hz, a binomial sd near 6.5%. And the samples must be the threads' own:
+ * with 2 samples a thread on average, 80 of the 120 at least have one (104
+ * expected); the process timer's handler, which finds a thread's slot by
+ * pthread_self(), put a new thread's samples in the slot of the ended thread
+ * whose descriptor the thread library gave it: 41 threads had samples (3 with
+ * slots from the scan alone). Once for each clock: the
+ * process's CPU timer (the default at 100 Hz) and perf events
+ * (DNPROF_SAMPLE_TIMERS=0). */
+/* How many threads have samples in a frame named name (SampleNode records). */
+static int threads_in(const char *trace, const char *name) {
+    dnp_trace *t = e2e_load(trace);
+    int kind = e2e_kind("SampleNode"), n = 0;
+    uint64_t seen[512];
+    for (size_t i = 0; t && kind >= 0 && i < t->nevents; i++) {
+        const dnp_trace_event *e = &t->events[i];
+        const char *f = e->kind == kind ? e2e_field_name(t, e, 3) : NULL;
+        if (!f || strcmp(f, name) != 0)
+            continue;
+        int k = 0;
+        while (k < n && seen[k] != e->v[0])
+            k++;
+        if (k == n && n < 512)
+            seen[n++] = e->v[0];
+    }
+    dnp_trace_free(t);
+    return n;
+}
+
 static int short_threads(const char *timers) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, timers ? "sample_short_threads_perf" : "sample_short_threads"), 0);
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     ASSERT_NE(dll, NULL);
     const char *args[] = {"run", "--quiet", "--sample", "-o", r.trace, "--", e2e_dotnet(), dll,
-                          "sample", "shortthreads", "6", "20", "20", NULL};
+                          "sample", "shortthreads", "30", "4", "20", NULL};
     if (timers)
         setenv(DNP_ENV_SAMPLE_TIMERS, timers, 1);
     int ran = e2e_dnprof(&r, args);
@@ -135,10 +161,12 @@ static int short_threads(const char *timers) {
     ASSERT_NE(text, NULL);
     double sampled = e2e_folded_weight(text, "Scenarios.SampleScenario::ShortSpin") / 1e6;
     free(text);
-    fprintf(stderr, "%s: ShortSpin sampled %.0f ms, the threads' clocks %.0f ms\n",
-            timers ? "perf events" : "default clock", sampled, truth);
+    int threads = threads_in(r.trace, "Scenarios.SampleScenario::ShortSpin");
+    fprintf(stderr, "%s: ShortSpin sampled %.0f ms on %d threads, the threads' clocks %.0f ms on 120\n",
+            timers ? "perf events" : "default clock", sampled, threads, truth);
     ASSERT_GE(sampled, 0.8 * truth);
     ASSERT_LE(sampled, 1.2 * truth);
+    ASSERT_GE(threads, 80);
     return 0;
 }
 
