@@ -397,6 +397,8 @@ void sampler_drain(void) {
         for (; t != h; t++) {
             const srec *r = &slot_ring(s)[t % RING];
             uint32_t leaf = aggregate_record(thread, r);
+            if (leaf)
+                s->last_leaf = leaf;
             /* waiting in a system call, nothing else on the thread: counted again while it waits
              * there, unless a frameless caller's place was learned since it was walked (reading
              * it or an earlier record may have: its walk may have skipped that caller, so the
@@ -413,6 +415,8 @@ void sampler_drain(void) {
             s->idle_cpu = 0;
             atomic_store_explicit(&s->tail, t + 1, memory_order_release);
         }
+        if (S.mode == SAMPLER_WALL)
+            sampler_wall_tail(s, thread); /* when its thread has ended */
         S.dropped += atomic_exchange(&s->dropped, 0);
         if (tid < 0) {
             atomic_store(&s->head, 0);

@@ -108,6 +108,9 @@ typedef struct sslot {
     atomic_uint busy;           /* the handler runs on the thread (sampler_take_remote then keeps off its ring) */
     uint64_t wall_due;          /* wall: the time up to which periods were given (sampler thread), 0 none yet */
     atomic_ullong wall_last;    /* wall, its own timer: the time up to which its samples have counted, 0 no timer */
+    atomic_ullong ended_ns;     /* wall: when the runtime told of its end (ThreadDestroyed, on the thread), 0 not */
+    uint32_t last_leaf;         /* wall, the sampler thread only: the leaf node of its last sample drained, 0 none */
+    int wall_timed;             /* wall: it was given a timer of its own (kept when the timer is deleted) */
     /* wall, the sampler thread only: its last sample found it waiting in a system call; that
      * sample's node (0 none), stack pointer and PC, to count it again without a signal while it
      * still waits there (sampler_signal_all) */
@@ -308,6 +311,9 @@ void sampler_slot_arm(sslot *s, int tid);
 void sampler_slot_disarm(sslot *s);
 /* Wall mode with timers: the threads' timers spread again over the ticks as their number changes. */
 void sampler_wall_restride(void);
+/* Wall mode: a thread that ended (ended_ns), its samples drained: the time
+ * from its last sample to its end counted to that sample's stack, once. */
+void sampler_wall_tail(sslot *s, uint32_t tid);
 
 /* The threads and their slots (sampler_threads.c). */
 #define SLOT_CLAIMING INT_MIN /* a slot's tid while its claimant sets it up */

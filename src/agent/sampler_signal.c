@@ -232,8 +232,9 @@ static void wall_arm(sslot *s, int tid) {
         return; /* signalled by the sampler thread instead */
     }
     S.wall_timed++;
-    atomic_store(&s->wall_last, sampler_now_ns() - S.period_ns); /* its first sample counts one period, as
-                                                                    * the sampler thread's first signal does */
+    s->wall_timed = 1;
+    atomic_store(&s->wall_last, sampler_now_ns()); /* its first sample counts the periods since; those after its
+                                                    * last: sampler_wall_tail */
     wall_set(s);
 }
 
@@ -547,8 +548,8 @@ void sampler_signal_all(uint64_t now) {
         unsigned i = (S.wall_cursor + k) % n;
         sslot *s = &S.slots[i];
         int tid = atomic_load(&s->tid);
-        if (tid <= 0 || s->has_timer)
-            continue; /* none, or signalled by its own timer */
+        if (tid <= 0 || s->has_timer || atomic_load_explicit(&s->ended_ns, memory_order_relaxed))
+            continue; /* none, signalled by its own timer, or ending (sampler_wall_tail) */
         if (!s->wall_due || s->wall_due > now)
             s->wall_due = now - S.period_ns;
         uint64_t periods = (now - s->wall_due + S.period_ns / 2) / S.period_ns;
@@ -574,4 +575,27 @@ void sampler_signal_all(uint64_t now) {
         sent++;
         S.wall_cursor = i + 1;
     }
+}
+
+/* A thread's samples weigh the periods since its last, so the time from its
+ * last sample to its end had none: up to a stride of periods per thread. It
+ * goes to the last sample's stack, as the time before a thread's first
+ * sample goes to the first's; periods given and not yet taken by its handler
+ * too. */
+void sampler_wall_tail(sslot *s, uint32_t tid) {
+    uint64_t end = atomic_load_explicit(&s->ended_ns, memory_order_relaxed), periods = 0;
+    if (!end || !s->last_leaf)
+        return;
+    if (s->wall_timed) { /* its own timer (deleted by now, maybe) */
+        uint64_t last = atomic_load(&s->wall_last);
+        periods = last && end > last ? (end - last + S.period_ns / 2) / S.period_ns : 0;
+        atomic_store(&s->wall_last, end);
+    } else {
+        periods = atomic_exchange(&s->owed, 0);
+        periods += end > s->wall_due ? (end - s->wall_due + S.period_ns / 2) / S.period_ns : 0;
+        s->wall_due = end;
+    }
+    if (periods)
+        sampler_aggregate_again(tid, s->last_leaf, (uint32_t)(periods < 1000000 ? periods : 1000000));
+    s->last_leaf = 0;
 }

@@ -95,11 +95,14 @@ static sslot *slot_claim(int tid, uint64_t lo, uint64_t hi, int *made) {
     atomic_store(&s->tail, 0);
     s->has_timer = 0;
     s->perf_fd1 = 0;
-    s->wall_due = sampler_now_ns() - S.period_ns; /* wall: its first signal counts the periods since now, and
-                                                   * one (sampler_signal_all), however late the sampler is */
+    s->wall_due = sampler_now_ns(); /* wall: its first signal counts the periods since now, however late the
+                                     * sampler is (sampler_signal_all); those after its last: sampler_wall_tail */
     s->idle_leaf = 0;
     s->idle_misses = s->idle_skip = 0;
     atomic_store(&s->ending, 0);
+    atomic_store(&s->ended_ns, 0);
+    s->last_leaf = 0;
+    s->wall_timed = 0;
     atomic_store(&s->tid, tid);
     for (sslot *o = S.slots; o < s; o++)
         if (atomic_load(&o->tid) == tid) {
@@ -184,6 +187,8 @@ void sampler_thread_ending(uint64_t id) {
         return;
     atomic_store(&s->ending, 1);
     atomic_store(&s->self, 0);
+    if (S.mode == SAMPLER_WALL)
+        atomic_store(&s->ended_ns, sampler_now_ns()); /* its last moments: sampler_wall_tail */
 }
 
 /* ---- stacks told before their thread had a slot ---- */
@@ -286,7 +291,6 @@ void sampler_scan_threads(void) {
         int tid = atomic_load(&s->tid);
         if (tid > 0 && s->seen != gen) {
             sampler_slot_disarm(s);
-            atomic_store(&s->wall_last, 0);
             atomic_store(&s->self, 0);
             atomic_store(&s->tid, -tid); /* drained (its samples still its thread's), then freed */
         }
