@@ -12,6 +12,9 @@
  *    arm there: one timer serves every thread);
  *  - the sampler thread's scan of /proc/self/task every SCAN_MS: the threads
  *    the runtime does not tell of, and those before an attach.
+ * The runtime tells of a thread's end too (ThreadDestroyed, on the thread):
+ * its slot then stops standing for its pthread_self(), and wall mode counts
+ * its last moments (sampler_thread_ending).
  * A slot's tid goes 0 (free) -> SLOT_CLAIMING -> the thread's id, with atomics
  * only (the handler may claim), and to -tid when its thread is gone, until its
  * ring is drained (sampler_drain), then 0. Arming (a perf event, a timer) is
@@ -182,13 +185,15 @@ void sampler_thread_ending(uint64_t id) {
     if (!S.thread_running || S.mode == SAMPLER_SUSPEND || FAILED(INFO_CALL(GetCurrentThreadID, &current)) ||
         current != (ThreadID)id)
         return; /* not on the thread that ends (a thread object finalized) */
-    sslot *s = slot_of(gettid());
-    if (!s)
-        return;
-    atomic_store(&s->ending, 1);
-    atomic_store(&s->self, 0);
-    if (S.mode == SAMPLER_WALL)
-        atomic_store(&s->ended_ns, sampler_now_ns()); /* its last moments: sampler_wall_tail */
+    sampler_arm_lock(); /* the slots stay while the sampler runs */
+    sslot *s = atomic_load(&S.running) ? slot_of(gettid()) : NULL;
+    if (s) {
+        atomic_store(&s->ending, 1);
+        atomic_store(&s->self, 0);
+        if (S.mode == SAMPLER_WALL)
+            atomic_store(&s->ended_ns, sampler_now_ns()); /* its last moments: sampler_wall_tail */
+    }
+    sampler_arm_unlock();
 }
 
 /* ---- stacks told before their thread had a slot ---- */
