@@ -54,8 +54,9 @@
 //   sample shortthreads ROUNDS THREADS MS  ROUNDS times, THREADS threads started
 //       at once, each spinning in ShortSpin until its own CPU clock has moved MS
 //       ms, then ending: threads that live a few tens of ms, sampled from their
-//       start or not at all. Prints "shortthreads ms=N", the threads' CPU time in
-//       ShortSpin, each thread reading its own clock
+//       start or not at all. Prints "shortthreads ms=N wall=M", the threads' CPU
+//       time in ShortSpin, each thread reading its own clock, and their elapsed
+//       time in it
 //   sample lcg SECONDS           a compiled expression tree (a dynamic method,
 //       DynamicWork's caller) that calls LcgWork and adds one to its result, from
 //       LcgCaller's loop: LcgWork's samples lie under the dynamic method's frame, for
@@ -523,18 +524,23 @@ public static class SampleScenario
 
     private static int ShortThreads(int rounds, int n, int ms)
     {
-        long total = 0;
+        long total = 0, wall = 0;
         for (int r = 0; r < rounds; r++)
         {
             var threads = new Thread[n];
             for (int i = 0; i < n; i++)
-                threads[i] = new Thread(() => Interlocked.Add(ref total, ShortSpin(ms * 1_000_000L)));
+                threads[i] = new Thread(() =>
+                {
+                    long start = Stopwatch.GetTimestamp();
+                    Interlocked.Add(ref total, ShortSpin(ms * 1_000_000L));
+                    Interlocked.Add(ref wall, Stopwatch.GetTimestamp() - start);
+                });
             foreach (var t in threads)
                 t.Start();
             foreach (var t in threads)
                 t.Join();
         }
-        Console.WriteLine($"shortthreads ms={total / 1_000_000}");
+        Console.WriteLine($"shortthreads ms={total / 1_000_000} wall={wall * 1000 / Stopwatch.Frequency}");
         return 0;
     }
 
