@@ -544,8 +544,10 @@ void sampler_signal_all(uint64_t now) {
         live += atomic_load(&S.slots[k].tid) > 0;
     if (live > S.wall_most)
         S.wall_most = live;
+    unsigned from = S.wall_cursor; /* the turn starts where the last tick's stopped; not moved within it,
+                                    * where each signal skipped as many slots as had been visited */
     for (unsigned k = 0; k < n && sent < cap; k++) {
-        unsigned i = (S.wall_cursor + k) % n;
+        unsigned i = (from + k) % n;
         sslot *s = &S.slots[i];
         int tid = atomic_load(&s->tid);
         if (tid <= 0 || s->has_timer || atomic_load_explicit(&s->ended_ns, memory_order_relaxed))
