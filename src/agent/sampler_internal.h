@@ -102,7 +102,6 @@ typedef struct sslot {
     timer_t timer;
     int has_timer;
     int perf_fd1;               /* the thread's task-clock event's fd + 1, 0 none */
-    int perf_first;             /* its first period, a random part of one, not yet over (perf_arm) */
     unsigned seen;              /* the scan that last found the thread */
     atomic_uint owed;           /* wall: periods given by the sampler thread, taken by the handler's next sample */
     atomic_uint busy;           /* the handler runs on the thread (sampler_take_remote then keeps off its ring) */

@@ -85,14 +85,8 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
     if (si && (si->si_code == SI_TIMER || si->si_code == SI_QUEUE || si->si_code == POLL_IN) &&
         atomic_load_explicit(&S.running, memory_order_relaxed)) {
         sslot *s = si->si_value.sival_ptr;
-        if (si->si_code == POLL_IN) {
+        if (si->si_code == POLL_IN)
             s = si->si_fd >= 0 && si->si_fd < MAX_FDS && S.fd_slot ? S.fd_slot[si->si_fd] : NULL;
-            if (slot_valid(s) && s->perf_first) { /* its first, partial period is over (perf_arm) */
-                uint64_t period = S.period_ns;
-                s->perf_first = 0;
-                ioctl(si->si_fd, PERF_EVENT_IOC_PERIOD, &period);
-            }
-        }
         else if (si->si_code == SI_TIMER && si->si_value.sival_ptr == (void *)&S.ptimer)
             s = process_timer_slot(ucv);
         if (slot_valid(s) && slot_mine(s)) {
@@ -148,18 +142,18 @@ void sampler_handler_remove(void) {
 /* The thread's task clock as a perf event that signals it every period: an
  * hrtimer, precise, where POSIX CPU timers only expire at scheduler ticks (and
  * so favour what runs right after a tick). -1 when perf events are refused.
- * Its first period is a random part of one (the handler then sets the whole
- * period): a thread of C ns then gets C / period samples on average, where a
- * whole first period lost half a period of each thread (80 threads of 17 ms at
- * 100 Hz: 0.98 s read of 1.33 s). */
+ * Its first period is a whole one, so a thread's samples stand for half a
+ * period less than its CPU time, on average. A random first period, set whole
+ * by the handler's PERF_EVENT_IOC_PERIOD at its first signal, left some
+ * programs' threads in a storm of signals under load: 2 runs in 5 of a test
+ * group hung or lost a phase (docs/sampling.md). */
 static int perf_arm(sslot *s, int tid) {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.type = PERF_TYPE_SOFTWARE;
     a.size = sizeof a;
     a.config = PERF_COUNT_SW_TASK_CLOCK;
-    a.sample_period = S.period_ns / 1000 * (uint64_t)(1 + rand() % 1000);
-    s->perf_first = 1;
+    a.sample_period = S.period_ns;
     a.disabled = 1;
     a.exclude_kernel = (unsigned)S.perf_exclude_kernel;
     a.exclude_hv = 1;
@@ -273,7 +267,7 @@ void sampler_slot_arm(sslot *s, int tid) {
     }
     if (thread_timer(s, tid, thread_cpu_clock(tid)) != 0)
         return;
-    /* the first expiry a random part of a period, as perf_arm's: a thread's samples then stand for its CPU time */
+    /* the first expiry a random part of a period: a thread's samples then stand for its CPU time on average */
     uint64_t first = S.period_ns / 1000 * (uint64_t)(1 + rand() % 1000);
     struct itimerspec its = {timespec_of(S.period_ns), timespec_of(first)};
     timer_settime(s->timer, 0, &its, NULL);

@@ -111,17 +111,15 @@ TEST(e2e_sample_native_thread_names) {
  * so its samples, only when the sampler thread's next scan found it, and a
  * sampler thread sharing two CPUs with busy threads is late: 1.3 s of such
  * threads read as 90 ms. Now each thread takes its slot as it starts (or at its
- * first signal), and a perf event's first period is a random part of one, so
- * a thread's samples stand for its CPU time on average. ShortSpin's sampled
- * time must be within 20% of the threads' own clocks: about 240 samples at
- * 100 Hz, a binomial sd near 6.5%. And the samples must be the threads' own:
+ * first signal). ShortSpin's sampled time must be within 20% of the threads'
+ * own clocks: about 240 samples at 100 Hz, a binomial sd near 6.5%. And the samples must be the threads' own:
  * with 2 samples a thread on average, 80 of the 120 at least have one (104
  * expected); the process timer's handler, which finds a thread's slot by
  * pthread_self(), put a new thread's samples in the slot of the ended thread
  * whose descriptor the thread library gave it: 41 threads had samples (3 with
- * slots from the scan alone). Once for each clock: the
- * process's CPU timer (the default at 100 Hz) and perf events
- * (DNPROF_SAMPLE_TIMERS=0). */
+ * slots from the scan alone). Once for each clock: the process's CPU timer
+ * (the default at 100 Hz) and perf events (DNPROF_SAMPLE_TIMERS=0, at 1 kHz:
+ * each thread's samples stand for half a period less than its CPU time). */
 /* How many threads have samples in a frame named name (SampleNode records). */
 static int threads_in(const char *trace, const char *name) {
     dnp_trace *t = e2e_load(trace);
@@ -149,8 +147,9 @@ static int short_threads(const char *timers, int wall) {
               0);
     const char *dll = e2e_env("DNPROF_SCENARIOS");
     ASSERT_NE(dll, NULL);
-    const char *args[] = {"run", "--quiet", wall ? "--sample=wall" : "--sample", "-o", r.trace, "--", e2e_dotnet(),
-                          dll, "sample", "shortthreads", "30", "4", "20", NULL};
+    /* perf events at 1 kHz: a whole first period, half a period short a thread on average (2.5% here) */
+    const char *args[] = {"run", "--quiet", wall ? "--sample=wall" : "--sample", "--rate", timers ? "1000" : "100",
+                          "-o", r.trace, "--", e2e_dotnet(), dll, "sample", "shortthreads", "30", "4", "20", NULL};
     if (timers)
         setenv(DNP_ENV_SAMPLE_TIMERS, timers, 1);
     int ran = e2e_dnprof(&r, args);
