@@ -178,8 +178,9 @@ int sampler_thread_here(int tid) {
  * of one that ended, at once, while the scan may keep the old slot for up to
  * SCAN_MS: the process timer's handler, which finds a slot by pthread_self(),
  * then put the new thread's samples in the old thread's slot. 256 threads of
- * 10 ms each: 245 samples on 60 threads (perf events, which name the slot:
- * 226). So an ending thread's slot stops standing for its pthread_self(). */
+ * 10 ms each: 245 samples on 60 threads (183 since). So an ending thread's
+ * slot stops standing for its pthread_self() (perf events and timers name
+ * their slot in the signal). */
 void sampler_thread_ending(uint64_t id) {
     ThreadID current = 0;
     if (!S.thread_running || S.mode == SAMPLER_SUSPEND || FAILED(INFO_CALL(GetCurrentThreadID, &current)) ||
