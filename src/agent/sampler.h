@@ -27,10 +27,10 @@ void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_h
  * -1 after saying why (the rest of the recording goes on). */
 int sampler_start(const agent_config *cfg);
 
-/* A thread started (ThreadAssignedToOSThread, os its thread id): the sampler
- * looks for new threads at its next tick instead of its next scan, and, when
- * called on that thread, takes its stack's bounds from the thread library
- * rather than from /proc/self/maps. Lock-free. */
+/* A thread started (ThreadAssignedToOSThread, os its thread id). Called on
+ * that thread, it gets its slot and timer now, with its stack's bounds from
+ * the thread library (under the sampler's arm lock, briefly); else the sampler
+ * looks for new threads at its next tick instead of its next scan. */
 void sampler_thread_started(uint32_t os);
 /* ThreadDestroyed (id the thread's): when it runs on the thread that ends, its
  * slot stops standing for its pthread_self(), which the thread library gives

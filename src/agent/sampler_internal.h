@@ -47,7 +47,6 @@
 #define AUTO_SWITCHES 5000u    /* auto: perf events give way above this many context switches per second of CPU */
 #define SWITCHES_CPU_MS 30     /* measured over at least this much of the program's CPU time */
 #define SWITCHES_WALL_MS 50    /* and this much time */
-#define KNOWN_STACKS 4096u     /* stacks told by their threads, waiting for a slot */
 #define FRAMELESS (1u << 12)   /* return addresses into code that keeps no frame there, for the handler */
 #define FRAMELESS_PROBES 8
 #define FRAMELESS_RUN 4        /* such frames in a row that one step of the chain may hold */
@@ -93,8 +92,6 @@ typedef struct sslot {
     atomic_int tid;             /* the thread sampled; 0 free, SLOT_CLAIMING being set up, -tid gone (drained, then
                                  * freed): sampler_threads.c */
     atomic_ullong self;         /* its pthread_self(), once its handler has checked tid: 0 until then */
-    atomic_int ending;          /* the runtime told of its end (ThreadDestroyed): self no longer stands for it,
-                                 * since the thread library gives a new thread the descriptor of one gone */
     atomic_ullong lo, hi;       /* its stack mapping, 0 until known */
     atomic_ullong probe_sp;     /* a stack pointer the handler saw outside [lo, hi) */
     atomic_uint head, tail;     /* the ring: head written by the handler, tail by the sampler */
@@ -107,7 +104,9 @@ typedef struct sslot {
     atomic_uint busy;           /* the handler runs on the thread (sampler_take_remote then keeps off its ring) */
     uint64_t wall_due;          /* wall: the time up to which periods were given (sampler thread), 0 none yet */
     atomic_ullong wall_last;    /* wall, its own timer: the time up to which its samples have counted, 0 no timer */
-    atomic_ullong ended_ns;     /* wall: when the runtime told of its end (ThreadDestroyed, on the thread), 0 not */
+    atomic_ullong ended_ns;     /* when the runtime told of its end (ThreadDestroyed, on the thread), 0 not: self
+                                 * then no longer stands for it (the thread library gives a new thread the
+                                 * descriptor of one gone), and wall mode counts its last moments */
     uint32_t last_leaf;         /* wall, the sampler thread only: the leaf node of its last sample drained, 0 none */
     int wall_timed;             /* wall: it was given a timer of its own (kept when the timer is deleted) */
     /* wall, the sampler thread only: its last sample found it waiting in a system call; that
@@ -322,8 +321,8 @@ void sampler_arm_lock(void);
 void sampler_arm_unlock(void);
 void sampler_scan_threads(void);
 void sampler_find_stacks(void);
-/* The calling thread (id tid) starts: its slot made and armed now, with its
- * stack's bounds from the thread library (its first samples are walked in
+/* The calling thread (tid, its id) starts: its slot made and armed now, with
+ * its stack's bounds from the thread library (its first samples are walked in
  * place, and /proc/self/maps is not read for it). Any thread but the
  * sampler's, outside signal handlers. */
 int sampler_thread_here(int tid); /* 1: it has a slot; 0: left to the next scan */

@@ -47,7 +47,7 @@ static int slot_mine(sslot *s) {
     int tid = atomic_load_explicit(&s->tid, memory_order_relaxed);
     if (tid <= 0 || tid != gettid())
         return 0;
-    if (!atomic_load_explicit(&s->ending, memory_order_relaxed)) /* an ending thread is asked its id each time */
+    if (!atomic_load_explicit(&s->ended_ns, memory_order_relaxed)) /* an ending thread is asked its id each time */
         atomic_store_explicit(&s->self, me, memory_order_relaxed);
     return 1;
 }
@@ -546,8 +546,10 @@ void sampler_signal_all(uint64_t now) {
         int tid = atomic_load(&s->tid);
         if (tid <= 0 || s->has_timer || atomic_load_explicit(&s->ended_ns, memory_order_relaxed))
             continue; /* none, signalled by its own timer, or ending (sampler_wall_tail) */
-        if (!s->wall_due || s->wall_due > now)
+        if (!s->wall_due)
             s->wall_due = now - S.period_ns;
+        if (s->wall_due > now)
+            continue; /* its slot made since this tick began: nothing owed yet */
         uint64_t periods = (now - s->wall_due + S.period_ns / 2) / S.period_ns;
         if (!periods)
             continue;
@@ -585,7 +587,8 @@ void sampler_wall_tail(sslot *s, uint32_t tid) {
     if (s->wall_timed) { /* its own timer (deleted by now, maybe) */
         uint64_t last = atomic_load(&s->wall_last);
         periods = last && end > last ? (end - last + S.period_ns / 2) / S.period_ns : 0;
-        atomic_store(&s->wall_last, end);
+        if (end > last) /* a sample since its end counted up to its own time */
+            atomic_store(&s->wall_last, end);
     } else {
         periods = atomic_exchange(&s->owed, 0);
         periods += end > s->wall_due ? (end - s->wall_due + S.period_ns / 2) / S.period_ns : 0;

@@ -24,13 +24,11 @@
 #include "memread.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -102,7 +100,6 @@ static sslot *slot_claim(int tid, uint64_t lo, uint64_t hi, int *made) {
                                      * sampler is (sampler_signal_all); those after its last: sampler_wall_tail */
     s->idle_leaf = 0;
     s->idle_misses = s->idle_skip = 0;
-    atomic_store(&s->ending, 0);
     atomic_store(&s->ended_ns, 0);
     s->last_leaf = 0;
     s->wall_timed = 0;
@@ -150,15 +147,13 @@ static int stack_bounds(uint64_t *lo, uint64_t *hi) {
     return ok;
 }
 
-static void stack_keep(int tid, uint64_t lo, uint64_t hi);
-
 int sampler_thread_here(int tid) {
     uint64_t lo = 0, hi = 0;
-    if (tid <= 0 || tid != gettid() || !stack_bounds(&lo, &hi))
-        lo = hi = 0;
+    if (!stack_bounds(&lo, &hi))
+        lo = hi = 0; /* found from its first sample's stack pointer (sampler_find_stacks) */
     sampler_arm_lock();
     sslot *s = NULL;
-    if (atomic_load(&S.running) && tid > 0 && tid == gettid()) {
+    if (atomic_load(&S.running)) {
         int made;
         s = slot_claim(tid, lo, hi, &made);
         if (s && made)
@@ -169,8 +164,6 @@ int sampler_thread_here(int tid) {
         }
     }
     sampler_arm_unlock();
-    if (!s && hi > lo)
-        stack_keep(tid, lo, hi); /* for the scan that gives it a slot */
     return s != NULL;
 }
 
@@ -189,70 +182,10 @@ void sampler_thread_ending(uint64_t id) {
     sampler_arm_lock(); /* the slots stay while the sampler runs */
     sslot *s = atomic_load(&S.running) ? slot_of(gettid()) : NULL;
     if (s) {
-        atomic_store(&s->ending, 1);
+        atomic_store(&s->ended_ns, sampler_now_ns()); /* wall mode: its last moments (sampler_wall_tail) */
         atomic_store(&s->self, 0);
-        if (S.mode == SAMPLER_WALL)
-            atomic_store(&s->ended_ns, sampler_now_ns()); /* its last moments: sampler_wall_tail */
     }
     sampler_arm_unlock();
-}
-
-/* ---- stacks told before their thread had a slot ---- */
-
-/* Stacks told by their threads (stack_keep), by thread id, until the
- * sampler thread gives them to the thread's slot. Static: a thread may start
- * while the sampler stops. tid -1: an entry being written. */
-typedef struct kstack {
-    atomic_int tid;
-    atomic_ullong lo, hi;
-} kstack;
-static kstack g_known[KNOWN_STACKS];
-static atomic_uint g_nknown;
-
-static void stack_keep(int tid, uint64_t lo, uint64_t hi) {
-    for (unsigned p = 0; p < 16; p++) {
-        kstack *k = &g_known[((unsigned)tid + p) % KNOWN_STACKS];
-        int free_tid = 0;
-        if (!atomic_compare_exchange_strong(&k->tid, &free_tid, -1))
-            continue;
-        atomic_store(&k->lo, lo);
-        atomic_store(&k->hi, hi);
-        atomic_store_explicit(&k->tid, tid, memory_order_release);
-        atomic_fetch_add(&g_nknown, 1);
-        return;
-    }
-}
-
-/* The bounds a thread told of itself, taken out of the table: 1, or 0. */
-static int stack_take(int tid, uint64_t *lo, uint64_t *hi) {
-    if (!atomic_load_explicit(&g_nknown, memory_order_relaxed))
-        return 0;
-    for (unsigned p = 0; p < 16; p++) {
-        kstack *k = &g_known[((unsigned)tid + p) % KNOWN_STACKS];
-        if (atomic_load_explicit(&k->tid, memory_order_acquire) != tid)
-            continue;
-        *lo = atomic_load(&k->lo);
-        *hi = atomic_load(&k->hi);
-        atomic_store(&k->tid, 0);
-        atomic_fetch_sub(&g_nknown, 1);
-        return *hi > *lo;
-    }
-    return 0;
-}
-
-static int thread_gone(int tid) {
-    return syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH;
-}
-
-/* Entries of threads that ended before a scan gave them a slot. */
-static void stacks_forget_gone(void) {
-    for (unsigned i = 0; i < KNOWN_STACKS && atomic_load_explicit(&g_nknown, memory_order_relaxed); i++) {
-        int tid = atomic_load_explicit(&g_known[i].tid, memory_order_acquire);
-        if (tid > 0 && !slot_of(tid) && thread_gone(tid)) {
-            atomic_store(&g_known[i].tid, 0);
-            atomic_fetch_sub(&g_nknown, 1);
-        }
-    }
 }
 
 /* New threads get a slot (armed), threads gone give theirs back (once
@@ -272,17 +205,9 @@ void sampler_scan_threads(void) {
         if (tid <= 0 || tid == S.sampler_tid)
             continue;
         sslot *s = slot_of(tid);
-        uint64_t lo = 0, hi = 0;
-        if (s && !atomic_load(&s->hi) && stack_take(tid, &lo, &hi)) {
-            /* told after its slot was made: given now, so that the table
-             * holds only threads without a slot */
-            atomic_store(&s->lo, lo);
-            atomic_store(&s->hi, hi);
-        }
         if (!s) {
             int made;
-            stack_take(tid, &lo, &hi); /* as the thread told it, else 0: found from its first sample */
-            s = slot_claim(tid, lo, hi, &made);
+            s = slot_claim(tid, 0, 0, &made); /* its stack found from its first sample */
             if (!s)
                 continue;
             if (made)
@@ -304,26 +229,15 @@ void sampler_scan_threads(void) {
     if (S.wall_timers)
         sampler_wall_restride();
     sampler_arm_unlock();
-    stacks_forget_gone();
 }
 
-/* The stack mapping of every slot whose handler left a stack pointer: as its
- * thread told it, else from /proc/self/maps. */
+/* The stack mapping of every slot whose handler left a stack pointer (a
+ * thread that did not tell its bounds as it started): asked of the kernel,
+ * else from /proc/self/maps. */
 void sampler_find_stacks(void) {
     int want = 0;
-    for (unsigned i = 0; i < S.nslots; i++) {
-        sslot *s = &S.slots[i];
-        uint64_t lo, hi;
-        if (atomic_load(&s->tid) <= 0 || !atomic_load(&s->probe_sp))
-            continue;
-        if (stack_take(atomic_load(&s->tid), &lo, &hi)) {
-            atomic_store(&s->lo, lo);
-            atomic_store(&s->hi, hi);
-            atomic_store(&s->probe_sp, 0);
-        } else {
-            want = 1;
-        }
-    }
+    for (unsigned i = 0; i < S.nslots && !want; i++)
+        want = atomic_load(&S.slots[i].tid) > 0 && atomic_load(&S.slots[i].probe_sp);
     if (!want)
         return;
     want = 0; /* each stack pointer's mapping asked of the kernel alone (memread.h), else the whole list read */
