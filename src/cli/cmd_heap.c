@@ -14,7 +14,7 @@
 #include "heapsnapshot.h"
 
 static void heap_help(void) {
-    fputs("usage: dnprof heap report [--json] [--sort retained|bytes|count] [--top N] FILE\n"
+    fputs("usage: dnprof heap [report] [--json] [--sort retained|bytes|count] [--top N] FILE\n"
           "       dnprof heap paths (--type NAME | --address ADDR) [--max N] [--json] FILE\n"
           "       dnprof heap diff [--json] [--top N] BEFORE AFTER\n"
           "\n"
@@ -697,5 +697,7 @@ int cmd_heap(int argc, char **argv) {
         return heap_paths(argc - 1, argv + 1);
     if (!strcmp(argv[1], "diff"))
         return heap_diff(argc - 1, argv + 1);
-    return usage_error("heap", "unknown heap command '%s': report, paths or diff", argv[1]);
+    if (argv[1][0] == '-' || access(argv[1], F_OK) == 0)
+        return heap_report(argc, argv); /* 'dnprof heap FILE' is the report, as 'dnprof report' is a trace's */
+    return usage_error("heap", "'%s' is neither a heap command (report, paths, diff) nor a snapshot file", argv[1]);
 }

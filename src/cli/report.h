@@ -69,6 +69,9 @@ const char *report_process_label(const dnp_trace *t, char *buf, size_t cap);
 const char *report_recording_cmd(int attached, char *buf, size_t cap);
 /* The --sample word of a trace's mode ("cpu", "wall", "suspend"; "?" for none). */
 const char *report_sample_word(uint64_t mode);
+/* ',"recorded":{...}' (or null): the calls options, sampling, async stacks and
+ * allocation sampling the trace's config events say were recorded. */
+void report_json_recorded(const struct dnp_calltree *ct, FILE *out);
 
 /* Writes the calls report of ct to out. Returns the exit code: 0, or 1 after
  * saying why (no call data, no such thread, output failed). */

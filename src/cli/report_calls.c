@@ -682,50 +682,6 @@ static int json_tree_visit(void *ctx, const dnp_ct_tree *tr, uint32_t n, int ent
     return 0;
 }
 
-/* "recorded": what the trace's config events say was recorded, or null: the
- * calls options (CallsConfig), the sampling (SampleConfig), the allocation
- * sampling (AllocSampling). */
-static void put_json_recorded(const dnp_calltree *ct, FILE *out) {
-    if (!ct->has_config && !ct->sample_mode && !ct->alloc_source && !ct->calls_clock) {
-        fputs(",\"recorded\":null", out);
-        return;
-    }
-    const char *sep = "";
-    fputs(",\"recorded\":{", out);
-    if (ct->has_config) {
-        fprintf(out, "\"mode\":%llu,\"allCode\":%s,\"include\":", (unsigned long long)ct->mode,
-                ct->all_code ? "true" : "false");
-        dnp_export_json_str(out, ct->include && *ct->include ? ct->include : NULL, 0);
-        fputs(",\"exclude\":", out);
-        dnp_export_json_str(out, ct->exclude && *ct->exclude ? ct->exclude : NULL, 0);
-        sep = ",";
-    }
-    if (ct->calls_clock) {
-        fprintf(out, "%s\"callsSampling\":{\"clock\":\"%s\",\"rateHz\":%llu,\"samples\":%llu,\"inAgent\":%llu,"
-                "\"outside\":%llu}", sep, ct->calls_clock == DNP_SAMPLE_WALL ? "wall" : "cpu",
-                (unsigned long long)ct->calls_rate, (unsigned long long)ct->calls_samples,
-                (unsigned long long)ct->calls_in_agent, (unsigned long long)ct->calls_outside);
-        sep = ",";
-    }
-    if (ct->sample_mode) {
-        fprintf(out, "%s\"sample\":{\"mode\":\"%s\",\"rateHz\":%llu,\"periodNs\":%llu}", sep,
-                report_sample_word(ct->sample_mode), (unsigned long long)ct->sample_rate,
-                (unsigned long long)ct->sample_period_ns);
-        sep = ",";
-    }
-    if (ct->async_stacks) {
-        fprintf(out, "%s\"async\":{\"view\":\"%s\",\"resumes\":%llu,\"unknownCallers\":%llu}", sep,
-                ct->physical ? "physical" : "logical", (unsigned long long)ct->async_resumes,
-                (unsigned long long)ct->async_unknown);
-        sep = ",";
-    }
-    if (ct->alloc_source)
-        fprintf(out, "%s\"alloc\":{\"source\":\"%s\",\"meanBytes\":%llu}", sep,
-                ct->alloc_source == 1 ? "AllocationSampled" : ct->alloc_source == 2 ? "AllocationTick" : "?",
-                (unsigned long long)ct->alloc_mean_bytes);
-    fputc('}', out);
-}
-
 static int put_json(const dnp_calltree *ct, const resolution *r, const dnp_ct_tree *tr, const dnp_ct_func *f,
                     size_t nf, const report_opts *o, FILE *out) {
     const dnp_trace *t = ct->t;
@@ -739,7 +695,7 @@ static int put_json(const dnp_calltree *ct, const resolution *r, const dnp_ct_tr
     dnp_export_json_str(out, t->cmdline, 0);
     fputs(",\"runtime\":", out);
     dnp_export_json_str(out, t->runtime, 0);
-    put_json_recorded(ct, out);
+    report_json_recorded(ct, out);
     fprintf(out, ",\"hooks\":{\"calls\":%llu,\"innerNs\":%.0f,\"outerNs\":%.0f,\"cpuWaitNs\":%llu}",
             (unsigned long long)ct->hook_calls, ct->hook_inner_ns, ct->hook_outer_ns,
             (unsigned long long)ct->cpu_wait_ns);
@@ -863,9 +819,13 @@ int report_calls(const dnp_calltree *ct, const report_opts *o, FILE *out) {
         uint64_t total = tr->nodes[0].total_ns;
         int counts = ct->has_config && ct->mode == 4;
         put_header(ct, tr, o, out);
-        if (!counts)
-            put_func_table(ct, &res, f, nf, o->top, total, "top functions by self time (time in the function itself)",
-                           out);
+        if (!counts) { /* f is by self time: those with none are in the table by total below */
+            size_t ns = 0;
+            while (ns < nf && f[ns].self_ns)
+                ns++;
+            put_func_table(ct, &res, f, ns ? ns : nf, o->top, total,
+                           "top functions by self time (time in the function itself)", out);
+        }
         dnp_ct_func *byt = malloc((nf ? nf : 1) * sizeof *byt);
         if (byt && counts) {
             memcpy(byt, f, nf * sizeof *byt);

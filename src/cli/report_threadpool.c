@@ -285,7 +285,8 @@ static int idle_stack(const tp_stack *k, const dnp_calltree *ct) {
             break;
         len += (size_t)w;
     }
-    return lock_runtime_thread(text);
+    /* a work item run by the pool (Dispatch on the stack) is work, even when only the framework's frames show */
+    return !strstr(text, "System.Threading.ThreadPoolWorkQueue::Dispatch") && lock_runtime_thread(text);
 }
 
 static void print_stacks(const tp_data *d, const dnp_calltree *ct, unsigned top, int json, FILE *out) {

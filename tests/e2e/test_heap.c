@@ -687,6 +687,21 @@ TEST(e2e_heap_damaged) {
     const char *whole[] = {"heap", "report", snap, NULL};
     ASSERT_EQ(e2e_dnprof(&r, whole), 0);
     ASSERT_STATUS(&r, 0);
+    /* and 'dnprof heap FILE' is the same report */
+    char *said = e2e_read_file(r.out, NULL), *again;
+    ASSERT(said);
+    ASSERT_CONTAINS(said, "Scenarios.HeapHolder");
+    const char *bare[] = {"heap", snap, NULL};
+    ASSERT_EQ(e2e_dnprof(&r, bare), 0);
+    ASSERT_STATUS(&r, 0);
+    again = e2e_read_file(r.out, NULL);
+    ASSERT(again);
+    ASSERT_STR_EQ(again, said);
+    free(said);
+    free(again);
+    const char *neither[] = {"heap", "nosuchfile", NULL};
+    ASSERT_EQ(e2e_dnprof(&r, neither), 0);
+    ASSERT_STATUS(&r, 2);
     struct {
         const char *file, *word;
     } cases[] = {{cut, "truncated"}, {bad, "corrupt"}};
