@@ -47,7 +47,29 @@ static struct {
     client clients[MAX_CLIENTS];
     int detach_requested;
     int inert; /* the runtime refused the detach after a ReJIT: the thread ends, the library stays */
-} C = {.listen_fd = -1, .wake = {-1, -1}};
+    uid_t outsider; /* how the host's users show here (outsider_uid), or -1 */
+} C = {.listen_fd = -1, .wake = {-1, -1}, .outsider = (uid_t)-1};
+
+/* In a user namespace of its own (a container that maps its users), a peer
+ * whose user the namespace does not map, as the host's root is not, shows as
+ * the kernel's overflow uid: that one is let in too, since only the process's
+ * own user and root can reach the socket in its private directory. -1 in the
+ * initial namespace, where every user is itself. */
+static uid_t outsider_uid(void) {
+    unsigned long in = 1, out = 1, count = 0, overflow = 65534;
+    FILE *f = fopen("/proc/self/uid_map", "re");
+    int initial = !f || (fscanf(f, "%lu %lu %lu", &in, &out, &count) == 3 && !in && !out && count == 4294967295ul);
+    if (f)
+        fclose(f);
+    if (initial)
+        return (uid_t)-1;
+    if ((f = fopen("/proc/sys/kernel/overflowuid", "re")) != NULL) {
+        if (fscanf(f, "%lu", &overflow) != 1)
+            overflow = 65534;
+        fclose(f);
+    }
+    return (uid_t)overflow;
+}
 
 static void say_to(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say_to(int fd, const char *fmt, ...) {
@@ -174,7 +196,7 @@ static void client_accept(void) {
     struct ucred cred;
     socklen_t len = sizeof cred;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
-        (cred.uid != geteuid() && cred.uid != 0)) {
+        (cred.uid != geteuid() && cred.uid != 0 && cred.uid != C.outsider)) {
         close(fd);
         return;
     }
@@ -269,6 +291,7 @@ static int start_at(const char *dir, const char *fmt) {
         C.clients[i].fd = -1;
     if (control_dir_check(dir) < 0)
         return -1;
+    C.outsider = outsider_uid();
     struct sockaddr_un addr;
     memset(&addr, 0, sizeof addr);
     addr.sun_family = AF_UNIX;

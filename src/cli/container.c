@@ -7,7 +7,9 @@
  * its own PID namespace it knows itself by another number, the last one on the
  * "NSpid:" line of /proc/PID/status. The runtime names its diagnostics socket,
  * and dnprof's agent its control socket and log, by that inner number, in the
- * paths the process sees. */
+ * paths the process sees. In its own user namespace it knows its user by
+ * another number too (its uid_map), and a file system mounted there takes only
+ * files of the users it maps. */
 #include "ipc.h"
 
 #include <errno.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,16 +34,21 @@ static unsigned long long ns_inode(const char *who, const char *ns, int *denied)
     return (unsigned long long)st.st_ino;
 }
 
-/* The last number of the NSpid: line (the pid as the process sees itself), or
- * pid when the kernel has no such line. */
-static pid_t inner_pid(pid_t pid) {
+/* From /proc/PID/status: the last number of the NSpid: line (the pid as the
+ * process sees itself; pid when the kernel has no such line), and its
+ * effective uid and gid as seen from here. */
+static void read_status(pid_t pid, ipc_where *w) {
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     FILE *f = fopen(path, "re");
     if (!f)
-        return pid;
-    pid_t inner = pid;
+        return;
+    unsigned real, eff;
     while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "Uid: %u %u", &real, &eff) == 2)
+            w->uid = (uid_t)eff;
+        else if (sscanf(line, "Gid: %u %u", &real, &eff) == 2)
+            w->gid = (gid_t)eff;
         if (strncmp(line, "NSpid:", 6) != 0)
             continue;
         char *p = line + 6, *end;
@@ -48,13 +56,30 @@ static pid_t inner_pid(pid_t pid) {
             long v = strtol(p, &end, 10);
             if (end == p)
                 break;
-            inner = (pid_t)v;
+            w->inner = (pid_t)v;
             p = end;
         }
-        break;
     }
     fclose(f);
-    return inner;
+}
+
+/* uid (as seen from here) as pid's user namespace sees it: by its uid_map,
+ * whose lines are "inside outside count", outside as seen from here. uid
+ * itself when it is not mapped. */
+static uid_t uid_in_ns(pid_t pid, uid_t uid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
+    FILE *f = fopen(path, "re");
+    unsigned long in, out, count;
+    uid_t got = uid;
+    while (f && fscanf(f, "%lu %lu %lu", &in, &out, &count) == 3)
+        if (uid >= out && uid - out < count) {
+            got = (uid_t)(in + (uid - out));
+            break;
+        }
+    if (f)
+        fclose(f);
+    return got;
 }
 
 int ipc_where_of(pid_t pid, ipc_where *w) {
@@ -67,12 +92,30 @@ int ipc_where_of(pid_t pid, ipc_where *w) {
     int denied = 0;
     unsigned long long theirs = ns_inode(who, "mnt", &denied), ours = ns_inode("self", "mnt", NULL);
     w->denied = denied;
-    w->inner = inner_pid(pid);
+    w->uid = w->uid_in = (uid_t)-1;
+    w->gid = (gid_t)-1;
+    read_status(pid, w);
     if (theirs && ours && theirs != ours) {
         w->container = 1;
         snprintf(w->root, sizeof w->root, "/proc/%d/root", (int)pid);
     }
+    unsigned long long their_users = ns_inode(who, "user", NULL), our_users = ns_inode("self", "user", NULL);
+    w->userns = their_users && our_users && their_users != our_users;
+    w->uid_in = w->userns && w->uid != (uid_t)-1 ? uid_in_ns(pid, w->uid) : w->uid;
     return denied ? -1 : 0;
+}
+
+uid_t ipc_uid_inside(const ipc_where *w, uid_t uid) {
+    return w && w->userns && uid == w->uid ? w->uid_in : uid;
+}
+
+void ipc_as_owner(const ipc_where *w, int on) {
+    /* A file system mounted in a user namespace takes no file of a user it does not map (EOVERFLOW):
+     * root here is not one of them, the process's own user is. Only the file system's checks change. */
+    if (!w || !w->userns || geteuid() != 0 || w->uid == (uid_t)-1 || w->gid == (gid_t)-1)
+        return;
+    setfsgid(on ? w->gid : getegid());
+    setfsuid(on ? w->uid : geteuid());
 }
 
 int ipc_outside(const ipc_where *w, const char *inside, char *out, size_t cap) {
@@ -85,18 +128,20 @@ const char *ipc_inside(const ipc_where *w, const char *outside) {
     return n && strncmp(outside, w->root, n) == 0 ? outside + n : outside;
 }
 
-/* Copies the file at from to to (given mode, replaced if there); 0 or -1 with
- * errno. */
-static int copy_file(const char *from, const char *to, mode_t mode) {
-    FILE *in = fopen(from, "rbe");
+/* Copies the file at from to to (given mode, replaced if there), made as the
+ * process's own user in a user namespace (ipc_as_owner); 0 or -1 with errno. */
+static int copy_file(const ipc_where *w, const char *from, const char *to, mode_t mode) {
+    FILE *in = fopen(from, "rbe"); /* as ourselves: the agent may be where the process's user cannot read */
     if (!in)
         return -1;
     char tmp[PATH_MAX + 24];
     snprintf(tmp, sizeof tmp, "%s.%d.tmp", to, (int)getpid());
+    ipc_as_owner(w, 1); /* to the end: a rename there is a file made too */
     FILE *outf = fopen(tmp, "wbe");
     if (!outf) {
         int e = errno;
         fclose(in);
+        ipc_as_owner(w, 0);
         errno = e;
         return -1;
     }
@@ -115,9 +160,11 @@ static int copy_file(const char *from, const char *to, mode_t mode) {
     if (bad || chmod(tmp, mode) != 0 || rename(tmp, to) != 0) {
         e = bad ? (e ? e : EIO) : errno;
         unlink(tmp);
+        ipc_as_owner(w, 0);
         errno = e;
         return -1;
     }
+    ipc_as_owner(w, 0);
     return 0;
 }
 
@@ -137,7 +184,7 @@ int ipc_place_agent(const ipc_where *w, const char *agent, const char *dir_insid
     snprintf(dir_here, sizeof dir_here, "%s", dest);
     *strrchr(dir_here, '/') = 0;
     int noexec = ipc_noexec(dir_here);
-    if (noexec || copy_file(agent, dest, 0755) != 0) {
+    if (noexec || copy_file(w, agent, dest, 0755) != 0) {
         ipc_place_text(w->pid, dir_inside, noexec ? 0 : errno, noexec, err, errlen);
         return -1;
     }

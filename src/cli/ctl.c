@@ -23,17 +23,18 @@
 
 int ctl_dir(const ipc_where *w, uid_t uid, int create, char *out, size_t cap, char *err, size_t errlen) {
     char inside[64];
-    int n = snprintf(inside, sizeof inside, "/tmp/dnprof-%u", (unsigned)uid);
+    int n = snprintf(inside, sizeof inside, "/tmp/dnprof-%u", (unsigned)ipc_uid_inside(w, uid));
     if (n < 0 || (size_t)n >= DNP_BLOB_DIR_MAX || ipc_outside(w, inside, out, cap) < 0) {
         snprintf(err, errlen, "control directory path too long");
         return -1;
     }
+    ipc_as_owner(w, create);
     int made = create ? mkdir(out, 0700) : -1, made_errno = errno;
+    ipc_as_owner(w, 0);
     if (made == 0 && uid != geteuid()) {
         if (chown(out, uid, (gid_t)-1) != 0) {
             int e = errno;
-            snprintf(err, errlen, "cannot give '/tmp/dnprof-%u' to uid %u: %s", (unsigned)uid,
-                     (unsigned)uid, strerror(e));
+            snprintf(err, errlen, "cannot give '%s' to uid %u: %s", inside, (unsigned)uid, strerror(e));
             rmdir(out);
             return -1;
         }

@@ -75,7 +75,9 @@ static int check_control(pid_t pid, const ipc_proc *p, const ipc_where *w, const
     if (w->container) {
         char probe[PATH_MAX + 32];
         snprintf(probe, sizeof probe, "%s/.doctor.%d", dir, (int)getpid());
+        ipc_as_owner(w, 1);
         FILE *f = fopen(probe, "w");
+        ipc_as_owner(w, 0);
         if (!f) {
             ipc_place_text(pid, ipc_inside(w, dir), errno, 0, err, sizeof err);
             return say(2, "%s", err);

@@ -58,11 +58,23 @@ typedef struct ipc_where {
     int container;  /* another mount namespace: its files are under root */
     int denied;     /* its namespaces could not be read (another user's, no CAP_SYS_PTRACE) */
     char root[32];  /* "/proc/<pid>/root" in a container, "" otherwise */
+    int userns;     /* another user namespace: it numbers its users its own way */
+    uid_t uid;      /* its effective uid and gid as seen from here; -1 unknown */
+    gid_t gid;
+    uid_t uid_in;   /* its effective uid as it sees it: names its control directory */
 } ipc_where;
 
 /* Where pid lives. 0, or -1 when its namespaces cannot be read (w then says
  * "here", which is right for every process of one's own outside containers). */
 int ipc_where_of(pid_t pid, ipc_where *w);
+
+/* uid (from here) as the process sees it: its uid_in when uid is its user. */
+uid_t ipc_uid_inside(const ipc_where *w, uid_t uid);
+
+/* on: files made from now on (on this thread) belong to the process's user,
+ * which a file system mounted in its user namespace requires; off: to
+ * ourselves again. Nothing outside a user namespace, or when not root. */
+void ipc_as_owner(const ipc_where *w, int on);
 
 /* The path, from here, of the file the process sees at inside. 0, or -1 when
  * it does not fit. */

@@ -202,8 +202,24 @@ static pid_t first_child(pid_t pid) {
     return (pid_t)child;
 }
 
-pid_t e2e_spawn_contained(char *const argv[], const char *const env[], const char *dir, const char *out_path,
-                          const char *err_path, const char *hide, pid_t *host_pid) {
+/* The first component under /tmp of path ("ci" for /tmp/ci/build), added to
+ * the space-separated list in out if it is not there. */
+static void tmp_top(const char *path, char *out, size_t cap) {
+    if (!path || strncmp(path, "/tmp/", 5) != 0)
+        return;
+    char top[128];
+    size_t n = strcspn(path + 5, "/");
+    if (!n || n >= sizeof top)
+        return;
+    snprintf(top, sizeof top, " %.*s ", (int)n, path + 5);
+    char padded[1024];
+    snprintf(padded, sizeof padded, " %s ", out);
+    if (!strstr(padded, top) && strlen(out) + n + 2 < cap)
+        snprintf(out + strlen(out), cap - strlen(out), "%s%.*s", *out ? " " : "", (int)n, path + 5);
+}
+
+static pid_t spawn_contained(char *const argv[], const char *const env[], const char *dir, const char *out_path,
+                             const char *err_path, const char *hide, uid_t uid, pid_t *host_pid) {
     *host_pid = 0;
     /* A private TMPDIR (a tmpfs the host does not see at that path), and a
      * private /tmp too unless the build tree lives under /tmp (a clone in
@@ -217,13 +233,35 @@ pid_t e2e_spawn_contained(char *const argv[], const char *const env[], const cha
     const char *scratch = getenv("DNPROF_E2E_SCRATCH");
     int keep_tmp = (scratch && !strncmp(scratch, "/tmp/", 5)) || (dir && !strncmp(dir, "/tmp/", 5)) ||
                    (argv[1] && !strncmp(argv[1], "/tmp/", 5));
-    const char *wrap[64] = {"unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c",
+    const char *wrap[80] = {"unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c",
                             "mount -t tmpfs tmpfs \"$1\" && export TMPDIR=\"$1\" && "
                             "{ [ \"$2\" = keep ] || mount -t tmpfs tmpfs /tmp; } && "
                             "mount --bind /dev/null \"$0\" && shift 2 && exec \"$@\"",
                             hide, tmp, keep_tmp ? "keep" : "hide"};
     size_t n = 11;
-    for (size_t i = 0; argv[i] && n < 63; i++)
+    char ruid[32], rgid[32], back[1024] = "";
+    if (uid) {
+        /* The user's own namespace, as rootless containers make: its root is
+         * uid outside. /tmp is private whatever the build tree's place: the
+         * directories of it under /tmp are bound back into the new one. */
+        snprintf(ruid, sizeof ruid, "--reuid=%u", (unsigned)uid);
+        snprintf(rgid, sizeof rgid, "--regid=%u", (unsigned)uid);
+        tmp_top(scratch, back, sizeof back);
+        tmp_top(dir, back, sizeof back);
+        tmp_top(hide, back, sizeof back);
+        for (size_t i = 0; argv[i]; i++)
+            tmp_top(argv[i], back, sizeof back);
+        const char *user[] = {"setpriv", ruid, rgid, "--clear-groups", "env", "HOME=/var/tmp", "unshare", "--user",
+                              "--map-root-user", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c",
+                              "mount -t tmpfs tmpfs \"$1\" && export TMPDIR=\"$1\" && mkdir \"$1/.host\" && "
+                              "mount --bind /tmp \"$1/.host\" && mount -t tmpfs tmpfs /tmp && "
+                              "for d in $2; do mkdir \"/tmp/$d\" && mount --bind \"$1/.host/$d\" \"/tmp/$d\" || exit 1; "
+                              "done && mount --bind /dev/null \"$0\" && shift 2 && exec \"$@\"",
+                              hide, tmp, back};
+        n = sizeof user / sizeof user[0];
+        memcpy(wrap, user, sizeof user);
+    }
+    for (size_t i = 0; argv[i] && n < 79; i++)
         wrap[n++] = argv[i];
     wrap[n] = NULL;
     pid_t pid = e2e_spawn((char *const *)wrap, env, dir, out_path, NULL, err_path);
@@ -242,6 +280,27 @@ pid_t e2e_spawn_contained(char *const argv[], const char *const env[], const cha
         return -1;
     }
     return pid;
+}
+
+pid_t e2e_spawn_contained(char *const argv[], const char *const env[], const char *dir, const char *out_path,
+                          const char *err_path, const char *hide, pid_t *host_pid) {
+    return spawn_contained(argv, env, dir, out_path, err_path, hide, 0, host_pid);
+}
+
+pid_t e2e_spawn_contained_as(char *const argv[], const char *const env[], const char *dir, const char *out_path,
+                             const char *err_path, const char *hide, uid_t uid, pid_t *host_pid) {
+    return spawn_contained(argv, env, dir, out_path, err_path, hide, uid, host_pid);
+}
+
+int e2e_can_contain_as(uid_t uid) {
+    char ruid[32], rgid[32];
+    snprintf(ruid, sizeof ruid, "--reuid=%u", (unsigned)uid);
+    snprintf(rgid, sizeof rgid, "--regid=%u", (unsigned)uid);
+    const char *argv[] = {"setpriv", ruid, rgid, "--clear-groups", "unshare", "--user", "--map-root-user", "--pid",
+                          "--mount", "--fork", "--mount-proc", "sh", "-c", "mount -t tmpfs tmpfs /tmp", NULL};
+    pid_t pid = e2e_spawn((char *const *)argv, NULL, NULL, "/dev/null", NULL, "/dev/null");
+    int st = -1;
+    return pid > 0 && e2e_wait(pid, 10000, &st) == 0 && st == 0;
 }
 
 int e2e_can_contain(void) {

@@ -98,6 +98,14 @@ pid_t e2e_spawn_contained(char *const argv[], const char *const env[], const cha
 /* Whether e2e_spawn_contained can work here (root, or namespaces allowed). */
 int e2e_can_contain(void);
 
+/* The same in a user namespace of its own too, made by uid (as rootless
+ * containers are: its root is uid outside), with a private /tmp always (the
+ * build tree's directories under /tmp bound back in). */
+pid_t e2e_spawn_contained_as(char *const argv[], const char *const env[], const char *dir, const char *out_path,
+                             const char *err_path, const char *hide, uid_t uid, pid_t *host_pid);
+/* Whether uid may make those namespaces here. */
+int e2e_can_contain_as(uid_t uid);
+
 /* e2e_spawn + e2e_wait with r's out and err files. */
 int e2e_exec(e2e_run *r, char *const argv[], const char *const env[]);
 

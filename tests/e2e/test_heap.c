@@ -401,8 +401,14 @@ static int one_line_with(const char *path, const char *text) {
  * trace out; the program runs on and ends as usual. With image, the agent is
  * a copy at IMAGE_AGENT inside the container only, named with --agent-path:
  * nothing is copied in, and the copy is still there after the detach. */
-static int container_snapshot_detach(e2e_run *rp, int image) {
+#define CONTAINER_UID 1000 /* the user who makes the container in its own user namespace */
+
+/* mode 0: the agent copied in; 1: baked into the image (--agent-path); 2: copied
+ * into a container of a user namespace of its own, whose root is CONTAINER_UID
+ * outside and whose file systems take only files of the users it maps. */
+static int container_snapshot_detach(e2e_run *rp, int mode) {
     e2e_run r = *rp;
+    int image = mode == 1;
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN"), *agent = e2e_env("DNPROF_AGENT");
     ASSERT(dll);
     ASSERT(bin);
@@ -429,7 +435,10 @@ static int container_snapshot_detach(e2e_run *rp, int image) {
                            staged, IMAGE_AGENT, e2e_dotnet(), dll, "heap", waitarg, NULL};
     const char *env[] = {"CORECLR_ENABLE_PROFILING", NULL};
     pid_t host = 0;
-    pid_t child = e2e_spawn_contained((char *const *)(image ? baked : plain), env, r.dir, out, errp, agent, &host);
+    pid_t child = mode == 2 ? e2e_spawn_contained_as((char *const *)plain, env, r.dir, out, errp, agent,
+                                                     CONTAINER_UID, &host)
+                            : e2e_spawn_contained((char *const *)(image ? baked : plain), env, r.dir, out, errp,
+                                                  agent, &host);
     ASSERT_GT(child, 0);
     counts c;
     pid_t inside = wait_ready(out, &c);
@@ -501,6 +510,19 @@ TEST(e2e_container_snapshot_detach) {
     if (!e2e_can_contain())
         E2E_SKIP("unshare cannot make PID and mount namespaces here (needs root or user namespaces)");
     return container_snapshot_detach(&r, 0);
+}
+
+/* The same in a container that maps its own users, as rootless Podman and
+ * user-namespaced Kubernetes pods make: the program is root inside and
+ * CONTAINER_UID outside, its control directory is named by its own uid, files
+ * there are made as its user (root outside is no user of that namespace), and
+ * the agent lets the host's root in, which shows there as the overflow uid. */
+TEST(e2e_container_user_namespace) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_container_user_namespace"), 0);
+    if (geteuid() != 0 || !e2e_can_contain_as(CONTAINER_UID))
+        E2E_SKIP("needs root, and user namespaces that uid 1000 may make");
+    return container_snapshot_detach(&r, 2);
 }
 
 /* The same with the agent baked into the "image" (--agent-path). */
