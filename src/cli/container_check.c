@@ -158,7 +158,8 @@ void ipc_place_text(pid_t pid, const char *dir_inside, int e, int noexec, char *
         snprintf(out, cap,
                  "pid %d's %s is read-only: the agent needs a writable directory there for its control socket and "
                  "output, and a copy of itself there unless --agent-path names one in the image; mount a writable "
-                 "/tmp in the container (a tmpfs, a Kubernetes emptyDir)",
+                 "/tmp in the container (a tmpfs, a Kubernetes emptyDir), or start the program with TMPDIR set "
+                 "to a writable directory (dnprof uses it when /tmp is read-only)",
                  (int)pid, dir_inside);
     else
         snprintf(out, cap, "cannot copy the agent into pid %d's container as '%s/libdnprof.so': %s", (int)pid,

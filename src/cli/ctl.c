@@ -21,9 +21,10 @@
 
 /* ---- the agent's control socket ---- */
 
-int ctl_dir(const ipc_where *w, uid_t uid, int create, char *out, size_t cap, char *err, size_t errlen) {
-    char inside[64];
-    int n = snprintf(inside, sizeof inside, "/tmp/dnprof-%u", (unsigned)ipc_uid_inside(w, uid));
+static int dir_at(const ipc_where *w, const char *base, uid_t uid, int create, char *out, size_t cap, char *err,
+                  size_t errlen) {
+    char inside[PATH_MAX];
+    int n = snprintf(inside, sizeof inside, "%s/dnprof-%u", base, (unsigned)ipc_uid_inside(w, uid));
     if (n < 0 || (size_t)n >= DNP_BLOB_DIR_MAX || ipc_outside(w, inside, out, cap) < 0) {
         snprintf(err, errlen, "control directory path too long");
         return -1;
@@ -59,6 +60,33 @@ int ctl_dir(const ipc_where *w, uid_t uid, int create, char *out, size_t cap, ch
         return -1;
     }
     return 0;
+}
+
+/* The program's own TMPDIR (absolute, not /tmp), as it sees it: 1, or 0. */
+static int their_tmpdir(const ipc_where *w, char *out, size_t cap) {
+    if (!w || ipc_proc_env(w->pid, "TMPDIR", out, cap) != 0 || out[0] != '/')
+        return 0;
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/')
+        out[--n] = 0;
+    return strcmp(out, "/tmp") != 0;
+}
+
+int ctl_dir(const ipc_where *w, uid_t uid, int create, char *out, size_t cap, char *err, size_t errlen) {
+    if (dir_at(w, "/tmp", uid, create, out, cap, err, errlen) == 0)
+        return 0;
+    /* where /tmp cannot hold it (read-only, as Kubernetes' readOnlyRootFilesystem makes it), the
+     * program's TMPDIR, where its runtime keeps its diagnostics socket, may */
+    int e = errno;
+    char tmpdir[PATH_MAX], other[PATH_MAX], why[PATH_MAX + 256];
+    int retry = create ? e == EROFS || e == EACCES || e == EPERM || e == ENOENT : e == ENOENT;
+    if (retry && their_tmpdir(w, tmpdir, sizeof tmpdir) &&
+        dir_at(w, tmpdir, uid, create, other, sizeof other, why, sizeof why) == 0) {
+        snprintf(out, cap, "%s", other);
+        return 0;
+    }
+    errno = e; /* the first error says why: /tmp's */
+    return -1;
 }
 
 int ctl_socket_path(pid_t pid, uid_t uid, const char *fmt, char *out, size_t cap) {

@@ -405,7 +405,8 @@ static int one_line_with(const char *path, const char *text) {
 
 /* mode 0: the agent copied in; 1: baked into the image (--agent-path); 2: copied
  * into a container of a user namespace of its own, whose root is CONTAINER_UID
- * outside and whose file systems take only files of the users it maps. */
+ * outside and whose file systems take only files of the users it maps; 3: a
+ * container whose /tmp is read-only and whose TMPDIR is not. */
 static int container_snapshot_detach(e2e_run *rp, int mode) {
     e2e_run r = *rp;
     int image = mode == 1;
@@ -430,6 +431,8 @@ static int container_snapshot_detach(e2e_run *rp, int mode) {
         free(bytes);
     }
     const char *plain[] = {e2e_dotnet(), dll, "heap", waitarg, NULL};
+    const char *rotmp[] = {"sh", "-c", "mount --bind /tmp /tmp && mount -o remount,bind,ro /tmp && exec \"$@\"", "sh",
+                           e2e_dotnet(), dll, "heap", waitarg, NULL};
     const char *baked[] = {"sh", "-c",
                            "mkdir -p \"${1%/*}\" && cp \"$0\" \"$1\" && rm \"$0\" && shift && exec \"$@\"",
                            staged, IMAGE_AGENT, e2e_dotnet(), dll, "heap", waitarg, NULL};
@@ -437,8 +440,8 @@ static int container_snapshot_detach(e2e_run *rp, int mode) {
     pid_t host = 0;
     pid_t child = mode == 2 ? e2e_spawn_contained_as((char *const *)plain, env, r.dir, out, errp, agent,
                                                      CONTAINER_UID, &host)
-                            : e2e_spawn_contained((char *const *)(image ? baked : plain), env, r.dir, out, errp,
-                                                  agent, &host);
+                            : e2e_spawn_contained((char *const *)(image ? baked : mode == 3 ? rotmp : plain), env,
+                                                  r.dir, out, errp, agent, &host);
     ASSERT_GT(child, 0);
     counts c;
     pid_t inside = wait_ready(out, &c);
@@ -525,6 +528,17 @@ TEST(e2e_container_user_namespace) {
     return container_snapshot_detach(&r, 2);
 }
 
+/* The same in a container whose root file system, /tmp with it, is read-only
+ * (Kubernetes' readOnlyRootFilesystem) and whose TMPDIR is a writable volume:
+ * the control directory, and the agent's copy, go there. */
+TEST(e2e_container_read_only_tmp) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_container_read_only_tmp"), 0);
+    if (!e2e_can_contain())
+        E2E_SKIP("unshare cannot make PID and mount namespaces here (needs root or user namespaces)");
+    return container_snapshot_detach(&r, 3);
+}
+
 /* The same with the agent baked into the "image" (--agent-path). */
 TEST(e2e_container_agent_path) {
     e2e_run r;
@@ -563,6 +577,13 @@ TEST(e2e_container_errors) {
     counts c;
     int ok = wait_ready(out, &c) > 0;
     snprintf(pidtext, sizeof pidtext, "%d", (int)host);
+    /* its TMPDIR read-only too, once its runtime has made its socket there
+     * (a socket answers on a read-only file system): else the agent goes there */
+    const char *ro[] = {"nsenter", "-t", pidtext, "-m", "mount", "-o", "remount,ro", "/var/tmp/dnprof-e2e-container",
+                        NULL};
+    ok = ok && e2e_exec(&r, (char *const *)ro, NULL) == 0 && r.status == 0;
+    if (!ok)
+        e2e_show_file("nsenter mount said", r.err);
     /* "/tmp is read-only", or "/tmp/dnprof-UID is read-only" where the
      * container keeps the host's /tmp and the directory is there already */
     const char *att[] = {"attach", "--duration", "1s", pidtext, NULL};
