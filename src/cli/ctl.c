@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,20 +74,22 @@ static int their_tmpdir(const ipc_where *w, char *out, size_t cap) {
 }
 
 int ctl_dir(const ipc_where *w, uid_t uid, int create, char *out, size_t cap, char *err, size_t errlen) {
-    if (dir_at(w, "/tmp", uid, create, out, cap, err, errlen) == 0)
+    struct statvfs fs;
+    int found = dir_at(w, "/tmp", uid, create, out, cap, err, errlen) == 0, e = errno;
+    if (found && (statvfs(out, &fs) != 0 || !(fs.f_flag & ST_RDONLY)))
         return 0;
-    /* where /tmp cannot hold it (read-only, as Kubernetes' readOnlyRootFilesystem makes it), the
-     * program's TMPDIR, where its runtime keeps its diagnostics socket, may */
-    int e = errno;
+    /* where /tmp cannot hold it (read-only, as Kubernetes' readOnlyRootFilesystem makes it, whether the
+     * directory is there or not), the program's TMPDIR, where its runtime keeps its diagnostics socket,
+     * may; else what /tmp gave (its error says why) */
     char tmpdir[PATH_MAX], other[PATH_MAX], why[PATH_MAX + 256];
-    int retry = create ? e == EROFS || e == EACCES || e == EPERM || e == ENOENT : e == ENOENT;
+    int retry = found || (create ? e == EROFS || e == EACCES || e == EPERM || e == ENOENT : e == ENOENT);
     if (retry && their_tmpdir(w, tmpdir, sizeof tmpdir) &&
         dir_at(w, tmpdir, uid, create, other, sizeof other, why, sizeof why) == 0) {
         snprintf(out, cap, "%s", other);
         return 0;
     }
-    errno = e; /* the first error says why: /tmp's */
-    return -1;
+    errno = e;
+    return found ? 0 : -1;
 }
 
 int ctl_socket_path(pid_t pid, uid_t uid, const char *fmt, char *out, size_t cap) {
