@@ -59,6 +59,9 @@ run_one() { # config round -> appends "round cpu_ms" to $TMP/config
     rm -f "$TMP"/*.trace
 }
 
+pairs() { # BASE OTHER: each round's difference, %
+    awk 'NR == FNR {base[$1] = $2; next} ($1 in base) {printf "%.3f\n", 100 * ($2 - base[$1]) / base[$1]}' "$1" "$2"
+}
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 quart() { sort -n | awk '{a[NR]=$1} END {printf "%.2f (%.2f to %.2f)", a[int((NR+1)/2)], a[int((NR+3)/4)], a[int((3*NR+1)/4)]}'; }
 
@@ -70,10 +73,10 @@ done
 printf '\n| config | CPU ms, median | over bare: median of the rounds%s pairs (quartiles), %% |\n|---|---|---|\n' "'"
 for c in "${CONFIGS[@]}"; do
     med=$(cut -d' ' -f2 "$TMP/$c" | median)
-    pair=$(join "$TMP/bare" "$TMP/$c" | awk '{printf "%.3f\n", 100 * ($3 - $2) / $2}' | quart)
+    pair=$(pairs "$TMP/bare" "$TMP/$c" | quart)
     printf '| %s | %s | %s |\n' "$c" "$med" "$pair"
 done
-gcpair=$(join "$TMP/agent" "$TMP/gc" | awk '{printf "%.3f\n", 100 * ($3 - $2) / $2}' | quart)
+gcpair=$(pairs "$TMP/agent" "$TMP/gc" | quart)
 echo
 echo "gc over agent, the rounds' pairs: $gcpair %"
 if [ -s "$TMP/gcs" ]; then
