@@ -106,6 +106,9 @@ int lock_runtime_thread(const char *stack) {
         /* the main thread waiting for the program to end: the host's Run */
         "Microsoft.Extensions.Hosting.HostingAbstractionsHostExtensions::Run",
         "Microsoft.AspNetCore.Builder.WebApplication::Run"};
+    static const char awaiter[] = "System.Runtime.CompilerServices.TaskAwaiter", result[] = "::GetResult";
+    const char *last = NULL;
+    size_t last_n = 0;
     for (const char *f = stack; f && *f;) {
         const char *end = strchr(f, '\n');
         size_t n = end ? (size_t)(end - f) : strlen(f);
@@ -117,7 +120,11 @@ int lock_runtime_thread(const char *stack) {
         snprintf(frame, sizeof frame, "%.*s", (int)(n < sizeof frame ? n : sizeof frame - 1), f);
         if (!dnp_is_framework_name(frame))
             return 0; /* the program's own code waited, whatever thread it runs on */
+        last = f, last_n = n;
         f = end ? end + 1 : NULL;
     }
-    return 0;
+    /* the same entry point gone by a tail call: its GetAwaiter().GetResult() the outermost managed
+     * frame, called from the runtime's start (a thread with no frame of the program's) */
+    return last && last_n > sizeof awaiter + sizeof result && !memcmp(last, awaiter, sizeof awaiter - 1) &&
+           !memcmp(last + last_n - (sizeof result - 1), result, sizeof result - 1);
 }

@@ -59,6 +59,17 @@ TEST(lock_site_past_framework_waits) {
         {"System.Runtime.CompilerServices.TaskAwaiter::HandleNonSuccessAndDebuggerNotification\n"
          "Microsoft.Extensions.Hosting.HostingAbstractionsHostExtensions::Run\nProgram::<Main>$",
          "Microsoft.Extensions.Hosting.HostingAbstractionsHostExtensions::Run", 1},
+        /* the entry point gone by a tail call: GetResult the outermost managed frame */
+        {"System.Threading.Monitor::Wait\nSystem.Threading.Tasks.Task::SpinThenBlockingWait\n"
+         "System.Runtime.CompilerServices.TaskAwaiter::HandleNonSuccessAndDebuggerNotification\n"
+         "System.Runtime.CompilerServices.TaskAwaiter<System.Int32>::GetResult",
+         "System.Runtime.CompilerServices.TaskAwaiter<System.Int32>::GetResult", 1},
+        /* ... not when the program's code called it, nor a GetResult inside the framework's work */
+        {"System.Threading.Monitor::Wait\nSystem.Runtime.CompilerServices.TaskAwaiter::GetResult\nApp.Job::Run",
+         "App.Job::Run", 0},
+        {"System.Threading.Monitor::Wait\nSystem.Runtime.CompilerServices.TaskAwaiter::GetResult\n"
+         "System.Net.Http.HttpClient::Send",
+         "System.Net.Http.HttpClient::Send", 0},
         /* ... but a wait in the async Main's own body is the program's */
         {"System.Threading.Tasks.Task::Wait\nProgram::<Main>$\nProgram::<Main>", "Program::<Main>$", 0},
         {"", NULL, 0},
