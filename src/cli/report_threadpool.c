@@ -64,8 +64,13 @@ typedef struct tp_data {
 #define WINDOW_NS 1000000000ull /* "around then": the second before each injection */
 #define TIMES_SHOWN 20           /* injections listed in the text */
 
-int report_tp_saturated(uint64_t queued, uint64_t seconds) {
-    return seconds && queued >= 2 && 2 * queued >= seconds;
+uint64_t report_tp_wait_ns(uint64_t queue_sum, uint64_t completed) {
+    return completed ? (uint64_t)((double)queue_sum / (double)completed * 1e9) : UINT64_MAX;
+}
+
+int report_tp_saturated(uint64_t queued, uint64_t seconds, uint64_t queue_sum, uint64_t completed) {
+    return seconds && queued >= 2 && 2 * queued >= seconds &&
+           report_tp_wait_ns(queue_sum, completed) >= REPORT_TP_SATURATED_NS;
 }
 
 uint64_t report_tp_count(report_tp_tally *t, uint64_t reason, uint64_t workers) {
@@ -118,11 +123,18 @@ static void print_counters(const tp_data *d, int json, FILE *out) {
         fputs(",\"counters\":null", out);
     } else if (json) {
         fprintf(out, ",\"counters\":{\"seconds\":%llu,\"threadsMin\":%llu,\"threadsMax\":%llu,\"threadsLast\":%llu,"
-                "\"queueMax\":%llu,\"queueMean\":%.1f,\"secondsQueued\":%llu,\"completed\":%llu}",
+                "\"queueMax\":%llu,\"queueMean\":%.1f,\"secondsQueued\":%llu,\"completed\":%llu,\"queueWaitNs\":",
                 (unsigned long long)d->counters, (unsigned long long)d->threads_min,
                 (unsigned long long)d->threads_max, (unsigned long long)d->threads_last,
                 (unsigned long long)d->queue_max, (double)d->queue_sum / (double)d->counters,
                 (unsigned long long)d->queued, (unsigned long long)d->completed);
+        uint64_t wait = report_tp_wait_ns(d->queue_sum, d->completed);
+        if (wait == UINT64_MAX)
+            fputs("null", out);
+        else
+            fprintf(out, "%llu", (unsigned long long)wait);
+        fprintf(out, ",\"saturated\":%s}",
+                report_tp_saturated(d->queued, d->counters, d->queue_sum, d->completed) ? "true" : "false");
     } else if (d->counters) {
         fprintf(out, "the pool, once a second for %llu s (the runtime's counters): %llu to %llu threads (%llu at the "
                      "end); work waiting in its queue in %llu of those seconds, %llu item%s at most, %.1f on average; "
@@ -379,10 +391,23 @@ static void json_injections(const tp_data *d, FILE *out) {
     fputs("]", out);
 }
 
+#define QUEUE_WAIT_HOW " (the queue's mean length over the items completed per second)"
+
+/* The mean wait of an item in the queue, as text ("none completed"). */
+static const char *queue_wait_text(const tp_data *d, char *buf, size_t cap) {
+    uint64_t ns = report_tp_wait_ns(d->queue_sum, d->completed);
+    if (ns == UINT64_MAX)
+        return "unbounded: none completed";
+    char t[32];
+    snprintf(buf, cap, "about %s", report_fmt_ns(ns, t));
+    return buf;
+}
+
 /* The injections as text: how many of each kind, what the second kind means,
  * then each with its time (the first TIMES_SHOWN). */
 static void text_injections(const char *path, const tp_data *d, FILE *out) {
     const report_tp_tally *t = &d->tally;
+    char wait[64];
     uint64_t all = 0;
     for (size_t r = 0; r <= NREASONS; r++)
         all += d->by_reason[r];
@@ -398,13 +423,17 @@ static void text_injections(const char *path, const tp_data *d, FILE *out) {
               "of up to 250 ms: work queued behind them waited meanwhile; awaiting the task instead frees the "
               "thread\n",
               out);
-    else if (!t->starved && report_tp_saturated(d->queued, d->counters))
+    else if (!t->starved && report_tp_saturated(d->queued, d->counters, d->queue_sum, d->completed))
         fprintf(out, "no starvation by the runtime's measure (it injects a thread only when no work item has been "
                      "taken from the queue for a while), but work waited in the pool's queue in %llu of %llu "
-                     "seconds, %llu item%s at most: its threads were all busy (a thread blocked in a synchronous wait "
-                     "or Thread.Sleep holds its place in the pool)\n",
+                     "seconds, %llu item%s at most, %s an item on average%s: its threads were all busy (a thread "
+                     "blocked in a synchronous wait or Thread.Sleep holds its place in the pool)\n",
                 (unsigned long long)d->queued, (unsigned long long)d->counters, (unsigned long long)d->queue_max,
-                CLI_PLURAL(d->queue_max));
+                CLI_PLURAL(d->queue_max), queue_wait_text(d, wait, sizeof wait), QUEUE_WAIT_HOW);
+    else if (!t->starved && d->queued)
+        fprintf(out, "no starvation: the pool never had to inject threads for want of them; work waited in its "
+                     "queue only briefly: %s an item on average%s\n",
+                queue_wait_text(d, wait, sizeof wait), QUEUE_WAIT_HOW);
     else if (!t->starved)
         fputs("no starvation: the pool never had to inject threads for want of them\n", out);
     for (size_t i = 0; i < d->n && i < TIMES_SHOWN; i++) {

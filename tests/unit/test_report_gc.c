@@ -178,4 +178,44 @@ TEST(report_threadpool_starvation) {
     unlink(path);
     return 0;
 }
+/* Saturated or merely busy: by how long an item waited in the queue (Little's
+ * law over the counters), not only by how often it held one. */
+static char *pool_report(const char *path, const uint64_t (*counters)[3], size_t n) {
+    synth *s = synth_open(path, 4244, "dotnet app.dll");
+    if (!s)
+        return NULL;
+    synth_thread(s, 1, 4244);
+    uint64_t cfg[] = {9};
+    synth_event(s, 1, 0, DNP_EV_ThreadPoolConfig, cfg);
+    for (size_t i = 0; i < n; i++)
+        synth_event(s, 1, (i + 1) * 1000000000ull, DNP_EV_ThreadPoolCounters, counters[i]);
+    return synth_close(s, 1) == 0 ? run("report --threadpool", path) : NULL;
+}
+
+TEST(report_threadpool_saturated_by_wait) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/dnprof-report-tp2-%d.trace", (int)getpid());
+    /* a web application: work in the queue in 3 of 4 seconds, 4,057 items completed: about 1.2 ms an item */
+    static const uint64_t busy[][3] = {{5, 2, 1000}, {5, 1, 1000}, {5, 2, 1000}, {5, 0, 1057}};
+    char *text = pool_report(path, busy, 4);
+    ASSERT_NE(text, NULL);
+    int ok = strstr(text, "work waited in its queue only briefly: about 1.23 ms an item") &&
+             !strstr(text, "its threads were all busy");
+    if (!ok)
+        fprintf(stderr, "%s\n", text);
+    free(text);
+    ASSERT(ok);
+    /* 24 sleeps of 300 ms on 3 threads: 90 items waiting over 4 s, 28 completed: 3.2 s an item */
+    static const uint64_t held[][3] = {{3, 24, 7}, {3, 24, 7}, {3, 22, 7}, {3, 20, 7}};
+    text = pool_report(path, held, 4);
+    ASSERT_NE(text, NULL);
+    ok = strstr(text, "but work waited in the pool's queue in 4 of 4 seconds, 24 items at most, about 3.21 s an item") &&
+         strstr(text, "its threads were all busy");
+    if (!ok)
+        fprintf(stderr, "%s\n", text);
+    free(text);
+    ASSERT(ok);
+    unlink(path);
+    return 0;
+}
 #endif
