@@ -48,6 +48,8 @@ static struct {
     int detach_requested;
     int inert; /* the runtime refused the detach after a ReJIT: the thread ends, the library stays */
     uid_t outsider; /* how the host's users show here (outsider_uid), or -1 */
+    char dir[256];  /* the control directory, removed at the end if it is empty and in a container */
+    int own_dir;
 } C = {.listen_fd = -1, .wake = {-1, -1}, .outsider = (uid_t)-1};
 
 /* In a user namespace of its own (a container that maps its users), a peer
@@ -280,6 +282,9 @@ static void cleanup(void) {
     if (C.path[0])
         unlink(C.path);
     C.path[0] = 0;
+    if (C.own_dir) /* attached from the host: nothing left in the container (not there if another agent uses it) */
+        rmdir(C.dir);
+    C.own_dir = 0;
 }
 
 static int start_at(const char *dir, const char *fmt) {
@@ -333,7 +338,10 @@ static int start_at(const char *dir, const char *fmt) {
 }
 
 int control_start(const char *dir) {
-    return start_at(dir, DNP_CONTROL_SOCKET_FMT);
+    int rc = start_at(dir, DNP_CONTROL_SOCKET_FMT);
+    if (rc == 0 && g_agent.config.host_pid && snprintf(C.dir, sizeof C.dir, "%s", dir) < (int)sizeof C.dir)
+        C.own_dir = 1;
+    return rc;
 }
 
 int control_start_run(void) {

@@ -3,13 +3,14 @@
  * their memory, walks that stopped, callers still guessed). Sampler thread. */
 #include "sampler_internal.h"
 
+#include "agent.h"
 #include "callbacks.h"
 #include "settings.h"
 #include "unwind.h"
 
 void sampler_unwind_setup(void) {
     char dir[4096] = "";
-    if (S.unwind)
+    if (S.unwind && !g_agent.config.host_pid) /* attached from the host: no files left in the container */
         config_unwind_cache(dir, sizeof dir);
     unwind_cache_dir(dir);
 }

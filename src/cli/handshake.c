@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -28,9 +29,22 @@ void handshake_agent_path(const char *inside) {
 /* Holds the control directory dir (from here) of a process in a container
  * open: when the program and its container end first, their file system
  * lives on through this descriptor until the trace is out. */
+static char g_ctl_dir_path[PATH_MAX];
+
+/* At exit: the control directory in the container removed if it is empty (the
+ * agent gone, the trace out), so that nothing is left there; an agent still
+ * attached (a snapshot's unloads a moment later) removes it itself. */
+static void leave(void) {
+    if (g_ctl_dir_path[0])
+        rmdir(g_ctl_dir_path);
+}
+
 static void hold(const ipc_where *w, const char *dir) {
-    if (w->container && g_ctl_dir_fd < 0)
+    if (w->container && g_ctl_dir_fd < 0) {
         g_ctl_dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (g_ctl_dir_fd >= 0 && snprintf(g_ctl_dir_path, sizeof g_ctl_dir_path, "%s", dir) < PATH_MAX)
+            atexit(leave);
+    }
 }
 
 int handshake_output(const char *given, const char *def, const char *noun, char *out, size_t cap) {

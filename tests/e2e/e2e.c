@@ -253,7 +253,7 @@ static pid_t spawn_contained(char *const argv[], const char *const env[], const 
             tmp_top(argv[i], back, sizeof back);
         const char *user[] = {"setpriv", ruid, rgid, "--clear-groups", "env", "HOME=/var/tmp", "unshare", "--user",
                               "--map-root-user", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c",
-                              "mount -t tmpfs tmpfs \"$1\" && export TMPDIR=\"$1\" && mkdir \"$1/.host\" && "
+                              "mount -t tmpfs tmpfs \"$1\" && export TMPDIR=\"$1\" HOME=\"$1\" && mkdir \"$1/.host\" && "
                               "mount --bind /tmp \"$1/.host\" && mount -t tmpfs tmpfs /tmp && "
                               "for d in $2; do mkdir \"/tmp/$d\" && mount --bind \"$1/.host/$d\" \"/tmp/$d\" || exit 1; "
                               "done && mount --bind /dev/null \"$0\" && shift 2 && exec \"$@\"",

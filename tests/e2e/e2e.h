@@ -100,7 +100,8 @@ int e2e_can_contain(void);
 
 /* The same in a user namespace of its own too, made by uid (as rootless
  * containers are: its root is uid outside), with a private /tmp always (the
- * build tree's directories under /tmp bound back in). */
+ * build tree's directories under /tmp bound back in), its HOME the private
+ * TMPDIR. */
 pid_t e2e_spawn_contained_as(char *const argv[], const char *const env[], const char *dir, const char *out_path,
                              const char *err_path, const char *hide, uid_t uid, pid_t *host_pid);
 /* Whether uid may make those namespaces here. */

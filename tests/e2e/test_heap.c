@@ -465,7 +465,11 @@ static int container_snapshot_detach(e2e_run *rp, int mode) {
     if (!ok)
         e2e_show_file("dnprof snapshot said", r.err);
     /* attach, and detach from elsewhere */
+    /* (in a user namespace, with wall-clock samples: their walks parse unwind tables, which by attach
+     * into a container are kept nowhere) */
     const char *att[] = {bin, "attach", pidtext, "-o", r.trace, image ? "--agent-path" : NULL, IMAGE_AGENT, NULL};
+    if (mode == 2)
+        att[5] = "--sample=wall", att[6] = NULL;
     pid_t a = ok ? e2e_spawn((char *const *)att, NULL, r.dir, r.out, NULL, r.err) : -1;
     int said = 0;
     for (int i = 0; a > 0 && i < 1500 && !said; i++, sleep_ms(20)) {
@@ -502,6 +506,18 @@ static int container_snapshot_detach(e2e_run *rp, int mode) {
                 ok ? "taken" : "refused");
         if (!ok)
             e2e_show_file("dnprof snapshot as the container's user said", r.err);
+        /* and nothing is left in the container once the agent is gone: no control directory, no
+         * unwind tables kept in its HOME */
+        char left[PATH_MAX], cache[PATH_MAX];
+        snprintf(left, sizeof left, "/proc/%d/root/tmp/dnprof-0", (int)host);
+        snprintf(cache, sizeof cache, "/proc/%d/root/var/tmp/dnprof-e2e-container/.cache", (int)host);
+        int clean = 0;
+        for (int i = 0; ok && i < 250 && !clean; i++, sleep_ms(20))
+            clean = access(left, F_OK) != 0 && access(cache, F_OK) != 0;
+        if (ok && !clean)
+            fprintf(stderr, "e2e: left in the container: %s%s\n", access(left, F_OK) == 0 ? left : "",
+                    access(cache, F_OK) == 0 ? cache : "");
+        ok = ok && clean;
     }
     touch(go);
     int status = -1;
