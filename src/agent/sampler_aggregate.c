@@ -320,6 +320,7 @@ static uint32_t aggregate_record(uint32_t tid, const srec *r) {
     uint32_t n = r->n;
     int patchpoint = 0; /* the frame before was an OSR method's patchpoint call (one frame with the method) */
     uint32_t jit_top = 0; /* frames up to the outermost of the JIT's own code */
+    int runtime_leaf = 0, managed_seen = 0; /* the runtime's code under the innermost managed frame */
     if (n > 1)
         sampler_prefetch_calls(r->ip + 1, (n < MAX_DEPTH ? n : MAX_DEPTH) - 1);
     for (uint32_t k = 0; k < n && k < MAX_DEPTH; k++) {
@@ -347,6 +348,8 @@ static uint32_t aggregate_record(uint32_t tid, const srec *r) {
         uint64_t func = e->func; /* copied: a later lookup may clear the cache */
         uint32_t name = e->name;
         int jit_code = e->jit_code;
+        runtime_leaf |= !managed_seen && e->runtime_code;
+        managed_seen |= e->managed;
         if (k && e->managed)
             sampler_frameless_learn(r->ip[k]); /* for the handler's next walks through it */
         /* a native leaf unwound by its tables has its callers: no guess */
@@ -373,7 +376,7 @@ static uint32_t aggregate_record(uint32_t tid, const srec *r) {
     }
     if (cut && r->async_resumed)
         async_callers(&st, r, cut);
-    sampler_gc_frame(st.funcs, st.names, &st.m, FRAMES_CAP, r->gc);
+    sampler_gc_frame(st.funcs, st.names, &st.m, FRAMES_CAP, r->gc, runtime_leaf);
     sampler_jit_frame(st.funcs, st.names, &st.m, FRAMES_CAP, r->jit, jit_top);
     sampler_unwind_counts(r->flags);
     if ((r->flags & REC_UNW_STOP) && st.m < FRAMES_CAP)

@@ -140,6 +140,7 @@ typedef struct ipent {
     uint8_t code;     /* ip lies in an executable mapping */
     uint8_t resolved; /* func and name are known */
     uint8_t jit_code; /* native code of the JIT (libclrjit): where [JIT] goes on a thread with no managed frame */
+    uint8_t runtime_code; /* the runtime's, where a collection runs (libcoreclr, a standalone GC's libclrgc) */
     int8_t slot;      /* as an interrupted PC: arch_return_slot / 8, -1 none, -2 not known yet, SLOT_TOP */
     int8_t rslot;     /* as a return address: the same, -2 not known yet (published in S.frameless) */
     uint32_t exec_gen; /* the list of executable mappings that said "not code" */
@@ -389,7 +390,8 @@ struct agent_config;
 void sampler_runtime_configure(const struct agent_config *cfg, uint32_t *mask, uint32_t *mask_high);
 void sampler_jit_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint64_t fid, uint32_t jit_top);
 uint32_t sampler_gc_now(int tid); /* async-signal-safe */
-void sampler_gc_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint32_t gc);
+/* runtime: the leaf's native frames (under the innermost managed one) include the runtime's own code */
+void sampler_gc_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint32_t gc, int runtime);
 
 /* Suspend mode (sampler_suspend.c): one round of the runtime's stack walks. */
 void sampler_suspend_sample(void);

@@ -257,6 +257,7 @@ const ipent *sampler_resolve(uint64_t ip) {
     }
     e->mapped = 1; /* executable memory: its bytes can be read */
     e->jit_code = strstr(buf, "libclrjit.so") != NULL;
+    e->runtime_code = strstr(buf, "libcoreclr.so") != NULL || strstr(buf, "libclrgc") != NULL;
     e->name = rec_string(buf, strlen(buf));
     return e;
 }

@@ -50,8 +50,15 @@ void sampler_gc_started(int ngens, const int *collected) {
     atomic_fetch_add(&g_gc_seq, 1);
 }
 
+/* On whichever thread it ends: a background collection starts on the thread
+ * whose allocation asked for it and ends on the GC's own thread, and a state
+ * cleared only by the thread that set it stayed "running" for good after the
+ * first one (every later window's pool read refused, a [GC gen2] frame on that
+ * thread's samples). A foreground collection inside a background one ends
+ * both: the background one moves no objects (pool_state.c) and its own work is
+ * on its thread, which has no managed frame. */
 void sampler_gc_finished(void) {
-    if (atomic_load_explicit(&g_gc_on, memory_order_relaxed) && atomic_load(&sampler_gc_tid) == (int)gettid()) {
+    if (atomic_load_explicit(&g_gc_on, memory_order_relaxed)) {
         atomic_fetch_add(&g_gc_seq, 1);
         atomic_store(&sampler_gc_state, 0);
     }
@@ -68,9 +75,10 @@ uint32_t sampler_gc_now(int tid) {
     return gc && atomic_load_explicit(&sampler_gc_tid, memory_order_relaxed) == tid ? gc : 0;
 }
 
-void sampler_gc_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint32_t gc) {
-    if (!gc || gc > 3 || *m >= cap)
-        return;
+void sampler_gc_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint32_t gc, int runtime) {
+    if (!gc || gc > 3 || !runtime || *m >= cap)
+        return; /* no runtime code at the leaf: the thread runs its own native code (a background collection's
+                 * starter goes back to its work while the collection runs on) */
     if (!S.gc_names[gc - 1]) {
         char buf[16];
         int n = snprintf(buf, sizeof buf, "[GC gen%u]", gc - 1);

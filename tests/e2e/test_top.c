@@ -250,11 +250,11 @@ static int prog_pool(const char *out, long *threads, long *queue) {
  * top's pool line against the program's own figures; TASKS: the N threads
  * block on a task, and the pool counts all N as blocked on tasks (otherwise
  * on an event: none). */
-static int pool_body(e2e_run *r, const char *exe, pid_t *prog, int tasks) {
+static int pool_body_bgc(e2e_run *r, const char *exe, pid_t *prog, int tasks, int bgc) {
     char out[PATH_MAX + 64], pid[32], n[16], k[16];
     snprintf(n, sizeof n, "%d", POOL_N);
     snprintf(k, sizeof k, "%d", POOL_K);
-    const char *pargs[] = {"pool", n, k, "60", tasks ? "tasks" : NULL, NULL};
+    const char *pargs[] = {"pool", n, k, "60", tasks ? "tasks" : bgc ? "bgc" : NULL, NULL};
     ASSERT_GT(*prog = prog_start_exe(r, exe, "program", pargs, out, sizeof out), 0);
     snprintf(pid, sizeof pid, "%d", (int)*prog);
     const char *args[] = {"top", pid, "-b", "-n", "4", "--json", NULL};
@@ -298,8 +298,22 @@ static int pool_body(e2e_run *r, const char *exe, pid_t *prog, int tasks) {
     ASSERT_EQ(bad, 0);
     ASSERT_EQ(objects, 4);
     ASSERT_GE(seen, 3);
+    if (bgc) { /* background collections ran while top read the pool */
+        char *said = e2e_read_file(out, NULL);
+        const char *p = said, *last = NULL;
+        while (p && (p = strstr(p, "\nbgc ")) != NULL)
+            last = ++p;
+        long count = last ? strtol(last + 4, NULL, 10) : 0;
+        fprintf(stderr, "e2e: the program's background collections: %ld\n", count);
+        free(said);
+        ASSERT_GE(count, 2);
+    }
     ASSERT_EQ(left_running(*prog), 0);
     return 0;
+}
+
+static int pool_body(e2e_run *r, const char *exe, pid_t *prog, int tasks) {
+    return pool_body_bgc(r, exe, prog, tasks, 0);
 }
 
 TEST(e2e_top_pool) {
@@ -307,6 +321,19 @@ TEST(e2e_top_pool) {
     ASSERT_EQ(e2e_setup(&r, "e2e_top_pool"), 0);
     pid_t prog = -1;
     int rc = pool_body(&r, NULL, &prog, 0);
+    e2e_kill(prog);
+    return rc;
+}
+
+/* With background collections while top reads: one starts on the thread that
+ * allocated and ends on the GC's own, and the agent's "a collection runs",
+ * cleared only by the thread that set it, stayed set after the first one:
+ * every later read of the pool was refused ("pool n/a" for good). */
+TEST(e2e_top_pool_background_gc) {
+    e2e_run r;
+    ASSERT_EQ(e2e_setup(&r, "e2e_top_pool_background_gc"), 0);
+    pid_t prog = -1;
+    int rc = pool_body_bgc(&r, NULL, &prog, 0, 1);
     e2e_kill(prog);
     return rc;
 }

@@ -22,6 +22,7 @@
 //       of the thread that did the work
 using System;
 using System.Diagnostics;
+using System.Linq;
 using System.Runtime.CompilerServices;
 using System.Threading;
 using System.Threading.Tasks;
@@ -45,8 +46,8 @@ public static class TopScenario
             return Bench((long)n);
         if (what == "pool" && args.Length > 3)
             return Pool((int)n, int.Parse(args[2]), double.Parse(args[3], System.Globalization.CultureInfo.InvariantCulture),
-                        args.Length > 4 && args[4] == "tasks");
-        Console.Error.WriteLine("usage: Scenarios top run SECONDS | pool N K SECONDS [tasks] | bench ROUNDS");
+                        args.Skip(4).Contains("tasks"), args.Skip(4).Contains("bgc"));
+        Console.Error.WriteLine("usage: Scenarios top run SECONDS | pool N K SECONDS [tasks] [bgc] | bench ROUNDS");
         return 2;
     }
 
@@ -133,7 +134,10 @@ public static class TopScenario
         return 0;
     }
 
-    private static int Pool(int n, int queued, double seconds, bool tasks)
+    // "bgc": every other second, large arrays allocated until a background
+    // collection has run (one starts on the allocating thread and ends on the
+    // GC's own), printed as "bgc N" with the runtime's count of them.
+    private static int Pool(int n, int queued, double seconds, bool tasks, bool bgc)
     {
         ThreadPool.GetMinThreads(out _, out int io);
         if (!ThreadPool.SetMaxThreads(n, Math.Max(io, n)) || !ThreadPool.SetMinThreads(n, io))
@@ -181,11 +185,25 @@ public static class TopScenario
             Console.WriteLine($"pool threads {ThreadPool.ThreadCount} queue {ThreadPool.PendingWorkItemCount}");
             Console.Out.Flush();
             Thread.Sleep(1000);
+            if (bgc && (int)wall.Elapsed.TotalSeconds % 2 == 1)
+                Console.WriteLine($"bgc {BackgroundCollection()}");
         }
         gate.Set();
         released.SetResult();
         Console.WriteLine("done");
         return 0;
+    }
+
+    // Large arrays until the runtime has run one more background collection
+    // (at most 2 s); its count of them.
+    private static long BackgroundCollection()
+    {
+        long before = GC.GetGCMemoryInfo(GCKind.Background).Index;
+        var keep = new byte[64][];
+        var sw = Stopwatch.StartNew();
+        for (int i = 0; GC.GetGCMemoryInfo(GCKind.Background).Index == before && sw.ElapsedMilliseconds < 2000; i++)
+            keep[i % keep.Length] = new byte[200_000];
+        return GC.GetGCMemoryInfo(GCKind.Background).Index;
     }
 
     // This thread's own CPU time (utime + stime of /proc/thread-self/stat), in ms.
