@@ -26,10 +26,7 @@ void handshake_agent_path(const char *inside) {
     g_agent_inside = inside;
 }
 
-/* Holds the control directory dir (from here) of a process in a container
- * open: when the program and its container end first, their file system
- * lives on through this descriptor until the trace is out. */
-static char g_ctl_dir_path[PATH_MAX];
+static char g_ctl_dir_path[PATH_MAX]; /* the same directory's path from here, for leave() */
 
 /* At exit: the control directory in the container removed if it is empty (the
  * agent gone, the trace out), so that nothing is left there; an agent still
@@ -39,6 +36,9 @@ static void leave(void) {
         rmdir(g_ctl_dir_path);
 }
 
+/* Holds the control directory dir (from here) of a process in a container
+ * open: when the program and its container end first, their file system
+ * lives on through this descriptor until the trace is out. */
 static void hold(const ipc_where *w, const char *dir) {
     if (w->container && g_ctl_dir_fd < 0) {
         g_ctl_dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);

@@ -109,9 +109,12 @@ int lock_runtime_thread(const char *stack) {
     static const char awaiter[] = "System.Runtime.CompilerServices.TaskAwaiter", result[] = "::GetResult";
     const char *last = NULL;
     size_t last_n = 0;
+    static const char dispatch[] = "System.Threading.ThreadPoolWorkQueue::Dispatch";
     for (const char *f = stack; f && *f;) {
         const char *end = strchr(f, '\n');
         size_t n = end ? (size_t)(end - f) : strlen(f);
+        if (n == sizeof dispatch - 1 && !memcmp(f, dispatch, n))
+            return 0; /* a pool thread running a work item: its wait is the work's, framework frames or not */
         if (dnp_has_prefix(f, n, loops, sizeof loops / sizeof loops[0]))
             return 1;
         if (n >= 8 && !memcmp(f + n - 8, "::<Main>", 8))

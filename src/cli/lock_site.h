@@ -21,9 +21,10 @@ const char *lock_api(const char *stack, size_t *len);
  * wait and idle worker threads, the sockets' event loop, the EventCounters
  * poll, a FileSystemWatcher, Kestrel's heartbeat, the console logger's queue
  * (its loop reached from the innermost frame with no frame of the program's
- * own code on the way), and the main thread waiting for the program to end
- * (a host's Run, the compiler's entry point of an async Main): time no
- * request of the program spent. */
+ * own code, and no work item the pool runs, on the way), and the main thread
+ * waiting for the program to end (a host's Run, the compiler's entry point of
+ * an async Main, or its GetAwaiter().GetResult() where a tail call took that
+ * away): time no request of the program spent. */
 int lock_runtime_thread(const char *stack);
 
 /* System.Threading.Lock's slow path, which the probe of --locks times

@@ -165,17 +165,26 @@ typedef struct report_tp_tally {
 } report_tp_tally;
 /* Counts one change; the threads it added for want of them (0 if none). */
 uint64_t report_tp_count(report_tp_tally *t, uint64_t reason, uint64_t workers);
-/* How long an item waited in the pool's queue, on average, by Little's law:
- * the queue's mean length (queue_sum over the seconds its counters were read)
- * over the items completed per second; ns, UINT64_MAX when none completed. */
-uint64_t report_tp_wait_ns(uint64_t queue_sum, uint64_t completed);
+/* The pool's queue, as its counters said it once a second (ThreadPoolCounters). */
+typedef struct report_tp_queue {
+    uint64_t seconds;   /* the counters read */
+    uint64_t queued;    /* of them, with work in the queue */
+    uint64_t queue_sum; /* the queue's lengths, summed */
+    uint64_t completed; /* the items completed, summed */
+} report_tp_queue;
+/* Adds one ThreadPoolCounters event's queue length and items completed. */
+void report_tp_queue_add(report_tp_queue *q, uint64_t queue, uint64_t completed);
+/* How long an item waited in the queue, on average, by Little's law: the
+ * queue's mean length over the items completed per second; ns, UINT64_MAX
+ * when none completed. */
+uint64_t report_tp_wait_ns(const report_tp_queue *q);
 /* A saturated pool, with no injection for starvation: work waited in its
- * queue in queued of the seconds its counters were read, at least two and at
- * least half of them, and long (REPORT_TP_SATURATED_NS an item at least: a
- * busy pool's queue that holds an item or two for a moment is not that)
- * (report --threadpool and --waits say it alike). */
+ * queue in at least two of the seconds and at least half of them, and long
+ * (REPORT_TP_SATURATED_NS an item at least: a busy pool's queue that holds an
+ * item or two for a moment is not that) (report --threadpool and --waits say
+ * it alike). */
 #define REPORT_TP_SATURATED_NS 50000000ull
-int report_tp_saturated(uint64_t queued, uint64_t seconds, uint64_t queue_sum, uint64_t completed);
+int report_tp_saturated(const report_tp_queue *q);
 
 /* ---- traced methods (dnprof run/attach --trace, report_traced.c) ---- */
 /* Reads path's TracedMethod and TracedCalls events into *out (maybe empty).

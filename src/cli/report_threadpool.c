@@ -58,19 +58,26 @@ typedef struct tp_data {
     uint64_t pool_ns;
     int around;         /* the stacks are those of the windows before the injections */
     /* ThreadPoolCounters, once a second: the pool's size and queue */
-    uint64_t counters, threads_min, threads_max, threads_last, queue_max, queue_sum, queued, completed;
+    report_tp_queue q;
+    uint64_t threads_min, threads_max, threads_last, queue_max;
 } tp_data;
 
 #define WINDOW_NS 1000000000ull /* "around then": the second before each injection */
 #define TIMES_SHOWN 20           /* injections listed in the text */
 
-uint64_t report_tp_wait_ns(uint64_t queue_sum, uint64_t completed) {
-    return completed ? (uint64_t)((double)queue_sum / (double)completed * 1e9) : UINT64_MAX;
+void report_tp_queue_add(report_tp_queue *q, uint64_t queue, uint64_t completed) {
+    q->seconds++;
+    q->queued += queue > 0;
+    q->queue_sum += queue;
+    q->completed += completed; /* each second's */
 }
 
-int report_tp_saturated(uint64_t queued, uint64_t seconds, uint64_t queue_sum, uint64_t completed) {
-    return seconds && queued >= 2 && 2 * queued >= seconds &&
-           report_tp_wait_ns(queue_sum, completed) >= REPORT_TP_SATURATED_NS;
+uint64_t report_tp_wait_ns(const report_tp_queue *q) {
+    return q->completed ? (uint64_t)((double)q->queue_sum / (double)q->completed * 1e9) : UINT64_MAX;
+}
+
+int report_tp_saturated(const report_tp_queue *q) {
+    return q->seconds && q->queued >= 2 && 2 * q->queued >= q->seconds && report_tp_wait_ns(q) >= REPORT_TP_SATURATED_NS;
 }
 
 uint64_t report_tp_count(report_tp_tally *t, uint64_t reason, uint64_t workers) {
@@ -105,45 +112,42 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
         d->a[d->n++] = (tp_adjust){e->time_ns, workers, reason, added};
     } else if (e->kind == DNP_EV_ThreadPoolCounters) {
         uint64_t th = e->v[DNP_V(ThreadPoolCounters, threads)], q = e->v[DNP_V(ThreadPoolCounters, queue)];
-        d->threads_min = !d->counters || th < d->threads_min ? th : d->threads_min;
+        d->threads_min = !d->q.seconds || th < d->threads_min ? th : d->threads_min;
         d->threads_max = th > d->threads_max ? th : d->threads_max;
         d->threads_last = th;
         d->queue_max = q > d->queue_max ? q : d->queue_max;
-        d->queue_sum += q;
-        d->queued += q > 0;
-        d->completed += e->v[DNP_V(ThreadPoolCounters, completed)]; /* each second's */
-        d->counters++;
+        report_tp_queue_add(&d->q, q, e->v[DNP_V(ThreadPoolCounters, completed)]);
     }
     return 0;
 }
 
 /* The pool's size and queue as the runtime's counters said them, once a second. */
 static void print_counters(const tp_data *d, int json, FILE *out) {
-    if (json && !d->counters) {
+    if (json && !d->q.seconds) {
         fputs(",\"counters\":null", out);
     } else if (json) {
         fprintf(out, ",\"counters\":{\"seconds\":%llu,\"threadsMin\":%llu,\"threadsMax\":%llu,\"threadsLast\":%llu,"
                 "\"queueMax\":%llu,\"queueMean\":%.1f,\"secondsQueued\":%llu,\"completed\":%llu,\"queueWaitNs\":",
-                (unsigned long long)d->counters, (unsigned long long)d->threads_min,
+                (unsigned long long)d->q.seconds, (unsigned long long)d->threads_min,
                 (unsigned long long)d->threads_max, (unsigned long long)d->threads_last,
-                (unsigned long long)d->queue_max, (double)d->queue_sum / (double)d->counters,
-                (unsigned long long)d->queued, (unsigned long long)d->completed);
-        uint64_t wait = report_tp_wait_ns(d->queue_sum, d->completed);
+                (unsigned long long)d->queue_max, (double)d->q.queue_sum / (double)d->q.seconds,
+                (unsigned long long)d->q.queued, (unsigned long long)d->q.completed);
+        uint64_t wait = report_tp_wait_ns(&d->q);
         if (wait == UINT64_MAX)
             fputs("null", out);
         else
             fprintf(out, "%llu", (unsigned long long)wait);
         fprintf(out, ",\"saturated\":%s}",
-                report_tp_saturated(d->queued, d->counters, d->queue_sum, d->completed) ? "true" : "false");
-    } else if (d->counters) {
+                report_tp_saturated(&d->q) ? "true" : "false");
+    } else if (d->q.seconds) {
         fprintf(out, "the pool, once a second for %llu s (the runtime's counters): %llu to %llu threads (%llu at the "
                      "end); work waiting in its queue in %llu of those seconds, %llu item%s at most, %.1f on average; "
                      "%llu item%s completed\n",
-                (unsigned long long)d->counters, (unsigned long long)d->threads_min,
+                (unsigned long long)d->q.seconds, (unsigned long long)d->threads_min,
                 (unsigned long long)d->threads_max, (unsigned long long)d->threads_last,
-                (unsigned long long)d->queued, (unsigned long long)d->queue_max, CLI_PLURAL(d->queue_max),
-                (double)d->queue_sum / (double)d->counters, (unsigned long long)d->completed,
-                CLI_PLURAL(d->completed));
+                (unsigned long long)d->q.queued, (unsigned long long)d->queue_max, CLI_PLURAL(d->queue_max),
+                (double)d->q.queue_sum / (double)d->q.seconds, (unsigned long long)d->q.completed,
+                CLI_PLURAL(d->q.completed));
     }
 }
 
@@ -297,8 +301,7 @@ static int idle_stack(const tp_stack *k, const dnp_calltree *ct) {
             break;
         len += (size_t)w;
     }
-    /* a work item run by the pool (Dispatch on the stack) is work, even when only the framework's frames show */
-    return !strstr(text, "System.Threading.ThreadPoolWorkQueue::Dispatch") && lock_runtime_thread(text);
+    return lock_runtime_thread(text);
 }
 
 static void print_stacks(const tp_data *d, const dnp_calltree *ct, unsigned top, int json, FILE *out) {
@@ -395,7 +398,7 @@ static void json_injections(const tp_data *d, FILE *out) {
 
 /* The mean wait of an item in the queue, as text ("none completed"). */
 static const char *queue_wait_text(const tp_data *d, char *buf, size_t cap) {
-    uint64_t ns = report_tp_wait_ns(d->queue_sum, d->completed);
+    uint64_t ns = report_tp_wait_ns(&d->q);
     if (ns == UINT64_MAX)
         return "unbounded: none completed";
     char t[32];
@@ -423,14 +426,14 @@ static void text_injections(const char *path, const tp_data *d, FILE *out) {
               "of up to 250 ms: work queued behind them waited meanwhile; awaiting the task instead frees the "
               "thread\n",
               out);
-    else if (!t->starved && report_tp_saturated(d->queued, d->counters, d->queue_sum, d->completed))
+    else if (!t->starved && report_tp_saturated(&d->q))
         fprintf(out, "no starvation by the runtime's measure (it injects a thread only when no work item has been "
                      "taken from the queue for a while), but work waited in the pool's queue in %llu of %llu "
                      "seconds, %llu item%s at most, %s an item on average%s: its threads were all busy (a thread "
                      "blocked in a synchronous wait or Thread.Sleep holds its place in the pool)\n",
-                (unsigned long long)d->queued, (unsigned long long)d->counters, (unsigned long long)d->queue_max,
+                (unsigned long long)d->q.queued, (unsigned long long)d->q.seconds, (unsigned long long)d->queue_max,
                 CLI_PLURAL(d->queue_max), queue_wait_text(d, wait, sizeof wait), QUEUE_WAIT_HOW);
-    else if (!t->starved && d->queued)
+    else if (!t->starved && d->q.queued)
         fprintf(out, "no starvation: the pool never had to inject threads for want of them; work waited in its "
                      "queue only briefly: %s an item on average%s\n",
                 queue_wait_text(d, wait, sizeof wait), QUEUE_WAIT_HOW);

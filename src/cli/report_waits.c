@@ -33,8 +33,7 @@ typedef struct waits {
     int locks, gc, threadpool, wall;       /* recorded: the config event was there */
     uint64_t lock_mode, lock_major;        /* LockConfig's: 2 with the waits (--locks=waits), the runtime */
     int probe_sites;                       /* a LockProbeBlocked: Lock's LockSites are its probe's calls */
-    uint64_t pool_seconds, pool_queued;    /* ThreadPoolCounters: seconds, those with work in the queue */
-    uint64_t pool_queue_sum, pool_completed; /* and the queue's lengths and the items completed, summed */
+    report_tp_queue pool_queue;            /* ThreadPoolCounters: whether and how long work waited in the queue */
     int attached;                          /* recorded by dnprof attach: the program's pid */
     uint64_t lock_n, lock_ns, wait_n, wait_ns;
     uint64_t slock_n, slock_ns; /* of lock_n, lock_ns: System.Threading.Lock's */
@@ -153,10 +152,8 @@ static int feed(void *ctx, const dnp_trace *t, const dnp_trace_event *e) {
     case DNP_EV_LockProbeBlocked: w->probe_sites = 1; break;
     case DNP_EV_ThreadPoolConfig: w->threadpool = 1; break;
     case DNP_EV_ThreadPoolCounters: /* once a second: whether work waited in the queue */
-        w->pool_seconds++;
-        w->pool_queued += e->v[DNP_V(ThreadPoolCounters, queue)] > 0;
-        w->pool_queue_sum += e->v[DNP_V(ThreadPoolCounters, queue)];
-        w->pool_completed += e->v[DNP_V(ThreadPoolCounters, completed)];
+        report_tp_queue_add(&w->pool_queue, e->v[DNP_V(ThreadPoolCounters, queue)],
+                            e->v[DNP_V(ThreadPoolCounters, completed)]);
         break;
     case DNP_EV_ThreadPoolAdjustment:
         report_tp_count(&w->pool, e->v[DNP_V(ThreadPoolAdjustment, reason)],
@@ -281,9 +278,8 @@ static void write_json(const waits *w, const char *path, unsigned top, FILE *out
                  "\"saturated\":%s},",
             w->threadpool ? "true" : "false", (unsigned long long)w->pool.starved,
             (unsigned long long)w->pool.blocking_raises, (unsigned long long)w->pool.blocking_peak,
-            (unsigned long long)w->pool_seconds, (unsigned long long)w->pool_queued,
-            report_tp_saturated(w->pool_queued, w->pool_seconds, w->pool_queue_sum, w->pool_completed) ? "true"
-                                                                                                          : "false");
+            (unsigned long long)w->pool_queue.seconds, (unsigned long long)w->pool_queue.queued,
+            report_tp_saturated(&w->pool_queue) ? "true" : "false");
     fprintf(out, "\"blocked\":{\"recorded\":%s,\"flag\":\"--sample=wall\",\"waitingNs\":%llu,\"sampledNs\":%llu,"
                  "\"nativeThreadsNs\":%llu,\"runtimeThreadsNs\":%llu,\"countersThreadNs\":%llu,\"top\":[",
             w->wall ? "true" : "false", (unsigned long long)w->blocked_ns, (unsigned long long)w->sampled_ns,
@@ -344,11 +340,10 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
                      "%llu workers (sync over async: dnprof report --threadpool)\n",
                 CLI_COUNT(w->pool.starved), CLI_PLURAL(w->pool.starved), CLI_COUNT(w->pool.blocking_raises),
                 CLI_PLURAL(w->pool.blocking_raises), (unsigned long long)w->pool.blocking_peak);
-    else if (w->threadpool && !w->pool.starved &&
-             report_tp_saturated(w->pool_queued, w->pool_seconds, w->pool_queue_sum, w->pool_completed))
+    else if (w->threadpool && !w->pool.starved && report_tp_saturated(&w->pool_queue))
         fprintf(out, "  thread-pool starvation %9s thread injections; work waited in its queue in %llu of %llu s "
                      "(a saturated pool: dnprof report --threadpool)\n",
-                "0", (unsigned long long)w->pool_queued, (unsigned long long)w->pool_seconds);
+                "0", (unsigned long long)w->pool_queue.queued, (unsigned long long)w->pool_queue.seconds);
     else if (w->threadpool)
         fprintf(out, "  thread-pool starvation %9s thread injection%s\n", CLI_COUNT(w->pool.starved),
                 CLI_PLURAL(w->pool.starved));

@@ -96,6 +96,28 @@ TEST(report_times_three_digits) {
     ASSERT(ok);
     return 0;
 }
+
+/* The table by self time lists only what has self time: Run, all of whose
+ * samples are in F and G, is in the table by total only. */
+TEST(report_self_table_without_zero_rows) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/dnprof-field-self-%d.trace", (int)getpid());
+    ASSERT_EQ(write_sampled(path), 0);
+    char args[512];
+    snprintf(args, sizeof args, "report '%s'", path);
+    static char buf[1 << 16];
+    run_dnprof(args, buf, sizeof buf);
+    unlink(path);
+    char *self = strstr(buf, "top functions by self time"), *total = self ? strstr(self, "top functions by total") : NULL;
+    ASSERT_NE(total, NULL);
+    *total = 0;
+    int ok = strstr(self, "App.P::G") && strstr(self, "App.P::F") && !strstr(self, "App.P::Run") &&
+             strstr(total + 1, "App.P::Run");
+    if (!ok)
+        fprintf(stderr, "%s", buf);
+    ASSERT(ok);
+    return 0;
+}
 #endif
 
 #ifdef DNPROF_BIN

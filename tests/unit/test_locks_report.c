@@ -59,6 +59,11 @@ TEST(lock_site_past_framework_waits) {
         {"System.Runtime.CompilerServices.TaskAwaiter::HandleNonSuccessAndDebuggerNotification\n"
          "Microsoft.Extensions.Hosting.HostingAbstractionsHostExtensions::Run\nProgram::<Main>$",
          "Microsoft.Extensions.Hosting.HostingAbstractionsHostExtensions::Run", 1},
+        /* a pool thread running a work item waits for the work, not for work */
+        {"System.Threading.Monitor::Wait\nSystem.Threading.Tasks.Task::RunContinuations\n"
+         "System.Threading.ThreadPoolWorkQueue::Dispatch\n"
+         "System.Threading.PortableThreadPool+WorkerThread::WorkerThreadStart",
+         "System.Threading.ThreadPoolWorkQueue::Dispatch", 0},
         /* the entry point gone by a tail call: GetResult the outermost managed frame */
         {"System.Threading.Monitor::Wait\nSystem.Threading.Tasks.Task::SpinThenBlockingWait\n"
          "System.Runtime.CompilerServices.TaskAwaiter::HandleNonSuccessAndDebuggerNotification\n"
