@@ -52,8 +52,9 @@ void agg_flush_all(agg *g) {
     }
 }
 
-void agg_flush_stale(agg *g) {
+unsigned agg_flush_stale(agg *g) {
     uint64_t now = recorder_now();
+    unsigned left = 0;
     for (unsigned i = 0; i < AGG_TABLES; i++) {
         agg_table *t = &g->t[i];
         if (!__atomic_load_n(&t->pending, __ATOMIC_RELAXED)) /* a look without the lock: most are empty */
@@ -61,8 +62,10 @@ void agg_flush_stale(agg *g) {
         table_lock(t);
         if (t->pending && (now - t->last_flush >= AGG_FLUSH_NS || now - t->last_add >= AGG_QUIET_NS))
             table_flush(g, i, now);
+        left += t->pending > 0;
         table_unlock(t);
     }
+    return left;
 }
 
 void agg_add(agg *g, uint64_t h, const void *key) {
@@ -85,9 +88,10 @@ void agg_add(agg *g, uint64_t h, const void *key) {
         if (!a)
             table_flush(g, table, now); /* no room near: out with all of it */
     }
+    int first = 0;
     if (a) {
         g->add(a, key);
-        t->pending++;
+        first = t->pending++ == 0;
     }
     t->last_add = now;
     if (!t->last_flush)
@@ -95,4 +99,6 @@ void agg_add(agg *g, uint64_t h, const void *key) {
     if (t->pending >= g->flush_at || now - t->last_flush >= AGG_FLUSH_NS)
         table_flush(g, table, now);
     table_unlock(t);
+    if (first)
+        recorder_wake(); /* the writer's tick writes these sums once this thread goes quiet */
 }

@@ -59,7 +59,8 @@ void agg_flush_all(agg *g);
  * added to for AGG_QUIET_NS (their threads went quiet, and no add will write
  * them): called now and then from the trace writer's thread, so that a
  * process that dies without an exit (an unhandled exception, kill -9) loses
- * at most about a second of sums, and none of a burst long past. */
-void agg_flush_stale(agg *g);
+ * at most about a second of sums, and none of a burst long past. Returns how
+ * many tables still hold sums (the writer must come back for them). */
+unsigned agg_flush_stale(agg *g);
 
 #endif

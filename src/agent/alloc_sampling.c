@@ -79,8 +79,8 @@ static __thread thread_mem_slot t_mem;
 static void on_event(const ep_event *e);
 static void on_started(void);
 
-static void stale(void) {
-    agg_flush_stale(&g_agg);
+static unsigned stale(void) {
+    return agg_flush_stale(&g_agg);
 }
 
 static ep_consumer g_consumer = {"sampled allocations", 0, 0, on_event, on_started, alloc_flush_all, NULL, NULL,

@@ -208,12 +208,14 @@ void ep_flush_all(void) {
             g_want[i]->flush();
 }
 
-void ep_flush_stale(void) {
+int ep_flush_stale(void) {
     if (!atomic_load(&g_on))
-        return;
+        return 0;
+    unsigned left = 0;
     for (unsigned i = 0; i < g_nwant; i++)
         if (g_want[i]->stale)
-            g_want[i]->stale();
+            left += g_want[i]->stale();
+    return left > 0;
 }
 
 void ep_stop(void) {

@@ -53,7 +53,9 @@ typedef struct ep_consumer {
      * arguments. */
     const WCHAR *provider;
     const WCHAR *args;
-    void (*stale)(void); /* write out sums a second old (agg_flush_stale), now and then (NULL: none) */
+    /* writes out sums a second old (agg_flush_stale), now and then, and says how many tables still
+     * hold sums (NULL: none) */
+    unsigned (*stale)(void);
 } ep_consumer;
 
 #define EP_MAX_OTHER 2
@@ -90,8 +92,9 @@ void ep_stop(void);
 void ep_flush_all(void);
 
 /* Each consumer's stale sums written out (its stale function): from the trace
- * writer's thread, about every flush period (recorder_set_tick). */
-void ep_flush_stale(void);
+ * writer's thread, about every flush period (recorder_set_tick). Nonzero while
+ * some sums wait to go stale: the writer does not go idle on them. */
+int ep_flush_stale(void);
 
 /* ---- reading a payload: little-endian, packed, bounds-checked ---- */
 

@@ -113,8 +113,8 @@ static locks_tls *caches(void) {
 static void on_event(const ep_event *e);
 static void on_started(void);
 
-static void stale(void) {
-    agg_flush_stale(&g_agg);
+static unsigned stale(void) {
+    return agg_flush_stale(&g_agg);
 }
 
 static ep_consumer g_consumer = {"lock contention", 0, 0, on_event, on_started, locks_flush_all, NULL, NULL, stale};

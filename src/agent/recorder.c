@@ -522,9 +522,9 @@ static void flusher_wait(unsigned ms) {
     }
 }
 
-static void (*_Atomic g_tick)(void);
+static int (*_Atomic g_tick)(void);
 
-void recorder_set_tick(void (*fn)(void)) {
+void recorder_set_tick(int (*fn)(void)) {
     atomic_store(&g_tick, fn);
 }
 
@@ -551,10 +551,12 @@ static void *flusher_main(void *arg) {
         pthread_mutex_unlock(&R.stop_mu);
         /* A rate measured over the first flush period costs no one a wait. */
         clock_calibrate(100, 0);
-        void (*tick)(void) = atomic_load(&g_tick);
-        if (tick)
-            tick(); /* sums that have waited a second, so that a death loses no more */
-        if (flush_all(0) > 0) {
+        int (*tick)(void) = atomic_load(&g_tick);
+        /* sums that have waited a second, or whose threads went quiet, so that a death loses no
+         * more; while some still wait, the writer keeps its period (an idle writer would sleep a
+         * second, and a program dying within it lose them) */
+        int waiting = tick && tick();
+        if (flush_all(0) > 0 || waiting) {
             idle = 0;
         } else {
             /* Idle from now: a thread whose buffer was empty wakes the writer.
@@ -578,6 +580,12 @@ static void flusher_wake(void) {
     R.wake = 1;
     pthread_cond_signal(&R.stop_cv);
     pthread_mutex_unlock(&R.stop_mu);
+}
+
+void recorder_wake(void) {
+    if (atomic_load_explicit(&R.idle, memory_order_relaxed) && atomic_load(&R.state) == ST_OPEN &&
+        R.flusher_running)
+        flusher_wake();
 }
 
 uint64_t recorder_events(void) {

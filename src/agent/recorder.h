@@ -36,9 +36,15 @@ void recorder_release(void);
 void recorder_flush_all(void);
 
 /* fn is called from the trace writer's thread at each of its wakes (every
- * flush period while events come, at most a second apart when idle), before
- * it writes: for sums that must not wait for the end (ep_flush_stale). */
-void recorder_set_tick(void (*fn)(void));
+ * flush period while events come or fn says sums wait, at most a second apart
+ * when idle), before it writes: for sums that must not wait for the end
+ * (ep_flush_stale). fn returns nonzero while it holds sums it will write at a
+ * later wake: the writer does not go idle then. */
+void recorder_set_tick(int (*fn)(void));
+
+/* Sums were put aside that the tick will write (agg_add's first into an empty
+ * table): an idle writer comes back within a flush period, not a second. */
+void recorder_wake(void);
 
 /* Monotonic nanoseconds. */
 uint64_t recorder_now(void);

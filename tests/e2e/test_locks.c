@@ -23,6 +23,7 @@
 #include "e2e.h"
 #include "json_check.h"
 #include "pprof_decode.h"
+#include "settings.h"
 #include "test.h"
 
 #define WAIT_TOLERANCE 0.15
@@ -377,14 +378,15 @@ TEST(e2e_locks_truth) {
 /* dnprof run --locks on `Scenarios locks ARGS...` (at most 8), whose exit
  * status must be want: the program's truth of kind into *t and the JSON lock
  * report, or NULL having said why. */
-static jv *run_scenario(e2e_run *r, const char *const args[], int want, const char *kind, truth *t) {
+static jv *run_scenario_env(e2e_run *r, const char *const args[], const char *const env[], int want,
+                            const char *kind, truth *t) {
     const char *dll = e2e_env("DNPROF_SCENARIOS"), *bin = e2e_env("DNPROF_BIN");
     const char *argv[20] = {bin, "run", "--quiet", "--locks", "-o", r->trace, "--", e2e_dotnet(), dll, "locks"};
     size_t n = 10;
     for (size_t i = 0; args[i] && i < 8; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
-    if (!dll || !bin || e2e_exec(r, (char *const *)argv, NULL) != 0 || r->status != want) {
+    if (!dll || !bin || e2e_exec(r, (char *const *)argv, env) != 0 || r->status != want) {
         fprintf(stderr, "e2e: the locks scenario under dnprof run: status %d, not %d\n", r->status, want);
         return NULL;
     }
@@ -392,6 +394,10 @@ static jv *run_scenario(e2e_run *r, const char *const args[], int want, const ch
     int ok = read_truth(out, kind, t) == 0;
     free(out);
     return ok ? report_json(r, r->trace) : NULL;
+}
+
+static jv *run_scenario(e2e_run *r, const char *const args[], int want, const char *kind, truth *t) {
+    return run_scenario_env(r, args, NULL, want, kind, t);
 }
 
 TEST(e2e_locks_lock_spinning) {
@@ -977,13 +983,18 @@ TEST(e2e_locks_bounded) {
 
 /* A program that dies of an unhandled exception half a second after its
  * waits (no Shutdown, no exit handler): the trace writer writes the sums of
- * the threads that went quiet, so the report still holds them. */
+ * the threads that went quiet, so the report still holds them. A flush period
+ * of 20 ms makes the writer find nothing to write twice before the sums are
+ * 100 ms quiet: a writer that went idle then (a second's sleep) lost them to
+ * the death half a second later (before: in about one run in twenty at the
+ * default 50 ms, as CI saw under load, and in every run at 20 ms). */
 TEST(e2e_locks_kept_when_program_dies) {
     e2e_run r;
     ASSERT_EQ(e2e_setup(&r, "e2e_locks_kept_when_program_dies"), 0);
     const char *args[] = {"monitor", "4", "30", "2000", "crash", NULL};
+    const char *env[] = {DNP_ENV_FLUSH_MS "=20", NULL};
     truth mon;
-    jv *rep = run_scenario(&r, args, 128 + 6 /* SIGABRT: how the runtime ends it */, "monitor", &mon);
+    jv *rep = run_scenario_env(&r, args, env, 128 + 6 /* SIGABRT: how the runtime ends it */, "monitor", &mon);
     ASSERT_NE(rep, NULL);
     int ok = check_kind(rep, "Scenarios.LocksScenario+Gate", "monitor", &mon) == 0;
     json_free(rep);
