@@ -18,6 +18,10 @@
 #   nocache   the same, DNPROF_UNWIND_CACHE=0 (every table parsed in every run)
 #   noasync   the same, DNPROF_ASYNC=0
 #   fixed     --sample at 1 Hz: the fixed cost alone, without the samples'
+#   noop      a profiler that does nothing (bench/noop_profiler.c) with the
+#             event mask the agent sets when nothing is asked: the runtime's
+#             own cost for such a profiler
+#   noopsample the same with the mask --sample sets
 #
 # CONFIGS="bare agent fixed" picks other configurations (default: bare agent
 # [old] sample nocache noasync).
@@ -35,6 +39,7 @@ if [ $# -gt 0 ] && [ "$1" != -- ]; then OLD=$1; shift; fi
 WHAT=("$@")
 [ ${#WHAT[@]} -gt 0 ] || WHAT=(hello)
 AGENT=$(cd "$BUILD" && pwd)/libdnprof.so
+NOOP=$(cd "$BUILD" && pwd)/libdnprof_noop.so
 DLL=$(cd "$BUILD" && pwd)/tests/e2e/scenarios/Scenarios.dll
 [ -f "$AGENT" ] || { echo "bench_fixed: no $AGENT (build first)" >&2; exit 2; }
 [ -f "$DLL" ] || { echo "bench_fixed: no $DLL (ctest -R e2e.build_scenarios)" >&2; exit 2; }
@@ -48,11 +53,34 @@ CONFIGS=(bare agent sample nocache noasync)
 [ -z "$OLD" ] || CONFIGS=(bare agent old sample nocache noasync)
 [ -z "$ASKED" ] || read -r -a CONFIGS <<< "$ASKED"
 
+# The event masks the agent sets (its trace's Initialize), for the noop configurations.
+mask_of() { # extra env... -> "MASK HIGH" (hex)
+    env CORECLR_ENABLE_PROFILING=1 "CORECLR_PROFILER={19F043F1-C707-4901-97F7-9F6179127630}" \
+        "CORECLR_PROFILER_PATH=$AGENT" DNPROF_EVENTS=threads "DNPROF_OUTPUT=$TMP/m.trace" "$@" \
+        dotnet "$DLL" "${WHAT[@]}" >/dev/null 2>&1
+    "$BUILD/dnprof" print "$TMP/m.trace" | awk '/ Initialize / {
+        for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "eventMask") m = kv[2]; if (kv[1] == "eventMaskHigh") h = kv[2] }
+        sub(/^0x/, "", m); sub(/^0x/, "", h); print m, h; exit }'
+    rm -f "$TMP/m.trace"
+}
+case " ${CONFIGS[*]} " in *" noop"*)
+    [ -f "$NOOP" ] || { echo "bench_fixed: no $NOOP (build first)" >&2; exit 2; }
+    read -r NOOP_AGENT_MASK NOOP_AGENT_HIGH <<< "$(mask_of)"
+    read -r NOOP_SAMPLE_MASK NOOP_SAMPLE_HIGH <<< "$(mask_of DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=100)"
+    echo "bench_fixed: the agent's masks: nothing asked 0x$NOOP_AGENT_MASK/0x$NOOP_AGENT_HIGH, --sample 0x$NOOP_SAMPLE_MASK/0x$NOOP_SAMPLE_HIGH" ;;
+esac
+
 run_one() { # config -> appends "cpu_ms wall_ms" to $TMP/config
     local cfg=$1 path=$AGENT
     local -a envs=()
     case $cfg in old|oldagent) path=$OLD ;; esac
-    if [ "$cfg" != bare ]; then
+    case $cfg in
+        noop) envs=(CORECLR_ENABLE_PROFILING=1 "CORECLR_PROFILER={19F043F1-C707-4901-97F7-9F6179127630}"
+                    "CORECLR_PROFILER_PATH=$NOOP" "NOOP_MASK=$NOOP_AGENT_MASK" "NOOP_HIGH=$NOOP_AGENT_HIGH") ;;
+        noopsample) envs=(CORECLR_ENABLE_PROFILING=1 "CORECLR_PROFILER={19F043F1-C707-4901-97F7-9F6179127630}"
+                          "CORECLR_PROFILER_PATH=$NOOP" "NOOP_MASK=$NOOP_SAMPLE_MASK" "NOOP_HIGH=$NOOP_SAMPLE_HIGH") ;;
+    esac
+    if [ "$cfg" != bare ] && [ "${cfg#noop}" = "$cfg" ]; then
         envs=(CORECLR_ENABLE_PROFILING=1 "CORECLR_PROFILER={19F043F1-C707-4901-97F7-9F6179127630}"
               "CORECLR_PROFILER_PATH=$path" DNPROF_EVENTS=threads "DNPROF_OUTPUT=$TMP/t.%p.trace")
         case $cfg in agent|oldagent) ;; *) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=100) ;; esac

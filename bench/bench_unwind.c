@@ -49,7 +49,7 @@ __attribute__((noinline)) static void time_walk(void) {
     uint32_t n = 0;
     double t0 = bench_now_ms();
     for (int i = 0; i < ITERS; i++) {
-        unw_frame f = {g.pc, g.sp, g.fp};
+        unw_frame f = {.pc = g.pc, .sp = g.sp, .fp = g.fp};
         n = 1;
         ip[0] = f.pc;
         unwind_native(ix, ip, &n, 128, &f, 0, g.sp, g_top, 0);

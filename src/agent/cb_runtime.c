@@ -156,11 +156,11 @@ CB_REC(ManagedToUnmanagedTransition, (ICorProfilerCallback *self, FunctionID id,
         return S_OK;                                                             \
     }
 
-CB_SUSPEND(RuntimeSuspendStarted, (ICorProfilerCallback *self, COR_PRF_SUSPEND_REASON reason), async_suspension(),
-           (uint64_t)(uint32_t)reason)
+CB_SUSPEND(RuntimeSuspendStarted, (ICorProfilerCallback *self, COR_PRF_SUSPEND_REASON reason),
+           (async_suspension(), sampler_suspend_started((int)reason)), (uint64_t)(uint32_t)reason)
 CB_SUSPEND0(RuntimeSuspendFinished, (void)0)
-CB_SUSPEND0(RuntimeSuspendAborted, async_suspension())
-CB_SUSPEND0(RuntimeResumeStarted, (void)0)
+CB_SUSPEND0(RuntimeSuspendAborted, (async_suspension(), sampler_suspend_ended()))
+CB_SUSPEND0(RuntimeResumeStarted, sampler_suspend_ended())
 CB_SUSPEND0(RuntimeResumeFinished, async_suspension())
 CB_SUSPEND(RuntimeThreadSuspended, (ICorProfilerCallback *self, ThreadID id), (void)0, id)
 CB_SUSPEND(RuntimeThreadResumed, (ICorProfilerCallback *self, ThreadID id), (void)0, id)

@@ -214,6 +214,7 @@ static void name_pseudo_frames(void) {
     S.waiting_name = rec_string("[waiting]", 9);
     S.unknown_name = rec_string("[unknown]", 9);
     S.stopped_name = rec_string("[unwinding stopped]", 19);
+    S.pause_name = rec_string("[GC pause]", 10);
     char deep[48];
     int deep_len = snprintf(deep, sizeof deep, "[deeper than %u frames]", MAX_DEPTH);
     S.deep_name = rec_string(deep, (size_t)deep_len);

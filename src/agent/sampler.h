@@ -48,6 +48,11 @@ void sampler_jit_started(uint64_t function_id);
  * on the calling thread: samples there get a "[GC genN]" frame. */
 void sampler_gc_started(int ngens, const int *collected);
 void sampler_gc_finished(void);
+/* The runtime suspended for a reason (RuntimeSuspendStarted) and resumed
+ * (RuntimeResumeStarted, RuntimeSuspendAborted): wall mode's samples of the
+ * threads a collection holds read "[GC pause]" (sampler_runtime.c). */
+void sampler_suspend_started(int reason);
+void sampler_suspend_ended(void);
 /* For a reader of the heap's objects outside the runtime's care (pool_state.c):
  * a number that changes as each collection starts and ends, and in *running
  * whether one runs now; UINT64_MAX when the collections are not followed (no

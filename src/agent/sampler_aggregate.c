@@ -321,6 +321,7 @@ static uint32_t aggregate_record(uint32_t tid, const srec *r) {
     int patchpoint = 0; /* the frame before was an OSR method's patchpoint call (one frame with the method) */
     uint32_t jit_top = 0; /* frames up to the outermost of the JIT's own code */
     int runtime_leaf = 0, managed_seen = 0; /* the runtime's code under the innermost managed frame */
+    uint32_t managed_at = 0; /* where in st the innermost managed frame went (0: none yet) */
     if (n > 1)
         sampler_prefetch_calls(r->ip + 1, (n < MAX_DEPTH ? n : MAX_DEPTH) - 1);
     for (uint32_t k = 0; k < n && k < MAX_DEPTH; k++) {
@@ -331,10 +332,11 @@ static uint32_t aggregate_record(uint32_t tid, const srec *r) {
          * chain went through code that does not keep one) */
         int osr = k < 64 && (r->extra >> k & 1), after_patchpoint = patchpoint;
         int frameless = k < 64 && (r->frameless >> k & 1);
+        int interrupted = k < 64 && (r->interrupted >> k & 1); /* a signal's: the pc itself, no call before it */
         patchpoint = 0;
         if (osr && !after_patchpoint)
             continue; /* a word the OSR scan found that follows no OSR frame: a stale frame's, not a caller */
-        if (k && !sampler_is_return_address(r->ip[k])) {
+        if (k && !interrupted && !sampler_is_return_address(r->ip[k])) {
             if (osr)
                 patchpoint = after_patchpoint; /* no return address: the scan's next candidate may be */
             if (osr || frameless)
@@ -343,14 +345,14 @@ static uint32_t aggregate_record(uint32_t tid, const srec *r) {
         }
         S.frameless_found += frameless;
         S.resolving_pc = k == 0;
-        const ipent *e = sampler_resolve(k ? r->ip[k] - 1 : r->ip[k]);
+        const ipent *e = sampler_resolve(k && !interrupted ? r->ip[k] - 1 : r->ip[k]);
         S.resolving_pc = 0;
         uint64_t func = e->func; /* copied: a later lookup may clear the cache */
         uint32_t name = e->name;
         int jit_code = e->jit_code;
         runtime_leaf |= !managed_seen && e->runtime_code;
         managed_seen |= e->managed;
-        if (k && e->managed)
+        if (k && e->managed && !interrupted)
             sampler_frameless_learn(r->ip[k]); /* for the handler's next walks through it */
         /* a native leaf unwound by its tables has its callers: no guess */
         if (k == 0 && !(r->flags & REC_NATIVE_CFI) && leaf_caller(&st, r, func, name, !e->managed && e->mapped, &n))
@@ -371,11 +373,22 @@ static uint32_t aggregate_record(uint32_t tid, const srec *r) {
                 continue; /* an OSR method's patchpoint call in its Tier0 code: one frame */
             }
         }
+        if (e->managed && !managed_at)
+            managed_at = st.m;
         push(&st, func, name);
         jit_top = jit_code ? st.m : jit_top;
     }
     if (cut && r->async_resumed)
         async_callers(&st, r, cut);
+    if ((r->flags & REC_GC_PAUSE) && managed_at > 1) {
+        /* the runtime's frames that hold the thread (its signal handler, its wait): one [GC pause]
+         * under the code the collection stopped */
+        memmove(&st.funcs[1], &st.funcs[managed_at], (st.m - managed_at) * sizeof st.funcs[0]);
+        memmove(&st.names[1], &st.names[managed_at], (st.m - managed_at) * sizeof st.names[0]);
+        st.m -= managed_at - 1;
+        st.names[0] = S.pause_name;
+        jit_top = 0;
+    }
     sampler_gc_frame(st.funcs, st.names, &st.m, FRAMES_CAP, r->gc, runtime_leaf);
     sampler_jit_frame(st.funcs, st.names, &st.m, FRAMES_CAP, r->jit, jit_top);
     sampler_unwind_counts(r->flags);
@@ -407,6 +420,7 @@ void sampler_drain(void) {
              * it or an earlier record may have: its walk may have skipped that caller, so the
              * thread's next sample is walked again rather than this stack counted again) */
             int idle = leaf && (r->flags & REC_WAITING) && r->idle_len && !r->gc && !r->jit &&
+                       !(r->flags & REC_GC_PAUSE) && /* walked again at each tick while the pause lasts */
                        r->learned == atomic_load_explicit(&S.frameless_learned, memory_order_relaxed);
             s->idle_leaf = idle ? leaf : 0;
             s->idle_sp = r->sp;

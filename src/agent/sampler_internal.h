@@ -57,7 +57,8 @@ enum {
     REC_FP_FOUND = 4,
     REC_NATIVE_CFI = 8, /* the leaf is native code, unwound by its tables (unwind.h): no guess at its caller */
     REC_UNW_STOP = 16,  /* the walk stopped in native code its tables do not cover: marked */
-    REC_DEEP = 32       /* the chain went on past MAX_DEPTH frames: its outer frames not walked, marked */
+    REC_DEEP = 32,      /* the chain went on past MAX_DEPTH frames: its outer frames not walked, marked */
+    REC_GC_PAUSE = 64   /* wall: waiting while a collection held the runtime suspended (sampler_runtime.c) */
 };
 
 /* ipent.slot: the leaf's return address is srec.top (ARCH_RETURN_IN_LR). */
@@ -76,6 +77,7 @@ typedef struct srec {
     uint8_t idle_nret;
     uint64_t extra;  /* bit k: ip[k] was found by the OSR scan, not by the chain */
     uint64_t frameless; /* bit k: ip[k] was read where a frameless caller's return address lies (S.frameless) */
+    uint64_t interrupted; /* bit k: ip[k] is a pc a signal interrupted (unwind.h), not a return address */
     uint64_t learned;   /* S.frameless_learned when it was walked */
     uint32_t nwords;
     uint32_t async_k;      /* ip[async_k] returns into the caller of the innermost async resume (async.h); 0 none */
@@ -240,7 +242,7 @@ typedef struct sampler_state {
     uint32_t exec_gen; /* bumped by every read */
     uint64_t exec_pc_quiet; /* no reading for an unlisted PC before then */
 
-    uint32_t waiting_name, unknown_name, stopped_name, deep_name;
+    uint32_t waiting_name, unknown_name, stopped_name, deep_name, pause_name;
     uint32_t jit_name;
     uint32_t gc_names[3]; /* "[GC gen0]".. made when first needed */
     int resolving_pc; /* resolve() is naming an interrupted PC */
@@ -390,6 +392,7 @@ struct agent_config;
 void sampler_runtime_configure(const struct agent_config *cfg, uint32_t *mask, uint32_t *mask_high);
 void sampler_jit_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint64_t fid, uint32_t jit_top);
 uint32_t sampler_gc_now(int tid); /* async-signal-safe */
+int sampler_gc_paused(int tid);   /* a collection holds the runtime suspended, not by tid; async-signal-safe */
 /* runtime: the leaf's native frames (under the innermost managed one) include the runtime's own code */
 void sampler_gc_frame(uint64_t *funcs, uint32_t *names, uint32_t *m, uint32_t cap, uint32_t gc, int runtime);
 

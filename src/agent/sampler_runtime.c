@@ -24,7 +24,8 @@ atomic_uint sampler_gc_state; /* generation + 1 while a collection runs, else 0 
 atomic_int sampler_gc_tid;    /* the thread that runs it */
 static atomic_uint_fast64_t g_gc_seq; /* collections started and finished: sampler_gc_seq */
 
-static atomic_int g_jit_on, g_gc_on;
+static atomic_int g_jit_on, g_gc_on, g_pause_on;
+static atomic_int g_suspender; /* wall: the thread that holds the runtime suspended for a collection, 0 none */
 
 void sampler_runtime_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_high) {
     atomic_store(&sampler_gc_state, 0);
@@ -32,6 +33,10 @@ void sampler_runtime_configure(const agent_config *cfg, uint32_t *mask, uint32_t
     int jit = walked || cfg->calls == CALLS_MODE_SAMPLED; /* --calls leaves the JIT's samples out */
     atomic_store(&g_jit_on, jit);
     atomic_store(&g_gc_on, walked);
+    atomic_store(&g_pause_on, cfg->sample == SAMPLER_WALL);
+    atomic_store(&g_suspender, 0);
+    if (cfg->sample == SAMPLER_WALL)
+        *mask |= COR_PRF_MONITOR_SUSPENDS; /* the pauses of the threads a collection stops: four callbacks each */
     if (jit)
         *mask |= 0x20u;       /* COR_PRF_MONITOR_JIT_COMPILATION: one callback per method compiled */
     if (walked)
@@ -62,6 +67,28 @@ void sampler_gc_finished(void) {
         atomic_fetch_add(&g_gc_seq, 1);
         atomic_store(&sampler_gc_state, 0);
     }
+}
+
+/* A collection's suspension of the runtime: every thread that runs managed
+ * code is stopped where it is (a signal's handler, a poll, a hijacked return)
+ * and waits in the runtime until the resume. Wall mode's samples of the other
+ * threads that wait meanwhile are that pause ([GC pause]), not their own
+ * waits: a thread already blocked in its own wait has not moved since its
+ * last sample and is counted again without a walk (sampler_signal.c). */
+void sampler_suspend_started(int reason) {
+    if (atomic_load_explicit(&g_pause_on, memory_order_relaxed) &&
+        (reason == COR_PRF_SUSPEND_FOR_GC || reason == COR_PRF_SUSPEND_FOR_GC_PREP))
+        atomic_store(&g_suspender, (int)gettid());
+}
+
+void sampler_suspend_ended(void) {
+    if (atomic_load_explicit(&g_pause_on, memory_order_relaxed))
+        atomic_store(&g_suspender, 0);
+}
+
+int sampler_gc_paused(int tid) {
+    int t = atomic_load_explicit(&g_suspender, memory_order_relaxed);
+    return t && t != tid;
 }
 
 uint64_t sampler_gc_seq(int *running) {

@@ -126,6 +126,8 @@ static uint32_t frameless_callers(srec *r, uint32_t n, uint64_t ret, uint64_t cf
 static int cross_native(srec *r, uint32_t *n, unw_frame *u, const unw_index *ix, uint64_t sp, uint64_t limit,
                         int safe, uint32_t *flags) {
     int how = unwind_native(ix, r->ip, n, MAX_DEPTH, u, 0, sp, limit, safe);
+    if (u->signal_at && u->signal_at < 64)
+        r->interrupted |= 1ull << u->signal_at;
     if (how == UNW_NOT_NATIVE)
         return 1;
     if (how == UNW_NO_ROW || how == UNW_BAD_STACK)
@@ -147,7 +149,7 @@ static uint32_t walk_chain(srec *r, uint32_t n, uint64_t fp, uint64_t sp, uint64
             r->async_k = n; /* the resume's own frame: what it returns to is below the logical callers */
         r->ip[n++] = f[ARCH_FRAME_RET];
         if (ARCH_UNW_SP_ABOVE_FRAME >= 0 && ix && unwind_find(ix, f[ARCH_FRAME_RET] - 1)) {
-            unw_frame u = {f[ARCH_FRAME_RET], fp + ARCH_UNW_SP_ABOVE_FRAME, next};
+            unw_frame u = {.pc = f[ARCH_FRAME_RET], .sp = fp + ARCH_UNW_SP_ABOVE_FRAME, .fp = next};
             if (!cross_native(r, &n, &u, ix, sp, limit, safe, flags) || u.fp <= fp)
                 break;
             fp = u.fp;
@@ -223,9 +225,11 @@ static uint32_t walk_from(srec *r, const arch_regs *g, uint64_t hi, uint64_t lim
         int chain = nw != 0;
         if (nw && ix && unwind_find(ix, g->pc)) {
             /* native code with unwind tables: exact from the leaf on */
-            unw_frame u = {g->pc, sp, fp};
+            unw_frame u = {.pc = g->pc, .sp = sp, .fp = fp};
             *flags |= REC_NATIVE_CFI;
             int how = unwind_native(ix, r->ip, &n, MAX_DEPTH, &u, 1, sp, limit, safe);
+            if (u.signal_at && u.signal_at < 64)
+                r->interrupted |= 1ull << u.signal_at;
             if (how == UNW_NO_ROW || how == UNW_BAD_STACK)
                 *flags |= REC_UNW_STOP;
             fp = u.fp;
@@ -261,6 +265,7 @@ static void rec_start(srec *r, uint64_t pc, uint64_t sp) {
     r->nwords = 0;
     r->extra = 0;
     r->frameless = 0;
+    r->interrupted = 0;
     r->learned = atomic_load_explicit(&S.frameless_learned, memory_order_relaxed);
     r->async_k = 0;
     r->async_box = 0;
@@ -317,6 +322,8 @@ void sampler_take_sample(sslot *s, const void *ucontext, uint32_t weight) {
     }
     r->gc = sampler_gc_now(atomic_load_explicit(&s->tid, memory_order_relaxed));
     r->jit = sampler_jit_now(atomic_load_explicit(&s->tid, memory_order_relaxed));
+    if ((flags & REC_WAITING) && sampler_gc_paused(atomic_load_explicit(&s->tid, memory_order_relaxed)))
+        flags |= REC_GC_PAUSE;
     r->n = n;
     r->flags = flags;
     r->weight = weight;
@@ -356,6 +363,8 @@ int sampler_take_remote(sslot *s, uint64_t pc, uint64_t sp, uint32_t weight) {
         idle_frames(r, copy, (len < IDLE_SPAN ? len : IDLE_SPAN) / 8);
         r->gc = sampler_gc_now(atomic_load_explicit(&s->tid, memory_order_relaxed));
         r->jit = sampler_jit_now(atomic_load_explicit(&s->tid, memory_order_relaxed));
+        if (sampler_gc_paused(atomic_load_explicit(&s->tid, memory_order_relaxed)))
+            flags |= REC_GC_PAUSE;
         r->flags = flags;
         r->weight = weight;
         return 1; /* published by sampler_remote_commit, once the thread is known not to have run */

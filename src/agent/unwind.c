@@ -6,6 +6,7 @@
 
 #include <stdatomic.h>
 
+#include "arch_unwind.h"
 #include "dnp_search.h"
 #include "memread.h"
 
@@ -67,12 +68,32 @@ int unwind_read(uint64_t a, uint64_t lo, uint64_t limit, int safe, uint64_t *out
     return memread(a, out, 8) == 8 ? 0 : -1;
 }
 
+/* A return into the kernel's signal trampoline (arch_unwind.h): the frame
+ * below is a signal handler's, and the interrupted thread's registers are in
+ * the ucontext at the trampoline's SP. */
+static int signal_step(unw_frame *f, uint64_t lo, uint64_t limit, int safe) {
+    uint64_t pc, sp, fp;
+    if (unwind_read(f->sp + ARCH_SIGFRAME_PC, lo, limit, safe, &pc) != 0 ||
+        unwind_read(f->sp + ARCH_SIGFRAME_SP, lo, limit, safe, &sp) != 0 ||
+        unwind_read(f->sp + ARCH_SIGFRAME_FP, lo, limit, safe, &fp) != 0)
+        return UNW_BAD_STACK;
+    if (pc < 4096 || sp <= f->sp || sp > limit - 8 || (sp & 7))
+        return UNW_BAD_STACK; /* an alternate signal stack's frame, or not a signal frame */
+    f->pc = pc;
+    f->sp = sp;
+    f->fp = fp;
+    f->interrupted = 1;
+    return UNW_OK;
+}
+
 int unwind_step(const unw_index *ix, unw_frame *f, int leaf, uint64_t lo, uint64_t limit, int safe) {
     /* a return address is looked up by the call before it */
     uint64_t look = leaf ? f->pc : f->pc - 1;
     const unw_lib *l = unwind_find(ix, look);
     if (!l)
         return UNW_NOT_NATIVE;
+    if (ARCH_SIGFRAME && !leaf && f->pc + 16 <= l->hi && arch_sigreturn_at(f->pc))
+        return signal_step(f, lo, limit, safe);
     const unw_row *w = unwind_row(l, look);
     if (!w || w->cfa_reg == UNW_CFA_NONE)
         return UNW_NO_ROW;
@@ -115,6 +136,16 @@ int unwind_native(const unw_index *ix, uint64_t *ip, uint32_t *n, uint32_t max, 
         int rc = unwind_step(ix, f, leaf, lo, limit, safe);
         if (rc != UNW_OK)
             return rc;
+        if (f->interrupted) {
+            /* the trampoline, ip[*n - 1], gives way to the pc the signal interrupted: the handler's
+             * caller, as the thread's code sees it */
+            if (!f->signal_at)
+                f->signal_at = *n - 1;
+            ip[*n - 1] = f->pc;
+            f->interrupted = 0;
+            leaf = 1; /* an interrupted pc is looked up as itself */
+            continue;
+        }
         ip[(*n)++] = f->pc;
         leaf = 0;
     }

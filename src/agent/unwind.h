@@ -55,6 +55,10 @@ typedef struct unw_index {
 /* The registers a step reads and writes. */
 typedef struct unw_frame {
     uint64_t pc, sp, fp;
+    /* set by a step through a signal frame: pc is an interrupted pc (looked up as a leaf), not a
+     * return address; unwind_native puts it in the trampoline's place in ip[] and says where in
+     * signal_at (0 none) */
+    uint32_t interrupted, signal_at;
 } unw_frame;
 
 /* What a walk through native code ended on. */
@@ -155,7 +159,8 @@ int unwind_step(const unw_index *ix, unw_frame *f, int leaf, uint64_t lo, uint64
 /* Steps from f (its pc already ip[n - 1]) through native code, appending each
  * caller to ip[] (at most max), up to the first frame that is not native code
  * with a table (UNW_NOT_NATIVE: *f is that frame's, its pc the last one
- * appended) or to why it stopped. *n is updated. */
+ * appended) or to why it stopped. *n is updated. Through a signal frame the
+ * interrupted pc takes the trampoline's place (f->signal_at says where). */
 int unwind_native(const unw_index *ix, uint64_t *ip, uint32_t *n, uint32_t max, unw_frame *f, int leaf,
                   uint64_t lo, uint64_t limit, int safe);
 

@@ -43,6 +43,7 @@ typedef struct waits {
     uint64_t blocked_ns, sampled_ns; /* the program's threads: a managed frame above [waiting] */
     uint64_t native_ns;              /* [waiting] with no managed frame: the runtime's own threads */
     uint64_t house_blocked_ns;       /* [waiting] in the runtime's service threads (lock_site.h) */
+    uint64_t gc_stopped_ns;          /* [GC pause]: threads a collection held stopped */
     uint64_t counters_ns;            /* of which the EventCounters thread's (--threadpool's counters) */
     uint64_t house_ns;               /* --locks=waits of the runtime's service threads (lock_site.h) */
     site lsites[MAX_SITES], wsites[MAX_SITES], bsites[MAX_SITES];
@@ -192,6 +193,8 @@ static void blocked_tree(waits *w, const dnp_calltree *ct, const dnp_ct_tree *tr
         const dnp_ct_node *nd = &tr->nodes[i];
         w->sampled_ns += nd->self_ns;
         const char *name = nd->func ? NULL : dnp_trace_string(ct->t, nd->name);
+        if (nd->self_ns && name && !strcmp(name, "[GC pause]"))
+            w->gc_stopped_ns += nd->self_ns;
         if (!nd->self_ns || !name || strcmp(name, "[waiting]") != 0)
             continue;
         char stack[8192], raw[1024];
@@ -281,9 +284,11 @@ static void write_json(const waits *w, const char *path, unsigned top, FILE *out
             (unsigned long long)w->pool_queue.seconds, (unsigned long long)w->pool_queue.queued,
             report_tp_saturated(&w->pool_queue) ? "true" : "false");
     fprintf(out, "\"blocked\":{\"recorded\":%s,\"flag\":\"--sample=wall\",\"waitingNs\":%llu,\"sampledNs\":%llu,"
-                 "\"nativeThreadsNs\":%llu,\"runtimeThreadsNs\":%llu,\"countersThreadNs\":%llu,\"top\":[",
+                 "\"nativeThreadsNs\":%llu,\"runtimeThreadsNs\":%llu,\"countersThreadNs\":%llu,"
+                 "\"gcStoppedNs\":%llu,\"top\":[",
             w->wall ? "true" : "false", (unsigned long long)w->blocked_ns, (unsigned long long)w->sampled_ns,
-            (unsigned long long)w->native_ns, (unsigned long long)w->house_blocked_ns, (unsigned long long)w->counters_ns);
+            (unsigned long long)w->native_ns, (unsigned long long)w->house_blocked_ns, (unsigned long long)w->counters_ns,
+            (unsigned long long)w->gc_stopped_ns);
     json_sites(out, w->bsites, w->nb, top);
     fputs("]}}\n", out);
 }
@@ -352,6 +357,10 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
     if (w->wall)
         fprintf(out, "  blocked (wall samples) %29s  %.1f%% of the threads' sampled time\n",
                 report_fmt_ns(w->blocked_ns, a), report_pct(w->blocked_ns, w->sampled_ns));
+    if (w->wall && w->gc_stopped_ns)
+        fprintf(out, "  stopped by collections %29s  %.1f%% of the threads' sampled time: held by the GC where they "
+                     "ran ([GC pause]), not blocked\n",
+                report_fmt_ns(w->gc_stopped_ns, a), report_pct(w->gc_stopped_ns, w->sampled_ns));
     else
         not_recorded(missing, sizeof missing, "blocked threads by stack", "--sample=wall", w->attached);
     if (missing[0])

@@ -30,7 +30,7 @@ __attribute__((noinline)) static void walk_here(void) {
         return;
     arch_regs g;
     arch_context_regs(&uc, &g);
-    unw_frame f = {g.pc, g.sp, g.fp};
+    unw_frame f = {.pc = g.pc, .sp = g.sp, .fp = g.fp};
     const unw_index *ix = unwind_enter();
     g_n = 0;
     g_pcs[g_n++] = f.pc;

@@ -70,6 +70,7 @@
 //                                bench/bench_server.sh's): one thread of
 //       hot loops, or 64 threads serving 20000 requests (compute, some sleep);
 //       prints "NAME MS ms", the workload's own time
+//   sample gcpause SECONDS       a thread computing while collections stop it (SampleGcPause.cs)
 using System;
 using System.Diagnostics;
 using System.IO;
@@ -82,7 +83,7 @@ using System.Threading;
 
 namespace Scenarios;
 
-public static class SampleScenario
+public static partial class SampleScenario
 {
     private const long Round = 20000; // iterations of the loop body per unit of work
     private static long sink;
@@ -108,6 +109,7 @@ public static class SampleScenario
             case "osrasync": return OsrAsync(int.Parse(args[1]));
             case "osrdeep": return OsrDeepCaller(double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture));
             case "framelesswait": return FramelessWait(int.Parse(args[1]));
+            case "gcpause": return GcPause(double.Parse(args[1], System.Globalization.CultureInfo.InvariantCulture));
             case "bench": return Bench(args.Length > 1 ? args[1] : "cpu", args.Length > 2 ? int.Parse(args[2]) : 1);
         }
         Console.Error.WriteLine("usage: Scenarios sample shares|sharesswitch CPU_SECONDS [READY_FILE] | native LIB SECONDS | harm");

@@ -27,4 +27,17 @@
  * its return address in x30, which /proc/self/task/TID/syscall does not give. */
 #define ARCH_REMOTE_WALK 0
 
+/* No walk through the kernel's signal frame here (its trampoline is the
+ * vDSO's, which the tables do not index): a stack interrupted by a signal ends
+ * at the handler's frames, marked (x86_64's arch_unwind.h). */
+#define ARCH_SIGFRAME 0
+#define ARCH_SIGFRAME_FP 0
+#define ARCH_SIGFRAME_SP 0
+#define ARCH_SIGFRAME_PC 0
+
+static inline int arch_sigreturn_at(uint64_t pc) {
+    (void)pc;
+    return 0;
+}
+
 #endif

@@ -27,4 +27,27 @@
  * return address on the stack, so its tables go on from SP alone. */
 #define ARCH_REMOTE_WALK 1
 
+/* The kernel's signal frame: a handler returns into the trampoline glibc gives
+ * with SA_RESTORER (__restore_rt: mov $15, %rax; syscall, rt_sigreturn), whose
+ * FDE says where the interrupted registers lie only by a DWARF expression,
+ * which the tables here do not follow. At the trampoline, past the return
+ * address the handler popped, SP points at the ucontext: uc_flags, uc_link and
+ * uc_stack (40 bytes), then the machine context, whose general registers are
+ * in the kernel's struct sigcontext order (r8..r15, rdi, rsi, rbp, rbx, rdx,
+ * rax, rcx, rsp, rip: glibc's REG_RBP 10, REG_RSP 15, REG_RIP 16). */
+#define ARCH_SIGFRAME 1
+#define ARCH_SIGFRAME_FP (40 + 8 * 10)
+#define ARCH_SIGFRAME_SP (40 + 8 * 15)
+#define ARCH_SIGFRAME_PC (40 + 8 * 16)
+
+/* Whether the code at pc (readable: inside a library's text) is that trampoline. */
+static inline int arch_sigreturn_at(uint64_t pc) {
+    static const unsigned char code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+    const unsigned char *p = (const unsigned char *)(uintptr_t)pc;
+    for (unsigned i = 0; i < sizeof code; i++)
+        if (p[i] != code[i])
+            return 0;
+    return 1;
+}
+
 #endif

@@ -1,0 +1,64 @@
+// SampleGcPause.cs: `sample gcpause SECONDS`, for wall-clock sampling's
+// [GC pause] (tests/e2e/test_sample_wall.c). A thread computes in PauseVictim,
+// never allocating, while the main thread (PauseCollector) keeps 300,000 small
+// objects alive and forces a blocking full collection every 15 ms: the victim
+// is stopped by every pause. Prints "gcpause pause_ms=P wall_ms=W gcs=N": the
+// pauses' total (GC.GetTotalPauseDuration) and the wall time while the victim
+// ran (the truth: P of the victim's W ms it was held).
+using System;
+using System.Diagnostics;
+using System.Runtime.CompilerServices;
+using System.Threading;
+
+namespace Scenarios;
+
+public static partial class SampleScenario
+{
+    private sealed class Node { public Node? Next; public long Value; }
+
+    private static volatile bool pauseStop;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void PauseVictim()
+    {
+        long s = 0;
+        while (!pauseStop)
+            for (int i = 0; i < 20000; i++)
+                s += i * 7 ^ (s >> 3);
+        Interlocked.Add(ref sink, s);
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static int PauseCollector(double seconds)
+    {
+        Node? keep = null;
+        for (int i = 0; i < 300_000; i++)
+            keep = new Node { Next = keep, Value = i };
+        int gcs = 0;
+        var wall = Stopwatch.StartNew();
+        while (wall.Elapsed.TotalSeconds < seconds)
+        {
+            GC.Collect(2, GCCollectionMode.Forced, blocking: true);
+            gcs++;
+            Thread.Sleep(15);
+        }
+        GC.KeepAlive(keep);
+        return gcs;
+    }
+
+    private static int GcPause(double seconds)
+    {
+        var victim = new Thread(PauseVictim) { Name = "PauseVictim" };
+        GC.Collect();
+        TimeSpan before = GC.GetTotalPauseDuration();
+        var wall = Stopwatch.StartNew();
+        victim.Start();
+        int gcs = PauseCollector(seconds);
+        pauseStop = true;
+        victim.Join();
+        double wallMs = wall.Elapsed.TotalMilliseconds;
+        double pauseMs = (GC.GetTotalPauseDuration() - before).TotalMilliseconds;
+        Console.WriteLine(System.FormattableString.Invariant($"gcpause pause_ms={pauseMs:F1} wall_ms={wallMs:F1} gcs={gcs}"));
+        return 0;
+    }
+}
