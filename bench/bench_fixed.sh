@@ -18,6 +18,7 @@
 #   nocache   the same, DNPROF_UNWIND_CACHE=0 (every table parsed in every run)
 #   noasync   the same, DNPROF_ASYNC=0
 #   fixed     --sample at 1 Hz: the fixed cost alone, without the samples'
+#   oldfixed  the same with OLD_AGENT
 #   noop      a profiler that does nothing (bench/noop_profiler.c) with the
 #             event mask the agent sets when nothing is asked: the runtime's
 #             own cost for such a profiler
@@ -73,7 +74,7 @@ esac
 run_one() { # config -> appends "cpu_ms wall_ms" to $TMP/config
     local cfg=$1 path=$AGENT
     local -a envs=()
-    case $cfg in old|oldagent) path=$OLD ;; esac
+    case $cfg in old|oldagent|oldfixed) path=$OLD ;; esac
     case $cfg in
         noop) envs=(CORECLR_ENABLE_PROFILING=1 "CORECLR_PROFILER={19F043F1-C707-4901-97F7-9F6179127630}"
                     "CORECLR_PROFILER_PATH=$NOOP" "NOOP_MASK=$NOOP_AGENT_MASK" "NOOP_HIGH=$NOOP_AGENT_HIGH") ;;
@@ -84,7 +85,7 @@ run_one() { # config -> appends "cpu_ms wall_ms" to $TMP/config
         envs=(CORECLR_ENABLE_PROFILING=1 "CORECLR_PROFILER={19F043F1-C707-4901-97F7-9F6179127630}"
               "CORECLR_PROFILER_PATH=$path" DNPROF_EVENTS=threads "DNPROF_OUTPUT=$TMP/t.%p.trace")
         case $cfg in agent|oldagent) ;; *) envs+=(DNPROF_SAMPLE=cpu DNPROF_SAMPLE_RATE=100) ;; esac
-        [ "$cfg" = fixed ] && envs+=(DNPROF_SAMPLE_RATE=1)
+        case $cfg in fixed|oldfixed) envs+=(DNPROF_SAMPLE_RATE=1) ;; esac
         case $cfg in rate*) envs+=(DNPROF_SAMPLE_RATE=${cfg#rate}) ;; esac
         [ "$cfg" = nocache ] && envs+=(DNPROF_UNWIND_CACHE=0)
         [ "$cfg" = noasync ] && envs+=(DNPROF_ASYNC=0)
