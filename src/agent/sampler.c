@@ -171,6 +171,8 @@ static void release_memory(void) {
     free(S.exec);
     S.exec = NULL;
     S.nexec = S.capexec = 0;
+    for (unsigned i = 0; S.slots && i < S.nslots; i++)
+        free(S.slots[i].pause);
     if (S.slots)
         munmap(S.slots, MAX_SLOTS * sizeof(sslot));
     if (S.rings)
@@ -337,6 +339,7 @@ void sampler_stop(void) {
     sampler_arm_unlock();
     sampler_handler_remove();
     sampler_drain(); /* what is left in the rings: nothing writes them now */
+    sampler_pause_settle_all();
     if (!S.walk) {
         release_memory();
         memread_mapping_close();

@@ -401,6 +401,62 @@ static uint32_t aggregate_record(uint32_t tid, const srec *r) {
     return sampler_aggregate(tid, st.funcs, st.names, st.m, r->weight ? r->weight : 1);
 }
 
+/* ---- wall mode: samples taken while a collection held the runtime ---- */
+
+/* A thread found waiting while a collection held the runtime suspended is
+ * either held by it (stopped where it ran: in the signal handler, at a poll,
+ * coming back from native code) or blocked in a wait of its own that the
+ * collection does not touch (a pool thread waiting for work, a socket loop).
+ * Its next sample, taken after, tells them apart: a thread still waiting in
+ * the same frames was in its own wait; one that moved was held. The sample
+ * is held until then (one per thread), with the periods of the samples that
+ * found it there meanwhile. */
+static int same_wait(const srec *r, const srec *h) {
+    return (r->flags & REC_WAITING) && r->sp == h->sp && r->ip[0] == h->ip[0] && r->idle_len == h->idle_len &&
+           r->idle_hash == h->idle_hash;
+}
+
+/* The held sample counted: under its code as [GC pause], or as its own wait. */
+static void pause_settle(sslot *s, uint32_t tid, int own) {
+    if (!s->paused)
+        return;
+    s->paused = 0;
+    srec *h = s->pause;
+    if (own)
+        h->flags &= ~(uint32_t)REC_GC_PAUSE;
+    h->weight = s->pause_w;
+    uint32_t leaf = aggregate_record(tid, h);
+    if (leaf)
+        s->last_leaf = leaf;
+}
+
+/* r, a sample of a thread a collection may have held: 1 when it is held (or
+ * added to the one held, found in the same place) until the next says what
+ * it was; 0 to count it now (no room for it). A sample that is not one
+ * settles the one held. */
+static int pause_hold(sslot *s, uint32_t tid, const srec *r) {
+    uint32_t w = r->weight ? r->weight : 1;
+    if (s->paused && (r->flags & REC_GC_PAUSE) && same_wait(r, s->pause)) {
+        s->pause_w += w;
+        return 1;
+    }
+    if (s->paused)
+        pause_settle(s, tid, same_wait(r, s->pause));
+    if (!(r->flags & REC_GC_PAUSE) || (!s->pause && !(s->pause = malloc(sizeof *s->pause))))
+        return 0;
+    memcpy(s->pause, r, sizeof *r);
+    s->pause_w = w;
+    s->paused = 1;
+    return 1;
+}
+
+void sampler_pause_settle_all(void) {
+    for (unsigned i = 0; i < S.nslots; i++) {
+        int tid = atomic_load(&S.slots[i].tid);
+        pause_settle(&S.slots[i], (uint32_t)(tid > 0 ? tid : -tid), 0);
+    }
+}
+
 void sampler_drain(void) {
     for (unsigned i = 0; i < S.nslots; i++) {
         sslot *s = &S.slots[i];
@@ -412,7 +468,8 @@ void sampler_drain(void) {
         unsigned t = atomic_load_explicit(&s->tail, memory_order_relaxed);
         for (; t != h; t++) {
             const srec *r = &slot_ring(s)[t % RING];
-            uint32_t leaf = aggregate_record(thread, r);
+            int held = pause_hold(s, thread, r);
+            uint32_t leaf = held ? 0 : aggregate_record(thread, r);
             if (leaf)
                 s->last_leaf = leaf;
             /* waiting in a system call, nothing else on the thread: counted again while it waits
@@ -420,7 +477,7 @@ void sampler_drain(void) {
              * it or an earlier record may have: its walk may have skipped that caller, so the
              * thread's next sample is walked again rather than this stack counted again) */
             int idle = leaf && (r->flags & REC_WAITING) && r->idle_len && !r->gc && !r->jit &&
-                       !(r->flags & REC_GC_PAUSE) && /* walked again at each tick while the pause lasts */
+                       !(r->flags & REC_GC_PAUSE) && /* walked again at each tick while it is held */
                        r->learned == atomic_load_explicit(&S.frameless_learned, memory_order_relaxed);
             s->idle_leaf = idle ? leaf : 0;
             s->idle_sp = r->sp;
@@ -432,6 +489,8 @@ void sampler_drain(void) {
             s->idle_cpu = 0;
             atomic_store_explicit(&s->tail, t + 1, memory_order_release);
         }
+        if (tid < 0)
+            pause_settle(s, thread, 0); /* its thread ended: no next sample will say */
         if (S.mode == SAMPLER_WALL)
             sampler_wall_tail(s, thread); /* when its thread has ended */
         S.dropped += atomic_exchange(&s->dropped, 0);

@@ -120,6 +120,12 @@ typedef struct sslot {
     uint16_t idle_off[IDLE_FRAMES];
     uint8_t idle_nret;
     uint64_t idle_cpu; /* its CPU time when last found still waiting there, 0 not yet */
+    /* wall, the sampler thread only: a sample that found it waiting while a collection held the
+     * runtime (REC_GC_PAUSE), held until its next one says whether the collection held it
+     * (sampler_aggregate.c); the record (allocated at the first), its periods, whether one is held */
+    struct srec *pause;
+    uint32_t pause_w;
+    uint8_t paused;
     uint8_t idle_misses, idle_skip; /* looks in a row that found it elsewhere; visits to go without one */
 } sslot; /* its ring is apart (slot_ring): the loops over the slots touch a page per 22 of them, not one each */
 
@@ -369,6 +375,8 @@ uint32_t sampler_aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *
  * waiting where its last sample found it). */
 void sampler_aggregate_again(uint32_t tid, uint32_t leaf, uint32_t w);
 void sampler_drain(void);
+/* Every held sample of a collection's pause counted as it reads (the sampler's stop). */
+void sampler_pause_settle_all(void);
 void sampler_emit_dirty(void);
 
 /* Windows (sampler_window.c): the flush function joins the window thread's

@@ -100,6 +100,7 @@ static sslot *slot_claim(int tid, uint64_t lo, uint64_t hi, int *made) {
                                      * sampler is (sampler_signal_all); those after its last: sampler_wall_tail */
     s->idle_leaf = 0;
     s->idle_misses = s->idle_skip = 0;
+    s->paused = 0; /* its record's room (pause) is kept for the slot's next thread */
     atomic_store(&s->ended_ns, 0);
     s->last_leaf = 0;
     s->wall_timed = 0;

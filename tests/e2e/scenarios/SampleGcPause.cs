@@ -4,7 +4,12 @@
 // objects alive and forces a blocking full collection every 15 ms: the victim
 // is stopped by every pause. Prints "gcpause pause_ms=P wall_ms=W gcs=N": the
 // pauses' total (GC.GetTotalPauseDuration) and the wall time while the victim
-// ran (the truth: P of the victim's W ms it was held).
+// ran (the truth: P of the victim's W ms it was held). A third thread
+// (PauseWaiter) waits on two events in turn, in WaitA and WaitB, and the
+// collector sets the one it waits on just before each collection, then waits
+// until the waiter says it goes back to wait (and half a millisecond more):
+// as the collection holds the others, the waiter is in its own wait, in
+// another place than a moment before, a wait the collection does not touch.
 using System;
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
@@ -17,6 +22,32 @@ public static partial class SampleScenario
     private sealed class Node { public Node? Next; public long Value; }
 
     private static volatile bool pauseStop;
+    private static readonly AutoResetEvent kickA = new(false), kickB = new(false);
+    private static int waits; // the waits the waiter has gone back to
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void WaitA()
+    {
+        Interlocked.Increment(ref waits);
+        kickA.WaitOne();
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void WaitB()
+    {
+        Interlocked.Increment(ref waits);
+        kickB.WaitOne();
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void PauseWaiter()
+    {
+        while (!pauseStop)
+        {
+            WaitA();
+            WaitB();
+        }
+    }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     private static void PauseVictim()
@@ -38,6 +69,13 @@ public static partial class SampleScenario
         var wall = Stopwatch.StartNew();
         while (wall.Elapsed.TotalSeconds < seconds)
         {
+            int before = Volatile.Read(ref waits);
+            (gcs % 2 == 0 ? kickA : kickB).Set();
+            var back = Stopwatch.StartNew();
+            while (Volatile.Read(ref waits) == before && back.ElapsedMilliseconds < 100)
+                Thread.SpinWait(20);
+            while (back.Elapsed.TotalMilliseconds < 0.5)
+                Thread.SpinWait(20);
             GC.Collect(2, GCCollectionMode.Forced, blocking: true);
             gcs++;
             Thread.Sleep(15);
@@ -49,6 +87,8 @@ public static partial class SampleScenario
     private static int GcPause(double seconds)
     {
         var victim = new Thread(PauseVictim) { Name = "PauseVictim" };
+        var waiter = new Thread(PauseWaiter) { Name = "PauseWaiter" };
+        waiter.Start();
         GC.Collect();
         TimeSpan before = GC.GetTotalPauseDuration();
         var wall = Stopwatch.StartNew();
@@ -56,6 +96,9 @@ public static partial class SampleScenario
         int gcs = PauseCollector(seconds);
         pauseStop = true;
         victim.Join();
+        kickA.Set();
+        kickB.Set();
+        waiter.Join();
         double wallMs = wall.Elapsed.TotalMilliseconds;
         double pauseMs = (GC.GetTotalPauseDuration() - before).TotalMilliseconds;
         Console.WriteLine(System.FormattableString.Invariant($"gcpause pause_ms={pauseMs:F1} wall_ms={wallMs:F1} gcs={gcs}"));
