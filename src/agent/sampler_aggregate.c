@@ -380,9 +380,11 @@ static uint32_t aggregate_record(uint32_t tid, const srec *r) {
     }
     if (cut && r->async_resumed)
         async_callers(&st, r, cut);
-    if ((r->flags & REC_GC_PAUSE) && managed_at > 1) {
+    if ((r->flags & REC_GC_PAUSE) && managed_at > 1 && runtime_leaf) {
         /* the runtime's frames that hold the thread (its signal handler, its wait): one [GC pause]
-         * under the code the collection stopped */
+         * under the code the collection stopped; a wait in another library's code (a socket's, a
+         * file's, called from managed code) is the thread's own: the collection holds no thread
+         * there */
         memmove(&st.funcs[1], &st.funcs[managed_at], (st.m - managed_at) * sizeof st.funcs[0]);
         memmove(&st.names[1], &st.names[managed_at], (st.m - managed_at) * sizeof st.names[0]);
         st.m -= managed_at - 1;
