@@ -29,7 +29,7 @@
 
 /* No walk through the kernel's signal frame here (its trampoline is the
  * vDSO's, which the tables do not index): a stack interrupted by a signal ends
- * at the handler's frames, marked (x86_64's arch_unwind.h). */
+ * at the handler's frames (x86_64's arch_unwind.h; docs/sampling.md). */
 #define ARCH_SIGFRAME 0
 #define ARCH_SIGFRAME_FP 0
 #define ARCH_SIGFRAME_SP 0
