@@ -79,17 +79,24 @@ TEST(report_samples_counted_once) {
     ASSERT(seen);
     return 0;
 }
+/* `dnprof report` of write_sampled's trace (named by tag) into buf: 0, or -1
+ * when the trace could not be written. */
+static int sampled_report(const char *tag, char *buf, size_t cap) {
+    char path[256], args[512];
+    snprintf(path, sizeof path, "/tmp/dnprof-field-%s-%d.trace", tag, (int)getpid());
+    if (write_sampled(path) != 0)
+        return -1;
+    snprintf(args, sizeof args, "report '%s'", path);
+    run_dnprof(args, buf, cap);
+    unlink(path);
+    return 0;
+}
+
 /* Times in three significant digits with their zeros: G's 6 samples at 10 ms
  * are "60.0 ms" beside "100 ms" and "40.0 ms", not "60 ms" beside "45.4 ms". */
 TEST(report_times_three_digits) {
-    char path[256];
-    snprintf(path, sizeof path, "/tmp/dnprof-field-digits-%d.trace", (int)getpid());
-    ASSERT_EQ(write_sampled(path), 0);
-    char args[512];
-    snprintf(args, sizeof args, "report '%s'", path);
     static char buf[1 << 16];
-    run_dnprof(args, buf, sizeof buf);
-    unlink(path);
+    ASSERT_EQ(sampled_report("digits", buf, sizeof buf), 0);
     int ok = strstr(buf, "60.0 ms") && strstr(buf, "40.0 ms") && strstr(buf, "100 ms") && !strstr(buf, " 60 ms");
     if (!ok)
         fprintf(stderr, "%s", buf);
@@ -100,14 +107,8 @@ TEST(report_times_three_digits) {
 /* The table by self time lists only what has self time: Run, all of whose
  * samples are in F and G, is in the table by total only. */
 TEST(report_self_table_without_zero_rows) {
-    char path[256];
-    snprintf(path, sizeof path, "/tmp/dnprof-field-self-%d.trace", (int)getpid());
-    ASSERT_EQ(write_sampled(path), 0);
-    char args[512];
-    snprintf(args, sizeof args, "report '%s'", path);
     static char buf[1 << 16];
-    run_dnprof(args, buf, sizeof buf);
-    unlink(path);
+    ASSERT_EQ(sampled_report("self", buf, sizeof buf), 0);
     char *self = strstr(buf, "top functions by self time"), *total = self ? strstr(self, "top functions by total") : NULL;
     ASSERT_NE(total, NULL);
     *total = 0;

@@ -33,6 +33,14 @@ static char *run(const char *args, const char *path) {
 }
 
 /* The JSON a report printed, parsed; NULL having said why. */
+/* ok, having shown text when it is not; text freed. */
+static int said(char *text, int ok) {
+    if (!ok)
+        fprintf(stderr, "%s\n", text);
+    free(text);
+    return ok;
+}
+
 static jv *run_json(const char *args, const char *path) {
     char *json = run(args, path);
     if (!json)
@@ -105,10 +113,7 @@ TEST(report_gc_percentiles_and_missing) {
     ASSERT_NE(text, NULL);
     int ok = strstr(text, "1 collection without a pause") && strstr(text, "without the heap before") &&
              strstr(text, "small-object allocation");
-    if (!ok)
-        fprintf(stderr, "%s\n", text);
-    free(text);
-    ASSERT(ok);
+    ASSERT(said(text, ok));
     unlink(path);
     return 0;
 }
@@ -144,10 +149,7 @@ TEST(report_gc_raised) {
     int ok = strstr(text, "induced (asked gen 0)") &&
              strstr(text, "#2: gen 0 asked, gen 1 collected: gen1's allocation budget was used up; low card "
                           "efficiency") && strstr(text, "1 induced collection collected an older generation");
-    if (!ok)
-        fprintf(stderr, "%s\n", text);
-    free(text);
-    ASSERT(ok);
+    ASSERT(said(text, ok));
     unlink(path);
     return 0;
 }
@@ -171,10 +173,7 @@ TEST(report_threadpool_starvation) {
     ASSERT_NE(text, NULL);
     int ok = strstr(text, "2 thread injections because the pool was starved") && strstr(text, "workers now 5") &&
              strstr(text, "--sample=wall");
-    if (!ok)
-        fprintf(stderr, "%s\n", text);
-    free(text);
-    ASSERT(ok);
+    ASSERT(said(text, ok));
     unlink(path);
     return 0;
 }
@@ -201,20 +200,14 @@ TEST(report_threadpool_saturated_by_wait) {
     ASSERT_NE(text, NULL);
     int ok = strstr(text, "work waited in its queue only briefly: about 1.23 ms an item") &&
              !strstr(text, "its threads were all busy");
-    if (!ok)
-        fprintf(stderr, "%s\n", text);
-    free(text);
-    ASSERT(ok);
+    ASSERT(said(text, ok));
     /* 24 sleeps of 300 ms on 3 threads: 90 items waiting over 4 s, 28 completed: 3.2 s an item */
     static const uint64_t held[][3] = {{3, 24, 7}, {3, 24, 7}, {3, 22, 7}, {3, 20, 7}};
     text = pool_report(path, held, 4);
     ASSERT_NE(text, NULL);
     ok = strstr(text, "but work waited in the pool's queue in 4 of 4 seconds, 24 items at most, about 3.21 s an item") &&
          strstr(text, "its threads were all busy");
-    if (!ok)
-        fprintf(stderr, "%s\n", text);
-    free(text);
-    ASSERT(ok);
+    ASSERT(said(text, ok));
     unlink(path);
     return 0;
 }
