@@ -95,6 +95,17 @@ typedef struct async_state {
 extern async_state async_g;
 #define A async_g
 
+/* CoreLib's type named name (Namespace.Name), or nested in enclosing by its
+ * simple name; 0 if none (async_corelib.c). */
+mdTypeDef async_corelib_type(const char *name, mdTypeDef enclosing);
+/* The tokens of what a chain is made of into A, from the cache file of this
+ * CoreLib build or its metadata (A.md): 0, or -1 (said why). *i32: System.Int32's
+ * TypeDef. Under A.mu. */
+int async_corelib_facts(mdTypeDef *i32);
+/* Whether CoreLib's method tok is known not to be named MoveNext, without its
+ * metadata: 1; 0 when it is or when the list is not known. */
+int async_corelib_not_move(mdMethodDef tok);
+
 /* The offset of field name in class cls (its own fields), 0 if none (async.c). */
 uint32_t async_field_off(ClassID cls, const char *name);
 /* A box's state machine: its MoveNext, its name, whether it is an async Main's;

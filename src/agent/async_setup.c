@@ -14,32 +14,6 @@
 
 /* ---- CoreLib's types ---- */
 
-/* A type of CoreLib by its full name (Namespace.Name), or nested in
- * enclosing by its simple name. */
-static mdTypeDef find_type(const char *name, mdTypeDef enclosing) {
-    const char *dot = enclosing ? NULL : strrchr(name, '.');
-    char ns[128];
-    size_t n = dot ? (size_t)(dot - name) : 0;
-    if (n >= sizeof ns)
-        return 0;
-    memcpy(ns, name, n);
-    ns[n] = 0;
-    return dnp_md_find_type(&A.md, ns, dot ? dot + 1 : name, enclosing);
-}
-
-/* The MoveNext of td with nparams parameters, 0 if none. */
-static mdMethodDef find_move_next(mdTypeDef td, unsigned nparams) {
-    uint32_t ms[8];
-    unsigned got = dnp_md_methods_named(&A.md, td, "MoveNext", ms, 8);
-    for (unsigned i = 0; i < got; i++) {
-        uint32_t nsig = 0;
-        const uint8_t *sig = dnp_md_method_sig(&A.md, ms[i], &nsig);
-        if (sig && nsig >= 2 && sig[1] == nparams)
-            return ms[i];
-    }
-    return 0;
-}
-
 /* The probe's call site signature, a token added to CoreLib's metadata:
  * unmanaged[SuppressGCTransition] void(native int), the convention in a modopt
  * on the return type (ECMA-335 II.23.2.3, IMAGE_CEE_CS_CALLCONV_UNMANAGED). 0
@@ -48,7 +22,7 @@ static mdSignature probe_signature(ModuleID module) {
     mdSignature tok = 0;
     mdTypeDef sgc = 0;
     IUnknown *eu = NULL;
-    if ((sgc = find_type("System.Runtime.CompilerServices.CallConvSuppressGCTransition", 0)) != 0 &&
+    if ((sgc = async_corelib_type("System.Runtime.CompilerServices.CallConvSuppressGCTransition", 0)) != 0 &&
         INFO_CALL(GetModuleMetaData, module, 1 /* ofRead | ofWrite */, &IID_IMetaDataEmit, &eu) == S_OK && eu) {
         IMetaDataEmit *emit = (IMetaDataEmit *)eu;
         uint8_t sig[16];
@@ -89,54 +63,20 @@ static int corelib_setup(ModuleID module) {
         agent_say("async stacks: CoreLib's metadata could not be read in place; sampled stacks stay physical");
         return 0;
     }
-    mdTypeDef atmb = find_type("System.Runtime.CompilerServices.AsyncTaskMethodBuilder`1", 0);
-    A.box_td = atmb ? find_type("AsyncStateMachineBox`1", atmb) : 0;
-    A.task_td = find_type("System.Threading.Tasks.Task", 0);
-    A.delegate_td = find_type("System.Delegate", 0);
-    if (!A.box_td || !A.task_td || !A.delegate_td) {
-        agent_say("async stacks: this runtime's CoreLib has no AsyncStateMachineBox; sampled stacks stay physical");
-        return 0;
-    }
-    /* the rest is optional: a chain ends where it meets what is missing */
-    mdTypeDef pool = find_type("System.Runtime.CompilerServices.PoolingAsyncValueTaskMethodBuilder`1", 0);
-    if (pool) {
-        A.pbox_td = find_type("StateMachineBox`1", pool);
-        A.pbox_base_td = find_type("StateMachineBox", pool);
-    }
-    A.atc_td = find_type("System.Threading.Tasks.AwaitTaskContinuation", 0);
-    mdTypeDef core = find_type("System.Runtime.CompilerServices.AsyncMethodBuilderCore", 0);
-    A.wrapper_td = core ? find_type("ContinuationWrapper", core) : 0;
-    A.mrvtsc_td = find_type("System.Threading.Tasks.Sources.ManualResetValueTaskSourceCore`1", 0);
+    mdTypeDef i32 = 0;
+    if (async_corelib_facts(&i32) != 0)
+        return 0; /* said why */
     /* a pooled box's awaiter: _valueTaskSource._continuationState, the second
      * within the struct whatever TResult is (its references come first): read
      * for ManualResetValueTaskSourceCore<int> (not from a hook: it loads the type) */
-    mdTypeDef i32 = A.mrvtsc_td ? find_type("System.Int32", 0) : 0;
     ClassID i32c = 0, vtsc = 0;
-    if (i32 && INFO_CALL(GetClassFromToken, module, i32, &i32c) == S_OK &&
+    if (i32 && A.mrvtsc_td && INFO_CALL(GetClassFromToken, module, i32, &i32c) == S_OK &&
         INFO_CALL(GetClassFromTokenAndTypeArgs, module, A.mrvtsc_td, 1, &i32c, &vtsc) == S_OK)
         A.vts_state_off = async_field_off(vtsc, "_continuationState");
-    /* the methods between a box's MoveNext and its state machine's */
-    mdTypeDef ec = find_type("System.Threading.ExecutionContext", 0);
-    const struct {
-        mdTypeDef td;
-        const char *name;
-    } plumbing[] = {{ec, "RunInternal"},
-                    {ec, "RunFromThreadPoolDispatchLoop"},
-                    {A.box_td, "ExecutionContextCallback"},
-                    {A.pbox_td, "ExecutionContextCallback"}};
-    unsigned k = 0;
-    for (unsigned i = 0; i < sizeof plumbing / sizeof plumbing[0] && k < PLUMB_TOKENS; i++)
-        if (plumbing[i].td)
-            k += dnp_md_methods_named(&A.md, plumbing[i].td, plumbing[i].name, A.plumb_tok + k,
-                                      k + 2 <= PLUMB_TOKENS ? 2 : PLUMB_TOKENS - k);
     /* the probe's signature is made at the first resume compiled (async_jit_started): CoreLib's
      * metadata opened for writing costs about 18 ms, which a program that never awaits should not pay */
-    A.box_move = find_move_next(A.box_td, 1); /* MoveNext(Thread): the others call it */
-    A.pbox_move = A.pbox_td ? find_move_next(A.pbox_td, 0) : 0;
-    A.corelib_ready = A.box_move ? 1 : -1;
-    if (!A.box_move)
-        agent_say("async stacks: no AsyncStateMachineBox.MoveNext(Thread) in this runtime; sampled stacks stay physical");
-    return A.corelib_ready > 0;
+    A.corelib_ready = 1;
+    return 1;
 }
 
 /* ---- state machines: their MoveNext, found when it is compiled ----
@@ -225,7 +165,8 @@ void async_module_unloading(ModuleID module) {
 /* Notes fid if it is a state machine's MoveNext; whether it is. Not in a hook. */
 static int machine_note(FunctionID fid, ModuleID module, mdToken tok) {
     dnp_md md;
-    if (!fid || !module || !tok || module_md(module, &md) != 0 || !dnp_md_method_is(&md, tok, "MoveNext"))
+    if (!fid || !module || !tok || (module == A.corelib && A.corelib_ready > 0 && async_corelib_not_move(tok)) ||
+        module_md(module, &md) != 0 || !dnp_md_method_is(&md, tok, "MoveNext"))
         return 0;
     mdTypeDef td = dnp_md_method_owner(&md, tok);
     if (!td)

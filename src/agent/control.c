@@ -135,7 +135,7 @@ static void do_detach(int fd) {
     /* Everything recorded so far goes to the file now: a detach that the
      * runtime takes long to complete loses nothing. The sampler calls the
      * runtime: it stops first. */
-    agent_stop_background(); /* the last window, then the sampler (Shutdown may be doing it too) */
+    agent_stop_background(0); /* the last window, then the sampler (Shutdown may be doing it too) */
     ep_stop();
     rejit_finish(1); /* --trace: the methods reverted, what they counted written */
     recorder_flush_all();

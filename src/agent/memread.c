@@ -30,7 +30,7 @@ __attribute__((constructor)) static void memread_init(void) {
     pthread_atfork(NULL, NULL, forked_child);
 }
 
-static long self_pid(void) {
+long memread_self_pid(void) {
     long pid = atomic_load_explicit(&g_pid, memory_order_relaxed);
     if (!pid) {
         pid = (long)syscall(SYS_getpid);
@@ -58,7 +58,7 @@ static int mem_fd(void) {
 ssize_t memread(uint64_t addr, void *out, size_t len) {
     if (!atomic_load_explicit(&g_no_vm_readv, memory_order_relaxed)) {
         struct iovec local = {out, len}, remote = {(void *)(uintptr_t)addr, len};
-        long n = syscall(SYS_process_vm_readv, self_pid(), &local, 1L, &remote, 1L, 0L);
+        long n = syscall(SYS_process_vm_readv, memread_self_pid(), &local, 1L, &remote, 1L, 0L);
         if (n >= 0 || errno != ENOSYS)
             return n > 0 ? (ssize_t)n : -1;
         atomic_store_explicit(&g_no_vm_readv, 1, memory_order_relaxed);
@@ -80,7 +80,7 @@ void memread_batch(const uint64_t *addrs, uint32_t n, size_t len, uint8_t *out, 
             local[k] = (struct iovec){out + (size_t)(i + k) * len, len};
             remote[k] = (struct iovec){(void *)(uintptr_t)addrs[i + k], len};
         }
-        long got = syscall(SYS_process_vm_readv, self_pid(), local, (long)m, remote, (long)m, 0L);
+        long got = syscall(SYS_process_vm_readv, memread_self_pid(), local, (long)m, remote, (long)m, 0L);
         if (got < 0 && errno == ENOSYS)
             break; /* one by one below */
         uint32_t whole = got > 0 ? (uint32_t)((size_t)got / len) : 0; /* never splits a piece */

@@ -56,4 +56,7 @@ const void *memread_view_at(uint64_t addr, size_t len);
  * the signal handler. */
 const char *memread_path(void);
 
+/* This process's id, asked of the kernel once (and again in a forked child). */
+long memread_self_pid(void);
+
 #endif

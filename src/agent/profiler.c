@@ -247,11 +247,11 @@ HRESULT cb_Initialize(ICorProfilerCallback *self, IUnknown *pICorProfilerInfoUnk
     return hr;
 }
 
-void agent_stop_background(void) {
+void agent_stop_background(int exiting) {
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&mu);
     windows_stop(); /* the last window, while the sampler still answers */
-    sampler_stop();
+    sampler_stop(exiting);
     pthread_mutex_unlock(&mu);
 }
 
@@ -263,7 +263,7 @@ void agent_finish_on_signal(int sig) {
     rec_note(1, "the program was ended by %s: what the agent held was written before the signal took its course",
              sig == SIGINT ? "SIGINT (Ctrl-C)" : sig == SIGQUIT ? "SIGQUIT" : sig == SIGTERM ? "SIGTERM"
              : sig == SIGHUP ? "SIGHUP" : "a signal");
-    agent_stop_background();
+    agent_stop_background(1);
     calls_shutdown(); /* the trees read racily, as at Shutdown */
     async_shutdown();
     rejit_finish(0);
@@ -276,7 +276,7 @@ HRESULT cb_Shutdown(ICorProfilerCallback *self) {
     ACTIVE();
     if (atomic_exchange(&finishing, 1))
         return S_OK; /* a signal's end wrote everything (stop_signal.c) */
-    agent_stop_background();
+    agent_stop_background(1);
     heap_at_shutdown();
     if (!g_agent.attached)
         control_stop(NULL); /* the run-mode socket (heap snapshots) */

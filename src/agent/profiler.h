@@ -17,8 +17,9 @@ HRESULT agent_create(REFIID riid, void **out);
  * sampler. Both the Shutdown callback and a detach (the control thread) do it
  * first, and they can come at once: an attach whose --duration ends as the
  * program exits. One at a time, so that each thread is joined and its memory
- * freed once; the second finds them stopped. */
-void agent_stop_background(void);
+ * freed once; the second finds them stopped. exiting: the process ends (not a
+ * detach), so memory is left to the exit (sampler_stop). */
+void agent_stop_background(int exiting);
 /* The program ends by a signal (stop_signal.c): what Shutdown writes, written
  * from the agent's own thread while the program's threads run on, with no call
  * into the runtime; the trace is complete. */

@@ -534,6 +534,7 @@ void recorder_set_tick(int (*fn)(void)) {
  * about flush_ms whatever the program did before: that is what a kill -9 loses. */
 static void *flusher_main(void *arg) {
     (void)arg;
+    pthread_setname_np(pthread_self(), "dnprof-writer"); /* named by itself: one prctl, where naming it from here opens /proc/self/task/TID/comm */
     unsigned idle_ms = R.flush_ms < FLUSH_IDLE_MS ? FLUSH_IDLE_MS : R.flush_ms;
     int idle = 0;
     pthread_mutex_lock(&R.stop_mu);
@@ -653,9 +654,7 @@ int recorder_open(recorder_options *opt) {
     atomic_store(&R.idle, 0);
     R.flusher_running = pthread_create(&R.flusher, NULL, flusher_main, NULL) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (R.flusher_running)
-        pthread_setname_np(R.flusher, "dnprof-writer");
-    else
+    if (!R.flusher_running)
         agent_say("cannot start the trace writer thread; events are written when buffers fill");
     return 0;
 }

@@ -27,11 +27,18 @@ sampler_state sampler_s;
 
 static void *sampler_main(void *arg) {
     (void)arg;
+    pthread_setname_np(pthread_self(), "dnprof-sampler"); /* in top, perf and the trace's own thread list; by
+                                                           * itself: one prctl, not /proc/self/task/TID/comm */
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     S.sampler_tid = gettid();
     uint64_t now = sampler_now_ns(), next_scan = 0, next_emit = now + EMIT_MS * 1000000ull, started = now;
+    /* The process timer's signal finds or claims its thread's slot itself (sampler_slot_self): its
+     * first scan, which frees the slots of threads gone, waits a scan's period (a program of a tenth
+     * of a second pays none: BENCHMARKS.md, "The fixed cost, sixth round") */
+    if (S.process_timer)
+        next_scan = now + SCAN_MS * 1000000ull;
     int timed = S.mode == SAMPLER_CPU || (S.mode == SAMPLER_WALL && S.wall_timers); /* signals not sent from here */
     /* timed: each thread's ring (RING samples) drained by a quarter full, within 1-50 ms: 50 ms at 100 Hz,
      * 8 ms at 1 kHz, 1.6 ms at 5 kHz, where the 10 ms of before let a third of the samples fall out of full
@@ -51,14 +58,14 @@ static void *sampler_main(void *arg) {
         if (slow && S.mode != SAMPLER_SUSPEND)
             sampler_find_stacks(); /* first: until a thread's stack is known, each of its samples reads
                                     * through a system call per frame (about 50 each) */
+        if (S.mode == SAMPLER_CPU && !noted && (S.perf || S.process_timer)) {
+            noted = 1;
+            rec_note(0, "cpu sampling by %s", S.process_timer ? (S.process_timer_auto ? "one POSIX timer on the process's CPU time (the default at this rate; " DNP_ENV_SAMPLE_TIMERS "=0 for perf events), its signal taken by the thread that ran: tick-grained" : "one POSIX timer on the process's CPU time (" DNP_ENV_SAMPLE_TIMERS "=process), its signal taken by the thread that ran: tick-grained") : S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or " DNP_ENV_SAMPLE_TIMERS "=1): tick-grained");
+        }
         int scanned = 0;
         if (S.mode != SAMPLER_SUSPEND && (now >= next_scan || atomic_exchange(&S.rescan, 0))) {
             sampler_scan_threads();
             scanned = 1;
-            if (S.mode == SAMPLER_CPU && !noted && (S.perf || S.process_timer)) {
-                noted = 1;
-                rec_note(0, "cpu sampling by %s", S.process_timer ? (S.process_timer_auto ? "one POSIX timer on the process's CPU time (the default at this rate; " DNP_ENV_SAMPLE_TIMERS "=0 for perf events), its signal taken by the thread that ran: tick-grained" : "one POSIX timer on the process's CPU time (" DNP_ENV_SAMPLE_TIMERS "=process), its signal taken by the thread that ran: tick-grained") : S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or " DNP_ENV_SAMPLE_TIMERS "=1): tick-grained");
-            }
             next_scan = now + SCAN_MS * 1000000ull;
         }
         /* perf events give way to a timer in a program that switches threads often: looked at every
@@ -133,7 +140,8 @@ void sampler_checkpoint(unsigned wait_ms) {
 
 void sampler_thread_started(uint32_t os) {
     if (!S.thread_running || S.mode == SAMPLER_SUSPEND || (int)os != gettid() || !sampler_thread_here((int)os))
-        atomic_store_explicit(&S.rescan, 1, memory_order_relaxed);
+        if (!S.process_timer) /* whose signal claims the thread's slot itself: no scan asked */
+            atomic_store_explicit(&S.rescan, 1, memory_order_relaxed);
 }
 
 void sampler_code_unloaded(void) {
@@ -154,35 +162,70 @@ void sampler_configure(const agent_config *cfg, uint32_t *mask, uint32_t *mask_h
     sampler_runtime_configure(cfg, mask, mask_high);
 }
 
+/* The tables of fixed size, zero at first, in one mapping whose pages the
+ * kernel gives as they are first touched: a run that takes few samples
+ * touches few of them. (calloc cleared the small ones page by page, a fault
+ * each in this guest, and mapped and unmapped the large ones one by one:
+ * BENCHMARKS.md, "The fixed cost, sixth round".) The two indexes grow, so
+ * they are the allocator's. */
+static void *g_tables;
+static size_t g_tables_len;
+
+static int tables_map(void) {
+    size_t o = 0, o_nodes, o_dirty, o_cache, o_fds, o_named, o_due, o_frameless, o_patch, o_slots, o_rings;
+#define PLACE(at, bytes) (at = o, o += ((size_t)(bytes) + 4095) & ~(size_t)4095)
+    PLACE(o_slots, MAX_SLOTS * sizeof(sslot));
+    PLACE(o_rings, (size_t)MAX_SLOTS * RING * sizeof(srec));
+    PLACE(o_nodes, MAX_NODES * sizeof *S.nodes);
+    PLACE(o_dirty, MAX_NODES * sizeof *S.dirty);
+    PLACE(o_cache, IP_CACHE / 2 * sizeof *S.cache);
+    PLACE(o_fds, MAX_FDS * sizeof *S.fd_slot);
+    PLACE(o_named, NAMED_MAX * sizeof *S.named);
+    PLACE(o_due, NAMED_MAX / 2 * sizeof *S.named_due);
+    PLACE(o_frameless, FRAMELESS * sizeof *S.frameless);
+    PLACE(o_patch, FRAMELESS * sizeof *S.patchpoints);
+#undef PLACE
+    void *p = mmap(NULL, o, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    char *b = p;
+    g_tables = p;
+    g_tables_len = o;
+    S.slots = (sslot *)(void *)(b + o_slots);
+    S.rings = (srec *)(void *)(b + o_rings);
+    S.nodes = (anode *)(void *)(b + o_nodes);
+    S.dirty = (uint32_t *)(void *)(b + o_dirty);
+    S.cache = (ipent *)(void *)(b + o_cache);
+    S.fd_slot = (sslot **)(void *)(b + o_fds);
+    S.named = (named *)(void *)(b + o_named);
+    S.named_due = (uint16_t *)(void *)(b + o_due);
+    S.frameless = (_Atomic uint64_t *)(void *)(b + o_frameless);
+    S.patchpoints = (_Atomic uint64_t *)(void *)(b + o_patch);
+    return 0;
+}
+
 static void release_memory(void) {
-    free(S.nodes);
     free(S.hash);
-    free(S.dirty);
-    free(S.named);
-    free(S.cache);
     free(S.cache_ix);
-    S.cache_ix = NULL;
-    free((void *)S.frameless);
-    S.frameless = NULL;
-    free((void *)S.patchpoints);
-    S.patchpoints = NULL;
-    free(S.fd_slot);
-    S.fd_slot = NULL;
+    S.hash = S.cache_ix = NULL;
     free(S.exec);
     S.exec = NULL;
     S.nexec = S.capexec = 0;
     for (unsigned i = 0; S.slots && i < S.nslots; i++)
         free(S.slots[i].pause);
-    if (S.slots)
-        munmap(S.slots, MAX_SLOTS * sizeof(sslot));
-    if (S.rings)
-        munmap(S.rings, (size_t)MAX_SLOTS * RING * sizeof(srec));
+    if (g_tables)
+        munmap(g_tables, g_tables_len);
+    g_tables = NULL;
+    S.slots = NULL;
     S.rings = NULL;
     S.nodes = NULL;
-    S.hash = S.dirty = NULL;
-    S.named = NULL;
+    S.dirty = NULL;
     S.cache = NULL;
-    S.slots = NULL;
+    S.fd_slot = NULL;
+    S.named = NULL;
+    S.named_due = NULL;
+    S.frameless = NULL;
+    S.patchpoints = NULL;
 }
 
 /* Which clock signals the threads (DNP_ENV_SAMPLE_TIMERS), and wall mode's turns. */
@@ -250,32 +293,18 @@ int sampler_start(const agent_config *cfg) {
         agent_say("--sample=suspend needs ICorProfilerInfo10 (.NET Core 3.0 or later); no samples");
         return -1;
     }
-    S.nodes = calloc(MAX_NODES, sizeof *S.nodes);
     S.hash = calloc(HASH_FIRST, sizeof *S.hash);
     S.hash_cap = HASH_FIRST;
-    S.dirty = calloc(MAX_NODES, sizeof *S.dirty);
-    S.cache = calloc(IP_CACHE / 2, sizeof *S.cache);
     S.cache_ix = calloc(HASH_FIRST, sizeof *S.cache_ix);
     S.cache_cap = HASH_FIRST;
     S.ncache = 0;
-    S.fd_slot = calloc(MAX_FDS, sizeof *S.fd_slot);
-    S.named = calloc(NAMED_MAX, sizeof *S.named);
-    S.frameless = calloc(FRAMELESS, sizeof *S.frameless);
-    S.patchpoints = calloc(FRAMELESS, sizeof *S.patchpoints);
     S.frameless_found = 0;
     atomic_store(&S.frameless_learned, 0);
     atomic_store(&S.misdirected, 0);
     S.ptimer_used = 0;
-    S.nnamed = 0;
+    S.nnamed = S.nnamed_due = 0;
     timers_configure(cfg);
-    void *slots = mmap(NULL, MAX_SLOTS * sizeof(sslot), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    S.slots = slots == MAP_FAILED ? NULL : slots;
-    void *rings = mmap(NULL, (size_t)MAX_SLOTS * RING * sizeof(srec), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    S.rings = rings == MAP_FAILED ? NULL : rings;
-    if (!S.nodes || !S.hash || !S.dirty || !S.cache || !S.cache_ix || !S.slots || !S.rings || !S.fd_slot ||
-        !S.named || !S.frameless || !S.patchpoints) {
+    if (!S.hash || !S.cache_ix || tables_map() != 0) {
         release_memory();
         agent_say("no memory for the sampler's trees; no samples");
         return -1;
@@ -316,13 +345,12 @@ int sampler_start(const agent_config *cfg) {
         return -1;
     }
     S.thread_running = 1;
-    pthread_setname_np(S.thread, "dnprof-sampler"); /* in top, perf and the trace's own thread list */
     if (S.walk)
         sampler_window_join();
     return 0;
 }
 
-void sampler_stop(void) {
+void sampler_stop(int exiting) {
     if (!S.thread_running)
         return;
     pthread_mutex_lock(&S.stop_mu);
@@ -341,7 +369,8 @@ void sampler_stop(void) {
     sampler_drain(); /* what is left in the rings: nothing writes them now */
     sampler_pause_settle_all();
     if (!S.walk) {
-        release_memory();
+        if (!exiting)
+            release_memory();
         memread_mapping_close();
         return;
     }
@@ -377,6 +406,8 @@ void sampler_stop(void) {
                  (unsigned long long)S.wall_again, (unsigned long long)S.wall_remote,
                  (unsigned long long)S.wall_unwalked, (unsigned long long)S.wall_probes);
     rec_note(0, "sampler memory reads: %s", memread_path());
+    if (exiting)
+        return;
     release_memory();
     symbols_release();
     unwind_release();

@@ -73,8 +73,11 @@ uint64_t sampler_jit_now(int tid);
 int sampler_saved_fp(const uint64_t *words, uint32_t nw, uint64_t sp, uint64_t limit, int safe, uint64_t *fp);
 
 /* Stops sampling: no timer, no signal left pending, every tree written. Safe to
- * call twice and when it never started. */
-void sampler_stop(void);
+ * call twice and when it never started. exiting: the process ends (Shutdown, a
+ * signal's end), so the sampler's memory, mappings and tables are left to the
+ * exit rather than unmapped one by one (each unmap of a multi-threaded process
+ * interrupts its other CPUs); a detach frees them (the library is unloaded). */
+void sampler_stop(int exiting);
 
 /* Has the sampler thread write every tree that changed now, as it does at
  * intervals, and waits for it at most wait_ms: the samples so far survive an

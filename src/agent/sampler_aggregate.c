@@ -127,18 +127,21 @@ static void name_sampled(uint32_t tid) {
         name_write(t);
         return;
     }
-    t->sampled = 1;
+    if (!t->sampled && S.nnamed_due < NAMED_MAX / 2) { /* at most nnamed entries, NAMED_MAX / 2 */
+        t->sampled = 1;
+        S.named_due[S.nnamed_due++] = (uint16_t)h;
+    }
 }
 
 /* Threads sampled since the last emit: their names again (threads rename
  * themselves: the runtime's thread pool, Thread.Name). */
 static void names_refresh(void) {
-    for (uint32_t i = 0; S.named && i < NAMED_MAX; i++) {
-        if (S.named[i].tid && S.named[i].sampled) {
-            S.named[i].sampled = 0;
-            name_write(&S.named[i]);
-        }
+    for (uint32_t k = 0; S.named && k < S.nnamed_due; k++) {
+        named *t = &S.named[S.named_due[k]];
+        t->sampled = 0;
+        name_write(t);
     }
+    S.nnamed_due = 0;
 }
 
 uint32_t sampler_aggregate(uint32_t tid, const uint64_t *funcs, const uint32_t *names, uint32_t n, uint32_t w) {

@@ -33,7 +33,7 @@
 #define REMOTE_MAX (512u << 10)  /* and at most, when its frames go on above the first copy */
 #define MAX_NODES (1u << 18)   /* nodes of all trees together */
 #define NODE_HASH (1u << 19)
-#define HASH_FIRST 4096u  /* the node and address indexes' first size */
+#define HASH_FIRST 1024u  /* the node and address indexes' first size: a page each, grown by doubling */
 #define IP_CACHE (1u << 16)
 #define NAMED_MAX 8192u        /* threads whose OS name is written (a table, never shrunk) */
 #define SCAN_MS 100            /* how often new threads are looked for */
@@ -221,6 +221,8 @@ typedef struct sampler_state {
     uint32_t ndirty;
     named *named; /* NAMED_MAX, by tid */
     uint32_t nnamed;
+    uint16_t *named_due; /* NAMED_MAX / 2: the entries sampled since the last emit (names_refresh) */
+    uint32_t nnamed_due;
 
     /* Return addresses after which the code keeps no frame (a Tier1 wrapper:
      * push rax; call; add rsp, 8; ret), so the chain skips its caller: the

@@ -150,7 +150,9 @@ static int stack_bounds(uint64_t *lo, uint64_t *hi) {
 
 int sampler_thread_here(int tid) {
     uint64_t lo = 0, hi = 0;
-    if (!stack_bounds(&lo, &hi))
+    /* the main thread's bounds the thread library reads from /proc/self/maps, a dozen system calls
+     * in a .NET process: found from its first sample instead, if it has one */
+    if (tid == memread_self_pid() || !stack_bounds(&lo, &hi))
         lo = hi = 0; /* found from its first sample's stack pointer (sampler_find_stacks) */
     sampler_arm_lock();
     sslot *s = NULL;

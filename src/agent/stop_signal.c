@@ -43,6 +43,7 @@ static pid_t installed_pid;
 
 static void *stopper_main(void *arg) {
     (void)arg;
+    pthread_setname_np(pthread_self(), "dnprof-stop"); /* named by itself: one prctl, where naming it from here opens /proc/self/task/TID/comm */
     unsigned char sig = 0;
     ssize_t n;
     while ((n = read(wake_fds[0], &sig, 1)) < 0 && errno == EINTR) {
@@ -103,7 +104,6 @@ int stop_signal_install(void) {
         return -1;
     }
     pthread_detach(th);
-    pthread_setname_np(th, "dnprof-stop");
     installed_pid = getpid();
     for (int i = 0; i < NSTOP; i++) {
         struct sigaction now;

@@ -111,6 +111,14 @@ int unw_cache_load(const unw_lib *l, const struct stat *dbg, unw_lib *out);
 void unw_cache_store(const unw_lib *l, const struct stat *dbg, const unw_lib *t);
 /* How many tables came from the cache. */
 uint32_t unwind_cached(void);
+
+/* Small files of the same directory, read whole and written whole (aside, then
+ * renamed): what async stacks learn of a CoreLib build, by its MVID
+ * (async_setup.c). name: a file name, put after the agent's build ID. Read:
+ * its length (at most cap bytes), or -1 (none, not ours, too long, no
+ * directory). Any thread. */
+long cache_file_read(const char *name, void *buf, size_t cap);
+void cache_file_write(const char *name, const void *buf, size_t len);
 /* The GNU build ID among a loaded object's notes, into out: its length, 0 none. */
 struct dl_phdr_info;
 size_t unw_note_build_id(const struct dl_phdr_info *info, uint8_t *out, size_t cap);

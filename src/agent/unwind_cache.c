@@ -35,6 +35,7 @@
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -217,7 +218,8 @@ static void prune(void) {
         size_t n = strlen(de->d_name);
         int tmp = n > 4 && !strcmp(de->d_name + n - 4, ".tmp"), ours = !strncmp(de->d_name, g_agent, 16);
         struct stat st;
-        if ((!tmp && (n < 7 || strcmp(de->d_name + n - 7, ".unwind"))) ||
+        int small = n > 6 && !strcmp(de->d_name + n - 6, ".async");
+        if ((!tmp && !small && (n < 7 || strcmp(de->d_name + n - 7, ".unwind"))) ||
             fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
             st.st_uid != geteuid())
             continue;
@@ -255,4 +257,42 @@ void unw_cache_store(const unw_lib *l, const struct stat *dbg, const unw_lib *t)
     static int pruned; /* once a process, and once a day (prune_due) */
     if (!pruned++ && prune_due())
         prune();
+}
+
+/* ---- small files: what async stacks learn of a CoreLib build ---- */
+
+static int small_path(const char *name, char *out, size_t cap) {
+    int n = g_dir[0] ? snprintf(out, cap, "%s/%s-%s", g_dir, g_agent, name) : -1;
+    return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+long cache_file_read(const char *name, void *buf, size_t cap) {
+    char path[4200];
+    if (small_path(name, path, sizeof path) != 0)
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    long n = fstat(fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 022) && S_ISREG(st.st_mode) &&
+                     (uint64_t)st.st_size <= cap
+                 ? (long)pread(fd, buf, (size_t)st.st_size, 0)
+                 : -1;
+    close(fd);
+    return n == (long)st.st_size ? n : -1;
+}
+
+void cache_file_write(const char *name, const void *buf, size_t len) {
+    char path[4200], tmp[4300];
+    if (small_path(name, path, sizeof path) != 0 || make_dirs(g_dir) != 0)
+        return;
+    static atomic_uint serial; /* two threads of a process may write at once */
+    snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(), atomic_fetch_add(&serial, 1));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    int ok = dnp_write_all(fd, buf, len) == 0;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0)
+        unlink(tmp);
 }

@@ -210,6 +210,9 @@ int dnp_md_open_root(dnp_md *md, const uint8_t *root, size_t size, char *err, si
         } else if (!strcmp(name, "#Blob")) {
             md->blob = root + off;
             md->nblob = len;
+        } else if (!strcmp(name, "#GUID")) {
+            md->guids = root + off;
+            md->nguids = len;
         }
     }
     if (!tables)
@@ -307,6 +310,14 @@ static int string_is(const dnp_md *md, uint32_t i, const char *s) {
 static uint32_t row_of(const dnp_md *md, uint32_t tok, unsigned t) {
     uint32_t r = tok & 0x00ffffffu;
     return tok >> 24 == t && r && r <= md->rows[t] ? r : 0;
+}
+
+int dnp_md_mvid(const dnp_md *md, uint8_t mvid[16]) {
+    uint32_t g = cell(md, 0x00, 1, 2); /* Module's row 1: Mvid, an index from 1 into the GUID heap */
+    if (!g || !md->guids || g > md->nguids / 16)
+        return -1;
+    memcpy(mvid, md->guids + 16u * (g - 1), 16);
+    return 0;
 }
 
 const char *dnp_md_type_name(const dnp_md *md, uint32_t td) {

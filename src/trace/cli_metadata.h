@@ -19,8 +19,8 @@
 #define DNP_MD_TABLES 45 /* 0x00 Module .. 0x2C GenericParamConstraint */
 
 typedef struct dnp_md {
-    const uint8_t *strings, *blob;
-    uint32_t nstrings, nblob;
+    const uint8_t *strings, *blob, *guids;
+    uint32_t nstrings, nblob, nguids;
     const uint8_t *table[DNP_MD_TABLES];
     uint32_t rows[DNP_MD_TABLES];
     uint8_t rowsize[DNP_MD_TABLES];
@@ -45,6 +45,10 @@ int dnp_md_open(dnp_md *md, const uint8_t *image, size_t size, int flat, char *e
 
 /* Opens metadata given directly (the "BSJB" root and what follows, size bytes). */
 int dnp_md_open_root(dnp_md *md, const uint8_t *root, size_t size, char *err, size_t cap);
+
+/* The module's version id (its Module row's Mvid, II.22.30): a GUID that every
+ * build of an assembly changes. 0, or -1 when the metadata has none. */
+int dnp_md_mvid(const dnp_md *md, uint8_t mvid[16]);
 
 /* The TypeDef named ns.name (ns "" for none) nested in `enclosing` (0 for a
  * top-level type); 0 when none. */
