@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "recorder.h"
 #include "unwind.h"
 
 #define FACTS_VERSION 1u
@@ -158,11 +159,19 @@ int async_corelib_facts(mdTypeDef *i32) {
     corelib_facts *f = &g_facts;
     uint8_t mvid[16];
     int mvid_ok = dnp_md_mvid(&A.md, mvid) == 0;
-    if (!mvid_ok || facts_load(mvid, f) != 0) {
+    char name[96] = "";
+    if (mvid_ok)
+        facts_name(mvid, name, sizeof name);
+    if (mvid_ok && facts_load(mvid, f) == 0) {
+        rec_note(0, "async stacks: CoreLib's tokens read from the cache (%s)", name);
+    } else {
         memset(f, 0, sizeof *f);
         facts_search(f);
-        if (mvid_ok && f->box_move && f->nmoves <= FACTS_MOVES)
+        int kept = mvid_ok && f->box_move && f->nmoves <= FACTS_MOVES;
+        if (kept)
             facts_store(mvid, f);
+        rec_note(0, "async stacks: CoreLib's tokens found in its metadata%s%s%s", kept ? " (kept in the cache: " : "",
+                 kept ? name : "", kept ? ")" : "");
     }
     if (!f->box_td || !f->task_td || !f->delegate_td) {
         agent_say("async stacks: this runtime's CoreLib has no AsyncStateMachineBox; sampled stacks stay physical");

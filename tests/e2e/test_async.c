@@ -10,6 +10,7 @@
  * burning method itself (the walk lost its caller: no stack to put callers
  * on, docs/sampling.md) is counted apart and may be at most 20%. Every test
  * fails when the agent records nothing. */
+#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,6 +286,76 @@ TEST(e2e_async_off) {
     int clean = !strstr(text, P "Middle (async);" P "Inner (async);" P "Burn");
     free(text);
     ASSERT(clean);
+    return 0;
+}
+
+/* CoreLib's tokens kept between runs by its MVID (async_corelib.c): the
+ * first run finds them in the metadata and writes the file named by the MVID
+ * the program itself reports; the second reads them; a file spoilt in place is
+ * not believed (found again, written again). Each run's chains are whole. */
+static int corelib_run(e2e_run *r, const char *test, const char *said, const char *file) {
+    if (record(r, test, "chain") != 0)
+        return -1;
+    shares s;
+    if (check(r, P "Burn", "[async caller unknown];" P "Outer (async);" P "Middle (async);" P "Inner (async);", &s) != 0)
+        return -1;
+    dnp_trace *t = e2e_load(r->trace);
+    const char *note = t ? e2e_note(t, said) : NULL;
+    int ok = note && strstr(note, file + 1); /* the note names it without the agent's build ID before it */
+    fprintf(stderr, "e2e: %s: %s\n", test, note ? note : "(no note of CoreLib's tokens)");
+    dnp_trace_free(t);
+    return ok ? 0 : -1;
+}
+
+/* The file in dir whose name ends with name (the agent's build ID comes first): its path, or "". */
+static void cache_file_named(const char *dir, const char *name, char *out, size_t cap) {
+    out[0] = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    size_t n = strlen(name);
+    while (d && (e = readdir(d)) != NULL) {
+        size_t m = strlen(e->d_name);
+        if (m > n && strcmp(e->d_name + m - n, name) == 0)
+            snprintf(out, cap, "%s/%s", dir, e->d_name);
+    }
+    if (d)
+        closedir(d);
+}
+
+TEST(e2e_async_corelib_cache) {
+    e2e_run r, c;
+    ASSERT_EQ(e2e_setup(&c, "e2e_async_corelib_cache_dir"), 0); /* a directory that record() does not empty */
+    ASSERT_EQ(e2e_setup(&r, "e2e_async_corelib_cache"), 0);
+    char file[PATH_MAX + 300], name[128];
+    ASSERT_EQ(e2e_run_scenario(&r, "mvid", "threads"), 0); /* the MVID as .NET tells it */
+    char *mvid = e2e_read_file(r.out, NULL);
+    ASSERT(mvid && strlen(mvid) >= 32);
+    mvid[32] = 0;
+    snprintf(name, sizeof name, "-corelib-%s.v1.async", mvid);
+    free(mvid);
+    setenv("DNPROF_UNWIND_CACHE", c.dir, 1);
+    int first = corelib_run(&r, "e2e_async_corelib_cache", "CoreLib's tokens found in its metadata", name);
+    cache_file_named(c.dir, name, file, sizeof file); /* by the agent's build ID and the MVID */
+    int second = first == 0 && file[0] ? corelib_run(&r, "e2e_async_corelib_cache", "CoreLib's tokens read from the cache", name) : -1;
+    /* spoilt in place: a byte of the MVID another build's */
+    int third = -1;
+    size_t len = 0;
+    char *bytes = file[0] ? e2e_read_file(file, &len) : NULL;
+    if (bytes && len > 40) {
+        bytes[12] ^= 0xff;
+        FILE *f = fopen(file, "wb");
+        int written = f && fwrite(bytes, 1, len, f) == len;
+        if (f)
+            fclose(f);
+        if (written)
+            third = corelib_run(&r, "e2e_async_corelib_cache", "CoreLib's tokens found in its metadata", name);
+    }
+    free(bytes);
+    unsetenv("DNPROF_UNWIND_CACHE");
+    ASSERT_EQ(first, 0);
+    ASSERT(file[0]);
+    ASSERT_EQ(second, 0);
+    ASSERT_EQ(third, 0);
     return 0;
 }
 

@@ -28,6 +28,9 @@ public static class Program
             case "exceptions": return Exceptions();
             case "children": return Children();
             case "exitcode": return ExitCode();
+            case "mvid": // CoreLib's module version id, its bytes in hex (the async facts' cache file: docs/async.md)
+                Console.WriteLine(Convert.ToHexString(typeof(object).Module.ModuleVersionId.ToByteArray()).ToLowerInvariant());
+                return 0;
             default:
                 // Scenarios kept in files of their own: a public static class
                 // Scenarios.<Name>Scenario with `public static int Run(string[] args)`,
