@@ -28,6 +28,13 @@ typedef struct dnp_agent {
 extern dnp_agent g_agent;
 
 /* Whether a call to the Info slot of this version may be made. */
+/* The calling thread's id, asked of the kernel once per thread (gettid() is
+ * a system call, 13 us in the VM of BENCHMARKS.md, and the JIT's and the GC's
+ * callbacks asked it at every method and collection). For callbacks and the
+ * agent's threads; not in a signal handler (a dlopen'd library's thread-local
+ * storage may be allocated on its first use in a thread). */
+int agent_tid(void);
+
 #define AGENT_HAS_INFO(name) (g_agent.info_version >= DNP_INFO_VERSION(name))
 #define INFO_CALL(name, ...) (g_agent.info->lpVtbl->name(g_agent.info, __VA_ARGS__))
 

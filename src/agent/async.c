@@ -39,6 +39,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "agent.h"
 #include "arch/arch.h"
@@ -540,16 +541,20 @@ void async_configure(const agent_config *cfg, uint32_t *mask) {
                     "compiled); sampled stacks are physical");
         return;
     }
-    A.chain = calloc(CHAIN_NODES, sizeof *A.chain);
-    A.chain_hash = calloc(CHAIN_HASH, sizeof *A.chain_hash);
-    if (!A.chain || !A.chain_hash || pthread_key_create(&A.key, thread_gone) != 0) {
-        free(A.chain);
-        free((void *)A.chain_hash);
+    /* the trie and its index (6 MiB), in one mapping whose pages come as they are first touched:
+     * one system call, where two callocs were two and the allocator's bookkeeping (never freed) */
+    size_t nodes = (size_t)CHAIN_NODES * sizeof *A.chain, len = nodes + (size_t)CHAIN_HASH * sizeof *A.chain_hash;
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED || pthread_key_create(&A.key, thread_gone) != 0) {
+        if (m != MAP_FAILED)
+            munmap(m, len);
         A.chain = NULL;
         A.chain_hash = NULL;
         agent_say("async stacks: out of memory; sampled stacks stay physical");
         return;
     }
+    A.chain = m;
+    A.chain_hash = (_Atomic uint32_t *)(void *)((char *)m + nodes);
     atomic_store(&A.nchain, 1); /* 0: no chain */
     A.on = 1;
     /* compilations (the resumes' IL, the state machines), inlining and

@@ -69,8 +69,10 @@ static mdMethodDef find_move_next(mdTypeDef td, unsigned nparams) {
     return 0;
 }
 
-/* Everything from the metadata: the searches, then every method's name. */
-static void facts_search(corelib_facts *f) {
+/* Everything from the metadata: the searches, then (moves: for the cache)
+ * every method's name, which costs more than looking at the methods a run
+ * meets, once. */
+static void facts_search(corelib_facts *f, int moves) {
     mdTypeDef atmb = async_corelib_type("System.Runtime.CompilerServices.AsyncTaskMethodBuilder`1", 0);
     f->box_td = atmb ? async_corelib_type("AsyncStateMachineBox`1", atmb) : 0;
     f->task_td = async_corelib_type("System.Threading.Tasks.Task", 0);
@@ -104,8 +106,8 @@ static void facts_search(corelib_facts *f) {
                                       k + 2 <= PLUMB_TOKENS ? 2 : PLUMB_TOKENS - k);
     f->box_move = find_move_next(f->box_td, 1); /* MoveNext(Thread): the others call it */
     f->pbox_move = f->pbox_td ? find_move_next(f->pbox_td, 0) : 0;
-    f->nmoves = 0;
-    for (uint32_t r = 1; r <= A.md.rows[DNP_MD_METHODDEF] && f->nmoves <= FACTS_MOVES; r++) {
+    f->nmoves = moves ? 0 : FACTS_MOVES + 1; /* not known: each method looked at as it comes */
+    for (uint32_t r = 1; moves && r <= A.md.rows[DNP_MD_METHODDEF] && f->nmoves <= FACTS_MOVES; r++) {
         uint32_t tok = (uint32_t)DNP_MD_METHODDEF << 24 | r;
         if (dnp_md_method_is(&A.md, tok, "MoveNext")) {
             if (f->nmoves < FACTS_MOVES)
@@ -166,7 +168,7 @@ int async_corelib_facts(mdTypeDef *i32) {
         rec_note(0, "async stacks: CoreLib's tokens read from the cache (%s)", name);
     } else {
         memset(f, 0, sizeof *f);
-        facts_search(f);
+        facts_search(f, mvid_ok && cache_file_enabled());
         int kept = mvid_ok && f->box_move && f->nmoves <= FACTS_MOVES;
         if (kept)
             facts_store(mvid, f);

@@ -220,6 +220,22 @@ HRESULT agent_start(IUnknown *unk, const agent_config *cfg, int attached) {
     return S_OK;
 }
 
+static __thread int t_tid;
+
+int agent_tid(void) {
+    if (!t_tid)
+        t_tid = (int)gettid();
+    return t_tid;
+}
+
+static void tid_in_child(void) {
+    t_tid = 0; /* the forking thread, the child's only one, has another id there */
+}
+
+__attribute__((constructor)) static void agent_tid_init(void) {
+    pthread_atfork(NULL, NULL, tid_in_child);
+}
+
 /* The process may exit without Shutdown (Environment.Exit paths, a host that
  * skips it): whatever is buffered is written when the library is unloaded or the
  * process exits normally. */

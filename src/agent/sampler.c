@@ -32,7 +32,7 @@ static void *sampler_main(void *arg) {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    S.sampler_tid = gettid();
+    S.sampler_tid = agent_tid();
     uint64_t now = sampler_now_ns(), next_scan = 0, next_emit = now + EMIT_MS * 1000000ull, started = now;
     /* The process timer's signal finds or claims its thread's slot itself (sampler_slot_self): its
      * first scan, which frees the slots of threads gone, waits a scan's period (a program of a tenth
@@ -40,12 +40,14 @@ static void *sampler_main(void *arg) {
     if (S.process_timer)
         next_scan = now + SCAN_MS * 1000000ull;
     int timed = S.mode == SAMPLER_CPU || (S.mode == SAMPLER_WALL && S.wall_timers); /* signals not sent from here */
-    /* timed: each thread's ring (RING samples) drained by a quarter full, within 1-50 ms: 50 ms at 100 Hz,
+    /* timed: each thread's ring (RING samples) drained by a quarter full, within 1-100 ms: 80 ms at 100 Hz,
      * 8 ms at 1 kHz, 1.6 ms at 5 kHz, where the 10 ms of before let a third of the samples fall out of full
-     * rings on a busy machine */
+     * rings on a busy machine. Each wake-up is a timer and a futex, 50-80 us in a VM: the cap of 50 ms
+     * before cost a program 20 of them a second whatever its rate (BENCHMARKS.md, "The fixed cost, sixth
+     * round"); the scan's 100 ms needs no more */
     uint64_t tick = timed ? S.period_ns * RING / 4 : S.period_ns;
     if (timed)
-        tick = tick < 1000000ull ? 1000000ull : tick > 50000000ull ? 50000000ull : tick;
+        tick = tick < 1000000ull ? 1000000ull : tick > 100000000ull ? 100000000ull : tick;
     uint64_t next = now, next_slow = now;
     int noted = 0;
     while (!atomic_load(&S.stop)) {
@@ -126,7 +128,7 @@ static void *sampler_main(void *arg) {
 }
 
 void sampler_checkpoint(unsigned wait_ms) {
-    if (!S.thread_running || !S.walk || S.mode == SAMPLER_SUSPEND || gettid() == S.sampler_tid)
+    if (!S.thread_running || !S.walk || S.mode == SAMPLER_SUSPEND || agent_tid() == S.sampler_tid)
         return;
     unsigned done = atomic_load(&S.checkpoint_done);
     atomic_store(&S.checkpoint_asked, 1);
@@ -139,7 +141,7 @@ void sampler_checkpoint(unsigned wait_ms) {
 }
 
 void sampler_thread_started(uint32_t os) {
-    if (!S.thread_running || S.mode == SAMPLER_SUSPEND || (int)os != gettid() || !sampler_thread_here((int)os))
+    if (!S.thread_running || S.mode == SAMPLER_SUSPEND || (int)os != agent_tid() || !sampler_thread_here((int)os))
         if (!S.process_timer) /* whose signal claims the thread's slot itself: no scan asked */
             atomic_store_explicit(&S.rescan, 1, memory_order_relaxed);
 }

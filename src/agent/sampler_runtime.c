@@ -50,7 +50,7 @@ void sampler_gc_started(int ngens, const int *collected) {
     for (int i = 0; collected && i < ngens && i < 3; i++)
         if (collected[i])
             depth = (uint32_t)i;
-    atomic_store(&sampler_gc_tid, (int)gettid());
+    atomic_store(&sampler_gc_tid, agent_tid());
     atomic_store(&sampler_gc_state, depth + 1);
     atomic_fetch_add(&g_gc_seq, 1);
 }
@@ -78,7 +78,7 @@ void sampler_gc_finished(void) {
 void sampler_suspend_started(int reason) {
     if (atomic_load_explicit(&g_pause_on, memory_order_relaxed) &&
         (reason == COR_PRF_SUSPEND_FOR_GC || reason == COR_PRF_SUSPEND_FOR_GC_PREP))
-        atomic_store(&g_suspender, (int)gettid());
+        atomic_store(&g_suspender, agent_tid());
 }
 
 void sampler_suspend_ended(void) {
@@ -159,7 +159,7 @@ static jit_thread *jit_entry(int tid, int claim) {
 void sampler_jit_started(uint64_t function_id) {
     if (!atomic_load_explicit(&g_jit_on, memory_order_relaxed))
         return;
-    jit_thread *j = jit_entry((int)gettid(), 1);
+    jit_thread *j = jit_entry(agent_tid(), 1);
     if (!j)
         return;
     unsigned d = atomic_load_explicit(&j->depth, memory_order_relaxed);
@@ -171,7 +171,7 @@ void sampler_jit_started(uint64_t function_id) {
 void sampler_jit_finished(void) {
     if (!atomic_load_explicit(&g_jit_on, memory_order_relaxed))
         return;
-    jit_thread *j = jit_entry((int)gettid(), 0);
+    jit_thread *j = jit_entry(agent_tid(), 0);
     unsigned d = j ? atomic_load_explicit(&j->depth, memory_order_relaxed) : 0;
     if (d)
         atomic_store_explicit(&j->depth, d - 1, memory_order_release);

@@ -183,7 +183,7 @@ void sampler_thread_ending(uint64_t id) {
         current != (ThreadID)id)
         return; /* not on the thread that ends (a thread object finalized) */
     sampler_arm_lock(); /* the slots stay while the sampler runs */
-    sslot *s = atomic_load(&S.running) ? slot_of(gettid()) : NULL;
+    sslot *s = atomic_load(&S.running) ? slot_of(agent_tid()) : NULL;
     if (s) {
         atomic_store(&s->ended_ns, sampler_now_ns()); /* wall mode: its last moments (sampler_wall_tail) */
         atomic_store(&s->self, 0);

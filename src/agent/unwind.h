@@ -117,6 +117,7 @@ uint32_t unwind_cached(void);
  * (async_setup.c). name: a file name, put after the agent's build ID. Read:
  * its length (at most cap bytes), or -1 (none, not ours, too long, no
  * directory). Any thread. */
+int cache_file_enabled(void); /* 1: there is a directory that can keep them (made if missing) */
 long cache_file_read(const char *name, void *buf, size_t cap);
 void cache_file_write(const char *name, const void *buf, size_t len);
 /* The GNU build ID among a loaded object's notes, into out: its length, 0 none. */

@@ -261,10 +261,15 @@ void unw_cache_store(const unw_lib *l, const struct stat *dbg, const unw_lib *t)
 
 /* ---- small files: what async stacks learn of a CoreLib build ---- */
 
+int cache_file_enabled(void) {
+    return g_dir[0] && (access(g_dir, W_OK) == 0 || (make_dirs(g_dir) == 0 && access(g_dir, W_OK) == 0));
+}
+
 static int small_path(const char *name, char *out, size_t cap) {
     int n = g_dir[0] ? snprintf(out, cap, "%s/%s-%s", g_dir, g_agent, name) : -1;
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
+
 
 long cache_file_read(const char *name, void *buf, size_t cap) {
     char path[4200];
