@@ -220,8 +220,10 @@ static int writer_start(const char *path) {
     uint64_t t = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
     memcpy(hdr + 8, &v, 4);
     memcpy(hdr + 12, &hs, 4);
+    uint64_t host_pid = g_agent.config.host_pid; /* attached from the host into a container, else 0 */
     memcpy(hdr + 16, &pid, 8);
     memcpy(hdr + 24, &t, 8);
+    memcpy(hdr + 32, &host_pid, 8);
     if (write(H.fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr) {
         int e = errno ? errno : EIO;
         close(H.fd);

@@ -175,6 +175,8 @@ static void report_json(const char *path, const dnp_heapgraph *g, const type_row
     printf(",\"pid\":%" PRIu64 ",\"objects\":%u,\"bytes\":%" PRIu64 ",\"references\":%" PRIu64
            ",\"unresolved_references\":%" PRIu64,
            g->pid, g->n - 1, g->bytes, g->m, g->unresolved);
+    if (g->host_pid)
+        printf(",\"host_pid\":%" PRIu64, g->host_pid);
     printf(",\"roots\":{\"total\":%u,\"stack\":%" PRIu64 ",\"handle\":%" PRIu64
            ",\"finalizer\":%" PRIu64 ",\"other\":%" PRIu64 ",\"non_gc_heap\":%" PRIu64
            ",\"weak\":%" PRIu64 "}",
@@ -199,7 +201,10 @@ static void report_json(const char *path, const dnp_heapgraph *g, const type_row
 static void report_text(const char *path, const dnp_heapgraph *g, const type_row *rows,
                         uint32_t shown, const uint64_t k[5], uint64_t weak) {
     char a[32], b[32], c1[32], d[32];
-    printf("heap snapshot %s: pid %" PRIu64 ", %s objects, %s\n", cli_short_path(path), g->pid,
+    char host[48] = "";
+    if (g->host_pid) /* a container's, taken from the host */
+        snprintf(host, sizeof host, " (pid %" PRIu64 " on the host)", g->host_pid);
+    printf("heap snapshot %s: pid %" PRIu64 "%s, %s objects, %s\n", cli_short_path(path), g->pid, host,
            cli_fmt_count(g->n - 1, a), cli_fmt_bytes(g->bytes, b));
     printf("roots: %s (stack %s, handle %s, finalizer %s, other %s; %s weak), %s dependent "
            "handles, %s objects of the non-GC heap\n",

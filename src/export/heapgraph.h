@@ -32,6 +32,7 @@ typedef struct dnp_heap_static {
 
 typedef struct dnp_heapgraph {
     uint64_t pid, start_real_ns;
+    uint64_t host_pid; /* the pid on the host when taken from there into a container (version 4), else 0 */
     uint64_t file_bytes;
     /* what the agent's END record said */
     uint64_t gc_ns, pause_ns, walk_ns;

@@ -98,6 +98,7 @@ enum { PASS_END, PASS_OBJECTS, PASS_REFS };
 typedef struct loader {
     reader r;
     dnp_heapgraph *g;
+    uint32_t header_size; /* where the first chunk starts */
     int pass;
     end_info end;
     /* pass OBJECTS */
@@ -455,7 +456,7 @@ static int pass(loader *L, int which) {
     L->prev_obj = L->prev_root = L->prev_key = 0;
     L->left = 0;
     L->cur_node = 0;
-    if (seek_to(&L->r, DNP_HEAP_HEADER_SIZE) < 0)
+    if (seek_to(&L->r, L->header_size) < 0)
         return -1;
     const uint8_t *data = NULL;
     uint32_t len = 0;
@@ -468,10 +469,11 @@ static int pass(loader *L, int which) {
     return rc;
 }
 
-/* The header: magic and version, pid and start. */
+/* The header: magic and version, pid and start; from version 4 its size and
+ * the host's pid. */
 static int read_header(loader *L) {
     reader *r = &L->r;
-    uint8_t hdr[DNP_HEAP_HEADER_SIZE];
+    uint8_t hdr[DNP_HEAP_HEADER_SIZE_V3];
     if (fread(hdr, 1, sizeof hdr, r->f) != sizeof hdr || memcmp(hdr, "DNPHEAP", 7) != 0) {
         if (r->size >= 8 && memcmp(hdr, "DNPHEAP", 7) == 0)
             return fail(r, "truncated: the file ends inside its header");
@@ -485,8 +487,21 @@ static int read_header(loader *L) {
     L->version = version;
     L->g->pid = dnp_get_u64le(hdr + 16);
     L->g->start_real_ns = dnp_get_u64le(hdr + 24);
-    r->pos = sizeof hdr;
-    return 0;
+    L->header_size = sizeof hdr;
+    if (version >= 4) {
+        uint32_t size = dnp_get_u32le(hdr + 12);
+        uint8_t more[8];
+        if (size < DNP_HEAP_HEADER_SIZE || size > DNP_HEAP_HEADER_MAX)
+            return fail(r, "corrupt: a header of %u bytes (version %u's is at least %u)", (unsigned)size,
+                        (unsigned)version, DNP_HEAP_HEADER_SIZE);
+        if (fread(more, 1, sizeof more, r->f) != sizeof more)
+            return fail(r, "truncated: the file ends inside its header");
+        L->g->host_pid = dnp_get_u64le(more);
+        L->header_size = size;
+    }
+    if (L->header_size > r->size)
+        return fail(r, "truncated: the file ends inside its header");
+    return seek_to(r, L->header_size);
 }
 
 /* Framing and the END record, which must close the last chunk. */
@@ -495,7 +510,7 @@ static int read_end(loader *L) {
     if (read_header(L) < 0)
         return -1;
     uint64_t last = 0;
-    uint32_t len;
+    uint32_t len = 0;
     int rc, chunks = 0;
     for (;;) {
         uint64_t at = r->pos;
@@ -511,7 +526,7 @@ static int read_end(loader *L) {
         return fail(r, "truncated: no data after the header (the snapshot was cut short)");
     if (seek_to(r, last) < 0)
         return -1;
-    const uint8_t *data;
+    const uint8_t *data = NULL;
     if (next_chunk(r, &data, &len, 1) != 1)
         return -1;
     L->pass = PASS_END;

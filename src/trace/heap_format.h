@@ -21,15 +21,20 @@
 #include "trace_format.h"
 
 #define DNP_HEAP_MAGIC "DNPHEAP1"
-/* Version 3 adds the STATIC record (the objects static fields hold), which a
+/* Version 4 grows the header to 40 bytes: a u64 at 32, the pid the host knows
+ * the program by when it runs in a container (PID namespace) and the snapshot
+ * was asked from the host, 0 otherwise; a reader takes the header's own size
+ * (12: u32) from version 4 on, so a later version may grow it again. Version 3 adds the STATIC record (the objects static fields hold), which a
  * reader of version 2 would refuse as unknown. Version 2: in an OBJECT or MORE
  * record, the first reference is a zz delta from the object's address and each
  * next one from the reference before it (an array of objects allocated in
  * turn: a byte each). Version 1: each from the object's address. Readers take
  * all three. */
-#define DNP_HEAP_VERSION 3
+#define DNP_HEAP_VERSION 4
 #define DNP_HEAP_VERSION_MIN 1
-#define DNP_HEAP_HEADER_SIZE 32
+#define DNP_HEAP_HEADER_SIZE 40    /* version 4's; 32 before */
+#define DNP_HEAP_HEADER_SIZE_V3 32
+#define DNP_HEAP_HEADER_MAX 4096   /* a header a reader takes, at most */
 #define DNP_HEAP_CHUNK_MAGIC 0x43484e44u /* "DNHC" */
 #define DNP_HEAP_CHUNK_HEADER 12
 #define DNP_HEAP_CHUNK_MAX (1u << 20) /* the agent's chunks; a reader accepts up to 64 MiB */

@@ -533,6 +533,14 @@ static int container_snapshot_detach(e2e_run *rp, int mode) {
     ASSERT_EQ(c.chain, CHAIN);
     if (check_report(&r, snap, &c))
         return 1;
+    /* the report names the program as the host knows it, and as it knows itself */
+    const char *text[] = {"heap", "report", "--top", "1", snap, NULL};
+    char both[96];
+    snprintf(both, sizeof both, "pid %d (pid %d on the host)", (int)inside, (int)host);
+    ASSERT_EQ(e2e_dnprof(&r, text), 0);
+    if (!strstr_file(r.out, both))
+        e2e_show_file("dnprof heap report said", r.out);
+    ASSERT(strstr_file(r.out, both));
     if (mine[0]) {
         int bad = check_report(&r, mine, &c);
         unlink(mine);

@@ -195,19 +195,28 @@ static void put_chunk(FILE *f, const uint8_t *p, size_t len) {
     fwrite(p, 1, len, f);
 }
 
-/* A new snapshot file of the version: its path in path (a mkstemp template). */
-static FILE *snap_open(char *path, uint32_t version) {
+#define HOST_PID 4343 /* the host's pid of a version 4 header */
+
+/* A new snapshot file of the version with a header of size bytes (version 4
+ * and later: the host's pid at 32): its path in path (a mkstemp template). */
+static FILE *snap_open_sized(char *path, uint32_t version, uint32_t size) {
     int fd = mkstemp(path);
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f)
         return NULL;
-    uint8_t hdr[DNP_HEAP_HEADER_SIZE] = {0};
+    uint8_t hdr[64] = {0};
     memcpy(hdr, DNP_HEAP_MAGIC, 8);
     dnp_put_u32le(hdr + 8, version);
-    dnp_put_u32le(hdr + 12, DNP_HEAP_HEADER_SIZE);
+    dnp_put_u32le(hdr + 12, size);
     dnp_put_u64le(hdr + 16, 4242);
-    fwrite(hdr, sizeof hdr, 1, f);
+    if (version >= 4 && size >= 40)
+        dnp_put_u64le(hdr + 32, HOST_PID);
+    fwrite(hdr, size, 1, f);
     return f;
+}
+
+static FILE *snap_open(char *path, uint32_t version) {
+    return snap_open_sized(path, version, version >= 4 ? DNP_HEAP_HEADER_SIZE : DNP_HEAP_HEADER_SIZE_V3);
 }
 
 static uint8_t *put_name(uint8_t *p, uint64_t cls, const char *name) {
@@ -225,9 +234,9 @@ static uint8_t *put_end(uint8_t *p, uint64_t objects, uint64_t refs, uint64_t ro
  * starts with a MORE record: the reader must take it. References as the
  * format version writes them: version 2 each from the one before in its
  * record (the first from the holder), version 1 each from the holder. */
-static int refs_across_chunks(uint32_t version) {
+static int refs_across_chunks(uint32_t version, uint32_t header_size) {
     char path[] = "/tmp/dnprof-unit-heap-XXXXXX";
-    FILE *f = snap_open(path, version);
+    FILE *f = header_size ? snap_open_sized(path, version, header_size) : snap_open(path, version);
     ASSERT(f);
     static uint8_t buf[1 << 20];
     uint8_t *p = buf;
@@ -273,6 +282,7 @@ static int refs_across_chunks(uint32_t version) {
     ASSERT_EQ(g.n, n + 2);
     ASSERT_EQ(g.m, n + 1);
     ASSERT_EQ(g.pid, 4242);
+    ASSERT_EQ(g.host_pid, version >= 4 ? HOST_PID : 0);
     /* every reference resolved to its own item, in order */
     for (uint32_t i = 0; i < n; i++)
         ASSERT_EQ(g.edges[g.off[n + 1] + i], i + 1);
@@ -293,12 +303,32 @@ static int refs_across_chunks(uint32_t version) {
 }
 
 TEST(heap_reader_refs_across_chunks) {
-    return refs_across_chunks(DNP_HEAP_VERSION);
+    return refs_across_chunks(DNP_HEAP_VERSION, 0);
+}
+
+/* From version 4 the header says its own size: a later one that grows it
+ * still reads (its chunks from where the header says), and a size below
+ * version 4's is one clear line. */
+TEST(heap_reader_header_size) {
+    ASSERT_EQ(refs_across_chunks(4, 56), 0);
+    char path[] = "/tmp/dnprof-unit-heap-XXXXXX";
+    FILE *f = snap_open_sized(path, 4, 36);
+    ASSERT(f);
+    uint8_t buf[256], *p = put_end(buf, 0, 0, 0, 0, 0);
+    put_chunk(f, buf, (size_t)(p - buf));
+    fclose(f);
+    dnp_heapgraph g;
+    char err[512];
+    int rc = dnp_heapgraph_load(path, 0, &g, err, sizeof err);
+    unlink(path);
+    ASSERT_LT(rc, 0);
+    ASSERT_CONTAINS(err, "corrupt: a header of 36 bytes");
+    return 0;
 }
 
 /* Snapshots of format version 1 (dnprof before version 2) still read. */
 TEST(heap_reader_version1) {
-    return refs_across_chunks(1);
+    return refs_across_chunks(1, 0);
 }
 
 /* A small heap whose every answer is known:
