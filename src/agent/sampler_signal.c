@@ -28,6 +28,7 @@
 #include "agent.h"
 #include "arch/arch.h"
 #include "recorder.h"
+#include "unwind.h"
 
 /* ---- the signal handler ---- */
 
@@ -82,6 +83,7 @@ static uint32_t wall_periods(sslot *s) {
 static void on_signal(int sig, siginfo_t *si, void *ucv) {
     (void)sig;
     int saved = errno;
+    unwind_learn_sigtramp((uint64_t)(uintptr_t)__builtin_return_address(0)); /* arm64: the vDSO's or qemu's */
     if (si && (si->si_code == SI_TIMER || si->si_code == SI_QUEUE || si->si_code == POLL_IN) &&
         atomic_load_explicit(&S.running, memory_order_relaxed)) {
         sslot *s = si->si_value.sival_ptr;

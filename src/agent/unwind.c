@@ -86,12 +86,24 @@ static int signal_step(unw_frame *f, uint64_t lo, uint64_t limit, int safe) {
     return UNW_OK;
 }
 
+/* The trampoline handlers return into where no library holds it (arm64: the
+ * vDSO's, qemu-user's page), learned from the sampler's own handler. */
+static _Atomic uint64_t g_sigtramp;
+
+void unwind_learn_sigtramp(uint64_t ra) {
+    if (ARCH_SIGFRAME && ra >= 4096 && !atomic_load_explicit(&g_sigtramp, memory_order_relaxed) &&
+        arch_sigreturn_at(ra))
+        atomic_store_explicit(&g_sigtramp, ra, memory_order_relaxed);
+}
+
 int unwind_step(const unw_index *ix, unw_frame *f, int leaf, uint64_t lo, uint64_t limit, int safe) {
     /* a return address is looked up by the call before it */
     uint64_t look = leaf ? f->pc : f->pc - 1;
     const unw_lib *l = unwind_find(ix, look);
     if (!l)
-        return UNW_NOT_NATIVE;
+        return ARCH_SIGFRAME && !leaf && f->pc == atomic_load_explicit(&g_sigtramp, memory_order_relaxed)
+                   ? signal_step(f, lo, limit, safe)
+                   : UNW_NOT_NATIVE;
     if (ARCH_SIGFRAME && !leaf && f->pc + 16 <= l->hi && arch_sigreturn_at(f->pc))
         return signal_step(f, lo, limit, safe);
     const unw_row *w = unwind_row(l, look);

@@ -165,6 +165,12 @@ const unw_row *unwind_row(const unw_lib *l, uint64_t pc);
  * thread's stack, memread.h). UNW_OK, or why not. */
 int unwind_step(const unw_index *ix, unw_frame *f, int leaf, uint64_t lo, uint64_t limit, int safe);
 
+/* ra: the return address a signal handler was called with, the kernel's
+ * trampoline, kept the first time it is one (arch_sigreturn_at): a walk that
+ * meets it outside every library goes through the signal frame. Called from
+ * the sampler's handler. */
+void unwind_learn_sigtramp(uint64_t ra);
+
 /* Steps from f (its pc already ip[n - 1]) through native code, appending each
  * caller to ip[] (at most max), up to the first frame that is not native code
  * with a table (UNW_NOT_NATIVE: *f is that frame's, its pc the last one

@@ -25,6 +25,7 @@ set(DNPROF_E2E_ARM64_TESTS
   e2e_attach_cycles
   e2e_alloc_shares
   e2e_sample_short_method_callers
+  e2e_sample_wall_gc_pause
   e2e_calls_args
   e2e_trace_run_startup
   e2e_arm64_doctor)

@@ -3,12 +3,14 @@
  * address, where a leaf's return address is), the saved-frame-pointer guess,
  * and native symbol names (dynamic symbols, and .symtab for what is not
  * exported). */
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "arch/arch.h"
+#include "arch_unwind.h"
 #include "sampler.h"
 #include "sampler_internal.h"
 #include "symbols.h"
@@ -253,5 +255,48 @@ TEST(sampler_osr_scan_past_copies) {
     ASSERT_EQ(n, 2);
     ASSERT_EQ(budget, 0u);
 #undef W
+    return 0;
+}
+
+/* The kernel's signal frame on the machine that runs the test (a kernel, or
+ * qemu-user for arm64): a handler returns into the trampoline that
+ * arch_sigreturn_at knows, and the interrupted registers are where the
+ * unwinder reads them, from the SP at that trampoline (arch_unwind.h). A walk
+ * of a thread the GC's suspension stopped inside the runtime's signal handler
+ * goes through this frame to the code the thread ran (docs/sampling.md). */
+static volatile uint64_t frame_read[3], frame_want[3];
+static volatile int frame_tramp, frame_start;
+
+static void frame_handler(int sig, siginfo_t *si, void *ucv) {
+    (void)sig;
+    frame_tramp = arch_sigreturn_at((uint64_t)(uintptr_t)__builtin_return_address(0));
+    const char *at = (const char *)ucv - ARCH_SIGFRAME_UC; /* the SP at the trampoline */
+    arch_regs g;
+    arch_context_regs(ucv, &g);
+    frame_want[0] = g.pc, frame_want[1] = g.sp, frame_want[2] = g.fp;
+    memcpy((void *)&frame_read[0], at + ARCH_SIGFRAME_PC, 8);
+    memcpy((void *)&frame_read[1], at + ARCH_SIGFRAME_SP, 8);
+    memcpy((void *)&frame_read[2], at + ARCH_SIGFRAME_FP, 8);
+    frame_start = ARCH_SIGFRAME_UC == 0 || (const char *)si == at; /* arm64: the frame starts with the siginfo */
+}
+
+TEST(sampler_signal_frame_layout) {
+    if (!ARCH_SIGFRAME) {
+        printf("no walk through signal frames on this machine\n");
+        return DNP_TEST_SKIPPED;
+    }
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = frame_handler;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    ASSERT_EQ(sigaction(SIGUSR2, &sa, &old), 0);
+    raise(SIGUSR2);
+    sigaction(SIGUSR2, &old, NULL);
+    ASSERT(frame_tramp);
+    ASSERT(frame_start);
+    for (int i = 0; i < 3; i++)
+        ASSERT_EQ(frame_read[i], frame_want[i]);
+    ASSERT_NE(frame_want[0], 0);
     return 0;
 }

@@ -27,17 +27,29 @@
  * its return address in x30, which /proc/self/task/TID/syscall does not give. */
 #define ARCH_REMOTE_WALK 0
 
-/* No walk through the kernel's signal frame here (its trampoline is the
- * vDSO's, which the tables do not index): a stack interrupted by a signal ends
- * at the handler's frames (x86_64's arch_unwind.h; docs/sampling.md). */
-#define ARCH_SIGFRAME 0
-#define ARCH_SIGFRAME_FP 0
-#define ARCH_SIGFRAME_SP 0
-#define ARCH_SIGFRAME_PC 0
+/* The kernel's signal frame (arch/arm64/kernel/signal.c; qemu-user builds
+ * the same): a handler is entered with SP at a struct rt_sigframe, and x30
+ * pointing at the trampoline `mov x8, #139; svc #0` (rt_sigreturn), the
+ * vDSO's, or under qemu-user a page of qemu's own. The frame: the siginfo (128
+ * bytes), then the ucontext: uc_flags, uc_link, uc_stack, uc_sigmask with room
+ * for 1024 signals (168 bytes), then the machine context aligned to 16:
+ * fault_address, x0..x30, sp, pc. The trampoline lies in no library the
+ * tables index, so the sampler's handler learns its address, the return
+ * address it was itself called with (unwind_learn_sigtramp). Offsets from
+ * the SP at the trampoline (the handler's CFA); ARCH_SIGFRAME_UC, where the
+ * ucontext starts (unit.sampler_signal_frame_layout checks them on the
+ * running kernel or emulator). */
+#define ARCH_SIGFRAME 1
+#define ARCH_SIGFRAME_UC 128
+#define ARCH_SIGFRAME_FP (ARCH_SIGFRAME_UC + 184 + 8 * 29)
+#define ARCH_SIGFRAME_SP (ARCH_SIGFRAME_UC + 184 + 8 * 31)
+#define ARCH_SIGFRAME_PC (ARCH_SIGFRAME_UC + 184 + 8 * 32)
 
+/* Whether the code at pc (readable: a library's text, or the trampoline a
+ * handler was called from) is that trampoline. */
 static inline int arch_sigreturn_at(uint64_t pc) {
-    (void)pc;
-    return 0;
+    const uint32_t *p = (const uint32_t *)(uintptr_t)pc;
+    return p[0] == 0xd2801168u && p[1] == 0xd4000001u;
 }
 
 #endif

@@ -36,6 +36,7 @@
  * in the kernel's struct sigcontext order (r8..r15, rdi, rsi, rbp, rbx, rdx,
  * rax, rcx, rsp, rip: glibc's REG_RBP 10, REG_RSP 15, REG_RIP 16). */
 #define ARCH_SIGFRAME 1
+#define ARCH_SIGFRAME_UC 0 /* the ucontext starts at the trampoline's SP */
 #define ARCH_SIGFRAME_FP (40 + 8 * 10)
 #define ARCH_SIGFRAME_SP (40 + 8 * 15)
 #define ARCH_SIGFRAME_PC (40 + 8 * 16)
