@@ -24,6 +24,7 @@
 #include "memread.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -191,34 +192,70 @@ void sampler_thread_ending(uint64_t id) {
     sampler_arm_unlock();
 }
 
+/* /proc/self/task, opened once and read again from its start at each scan:
+ * opendir, its buffer and closedir at every scan were 70-150 us of the
+ * sampler thread's each in a VM, ten scans a second (BENCHMARKS.md, "The
+ * fixed cost, sixth round"). -1 until opened; reset in a forked child (the
+ * parent's threads). */
+static int g_task_fd = -1;
+
+static void task_dir_forked(void) {
+    if (g_task_fd >= 0)
+        close(g_task_fd);
+    g_task_fd = -1;
+}
+
+__attribute__((constructor)) static void task_dir_init(void) {
+    pthread_atfork(NULL, NULL, task_dir_forked);
+}
+
+void sampler_task_dir_close(void) {
+    task_dir_forked();
+}
+
+/* A thread seen by the scan of generation gen: a slot (armed) if it has none. */
+static void scan_one(int tid, unsigned gen) {
+    if (tid <= 0 || tid == S.sampler_tid)
+        return;
+    sslot *s = slot_of(tid);
+    if (!s) {
+        int made;
+        s = slot_claim(tid, 0, 0, &made); /* its stack found from its first sample */
+        if (!s)
+            return;
+        if (made)
+            sampler_slot_arm(s, tid);
+    }
+    s->seen = gen;
+}
+
 /* New threads get a slot (armed), threads gone give theirs back (once
  * drained). Under g_arm: a thread may be arming its own slot. */
 void sampler_scan_threads(void) {
     sampler_arm_lock();
-    DIR *d = opendir("/proc/self/task");
-    if (!d) {
+    if (g_task_fd < 0)
+        g_task_fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (g_task_fd < 0 || lseek(g_task_fd, 0, SEEK_SET) != 0) {
         sampler_arm_unlock();
         return;
     }
     S.scans++;
     unsigned gen = atomic_fetch_add(&S.scan, 1) + 1;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int tid = atoi(e->d_name);
-        if (tid <= 0 || tid == S.sampler_tid)
-            continue;
-        sslot *s = slot_of(tid);
-        if (!s) {
-            int made;
-            s = slot_claim(tid, 0, 0, &made); /* its stack found from its first sample */
-            if (!s)
-                continue;
-            if (made)
-                sampler_slot_arm(s, tid);
+    char buf[4096] __attribute__((aligned(8)));
+    ssize_t got;
+    while ((got = getdents64(g_task_fd, buf, sizeof buf)) > 0) {
+        for (ssize_t at = 0; at < got;) {
+            const struct dirent64 *e = (const struct dirent64 *)(const void *)(buf + at);
+            if (e->d_reclen == 0)
+                break;
+            scan_one(atoi(e->d_name), gen);
+            at += e->d_reclen;
         }
-        s->seen = gen;
     }
-    closedir(d);
+    if (got < 0) { /* a list cut short: no slot is given back on its word */
+        sampler_arm_unlock();
+        return;
+    }
     unsigned n = atomic_load(&S.nslots);
     for (unsigned i = 0; i < n; i++) {
         sslot *s = &S.slots[i];
