@@ -225,7 +225,7 @@ static uint32_t walk_from(srec *r, const arch_regs *g, uint64_t hi, uint64_t lim
         int chain = nw != 0;
         if (nw && ix && unwind_find(ix, g->pc)) {
             /* native code with unwind tables: exact from the leaf on */
-            unw_frame u = {.pc = g->pc, .sp = sp, .fp = fp};
+            unw_frame u = {.pc = g->pc, .sp = sp, .fp = fp, .lr = g->lr};
             *flags |= REC_NATIVE_CFI;
             int how = unwind_native(ix, r->ip, &n, MAX_DEPTH, &u, 1, sp, limit, safe);
             if (u.signal_at && u.signal_at < 64)

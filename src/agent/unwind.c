@@ -79,9 +79,15 @@ static int signal_step(unw_frame *f, uint64_t lo, uint64_t limit, int safe) {
         return UNW_BAD_STACK;
     if (pc < 4096 || sp <= f->sp || sp > limit - 8 || (sp & 7))
         return UNW_BAD_STACK; /* an alternate signal stack's frame, or not a signal frame */
+    uint64_t lr = 0;
+#ifdef ARCH_SIGFRAME_LR
+    if (unwind_read(f->sp + ARCH_SIGFRAME_LR, lo, limit, safe, &lr) != 0)
+        lr = 0;
+#endif
     f->pc = pc;
     f->sp = sp;
     f->fp = fp;
+    f->lr = lr;
     f->interrupted = 1;
     return UNW_OK;
 }
@@ -112,12 +118,23 @@ int unwind_step(const unw_index *ix, unw_frame *f, int leaf, uint64_t lo, uint64
     unsigned ra_rule = w->rules & 15, fp_rule = w->rules >> 4;
     if (ra_rule == UNW_R_UNDEF)
         return UNW_END;
-    if (ra_rule != UNW_R_AT)
-        return UNW_NO_ROW;
     uint64_t base = w->cfa_reg == UNW_CFA_SP ? f->sp : f->fp;
     if (w->cfa_reg == UNW_CFA_FP && (base < lo || base >= limit))
         return UNW_BAD_STACK;
     uint64_t cfa = base + (uint64_t)(int64_t)w->cfa_off, ra, fp = f->fp;
+    if (ra_rule == UNW_R_SAME && leaf && ARCH_DW_LR == ARCH_DW_RA && f->lr >= 4096 && cfa >= f->sp && cfa <= limit &&
+        fp_rule == UNW_R_SAME) {
+        /* arm64: an interrupted leaf that keeps its return address in lr (a
+         * system call's wrapper, memcpy; any function before its prologue's
+         * store): lr is the interrupted one, so its caller is known */
+        f->pc = f->lr;
+        f->sp = cfa;
+        f->lr = 0;
+        return UNW_OK;
+    }
+    f->lr = 0;
+    if (ra_rule != UNW_R_AT)
+        return UNW_NO_ROW;
     if (cfa <= f->sp || cfa > limit)
         return UNW_BAD_STACK;
     if (unwind_read(cfa + (uint64_t)(8 * (int64_t)w->ra_w), lo, limit, safe, &ra) != 0)

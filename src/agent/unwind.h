@@ -55,6 +55,10 @@ typedef struct unw_index {
 /* The registers a step reads and writes. */
 typedef struct unw_frame {
     uint64_t pc, sp, fp;
+    /* the link register where it still holds the frame's return address: the
+     * interrupted one at the walk's first frame and after a signal frame (arm64;
+     * 0 elsewhere, and after any other step) */
+    uint64_t lr;
     /* set by a step through a signal frame: pc is an interrupted pc (looked up as a leaf), not a
      * return address; unwind_native puts it in the trampoline's place in ip[] and says where in
      * signal_at (0 none) */

@@ -2,9 +2,11 @@
  * needs of the machine (DWARF for the Arm 64-bit Architecture, "DWARF register
  * names"): sp is 31, the frame pointer x29 is 29, the return-address column is
  * x30 (the link register). At a function's first instruction CFA = sp + 0 and
- * the return address is still in x30 itself: a row that says so (a leaf that
- * has not saved lr) ends the walk there, marked, rather than taking a stale
- * word; the sampler finds a leaf's caller from lr itself (arch_leaf_return). */
+ * the return address is still in x30 itself. At the walk's first frame (and
+ * the first after a signal frame) x30 is the interrupted one, so a row that
+ * says so (a leaf that has not saved lr: a system call's wrapper, memcpy)
+ * steps to lr; anywhere else such a row ends the walk, marked, rather than
+ * taking a stale word. */
 #ifndef DNP_ARCH_UNWIND_H
 #define DNP_ARCH_UNWIND_H
 
@@ -44,6 +46,7 @@
 #define ARCH_SIGFRAME_FP (ARCH_SIGFRAME_UC + 184 + 8 * 29)
 #define ARCH_SIGFRAME_SP (ARCH_SIGFRAME_UC + 184 + 8 * 31)
 #define ARCH_SIGFRAME_PC (ARCH_SIGFRAME_UC + 184 + 8 * 32)
+#define ARCH_SIGFRAME_LR (ARCH_SIGFRAME_UC + 184 + 8 * 30)
 
 /* Whether the code at pc (readable: a library's text, or the trampoline a
  * handler was called from) is that trampoline. */
