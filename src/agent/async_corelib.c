@@ -14,7 +14,8 @@
  * unwind tables' cache directory (unwind.h), named by CoreLib's MVID, and the
  * next process reads that file (one read) instead. The file is checked before
  * it is believed: its version, the MVID and the tables' row counts, and the
- * names of the box type and its MoveNext. The list of MoveNext tokens then
+ * names at the tokens that go to the runtime (the box type, the MoveNexts
+ * whose bodies are replaced, the types loaded for an offset). The list of MoveNext tokens then
  * answers "is this precompiled method a MoveNext" for CoreLib without its
  * metadata. Under A.mu (corelib_setup). */
 #include "async_internal.h"
@@ -56,16 +57,20 @@ mdTypeDef async_corelib_type(const char *name, mdTypeDef enclosing) {
     return dnp_md_find_type(&A.md, ns, dot ? dot + 1 : name, enclosing);
 }
 
+/* Whether method is a MoveNext with nparams parameters. */
+static int is_move_next(mdMethodDef method, unsigned nparams) {
+    uint32_t nsig = 0;
+    const uint8_t *sig = dnp_md_method_is(&A.md, method, "MoveNext") ? dnp_md_method_sig(&A.md, method, &nsig) : NULL;
+    return sig && nsig >= 2 && sig[1] == nparams;
+}
+
 /* The MoveNext of td with nparams parameters, 0 if none. */
 static mdMethodDef find_move_next(mdTypeDef td, unsigned nparams) {
     uint32_t ms[8];
     unsigned got = dnp_md_methods_named(&A.md, td, "MoveNext", ms, 8);
-    for (unsigned i = 0; i < got; i++) {
-        uint32_t nsig = 0;
-        const uint8_t *sig = dnp_md_method_sig(&A.md, ms[i], &nsig);
-        if (sig && nsig >= 2 && sig[1] == nparams)
+    for (unsigned i = 0; i < got; i++)
+        if (is_move_next(ms[i], nparams))
             return ms[i];
-    }
     return 0;
 }
 
@@ -138,10 +143,14 @@ static int facts_load(const uint8_t mvid[16], corelib_facts *f) {
     for (uint32_t i = 1; i < f->nmoves; i++)
         if (f->moves[i] <= f->moves[i - 1])
             return -1;
-    /* two rows and their names (each a page that may not have been read yet): a file of another
-     * CoreLib with the same MVID and row counts would not pass */
+    /* the rows whose tokens go to the runtime (the bodies replaced, the class loaded for an offset)
+     * and their names, each a page that may not have been read yet: a file of another CoreLib with
+     * the same MVID and row counts, or one written over by hand, is not believed */
     return strcmp(dnp_md_type_name(&A.md, f->box_td), "AsyncStateMachineBox`1") == 0 &&
-                   dnp_md_method_is(&A.md, f->box_move, "MoveNext")
+                   is_move_next(f->box_move, 1) && (!f->pbox_move || is_move_next(f->pbox_move, 0)) &&
+                   (!f->mrvtsc_td ||
+                    strcmp(dnp_md_type_name(&A.md, f->mrvtsc_td), "ManualResetValueTaskSourceCore`1") == 0) &&
+                   (!f->i32_td || strcmp(dnp_md_type_name(&A.md, f->i32_td), "Int32") == 0)
                ? 0
                : -1;
 }
