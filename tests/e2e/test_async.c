@@ -326,6 +326,22 @@ static void cache_file_named(const char *dir, const char *name, char *out, size_
  * corelib_facts: magic 8, version 4, MVID 16, two row counts, 9 TypeDefs). */
 #define BOX_MOVE_AT (8 + 4 + 16 + 8 + 9 * 4)
 
+/* n bytes of the file at `at` replaced by what, in place: 0, or -1. */
+static int spoil(const char *file, size_t at, const uint8_t *what, size_t n) {
+    size_t len = 0;
+    char *bytes = e2e_read_file(file, &len);
+    int ok = bytes && len >= at + n;
+    if (ok) {
+        memcpy(bytes + at, what, n);
+        FILE *f = fopen(file, "wb");
+        ok = f && fwrite(bytes, 1, len, f) == len;
+        if (f)
+            ok = fclose(f) == 0 && ok;
+    }
+    free(bytes);
+    return ok ? 0 : -1;
+}
+
 TEST(e2e_async_corelib_cache) {
     e2e_run r, c;
     ASSERT_EQ(e2e_setup(&c, "e2e_async_corelib_cache_dir"), 0); /* a directory that record() does not empty */
@@ -341,35 +357,15 @@ TEST(e2e_async_corelib_cache) {
     int first = corelib_run(&r, "e2e_async_corelib_cache", "CoreLib's tokens found in its metadata", name);
     cache_file_named(c.dir, name, file, sizeof file); /* by the agent's build ID and the MVID */
     int second = first == 0 && file[0] ? corelib_run(&r, "e2e_async_corelib_cache", "CoreLib's tokens read from the cache", name) : -1;
-    /* spoilt in place: a byte of the MVID another build's */
-    int third = -1;
-    size_t len = 0;
-    char *bytes = file[0] ? e2e_read_file(file, &len) : NULL;
-    if (bytes && len > 40) {
-        bytes[12] ^= 0xff;
-        FILE *f = fopen(file, "wb");
-        int written = f && fwrite(bytes, 1, len, f) == len;
-        if (f)
-            fclose(f);
-        if (written)
-            third = corelib_run(&r, "e2e_async_corelib_cache", "CoreLib's tokens found in its metadata", name);
-    }
-    free(bytes);
-    /* a token written over (the box's MoveNext(Thread), whose body gets the probe, made CoreLib's
-     * first method): not believed either */
-    int fourth = -1;
-    bytes = third == 0 ? e2e_read_file(file, &len) : NULL;
-    if (bytes && len > 80) {
-        const uint8_t first_method[4] = {1, 0, 0, 6}; /* 0x06000001, little-endian */
-        memcpy(bytes + BOX_MOVE_AT, first_method, 4);
-        FILE *f = fopen(file, "wb");
-        int written = f && fwrite(bytes, 1, len, f) == len;
-        if (f)
-            fclose(f);
-        if (written)
-            fourth = corelib_run(&r, "e2e_async_corelib_cache", "CoreLib's tokens found in its metadata", name);
-    }
-    free(bytes);
+    /* spoilt in place: the MVID another build's (zeros); then a token written over (the box's
+     * MoveNext(Thread), whose body gets the probe, made CoreLib's first method): neither believed */
+    static const uint8_t other_mvid[16] = {0}, first_method[4] = {1, 0, 0, 6}; /* 0x06000001 */
+    int third = file[0] && spoil(file, 12, other_mvid, 16) == 0
+                    ? corelib_run(&r, "e2e_async_corelib_cache", "CoreLib's tokens found in its metadata", name)
+                    : -1;
+    int fourth = third == 0 && spoil(file, BOX_MOVE_AT, first_method, 4) == 0
+                     ? corelib_run(&r, "e2e_async_corelib_cache", "CoreLib's tokens found in its metadata", name)
+                     : -1;
     unsetenv("DNPROF_UNWIND_CACHE");
     ASSERT_EQ(first, 0);
     ASSERT(file[0]);
