@@ -25,6 +25,12 @@
 
 sampler_state sampler_s;
 
+/* Which clock signals the threads in cpu mode, said once: 1. */
+static int note_cpu_clock(void) {
+    rec_note(0, "cpu sampling by %s", S.process_timer ? (S.process_timer_auto ? "one POSIX timer on the process's CPU time (the default at this rate; " DNP_ENV_SAMPLE_TIMERS "=0 for perf events), its signal taken by the thread that ran: tick-grained" : "one POSIX timer on the process's CPU time (" DNP_ENV_SAMPLE_TIMERS "=process), its signal taken by the thread that ran: tick-grained") : S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or " DNP_ENV_SAMPLE_TIMERS "=1): tick-grained");
+    return 1;
+}
+
 static void *sampler_main(void *arg) {
     (void)arg;
     pthread_setname_np(pthread_self(), "dnprof-sampler"); /* in top, perf and the trace's own thread list; by
@@ -61,10 +67,8 @@ static void *sampler_main(void *arg) {
         if (slow && S.mode != SAMPLER_SUSPEND)
             sampler_find_stacks(); /* first: until a thread's stack is known, each of its samples reads
                                     * through a system call per frame (about 50 each) */
-        if (S.mode == SAMPLER_CPU && !noted && (S.perf || S.process_timer)) {
-            noted = 1;
-            rec_note(0, "cpu sampling by %s", S.process_timer ? (S.process_timer_auto ? "one POSIX timer on the process's CPU time (the default at this rate; " DNP_ENV_SAMPLE_TIMERS "=0 for perf events), its signal taken by the thread that ran: tick-grained" : "one POSIX timer on the process's CPU time (" DNP_ENV_SAMPLE_TIMERS "=process), its signal taken by the thread that ran: tick-grained") : S.perf > 0 ? (S.perf_exclude_kernel ? "perf task-clock events, user time only (perf_event_paranoid)" : "perf task-clock events") : "POSIX CPU timers (perf events refused, or " DNP_ENV_SAMPLE_TIMERS "=1): tick-grained");
-        }
+        if (S.mode == SAMPLER_CPU && !noted && (S.perf || S.process_timer))
+            noted = note_cpu_clock();
         int scanned = 0;
         if (S.mode != SAMPLER_SUSPEND && (now >= next_scan || atomic_exchange(&S.rescan, 0))) {
             sampler_scan_threads();
