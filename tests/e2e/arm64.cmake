@@ -68,3 +68,10 @@ foreach(name ${DNPROF_E2E_ARM64_TESTS})
     SKIP_RETURN_CODE 77
     ENVIRONMENT "DNPROF_BIN=$<TARGET_FILE:dnprof>;DNPROF_ARM64_BIN=${DNPROF_ARM64_BIN};DNPROF_AGENT=${DNPROF_ARM64_AGENT};DNPROF_SCENARIOS=${DNPROF_ARM64_APP};DNPROF_DOTNET=${DNPROF_QEMU_AARCH64_EXE};DNPROF_E2E_SLOWDOWN=10;DNPROF_E2E_WORK_SCALE=3;DNPROF_E2E_SCRATCH=${DNPROF_ARM64_DIR}/scratch;${DNPROF_E2E_DOTNET_ENV}")
 endforeach()
+
+# The arm64 GC-pause test alone, for the others' sake: its four emulated threads
+# (one computing, one collecting every 15 ms, two waiting) beside
+# e2e.arm64.e2e_sample_shares_1khz skewed that test's shares past its 5 points
+# (64.0 / 64.1% for a truth of 58%, twice in five runs; 58-61% alone or beside
+# busy loops).
+set_tests_properties(e2e.arm64.e2e_sample_wall_gc_pause PROPERTIES RUN_SERIAL TRUE)
