@@ -354,15 +354,16 @@ static void write_text(const waits *w, const char *path, unsigned top, FILE *out
                 CLI_PLURAL(w->pool.starved));
     else
         not_recorded(missing, sizeof missing, "thread-pool starvation", "--threadpool", w->attached);
-    if (w->wall)
+    if (w->wall) {
         fprintf(out, "  blocked (wall samples) %29s  %.1f%% of the threads' sampled time\n",
                 report_fmt_ns(w->blocked_ns, a), report_pct(w->blocked_ns, w->sampled_ns));
-    if (w->wall && w->gc_stopped_ns)
-        fprintf(out, "  stopped by collections %29s  %.1f%% of the threads' sampled time: held by the GC where they "
-                     "ran ([GC pause]), not blocked\n",
-                report_fmt_ns(w->gc_stopped_ns, a), report_pct(w->gc_stopped_ns, w->sampled_ns));
-    else
+        if (w->gc_stopped_ns)
+            fprintf(out, "  stopped by collections %29s  %.1f%% of the threads' sampled time: held by the GC where "
+                         "they ran ([GC pause]), not blocked\n",
+                    report_fmt_ns(w->gc_stopped_ns, a), report_pct(w->gc_stopped_ns, w->sampled_ns));
+    } else {
         not_recorded(missing, sizeof missing, "blocked threads by stack", "--sample=wall", w->attached);
+    }
     if (missing[0])
         fprintf(out, "not in this trace:\n%s", missing);
     text_sites(out, "lock contention by waiting stack (innermost first; dnprof report --locks has more):", w->lsites,

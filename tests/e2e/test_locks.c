@@ -515,7 +515,9 @@ TEST(e2e_waits_page) {
          strstr(page, "other blocking waits (WaitHandle, Monitor.Wait): not recorded (dnprof run --locks=waits)") &&
          strstr(page, "  System.Threading.Monitor::Enter_Slowpath < Scenarios.LocksScenario::ContendMonitor") &&
          blocked && strstr(blocked, "  System.Threading.Lock::Enter < Scenarios.LocksScenario::ContendLock") &&
-         strstr(blocked, "on the runtime's own threads");
+         strstr(blocked, "on the runtime's own threads") &&
+         /* a wall trace has its blocked time, with or without collections that stopped threads */
+         strstr(page, "  blocked (wall samples) ") && !strstr(page, "blocked threads by stack: not recorded");
     if (!ok)
         e2e_show_file("dnprof report --waits", r.out);
     free(page);

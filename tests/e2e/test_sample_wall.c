@@ -496,5 +496,14 @@ TEST(e2e_sample_wall_gc_pause) {
     double gc_stopped = g ? strtod(g + strlen("\"gcStoppedNs\":"), NULL) / 1e6 : -1;
     free(json);
     ASSERT_GE(gc_stopped, paused);
+    const char *targs[] = {"report", "--waits", r.trace, NULL}; /* and the page says it apart from blocked time */
+    ASSERT_EQ(e2e_dnprof(&r, targs), 0);
+    char *page = e2e_read_file(r.out, NULL);
+    int apart = page && strstr(page, "  blocked (wall samples) ") && strstr(page, "  stopped by collections ") &&
+                !strstr(page, "blocked threads by stack: not recorded");
+    if (!apart)
+        e2e_show_file("dnprof report --waits", r.out);
+    free(page);
+    ASSERT(apart);
     return 0;
 }
