@@ -336,8 +336,8 @@ void sampler_find_stacks(void);
  * its stack's bounds from the thread library (its first samples are walked in
  * place, and /proc/self/maps is not read for it). Any thread but the
  * sampler's, outside signal handlers. */
-int sampler_thread_here(int tid);
-void sampler_task_dir_close(void); /* the scan's /proc/self/task (a detach leaves no descriptor) */ /* 1: it has a slot; 0: left to the next scan */
+int sampler_thread_here(int tid); /* 1: it has a slot; 0: left to the next scan */
+void sampler_task_dir_close(void); /* the scan's /proc/self/task (a detach leaves no descriptor) */
 /* The calling thread's slot, claimed at its first signal if it has none. Async-signal-safe. */
 sslot *sampler_slot_self(void);
 /* DNP_ENV_SAMPLE_TIMERS=process: one timer on the process's CPU clock, its

@@ -120,14 +120,20 @@ static uint32_t frameless_callers(srec *r, uint32_t n, uint64_t ret, uint64_t cf
     return n;
 }
 
+/* The frame a walk through a signal frame put in place of the trampoline
+ * (unwind_native) is an interrupted pc, not a return address. */
+static void mark_interrupted(srec *r, const unw_frame *u) {
+    if (u->signal_at && u->signal_at < 64)
+        r->interrupted |= 1ull << u->signal_at;
+}
+
 /* Native frames from u (a return address, the last of r->ip) by their unwind
  * tables: 1 when the walk goes on by frame pointers from u->fp (managed code
  * again), 0 when it ended (marked when it stopped in native code). */
 static int cross_native(srec *r, uint32_t *n, unw_frame *u, const unw_index *ix, uint64_t sp, uint64_t limit,
                         int safe, uint32_t *flags) {
     int how = unwind_native(ix, r->ip, n, MAX_DEPTH, u, 0, sp, limit, safe);
-    if (u->signal_at && u->signal_at < 64)
-        r->interrupted |= 1ull << u->signal_at;
+    mark_interrupted(r, u);
     if (how == UNW_NOT_NATIVE)
         return 1;
     if (how == UNW_NO_ROW || how == UNW_BAD_STACK)
@@ -228,8 +234,7 @@ static uint32_t walk_from(srec *r, const arch_regs *g, uint64_t hi, uint64_t lim
             unw_frame u = {.pc = g->pc, .sp = sp, .fp = fp, .lr = g->lr};
             *flags |= REC_NATIVE_CFI;
             int how = unwind_native(ix, r->ip, &n, MAX_DEPTH, &u, 1, sp, limit, safe);
-            if (u.signal_at && u.signal_at < 64)
-                r->interrupted |= 1ull << u.signal_at;
+            mark_interrupted(r, &u);
             if (how == UNW_NO_ROW || how == UNW_BAD_STACK)
                 *flags |= REC_UNW_STOP;
             fp = u.fp;

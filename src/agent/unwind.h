@@ -118,7 +118,7 @@ uint32_t unwind_cached(void);
 
 /* Small files of the same directory, read whole and written whole (aside, then
  * renamed): what async stacks learn of a CoreLib build, by its MVID
- * (async_setup.c). name: a file name, put after the agent's build ID. Read:
+ * (async_corelib.c). name: a file name, put after the agent's build ID. Read:
  * its length (at most cap bytes), or -1 (none, not ours, too long, no
  * directory). Any thread. */
 int cache_file_enabled(void); /* 1: there is a directory that can keep them (made if missing) */

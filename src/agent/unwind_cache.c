@@ -26,7 +26,8 @@
  * of other agents older than a day and any not read for 30 days. The
  * directory is DNPROF_UNWIND_CACHE's (config.c: by default
  * $XDG_CACHE_HOME/dnprof/unwind or ~/.cache/dnprof/unwind; "0" for none).
- * Sampler thread only. */
+ * The tables: sampler thread only. The small files beside them (what async
+ * stacks learn of a CoreLib build, async_corelib.c), any thread. */
 #include "unwind.h"
 
 #include <dirent.h>
@@ -39,6 +40,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -229,13 +231,27 @@ static void prune(void) {
     closedir(d);
 }
 
-void unw_cache_store(const unw_lib *l, const struct stat *dbg, const unw_lib *t) {
-    char path[4200], tmp[4300];
-    if (!t->nrows || cache_path(l, path, sizeof path) != 0 || make_dirs(g_dir) != 0)
-        return;
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+/* path written whole from its n pieces: aside (a temporary file of this
+ * process), then renamed into place, so that a reader sees a whole file or
+ * none. */
+static void write_aside(const char *path, const struct iovec *piece, int n) {
+    char tmp[4300];
+    static atomic_uint serial; /* two threads of a process may write at once (the sampler's, a callback's) */
+    snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(), atomic_fetch_add(&serial, 1));
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
+        return;
+    int ok = 1;
+    for (int i = 0; i < n && ok; i++)
+        ok = dnp_write_all(fd, piece[i].iov_base, piece[i].iov_len) == 0;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+void unw_cache_store(const unw_lib *l, const struct stat *dbg, const unw_lib *t) {
+    char path[4200];
+    if (!t->nrows || cache_path(l, path, sizeof path) != 0 || make_dirs(g_dir) != 0)
         return;
     static const uint8_t zero[PAGE];
     cache_hdr h;
@@ -248,12 +264,12 @@ void unw_cache_store(const unw_lib *l, const struct stat *dbg, const unw_lib *t)
     h.fde_lo = t->fde_lo - l->bias;
     h.fde_hi = t->fde_hi - l->bias;
     size_t rb = (size_t)t->nrows * sizeof(unw_row);
-    int ok = dnp_write_all(fd, &h, sizeof h) == 0 && dnp_write_all(fd, zero, PAGE - sizeof h) == 0 &&
-             dnp_write_all(fd, t->rows, rb) == 0 && dnp_write_all(fd, zero, page_up(rb) - rb) == 0 &&
-             dnp_write_all(fd, t->funcs, (size_t)t->nfuncs * 4u) == 0;
-    ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0)
-        unlink(tmp);
+    const struct iovec piece[] = {{&h, sizeof h},
+                                  {(void *)zero, PAGE - sizeof h},
+                                  {(void *)t->rows, rb},
+                                  {(void *)zero, page_up(rb) - rb},
+                                  {(void *)t->funcs, (size_t)t->nfuncs * 4u}};
+    write_aside(path, piece, (int)(sizeof piece / sizeof piece[0]));
     static int pruned; /* once a process, and once a day (prune_due) */
     if (!pruned++ && prune_due())
         prune();
@@ -270,7 +286,6 @@ static int small_path(const char *name, char *out, size_t cap) {
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
-
 long cache_file_read(const char *name, void *buf, size_t cap) {
     char path[4200];
     if (small_path(name, path, sizeof path) != 0)
@@ -279,25 +294,19 @@ long cache_file_read(const char *name, void *buf, size_t cap) {
     if (fd < 0)
         return -1;
     struct stat st;
-    long n = fstat(fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 022) && S_ISREG(st.st_mode) &&
-                     (uint64_t)st.st_size <= cap
-                 ? (long)pread(fd, buf, (size_t)st.st_size, 0)
-                 : -1;
+    long want = fstat(fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 022) && S_ISREG(st.st_mode) &&
+                        (uint64_t)st.st_size <= cap
+                    ? (long)st.st_size
+                    : -1;
+    long n = want >= 0 ? (long)pread(fd, buf, (size_t)want, 0) : -1;
     close(fd);
-    return n == (long)st.st_size ? n : -1;
+    return n == want ? n : -1;
 }
 
 void cache_file_write(const char *name, const void *buf, size_t len) {
-    char path[4200], tmp[4300];
+    char path[4200];
     if (small_path(name, path, sizeof path) != 0 || make_dirs(g_dir) != 0)
         return;
-    static atomic_uint serial; /* two threads of a process may write at once */
-    snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(), atomic_fetch_add(&serial, 1));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return;
-    int ok = dnp_write_all(fd, buf, len) == 0;
-    ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0)
-        unlink(tmp);
+    const struct iovec piece = {(void *)buf, len};
+    write_aside(path, &piece, 1);
 }
